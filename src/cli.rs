@@ -1,0 +1,67 @@
+//! Command line (the only `clap` user): parse arguments, call the library, print.
+//!
+//! Each subcommand lives in `cli/<name>.rs` with its `Args` and a `run` returning the exit
+//! code. Errors are printed as one message with a `Fix:` line and exit code 1.
+
+use clap::{Parser, Subcommand};
+
+pub mod check;
+pub mod print;
+
+/// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
+#[derive(Debug, Parser)]
+#[command(
+    name = "vyrescope",
+    version,
+    about,
+    long_about = "vyrescope: a CUDA/PTX backend for vyre-style compute Programs and a terminal \
+inspector. Without a subcommand, `vyrescope FILE...` opens the inspector on the given Program \
+files (directories expand to their *.json).",
+    after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope print fixtures/programs/vadd_f32.json\n  vyrescope run fixtures/programs/vadd_f32.json --backend reference"
+)]
+pub struct Cli {
+    /// Subcommand; omit it to open the inspector on FILES.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Program files or directories for the inspector.
+    pub files: Vec<std::path::PathBuf>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse and validate Program files.
+    Check(check::Args),
+    /// Print a Program's IR text with node ids in a gutter.
+    Print(print::Args),
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Some(Command::Check(a)) => check::run(&a),
+        Some(Command::Print(a)) => print::run(&a),
+        None => {
+            if cli.files.is_empty() {
+                eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
+                return 2;
+            }
+            eprintln!("error: the inspector is not built yet\n  Fix: use a subcommand, see `vyrescope --help`");
+            1
+        }
+    }
+}
+
+/// Prints an error (message already holds its `Fix:` line) and returns exit code 1.
+pub fn fail(e: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {e}");
+    1
+}

@@ -1,0 +1,18 @@
+//! The Program model: types, statements and expressions, the JSON parser (the only serde
+//! boundary for Programs) and the IR printer.
+//!
+//! A Program is parsed from format version 1 (`shared/spec/program-format.md`). Every statement
+//! carries its node id, the JSON path of the statement in the file (`body[1].then[0]`).
+
+pub mod ast;
+pub mod parse;
+pub mod print;
+pub mod run_spec;
+pub mod types;
+pub mod typing;
+
+pub use ast::*;
+pub use parse::{load_program, parse_program, ParseError};
+pub use run_spec::*;
+pub use types::*;
+pub use typing::{elaborate, expr_type, is_bare};

@@ -1,0 +1,692 @@
+//! The Program model (format version 1): buffers, statements, expressions.
+//!
+//! Statements carry their node id (their JSON path, e.g. `body[1].then[0]`), the key every
+//! diagnostic, source-map entry and TUI panel speaks in.
+
+use super::run_spec::RunSpec;
+use super::types::{ElemType, Scalar, ScalarType};
+
+/// A statement's node id: its JSON path in the file (`body[1].then[0]`).
+pub type NodeId = String;
+
+/// One compute kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    /// Kernel name (`[A-Za-z_][A-Za-z0-9_]*`).
+    pub name: String,
+    /// Free text.
+    pub doc: Option<String>,
+    /// Default threads per workgroup (CUDA block), x/y/z.
+    pub workgroup_size: [u32; 3],
+    /// Buffer declarations in file order.
+    pub buffers: Vec<BufferDecl>,
+    /// Statements run once per invocation.
+    pub body: Vec<Stmt>,
+    /// Default dispatch.
+    pub run: Option<RunSpec>,
+}
+
+/// Where a buffer lives and who may write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Host buffer, read-only in the kernel.
+    Read,
+    /// Host buffer, read and written.
+    ReadWrite,
+    /// Host buffer, written only.
+    Write,
+    /// Host buffer, read-only and the same for every thread (small parameters).
+    Uniform,
+    /// Per-workgroup shared memory.
+    Workgroup,
+}
+
+impl Access {
+    /// Spec spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::ReadWrite => "read_write",
+            Access::Write => "write",
+            Access::Uniform => "uniform",
+            Access::Workgroup => "workgroup",
+        }
+    }
+
+    /// Parses the spec spelling.
+    pub fn from_name(s: &str) -> Option<Self> {
+        [
+            Access::Read,
+            Access::ReadWrite,
+            Access::Write,
+            Access::Uniform,
+            Access::Workgroup,
+        ]
+        .into_iter()
+        .find(|a| a.name() == s)
+    }
+
+    /// True for buffers the kernel may store to.
+    pub fn is_writable(self) -> bool {
+        matches!(self, Access::ReadWrite | Access::Write | Access::Workgroup)
+    }
+
+    /// True for host-visible buffers (all but workgroup).
+    pub fn is_host(self) -> bool {
+        !matches!(self, Access::Workgroup)
+    }
+}
+
+/// One buffer declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferDecl {
+    /// Unique name.
+    pub name: String,
+    /// Binding slot (host buffers only).
+    pub binding: Option<u32>,
+    /// Access mode.
+    pub access: Access,
+    /// Element type.
+    pub elem: ElemType,
+    /// Element count (workgroup buffers only).
+    pub count: Option<u32>,
+}
+
+/// Scope of a barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BarrierScope {
+    /// All threads of the workgroup.
+    Workgroup,
+    /// All threads of the dispatch (cooperative launch).
+    Grid,
+}
+
+/// A statement with its node id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stmt {
+    /// JSON path of this statement.
+    pub id: NodeId,
+    /// What it does.
+    pub kind: StmtKind,
+}
+
+/// Statement kinds (spec table "Statements").
+#[derive(Debug, Clone, PartialEq)]
+pub enum StmtKind {
+    /// `{"let": NAME, "value": E}`
+    Let {
+        /// New variable.
+        name: String,
+        /// Initial value.
+        value: Expr,
+    },
+    /// `{"assign": NAME, "value": E}`
+    Assign {
+        /// Existing variable.
+        name: String,
+        /// New value.
+        value: Expr,
+    },
+    /// `{"store": BUF, "index": E, "value": E}`
+    Store {
+        /// Target buffer.
+        buffer: String,
+        /// Element index (`u32`).
+        index: Expr,
+        /// Stored value.
+        value: Expr,
+    },
+    /// `{"if": E, "then": [..], "else": [..]}`
+    If {
+        /// Condition (`bool`).
+        cond: Expr,
+        /// Taken branch.
+        then: Vec<Stmt>,
+        /// Other branch (empty when absent).
+        otherwise: Vec<Stmt>,
+        /// Whether the file had an `else` key (kept for faithful printing).
+        has_else: bool,
+    },
+    /// `{"loop": NAME, "from": E, "to": E, "body": [..]}`
+    Loop {
+        /// `u32` counter name.
+        var: String,
+        /// First value.
+        from: Expr,
+        /// End (exclusive).
+        to: Expr,
+        /// Loop body.
+        body: Vec<Stmt>,
+    },
+    /// `{"barrier": "workgroup" | "grid"}`
+    Barrier(BarrierScope),
+    /// `{"return": {}}`
+    Return,
+    /// `{"block": [..]}`
+    Block(Vec<Stmt>),
+}
+
+/// A literal as written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Literal {
+    /// Bare integer; its type comes from context (see [`crate::validate::elaborate`]).
+    Int(i128),
+    /// Bare fractional number; its type comes from context.
+    Float(f64),
+    /// `true`/`false` or a typed literal such as `{"u64": 7}`.
+    Typed(Scalar),
+}
+
+/// Axis of a builtin id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Axis {
+    /// x
+    X,
+    /// y
+    Y,
+    /// z
+    Z,
+}
+
+impl Axis {
+    /// `x`, `y` or `z`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::X => "x",
+            Axis::Y => "y",
+            Axis::Z => "z",
+        }
+    }
+
+    /// 0, 1 or 2.
+    pub fn index(self) -> usize {
+        match self {
+            Axis::X => 0,
+            Axis::Y => 1,
+            Axis::Z => 2,
+        }
+    }
+}
+
+/// Builtin invocation ids (all `u32`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// `{"gid": A}` global invocation id.
+    GlobalId(Axis),
+    /// `{"lid": A}` id within the workgroup.
+    LocalId(Axis),
+    /// `{"wgid": A}` workgroup id.
+    WorkgroupId(Axis),
+    /// `{"nwg": A}` number of workgroups.
+    NumWorkgroups(Axis),
+    /// `{"lane": {}}` lane within the warp.
+    Lane,
+    /// `{"subgroup_size": {}}` warp width.
+    SubgroupSize,
+}
+
+/// Binary operators (spec: `add sub mul div rem min max absdiff mulhi and or xor shl shr rotl
+/// rotr eq ne lt le gt ge land lor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Min,
+    Max,
+    AbsDiff,
+    MulHi,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Rotl,
+    Rotr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LAnd,
+    LOr,
+}
+
+impl BinOp {
+    /// Every binary operator.
+    pub const ALL: [BinOp; 24] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::AbsDiff,
+        BinOp::MulHi,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::Shr,
+        BinOp::Rotl,
+        BinOp::Rotr,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::LAnd,
+        BinOp::LOr,
+    ];
+
+    /// Spec spelling (the JSON key).
+    pub fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+            BinOp::Rem => "rem",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::AbsDiff => "absdiff",
+            BinOp::MulHi => "mulhi",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::Shl => "shl",
+            BinOp::Shr => "shr",
+            BinOp::Rotl => "rotl",
+            BinOp::Rotr => "rotr",
+            BinOp::Eq => "eq",
+            BinOp::Ne => "ne",
+            BinOp::Lt => "lt",
+            BinOp::Le => "le",
+            BinOp::Gt => "gt",
+            BinOp::Ge => "ge",
+            BinOp::LAnd => "land",
+            BinOp::LOr => "lor",
+        }
+    }
+
+    /// Parses the spec spelling.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|o| o.name() == s)
+    }
+
+    /// Comparisons give `bool`.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+
+    /// Shifts and rotates: the right operand is a `u32` amount.
+    pub fn is_shift(self) -> bool {
+        matches!(self, BinOp::Shl | BinOp::Shr | BinOp::Rotl | BinOp::Rotr)
+    }
+}
+
+/// Unary operators (spec: `neg not lnot popcount clz ctz brev abs sign sqrt rsqrt rcp exp exp2
+/// log log2 sin cos tan tanh floor ceil round trunc isnan isinf isfinite`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum UnOp {
+    Neg,
+    Not,
+    LNot,
+    Popcount,
+    Clz,
+    Ctz,
+    Brev,
+    Abs,
+    Sign,
+    Sqrt,
+    Rsqrt,
+    Rcp,
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    IsNan,
+    IsInf,
+    IsFinite,
+}
+
+impl UnOp {
+    /// Every unary operator.
+    pub const ALL: [UnOp; 27] = [
+        UnOp::Neg,
+        UnOp::Not,
+        UnOp::LNot,
+        UnOp::Popcount,
+        UnOp::Clz,
+        UnOp::Ctz,
+        UnOp::Brev,
+        UnOp::Abs,
+        UnOp::Sign,
+        UnOp::Sqrt,
+        UnOp::Rsqrt,
+        UnOp::Rcp,
+        UnOp::Exp,
+        UnOp::Exp2,
+        UnOp::Log,
+        UnOp::Log2,
+        UnOp::Sin,
+        UnOp::Cos,
+        UnOp::Tan,
+        UnOp::Tanh,
+        UnOp::Floor,
+        UnOp::Ceil,
+        UnOp::Round,
+        UnOp::Trunc,
+        UnOp::IsNan,
+        UnOp::IsInf,
+        UnOp::IsFinite,
+    ];
+
+    /// Spec spelling (the JSON key).
+    pub fn name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "neg",
+            UnOp::Not => "not",
+            UnOp::LNot => "lnot",
+            UnOp::Popcount => "popcount",
+            UnOp::Clz => "clz",
+            UnOp::Ctz => "ctz",
+            UnOp::Brev => "brev",
+            UnOp::Abs => "abs",
+            UnOp::Sign => "sign",
+            UnOp::Sqrt => "sqrt",
+            UnOp::Rsqrt => "rsqrt",
+            UnOp::Rcp => "rcp",
+            UnOp::Exp => "exp",
+            UnOp::Exp2 => "exp2",
+            UnOp::Log => "log",
+            UnOp::Log2 => "log2",
+            UnOp::Sin => "sin",
+            UnOp::Cos => "cos",
+            UnOp::Tan => "tan",
+            UnOp::Tanh => "tanh",
+            UnOp::Floor => "floor",
+            UnOp::Ceil => "ceil",
+            UnOp::Round => "round",
+            UnOp::Trunc => "trunc",
+            UnOp::IsNan => "isnan",
+            UnOp::IsInf => "isinf",
+            UnOp::IsFinite => "isfinite",
+        }
+    }
+
+    /// Parses the spec spelling.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|o| o.name() == s)
+    }
+
+    /// Transcendental ops with a documented ULP bound rather than exact rounding.
+    pub fn is_approximate(self) -> bool {
+        matches!(
+            self,
+            UnOp::Rsqrt
+                | UnOp::Rcp
+                | UnOp::Exp
+                | UnOp::Exp2
+                | UnOp::Log
+                | UnOp::Log2
+                | UnOp::Sin
+                | UnOp::Cos
+                | UnOp::Tan
+                | UnOp::Tanh
+        )
+    }
+}
+
+/// Atomic read-modify-write operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum AtomicOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+    Cas,
+}
+
+impl AtomicOp {
+    /// Every atomic op.
+    pub const ALL: [AtomicOp; 8] = [
+        AtomicOp::Add,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+        AtomicOp::Exchange,
+        AtomicOp::Cas,
+    ];
+
+    /// Spec spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Min => "min",
+            AtomicOp::Max => "max",
+            AtomicOp::And => "and",
+            AtomicOp::Or => "or",
+            AtomicOp::Xor => "xor",
+            AtomicOp::Exchange => "exchange",
+            AtomicOp::Cas => "cas",
+        }
+    }
+
+    /// Parses the spec spelling.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|o| o.name() == s)
+    }
+}
+
+/// Warp-wide reductions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ReduceOp {
+    Add,
+    Mul,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+impl ReduceOp {
+    /// Every reduction.
+    pub const ALL: [ReduceOp; 7] = [
+        ReduceOp::Add,
+        ReduceOp::Mul,
+        ReduceOp::Min,
+        ReduceOp::Max,
+        ReduceOp::And,
+        ReduceOp::Or,
+        ReduceOp::Xor,
+    ];
+
+    /// Spec spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Add => "add",
+            ReduceOp::Mul => "mul",
+            ReduceOp::Min => "min",
+            ReduceOp::Max => "max",
+            ReduceOp::And => "and",
+            ReduceOp::Or => "or",
+            ReduceOp::Xor => "xor",
+        }
+    }
+
+    /// Parses the spec spelling.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|o| o.name() == s)
+    }
+}
+
+/// Expressions (spec table "Expressions").
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A literal.
+    Lit(Literal),
+    /// A variable.
+    Var(String),
+    /// A builtin id.
+    Builtin(Builtin),
+    /// `{"load": BUF, "index": E}`
+    Load {
+        /// Buffer name.
+        buffer: String,
+        /// Index (`u32`).
+        index: Box<Expr>,
+    },
+    /// `{"len": BUF}`
+    Len(String),
+    /// `{"OP": [A, B]}`
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `{"OP": A}`
+    Unary(UnOp, Box<Expr>),
+    /// `{"select": [C, A, B]}`
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `{"cast": T, "value": E}`
+    Cast(ScalarType, Box<Expr>),
+    /// `{"bitcast": T, "value": E}`
+    Bitcast(ScalarType, Box<Expr>),
+    /// `{"fma": [A, B, C]}`
+    Fma(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `{"atomic": OP, "buffer": BUF, "index": E, "value": E, "expected": E}`
+    Atomic {
+        /// Operation.
+        op: AtomicOp,
+        /// Buffer name.
+        buffer: String,
+        /// Index (`u32`).
+        index: Box<Expr>,
+        /// Operand (the new value for `cas`).
+        value: Box<Expr>,
+        /// Compared value (`cas` only).
+        expected: Option<Box<Expr>>,
+    },
+    /// `{"shuffle": E, "lane": E}`
+    Shuffle {
+        /// Value read from the other lane.
+        value: Box<Expr>,
+        /// Source lane (`u32`).
+        lane: Box<Expr>,
+    },
+    /// `{"subgroup_reduce": OP, "value": E}`
+    SubgroupReduce(ReduceOp, Box<Expr>),
+    /// `{"ballot": E}`
+    Ballot(Box<Expr>),
+}
+
+impl Program {
+    /// The declaration of buffer `name`.
+    pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
+        self.buffers.iter().find(|b| b.name == name)
+    }
+
+    /// Host-visible buffers sorted by binding (the kernel ABI order).
+    pub fn host_buffers(&self) -> Vec<&BufferDecl> {
+        let mut v: Vec<&BufferDecl> = self.buffers.iter().filter(|b| b.access.is_host()).collect();
+        v.sort_by_key(|b| b.binding.unwrap_or(u32::MAX));
+        v
+    }
+
+    /// Calls `f` on every statement, depth first, in program order.
+    pub fn walk_stmts<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        walk_list(&self.body, f);
+    }
+
+    /// The statement with node id `id`.
+    pub fn find_stmt(&self, id: &str) -> Option<&Stmt> {
+        let mut found = None;
+        self.walk_stmts(&mut |s| {
+            if found.is_none() && s.id == id {
+                found = Some(s);
+            }
+        });
+        found
+    }
+}
+
+fn walk_list<'a>(list: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in list {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                walk_list(then, f);
+                walk_list(otherwise, f);
+            }
+            StmtKind::Loop { body, .. } => walk_list(body, f),
+            StmtKind::Block(b) => walk_list(b, f),
+            _ => {}
+        }
+    }
+}
+
+impl Expr {
+    /// Calls `f` on this expression and every sub-expression, pre-order.
+    pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => {}
+            Expr::Load { index, .. } => index.visit(f),
+            Expr::Binary(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Unary(_, a)
+            | Expr::Cast(_, a)
+            | Expr::Bitcast(_, a)
+            | Expr::SubgroupReduce(_, a)
+            | Expr::Ballot(a) => a.visit(f),
+            Expr::Select(a, b, c) | Expr::Fma(a, b, c) => {
+                a.visit(f);
+                b.visit(f);
+                c.visit(f);
+            }
+            Expr::Atomic {
+                index,
+                value,
+                expected,
+                ..
+            } => {
+                index.visit(f);
+                value.visit(f);
+                if let Some(e) = expected {
+                    e.visit(f);
+                }
+            }
+            Expr::Shuffle { value, lane } => {
+                value.visit(f);
+                lane.visit(f);
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! vyrescope: a CUDA/PTX backend for vyre-style compute Programs and a terminal inspector.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod diagnostics;
+pub mod emit;
+pub mod ir;
+pub mod occupancy;
+pub mod validate;
+pub mod inputs;
+pub mod interp;
