@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod print;
+pub mod tui;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
@@ -25,6 +26,9 @@ pub struct Cli {
     pub command: Option<Command>,
     /// Program files or directories for the inspector.
     pub files: Vec<std::path::PathBuf>,
+    /// Inspector options (without a subcommand).
+    #[command(flatten)]
+    pub inspector: tui::InspectorOpts,
 }
 
 /// Subcommands.
@@ -34,6 +38,8 @@ pub enum Command {
     Check(check::Args),
     /// Print a Program's IR text with node ids in a gutter.
     Print(print::Args),
+    /// Open the inspector (or replay keys headlessly with --keys/--snapshot).
+    Tui(tui::Args),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -49,13 +55,13 @@ pub fn main() -> i32 {
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
+        Some(Command::Tui(a)) => tui::run(&a),
         None => {
             if cli.files.is_empty() {
                 eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
                 return 2;
             }
-            eprintln!("error: the inspector is not built yet\n  Fix: use a subcommand, see `vyrescope --help`");
-            1
+            tui::open(&cli.files, &cli.inspector)
         }
     }
 }
