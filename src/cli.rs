@@ -6,7 +6,9 @@
 use clap::{Parser, Subcommand};
 
 pub mod check;
+pub mod fault_test;
 pub mod print;
+pub mod probe;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
@@ -34,6 +36,11 @@ pub enum Command {
     Check(check::Args),
     /// Print a Program's IR text with node ids in a gutter.
     Print(print::Args),
+    /// Probe a CUDA device and print its capabilities.
+    Probe(probe::Args),
+    /// Fault-recovery check with raw PTX (test-only).
+    #[command(hide = true)]
+    FaultTest(fault_test::Args),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -49,6 +56,8 @@ pub fn main() -> i32 {
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
+        Some(Command::Probe(a)) => probe::run(&a),
+        Some(Command::FaultTest(a)) => fault_test::run(&a),
         None => {
             if cli.files.is_empty() {
                 eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");

@@ -9,3 +9,4 @@ pub mod occupancy;
 pub mod validate;
 pub mod inputs;
 pub mod interp;
+pub mod runtime;
