@@ -12,8 +12,9 @@
 //! fails the test.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use syntect::parsing::{ParseState, ScopeStack, SyntaxDefinition, SyntaxSetBuilder};
+use syntect::parsing::{ParseState, ScopeStack, SyntaxDefinition, SyntaxSet, SyntaxSetBuilder};
 use vyrescope::ir::{load_program, print::print_program};
 
 fn root() -> PathBuf {
@@ -106,24 +107,31 @@ fn printed_fixtures_match_snapshots() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Loads `themes/ir.sublime-syntax` and returns, for `line`, each token's text with its
-/// innermost scope.
+/// `themes/ir.sublime-syntax`, loaded once.
+fn syntax_set() -> &'static SyntaxSet {
+    static SET: OnceLock<SyntaxSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        let path = root().join("themes/ir.sublime-syntax");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let def = SyntaxDefinition::load_from_str(&text, true, None)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(def.scope.to_string(), "source.vyrescope-ir");
+        let mut b = SyntaxSetBuilder::new();
+        b.add(def);
+        b.build()
+    })
+}
+
+/// Each token of `line` with its innermost scope under the IR syntax.
 fn scopes_of(line: &str) -> Vec<(String, String)> {
-    let path = root().join("themes/ir.sublime-syntax");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-    let def = SyntaxDefinition::load_from_str(&text, true, None)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(def.scope.to_string(), "source.vyrescope-ir");
-    let mut b = SyntaxSetBuilder::new();
-    b.add(def);
-    let set = b.build();
+    let set = syntax_set();
     let syntax = set
         .find_syntax_by_name("vyrescope IR")
         .unwrap_or_else(|| panic!("syntax not found by name"));
     let mut state = ParseState::new(syntax);
     let line = format!("{line}\n");
     let ops = state
-        .parse_line(&line, &set)
+        .parse_line(&line, set)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut stack = ScopeStack::new();
     let mut out = Vec::new();
