@@ -441,7 +441,7 @@ impl Writer<'_> {
             UnOp::Ceil => self.op1(&format!("cvt.rpi.{a}.{a}"), ty, &x),
             UnOp::Round => self.op1(&format!("cvt.rni.{a}.{a}"), ty, &x),
             UnOp::Trunc => self.op1(&format!("cvt.rzi.{a}.{a}"), ty, &x),
-            UnOp::IsNan => self.op1(&format!("testp.nan.{a}"), ScalarType::Bool, &x),
+            UnOp::IsNan => self.op1(&format!("testp.notanumber.{a}"), ScalarType::Bool, &x),
             UnOp::IsInf => self.op1(&format!("testp.infinite.{a}"), ScalarType::Bool, &x),
             UnOp::IsFinite => self.op1(&format!("testp.finite.{a}"), ScalarType::Bool, &x),
             UnOp::Exp
@@ -530,7 +530,11 @@ impl Writer<'_> {
                 // Saturating toward zero; NaN is forced to 0 explicitly because PTX gives
                 // MIN for NaN when the source is f64 or the destination 64-bit.
                 let c = self.op1(&format!("cvt.rzi.sat.{}.{}", arith(t), arith(s)), t, &x);
-                let nan = self.op1(&format!("testp.nan.{}", arith(s)), ScalarType::Bool, &x);
+                let nan = self.op1(
+                    &format!("testp.notanumber.{}", arith(s)),
+                    ScalarType::Bool,
+                    &x,
+                );
                 self.selp(t, &Val::Imm(zero(t)), &c, &nan)
             }
             (ScalarType::F32, ScalarType::F64) => self.op1("cvt.f64.f32", t, &x),

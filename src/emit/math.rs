@@ -137,7 +137,7 @@ impl Writer<'_> {
 
     /// `isnan(x) ? x : r`.
     fn keep_nan(&mut self, x: &Val, r: &Val) -> Val {
-        let nan = self.op1("testp.nan.f64", ScalarType::Bool, x);
+        let nan = self.op1("testp.notanumber.f64", ScalarType::Bool, x);
         self.selp(F64, x, r, &nan)
     }
 
