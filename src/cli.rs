@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod print;
+pub mod run;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
@@ -34,6 +35,8 @@ pub enum Command {
     Check(check::Args),
     /// Print a Program's IR text with node ids in a gutter.
     Print(print::Args),
+    /// Execute a Program and summarise its output buffers.
+    Run(run::Args),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -49,6 +52,7 @@ pub fn main() -> i32 {
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
+        Some(Command::Run(a)) => run::run(&a),
         None => {
             if cli.files.is_empty() {
                 eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
