@@ -9,7 +9,9 @@ use crate::ir::load_program;
 
 /// Parse and validate Program files; exit 0 when all are valid.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope check --json fixtures/invalid/*.json")]
+#[command(
+    after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope check --json fixtures/invalid/*.json"
+)]
 pub struct Args {
     /// Program files.
     #[arg(required = true)]
@@ -33,7 +35,11 @@ pub fn check_file(path: &std::path::Path) -> Vec<Diagnostic> {
         Err(e) => vec![Diagnostic {
             severity: Severity::Error,
             code: "E000",
-            node: if e.path.is_empty() { None } else { Some(e.path.clone()) },
+            node: if e.path.is_empty() {
+                None
+            } else {
+                Some(e.path.clone())
+            },
             message: format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message),
             fix: e.fix,
         }],
