@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 pub mod check;
 pub mod emit;
 pub mod print;
+pub mod run;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
@@ -35,6 +36,8 @@ pub enum Command {
     Check(check::Args),
     /// Print a Program's IR text with node ids in a gutter.
     Print(print::Args),
+    /// Execute a Program and summarise its output buffers.
+    Run(run::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
     Emit(emit::Args),
 }
@@ -52,6 +55,7 @@ pub fn main() -> i32 {
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
+        Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
         None => {
             if cli.files.is_empty() {

@@ -8,4 +8,5 @@ pub mod inputs;
 pub mod interp;
 pub mod ir;
 pub mod occupancy;
+pub mod report;
 pub mod validate;
