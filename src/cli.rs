@@ -6,9 +6,11 @@
 use clap::{Parser, Subcommand};
 
 pub mod check;
+pub mod emit;
 pub mod fault_test;
 pub mod print;
 pub mod probe;
+pub mod run;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
@@ -36,6 +38,10 @@ pub enum Command {
     Check(check::Args),
     /// Print a Program's IR text with node ids in a gutter.
     Print(print::Args),
+    /// Execute a Program and summarise its output buffers.
+    Run(run::Args),
+    /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
+    Emit(emit::Args),
     /// Probe a CUDA device and print its capabilities.
     Probe(probe::Args),
     /// Fault-recovery check with raw PTX (test-only).
@@ -56,6 +62,8 @@ pub fn main() -> i32 {
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
+        Some(Command::Run(a)) => run::run(&a),
+        Some(Command::Emit(a)) => emit::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),
         Some(Command::FaultTest(a)) => fault_test::run(&a),
         None => {

@@ -4,9 +4,10 @@
 pub mod cli;
 pub mod diagnostics;
 pub mod emit;
-pub mod ir;
-pub mod occupancy;
-pub mod validate;
 pub mod inputs;
 pub mod interp;
+pub mod ir;
+pub mod occupancy;
+pub mod report;
 pub mod runtime;
+pub mod validate;

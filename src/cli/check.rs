@@ -9,7 +9,9 @@ use crate::ir::load_program;
 
 /// Parse and validate Program files; exit 0 when all are valid.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope check --json fixtures/invalid/*.json")]
+#[command(
+    after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope check --json fixtures/invalid/*.json"
+)]
 pub struct Args {
     /// Program files.
     #[arg(required = true)]
@@ -26,14 +28,19 @@ struct FileReport {
     diagnostics: Vec<Diagnostic>,
 }
 
-/// Parses and validates one file: parse errors become one `P000` error diagnostic.
+/// Parses and validates one file: a parse error becomes one `V000` error diagnostic whose node
+/// is the JSON path of the offending value and whose message starts with `file:line:col`.
 pub fn check_file(path: &std::path::Path) -> Vec<Diagnostic> {
     match load_program(path) {
         Ok(p) => crate::validate::validate(&p),
         Err(e) => vec![Diagnostic {
             severity: Severity::Error,
-            code: "E000",
-            node: if e.path.is_empty() { None } else { Some(e.path.clone()) },
+            code: "V000",
+            node: if e.path.is_empty() {
+                None
+            } else {
+                Some(e.path.clone())
+            },
             message: format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message),
             fix: e.fix,
         }],

@@ -636,7 +636,10 @@ impl<'de> Visitor<'de> for ExprVisitor {
         Ok(Expr::Var(v.to_string()))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Expr, E> {
-        Err(err("null is not an expression", "write a value or an expression object"))
+        Err(err(
+            "null is not an expression",
+            "write a value or an expression object",
+        ))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<Expr, A::Error> {
         Err(err(
@@ -781,12 +784,10 @@ impl<'de> Visitor<'de> for ExprVisitor {
                     extra.read(&mut map, &[])?;
                     Expr::Ballot(bx(v.0))
                 }
-                _ => {
-                    return Err(err(
-                        format!("unknown expression kind `{k}`"),
-                        "see the expression table of program-format.md (e.g. add, load, select, cast)",
-                    ))
-                }
+                _ => return Err(err(
+                    format!("unknown expression kind `{k}`"),
+                    "see the expression table of program-format.md (e.g. add, load, select, cast)",
+                )),
             }
         };
         Ok(e)

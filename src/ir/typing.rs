@@ -270,7 +270,10 @@ fn bare_default(a: &Expr, b: &Expr) -> Option<ScalarType> {
     });
     if lits.iter().any(|l| matches!(l, Some(Literal::Float(_)))) {
         Some(ScalarType::F32)
-    } else if lits.iter().any(|l| matches!(l, Some(Literal::Int(v)) if *v < 0)) {
+    } else if lits
+        .iter()
+        .any(|l| matches!(l, Some(Literal::Int(v)) if *v < 0))
+    {
         Some(ScalarType::I32)
     } else {
         Some(ScalarType::U32)
