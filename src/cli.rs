@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod emit;
+pub mod occupancy;
 pub mod print;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
@@ -37,6 +38,8 @@ pub enum Command {
     Print(print::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
     Emit(emit::Args),
+    /// Occupancy of a Program's kernel, or calculator mode with --regs.
+    Occupancy(occupancy::Args),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -53,6 +56,7 @@ pub fn main() -> i32 {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
+        Some(Command::Occupancy(a)) => occupancy::run(&a),
         None => {
             if cli.files.is_empty() {
                 eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
