@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod emit;
+pub mod occupancy;
 pub mod print;
 pub mod run;
 
@@ -40,6 +41,8 @@ pub enum Command {
     Run(run::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
     Emit(emit::Args),
+    /// Occupancy of a Program's kernel, or calculator mode with --regs.
+    Occupancy(occupancy::Args),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -57,6 +60,7 @@ pub fn main() -> i32 {
         Some(Command::Print(a)) => print::run(&a),
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
+        Some(Command::Occupancy(a)) => occupancy::run(&a),
         None => {
             if cli.files.is_empty() {
                 eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
