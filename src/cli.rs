@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 pub mod check;
 pub mod emit;
 pub mod fault_test;
+pub mod occupancy;
 pub mod print;
 pub mod probe;
 pub mod run;
@@ -42,6 +43,8 @@ pub enum Command {
     Run(run::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
     Emit(emit::Args),
+    /// Occupancy of a Program's kernel, or calculator mode with --regs.
+    Occupancy(occupancy::Args),
     /// Probe a CUDA device and print its capabilities.
     Probe(probe::Args),
     /// Fault-recovery check with raw PTX (test-only).
@@ -64,6 +67,7 @@ pub fn main() -> i32 {
         Some(Command::Print(a)) => print::run(&a),
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
+        Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),
         Some(Command::FaultTest(a)) => fault_test::run(&a),
         None => {

@@ -156,3 +156,6 @@ impl Sink {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -52,7 +52,7 @@ pub fn run(a: &Args) -> i32 {
     let mut reports = Vec::new();
     for f in &a.files {
         let diagnostics = check_file(f);
-        let valid = !diagnostics.iter().any(|d| d.severity == Severity::Error);
+        let valid = crate::validate::is_valid(&diagnostics);
         reports.push(FileReport {
             file: f.display().to_string(),
             valid,
