@@ -6,7 +6,12 @@
 use clap::{Parser, Subcommand};
 
 pub mod check;
+pub mod emit;
+pub mod fault_test;
+pub mod occupancy;
 pub mod print;
+pub mod probe;
+pub mod run;
 pub mod tui;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
@@ -38,6 +43,17 @@ pub enum Command {
     Check(check::Args),
     /// Print a Program's IR text with node ids in a gutter.
     Print(print::Args),
+    /// Execute a Program and summarise its output buffers.
+    Run(run::Args),
+    /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
+    Emit(emit::Args),
+    /// Occupancy of a Program's kernel, or calculator mode with --regs.
+    Occupancy(occupancy::Args),
+    /// Probe a CUDA device and print its capabilities.
+    Probe(probe::Args),
+    /// Fault-recovery check with raw PTX (test-only).
+    #[command(hide = true)]
+    FaultTest(fault_test::Args),
     /// Open the inspector (or replay keys headlessly with --keys/--snapshot).
     Tui(tui::Args),
 }
@@ -55,6 +71,11 @@ pub fn main() -> i32 {
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
+        Some(Command::Run(a)) => run::run(&a),
+        Some(Command::Emit(a)) => emit::run(&a),
+        Some(Command::Occupancy(a)) => occupancy::run(&a),
+        Some(Command::Probe(a)) => probe::run(&a),
+        Some(Command::FaultTest(a)) => fault_test::run(&a),
         Some(Command::Tui(a)) => tui::run(&a),
         None => {
             if cli.files.is_empty() {

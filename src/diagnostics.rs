@@ -1,9 +1,18 @@
 //! Diagnostics: the one type every check reports in (validator, launch, compile and
 //! performance rules), keyed by node id.
+//!
+//! The rule sets: [`launch`] (will this launch run on this device: `L...`), [`compile`]
+//! (ptxas / driver JIT logs mapped back to IR nodes: `C...`) and [`perf`] (lints on why it may
+//! be slow: `P...`); [`affine`] is the index analysis the launch and performance rules share.
 
 use serde::Serialize;
 
 use crate::ir::NodeId;
+
+pub mod affine;
+pub mod compile;
+pub mod launch;
+pub mod perf;
 
 /// How serious a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -31,6 +40,55 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it (without the `Fix: ` prefix).
     pub fix: String,
+}
+
+impl Diagnostic {
+    /// A diagnostic of any severity.
+    pub fn new(
+        severity: Severity,
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity,
+            code,
+            node,
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// An error.
+    pub fn error(
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Self::new(Severity::Error, code, node, message, fix)
+    }
+
+    /// A warning.
+    pub fn warning(
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Self::new(Severity::Warning, code, node, message, fix)
+    }
+
+    /// An informational note.
+    pub fn info(
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Self::new(Severity::Info, code, node, message, fix)
+    }
 }
 
 fn ser_node<S: serde::Serializer>(n: &Option<NodeId>, s: S) -> Result<S::Ok, S::Error> {

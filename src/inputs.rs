@@ -1,11 +1,54 @@
 //! Host buffer contents for a dispatch, from a Program's `run` section (fills, data, files).
 //!
-//! CONTRACT (implemented by the interpreter work): `prepare` turns a Program (+ overrides) into
-//! a launch shape and host buffers in binding order, as raw little-endian bytes.
+//! [`prepare`] turns a Program (+ overrides) into a [`LaunchShape`] and the host buffers in
+//! binding order, as raw little-endian bytes; every backend (reference interpreter, CUDA)
+//! starts from the same [`PreparedRun`].
+//!
+//! # Launch shape
+//! - workgroup size: the override, else the Program's `workgroup_size`;
+//! - grid: the override, else `run.grid`, else `run.elements` (`grid.x = ceil(elements /
+//!   workgroup_size.x)`, y = z = 1), else the largest explicit length (`len`, `data`, `file`)
+//!   of a `read_write`/`write` buffer taken as `elements`.
+//!
+//! # Buffer lengths
+//! `len` if given; else the `data` length or the file's element count; else `elements`
+//! (`run.elements`, or the derived value above); else, when the grid came from `run.grid` or an
+//! override and nothing else says, the dispatch's invocation count. Host buffers without an
+//! input spec are zeros of that default length. A length must fit `u32` (indices are `u32`)
+//! and all host buffers together must stay within [`MAX_TOTAL_BYTES`].
+//!
+//! # Contents
+//! - `zeros`, `ones`: the value 0 / 1 of the element type (`ones` of `f16` is `0x3c00`).
+//! - `iota`: element `i` is `i` converted to the element type: integers wrap to their width
+//!   (`u8` iota of 257 is 1), floats round to nearest even (`f16` overflows to +inf from 65520),
+//!   `bool` alternates `i % 2` (false, true, false, ...).
+//! - `random`: [SplitMix64](prng) seeded with `seed` (default 0), one 64-bit draw `r` per
+//!   element in order. Floats: `lo + (hi - lo) * u` computed in `f64` with
+//!   `u = (r >> 11) * 2^-53` in `[0, 1)`, then rounded to nearest even into the element type
+//!   (so a value may round up to `hi`); default range `[-1, 1)`. Integers without `range`: the
+//!   low bits of `r` (the whole type range); with `range: [lo, hi]` (integers, `hi` exclusive,
+//!   within the type) `lo + floor(r * (hi - lo) / 2^64)` (multiply-shift; `lo == hi` gives
+//!   `lo`). `bool`: `r >> 63` (`range` is rejected).
+//! - `data`: each literal converted to the element type: integers must fit the type exactly
+//!   (integral floats such as `3.0` are accepted for integer types), floats round to nearest
+//!   even and must not overflow to infinity (`"inf"`/`"nan"` pass through), `true`/`false`
+//!   only for `bool` (0/1 also accepted there).
+//! - `file`: raw little-endian elements, path relative to the Program file's folder; the size
+//!   must be a multiple of the element size.
+
+pub mod contents;
+pub mod prng;
 
 use std::path::Path;
 
-use crate::ir::{Access, ElemType, Program};
+use crate::ir::{Access, ElemType, InputSource, Program};
+
+/// Largest total size of all host buffers of one dispatch (8 GiB).
+pub const MAX_TOTAL_BYTES: u64 = 8 << 30;
+
+/// Largest invocation count of one dispatch (2^40); beyond it no backend here can run or
+/// verify the result in reasonable time.
+pub const MAX_INVOCATIONS: u128 = 1 << 40;
 
 /// Workgroup size and grid of one dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -14,6 +57,66 @@ pub struct LaunchShape {
     pub workgroup_size: [u32; 3],
     /// Workgroups, x/y/z.
     pub grid: [u32; 3],
+}
+
+impl LaunchShape {
+    /// Threads per workgroup.
+    pub fn threads_per_workgroup(&self) -> u64 {
+        self.workgroup_size.iter().map(|&x| x as u64).product()
+    }
+
+    /// Workgroups in the grid.
+    pub fn workgroups(&self) -> u64 {
+        self.grid.iter().map(|&x| x as u64).product()
+    }
+
+    /// Total invocations (saturating at `u64::MAX`).
+    pub fn invocations(&self) -> u64 {
+        self.threads_per_workgroup()
+            .saturating_mul(self.workgroups())
+    }
+
+    /// Checks that every dimension is positive, `gid` fits `u32` on every axis and the
+    /// invocation count stays within [`MAX_INVOCATIONS`].
+    pub fn check(&self) -> Result<(), InputError> {
+        for (a, axis) in ["x", "y", "z"].into_iter().enumerate() {
+            if self.workgroup_size[a] == 0 || self.grid[a] == 0 {
+                return Err(InputError {
+                    message: format!(
+                        "launch shape has a zero dimension: workgroup_size {:?}, grid {:?}",
+                        self.workgroup_size, self.grid
+                    ),
+                    fix: "every workgroup and grid dimension must be at least 1 (set `run.elements` > 0 or pass --grid X,Y,Z)".into(),
+                });
+            }
+            if self.workgroup_size[a] as u64 * self.grid[a] as u64 > 1 << 32 {
+                return Err(InputError {
+                    message: format!(
+                        "grid.{0} * workgroup_size.{0} = {1} invocations along {0}; global ids are u32",
+                        axis,
+                        self.workgroup_size[a] as u64 * self.grid[a] as u64
+                    ),
+                    fix: "use at most 2^32 invocations per axis (spread the work over y and z)".into(),
+                });
+            }
+        }
+        let total: u128 = self
+            .workgroup_size
+            .iter()
+            .chain(&self.grid)
+            .map(|&x| x as u128)
+            .product();
+        if total > MAX_INVOCATIONS {
+            return Err(InputError {
+                message: format!(
+                    "the dispatch has {total} invocations (workgroup_size {:?} x grid {:?}), more than the limit 2^40",
+                    self.workgroup_size, self.grid
+                ),
+                fix: "use a smaller grid or fewer elements".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// One host buffer's contents.
@@ -41,6 +144,11 @@ impl HostBuffer {
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
+
+    /// True for buffers the kernel may write (`read_write`, `write`): the outputs of a run.
+    pub fn is_output(&self) -> bool {
+        self.access.is_writable()
+    }
 }
 
 /// A dispatch ready to run on any backend.
@@ -62,6 +170,42 @@ pub struct InputError {
     pub fix: String,
 }
 
+/// A buffer length known before the default (`elements`) is.
+fn explicit_len(
+    name: &str,
+    elem: ElemType,
+    src: &InputSource,
+    len: Option<u64>,
+    base_dir: &Path,
+) -> Result<Option<u64>, InputError> {
+    Ok(match (len, src) {
+        (Some(n), _) => Some(n),
+        (None, InputSource::Data(d)) => Some(d.len() as u64),
+        (None, InputSource::File(f)) => Some(file_len(name, elem, &base_dir.join(f))?),
+        (None, InputSource::Fill(_)) => None,
+    })
+}
+
+/// Element count of a raw input file (checked against the element size).
+fn file_len(name: &str, elem: ElemType, path: &Path) -> Result<u64, InputError> {
+    let meta = std::fs::metadata(path).map_err(|e| InputError {
+        message: format!("input `{name}`: cannot read {}: {e}", path.display()),
+        fix: "the path is relative to the Program file's folder; check that the file exists".into(),
+    })?;
+    let size = elem.size_bytes() as u64;
+    if meta.len() % size != 0 {
+        return Err(InputError {
+            message: format!(
+                "input `{name}`: {} has {} bytes, not a multiple of the {elem} element size {size}",
+                path.display(),
+                meta.len()
+            ),
+            fix: format!("write whole {elem} elements (raw little-endian) into the file"),
+        });
+    }
+    Ok(meta.len() / size)
+}
+
 /// Builds the launch shape and host buffers for `program`; `base_dir` resolves `file` inputs.
 pub fn prepare(
     program: &Program,
@@ -69,9 +213,173 @@ pub fn prepare(
     workgroup: Option<[u32; 3]>,
     grid: Option<[u32; 3]>,
 ) -> Result<PreparedRun, InputError> {
-    let _ = (program, base_dir, workgroup, grid);
-    Err(InputError {
-        message: "inputs are not implemented yet".into(),
-        fix: "wait for the interpreter work".into(),
-    })
+    let spec = program.run.clone().unwrap_or_default();
+    for (name, _) in &spec.inputs {
+        match program.buffer(name) {
+            Some(b) if b.access.is_host() => {}
+            Some(_) => {
+                return Err(InputError {
+                    message: format!(
+                    "run.inputs.{name}: `{name}` is a workgroup buffer; it has no host contents"
+                ),
+                    fix: format!("remove `{name}` from run.inputs"),
+                })
+            }
+            None => {
+                return Err(InputError {
+                    message: format!("run.inputs.{name}: no buffer named `{name}`"),
+                    fix: "name a host buffer declared in `buffers`".into(),
+                })
+            }
+        }
+    }
+    let host = program.host_buffers();
+    let input_of = |name: &str| spec.inputs.iter().find(|(n, _)| n == name).map(|(_, s)| s);
+
+    // Lengths known up front; they may decide `elements`.
+    let mut explicit = Vec::with_capacity(host.len());
+    for b in &host {
+        explicit.push(match input_of(&b.name) {
+            Some(s) => explicit_len(&b.name, b.elem, &s.source, s.len, base_dir)?,
+            None => None,
+        });
+    }
+    let workgroup_size = workgroup.unwrap_or(program.workgroup_size);
+    let elements = spec.elements.or_else(|| {
+        host.iter()
+            .zip(&explicit)
+            .filter(|(b, _)| matches!(b.access, Access::ReadWrite | Access::Write))
+            .filter_map(|(_, l)| *l)
+            .max()
+    });
+    let grid = match grid.or(spec.grid) {
+        Some(g) => g,
+        None => {
+            let Some(n) = elements else {
+                return Err(InputError {
+                    message: format!(
+                        "program `{}`: cannot tell how many invocations to run (no run.grid, no run.elements, no writable buffer with a known length)",
+                        program.name
+                    ),
+                    fix: "add \"run\": {\"elements\": N} to the Program, or pass --grid X,Y,Z".into(),
+                });
+            };
+            let wx = workgroup_size[0].max(1) as u64;
+            let gx = n.div_ceil(wx);
+            if gx > u32::MAX as u64 {
+                return Err(InputError {
+                    message: format!(
+                        "{n} elements need {gx} workgroups of {wx} along x, more than u32 holds"
+                    ),
+                    fix: "use fewer elements or a larger workgroup_size.x".into(),
+                });
+            }
+            [gx as u32, 1, 1]
+        }
+    };
+    let shape = LaunchShape {
+        workgroup_size,
+        grid,
+    };
+    shape.check()?;
+    let default_len = elements.unwrap_or_else(|| shape.invocations());
+
+    // Sizes first, so that absurd requests fail before anything is allocated.
+    let mut lens = Vec::with_capacity(host.len());
+    let mut total: u128 = 0;
+    for (b, l) in host.iter().zip(&explicit) {
+        let len = l.unwrap_or(default_len);
+        if len > u32::MAX as u64 {
+            return Err(InputError {
+                message: format!(
+                    "buffer `{}` would have {len} elements; indices are u32",
+                    b.name
+                ),
+                fix: format!(
+                    "give `{}` at most 4294967295 elements (run.inputs.{}.len or run.elements)",
+                    b.name, b.name
+                ),
+            });
+        }
+        total += len as u128 * b.elem.size_bytes() as u128;
+        lens.push(len as usize);
+    }
+    if total > MAX_TOTAL_BYTES as u128 {
+        return Err(InputError {
+            message: format!(
+                "host buffers of `{}` would take {total} bytes, more than the {} GiB limit",
+                program.name,
+                MAX_TOTAL_BYTES >> 30
+            ),
+            fix: "use fewer elements (run.elements, run.inputs.<buf>.len)".into(),
+        });
+    }
+
+    let mut buffers = Vec::with_capacity(host.len());
+    for (i, (b, len)) in host.iter().zip(lens).enumerate() {
+        let spec = input_of(&b.name);
+        let data = match spec.map(|s| &s.source) {
+            None => vec![0u8; len * b.elem.size_bytes()],
+            Some(InputSource::Fill(f)) => contents::fill_bytes(&b.name, b.elem, len, *f)?,
+            Some(InputSource::Data(d)) => {
+                if d.len() != len {
+                    return Err(InputError {
+                        message: format!(
+                            "input `{}`: len is {len} but data has {} elements",
+                            b.name,
+                            d.len()
+                        ),
+                        fix: "make `len` equal to the number of data elements, or drop `len`"
+                            .into(),
+                    });
+                }
+                contents::data_bytes(&b.name, b.elem, d)?
+            }
+            Some(InputSource::File(f)) => {
+                let path = base_dir.join(f);
+                let n = file_len(&b.name, b.elem, &path)?;
+                if n != len as u64 {
+                    return Err(InputError {
+                        message: format!(
+                            "input `{}`: len is {len} but {} holds {n} {} elements",
+                            b.name,
+                            path.display(),
+                            b.elem
+                        ),
+                        fix: "make `len` match the file, or drop `len`".into(),
+                    });
+                }
+                std::fs::read(&path).map_err(|e| InputError {
+                    message: format!("input `{}`: cannot read {}: {e}", b.name, path.display()),
+                    fix: "check that the file exists and is readable".into(),
+                })?
+            }
+        };
+        buffers.push(HostBuffer {
+            name: b.name.clone(),
+            elem: b.elem,
+            access: b.access,
+            binding: b.binding.unwrap_or(i as u32),
+            data,
+        });
+    }
+    Ok(PreparedRun { shape, buffers })
 }
+
+/// Loads a Program file and prepares its run (`file` inputs relative to the file's folder).
+///
+/// The Program is returned as parsed (not validated); errors are rendered as text with a
+/// `Fix:` line.
+pub fn prepare_file(
+    path: &Path,
+    workgroup: Option<[u32; 3]>,
+    grid: Option<[u32; 3]>,
+) -> Result<(Program, PreparedRun), String> {
+    let program = crate::ir::load_program(path).map_err(|e| e.to_string())?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let run = prepare(&program, base, workgroup, grid).map_err(|e| e.to_string())?;
+    Ok((program, run))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,15 +1,80 @@
 //! Reference interpreter: the oracle every GPU result is checked against.
 //!
-//! CONTRACT (implemented by the interpreter work): `run` executes an (unelaborated or
-//! elaborated) valid Program over `shape`, reading and writing `buffers` in place.
+//! [`run`] executes a Program (elaborated here, so bare literals are fine) over a
+//! [`LaunchShape`], reading and writing host buffers in place, with exactly the semantics of
+//! `program-format.md` and SEMANTICS.md: wrapping integers, div/rem by zero = 0, PTX shift
+//! rules, IEEE `f32`/`f64` without flush-to-zero, NaN-ignoring `min`/`max` with -0 < +0,
+//! saturating casts, out-of-range loads 0 and stores/atomics dropped, `f16` stored with
+//! round-to-nearest-even, `bool` as 32-bit words.
+//!
+//! # How it runs
+//! The Program is compiled ([`compile`]) into register code: every variable, literal and
+//! intermediate value is a register holding one `u64` per lane. A *unit* of whole workgroups
+//! (about 1024 threads, at least one workgroup) is executed statement by statement over all
+//! its threads at once with an active-lane set ([`exec`]): expressions are evaluated
+//! lane-vectorised (one tight loop per operator), `if` splits the lane set, loops run while a
+//! lane is active, `return` retires lanes for good. As every statement completes on all
+//! active lanes before the next starts, a barrier's guarantee holds by construction; the
+//! executor still verifies that all live threads of the scope arrived and reports a
+//! divergent barrier as an error.
+//!
+//! Units run in parallel with rayon when the Program has no `grid` barrier; buffers are held
+//! in atomic words ([`memory`]) so this is sound. A Program with a grid barrier runs the whole
+//! grid as one unit, so the grid barrier is a lockstep point too.
+//!
+//! # Warps
+//! Threads are grouped in warps of 32 by linear local id (`lid.x + lid.y*X + lid.z*X*Y`); the
+//! last warp of a workgroup whose size is not a multiple of 32 is short. Subgroup operations
+//! act on the warp's active lanes:
+//! - `ballot`: bit `lane` set for each active lane whose value is true;
+//! - `shuffle`: reads lane `src & 31`; reading an inactive or missing lane gives the reading
+//!   lane's own value;
+//! - `subgroup_reduce`: a butterfly over the 32 lane slots (combine slot pairs at distance
+//!   16, 8, 4, 2, 1), where inactive or missing lanes hold the operator's identity (`add`:
+//!   0 / -0.0, `mul`: 1, `min`/`max`: the type's MAX/MIN or NaN for floats, `and`: all ones,
+//!   `or`/`xor`: 0). For integers any order gives the same result; for floats this fixes the
+//!   summation order, which the emitter follows for bit-identical results.
+//!
+//! # Atomics
+//! Sequentially consistent; within one statement the active lanes of a unit act in
+//! increasing linear id order; parallel units interleave arbitrarily (as on a GPU).
+//!
+//! # NaN bits
+//! Arithmetic on NaN propagates the host's (x86 SSE) NaN payloads; `min`/`max` of two NaNs
+//! give the canonical NaN `0x7fffffff` (`0x7fffffffffffffff` for f64). GPU NaN payloads may
+//! differ: compare NaNs as equal.
+//!
+//! # Budget
+//! Every statement adds `(1 + its expression nodes) x active lanes` to the node-evaluation
+//! count ([`InterpStats::node_evals`]); loops check it against [`Options::fuel`] each
+//! iteration, so a runaway loop becomes an error naming the loop's node.
+
+pub(crate) mod compile;
+pub(crate) mod exec;
+pub(crate) mod memory;
+pub(crate) mod ops;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
 
 use crate::inputs::{HostBuffer, LaunchShape};
 use crate::ir::Program;
 
+/// Default step budget: 2^34 node evaluations (minutes of work).
+pub const DEFAULT_FUEL: u64 = 1 << 34;
+
+/// Threads a unit aims for: enough to amortise per-statement dispatch over a tight lane loop,
+/// small enough to stay in cache.
+const UNIT_LANES: usize = 1024;
+
+/// Largest interpreter state (registers of one unit) accepted, in bytes.
+const MAX_STATE_BYTES: u128 = 4 << 30;
+
 /// Counters from one interpreted dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct InterpStats {
-    /// IR nodes (statements and expressions) evaluated.
+    /// IR nodes (statements and expressions) evaluated, summed over invocations.
     pub node_evals: u64,
     /// Invocations run.
     pub invocations: u64,
@@ -25,15 +90,141 @@ pub struct InterpError {
     pub fix: String,
 }
 
-/// Executes `program` over `shape` on the CPU.
+/// Interpreter settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Step budget in node evaluations; exceeding it inside a loop is an error.
+    pub fuel: u64,
+    /// Run units on the rayon pool (when the Program has no grid barrier).
+    pub parallel: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fuel: DEFAULT_FUEL,
+            parallel: true,
+        }
+    }
+}
+
+/// Executes `program` over `shape` on the CPU with default [`Options`].
 pub fn run(
     program: &Program,
     shape: &LaunchShape,
     buffers: &mut [HostBuffer],
 ) -> Result<InterpStats, InterpError> {
-    let _ = (program, shape, buffers);
-    Err(InterpError {
-        message: "the interpreter is not implemented yet".into(),
-        fix: "wait for the interpreter work".into(),
+    run_with(program, shape, buffers, &Options::default())
+}
+
+/// Executes `program` over `shape` on the CPU. `buffers` are matched to the Program's host
+/// buffers by name; they are written back only when the run succeeds.
+pub fn run_with(
+    program: &Program,
+    shape: &LaunchShape,
+    buffers: &mut [HostBuffer],
+    options: &Options,
+) -> Result<InterpStats, InterpError> {
+    shape.check().map_err(|e| InterpError {
+        message: e.message,
+        fix: e.fix,
+    })?;
+    let elaborated = crate::ir::elaborate(program);
+    let code = compile::compile(&elaborated)?;
+
+    let mut mems = Vec::with_capacity(code.globals.len());
+    let mut slots = Vec::with_capacity(code.globals.len());
+    for g in &code.globals {
+        let Some(i) = buffers.iter().position(|b| b.name == g.name) else {
+            return Err(InterpError {
+                message: format!("no host buffer `{}` was given", g.name),
+                fix: "prepare the buffers with `inputs::prepare` for this Program".into(),
+            });
+        };
+        let b = &buffers[i];
+        if b.elem != g.elem {
+            return Err(InterpError {
+                message: format!(
+                    "host buffer `{}` holds {} but the Program declares {}",
+                    g.name, b.elem, g.elem
+                ),
+                fix: "prepare the buffers from the same Program".into(),
+            });
+        }
+        if b.len() > u32::MAX as usize {
+            return Err(InterpError {
+                message: format!(
+                    "host buffer `{}` has {} elements; indices are u32",
+                    g.name,
+                    b.len()
+                ),
+                fix: "use at most 4294967295 elements".into(),
+            });
+        }
+        mems.push(memory::Memory::from_bytes(b.elem, &b.data));
+        slots.push(i);
+    }
+
+    let threads = shape.threads_per_workgroup() as usize;
+    let workgroups = shape.workgroups();
+    let per_unit = if code.has_grid_barrier {
+        workgroups
+    } else {
+        ((UNIT_LANES / threads).max(1) as u64).min(workgroups)
+    };
+    let lanes = per_unit as u128 * threads as u128;
+    let shared_bytes: u128 = code
+        .shared
+        .iter()
+        .map(|s| s.count as u128 * s.elem.size_bytes() as u128 + 4)
+        .sum();
+    let state = lanes * (code.n_regs as u128 * 8 + 24) + per_unit as u128 * shared_bytes;
+    if state > MAX_STATE_BYTES {
+        return Err(InterpError {
+            message: format!(
+                "interpreting {lanes} threads in lockstep ({}) needs about {} MiB of state, more than the {} MiB limit",
+                if code.has_grid_barrier { "a grid barrier makes the whole grid one unit" } else { "one workgroup" },
+                state >> 20,
+                MAX_STATE_BYTES >> 20
+            ),
+            fix: "use a smaller grid or workgroup for the reference run".into(),
+        });
+    }
+    let per_unit = per_unit as usize;
+    let units = workgroups.div_ceil(per_unit as u64);
+    let fuel = exec::Fuel {
+        limit: options.fuel,
+        used: AtomicU64::new(0),
+    };
+    let cx = exec::Ctx {
+        code: &code,
+        globals: &mems,
+        shape: *shape,
+        fuel: &fuel,
+    };
+    let count = |k: u64| (workgroups - k * per_unit as u64).min(per_unit as u64) as usize;
+    if options.parallel && units > 1 {
+        (0..units).into_par_iter().try_for_each_init(
+            || exec::Unit::new(&cx, per_unit),
+            |unit, k| unit.run(&cx, k * per_unit as u64, count(k)),
+        )?;
+    } else {
+        let mut unit = exec::Unit::new(&cx, per_unit);
+        for k in 0..units {
+            unit.run(&cx, k * per_unit as u64, count(k))?;
+        }
+    }
+
+    for ((g, m), &i) in code.globals.iter().zip(&mems).zip(&slots) {
+        if g.writable {
+            m.write_bytes(&mut buffers[i].data);
+        }
+    }
+    Ok(InterpStats {
+        node_evals: fuel.used.load(Ordering::Relaxed),
+        invocations: shape.invocations(),
     })
 }
+
+#[cfg(test)]
+mod tests;

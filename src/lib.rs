@@ -8,5 +8,7 @@ pub mod inputs;
 pub mod interp;
 pub mod ir;
 pub mod occupancy;
+pub mod report;
+pub mod runtime;
 pub mod tui;
 pub mod validate;

@@ -2,8 +2,38 @@
 //!
 //! CONTRACT: [`DeviceCaps`] is what `runtime` probes and what device profiles hold;
 //! [`KernelResources`] is what the driver (or `ptxas -v`) reports for one kernel.
+//!
+//! [`estimate`] reproduces `cuOccupancyMaxActiveBlocksPerMultiprocessor` (register allocation
+//! per warp and per sub-partition, warp and block slots, shared-memory allocation unit,
+//! reserved shared memory and carveout choice; see [`estimate`](mod@estimate) for the model
+//! and [`arch`] for the cited constants) and explains it: the limiter, the blocks each
+//! resource alone allows and the headroom of each. [`sweep`] runs it over block sizes,
+//! registers and shared memory; [`profiles`] holds the bundled device descriptions;
+//! [`table`] compares it with captured driver answers; [`tune`] holds the tuning results
+//! cache and table.
 
 use serde::{Deserialize, Serialize};
+
+pub mod arch;
+pub mod estimate;
+pub mod headroom;
+pub mod profiles;
+pub mod sweep;
+pub mod table;
+pub mod tune;
+
+pub use arch::ArchConstants;
+pub use estimate::{
+    blocks_per_sm, estimate, estimate_with, max_threads_for_regs, DynamicSmemAttr, Estimate,
+    FuncConfig, LimitBlocks, Limiter, Unlaunchable,
+};
+pub use headroom::Headroom;
+pub use sweep::{
+    suggest_block_sizes, sweep_block_sizes, sweep_dynamic_smem, sweep_registers, Suggestion,
+    SweepRow,
+};
+pub use table::{compare_rows, Comparison, TableRow};
+pub use tune::{TuneResult, TuneRow, TuneStatus};
 
 /// A device's capabilities (probed through `cuDeviceGetAttribute`, or from a profile).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +101,7 @@ pub struct KernelResources {
     pub local_bytes: u32,
     /// Constant memory (bytes).
     pub const_bytes: u32,
-    /// Max threads per block the kernel can launch with (register-limited).
+    /// Max threads per block the kernel can launch with (register-limited); 0 when unknown
+    /// (the model then derives it from the registers).
     pub max_threads_per_block: u32,
 }

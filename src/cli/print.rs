@@ -22,18 +22,10 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     let printed = print_program(&p);
-    let width = printed
-        .lines
-        .iter()
-        .filter_map(|l| l.node.as_ref().map(|n| n.len()))
-        .max()
-        .unwrap_or(0);
-    for l in &printed.lines {
-        if a.no_gutter {
-            println!("{}", l.code);
-        } else {
-            println!("{:>width$} | {}", l.node.as_deref().unwrap_or(""), l.code);
-        }
+    if a.no_gutter {
+        print!("{}", printed.text());
+    } else {
+        print!("{}", printed.text_with_gutter());
     }
     0
 }

@@ -1,0 +1,93 @@
+//! `vyrescope emit FILE [--sm 90] [--workgroup X,Y,Z] [--lineinfo] [-o OUT] [--map] [--resources]`
+
+use std::path::PathBuf;
+
+use crate::emit::{emit, ptxas, source_map, EmitOptions};
+use crate::ir::load_program;
+
+/// Emit a Program's PTX (or its source map / ptxas resources).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources"
+)]
+pub struct Args {
+    /// Program file.
+    pub file: PathBuf,
+    /// Target SM version (70, 75, 80, 86, 89, 90).
+    #[arg(long, default_value_t = 90)]
+    pub sm: u32,
+    /// Workgroup size X,Y,Z (default: the Program's).
+    #[arg(long, value_parser = parse_wg)]
+    pub workgroup: Option<[u32; 3]>,
+    /// Emit `.file`/`.loc` line info pointing at the IR printer's lines.
+    #[arg(long)]
+    pub lineinfo: bool,
+    /// Write the output here instead of stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Print JSON {"kernel","ptx","map","stats","abi"} instead of the PTX.
+    #[arg(long)]
+    pub map: bool,
+    /// Assemble with ptxas -v and print its resource figures (needs ptxas).
+    #[arg(long)]
+    pub resources: bool,
+}
+
+fn parse_wg(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let mut wg = [1u32; 3];
+    if parts.is_empty() || parts.len() > 3 {
+        return Err("expected X[,Y[,Z]] such as 256,1,1".into());
+    }
+    for (i, p) in parts.iter().enumerate() {
+        wg[i] = p.trim().parse().map_err(|_| {
+            format!("`{p}` is not a positive integer (expected X,Y,Z such as 256,1,1)")
+        })?;
+    }
+    Ok(wg)
+}
+
+/// Runs `emit`.
+pub fn run(a: &Args) -> i32 {
+    let p = match load_program(&a.file) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    let opts = EmitOptions {
+        sm: a.sm,
+        workgroup_size: a.workgroup.unwrap_or(p.workgroup_size),
+        lineinfo: a.lineinfo,
+    };
+    let k = match emit(&p, &opts) {
+        Ok(k) => k,
+        Err(e) => return super::fail(e),
+    };
+    let text = if a.resources {
+        match ptxas::offline_resources(&k.ptx, a.sm) {
+            Ok(r) => format!(
+                "kernel {} ({}): {} registers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes shared, {} bytes constant, {} barriers\n",
+                k.kernel_name, r.arch, r.registers, r.stack_frame, r.spill_stores, r.spill_loads, r.shared_bytes, r.constant_bytes, r.barriers
+            ),
+            Err(e) => return super::fail(e),
+        }
+    } else if a.map {
+        match serde_json::to_string_pretty(&source_map::to_json(&k)) {
+            Ok(s) => s + "\n",
+            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+        }
+    } else {
+        k.ptx
+    };
+    match &a.output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, text) {
+                return super::fail(format!(
+                    "cannot write {}: {e}\n  Fix: check the directory exists and is writable",
+                    path.display()
+                ));
+            }
+        }
+        None => print!("{text}"),
+    }
+    0
+}

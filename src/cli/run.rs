@@ -1,0 +1,191 @@
+//! `vyrescope run FILE --backend reference|...`
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::diagnostics::Severity;
+use crate::inputs::{self, HostBuffer, PreparedRun};
+use crate::interp;
+use crate::ir::{load_program, Program};
+use crate::report::RunReport;
+
+/// Where a Program runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The CPU reference interpreter (the oracle).
+    Reference,
+}
+
+impl Backend {
+    /// Name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Reference => "reference",
+        }
+    }
+}
+
+/// Execute a Program on its `run` inputs and summarise the output buffers.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Prints, per output (read_write/write) buffer, its length, an FNV-1a 64 \
+checksum of its raw bytes and its first elements.
+
+Examples:
+  vyrescope run fixtures/programs/vadd_f32.json --backend reference
+  vyrescope run fixtures/programs/vadd_f32.json --grid 8,1,1 --workgroup 128,1,1 --json
+  vyrescope run fixtures/programs/vadd_f32.json --dump /tmp/vadd"
+)]
+pub struct Args {
+    /// Program file.
+    pub file: PathBuf,
+    /// Backend to run on.
+    #[arg(long, value_enum, default_value = "reference")]
+    pub backend: Backend,
+    /// Workgroup size override, `X,Y,Z` (missing trailing values are 1).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_dims)]
+    pub workgroup: Option<[u32; 3]>,
+    /// Grid (workgroup count) override, `X,Y,Z` (missing trailing values are 1).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_dims)]
+    pub grid: Option<[u32; 3]>,
+    /// Print the report as JSON: {"program", "backend", "grid", "workgroup_size",
+    /// "outputs": {name: {"type", "len", "checksum", "first"}}, "elapsed_ms", "node_evals"}.
+    #[arg(long)]
+    pub json: bool,
+    /// Write every host buffer as raw little-endian bytes: DIR/<name>.in.bin before the run,
+    /// DIR/<name>.bin after it (DIR is created).
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
+    /// Reference interpreter step budget in node evaluations (default 2^34).
+    #[arg(long, value_name = "N")]
+    pub fuel: Option<u64>,
+}
+
+/// Parses `X`, `X,Y` or `X,Y,Z` (positive integers).
+pub fn parse_dims(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("`{s}` is not X,Y,Z"));
+    }
+    let mut d = [1u32; 3];
+    for (slot, p) in d.iter_mut().zip(&parts) {
+        *slot = p
+            .parse::<u32>()
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| format!("`{p}` in `{s}` is not a positive integer"))?;
+    }
+    Ok(d)
+}
+
+/// Runs `program` on `backend` over `prepared`, in place; returns (elapsed ms, node evals).
+pub fn execute(
+    backend: Backend,
+    program: &Program,
+    prepared: &mut PreparedRun,
+    fuel: Option<u64>,
+) -> Result<(f64, Option<u64>), String> {
+    match backend {
+        Backend::Reference => {
+            let opts = interp::Options {
+                fuel: fuel.unwrap_or(interp::DEFAULT_FUEL),
+                ..interp::Options::default()
+            };
+            let t = Instant::now();
+            let stats = interp::run_with(program, &prepared.shape, &mut prepared.buffers, &opts)
+                .map_err(|e| e.to_string())?;
+            Ok((t.elapsed().as_secs_f64() * 1e3, Some(stats.node_evals)))
+        }
+    }
+}
+
+/// Writes each buffer as `dir/<name><suffix>`.
+pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "cannot create {}: {e}\n  Fix: choose a writable --dump directory",
+            dir.display()
+        )
+    })?;
+    for b in buffers {
+        let path = dir.join(format!("{}{suffix}", b.name));
+        std::fs::write(&path, &b.data).map_err(|e| {
+            format!(
+                "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
+                path.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs `run`.
+pub fn run(a: &Args) -> i32 {
+    let program = match load_program(&a.file) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    let diags = crate::validate::validate(&program);
+    for d in &diags {
+        eprintln!("{d}");
+    }
+    if diags.iter().any(|d| d.severity == Severity::Error) {
+        eprintln!(
+            "error: {} is not a valid Program\n  Fix: correct the errors above (`vyrescope check {}`)",
+            a.file.display(),
+            a.file.display()
+        );
+        return 1;
+    }
+    let base = a.file.parent().unwrap_or(Path::new("."));
+    let mut prepared = match inputs::prepare(&program, base, a.workgroup, a.grid) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    if let Some(dir) = &a.dump {
+        if let Err(e) = dump(dir, &prepared.buffers, ".in.bin") {
+            return super::fail(e);
+        }
+    }
+    let (elapsed_ms, node_evals) = match execute(a.backend, &program, &mut prepared, a.fuel) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    if let Some(dir) = &a.dump {
+        if let Err(e) = dump(dir, &prepared.buffers, ".bin") {
+            return super::fail(e);
+        }
+    }
+    let report = RunReport::new(
+        &program.name,
+        a.backend.name(),
+        &prepared.shape,
+        &prepared.buffers,
+        elapsed_ms,
+        node_evals,
+    );
+    if a.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        print!("{}", report.to_text(&prepared.buffers));
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_dims;
+
+    #[test]
+    fn dims_parse() {
+        assert_eq!(parse_dims("8"), Ok([8, 1, 1]));
+        assert_eq!(parse_dims("8, 2"), Ok([8, 2, 1]));
+        assert_eq!(parse_dims("8,2,3"), Ok([8, 2, 3]));
+        assert!(parse_dims("0,1,1").is_err());
+        assert!(parse_dims("1,2,3,4").is_err());
+        assert!(parse_dims("a").is_err());
+    }
+}

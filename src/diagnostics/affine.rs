@@ -1,0 +1,488 @@
+//! A small affine analysis of index expressions: how an index changes from one thread to the
+//! next along x, which is what decides coalescing (global memory) and bank conflicts (shared
+//! memory).
+//!
+//! An index is described as a linear form over the thread ids (`gid`, `lid` on x/y/z and
+//! `lane`) plus a part `u` uniform across the workgroup (literals, `wgid`, `nwg`, `len`,
+//! uniform loads, loop counters with uniform bounds). A coefficient may be a run-time uniform
+//! value (`row * n` with `n` loaded): such terms split a warp into segments assumed far
+//! apart (rows). Anything else (a loaded value, a product of two thread-varying terms, a
+//! shuffle) makes the index [`Index::Varying`]. Offsets are then evaluated for the actual
+//! threads of each warp of the workgroup, so 2-D workgroups narrower than a warp are exact.
+
+use std::collections::HashMap;
+
+use crate::ir::{BinOp, Builtin, Expr, Literal, Program, Scalar, Stmt, StmtKind, UnOp};
+
+/// A coefficient: a known integer, or a uniform value only known at run time (e.g. a row
+/// length read from a buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coef {
+    /// Known at analysis time.
+    Known(i64),
+    /// Uniform across the warp but not known here (nonzero).
+    Unknown,
+}
+
+/// The thread ids an index may depend on: `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
+pub const IDS: usize = 7;
+const ZERO: [Coef; IDS] = [Coef::Known(0); IDS];
+
+/// What an index expression is, seen from the threads of one workgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// `sum(coef[i] * id[i]) + u` over [`IDS`], `u` uniform; `constant` is `u` when known.
+    Affine {
+        /// Coefficients of `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
+        coef: [Coef; IDS],
+        /// The uniform part when it is a compile-time constant.
+        constant: Option<i64>,
+    },
+    /// Thread-varying in a way this analysis does not follow (e.g. data dependent).
+    Varying,
+}
+
+impl Index {
+    fn uniform(c: Option<i64>) -> Index {
+        Index::Affine {
+            coef: ZERO,
+            constant: c,
+        }
+    }
+
+    fn id(i: usize) -> Index {
+        let mut coef = ZERO;
+        coef[i] = Coef::Known(1);
+        Index::Affine {
+            coef,
+            constant: Some(0),
+        }
+    }
+
+    fn map_coef(self, f: impl Fn(Coef) -> Coef, c: impl Fn(Option<i64>) -> Option<i64>) -> Index {
+        match self {
+            Index::Affine { coef, constant } => Index::Affine {
+                coef: coef.map(f),
+                constant: c(constant),
+            },
+            Index::Varying => Index::Varying,
+        }
+    }
+
+    fn add(self, o: Index, sign: i64) -> Index {
+        match (self, o) {
+            (
+                Index::Affine {
+                    coef: a,
+                    constant: c,
+                },
+                Index::Affine {
+                    coef: b,
+                    constant: d,
+                },
+            ) => {
+                let mut coef = ZERO;
+                for i in 0..IDS {
+                    coef[i] = match (a[i], b[i]) {
+                        (Coef::Known(x), Coef::Known(y)) => {
+                            Coef::Known(x.wrapping_add(sign.wrapping_mul(y)))
+                        }
+                        _ => Coef::Unknown,
+                    };
+                }
+                Index::Affine {
+                    coef,
+                    constant: c.zip(d).map(|(c, d)| c.wrapping_add(sign.wrapping_mul(d))),
+                }
+            }
+            _ => Index::Varying,
+        }
+    }
+
+    fn scale(self, k: i64) -> Index {
+        self.map_coef(
+            |c| match c {
+                Coef::Known(x) => Coef::Known(x.wrapping_mul(k)),
+                Coef::Unknown if k == 0 => Coef::Known(0),
+                Coef::Unknown => Coef::Unknown,
+            },
+            |c| c.map(|c| c.wrapping_mul(k)),
+        )
+    }
+
+    /// Multiplied by a uniform value not known here.
+    fn scale_unknown(self) -> Index {
+        self.map_coef(
+            |c| match c {
+                Coef::Known(0) => Coef::Known(0),
+                _ => Coef::Unknown,
+            },
+            |_| None,
+        )
+    }
+
+    fn is_uniform(&self) -> bool {
+        matches!(self, Index::Affine { coef, .. } if *coef == ZERO)
+    }
+
+    fn constant(&self) -> Option<i64> {
+        match *self {
+            Index::Affine { coef, constant } if coef == ZERO => constant,
+            _ => None,
+        }
+    }
+
+    /// `(g, c)` when the index is exactly `g * gid.x + c` with known `g` and `c`.
+    pub fn gid_x_only(&self) -> Option<(i64, i64)> {
+        match *self {
+            Index::Affine {
+                coef,
+                constant: Some(c),
+            } if coef[1..] == ZERO[1..] => match coef[0] {
+                Coef::Known(g) => Some((g, c)),
+                Coef::Unknown => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Elements between the indices of two threads neighbouring along x (when known).
+    pub fn stride_x(&self) -> Option<i64> {
+        match *self {
+            Index::Affine { coef, .. } => match (coef[0], coef[3], coef[6]) {
+                (Coef::Known(a), Coef::Known(b), Coef::Known(c)) => Some(a + b + c),
+                _ => None,
+            },
+            Index::Varying => None,
+        }
+    }
+
+    /// For each warp of a workgroup of size `wg`, its threads' element offsets (relative to
+    /// the uniform part) grouped into segments: threads whose indices differ by a run-time
+    /// multiple (e.g. different rows of a row-major array with a run-time row length) are in
+    /// different segments, assumed far apart. `None` when the index is data dependent or its
+    /// step along x is a run-time value.
+    pub fn warp_segments(&self, wg: [u32; 3]) -> Option<Vec<Vec<Vec<i64>>>> {
+        let Index::Affine { coef, .. } = *self else {
+            return None;
+        };
+        if [coef[0], coef[3], coef[6]].contains(&Coef::Unknown) {
+            return None;
+        }
+        let [wx, wy, wz] = wg.map(|d| u64::from(d.max(1)));
+        let threads = wx * wy * wz;
+        let mut warps = Vec::new();
+        let mut start = 0;
+        while start < threads {
+            let end = (start + 32).min(threads);
+            let mut segs: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
+            for t in start..end {
+                let lid = [t % wx, (t / wx) % wy, t / (wx * wy)].map(|v| v as i64);
+                // Within one workgroup gid and lid differ by a uniform amount.
+                let ids = [
+                    lid[0],
+                    lid[1],
+                    lid[2],
+                    lid[0],
+                    lid[1],
+                    lid[2],
+                    (t % 32) as i64,
+                ];
+                let mut key = Vec::new();
+                let mut off = 0i64;
+                for i in 0..IDS {
+                    match coef[i] {
+                        Coef::Known(k) => off = off.wrapping_add(k.wrapping_mul(ids[i])),
+                        Coef::Unknown => key.push(ids[i]),
+                    }
+                }
+                match segs.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, v)) => v.push(off),
+                    None => segs.push((key, vec![off])),
+                }
+            }
+            warps.push(segs.into_iter().map(|(_, v)| v).collect());
+            start = end;
+        }
+        Some(warps)
+    }
+
+    /// True when every coefficient is known (offsets within a warp are exact).
+    pub fn fully_known(&self) -> bool {
+        matches!(self, Index::Affine { coef, .. } if !coef.contains(&Coef::Unknown))
+    }
+}
+
+/// One buffer access found in the Program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Access {
+    /// Statement node id.
+    pub node: String,
+    /// Buffer name.
+    pub buffer: String,
+    /// True for a store or atomic.
+    pub write: bool,
+    /// The index.
+    pub index: Index,
+}
+
+/// Every load, store and atomic of `program` with its index analysed, in program order.
+pub fn accesses(program: &Program) -> Vec<Access> {
+    let mut w = Walker {
+        env: vec![HashMap::new()],
+        out: Vec::new(),
+        assigned: HashMap::new(),
+    };
+    collect_assigned(&program.body, &mut w.assigned);
+    w.list(&program.body);
+    w.out
+}
+
+/// Variables written by `assign` anywhere (their value depends on control flow).
+fn collect_assigned(list: &[Stmt], out: &mut HashMap<String, ()>) {
+    for s in list {
+        match &s.kind {
+            StmtKind::Assign { name, .. } => {
+                out.insert(name.clone(), ());
+            }
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                collect_assigned(then, out);
+                collect_assigned(otherwise, out);
+            }
+            StmtKind::Loop { body, .. } => collect_assigned(body, out),
+            StmtKind::Block(b) => collect_assigned(b, out),
+            _ => {}
+        }
+    }
+}
+
+struct Walker {
+    env: Vec<HashMap<String, Index>>,
+    out: Vec<Access>,
+    assigned: HashMap<String, ()>,
+}
+
+impl Walker {
+    fn lookup(&self, name: &str) -> Index {
+        for scope in self.env.iter().rev() {
+            if let Some(i) = scope.get(name) {
+                return *i;
+            }
+        }
+        Index::Varying
+    }
+
+    fn bind(&mut self, name: &str, v: Index) {
+        // An assigned variable may hold any of its values: keep it only when uniform.
+        let v = if self.assigned.contains_key(name) && !v.is_uniform() {
+            Index::Varying
+        } else if self.assigned.contains_key(name) {
+            Index::uniform(None)
+        } else {
+            v
+        };
+        if let Some(scope) = self.env.last_mut() {
+            scope.insert(name.to_string(), v);
+        }
+    }
+
+    fn list(&mut self, list: &[Stmt]) {
+        self.env.push(HashMap::new());
+        for s in list {
+            self.stmt(s);
+        }
+        self.env.pop();
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Let { name, value } => {
+                self.scan(&s.id, value);
+                let v = self.eval(value);
+                self.bind(name, v);
+            }
+            StmtKind::Assign { name, value } => {
+                self.scan(&s.id, value);
+                let v = self.eval(value);
+                // A uniform reassignment keeps the variable uniform; otherwise it varies.
+                if !v.is_uniform() {
+                    for scope in self.env.iter_mut().rev() {
+                        if let Some(slot) = scope.get_mut(name) {
+                            *slot = Index::Varying;
+                            break;
+                        }
+                    }
+                }
+            }
+            StmtKind::Store {
+                buffer,
+                index,
+                value,
+            } => {
+                self.scan(&s.id, index);
+                self.scan(&s.id, value);
+                let i = self.eval(index);
+                self.out.push(Access {
+                    node: s.id.clone(),
+                    buffer: buffer.clone(),
+                    write: true,
+                    index: i,
+                });
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                self.scan(&s.id, cond);
+                self.list(then);
+                self.list(otherwise);
+            }
+            StmtKind::Loop {
+                var,
+                from,
+                to,
+                body,
+            } => {
+                self.scan(&s.id, from);
+                self.scan(&s.id, to);
+                let uniform = self.eval(from).is_uniform() && self.eval(to).is_uniform();
+                self.env.push(HashMap::new());
+                let v = if uniform {
+                    Index::uniform(None)
+                } else {
+                    Index::Varying
+                };
+                if let Some(scope) = self.env.last_mut() {
+                    scope.insert(var.clone(), v);
+                }
+                self.list(body);
+                self.env.pop();
+            }
+            StmtKind::Block(b) => self.list(b),
+            StmtKind::Barrier(_) | StmtKind::Return => {}
+        }
+    }
+
+    /// Records the loads and atomics inside `e`.
+    fn scan(&mut self, node: &str, e: &Expr) {
+        let mut found = Vec::new();
+        e.visit(&mut |x| match x {
+            Expr::Load { buffer, index } => found.push((buffer.clone(), (**index).clone(), false)),
+            Expr::Atomic { buffer, index, .. } => {
+                found.push((buffer.clone(), (**index).clone(), true))
+            }
+            _ => {}
+        });
+        for (buffer, index, write) in found {
+            let i = self.eval(&index);
+            self.out.push(Access {
+                node: node.to_string(),
+                buffer,
+                write,
+                index: i,
+            });
+        }
+    }
+
+    fn eval(&self, e: &Expr) -> Index {
+        match e {
+            Expr::Lit(l) => Index::uniform(lit_int(l)),
+            Expr::Var(v) => self.lookup(v),
+            Expr::Builtin(b) => match b {
+                Builtin::GlobalId(a) => Index::id(a.index()),
+                Builtin::LocalId(a) => Index::id(3 + a.index()),
+                Builtin::Lane => Index::id(6),
+                Builtin::WorkgroupId(_) | Builtin::NumWorkgroups(_) => Index::uniform(None),
+                Builtin::SubgroupSize => Index::uniform(Some(32)),
+            },
+            Expr::Len(_) => Index::uniform(None),
+            Expr::Binary(op, a, b) => {
+                let (x, y) = (self.eval(a), self.eval(b));
+                match op {
+                    BinOp::Add => x.add(y, 1),
+                    BinOp::Sub => x.add(y, -1),
+                    BinOp::Mul => match (x.constant(), y.constant()) {
+                        (Some(k), _) => y.scale(k),
+                        (_, Some(k)) => x.scale(k),
+                        _ if x.is_uniform() => y.scale_unknown(),
+                        _ if y.is_uniform() => x.scale_unknown(),
+                        _ => Index::Varying,
+                    },
+                    BinOp::Shl => match y.constant() {
+                        Some(k) if (0..32).contains(&k) => x.scale(1i64 << k),
+                        _ if y.is_uniform() => x.scale_unknown(),
+                        _ => Index::Varying,
+                    },
+                    _ if x.is_uniform() && y.is_uniform() => {
+                        let c = x
+                            .constant()
+                            .zip(y.constant())
+                            .and_then(|(p, q)| fold(*op, p, q));
+                        Index::uniform(c)
+                    }
+                    _ => Index::Varying,
+                }
+            }
+            Expr::Cast(_, a) | Expr::Bitcast(_, a) => self.eval(a),
+            Expr::Unary(op, a) => {
+                let x = self.eval(a);
+                match op {
+                    UnOp::Neg => x.scale(-1),
+                    _ if x.is_uniform() => Index::uniform(None),
+                    _ => Index::Varying,
+                }
+            }
+            Expr::Select(c, a, b) => {
+                let (c, a, b) = (self.eval(c), self.eval(a), self.eval(b));
+                if c.is_uniform() && a == b {
+                    a
+                } else if c.is_uniform() && a.is_uniform() && b.is_uniform() {
+                    Index::uniform(None)
+                } else {
+                    Index::Varying
+                }
+            }
+            Expr::Fma(a, b, c) => {
+                let prod = Expr::Binary(BinOp::Mul, a.clone(), b.clone());
+                self.eval(&prod).add(self.eval(c), 1)
+            }
+            Expr::SubgroupReduce(..) => Index::uniform(None),
+            Expr::Ballot(_) => Index::uniform(None),
+            // Every thread reading the same element gets the same value.
+            Expr::Load { index, .. } if self.eval(index).is_uniform() => Index::uniform(None),
+            Expr::Load { .. } | Expr::Atomic { .. } | Expr::Shuffle { .. } => Index::Varying,
+        }
+    }
+}
+
+fn lit_int(l: &Literal) -> Option<i64> {
+    match l {
+        Literal::Int(v) => i64::try_from(*v).ok(),
+        Literal::Typed(s) => match s {
+            Scalar::U32(v) => Some(i64::from(*v)),
+            Scalar::I32(v) => Some(i64::from(*v)),
+            Scalar::U64(v) => i64::try_from(*v).ok(),
+            Scalar::I64(v) => Some(*v),
+            _ => None,
+        },
+        Literal::Float(_) => None,
+    }
+}
+
+fn fold(op: BinOp, a: i64, b: i64) -> Option<i64> {
+    match op {
+        BinOp::Div if b != 0 => Some(a / b),
+        BinOp::Rem if b != 0 => Some(a % b),
+        BinOp::Min => Some(a.min(b)),
+        BinOp::Max => Some(a.max(b)),
+        BinOp::And => Some(a & b),
+        BinOp::Or => Some(a | b),
+        BinOp::Xor => Some(a ^ b),
+        BinOp::Shr if (0..63).contains(&b) => Some(a >> b),
+        _ => None,
+    }
+}

@@ -1,0 +1,389 @@
+//! Buffer access: kernel parameters, addresses, bounds checks, loads, stores and atomics.
+//!
+//! Host buffers: the pointer parameter is converted with `cvta.to.global` once in the
+//! prologue; an element address is one `mad.wide.u32 idx, size, base` (32-bit index math, a
+//! 64-bit address). Read-only (`read`, `uniform`) buffers load through `ld.global.nc`.
+//! Workgroup buffers are `.shared` arrays addressed with 32-bit registers.
+//!
+//! Bounds: a load outside `[0, len)` gives 0 (the destination is zeroed, then the load is
+//! predicated on `idx < len`), a store or atomic outside it is predicated off (an atomic then
+//! yields 0). Checks proven unnecessary by [`super::bounds`] are left out and counted.
+
+use super::bounds::upper_bound;
+use super::regs::RegClass;
+use super::writer::{arith, imm_text, zero, Val, Writer};
+use super::EmitError;
+use crate::ir::{Access, AtomicOp, BufferDecl, ElemType, Expr, Scalar, ScalarType};
+
+type R<T> = Result<T, EmitError>;
+
+/// Outcome of the bounds analysis for one access.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Check {
+    /// Proven in range: no check.
+    Elided,
+    /// Checked at run time: the access happens under this predicate.
+    Pred(String),
+    /// Proven out of range at compile time (literal index into a workgroup buffer).
+    Never,
+}
+
+/// `ld`/`st` type suffix of an element type.
+fn mem_suffix(e: ElemType) -> &'static str {
+    match e {
+        ElemType::Bool | ElemType::U32 => "u32",
+        ElemType::U8 => "u8",
+        ElemType::I8 => "s8",
+        ElemType::U16 => "u16",
+        ElemType::I16 => "s16",
+        ElemType::I32 => "s32",
+        ElemType::U64 => "u64",
+        ElemType::I64 => "s64",
+        ElemType::F16 => "b16",
+        ElemType::F32 => "f32",
+        ElemType::F64 => "f64",
+    }
+}
+
+/// Register class a raw element is loaded into.
+fn raw_class(e: ElemType) -> RegClass {
+    match e {
+        ElemType::F16 => RegClass::B16,
+        ElemType::F32 => RegClass::F32,
+        ElemType::F64 => RegClass::F64,
+        ElemType::U64 | ElemType::I64 => RegClass::B64,
+        _ => RegClass::B32,
+    }
+}
+
+/// PTX parameter name of a host buffer's pointer.
+pub(super) fn ptr_param(name: &str) -> String {
+    format!("param_{name}_ptr")
+}
+
+/// PTX parameter name of a host buffer's element count.
+pub(super) fn len_param(name: &str) -> String {
+    format!("param_{name}_len")
+}
+
+/// `.shared` symbol of a workgroup buffer.
+pub(super) fn shared_symbol(name: &str) -> String {
+    format!("wg_{name}")
+}
+
+impl Writer<'_> {
+    fn decl(&self, buf: &str) -> R<BufferDecl> {
+        self.prog
+            .buffer(buf)
+            .cloned()
+            .ok_or_else(|| EmitError::Internal(format!("unknown buffer `{buf}`")))
+    }
+
+    /// Global address register of a host buffer (prologue: `ld.param` + `cvta.to.global`).
+    pub fn buffer_ptr_reg(&mut self, buf: &str) -> String {
+        if let Some(r) = self.buf_ptr.get(buf) {
+            return r.clone();
+        }
+        let raw = self.reg_class(RegClass::B64);
+        let g = self.reg_class(RegClass::B64);
+        self.pro(format!("ld.param.u64 {raw}, [{}]", ptr_param(buf)));
+        self.pro(format!("cvta.to.global.u64 {g}, {raw}"));
+        self.buf_ptr.insert(buf.to_string(), g.clone());
+        g
+    }
+
+    /// Element-count register of a host buffer (prologue: `ld.param.u32`).
+    pub fn buffer_len_reg(&mut self, buf: &str) -> String {
+        if let Some(r) = self.buf_len.get(buf) {
+            return r.clone();
+        }
+        let r = self.reg_class(RegClass::B32);
+        self.pro(format!("ld.param.u32 {r}, [{}]", len_param(buf)));
+        self.buf_len.insert(buf.to_string(), r.clone());
+        r
+    }
+
+    /// 32-bit shared-window base address of a workgroup buffer.
+    fn shared_base_reg(&mut self, buf: &str) -> String {
+        if let Some(r) = self.shared_base.get(buf) {
+            return r.clone();
+        }
+        let r = self.reg_class(RegClass::B32);
+        self.pro(format!("mov.u32 {r}, {}", shared_symbol(buf)));
+        self.shared_base.insert(buf.to_string(), r.clone());
+        r
+    }
+
+    /// `[address]` operand of element `idx` of `d`.
+    fn address(&mut self, d: &BufferDecl, idx: &Val) -> String {
+        let size = d.elem.size_bytes() as u64;
+        let off = idx
+            .imm()
+            .map(|s| s.to_bits() * size)
+            .filter(|o| *o < 1 << 31);
+        if d.access.is_host() {
+            let base = self.buffer_ptr_reg(&d.name);
+            if let Some(o) = off {
+                return if o == 0 {
+                    format!("[{base}]")
+                } else {
+                    format!("[{base}+{o}]")
+                };
+            }
+            let ir = self.in_reg(idx);
+            let a = self.reg_class(RegClass::B64);
+            self.ins(format!("mad.wide.u32 {a}, {ir}, {size}, {base}"));
+            format!("[{a}]")
+        } else {
+            let sym = shared_symbol(&d.name);
+            if let Some(o) = off {
+                return if o == 0 {
+                    format!("[{sym}]")
+                } else {
+                    format!("[{sym}+{o}]")
+                };
+            }
+            let base = self.shared_base_reg(&d.name);
+            let ir = self.in_reg(idx);
+            let a = self.reg_class(RegClass::B32);
+            self.ins(format!("mad.lo.s32 {a}, {ir}, {size}, {base}"));
+            format!("[{a}]")
+        }
+    }
+
+    /// Decides (and emits) the bounds check of `d[index]`.
+    pub(super) fn bounds_check(&mut self, d: &BufferDecl, index: &Expr, idx: &Val) -> Check {
+        let proven = match index {
+            Expr::Var(v) if !self.assigned.contains(v) && self.facts.holds(v, &d.name) => true,
+            _ => false,
+        };
+        if !d.access.is_host() {
+            let count = d.count.unwrap_or(0) as u64;
+            if let Some(i) = idx.imm() {
+                self.stats.bounds_checks_elided += 1;
+                return if i.to_bits() < count {
+                    Check::Elided
+                } else {
+                    Check::Never
+                };
+            }
+            let wg = self.opts.workgroup_size;
+            let ub = upper_bound(index, wg, &|n| self.var(n).ok().and_then(|v| v.bound));
+            if proven || ub.is_some_and(|u| u <= count) {
+                self.stats.bounds_checks_elided += 1;
+                return Check::Elided;
+            }
+            self.stats.bounds_checks_emitted += 1;
+            let p = self.setp(
+                "lt",
+                ScalarType::U32,
+                idx,
+                &Val::Imm(Scalar::U32(count as u32)),
+            );
+            return Check::Pred(p.text());
+        }
+        if proven {
+            self.stats.bounds_checks_elided += 1;
+            return Check::Elided;
+        }
+        self.stats.bounds_checks_emitted += 1;
+        let len = self.buffer_len_reg(&d.name);
+        let p = self.setp(
+            "lt",
+            ScalarType::U32,
+            idx,
+            &Val::Reg {
+                name: len,
+                ty: ScalarType::U32,
+                fresh: false,
+            },
+        );
+        Check::Pred(p.text())
+    }
+
+    /// The predicate a side effect runs under: the bounds predicate and the short-body guard.
+    fn effect_pred(&mut self, check: &Check) -> Option<String> {
+        let own = match check {
+            Check::Pred(p) => Some(p.clone()),
+            _ => None,
+        };
+        match (own, self.guard.clone()) {
+            (Some(a), Some(g)) => {
+                let p = self.reg_class(RegClass::Pred);
+                self.ins(format!("and.pred {p}, {g}, {a}"));
+                Some(p)
+            }
+            (a, g) => a.or(g),
+        }
+    }
+
+    /// `load(B, index)`.
+    pub fn load(&mut self, buf: &str, index: &Expr) -> R<Val> {
+        let d = self.decl(buf)?;
+        let idx = self.expr(index)?;
+        let check = self.bounds_check(&d, index, &idx);
+        let vty = d.elem.value_type();
+        if check == Check::Never {
+            return Ok(Val::Imm(zero(vty)));
+        }
+        let addr = self.address(&d, &idx);
+        let raw = self.reg_class(raw_class(d.elem));
+        let op = match d.access {
+            Access::Read | Access::Uniform => "ld.global.nc",
+            Access::Workgroup => "ld.shared",
+            Access::ReadWrite | Access::Write => "ld.global",
+        };
+        // A checked load is safe to run speculatively; an unchecked one inside a predicated
+        // short body may rely on the guard, so it runs under it.
+        let pred = match &check {
+            Check::Pred(p) => {
+                let zsfx = match raw_class(d.elem) {
+                    RegClass::B16 => "b16",
+                    RegClass::B64 => "b64",
+                    RegClass::F32 => "f32",
+                    RegClass::F64 => "f64",
+                    _ => "b32",
+                };
+                let z = match raw_class(d.elem) {
+                    RegClass::F32 => imm_text(Scalar::F32(0.0)),
+                    RegClass::F64 => imm_text(Scalar::F64(0.0)),
+                    _ => "0".into(),
+                };
+                self.ins(format!("mov.{zsfx} {raw}, {z}"));
+                Some(p.clone())
+            }
+            _ => self.guard.clone(),
+        };
+        self.ins_pred(
+            pred.as_deref(),
+            format!("{op}.{} {raw}, {addr}", mem_suffix(d.elem)),
+        );
+        Ok(match d.elem {
+            ElemType::Bool => {
+                let p = self.fresh(ScalarType::Bool);
+                self.ins(format!("setp.ne.u32 {}, {raw}, 0", p.text()));
+                p
+            }
+            ElemType::F16 => {
+                let f = self.fresh(ScalarType::F32);
+                self.ins(format!("cvt.f32.f16 {}, {raw}", f.text()));
+                f
+            }
+            _ => Val::Reg {
+                name: raw,
+                ty: vty,
+                fresh: true,
+            },
+        })
+    }
+
+    /// `store(B, index, value)`.
+    pub fn store(&mut self, buf: &str, index: &Expr, value: &Expr) -> R<()> {
+        let d = self.decl(buf)?;
+        let idx = self.expr(index)?;
+        let val = self.expr(value)?;
+        let check = self.bounds_check(&d, index, &idx);
+        if check == Check::Never {
+            return Ok(());
+        }
+        let src = match d.elem {
+            ElemType::Bool => {
+                let pr = self.in_reg(&val);
+                let r = self.reg_class(RegClass::B32);
+                self.ins(format!("selp.u32 {r}, 1, 0, {pr}"));
+                r
+            }
+            ElemType::F16 => {
+                // Round to nearest even; overflow gives inf, NaN stays NaN.
+                let fr = self.in_reg(&val);
+                let h = self.reg_class(RegClass::B16);
+                self.ins(format!("cvt.rn.f16.f32 {h}, {fr}"));
+                h
+            }
+            _ => self.in_reg(&val),
+        };
+        let addr = self.address(&d, &idx);
+        let pred = self.effect_pred(&check);
+        let op = if d.access.is_host() {
+            "st.global"
+        } else {
+            "st.shared"
+        };
+        self.ins_pred(
+            pred.as_deref(),
+            format!("{op}.{} {addr}, {src}", mem_suffix(d.elem)),
+        );
+        Ok(())
+    }
+
+    /// `atomic(op, B, index, value[, expected])`: sequentially consistent, returns the old
+    /// value. Lowered as `fence.sc` + `atom.acq_rel` at gpu scope for global buffers and cta
+    /// scope for shared ones (the standard C++ seq_cst RMW mapping of the PTX memory model).
+    pub fn atomic(
+        &mut self,
+        op: AtomicOp,
+        buf: &str,
+        index: &Expr,
+        value: &Expr,
+        expected: Option<&Expr>,
+    ) -> R<Val> {
+        let d = self.decl(buf)?;
+        let idx = self.expr(index)?;
+        let val = self.expr(value)?;
+        let exp = match expected {
+            Some(e) => Some(self.expr(e)?),
+            None => None,
+        };
+        let ty = d.elem.value_type();
+        let check = self.bounds_check(&d, index, &idx);
+        if check == Check::Never {
+            return Ok(Val::Imm(zero(ty)));
+        }
+        let addr = self.address(&d, &idx);
+        let res = self.fresh(ty);
+        let pred = self.effect_pred(&check);
+        if pred.is_some() {
+            self.ins(format!(
+                "mov{} {}, {}",
+                super::writer::mov_suffix(ty),
+                res.text(),
+                imm_text(zero(ty))
+            ));
+        }
+        let (scope, space) = if d.access.is_host() {
+            ("gpu", "global")
+        } else {
+            ("cta", "shared")
+        };
+        let b = if ty.bits() == 64 { "b64" } else { "b32" };
+        let (name, sfx) = match op {
+            AtomicOp::Add if ty == ScalarType::I64 => ("add", "u64".to_string()),
+            AtomicOp::Add if ty == ScalarType::I32 => ("add", "s32".to_string()),
+            AtomicOp::Add => ("add", arith(ty).to_string()),
+            AtomicOp::Min => ("min", arith(ty).to_string()),
+            AtomicOp::Max => ("max", arith(ty).to_string()),
+            AtomicOp::And => ("and", b.to_string()),
+            AtomicOp::Or => ("or", b.to_string()),
+            AtomicOp::Xor => ("xor", b.to_string()),
+            AtomicOp::Exchange => ("exch", b.to_string()),
+            AtomicOp::Cas => ("cas", b.to_string()),
+        };
+        let vr = self.in_reg(&val);
+        self.ins_pred(pred.as_deref(), format!("fence.sc.{scope}"));
+        let operands = match (&exp, op) {
+            (Some(e), AtomicOp::Cas) => {
+                let er = self.in_reg(e);
+                format!("{er}, {vr}")
+            }
+            _ => vr,
+        };
+        self.ins_pred(
+            pred.as_deref(),
+            format!(
+                "atom.acq_rel.{scope}.{space}.{name}.{sfx} {}, {addr}, {operands}",
+                res.text()
+            ),
+        );
+        Ok(res)
+    }
+}

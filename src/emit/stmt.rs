@@ -1,0 +1,270 @@
+//! Statements. Each statement owns the lines it writes (its comment, its own instructions
+//! and its labels); nested statements own theirs.
+//!
+//! `if` without `else` whose body is short and straight-line (lets, assigns, stores, a final
+//! return; no atomics or subgroup ops) is *predicated* instead of branched: pure instructions
+//! run unconditionally and only side effects (stores, assigns, unchecked loads, return) carry
+//! the guard predicate. Everything else uses `@!p bra` to named labels.
+
+use super::bounds::{always_returns, facts_if_false, facts_if_true, upper_bound};
+use super::writer::{mov_suffix, Val, VarInfo, Writer};
+use super::EmitError;
+use crate::ir::{BarrierScope, Expr, ScalarType, Stmt, StmtKind};
+
+type R<T> = Result<T, EmitError>;
+
+/// Most statements a predicated short body may have.
+const SHORT_STMTS: usize = 4;
+/// Most expression nodes a predicated short body may have.
+const SHORT_EXPR_NODES: usize = 24;
+
+impl Writer<'_> {
+    /// Lowers a statement list in order.
+    pub fn stmts(&mut self, list: &[Stmt]) -> R<()> {
+        for s in list {
+            self.stmt(s)?;
+            // An `if` whose one branch always returns proves the other branch's condition
+            // for the rest of this block.
+            if let StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } = &s.kind
+            {
+                let facts = match (always_returns(then), always_returns(otherwise)) {
+                    (true, false) => facts_if_false(cond),
+                    (false, true) => facts_if_true(cond),
+                    _ => Vec::new(),
+                };
+                self.add_facts(&facts);
+            }
+        }
+        Ok(())
+    }
+
+    fn add_facts(&mut self, facts: &[(String, String)]) {
+        for (v, b) in facts {
+            if !self.assigned.contains(v) {
+                self.facts.add(v, b);
+            }
+        }
+    }
+
+    /// The IR printer's text of a statement's first line, for the per-statement comment.
+    fn printed_code(&self, id: &str) -> String {
+        self.printed
+            .line_of(id)
+            .and_then(|l| self.printed.lines.get(l - 1))
+            .map(|l| l.code.trim().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Lowers one statement.
+    pub fn stmt(&mut self, s: &Stmt) -> R<()> {
+        let prev = self.enter_node(&s.id);
+        let code = self.printed_code(&s.id);
+        self.comment(format!("{}: {code}", s.id));
+        let r = self.stmt_kind(s);
+        self.leave_node(prev);
+        r
+    }
+
+    fn stmt_kind(&mut self, s: &Stmt) -> R<()> {
+        match &s.kind {
+            StmtKind::Let { name, value } => self.let_stmt(name, value),
+            StmtKind::Assign { name, value } => {
+                let v = self.expr(value)?;
+                let info = self.var(name)?.clone();
+                let g = self.guard.clone();
+                self.ins_pred(
+                    g.as_deref(),
+                    format!("mov{} {}, {}", mov_suffix(info.ty), info.reg, v.text()),
+                );
+                Ok(())
+            }
+            StmtKind::Store {
+                buffer,
+                index,
+                value,
+            } => self.store(buffer, index, value),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => self.if_stmt(cond, then, otherwise),
+            StmtKind::Loop {
+                var,
+                from,
+                to,
+                body,
+            } => self.loop_stmt(var, from, to, body),
+            StmtKind::Barrier(BarrierScope::Workgroup) => {
+                self.ins("bar.sync 0");
+                Ok(())
+            }
+            StmtKind::Barrier(BarrierScope::Grid) => {
+                self.grid_barrier();
+                Ok(())
+            }
+            StmtKind::Return => {
+                let g = self.guard.clone();
+                self.ins_pred(g.as_deref(), "ret");
+                Ok(())
+            }
+            StmtKind::Block(b) => self.scoped(|w| w.stmts(b)),
+        }
+    }
+
+    fn let_stmt(&mut self, name: &str, value: &Expr) -> R<()> {
+        let v = self.expr(value)?;
+        let ty = v.ty();
+        let never_assigned = !self.assigned.contains(name);
+        let bound = if ty == ScalarType::U32 && never_assigned {
+            let wg = self.opts.workgroup_size;
+            upper_bound(value, wg, &|n| self.var(n).ok().and_then(|v| v.bound))
+        } else {
+            None
+        };
+        // Adopt the value's register when nothing else can change it: a fresh temporary, or
+        // a builtin / length / unassigned variable when this variable is never assigned.
+        let shareable = match value {
+            Expr::Builtin(_) | Expr::Len(_) => true,
+            Expr::Var(src) => !self.assigned.contains(src),
+            _ => false,
+        };
+        let reg = match &v {
+            Val::Reg { name: r, fresh, .. } if *fresh || (shareable && never_assigned) => r.clone(),
+            _ => {
+                let r = self.reg(ty);
+                self.ins(format!("mov{} {r}, {}", mov_suffix(ty), v.text()));
+                r
+            }
+        };
+        self.declare(name, VarInfo { reg, ty, bound });
+        Ok(())
+    }
+
+    fn if_stmt(&mut self, cond: &Expr, then: &[Stmt], otherwise: &[Stmt]) -> R<()> {
+        let c = self.expr(cond)?;
+        let p = self.in_reg(&c);
+        let t_facts = facts_if_true(cond);
+        let e_facts = facts_if_false(cond);
+        if otherwise.is_empty() && self.guard.is_none() && is_short(then) {
+            let old = self.guard.replace(p);
+            let r = self.scoped(|w| {
+                w.add_facts(&t_facts);
+                w.stmts(then)
+            });
+            self.guard = old;
+            return r;
+        }
+        let end = self.label_name("end");
+        if otherwise.is_empty() {
+            self.ins(format!("@!{p} bra {end}"));
+            self.scoped(|w| {
+                w.add_facts(&t_facts);
+                w.stmts(then)
+            })?;
+        } else {
+            let els = self.label_name("else");
+            self.ins(format!("@!{p} bra {els}"));
+            self.scoped(|w| {
+                w.add_facts(&t_facts);
+                w.stmts(then)
+            })?;
+            self.ins(format!("bra.uni {end}"));
+            self.label(&els);
+            self.scoped(|w| {
+                w.add_facts(&e_facts);
+                w.stmts(otherwise)
+            })?;
+        }
+        self.label(&end);
+        Ok(())
+    }
+
+    fn loop_stmt(&mut self, var: &str, from: &Expr, to: &Expr, body: &[Stmt]) -> R<()> {
+        let f = self.expr(from)?;
+        let t = self.expr(to)?;
+        let k = self.reg(ScalarType::U32);
+        self.ins(format!("mov.b32 {k}, {}", f.text()));
+        // `to` is evaluated once: freeze it unless it is a constant or a fresh temporary.
+        let end = match &t {
+            Val::Reg { fresh: false, .. } => {
+                let r = self.reg(ScalarType::U32);
+                self.ins(format!("mov.b32 {r}, {}", t.text()));
+                r
+            }
+            v => v.text(),
+        };
+        let wg = self.opts.workgroup_size;
+        let bound = upper_bound(to, wg, &|n| self.var(n).ok().and_then(|v| v.bound))
+            .map(|u| u.saturating_sub(1).max(1));
+        let head = self.label_name("head");
+        let exit = self.label_name("exit");
+        let skip = self.reg_class(super::regs::RegClass::Pred);
+        self.ins(format!("setp.ge.u32 {skip}, {k}, {end}"));
+        self.ins(format!("@{skip} bra {exit}"));
+        self.label(&head);
+        let len_fact = match to {
+            Expr::Len(b) => Some(b.clone()),
+            _ => None,
+        };
+        self.scoped(|w| {
+            w.declare(
+                var,
+                VarInfo {
+                    reg: k.clone(),
+                    ty: ScalarType::U32,
+                    bound,
+                },
+            );
+            if let Some(b) = &len_fact {
+                w.facts.add(var, b);
+            }
+            w.stmts(body)
+        })?;
+        self.ins(format!("add.s32 {k}, {k}, 1"));
+        let again = self.reg_class(super::regs::RegClass::Pred);
+        self.ins(format!("setp.lt.u32 {again}, {k}, {end}"));
+        self.ins(format!("@{again} bra {head}"));
+        self.label(&exit);
+        Ok(())
+    }
+}
+
+/// A short, straight-line body that is cheaper predicated than branched around.
+fn is_short(list: &[Stmt]) -> bool {
+    if list.is_empty() || list.len() > SHORT_STMTS {
+        return false;
+    }
+    let mut nodes = 0usize;
+    let mut ok = true;
+    for (i, s) in list.iter().enumerate() {
+        let exprs: Vec<&Expr> = match &s.kind {
+            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => vec![value],
+            StmtKind::Store { index, value, .. } => vec![index, value],
+            StmtKind::Return => {
+                ok &= i + 1 == list.len();
+                vec![]
+            }
+            _ => return false,
+        };
+        for e in exprs {
+            e.visit(&mut |x| {
+                nodes += 1;
+                ok &= match x {
+                    Expr::Atomic { .. }
+                    | Expr::Shuffle { .. }
+                    | Expr::SubgroupReduce(..)
+                    | Expr::Ballot(_) => false,
+                    Expr::Unary(op, _) => !op.is_approximate(),
+                    _ => true,
+                };
+            });
+        }
+    }
+    ok && nodes <= SHORT_EXPR_NODES
+}

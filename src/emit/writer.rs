@@ -1,0 +1,468 @@
+//! The kernel writer: owns the output lines, the register allocator, variable scopes and the
+//! per-kernel caches; `expr.rs`, `stmt.rs`, `memory.rs` and friends add `impl Writer` blocks
+//! with one method per IR construct (the naga back-end layout).
+//!
+//! Every line is recorded with its owner (a statement node id, `prologue` or `epilogue`), so
+//! the source map falls out of assembly: no line is written without an owner.
+
+use std::collections::{HashMap, HashSet};
+
+use super::bounds::Facts;
+use super::regs::{RegAlloc, RegClass};
+use super::{EmitError, EmitOptions, EmitStats};
+use crate::ir::print::Printed;
+use crate::ir::{Builtin, Program, Scalar, ScalarType};
+
+/// Owner index of prologue lines.
+pub(super) const PROLOGUE: usize = 0;
+/// Owner index of epilogue lines.
+pub(super) const EPILOGUE: usize = 1;
+
+/// What a body line is (for the instruction count and the map checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LineKind {
+    /// A PTX instruction.
+    Instr,
+    /// A `//` comment.
+    Comment,
+    /// A `$L_...:` label.
+    Label,
+    /// A directive (`.loc`, `.reg`, `.shared`).
+    Directive,
+}
+
+/// One body line.
+#[derive(Debug, Clone)]
+pub(super) struct Line {
+    pub text: String,
+    pub owner: usize,
+    pub kind: LineKind,
+}
+
+/// An expression's value: a register or an immediate.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Val {
+    /// A register; `fresh` when no variable or cache refers to it (a `let` may adopt it).
+    Reg {
+        name: String,
+        ty: ScalarType,
+        fresh: bool,
+    },
+    /// A compile-time constant.
+    Imm(Scalar),
+}
+
+impl Val {
+    /// The value's type.
+    pub fn ty(&self) -> ScalarType {
+        match self {
+            Val::Reg { ty, .. } => *ty,
+            Val::Imm(s) => s.ty(),
+        }
+    }
+
+    /// Operand text: the register name or the PTX immediate.
+    pub fn text(&self) -> String {
+        match self {
+            Val::Reg { name, .. } => name.clone(),
+            Val::Imm(s) => imm_text(*s),
+        }
+    }
+
+    /// The immediate, if this is one.
+    pub fn imm(&self) -> Option<Scalar> {
+        match self {
+            Val::Imm(s) => Some(*s),
+            Val::Reg { .. } => None,
+        }
+    }
+}
+
+/// PTX spelling of an immediate (`0f3F800000` for floats, so that the value is exact).
+pub(super) fn imm_text(s: Scalar) -> String {
+    match s {
+        Scalar::Bool(b) => (b as u32).to_string(),
+        Scalar::U32(v) => v.to_string(),
+        Scalar::I32(v) => v.to_string(),
+        Scalar::U64(v) => v.to_string(),
+        Scalar::I64(v) => v.to_string(),
+        Scalar::F32(v) => format!("0f{:08X}", v.to_bits()),
+        Scalar::F64(v) => format!("0d{:016X}", v.to_bits()),
+    }
+}
+
+/// A variable in scope.
+#[derive(Debug, Clone)]
+pub(super) struct VarInfo {
+    /// Register holding it.
+    pub reg: String,
+    /// Its type.
+    pub ty: ScalarType,
+    /// Exclusive upper bound proven for its value (u32 variables that are never assigned).
+    pub bound: Option<u64>,
+}
+
+/// State of one kernel emission.
+pub(super) struct Writer<'p> {
+    pub prog: &'p Program,
+    pub opts: &'p EmitOptions,
+    pub printed: Printed,
+    pub regs: RegAlloc,
+    pub prologue: Vec<Line>,
+    pub body: Vec<Line>,
+    /// Owner names: `prologue`, `epilogue`, then node ids in first-emission order.
+    pub owners: Vec<String>,
+    owner_index: HashMap<String, usize>,
+    /// Current owner of body lines.
+    pub owner: usize,
+    /// IR printer line per owner (for `.loc`).
+    owner_line: Vec<Option<usize>>,
+    /// The `.loc` line last written.
+    loc_current: Option<usize>,
+    pub scopes: Vec<HashMap<String, VarInfo>>,
+    /// Variables assigned anywhere (never aliased, never used in proofs).
+    pub assigned: HashSet<String>,
+    pub facts: Facts,
+    /// Predicate guarding side effects of a predicated short body.
+    pub guard: Option<String>,
+    builtins: HashMap<Builtin, String>,
+    pub buf_ptr: HashMap<String, String>,
+    pub buf_len: HashMap<String, String>,
+    pub shared_base: HashMap<String, String>,
+    pub special: HashMap<&'static str, String>,
+    pub stats: EmitStats,
+    /// Per-owner counter for helper labels (`$L_body2_k3`).
+    label_seq: HashMap<usize, u32>,
+}
+
+impl<'p> Writer<'p> {
+    /// A writer for the elaborated `prog`.
+    pub fn new(prog: &'p Program, opts: &'p EmitOptions, printed: Printed) -> Self {
+        let mut assigned = HashSet::new();
+        prog.walk_stmts(&mut |s| {
+            if let crate::ir::StmtKind::Assign { name, .. } = &s.kind {
+                assigned.insert(name.clone());
+            }
+        });
+        Writer {
+            prog,
+            opts,
+            printed,
+            regs: RegAlloc::default(),
+            prologue: Vec::new(),
+            body: Vec::new(),
+            owners: vec!["prologue".into(), "epilogue".into()],
+            owner_index: HashMap::new(),
+            owner: PROLOGUE,
+            owner_line: vec![None, None],
+            loc_current: None,
+            scopes: vec![HashMap::new()],
+            assigned,
+            facts: Facts::default(),
+            guard: None,
+            builtins: HashMap::new(),
+            buf_ptr: HashMap::new(),
+            buf_len: HashMap::new(),
+            shared_base: HashMap::new(),
+            special: HashMap::new(),
+            stats: EmitStats::default(),
+            label_seq: HashMap::new(),
+        }
+    }
+
+    // ---- owners and lines -------------------------------------------------------------
+
+    /// Makes `node` the owner of the following lines; returns the previous owner.
+    pub fn enter_node(&mut self, node: &str) -> usize {
+        let idx = match self.owner_index.get(node) {
+            Some(i) => *i,
+            None => {
+                let i = self.owners.len();
+                self.owners.push(node.to_string());
+                self.owner_index.insert(node.to_string(), i);
+                self.owner_line.push(self.printed.line_of(node));
+                i
+            }
+        };
+        std::mem::replace(&mut self.owner, idx)
+    }
+
+    /// Restores an owner returned by [`Writer::enter_node`].
+    pub fn leave_node(&mut self, prev: usize) {
+        self.owner = prev;
+    }
+
+    /// Label-safe spelling of the current owner (`body[1].then[0]` -> `body1_then0`).
+    pub fn owner_tag(&self) -> String {
+        self.owners[self.owner]
+            .chars()
+            .filter_map(|c| match c {
+                '[' | ']' => None,
+                '.' => Some('_'),
+                c if c.is_ascii_alphanumeric() || c == '_' => Some(c),
+                _ => Some('_'),
+            })
+            .collect()
+    }
+
+    /// A label named after the current node: `$L_<node>_<what>`.
+    pub fn label_name(&self, what: &str) -> String {
+        format!("$L_{}_{}", self.owner_tag(), what)
+    }
+
+    /// A fresh helper label in the current node: `$L_<node>_<what><n>`.
+    pub fn fresh_label(&mut self, what: &str) -> String {
+        let n = self.label_seq.entry(self.owner).or_insert(0);
+        *n += 1;
+        let n = *n;
+        format!("$L_{}_{}{}", self.owner_tag(), what, n)
+    }
+
+    /// Writes `.loc` for the current owner when line info is on and the line changed.
+    fn sync_loc(&mut self) {
+        if !self.opts.lineinfo || self.owner == PROLOGUE {
+            return;
+        }
+        let Some(line) = self.owner_line.get(self.owner).copied().flatten() else {
+            return;
+        };
+        if self.loc_current != Some(line) {
+            self.loc_current = Some(line);
+            self.body.push(Line {
+                text: format!("\t.loc\t1 {line} 0"),
+                owner: self.owner,
+                kind: LineKind::Directive,
+            });
+        }
+    }
+
+    /// Appends an instruction (`text` without indentation and semicolon).
+    pub fn ins(&mut self, text: impl AsRef<str>) {
+        self.sync_loc();
+        let owner = self.owner;
+        self.body.push(Line {
+            text: format!("\t{};", text.as_ref()),
+            owner,
+            kind: LineKind::Instr,
+        });
+    }
+
+    /// Appends an instruction under predicate `pred` (`%p1` or `!%p1`), if any.
+    pub fn ins_pred(&mut self, pred: Option<&str>, text: impl AsRef<str>) {
+        match pred {
+            Some(p) => self.ins(format!("@{p} {}", text.as_ref())),
+            None => self.ins(text),
+        }
+    }
+
+    /// Appends a comment line.
+    pub fn comment(&mut self, text: impl AsRef<str>) {
+        let owner = self.owner;
+        self.body.push(Line {
+            text: format!("\t// {}", text.as_ref()),
+            owner,
+            kind: LineKind::Comment,
+        });
+    }
+
+    /// Appends a label line.
+    pub fn label(&mut self, name: &str) {
+        let owner = self.owner;
+        self.body.push(Line {
+            text: format!("{name}:"),
+            owner,
+            kind: LineKind::Label,
+        });
+    }
+
+    /// Appends an instruction to the prologue (hoisted, runs once at kernel entry).
+    pub fn pro(&mut self, text: impl AsRef<str>) {
+        self.prologue.push(Line {
+            text: format!("\t{};", text.as_ref()),
+            owner: PROLOGUE,
+            kind: LineKind::Instr,
+        });
+    }
+
+    // ---- registers and values -----------------------------------------------------------
+
+    /// A fresh register for a value of type `ty`.
+    pub fn reg(&mut self, ty: ScalarType) -> String {
+        self.regs.fresh(RegClass::of(ty))
+    }
+
+    /// A fresh register of class `c`.
+    pub fn reg_class(&mut self, c: RegClass) -> String {
+        self.regs.fresh(c)
+    }
+
+    /// A fresh register value.
+    pub fn fresh(&mut self, ty: ScalarType) -> Val {
+        Val::Reg {
+            name: self.reg(ty),
+            ty,
+            fresh: true,
+        }
+    }
+
+    /// `v` in a register (immediates are moved into a fresh one).
+    pub fn in_reg(&mut self, v: &Val) -> String {
+        match v {
+            Val::Reg { name, .. } => name.clone(),
+            Val::Imm(s) => {
+                let r = self.reg(s.ty());
+                self.ins(format!("mov{} {r}, {}", mov_suffix(s.ty()), imm_text(*s)));
+                r
+            }
+        }
+    }
+
+    /// The register of a builtin id, computed once in the prologue.
+    pub fn builtin(&mut self, b: Builtin) -> String {
+        if let Some(r) = self.builtins.get(&b) {
+            return r.clone();
+        }
+        let wg = self.opts.workgroup_size;
+        let r = match b {
+            Builtin::LocalId(a) => self.special_reg(&format!("%tid.{}", a.name())),
+            Builtin::WorkgroupId(a) => self.special_reg(&format!("%ctaid.{}", a.name())),
+            Builtin::NumWorkgroups(a) => self.special_reg(&format!("%nctaid.{}", a.name())),
+            Builtin::Lane => self.special_reg("%laneid"),
+            Builtin::SubgroupSize => {
+                let r = self.reg(ScalarType::U32);
+                self.pro(format!("mov.u32 {r}, 32"));
+                r
+            }
+            Builtin::GlobalId(a) => {
+                // gid = wgid * workgroup_size + lid; the workgroup size is a compile-time
+                // constant (the kernel is emitted for one block shape, see .maxntid).
+                let c = self.builtin(Builtin::WorkgroupId(a));
+                let t = self.builtin(Builtin::LocalId(a));
+                let r = self.reg(ScalarType::U32);
+                self.pro(format!("mad.lo.s32 {r}, {c}, {}, {t}", wg[a.index()]));
+                r
+            }
+        };
+        self.builtins.insert(b, r.clone());
+        r
+    }
+
+    fn special_reg(&mut self, sreg: &str) -> String {
+        let r = self.reg(ScalarType::U32);
+        self.pro(format!("mov.u32 {r}, {sreg}"));
+        r
+    }
+
+    /// Linear thread id in the block (`lid.x + lid.y*X + lid.z*X*Y`), computed once.
+    pub fn linear_tid(&mut self) -> String {
+        if let Some(r) = self.special.get("linear_tid") {
+            return r.clone();
+        }
+        let [x, y, z] = self.opts.workgroup_size;
+        let tx = self.builtin(Builtin::LocalId(crate::ir::Axis::X));
+        let r = if y == 1 && z == 1 {
+            tx
+        } else {
+            let ty = self.builtin(Builtin::LocalId(crate::ir::Axis::Y));
+            let r = self.reg(ScalarType::U32);
+            self.pro(format!("mad.lo.s32 {r}, {ty}, {x}, {tx}"));
+            if z == 1 {
+                r
+            } else {
+                let tz = self.builtin(Builtin::LocalId(crate::ir::Axis::Z));
+                let r2 = self.reg(ScalarType::U32);
+                self.pro(format!("mad.lo.s32 {r2}, {tz}, {}, {r}", x * y));
+                r2
+            }
+        };
+        self.special.insert("linear_tid", r.clone());
+        r
+    }
+
+    // ---- scopes -----------------------------------------------------------------------
+
+    /// Looks a variable up.
+    pub fn var(&self, name: &str) -> Result<&VarInfo, EmitError> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.get(name))
+            .ok_or_else(|| EmitError::Internal(format!("unknown variable `{name}`")))
+    }
+
+    /// Declares a variable in the innermost scope.
+    pub fn declare(&mut self, name: &str, info: VarInfo) {
+        if let Some(top) = self.scopes.last_mut() {
+            top.insert(name.to_string(), info);
+        }
+    }
+
+    /// Runs `f` in a nested variable and fact scope.
+    pub fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.scopes.push(HashMap::new());
+        self.facts.push();
+        let r = f(self);
+        self.facts.pop();
+        self.scopes.pop();
+        r
+    }
+}
+
+/// Suffix of `mov` for a value type.
+pub(super) fn mov_suffix(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::Bool => ".pred",
+        ScalarType::U32 | ScalarType::I32 => ".b32",
+        ScalarType::U64 | ScalarType::I64 => ".b64",
+        ScalarType::F32 => ".f32",
+        ScalarType::F64 => ".f64",
+    }
+}
+
+/// Arithmetic type suffix (`u32`, `s32`, `f64`, ...).
+pub(super) fn arith(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::Bool => "pred",
+        ScalarType::U32 => "u32",
+        ScalarType::I32 => "s32",
+        ScalarType::U64 => "u64",
+        ScalarType::I64 => "s64",
+        ScalarType::F32 => "f32",
+        ScalarType::F64 => "f64",
+    }
+}
+
+/// Bit type suffix (`b32`, `b64`, `pred`).
+pub(super) fn bits(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::Bool => "pred",
+        ScalarType::U32 | ScalarType::I32 | ScalarType::F32 => "b32",
+        ScalarType::U64 | ScalarType::I64 | ScalarType::F64 => "b64",
+    }
+}
+
+/// The zero of a type.
+pub(super) fn zero(ty: ScalarType) -> Scalar {
+    match ty {
+        ScalarType::Bool => Scalar::Bool(false),
+        ScalarType::U32 => Scalar::U32(0),
+        ScalarType::I32 => Scalar::I32(0),
+        ScalarType::U64 => Scalar::U64(0),
+        ScalarType::I64 => Scalar::I64(0),
+        ScalarType::F32 => Scalar::F32(0.0),
+        ScalarType::F64 => Scalar::F64(0.0),
+    }
+}
+
+/// An integer constant of type `ty` (wrapping), or a float one.
+pub(super) fn konst(ty: ScalarType, v: i64) -> Scalar {
+    match ty {
+        ScalarType::Bool => Scalar::Bool(v != 0),
+        ScalarType::U32 => Scalar::U32(v as u32),
+        ScalarType::I32 => Scalar::I32(v as i32),
+        ScalarType::U64 => Scalar::U64(v as u64),
+        ScalarType::I64 => Scalar::I64(v),
+        ScalarType::F32 => Scalar::F32(v as f32),
+        ScalarType::F64 => Scalar::F64(v as f64),
+    }
+}

@@ -1,0 +1,244 @@
+//! Device profiles: [`DeviceCaps`] as JSON, bundled for offline use (`--device h100-sxm`) or
+//! read from a file (`--device my-gpu.json`).
+//!
+//! The bundled files live in `fixtures/devices/` and are compiled in with `include_str!`, so
+//! they work from any directory. Each says in `source` whether it is "probed" or "from tables"
+//! and in `provenance` where its figures come from.
+
+use std::path::Path;
+
+use super::arch::ArchConstants;
+use super::DeviceCaps;
+
+/// A bundled profile: its name, other accepted spellings, and the JSON text.
+struct Bundled {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    json: &'static str,
+}
+
+const BUNDLED: [Bundled; 5] = [
+    Bundled {
+        name: "a100",
+        aliases: &["sm80", "sm_80", "a100-sxm"],
+        json: include_str!("../../fixtures/devices/a100.json"),
+    },
+    Bundled {
+        name: "sm86",
+        aliases: &["sm_86", "rtx3090"],
+        json: include_str!("../../fixtures/devices/sm86.json"),
+    },
+    Bundled {
+        name: "sm89",
+        aliases: &["sm_89", "l40s"],
+        json: include_str!("../../fixtures/devices/sm89.json"),
+    },
+    Bundled {
+        name: "h100-sxm",
+        aliases: &["h100", "sm90", "sm_90"],
+        json: include_str!("../../fixtures/devices/h100-sxm.json"),
+    },
+    Bundled {
+        name: "h200",
+        aliases: &[],
+        json: include_str!("../../fixtures/devices/h200.json"),
+    },
+];
+
+/// The profile used when no device is given and no GPU is present.
+pub const DEFAULT_PROFILE: &str = "h200";
+
+/// Why a profile could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    /// Neither a bundled name nor an existing file.
+    #[error("no device profile named `{0}` and no such file\n  Fix: use one of {names}, or the path of a DeviceCaps JSON file", names = names().join(", "))]
+    Unknown(String),
+    /// The file could not be read.
+    #[error("cannot read device profile {path}: {reason}\n  Fix: check the path and permissions")]
+    Read {
+        /// File path.
+        path: String,
+        /// OS error.
+        reason: String,
+    },
+    /// The JSON does not have the DeviceCaps shape.
+    #[error("device profile {origin} is not valid: {reason}\n  Fix: compare it with fixtures/devices/h200.json (every field is required)")]
+    Parse {
+        /// Name or path.
+        origin: String,
+        /// serde's message with the JSON path.
+        reason: String,
+    },
+    /// Valid JSON, impossible figures or an unsupported architecture.
+    #[error("device profile {origin}: {reason}\n  Fix: {fix}")]
+    Invalid {
+        /// Name or path.
+        origin: String,
+        /// What is wrong.
+        reason: String,
+        /// How to fix it.
+        fix: String,
+    },
+}
+
+/// Names of the bundled profiles.
+pub fn names() -> Vec<&'static str> {
+    BUNDLED.iter().map(|b| b.name).collect()
+}
+
+/// A bundled profile by name or alias (case-insensitive).
+pub fn bundled(name: &str) -> Option<Result<DeviceCaps, ProfileError>> {
+    let lower = name.to_ascii_lowercase();
+    BUNDLED
+        .iter()
+        .find(|b| b.name == lower || b.aliases.contains(&lower.as_str()))
+        .map(|b| parse(b.json, b.name))
+}
+
+/// Loads `name_or_path`: a bundled profile name (see [`names`]) or a JSON file path.
+pub fn load(name_or_path: &str) -> Result<DeviceCaps, ProfileError> {
+    if let Some(b) = bundled(name_or_path) {
+        return b;
+    }
+    let path = Path::new(name_or_path);
+    if !path.exists() {
+        return Err(ProfileError::Unknown(name_or_path.to_string()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| ProfileError::Read {
+        path: name_or_path.to_string(),
+        reason: e.to_string(),
+    })?;
+    parse(&text, name_or_path)
+}
+
+/// Parses and checks a DeviceCaps JSON text; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<DeviceCaps, ProfileError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let caps: DeviceCaps =
+        serde_path_to_error::deserialize(de).map_err(|e| ProfileError::Parse {
+            origin: origin.to_string(),
+            reason: e.to_string(),
+        })?;
+    check(&caps, origin)?;
+    Ok(caps)
+}
+
+/// Checks that a profile can drive the occupancy model.
+pub fn check(caps: &DeviceCaps, origin: &str) -> Result<(), ProfileError> {
+    let invalid = |reason: String, fix: &str| ProfileError::Invalid {
+        origin: origin.to_string(),
+        reason,
+        fix: fix.to_string(),
+    };
+    if ArchConstants::for_caps(caps).is_none() {
+        return Err(invalid(
+            format!(
+                "compute capability {}.{} has no allocation table",
+                caps.cc_major, caps.cc_minor
+            ),
+            &format!(
+                "use a device of compute capability {}",
+                ArchConstants::SUPPORTED
+            ),
+        ));
+    }
+    for (field, v) in [
+        ("sm_count", caps.sm_count),
+        ("max_threads_per_block", caps.max_threads_per_block),
+        ("max_threads_per_sm", caps.max_threads_per_sm),
+        ("max_blocks_per_sm", caps.max_blocks_per_sm),
+        ("regs_per_sm", caps.regs_per_sm),
+        ("regs_per_block", caps.regs_per_block),
+        ("smem_per_block", caps.smem_per_block),
+        ("smem_per_sm", caps.smem_per_sm),
+        ("warp_size", caps.warp_size),
+    ] {
+        if v == 0 {
+            return Err(invalid(
+                format!("`{field}` is 0"),
+                "give the device's real figure",
+            ));
+        }
+    }
+    if caps.warp_size != 32 {
+        return Err(invalid(
+            format!("warp_size is {}, NVIDIA GPUs have 32", caps.warp_size),
+            "set warp_size to 32",
+        ));
+    }
+    if caps.source != "probed" && caps.source != "from tables" {
+        return Err(invalid(
+            format!("source is `{}`", caps.source),
+            "set source to \"probed\" or \"from tables\"",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_profile_loads_and_matches_its_architecture_table() {
+        for n in names() {
+            let caps = load(n).unwrap();
+            let arch = ArchConstants::for_caps(&caps).unwrap();
+            assert_eq!(caps.max_threads_per_sm / 32, arch.max_warps_per_sm, "{n}");
+            assert_eq!(caps.max_blocks_per_sm, arch.max_blocks_per_sm, "{n}");
+            assert_eq!(caps.smem_per_sm, arch.max_smem_per_sm, "{n}");
+            assert_eq!(
+                caps.smem_per_block_optin, arch.max_smem_per_block_optin,
+                "{n}"
+            );
+            assert_eq!(
+                caps.smem_reserved_per_block, arch.smem_reserved_per_block,
+                "{n}"
+            );
+            assert!(!caps.provenance.is_empty());
+        }
+    }
+
+    #[test]
+    fn aliases_and_case_resolve() {
+        assert_eq!(load("SM90").unwrap(), load("h100-sxm").unwrap());
+        assert_eq!(load("sm80").unwrap().cc_major, 8);
+    }
+
+    #[test]
+    fn unknown_name_lists_the_bundled_ones() {
+        let e = load("no-such-gpu").unwrap_err().to_string();
+        assert!(e.contains("h100-sxm") && e.contains("Fix:"), "{e}");
+    }
+
+    #[test]
+    fn file_profiles_load_and_bad_ones_name_the_field() {
+        let dir = std::env::temp_dir().join(format!("vyrescope-prof-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("g.json");
+        std::fs::write(&good, BUNDLED[0].json).unwrap();
+        assert_eq!(load(good.to_str().unwrap()).unwrap().sm_count, 108);
+        let bad = dir.join("b.json");
+        std::fs::write(
+            &bad,
+            BUNDLED[0]
+                .json
+                .replace("\"sm_count\": 108", "\"sm_count\": -1"),
+        )
+        .unwrap();
+        let e = load(bad.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("sm_count"), "{e}");
+        let old = dir.join("o.json");
+        std::fs::write(
+            &old,
+            BUNDLED[0]
+                .json
+                .replace("\"cc_major\": 8", "\"cc_major\": 6"),
+        )
+        .unwrap();
+        let e = load(old.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("6.0"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

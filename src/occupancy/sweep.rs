@@ -1,0 +1,172 @@
+//! Sweeps of the occupancy model over block size, registers per thread and dynamic shared
+//! memory, and the suggested block sizes (these feed the CLI table and the TUI charts).
+
+use serde::Serialize;
+
+use super::estimate::{core, max_threads_for_regs, FuncConfig, Limiter};
+use super::{estimate_with, DeviceCaps, KernelResources};
+
+/// One point of a sweep (the CLI's JSON row shape, plus the swept input).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepRow {
+    /// Threads per block.
+    pub block_size: u32,
+    /// Registers per thread.
+    pub regs_per_thread: u32,
+    /// Dynamic shared memory per block (bytes).
+    pub dynamic_smem_bytes: u32,
+    /// Resident blocks per SM.
+    pub blocks_per_sm: u32,
+    /// Resident warps per SM.
+    pub active_warps_per_sm: u32,
+    /// Occupancy, percent.
+    pub occupancy_pct: f64,
+    /// Limiting resource.
+    pub limiter: Limiter,
+}
+
+fn row(
+    caps: &DeviceCaps,
+    res: &KernelResources,
+    block: u32,
+    dynamic: u32,
+    cfg: &FuncConfig,
+) -> SweepRow {
+    let e = estimate_with(caps, res, block, dynamic, cfg);
+    SweepRow {
+        block_size: block,
+        regs_per_thread: res.regs_per_thread,
+        dynamic_smem_bytes: dynamic,
+        blocks_per_sm: e.blocks_per_sm,
+        active_warps_per_sm: e.active_warps_per_sm,
+        occupancy_pct: e.occupancy_pct,
+        limiter: e.limiter,
+    }
+}
+
+/// The largest block size worth sweeping: the device limit, the kernel's own limit when known,
+/// and the register-limited one.
+pub fn max_block_size(caps: &DeviceCaps, res: &KernelResources) -> u32 {
+    let mut m = max_threads_for_regs(caps, res.regs_per_thread);
+    if res.max_threads_per_block > 0 {
+        m = m.min(res.max_threads_per_block);
+    }
+    m
+}
+
+/// Occupancy for every multiple of the warp size up to the kernel's max threads per block.
+pub fn sweep_block_sizes(
+    caps: &DeviceCaps,
+    res: &KernelResources,
+    dynamic: u32,
+    cfg: &FuncConfig,
+) -> Vec<SweepRow> {
+    let ws = caps.warp_size.max(1);
+    let max = max_block_size(caps, res);
+    (1..=max / ws)
+        .map(|k| row(caps, res, k * ws, dynamic, cfg))
+        .collect()
+}
+
+/// Occupancy for every register count 1..=255 at one block size.
+pub fn sweep_registers(
+    caps: &DeviceCaps,
+    res: &KernelResources,
+    block: u32,
+    dynamic: u32,
+    cfg: &FuncConfig,
+) -> Vec<SweepRow> {
+    (1..=255)
+        .map(|r| {
+            let k = KernelResources {
+                regs_per_thread: r,
+                ..res.clone()
+            };
+            row(caps, &k, block, dynamic, cfg)
+        })
+        .collect()
+}
+
+/// Occupancy for dynamic shared memory from 0 in steps of `step` bytes while a block still
+/// fits (the last launchable size is always included).
+pub fn sweep_dynamic_smem(
+    caps: &DeviceCaps,
+    res: &KernelResources,
+    block: u32,
+    step: u32,
+    cfg: &FuncConfig,
+) -> Vec<SweepRow> {
+    let step = step.max(1);
+    let mut out = Vec::new();
+    let mut d: u32 = 0;
+    loop {
+        if core(caps, res, block, d, cfg).blocks == 0 {
+            break;
+        }
+        out.push(row(caps, res, block, d, cfg));
+        match d.checked_add(step) {
+            Some(n) => d = n,
+            None => break,
+        }
+    }
+    out
+}
+
+/// The suggested block sizes of a block-size sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suggestion {
+    /// The one to use.
+    pub block_size: u32,
+    /// Its occupancy, percent.
+    pub occupancy_pct: f64,
+    /// Every block size reaching the same (highest) occupancy, ascending.
+    pub tied: Vec<u32>,
+    /// What `cuOccupancyMaxPotentialBlockSize` would pick (the largest tied size).
+    pub driver_pick: u32,
+    /// Why this one.
+    pub explanation: String,
+}
+
+/// The highest-occupancy block sizes of `rows`; among ties the smallest size of at least 128
+/// threads (more, smaller blocks per SM: a finer last wave and cheaper barriers while still
+/// giving the scheduler 4+ warps per block), else the largest tied size. `None` when nothing
+/// launches.
+pub fn suggest_block_sizes(rows: &[SweepRow]) -> Option<Suggestion> {
+    let best = rows
+        .iter()
+        .filter(|r| r.blocks_per_sm > 0)
+        .map(|r| r.active_warps_per_sm)
+        .max()?;
+    let tied: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.blocks_per_sm > 0 && r.active_warps_per_sm == best)
+        .map(|r| r.block_size)
+        .collect();
+    let driver_pick = *tied.last()?;
+    let pick = tied
+        .iter()
+        .copied()
+        .find(|&b| b >= 128)
+        .unwrap_or(driver_pick);
+    let pct = rows
+        .iter()
+        .find(|r| r.block_size == pick)
+        .map_or(0.0, |r| r.occupancy_pct);
+    let explanation = if tied.len() == 1 {
+        format!("{pick} threads is the only block size reaching {pct:.1}% occupancy")
+    } else {
+        let list: Vec<String> = tied.iter().map(u32::to_string).collect();
+        format!(
+            "{} block sizes reach {pct:.1}% occupancy ({}); {pick} is suggested: the smallest of at least 128 threads, so more blocks share each SM (a finer last wave, cheaper barriers); cuOccupancyMaxPotentialBlockSize would pick {driver_pick}",
+            tied.len(),
+            list.join(", ")
+        )
+    };
+    Some(Suggestion {
+        block_size: pick,
+        occupancy_pct: pct,
+        tied,
+        driver_pick,
+        explanation,
+    })
+}
