@@ -8,7 +8,9 @@ mod support {
 use proptest::prelude::*;
 use support::gen::{mutate, valid_program, wild_program, Config};
 use vyrescope::diagnostics::Severity;
-use vyrescope::ir::{parse_program, BarrierScope, Expr, Literal, Program, Stmt, StmtKind, UnOp};
+use vyrescope::ir::{
+    parse_program, Axis, BarrierScope, BinOp, Builtin, Expr, Literal, Program, Stmt, StmtKind, UnOp,
+};
 use vyrescope::validate::{is_valid, validate, MAX_EXPR_DEPTH, MAX_NODES, MAX_STMT_DEPTH};
 
 const VADD: &str = include_str!("../fixtures/programs/vadd_f32.json");
@@ -46,6 +48,30 @@ proptest! {
     fn mutated_programs_never_panic_the_validator(seed in any::<u64>(), m in any::<u64>()) {
         let p = mutate(&valid_program(seed, &Config::default()), m);
         let _ = validate(&p);
+    }
+
+    #[test]
+    fn a_barrier_under_a_lid_condition_is_always_caught(seed in any::<u64>(), at in any::<usize>(), ret in any::<bool>()) {
+        let mut p = valid_program(seed, &Config::default());
+        let mut then = vec![st(StmtKind::Barrier(BarrierScope::Workgroup))];
+        if ret {
+            // `return` first: then the barrier is both divergent and after a divergent return.
+            then.insert(0, st(StmtKind::Return));
+        }
+        let cond = Expr::Binary(
+            BinOp::Lt,
+            Box::new(Expr::Builtin(Builtin::LocalId(Axis::X))),
+            Box::new(Expr::Lit(Literal::Int(3))),
+        );
+        let at = at % (p.body.len() + 1);
+        p.body.insert(at, st(StmtKind::If { cond, then, otherwise: Vec::new(), has_else: false }));
+        vyrescope::ir::parse::assign_ids(&mut p.body, "body");
+        let d = validate(&p);
+        let want = format!("body[{at}].then[{}]", usize::from(ret));
+        prop_assert!(
+            d.iter().any(|x| x.code == "V060" && x.node.as_deref() == Some(want.as_str())),
+            "{d:#?}"
+        );
     }
 
     #[test]

@@ -362,7 +362,13 @@ fn program_mode(
     };
     let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
     let e = estimate(caps, &res, threads, a.dynamic_smem);
-    let rows = sweep_block_sizes(caps, &res, a.dynamic_smem, &FuncConfig::default());
+    // The PTX is emitted for one workgroup size (`.maxntid`); other sizes would be emitted
+    // anew, so the sweep drops the kernel's own block limit and keeps its registers.
+    let sweep_res = KernelResources {
+        max_threads_per_block: 0,
+        ..res.clone()
+    };
+    let rows = sweep_block_sizes(caps, &sweep_res, a.dynamic_smem, &FuncConfig::default());
     let (shape, lens) = default_shape(&program, wg);
     let lens_ref: Vec<(&str, u64)> = lens.iter().map(|(n, l)| (n.as_str(), *l)).collect();
     let mut diags: Vec<Diagnostic> =
