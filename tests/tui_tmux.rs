@@ -1,0 +1,157 @@
+//! End to end: the real binary in a tmux pane. Keys go in with `send-keys`, the screen comes
+//! back with `capture-pane`. Checks that the IR and PTX panes show, that moving the IR cursor
+//! moves the PTX highlight (the pane's selected-node title and highlighted rows), that help
+//! opens, and that `q` exits with the terminal restored (`stty -a` shows icanon and echo).
+//!
+//! Without tmux the test fails when `CI=true` and otherwise skips with a notice.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("run tmux");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn capture(session: &str, escapes: bool) -> String {
+    let mut args = vec!["capture-pane", "-p", "-t", session];
+    if escapes {
+        args.push("-e");
+    }
+    tmux(&args)
+}
+
+fn wait_for(session: &str, what: &str, f: impl Fn(&str) -> bool) -> String {
+    let t = Instant::now();
+    loop {
+        let s = capture(session, false);
+        if f(&s) {
+            return s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}; screen:\n{s}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Rows of the capture (with escapes) whose PTX part has the correlated-line background.
+fn highlighted_ptx_rows(escaped: &str, ptx_col: usize) -> Vec<usize> {
+    escaped
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            // The dark theme's correlated-line background (lineHighlight #2c3340).
+            let plain_prefix: String = strip(l).chars().take(ptx_col).collect();
+            let cut = byte_index_after_visible(l, plain_prefix.chars().count());
+            l[cut..].contains("48;2;44;51;64")
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn strip(s: &str) -> String {
+    let mut out = String::new();
+    let mut esc = false;
+    for c in s.chars() {
+        if esc {
+            if c.is_ascii_alphabetic() {
+                esc = false;
+            }
+        } else if c == '\u{1b}' {
+            esc = true;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn byte_index_after_visible(s: &str, n: usize) -> usize {
+    let mut seen = 0;
+    let mut esc = false;
+    for (i, c) in s.char_indices() {
+        if seen == n {
+            return i;
+        }
+        if esc {
+            if c.is_ascii_alphabetic() {
+                esc = false;
+            }
+        } else if c == '\u{1b}' {
+            esc = true;
+        } else {
+            seen += 1;
+        }
+    }
+    s.len()
+}
+
+#[test]
+fn real_binary_in_tmux() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("tmux is required in CI (install it in .ci/run)");
+        }
+        eprintln!("NOTICE: tmux not installed; skipping the end-to-end inspector test");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_vyrescope");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("fixtures/programs/vadd_f32.json");
+    let session = format!("vyrescope-e2e-{}", std::process::id());
+    let stty_out = std::env::temp_dir().join(format!("{session}.stty"));
+    let _ = std::fs::remove_file(&stty_out);
+    // After the inspector exits, record the terminal modes, then keep the pane alive.
+    let cmd = format!(
+        "env VYRESCOPE_CONFIG=/nonexistent TERM=xterm-256color COLORTERM=truecolor {bin} {} --device h200; stty -a > {} 2>&1; sleep 60",
+        fixture.display(),
+        stty_out.display()
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &cmd]);
+    struct Kill(String);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
+        }
+    }
+    let _kill = Kill(session.clone());
+
+    let s = wait_for(&session, "IR and PTX panes", |s| s.contains("IR vadd_f32") && s.contains(".entry vadd_f32") || s.contains("PTX sm_90"));
+    assert!(s.contains("IR vadd_f32") && s.contains("PTX sm_90"), "{s}");
+    let title_node = |s: &str| -> Option<String> {
+        let l = s.lines().next()?;
+        let i = l.find("· ")?;
+        Some(l[i + 2..].split(':').next()?.to_string())
+    };
+    let s = wait_for(&session, "PTX title with the selected node", |s| title_node(s).is_some());
+    let first = title_node(&s).unwrap();
+    let top = s.lines().next().unwrap();
+    let ptx_col = top[..top.find("PTX").unwrap()].chars().count().saturating_sub(1);
+    let before = highlighted_ptx_rows(&capture(&session, true), ptx_col);
+
+    tmux(&["send-keys", "-t", &session, "j"]);
+    let s = wait_for(&session, "the selection to move", |s| title_node(s).is_some_and(|n| n != first));
+    let second = title_node(&s).unwrap();
+    assert_ne!(first, second);
+    let after = highlighted_ptx_rows(&capture(&session, true), ptx_col);
+    assert_ne!(before, after, "the PTX highlight did not move (rows {before:?})");
+
+    tmux(&["send-keys", "-t", &session, "?"]);
+    wait_for(&session, "help overlay", |s| s.contains("Help - keys") && s.contains("focus next pane"));
+    tmux(&["send-keys", "-t", &session, "Escape"]);
+    wait_for(&session, "help closed", |s| !s.contains("Help - keys"));
+
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let t = Instant::now();
+    while !stty_out.exists() || std::fs::read_to_string(&stty_out).map_or(true, |s| s.is_empty()) {
+        assert!(t.elapsed() < Duration::from_secs(20), "the inspector did not exit on q");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let modes = std::fs::read_to_string(&stty_out).unwrap();
+    let words: Vec<&str> = modes.split_whitespace().collect();
+    assert!(words.contains(&"icanon") && words.contains(&"echo"), "terminal left in raw mode:\n{modes}");
+    let screen = capture(&session, false);
+    assert!(!screen.contains("Programs 1"), "alternate screen not left:\n{screen}");
+    let _ = std::fs::remove_file(&stty_out);
+}
