@@ -7,8 +7,12 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod emit;
+pub mod fault_test;
+pub mod occupancy;
 pub mod print;
+pub mod probe;
 pub mod run;
+pub mod tui;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
@@ -27,6 +31,9 @@ pub struct Cli {
     pub command: Option<Command>,
     /// Program files or directories for the inspector.
     pub files: Vec<std::path::PathBuf>,
+    /// Inspector options (without a subcommand).
+    #[command(flatten)]
+    pub inspector: tui::InspectorOpts,
 }
 
 /// Subcommands.
@@ -40,6 +47,15 @@ pub enum Command {
     Run(run::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
     Emit(emit::Args),
+    /// Occupancy of a Program's kernel, or calculator mode with --regs.
+    Occupancy(occupancy::Args),
+    /// Probe a CUDA device and print its capabilities.
+    Probe(probe::Args),
+    /// Fault-recovery check with raw PTX (test-only).
+    #[command(hide = true)]
+    FaultTest(fault_test::Args),
+    /// Open the inspector (or replay keys headlessly with --keys/--snapshot).
+    Tui(tui::Args),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -57,13 +73,16 @@ pub fn main() -> i32 {
         Some(Command::Print(a)) => print::run(&a),
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
+        Some(Command::Occupancy(a)) => occupancy::run(&a),
+        Some(Command::Probe(a)) => probe::run(&a),
+        Some(Command::FaultTest(a)) => fault_test::run(&a),
+        Some(Command::Tui(a)) => tui::run(&a),
         None => {
             if cli.files.is_empty() {
                 eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
                 return 2;
             }
-            eprintln!("error: the inspector is not built yet\n  Fix: use a subcommand, see `vyrescope --help`");
-            1
+            tui::open(&cli.files, &cli.inspector)
         }
     }
 }

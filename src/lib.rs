@@ -9,4 +9,6 @@ pub mod interp;
 pub mod ir;
 pub mod occupancy;
 pub mod report;
+pub mod runtime;
+pub mod tui;
 pub mod validate;

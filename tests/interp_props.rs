@@ -207,13 +207,16 @@ fn expr(g: &mut Gen, t: T, depth: u32) -> Expr {
             }
             4 if t == T::U32 => match g.below(2) {
                 0 => Expr::Ballot(bx(expr(g, T::Bool, d))),
-                _ => Expr::Atomic {
-                    op: *g.pick(&AtomicOp::ALL),
-                    buffer: "ou".into(),
-                    index: bx(u32_expr(g, d)),
-                    value: bx(u32_expr(g, d)),
-                    expected: None,
-                },
+                _ => {
+                    let op = *g.pick(&AtomicOp::ALL);
+                    Expr::Atomic {
+                        op,
+                        buffer: "ou".into(),
+                        index: bx(u32_expr(g, d)),
+                        value: bx(u32_expr(g, d)),
+                        expected: (op == AtomicOp::Cas).then(|| bx(u32_expr(g, d))),
+                    }
+                }
             },
             4 if t == T::I32 => Expr::Bitcast(T::I32, bx(expr(g, T::F32, d))),
             _ => Expr::Binary(BinOp::Add, bx(expr(g, t, d)), bx(lit(g, t))),

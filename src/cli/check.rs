@@ -28,13 +28,14 @@ struct FileReport {
     diagnostics: Vec<Diagnostic>,
 }
 
-/// Parses and validates one file: parse errors become one `P000` error diagnostic.
+/// Parses and validates one file: a parse error becomes one `V000` error diagnostic whose node
+/// is the JSON path of the offending value and whose message starts with `file:line:col`.
 pub fn check_file(path: &std::path::Path) -> Vec<Diagnostic> {
     match load_program(path) {
         Ok(p) => crate::validate::validate(&p),
         Err(e) => vec![Diagnostic {
             severity: Severity::Error,
-            code: "E000",
+            code: "V000",
             node: if e.path.is_empty() {
                 None
             } else {
@@ -51,7 +52,7 @@ pub fn run(a: &Args) -> i32 {
     let mut reports = Vec::new();
     for f in &a.files {
         let diagnostics = check_file(f);
-        let valid = !diagnostics.iter().any(|d| d.severity == Severity::Error);
+        let valid = crate::validate::is_valid(&diagnostics);
         reports.push(FileReport {
             file: f.display().to_string(),
             valid,

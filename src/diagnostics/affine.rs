@@ -2,25 +2,39 @@
 //! next along x, which is what decides coalescing (global memory) and bank conflicts (shared
 //! memory).
 //!
-//! An index is described as `gx * gid.x + lx * lid.x + u`, where `u` is uniform across the
-//! threads of a warp (literals, `wgid`, `nwg`, `len`, loop counters with uniform bounds, and,
-//! when a warp lies inside one row of the workgroup, the y/z ids). Consecutive threads of a
-//! warp differ by `gx + lx` elements. Anything else (a loaded value, a product of two
-//! thread-varying terms, a shuffle) makes the index [`Index::Varying`].
+//! An index is described as a linear form over the thread ids (`gid`, `lid` on x/y/z and
+//! `lane`) plus a part `u` uniform across the workgroup (literals, `wgid`, `nwg`, `len`,
+//! uniform loads, loop counters with uniform bounds). A coefficient may be a run-time uniform
+//! value (`row * n` with `n` loaded): such terms split a warp into segments assumed far
+//! apart (rows). Anything else (a loaded value, a product of two thread-varying terms, a
+//! shuffle) makes the index [`Index::Varying`]. Offsets are then evaluated for the actual
+//! threads of each warp of the workgroup, so 2-D workgroups narrower than a warp are exact.
 
 use std::collections::HashMap;
 
-use crate::ir::{Axis, BinOp, Builtin, Expr, Literal, Program, Scalar, Stmt, StmtKind, UnOp};
+use crate::ir::{BinOp, Builtin, Expr, Literal, Program, Scalar, Stmt, StmtKind, UnOp};
 
-/// What an index expression is, seen from the threads of one warp.
+/// A coefficient: a known integer, or a uniform value only known at run time (e.g. a row
+/// length read from a buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coef {
+    /// Known at analysis time.
+    Known(i64),
+    /// Uniform across the warp but not known here (nonzero).
+    Unknown,
+}
+
+/// The thread ids an index may depend on: `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
+pub const IDS: usize = 7;
+const ZERO: [Coef; IDS] = [Coef::Known(0); IDS];
+
+/// What an index expression is, seen from the threads of one workgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Index {
-    /// `gx * gid.x + lx * lid.x + u`; `constant` is `u` when it is a known integer.
+    /// `sum(coef[i] * id[i]) + u` over [`IDS`], `u` uniform; `constant` is `u` when known.
     Affine {
-        /// Coefficient of `gid.x`.
-        gx: i64,
-        /// Coefficient of `lid.x`.
-        lx: i64,
+        /// Coefficients of `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
+        coef: [Coef; IDS],
         /// The uniform part when it is a compile-time constant.
         constant: Option<i64>,
     },
@@ -31,17 +45,27 @@ pub enum Index {
 impl Index {
     fn uniform(c: Option<i64>) -> Index {
         Index::Affine {
-            gx: 0,
-            lx: 0,
+            coef: ZERO,
             constant: c,
         }
     }
 
-    /// Elements between the indices of two consecutive threads of a warp, if affine.
-    pub fn stride(&self) -> Option<i64> {
-        match *self {
-            Index::Affine { gx, lx, .. } => Some(gx + lx),
-            Index::Varying => None,
+    fn id(i: usize) -> Index {
+        let mut coef = ZERO;
+        coef[i] = Coef::Known(1);
+        Index::Affine {
+            coef,
+            constant: Some(0),
+        }
+    }
+
+    fn map_coef(self, f: impl Fn(Coef) -> Coef, c: impl Fn(Option<i64>) -> Option<i64>) -> Index {
+        match self {
+            Index::Affine { coef, constant } => Index::Affine {
+                coef: coef.map(f),
+                constant: c(constant),
+            },
+            Index::Varying => Index::Varying,
         }
     }
 
@@ -49,48 +73,143 @@ impl Index {
         match (self, o) {
             (
                 Index::Affine {
-                    gx: a,
-                    lx: b,
+                    coef: a,
                     constant: c,
                 },
                 Index::Affine {
-                    gx: d,
-                    lx: e,
-                    constant: f,
+                    coef: b,
+                    constant: d,
                 },
-            ) => Index::Affine {
-                gx: a.wrapping_add(sign.wrapping_mul(d)),
-                lx: b.wrapping_add(sign.wrapping_mul(e)),
-                constant: c.zip(f).map(|(c, f)| c.wrapping_add(sign.wrapping_mul(f))),
-            },
+            ) => {
+                let mut coef = ZERO;
+                for i in 0..IDS {
+                    coef[i] = match (a[i], b[i]) {
+                        (Coef::Known(x), Coef::Known(y)) => {
+                            Coef::Known(x.wrapping_add(sign.wrapping_mul(y)))
+                        }
+                        _ => Coef::Unknown,
+                    };
+                }
+                Index::Affine {
+                    coef,
+                    constant: c.zip(d).map(|(c, d)| c.wrapping_add(sign.wrapping_mul(d))),
+                }
+            }
             _ => Index::Varying,
         }
     }
 
     fn scale(self, k: i64) -> Index {
-        match self {
-            Index::Affine { gx, lx, constant } => Index::Affine {
-                gx: gx.wrapping_mul(k),
-                lx: lx.wrapping_mul(k),
-                constant: constant.map(|c| c.wrapping_mul(k)),
+        self.map_coef(
+            |c| match c {
+                Coef::Known(x) => Coef::Known(x.wrapping_mul(k)),
+                Coef::Unknown if k == 0 => Coef::Known(0),
+                Coef::Unknown => Coef::Unknown,
             },
-            Index::Varying => Index::Varying,
-        }
+            |c| c.map(|c| c.wrapping_mul(k)),
+        )
+    }
+
+    /// Multiplied by a uniform value not known here.
+    fn scale_unknown(self) -> Index {
+        self.map_coef(
+            |c| match c {
+                Coef::Known(0) => Coef::Known(0),
+                _ => Coef::Unknown,
+            },
+            |_| None,
+        )
     }
 
     fn is_uniform(&self) -> bool {
-        matches!(self, Index::Affine { gx: 0, lx: 0, .. })
+        matches!(self, Index::Affine { coef, .. } if *coef == ZERO)
     }
 
     fn constant(&self) -> Option<i64> {
         match *self {
-            Index::Affine {
-                gx: 0,
-                lx: 0,
-                constant,
-            } => constant,
+            Index::Affine { coef, constant } if coef == ZERO => constant,
             _ => None,
         }
+    }
+
+    /// `(g, c)` when the index is exactly `g * gid.x + c` with known `g` and `c`.
+    pub fn gid_x_only(&self) -> Option<(i64, i64)> {
+        match *self {
+            Index::Affine {
+                coef,
+                constant: Some(c),
+            } if coef[1..] == ZERO[1..] => match coef[0] {
+                Coef::Known(g) => Some((g, c)),
+                Coef::Unknown => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Elements between the indices of two threads neighbouring along x (when known).
+    pub fn stride_x(&self) -> Option<i64> {
+        match *self {
+            Index::Affine { coef, .. } => match (coef[0], coef[3], coef[6]) {
+                (Coef::Known(a), Coef::Known(b), Coef::Known(c)) => Some(a + b + c),
+                _ => None,
+            },
+            Index::Varying => None,
+        }
+    }
+
+    /// For each warp of a workgroup of size `wg`, its threads' element offsets (relative to
+    /// the uniform part) grouped into segments: threads whose indices differ by a run-time
+    /// multiple (e.g. different rows of a row-major array with a run-time row length) are in
+    /// different segments, assumed far apart. `None` when the index is data dependent or its
+    /// step along x is a run-time value.
+    pub fn warp_segments(&self, wg: [u32; 3]) -> Option<Vec<Vec<Vec<i64>>>> {
+        let Index::Affine { coef, .. } = *self else {
+            return None;
+        };
+        if [coef[0], coef[3], coef[6]].contains(&Coef::Unknown) {
+            return None;
+        }
+        let [wx, wy, wz] = wg.map(|d| u64::from(d.max(1)));
+        let threads = wx * wy * wz;
+        let mut warps = Vec::new();
+        let mut start = 0;
+        while start < threads {
+            let end = (start + 32).min(threads);
+            let mut segs: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
+            for t in start..end {
+                let lid = [t % wx, (t / wx) % wy, t / (wx * wy)].map(|v| v as i64);
+                // Within one workgroup gid and lid differ by a uniform amount.
+                let ids = [
+                    lid[0],
+                    lid[1],
+                    lid[2],
+                    lid[0],
+                    lid[1],
+                    lid[2],
+                    (t % 32) as i64,
+                ];
+                let mut key = Vec::new();
+                let mut off = 0i64;
+                for i in 0..IDS {
+                    match coef[i] {
+                        Coef::Known(k) => off = off.wrapping_add(k.wrapping_mul(ids[i])),
+                        Coef::Unknown => key.push(ids[i]),
+                    }
+                }
+                match segs.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, v)) => v.push(off),
+                    None => segs.push((key, vec![off])),
+                }
+            }
+            warps.push(segs.into_iter().map(|(_, v)| v).collect());
+            start = end;
+        }
+        Some(warps)
+    }
+
+    /// True when every coefficient is known (offsets within a warp are exact).
+    pub fn fully_known(&self) -> bool {
+        matches!(self, Index::Affine { coef, .. } if !coef.contains(&Coef::Unknown))
     }
 }
 
@@ -108,13 +227,10 @@ pub struct Access {
 }
 
 /// Every load, store and atomic of `program` with its index analysed, in program order.
-/// `workgroup` decides whether y/z ids are uniform within a warp (`workgroup[0]` a multiple
-/// of 32).
-pub fn accesses(program: &Program, workgroup: [u32; 3]) -> Vec<Access> {
+pub fn accesses(program: &Program) -> Vec<Access> {
     let mut w = Walker {
         env: vec![HashMap::new()],
         out: Vec::new(),
-        rows_whole_warps: workgroup[0].is_multiple_of(32),
         assigned: HashMap::new(),
     };
     collect_assigned(&program.body, &mut w.assigned);
@@ -145,7 +261,6 @@ fn collect_assigned(list: &[Stmt], out: &mut HashMap<String, ()>) {
 struct Walker {
     env: Vec<HashMap<String, Index>>,
     out: Vec<Access>,
-    rows_whole_warps: bool,
     assigned: HashMap<String, ()>,
 }
 
@@ -278,37 +393,11 @@ impl Walker {
             Expr::Lit(l) => Index::uniform(lit_int(l)),
             Expr::Var(v) => self.lookup(v),
             Expr::Builtin(b) => match b {
-                Builtin::GlobalId(Axis::X) => Index::Affine {
-                    gx: 1,
-                    lx: 0,
-                    constant: None,
-                },
-                Builtin::LocalId(Axis::X) => Index::Affine {
-                    gx: 0,
-                    lx: 1,
-                    constant: None,
-                },
-                Builtin::GlobalId(_) | Builtin::LocalId(_) => {
-                    if self.rows_whole_warps {
-                        Index::uniform(None)
-                    } else {
-                        Index::Varying
-                    }
-                }
+                Builtin::GlobalId(a) => Index::id(a.index()),
+                Builtin::LocalId(a) => Index::id(3 + a.index()),
+                Builtin::Lane => Index::id(6),
                 Builtin::WorkgroupId(_) | Builtin::NumWorkgroups(_) => Index::uniform(None),
                 Builtin::SubgroupSize => Index::uniform(Some(32)),
-                // lane = lid.x mod 32 when warps lie in rows: stride 1 between threads.
-                Builtin::Lane => {
-                    if self.rows_whole_warps {
-                        Index::Affine {
-                            gx: 0,
-                            lx: 1,
-                            constant: None,
-                        }
-                    } else {
-                        Index::Varying
-                    }
-                }
             },
             Expr::Len(_) => Index::uniform(None),
             Expr::Binary(op, a, b) => {
@@ -319,12 +408,13 @@ impl Walker {
                     BinOp::Mul => match (x.constant(), y.constant()) {
                         (Some(k), _) => y.scale(k),
                         (_, Some(k)) => x.scale(k),
-                        _ if x.is_uniform() && y.is_uniform() => Index::uniform(None),
+                        _ if x.is_uniform() => y.scale_unknown(),
+                        _ if y.is_uniform() => x.scale_unknown(),
                         _ => Index::Varying,
                     },
                     BinOp::Shl => match y.constant() {
                         Some(k) if (0..32).contains(&k) => x.scale(1i64 << k),
-                        _ if x.is_uniform() && y.is_uniform() => Index::uniform(None),
+                        _ if y.is_uniform() => x.scale_unknown(),
                         _ => Index::Varying,
                     },
                     _ if x.is_uniform() && y.is_uniform() => {

@@ -7,7 +7,7 @@
 //! invocation writes, `L009` workgroups that write nothing, `L010` cooperative launch
 //! unsupported, `L011` buffer longer than a `u32` index reaches.
 
-use super::affine::{accesses, Index};
+use super::affine::accesses;
 use super::Diagnostic;
 use crate::ir::{Access as BufAccess, BarrierScope, Program, StmtKind};
 use crate::occupancy::{
@@ -326,72 +326,81 @@ fn coverage(
         return;
     }
     let n = u64::from(grid[0]) * u64::from(wg[0]);
-    let acc = accesses(program, wg);
+    let acc = accesses(program);
+    // Workgroups along x each written buffer needs; `None` once a write's footprint is unknown.
+    let mut needed: Option<Vec<(String, u64, u128)>> = Some(Vec::new());
     for &(name, len) in buffer_lens {
         let Some(decl) = program.buffer(name) else {
             continue;
         };
-        if !decl.access.is_writable() || !decl.access.is_host() || len == 0 {
+        if !decl.access.is_writable() || !decl.access.is_host() {
             continue;
         }
         let writes: Vec<_> = acc.iter().filter(|a| a.write && a.buffer == name).collect();
+        if writes.is_empty() {
+            continue;
+        }
         // Only a buffer whose every write is `stride * gid.x + constant` has a known footprint.
         let forms: Option<Vec<(i64, i64)>> = writes
             .iter()
-            .map(|a| match a.index {
-                Index::Affine {
-                    gx,
-                    lx: 0,
-                    constant: Some(c),
-                } if gx > 0 && c >= 0 => Some((gx, c)),
-                _ => None,
-            })
+            .map(|a| a.index.gid_x_only().filter(|&(g, c)| g > 0 && c >= 0))
             .collect();
-        let Some(forms) = forms else { continue };
-        if forms.is_empty() {
+        let Some(forms) = forms else {
+            needed = None;
             continue;
-        }
+        };
         let node = writes.first().map(|a| a.node.clone());
         // Highest element written + 1.
         let end = forms
             .iter()
-            .map(|&(g, c)| c as u128 + g as u128 * (n as u128 - 1) + 1)
+            .map(|&(g, c)| c as u128 + g as u128 * (u128::from(n) - 1) + 1)
             .max()
             .unwrap_or(0);
-        if end < u128::from(len) {
-            let first_form = forms[0];
-            let needed_inv =
-                (u128::from(len) - first_form.1 as u128).div_ceil(first_form.0 as u128);
-            let needed_wg = needed_inv.div_ceil(u128::from(wg[0]));
-            out.push(Diagnostic::warning(
-                "L008",
-                node.clone(),
-                format!(
-                    "the grid runs {n} invocations along x ({} workgroups x {}), so elements {end}..{len} of `{name}` are never written",
-                    grid[0], wg[0]
-                ),
-                format!("launch {needed_wg} workgroups along x (ceil of the elements over the workgroup size), or give `{name}` {end} elements"),
-            ));
-            continue;
-        }
-        // Invocations that write in range: i < (len - c) / g for some store.
+        // Invocations that write in range: i < (len - c) / g for some write.
         let useful = forms
             .iter()
             .map(|&(g, c)| (u128::from(len).saturating_sub(c as u128)).div_ceil(g as u128))
             .max()
             .unwrap_or(0);
         let needed_wg = useful.div_ceil(u128::from(wg[0]));
-        if u128::from(grid[0]) > needed_wg {
-            let idle = u128::from(grid[0]) - needed_wg;
+        if let Some(v) = needed.as_mut() {
+            v.push((name.to_string(), len, needed_wg));
+        }
+        if end < u128::from(len) {
             out.push(Diagnostic::warning(
-                "L009",
+                "L008",
                 node,
                 format!(
-                    "{idle} of the {} workgroups along x write nothing to `{name}` ({len} elements need {needed_wg} workgroups of {})",
+                    "the grid runs {n} invocations along x ({} workgroups x {}), so elements {end}..{len} of `{name}` are never written",
                     grid[0], wg[0]
                 ),
-                format!("launch {needed_wg} workgroups along x (or `\"elements\": {len}` in the run section)"),
+                format!(
+                    "launch {needed_wg} workgroups along x (the elements over the workgroup size, rounded up), or give `{name}` {end} elements"
+                ),
             ));
         }
+    }
+    // Workgroups past what every written buffer needs do nothing.
+    let Some(needed) = needed.filter(|v| !v.is_empty()) else {
+        return;
+    };
+    let most = needed.iter().map(|x| x.2).max().unwrap_or(0);
+    if u128::from(grid[0]) > most {
+        let idle = u128::from(grid[0]) - most;
+        let list: Vec<String> = needed
+            .iter()
+            .map(|(n, l, w)| format!("`{n}` ({l} elements: {w})"))
+            .collect();
+        out.push(Diagnostic::warning(
+            "L009",
+            None,
+            format!(
+                "{idle} of the {} workgroups along x write nothing: the written buffers need {most} workgroups of {} ({})",
+                grid[0],
+                wg[0],
+                list.join(", ")
+            ),
+            format!("launch {most} workgroups along x (or set `\"elements\"` in the run section to the buffer length)"),
+        ));
     }
 }

@@ -180,96 +180,166 @@ fn waves(caps: &DeviceCaps, e: &Estimate, shape: &LaunchShape, out: &mut Vec<Dia
     }
 }
 
+/// One finding about one buffer, possibly at several statements.
+struct Finding {
+    code: &'static str,
+    buffer: String,
+    kind: &'static str,
+    nodes: Vec<String>,
+    detail: String,
+    fix: String,
+    info: bool,
+}
+
 fn memory_access(program: &Program, wg: [u32; 3], out: &mut Vec<Diagnostic>) {
-    let mut seen: HashSet<(String, String, &'static str)> = HashSet::new();
-    for a in accesses(program, wg) {
+    let mut found: Vec<Finding> = Vec::new();
+    let mut add = |f: Finding| {
+        // The same finding at several statements is reported once, listing them.
+        match found.iter_mut().find(|g| {
+            g.code == f.code && g.buffer == f.buffer && g.kind == f.kind && g.detail == f.detail
+        }) {
+            Some(g) => {
+                if !g.nodes.contains(&f.nodes[0]) {
+                    g.nodes.push(f.nodes[0].clone());
+                }
+            }
+            None => found.push(f),
+        }
+    };
+    for a in accesses(program) {
         let Some(decl) = program.buffer(&a.buffer) else {
             continue;
         };
         let elem = decl.elem.size_bytes() as u64;
-        let kind = if a.write { "store to" } else { "load from" };
+        let kind = if a.write { "stores to" } else { "loads from" };
+        let segments = a.index.warp_segments(wg);
         if decl.access.is_host() {
-            match a.index.stride() {
-                Some(s) if s.unsigned_abs() > 1 => {
-                    if !seen.insert((a.node.clone(), a.buffer.clone(), "P006")) {
-                        continue;
-                    }
-                    let stride = s.unsigned_abs();
-                    let ideal = (32 * elem).div_ceil(SECTOR);
-                    let sectors = (0..32u64)
-                        .map(|t| t * stride * elem / SECTOR)
-                        .collect::<HashSet<_>>()
-                        .len() as u64;
-                    if sectors <= ideal {
-                        continue;
-                    }
-                    out.push(Diagnostic::warning(
-                        "P006",
-                        Some(a.node.clone()),
-                        format!(
-                            "uncoalesced {kind} `{}`: consecutive invocations are {stride} elements apart, so a warp touches {sectors} 32-byte sectors instead of {ideal} ({:.0}% of the fetched bytes used)",
-                            a.buffer,
-                            ideal as f64 * 100.0 / sectors as f64
-                        ),
-                        format!(
-                            "index `{}` with unit stride in gid.x (e.g. store a structure of arrays instead of an array of structures, or stage through a workgroup buffer)",
-                            a.buffer
-                        ),
-                    ));
+            let Some(warps) = segments else {
+                if decl.access != crate::ir::Access::Uniform {
+                    add(Finding {
+                        code: "P008",
+                        buffer: a.buffer.clone(),
+                        kind,
+                        nodes: vec![a.node.clone()],
+                        detail: "use an index that is data dependent or steps by a run-time value along x: coalescing depends on the values".into(),
+                        fix: "when neighbouring invocations use neighbouring indices this is fine; otherwise sort or regroup the indices first".into(),
+                        info: true,
+                    });
                 }
-                None if decl.access != crate::ir::Access::Uniform
-                    && seen.insert((a.node.clone(), a.buffer.clone(), "P008")) =>
-                {
-                    out.push(Diagnostic::info(
-                            "P008",
-                            Some(a.node.clone()),
-                            format!(
-                                "{kind} `{}` uses a data-dependent index: coalescing depends on the data",
-                                a.buffer
-                            ),
-                            "when neighbouring invocations use neighbouring indices this is fine; otherwise consider sorting the indices first",
-                        ));
-                }
-                _ => {}
-            }
-        } else if let Some(s) = a.index.stride() {
-            let degree = bank_conflict_degree(s.unsigned_abs(), elem);
-            if degree > 1 && seen.insert((a.node.clone(), a.buffer.clone(), "P007")) {
-                out.push(Diagnostic::warning(
-                    "P007",
-                    Some(a.node.clone()),
-                    format!(
-                        "{degree}-way bank conflict on {kind} workgroup buffer `{}`: consecutive invocations are {} elements ({} B) apart, so {degree} of them hit the same bank and are served one after another",
-                        a.buffer,
-                        s.unsigned_abs(),
-                        s.unsigned_abs() * elem
+                continue;
+            };
+            // Worst warp: 32-byte sectors touched vs. the minimum for that many elements.
+            let (sectors, ideal) = warps
+                .iter()
+                .map(|segs| {
+                    let n: u64 = segs.iter().map(|s| s.len() as u64).sum();
+                    let touched: u64 = segs
+                        .iter()
+                        .map(|s| {
+                            s.iter()
+                                .map(|&o| (o * elem as i64).div_euclid(SECTOR as i64))
+                                .collect::<HashSet<_>>()
+                                .len() as u64
+                        })
+                        .sum();
+                    (touched, (n * elem).div_ceil(SECTOR))
+                })
+                .max_by_key(|&(t, i)| (t * 1000) / i.max(1))
+                .unwrap_or((0, 0));
+            if sectors > ideal {
+                let stride = a.index.stride_x().map_or(String::new(), |s| {
+                    format!("neighbouring invocations are {s} elements apart, so ")
+                });
+                add(Finding {
+                    code: "P006",
+                    buffer: a.buffer.clone(),
+                    kind,
+                    nodes: vec![a.node.clone()],
+                    detail: format!(
+                        "are uncoalesced: {stride}a warp touches {sectors} 32-byte sectors where {ideal} would hold its elements ({:.0}% of the fetched bytes used)",
+                        ideal as f64 * 100.0 / sectors as f64
                     ),
-                    format!(
-                        "make the stride odd (in 4-byte words), e.g. pad each row of `{}` by one element, or index it with unit stride in lid.x",
+                    fix: format!(
+                        "index `{}` with unit stride in gid.x (e.g. a structure of arrays instead of an array of structures, or stage through a workgroup buffer)",
                         a.buffer
                     ),
-                ));
+                    info: false,
+                });
+            }
+        } else if let Some(warps) = segments.filter(|_| a.index.fully_known()) {
+            let degree = warps
+                .iter()
+                .map(|segs| bank_conflict_degree_offsets(&segs.concat(), elem))
+                .max()
+                .unwrap_or(1);
+            if degree > 1 {
+                let stride = a.index.stride_x().map_or(String::new(), |s| {
+                    format!(" (neighbouring invocations are {s} elements apart)")
+                });
+                add(Finding {
+                    code: "P007",
+                    buffer: a.buffer.clone(),
+                    kind,
+                    nodes: vec![a.node.clone()],
+                    detail: format!(
+                        "have a {degree}-way bank conflict{stride}: {degree} threads of a warp hit the same bank and are served one after another"
+                    ),
+                    fix: format!(
+                        "make the stride odd in 4-byte words, e.g. pad each row of `{}` by one element, or index it with unit stride in lid.x",
+                        a.buffer
+                    ),
+                    info: false,
+                });
             }
         }
+    }
+    for f in found {
+        let place = if f.nodes.len() > 1 {
+            format!(" (also at {})", f.nodes[1..].join(", "))
+        } else {
+            String::new()
+        };
+        let what = if f.code == "P007" {
+            format!("{} workgroup buffer `{}`", f.kind, f.buffer)
+        } else {
+            format!("{} `{}`", f.kind, f.buffer)
+        };
+        let mut msg = format!("{what} {}{place}", f.detail);
+        if let Some(first) = msg.get(..1) {
+            msg = first.to_uppercase() + &msg[1..];
+        }
+        let node = f.nodes.first().cloned();
+        out.push(if f.info {
+            Diagnostic::info(f.code, node, msg, f.fix)
+        } else {
+            Diagnostic::warning(f.code, node, msg, f.fix)
+        });
     }
 }
 
 /// The worst number of distinct 4-byte words one shared-memory bank serves for one warp
-/// request, for consecutive threads `stride` elements of `elem` bytes apart. 8-byte accesses
-/// are served per half warp (16 threads x 8 B = the 128 B the banks deliver per cycle). Threads
-/// reading the same word are a broadcast, not a conflict.
+/// request, for consecutive threads `stride` elements of `elem` bytes apart.
 pub fn bank_conflict_degree(stride: u64, elem: u64) -> u64 {
-    let elem = elem.max(1);
+    let offsets: Vec<i64> = (0..32).map(|t| (t * stride) as i64).collect();
+    bank_conflict_degree_offsets(&offsets, elem)
+}
+
+/// The worst number of distinct 4-byte words one shared-memory bank serves for one warp
+/// request whose threads access element `offsets[t]` (elements of `elem` bytes). 8-byte
+/// accesses are served per half warp (16 threads x 8 B = the 128 B the banks deliver per
+/// cycle). Threads reading the same word are a broadcast, not a conflict.
+pub fn bank_conflict_degree_offsets(offsets: &[i64], elem: u64) -> u64 {
+    let elem = elem.max(1) as i64;
     let phase = if elem >= 8 { 16 } else { 32 };
-    let words_per_elem = elem.div_ceil(4);
+    let words_per_elem = (elem + 3) / 4;
     let mut worst = 1;
-    for start in (0..32u64).step_by(phase) {
-        let mut banks: Vec<HashSet<u64>> = vec![HashSet::new(); BANKS as usize];
-        for t in start..start + phase as u64 {
-            let byte = t * stride * elem;
+    for chunk in offsets.chunks(phase) {
+        let mut banks: Vec<HashSet<i64>> = vec![HashSet::new(); BANKS as usize];
+        for &o in chunk {
+            let byte = o.wrapping_mul(elem);
             for w in 0..words_per_elem {
-                let word = byte / 4 + w;
-                banks[(word % BANKS) as usize].insert(word);
+                let word = byte.div_euclid(4) + w;
+                banks[word.rem_euclid(BANKS as i64) as usize].insert(word);
             }
         }
         worst = worst.max(banks.iter().map(|b| b.len() as u64).max().unwrap_or(1));

@@ -6,7 +6,7 @@
 use super::writer::{arith, bits, konst, zero, Val, Writer};
 use super::EmitError;
 use crate::ir::typing::typed_literal;
-use crate::ir::{BinOp, Expr, Literal, Scalar, ScalarType, UnOp};
+use crate::ir::{BinOp, Builtin, Expr, Literal, Scalar, ScalarType, UnOp};
 
 type R<T> = Result<T, EmitError>;
 
@@ -32,6 +32,7 @@ impl Writer<'_> {
                     fresh: false,
                 })
             }
+            Expr::Builtin(Builtin::SubgroupSize) => Ok(Val::Imm(Scalar::U32(32))),
             Expr::Builtin(b) => Ok(Val::Reg {
                 name: self.builtin(*b),
                 ty: ScalarType::U32,

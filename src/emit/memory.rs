@@ -153,10 +153,7 @@ impl Writer<'_> {
 
     /// Decides (and emits) the bounds check of `d[index]`.
     pub(super) fn bounds_check(&mut self, d: &BufferDecl, index: &Expr, idx: &Val) -> Check {
-        let proven = match index {
-            Expr::Var(v) if !self.assigned.contains(v) && self.facts.holds(v, &d.name) => true,
-            _ => false,
-        };
+        let proven = matches!(index, Expr::Var(v) if !self.assigned.contains(v) && self.facts.holds(v, &d.name));
         if !d.access.is_host() {
             let count = d.count.unwrap_or(0) as u64;
             if let Some(i) = idx.imm() {

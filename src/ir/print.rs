@@ -17,7 +17,7 @@
 //! }
 //! ```
 //!
-//! a header (name, default workgroup size, the doc as `//` comments), a buffer table (binding,
+//! a header (name, default workgroup size, the doc as `//` comments wrapped at 92 columns), a buffer table (binding,
 //! access, element type, name, and `[count]` for workgroup buffers) and one statement per line,
 //! indented by two spaces per block level. Operators use Rust's spelling and precedence
 //! (`* / %` > `+ -` > `<< >>` > `&` > `^` > `|` > comparisons > `&&` > `||`), with the
@@ -130,14 +130,12 @@ impl Writer<'_> {
         if let Some(doc) = &p.doc {
             for l in doc.lines() {
                 let l = l.trim_end();
-                self.push(
-                    if l.is_empty() {
-                        "//".into()
-                    } else {
-                        format!("// {l}")
-                    },
-                    None,
-                );
+                if l.is_empty() {
+                    self.push("//".into(), None);
+                }
+                for part in wrap(l, DOC_WIDTH) {
+                    self.push(format!("// {part}"), None);
+                }
             }
         }
         if p.buffers.is_empty() {
@@ -262,6 +260,30 @@ impl Writer<'_> {
             }
         }
     }
+}
+
+/// Doc comment lines are wrapped to this many characters (after `// `), so that narrow panes
+/// show the whole text.
+const DOC_WIDTH: usize = 92;
+
+/// Splits `text` into lines of at most `width` characters at spaces (a longer word gets a line
+/// of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 /// The type each `let` gives its variable, keyed by the `let`'s node id. Computed on the

@@ -156,8 +156,13 @@ pub fn suggest_block_sizes(rows: &[SweepRow]) -> Option<Suggestion> {
         format!("{pick} threads is the only block size reaching {pct:.1}% occupancy")
     } else {
         let list: Vec<String> = tied.iter().map(u32::to_string).collect();
+        let why = if pick >= 128 {
+            "the smallest of at least 128 threads, so more blocks share each SM (a finer last wave, cheaper barriers)"
+        } else {
+            "the largest, as none has 128 threads or more"
+        };
         format!(
-            "{} block sizes reach {pct:.1}% occupancy ({}); {pick} is suggested: the smallest of at least 128 threads, so more blocks share each SM (a finer last wave, cheaper barriers); cuOccupancyMaxPotentialBlockSize would pick {driver_pick}",
+            "{} block sizes reach {pct:.1}% occupancy ({}); {pick} is suggested: {why}; cuOccupancyMaxPotentialBlockSize would pick {driver_pick}",
             tied.len(),
             list.join(", ")
         )

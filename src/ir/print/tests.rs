@@ -58,6 +58,30 @@ fn header_and_buffer_table() {
 }
 
 #[test]
+fn long_docs_wrap_at_word_boundaries() {
+    let mut p = prog("[]", BUFS);
+    let words: Vec<String> = (0..60).map(|i| format!("word{i}")).collect();
+    p.doc = Some(format!("{}\n\nshort", words.join(" ")));
+    let printed = print_program(&p);
+    let docs: Vec<&str> = printed
+        .lines
+        .iter()
+        .map(|l| l.code.as_str())
+        .filter(|c| c.starts_with("//"))
+        .collect();
+    assert!(docs.len() >= 5, "{docs:?}");
+    assert!(docs.iter().all(|l| l.len() <= 3 + 92), "{docs:?}");
+    let rejoined: Vec<&str> = docs
+        .iter()
+        .flat_map(|l| l.trim_start_matches("//").split_whitespace())
+        .collect();
+    let mut want: Vec<&str> = words.iter().map(String::as_str).collect();
+    want.push("short");
+    assert_eq!(rejoined, want);
+    assert!(docs.contains(&"//"), "blank doc lines are kept");
+}
+
+#[test]
 fn buffer_table_is_in_binding_order() {
     let p = prog(
         "[]",

@@ -1,0 +1,445 @@
+//! `vyrescope occupancy`: the occupancy of a Program's kernel (`FILE`), or calculator mode
+//! (`--regs N` without a file).
+//!
+//! Kernel resources come from the live driver when the runtime provides one (see
+//! [`LiveDriver`] and [`run_with`]), else from `ptxas -v`, else the command refuses. The
+//! device is `--device NAME|FILE`, else the live GPU, else the bundled h200 profile (said so).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::diagnostics::{launch, perf, Diagnostic};
+use crate::emit::{emit, ptxas, EmitOptions, EmittedKernel};
+use crate::inputs::LaunchShape;
+use crate::ir::{load_program, InputSource, Program};
+use crate::occupancy::{
+    estimate, profiles, suggest_block_sizes, sweep_block_sizes, DeviceCaps, Estimate, FuncConfig,
+    KernelResources, SweepRow,
+};
+
+/// Show occupancy: of a Program's kernel, or for given resources (calculator mode).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  vyrescope occupancy fixtures/programs/vadd_f32.json\n  vyrescope occupancy fixtures/programs/reduce_sum_f32.json --device a100 --workgroup 512,1,1\n  vyrescope occupancy --device h100-sxm --regs 40\n  vyrescope occupancy --device sm86 --regs 64 --static-smem 8192 --block 256 --json\n\nDevices: a100, sm86, sm89, h100-sxm, h200, or a DeviceCaps JSON file."
+)]
+pub struct Args {
+    /// Program file (omit for calculator mode with --regs).
+    pub file: Option<PathBuf>,
+    /// Device profile name or DeviceCaps JSON file (default: the live GPU, else h200).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Workgroup size X,Y,Z for FILE (default: the Program's).
+    #[arg(long, value_parser = parse_wg)]
+    pub workgroup: Option<[u32; 3]>,
+    /// Calculator mode: registers per thread.
+    #[arg(long)]
+    pub regs: Option<u32>,
+    /// Calculator mode: static shared memory per block (bytes).
+    #[arg(long, default_value_t = 0)]
+    pub static_smem: u32,
+    /// Dynamic shared memory per block (bytes).
+    #[arg(long, default_value_t = 0)]
+    pub dynamic_smem: u32,
+    /// Calculator mode: one block size instead of the sweep.
+    #[arg(long)]
+    pub block: Option<u32>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_wg(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.len() > 3 {
+        return Err("expected X[,Y[,Z]] such as 256,1,1".into());
+    }
+    let mut wg = [1u32; 3];
+    for (slot, p) in wg.iter_mut().zip(&parts) {
+        *slot = p.trim().parse().map_err(|_| {
+            format!("`{p}` is not a positive integer (expected X,Y,Z such as 256,1,1)")
+        })?;
+    }
+    Ok(wg)
+}
+
+/// A live GPU: what the runtime offers this command (implemented by the runtime, which owns
+/// the driver; the command works without one).
+pub trait LiveDriver {
+    /// The probed device.
+    fn caps(&self) -> DeviceCaps;
+    /// Loads `kernel` and reports the driver's figures for it.
+    fn kernel_resources(&mut self, kernel: &EmittedKernel) -> Result<KernelResources, String>;
+}
+
+/// Runs `occupancy` without a live driver.
+pub fn run(a: &Args) -> i32 {
+    run_with(a, None)
+}
+
+/// Runs `occupancy`, asking `live` (when given) for the device and the kernel's resources.
+pub fn run_with(a: &Args, live: Option<&mut dyn LiveDriver>) -> i32 {
+    let (caps, device_note) = match resolve_device(a.device.as_deref(), live.as_deref()) {
+        Ok(x) => x,
+        Err(e) => return super::fail(e),
+    };
+    match &a.file {
+        None => calculator(a, &caps, &device_note),
+        Some(f) => program_mode(a, f, &caps, &device_note, live),
+    }
+}
+
+fn resolve_device(
+    arg: Option<&str>,
+    live: Option<&dyn LiveDriver>,
+) -> Result<(DeviceCaps, String), profiles::ProfileError> {
+    if let Some(d) = arg {
+        let caps = profiles::load(d)?;
+        let note = format!("{} ({}, --device {d})", caps.name, caps.source);
+        return Ok((caps, note));
+    }
+    if let Some(l) = live {
+        let caps = l.caps();
+        let note = format!("{} (live GPU, {})", caps.name, caps.source);
+        return Ok((caps, note));
+    }
+    let caps = profiles::load(profiles::DEFAULT_PROFILE)?;
+    let note = format!(
+        "{} (bundled `{}` profile, {}: no --device given and no GPU probed)",
+        caps.name,
+        profiles::DEFAULT_PROFILE,
+        caps.source
+    );
+    Ok((caps, note))
+}
+
+fn row_json(r: &SweepRow) -> serde_json::Value {
+    json!({
+        "block_size": r.block_size,
+        "blocks_per_sm": r.blocks_per_sm,
+        "active_warps_per_sm": r.active_warps_per_sm,
+        "occupancy_pct": r.occupancy_pct,
+        "limiter": r.limiter.name(),
+    })
+}
+
+fn estimate_json(e: &Estimate) -> serde_json::Value {
+    let mut v = serde_json::to_value(e).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(m) = &mut v {
+        m.insert("block_size".into(), json!(e.block_threads));
+    }
+    v
+}
+
+fn print_json(v: &serde_json::Value) -> i32 {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            println!("{s}");
+            0
+        }
+        Err(e) => super::fail(format!("{e}\n  Fix: report this bug")),
+    }
+}
+
+fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
+    let Some(regs) = a.regs else {
+        return super::fail(
+            "calculator mode needs --regs N (or give a Program FILE)\n  Fix: run `vyrescope occupancy --device h200 --regs 32`, or `vyrescope occupancy FILE`",
+        );
+    };
+    let res = KernelResources {
+        regs_per_thread: regs,
+        static_smem_bytes: a.static_smem,
+        ..KernelResources::default()
+    };
+    if let Some(b) = a.block {
+        let e = estimate(caps, &res, b, a.dynamic_smem);
+        if a.json {
+            return print_json(&estimate_json(&e));
+        }
+        println!("device: {note}");
+        println!(
+            "kernel: {regs} registers/thread, {} B static + {} B dynamic shared memory",
+            a.static_smem, a.dynamic_smem
+        );
+        print!("{}", describe(&e));
+        return if e.launchable.is_ok() { 0 } else { 1 };
+    }
+    let rows = sweep_block_sizes(caps, &res, a.dynamic_smem, &FuncConfig::default());
+    if a.json {
+        return print_json(&serde_json::Value::Array(
+            rows.iter().map(row_json).collect(),
+        ));
+    }
+    println!("device: {note}");
+    println!(
+        "kernel: {regs} registers/thread, {} B static + {} B dynamic shared memory",
+        a.static_smem, a.dynamic_smem
+    );
+    print!("{}", sweep_table(&rows));
+    0
+}
+
+/// One estimate explained: blocks, warps, the limits, headroom, or why it cannot launch.
+pub fn describe(e: &Estimate) -> String {
+    let mut s = String::new();
+    if let Err(why) = &e.launchable {
+        s.push_str(&format!(
+            "block {}: cannot launch: {why}\n",
+            e.block_threads
+        ));
+        return s;
+    }
+    s.push_str(&format!(
+        "block {}: {} blocks/SM, {} of {} warps/SM = {:.1}% occupancy, limited by {}\n",
+        e.block_threads,
+        e.blocks_per_sm,
+        e.active_warps_per_sm,
+        e.max_warps_per_sm,
+        e.occupancy_pct,
+        e.limiters
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(" = ")
+    ));
+    let lim = |v: Option<u32>| v.map_or("unlimited".to_string(), |b| b.to_string());
+    s.push_str(&format!(
+        "  blocks/SM by warps {}, registers {}, shared memory {}, block slots {}\n",
+        e.limits.warps,
+        lim(e.limits.registers),
+        lim(e.limits.shared_memory),
+        e.limits.blocks_per_sm
+    ));
+    s.push_str(&format!(
+        "  allocated per block: {} registers ({} per warp), {} B shared memory; SM shared memory configured: {} B\n",
+        e.regs_per_block, e.regs_per_warp, e.smem_per_block, e.smem_config_bytes
+    ));
+    for h in &e.headroom {
+        s.push_str(&format!("  {}\n", h.text));
+    }
+    s
+}
+
+/// The block-size sweep as a table plus the suggestion.
+pub fn sweep_table(rows: &[SweepRow]) -> String {
+    let mut s = format!(
+        "{:>6}  {:>9}  {:>9}  {:>9}  limiter\n",
+        "block", "blocks/SM", "warps/SM", "occupancy"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:>6}  {:>9}  {:>9}  {:>8.1}%  {}\n",
+            r.block_size, r.blocks_per_sm, r.active_warps_per_sm, r.occupancy_pct, r.limiter
+        ));
+    }
+    match suggest_block_sizes(rows) {
+        Some(sg) => s.push_str(&format!(
+            "suggested: {} ({})\n",
+            sg.block_size, sg.explanation
+        )),
+        None => s.push_str("suggested: none (no block size launches)\n"),
+    }
+    s
+}
+
+/// Where the kernel's resources came from.
+fn resources_for(
+    kernel: &EmittedKernel,
+    sm: u32,
+    live: Option<&mut dyn LiveDriver>,
+) -> Result<(KernelResources, String), String> {
+    let mut why_not_live = String::from("no GPU probed");
+    if let Some(l) = live {
+        match l.kernel_resources(kernel) {
+            Ok(r) => return Ok((r, "live driver".into())),
+            Err(e) => why_not_live = format!("the live driver failed: {e}"),
+        }
+    }
+    match ptxas::offline_resources(&kernel.ptx, sm) {
+        Ok(o) => Ok((
+            KernelResources {
+                regs_per_thread: o.registers,
+                static_smem_bytes: o.shared_bytes,
+                local_bytes: o.stack_frame.max(o.spill_stores),
+                const_bytes: o.constant_bytes,
+                max_threads_per_block: 0,
+            },
+            format!("ptxas -v for {} ({why_not_live})", o.arch),
+        )),
+        Err(ptxas::PtxasError::NotFound) => Err(format!(
+            "no kernel resources for `{}`: {why_not_live} and ptxas is not installed\n  Fix: run on a machine with an NVIDIA GPU, or run scripts/install-ptxas.sh and export VYRESCOPE_PTXAS=<the path it prints>; or use calculator mode: vyrescope occupancy --regs N",
+            kernel.kernel_name
+        )),
+        Err(e) => Err(format!("no kernel resources for `{}`: {why_not_live}; {e}", kernel.kernel_name)),
+    }
+}
+
+/// The default grid and host buffer lengths from the Program's `run` section (lengths only:
+/// nothing is allocated).
+pub fn default_shape(program: &Program, wg: [u32; 3]) -> (LaunchShape, Vec<(String, u64)>) {
+    let run = program.run.clone().unwrap_or_default();
+    let explicit: Vec<(String, Option<u64>)> = run
+        .inputs
+        .iter()
+        .map(|(name, spec)| {
+            let len = spec.len.or(match &spec.source {
+                InputSource::Data(d) => Some(d.len() as u64),
+                _ => None,
+            });
+            (name.clone(), len)
+        })
+        .collect();
+    let elements = run.elements.unwrap_or_else(|| {
+        program
+            .host_buffers()
+            .iter()
+            .filter(|b| b.access.is_writable())
+            .filter_map(|b| {
+                explicit
+                    .iter()
+                    .find(|(n, _)| *n == b.name)
+                    .and_then(|(_, l)| *l)
+            })
+            .max()
+            .unwrap_or(0)
+    });
+    let grid = run.grid.unwrap_or([
+        u32::try_from(elements.div_ceil(u64::from(wg[0].max(1)))).unwrap_or(u32::MAX),
+        1,
+        1,
+    ]);
+    let lens = program
+        .host_buffers()
+        .iter()
+        .map(|b| {
+            let l = explicit
+                .iter()
+                .find(|(n, _)| *n == b.name)
+                .and_then(|(_, l)| *l)
+                .unwrap_or(elements);
+            (b.name.clone(), l)
+        })
+        .collect();
+    (
+        LaunchShape {
+            workgroup_size: wg,
+            grid,
+        },
+        lens,
+    )
+}
+
+fn sm_of(caps: &DeviceCaps) -> u32 {
+    caps.cc_major * 10 + caps.cc_minor
+}
+
+fn program_mode(
+    a: &Args,
+    file: &Path,
+    caps: &DeviceCaps,
+    note: &str,
+    live: Option<&mut dyn LiveDriver>,
+) -> i32 {
+    let program = match load_program(file) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    let wg = a.workgroup.unwrap_or(program.workgroup_size);
+    let sm = sm_of(caps);
+    let opts = EmitOptions {
+        sm,
+        workgroup_size: wg,
+        lineinfo: false,
+    };
+    let kernel = match emit(&program, &opts) {
+        Ok(k) => k,
+        Err(e) => return super::fail(e),
+    };
+    let (res, res_source) = match resources_for(&kernel, sm, live) {
+        Ok(x) => x,
+        Err(e) => return super::fail(e),
+    };
+    let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
+    let e = estimate(caps, &res, threads, a.dynamic_smem);
+    // The PTX is emitted for one workgroup size (`.maxntid`); other sizes would be emitted
+    // anew, so the sweep drops the kernel's own block limit and keeps its registers.
+    let sweep_res = KernelResources {
+        max_threads_per_block: 0,
+        ..res.clone()
+    };
+    let rows = sweep_block_sizes(caps, &sweep_res, a.dynamic_smem, &FuncConfig::default());
+    let (shape, lens) = default_shape(&program, wg);
+    let lens_ref: Vec<(&str, u64)> = lens.iter().map(|(n, l)| (n.as_str(), *l)).collect();
+    let mut diags: Vec<Diagnostic> =
+        launch::launch_diagnostics(&program, caps, Some(&res), wg, shape.grid, &lens_ref);
+    diags.extend(perf::perf_diagnostics(
+        &program,
+        caps,
+        Some(&res),
+        Some(&e),
+        &shape,
+    ));
+    if a.json {
+        return print_json(&json!({
+            "program": program.name,
+            "device": caps.name,
+            "device_source": note,
+            "resources_source": res_source,
+            "resources": res,
+            "workgroup": wg,
+            "grid": shape.grid,
+            "estimate": estimate_json(&e),
+            "sweep": rows.iter().map(row_json).collect::<Vec<_>>(),
+            "suggestion": suggest_block_sizes(&rows),
+            "diagnostics": diags,
+        }));
+    }
+    println!("program: {} ({})", program.name, file.display());
+    println!("device: {note}");
+    println!(
+        "kernel: {} registers/thread, {} B static shared, {} B local/thread (from {res_source})",
+        res.regs_per_thread, res.static_smem_bytes, res.local_bytes
+    );
+    println!(
+        "workgroup {}x{}x{}, grid {}x{}x{}",
+        wg[0], wg[1], wg[2], shape.grid[0], shape.grid[1], shape.grid[2]
+    );
+    print!("{}", describe(&e));
+    println!(
+        "\nsweep (same registers at every size; sizes change what ptxas allocates only slightly):"
+    );
+    print!("{}", sweep_table(&rows));
+    if !diags.is_empty() {
+        println!();
+        for d in &diags {
+            println!("{d}");
+        }
+    }
+    if e.launchable.is_err() {
+        1
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_shape_follows_the_run_section() {
+        let p = crate::ir::parse_program(
+            r#"{"format":1,"name":"k","workgroup_size":[256,1,1],
+            "buffers":[{"name":"a","binding":0,"access":"read","type":"f32"},
+                       {"name":"c","binding":1,"access":"read_write","type":"f32"}],
+            "body":[],
+            "run":{"elements":1000,"inputs":{"a":{"len":2000,"fill":"zeros"},"c":{"fill":"zeros"}}}}"#,
+            "k.json",
+        )
+        .unwrap();
+        let (shape, lens) = default_shape(&p, [256, 1, 1]);
+        assert_eq!(shape.grid, [4, 1, 1]);
+        assert_eq!(lens, vec![("a".to_string(), 2000), ("c".to_string(), 1000)]);
+    }
+}

@@ -1,0 +1,122 @@
+//! `vyrescope tui FILE...` (and `vyrescope FILE...`): the inspector, interactive or replayed.
+
+use std::path::PathBuf;
+
+use crate::tui::{self, Options};
+
+/// Inspector options shared by `vyrescope FILE...` and `vyrescope tui`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct InspectorOpts {
+    /// Theme: dark, light, high-contrast, or a .tmTheme file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// Device profile for offline estimates: a profile name or a JSON file from `probe --json`.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub device: Option<String>,
+    /// Target sm (70, 75, 80, 86, 89, 90); default: the device's, else 90.
+    #[arg(long)]
+    pub sm: Option<u32>,
+    /// Workgroup size X,Y,Z (default: the program's).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_wg)]
+    pub workgroup: Option<[u32; 3]>,
+    /// Reload the open program when its file changes on disk.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+fn parse_wg(s: &str) -> Result<[u32; 3], String> {
+    tui::update::parse_workgroup(s)
+}
+
+/// Open the inspector; with --keys, replay keys headlessly and write the final screen.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  vyrescope tui fixtures/programs/\n  vyrescope tui fixtures/programs/vadd_f32.json --keys \"r t\" --snapshot run.txt\n\nKeys: press ? in the inspector. Config: ~/.config/vyrescope/config.json (see README, Inspector)."
+)]
+pub struct Args {
+    /// Program files or directories (expanded to their *.json).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Inspector options.
+    #[command(flatten)]
+    pub opts: InspectorOpts,
+    /// Keys to replay headlessly, space-separated (`j j Tab r`, `/ld.global Enter`).
+    #[arg(long, value_name = "KEYS")]
+    pub keys: Option<String>,
+    /// Where the replay writes the final screen (default: stdout).
+    #[arg(long, value_name = "OUT.txt")]
+    pub snapshot: Option<PathBuf>,
+    /// Replay screen size.
+    #[arg(long, value_name = "WxH", default_value = "120x40", value_parser = parse_size)]
+    pub size: (u16, u16),
+    /// Print speed figures as JSON (start to first frame, frame time, RSS) and exit.
+    #[arg(long, hide = true, value_name = "N")]
+    pub bench_frames: Option<usize>,
+}
+
+fn parse_size(s: &str) -> Result<(u16, u16), String> {
+    let (w, h) = s.split_once('x').ok_or("expected WxH, e.g. 120x40")?;
+    let p = |v: &str| {
+        v.parse::<u16>()
+            .ok()
+            .filter(|v| *v >= 10)
+            .ok_or(format!("bad size `{s}`: use WxH with W, H >= 10"))
+    };
+    Ok((p(w)?, p(h)?))
+}
+
+fn options(files: &[PathBuf], o: &InspectorOpts) -> Options {
+    Options {
+        files: files.to_vec(),
+        theme: o.theme.clone(),
+        device: o.device.clone(),
+        sm: o.sm,
+        workgroup: o.workgroup,
+        watch: o.watch,
+    }
+}
+
+/// Opens the interactive inspector (the no-subcommand path).
+pub fn open(files: &[PathBuf], o: &InspectorOpts) -> i32 {
+    match tui::run(&options(files, o)) {
+        Ok(()) => 0,
+        Err(e) => super::fail(e),
+    }
+}
+
+/// Runs `tui`.
+pub fn run(a: &Args) -> i32 {
+    let opts = options(&a.files, &a.opts);
+    if let Some(n) = a.bench_frames {
+        return match tui::bench::run(&opts, n.max(1)) {
+            Ok(f) => {
+                println!("{}", serde_json::to_string_pretty(&f).unwrap_or_default());
+                0
+            }
+            Err(e) => super::fail(e),
+        };
+    }
+    let Some(keys) = &a.keys else {
+        if a.snapshot.is_some() {
+            return super::fail("--snapshot needs --keys (the keys to replay)\n  Fix: add --keys \"\" for the first screen");
+        }
+        return open(&a.files, &a.opts);
+    };
+    let (mut app, hl) = match tui::setup(&opts) {
+        Ok(v) => v,
+        Err(e) => return super::fail(e),
+    };
+    let screen = tui::replay::replay(&mut app, &hl, keys, a.size.0, a.size.1);
+    match &a.snapshot {
+        Some(p) => {
+            if let Err(e) = tui::export::write_atomic(p, screen.as_bytes()) {
+                return super::fail(tui::TuiError::Snapshot {
+                    path: p.display().to_string(),
+                    source: e,
+                });
+            }
+        }
+        None => print!("{screen}"),
+    }
+    0
+}

@@ -1,0 +1,374 @@
+//! Live CUDA backend (the only `cudarc` user): probe, JIT, dispatch, caches, telemetry.
+//!
+//! The driver is loaded dynamically: [`Runtime::open`] fails with
+//! [`RuntimeError::NoDriver`] (one line plus a `Fix:`) where `libcuda` is absent, so every
+//! offline feature of the crate keeps working without a GPU.
+//!
+//! Layout: `driver` is the unsafe FFI boundary (RAII handles); `probe` reads [`DeviceCaps`];
+//! `jit` loads PTX with logs and reads [`KernelResources`]; `dispatch` moves buffers, launches
+//! and times; `parity` compares against the reference interpreter; `cache` and `telemetry`
+//! keep the statistics; `fault` holds the raw-PTX fault kernels used to test recovery;
+//! `selftest`, `capture`, `bench` and `tune` are the GPU-side halves of the CLI commands.
+//!
+//! Recovery: a sticky kernel fault (illegal address, trap) or a timeout leaves the CUDA
+//! context unusable, so the runtime drops the whole [`Session`] (everything allocated in the
+//! context, then the context) and creates a fresh one; caches of host-side data (PTX) survive.
+
+use std::collections::HashMap;
+
+use crate::occupancy::DeviceCaps;
+
+pub mod bench;
+pub mod cache;
+pub mod capture;
+pub mod dispatch;
+pub(crate) mod driver;
+pub mod fault;
+pub mod jit;
+pub mod parity;
+pub mod probe;
+pub mod telemetry;
+
+pub use cache::CacheStats;
+pub use dispatch::{DispatchOptions, DispatchReport, ResidentSet, TimingStats};
+pub use driver::DriverError;
+pub use jit::{JitOptions, KernelHandle, KernelInfo};
+pub use parity::{Mismatch, ParityReport};
+pub use telemetry::Telemetry;
+
+use driver::{Context, Device, Event, Stream};
+
+/// Why a GPU operation failed. Every message ends with a `Fix:` line.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RuntimeError {
+    /// `libcuda` could not be loaded.
+    #[error("no CUDA driver found ({lib}): {reason}\n  Fix: run on a machine with an NVIDIA driver; offline features (check, print, emit, occupancy --device) work without one")]
+    NoDriver {
+        /// Library name tried.
+        lib: String,
+        /// Loader's message.
+        reason: String,
+    },
+    /// The driver loaded but there is no usable device.
+    #[error("no CUDA device {ordinal} ({detail})\n  Fix: check `nvidia-smi` and CUDA_VISIBLE_DEVICES; offline features work without a GPU")]
+    NoDevice {
+        /// Ordinal asked for.
+        ordinal: u32,
+        /// What the driver said.
+        detail: String,
+    },
+    /// A driver call failed.
+    #[error("{err}\n  Fix: {fix}")]
+    Driver {
+        /// The failed call.
+        err: Box<DriverError>,
+        /// Hint.
+        fix: String,
+    },
+    /// The JIT rejected the PTX; the error log is kept whole.
+    #[error("JIT of kernel `{kernel}` failed: {err}\n{log}\n  Fix: the PTX is invalid for this device; the log above names the PTX line (see `vyrescope emit --map`)")]
+    Jit {
+        /// Kernel name.
+        kernel: String,
+        /// The failed call.
+        err: Box<DriverError>,
+        /// JIT error log (and info log).
+        log: String,
+    },
+    /// A kernel faulted; the context was recreated.
+    #[error("kernel `{kernel}` faulted: {what} ({err}); the CUDA context was recreated, later dispatches work\n  Fix: {fix}")]
+    Fault {
+        /// Kernel name.
+        kernel: String,
+        /// Plain words (illegal memory address, trap, ...).
+        what: String,
+        /// The driver error that reported it.
+        err: Box<DriverError>,
+        /// Hint.
+        fix: String,
+    },
+    /// A kernel ran longer than the timeout; the context was recreated.
+    #[error("kernel `{kernel}` did not finish within {timeout_ms} ms; the CUDA context was recreated (recovery took {recover_ms:.0} ms)\n  Fix: raise --timeout, or shrink the grid / loop bounds")]
+    Timeout {
+        /// Kernel name.
+        kernel: String,
+        /// The limit.
+        timeout_ms: u64,
+        /// How long tearing down the context took.
+        recover_ms: f64,
+    },
+    /// A grid barrier needs more blocks resident at once than the device holds.
+    #[error("kernel `{kernel}` has a grid barrier and needs all {grid_blocks} workgroups resident at once, but only {max_blocks} fit ({per_sm} per SM x {sms} SMs at {block} threads)\n  Fix: launch at most {max_blocks} workgroups (--grid {max_blocks}) and loop over the data inside the kernel")]
+    CoResidency {
+        /// Kernel name.
+        kernel: String,
+        /// Workgroups requested.
+        grid_blocks: u64,
+        /// Largest grid that fits.
+        max_blocks: u64,
+        /// Blocks per SM from the driver.
+        per_sm: u32,
+        /// SMs.
+        sms: u32,
+        /// Threads per block.
+        block: u32,
+    },
+    /// The launch is impossible on this device or with this kernel.
+    #[error("{0}")]
+    Launch(String),
+    /// Host buffers do not match the kernel's ABI.
+    #[error("{0}")]
+    Abi(String),
+    /// Resident buffers belong to a context that no longer exists.
+    #[error("resident buffers were lost when the CUDA context was recreated after a fault\n  Fix: upload the buffers again")]
+    StaleResident,
+    /// Emission failed.
+    #[error("{0}")]
+    Emit(#[from] crate::emit::EmitError),
+    /// Inputs could not be prepared.
+    #[error("{0}")]
+    Input(#[from] crate::inputs::InputError),
+    /// The reference interpreter failed.
+    #[error("{0}")]
+    Interp(#[from] crate::interp::InterpError),
+    /// Anything else (I/O of dumps, caches).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl RuntimeError {
+    /// Wraps a driver error with a hint.
+    pub(crate) fn driver(err: DriverError, fix: &str) -> RuntimeError {
+        RuntimeError::Driver {
+            err: Box::new(err),
+            fix: fix.to_string(),
+        }
+    }
+}
+
+/// Result alias.
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+pub(crate) const GENERIC_FIX: &str = "check `nvidia-smi`; if the GPU is healthy this is a vyrescope bug, please report it with the command line";
+
+/// Everything that lives inside one CUDA context. Field order is drop order: all resources
+/// go before the context that owns them.
+pub(crate) struct Session {
+    pub(crate) modules: cache::ModuleCache,
+    pub(crate) staging: dispatch::Staging,
+    pub(crate) pool: dispatch::BufferPool,
+    pub(crate) ev_start: Event,
+    pub(crate) ev_stop: Event,
+    pub(crate) stream: Stream,
+    pub(crate) ctx: Context,
+    /// Increments with each new context; resident sets remember theirs.
+    pub(crate) generation: u64,
+}
+
+impl Session {
+    fn create(dev: Device, generation: u64) -> Result<Session> {
+        let ctx = Context::create(dev).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        ctx.make_current()
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let stream = Stream::create().map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let ev_start = Event::create(true).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let ev_stop = Event::create(true).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        Ok(Session {
+            modules: cache::ModuleCache::new(cache::MODULE_CAPACITY),
+            staging: dispatch::Staging::default(),
+            pool: dispatch::BufferPool::default(),
+            ev_start,
+            ev_stop,
+            stream,
+            ctx,
+            generation,
+        })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Resources are freed by their own Drop; they need this context current.
+        let _ = self.ctx.make_current();
+    }
+}
+
+/// An open device: context, stream, caches and telemetry.
+pub struct Runtime {
+    ordinal: u32,
+    device: Device,
+    caps: DeviceCaps,
+    /// None only between destroying a faulted context and creating its replacement.
+    pub(crate) session: Option<Session>,
+    next_generation: u64,
+    pub(crate) ptx_cache: cache::PtxCache,
+    /// Module-cache counters of contexts destroyed by recoveries.
+    pub(crate) module_stats: CacheStats,
+    pub(crate) telemetry: Telemetry,
+    driver_cache: cache::DriverCache,
+    /// Kernel names by handle, for messages.
+    pub(crate) names: HashMap<u64, String>,
+}
+
+/// Loads the driver and initialises it, mapping a missing library (or a panic inside the
+/// loader) to [`RuntimeError::NoDriver`].
+pub fn load_driver() -> Result<u32> {
+    if let Err((lib, reason)) = driver::load_library() {
+        return Err(RuntimeError::NoDriver { lib, reason });
+    }
+    let lib = driver::LIBCUDA_NAMES[0].to_string();
+    match driver::guarded(|| driver::init().and_then(|_| driver::driver_version())) {
+        Err(panic) => Err(RuntimeError::NoDriver { lib, reason: panic }),
+        Ok(Err(e)) if e.code == 100 => Err(RuntimeError::NoDevice {
+            ordinal: 0,
+            detail: e.to_string(),
+        }),
+        Ok(Err(e)) => Err(RuntimeError::NoDriver {
+            lib,
+            reason: e.to_string(),
+        }),
+        Ok(Ok(v)) => Ok(v),
+    }
+}
+
+impl Runtime {
+    /// Opens device `ordinal`: loads the driver, probes the device and creates a context.
+    /// Sets `CUDA_CACHE_PATH` (the driver's persistent JIT cache) under the user cache dir
+    /// unless the user set it.
+    pub fn open(ordinal: u32) -> Result<Runtime> {
+        // Must happen before cuInit, which reads the variable.
+        let driver_cache = cache::DriverCache::configure();
+        load_driver()?;
+        let count = driver::device_count().map_err(|e| RuntimeError::NoDevice {
+            ordinal,
+            detail: e.to_string(),
+        })?;
+        if ordinal >= count {
+            return Err(RuntimeError::NoDevice {
+                ordinal,
+                detail: format!("{count} device(s) visible"),
+            });
+        }
+        let device = Device::get(ordinal).map_err(|e| RuntimeError::NoDevice {
+            ordinal,
+            detail: e.to_string(),
+        })?;
+        let caps = probe::read_caps(device)?;
+        let session = Some(Session::create(device, 1)?);
+        let telemetry = Telemetry {
+            contexts_created: 1,
+            ..Telemetry::default()
+        };
+        Ok(Runtime {
+            ordinal,
+            device,
+            caps,
+            session,
+            next_generation: 2,
+            ptx_cache: cache::PtxCache::new(cache::PTX_CAPACITY),
+            module_stats: CacheStats::default(),
+            telemetry,
+            driver_cache,
+            names: HashMap::new(),
+        })
+    }
+
+    /// The probed capabilities.
+    pub fn caps(&self) -> &DeviceCaps {
+        &self.caps
+    }
+
+    /// Device ordinal.
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
+    }
+
+    /// Telemetry since open.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    /// Cache statistics: PTX cache, module cache, driver disk cache location.
+    pub fn cache_report(&self) -> cache::CacheReport {
+        cache::CacheReport {
+            ptx: self.ptx_cache.stats(),
+            module: {
+                let cur = self
+                    .session
+                    .as_ref()
+                    .map(|s| s.modules.stats())
+                    .unwrap_or_default();
+                let base = &self.module_stats;
+                CacheStats {
+                    entries: cur.entries,
+                    bytes: cur.bytes,
+                    hits: base.hits + cur.hits,
+                    misses: base.misses + cur.misses,
+                    evictions: base.evictions + cur.evictions,
+                    saved_ms: base.saved_ms + cur.saved_ms,
+                }
+            },
+            driver_cache_path: self.driver_cache.path.clone(),
+            driver_cache_user_set: self.driver_cache.user_set,
+        }
+    }
+
+    /// The live session, made current on this thread (recreated if a fault destroyed it).
+    pub(crate) fn sess(&mut self) -> Result<&mut Session> {
+        if self.session.is_none() {
+            let s = Session::create(self.device, self.next_generation)?;
+            self.next_generation += 1;
+            self.telemetry.contexts_created += 1;
+            self.session = Some(s);
+        }
+        match self.session.as_mut() {
+            Some(s) => {
+                s.ctx
+                    .make_current()
+                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+                Ok(s)
+            }
+            None => Err(RuntimeError::Other(
+                "no CUDA context\n  Fix: retry the command".into(),
+            )),
+        }
+    }
+
+    /// Destroys the current context with everything in it (the only way out of a sticky
+    /// fault) and creates a fresh one; returns how long that took (ms).
+    pub(crate) fn recreate(&mut self) -> Result<f64> {
+        let t = std::time::Instant::now();
+        // Destroy first: a faulted context must be gone before the device is used again.
+        // Its module-cache counters are kept (entries and bytes go with it).
+        if let Some(old) = self.session.take() {
+            let s = old.modules.stats();
+            self.module_stats.hits += s.hits;
+            self.module_stats.misses += s.misses;
+            self.module_stats.evictions += s.evictions;
+            self.module_stats.saved_ms += s.saved_ms;
+            drop(old);
+        }
+        self.sess()?;
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    }
+
+    /// Turns a driver error during or after a launch into a fault (recreating the context
+    /// for sticky errors) or a plain driver error.
+    pub(crate) fn launch_error(&mut self, kernel: &str, err: DriverError) -> RuntimeError {
+        if err.is_sticky() {
+            self.telemetry.faults += 1;
+            let (what, fix) = fault::describe(&err);
+            if let Err(e) = self.recreate() {
+                return e;
+            }
+            RuntimeError::Fault {
+                kernel: kernel.to_string(),
+                what,
+                err: Box::new(err),
+                fix,
+            }
+        } else {
+            RuntimeError::driver(err, GENERIC_FIX)
+        }
+    }
+}

@@ -1,0 +1,733 @@
+//! Dispatch: host buffers -> device (pinned, double-buffered staging), launch with the
+//! emitter's ABI, CUDA-event device time plus host enqueue/wait time, read back.
+//!
+//! The ABI (`emit::KernelAbi`): per host buffer, in binding order, a `.u64` pointer and a
+//! `.u32` element count; kernels with a grid barrier take one more `.u64`, a zeroed scratch,
+//! and are launched cooperatively after checking that the whole grid fits on the device.
+//!
+//! Large copies go through a ring of pinned staging slots: the host copies chunk k into a
+//! slot (in parallel, with rayon) while the DMA engine moves chunk k-1, so a full dispatch
+//! costs about one pass over the data at link speed instead of a pageable copy.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry, PinnedBuffer};
+use super::jit::KernelHandle;
+use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
+use crate::emit::KernelAbi;
+use crate::inputs::{HostBuffer, LaunchShape};
+
+/// Bytes per staging slot.
+pub const STAGING_CHUNK: usize = 16 << 20;
+/// Staging slots in the ring.
+pub const STAGING_SLOTS: usize = 4;
+/// Device bytes kept in the reuse pool at most.
+const POOL_LIMIT: usize = 8 << 30;
+
+/// How to dispatch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DispatchOptions {
+    /// Launches in total (>= 1): the first is read back (and verified by callers), the
+    /// others re-launch on the resident buffers for timing.
+    pub repeat: u32,
+    /// Give up on a launch after this long (the context is then recreated).
+    pub timeout: Option<Duration>,
+    /// Read writable buffers back after the first launch.
+    pub readback: bool,
+    /// Invocations that do useful work (for wasted-slot telemetry); None = all.
+    pub useful_invocations: Option<u64>,
+    /// Dynamic shared memory bytes per block.
+    pub dynamic_smem: u32,
+}
+
+impl Default for DispatchOptions {
+    fn default() -> Self {
+        DispatchOptions {
+            repeat: 1,
+            timeout: None,
+            readback: true,
+            useful_invocations: None,
+            dynamic_smem: 0,
+        }
+    }
+}
+
+/// min / median / max over launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct TimingStats {
+    /// Launches timed.
+    pub count: u32,
+    /// Fastest (ms).
+    pub min_ms: f64,
+    /// Median (ms).
+    pub median_ms: f64,
+    /// Slowest (ms).
+    pub max_ms: f64,
+}
+
+impl TimingStats {
+    /// Stats of `samples` (ms).
+    pub fn of(samples: &[f64]) -> TimingStats {
+        if samples.is_empty() {
+            return TimingStats::default();
+        }
+        let mut s = samples.to_vec();
+        s.sort_by(|a, b| a.total_cmp(b));
+        let n = s.len();
+        let median = if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            (s[n / 2 - 1] + s[n / 2]) / 2.0
+        };
+        TimingStats {
+            count: n as u32,
+            min_ms: s[0],
+            median_ms: median,
+            max_ms: s[n - 1],
+        }
+    }
+}
+
+/// One launch's times.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct LaunchTiming {
+    /// Device time between the events around the launch (ms).
+    pub device_ms: f64,
+    /// Host time to enqueue the launch (ms).
+    pub enqueue_ms: f64,
+    /// Host time waiting for completion (ms).
+    pub wait_ms: f64,
+}
+
+/// What a dispatch did and how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DispatchReport {
+    /// Kernel name.
+    pub kernel: String,
+    /// Blocks.
+    pub grid: [u32; 3],
+    /// Threads per block.
+    pub block: [u32; 3],
+    /// Launched cooperatively (grid barrier).
+    pub cooperative: bool,
+    /// Device time over all launches.
+    pub device_ms: TimingStats,
+    /// Every launch's device time (ms), in order.
+    pub device_samples_ms: Vec<f64>,
+    /// Host->device copy wall time (ms).
+    pub upload_ms: f64,
+    /// First launch: enqueue (ms).
+    pub enqueue_ms: f64,
+    /// First launch: wait (ms).
+    pub wait_ms: f64,
+    /// Device->host copy wall time (ms).
+    pub readback_ms: f64,
+    /// Upload + first launch + readback wall time (ms).
+    pub full_ms: f64,
+    /// Bytes uploaded.
+    pub h2d_bytes: u64,
+    /// Bytes read back.
+    pub d2h_bytes: u64,
+}
+
+/// Buffers left on the device between launches. Owned by the runtime's current context: a
+/// context recreated after a fault invalidates it (using it then is an error, never a
+/// dangling pointer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResidentSet {
+    id: u64,
+    generation: u64,
+    /// Element counts in binding order.
+    pub lens: Vec<u64>,
+}
+
+impl ResidentSet {
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// The pinned staging ring.
+#[derive(Default)]
+pub(crate) struct Staging {
+    slots: Vec<(PinnedBuffer, Event)>,
+    /// Slots whose event was recorded (a copy may still be using them).
+    used: Vec<bool>,
+}
+
+impl Staging {
+    fn ensure(&mut self) -> std::result::Result<(), DriverError> {
+        while self.slots.len() < STAGING_SLOTS {
+            self.slots
+                .push((PinnedBuffer::alloc(STAGING_CHUNK)?, Event::create(false)?));
+            self.used.push(false);
+        }
+        Ok(())
+    }
+}
+
+/// Device buffers kept for reuse, by size.
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    free: HashMap<usize, Vec<DeviceBuffer>>,
+    bytes: usize,
+    /// Buffers of resident sets, by set id.
+    pub(crate) resident: HashMap<u64, Vec<DeviceBuffer>>,
+    next_id: u64,
+    /// Grid-barrier scratch.
+    pub(crate) scratch: Option<DeviceBuffer>,
+}
+
+impl BufferPool {
+    fn take(&mut self, bytes: usize) -> Option<DeviceBuffer> {
+        let v = self.free.get_mut(&bytes)?;
+        let b = v.pop()?;
+        self.bytes -= bytes;
+        Some(b)
+    }
+
+    fn put(&mut self, b: DeviceBuffer) {
+        if self.bytes + b.bytes() <= POOL_LIMIT {
+            self.bytes += b.bytes();
+            self.free.entry(b.bytes()).or_default().push(b);
+        }
+    }
+}
+
+/// Copies `src` into `dst` on all cores when it is large enough to pay for the split.
+fn par_copy(dst: &mut [u8], src: &[u8]) {
+    const PIECE: usize = 1 << 20;
+    if src.len() <= PIECE {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(PIECE)
+            .zip(src.par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
+fn all_zero(data: &[u8]) -> bool {
+    data.par_chunks(1 << 20).all(|c| c.iter().all(|&b| b == 0))
+}
+
+fn product(v: [u32; 3]) -> u64 {
+    v.iter().map(|&x| x as u64).product()
+}
+
+/// Copies and allocation counters of one operation, applied to telemetry afterwards (the
+/// session and the telemetry are borrowed separately).
+#[derive(Default)]
+struct Counters {
+    allocs: u64,
+    alloc_bytes: u64,
+    h2d: u64,
+    d2h: u64,
+    syncs: u64,
+}
+
+impl Runtime {
+    fn apply(&mut self, c: &Counters) {
+        self.telemetry.allocations += c.allocs;
+        self.telemetry.allocated_bytes += c.alloc_bytes;
+        self.telemetry.h2d_bytes += c.h2d;
+        self.telemetry.d2h_bytes += c.d2h;
+        self.telemetry.sync_points += c.syncs;
+    }
+
+    /// Maps a driver error of a copy: sticky errors (an earlier faulting kernel) recreate
+    /// the context.
+    fn copy_error(&mut self, e: DriverError) -> RuntimeError {
+        if e.is_sticky() {
+            self.launch_error("(previous launch)", e)
+        } else {
+            RuntimeError::driver(
+                e,
+                "device memory may be exhausted (see `nvidia-smi`); try fewer elements",
+            )
+        }
+    }
+
+    /// Uploads `buffers` (binding order) into device memory that stays resident. Buffers
+    /// whose bytes are all zero are cleared on the device instead of copied.
+    pub fn upload(&mut self, buffers: &[HostBuffer]) -> Result<ResidentSet> {
+        self.sess()?;
+        let mut c = Counters::default();
+        let mut devs = Vec::with_capacity(buffers.len());
+        let r = match self.session.as_mut() {
+            Some(sess) => upload_into(sess, buffers, &mut devs, &mut c),
+            None => Ok(()),
+        };
+        self.apply(&c);
+        if let Err(e) = r {
+            drop(devs);
+            return Err(self.copy_error(e));
+        }
+        let sess = self.sess()?;
+        sess.pool.next_id += 1;
+        let id = sess.pool.next_id;
+        sess.pool.resident.insert(id, devs);
+        Ok(ResidentSet {
+            id,
+            generation: sess.generation,
+            lens: buffers.iter().map(|b| b.len() as u64).collect(),
+        })
+    }
+
+    /// Reads the writable buffers of `set` back into `buffers` (binding order); returns the
+    /// bytes read.
+    pub fn download(&mut self, set: &ResidentSet, buffers: &mut [HostBuffer]) -> Result<u64> {
+        let sess = self.sess()?;
+        if set.generation != sess.generation {
+            return Err(RuntimeError::StaleResident);
+        }
+        let mut c = Counters::default();
+        let r = download_from(sess, set.id, buffers, &mut c);
+        self.apply(&c);
+        r.map_err(|e| self.copy_error(e))?;
+        Ok(c.d2h)
+    }
+
+    /// Returns the buffers of `set` to the reuse pool.
+    pub fn release(&mut self, set: ResidentSet) {
+        if let Some(sess) = self.session.as_mut() {
+            if sess.generation == set.generation {
+                if let Some(bufs) = sess.pool.resident.remove(&set.id) {
+                    for b in bufs {
+                        sess.pool.put(b);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Device pointers of a resident set (binding order).
+    fn resident_ptrs(&mut self, set: &ResidentSet) -> Result<Vec<u64>> {
+        let sess = self.sess()?;
+        if set.generation != sess.generation {
+            return Err(RuntimeError::StaleResident);
+        }
+        let bufs = sess
+            .pool
+            .resident
+            .get(&set.id)
+            .ok_or(RuntimeError::StaleResident)?;
+        Ok(bufs.iter().map(|b| b.ptr()).collect())
+    }
+
+    /// Checks a launch against the device and kernel limits before the driver sees it.
+    fn check_shape(
+        &self,
+        kernel: &str,
+        shape: &LaunchShape,
+        max_threads: u32,
+        dynamic_smem: u32,
+        static_smem: u32,
+    ) -> Result<()> {
+        let caps = self.caps();
+        let threads = product(shape.workgroup_size);
+        let mut problems = Vec::new();
+        if threads == 0 || product(shape.grid) == 0 {
+            problems.push("workgroup and grid dimensions must all be >= 1".to_string());
+        }
+        if threads > max_threads as u64 {
+            problems.push(format!(
+                "workgroup of {threads} threads exceeds the {max_threads} this kernel can launch with (device limit {}, lower when registers limit it)",
+                caps.max_threads_per_block
+            ));
+        }
+        for a in 0..3 {
+            if shape.workgroup_size[a] > caps.max_block_dim[a] {
+                problems.push(format!(
+                    "workgroup {} = {} exceeds the device's {}",
+                    ["x", "y", "z"][a],
+                    shape.workgroup_size[a],
+                    caps.max_block_dim[a]
+                ));
+            }
+            if shape.grid[a] > caps.max_grid_dim[a] {
+                problems.push(format!(
+                    "grid {} = {} exceeds the device's {}",
+                    ["x", "y", "z"][a],
+                    shape.grid[a],
+                    caps.max_grid_dim[a]
+                ));
+            }
+        }
+        let smem = dynamic_smem as u64 + static_smem as u64;
+        if smem > caps.smem_per_block_optin as u64 {
+            problems.push(format!(
+                "{smem} bytes of shared memory exceed the device's {} per block",
+                caps.smem_per_block_optin
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(RuntimeError::Launch(format!(
+                "cannot launch `{kernel}` with workgroup {:?} x grid {:?}: {}\n  Fix: pick a smaller --workgroup (see `vyrescope occupancy`) or grid",
+                shape.workgroup_size,
+                shape.grid,
+                problems.join("; ")
+            )))
+        }
+    }
+
+    /// Launches `h` `launches` times on resident buffers and returns each launch's times.
+    pub fn launch_resident(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        set: &ResidentSet,
+        launches: u32,
+        opts: &DispatchOptions,
+    ) -> Result<Vec<LaunchTiming>> {
+        if set.lens.len() != abi.params.len() {
+            return Err(RuntimeError::Abi(format!(
+                "kernel `{}` takes {} buffers but {} were given\n  Fix: pass one host buffer per ABI parameter, in binding order",
+                h.name,
+                abi.params.len(),
+                set.lens.len()
+            )));
+        }
+        let (f, info) = self.kernel(h)?;
+        self.check_shape(
+            &h.name,
+            shape,
+            info.resources.max_threads_per_block,
+            opts.dynamic_smem,
+            info.resources.static_smem_bytes,
+        )?;
+        let ptrs = self.resident_ptrs(set)?;
+        let mut args: Vec<u64> = Vec::with_capacity(ptrs.len() * 2 + 1);
+        for (p, &len) in ptrs.iter().zip(&set.lens) {
+            let len32 = u32::try_from(len).map_err(|_| {
+                RuntimeError::Abi(format!(
+                    "a buffer of {len} elements does not fit the kernel's .u32 length parameter\n  Fix: split the data into buffers of at most {} elements",
+                    u32::MAX
+                ))
+            })?;
+            args.push(*p);
+            args.push(len32 as u64);
+        }
+        let geo = Geometry {
+            grid: shape.grid,
+            block: shape.workgroup_size,
+            dynamic_smem: opts.dynamic_smem,
+        };
+        if abi.grid_sync {
+            self.check_coresidency(&h.name, f, &geo)?;
+            let words = abi.grid_sync_words.max(1) as usize;
+            let sess = self.sess()?;
+            if sess
+                .pool
+                .scratch
+                .as_ref()
+                .is_none_or(|s| s.bytes() < words * 4)
+            {
+                sess.pool.scratch = None;
+                let s = DeviceBuffer::alloc(words * 4)
+                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+                sess.pool.scratch = Some(s);
+                self.telemetry.allocations += 1;
+                self.telemetry.allocated_bytes += (words * 4) as u64;
+            }
+            let p = self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr());
+            args.push(p);
+        }
+        let slots = product(shape.grid) * product(shape.workgroup_size);
+        let useful = opts.useful_invocations.unwrap_or(slots).min(slots);
+        let mut out = Vec::with_capacity(launches as usize);
+        for _ in 0..launches.max(1) {
+            if abi.grid_sync {
+                let sess = self.sess()?;
+                if let Some(s) = sess.pool.scratch.as_ref() {
+                    s.memset_async(0, &sess.stream)
+                        .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+                }
+            }
+            let t = self.launch_core(&h.name, f, &geo, &mut args, abi.grid_sync, opts.timeout)?;
+            self.telemetry
+                .record_launch(abi.grid_sync, slots, useful, t.device_ms);
+            out.push(t);
+        }
+        Ok(out)
+    }
+
+    /// Refuses a cooperative launch whose grid cannot be resident at once.
+    fn check_coresidency(&mut self, kernel: &str, f: Function, geo: &Geometry) -> Result<()> {
+        let block = product(geo.block) as u32;
+        let per_sm = f
+            .max_active_blocks(block, geo.dynamic_smem)
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let sms = self.caps().sm_count;
+        let max_blocks = per_sm as u64 * sms as u64;
+        let grid_blocks = product(geo.grid);
+        if !self.caps().cooperative_launch {
+            return Err(RuntimeError::Launch(format!(
+                "kernel `{kernel}` has a grid barrier but this device does not support cooperative launch\n  Fix: split the Program at the grid barrier into two dispatches"
+            )));
+        }
+        if grid_blocks > max_blocks {
+            return Err(RuntimeError::CoResidency {
+                kernel: kernel.to_string(),
+                grid_blocks,
+                max_blocks,
+                per_sm,
+                sms,
+                block,
+            });
+        }
+        Ok(())
+    }
+
+    /// One timed launch: events around it, host enqueue and wait times, fault handling.
+    pub(crate) fn launch_core(
+        &mut self,
+        kernel: &str,
+        f: Function,
+        geo: &Geometry,
+        args: &mut [u64],
+        cooperative: bool,
+        timeout: Option<Duration>,
+    ) -> Result<LaunchTiming> {
+        let sess = self.sess()?;
+        let t0 = Instant::now();
+        let r = sess
+            .ev_start
+            .record(&sess.stream)
+            .and_then(|_| driver::launch(f, geo, &sess.stream, args, cooperative))
+            .and_then(|_| sess.ev_stop.record(&sess.stream));
+        let enqueue_ms = t0.elapsed().as_secs_f64() * 1e3;
+        if let Err(e) = r {
+            return Err(self.launch_error(kernel, e));
+        }
+        let t1 = Instant::now();
+        let waited = match timeout {
+            None => sess.ev_stop.synchronize(),
+            Some(limit) => loop {
+                match sess.ev_stop.query() {
+                    Ok(true) => break Ok(()),
+                    Ok(false) if t1.elapsed() < limit => {
+                        std::thread::sleep(Duration::from_micros(50))
+                    }
+                    Ok(false) => {
+                        self.telemetry.faults += 1;
+                        let recover_ms = self.recreate()?;
+                        return Err(RuntimeError::Timeout {
+                            kernel: kernel.to_string(),
+                            timeout_ms: limit.as_millis() as u64,
+                            recover_ms,
+                        });
+                    }
+                    Err(e) => break Err(e),
+                }
+            },
+        };
+        let wait_ms = t1.elapsed().as_secs_f64() * 1e3;
+        self.telemetry.sync_points += 1;
+        self.telemetry.enqueue_ms_total += enqueue_ms;
+        self.telemetry.wait_ms_total += wait_ms;
+        if let Err(e) = waited {
+            return Err(self.launch_error(kernel, e));
+        }
+        let sess = self.sess()?;
+        let device_ms = Event::elapsed_ms(&sess.ev_start, &sess.ev_stop)
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        Ok(LaunchTiming {
+            device_ms,
+            enqueue_ms,
+            wait_ms,
+        })
+    }
+
+    /// Full dispatch: upload `buffers`, launch once, read writable buffers back into
+    /// `buffers`, then re-launch `repeat - 1` times on the resident buffers for timing.
+    pub fn dispatch(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        buffers: &mut [HostBuffer],
+        opts: &DispatchOptions,
+    ) -> Result<DispatchReport> {
+        if buffers.len() != abi.params.len() {
+            return Err(RuntimeError::Abi(format!(
+                "kernel `{}` takes {} buffers but {} were given\n  Fix: pass one host buffer per ABI parameter, in binding order",
+                h.name,
+                abi.params.len(),
+                buffers.len()
+            )));
+        }
+        // Load the module first so JIT time stays out of the dispatch figures.
+        self.kernel(h)?;
+        let h2d0 = self.telemetry.h2d_bytes;
+        let t0 = Instant::now();
+        let set = self.upload(buffers)?;
+        let upload_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let result = (|| {
+            let first = self.launch_resident(h, abi, shape, &set, 1, opts)?;
+            let t1 = Instant::now();
+            let d2h = if opts.readback {
+                self.download(&set, buffers)?
+            } else {
+                0
+            };
+            let readback_ms = t1.elapsed().as_secs_f64() * 1e3;
+            let full_ms = t0.elapsed().as_secs_f64() * 1e3;
+            let mut samples: Vec<f64> = first.iter().map(|t| t.device_ms).collect();
+            if opts.repeat > 1 {
+                let more = self.launch_resident(h, abi, shape, &set, opts.repeat - 1, opts)?;
+                samples.extend(more.iter().map(|t| t.device_ms));
+            }
+            Ok::<_, RuntimeError>(DispatchReport {
+                kernel: h.name.clone(),
+                grid: shape.grid,
+                block: shape.workgroup_size,
+                cooperative: abi.grid_sync,
+                device_ms: TimingStats::of(&samples),
+                device_samples_ms: samples,
+                upload_ms,
+                enqueue_ms: first[0].enqueue_ms,
+                wait_ms: first[0].wait_ms,
+                readback_ms,
+                full_ms,
+                h2d_bytes: 0,
+                d2h_bytes: d2h,
+            })
+        })();
+        self.release(set);
+        let mut rep = result?;
+        rep.h2d_bytes = self.telemetry.h2d_bytes - h2d0;
+        Ok(rep)
+    }
+}
+
+fn upload_into(
+    sess: &mut super::Session,
+    buffers: &[HostBuffer],
+    devs: &mut Vec<DeviceBuffer>,
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    let mut k = 0usize;
+    for b in buffers {
+        let bytes = b.data.len();
+        let d = match sess.pool.take(bytes) {
+            Some(d) => d,
+            None => {
+                c.allocs += 1;
+                c.alloc_bytes += bytes as u64;
+                DeviceBuffer::alloc(bytes)?
+            }
+        };
+        if all_zero(&b.data) {
+            d.memset_async(0, &sess.stream)?;
+        } else {
+            for (ci, piece) in b.data.chunks(STAGING_CHUNK).enumerate() {
+                let s = k % STAGING_SLOTS;
+                k += 1;
+                let (pinned, ev) = &mut sess.staging.slots[s];
+                if sess.staging.used[s] {
+                    // The slot's previous copy must be done before its bytes are replaced.
+                    ev.synchronize()?;
+                    c.syncs += 1;
+                }
+                par_copy(&mut pinned.as_mut_slice()[..piece.len()], piece);
+                d.upload_async(ci * STAGING_CHUNK, pinned, piece.len(), &sess.stream)?;
+                ev.record(&sess.stream)?;
+                sess.staging.used[s] = true;
+                c.h2d += piece.len() as u64;
+            }
+        }
+        devs.push(d);
+    }
+    Ok(())
+}
+
+fn download_from(
+    sess: &mut super::Session,
+    id: u64,
+    buffers: &mut [HostBuffer],
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    let Some(devs) = sess.pool.resident.get(&id) else {
+        return Ok(());
+    };
+    // Chunks of every writable buffer: (buffer index, byte offset, length).
+    let mut chunks = Vec::new();
+    for (i, b) in buffers.iter().enumerate() {
+        if !b.access.is_writable() || i >= devs.len() {
+            continue;
+        }
+        let n = b.data.len();
+        let mut off = 0;
+        while off < n {
+            let len = STAGING_CHUNK.min(n - off);
+            chunks.push((i, off, len));
+            off += len;
+        }
+    }
+    let sess: &super::Session = sess;
+    let issue = |sess: &super::Session, j: usize| -> std::result::Result<(), DriverError> {
+        let (i, off, len) = chunks[j];
+        let s = j % STAGING_SLOTS;
+        let (pinned, ev) = &sess.staging.slots[s];
+        devs[i].download_async(off, pinned, len, &sess.stream)?;
+        ev.record(&sess.stream)
+    };
+    // Slots may still hold an upload in flight from this same stream; stream order makes
+    // the downloads wait for it, and the host reads a slot only after its event.
+    for j in 0..chunks.len().min(STAGING_SLOTS) {
+        issue(sess, j)?;
+    }
+    for j in 0..chunks.len() {
+        let s = j % STAGING_SLOTS;
+        sess.staging.slots[s].1.synchronize()?;
+        c.syncs += 1;
+        let (i, off, len) = chunks[j];
+        par_copy(
+            &mut buffers[i].data[off..off + len],
+            &sess.staging.slots[s].0.as_slice()[..len],
+        );
+        c.d2h += len as u64;
+        if j + STAGING_SLOTS < chunks.len() {
+            issue(sess, j + STAGING_SLOTS)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timing_stats_median_and_extremes() {
+        let s = TimingStats::of(&[3.0, 1.0, 2.0]);
+        assert_eq!(
+            (s.count, s.min_ms, s.median_ms, s.max_ms),
+            (3, 1.0, 2.0, 3.0)
+        );
+        let s = TimingStats::of(&[4.0, 1.0, 2.0, 3.0]);
+        assert_eq!(s.median_ms, 2.5);
+        assert_eq!(TimingStats::of(&[]).count, 0);
+    }
+
+    #[test]
+    fn par_copy_copies_every_byte() {
+        let src: Vec<u8> = (0..(3 << 20) + 17).map(|i| (i * 31 % 251) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        par_copy(&mut dst, &src);
+        assert_eq!(dst, src);
+        assert!(all_zero(&vec![0u8; 5 << 20]));
+        let mut z = vec![0u8; 5 << 20];
+        z[(4 << 20) + 3] = 1;
+        assert!(!all_zero(&z));
+    }
+}

@@ -1,0 +1,801 @@
+//! The unsafe boundary: every CUDA driver call of the crate goes through this module.
+//!
+//! Thin RAII handles over `cudarc::driver::sys` (context, stream, event, module, device and
+//! pinned buffers) and safe functions returning [`DriverError`]. Nothing outside this file
+//! uses `unsafe` or raw driver handles; callers hold handles whose `Drop` releases them.
+//!
+//! cudarc resolves each symbol on first use and panics when `libcuda` is missing, so
+//! [`load_library`] first opens the library ourselves (giving the loader's own reason on
+//! failure) and [`init`] runs the first driver calls under `catch_unwind`.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::fmt;
+
+use cudarc::driver::sys;
+
+/// Names the dynamic loader is asked for, most specific first.
+pub(crate) const LIBCUDA_NAMES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
+
+/// A failed driver call: which call, the `CUresult` and the driver's own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverError {
+    /// Driver entry point that failed (`cuLaunchKernel`).
+    pub call: &'static str,
+    /// Numeric `CUresult`.
+    pub code: u32,
+    /// `CUDA_ERROR_*` name.
+    pub name: String,
+    /// Driver's description.
+    pub text: String,
+}
+
+impl DriverError {
+    /// True for errors after which the context is unusable (sticky kernel faults).
+    pub fn is_sticky(&self) -> bool {
+        // 700 illegal address, 710 assert, 714 hardware stack, 715 illegal instruction,
+        // 716 misaligned, 717 invalid address space, 718 invalid pc, 719 launch failed
+        // (trap): documented as leaving the context in an unusable state.
+        matches!(self.code, 700 | 710 | 714..=719)
+    }
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed: {} ({}): {}",
+            self.call, self.name, self.code, self.text
+        )
+    }
+}
+
+fn check(call: &'static str, r: sys::CUresult) -> Result<(), DriverError> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let mut name: *const c_char = std::ptr::null();
+    let mut text: *const c_char = std::ptr::null();
+    // Safety: both functions only write a pointer to a static string owned by the driver;
+    // a null result (unknown code) is handled below.
+    unsafe {
+        let _ = sys::cuGetErrorName(r, &mut name);
+        let _ = sys::cuGetErrorString(r, &mut text);
+    }
+    let to_string = |p: *const c_char| {
+        if p.is_null() {
+            "unknown".to_string()
+        } else {
+            // Safety: non-null pointers from cuGetError* are NUL-terminated static strings.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    Err(DriverError {
+        call,
+        code: r as u32,
+        name: to_string(name),
+        text: to_string(text),
+    })
+}
+
+/// Opens `libcuda` with the system loader; on failure returns the name tried and the
+/// loader's message. Opening it here keeps cudarc from panicking later.
+pub(crate) fn load_library() -> Result<(), (String, String)> {
+    let mut last = String::new();
+    for name in LIBCUDA_NAMES {
+        // Safety: loading libcuda runs its initialisers, which have no preconditions; the
+        // handle is dropped at once (cudarc keeps its own handle to the same library).
+        match unsafe { libloading::Library::new(name) } {
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                if last.is_empty() {
+                    // libloading's own text is generic ("dlopen failed"); the loader's
+                    // message is its source.
+                    last = std::error::Error::source(&e)
+                        .map_or_else(|| e.to_string(), |s| s.to_string());
+                }
+            }
+        }
+    }
+    Err((LIBCUDA_NAMES[0].to_string(), last))
+}
+
+/// Runs `f`, turning a panic inside cudarc (missing symbol) into an error string, without
+/// printing the panic message.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    r.map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "the driver library panicked".into())
+    })
+}
+
+/// `cuInit(0)`.
+pub(crate) fn init() -> Result<(), DriverError> {
+    // Safety: cuInit has no preconditions and may be called repeatedly.
+    check("cuInit", unsafe { sys::cuInit(0) })
+}
+
+/// `cuDriverGetVersion` (e.g. 13000).
+pub(crate) fn driver_version() -> Result<u32, DriverError> {
+    let mut v: c_int = 0;
+    // Safety: writes one int.
+    check("cuDriverGetVersion", unsafe {
+        sys::cuDriverGetVersion(&mut v)
+    })?;
+    Ok(v as u32)
+}
+
+/// Number of CUDA devices.
+pub(crate) fn device_count() -> Result<u32, DriverError> {
+    let mut n: c_int = 0;
+    // Safety: writes one int; cuInit was called.
+    check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut n) })?;
+    Ok(n.max(0) as u32)
+}
+
+/// A device ordinal resolved to a driver handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Device(sys::CUdevice);
+
+impl Device {
+    /// `cuDeviceGet`.
+    pub(crate) fn get(ordinal: u32) -> Result<Device, DriverError> {
+        let mut d: sys::CUdevice = 0;
+        // Safety: writes one device handle.
+        check("cuDeviceGet", unsafe {
+            sys::cuDeviceGet(&mut d, ordinal as c_int)
+        })?;
+        Ok(Device(d))
+    }
+
+    /// `cuDeviceGetName`.
+    pub(crate) fn name(self) -> Result<String, DriverError> {
+        let mut buf = [0 as c_char; 256];
+        // Safety: the driver writes at most `len` bytes including the NUL.
+        check("cuDeviceGetName", unsafe {
+            sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, self.0)
+        })?;
+        // Safety: NUL-terminated within the buffer (the driver truncates to len).
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// `cuDeviceGetAttribute`.
+    pub(crate) fn attr(self, a: sys::CUdevice_attribute) -> Result<i32, DriverError> {
+        let mut v: c_int = 0;
+        // Safety: writes one int.
+        check("cuDeviceGetAttribute", unsafe {
+            sys::cuDeviceGetAttribute(&mut v, a, self.0)
+        })?;
+        Ok(v)
+    }
+
+    /// `cuDeviceTotalMem`.
+    pub(crate) fn total_mem(self) -> Result<u64, DriverError> {
+        let mut v: usize = 0;
+        // Safety: writes one size_t.
+        check("cuDeviceTotalMem", unsafe {
+            sys::cuDeviceTotalMem_v2(&mut v, self.0)
+        })?;
+        Ok(v as u64)
+    }
+}
+
+/// An owned (non-primary) context; destroyed on drop, which frees everything in it.
+#[derive(Debug)]
+pub(crate) struct Context(sys::CUcontext);
+
+// Safety: a CUcontext may be used from any thread once made current there; every entry
+// point of `Runtime` calls `make_current` first.
+unsafe impl Send for Context {}
+
+impl Context {
+    /// `cuCtxCreate` on `dev` with automatic scheduling (spins while the CPU has spare cores).
+    pub(crate) fn create(dev: Device) -> Result<Context, DriverError> {
+        let mut c: sys::CUcontext = std::ptr::null_mut();
+        // Safety: writes one context handle and makes it current on this thread.
+        check("cuCtxCreate", unsafe {
+            sys::cuCtxCreate_v2(&mut c, 0, dev.0)
+        })?;
+        Ok(Context(c))
+    }
+
+    /// `cuCtxSetCurrent`.
+    pub(crate) fn make_current(&self) -> Result<(), DriverError> {
+        // Safety: self.0 is a live context (destroyed only in Drop).
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.0) })
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // Safety: the handle is live and owned; errors (a faulted context) are ignored since
+        // destruction is the recovery path.
+        unsafe {
+            let _ = sys::cuCtxDestroy_v2(self.0);
+        }
+    }
+}
+
+/// A non-blocking stream.
+#[derive(Debug)]
+pub(crate) struct Stream(sys::CUstream);
+
+// Safety: see `Context`.
+unsafe impl Send for Stream {}
+
+impl Stream {
+    /// `cuStreamCreate(CU_STREAM_NON_BLOCKING)`.
+    pub(crate) fn create() -> Result<Stream, DriverError> {
+        let mut s: sys::CUstream = std::ptr::null_mut();
+        // Safety: writes one stream handle in the current context.
+        check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(
+                &mut s,
+                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as c_uint,
+            )
+        })?;
+        Ok(Stream(s))
+    }
+
+    /// `cuStreamSynchronize`.
+    pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
+        // Safety: live stream.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(self.0)
+        })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // Safety: live owned handle; errors ignored (see Context::drop).
+        unsafe {
+            let _ = sys::cuStreamDestroy_v2(self.0);
+        }
+    }
+}
+
+/// A CUDA event (timing enabled or not).
+#[derive(Debug)]
+pub(crate) struct Event(sys::CUevent);
+
+// Safety: see `Context`.
+unsafe impl Send for Event {}
+
+impl Event {
+    /// `cuEventCreate`.
+    pub(crate) fn create(timing: bool) -> Result<Event, DriverError> {
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        let mut e: sys::CUevent = std::ptr::null_mut();
+        // Safety: writes one event handle.
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut e, flags as c_uint)
+        })?;
+        Ok(Event(e))
+    }
+
+    /// `cuEventRecord` on `stream`.
+    pub(crate) fn record(&self, stream: &Stream) -> Result<(), DriverError> {
+        // Safety: live event and stream of the same context.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.0, stream.0)
+        })
+    }
+
+    /// `cuEventSynchronize`.
+    pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
+        // Safety: live event.
+        check("cuEventSynchronize", unsafe {
+            sys::cuEventSynchronize(self.0)
+        })
+    }
+
+    /// `cuEventQuery`: Ok(true) when complete, Ok(false) while pending.
+    pub(crate) fn query(&self) -> Result<bool, DriverError> {
+        // Safety: live event.
+        let r = unsafe { sys::cuEventQuery(self.0) };
+        if r == sys::CUresult::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        check("cuEventQuery", r).map(|_| true)
+    }
+
+    /// `cuEventElapsedTime(start, end)` in milliseconds.
+    pub(crate) fn elapsed_ms(start: &Event, end: &Event) -> Result<f64, DriverError> {
+        let mut ms: f32 = 0.0;
+        // Safety: both events are live, recorded and complete (callers synchronize `end`).
+        check("cuEventElapsedTime", unsafe {
+            sys::cuEventElapsedTime(&mut ms, start.0, end.0)
+        })?;
+        Ok(ms as f64)
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // Safety: live owned handle; errors ignored.
+        unsafe {
+            let _ = sys::cuEventDestroy_v2(self.0);
+        }
+    }
+}
+
+/// Options for one `cuModuleLoadDataEx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct JitRequest {
+    /// `CU_JIT_GENERATE_LINE_INFO`.
+    pub lineinfo: bool,
+    /// `CU_JIT_MAX_REGISTERS` (0 = no cap).
+    pub max_registers: u32,
+    /// `CU_JIT_OPTIMIZATION_LEVEL` (None = driver default, 4).
+    pub opt_level: Option<u32>,
+}
+
+/// What the JIT said.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct JitLog {
+    /// Info log (ptxas-style resource lines with verbose logging).
+    pub info: String,
+    /// Error log.
+    pub error: String,
+    /// Driver-reported JIT wall time (ms), `CU_JIT_WALL_TIME`.
+    pub driver_ms: f64,
+}
+
+const LOG_BYTES: usize = 64 * 1024;
+
+/// A loaded module.
+#[derive(Debug)]
+pub(crate) struct Module(sys::CUmodule);
+
+// Safety: see `Context`.
+unsafe impl Send for Module {}
+
+/// A kernel function inside a [`Module`] (valid while the module lives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Function(sys::CUfunction);
+
+// Safety: see `Context`; the owning module is kept alive by the caller's cache entry.
+unsafe impl Send for Function {}
+
+fn log_text(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).trim_end().to_string()
+}
+
+impl Module {
+    /// `cuModuleLoadDataEx` of PTX text with info/error logs; the logs come back on both
+    /// success and failure.
+    pub(crate) fn load_ptx(
+        ptx: &str,
+        req: &JitRequest,
+    ) -> Result<(Module, JitLog), Box<(DriverError, JitLog)>> {
+        let image = match CString::new(ptx) {
+            Ok(c) => c,
+            Err(_) => {
+                let e = DriverError {
+                    call: "cuModuleLoadDataEx",
+                    code: 1,
+                    name: "CUDA_ERROR_INVALID_VALUE".into(),
+                    text: "PTX text contains a NUL byte".into(),
+                };
+                return Err(Box::new((e, JitLog::default())));
+            }
+        };
+        let mut info = vec![0u8; LOG_BYTES];
+        let mut error = vec![0u8; LOG_BYTES];
+        use sys::CUjit_option as O;
+        let mut opts: Vec<O> = vec![
+            O::CU_JIT_INFO_LOG_BUFFER,
+            O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            O::CU_JIT_ERROR_LOG_BUFFER,
+            O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            O::CU_JIT_LOG_VERBOSE,
+            O::CU_JIT_WALL_TIME,
+        ];
+        // Option values are passed by value in pointer-sized slots (the API's convention).
+        let mut vals: Vec<*mut c_void> = vec![
+            info.as_mut_ptr() as *mut c_void,
+            std::ptr::without_provenance_mut(LOG_BYTES),
+            error.as_mut_ptr() as *mut c_void,
+            std::ptr::without_provenance_mut(LOG_BYTES),
+            std::ptr::without_provenance_mut(1),
+            std::ptr::null_mut(),
+        ];
+        let wall_slot = 5;
+        if req.lineinfo {
+            opts.push(O::CU_JIT_GENERATE_LINE_INFO);
+            vals.push(std::ptr::without_provenance_mut(1));
+        }
+        if req.max_registers > 0 {
+            opts.push(O::CU_JIT_MAX_REGISTERS);
+            vals.push(std::ptr::without_provenance_mut(req.max_registers as usize));
+        }
+        if let Some(l) = req.opt_level {
+            opts.push(O::CU_JIT_OPTIMIZATION_LEVEL);
+            vals.push(std::ptr::without_provenance_mut(l as usize));
+        }
+        let mut m: sys::CUmodule = std::ptr::null_mut();
+        // Safety: `image` is a NUL-terminated PTX string alive for the call; `opts`/`vals`
+        // have equal length; the log buffers outlive the call and their sizes are given.
+        let r = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut m,
+                image.as_ptr() as *const c_void,
+                opts.len() as c_uint,
+                opts.as_mut_ptr(),
+                vals.as_mut_ptr(),
+            )
+        };
+        // The driver writes the wall time as a float into the low bits of the slot.
+        let driver_ms = f32::from_bits(vals[wall_slot] as usize as u32) as f64;
+        let log = JitLog {
+            info: log_text(&info),
+            error: log_text(&error),
+            driver_ms,
+        };
+        match check("cuModuleLoadDataEx", r) {
+            Ok(()) => Ok((Module(m), log)),
+            Err(e) => Err(Box::new((e, log))),
+        }
+    }
+
+    /// `cuModuleGetFunction`.
+    pub(crate) fn function(&self, name: &str) -> Result<Function, DriverError> {
+        let c = CString::new(name).map_err(|_| DriverError {
+            call: "cuModuleGetFunction",
+            code: 500,
+            name: "CUDA_ERROR_NOT_FOUND".into(),
+            text: "kernel name contains a NUL byte".into(),
+        })?;
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // Safety: live module, NUL-terminated name.
+        check("cuModuleGetFunction", unsafe {
+            sys::cuModuleGetFunction(&mut f, self.0, c.as_ptr())
+        })?;
+        Ok(Function(f))
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // Safety: live owned handle; errors ignored.
+        unsafe {
+            let _ = sys::cuModuleUnload(self.0);
+        }
+    }
+}
+
+impl Function {
+    /// `cuFuncGetAttribute`.
+    pub(crate) fn attr(self, a: sys::CUfunction_attribute) -> Result<i32, DriverError> {
+        let mut v: c_int = 0;
+        // Safety: live function (its module is alive), writes one int.
+        check("cuFuncGetAttribute", unsafe {
+            sys::cuFuncGetAttribute(&mut v, a, self.0)
+        })?;
+        Ok(v)
+    }
+
+    /// Sets `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+    pub(crate) fn set_max_dynamic_smem(self, bytes: u32) -> Result<(), DriverError> {
+        // Safety: live function.
+        check("cuFuncSetAttribute", unsafe {
+            sys::cuFuncSetAttribute(
+                self.0,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as c_int,
+            )
+        })
+    }
+
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+    pub(crate) fn max_active_blocks(
+        self,
+        block: u32,
+        dynamic_smem: u32,
+    ) -> Result<u32, DriverError> {
+        let mut n: c_int = 0;
+        // Safety: live function, writes one int.
+        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut n,
+                self.0,
+                block as c_int,
+                dynamic_smem as usize,
+            )
+        })?;
+        Ok(n.max(0) as u32)
+    }
+}
+
+/// Device memory; freed on drop.
+#[derive(Debug)]
+pub(crate) struct DeviceBuffer {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+// Safety: see `Context`.
+unsafe impl Send for DeviceBuffer {}
+
+impl DeviceBuffer {
+    /// `cuMemAlloc` (at least 1 byte so that empty buffers still get a valid pointer).
+    pub(crate) fn alloc(bytes: usize) -> Result<DeviceBuffer, DriverError> {
+        let mut p: sys::CUdeviceptr = 0;
+        // Safety: writes one device pointer.
+        check("cuMemAlloc", unsafe {
+            sys::cuMemAlloc_v2(&mut p, bytes.max(1))
+        })?;
+        Ok(DeviceBuffer { ptr: p, bytes })
+    }
+
+    /// Device address.
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Size in bytes as requested.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// `cuMemsetD8Async` over the whole buffer.
+    pub(crate) fn memset_async(&self, value: u8, stream: &Stream) -> Result<(), DriverError> {
+        // Safety: range within the allocation, live stream.
+        check("cuMemsetD8Async", unsafe {
+            sys::cuMemsetD8Async(self.ptr, value, self.bytes, stream.0)
+        })
+    }
+
+    /// `cuMemcpyHtoDAsync` of `src` (pinned) into `[offset, offset + len)`.
+    pub(crate) fn upload_async(
+        &self,
+        offset: usize,
+        src: &PinnedBuffer,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<(), DriverError> {
+        if offset + len > self.bytes || len > src.bytes {
+            return Err(range_error("cuMemcpyHtoDAsync"));
+        }
+        // Safety: both ranges were checked above; the pinned source stays alive and unchanged
+        // until the caller synchronizes (staging slots wait on an event before reuse).
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(
+                self.ptr + offset as u64,
+                src.ptr as *const c_void,
+                len,
+                stream.0,
+            )
+        })
+    }
+
+    /// `cuMemcpyDtoHAsync` of `[offset, offset + len)` into `dst` (pinned).
+    pub(crate) fn download_async(
+        &self,
+        offset: usize,
+        dst: &PinnedBuffer,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<(), DriverError> {
+        if offset + len > self.bytes || len > dst.bytes {
+            return Err(range_error("cuMemcpyDtoHAsync"));
+        }
+        // Safety: ranges checked; the caller synchronizes before reading `dst`.
+        check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst.ptr, self.ptr + offset as u64, len, stream.0)
+        })
+    }
+}
+
+fn range_error(call: &'static str) -> DriverError {
+    DriverError {
+        call,
+        code: 1,
+        name: "CUDA_ERROR_INVALID_VALUE".into(),
+        text: "copy range outside the buffer".into(),
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // Safety: live owned allocation; errors ignored (faulted context).
+        unsafe {
+            let _ = sys::cuMemFree_v2(self.ptr);
+        }
+    }
+}
+
+/// Page-locked host memory for staging copies; freed on drop.
+#[derive(Debug)]
+pub(crate) struct PinnedBuffer {
+    ptr: *mut c_void,
+    bytes: usize,
+}
+
+// Safety: plain host memory owned by this value; see `Context` for the driver side.
+unsafe impl Send for PinnedBuffer {}
+
+impl PinnedBuffer {
+    /// `cuMemHostAlloc` (portable).
+    pub(crate) fn alloc(bytes: usize) -> Result<PinnedBuffer, DriverError> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // Safety: writes one host pointer to `bytes` page-locked bytes.
+        check("cuMemHostAlloc", unsafe {
+            sys::cuMemHostAlloc(&mut p, bytes.max(1), sys::CU_MEMHOSTALLOC_PORTABLE)
+        })?;
+        Ok(PinnedBuffer { ptr: p, bytes })
+    }
+
+    /// The memory as bytes. Callers must not hold it while a copy into it is in flight.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // Safety: ptr points to `bytes` initialised-or-not bytes we own; u8 has no invalid
+        // values and the allocation zero pages are readable.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.bytes) }
+    }
+
+    /// The memory as mutable bytes.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // Safety: as above, and `&mut self` guarantees exclusive access on the host side.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.bytes) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // Safety: live owned allocation.
+        unsafe {
+            let _ = sys::cuMemFreeHost(self.ptr);
+        }
+    }
+}
+
+/// Launch geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Blocks.
+    pub grid: [u32; 3],
+    /// Threads per block.
+    pub block: [u32; 3],
+    /// Dynamic shared memory bytes.
+    pub dynamic_smem: u32,
+}
+
+/// Launches `f`; each argument is one 8-byte slot (a `.u32` parameter reads the low four
+/// bytes, which is where a little-endian u64 keeps the value).
+pub(crate) fn launch(
+    f: Function,
+    geo: &Geometry,
+    stream: &Stream,
+    args: &mut [u64],
+    cooperative: bool,
+) -> Result<(), DriverError> {
+    let mut ptrs: Vec<*mut c_void> = args
+        .iter_mut()
+        .map(|a| a as *mut u64 as *mut c_void)
+        .collect();
+    let [gx, gy, gz] = geo.grid;
+    let [bx, by, bz] = geo.block;
+    // Safety: `ptrs` points at `args`, which outlives the call (the driver copies parameter
+    // values during the launch call); the function and stream are live.
+    let r = unsafe {
+        if cooperative {
+            sys::cuLaunchCooperativeKernel(
+                f.0,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                geo.dynamic_smem,
+                stream.0,
+                ptrs.as_mut_ptr(),
+            )
+        } else {
+            sys::cuLaunchKernel(
+                f.0,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                geo.dynamic_smem,
+                stream.0,
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+    };
+    check(
+        if cooperative {
+            "cuLaunchCooperativeKernel"
+        } else {
+            "cuLaunchKernel"
+        },
+        r,
+    )
+}
+
+/// The baseline for host-overhead comparisons: a bare cudarc launch loop. Loads `ptx` with
+/// cudarc's plain `cuModuleLoadData` wrapper and times `iters` x (`cuLaunchKernel` through
+/// cudarc's `result::launch_kernel` + `cuStreamSynchronize`) on `stream`; returns each
+/// iteration's wall time in microseconds.
+pub(crate) fn bare_cudarc_launch_loop(
+    ptx: &str,
+    name: &str,
+    geo: &Geometry,
+    stream: &Stream,
+    args: &mut [u64],
+    iters: u32,
+) -> Result<Vec<f64>, DriverError> {
+    use cudarc::driver::result;
+    let image = CString::new(ptx).map_err(|_| range_error("cuModuleLoadData"))?;
+    let cname = CString::new(name).map_err(|_| range_error("cuModuleGetFunction"))?;
+    // Safety: NUL-terminated PTX alive for the call; the module is unloaded below.
+    let module =
+        unsafe { result::module::load_data(image.as_ptr() as *const c_void) }.map_err(|e| {
+            DriverError {
+                call: "cuModuleLoadData",
+                code: e.0 as u32,
+                name: format!("{:?}", e.0),
+                text: String::new(),
+            }
+        })?;
+    let mut times = Vec::with_capacity(iters as usize);
+    let outcome = (|| -> Result<(), DriverError> {
+        // Safety: live module and NUL-terminated name.
+        let f =
+            unsafe { result::module::get_function(module, cname) }.map_err(|e| DriverError {
+                call: "cuModuleGetFunction",
+                code: e.0 as u32,
+                name: format!("{:?}", e.0),
+                text: String::new(),
+            })?;
+        let mut ptrs: Vec<*mut c_void> = args
+            .iter_mut()
+            .map(|a| a as *mut u64 as *mut c_void)
+            .collect();
+        for _ in 0..iters {
+            let t = std::time::Instant::now();
+            // Safety: `ptrs` point at `args`, alive across the call; live function/stream.
+            unsafe {
+                result::launch_kernel(
+                    f,
+                    (geo.grid[0], geo.grid[1], geo.grid[2]),
+                    (geo.block[0], geo.block[1], geo.block[2]),
+                    geo.dynamic_smem,
+                    stream.0,
+                    &mut ptrs,
+                )
+            }
+            .map_err(|e| DriverError {
+                call: "cuLaunchKernel",
+                code: e.0 as u32,
+                name: format!("{:?}", e.0),
+                text: String::new(),
+            })?;
+            stream.synchronize()?;
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        Ok(())
+    })();
+    // Safety: the module is live and nothing uses its function any more.
+    unsafe {
+        let _ = result::module::unload(module);
+    }
+    outcome.map(|_| times)
+}

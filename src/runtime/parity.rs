@@ -1,0 +1,362 @@
+//! Parity: GPU results against the reference interpreter's, element by element.
+//!
+//! Exact mode compares bits (any NaN equals any NaN, since NaN payloads are not part of the
+//! semantics); approximate mode (Programs that use transcendental ops) accepts float
+//! elements within a ULP bound or an absolute bound near zero.
+
+use serde::Serialize;
+
+use crate::inputs::HostBuffer;
+use crate::ir::ElemType;
+
+/// Mismatches listed in a report at most.
+pub const FIRST_MISMATCHES: usize = 10;
+
+/// How close float results must be.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Tolerance {
+    /// Largest accepted distance in units in the last place.
+    pub max_ulps: u64,
+    /// Differences at or below this absolute value are accepted (results near zero, where
+    /// ULP distance is meaningless).
+    pub abs: f64,
+}
+
+/// One differing element.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mismatch {
+    /// Buffer name.
+    pub buffer: String,
+    /// Element index.
+    pub index: u64,
+    /// GPU value.
+    pub gpu: String,
+    /// Reference value.
+    pub reference: String,
+}
+
+/// Outcome of one comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParityReport {
+    /// "exact" or "within N ulp".
+    pub mode: String,
+    /// Elements compared (writable buffers only).
+    pub compared: u64,
+    /// Elements that differ.
+    pub mismatches: u64,
+    /// The first differing elements.
+    pub first: Vec<Mismatch>,
+    /// Largest float distance seen (ulps).
+    pub max_ulps_seen: u64,
+    /// True when nothing differs.
+    pub passed: bool,
+}
+
+fn f32_ordered(b: u32) -> i64 {
+    if b & 0x8000_0000 != 0 {
+        -((b & 0x7fff_ffff) as i64)
+    } else {
+        b as i64
+    }
+}
+
+fn f64_ordered(b: u64) -> i128 {
+    if b >> 63 != 0 {
+        -((b & 0x7fff_ffff_ffff_ffff) as i128)
+    } else {
+        b as i128
+    }
+}
+
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h >> 15 != 0 { -1.0 } else { 1.0 };
+    let exp = ((h >> 10) & 0x1f) as i32;
+    let frac = (h & 0x3ff) as f64;
+    match exp {
+        0 => sign * frac * 2f64.powi(-24),
+        31 if frac == 0.0 => sign * f64::INFINITY,
+        31 => f64::NAN,
+        _ => sign * (1.0 + frac / 1024.0) * 2f64.powi(exp - 15),
+    }
+}
+
+/// Reads element `i` as raw bits (zero-extended).
+fn bits(elem: ElemType, data: &[u8], i: usize) -> u64 {
+    let n = elem.size_bytes();
+    let mut b = [0u8; 8];
+    b[..n].copy_from_slice(&data[i * n..i * n + n]);
+    u64::from_le_bytes(b)
+}
+
+/// Human-readable element value.
+pub fn show(elem: ElemType, raw: u64) -> String {
+    match elem {
+        ElemType::F32 => format!("{:?}", f32::from_bits(raw as u32)),
+        ElemType::F64 => format!("{:?}", f64::from_bits(raw)),
+        ElemType::F16 => format!("{:?} (0x{raw:04x})", f16_to_f64(raw as u16)),
+        ElemType::I8 => format!("{}", raw as u8 as i8),
+        ElemType::I16 => format!("{}", raw as u16 as i16),
+        ElemType::I32 => format!("{}", raw as u32 as i32),
+        ElemType::I64 => format!("{}", raw as i64),
+        ElemType::Bool => format!("{}", raw as u32),
+        _ => format!("{raw}"),
+    }
+}
+
+/// Distance between two elements in ulps (0 = equal, both NaN counts as equal); u64::MAX
+/// when one is NaN and the other is not. Non-float elements: 0 or u64::MAX.
+fn distance(elem: ElemType, a: u64, b: u64) -> u64 {
+    match elem {
+        ElemType::F32 => {
+            let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+            if x.is_nan() || y.is_nan() {
+                return if x.is_nan() && y.is_nan() {
+                    0
+                } else {
+                    u64::MAX
+                };
+            }
+            if a == b {
+                return 0;
+            }
+            (f32_ordered(a as u32) - f32_ordered(b as u32)).unsigned_abs()
+        }
+        ElemType::F64 => {
+            let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+            if x.is_nan() || y.is_nan() {
+                return if x.is_nan() && y.is_nan() {
+                    0
+                } else {
+                    u64::MAX
+                };
+            }
+            if a == b {
+                return 0;
+            }
+            u64::try_from((f64_ordered(a) - f64_ordered(b)).unsigned_abs()).unwrap_or(u64::MAX)
+        }
+        ElemType::F16 => {
+            let (x, y) = (f16_to_f64(a as u16), f16_to_f64(b as u16));
+            if x.is_nan() || y.is_nan() {
+                return if x.is_nan() && y.is_nan() {
+                    0
+                } else {
+                    u64::MAX
+                };
+            }
+            let o = |h: u16| {
+                if h & 0x8000 != 0 {
+                    -((h & 0x7fff) as i64)
+                } else {
+                    h as i64
+                }
+            };
+            (o(a as u16) - o(b as u16)).unsigned_abs()
+        }
+        _ => {
+            if a == b {
+                0
+            } else {
+                u64::MAX
+            }
+        }
+    }
+}
+
+fn as_f64(elem: ElemType, raw: u64) -> f64 {
+    match elem {
+        ElemType::F32 => f32::from_bits(raw as u32) as f64,
+        ElemType::F64 => f64::from_bits(raw),
+        ElemType::F16 => f16_to_f64(raw as u16),
+        _ => f64::NAN,
+    }
+}
+
+/// Compares the writable buffers of `gpu` with `reference` (same order and shapes).
+pub fn compare(
+    gpu: &[HostBuffer],
+    reference: &[HostBuffer],
+    tol: Option<Tolerance>,
+) -> ParityReport {
+    let mut rep = ParityReport {
+        mode: match tol {
+            None => "exact".into(),
+            Some(t) => format!("within {} ulp (or {:e} absolute)", t.max_ulps, t.abs),
+        },
+        compared: 0,
+        mismatches: 0,
+        first: Vec::new(),
+        max_ulps_seen: 0,
+        passed: true,
+    };
+    for (g, r) in gpu.iter().zip(reference) {
+        if !r.access.is_writable() {
+            continue;
+        }
+        let elem = r.elem;
+        let is_float = matches!(elem, ElemType::F16 | ElemType::F32 | ElemType::F64);
+        let n = g.len().min(r.len());
+        if g.len() != r.len() {
+            rep.mismatches += 1;
+            rep.first.push(Mismatch {
+                buffer: r.name.clone(),
+                index: n as u64,
+                gpu: format!("{} elements", g.len()),
+                reference: format!("{} elements", r.len()),
+            });
+        }
+        for i in 0..n {
+            let (a, b) = (bits(elem, &g.data, i), bits(elem, &r.data, i));
+            rep.compared += 1;
+            if a == b {
+                continue;
+            }
+            let d = distance(elem, a, b);
+            // Bits differ here: equal only as two NaNs (exact mode keeps -0.0 != +0.0).
+            let both_nan = is_float && as_f64(elem, a).is_nan() && as_f64(elem, b).is_nan();
+            let ok = match (tol, is_float) {
+                _ if both_nan => true,
+                (Some(t), true) => {
+                    d != u64::MAX
+                        && (d <= t.max_ulps || (as_f64(elem, a) - as_f64(elem, b)).abs() <= t.abs)
+                }
+                _ => false,
+            };
+            if is_float && d != u64::MAX {
+                rep.max_ulps_seen = rep.max_ulps_seen.max(d);
+            }
+            if !ok {
+                rep.mismatches += 1;
+                if rep.first.len() < FIRST_MISMATCHES {
+                    rep.first.push(Mismatch {
+                        buffer: r.name.clone(),
+                        index: i as u64,
+                        gpu: show(elem, a),
+                        reference: show(elem, b),
+                    });
+                }
+            }
+        }
+    }
+    rep.passed = rep.mismatches == 0;
+    rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Access;
+
+    fn buf(elem: ElemType, access: Access, data: Vec<u8>) -> HostBuffer {
+        HostBuffer {
+            name: "c".into(),
+            elem,
+            access,
+            binding: 0,
+            data,
+        }
+    }
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn exact_mode_counts_and_lists_mismatches() {
+        // Pseudo-random data, then flip a few known elements.
+        let mut x: u32 = 12345;
+        let vals: Vec<f32> = (0..1000)
+            .map(|_| {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (x >> 8) as f32 / 65536.0 - 128.0
+            })
+            .collect();
+        let mut gpu_vals = vals.clone();
+        for &i in &[3usize, 500, 999] {
+            gpu_vals[i] = f32::from_bits(gpu_vals[i].to_bits() ^ 1);
+        }
+        gpu_vals[7] = f32::NAN;
+        let mut ref_vals = vals;
+        ref_vals[10] = f32::NAN;
+        gpu_vals[10] = f32::from_bits(0x7fc0_0123); // another NaN payload: equal
+        let r = compare(
+            &[buf(ElemType::F32, Access::ReadWrite, f32s(&gpu_vals))],
+            &[buf(ElemType::F32, Access::ReadWrite, f32s(&ref_vals))],
+            None,
+        );
+        assert_eq!(r.compared, 1000);
+        assert_eq!(r.mismatches, 4);
+        assert_eq!(
+            r.first.iter().map(|m| m.index).collect::<Vec<_>>(),
+            vec![3, 7, 500, 999]
+        );
+        assert_eq!(r.first[1].gpu, "NaN");
+        assert!(!r.passed);
+    }
+
+    #[test]
+    fn tolerance_accepts_close_floats_only() {
+        let a = 1.0f32;
+        let near = f32::from_bits(a.to_bits() + 2);
+        let far = f32::from_bits(a.to_bits() + 9);
+        let tol = Some(Tolerance {
+            max_ulps: 4,
+            abs: 1e-30,
+        });
+        let g = [buf(
+            ElemType::F32,
+            Access::ReadWrite,
+            f32s(&[near, far, -0.0]),
+        )];
+        let r = [buf(ElemType::F32, Access::ReadWrite, f32s(&[a, a, 0.0]))];
+        let rep = compare(&g, &r, tol);
+        assert_eq!(rep.mismatches, 1);
+        assert_eq!(rep.first[0].index, 1);
+        assert_eq!(rep.max_ulps_seen, 9);
+        // Exact mode: -0.0 and +0.0 differ (the semantics distinguish them).
+        let exact = compare(&g, &r, None);
+        assert_eq!(exact.mismatches, 3);
+    }
+
+    #[test]
+    fn read_only_buffers_and_integers() {
+        let g = [
+            buf(ElemType::U32, Access::Read, vec![1, 0, 0, 0]),
+            buf(
+                ElemType::I32,
+                Access::ReadWrite,
+                (-5i32).to_le_bytes().to_vec(),
+            ),
+        ];
+        let r = [
+            buf(ElemType::U32, Access::Read, vec![2, 0, 0, 0]),
+            buf(
+                ElemType::I32,
+                Access::ReadWrite,
+                (-6i32).to_le_bytes().to_vec(),
+            ),
+        ];
+        let rep = compare(
+            &g,
+            &r,
+            Some(Tolerance {
+                max_ulps: 100,
+                abs: 1.0,
+            }),
+        );
+        assert_eq!((rep.compared, rep.mismatches), (1, 1));
+        assert_eq!(
+            (rep.first[0].gpu.as_str(), rep.first[0].reference.as_str()),
+            ("-5", "-6")
+        );
+    }
+
+    #[test]
+    fn f16_decoding() {
+        assert_eq!(f16_to_f64(0x3c00), 1.0);
+        assert_eq!(f16_to_f64(0xc000), -2.0);
+        assert_eq!(f16_to_f64(0x0001), 2f64.powi(-24));
+        assert!(f16_to_f64(0x7e00).is_nan());
+        assert_eq!(distance(ElemType::F16, 0x3c00, 0x3c03), 3);
+    }
+}

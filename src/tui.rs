@@ -1,0 +1,154 @@
+//! The inspector: a terminal UI over Programs, their PTX, occupancy and live dispatches.
+//!
+//! The only user of `ratatui`, `crossterm` and `syntect`. Built as state + actions + views:
+//!
+//! - [`app::App`]: all state; [`action::Action`]: every possible change;
+//!   [`update::update`]: the only function that applies one.
+//! - [`views`]: draw from `&App` only; [`layout`] places panes for draw, mouse and paging.
+//! - [`worker`]: slow work (large emissions, probe, dispatch, tune) on a thread, reporting
+//!   through a channel; [`backend`] is the one seam to the CUDA runtime.
+//! - [`terminal`]: raw mode, alternate screen, mouse, the event loop and restoring the
+//!   terminal on every exit path (including panics).
+//! - [`replay`]: the same update and draw against a text backend for `--keys`/`--snapshot`.
+//! - [`keymap`], [`theme`], [`config`], [`highlight`]: data with defaults that the user
+//!   config file overrides field by field.
+
+use std::path::PathBuf;
+
+pub mod action;
+pub mod analysis;
+pub mod app;
+pub mod backend;
+pub mod bench;
+pub mod config;
+pub mod export;
+pub mod highlight;
+pub mod input;
+pub mod keymap;
+pub mod layout;
+pub mod replay;
+pub mod terminal;
+pub mod theme;
+pub mod update;
+pub mod views;
+pub mod worker;
+
+use app::App;
+use highlight::Highlighter;
+
+/// How to start the inspector.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Program files and directories.
+    pub files: Vec<PathBuf>,
+    /// Theme name or `.tmTheme` file (overrides the config's).
+    pub theme: Option<String>,
+    /// Device profile name or JSON file for offline estimates.
+    pub device: Option<String>,
+    /// Target sm (default: the device's, else 90).
+    pub sm: Option<u32>,
+    /// Workgroup override.
+    pub workgroup: Option<[u32; 3]>,
+    /// Reload the open program when its file changes.
+    pub watch: bool,
+}
+
+/// Why the inspector could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// No program files.
+    #[error("no Program files found in the given paths\n  Fix: pass .json Program files or directories holding them")]
+    NoFiles,
+    /// Bad config file.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// Bad theme.
+    #[error(transparent)]
+    Theme(#[from] theme::ThemeError),
+    /// Bad device profile.
+    #[error("{0}")]
+    Device(String),
+    /// Terminal I/O.
+    #[error("terminal error: {0}\n  Fix: run in an interactive terminal (or use --keys/--snapshot for scripts)")]
+    Io(#[from] std::io::Error),
+    /// Writing a snapshot failed.
+    #[error("cannot write snapshot {path}: {source}\n  Fix: choose a writable path")]
+    Snapshot {
+        /// Target.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// True when `NO_COLOR` is set to a non-empty value (<https://no-color.org>).
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Builds the state for `opts`: config, keymap, theme, files, device; the first program is
+/// opened and the device probe queued.
+pub fn setup(opts: &Options) -> Result<(App, Highlighter), TuiError> {
+    let cfg = match config::config_path() {
+        Some(p) => config::Config::load(&p)?,
+        None => config::Config::default(),
+    };
+    let mut keymap = keymap::KeyMap::default();
+    cfg.apply_keys(&mut keymap)?;
+    let theme_name = opts
+        .theme
+        .clone()
+        .or(cfg.theme.clone())
+        .unwrap_or_else(|| "dark".into());
+    let syn = theme::load_syntax_theme(&theme_name)?;
+    let (mut ui, hl) = if no_color() {
+        (theme::Theme::monochrome(), Highlighter::new(None))
+    } else {
+        (
+            theme::Theme::from_syntax(&theme_name, &syn),
+            Highlighter::new(Some(syn)),
+        )
+    };
+    cfg.apply_styles(&mut ui)?;
+    let files = app::expand_paths(&opts.files);
+    if files.is_empty() {
+        return Err(TuiError::NoFiles);
+    }
+    let mut app = App::new(files, keymap, ui);
+    app.devices.profiles = backend::device_profiles();
+    if let Some(d) = &opts.device {
+        select_device(&mut app, d)?;
+    }
+    if let Some(sm) = opts.sm {
+        app.sm = sm;
+    }
+    update::start(&mut app);
+    if let Some(wg) = opts.workgroup {
+        app.workgroup = Some(wg);
+        update::reanalyze(&mut app);
+    }
+    Ok((app, hl))
+}
+
+fn select_device(app: &mut App, d: &str) -> Result<(), TuiError> {
+    if let Some(i) = app.devices.profiles.iter().position(|(n, _)| n == d) {
+        app.devices.profile = i;
+    } else {
+        let caps = backend::load_device_file(std::path::Path::new(d)).map_err(TuiError::Device)?;
+        let name = std::path::Path::new(d)
+            .file_stem()
+            .map_or_else(|| d.to_string(), |s| s.to_string_lossy().into_owned());
+        app.devices.profiles.insert(0, (name, caps));
+        app.devices.profile = 0;
+    }
+    if let Some(c) = app.devices.current() {
+        app.sm = (c.cc_major * 10 + c.cc_minor).min(90);
+    }
+    Ok(())
+}
+
+/// Opens the interactive inspector on the terminal; returns when the user quits.
+pub fn run(opts: &Options) -> Result<(), TuiError> {
+    let (app, hl) = setup(opts)?;
+    terminal::run(app, hl, opts.watch)
+}

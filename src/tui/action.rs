@@ -1,0 +1,109 @@
+//! Everything that can change the inspector's state: user commands (bound to keys), text
+//! input for prompts, mouse events, terminal resizes and worker replies.
+//!
+//! [`crate::tui::update::update`] is the only function that applies an [`Action`].
+
+use super::worker::Reply;
+
+/// A user command: what a key binding maps to. Names (`Command::name`) are the keys of the
+/// `keys` object in the user config file, so they are part of the documented interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Command {
+    /// Quit the inspector.
+    Quit,
+    /// Show or hide the help overlay.
+    Help,
+    /// Focus the next pane.
+    FocusNext,
+    /// Focus the previous pane.
+    FocusPrev,
+    /// Move the cursor up one line.
+    Up,
+    /// Move the cursor down one line.
+    Down,
+    /// Move left (previous detail tab when the detail panel has focus).
+    Left,
+    /// Move right (next detail tab when the detail panel has focus).
+    Right,
+    /// One page up.
+    PageUp,
+    /// One page down.
+    PageDown,
+    /// First line.
+    Home,
+    /// Last line.
+    End,
+    /// Activate the item under the cursor (open program, jump to diagnostic's node).
+    Enter,
+    /// Close the overlay or clear the search.
+    Escape,
+    /// Jump to the next block of lines that map to another statement.
+    NextBlock,
+    /// Jump to the previous block of lines that map to another statement.
+    PrevBlock,
+    /// Start a search in the focused pane.
+    Search,
+    /// Next search match.
+    SearchNext,
+    /// Previous search match.
+    SearchPrev,
+    /// Maximize the focused pane (toggle).
+    Zoom,
+    /// Expand the detail panel over the panes (toggle).
+    Expand,
+    /// Next detail tab.
+    NextTab,
+    /// Previous detail tab.
+    PrevTab,
+    /// Show detail tab 1..9 directly.
+    Tab(u8),
+    /// Halve workgroup x.
+    WgHalve,
+    /// Double workgroup x.
+    WgDouble,
+    /// Workgroup x minus 32.
+    WgMinus,
+    /// Workgroup x plus 32.
+    WgPlus,
+    /// Type an exact workgroup size `X,Y,Z`.
+    WgPrompt,
+    /// Dispatch on the live GPU with verification.
+    Dispatch,
+    /// Run the tune sweep over workgroup sizes.
+    Tune,
+    /// Switch the target sm.
+    CycleSm,
+    /// Switch the device profile.
+    CycleDevice,
+    /// Reload the current program from disk.
+    Reload,
+    /// Export the current view's data as JSON next to the program.
+    Export,
+    /// Export the current view's data as JSON to a typed path.
+    ExportTo,
+    /// Open another program file.
+    Open,
+}
+
+/// One state change.
+#[derive(Debug)]
+pub enum Action {
+    /// A bound user command.
+    Command(Command),
+    /// A character typed into the open prompt.
+    Input(char),
+    /// Delete the last character of the open prompt.
+    Backspace,
+    /// The terminal now has this size (columns, rows).
+    Resize(u16, u16),
+    /// Left click at (column, row).
+    Click(u16, u16),
+    /// Mouse wheel at (column, row): negative scrolls up.
+    Wheel(u16, u16, i32),
+    /// A reply from the worker thread.
+    Worker(Reply),
+    /// The current program's file changed on disk (from `--watch`).
+    FileChanged,
+    /// Time passed (spinner, expiring status messages).
+    Tick,
+}

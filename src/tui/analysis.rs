@@ -1,0 +1,416 @@
+//! What the inspector shows for one program, computed from the library (pure, no terminal):
+//! the printed IR, the emitted PTX with its IR<->PTX correlation, diagnostics, occupancy and
+//! resources. [`analyze`] is called inline for small programs and on the worker thread for
+//! large ones, so it must stay free of UI state.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::emit::{emit, EmitOptions, EmittedKernel, SourceMap};
+use crate::ir::print::{print_program, PrintedLine};
+use crate::ir::{load_program, Program};
+use crate::occupancy::{DeviceCaps, KernelResources};
+use crate::validate::validate;
+
+/// Programs with more statements than this are emitted on the worker thread.
+pub const INLINE_EMIT_MAX_STMTS: usize = 2_000;
+
+/// IR <-> PTX correlation built from the emitter's source map.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Correlation {
+    /// Node ids that produced lines (map order).
+    pub nodes: Vec<String>,
+    /// Per node, its 1-based inclusive PTX line ranges.
+    pub ranges: Vec<Vec<[u32; 2]>>,
+    /// Per 0-based PTX line, the index into `nodes` of the node that produced it.
+    pub owner: Vec<Option<u32>>,
+    index: HashMap<String, u32>,
+}
+
+impl Correlation {
+    /// Builds the correlation for a PTX text of `line_count` lines.
+    pub fn new(map: &SourceMap, line_count: usize) -> Self {
+        let mut c = Correlation {
+            owner: vec![None; line_count],
+            ..Correlation::default()
+        };
+        for (i, e) in map.entries.iter().enumerate() {
+            let i = i as u32;
+            c.nodes.push(e.node.clone());
+            c.ranges.push(e.lines.clone());
+            c.index.insert(e.node.clone(), i);
+            for [a, b] in &e.lines {
+                // Map lines are 1-based and inclusive; clamp so a bad map cannot panic us.
+                let lo = (*a as usize).saturating_sub(1);
+                let hi = (*b as usize).min(line_count);
+                for slot in c.owner.iter_mut().take(hi).skip(lo) {
+                    *slot = Some(i);
+                }
+            }
+        }
+        c
+    }
+
+    /// PTX line ranges (1-based, inclusive) produced by `node`.
+    pub fn lines_of(&self, node: &str) -> &[[u32; 2]] {
+        self.index
+            .get(node)
+            .map_or(&[][..], |&i| &self.ranges[i as usize][..])
+    }
+
+    /// Node that produced 0-based PTX line `line`.
+    pub fn node_at(&self, line: usize) -> Option<&str> {
+        self.owner
+            .get(line)
+            .copied()
+            .flatten()
+            .map(|i| self.nodes[i as usize].as_str())
+    }
+
+    /// True when 0-based PTX line `line` belongs to `node`.
+    pub fn is_line_of(&self, line: usize, node: &str) -> bool {
+        self.node_at(line) == Some(node)
+    }
+}
+
+/// The PTX side: the kernel, its lines and the correlation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PtxView {
+    /// Emitter output (the PTX text lives here).
+    pub kernel: EmittedKernel,
+    /// Byte offset where each line starts in `kernel.ptx`.
+    starts: Vec<usize>,
+    /// IR <-> PTX correlation.
+    pub corr: Correlation,
+}
+
+impl PtxView {
+    /// Wraps an emitted kernel.
+    pub fn new(kernel: EmittedKernel) -> Self {
+        let mut starts = vec![0];
+        starts.extend(kernel.ptx.match_indices('\n').map(|(i, _)| i + 1));
+        if starts.last() == Some(&kernel.ptx.len()) && starts.len() > 1 {
+            starts.pop();
+        }
+        let corr = Correlation::new(&kernel.source_map, starts.len());
+        PtxView {
+            kernel,
+            starts,
+            corr,
+        }
+    }
+
+    /// Number of lines.
+    pub fn len(&self) -> usize {
+        if self.kernel.ptx.is_empty() {
+            0
+        } else {
+            self.starts.len()
+        }
+    }
+
+    /// True for an empty PTX text.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Line `i` (0-based) without its newline.
+    pub fn line(&self, i: usize) -> &str {
+        let Some(&a) = self.starts.get(i) else {
+            return "";
+        };
+        let b = self
+            .starts
+            .get(i + 1)
+            .map_or(self.kernel.ptx.len(), |&b| b - 1);
+        let line = self.kernel.ptx.get(a..b.max(a)).unwrap_or("");
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        line.strip_suffix('\r').unwrap_or(line)
+    }
+}
+
+/// One row of the occupancy sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OccRow {
+    /// Threads per block.
+    pub block_size: u32,
+    /// Resident blocks per SM.
+    pub blocks_per_sm: u32,
+    /// Active warps per SM.
+    pub active_warps_per_sm: u32,
+    /// Occupancy in percent.
+    pub occupancy_pct: f64,
+    /// What limits it.
+    pub limiter: String,
+}
+
+/// The Occupancy tab's data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OccupancyView {
+    /// Device the estimate is for.
+    pub device: String,
+    /// Sweep over block sizes.
+    pub rows: Vec<OccRow>,
+    /// Current block size (threads).
+    pub current: u32,
+    /// Row of the current size.
+    pub current_row: Option<OccRow>,
+    /// Headroom of the non-limiting resources, one sentence each.
+    pub headroom: Vec<String>,
+    /// Where the kernel's resource figures came from.
+    pub basis: String,
+}
+
+/// One row of the Resources tab.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResourceRow {
+    /// What.
+    pub name: String,
+    /// Value with unit, or `-` when unknown.
+    pub value: String,
+    /// Where it comes from (or why it is unknown).
+    pub source: String,
+}
+
+/// Everything that depends on the emit options and the device.
+#[derive(Debug, Clone)]
+pub struct Emission {
+    /// Options used.
+    pub opts: EmitOptions,
+    /// PTX, or why there is none.
+    pub ptx: Result<Arc<PtxView>, String>,
+    /// Occupancy, or why there is none.
+    pub occupancy: Result<OccupancyView, String>,
+    /// Kernel resources.
+    pub resources: Vec<ResourceRow>,
+    /// Diagnostics beyond the validator's (compile, launch, performance).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A loaded program.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// File it came from.
+    pub path: PathBuf,
+    /// Parsed program.
+    pub program: Arc<Program>,
+    /// Printed IR lines with their nodes.
+    pub ir: Vec<PrintedLine>,
+    /// Validator findings.
+    pub validation: Vec<Diagnostic>,
+    /// Statement count (decides inline vs worker emission).
+    pub stmt_count: usize,
+    /// Unique per load (highlight cache key of the IR text).
+    pub id: u64,
+}
+
+impl Document {
+    /// Loads, prints and validates `path`.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let program = load_program(path).map_err(|e| e.to_string())?;
+        Ok(Self::from_program(path.to_path_buf(), program))
+    }
+
+    /// Prints and validates an already parsed program.
+    pub fn from_program(path: PathBuf, program: Program) -> Self {
+        let ir = print_program(&program).lines;
+        let validation = validate(&program);
+        let mut stmt_count = 0usize;
+        program.walk_stmts(&mut |_| stmt_count += 1);
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Document {
+            path,
+            program: Arc::new(program),
+            ir,
+            validation,
+            stmt_count,
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// 0-based IR line that opens `node`.
+    pub fn ir_line_of(&self, node: &str) -> Option<usize> {
+        self.ir.iter().position(|l| l.node.as_deref() == Some(node))
+    }
+
+    /// Directory that `file` inputs are relative to.
+    pub fn base_dir(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// True when the validator found errors.
+    pub fn has_errors(&self) -> bool {
+        self.validation
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+}
+
+/// Emits and estimates `program` for `opts` on `device` (pure; safe on any thread).
+pub fn analyze(program: &Program, opts: &EmitOptions, device: Option<&DeviceCaps>) -> Emission {
+    let ptx = emit(program, opts)
+        .map(|k| Arc::new(PtxView::new(k)))
+        .map_err(|e| e.to_string());
+    let resources_known = known_resources(ptx.as_ref().ok().map(|p| &p.kernel));
+    let occupancy = occupancy_view(device, resources_known.as_ref(), opts);
+    let resources = resource_rows(
+        ptx.as_ref().ok().map(|p| &p.kernel),
+        resources_known.as_ref(),
+    );
+    Emission {
+        opts: opts.clone(),
+        ptx,
+        occupancy,
+        resources,
+        diagnostics: Vec::new(),
+    }
+}
+
+/// Kernel resources from the live driver or ptxas, when either is available.
+fn known_resources(kernel: Option<&EmittedKernel>) -> Option<KernelResources> {
+    let _ = kernel;
+    None
+}
+
+fn occupancy_view(
+    device: Option<&DeviceCaps>,
+    res: Option<&KernelResources>,
+    opts: &EmitOptions,
+) -> Result<OccupancyView, String> {
+    let Some(_device) = device else {
+        return Err("no device: no live GPU and no device profile - press d to pick a profile or start with --device NAME|FILE".into());
+    };
+    let Some(_res) = res else {
+        return Err(format!(
+            "kernel resources unknown for block {} (registers come from the live driver or ptxas; neither is available)",
+            opts.workgroup_size.iter().product::<u32>()
+        ));
+    };
+    Err("occupancy estimator not in this build yet (crate::occupancy::estimate)".into())
+}
+
+fn resource_rows(
+    kernel: Option<&EmittedKernel>,
+    res: Option<&KernelResources>,
+) -> Vec<ResourceRow> {
+    let unknown = "needs the live driver or ptxas (VYRESCOPE_PTXAS)";
+    let row = |name: &str, value: Option<String>, source: &str| ResourceRow {
+        name: name.into(),
+        value: value.unwrap_or_else(|| "-".into()),
+        source: source.into(),
+    };
+    let (src, r) = match res {
+        Some(r) => ("driver/ptxas", Some(r)),
+        None => (unknown, None),
+    };
+    let mut rows = vec![
+        row(
+            "registers / thread",
+            r.map(|r| r.regs_per_thread.to_string()),
+            src,
+        ),
+        row(
+            "local (spill + stack) / thread",
+            r.map(|r| format!("{} B", r.local_bytes)),
+            src,
+        ),
+        row(
+            "static shared",
+            r.map(|r| format!("{} B", r.static_smem_bytes)),
+            src,
+        ),
+        row("constant", r.map(|r| format!("{} B", r.const_bytes)), src),
+        row(
+            "max threads / block",
+            r.map(|r| r.max_threads_per_block.to_string()),
+            src,
+        ),
+    ];
+    if let Some(k) = kernel {
+        rows.push(row(
+            "ABI static shared",
+            Some(format!("{} B", k.abi.static_shared_bytes)),
+            "emitter ABI",
+        ));
+        rows.push(row(
+            "kernel parameters",
+            Some(k.abi.params.len().to_string()),
+            "emitter ABI",
+        ));
+        rows.push(row(
+            "grid barrier",
+            Some(k.abi.grid_sync.to_string()),
+            "emitter ABI",
+        ));
+        rows.push(row(
+            "PTX instructions",
+            Some(k.stats.instructions.to_string()),
+            "emitter",
+        ));
+        rows.push(row(
+            "bounds checks emitted / elided",
+            Some(format!(
+                "{} / {}",
+                k.stats.bounds_checks_emitted, k.stats.bounds_checks_elided
+            )),
+            "emitter",
+        ));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emit::{KernelAbi, MapEntry};
+
+    pub(crate) fn kernel(ptx: &str, map: &[(&str, &[[u32; 2]])]) -> EmittedKernel {
+        EmittedKernel {
+            kernel_name: "k".into(),
+            ptx: ptx.into(),
+            source_map: SourceMap {
+                entries: map
+                    .iter()
+                    .map(|(n, l)| MapEntry {
+                        node: n.to_string(),
+                        lines: l.to_vec(),
+                    })
+                    .collect(),
+            },
+            abi: KernelAbi::default(),
+            stats: Default::default(),
+        }
+    }
+
+    #[test]
+    fn ptx_lines_split_like_str_lines() {
+        for text in ["", "a", "a\n", "a\nb", "a\n\nb\n", "\n"] {
+            let v = PtxView::new(kernel(text, &[]));
+            let want: Vec<&str> = text.lines().collect();
+            let got: Vec<&str> = (0..v.len()).map(|i| v.line(i)).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn correlation_maps_both_ways_and_clamps() {
+        let v = PtxView::new(kernel(
+            "l1\nl2\nl3\nl4\nl5\n",
+            &[("prologue", &[[1, 1]]), ("body[0]", &[[2, 3], [5, 9]])],
+        ));
+        assert_eq!(v.corr.node_at(0), Some("prologue"));
+        assert_eq!(v.corr.node_at(1), Some("body[0]"));
+        assert_eq!(v.corr.node_at(3), None);
+        assert_eq!(v.corr.node_at(4), Some("body[0]"));
+        assert_eq!(v.corr.node_at(99), None);
+        assert_eq!(v.corr.lines_of("body[0]"), &[[2, 3], [5, 9]]);
+        assert!(v.corr.lines_of("nope").is_empty());
+    }
+}

@@ -1,0 +1,169 @@
+//! The user's config file: key and style overrides on top of the defaults, field by field.
+//!
+//! Location: `$VYRESCOPE_CONFIG` if set, else `<config dir>/vyrescope/config.json`
+//! (`~/.config/vyrescope/config.json` on Linux). Every field is optional:
+//!
+//! ```json
+//! {
+//!   "theme": "light",
+//!   "keys": { "quit": ["q", "ctrl-q"], "dispatch": ["r", "f5"] },
+//!   "styles": { "cursor": { "bg": "#334455", "bold": true } }
+//! }
+//! ```
+//!
+//! `keys` maps a command name (the help overlay lists them) to its full key list; a key
+//! taken by it is removed from other commands. `styles` overrides single fields (`fg`, `bg`,
+//! `bold`, `italic`, `underline`, `reversed`) of a named style. `--theme` beats `theme`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::action::Command;
+use super::keymap::{KeyMap, KeySpec};
+use super::theme::{StyleOverride, Theme};
+
+/// The config file's contents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Theme name or `.tmTheme` path.
+    pub theme: Option<String>,
+    /// Command name -> keys.
+    #[serde(default)]
+    pub keys: BTreeMap<String, Vec<String>>,
+    /// Style name -> override.
+    #[serde(default)]
+    pub styles: BTreeMap<String, StyleOverride>,
+}
+
+/// Why the config file could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config {path}: {message}\n  Fix: {fix}")]
+pub struct ConfigError {
+    /// File.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+/// Where the config file is looked for.
+pub fn config_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("VYRESCOPE_CONFIG") {
+        return Some(PathBuf::from(p));
+    }
+    dirs::config_dir().map(|d| d.join("vyrescope").join("config.json"))
+}
+
+impl Config {
+    /// Reads `path`; a missing file is an empty config.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => {
+                return Err(ConfigError {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                    fix: "make the file readable or remove it".into(),
+                })
+            }
+        };
+        Self::parse(&text).map_err(|mut e| {
+            e.path = path.display().to_string();
+            e
+        })
+    }
+
+    /// Parses config text.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| ConfigError {
+            path: String::new(),
+            message: format!("at `{}`: {}", e.path(), e.inner()),
+            fix: "see the Inspector section of the README for the fields".into(),
+        })
+    }
+
+    /// Applies the `keys` overrides.
+    pub fn apply_keys(&self, km: &mut KeyMap) -> Result<(), ConfigError> {
+        for (name, keys) in &self.keys {
+            let cmd = Command::from_name(name).ok_or_else(|| ConfigError {
+                path: String::new(),
+                message: format!("unknown command `{name}` in `keys`"),
+                fix: "use a command name from the help overlay (?)".into(),
+            })?;
+            let specs = keys
+                .iter()
+                .map(|k| KeySpec::parse(k))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ConfigError {
+                    path: String::new(),
+                    message: format!("keys.{name}: {}", e.0),
+                    fix: "use names like q, ctrl-c, shift-tab, pgdn, f5".into(),
+                })?;
+            km.rebind(cmd, specs);
+        }
+        Ok(())
+    }
+
+    /// Applies the `styles` overrides.
+    pub fn apply_styles(&self, theme: &mut Theme) -> Result<(), ConfigError> {
+        for (name, o) in &self.styles {
+            theme.apply(name, o).map_err(|m| ConfigError {
+                path: String::new(),
+                message: m,
+                fix: "style names: text dim border border_focus title gutter cursor correlated search_match tab tab_active status key error warning info ok chart marker".into(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::theme::load_syntax_theme;
+
+    #[test]
+    fn overrides_apply_field_by_field() {
+        let c = Config::parse(
+            r##"{"keys": {"quit": ["ctrl-q"], "dispatch": ["f5", "r"]},
+                "styles": {"cursor": {"fg": "#ff0000"}}}"##,
+        )
+        .unwrap();
+        let mut km = KeyMap::default();
+        c.apply_keys(&mut km).unwrap();
+        assert_eq!(km.lookup(KeySpec::ctrl('q')), Some(Command::Quit));
+        assert_eq!(km.lookup(KeySpec::ch('q')), None);
+        assert_eq!(km.lookup(KeySpec::ch('r')), Some(Command::Dispatch));
+        // Untouched commands keep their defaults.
+        assert_eq!(km.lookup(KeySpec::ch('j')), Some(Command::Down));
+        let mut t = Theme::from_syntax("dark", &load_syntax_theme("dark").unwrap());
+        let bg = t.cursor.bg;
+        c.apply_styles(&mut t).unwrap();
+        assert_eq!(t.cursor.fg, Some(ratatui::style::Color::Rgb(255, 0, 0)));
+        assert_eq!(t.cursor.bg, bg);
+    }
+
+    #[test]
+    fn errors_name_the_field_and_have_a_fix() {
+        let e = Config::parse(r#"{"keys": {"quit": [3]}}"#).unwrap_err();
+        assert!(e.message.contains("keys.quit"), "{e}");
+        let e = Config::parse(r#"{"colour": 1}"#).unwrap_err();
+        assert!(e.to_string().contains("Fix:"));
+        let c = Config::parse(r#"{"keys": {"frobnicate": ["x"]}}"#).unwrap();
+        assert!(c.apply_keys(&mut KeyMap::default()).is_err());
+        let c = Config::parse(r#"{"keys": {"quit": ["hyper-x"]}}"#).unwrap();
+        assert!(c.apply_keys(&mut KeyMap::default()).is_err());
+    }
+
+    #[test]
+    fn missing_file_is_empty_config() {
+        let p = std::env::temp_dir().join("vyrescope-no-such-config.json");
+        assert_eq!(Config::load(&p).unwrap(), Config::default());
+    }
+}

@@ -1,0 +1,90 @@
+//! Where every pane goes for a terminal size and the zoom/expand state. Drawing, mouse hit
+//! tests and page sizes all use this one function, so they always agree.
+
+use ratatui::layout::Rect;
+
+use super::app::{App, Focus};
+
+/// Screen regions; a hidden pane has a zero-sized rect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Areas {
+    /// Program list.
+    pub list: Rect,
+    /// IR pane.
+    pub ir: Rect,
+    /// PTX pane.
+    pub ptx: Rect,
+    /// Detail panel (tab bar inside its first row).
+    pub detail: Rect,
+    /// Status bar.
+    pub status: Rect,
+}
+
+impl Areas {
+    /// Rect of pane `f`.
+    pub fn of(&self, f: Focus) -> Rect {
+        match f {
+            Focus::List => self.list,
+            Focus::Ir => self.ir,
+            Focus::Ptx => self.ptx,
+            Focus::Detail => self.detail,
+        }
+    }
+
+    /// Lines of content pane `f` shows (inside borders; the detail panel also loses its tab
+    /// bar row).
+    pub fn page(&self, f: Focus) -> usize {
+        let r = self.of(f);
+        let chrome = if f == Focus::Detail { 3 } else { 2 };
+        (r.height as usize).saturating_sub(chrome).max(1)
+    }
+
+    /// The pane under (column, row).
+    pub fn hit(&self, x: u16, y: u16) -> Option<Focus> {
+        Focus::ALL.into_iter().find(|f| {
+            let r = self.of(*f);
+            x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
+        })
+    }
+}
+
+/// Computes the layout of a `width` x `height` screen.
+pub fn areas(width: u16, height: u16, app: &App) -> Areas {
+    let full = Rect::new(0, 0, width, height);
+    let status = Rect::new(0, height.saturating_sub(1), width, height.min(1));
+    let main = Rect::new(0, 0, width, height.saturating_sub(1));
+    let mut a = Areas {
+        status,
+        ..Areas::default()
+    };
+    if full.is_empty() {
+        return a;
+    }
+    if app.expand {
+        a.detail = main;
+        return a;
+    }
+    if app.zoom {
+        match app.focus {
+            Focus::List => a.list = main,
+            Focus::Ir => a.ir = main,
+            Focus::Ptx => a.ptx = main,
+            Focus::Detail => a.detail = main,
+        }
+        return a;
+    }
+    // The detail panel takes 2/5 of the height, at least 8 rows, and leaves the code panes
+    // at least 6 rows (4 lines of code) on a 24-row terminal.
+    let detail_h = (main.height * 2 / 5)
+        .max(8)
+        .min(main.height.saturating_sub(6));
+    let top_h = main.height - detail_h;
+    a.detail = Rect::new(0, top_h, width, detail_h);
+    let list_w = (width / 6).clamp(14, 30).min(width / 3);
+    a.list = Rect::new(0, 0, list_w, top_h);
+    let rest = width - list_w;
+    let ir_w = rest / 2;
+    a.ir = Rect::new(list_w, 0, ir_w, top_h);
+    a.ptx = Rect::new(list_w + ir_w, 0, rest - ir_w, top_h);
+    a
+}

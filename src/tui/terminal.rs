@@ -1,0 +1,171 @@
+//! The interactive terminal: raw mode, alternate screen and mouse capture behind a guard
+//! that restores the terminal on every way out (return, error, panic), and the event loop.
+//!
+//! Ctrl-C arrives as a key in raw mode (no signal), so quitting with it goes through the
+//! same restore path as `q`.
+
+use std::io::{stdout, Stdout};
+use std::path::PathBuf;
+use std::sync::Once;
+use std::time::{Duration, Instant, SystemTime};
+
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
+use ratatui::crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::crossterm::{cursor, execute};
+use ratatui::Terminal;
+
+use super::action::Action;
+use super::app::App;
+use super::highlight::Highlighter;
+use super::input::event_action;
+use super::update::update;
+use super::views;
+use super::worker::Worker;
+use super::TuiError;
+
+/// While busy the screen is redrawn at least this often (spinner, progress).
+pub const BUSY_FRAME: Duration = Duration::from_millis(100);
+/// How often `--watch` looks at the file's modification time.
+pub const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// Puts the terminal back: raw mode off, main screen, mouse released, cursor shown. Safe
+/// to call more than once and when setup was only half done.
+pub fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(
+        stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        cursor::Show
+    );
+}
+
+/// Owns the terminal modes; dropping it restores the terminal.
+pub struct Guard {
+    _private: (),
+}
+
+impl Guard {
+    /// Enters raw mode, the alternate screen and mouse capture; on failure whatever was
+    /// switched on is switched off again.
+    pub fn enter() -> std::io::Result<Self> {
+        install_panic_hook();
+        let g = Guard { _private: () };
+        enable_raw_mode()?;
+        execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+        Ok(g)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Restores the terminal before the default panic message is printed, so the message is
+/// readable and the shell is usable after a crash.
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            prev(info);
+        }));
+    });
+}
+
+fn mtime(p: &PathBuf) -> Option<SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Runs the event loop until the user quits.
+pub fn run(mut app: App, hl: Highlighter, watch: bool) -> Result<(), TuiError> {
+    let guard = Guard::enter()?;
+    let mut terminal: Terminal<CrosstermBackend<Stdout>> =
+        Terminal::new(CrosstermBackend::new(stdout()))?;
+    terminal.clear()?;
+    let size = terminal.size()?;
+    update(&mut app, Action::Resize(size.width, size.height));
+    let worker = Worker::spawn();
+    let mut dirty = true;
+    let mut last_draw = Instant::now();
+    let mut last_tick = Instant::now();
+    let mut watched: Option<(PathBuf, Option<SystemTime>)> = None;
+    let mut last_watch = Instant::now();
+    loop {
+        for job in app.outbox.drain(..) {
+            if !worker.submit(job) {
+                // The worker thread is gone (it panicked); say so instead of spinning.
+                app.busy = None;
+                app.pending = 0;
+                app.message = Some((
+                    super::app::Level::Error,
+                    "worker thread stopped; restart the inspector".into(),
+                ));
+            }
+        }
+        if dirty {
+            terminal.draw(|f| views::draw(f, &app, &hl))?;
+            dirty = false;
+            last_draw = Instant::now();
+        }
+        if app.quit {
+            break;
+        }
+        let timeout = if app.busy.is_some() {
+            BUSY_FRAME.saturating_sub(last_draw.elapsed())
+        } else {
+            Duration::from_millis(250)
+        };
+        if event::poll(timeout)? {
+            // Drain everything that is already queued before the next frame, so fast key
+            // repeat or a wheel burst does not lag behind the screen.
+            loop {
+                let ev = event::read()?;
+                if let Some(a) = event_action(&app, &ev) {
+                    update(&mut app, a);
+                    dirty = true;
+                }
+                if app.quit || !event::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+        }
+        while let Ok(r) = worker.replies.try_recv() {
+            update(&mut app, Action::Worker(r));
+            dirty = true;
+        }
+        if app.busy.is_some() && last_tick.elapsed() >= BUSY_FRAME {
+            update(&mut app, Action::Tick);
+            last_tick = Instant::now();
+            dirty = true;
+        }
+        if watch && last_watch.elapsed() >= WATCH_EVERY {
+            last_watch = Instant::now();
+            let cur = app
+                .current
+                .and_then(|i| app.entries.get(i))
+                .map(|e| e.path.clone());
+            match (cur, &mut watched) {
+                (Some(p), Some((wp, t))) if *wp == p => {
+                    let now = mtime(&p);
+                    if now != *t {
+                        *t = now;
+                        update(&mut app, Action::FileChanged);
+                        dirty = true;
+                    }
+                }
+                (Some(p), w) => *w = Some((p.clone(), mtime(&p))),
+                (None, w) => *w = None,
+            }
+        }
+    }
+    drop(terminal);
+    drop(guard);
+    Ok(())
+}

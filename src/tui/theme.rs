@@ -1,0 +1,353 @@
+//! Colors and styles: a `.tmTheme` (dark, light, high-contrast built in, or a file) gives
+//! both the syntax colors and the UI palette; the user config overrides single styles field
+//! by field; `NO_COLOR` turns every color off and keeps only bold/reverse/underline.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use ratatui::style::{Color, Modifier, Style};
+use serde::Deserialize;
+use syntect::highlighting::{Theme as SynTheme, ThemeSet};
+
+/// Built-in themes: name and `.tmTheme` text.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("dark", include_str!("../../themes/dark.tmTheme")),
+    ("light", include_str!("../../themes/light.tmTheme")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.tmTheme"),
+    ),
+];
+
+/// Why a theme could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot load theme `{name}`: {reason}\n  Fix: use dark, light, high-contrast or a path to a .tmTheme file")]
+pub struct ThemeError {
+    /// Name or path given.
+    pub name: String,
+    /// What went wrong.
+    pub reason: String,
+}
+
+/// Every style the views use. Field names are the keys of `styles` in the config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Theme {
+    /// Theme name (or file).
+    pub name: String,
+    /// False under `NO_COLOR`: syntax highlighting is off too.
+    pub color: bool,
+    /// Plain text (and the background everything sits on).
+    pub text: Style,
+    /// Secondary text.
+    pub dim: Style,
+    /// Pane borders.
+    pub border: Style,
+    /// Border of the focused pane.
+    pub border_focus: Style,
+    /// Pane titles.
+    pub title: Style,
+    /// Line numbers and node-id gutters.
+    pub gutter: Style,
+    /// The cursor line of the focused pane.
+    pub cursor: Style,
+    /// Lines correlated with the other pane's cursor.
+    pub correlated: Style,
+    /// Search matches.
+    pub search_match: Style,
+    /// Inactive tab titles.
+    pub tab: Style,
+    /// Active tab title.
+    pub tab_active: Style,
+    /// Status bar.
+    pub status: Style,
+    /// Keys in the status bar and help.
+    pub key: Style,
+    /// Errors.
+    pub error: Style,
+    /// Warnings.
+    pub warning: Style,
+    /// Info.
+    pub info: Style,
+    /// Success (parity passed, valid program).
+    pub ok: Style,
+    /// Chart lines and gauges.
+    pub chart: Style,
+    /// The current-size marker in charts.
+    pub marker: Style,
+}
+
+/// One style override from the config file; every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StyleOverride {
+    /// Foreground: `#rrggbb`, a color name (`red`, `lightblue`, ...) or `reset`.
+    pub fg: Option<String>,
+    /// Background, same forms.
+    pub bg: Option<String>,
+    /// Bold on/off.
+    pub bold: Option<bool>,
+    /// Italic on/off.
+    pub italic: Option<bool>,
+    /// Underline on/off.
+    pub underline: Option<bool>,
+    /// Reverse video on/off.
+    pub reversed: Option<bool>,
+}
+
+/// Parses `#rrggbb` or a color name.
+pub fn parse_color(s: &str) -> Option<Color> {
+    if let Some(hex) = s.strip_prefix('#') {
+        if hex.len() == 6 {
+            let v = u32::from_str_radix(hex, 16).ok()?;
+            return Some(Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8));
+        }
+        return None;
+    }
+    s.parse::<Color>().ok()
+}
+
+fn rgb(c: syntect::highlighting::Color) -> Color {
+    Color::Rgb(c.r, c.g, c.b)
+}
+
+/// Loads a built-in theme by name or a `.tmTheme` file.
+pub fn load_syntax_theme(name_or_file: &str) -> Result<SynTheme, ThemeError> {
+    let err = |reason: String| ThemeError {
+        name: name_or_file.to_string(),
+        reason,
+    };
+    if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_file) {
+        return ThemeSet::load_from_reader(&mut Cursor::new(text.as_bytes()))
+            .map_err(|e| err(e.to_string()));
+    }
+    let path = Path::new(name_or_file);
+    if !path.exists() {
+        return Err(err("no built-in theme by that name and no such file".into()));
+    }
+    ThemeSet::get_theme(path).map_err(|e| err(e.to_string()))
+}
+
+impl Theme {
+    /// The UI palette of a syntax theme.
+    pub fn from_syntax(name: &str, t: &SynTheme) -> Self {
+        let s = &t.settings;
+        let fg = s.foreground.map(rgb).unwrap_or(Color::Reset);
+        let bg = s.background.map(rgb).unwrap_or(Color::Reset);
+        let dark = s
+            .background
+            .is_none_or(|c| (c.r as u32 * 3 + c.g as u32 * 6 + c.b as u32) / 10 < 128);
+        let accent = s
+            .caret
+            .map(rgb)
+            .unwrap_or(if dark { Color::Cyan } else { Color::Blue });
+        let sel = s.selection.map(rgb).unwrap_or(Color::DarkGray);
+        let line_hl = s.line_highlight.map(rgb).unwrap_or(Color::Gray);
+        let find = s.find_highlight.map(rgb).unwrap_or(Color::Yellow);
+        let gutter = s.gutter_foreground.map(rgb).unwrap_or(Color::DarkGray);
+        let (red, yellow, green, blue) = if dark {
+            (
+                Color::Rgb(255, 110, 110),
+                Color::Rgb(240, 200, 90),
+                Color::Rgb(120, 220, 120),
+                Color::Rgb(120, 170, 255),
+            )
+        } else {
+            (
+                Color::Rgb(180, 0, 0),
+                Color::Rgb(150, 100, 0),
+                Color::Rgb(0, 120, 0),
+                Color::Rgb(0, 70, 180),
+            )
+        };
+        let text = Style::new().fg(fg).bg(bg);
+        Theme {
+            name: name.to_string(),
+            color: true,
+            text,
+            dim: Style::new().fg(gutter),
+            border: Style::new().fg(gutter),
+            border_focus: Style::new().fg(accent).add_modifier(Modifier::BOLD),
+            title: Style::new().fg(fg).add_modifier(Modifier::BOLD),
+            gutter: Style::new().fg(gutter),
+            cursor: Style::new().bg(sel).add_modifier(Modifier::BOLD),
+            correlated: Style::new().bg(line_hl),
+            search_match: Style::new()
+                .bg(find)
+                .fg(bg)
+                .add_modifier(Modifier::UNDERLINED),
+            tab: Style::new().fg(gutter),
+            tab_active: Style::new()
+                .fg(accent)
+                .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            status: Style::new().fg(bg).bg(fg),
+            key: Style::new().fg(accent).add_modifier(Modifier::BOLD),
+            error: Style::new().fg(red).add_modifier(Modifier::BOLD),
+            warning: Style::new().fg(yellow),
+            info: Style::new().fg(blue),
+            ok: Style::new().fg(green),
+            chart: Style::new().fg(blue),
+            marker: Style::new().fg(yellow).add_modifier(Modifier::BOLD),
+        }
+    }
+
+    /// No colors at all (`NO_COLOR`): emphasis only through modifiers.
+    pub fn monochrome() -> Self {
+        let b = Style::new().add_modifier(Modifier::BOLD);
+        Theme {
+            name: "no-color".into(),
+            color: false,
+            text: Style::new(),
+            dim: Style::new().add_modifier(Modifier::DIM),
+            border: Style::new(),
+            border_focus: b,
+            title: b,
+            gutter: Style::new().add_modifier(Modifier::DIM),
+            cursor: Style::new().add_modifier(Modifier::REVERSED),
+            correlated: Style::new().add_modifier(Modifier::UNDERLINED),
+            search_match: Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
+            tab: Style::new(),
+            tab_active: Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+            status: Style::new().add_modifier(Modifier::REVERSED),
+            key: b,
+            error: b,
+            warning: b,
+            info: Style::new(),
+            ok: Style::new(),
+            chart: Style::new(),
+            marker: b,
+        }
+    }
+
+    fn slot(&mut self, name: &str) -> Option<&mut Style> {
+        Some(match name {
+            "text" => &mut self.text,
+            "dim" => &mut self.dim,
+            "border" => &mut self.border,
+            "border_focus" => &mut self.border_focus,
+            "title" => &mut self.title,
+            "gutter" => &mut self.gutter,
+            "cursor" => &mut self.cursor,
+            "correlated" => &mut self.correlated,
+            "search_match" => &mut self.search_match,
+            "tab" => &mut self.tab,
+            "tab_active" => &mut self.tab_active,
+            "status" => &mut self.status,
+            "key" => &mut self.key,
+            "error" => &mut self.error,
+            "warning" => &mut self.warning,
+            "info" => &mut self.info,
+            "ok" => &mut self.ok,
+            "chart" => &mut self.chart,
+            "marker" => &mut self.marker,
+            _ => return None,
+        })
+    }
+
+    /// Applies one override; colors are ignored without color support. Errors name the
+    /// bad field or value.
+    pub fn apply(&mut self, name: &str, o: &StyleOverride) -> Result<(), String> {
+        let color = self.color;
+        let slot = self
+            .slot(name)
+            .ok_or_else(|| format!("unknown style `{name}`"))?;
+        let col = |v: &Option<String>| -> Result<Option<Color>, String> {
+            match v {
+                None => Ok(None),
+                Some(s) => parse_color(s).map(Some).ok_or_else(|| {
+                    format!("style `{name}`: bad color `{s}` (use #rrggbb or a name)")
+                }),
+            }
+        };
+        let (fg, bg) = (col(&o.fg)?, col(&o.bg)?);
+        if color {
+            if let Some(c) = fg {
+                *slot = slot.fg(c);
+            }
+            if let Some(c) = bg {
+                *slot = slot.bg(c);
+            }
+        }
+        for (flag, m) in [
+            (o.bold, Modifier::BOLD),
+            (o.italic, Modifier::ITALIC),
+            (o.underline, Modifier::UNDERLINED),
+            (o.reversed, Modifier::REVERSED),
+        ] {
+            match flag {
+                Some(true) => *slot = slot.add_modifier(m),
+                Some(false) => *slot = slot.remove_modifier(m),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_themes_load_with_distinct_palettes() {
+        let mut seen = Vec::new();
+        for (name, _) in BUILTIN {
+            let t = load_syntax_theme(name).unwrap();
+            let ui = Theme::from_syntax(name, &t);
+            assert!(ui.text.bg.is_some() && ui.cursor.bg.is_some());
+            assert_ne!(ui.cursor.bg, ui.text.bg, "{name}: cursor must stand out");
+            seen.push(ui.text);
+        }
+        seen.dedup();
+        assert_eq!(seen.len(), BUILTIN.len());
+    }
+
+    #[test]
+    fn override_changes_only_given_fields() {
+        let t = load_syntax_theme("dark").unwrap();
+        let mut ui = Theme::from_syntax("dark", &t);
+        let before = ui.cursor;
+        ui.apply(
+            "cursor",
+            &StyleOverride {
+                fg: Some("#010203".into()),
+                underline: Some(true),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(ui.cursor.fg, Some(Color::Rgb(1, 2, 3)));
+        assert_eq!(ui.cursor.bg, before.bg);
+        assert!(ui
+            .cursor
+            .add_modifier
+            .contains(Modifier::UNDERLINED | Modifier::BOLD));
+        assert!(ui.apply("nope", &StyleOverride::default()).is_err());
+        let bad = StyleOverride {
+            bg: Some("#12".into()),
+            ..Default::default()
+        };
+        assert!(ui.apply("text", &bad).is_err());
+    }
+
+    #[test]
+    fn monochrome_has_no_colors() {
+        let mut m = Theme::monochrome();
+        m.apply(
+            "error",
+            &StyleOverride {
+                fg: Some("red".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for s in [m.text, m.cursor, m.error, m.correlated, m.status] {
+            assert!(s.fg.is_none() && s.bg.is_none());
+        }
+    }
+
+    #[test]
+    fn missing_theme_file_is_an_error_with_fix() {
+        let e = load_syntax_theme("/nonexistent/x.tmTheme").unwrap_err();
+        assert!(e.to_string().contains("Fix:"));
+    }
+}

@@ -1,0 +1,94 @@
+//! Drawing: every view borrows the [`App`] (and the highlighter's cache) and writes into the
+//! frame; nothing here changes state. [`draw`] is the whole screen, used by the terminal
+//! loop, the headless replay and the snapshot tests alike.
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders};
+use ratatui::Frame;
+
+use super::app::{App, Focus};
+use super::highlight::Highlighter;
+use super::layout::areas;
+
+pub mod cache;
+pub mod code;
+pub mod diagnostics;
+pub mod help;
+pub mod ir_pane;
+pub mod occupancy;
+pub mod program_list;
+pub mod prompt;
+pub mod ptx_pane;
+pub mod resources;
+pub mod run;
+pub mod status_bar;
+pub mod tabs;
+pub mod telemetry;
+
+/// Draws the whole screen.
+pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
+    let area = frame.area();
+    let a = areas(area.width, area.height, app);
+    let buf = frame.buffer_mut();
+    buf.set_style(area, app.theme.text);
+    if !a.list.is_empty() {
+        program_list::draw(buf, a.list, app);
+    }
+    if !a.ir.is_empty() {
+        ir_pane::draw(buf, a.ir, app, hl);
+    }
+    if !a.ptx.is_empty() {
+        ptx_pane::draw(buf, a.ptx, app, hl);
+    }
+    if !a.detail.is_empty() {
+        tabs::draw(frame, a.detail, app);
+    }
+    status_bar::draw(frame.buffer_mut(), a.status, app);
+    match &app.overlay {
+        Some(super::app::Overlay::Help(scroll)) => {
+            help::draw(frame.buffer_mut(), area, app, *scroll)
+        }
+        Some(super::app::Overlay::Prompt(kind, text)) => {
+            prompt::draw(frame, a.status, app, *kind, text)
+        }
+        None => {}
+    }
+}
+
+/// A pane's frame: borders (thick and accented when focused) and a title.
+pub fn pane_block<'a>(app: &App, f: Focus, title: Line<'a>) -> Block<'a> {
+    let focused = app.focus == f;
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
+        .border_style(if focused {
+            app.theme.border_focus
+        } else {
+            app.theme.border
+        })
+        .title(title)
+}
+
+/// A title line: `name` plus optional dim detail.
+pub fn title<'a>(app: &App, name: &'a str, detail: String) -> Line<'a> {
+    let mut spans = vec![Span::styled(format!(" {name} "), app.theme.title)];
+    if !detail.is_empty() {
+        spans.push(Span::styled(format!("{detail} "), app.theme.dim));
+    }
+    Line::from(spans)
+}
+
+/// Renders `msg` (wrapped) as the content of an empty panel: why it is empty.
+pub fn empty_note(buf: &mut ratatui::buffer::Buffer, area: Rect, style: Style, msg: &str) {
+    use ratatui::widgets::{Paragraph, Widget, Wrap};
+    Paragraph::new(msg.to_string())
+        .style(style)
+        .wrap(Wrap { trim: true })
+        .render(area, buf);
+}

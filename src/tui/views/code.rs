@@ -1,0 +1,159 @@
+//! The shared code view of the IR and PTX panes: a gutter, syntax-highlighted text of the
+//! visible lines only, the cursor line, correlated lines and search matches.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use crate::tui::app::App;
+use crate::tui::highlight::{Highlighter, Lang};
+
+/// How one line is marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Nothing.
+    None,
+    /// Correlated with the other pane's selection.
+    Correlated,
+    /// The cursor line.
+    Cursor,
+}
+
+/// What a code view shows; the closures answer per visible line only.
+pub struct CodeView<'a> {
+    /// Language for highlighting.
+    pub lang: Lang,
+    /// Generation of the text (highlight cache key).
+    pub generation: u64,
+    /// Total lines.
+    pub len: usize,
+    /// First visible line.
+    pub scroll: usize,
+    /// Gutter width in columns (without the separator).
+    pub gutter_width: usize,
+    /// Text of line `i`.
+    pub line: &'a dyn Fn(usize) -> &'a str,
+    /// Gutter text of line `i`.
+    pub gutter: &'a dyn Fn(usize) -> String,
+    /// Mark of line `i`.
+    pub mark: &'a dyn Fn(usize) -> Mark,
+    /// Search text to underline.
+    pub search: Option<&'a str>,
+}
+
+/// Expands tabs to 4-column stops, tracking the column across spans.
+fn expand_tabs(s: &str, col: &mut usize) -> String {
+    if !s.contains('\t') {
+        *col += s.chars().count();
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c == '\t' {
+            let n = 4 - *col % 4;
+            out.extend(std::iter::repeat_n(' ', n));
+            *col += n;
+        } else {
+            out.push(c);
+            *col += 1;
+        }
+    }
+    out
+}
+
+/// Byte ranges of `needle` in `hay` (smart case: case-insensitive unless it has capitals).
+fn matches(hay: &str, needle: &str) -> Vec<std::ops::Range<usize>> {
+    if needle.is_empty() {
+        return Vec::new();
+    }
+    let fold = !needle.chars().any(char::is_uppercase);
+    let (h, n) = if fold {
+        (hay.to_ascii_lowercase(), needle.to_ascii_lowercase())
+    } else {
+        (hay.to_string(), needle.to_string())
+    };
+    h.match_indices(&n).map(|(i, m)| i..i + m.len()).collect()
+}
+
+/// Draws `view` into `inner` (the area inside the pane's borders).
+pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &CodeView<'_>) {
+    let t = &app.theme;
+    let rows = inner.height as usize;
+    let end = (view.scroll + rows).min(view.len);
+    let mut lines = Vec::with_capacity(rows);
+    for i in view.scroll..end {
+        let text = (view.line)(i);
+        let mark = (view.mark)(i);
+        let line_style = match mark {
+            Mark::Cursor => t.cursor,
+            Mark::Correlated => t.correlated,
+            Mark::None => Style::new(),
+        };
+        let mut spans = Vec::new();
+        if view.gutter_width > 0 {
+            let g = (view.gutter)(i);
+            spans.push(Span::styled(
+                format!("{g:>w$}│", w = view.gutter_width),
+                t.gutter,
+            ));
+        }
+        let found = view.search.map(|q| matches(text, q)).unwrap_or_default();
+        let mut col = 0usize;
+        for (range, style) in hl.pieces(view.lang, view.generation, i, text) {
+            // Split each highlighted piece at search-match borders.
+            let mut at = range.start;
+            while at < range.end {
+                let inside = found.iter().find(|m| m.start <= at && at < m.end);
+                let stop = match inside {
+                    Some(m) => m.end.min(range.end),
+                    None => found
+                        .iter()
+                        .map(|m| m.start)
+                        .filter(|s| *s > at)
+                        .min()
+                        .unwrap_or(range.end)
+                        .min(range.end),
+                };
+                let Some(piece) = text.get(at..stop) else {
+                    break;
+                };
+                let s = if inside.is_some() {
+                    style.patch(t.search_match)
+                } else {
+                    style
+                };
+                spans.push(Span::styled(expand_tabs(piece, &mut col), s));
+                at = stop;
+            }
+        }
+        lines.push(Line::from(spans).style(line_style));
+    }
+    Paragraph::new(lines).render(inner, buf);
+}
+
+/// Columns needed for the decimal line numbers of `len` lines.
+pub fn digits(len: usize) -> usize {
+    len.max(1).to_string().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tabs_expand_to_stops_across_pieces() {
+        let mut col = 0;
+        assert_eq!(expand_tabs("\tab", &mut col), "    ab");
+        assert_eq!(expand_tabs("c\td", &mut col), "c d");
+        assert_eq!(col, 9);
+    }
+
+    #[test]
+    fn smart_case_matches() {
+        assert_eq!(matches("Ld ld LD", "ld"), vec![0..2, 3..5, 6..8]);
+        assert_eq!(matches("Ld ld LD", "LD"), vec![6..8]);
+        assert!(matches("x", "").is_empty());
+    }
+}

@@ -1,0 +1,71 @@
+//! The help overlay, generated from the keymap (so it always shows the live bindings,
+//! including user overrides) grouped by section.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::tui::app::App;
+use crate::tui::config::config_path;
+use crate::tui::keymap::Group;
+
+/// The help text lines (also used by tests).
+pub fn lines(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut out = Vec::new();
+    let mut groups: Vec<Group> = app.keymap.bindings.iter().map(|(c, _)| c.group()).collect();
+    groups.sort();
+    groups.dedup();
+    for g in groups {
+        out.push(Line::styled(g.title().to_string(), t.title));
+        for (cmd, keys) in app.keymap.bindings.iter().filter(|(c, _)| c.group() == g) {
+            if keys.is_empty() {
+                continue;
+            }
+            let k = keys
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push(Line::from(vec![
+                Span::styled(format!("  {k:<14}"), t.key),
+                Span::raw(format!("{:<28}", cmd.describe())),
+                Span::styled(cmd.name().to_string(), t.dim),
+            ]));
+        }
+    }
+    out.push(Line::raw(""));
+    let cfg = config_path().map_or("(no config dir)".into(), |p| p.display().to_string());
+    out.push(Line::styled(
+        format!("Overrides: {cfg}  (keys by command name, styles by field)"),
+        t.dim,
+    ));
+    out
+}
+
+/// Draws the overlay centered in `area`, scrolled by `scroll` lines.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App, scroll: usize) {
+    let w = area.width.min(76);
+    let h = area.height.saturating_sub(2).max(3);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    Clear.render(r, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.border_focus)
+        .title(Line::styled(
+            " Help - keys (Esc closes, j/k scroll) ",
+            app.theme.title,
+        ));
+    let all = lines(app);
+    let scroll = scroll.min(all.len().saturating_sub(1));
+    Paragraph::new(all.into_iter().skip(scroll).collect::<Vec<_>>())
+        .style(app.theme.text)
+        .block(block)
+        .render(r, buf);
+}

@@ -1,0 +1,86 @@
+//! The IR pane: the printer's text with a node-id gutter; the cursor line, and the lines of
+//! the statement selected in the PTX pane, are marked.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+
+use super::code::{self, CodeView, Mark};
+use crate::tui::app::{App, Focus};
+use crate::tui::highlight::{Highlighter, Lang};
+
+/// Draws the IR pane into `area`.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
+    let detail = match (&app.doc, app.ir_node()) {
+        (Some(_), Some(n)) => format!("{}/{} {n}", app.ir.cursor + 1, app.ir_len()),
+        (Some(_), None) => format!("{}/{}", app.ir.cursor + 1, app.ir_len()),
+        (None, _) => String::new(),
+    };
+    let name = app
+        .doc
+        .as_ref()
+        .map_or("IR".to_string(), |d| format!("IR {}", d.program.name));
+    let block = super::pane_block(app, Focus::Ir, super::title(app, &name, detail));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let Some(doc) = app.doc.as_ref() else {
+        let msg = app
+            .doc_error
+            .as_deref()
+            .unwrap_or("no program open - select one in the list (Enter) or press o");
+        return super::empty_note(buf, inner, app.theme.error, msg);
+    };
+    // The gutter shows node ids; long ids are cut from the left (the tail names the
+    // statement) so the code keeps at least two thirds of the pane.
+    let longest = doc
+        .ir
+        .iter()
+        .filter_map(|l| l.node.as_ref().map(|n| n.len()))
+        .max()
+        .unwrap_or(0);
+    let gutter_width = longest.min(inner.width as usize / 3);
+    let focused = app.focus == Focus::Ir;
+    let sel = if focused { None } else { app.selected_node() };
+    let line = |i: usize| doc.ir.get(i).map_or("", |l| l.code.as_str());
+    let gutter = |i: usize| {
+        let n = doc.ir.get(i).and_then(|l| l.node.as_deref()).unwrap_or("");
+        if n.len() > gutter_width {
+            let cut = n.len() - gutter_width.saturating_sub(1);
+            format!("…{}", n.get(cut..).unwrap_or(""))
+        } else {
+            n.to_string()
+        }
+    };
+    let mark = |i: usize| {
+        let node = doc.ir.get(i).and_then(|l| l.node.as_deref());
+        if i == app.ir.cursor && (focused || sel.is_none() || node == sel) {
+            Mark::Cursor
+        } else if sel.is_some() && node == sel {
+            Mark::Correlated
+        } else {
+            Mark::None
+        }
+    };
+    let search = app
+        .search
+        .as_ref()
+        .filter(|(f, _)| *f == Focus::Ir)
+        .map(|(_, q)| q.as_str());
+    code::draw(
+        buf,
+        inner,
+        app,
+        hl,
+        &CodeView {
+            lang: Lang::Ir,
+            generation: doc.id,
+            len: doc.ir.len(),
+            scroll: app.ir.scroll,
+            gutter_width,
+            line: &line,
+            gutter: &gutter,
+            mark: &mark,
+            search,
+        },
+    );
+}

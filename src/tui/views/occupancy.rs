@@ -1,0 +1,109 @@
+//! Occupancy tab: occupancy versus block size (the current size marked), the limiter and the
+//! headroom of the other resources.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget, Wrap};
+use ratatui::Frame;
+
+use crate::tui::app::App;
+
+/// Draws the chart and the explanation beside it.
+pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let buf = frame.buffer_mut();
+    let occ = match app.emission.as_ref().map(|e| &e.occupancy) {
+        Some(Ok(o)) => o,
+        Some(Err(e)) => {
+            let wg = app.workgroup();
+            let msg = format!(
+                "no occupancy estimate: {e}. Block {} threads ({},{},{}); device {}.",
+                wg.iter().product::<u32>(),
+                wg[0],
+                wg[1],
+                wg[2],
+                app.devices.label()
+            );
+            return super::empty_note(buf, area, t.dim, &msg);
+        }
+        None => return super::empty_note(buf, area, t.dim, "no program open"),
+    };
+    let [chart_area, text_area] =
+        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(area);
+    let points: Vec<(f64, f64)> = occ
+        .rows
+        .iter()
+        .map(|r| (r.block_size as f64, r.occupancy_pct))
+        .collect();
+    let marker: Vec<(f64, f64)> = occ
+        .current_row
+        .iter()
+        .map(|r| (r.block_size as f64, r.occupancy_pct))
+        .collect();
+    let max_x = occ
+        .rows
+        .iter()
+        .map(|r| r.block_size)
+        .max()
+        .unwrap_or(1024)
+        .max(32) as f64;
+    let chart = Chart::new(vec![
+        Dataset::default()
+            .name("occupancy %")
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(t.chart)
+            .data(&points),
+        Dataset::default()
+            .name(format!("block {}", occ.current))
+            .marker(Marker::Block)
+            .graph_type(GraphType::Scatter)
+            .style(t.marker)
+            .data(&marker),
+    ])
+    .x_axis(
+        Axis::default()
+            .title("block")
+            .style(t.dim)
+            .bounds([0.0, max_x])
+            .labels([
+                "0".to_string(),
+                format!("{}", max_x as u32 / 2),
+                format!("{}", max_x as u32),
+            ]),
+    )
+    .y_axis(
+        Axis::default()
+            .style(t.dim)
+            .bounds([0.0, 100.0])
+            .labels(["0", "50", "100"]),
+    );
+    chart.render(chart_area, buf);
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("block {}: ", occ.current), t.title),
+        Span::raw(match &occ.current_row {
+            Some(r) => format!(
+                "{:.1}% ({} blocks/SM, {} warps)",
+                r.occupancy_pct, r.blocks_per_sm, r.active_warps_per_sm
+            ),
+            None => "not launchable".into(),
+        }),
+    ])];
+    if let Some(r) = &occ.current_row {
+        lines.push(Line::from(vec![
+            Span::styled("limiter: ", t.key),
+            Span::raw(r.limiter.clone()),
+        ]));
+    }
+    for h in &occ.headroom {
+        lines.push(Line::styled(format!("· {h}"), t.text));
+    }
+    lines.push(Line::styled(
+        format!("{} · {}", occ.device, occ.basis),
+        t.dim,
+    ));
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: true })
+        .render(text_area, buf);
+}

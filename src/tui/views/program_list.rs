@@ -1,0 +1,58 @@
+//! The program list: the files given on the command line with their validation status.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use crate::tui::app::{App, EntryStatus, Focus};
+
+/// Draws the list into `area`.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
+    let t = &app.theme;
+    let block = super::pane_block(
+        app,
+        Focus::List,
+        super::title(app, "Programs", app.entries.len().to_string()),
+    );
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if app.entries.is_empty() {
+        return super::empty_note(buf, inner, t.dim, "no files - press o to open one");
+    }
+    let rows = inner.height as usize;
+    let lines: Vec<Line> = app
+        .entries
+        .iter()
+        .enumerate()
+        .skip(app.list.scroll)
+        .take(rows)
+        .map(|(i, e)| {
+            let (badge, style) = match &e.status {
+                EntryStatus::Checked {
+                    errors: 0,
+                    warnings: 0,
+                } => ("✓", t.ok),
+                EntryStatus::Checked { errors: 0, .. } => ("!", t.warning),
+                EntryStatus::Checked { .. } => ("✗", t.error),
+                EntryStatus::Failed(_) => ("✗", t.error),
+            };
+            let name = e.path.file_stem().map_or_else(
+                || e.path.display().to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            let open = if app.current == Some(i) { "▸" } else { " " };
+            let mut line = Line::from(vec![
+                Span::raw(open),
+                Span::styled(badge, style),
+                Span::raw(" "),
+                Span::raw(name),
+            ]);
+            if i == app.list.cursor && app.focus == Focus::List {
+                line = line.style(t.cursor);
+            }
+            line
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}

@@ -1,0 +1,82 @@
+//! The PTX pane: emitted PTX with line numbers; the lines produced by the IR statement
+//! under the IR cursor are marked (or, when this pane has focus, the cursor line and the
+//! rest of its statement's lines).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+
+use super::code::{self, CodeView, Mark};
+use crate::tui::app::{App, Focus};
+use crate::tui::highlight::{Highlighter, Lang};
+
+/// Draws the PTX pane into `area`.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
+    let opts = app.emit_options();
+    let node = app.selected_node();
+    let mut detail = format!(
+        "sm_{} wg {}",
+        opts.sm,
+        opts.workgroup_size
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    if let (Some(v), Some(n)) = (app.ptx_view(), node) {
+        let lines: u32 = v
+            .corr
+            .lines_of(n)
+            .iter()
+            .map(|r| r[1].saturating_sub(r[0]) + 1)
+            .sum();
+        detail.push_str(&format!(" · {n}: {lines} lines"));
+    }
+    let block = super::pane_block(app, Focus::Ptx, super::title(app, "PTX", detail));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let view = match app.emission.as_ref().map(|e| &e.ptx) {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            return super::empty_note(buf, inner, app.theme.error, &format!("no PTX: {e}"))
+        }
+        None if app.doc.is_some() => {
+            return super::empty_note(buf, inner, app.theme.dim, "emitting...")
+        }
+        None => return super::empty_note(buf, inner, app.theme.dim, "no program open"),
+    };
+    let focused = app.focus == Focus::Ptx;
+    let line = |i: usize| view.line(i);
+    let gutter = |i: usize| (i + 1).to_string();
+    let mark = |i: usize| {
+        if focused && i == app.ptx.cursor {
+            Mark::Cursor
+        } else if node.is_some_and(|n| view.corr.is_line_of(i, n)) {
+            Mark::Correlated
+        } else {
+            Mark::None
+        }
+    };
+    let search = app
+        .search
+        .as_ref()
+        .filter(|(f, _)| *f == Focus::Ptx)
+        .map(|(_, q)| q.as_str());
+    code::draw(
+        buf,
+        inner,
+        app,
+        hl,
+        &CodeView {
+            lang: Lang::Ptx,
+            generation: app.generation,
+            len: view.len(),
+            scroll: app.ptx.scroll,
+            gutter_width: code::digits(view.len()),
+            line: &line,
+            gutter: &gutter,
+            mark: &mark,
+            search,
+        },
+    );
+}

@@ -1,0 +1,97 @@
+//! The status bar: device (or `offline: <profile>`), target sm, workgroup size, work in
+//! progress, the last message, and key hints for the focused pane from the keymap.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use crate::tui::action::Command;
+use crate::tui::app::{App, Focus, Level};
+
+const SPINNER: [&str; 8] = ["⣾", "⣽", "⣻", "⢿", "⡿", "⣟", "⣯", "⣷"];
+
+/// Commands worth a hint for the focused pane (the keys come from the keymap).
+pub fn hints(app: &App) -> Vec<Command> {
+    use Command::*;
+    let mut v = match app.focus {
+        Focus::List => vec![Enter, Open, Reload],
+        Focus::Ir | Focus::Ptx => vec![NextBlock, Search, SearchNext, Zoom],
+        Focus::Detail if app.tab == crate::tui::app::Tab::Diagnostics => vec![Enter, Right, Expand],
+        Focus::Detail => vec![Right, Expand, Export],
+    };
+    v.extend([WgHalve, WgDouble, Dispatch, Tune, Help, Quit]);
+    v
+}
+
+/// Draws the bar into `area` (one row).
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
+    if area.is_empty() {
+        return;
+    }
+    let t = &app.theme;
+    let wg = app.workgroup();
+    let mut spans = vec![
+        Span::styled(format!(" {} ", app.devices.label()), t.status),
+        Span::styled(format!(" sm_{} ", app.sm), t.key),
+        Span::raw(format!("wg {},{},{} ", wg[0], wg[1], wg[2])),
+    ];
+    if let Some(b) = &app.busy {
+        let frame = SPINNER[(app.ticks as usize) % SPINNER.len()];
+        const W: usize = 10;
+        let progress = match (b.done * W).checked_div(b.total) {
+            Some(fill) => {
+                let fill = fill.min(W);
+                let bar = format!("{}{}", "█".repeat(fill), "·".repeat(W - fill));
+                format!(" {} {}/{} [{bar}]", b.label, b.done, b.total)
+            }
+            None => format!(" {}", b.label),
+        };
+        spans.push(Span::styled(format!("{frame}{progress} "), t.warning));
+    }
+    if let Some((level, msg)) = &app.message {
+        let style = if *level == Level::Error {
+            t.error
+        } else {
+            t.info
+        };
+        spans.push(Span::styled(format!("│ {msg} "), style));
+    } else {
+        spans.push(Span::styled("│", t.dim));
+        for c in hints(app) {
+            let keys = app.keymap.keys_of(c);
+            if keys.is_empty() {
+                continue;
+            }
+            let first = keys.split('/').next().unwrap_or("").to_string();
+            spans.push(Span::styled(format!(" {first}"), t.key));
+            spans.push(Span::styled(format!(" {}", short(c)), t.dim));
+        }
+    }
+    Paragraph::new(Line::from(spans))
+        .style(t.text)
+        .render(area, buf);
+}
+
+/// One-word hint text.
+fn short(c: Command) -> &'static str {
+    match c {
+        Command::Enter => "open",
+        Command::Open => "file",
+        Command::Reload => "reload",
+        Command::NextBlock => "block",
+        Command::Search => "search",
+        Command::SearchNext => "next",
+        Command::Zoom => "zoom",
+        Command::Right => "tab",
+        Command::Expand => "expand",
+        Command::Export => "export",
+        Command::WgHalve => "wg/2",
+        Command::WgDouble => "wg*2",
+        Command::Dispatch => "run",
+        Command::Tune => "tune",
+        Command::Help => "help",
+        Command::Quit => "quit",
+        other => other.name(),
+    }
+}

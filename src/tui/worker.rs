@@ -1,0 +1,189 @@
+//! Slow work off the UI thread: emission of large programs, device probe, dispatch, tune
+//! sweeps. Jobs go in through a channel; progress and results come back as [`Reply`]s that
+//! the event loop turns into [`crate::tui::action::Action::Worker`]. [`execute`] is the same
+//! code the headless replay runs inline, so replays see exactly what the UI sees.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::emit::EmitOptions;
+use crate::ir::Program;
+use crate::occupancy::DeviceCaps;
+
+use super::analysis::{analyze, Emission};
+use super::backend::{self, Counters, RunRecord, TuneRow};
+
+/// Work for the worker thread.
+#[derive(Debug, Clone)]
+pub enum Job {
+    /// Emit and estimate (large programs).
+    Analyze {
+        /// Generation this result belongs to (stale results are dropped).
+        generation: u64,
+        /// Program.
+        program: Arc<Program>,
+        /// Options.
+        opts: EmitOptions,
+        /// Device for the estimate.
+        device: Option<DeviceCaps>,
+    },
+    /// Probe the live device.
+    Probe,
+    /// Dispatch with verification.
+    Dispatch {
+        /// Program.
+        program: Arc<Program>,
+        /// Directory for `file` inputs.
+        base_dir: PathBuf,
+        /// Options (workgroup, sm).
+        opts: EmitOptions,
+    },
+    /// Tune sweep.
+    Tune {
+        /// Program.
+        program: Arc<Program>,
+        /// Directory for `file` inputs.
+        base_dir: PathBuf,
+        /// Options (sm; the workgroup is swept).
+        opts: EmitOptions,
+    },
+}
+
+impl Job {
+    /// What the status bar says while it runs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Job::Analyze { .. } => "emitting",
+            Job::Probe => "probing device",
+            Job::Dispatch { .. } => "dispatching",
+            Job::Tune { .. } => "tuning",
+        }
+    }
+}
+
+/// What the worker reports.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A job started (label, total steps; 0 = unknown).
+    Started(&'static str, usize),
+    /// Progress of the running job.
+    Progress(usize, usize),
+    /// Emission finished.
+    Analyzed(u64, Box<Emission>),
+    /// Probe finished.
+    Probed(Result<DeviceCaps, String>),
+    /// Dispatch finished, with the runtime's statistics afterwards.
+    Dispatched(Result<RunRecord, String>, Stats),
+    /// Tune finished.
+    Tuned(Result<Vec<TuneRow>, String>, Stats),
+}
+
+/// Cache and telemetry snapshots taken after GPU work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    /// Cache statistics.
+    pub cache: Result<Counters, String>,
+    /// Telemetry.
+    pub telemetry: Result<Counters, String>,
+}
+
+impl Stats {
+    /// Reads both from the runtime.
+    pub fn now() -> Self {
+        Stats {
+            cache: backend::cache_stats(),
+            telemetry: backend::telemetry(),
+        }
+    }
+}
+
+/// Runs one job to completion, reporting through `report`.
+pub fn execute(job: Job, report: &mut dyn FnMut(Reply)) {
+    match job {
+        Job::Analyze {
+            generation,
+            program,
+            opts,
+            device,
+        } => {
+            report(Reply::Started("emitting", 0));
+            let e = analyze(&program, &opts, device.as_ref());
+            report(Reply::Analyzed(generation, Box::new(e)));
+        }
+        Job::Probe => {
+            report(Reply::Started("probing device", 0));
+            report(Reply::Probed(backend::probe()));
+        }
+        Job::Dispatch {
+            program,
+            base_dir,
+            opts,
+        } => {
+            report(Reply::Started("dispatching", 0));
+            let r = backend::dispatch(&program, &base_dir, &opts);
+            report(Reply::Dispatched(r, Stats::now()));
+        }
+        Job::Tune {
+            program,
+            base_dir,
+            opts,
+        } => {
+            report(Reply::Started("tuning", 0));
+            let r = backend::tune(&program, &base_dir, &opts, &mut |d, t| {
+                report(Reply::Progress(d, t))
+            });
+            report(Reply::Tuned(r, Stats::now()));
+        }
+    }
+}
+
+/// A running worker thread.
+pub struct Worker {
+    jobs: Option<Sender<Job>>,
+    /// Replies to drain each loop iteration.
+    pub replies: Receiver<Reply>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Starts the thread.
+    pub fn spawn() -> Self {
+        let (jtx, jrx) = channel::<Job>();
+        let (rtx, rrx) = channel::<Reply>();
+        let handle = std::thread::Builder::new()
+            .name("vyrescope-worker".into())
+            .spawn(move || {
+                for job in jrx {
+                    execute(job, &mut |r| {
+                        let _ = rtx.send(r);
+                    });
+                }
+            })
+            .ok();
+        Worker {
+            jobs: Some(jtx),
+            replies: rrx,
+            handle,
+        }
+    }
+
+    /// Queues a job; false when the thread is gone.
+    pub fn submit(&self, job: Job) -> bool {
+        self.jobs.as_ref().is_some_and(|j| j.send(job).is_ok())
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Closing the job channel ends the thread's loop; a GPU job in flight is not waited
+        // for, so quitting stays instant.
+        self.jobs.take();
+        if let Some(h) = self.handle.take() {
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! Divergence analysis: which values and which control flow can differ between the threads
+//! of a barrier's scope.
+//!
+//! The analysis runs once per scope. A value is uniform when it is a literal, `len`, `nwg`,
+//! `subgroup_size`, a load of a `uniform` buffer at a uniform index, a variable whose every
+//! definition is uniform, or an operation on uniform values; `wgid` is uniform within a
+//! workgroup but not across the grid. `gid`, `lid`, `lane`, other loads, atomics and
+//! subgroup results are not. Control flow is non-uniform inside an `if` with a non-uniform
+//! condition, inside a loop with non-uniform bounds, and everywhere after a `return` taken
+//! under non-uniform control (threads that returned are missing from later barriers).
+//!
+//! Variables are tracked per declaration. A definition (`let`, `assign`, loop counter) made
+//! under non-uniform control makes the variable non-uniform too, since only some threads
+//! performed it. Facts only ever go from uniform to non-uniform, so iterating the walk until
+//! nothing changes reaches a fixpoint (assignments inside loops can feed values back to
+//! earlier statements); the final walk reports.
+
+use std::collections::HashMap;
+
+use crate::diagnostics::Severity;
+use crate::ir::{Access, BarrierScope, Builtin, Expr, Program, Stmt, StmtKind};
+
+use super::limits::{expr_children, stmt_exprs};
+use super::scope::Scopes;
+use super::Sink;
+
+/// Runs the analysis for both barrier scopes.
+pub fn check(p: &Program, sink: &mut Sink) {
+    for scope in [BarrierScope::Workgroup, BarrierScope::Grid] {
+        let mut a = Analysis {
+            p,
+            scope,
+            facts: HashMap::new(),
+            changed: false,
+            walk: Walk::default(),
+        };
+        // Each round that changes something marks at least one more declaration
+        // non-uniform, so the number of declarations bounds the rounds.
+        let decls = super::limits::preorder(p).len() + 2;
+        for _ in 0..decls {
+            a.changed = false;
+            a.walk = Walk::default();
+            a.list(&p.body, None);
+            if !a.changed {
+                break;
+            }
+        }
+        a.walk = Walk::default();
+        a.list(&p.body, Some(sink));
+    }
+}
+
+/// Why something is not uniform.
+#[derive(Debug, Clone, PartialEq)]
+struct Why {
+    /// As shown for this use (`i`, which depends on `gid.x`).
+    shown: String,
+    /// The source it comes from (`gid.x`), kept for variables defined from it.
+    root: String,
+}
+
+impl Why {
+    fn source(s: String) -> Self {
+        Why {
+            shown: s.clone(),
+            root: s,
+        }
+    }
+}
+
+/// A non-uniform `if`/loop around the current statement.
+#[derive(Debug, Clone)]
+struct Ctrl {
+    /// Node id of the `if` or loop.
+    node: String,
+    /// `if` or `loop`.
+    kind: &'static str,
+    why: Why,
+}
+
+/// A `return` taken under non-uniform control.
+#[derive(Debug, Clone)]
+struct Diverged {
+    ret: String,
+    ctrl: Ctrl,
+}
+
+#[derive(Debug, Default)]
+struct Walk<'a> {
+    scopes: Scopes<'a, ()>,
+    ctrl: Vec<Ctrl>,
+    diverged: Option<Diverged>,
+}
+
+struct Analysis<'a> {
+    p: &'a Program,
+    scope: BarrierScope,
+    /// Non-uniform declarations (by node id of the `let`/loop) and why.
+    facts: HashMap<&'a str, Why>,
+    changed: bool,
+    walk: Walk<'a>,
+}
+
+fn scope_name(s: BarrierScope) -> &'static str {
+    match s {
+        BarrierScope::Workgroup => "workgroup",
+        BarrierScope::Grid => "grid",
+    }
+}
+
+impl<'a> Analysis<'a> {
+    /// Why `e` may differ between threads of the scope; `None` when uniform.
+    fn value(&self, e: &Expr) -> Option<Why> {
+        match e {
+            Expr::Lit(_) | Expr::Len(_) => None,
+            Expr::Builtin(b) => match b {
+                Builtin::NumWorkgroups(_) | Builtin::SubgroupSize => None,
+                Builtin::WorkgroupId(a) => (self.scope == BarrierScope::Grid).then(|| {
+                    Why::source(format!(
+                        "`wgid.{}` (it differs between workgroups)",
+                        a.name()
+                    ))
+                }),
+                Builtin::GlobalId(a) => Some(Why::source(format!("`gid.{}`", a.name()))),
+                Builtin::LocalId(a) => Some(Why::source(format!("`lid.{}`", a.name()))),
+                Builtin::Lane => Some(Why::source("`lane`".into())),
+            },
+            Expr::Var(n) => {
+                let decl = self.walk.scopes.lookup(n)?.decl;
+                let why = self.facts.get(decl)?;
+                Some(Why {
+                    shown: format!("`{n}`, which depends on {}", why.root),
+                    root: why.root.clone(),
+                })
+            }
+            Expr::Load { buffer, index } => {
+                let uniform_buf = self
+                    .p
+                    .buffer(buffer)
+                    .is_some_and(|b| b.access == Access::Uniform);
+                if uniform_buf {
+                    self.value(index)
+                } else {
+                    Some(Why::source(format!("a load of `{buffer}`")))
+                }
+            }
+            Expr::Atomic { buffer, .. } => Some(Why::source(format!("an atomic on `{buffer}`"))),
+            Expr::Shuffle { .. } => Some(Why::source("a `shuffle` result".into())),
+            Expr::SubgroupReduce(..) => Some(Why::source("a `subgroup_reduce` result".into())),
+            Expr::Ballot(_) => Some(Why::source("a `ballot` result".into())),
+            _ => expr_children(e).into_iter().find_map(|c| self.value(c)),
+        }
+    }
+
+    /// Why control at this point may differ between threads; `None` when uniform.
+    fn control(&self) -> Option<Why> {
+        if let Some(c) = self.walk.ctrl.last() {
+            return Some(Why::source(format!(
+                "the `{}` at {} (on {})",
+                c.kind, c.node, c.why.root
+            )));
+        }
+        self.walk
+            .diverged
+            .as_ref()
+            .map(|d| Why::source(format!("the `return` at {} (under {})", d.ret, d.ctrl.node)))
+    }
+
+    /// Records a definition of the variable declared at `decl`.
+    fn define(&mut self, decl: &'a str, why: Option<Why>) {
+        if let Some(why) = why {
+            if !self.facts.contains_key(decl) {
+                self.facts.insert(decl, why);
+                self.changed = true;
+            }
+        }
+    }
+
+    fn list(&mut self, list: &'a [Stmt], mut sink: Option<&mut Sink>) {
+        for s in list {
+            self.stmt(s, sink.as_deref_mut());
+        }
+    }
+
+    fn nested(&mut self, list: &'a [Stmt], sink: Option<&mut Sink>) {
+        self.walk.scopes.push();
+        self.list(list, sink);
+        self.walk.scopes.pop();
+    }
+
+    fn stmt(&mut self, s: &'a Stmt, mut sink: Option<&mut Sink>) {
+        if let Some(sink) = sink.as_deref_mut() {
+            self.subgroup_warnings(s, sink);
+        }
+        match &s.kind {
+            StmtKind::Let { name, value } => {
+                let why = self.value(value).or_else(|| self.control());
+                self.walk.scopes.declare(name, &s.id, false, ());
+                self.define(&s.id, why);
+            }
+            StmtKind::Assign { name, value } => {
+                let why = self.value(value).or_else(|| self.control());
+                if let Some(decl) = self.walk.scopes.lookup(name).map(|v| v.decl) {
+                    self.define(decl, why);
+                }
+            }
+            StmtKind::Return => {
+                if self.walk.diverged.is_none() {
+                    if let Some(c) = self.walk.ctrl.last() {
+                        self.walk.diverged = Some(Diverged {
+                            ret: s.id.clone(),
+                            ctrl: c.clone(),
+                        });
+                    }
+                }
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                let why = self.value(cond);
+                let pushed = self.push_ctrl(s, "if", why);
+                self.nested(then, sink.as_deref_mut());
+                self.nested(otherwise, sink);
+                if pushed {
+                    self.walk.ctrl.pop();
+                }
+            }
+            StmtKind::Loop {
+                var,
+                from,
+                to,
+                body,
+            } => {
+                let why = self.value(from).or_else(|| self.value(to));
+                let counter = why.clone().or_else(|| self.control());
+                let pushed = self.push_ctrl(s, "loop", why);
+                let entry_diverged = self.walk.diverged.is_some();
+                self.walk.scopes.push();
+                self.walk.scopes.declare(var, &s.id, true, ());
+                self.define(&s.id, counter);
+                self.list(body, sink.as_deref_mut());
+                if !entry_diverged && self.walk.diverged.is_some() {
+                    // A thread returned in this iteration: the next iterations (the whole
+                    // body again) run with some threads missing.
+                    self.list(body, sink.as_deref_mut());
+                }
+                self.walk.scopes.pop();
+                if pushed {
+                    self.walk.ctrl.pop();
+                }
+            }
+            StmtKind::Barrier(scope) => {
+                if let Some(sink) = sink {
+                    if *scope == self.scope {
+                        self.barrier(s, sink);
+                    }
+                }
+            }
+            StmtKind::Block(b) => self.nested(b, sink),
+            StmtKind::Store { .. } => {}
+        }
+    }
+
+    fn push_ctrl(&mut self, s: &Stmt, kind: &'static str, why: Option<Why>) -> bool {
+        match why {
+            Some(why) => {
+                self.walk.ctrl.push(Ctrl {
+                    node: s.id.clone(),
+                    kind,
+                    why,
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn barrier(&self, s: &Stmt, sink: &mut Sink) {
+        let sc = scope_name(self.scope);
+        let uniform_hint = match self.scope {
+            BarrierScope::Workgroup => "`wgid`, `nwg`, `len`, literals or uniform-buffer loads",
+            BarrierScope::Grid => "`nwg`, `len`, literals or uniform-buffer loads",
+        };
+        if let Some(c) = self.walk.ctrl.first() {
+            let what = if c.kind == "if" {
+                "condition"
+            } else {
+                "bounds"
+            };
+            sink.error(
+                "V060",
+                Some(&s.id),
+                format!(
+                    "{sc} barrier inside the `{}` at {}, whose {what} can differ between threads of the {sc}: it depends on {}",
+                    c.kind, c.node, c.why.shown
+                ),
+                format!("move the barrier out of the `{}` so every thread reaches it, or make the {what} depend only on {uniform_hint}", c.kind),
+            );
+        } else if let Some(d) = &self.walk.diverged {
+            sink.error(
+                "V061",
+                Some(&s.id),
+                format!(
+                    "{sc} barrier after the `return` at {}, which only some threads take (the `{}` at {} depends on {}); the others would wait forever",
+                    d.ret, d.ctrl.kind, d.ctrl.node, d.ctrl.why.shown
+                ),
+                "do not return early before a barrier: wrap the work in an `if` instead and let every thread reach the barrier",
+            );
+        }
+        if self.scope == BarrierScope::Grid {
+            sink.push(
+                Severity::Info,
+                "V063",
+                Some(&s.id),
+                "grid barrier: the kernel needs a cooperative launch, so all workgroups must be resident on the GPU at once",
+                "keep the grid within what fits on the device at once (occupancy x SMs), or split the kernel at the barrier",
+            );
+        }
+    }
+
+    /// Warns about subgroup operations in `s`'s own expressions under non-uniform control.
+    fn subgroup_warnings(&self, s: &Stmt, sink: &mut Sink) {
+        if self.scope != BarrierScope::Workgroup {
+            return;
+        }
+        let Some(why) = self.control() else {
+            return;
+        };
+        for (key, e) in stmt_exprs(s) {
+            let mut found = None;
+            e.visit(&mut |x| {
+                if found.is_none() {
+                    found = match x {
+                        Expr::Shuffle { .. } => Some("shuffle"),
+                        Expr::SubgroupReduce(..) => Some("subgroup_reduce"),
+                        Expr::Ballot(_) => Some("ballot"),
+                        _ => None,
+                    };
+                }
+            });
+            if let Some(op) = found {
+                sink.push(
+                    Severity::Warning,
+                    "V062",
+                    Some(&s.id),
+                    format!(
+                        "in `{key}`: `{op}` under non-uniform control flow ({}): lanes of the warp that are inactive here give undefined values",
+                        why.shown
+                    ),
+                    "move the subgroup operation before the branch, so that all lanes of the warp take part",
+                );
+            }
+        }
+    }
+}

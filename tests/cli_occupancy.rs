@@ -1,0 +1,170 @@
+//! `vyrescope occupancy` as a user runs it: calculator mode, JSON rows, the default device
+//! notice, Program files through ptxas, and refusals with a Fix.
+
+use std::process::Command;
+
+fn vy(args: &[&str], ptxas: Option<&str>) -> (i32, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vyrescope"));
+    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    if let Some(p) = ptxas {
+        c.env("VYRESCOPE_PTXAS", p);
+    }
+    let o = c.output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn calculator_sweep_json_rows() {
+    let (code, out, _) = vy(
+        &[
+            "occupancy",
+            "--device",
+            "h100-sxm",
+            "--regs",
+            "37",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 32);
+    let keys: Vec<&String> = rows[0].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        vec![
+            "active_warps_per_sm",
+            "block_size",
+            "blocks_per_sm",
+            "limiter",
+            "occupancy_pct"
+        ]
+    );
+    let r128 = rows.iter().find(|r| r["block_size"] == 128).unwrap();
+    assert_eq!(r128["blocks_per_sm"], 12);
+    assert_eq!(r128["occupancy_pct"], 75.0);
+    assert_eq!(r128["limiter"], "registers");
+}
+
+#[test]
+fn calculator_one_block_explains() {
+    let (code, out, _) = vy(
+        &[
+            "occupancy",
+            "--device",
+            "a100",
+            "--regs",
+            "32",
+            "--dynamic-smem",
+            "49152",
+            "--block",
+            "128",
+        ],
+        None,
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("3 blocks/SM"), "{out}");
+    assert!(out.contains("limited by shared_memory"), "{out}");
+    assert!(out.contains("more bytes per block would"), "{out}");
+    let (code, out, _) = vy(
+        &[
+            "occupancy",
+            "--device",
+            "a100",
+            "--regs",
+            "32",
+            "--block",
+            "128",
+            "--dynamic-smem",
+            "200000",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(
+        code, 0,
+        "JSON output succeeds even for a launch that cannot run"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["blocks_per_sm"], 0);
+    assert!(v["launchable"].as_str().unwrap().contains("Fix:"));
+}
+
+#[test]
+fn default_device_is_said_and_bad_input_refused() {
+    let (code, out, _) = vy(&["occupancy", "--regs", "32"], None);
+    assert_eq!(code, 0);
+    assert!(out.contains("bundled `h200` profile"), "{out}");
+    let (code, _, err) = vy(&["occupancy", "--device", "gtx480", "--regs", "32"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("h100-sxm") && err.contains("Fix:"), "{err}");
+    let (code, _, err) = vy(&["occupancy", "--device", "h200"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("--regs"), "{err}");
+}
+
+#[test]
+fn program_file_without_resources_is_refused() {
+    let (code, _, err) = vy(
+        &[
+            "occupancy",
+            "fixtures/programs/vadd_f32.json",
+            "--device",
+            "h200",
+        ],
+        Some("/nonexistent/ptxas"),
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("ptxas is not installed") && err.contains("Fix:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn program_file_through_ptxas() {
+    let Some(bin) = vyrescope::emit::ptxas::find_ptxas() else {
+        println!("NOTICE: ptxas not found; skipping the Program-file occupancy check");
+        return;
+    };
+    let bin = bin.to_string_lossy().into_owned();
+    let (code, out, err) = vy(
+        &[
+            "occupancy",
+            "fixtures/programs/vadd_f32.json",
+            "--device",
+            "a100",
+            "--json",
+        ],
+        Some(&bin),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["resources_source"]
+        .as_str()
+        .unwrap()
+        .starts_with("ptxas -v for sm_80"));
+    let regs = v["resources"]["regs_per_thread"].as_u64().unwrap();
+    assert!((8..=64).contains(&regs), "{regs}");
+    assert_eq!(v["workgroup"], serde_json::json!([256, 1, 1]));
+    assert_eq!(v["estimate"]["block_size"], 256);
+    assert_eq!(v["sweep"].as_array().unwrap().len(), 32);
+    // A workgroup override is emitted and estimated at that size.
+    let (code, out, _) = vy(
+        &[
+            "occupancy",
+            "fixtures/programs/vadd_f32.json",
+            "--workgroup",
+            "64,1,1",
+        ],
+        Some(&bin),
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("workgroup 64x1x1"), "{out}");
+    assert!(out.contains("block 64:"), "{out}");
+}

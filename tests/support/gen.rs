@@ -1,0 +1,1063 @@
+//! Random Program generators for property tests (validator, interpreter, emitter).
+//!
+//! Use from a test file with `mod support;` and `support::gen::...`. Everything is driven by a
+//! `u64` seed (so a proptest failure names a reproducible seed):
+//! - [`valid_program`]: well-typed Programs the validator must accept: every rule of
+//!   program-format.md and SEMANTICS.md is respected by construction (types, literal contexts,
+//!   scoping without shadowing, writable stores, atomics, barriers only where every thread of
+//!   the workgroup reaches them). Loops are short and bounded, so interpreting one is cheap.
+//! - [`wild_program`]: structurally anything the model can hold (random names, types,
+//!   buffers, operators, nesting), mostly invalid; for "never panics" properties.
+//! - [`mutate`]: a valid Program with one random change that is likely to break a rule.
+#![allow(dead_code)]
+
+use vyrescope::ir::parse::assign_ids;
+use vyrescope::ir::*;
+
+/// SplitMix64: tiny, fast and good enough for test-case generation.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// True with probability `num / den`.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.next_u64() % den < num
+    }
+
+    /// A random element.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+}
+
+/// Limits of the valid generator.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Deepest statement nesting.
+    pub max_stmt_depth: usize,
+    /// Deepest expression nesting.
+    pub max_expr_depth: usize,
+    /// Most statements per list.
+    pub max_stmts: usize,
+    /// Emit workgroup barriers (at the top level, before any `return`).
+    pub barriers: bool,
+    /// Emit `shuffle`, `subgroup_reduce` and `ballot`.
+    pub subgroup_ops: bool,
+    /// Emit atomics.
+    pub atomics: bool,
+    /// Emit stores/loads/atomics on the workgroup buffer `tile` (racy between threads).
+    pub workgroup_memory: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_stmt_depth: 4,
+            max_expr_depth: 4,
+            max_stmts: 6,
+            barriers: true,
+            subgroup_ops: true,
+            atomics: true,
+            workgroup_memory: true,
+        }
+    }
+}
+
+const VALUE_TYPES: [ScalarType; 7] = ScalarType::ALL;
+const NUM_TYPES: [ScalarType; 6] = [
+    ScalarType::U32,
+    ScalarType::I32,
+    ScalarType::U64,
+    ScalarType::I64,
+    ScalarType::F32,
+    ScalarType::F64,
+];
+
+fn buf(
+    name: &str,
+    binding: Option<u32>,
+    access: Access,
+    elem: ElemType,
+    count: Option<u32>,
+) -> BufferDecl {
+    BufferDecl {
+        name: name.into(),
+        binding,
+        access,
+        elem,
+        count,
+    }
+}
+
+/// The buffer table every valid Program uses: one writable buffer per element type, a few
+/// read-only and uniform ones, and a workgroup buffer.
+pub fn standard_buffers() -> Vec<BufferDecl> {
+    let mut v = Vec::new();
+    let mut b = 0u32;
+    for e in ElemType::ALL {
+        v.push(buf(
+            &format!("out_{}", e.name()),
+            Some(b),
+            Access::ReadWrite,
+            e,
+            None,
+        ));
+        b += 1;
+    }
+    for e in [
+        ElemType::F32,
+        ElemType::U32,
+        ElemType::I64,
+        ElemType::F16,
+        ElemType::I8,
+    ] {
+        v.push(buf(
+            &format!("in_{}", e.name()),
+            Some(b),
+            Access::Read,
+            e,
+            None,
+        ));
+        b += 1;
+    }
+    v.push(buf("params", Some(b), Access::Uniform, ElemType::U32, None));
+    v.push(buf(
+        "tile",
+        None,
+        Access::Workgroup,
+        ElemType::U32,
+        Some(64),
+    ));
+    v
+}
+
+#[derive(Clone)]
+struct VarInfo {
+    name: String,
+    ty: ScalarType,
+    counter: bool,
+}
+
+struct ValidGen<'c> {
+    rng: Rng,
+    cfg: &'c Config,
+    buffers: Vec<BufferDecl>,
+    /// Visible variables; `frames` holds the length of `vars` at each block entry.
+    vars: Vec<VarInfo>,
+    frames: Vec<usize>,
+    next_name: usize,
+    /// A `return` was emitted under control flow: no barrier may follow.
+    returned: bool,
+}
+
+/// A well-typed Program the validator must accept.
+pub fn valid_program(seed: u64, cfg: &Config) -> Program {
+    let mut g = ValidGen {
+        rng: Rng::new(seed),
+        cfg,
+        buffers: standard_buffers(),
+        vars: Vec::new(),
+        frames: Vec::new(),
+        next_name: 0,
+        returned: false,
+    };
+    let wg = g
+        .rng
+        .pick(&[[64, 1, 1], [32, 2, 1], [128, 1, 1], [16, 4, 2]]);
+    let mut body = vec![Stmt {
+        id: String::new(),
+        kind: StmtKind::Let {
+            name: "i".into(),
+            value: Expr::Builtin(Builtin::GlobalId(Axis::X)),
+        },
+    }];
+    g.vars.push(VarInfo {
+        name: "i".into(),
+        ty: ScalarType::U32,
+        counter: false,
+    });
+    let n = 1 + g.rng.below(cfg.max_stmts);
+    for _ in 0..n {
+        let s = g.stmt(1, true);
+        body.push(s);
+    }
+    assign_ids(&mut body, "body");
+    Program {
+        name: format!("gen_{}", seed % 100_000),
+        doc: None,
+        workgroup_size: wg,
+        buffers: g.buffers.clone(),
+        body,
+        run: None,
+    }
+}
+
+fn st(kind: StmtKind) -> Stmt {
+    Stmt {
+        id: String::new(),
+        kind,
+    }
+}
+
+fn bx(e: Expr) -> Box<Expr> {
+    Box::new(e)
+}
+
+impl ValidGen<'_> {
+    fn fresh(&mut self) -> String {
+        self.next_name += 1;
+        format!("v{}", self.next_name)
+    }
+
+    fn push(&mut self) {
+        self.frames.push(self.vars.len());
+    }
+
+    fn pop(&mut self) {
+        let n = self.frames.pop().unwrap_or(0);
+        self.vars.truncate(n);
+    }
+
+    fn block(&mut self, depth: usize) -> Vec<Stmt> {
+        self.push();
+        let n = self.rng.below(self.cfg.max_stmts.min(4) + 1);
+        let v = (0..n).map(|_| self.stmt(depth + 1, false)).collect();
+        self.pop();
+        v
+    }
+
+    fn writable(&self, allow_wg: bool) -> Vec<BufferDecl> {
+        self.buffers
+            .iter()
+            .filter(|b| b.access.is_writable() && (allow_wg || b.access.is_host()))
+            .cloned()
+            .collect()
+    }
+
+    fn stmt(&mut self, depth: usize, top: bool) -> Stmt {
+        let nested_ok = depth < self.cfg.max_stmt_depth;
+        loop {
+            match self.rng.below(10) {
+                0 | 1 => {
+                    let name = self.fresh();
+                    let (value, ty) = if self.rng.chance(1, 5) {
+                        // A bare literal without context takes its default type.
+                        match self.rng.below(3) {
+                            0 => (
+                                Expr::Lit(Literal::Int(self.rng.below(1000) as i128)),
+                                ScalarType::U32,
+                            ),
+                            1 => (
+                                Expr::Lit(Literal::Int(-(self.rng.below(1000) as i128) - 1)),
+                                ScalarType::I32,
+                            ),
+                            _ => (
+                                Expr::Lit(Literal::Float(self.rng.below(1000) as f64 / 8.0)),
+                                ScalarType::F32,
+                            ),
+                        }
+                    } else {
+                        let ty = self.rng.pick(&VALUE_TYPES);
+                        (self.expr(ty, 0), ty)
+                    };
+                    self.vars.push(VarInfo {
+                        name: name.clone(),
+                        ty,
+                        counter: false,
+                    });
+                    return st(StmtKind::Let { name, value });
+                }
+                2 => {
+                    let cands: Vec<VarInfo> =
+                        self.vars.iter().filter(|v| !v.counter).cloned().collect();
+                    if cands.is_empty() {
+                        continue;
+                    }
+                    let v = cands[self.rng.below(cands.len())].clone();
+                    let value = self.operand(v.ty, 0);
+                    return st(StmtKind::Assign {
+                        name: v.name,
+                        value,
+                    });
+                }
+                3 | 4 => {
+                    let bufs = self.writable(self.cfg.workgroup_memory);
+                    let b = bufs[self.rng.below(bufs.len())].clone();
+                    let index = self.index(0);
+                    let value = self.operand(b.elem.value_type(), 0);
+                    return st(StmtKind::Store {
+                        buffer: b.name,
+                        index,
+                        value,
+                    });
+                }
+                5 if nested_ok => {
+                    let cond = self.expr(ScalarType::Bool, 0);
+                    let then = self.block(depth);
+                    let has_else = self.rng.chance(1, 2);
+                    let otherwise = if has_else {
+                        self.block(depth)
+                    } else {
+                        Vec::new()
+                    };
+                    return st(StmtKind::If {
+                        cond,
+                        then,
+                        otherwise,
+                        has_else,
+                    });
+                }
+                6 if nested_ok => {
+                    let var = self.fresh();
+                    let from = Expr::Lit(Literal::Int(self.rng.below(3) as i128));
+                    let to = if self.rng.chance(1, 2) {
+                        Expr::Lit(Literal::Int(self.rng.below(6) as i128))
+                    } else {
+                        let e = self.expr(ScalarType::U32, 1);
+                        Expr::Binary(BinOp::Min, bx(e), bx(Expr::Lit(Literal::Int(4))))
+                    };
+                    self.push();
+                    self.vars.push(VarInfo {
+                        name: var.clone(),
+                        ty: ScalarType::U32,
+                        counter: true,
+                    });
+                    let n = self.rng.below(3) + 1;
+                    let body = (0..n).map(|_| self.stmt(depth + 1, false)).collect();
+                    self.pop();
+                    return st(StmtKind::Loop {
+                        var,
+                        from,
+                        to,
+                        body,
+                    });
+                }
+                7 if nested_ok => return st(StmtKind::Block(self.block(depth))),
+                8 if top && self.cfg.barriers && !self.returned => {
+                    return st(StmtKind::Barrier(BarrierScope::Workgroup));
+                }
+                9 if !top && self.rng.chance(1, 4) => {
+                    self.returned = true;
+                    return st(StmtKind::Return);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// An index: a `u32` expression, sometimes a bare literal.
+    fn index(&mut self, depth: usize) -> Expr {
+        self.operand(ScalarType::U32, depth)
+    }
+
+    /// An expression of type `ty` for a position that gives bare literals their type from
+    /// context (store value, assign value, index, atomic operand, second operand).
+    fn operand(&mut self, ty: ScalarType, depth: usize) -> Expr {
+        if ty != ScalarType::Bool && self.rng.chance(1, 4) {
+            self.bare(ty)
+        } else {
+            self.expr(ty, depth)
+        }
+    }
+
+    fn bare(&mut self, ty: ScalarType) -> Expr {
+        Expr::Lit(match ty {
+            ScalarType::F32 | ScalarType::F64 => {
+                Literal::Float(self.rng.pick(&[0.0, 0.5, -1.25, 3.0e4, 1.0e-3, 7.0]))
+            }
+            t => {
+                let v = self.int_value(t);
+                Literal::Int(v)
+            }
+        })
+    }
+
+    fn int_value(&mut self, t: ScalarType) -> i128 {
+        let (lo, hi): (i128, i128) = match t {
+            ScalarType::U32 => (0, u32::MAX as i128),
+            ScalarType::I32 => (i32::MIN as i128, i32::MAX as i128),
+            ScalarType::U64 => (0, u64::MAX as i128),
+            _ => (i64::MIN as i128, i64::MAX as i128),
+        };
+        match self.rng.below(6) {
+            0 => lo,
+            1 => hi,
+            2 => 0,
+            3 => 1.clamp(lo, hi),
+            4 => (-1i128).clamp(lo, hi),
+            _ => lo + (self.rng.next_u64() as i128 % (hi - lo + 1)),
+        }
+    }
+
+    fn typed_lit(&mut self, ty: ScalarType) -> Expr {
+        let s = match ty {
+            ScalarType::Bool => Scalar::Bool(self.rng.chance(1, 2)),
+            ScalarType::U32 => Scalar::U32(self.int_value(ty) as u32),
+            ScalarType::I32 => Scalar::I32(self.int_value(ty) as i32),
+            ScalarType::U64 => Scalar::U64(self.int_value(ty) as u64),
+            ScalarType::I64 => Scalar::I64(self.int_value(ty) as i64),
+            ScalarType::F32 => Scalar::F32(self.rng.pick(&[
+                0.0,
+                -0.0,
+                1.5,
+                -2.25,
+                f32::INFINITY,
+                f32::NAN,
+                1.0e30,
+                1.0e-40,
+            ])),
+            ScalarType::F64 => Scalar::F64(self.rng.pick(&[
+                0.0,
+                -0.0,
+                1.5,
+                -2.25,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                1.0e300,
+                5.0e-324,
+            ])),
+        };
+        Expr::Lit(Literal::Typed(s))
+    }
+
+    /// A self-typed expression of type `ty` (never a bare literal: its type does not depend
+    /// on context, which keeps the elaborated types equal to the intended ones).
+    fn expr(&mut self, ty: ScalarType, depth: usize) -> Expr {
+        if depth >= self.cfg.max_expr_depth || self.rng.chance(1, 3) {
+            return self.leaf(ty);
+        }
+        let d = depth + 1;
+        match ty {
+            ScalarType::Bool => match self.rng.below(6) {
+                0 | 1 => {
+                    let t = self.rng.pick(&VALUE_TYPES);
+                    let op = if t == ScalarType::Bool {
+                        self.rng.pick(&[BinOp::Eq, BinOp::Ne])
+                    } else {
+                        self.rng.pick(&[
+                            BinOp::Eq,
+                            BinOp::Ne,
+                            BinOp::Lt,
+                            BinOp::Le,
+                            BinOp::Gt,
+                            BinOp::Ge,
+                        ])
+                    };
+                    let a = self.expr(t, d);
+                    let b = self.operand(t, d);
+                    self.binary_either_order(op, a, b)
+                }
+                2 => {
+                    let op = self.rng.pick(&[
+                        BinOp::LAnd,
+                        BinOp::LOr,
+                        BinOp::And,
+                        BinOp::Or,
+                        BinOp::Xor,
+                    ]);
+                    Expr::Binary(op, bx(self.expr(ty, d)), bx(self.expr(ty, d)))
+                }
+                3 => Expr::Unary(UnOp::LNot, bx(self.expr(ty, d))),
+                4 => {
+                    let t = self.rng.pick(&[ScalarType::F32, ScalarType::F64]);
+                    let op = self.rng.pick(&[UnOp::IsNan, UnOp::IsInf, UnOp::IsFinite]);
+                    Expr::Unary(op, bx(self.expr(t, d)))
+                }
+                _ => self.common(ty, d),
+            },
+            t if t.is_int() => match self.rng.below(7) {
+                0 | 1 => {
+                    let op = self.rng.pick(&[
+                        BinOp::Add,
+                        BinOp::Sub,
+                        BinOp::Mul,
+                        BinOp::Div,
+                        BinOp::Rem,
+                        BinOp::Min,
+                        BinOp::Max,
+                        BinOp::AbsDiff,
+                        BinOp::MulHi,
+                        BinOp::And,
+                        BinOp::Or,
+                        BinOp::Xor,
+                    ]);
+                    let a = self.expr(t, d);
+                    let b = self.operand(t, d);
+                    self.binary_either_order(op, a, b)
+                }
+                2 => {
+                    let op = self
+                        .rng
+                        .pick(&[BinOp::Shl, BinOp::Shr, BinOp::Rotl, BinOp::Rotr]);
+                    let a = self.expr(t, d);
+                    let b = self.operand(ScalarType::U32, d);
+                    Expr::Binary(op, bx(a), bx(b))
+                }
+                3 => {
+                    let op = self.rng.pick(&[
+                        UnOp::Neg,
+                        UnOp::Abs,
+                        UnOp::Sign,
+                        UnOp::Not,
+                        UnOp::Popcount,
+                        UnOp::Clz,
+                        UnOp::Ctz,
+                        UnOp::Brev,
+                    ]);
+                    Expr::Unary(op, bx(self.expr(t, d)))
+                }
+                4 if self.cfg.atomics
+                    && matches!(t, ScalarType::U32 | ScalarType::I32 | ScalarType::U64) =>
+                {
+                    self.atomic(t, d)
+                }
+                _ => self.common(ty, d),
+            },
+            t => match self.rng.below(6) {
+                0 | 1 => {
+                    let op = self.rng.pick(&[
+                        BinOp::Add,
+                        BinOp::Sub,
+                        BinOp::Mul,
+                        BinOp::Div,
+                        BinOp::Min,
+                        BinOp::Max,
+                        BinOp::AbsDiff,
+                    ]);
+                    let a = self.expr(t, d);
+                    let b = self.operand(t, d);
+                    self.binary_either_order(op, a, b)
+                }
+                2 => {
+                    let op = self.rng.pick(&[
+                        UnOp::Neg,
+                        UnOp::Abs,
+                        UnOp::Sign,
+                        UnOp::Sqrt,
+                        UnOp::Rsqrt,
+                        UnOp::Rcp,
+                        UnOp::Exp,
+                        UnOp::Exp2,
+                        UnOp::Log,
+                        UnOp::Log2,
+                        UnOp::Sin,
+                        UnOp::Cos,
+                        UnOp::Tan,
+                        UnOp::Tanh,
+                        UnOp::Floor,
+                        UnOp::Ceil,
+                        UnOp::Round,
+                        UnOp::Trunc,
+                    ]);
+                    Expr::Unary(op, bx(self.expr(t, d)))
+                }
+                3 => {
+                    // At least one self-typed operand first, so that elaboration types the rest.
+                    let a = self.expr(t, d);
+                    let b = self.operand(t, d);
+                    let c = self.operand(t, d);
+                    Expr::Fma(bx(a), bx(b), bx(c))
+                }
+                4 if self.cfg.atomics && t == ScalarType::F32 => self.atomic(t, d),
+                _ => self.common(ty, d),
+            },
+        }
+    }
+
+    /// `a OP b` or `b OP a` (the bare-literal side may come first; the other side types it).
+    fn binary_either_order(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        if self.rng.chance(1, 2) {
+            Expr::Binary(op, bx(a), bx(b))
+        } else {
+            Expr::Binary(op, bx(b), bx(a))
+        }
+    }
+
+    /// Forms valid for every type.
+    fn common(&mut self, ty: ScalarType, d: usize) -> Expr {
+        match self.rng.below(5) {
+            0 => {
+                let c = self.expr(ScalarType::Bool, d);
+                let a = self.expr(ty, d);
+                let b = self.operand(ty, d);
+                if self.rng.chance(1, 2) {
+                    Expr::Select(bx(c), bx(a), bx(b))
+                } else {
+                    Expr::Select(bx(c), bx(b), bx(a))
+                }
+            }
+            1 => {
+                let from = self.rng.pick(&VALUE_TYPES);
+                Expr::Cast(ty, bx(self.expr(from, d)))
+            }
+            2 if ty != ScalarType::Bool => {
+                let partners: Vec<ScalarType> = NUM_TYPES
+                    .iter()
+                    .copied()
+                    .filter(|t| t.bits() == ty.bits())
+                    .collect();
+                let from = self.rng.pick(&partners);
+                Expr::Bitcast(ty, bx(self.expr(from, d)))
+            }
+            3 if self.cfg.subgroup_ops => match self.rng.below(3) {
+                0 => Expr::Shuffle {
+                    value: bx(self.expr(ty, d)),
+                    lane: bx(self.operand(ScalarType::U32, d)),
+                },
+                1 if ty != ScalarType::Bool => {
+                    let op = if ty.is_int() {
+                        self.rng.pick(&ReduceOp::ALL)
+                    } else {
+                        self.rng
+                            .pick(&[ReduceOp::Add, ReduceOp::Mul, ReduceOp::Min, ReduceOp::Max])
+                    };
+                    Expr::SubgroupReduce(op, bx(self.expr(ty, d)))
+                }
+                _ if ty == ScalarType::U32 => Expr::Ballot(bx(self.expr(ScalarType::Bool, d))),
+                _ => self.leaf(ty),
+            },
+            _ => self.leaf(ty),
+        }
+    }
+
+    fn atomic(&mut self, ty: ScalarType, d: usize) -> Expr {
+        let bufs: Vec<BufferDecl> = self
+            .buffers
+            .iter()
+            .filter(|b| {
+                matches!(b.access, Access::ReadWrite | Access::Workgroup)
+                    && b.elem.value_type() == ty
+                    && !b.elem.is_narrow()
+                    && (self.cfg.workgroup_memory || b.access.is_host())
+            })
+            .cloned()
+            .collect();
+        if bufs.is_empty() {
+            return self.leaf(ty);
+        }
+        let b = bufs[self.rng.below(bufs.len())].clone();
+        let op = if ty == ScalarType::F32 {
+            AtomicOp::Add
+        } else {
+            self.rng.pick(&AtomicOp::ALL)
+        };
+        let expected = (op == AtomicOp::Cas).then(|| bx(self.operand(ty, d)));
+        Expr::Atomic {
+            op,
+            buffer: b.name,
+            index: bx(self.index(d)),
+            value: bx(self.operand(ty, d)),
+            expected,
+        }
+    }
+
+    fn leaf(&mut self, ty: ScalarType) -> Expr {
+        let vars: Vec<String> = self
+            .vars
+            .iter()
+            .filter(|v| v.ty == ty)
+            .map(|v| v.name.clone())
+            .collect();
+        let loads: Vec<BufferDecl> = self
+            .buffers
+            .iter()
+            .filter(|b| {
+                b.elem.value_type() == ty
+                    && b.access != Access::Write
+                    && (self.cfg.workgroup_memory || b.access.is_host())
+            })
+            .cloned()
+            .collect();
+        loop {
+            match self.rng.below(5) {
+                0 if !vars.is_empty() => {
+                    return Expr::Var(vars[self.rng.below(vars.len())].clone())
+                }
+                1 if !loads.is_empty() => {
+                    let b = loads[self.rng.below(loads.len())].clone();
+                    let index = self.index(self.cfg.max_expr_depth);
+                    return Expr::Load {
+                        buffer: b.name,
+                        index: bx(index),
+                    };
+                }
+                2 if ty == ScalarType::U32 => {
+                    let axis = self.rng.pick(&[Axis::X, Axis::Y, Axis::Z]);
+                    return Expr::Builtin(match self.rng.below(7) {
+                        0 => Builtin::GlobalId(axis),
+                        1 => Builtin::LocalId(axis),
+                        2 => Builtin::WorkgroupId(axis),
+                        3 => Builtin::NumWorkgroups(axis),
+                        4 => Builtin::Lane,
+                        5 => Builtin::SubgroupSize,
+                        _ => Builtin::GlobalId(Axis::X),
+                    });
+                }
+                3 if ty == ScalarType::U32 => {
+                    let b = self.rng.below(self.buffers.len());
+                    return Expr::Len(self.buffers[b].name.clone());
+                }
+                4 => return self.typed_lit(ty),
+                _ if vars.is_empty() && loads.is_empty() && ty != ScalarType::U32 => {
+                    return self.typed_lit(ty)
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wild programs
+
+const NAMES: [&str; 8] = ["i", "x", "y", "acc", "k", "2bad", "", "out"];
+const BUF_NAMES: [&str; 6] = ["a", "b", "out", "tile", "x", "b@d"];
+
+fn wild_expr(r: &mut Rng, depth: usize) -> Expr {
+    let leaf = depth == 0 || r.chance(1, 3);
+    if leaf {
+        return match r.below(7) {
+            0 => Expr::Lit(Literal::Int(match r.below(4) {
+                0 => r.next_u64() as i128,
+                1 => -(r.next_u64() as i128),
+                2 => i128::MAX,
+                _ => r.below(10) as i128,
+            })),
+            1 => Expr::Lit(Literal::Float(f64::from_bits(r.next_u64()))),
+            2 => Expr::Lit(Literal::Typed(Scalar::from_bits(
+                r.pick(&VALUE_TYPES),
+                r.next_u64(),
+            ))),
+            3 => Expr::Var(r.pick(&NAMES).to_string()),
+            4 => Expr::Len(r.pick(&BUF_NAMES).to_string()),
+            _ => Expr::Builtin(r.pick(&[
+                Builtin::GlobalId(Axis::X),
+                Builtin::LocalId(Axis::Y),
+                Builtin::WorkgroupId(Axis::Z),
+                Builtin::NumWorkgroups(Axis::X),
+                Builtin::Lane,
+                Builtin::SubgroupSize,
+            ])),
+        };
+    }
+    let d = depth - 1;
+    let k = r.below(12);
+    let (op2, op1) = (r.pick(&BinOp::ALL), r.pick(&UnOp::ALL));
+    let (t, atomic, reduce) = (
+        r.pick(&VALUE_TYPES),
+        r.pick(&AtomicOp::ALL),
+        r.pick(&ReduceOp::ALL),
+    );
+    let (buffer, with_expected) = (r.pick(&BUF_NAMES).to_string(), r.chance(1, 2));
+    let mut e = || bx(wild_expr(r, d));
+    match k {
+        0 => Expr::Binary(op2, e(), e()),
+        1 => Expr::Unary(op1, e()),
+        2 => Expr::Select(e(), e(), e()),
+        3 => Expr::Cast(t, e()),
+        4 => Expr::Bitcast(t, e()),
+        5 => Expr::Fma(e(), e(), e()),
+        6 => {
+            let (index, value) = (e(), e());
+            let expected = if with_expected { Some(e()) } else { None };
+            Expr::Atomic {
+                op: atomic,
+                buffer,
+                index,
+                value,
+                expected,
+            }
+        }
+        7 => Expr::Shuffle {
+            value: e(),
+            lane: e(),
+        },
+        8 => Expr::SubgroupReduce(reduce, e()),
+        9 => Expr::Ballot(e()),
+        10 => Expr::Load { buffer, index: e() },
+        _ => Expr::Binary(BinOp::Add, e(), e()),
+    }
+}
+
+fn wild_stmts(r: &mut Rng, depth: usize, n: usize) -> Vec<Stmt> {
+    (0..n)
+        .map(|_| {
+            let ed = r.below(5);
+            let kind = match r.below(9) {
+                0 => StmtKind::Let {
+                    name: r.pick(&NAMES).into(),
+                    value: wild_expr(r, ed),
+                },
+                1 => StmtKind::Assign {
+                    name: r.pick(&NAMES).into(),
+                    value: wild_expr(r, ed),
+                },
+                2 => StmtKind::Store {
+                    buffer: r.pick(&BUF_NAMES).into(),
+                    index: wild_expr(r, ed),
+                    value: wild_expr(r, ed),
+                },
+                3 if depth > 0 => {
+                    let has_else = r.chance(1, 2);
+                    StmtKind::If {
+                        cond: wild_expr(r, ed),
+                        then: {
+                            let n = r.below(4);
+                            wild_stmts(r, depth - 1, n)
+                        },
+                        otherwise: if has_else {
+                            {
+                                let n = r.below(3);
+                                wild_stmts(r, depth - 1, n)
+                            }
+                        } else {
+                            Vec::new()
+                        },
+                        has_else,
+                    }
+                }
+                4 if depth > 0 => StmtKind::Loop {
+                    var: r.pick(&NAMES).into(),
+                    from: wild_expr(r, ed),
+                    to: wild_expr(r, ed),
+                    body: {
+                        let n = r.below(4);
+                        wild_stmts(r, depth - 1, n)
+                    },
+                },
+                5 if depth > 0 => StmtKind::Block({
+                    let n = r.below(4);
+                    wild_stmts(r, depth - 1, n)
+                }),
+                6 => StmtKind::Barrier(if r.chance(1, 2) {
+                    BarrierScope::Workgroup
+                } else {
+                    BarrierScope::Grid
+                }),
+                7 => StmtKind::Return,
+                _ => StmtKind::Let {
+                    name: format!("w{}", r.below(5)),
+                    value: wild_expr(r, ed),
+                },
+            };
+            st(kind)
+        })
+        .collect()
+}
+
+/// Anything the model can hold: random buffers, names, statements and expressions.
+pub fn wild_program(seed: u64) -> Program {
+    let mut r = Rng::new(seed);
+    let accesses = [
+        Access::Read,
+        Access::ReadWrite,
+        Access::Write,
+        Access::Uniform,
+        Access::Workgroup,
+    ];
+    let nb = r.below(6);
+    let buffers = (0..nb)
+        .map(|_| BufferDecl {
+            name: r.pick(&BUF_NAMES).into(),
+            binding: if r.chance(3, 4) {
+                Some(r.below(4) as u32)
+            } else {
+                None
+            },
+            access: r.pick(&accesses),
+            elem: r.pick(&ElemType::ALL),
+            count: if r.chance(1, 2) {
+                Some(r.next_u64() as u32 >> r.below(32))
+            } else {
+                None
+            },
+        })
+        .collect();
+    let depth = r.below(5);
+    let n = r.below(8);
+    let mut body = wild_stmts(&mut r, depth, n);
+    assign_ids(&mut body, "body");
+    Program {
+        name: r.pick(&["k", "bad name", "", "_ok"]).into(),
+        doc: None,
+        workgroup_size: [
+            r.pick(&[0, 1, 64, 1024, 5000]),
+            r.pick(&[1, 2, 0]),
+            r.pick(&[1, 65]),
+        ],
+        buffers,
+        body,
+        run: None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations
+
+/// Applies `f` to the `k`-th expression node (pre-order) of a statement list; returns the
+/// number of nodes seen when fewer than `k + 1` exist.
+fn with_nth_expr(list: &mut [Stmt], k: &mut usize, f: &mut dyn FnMut(&mut Expr)) -> bool {
+    fn walk(e: &mut Expr, k: &mut usize, f: &mut dyn FnMut(&mut Expr)) -> bool {
+        if *k == 0 {
+            f(e);
+            return true;
+        }
+        *k -= 1;
+        match e {
+            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => false,
+            Expr::Load { index, .. } => walk(index, k, f),
+            Expr::Binary(_, a, b) | Expr::Shuffle { value: a, lane: b } => {
+                walk(a, k, f) || walk(b, k, f)
+            }
+            Expr::Unary(_, a)
+            | Expr::Cast(_, a)
+            | Expr::Bitcast(_, a)
+            | Expr::SubgroupReduce(_, a)
+            | Expr::Ballot(a) => walk(a, k, f),
+            Expr::Select(a, b, c) | Expr::Fma(a, b, c) => {
+                walk(a, k, f) || walk(b, k, f) || walk(c, k, f)
+            }
+            Expr::Atomic {
+                index,
+                value,
+                expected,
+                ..
+            } => {
+                walk(index, k, f)
+                    || walk(value, k, f)
+                    || expected.as_mut().is_some_and(|x| walk(x, k, f))
+            }
+        }
+    }
+    for s in list {
+        let done = match &mut s.kind {
+            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => walk(value, k, f),
+            StmtKind::Store { index, value, .. } => walk(index, k, f) || walk(value, k, f),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => walk(cond, k, f) || with_nth_expr(then, k, f) || with_nth_expr(otherwise, k, f),
+            StmtKind::Loop { from, to, body, .. } => {
+                walk(from, k, f) || walk(to, k, f) || with_nth_expr(body, k, f)
+            }
+            StmtKind::Block(b) => with_nth_expr(b, k, f),
+            StmtKind::Barrier(_) | StmtKind::Return => false,
+        };
+        if done {
+            return true;
+        }
+    }
+    false
+}
+
+fn count_exprs(p: &Program) -> usize {
+    let mut n = 0;
+    p.walk_stmts(&mut |s| match &s.kind {
+        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
+            value.visit(&mut |_| n += 1)
+        }
+        StmtKind::Store { index, value, .. } => {
+            index.visit(&mut |_| n += 1);
+            value.visit(&mut |_| n += 1);
+        }
+        StmtKind::If { cond, .. } => cond.visit(&mut |_| n += 1),
+        StmtKind::Loop { from, to, .. } => {
+            from.visit(&mut |_| n += 1);
+            to.visit(&mut |_| n += 1);
+        }
+        _ => {}
+    });
+    n
+}
+
+/// `p` with one random change (an expression replaced by a random one, a buffer's access or
+/// type changed, a statement duplicated so that its `let` shadows, a barrier inserted, ...).
+pub fn mutate(p: &Program, seed: u64) -> Program {
+    let mut r = Rng::new(seed);
+    let mut out = p.clone();
+    match r.below(6) {
+        0 | 1 => {
+            let mut k = r.below(count_exprs(&out).max(1));
+            let new = wild_expr(&mut r, 2);
+            let mut new = Some(new);
+            with_nth_expr(&mut out.body, &mut k, &mut |e| {
+                if let Some(n) = new.take() {
+                    *e = n;
+                }
+            });
+        }
+        2 => {
+            if !out.buffers.is_empty() {
+                let k = r.below(out.buffers.len());
+                let b = &mut out.buffers[k];
+                match r.below(4) {
+                    0 => b.access = Access::Read,
+                    1 => b.elem = r.pick(&ElemType::ALL),
+                    2 => b.binding = Some(0),
+                    _ => b.count = Some(r.next_u64() as u32),
+                }
+            }
+        }
+        3 => {
+            if let Some(s) = out.body.get(r.below(out.body.len().max(1))).cloned() {
+                out.body.insert(r.below(out.body.len() + 1), s);
+            }
+        }
+        4 => {
+            let at = r.below(out.body.len() + 1);
+            let mut inner = vec![st(StmtKind::Barrier(BarrierScope::Workgroup))];
+            if r.chance(1, 2) {
+                inner.insert(0, st(StmtKind::Return));
+            }
+            out.body.insert(
+                at,
+                st(StmtKind::If {
+                    cond: Expr::Binary(
+                        BinOp::Lt,
+                        bx(Expr::Builtin(Builtin::LocalId(Axis::X))),
+                        bx(Expr::Lit(Literal::Int(3))),
+                    ),
+                    then: inner,
+                    otherwise: Vec::new(),
+                    has_else: false,
+                }),
+            );
+        }
+        _ => {
+            let mut k = r.below(count_exprs(&out).max(1));
+            let t = r.pick(&VALUE_TYPES);
+            with_nth_expr(&mut out.body, &mut k, &mut |e| {
+                let new = match &*e {
+                    Expr::Lit(Literal::Typed(s)) => {
+                        Expr::Lit(Literal::Typed(Scalar::from_bits(t, s.to_bits())))
+                    }
+                    other => Expr::Cast(t, bx(other.clone())),
+                };
+                *e = new;
+            });
+        }
+    }
+    assign_ids(&mut out.body, "body");
+    out
+}
