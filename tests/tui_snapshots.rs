@@ -14,7 +14,8 @@ use vyrescope::tui::layout::areas;
 use vyrescope::tui::replay::render;
 
 fn check(name: &str, got: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/snapshots/tui/{name}.txt"));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/snapshots/tui/{name}.txt"));
     if std::env::var_os("VYRESCOPE_BLESS").is_some() {
         std::fs::write(&path, got).unwrap();
         return;
@@ -30,19 +31,38 @@ fn check(name: &str, got: &str) {
             .take(6)
             .map(|(i, (a, b))| format!("line {}:\n  want: {a}\n  got:  {b}", i + 1))
             .collect();
-        panic!("snapshot {name} differs (VYRESCOPE_BLESS=1 to accept):\n{}\n--- got ---\n{got}", diff.join("\n"));
+        panic!(
+            "snapshot {name} differs (VYRESCOPE_BLESS=1 to accept):\n{}\n--- got ---\n{got}",
+            diff.join("\n")
+        );
     }
 }
 
 fn vadd(w: u16, h: u16) -> (App, Highlighter) {
-    app(&[fixture("vadd_f32.json"), fixture("saxpy_f32.json"), fixture("reduce_sum_f32.json")], w, h)
+    app(
+        &[
+            fixture("vadd_f32.json"),
+            fixture("saxpy_f32.json"),
+            fixture("reduce_sum_f32.json"),
+        ],
+        w,
+        h,
+    )
 }
 
 #[test]
 fn layout_80x24() {
     let (mut a, hl) = vadd(80, 24);
     let s = screen(&mut a, &hl);
-    for needle in ["Programs", "IR vadd_f32", "PTX", "Occupancy", "Telemetry", "offline: h200", "sm_90"] {
+    for needle in [
+        "Programs",
+        "IR vadd_f32",
+        "PTX",
+        "Occupancy",
+        "Telemetry",
+        "offline: h200",
+        "sm_90",
+    ] {
         assert!(s.contains(needle), "80x24 lacks {needle}:\n{s}");
     }
     check("layout_80x24", &s);
@@ -53,9 +73,15 @@ fn layout_80x24() {
     let ir_border = &buf[(ar.ir.x, ar.ir.y)];
     assert!(ir_border.modifier.contains(Modifier::BOLD));
     let cur_row = ar.ir.y + 1 + (a.ir.cursor - a.ir.scroll) as u16;
-    assert_eq!(buf[(ar.ir.x + ar.ir.width - 3, cur_row)].bg, a.theme.cursor.bg.unwrap());
+    assert_eq!(
+        buf[(ar.ir.x + ar.ir.width - 3, cur_row)].bg,
+        a.theme.cursor.bg.unwrap()
+    );
     let ptx_row = ar.ptx.y + 1 + (a.ptx.cursor - a.ptx.scroll) as u16;
-    assert_eq!(buf[(ar.ptx.x + ar.ptx.width - 3, ptx_row)].bg, a.theme.correlated.bg.unwrap());
+    assert_eq!(
+        buf[(ar.ptx.x + ar.ptx.width - 3, ptx_row)].bg,
+        a.theme.correlated.bg.unwrap()
+    );
 }
 
 #[test]
@@ -87,7 +113,10 @@ fn tab_resources() {
     let (mut a, hl) = vadd(100, 30);
     press(&mut a, &[Command::Tab(2)]);
     let s = screen(&mut a, &hl);
-    assert!(s.contains("registers / thread") && s.contains("given resources"), "{s}");
+    assert!(
+        s.contains("registers / thread") && s.contains("given resources"),
+        "{s}"
+    );
     check("tab_resources", &s);
 }
 
@@ -126,7 +155,10 @@ fn tab_run_empty_says_why() {
     let (mut a, hl) = vadd(100, 30);
     press(&mut a, &[Command::Tab(4)]);
     let s = screen(&mut a, &hl);
-    assert!(s.contains("no CUDA driver found") && s.contains("libcuda.so.1"), "{s}");
+    assert!(
+        s.contains("no CUDA driver found") && s.contains("libcuda.so.1"),
+        "{s}"
+    );
     check("tab_run_empty", &s);
     press(&mut a, &[Command::Tab(5)]);
     assert!(screen(&mut a, &hl).contains("no CUDA driver found"));
@@ -142,7 +174,10 @@ fn tab_run_cache_telemetry_filled() {
     fake_dispatch(&mut a, 0.0150, false);
     fake_tune(&mut a);
     let s = screen(&mut a, &hl);
-    assert!(s.contains("2 mismatches") && s.contains("c[7]: gpu=1 ref=2") && s.contains("best"), "{s}");
+    assert!(
+        s.contains("2 mismatches") && s.contains("c[7]: gpu=1 ref=2") && s.contains("best"),
+        "{s}"
+    );
     check("tab_run", &s);
     press(&mut a, &[Command::Tab(5)]);
     check("tab_cache", &screen(&mut a, &hl));
@@ -162,12 +197,22 @@ fn help_overlay_lists_every_binding() {
     // Generated from the keymap: every command's description is in the help lines.
     let text: String = vyrescope::tui::views::help::lines(&a)
         .iter()
-        .map(|l| l.spans.iter().map(|s| s.content.to_string()).collect::<String>() + "\n")
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.to_string())
+                .collect::<String>()
+                + "\n"
+        })
         .collect();
     for (cmd, keys) in &a.keymap.bindings {
         if !keys.is_empty() {
             assert!(text.contains(cmd.describe()), "help lacks {}", cmd.name());
-            assert!(text.contains(&keys[0].to_string()), "help lacks key of {}", cmd.name());
+            assert!(
+                text.contains(&keys[0].to_string()),
+                "help lacks key of {}",
+                cmd.name()
+            );
         }
     }
 }
@@ -175,7 +220,10 @@ fn help_overlay_lists_every_binding() {
 #[test]
 fn zoom_and_search_prompt() {
     let (mut a, hl) = vadd(80, 24);
-    press(&mut a, &[Command::FocusNext, Command::Zoom, Command::Search]);
+    press(
+        &mut a,
+        &[Command::FocusNext, Command::Zoom, Command::Search],
+    );
     for c in "ld.global".chars() {
         vyrescope::tui::update::update(&mut a, vyrescope::tui::action::Action::Input(c));
     }

@@ -29,7 +29,10 @@ fn wait_for(session: &str, what: &str, f: impl Fn(&str) -> bool) -> String {
         if f(&s) {
             return s;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}; screen:\n{s}");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}; screen:\n{s}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -107,51 +110,86 @@ fn real_binary_in_tmux() {
         fixture.display(),
         stty_out.display()
     );
-    tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &cmd]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
     struct Kill(String);
     impl Drop for Kill {
         fn drop(&mut self) {
-            let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
+            let _ = Command::new("tmux")
+                .args(["kill-session", "-t", &self.0])
+                .output();
         }
     }
     let _kill = Kill(session.clone());
 
-    let s = wait_for(&session, "IR and PTX panes", |s| s.contains("IR vadd_f32") && s.contains(".entry vadd_f32") || s.contains("PTX sm_90"));
+    let s = wait_for(&session, "IR and PTX panes", |s| {
+        s.contains("IR vadd_f32") && s.contains(".entry vadd_f32") || s.contains("PTX sm_90")
+    });
     assert!(s.contains("IR vadd_f32") && s.contains("PTX sm_90"), "{s}");
     let title_node = |s: &str| -> Option<String> {
         let l = s.lines().next()?;
         let i = l.find("· ")?;
         Some(l[i + 2..].split(':').next()?.to_string())
     };
-    let s = wait_for(&session, "PTX title with the selected node", |s| title_node(s).is_some());
+    let s = wait_for(&session, "PTX title with the selected node", |s| {
+        title_node(s).is_some()
+    });
     let first = title_node(&s).unwrap();
     let top = s.lines().next().unwrap();
-    let ptx_col = top[..top.find("PTX").unwrap()].chars().count().saturating_sub(1);
+    let ptx_col = top[..top.find("PTX").unwrap()]
+        .chars()
+        .count()
+        .saturating_sub(1);
     let before = highlighted_ptx_rows(&capture(&session, true), ptx_col);
 
     tmux(&["send-keys", "-t", &session, "j"]);
-    let s = wait_for(&session, "the selection to move", |s| title_node(s).is_some_and(|n| n != first));
+    let s = wait_for(&session, "the selection to move", |s| {
+        title_node(s).is_some_and(|n| n != first)
+    });
     let second = title_node(&s).unwrap();
     assert_ne!(first, second);
     let after = highlighted_ptx_rows(&capture(&session, true), ptx_col);
-    assert_ne!(before, after, "the PTX highlight did not move (rows {before:?})");
+    assert_ne!(
+        before, after,
+        "the PTX highlight did not move (rows {before:?})"
+    );
 
     tmux(&["send-keys", "-t", &session, "?"]);
-    wait_for(&session, "help overlay", |s| s.contains("Help - keys") && s.contains("focus next pane"));
+    wait_for(&session, "help overlay", |s| {
+        s.contains("Help - keys") && s.contains("focus next pane")
+    });
     tmux(&["send-keys", "-t", &session, "Escape"]);
     wait_for(&session, "help closed", |s| !s.contains("Help - keys"));
 
     tmux(&["send-keys", "-t", &session, "q"]);
     let t = Instant::now();
     while !stty_out.exists() || std::fs::read_to_string(&stty_out).map_or(true, |s| s.is_empty()) {
-        assert!(t.elapsed() < Duration::from_secs(20), "the inspector did not exit on q");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the inspector did not exit on q"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(200));
     let modes = std::fs::read_to_string(&stty_out).unwrap();
     let words: Vec<&str> = modes.split_whitespace().collect();
-    assert!(words.contains(&"icanon") && words.contains(&"echo"), "terminal left in raw mode:\n{modes}");
+    assert!(
+        words.contains(&"icanon") && words.contains(&"echo"),
+        "terminal left in raw mode:\n{modes}"
+    );
     let screen = capture(&session, false);
-    assert!(!screen.contains("Programs 1"), "alternate screen not left:\n{screen}");
+    assert!(
+        !screen.contains("Programs 1"),
+        "alternate screen not left:\n{screen}"
+    );
     let _ = std::fs::remove_file(&stty_out);
 }

@@ -35,20 +35,38 @@ impl Rng {
 #[test]
 fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
     for f in all_fixtures() {
-        let (mut a, _) = app(&[f.clone()], 120, 40);
-        let Some(view) = a.ptx_view().cloned() else { continue };
+        let (mut a, _) = app(std::slice::from_ref(&f), 120, 40);
+        let Some(view) = a.ptx_view().cloned() else {
+            continue;
+        };
         let page = areas(120, 40, &a).page(Focus::Ptx);
-        let doc_lines: Vec<Option<String>> = a.doc.as_ref().unwrap().ir.iter().map(|l| l.node.clone()).collect();
+        let doc_lines: Vec<Option<String>> = a
+            .doc
+            .as_ref()
+            .unwrap()
+            .ir
+            .iter()
+            .map(|l| l.node.clone())
+            .collect();
         press(&mut a, &[Command::Home]);
         for (i, node) in doc_lines.iter().enumerate() {
             assert_eq!(a.ir.cursor, i, "{}", f.display());
             if let Some(node) = node {
                 // Independently: the first line of the node's first map range.
-                let entry = view.kernel.source_map.entries.iter().find(|e| &e.node == node);
+                let entry = view
+                    .kernel
+                    .source_map
+                    .entries
+                    .iter()
+                    .find(|e| &e.node == node);
                 if let Some(e) = entry {
                     let first = e.lines.iter().map(|r| r[0]).min().unwrap() as usize - 1;
                     assert_eq!(a.ptx.cursor, first, "{} {node}", f.display());
-                    assert!(a.ptx.scroll <= first && first < a.ptx.scroll + page, "{} {node}: not in view", f.display());
+                    assert!(
+                        a.ptx.scroll <= first && first < a.ptx.scroll + page,
+                        "{} {node}: not in view",
+                        f.display()
+                    );
                     assert_eq!(a.selected_node(), Some(node.as_str()));
                 }
             }
@@ -61,8 +79,10 @@ fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
 fn ptx_cursor_selects_the_producing_statement() {
     let mut rng = Rng(0x9e3779b97f4a7c15);
     for f in all_fixtures() {
-        let (mut a, _) = app(&[f.clone()], 120, 40);
-        let Some(view) = a.ptx_view().cloned() else { continue };
+        let (mut a, _) = app(std::slice::from_ref(&f), 120, 40);
+        let Some(view) = a.ptx_view().cloned() else {
+            continue;
+        };
         press(&mut a, &[Command::FocusNext]);
         assert_eq!(a.focus, Focus::Ptx);
         for _ in 0..40 {
@@ -81,7 +101,12 @@ fn ptx_cursor_selects_the_producing_statement() {
                 .iter()
                 .find(|e| e.lines.iter().any(|r| r[0] <= line && line <= r[1]))
                 .map(|e| e.node.clone());
-            assert_eq!(a.ptx_node().map(str::to_string), owner, "{} line {line}", f.display());
+            assert_eq!(
+                a.ptx_node().map(str::to_string),
+                owner,
+                "{} line {line}",
+                f.display()
+            );
             if let Some(node) = owner {
                 let ir_line = a.doc.as_ref().unwrap().ir_line_of(&node);
                 if let Some(l) = ir_line {
@@ -110,7 +135,10 @@ fn next_block_visits_distinct_statements_in_order() {
         assert!(node.is_some());
         // A block starts where the owner changes.
         let v = a.ptx_view().unwrap();
-        assert_ne!(v.corr.node_at(a.ptx.cursor.wrapping_sub(1)), node.as_deref());
+        assert_ne!(
+            v.corr.node_at(a.ptx.cursor.wrapping_sub(1)),
+            node.as_deref()
+        );
         seen.push(node);
     }
     assert!(seen.len() >= 3, "{seen:?}");
@@ -151,7 +179,15 @@ fn navigation_is_clamped_and_paged() {
     press(&mut a, &[Command::Tab(3)]);
     assert_eq!(a.tab.index(), 2);
     a.focus = Focus::Detail;
-    press(&mut a, &[Command::Right, Command::Right, Command::Right, Command::Right]);
+    press(
+        &mut a,
+        &[
+            Command::Right,
+            Command::Right,
+            Command::Right,
+            Command::Right,
+        ],
+    );
     assert_eq!(a.tab.index(), 0, "wraps after the last tab");
     press(&mut a, &[Command::Left]);
     assert_eq!(a.tab.index(), 5);
@@ -160,13 +196,18 @@ fn navigation_is_clamped_and_paged() {
 #[test]
 fn search_finds_matches_in_order_and_wraps() {
     let (mut a, _) = app(&[fixture("saxpy_f32.json")], 120, 40);
-    press(&mut a, &[Command::FocusNext, Command::Home, Command::Search]);
+    press(
+        &mut a,
+        &[Command::FocusNext, Command::Home, Command::Search],
+    );
     for c in "ld.global".chars() {
         update(&mut a, Action::Input(c));
     }
     press(&mut a, &[Command::Enter]);
     let v = a.ptx_view().unwrap().clone();
-    let want: Vec<usize> = (0..v.len()).filter(|&i| v.line(i).contains("ld.global")).collect();
+    let want: Vec<usize> = (0..v.len())
+        .filter(|&i| v.line(i).contains("ld.global"))
+        .collect();
     assert!(want.len() >= 2);
     let mut got = vec![a.ptx.cursor];
     for _ in 1..want.len() {
@@ -183,10 +224,23 @@ fn search_finds_matches_in_order_and_wraps() {
 #[test]
 fn tuning_keys_reemit_and_reestimate_at_once() {
     let (mut a, _) = app(&[fixture("vadd_f32.json")], 120, 40);
-    let threads = |a: &vyrescope::tui::app::App| a.emission.as_ref().unwrap().opts.workgroup_size[0];
-    let current = |a: &vyrescope::tui::app::App| a.emission.as_ref().unwrap().occupancy.as_ref().unwrap().current;
+    let threads =
+        |a: &vyrescope::tui::app::App| a.emission.as_ref().unwrap().opts.workgroup_size[0];
+    let current = |a: &vyrescope::tui::app::App| {
+        a.emission
+            .as_ref()
+            .unwrap()
+            .occupancy
+            .as_ref()
+            .unwrap()
+            .current
+    };
     let header = |a: &vyrescope::tui::app::App, x: u32| {
-        a.ptx_view().unwrap().kernel.ptx.contains(&format!("workgroup: {x} x 1 x 1"))
+        a.ptx_view()
+            .unwrap()
+            .kernel
+            .ptx
+            .contains(&format!("workgroup: {x} x 1 x 1"))
     };
     assert_eq!(threads(&a), 256);
     let cases: &[(Command, u32)] = &[
@@ -230,7 +284,15 @@ fn tuning_keys_reemit_and_reestimate_at_once() {
     let before = a.devices.label();
     press(&mut a, &[Command::CycleDevice]);
     assert_ne!(a.devices.label(), before);
-    let dev = a.emission.as_ref().unwrap().occupancy.as_ref().unwrap().device.clone();
+    let dev = a
+        .emission
+        .as_ref()
+        .unwrap()
+        .occupancy
+        .as_ref()
+        .unwrap()
+        .device
+        .clone();
     assert!(dev.starts_with(&a.devices.current().unwrap().name), "{dev}");
 }
 
@@ -241,10 +303,14 @@ fn reload_keeps_cursor_tab_and_picks_up_changes() {
     let file = dir.join("p.json");
     let text = std::fs::read_to_string(fixture("saxpy_f32.json")).unwrap();
     std::fs::write(&file, &text).unwrap();
-    let (mut a, _) = app(&[file.clone()], 120, 40);
+    let (mut a, _) = app(std::slice::from_ref(&file), 120, 40);
     press(&mut a, &[Command::Down, Command::Tab(2)]);
     let (cursor, tab) = (a.ir.cursor, a.tab);
-    std::fs::write(&file, text.replace("\"name\": \"saxpy_f32\"", "\"name\": \"saxpy_renamed\"")).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("\"name\": \"saxpy_f32\"", "\"name\": \"saxpy_renamed\""),
+    )
+    .unwrap();
     press(&mut a, &[Command::Reload]);
     assert_eq!(a.doc.as_ref().unwrap().program.name, "saxpy_renamed");
     assert_eq!((a.ir.cursor, a.tab), (cursor, tab));
@@ -262,14 +328,23 @@ fn export_writes_the_current_view_as_json() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("v.json");
     std::fs::copy(fixture("vadd_f32.json"), &file).unwrap();
-    let (mut a, _) = app(&[file.clone()], 120, 40);
+    let (mut a, _) = app(std::slice::from_ref(&file), 120, 40);
     press(&mut a, &[Command::Export]);
-    let out: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("v.ptx.json")).unwrap()).unwrap();
-    assert_eq!(out["data"]["ptx"].as_str(), Some(a.ptx_view().unwrap().kernel.ptx.as_str()));
-    assert_eq!(out["data"]["map"].as_array().unwrap().len(), a.ptx_view().unwrap().kernel.source_map.entries.len());
+    let out: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("v.ptx.json")).unwrap()).unwrap();
+    assert_eq!(
+        out["data"]["ptx"].as_str(),
+        Some(a.ptx_view().unwrap().kernel.ptx.as_str())
+    );
+    assert_eq!(
+        out["data"]["map"].as_array().unwrap().len(),
+        a.ptx_view().unwrap().kernel.source_map.entries.len()
+    );
     a.focus = Focus::Detail;
     press(&mut a, &[Command::Tab(1), Command::Export]);
-    let occ: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("v.occupancy.json")).unwrap()).unwrap();
+    let occ: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("v.occupancy.json")).unwrap())
+            .unwrap();
     let rows = occ["data"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1024 / 32);
     assert_eq!(rows[7]["block_size"], 256);

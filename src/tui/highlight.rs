@@ -28,6 +28,7 @@ pub enum Lang {
 }
 
 const PTX_SYNTAX: &str = include_str!("../../themes/ptx.sublime-syntax");
+const IR_SYNTAX: &str = include_str!("../../themes/ir.sublime-syntax");
 
 /// One styled piece of a line: byte range and style.
 pub type Piece = (std::ops::Range<usize>, Style);
@@ -64,10 +65,8 @@ impl Highlighter {
         if let Ok(def) = SyntaxDefinition::load_from_str(PTX_SYNTAX, true, None) {
             b.add(def);
         }
-        if let Some(text) = ir_syntax() {
-            if let Ok(def) = SyntaxDefinition::load_from_str(text, true, None) {
-                b.add(def);
-            }
+        if let Ok(def) = SyntaxDefinition::load_from_str(IR_SYNTAX, true, None) {
+            b.add(def);
         }
         Highlighter {
             set: b.build(),
@@ -84,7 +83,7 @@ impl Highlighter {
     fn syntax(&self, lang: Lang) -> Option<&syntect::parsing::SyntaxReference> {
         match lang {
             Lang::Ptx => self.set.find_syntax_by_extension("ptx"),
-            Lang::Ir => self.set.find_syntax_by_extension("vyre"),
+            Lang::Ir => self.set.find_syntax_by_extension("vyir"),
         }
     }
 
@@ -151,11 +150,6 @@ impl Highlighter {
     }
 }
 
-/// The IR syntax, once `themes/ir.sublime-syntax` is part of the build.
-fn ir_syntax() -> Option<&'static str> {
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +187,16 @@ mod tests {
             h.pieces(Lang::Ptx, 2, i, "ret;");
         }
         assert!(h.cached() <= CACHE_LINES);
+    }
+
+    #[test]
+    fn ir_syntax_colors_keywords_and_types() {
+        let h = Highlighter::new(Some(load_syntax_theme("dark").unwrap()));
+        assert!(h.active(Lang::Ir));
+        let line = "let i: u32 = gid.x";
+        let p = h.pieces(Lang::Ir, 1, 0, line);
+        let style_at = |i: usize| p.iter().find(|(r, _)| r.contains(&i)).unwrap().1;
+        assert_ne!(style_at(0).fg, style_at(line.find("u32").unwrap()).fg);
     }
 
     #[test]

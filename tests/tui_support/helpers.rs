@@ -17,7 +17,9 @@ use vyrescope::tui::{setup, Options};
 
 /// Fixture path.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/programs")
+        .join(name)
 }
 
 /// Resources the tests assume for every kernel.
@@ -37,7 +39,10 @@ pub const NO_DRIVER: &str = "no CUDA driver found (libcuda.so.1): test machine\n
 /// A deterministic app over `files` at `w` x `h`.
 pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
     // Keep the user's own config out of the tests.
-    std::env::set_var("VYRESCOPE_CONFIG", "/nonexistent/vyrescope-test-config.json");
+    std::env::set_var(
+        "VYRESCOPE_CONFIG",
+        "/nonexistent/vyrescope-test-config.json",
+    );
     let opts = Options {
         files: files.to_vec(),
         theme: Some("dark".into()),
@@ -46,12 +51,16 @@ pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
     };
     let (mut app, hl) = setup(&opts).expect("setup");
     // No probe (machine-dependent) and no ptxas: fixed resources instead.
-    app.outbox.retain(|j| !matches!(j, Job::Probe | Job::Resources { .. }));
+    app.outbox
+        .retain(|j| !matches!(j, Job::Probe | Job::Resources { .. }));
     app.pending = 0;
     app.busy = None;
     app.fixed_resources = Some(resources());
     refresh_estimate(&mut app);
-    update(&mut app, Action::Worker(Reply::Probed(Err(NO_DRIVER.into()))));
+    update(
+        &mut app,
+        Action::Worker(Reply::Probed(Err(NO_DRIVER.into()))),
+    );
     update(&mut app, Action::Resize(w, h));
     app.message = None;
     drain_jobs(&mut app);
@@ -75,7 +84,10 @@ pub fn screen(app: &mut App, hl: &Highlighter) -> String {
 /// Feeds a successful dispatch (as the worker would report it).
 pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
     let counters = |pairs: &[(&str, &str)]| -> Counters {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     };
     let run = RunRecord {
         program: "vadd_f32".into(),
@@ -87,13 +99,25 @@ pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
         parity: Some(Parity {
             ok,
             mismatches: if ok { 0 } else { 2 },
-            first: if ok { vec![] } else { vec!["c[7]: gpu=1 ref=2".into(), "c[9]: gpu=3 ref=4".into()] },
+            first: if ok {
+                vec![]
+            } else {
+                vec!["c[7]: gpu=1 ref=2".into(), "c[9]: gpu=3 ref=4".into()]
+            },
         }),
     };
     let n = app.session.runs.len() + 1;
     let stats = Stats {
-        cache: Ok(counters(&[("ptx.entries", "1"), ("ptx.hits", &(n - 1).to_string()), ("module.misses", "1")])),
-        telemetry: Ok(counters(&[("launches", &(n * 5).to_string()), ("h2d_bytes", "12582912"), ("jit_count", "1")])),
+        cache: Ok(counters(&[
+            ("ptx.entries", "1"),
+            ("ptx.hits", &(n - 1).to_string()),
+            ("module.misses", "1"),
+        ])),
+        telemetry: Ok(counters(&[
+            ("launches", &(n * 5).to_string()),
+            ("h2d_bytes", "12582912"),
+            ("jit_count", "1"),
+        ])),
     };
     app.pending += 1;
     update(app, Action::Worker(Reply::Dispatched(Ok(run), stats)));
@@ -108,7 +132,11 @@ pub fn fake_tune(app: &mut App) {
             median_ms: Some(0.1 + x as f64 / 10_000.0),
             occupancy_pct: Some(100.0),
             speedup: Some(1.0),
-            note: if x == 64 { "best".into() } else { String::new() },
+            note: if x == 64 {
+                "best".into()
+            } else {
+                String::new()
+            },
         })
         .collect();
     app.pending += 1;
