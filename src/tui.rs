@@ -116,6 +116,7 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter), TuiError> {
     }
     let mut app = App::new(files, keymap, ui);
     app.devices.profiles = backend::device_profiles();
+    app.devices.profile = backend::default_profile(&app.devices.profiles);
     if let Some(d) = &opts.device {
         select_device(&mut app, d)?;
     }

@@ -14,7 +14,7 @@ use super::memory::{decode, encode, Memory};
 use super::ops::{self, Lanes};
 use super::InterpError;
 use crate::inputs::LaunchShape;
-use crate::ir::{AtomicOp, BarrierScope, BinOp, Builtin, ReduceOp, ScalarType};
+use crate::ir::{AtomicOp, BarrierScope, BinOp, Builtin, ElemType, ReduceOp, ScalarType};
 
 /// The shared step budget of a dispatch.
 pub(crate) struct Fuel {
@@ -53,6 +53,8 @@ pub(crate) struct Unit {
     pending: u64,
     /// Lanes of the unit now running.
     n: usize,
+    /// Local id components of each linear local id (x, y, z).
+    local: [Vec<u32>; 3],
 }
 
 impl Unit {
@@ -85,7 +87,14 @@ impl Unit {
             active: vec![false; n],
             pending: 0,
             n,
+            local: [0, 1, 2].map(|a| {
+                let [wx, wy, _] = cx.shape.workgroup_size.map(|v| v as usize);
+                (0..threads)
+                    .map(|l| local_axis(l, wx, wy, a) as u32)
+                    .collect()
+            }),
         };
+        u.fill_fixed_specials(cx, n);
         for x in 0..n {
             let l = x % threads;
             let first = l - l % 32;
@@ -101,7 +110,7 @@ impl Unit {
     pub(crate) fn run(&mut self, cx: &Ctx, first: u64, count: usize) -> Result<(), InterpError> {
         let n = count * self.threads;
         self.n = n;
-        self.fill_specials(cx, first, n);
+        self.fill_specials(cx, first, count);
         self.alive[..n].fill(true);
         self.shared.iter().for_each(Memory::clear);
         let r = self.list(cx, &cx.code.body, &Lanes::All(n));
@@ -110,39 +119,60 @@ impl Unit {
         r
     }
 
-    fn fill_specials(&mut self, cx: &Ctx, first: u64, n: usize) {
-        let [wx, wy, _] = cx.shape.workgroup_size.map(|v| v as u64);
-        let [gx, gy, _] = cx.shape.grid.map(|v| v as u64);
-        let t = self.threads as u64;
+    /// Fills the registers of builtins that are the same for every unit (local ids, lane,
+    /// grid size, buffer lengths) for all `n` lanes.
+    fn fill_fixed_specials(&mut self, cx: &Ctx, n: usize) {
+        let [wx, wy, _] = cx.shape.workgroup_size.map(|v| v as usize);
+        let t = self.threads;
         for &(r, s) in &cx.code.specials {
             let reg = &mut self.regs[r as usize];
-            let axis_of = |v: u64, dims: [u64; 2], a: usize| match a {
-                0 => v % dims[0],
-                1 => (v / dims[0]) % dims[1],
-                _ => v / (dims[0] * dims[1]),
+            let value = |l: usize| -> Option<u64> {
+                Some(match s {
+                    Special::Len(i) => cx.globals[i as usize].len as u64,
+                    Special::Builtin(Builtin::LocalId(a)) => local_axis(l, wx, wy, a.index()),
+                    Special::Builtin(Builtin::NumWorkgroups(a)) => cx.shape.grid[a.index()] as u64,
+                    Special::Builtin(Builtin::Lane) => (l % 32) as u64,
+                    Special::Builtin(Builtin::SubgroupSize) => 32,
+                    Special::Builtin(Builtin::GlobalId(_) | Builtin::WorkgroupId(_)) => {
+                        return None
+                    }
+                })
             };
             for (x, slot) in reg[..n].iter_mut().enumerate() {
-                let x = x as u64;
-                let wg = first + x / t;
-                let l = x % t;
-                *slot = match s {
-                    Special::Len(i) => cx.globals[i as usize].len as u64,
-                    Special::Builtin(b) => match b {
-                        Builtin::LocalId(a) => axis_of(l, [wx, wy], a.index()),
-                        Builtin::WorkgroupId(a) => axis_of(wg, [gx, gy], a.index()),
-                        Builtin::GlobalId(a) => {
-                            let i = a.index();
-                            let w = axis_of(wg, [gx, gy], i);
-                            let lid = axis_of(l, [wx, wy], i);
-                            (w as u32)
-                                .wrapping_mul(cx.shape.workgroup_size[i])
-                                .wrapping_add(lid as u32) as u64
-                        }
-                        Builtin::NumWorkgroups(a) => cx.shape.grid[a.index()] as u64,
-                        Builtin::Lane => l % 32,
-                        Builtin::SubgroupSize => 32,
-                    },
-                };
+                match value(x % t) {
+                    Some(v) => *slot = v,
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// Fills the registers of builtins that depend on the unit's workgroups (`gid`, `wgid`).
+    fn fill_specials(&mut self, cx: &Ctx, first: u64, count: usize) {
+        let [gx, gy, _] = cx.shape.grid.map(|v| v as u64);
+        let t = self.threads;
+        for &(r, s) in &cx.code.specials {
+            let Special::Builtin(b @ (Builtin::GlobalId(a) | Builtin::WorkgroupId(a))) = s else {
+                continue;
+            };
+            let i = a.index();
+            let reg = &mut self.regs[r as usize];
+            for k in 0..count {
+                let wg = first + k as u64;
+                let w = match i {
+                    0 => wg % gx,
+                    1 => (wg / gx) % gy,
+                    _ => wg / (gx * gy),
+                } as u32;
+                let lanes = &mut reg[k * t..(k + 1) * t];
+                if matches!(b, Builtin::WorkgroupId(_)) {
+                    lanes.fill(w as u64);
+                } else {
+                    let base = w.wrapping_mul(cx.shape.workgroup_size[i]);
+                    for (slot, &l) in lanes.iter_mut().zip(&self.local[i]) {
+                        *slot = base.wrapping_add(l) as u64;
+                    }
+                }
             }
         }
     }
@@ -358,22 +388,32 @@ impl Unit {
                 let (mem, bound, per_wg) = self.mem(cx, *buf);
                 let idx = r(idx);
                 let elem = mem.elem;
-                let get = |l: usize| {
-                    let i = idx[l] as u32 as usize;
-                    if i >= bound {
-                        0
-                    } else if per_wg {
-                        decode(elem, mem.raw(self.wg_slot[l] as usize * bound + i))
-                    } else {
-                        decode(elem, mem.raw(i))
-                    }
-                };
-                match lanes {
-                    Lanes::All(n) => out[..*n]
-                        .iter_mut()
-                        .enumerate()
-                        .for_each(|(l, o)| *o = get(l)),
-                    Lanes::List(v) => v.iter().for_each(|&l| out[l as usize] = get(l as usize)),
+                let direct32 = matches!(elem, ElemType::U32 | ElemType::I32 | ElemType::F32);
+                let direct64 = elem.size_bytes() == 8;
+                if !per_wg && direct32 {
+                    // Hot path: 32-bit words whose raw bits are the register value.
+                    let w = mem.words32();
+                    load_loop(&mut out, lanes, |l| {
+                        w.get(idx[l] as u32 as usize)
+                            .map_or(0, |x| x.load(Ordering::Relaxed) as u64)
+                    });
+                } else if !per_wg && direct64 {
+                    let w = mem.words64();
+                    load_loop(&mut out, lanes, |l| {
+                        w.get(idx[l] as u32 as usize)
+                            .map_or(0, |x| x.load(Ordering::Relaxed))
+                    });
+                } else {
+                    load_loop(&mut out, lanes, |l| {
+                        let i = idx[l] as u32 as usize;
+                        if i >= bound {
+                            0
+                        } else if per_wg {
+                            decode(elem, mem.raw(self.wg_slot[l] as usize * bound + i))
+                        } else {
+                            decode(elem, mem.raw(i))
+                        }
+                    });
                 }
             }
             Instr::Atomic {
@@ -491,6 +531,27 @@ impl Unit {
             i = j;
         }
     }
+}
+
+/// `out[l] = get(l)` on the active lanes.
+#[inline(always)]
+fn load_loop(out: &mut [u64], lanes: &Lanes, get: impl Fn(usize) -> u64) {
+    match lanes {
+        Lanes::All(n) => out[..*n]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(l, o)| *o = get(l)),
+        Lanes::List(v) => v.iter().for_each(|&l| out[l as usize] = get(l as usize)),
+    }
+}
+
+/// Component `axis` of the local id of linear local id `l` in an `X x Y x Z` workgroup.
+fn local_axis(l: usize, x: usize, y: usize, axis: usize) -> u64 {
+    (match axis {
+        0 => l % x,
+        1 => (l / x) % y,
+        _ => l / (x * y),
+    }) as u64
 }
 
 /// Splits `lanes` by the bool register `c` into (true, false) lane sets.

@@ -98,6 +98,16 @@ impl Memory {
         }
     }
 
+    /// The 32-bit words (elements of 4 bytes or less), for tight load loops.
+    pub(crate) fn words32(&self) -> &[AtomicU32] {
+        &self.w32
+    }
+
+    /// The 64-bit words (8-byte elements), for tight load loops.
+    pub(crate) fn words64(&self) -> &[AtomicU64] {
+        &self.w64
+    }
+
     /// Sets every element to zero.
     pub(crate) fn clear(&self) {
         self.w32.iter().for_each(|w| w.store(0, R));

@@ -41,21 +41,22 @@ pub fn expr_type(
                 ScalarType::Bool
             } else if op.is_shift() || !is_bare(a) {
                 expr_type(program, a, var)?
+            } else if !is_bare(b) {
+                expr_type(program, b, var)?
             } else {
-                expr_type(program, b, var).or_else(|| expr_type(program, a, var))?
+                // Two bare literals: the same default `elaborate` gives them without context.
+                bare_default(a, b)?
             }
         }
         Expr::Unary(op, a) => match op {
             UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite | UnOp::LNot => ScalarType::Bool,
             _ => expr_type(program, a, var)?,
         },
-        Expr::Select(_, a, b) => {
-            if is_bare(a) {
-                expr_type(program, b, var)?
-            } else {
-                expr_type(program, a, var)?
-            }
-        }
+        Expr::Select(_, a, b) => match (is_bare(a), is_bare(b)) {
+            (false, _) => expr_type(program, a, var)?,
+            (true, false) => expr_type(program, b, var)?,
+            (true, true) => bare_default(a, b)?,
+        },
         Expr::Cast(t, _) | Expr::Bitcast(t, _) => *t,
         Expr::Fma(a, b, c) => [a, b, c]
             .into_iter()
@@ -277,5 +278,35 @@ fn bare_default(a: &Expr, b: &Expr) -> Option<ScalarType> {
         Some(ScalarType::I32)
     } else {
         Some(ScalarType::U32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::parse_program;
+
+    #[test]
+    fn nested_bare_literals_agree_with_elaborate() {
+        let text = r#"{"format":1,"name":"t","workgroup_size":[1,1,1],"buffers":[],
+            "body":[{"let":"x","value":{"i32":3}},
+                    {"let":"y","value":{"add":[{"add":[-1,1]},"x"]}},
+                    {"let":"z","value":{"select":[true,-2,1]}}]}"#;
+        let p = elaborate(&parse_program(text, "t.json").unwrap());
+        let crate::ir::StmtKind::Let { value, .. } = &p.body[1].kind else {
+            panic!("let expected")
+        };
+        let crate::ir::Expr::Binary(_, inner, _) = value else {
+            panic!("add expected")
+        };
+        let crate::ir::Expr::Binary(_, l, _) = &**inner else {
+            panic!("add expected")
+        };
+        assert_eq!(**l, Expr::Lit(Literal::Typed(Scalar::I32(-1))));
+        let untyped = parse_program(text, "t.json").unwrap();
+        let crate::ir::StmtKind::Let { value, .. } = &untyped.body[2].kind else {
+            panic!("let expected")
+        };
+        assert_eq!(expr_type(&untyped, value, &|_| None), Some(ScalarType::I32));
     }
 }

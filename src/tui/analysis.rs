@@ -9,11 +9,15 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::diagnostics::{Diagnostic, Severity};
+use crate::cli::occupancy::default_shape;
+use crate::diagnostics::{launch, perf, Diagnostic, Severity};
 use crate::emit::{emit, EmitOptions, EmittedKernel, SourceMap};
 use crate::ir::print::{print_program, PrintedLine};
 use crate::ir::{load_program, Program};
-use crate::occupancy::{DeviceCaps, KernelResources};
+use crate::occupancy::{
+    estimate, suggest_block_sizes, sweep_block_sizes, DeviceCaps, FuncConfig, KernelResources,
+    SweepRow,
+};
 use crate::validate::validate;
 
 /// Programs with more statements than this are emitted on the worker thread.
@@ -253,62 +257,136 @@ impl Document {
     }
 }
 
-/// Emits and estimates `program` for `opts` on `device` (pure; safe on any thread).
-pub fn analyze(program: &Program, opts: &EmitOptions, device: Option<&DeviceCaps>) -> Emission {
+/// Kernel resources and where they came from (`live driver`, `ptxas -v for sm_90`), or why
+/// there are none.
+pub type Resources = Result<(KernelResources, String), String>;
+
+/// Emits `program` for `opts` (pure; safe on any thread). Occupancy, resources and launch
+/// and performance diagnostics are filled in by [`estimate_into`] once the kernel's
+/// resources are known.
+pub fn analyze(program: &Program, opts: &EmitOptions) -> Emission {
     let ptx = emit(program, opts)
         .map(|k| Arc::new(PtxView::new(k)))
         .map_err(|e| e.to_string());
-    let resources_known = known_resources(ptx.as_ref().ok().map(|p| &p.kernel));
-    let occupancy = occupancy_view(device, resources_known.as_ref(), opts);
-    let resources = resource_rows(
-        ptx.as_ref().ok().map(|p| &p.kernel),
-        resources_known.as_ref(),
-    );
+    let resources = resource_rows(ptx.as_ref().ok().map(|p| &p.kernel), None);
     Emission {
         opts: opts.clone(),
         ptx,
-        occupancy,
+        occupancy: Err("no kernel resources yet".into()),
         resources,
         diagnostics: Vec::new(),
     }
 }
 
-/// Kernel resources from the live driver or ptxas, when either is available.
-fn known_resources(kernel: Option<&EmittedKernel>) -> Option<KernelResources> {
-    let _ = kernel;
-    None
+/// Threads per block of a workgroup size.
+pub fn threads(wg: [u32; 3]) -> u32 {
+    wg[0].saturating_mul(wg[1]).saturating_mul(wg[2])
 }
 
-fn occupancy_view(
+/// Re-estimates occupancy, resource rows and launch/performance diagnostics of `e` for
+/// `device` and `res` (cheap: runs inline on every tuning key).
+pub fn estimate_into(
+    e: &mut Emission,
+    program: &Program,
     device: Option<&DeviceCaps>,
-    res: Option<&KernelResources>,
-    opts: &EmitOptions,
-) -> Result<OccupancyView, String> {
-    let Some(_device) = device else {
-        return Err("no device: no live GPU and no device profile - press d to pick a profile or start with --device NAME|FILE".into());
+    res: Option<&Resources>,
+) {
+    let kernel = e.ptx.as_ref().ok().map(|p| &p.kernel);
+    let known = res.and_then(|r| r.as_ref().ok());
+    e.resources = resource_rows(kernel, known);
+    e.diagnostics.clear();
+    let wg = e.opts.workgroup_size;
+    let Some(device) = device else {
+        e.occupancy = Err("no device: no live GPU and no device profile - press d to pick a profile or start with --device NAME|FILE".into());
+        return;
     };
-    let Some(_res) = res else {
-        return Err(format!(
-            "kernel resources unknown for block {} (registers come from the live driver or ptxas; neither is available)",
-            opts.workgroup_size.iter().product::<u32>()
+    let (shape, lens) = default_shape(program, wg);
+    let lens_ref: Vec<(&str, u64)> = lens.iter().map(|(n, l)| (n.as_str(), *l)).collect();
+    e.diagnostics.extend(launch::launch_diagnostics(
+        program,
+        device,
+        known.map(|k| &k.0),
+        wg,
+        shape.grid,
+        &lens_ref,
+    ));
+    let Some((kr, source)) = known else {
+        e.diagnostics
+            .extend(perf::perf_diagnostics(program, device, None, None, &shape));
+        e.occupancy = Err(match res {
+            None => "measuring kernel resources (live driver or ptxas)...".into(),
+            Some(Err(why)) => why.clone(),
+            Some(Ok(_)) => String::new(),
+        });
+        return;
+    };
+    let est = estimate(device, kr, threads(wg), 0);
+    e.diagnostics.extend(perf::perf_diagnostics(
+        program,
+        device,
+        Some(kr),
+        Some(&est),
+        &shape,
+    ));
+    let row = |r: &SweepRow| OccRow {
+        block_size: r.block_size,
+        blocks_per_sm: r.blocks_per_sm,
+        active_warps_per_sm: r.active_warps_per_sm,
+        occupancy_pct: r.occupancy_pct,
+        limiter: r.limiter.name().to_string(),
+    };
+    let rows: Vec<OccRow> = sweep_block_sizes(device, kr, 0, &FuncConfig::default())
+        .iter()
+        .map(row)
+        .collect();
+    let current_row = est.launchable.is_ok().then(|| OccRow {
+        block_size: est.block_threads,
+        blocks_per_sm: est.blocks_per_sm,
+        active_warps_per_sm: est.active_warps_per_sm,
+        occupancy_pct: est.occupancy_pct,
+        limiter: est
+            .limiters
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(" = "),
+    });
+    let mut headroom: Vec<String> = est.headroom.iter().map(|h| h.text.clone()).collect();
+    if let Err(why) = &est.launchable {
+        headroom.insert(0, why.to_string().lines().next().unwrap_or("").to_string());
+    }
+    let suggestion = suggest_block_sizes(&sweep_block_sizes(device, kr, 0, &FuncConfig::default()));
+    if let Some(sg) = suggestion {
+        headroom.push(format!(
+            "suggested block {}: {}",
+            sg.block_size, sg.explanation
         ));
-    };
-    Err("occupancy estimator not in this build yet (crate::occupancy::estimate)".into())
+    }
+    e.occupancy = Ok(OccupancyView {
+        device: format!("{} ({})", device.name, device.source),
+        rows,
+        current: threads(wg),
+        current_row,
+        headroom,
+        basis: format!(
+            "{} regs/thread, {} B static shared, from {source}",
+            kr.regs_per_thread, kr.static_smem_bytes
+        ),
+    });
 }
 
 fn resource_rows(
     kernel: Option<&EmittedKernel>,
-    res: Option<&KernelResources>,
+    res: Option<&(KernelResources, String)>,
 ) -> Vec<ResourceRow> {
-    let unknown = "needs the live driver or ptxas (VYRESCOPE_PTXAS)";
     let row = |name: &str, value: Option<String>, source: &str| ResourceRow {
         name: name.into(),
         value: value.unwrap_or_else(|| "-".into()),
         source: source.into(),
     };
     let (src, r) = match res {
-        Some(r) => ("driver/ptxas", Some(r)),
-        None => (unknown, None),
+        Some((r, s)) => (s.as_str(), Some(r)),
+        None => ("needs the live driver or ptxas (VYRESCOPE_PTXAS)", None),
     };
     let mut rows = vec![
         row(
@@ -322,14 +400,17 @@ fn resource_rows(
             src,
         ),
         row(
-            "static shared",
+            "static shared / block",
             r.map(|r| format!("{} B", r.static_smem_bytes)),
             src,
         ),
         row("constant", r.map(|r| format!("{} B", r.const_bytes)), src),
         row(
             "max threads / block",
-            r.map(|r| r.max_threads_per_block.to_string()),
+            r.map(|r| match r.max_threads_per_block {
+                0 => "device limit".to_string(),
+                n => n.to_string(),
+            }),
             src,
         ),
     ];
@@ -341,11 +422,11 @@ fn resource_rows(
         ));
         rows.push(row(
             "kernel parameters",
-            Some(k.abi.params.len().to_string()),
+            Some((k.abi.params.len() * 2 + usize::from(k.abi.grid_sync)).to_string()),
             "emitter ABI",
         ));
         rows.push(row(
-            "grid barrier",
+            "grid barrier (cooperative)",
             Some(k.abi.grid_sync.to_string()),
             "emitter ABI",
         ));

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::emit::EmitOptions;
-use crate::occupancy::DeviceCaps;
+use crate::occupancy::{DeviceCaps, KernelResources};
 
-use super::analysis::{Document, Emission, PtxView};
+use super::analysis::{Document, Emission, PtxView, Resources};
 use super::backend::{Counters, RunRecord, TuneRow, NO_RUNTIME};
 use super::keymap::KeyMap;
 use super::theme::Theme;
-use super::worker::Job;
+use super::worker::{Job, ResKey};
 
 /// Target sm versions `T` cycles through.
 pub const SM_TARGETS: &[u32] = &[70, 75, 80, 86, 89, 90];
@@ -313,6 +313,10 @@ pub struct App {
     pub quit: bool,
     /// Ticks seen (spinner frame).
     pub ticks: u64,
+    /// Kernel resources measured so far (tuning back and forth reuses them).
+    pub resources: std::collections::HashMap<ResKey, Resources>,
+    /// Resources to assume for every kernel instead of measuring (tests, `--regs`).
+    pub fixed_resources: Option<KernelResources>,
 }
 
 impl App {
@@ -363,6 +367,8 @@ impl App {
             outbox: Vec::new(),
             quit: false,
             ticks: 0,
+            resources: Default::default(),
+            fixed_resources: None,
         }
     }
 

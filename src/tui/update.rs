@@ -5,14 +5,14 @@
 //! `app.outbox` for the worker thread.
 
 use super::action::{Action, Command};
-use super::analysis::{analyze, Document, INLINE_EMIT_MAX_STMTS};
+use super::analysis::{analyze, estimate_into, Document, INLINE_EMIT_MAX_STMTS};
 use super::app::{
     expand_paths, App, Busy, Entry, EntryStatus, Focus, Level, Overlay, PromptKind, Tab, SM_TARGETS,
 };
 use super::export;
 use super::layout::{areas, Areas};
 use super::views::tabs;
-use super::worker::{Job, Reply};
+use super::worker::{Job, Reply, ResKey};
 
 /// Applies one action.
 pub fn update(app: &mut App, action: Action) {
@@ -542,9 +542,8 @@ pub fn reanalyze(app: &mut App) {
         return;
     };
     let opts = app.emit_options();
-    let device = app.devices.current().cloned();
     if doc.stmt_count <= INLINE_EMIT_MAX_STMTS {
-        app.emission = Some(analyze(&doc.program, &opts, device.as_ref()));
+        app.emission = Some(analyze(&doc.program, &opts));
         after_emission(app);
     } else {
         app.emission = None;
@@ -552,13 +551,47 @@ pub fn reanalyze(app: &mut App) {
             generation: app.generation,
             program: doc.program.clone(),
             opts,
-            device,
         };
         queue(app, job);
     }
 }
 
+/// Re-estimates occupancy and diagnostics for the current device and the kernel's
+/// resources; asks the worker to measure the resources when they are not known yet.
+pub fn refresh_estimate(app: &mut App) {
+    let (Some(doc), Some(em)) = (app.doc.as_ref(), app.emission.as_ref()) else {
+        return;
+    };
+    let key: ResKey = (doc.id, em.opts.clone());
+    let program = doc.program.clone();
+    let ptx = em.ptx.clone();
+    let res = match (&app.fixed_resources, app.resources.get(&key)) {
+        (Some(r), _) => Some(Ok((r.clone(), "given resources".to_string()))),
+        (None, Some(r)) => Some(r.clone()),
+        (None, None) => None,
+    };
+    if res.is_none() {
+        if let Ok(ptx) = ptx {
+            let job = Job::Resources {
+                key: key.clone(),
+                ptx,
+            };
+            // Mark as requested so a burst of redraws does not queue it twice.
+            app.resources.insert(
+                key,
+                Err("measuring kernel resources (live driver or ptxas)...".into()),
+            );
+            queue(app, job);
+        }
+    }
+    let device = app.devices.current().cloned();
+    if let Some(em) = app.emission.as_mut() {
+        estimate_into(em, &program, device.as_ref(), res.as_ref());
+    }
+}
+
 fn after_emission(app: &mut App) {
+    refresh_estimate(app);
     keep_visible(app, Focus::Ptx);
     keep_visible(app, Focus::Detail);
     if app.focus == Focus::Ptx {
@@ -598,7 +631,14 @@ pub fn open_selected(app: &mut App) {
     app.ptx = Default::default();
     app.detail = Default::default();
     app.search = None;
+    // Start on the first statement, so the PTX correlation shows from the first frame.
+    app.ir.cursor = app
+        .doc
+        .as_ref()
+        .and_then(|d| d.ir.iter().position(|l| l.node.is_some()))
+        .unwrap_or(0);
     reanalyze(app);
+    keep_visible(app, Focus::Ir);
 }
 
 /// Reloads the open program from disk keeping cursors, tab and tuning.
@@ -740,13 +780,23 @@ fn reply(app: &mut App, r: Reply) {
                 after_emission(app);
             }
         }
+        Reply::Resources(key, r) => {
+            app.resources.insert(key, r);
+            refresh_estimate(app);
+        }
         Reply::Probed(Ok(caps)) => {
             info(app, format!("live device: {}", caps.name));
             app.sm = (caps.cc_major * 10 + caps.cc_minor).min(90);
             app.devices.live = Some(caps);
             reanalyze(app);
         }
-        Reply::Probed(Err(e)) => app.devices.live_error = e,
+        Reply::Probed(Err(e)) => {
+            // The live tabs say why they are empty: the probe's own one-line reason.
+            let first = e.lines().next().unwrap_or("").to_string();
+            app.session.cache = Err(format!("{first} - press r on a machine with a GPU"));
+            app.session.telemetry = app.session.cache.clone();
+            app.devices.live_error = e;
+        }
         Reply::Dispatched(r, stats) => {
             match r {
                 Ok(run) => {

@@ -12,8 +12,11 @@ use crate::emit::EmitOptions;
 use crate::ir::Program;
 use crate::occupancy::DeviceCaps;
 
-use super::analysis::{analyze, Emission};
+use super::analysis::{analyze, Emission, PtxView, Resources};
 use super::backend::{self, Counters, RunRecord, TuneRow};
+
+/// Key of measured kernel resources: document id and emit options.
+pub type ResKey = (u64, EmitOptions);
 
 /// Work for the worker thread.
 #[derive(Debug, Clone)]
@@ -26,8 +29,13 @@ pub enum Job {
         program: Arc<Program>,
         /// Options.
         opts: EmitOptions,
-        /// Device for the estimate.
-        device: Option<DeviceCaps>,
+    },
+    /// Measure a kernel's resources (live driver, else ptxas).
+    Resources {
+        /// Cache key.
+        key: ResKey,
+        /// The emitted kernel.
+        ptx: Arc<PtxView>,
     },
     /// Probe the live device.
     Probe,
@@ -56,6 +64,7 @@ impl Job {
     pub fn label(&self) -> &'static str {
         match self {
             Job::Analyze { .. } => "emitting",
+            Job::Resources { .. } => "measuring resources",
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
             Job::Tune { .. } => "tuning",
@@ -72,6 +81,8 @@ pub enum Reply {
     Progress(usize, usize),
     /// Emission finished.
     Analyzed(u64, Box<Emission>),
+    /// Resources measured.
+    Resources(ResKey, Resources),
     /// Probe finished.
     Probed(Result<DeviceCaps, String>),
     /// Dispatch finished, with the runtime's statistics afterwards.
@@ -106,11 +117,15 @@ pub fn execute(job: Job, report: &mut dyn FnMut(Reply)) {
             generation,
             program,
             opts,
-            device,
         } => {
             report(Reply::Started("emitting", 0));
-            let e = analyze(&program, &opts, device.as_ref());
+            let e = analyze(&program, &opts);
             report(Reply::Analyzed(generation, Box::new(e)));
+        }
+        Job::Resources { key, ptx } => {
+            report(Reply::Started("measuring resources", 0));
+            let r = backend::kernel_resources(&ptx.kernel, key.1.sm);
+            report(Reply::Resources(key, r));
         }
         Job::Probe => {
             report(Reply::Started("probing device", 0));

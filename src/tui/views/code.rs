@@ -128,7 +128,10 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
                 at = stop;
             }
         }
-        lines.push(Line::from(spans).style(line_style));
+        // Mark the whole row, not just the text: short lines stay visibly selected.
+        let row = Rect::new(inner.x, inner.y + (i - view.scroll) as u16, inner.width, 1);
+        buf.set_style(row, line_style);
+        lines.push(Line::from(spans));
     }
     Paragraph::new(lines).render(inner, buf);
 }

@@ -22,7 +22,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             buf,
             area,
             t.ok,
-            "no diagnostics: the validator found nothing to report",
+            "no diagnostics: validator, launch and performance checks found nothing to report",
         );
     }
     let list_h = area.height.saturating_sub(2).max(1);

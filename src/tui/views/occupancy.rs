@@ -62,17 +62,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .style(t.marker)
             .data(&marker),
     ])
-    .x_axis(
-        Axis::default()
-            .title("block")
-            .style(t.dim)
-            .bounds([0.0, max_x])
-            .labels([
-                "0".to_string(),
-                format!("{}", max_x as u32 / 2),
-                format!("{}", max_x as u32),
-            ]),
-    )
+    .x_axis(Axis::default().style(t.dim).bounds([0.0, max_x]).labels([
+        "0".to_string(),
+        format!("{}", max_x as u32 / 2),
+        format!("{}", max_x as u32),
+    ]))
+    .legend_position(None)
     .y_axis(
         Axis::default()
             .style(t.dim)

@@ -22,12 +22,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let s = &app.session;
     let buf = frame.buffer_mut();
     if s.runs.is_empty() && s.tune.is_none() {
-        let msg = match &s.run_error {
-            Some(e) => format!("no dispatches: {e}"),
-            None => format!(
-                "no dispatches yet - press r to dispatch on the GPU (device: {}; {})",
-                app.devices.label(),
-                app.devices.live_error
+        let msg = match (&s.run_error, &app.devices.live) {
+            (Some(e), _) => format!("no dispatches: {e}"),
+            (None, Some(d)) => format!(
+                "no dispatches yet - press r to dispatch on {} (verified against the reference interpreter), t to tune",
+                d.name
+            ),
+            (None, None) => format!(
+                "no dispatches: {} - press r on a machine with a GPU (estimates use {})",
+                app.devices.live_error.lines().next().unwrap_or(""),
+                app.devices.label()
             ),
         };
         return super::empty_note(buf, area, t.dim, &msg);
@@ -101,7 +105,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .collect();
         let [label, spark, mism] = Layout::vertical([
             Constraint::Length(1),
-            Constraint::Length(3),
+            Constraint::Length(2),
             Constraint::Fill(1),
         ])
         .areas(side);

@@ -1,0 +1,183 @@
+//! Rendering snapshots of every panel and of the narrow 80x24 layout, on ratatui's
+//! TestBackend. Expected screens live in tests/snapshots/tui/*.txt; regenerate them with
+//! `VYRESCOPE_BLESS=1 cargo test --test tui_snapshots` and review the diff.
+
+#[path = "tui_support/helpers.rs"]
+mod helpers;
+
+use helpers::*;
+use ratatui::style::Modifier;
+use vyrescope::tui::action::Command;
+use vyrescope::tui::app::{App, Focus};
+use vyrescope::tui::highlight::Highlighter;
+use vyrescope::tui::layout::areas;
+use vyrescope::tui::replay::render;
+
+fn check(name: &str, got: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/snapshots/tui/{name}.txt"));
+    if std::env::var_os("VYRESCOPE_BLESS").is_some() {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing {}; run with VYRESCOPE_BLESS=1", path.display()));
+    if want != got {
+        let diff: Vec<String> = want
+            .lines()
+            .zip(got.lines())
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(6)
+            .map(|(i, (a, b))| format!("line {}:\n  want: {a}\n  got:  {b}", i + 1))
+            .collect();
+        panic!("snapshot {name} differs (VYRESCOPE_BLESS=1 to accept):\n{}\n--- got ---\n{got}", diff.join("\n"));
+    }
+}
+
+fn vadd(w: u16, h: u16) -> (App, Highlighter) {
+    app(&[fixture("vadd_f32.json"), fixture("saxpy_f32.json"), fixture("reduce_sum_f32.json")], w, h)
+}
+
+#[test]
+fn layout_80x24() {
+    let (mut a, hl) = vadd(80, 24);
+    let s = screen(&mut a, &hl);
+    for needle in ["Programs", "IR vadd_f32", "PTX", "Occupancy", "Telemetry", "offline: h200", "sm_90"] {
+        assert!(s.contains(needle), "80x24 lacks {needle}:\n{s}");
+    }
+    check("layout_80x24", &s);
+    // Key styles: the focused pane has a bold border; the IR cursor line uses the cursor
+    // style and the correlated PTX line the correlated style.
+    let buf = render(&mut a, &hl, 80, 24);
+    let ar = areas(80, 24, &a);
+    let ir_border = &buf[(ar.ir.x, ar.ir.y)];
+    assert!(ir_border.modifier.contains(Modifier::BOLD));
+    let cur_row = ar.ir.y + 1 + (a.ir.cursor - a.ir.scroll) as u16;
+    assert_eq!(buf[(ar.ir.x + ar.ir.width - 3, cur_row)].bg, a.theme.cursor.bg.unwrap());
+    let ptx_row = ar.ptx.y + 1 + (a.ptx.cursor - a.ptx.scroll) as u16;
+    assert_eq!(buf[(ar.ptx.x + ar.ptx.width - 3, ptx_row)].bg, a.theme.correlated.bg.unwrap());
+}
+
+#[test]
+fn layout_120x40_ptx_focus() {
+    let (mut a, hl) = vadd(120, 40);
+    press(&mut a, &[Command::FocusNext, Command::Down, Command::Down]);
+    assert_eq!(a.focus, Focus::Ptx);
+    check("layout_120x40_ptx_focus", &screen(&mut a, &hl));
+}
+
+#[test]
+fn program_list_focus() {
+    let (mut a, hl) = vadd(100, 30);
+    press(&mut a, &[Command::FocusPrev, Command::Down]);
+    check("program_list", &screen(&mut a, &hl));
+}
+
+#[test]
+fn tab_occupancy() {
+    let (mut a, hl) = vadd(100, 30);
+    press(&mut a, &[Command::Tab(1)]);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("block 256: 100.0%"), "{s}");
+    check("tab_occupancy", &s);
+}
+
+#[test]
+fn tab_resources() {
+    let (mut a, hl) = vadd(100, 30);
+    press(&mut a, &[Command::Tab(2)]);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("registers / thread") && s.contains("given resources"), "{s}");
+    check("tab_resources", &s);
+}
+
+#[test]
+fn tab_diagnostics() {
+    // A small grid (fewer blocks than SMs) and a block that is not a multiple of 32: two
+    // performance findings with fixes.
+    let dir = std::env::temp_dir().join(format!("vyrescope-diag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(fixture("vadd_f32.json"))
+        .unwrap()
+        .replace("\"elements\": 1048576", "\"elements\": 1000")
+        .replace("[256, 1, 1]", "[100, 1, 1]");
+    let file = dir.join("small.json");
+    std::fs::write(&file, text).unwrap();
+    let (mut a, hl) = app(&[file], 100, 30);
+    press(&mut a, &[Command::Tab(3), Command::Expand]);
+    let diags = a.diagnostics().len();
+    assert!(diags >= 2, "expected perf findings, got {diags}");
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("Fix:"), "{s}");
+    check("tab_diagnostics", &s);
+    // Enter jumps to the node of a diagnostic that has one.
+    let with_node = a.diagnostics().iter().position(|d| d.node.is_some());
+    if let Some(i) = with_node {
+        let node = a.diagnostics()[i].node.clone().unwrap();
+        a.detail.cursor = i;
+        press(&mut a, &[Command::Enter]);
+        assert_eq!(a.focus, Focus::Ir);
+        assert_eq!(a.ir_node(), Some(node.as_str()));
+    }
+}
+
+#[test]
+fn tab_run_empty_says_why() {
+    let (mut a, hl) = vadd(100, 30);
+    press(&mut a, &[Command::Tab(4)]);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("no CUDA driver found") && s.contains("libcuda.so.1"), "{s}");
+    check("tab_run_empty", &s);
+    press(&mut a, &[Command::Tab(5)]);
+    assert!(screen(&mut a, &hl).contains("no CUDA driver found"));
+    press(&mut a, &[Command::Tab(6)]);
+    assert!(screen(&mut a, &hl).contains("no CUDA driver found"));
+}
+
+#[test]
+fn tab_run_cache_telemetry_filled() {
+    let (mut a, hl) = vadd(100, 30);
+    press(&mut a, &[Command::Tab(4)]);
+    fake_dispatch(&mut a, 0.0123, true);
+    fake_dispatch(&mut a, 0.0150, false);
+    fake_tune(&mut a);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("2 mismatches") && s.contains("c[7]: gpu=1 ref=2") && s.contains("best"), "{s}");
+    check("tab_run", &s);
+    press(&mut a, &[Command::Tab(5)]);
+    check("tab_cache", &screen(&mut a, &hl));
+    press(&mut a, &[Command::Tab(6)]);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("launches") && s.contains("10"), "{s}");
+    check("tab_telemetry", &s);
+}
+
+#[test]
+fn help_overlay_lists_every_binding() {
+    let (mut a, hl) = vadd(100, 40);
+    press(&mut a, &[Command::Help]);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("Help - keys"));
+    check("help", &s);
+    // Generated from the keymap: every command's description is in the help lines.
+    let text: String = vyrescope::tui::views::help::lines(&a)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.to_string()).collect::<String>() + "\n")
+        .collect();
+    for (cmd, keys) in &a.keymap.bindings {
+        if !keys.is_empty() {
+            assert!(text.contains(cmd.describe()), "help lacks {}", cmd.name());
+            assert!(text.contains(&keys[0].to_string()), "help lacks key of {}", cmd.name());
+        }
+    }
+}
+
+#[test]
+fn zoom_and_search_prompt() {
+    let (mut a, hl) = vadd(80, 24);
+    press(&mut a, &[Command::FocusNext, Command::Zoom, Command::Search]);
+    for c in "ld.global".chars() {
+        vyrescope::tui::update::update(&mut a, vyrescope::tui::action::Action::Input(c));
+    }
+    check("zoom_search_prompt", &screen(&mut a, &hl));
+}

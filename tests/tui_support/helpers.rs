@@ -1,0 +1,120 @@
+//! Shared setup for the inspector tests: a deterministic App (no user config, no device
+//! probe, fixed kernel resources, bundled h200 profile).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use vyrescope::occupancy::KernelResources;
+use vyrescope::tui::action::{Action, Command};
+use vyrescope::tui::app::App;
+use vyrescope::tui::backend::{Counters, Parity, RunRecord, TuneRow};
+use vyrescope::tui::highlight::Highlighter;
+use vyrescope::tui::replay::{buffer_text, drain_jobs, render};
+use vyrescope::tui::update::{refresh_estimate, update};
+use vyrescope::tui::worker::{Job, Reply, Stats};
+use vyrescope::tui::{setup, Options};
+
+/// Fixture path.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs").join(name)
+}
+
+/// Resources the tests assume for every kernel.
+pub fn resources() -> KernelResources {
+    KernelResources {
+        regs_per_thread: 32,
+        static_smem_bytes: 0,
+        local_bytes: 0,
+        const_bytes: 0,
+        max_threads_per_block: 1024,
+    }
+}
+
+/// The one-line reason the live tabs show in tests.
+pub const NO_DRIVER: &str = "no CUDA driver found (libcuda.so.1): test machine\n  Fix: run on a machine with an NVIDIA driver";
+
+/// A deterministic app over `files` at `w` x `h`.
+pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
+    // Keep the user's own config out of the tests.
+    std::env::set_var("VYRESCOPE_CONFIG", "/nonexistent/vyrescope-test-config.json");
+    let opts = Options {
+        files: files.to_vec(),
+        theme: Some("dark".into()),
+        device: Some("h200".into()),
+        ..Options::default()
+    };
+    let (mut app, hl) = setup(&opts).expect("setup");
+    // No probe (machine-dependent) and no ptxas: fixed resources instead.
+    app.outbox.retain(|j| !matches!(j, Job::Probe | Job::Resources { .. }));
+    app.pending = 0;
+    app.busy = None;
+    app.fixed_resources = Some(resources());
+    refresh_estimate(&mut app);
+    update(&mut app, Action::Worker(Reply::Probed(Err(NO_DRIVER.into()))));
+    update(&mut app, Action::Resize(w, h));
+    app.message = None;
+    drain_jobs(&mut app);
+    (app, hl)
+}
+
+/// Applies commands in order (worker jobs run inline after each).
+pub fn press(app: &mut App, cmds: &[Command]) {
+    for c in cmds {
+        update(app, Action::Command(*c));
+        drain_jobs(app);
+    }
+}
+
+/// The screen as text.
+pub fn screen(app: &mut App, hl: &Highlighter) -> String {
+    let (w, h) = app.size;
+    buffer_text(&render(app, hl, w, h))
+}
+
+/// Feeds a successful dispatch (as the worker would report it).
+pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
+    let counters = |pairs: &[(&str, &str)]| -> Counters {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    let run = RunRecord {
+        program: "vadd_f32".into(),
+        grid: [4096, 1, 1],
+        workgroup: app.workgroup(),
+        sm: 90,
+        device_ms,
+        jit_ms: 12.5,
+        parity: Some(Parity {
+            ok,
+            mismatches: if ok { 0 } else { 2 },
+            first: if ok { vec![] } else { vec!["c[7]: gpu=1 ref=2".into(), "c[9]: gpu=3 ref=4".into()] },
+        }),
+    };
+    let n = app.session.runs.len() + 1;
+    let stats = Stats {
+        cache: Ok(counters(&[("ptx.entries", "1"), ("ptx.hits", &(n - 1).to_string()), ("module.misses", "1")])),
+        telemetry: Ok(counters(&[("launches", &(n * 5).to_string()), ("h2d_bytes", "12582912"), ("jit_count", "1")])),
+    };
+    app.pending += 1;
+    update(app, Action::Worker(Reply::Dispatched(Ok(run), stats)));
+}
+
+/// Feeds a finished tune sweep.
+pub fn fake_tune(app: &mut App) {
+    let rows = [64u32, 128, 256, 512]
+        .iter()
+        .map(|&x| TuneRow {
+            workgroup: [x, 1, 1],
+            median_ms: Some(0.1 + x as f64 / 10_000.0),
+            occupancy_pct: Some(100.0),
+            speedup: Some(1.0),
+            note: if x == 64 { "best".into() } else { String::new() },
+        })
+        .collect();
+    app.pending += 1;
+    let stats = Stats {
+        cache: app.session.cache.clone(),
+        telemetry: app.session.telemetry.clone(),
+    };
+    update(app, Action::Worker(Reply::Tuned(Ok(rows), stats)));
+}

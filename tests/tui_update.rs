@@ -1,0 +1,309 @@
+//! `update` as seen from outside: navigation, IR<->PTX selection sync, search and tuning.
+//! Expectations are computed independently from the emitter's source map and the printer's
+//! node ids, over every fixture.
+
+#[path = "tui_support/helpers.rs"]
+mod helpers;
+
+use helpers::*;
+use vyrescope::tui::action::{Action, Command};
+use vyrescope::tui::app::{Focus, Overlay};
+use vyrescope::tui::layout::areas;
+use vyrescope::tui::update::update;
+
+fn all_fixtures() -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(fixture(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A small deterministic PRNG (xorshift) so the sampled lines vary but reproduce.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
+    for f in all_fixtures() {
+        let (mut a, _) = app(&[f.clone()], 120, 40);
+        let Some(view) = a.ptx_view().cloned() else { continue };
+        let page = areas(120, 40, &a).page(Focus::Ptx);
+        let doc_lines: Vec<Option<String>> = a.doc.as_ref().unwrap().ir.iter().map(|l| l.node.clone()).collect();
+        press(&mut a, &[Command::Home]);
+        for (i, node) in doc_lines.iter().enumerate() {
+            assert_eq!(a.ir.cursor, i, "{}", f.display());
+            if let Some(node) = node {
+                // Independently: the first line of the node's first map range.
+                let entry = view.kernel.source_map.entries.iter().find(|e| &e.node == node);
+                if let Some(e) = entry {
+                    let first = e.lines.iter().map(|r| r[0]).min().unwrap() as usize - 1;
+                    assert_eq!(a.ptx.cursor, first, "{} {node}", f.display());
+                    assert!(a.ptx.scroll <= first && first < a.ptx.scroll + page, "{} {node}: not in view", f.display());
+                    assert_eq!(a.selected_node(), Some(node.as_str()));
+                }
+            }
+            press(&mut a, &[Command::Down]);
+        }
+    }
+}
+
+#[test]
+fn ptx_cursor_selects_the_producing_statement() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for f in all_fixtures() {
+        let (mut a, _) = app(&[f.clone()], 120, 40);
+        let Some(view) = a.ptx_view().cloned() else { continue };
+        press(&mut a, &[Command::FocusNext]);
+        assert_eq!(a.focus, Focus::Ptx);
+        for _ in 0..40 {
+            let target = rng.below(view.len());
+            press(&mut a, &[Command::Home]);
+            for _ in 0..target {
+                update(&mut a, Action::Command(Command::Down));
+            }
+            assert_eq!(a.ptx.cursor, target);
+            // Independently: which map entry covers this 1-based line?
+            let line = target as u32 + 1;
+            let owner = view
+                .kernel
+                .source_map
+                .entries
+                .iter()
+                .find(|e| e.lines.iter().any(|r| r[0] <= line && line <= r[1]))
+                .map(|e| e.node.clone());
+            assert_eq!(a.ptx_node().map(str::to_string), owner, "{} line {line}", f.display());
+            if let Some(node) = owner {
+                let ir_line = a.doc.as_ref().unwrap().ir_line_of(&node);
+                if let Some(l) = ir_line {
+                    assert_eq!(a.ir.cursor, l, "{} {node}", f.display());
+                    assert_eq!(a.ir_node(), Some(node.as_str()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn next_block_visits_distinct_statements_in_order() {
+    let (mut a, _) = app(&[fixture("reduce_sum_f32.json")], 120, 40);
+    press(&mut a, &[Command::FocusNext, Command::Home]);
+    let mut seen = Vec::new();
+    let mut last = usize::MAX;
+    for _ in 0..200 {
+        press(&mut a, &[Command::NextBlock]);
+        if a.ptx.cursor == last {
+            break;
+        }
+        assert!(last == usize::MAX || a.ptx.cursor > last);
+        last = a.ptx.cursor;
+        let node = a.ptx_node().map(str::to_string);
+        assert!(node.is_some());
+        // A block starts where the owner changes.
+        let v = a.ptx_view().unwrap();
+        assert_ne!(v.corr.node_at(a.ptx.cursor.wrapping_sub(1)), node.as_deref());
+        seen.push(node);
+    }
+    assert!(seen.len() >= 3, "{seen:?}");
+    // And back.
+    let here = a.ptx.cursor;
+    press(&mut a, &[Command::PrevBlock]);
+    assert!(a.ptx.cursor < here);
+}
+
+#[test]
+fn navigation_is_clamped_and_paged() {
+    let (mut a, _) = app(&[fixture("matmul_tiled_f32.json")], 80, 24);
+    press(&mut a, &[Command::FocusNext]);
+    let len = a.ptx_len();
+    let page = areas(80, 24, &a).page(Focus::Ptx);
+    press(&mut a, &[Command::Home, Command::Up]);
+    assert_eq!((a.ptx.cursor, a.ptx.scroll), (0, 0));
+    press(&mut a, &[Command::PageDown]);
+    assert_eq!(a.ptx.cursor, page);
+    assert!(a.ptx.scroll <= a.ptx.cursor && a.ptx.cursor < a.ptx.scroll + page);
+    press(&mut a, &[Command::End, Command::Down]);
+    assert_eq!(a.ptx.cursor, len - 1);
+    assert_eq!(a.ptx.scroll, len - page);
+    press(&mut a, &[Command::PageUp]);
+    assert_eq!(a.ptx.cursor, len - 1 - page);
+    // Focus cycles through all four panes and back.
+    let start = a.focus;
+    let mut order = vec![];
+    for _ in 0..4 {
+        press(&mut a, &[Command::FocusNext]);
+        order.push(a.focus);
+    }
+    assert_eq!(a.focus, start);
+    assert_eq!(order.len(), 4);
+    press(&mut a, &[Command::FocusPrev]);
+    assert_eq!(a.focus, Focus::Ir);
+    // Tabs: number keys and left/right on the detail panel.
+    press(&mut a, &[Command::Tab(3)]);
+    assert_eq!(a.tab.index(), 2);
+    a.focus = Focus::Detail;
+    press(&mut a, &[Command::Right, Command::Right, Command::Right, Command::Right]);
+    assert_eq!(a.tab.index(), 0, "wraps after the last tab");
+    press(&mut a, &[Command::Left]);
+    assert_eq!(a.tab.index(), 5);
+}
+
+#[test]
+fn search_finds_matches_in_order_and_wraps() {
+    let (mut a, _) = app(&[fixture("saxpy_f32.json")], 120, 40);
+    press(&mut a, &[Command::FocusNext, Command::Home, Command::Search]);
+    for c in "ld.global".chars() {
+        update(&mut a, Action::Input(c));
+    }
+    press(&mut a, &[Command::Enter]);
+    let v = a.ptx_view().unwrap().clone();
+    let want: Vec<usize> = (0..v.len()).filter(|&i| v.line(i).contains("ld.global")).collect();
+    assert!(want.len() >= 2);
+    let mut got = vec![a.ptx.cursor];
+    for _ in 1..want.len() {
+        press(&mut a, &[Command::SearchNext]);
+        got.push(a.ptx.cursor);
+    }
+    assert_eq!(got, want);
+    press(&mut a, &[Command::SearchNext]);
+    assert_eq!(a.ptx.cursor, want[0], "wraps to the first match");
+    press(&mut a, &[Command::SearchPrev]);
+    assert_eq!(a.ptx.cursor, *want.last().unwrap());
+}
+
+#[test]
+fn tuning_keys_reemit_and_reestimate_at_once() {
+    let (mut a, _) = app(&[fixture("vadd_f32.json")], 120, 40);
+    let threads = |a: &vyrescope::tui::app::App| a.emission.as_ref().unwrap().opts.workgroup_size[0];
+    let current = |a: &vyrescope::tui::app::App| a.emission.as_ref().unwrap().occupancy.as_ref().unwrap().current;
+    let header = |a: &vyrescope::tui::app::App, x: u32| {
+        a.ptx_view().unwrap().kernel.ptx.contains(&format!("workgroup: {x} x 1 x 1"))
+    };
+    assert_eq!(threads(&a), 256);
+    let cases: &[(Command, u32)] = &[
+        (Command::WgDouble, 512),
+        (Command::WgDouble, 1024),
+        (Command::WgDouble, 1024), // device limit
+        (Command::WgHalve, 512),
+        (Command::WgMinus, 480),
+        (Command::WgPlus, 512),
+        (Command::WgHalve, 256),
+        (Command::WgHalve, 128),
+    ];
+    for (cmd, want) in cases {
+        let gen = a.generation;
+        press(&mut a, &[*cmd]);
+        assert_eq!(a.workgroup()[0], *want, "{cmd:?}");
+        assert_eq!(threads(&a), *want, "re-emitted for {cmd:?}");
+        assert!(header(&a, *want), "PTX header says {want}");
+        assert_eq!(current(&a), *want, "re-estimated for {cmd:?}");
+        if a.generation != gen {
+            assert!(a.ptx_view().is_some());
+        }
+    }
+    // Typed workgroup.
+    press(&mut a, &[Command::WgPrompt]);
+    assert!(matches!(a.overlay, Some(Overlay::Prompt(..))));
+    for _ in 0..12 {
+        update(&mut a, Action::Backspace);
+    }
+    for c in "64,2,1".chars() {
+        update(&mut a, Action::Input(c));
+    }
+    press(&mut a, &[Command::Enter]);
+    assert_eq!(a.workgroup(), [64, 2, 1]);
+    assert_eq!(current(&a), 128);
+    // Target sm cycles and re-emits.
+    press(&mut a, &[Command::CycleSm]);
+    assert_eq!(a.sm, 70);
+    assert!(a.ptx_view().unwrap().kernel.ptx.contains(".target sm_70"));
+    // Device profile switches and re-estimates for that device.
+    let before = a.devices.label();
+    press(&mut a, &[Command::CycleDevice]);
+    assert_ne!(a.devices.label(), before);
+    let dev = a.emission.as_ref().unwrap().occupancy.as_ref().unwrap().device.clone();
+    assert!(dev.starts_with(&a.devices.current().unwrap().name), "{dev}");
+}
+
+#[test]
+fn reload_keeps_cursor_tab_and_picks_up_changes() {
+    let dir = std::env::temp_dir().join(format!("vyrescope-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("p.json");
+    let text = std::fs::read_to_string(fixture("saxpy_f32.json")).unwrap();
+    std::fs::write(&file, &text).unwrap();
+    let (mut a, _) = app(&[file.clone()], 120, 40);
+    press(&mut a, &[Command::Down, Command::Tab(2)]);
+    let (cursor, tab) = (a.ir.cursor, a.tab);
+    std::fs::write(&file, text.replace("\"name\": \"saxpy_f32\"", "\"name\": \"saxpy_renamed\"")).unwrap();
+    press(&mut a, &[Command::Reload]);
+    assert_eq!(a.doc.as_ref().unwrap().program.name, "saxpy_renamed");
+    assert_eq!((a.ir.cursor, a.tab), (cursor, tab));
+    // A broken file keeps the last good version and says why.
+    std::fs::write(&file, "{").unwrap();
+    update(&mut a, Action::FileChanged);
+    assert_eq!(a.doc.as_ref().unwrap().program.name, "saxpy_renamed");
+    assert!(a.message.as_ref().is_some_and(|m| !m.1.is_empty()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn export_writes_the_current_view_as_json() {
+    let dir = std::env::temp_dir().join(format!("vyrescope-export-t-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("v.json");
+    std::fs::copy(fixture("vadd_f32.json"), &file).unwrap();
+    let (mut a, _) = app(&[file.clone()], 120, 40);
+    press(&mut a, &[Command::Export]);
+    let out: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("v.ptx.json")).unwrap()).unwrap();
+    assert_eq!(out["data"]["ptx"].as_str(), Some(a.ptx_view().unwrap().kernel.ptx.as_str()));
+    assert_eq!(out["data"]["map"].as_array().unwrap().len(), a.ptx_view().unwrap().kernel.source_map.entries.len());
+    a.focus = Focus::Detail;
+    press(&mut a, &[Command::Tab(1), Command::Export]);
+    let occ: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("v.occupancy.json")).unwrap()).unwrap();
+    let rows = occ["data"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1024 / 32);
+    assert_eq!(rows[7]["block_size"], 256);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn mouse_click_focuses_and_selects_wheel_scrolls() {
+    let (mut a, _) = app(&[fixture("matmul_tiled_f32.json")], 120, 40);
+    let ar = areas(120, 40, &a);
+    update(&mut a, Action::Click(ar.ptx.x + 5, ar.ptx.y + 4));
+    assert_eq!(a.focus, Focus::Ptx);
+    assert_eq!(a.ptx.cursor, a.ptx.scroll + 3);
+    let before = a.ptx.cursor;
+    update(&mut a, Action::Wheel(ar.ptx.x + 5, ar.ptx.y + 4, 1));
+    assert_eq!(a.ptx.cursor, before + 3);
+    // Tab bar click.
+    let x = ar.detail.x + 1 + " 1 Occupancy ".len() as u16 + 2;
+    update(&mut a, Action::Click(x, ar.detail.y + 1));
+    assert_eq!(a.tab.index(), 1);
+    update(&mut a, Action::Click(ar.ir.x + 3, ar.ir.y + 2));
+    assert_eq!(a.focus, Focus::Ir);
+    assert_eq!(a.ir.cursor, a.ir.scroll + 1);
+}
+
+#[test]
+fn quit_and_help_and_escape() {
+    let (mut a, _) = app(&[fixture("vadd_f32.json")], 80, 24);
+    press(&mut a, &[Command::Help]);
+    assert!(matches!(a.overlay, Some(Overlay::Help(0))));
+    press(&mut a, &[Command::Down]);
+    assert!(matches!(a.overlay, Some(Overlay::Help(1))));
+    press(&mut a, &[Command::Escape]);
+    assert!(a.overlay.is_none());
+    press(&mut a, &[Command::Quit]);
+    assert!(a.quit);
+}
