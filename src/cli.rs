@@ -5,13 +5,18 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod bench_kernel;
 pub mod check;
 pub mod emit;
 pub mod fault_test;
 pub mod occupancy;
+pub mod occupancy_capture;
 pub mod print;
 pub mod probe;
 pub mod run;
+pub mod run_cuda;
+pub mod selftest;
+pub mod tune;
 pub mod tui;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
@@ -54,6 +59,16 @@ pub enum Command {
     /// Fault-recovery check with raw PTX (test-only).
     #[command(hide = true)]
     FaultTest(fault_test::Args),
+    /// Run every fixture on the GPU with verification, the occupancy check and fault recovery.
+    Selftest(selftest::Args),
+    /// Time candidate workgroup sizes on the GPU.
+    Tune(tune::Args),
+    /// Capture the driver's occupancy table (test-only).
+    #[command(hide = true)]
+    OccupancyCapture(occupancy_capture::Args),
+    /// Benchmark an emitted kernel (test-only, used by benches/gpu).
+    #[command(hide = true)]
+    BenchKernel(bench_kernel::Args),
     /// Open the inspector (or replay keys headlessly with --keys/--snapshot).
     Tui(tui::Args),
 }
@@ -76,6 +91,10 @@ pub fn main() -> i32 {
         Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),
         Some(Command::FaultTest(a)) => fault_test::run(&a),
+        Some(Command::Selftest(a)) => selftest::run(&a),
+        Some(Command::Tune(a)) => tune::run(&a),
+        Some(Command::OccupancyCapture(a)) => occupancy_capture::run(&a),
+        Some(Command::BenchKernel(a)) => bench_kernel::run(&a),
         Some(Command::Tui(a)) => tui::run(&a),
         None => {
             if cli.files.is_empty() {

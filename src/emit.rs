@@ -220,7 +220,7 @@ pub fn emit(program: &Program, opts: &EmitOptions) -> Result<EmittedKernel, Emit
 }
 
 /// Lays out the module and builds the source map from the recorded line owners.
-fn assemble(w: Writer<'_>, isa: &str) -> EmittedKernel {
+fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let prog = w.prog;
     let opts = w.opts;
     let grid_sync = w.special.contains_key("has_grid_barrier");
@@ -345,8 +345,11 @@ fn assemble(w: Writer<'_>, isa: &str) -> EmittedKernel {
             LineKind::Comment,
         ));
     }
-    for l in w.prologue.iter().chain(w.body.iter()) {
-        owned.push((l.text.clone(), l.owner, l.kind));
+    let lines = std::mem::take(&mut w.prologue)
+        .into_iter()
+        .chain(std::mem::take(&mut w.body));
+    for l in lines {
+        owned.push((l.text, l.owner, l.kind));
     }
     let first = out.len() as u32 + 1;
     let mut instructions = 0u32;

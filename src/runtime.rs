@@ -23,11 +23,14 @@ pub mod cache;
 pub mod capture;
 pub mod dispatch;
 pub(crate) mod driver;
+pub mod execute;
 pub mod fault;
 pub mod jit;
 pub mod parity;
 pub mod probe;
+pub mod selftest;
 pub mod telemetry;
+pub mod tune;
 
 pub use cache::CacheStats;
 pub use dispatch::{DispatchOptions, DispatchReport, ResidentSet, TimingStats};
@@ -87,6 +90,21 @@ pub enum RuntimeError {
         /// Hint.
         fix: String,
     },
+    /// A kernel faulted and the driver refused a fresh context afterwards.
+    #[error("kernel `{kernel}` faulted: {what} ({err}); recreating the CUDA context failed: {recovery}\n  Fix: the driver keeps this process's GPU state poisoned after such a fault; restart vyrescope")]
+    FaultUnrecovered {
+        /// Kernel name.
+        kernel: String,
+        /// Plain words.
+        what: String,
+        /// The driver error that reported the fault.
+        err: Box<DriverError>,
+        /// Why recovery failed.
+        recovery: String,
+    },
+    /// An earlier sticky fault left this process unable to create a CUDA context.
+    #[error("the GPU state of this process was poisoned by an earlier fault ({0}); the driver refuses new contexts\n  Fix: restart vyrescope (a fault in an emitted kernel is a vyrescope bug: please report it)")]
+    Poisoned(String),
     /// A kernel ran longer than the timeout; the context was recreated.
     #[error("kernel `{kernel}` did not finish within {timeout_ms} ms; the CUDA context was recreated (recovery took {recover_ms:.0} ms)\n  Fix: raise --timeout, or shrink the grid / loop bounds")]
     Timeout {
@@ -166,8 +184,9 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    fn create(dev: Device, generation: u64) -> Result<Session> {
-        let ctx = Context::create(dev).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+    fn create(dev: Device, generation: u64, primary: bool) -> Result<Session> {
+        let ctx =
+            Context::create(dev, primary).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
         ctx.make_current()
             .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
         let stream = Stream::create().map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
@@ -200,6 +219,12 @@ pub struct Runtime {
     caps: DeviceCaps,
     /// None only between destroying a faulted context and creating its replacement.
     pub(crate) session: Option<Session>,
+    /// Primary context (default) or an owned one (`VYRESCOPE_CONTEXT=owned`).
+    primary: bool,
+    /// Set when a sticky fault left the driver refusing new contexts (observed on driver
+    /// 580 / CUDA 13: the whole process stays poisoned, as NVIDIA documents for sticky
+    /// errors); every later call then fails at once with this reason.
+    poisoned: Option<String>,
     next_generation: u64,
     pub(crate) ptx_cache: cache::PtxCache,
     /// Module-cache counters of contexts destroyed by recoveries.
@@ -254,7 +279,8 @@ impl Runtime {
             detail: e.to_string(),
         })?;
         let caps = probe::read_caps(device)?;
-        let session = Some(Session::create(device, 1)?);
+        let primary = std::env::var("VYRESCOPE_CONTEXT").map_or(true, |v| v != "owned");
+        let session = Some(Session::create(device, 1, primary)?);
         let telemetry = Telemetry {
             contexts_created: 1,
             ..Telemetry::default()
@@ -264,6 +290,8 @@ impl Runtime {
             device,
             caps,
             session,
+            primary,
+            poisoned: None,
             next_generation: 2,
             ptx_cache: cache::PtxCache::new(cache::PTX_CAPACITY),
             module_stats: CacheStats::default(),
@@ -315,8 +343,11 @@ impl Runtime {
 
     /// The live session, made current on this thread (recreated if a fault destroyed it).
     pub(crate) fn sess(&mut self) -> Result<&mut Session> {
+        if let Some(why) = &self.poisoned {
+            return Err(RuntimeError::Poisoned(why.clone()));
+        }
         if self.session.is_none() {
-            let s = Session::create(self.device, self.next_generation)?;
+            let s = Session::create(self.device, self.next_generation, self.primary)?;
             self.next_generation += 1;
             self.telemetry.contexts_created += 1;
             self.session = Some(s);
@@ -348,6 +379,10 @@ impl Runtime {
             self.module_stats.saved_ms += s.saved_ms;
             drop(old);
         }
+        if self.primary {
+            // Releasing is not enough for a faulted primary context: reset clears it.
+            driver::reset_primary(self.device).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        }
         self.sess()?;
         Ok(t.elapsed().as_secs_f64() * 1e3)
     }
@@ -359,7 +394,13 @@ impl Runtime {
             self.telemetry.faults += 1;
             let (what, fix) = fault::describe(&err);
             if let Err(e) = self.recreate() {
-                return e;
+                self.poisoned = Some(format!("{what} in `{kernel}`"));
+                return RuntimeError::FaultUnrecovered {
+                    kernel: kernel.to_string(),
+                    what,
+                    err: Box::new(err),
+                    recovery: e.to_string().lines().next().unwrap_or_default().to_string(),
+                };
             }
             RuntimeError::Fault {
                 kernel: kernel.to_string(),

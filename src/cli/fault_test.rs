@@ -12,6 +12,10 @@ pub struct Args {
     /// Print the steps as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Run one sticky-fault case in this process (`illegal-address` or `trap`); used by the
+    /// check itself, which runs these cases in child processes.
+    #[arg(long, value_name = "CASE")]
+    pub child: Option<String>,
 }
 
 /// Runs `fault-test`; exit 1 when any step did not behave as expected.
@@ -20,6 +24,9 @@ pub fn run(a: &Args) -> i32 {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
+    if let Some(case) = &a.child {
+        return if rt.fault_child(case) { 0 } else { 1 };
+    }
     let steps = rt.fault_check();
     if a.json {
         match serde_json::to_string_pretty(

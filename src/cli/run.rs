@@ -14,6 +14,8 @@ use crate::report::RunReport;
 pub enum Backend {
     /// The CPU reference interpreter (the oracle).
     Reference,
+    /// The live GPU through the CUDA driver (JIT, dispatch, optional --verify).
+    Cuda,
 }
 
 impl Backend {
@@ -21,6 +23,7 @@ impl Backend {
     pub fn name(self) -> &'static str {
         match self {
             Backend::Reference => "reference",
+            Backend::Cuda => "cuda",
         }
     }
 }
@@ -59,6 +62,18 @@ pub struct Args {
     /// Reference interpreter step budget in node evaluations (default 2^34).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
+    /// cuda: launches in total; the first is read back, all are timed (min/median/max).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: u32,
+    /// cuda: compare the GPU results with the reference interpreter (exit 1 on mismatch).
+    #[arg(long)]
+    pub verify: bool,
+    /// cuda: give up on a launch after this many milliseconds (the context is recreated).
+    #[arg(long = "timeout", value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// cuda: JIT with line info (for profilers).
+    #[arg(long)]
+    pub lineinfo: bool,
 }
 
 /// Parses `X`, `X,Y` or `X,Y,Z` (positive integers).
@@ -96,6 +111,7 @@ pub fn execute(
                 .map_err(|e| e.to_string())?;
             Ok((t.elapsed().as_secs_f64() * 1e3, Some(stats.node_evals)))
         }
+        Backend::Cuda => super::run_cuda::execute(program, prepared),
     }
 }
 
@@ -136,6 +152,9 @@ pub fn run(a: &Args) -> i32 {
             a.file.display()
         );
         return 1;
+    }
+    if a.backend == Backend::Cuda {
+        return super::run_cuda::run(a, &program);
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     let mut prepared = match inputs::prepare(&program, base, a.workgroup, a.grid) {

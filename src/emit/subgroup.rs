@@ -1,17 +1,23 @@
 //! Subgroup (warp) operations over the lanes active at the call (`activemask.b32`).
 //!
 //! - `shuffle`: `shfl.sync.idx.b32` with clamp 31, which reads lane `lane & 31`; 64-bit values
-//!   move as two halves, bools as 0/1 words.
+//!   move as two halves, bools as 0/1 words. When the source lane is not in the member mask
+//!   (inactive, or past a short last warp) the reading lane gets its own value, as in the
+//!   reference interpreter (the hardware result would be undefined).
 //! - `ballot`: `vote.sync.ballot.b32`.
 //! - `subgroup_reduce`: `redux.sync` for 32-bit integer add/min/max/and/or/xor on sm_80+.
-//!   Otherwise (floats, mul, 64-bit, older targets): with all 32 lanes active, an xor
-//!   butterfly (`shfl.sync.bfly`, offsets 16, 8, 4, 2, 1); with some lanes inactive, every
-//!   active lane folds the active lanes' values in increasing lane order. Integer results do
-//!   not depend on the order; for float add/mul the order is part of the contract (a full
-//!   warp sums pairs `(l, l^16)` first, then `^8`, `^4`, `^2`, `^1`).
+//!   Otherwise (floats, mul, 64-bit, older targets) the result is the butterfly over the 32
+//!   lane slots that the interpreter defines: combine slots at distance 16, 8, 4, 2, 1, with
+//!   the operator's identity in inactive slots (`add` 0 / -0.0, `mul` 1, `min`/`max` the
+//!   type's MAX/MIN or NaN for floats, `and` all ones, `or`/`xor` 0). With all 32 lanes
+//!   active that is an xor butterfly (`shfl.sync.bfly`). Otherwise, for float add/mul (the
+//!   only order-sensitive cases) every active lane gathers the 32 slots with `shfl.sync.idx`
+//!   (identity where the mask bit is clear) and evaluates the same tree itself, which keeps
+//!   results bit-identical; the other ops fold the active lanes in a loop (any order gives
+//!   the same bits).
 
 use super::regs::RegClass;
-use super::writer::{mov_suffix, Val, Writer};
+use super::writer::{konst, mov_suffix, Val, Writer};
 use super::EmitError;
 use crate::ir::{BinOp, ReduceOp, ScalarType};
 
@@ -67,8 +73,19 @@ impl Writer<'_> {
     /// `shuffle(value, lane)`.
     pub fn shuffle(&mut self, v: Val, lane: Val) -> R<Val> {
         let mask = self.member_mask();
-        let l = lane.text();
-        Ok(self.shfl("idx", &v, &l, &mask))
+        let l = self.in_reg(&lane);
+        let got = self.shfl("idx", &v, &l, &mask);
+        // Source lane outside the member mask: keep the reader's own value.
+        let src = self.reg_class(RegClass::B32);
+        self.ins(format!("and.b32 {src}, {l}, 31"));
+        let bit = self.reg_class(RegClass::B32);
+        self.ins(format!("shr.b32 {bit}, {mask}, {src}"));
+        let on_b = self.reg_class(RegClass::B32);
+        self.ins(format!("and.b32 {on_b}, {bit}, 1"));
+        let on = self.reg_class(RegClass::Pred);
+        self.ins(format!("setp.ne.u32 {on}, {on_b}, 0"));
+        let on = v_reg(&on, ScalarType::Bool);
+        self.select(&on, &got, &v)
     }
 
     /// `ballot(cond)`.
@@ -132,24 +149,49 @@ impl Writer<'_> {
             self.ins(format!("mov{mv} {acc}, {}", r.text()));
         }
         self.ins(format!("bra.uni {done}"));
-        // Partial warp: fold the active lanes in increasing lane order.
         self.label(&serial);
-        let rest = self.reg_class(RegClass::B32);
-        self.ins(format!("mov.b32 {rest}, {mask}"));
-        let first = self.next_lane(&rest);
-        let x = self.shfl("idx", &v_reg(&vr, ty), &first, &mask);
-        self.ins(format!("mov{mv} {acc}, {}", x.text()));
-        let top = self.fresh_label("red_next");
-        self.label(&top);
-        let empty = self.reg_class(RegClass::Pred);
-        self.ins(format!("setp.eq.u32 {empty}, {rest}, 0"));
-        self.ins(format!("@{empty} bra {done}"));
-        let lane = self.next_lane(&rest);
-        let x = self.shfl("idx", &v_reg(&vr, ty), &lane, &mask);
-        let cur = v_reg(&acc, ty);
-        let r = self.binary(bin, cur, x)?;
-        self.ins(format!("mov{mv} {acc}, {}", r.text()));
-        self.ins(format!("bra.uni {top}"));
+        if ty.is_float() && matches!(op, ReduceOp::Add | ReduceOp::Mul) {
+            // Partial warp, order-sensitive: gather the 32 slots (identity where the lane is
+            // inactive) and evaluate the same tree locally.
+            let ident = Val::Imm(identity(op, ty));
+            let mut slots = Vec::with_capacity(32);
+            for lane in 0..32u32 {
+                let x = self.shfl("idx", &v_reg(&vr, ty), &lane.to_string(), &mask);
+                let bit = self.reg_class(RegClass::B32);
+                self.ins(format!("and.b32 {bit}, {mask}, {}", 1u32 << lane));
+                let on = self.reg_class(RegClass::Pred);
+                self.ins(format!("setp.ne.u32 {on}, {bit}, 0"));
+                let on = v_reg(&on, ScalarType::Bool);
+                slots.push(self.selp(ty, &x, &ident, &on));
+            }
+            let mut width = 16;
+            while width > 0 {
+                for i in 0..width {
+                    let (a, b) = (slots[i].clone(), slots[i + width].clone());
+                    slots[i] = self.binary(bin, a, b)?;
+                }
+                width /= 2;
+            }
+            self.ins(format!("mov{mv} {acc}, {}", slots[0].text()));
+        } else {
+            // Partial warp, order-free op (integers, float min/max): fold the active lanes in
+            // a loop, lowest lane first.
+            let rest = self.reg_class(RegClass::B32);
+            self.ins(format!("mov.b32 {rest}, {mask}"));
+            let first = self.next_lane(&rest);
+            let x = self.shfl("idx", &v_reg(&vr, ty), &first, &mask);
+            self.ins(format!("mov{mv} {acc}, {}", x.text()));
+            let top = self.fresh_label("red_next");
+            self.label(&top);
+            let empty = self.reg_class(RegClass::Pred);
+            self.ins(format!("setp.eq.u32 {empty}, {rest}, 0"));
+            self.ins(format!("@{empty} bra {done}"));
+            let lane = self.next_lane(&rest);
+            let x = self.shfl("idx", &v_reg(&vr, ty), &lane, &mask);
+            let r = self.binary(bin, v_reg(&acc, ty), x)?;
+            self.ins(format!("mov{mv} {acc}, {}", r.text()));
+            self.ins(format!("bra.uni {top}"));
+        }
         self.label(&done);
         Ok(Val::Reg {
             name: acc,
@@ -157,7 +199,9 @@ impl Writer<'_> {
             fresh: true,
         })
     }
+}
 
+impl Writer<'_> {
     /// Lowest set lane of `rest` (which loses that bit).
     fn next_lane(&mut self, rest: &str) -> String {
         let rev = self.reg_class(RegClass::B32);
@@ -176,5 +220,26 @@ fn v_reg(name: &str, ty: ScalarType) -> Val {
         name: name.to_string(),
         ty,
         fresh: false,
+    }
+}
+
+/// The identity of reduction `op` on `ty` (what inactive slots hold).
+fn identity(op: ReduceOp, ty: ScalarType) -> crate::ir::Scalar {
+    use crate::ir::Scalar as S;
+    let float = ty.is_float();
+    match (op, ty) {
+        (ReduceOp::Add, ScalarType::F32) => S::F32(-0.0),
+        (ReduceOp::Add, ScalarType::F64) => S::F64(-0.0),
+        (ReduceOp::Mul, _) => konst(ty, 1),
+        (ReduceOp::Min | ReduceOp::Max, ScalarType::F32) => S::F32(f32::NAN),
+        (ReduceOp::Min | ReduceOp::Max, ScalarType::F64) => S::F64(f64::NAN),
+        (ReduceOp::Min, ScalarType::U32) => S::U32(u32::MAX),
+        (ReduceOp::Min, ScalarType::I32) => S::I32(i32::MAX),
+        (ReduceOp::Min, ScalarType::U64) => S::U64(u64::MAX),
+        (ReduceOp::Min, ScalarType::I64) => S::I64(i64::MAX),
+        (ReduceOp::Max, ScalarType::I32) => S::I32(i32::MIN),
+        (ReduceOp::Max, ScalarType::I64) => S::I64(i64::MIN),
+        (ReduceOp::And, _) if !float => konst(ty, -1),
+        _ => konst(ty, 0),
     }
 }

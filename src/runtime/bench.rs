@@ -45,18 +45,31 @@ pub struct OverheadBench {
     pub kernel: String,
     /// Elements (small, so the kernel itself is negligible).
     pub elements: u64,
-    /// vyrescope `launch_resident` (cached module, resident buffers, events, telemetry).
+    /// vyrescope `launch_resident` (cached module, resident buffers, CUDA-event device
+    /// timing, telemetry).
     pub vyrescope_us: TimingStats,
+    /// The same without device timing (`DispatchOptions::device_timing = false`).
+    pub vyrescope_untimed_us: TimingStats,
     /// cudarc `result::launch_kernel` + `cuStreamSynchronize`.
     pub bare_cudarc_us: TimingStats,
-    /// vyrescope median / bare median.
+    /// vyrescope (timed) median / bare median.
     pub ratio: f64,
+    /// vyrescope (untimed) median / bare median.
+    pub ratio_untimed: f64,
 }
 
-/// `program` with its `run.elements` set to `elements` (grid derived from it).
+/// `program` with its `run.elements` set to `elements` (grid derived from it); inputs with an
+/// explicit `len` (e.g. one partial sum per workgroup) scale by the same factor.
 pub fn with_elements(program: &Program, elements: u64) -> Program {
     let mut p = program.clone();
     let mut run = p.run.clone().unwrap_or_default();
+    if let Some(old) = run.elements.filter(|&o| o > 0) {
+        for (_, input) in run.inputs.iter_mut() {
+            if let Some(len) = input.len.as_mut() {
+                *len = (*len as u128 * elements as u128 / old as u128).max(1) as u64;
+            }
+        }
+    }
     run.elements = Some(elements);
     run.grid = None;
     p.run = Some(run);
@@ -153,6 +166,16 @@ impl Runtime {
                 self.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 1, &opts)?;
                 ours.push(t.elapsed().as_secs_f64() * 1e6);
             }
+            let untimed_opts = DispatchOptions {
+                device_timing: false,
+                ..opts.clone()
+            };
+            let mut untimed = Vec::with_capacity(iters as usize);
+            for _ in 0..iters {
+                let t = Instant::now();
+                self.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 1, &untimed_opts)?;
+                untimed.push(t.elapsed().as_secs_f64() * 1e6);
+            }
             let ptrs = {
                 let sess = self.sess()?;
                 let bufs = sess
@@ -191,26 +214,57 @@ impl Runtime {
                 iters,
             )
             .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-            Ok::<_, RuntimeError>((ours, bare))
+            Ok::<_, RuntimeError>((ours, untimed, bare))
         })();
         self.release(set);
-        let (ours, bare) = result?;
-        let (o, b) = (TimingStats::of(&ours), TimingStats::of(&bare));
-        let ratio = if b.median_ms > 0.0 {
-            o.median_ms / b.median_ms
-        } else {
-            0.0
+        let (ours, untimed, bare) = result?;
+        let (o, u, b) = (
+            TimingStats::of(&ours),
+            TimingStats::of(&untimed),
+            TimingStats::of(&bare),
+        );
+        let over = |x: f64| {
+            if b.median_ms > 0.0 {
+                x / b.median_ms
+            } else {
+                0.0
+            }
         };
         Ok(OverheadBench {
             kernel: c.emitted.kernel_name,
             elements,
+            ratio: over(o.median_ms),
+            ratio_untimed: over(u.median_ms),
             vyrescope_us: o,
+            vyrescope_untimed_us: u,
             bare_cudarc_us: b,
-            ratio,
         })
     }
 }
 
 fn set_id(set: &super::ResidentSet) -> u64 {
     set.id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_lengths_scale_with_elements() {
+        let p = crate::ir::load_program(Path::new("fixtures/programs/reduce_sum_f32.json"))
+            .expect("fixture");
+        let q = with_elements(&p, 1 << 22);
+        let run = q.run.clone().expect("run");
+        assert_eq!(run.elements, Some(1 << 22));
+        let partial = run
+            .inputs
+            .iter()
+            .find(|(n, _)| n == "partial")
+            .expect("partial");
+        assert_eq!(partial.1.len, Some((1 << 22) / 256));
+        let prepared =
+            inputs::prepare(&q, Path::new("fixtures/programs"), None, None).expect("prepare");
+        assert_eq!(prepared.shape.grid, [(1 << 22) / 256, 1, 1]);
+    }
 }

@@ -105,6 +105,17 @@ impl<V> Lru<V> {
         }
     }
 
+    /// Looks `key` up without counting it (launch paths look up a module they already
+    /// loaded; only load requests count as hits or misses). Refreshes recency.
+    pub fn peek(&mut self, key: u64) -> Option<&V> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.map.get_mut(&key).map(|e| {
+            e.1 = tick;
+            &e.0
+        })
+    }
+
     /// Inserts an entry of `bytes` that took `build_ms` to make; evicts the least recently
     /// used entries beyond capacity.
     pub fn insert(&mut self, key: u64, value: V, bytes: u64, build_ms: f64) {

@@ -93,11 +93,22 @@ impl Runtime {
         block: u32,
         dynamic_smem: u32,
     ) -> Result<u32> {
-        let (f, info) = self.kernel(h)?;
-        if dynamic_smem > info.max_dynamic_smem {
-            f.set_max_dynamic_smem(dynamic_smem)
-                .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-        }
+        let cached = self
+            .sess()?
+            .modules
+            .peek(h.key)
+            .map(|k| (k.function, k.info.max_dynamic_smem));
+        let (f, default_dyn) = match cached {
+            Some(c) => c,
+            None => {
+                let (f, info) = self.kernel(h)?;
+                (f, info.max_dynamic_smem)
+            }
+        };
+        // The attribute is set to exactly what this launch needs (or back to the default),
+        // the configuration the estimator models ("raised as needed").
+        f.set_max_dynamic_smem(dynamic_smem.max(default_dyn))
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
         f.max_active_blocks(block, dynamic_smem)
             .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
     }

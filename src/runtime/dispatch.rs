@@ -42,6 +42,9 @@ pub struct DispatchOptions {
     pub useful_invocations: Option<u64>,
     /// Dynamic shared memory bytes per block.
     pub dynamic_smem: u32,
+    /// Time each launch with CUDA events (two event records and a query per launch);
+    /// without it `device_ms` is 0 and the host only waits on the stream.
+    pub device_timing: bool,
 }
 
 impl Default for DispatchOptions {
@@ -52,6 +55,7 @@ impl Default for DispatchOptions {
             readback: true,
             useful_invocations: None,
             dynamic_smem: 0,
+            device_timing: true,
         }
     }
 }
@@ -90,6 +94,17 @@ impl TimingStats {
             max_ms: s[n - 1],
         }
     }
+}
+
+/// How one launch is made and waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaunchMode {
+    /// `cuLaunchCooperativeKernel` (grid barrier).
+    pub cooperative: bool,
+    /// Give up after this long.
+    pub timeout: Option<Duration>,
+    /// Record CUDA events around the launch.
+    pub timed: bool,
 }
 
 /// One launch's times.
@@ -394,13 +409,13 @@ impl Runtime {
                 set.lens.len()
             )));
         }
-        let (f, info) = self.kernel(h)?;
+        let (f, res) = self.kernel_for_launch(h)?;
         self.check_shape(
             &h.name,
             shape,
-            info.resources.max_threads_per_block,
+            res.max_threads_per_block,
             opts.dynamic_smem,
-            info.resources.static_smem_bytes,
+            res.static_smem_bytes,
         )?;
         let ptrs = self.resident_ptrs(set)?;
         let mut args: Vec<u64> = Vec::with_capacity(ptrs.len() * 2 + 1);
@@ -450,7 +465,12 @@ impl Runtime {
                         .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
                 }
             }
-            let t = self.launch_core(&h.name, f, &geo, &mut args, abi.grid_sync, opts.timeout)?;
+            let mode = LaunchMode {
+                cooperative: abi.grid_sync,
+                timeout: opts.timeout,
+                timed: opts.device_timing,
+            };
+            let t = self.launch_core(&h.name, f, &geo, &mut args, mode)?;
             self.telemetry
                 .record_launch(abi.grid_sync, slots, useful, t.device_ms);
             out.push(t);
@@ -492,22 +512,32 @@ impl Runtime {
         f: Function,
         geo: &Geometry,
         args: &mut [u64],
-        cooperative: bool,
-        timeout: Option<Duration>,
+        mode: LaunchMode,
     ) -> Result<LaunchTiming> {
+        let LaunchMode {
+            cooperative,
+            timeout,
+            timed,
+        } = mode;
+        // A timeout polls the stop event, so it needs the events too.
+        let timed = timed || timeout.is_some();
         let sess = self.sess()?;
         let t0 = Instant::now();
-        let r = sess
-            .ev_start
-            .record(&sess.stream)
-            .and_then(|_| driver::launch(f, geo, &sess.stream, args, cooperative))
-            .and_then(|_| sess.ev_stop.record(&sess.stream));
+        let r = if timed {
+            sess.ev_start
+                .record(&sess.stream)
+                .and_then(|_| driver::launch(f, geo, &sess.stream, args, cooperative))
+                .and_then(|_| sess.ev_stop.record(&sess.stream))
+        } else {
+            driver::launch(f, geo, &sess.stream, args, cooperative)
+        };
         let enqueue_ms = t0.elapsed().as_secs_f64() * 1e3;
         if let Err(e) = r {
             return Err(self.launch_error(kernel, e));
         }
         let t1 = Instant::now();
         let waited = match timeout {
+            None if !timed => sess.stream.synchronize(),
             None => sess.ev_stop.synchronize(),
             Some(limit) => loop {
                 match sess.ev_stop.query() {
@@ -535,9 +565,13 @@ impl Runtime {
         if let Err(e) = waited {
             return Err(self.launch_error(kernel, e));
         }
-        let sess = self.sess()?;
-        let device_ms = Event::elapsed_ms(&sess.ev_start, &sess.ev_stop)
-            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let device_ms = if timed {
+            let sess = self.sess()?;
+            Event::elapsed_ms(&sess.ev_start, &sess.ev_stop)
+                .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?
+        } else {
+            0.0
+        };
         Ok(LaunchTiming {
             device_ms,
             enqueue_ms,
@@ -564,7 +598,7 @@ impl Runtime {
             )));
         }
         // Load the module first so JIT time stays out of the dispatch figures.
-        self.kernel(h)?;
+        self.kernel_for_launch(h)?;
         let h2d0 = self.telemetry.h2d_bytes;
         let t0 = Instant::now();
         let set = self.upload(buffers)?;

@@ -187,40 +187,90 @@ impl Device {
     }
 }
 
-/// An owned (non-primary) context; destroyed on drop, which frees everything in it.
+/// A CUDA context: either the device's primary context (retained; the default, because
+/// `cuDevicePrimaryCtxReset` is the documented way to clear a faulted device) or an owned
+/// one from `cuCtxCreate`. Dropping it releases / destroys it, freeing everything in it.
 #[derive(Debug)]
-pub(crate) struct Context(sys::CUcontext);
+pub(crate) struct Context {
+    raw: sys::CUcontext,
+    dev: Device,
+    primary: bool,
+}
 
 // Safety: a CUcontext may be used from any thread once made current there; every entry
 // point of `Runtime` calls `make_current` first.
 unsafe impl Send for Context {}
 
 impl Context {
-    /// `cuCtxCreate` on `dev` with automatic scheduling (spins while the CPU has spare cores).
-    pub(crate) fn create(dev: Device) -> Result<Context, DriverError> {
+    /// Retains the primary context of `dev` (`primary`) or creates an owned one.
+    pub(crate) fn create(dev: Device, primary: bool) -> Result<Context, DriverError> {
         let mut c: sys::CUcontext = std::ptr::null_mut();
-        // Safety: writes one context handle and makes it current on this thread.
-        check("cuCtxCreate", unsafe {
-            sys::cuCtxCreate_v2(&mut c, 0, dev.0)
-        })?;
-        Ok(Context(c))
+        if primary {
+            // Safety: writes one context handle; balanced by the release in Drop.
+            check("cuDevicePrimaryCtxRetain", unsafe {
+                sys::cuDevicePrimaryCtxRetain(&mut c, dev.0)
+            })?;
+        } else {
+            // Safety: writes one context handle and makes it current on this thread.
+            check("cuCtxCreate", unsafe {
+                sys::cuCtxCreate_v2(&mut c, 0, dev.0)
+            })?;
+        }
+        Ok(Context {
+            raw: c,
+            dev,
+            primary,
+        })
     }
 
     /// `cuCtxSetCurrent`.
     pub(crate) fn make_current(&self) -> Result<(), DriverError> {
-        // Safety: self.0 is a live context (destroyed only in Drop).
-        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.0) })
+        // vyrescope is the only CUDA user of its threads, so a per-thread note of what is
+        // current saves a driver call on every launch.
+        if CURRENT.with(|c| c.get()) == self.raw as usize {
+            return Ok(());
+        }
+        // Safety: self.raw is a live context (released only in Drop).
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.raw) })?;
+        CURRENT.with(|c| c.set(self.raw as usize));
+        Ok(())
     }
+
+    fn release(&self) -> Result<(), DriverError> {
+        if self.primary {
+            // Safety: balances the retain in `create`.
+            check("cuDevicePrimaryCtxRelease", unsafe {
+                sys::cuDevicePrimaryCtxRelease_v2(self.dev.0)
+            })
+        } else {
+            // Safety: live owned handle.
+            check("cuCtxDestroy", unsafe { sys::cuCtxDestroy_v2(self.raw) })
+        }
+    }
+}
+
+thread_local! {
+    /// The context this thread last made current (0 = none known).
+    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // Safety: the handle is live and owned; errors (a faulted context) are ignored since
-        // destruction is the recovery path.
-        unsafe {
-            let _ = sys::cuCtxDestroy_v2(self.0);
-        }
+        // A new context may reuse the address: forget it as "current".
+        CURRENT.with(|c| c.set(0));
+        // Errors (a faulted context) are ignored: destruction is the recovery path.
+        let _ = self.release();
     }
+}
+
+/// `cuDevicePrimaryCtxReset`: destroys all allocations and state of the primary context
+/// (the driver's way out of a sticky fault).
+pub(crate) fn reset_primary(dev: Device) -> Result<(), DriverError> {
+    // Safety: no preconditions beyond a valid device; handles of the old context held by
+    // the caller were dropped before.
+    check("cuDevicePrimaryCtxReset", unsafe {
+        sys::cuDevicePrimaryCtxReset_v2(dev.0)
+    })
 }
 
 /// A non-blocking stream.

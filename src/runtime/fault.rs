@@ -114,7 +114,7 @@ impl Runtime {
         timeout: Option<Duration>,
     ) -> Result<super::dispatch::LaunchTiming> {
         let (h, _) = self.load_kernel(ptx, name, &JitOptions::default())?;
-        let (f, _) = self.kernel(&h)?;
+        let (f, _) = self.kernel_for_launch(&h)?;
         let t = self.launch_core(
             name,
             f,
@@ -124,8 +124,11 @@ impl Runtime {
                 dynamic_smem: 0,
             },
             args,
-            false,
-            timeout,
+            super::dispatch::LaunchMode {
+                cooperative: false,
+                timeout,
+                timed: true,
+            },
         )?;
         let slots = grid.iter().chain(block.iter()).map(|&v| v as u64).product();
         self.telemetry
@@ -177,8 +180,9 @@ impl Runtime {
         }
     }
 
-    /// The fault-recovery check: a baseline dispatch, then an illegal address, a trap and a
-    /// timeout, each followed by a dispatch that must give correct results.
+    /// The fault-recovery check: a baseline dispatch, then a timeout, an illegal address and
+    /// a trap, each followed by a dispatch that must give correct results. The timeout goes
+    /// first because it does not poison the device even where a sticky fault would.
     pub fn fault_check(&mut self) -> Vec<FaultStep> {
         let mut steps = Vec::new();
         let mut step = |rt: &mut Runtime,
@@ -206,55 +210,6 @@ impl Runtime {
         });
         step(
             self,
-            "store to an unmapped address",
-            "fault: illegal memory address",
-            &mut |rt| match rt.launch_raw(
-                FAULT_PTX,
-                "vs_fault_store",
-                [1, 1, 1],
-                [32, 1, 1],
-                &mut [0xdead_0000_0000, 7],
-                None,
-            ) {
-                Err(e @ RuntimeError::Fault { .. }) => {
-                    let ok = matches!(&e, RuntimeError::Fault { err, .. } if err.code == 700);
-                    (first_line(&e), ok)
-                }
-                Err(e) => (first_line(&e), false),
-                Ok(_) => ("no error".into(), false),
-            },
-        );
-        step(
-            self,
-            "dispatch after the illegal address",
-            "correct results",
-            &mut |rt| verify(rt),
-        );
-        step(
-            self,
-            "trap",
-            "fault: launch failure",
-            &mut |rt| match rt.launch_raw(
-                FAULT_PTX,
-                "vs_fault_trap",
-                [1, 1, 1],
-                [32, 1, 1],
-                &mut [],
-                None,
-            ) {
-                Err(e @ RuntimeError::Fault { .. }) => (first_line(&e), true),
-                Err(e) => (first_line(&e), false),
-                Ok(_) => ("no error".into(), false),
-            },
-        );
-        step(
-            self,
-            "dispatch after the trap",
-            "correct results",
-            &mut |rt| verify(rt),
-        );
-        step(
-            self,
             "2 s kernel with --timeout 200ms",
             "timeout, context recreated",
             &mut |rt| {
@@ -279,7 +234,116 @@ impl Runtime {
             "correct results",
             &mut |rt| verify(rt),
         );
+        // Sticky faults poison the whole process on current drivers (no new context can be
+        // created afterwards), so each runs in a child process: the child must report the
+        // fault clearly and refuse later work with the "restart" error, and this process's
+        // own dispatches must stay correct.
+        for (case, words) in [
+            ("illegal-address", "illegal memory address"),
+            ("trap", "launch failure"),
+        ] {
+            step(
+                self,
+                &format!("{case} in a child process"),
+                &format!("child: fault reported ({words}), later work refused with a restart hint"),
+                &mut |_| run_child(case, words),
+            );
+            step(
+                self,
+                &format!("dispatch here after the child's {case}"),
+                "correct results",
+                &mut |rt| verify(rt),
+            );
+        }
         steps
+    }
+}
+
+/// Runs `vyrescope fault-test --child CASE` and judges its output.
+fn run_child(case: &str, words: &str) -> (String, bool) {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return (format!("cannot find the vyrescope binary: {e}"), false),
+    };
+    match std::process::Command::new(exe)
+        .args(["fault-test", "--child", case])
+        .output()
+    {
+        Err(e) => (format!("cannot start the child: {e}"), false),
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let fault = text
+                .lines()
+                .find(|l| l.starts_with("fault: "))
+                .unwrap_or("fault: (none)");
+            let after = text
+                .lines()
+                .find(|l| l.starts_with("after: "))
+                .unwrap_or("after: (none)");
+            let ok = out.status.success()
+                && fault.contains(words)
+                && (after.contains("restart vyrescope") || after.contains("recovered in-process"));
+            (format!("{fault} | {after}"), ok)
+        }
+    }
+}
+
+impl Runtime {
+    /// The child side of a sticky-fault case: launch the faulting kernel, then try a normal
+    /// dispatch. Prints `fault: ...` and `after: ...`; returns true when both behaved as
+    /// expected (a clear fault error, then either working dispatches or the poisoned error).
+    pub fn fault_child(&mut self, case: &str) -> bool {
+        let first_line =
+            |e: &RuntimeError| e.to_string().lines().next().unwrap_or_default().to_string();
+        let fix_line =
+            |e: &RuntimeError| e.to_string().lines().last().unwrap_or_default().to_string();
+        let r = match case {
+            "trap" => self.launch_raw(
+                FAULT_PTX,
+                "vs_fault_trap",
+                [1, 1, 1],
+                [32, 1, 1],
+                &mut [],
+                None,
+            ),
+            _ => self.launch_raw(
+                FAULT_PTX,
+                "vs_fault_store",
+                [1, 1, 1],
+                [32, 1, 1],
+                &mut [0xdead_0000_0000, 7],
+                None,
+            ),
+        };
+        let fault_ok = match &r {
+            Err(e @ (RuntimeError::Fault { .. } | RuntimeError::FaultUnrecovered { .. })) => {
+                println!("fault: {}", first_line(e));
+                true
+            }
+            Err(e) => {
+                println!("fault: unexpected error: {}", first_line(e));
+                false
+            }
+            Ok(_) => {
+                println!("fault: no error");
+                false
+            }
+        };
+        let after_ok = match self.iota_ok(1 << 16) {
+            Ok(s) => {
+                println!("after: recovered in-process: {s}");
+                true
+            }
+            Err(e @ RuntimeError::Poisoned(_)) => {
+                println!("after: {} {}", first_line(&e), fix_line(&e).trim());
+                true
+            }
+            Err(e) => {
+                println!("after: unexpected error: {}", first_line(&e));
+                false
+            }
+        };
+        fault_ok && after_ok
     }
 }
 

@@ -136,6 +136,20 @@ impl Runtime {
         Ok((handle, info))
     }
 
+    /// The function and resources for a launch of `h`: an uncounted cache lookup, falling
+    /// back to [`Runtime::kernel`] (a counted load) when the module is gone.
+    pub(crate) fn kernel_for_launch(
+        &mut self,
+        h: &KernelHandle,
+    ) -> Result<(Function, KernelResources)> {
+        let sess = self.sess()?;
+        if let Some(k) = sess.modules.peek(h.key) {
+            return Ok((k.function, k.info.resources.clone()));
+        }
+        let (f, info) = self.kernel(h)?;
+        Ok((f, info.resources))
+    }
+
     /// The loaded function for `h`, JIT-compiling it again if its module is not loaded in
     /// the current context.
     pub(crate) fn kernel(&mut self, h: &KernelHandle) -> Result<(Function, KernelInfo)> {

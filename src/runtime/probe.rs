@@ -95,7 +95,12 @@ fn kernel_driver_version() -> Option<String> {
     let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
     let line = text.lines().next()?;
     let idx = line.find("Kernel Module")?;
-    line[idx..].split_whitespace().nth(2).map(|s| s.to_string())
+    // "Kernel Module  580.159.04" or "Open Kernel Module for x86_64  580.159.04": the first
+    // dotted number after the marker.
+    line[idx..]
+        .split_whitespace()
+        .find(|t| t.contains('.') && t.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .map(|s| s.to_string())
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.

@@ -1,0 +1,56 @@
+//! `vyrescope occupancy-capture --out FILE` (hidden): JIT kernels of many register counts and
+//! static shared sizes and record the driver's blocks per SM as CSV (the committed
+//! `fixtures/devices/h200-occupancy.csv` the estimator is tested against).
+
+use std::path::PathBuf;
+
+use crate::runtime::capture::to_csv;
+use crate::runtime::Runtime;
+
+/// Capture the driver's occupancy answers for many kernels into a CSV table.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Output CSV file.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+}
+
+/// Register caps passed to the JIT (`CU_JIT_MAX_REGISTERS`).
+const REG_CAPS: [u32; 22] = [
+    16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 136, 152, 168, 184, 200, 216, 232, 240, 248,
+    255,
+];
+/// Static shared sizes (bytes).
+const STATIC_SMEM: [u32; 3] = [0, 4096, 20000];
+
+/// Runs `occupancy-capture`.
+pub fn run(a: &Args) -> i32 {
+    let mut rt = match Runtime::open(a.device) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let rows = match rt.capture_occupancy(&REG_CAPS, &STATIC_SMEM) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let csv = to_csv(&rows);
+    if let Err(e) = std::fs::write(&a.out, csv) {
+        return super::fail(format!(
+            "cannot write {}: {e}\n  Fix: choose a writable path",
+            a.out.display()
+        ));
+    }
+    let mut regs: Vec<u32> = rows.iter().map(|r| r.regs_per_thread).collect();
+    regs.sort_unstable();
+    regs.dedup();
+    println!(
+        "{} rows, register counts {:?}, written to {}",
+        rows.len(),
+        regs,
+        a.out.display()
+    );
+    0
+}

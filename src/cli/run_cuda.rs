@@ -1,0 +1,165 @@
+//! The CUDA half of `vyrescope run --backend cuda`: dispatch on the live GPU, verify against
+//! the reference interpreter, print the reference report plus device figures.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::run::Args;
+use crate::ir::Program;
+use crate::report::RunReport;
+use crate::runtime::execute::RunRequest;
+use crate::runtime::Runtime;
+
+/// Runs `program` on the GPU as `a` asks; returns the exit code (1 on parity failure).
+pub fn run(a: &Args, program: &Program) -> i32 {
+    let base = a.file.parent().unwrap_or(Path::new("."));
+    let mut rt = match Runtime::open(0) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    if let Some(dir) = &a.dump {
+        match crate::inputs::prepare(program, base, a.workgroup, a.grid) {
+            Ok(p) => {
+                if let Err(e) = super::run::dump(dir, &p.buffers, ".in.bin") {
+                    return super::fail(e);
+                }
+            }
+            Err(e) => return super::fail(e),
+        }
+    }
+    let req = RunRequest {
+        workgroup: a.workgroup,
+        grid: a.grid,
+        repeat: a.repeat.max(1),
+        verify: a.verify,
+        timeout: a.timeout_ms.map(Duration::from_millis),
+        lineinfo: a.lineinfo,
+    };
+    let run = match rt.run_program(program, base, &req) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    if let Some(dir) = &a.dump {
+        if let Err(e) = super::run::dump(dir, &run.buffers, ".bin") {
+            return super::fail(e);
+        }
+        let ptx = dir.join(format!("{}.ptx", run.compiled.emitted.kernel_name));
+        let log = dir.join("jit.log");
+        if let Err(e) = std::fs::write(&ptx, &run.compiled.emitted.ptx)
+            .and_then(|_| std::fs::write(&log, &run.compiled.info.info_log))
+        {
+            return super::fail(format!(
+                "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
+                dir.display()
+            ));
+        }
+    }
+    let report = RunReport::new(
+        &program.name,
+        "cuda",
+        &run.shape,
+        &run.buffers,
+        run.report.full_ms,
+        None,
+    );
+    let passed = run.parity.as_ref().is_none_or(|p| p.passed);
+    if a.json {
+        let mut v = match serde_json::to_value(&report) {
+            Ok(v) => v,
+            Err(e) => return super::fail(e),
+        };
+        if let Some(obj) = v.as_object_mut() {
+            let caps = rt.caps();
+            obj.insert("device".into(), serde_json::json!({"name": caps.name, "cc": format!("{}.{}", caps.cc_major, caps.cc_minor), "sm_count": caps.sm_count, "driver_version": caps.driver_version}));
+            obj.insert("device_ms".into(), serde_json::json!(run.report.device_ms));
+            obj.insert("jit_ms".into(), serde_json::json!(run.compiled.info.jit_ms));
+            obj.insert(
+                "resources".into(),
+                serde_json::json!({
+                    "regs_per_thread": run.compiled.info.resources.regs_per_thread,
+                    "static_smem_bytes": run.compiled.info.resources.static_smem_bytes,
+                    "local_bytes": run.compiled.info.resources.local_bytes,
+                    "const_bytes": run.compiled.info.resources.const_bytes,
+                    "max_threads_per_block": run.compiled.info.resources.max_threads_per_block,
+                    "ptx_version": run.compiled.info.ptx_version,
+                    "binary_version": run.compiled.info.binary_version,
+                }),
+            );
+            obj.insert("parity".into(), serde_json::json!(run.parity));
+            obj.insert("dispatch".into(), serde_json::json!(run.report));
+            obj.insert("cache".into(), serde_json::json!(rt.cache_report()));
+            obj.insert("telemetry".into(), serde_json::json!(rt.telemetry()));
+        }
+        match serde_json::to_string_pretty(&v) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        print!("{}", report.to_text(&run.buffers));
+        let d = &run.report.device_ms;
+        let r = &run.compiled.info.resources;
+        println!(
+            "device: {} (sm_{}{})",
+            rt.caps().name,
+            rt.caps().cc_major,
+            rt.caps().cc_minor
+        );
+        println!(
+            "device time: median {:.4} ms (min {:.4}, max {:.4}, {} launches); upload {:.2} ms, readback {:.2} ms, JIT {:.1} ms{}",
+            d.median_ms,
+            d.min_ms,
+            d.max_ms,
+            d.count,
+            run.report.upload_ms,
+            run.report.readback_ms,
+            run.compiled.info.jit_ms,
+            if run.compiled.info.cached { " (module cached)" } else { "" }
+        );
+        println!(
+            "resources: {} regs/thread, {} B static shared, {} B local (spills), max {} threads/block",
+            r.regs_per_thread, r.static_smem_bytes, r.local_bytes, r.max_threads_per_block
+        );
+        match &run.parity {
+            Some(p) if p.passed => println!("parity: ok ({}, {} elements)", p.mode, p.compared),
+            Some(p) => {
+                println!(
+                    "parity: FAILED ({}): {} of {} elements differ",
+                    p.mode, p.mismatches, p.compared
+                );
+                for m in &p.first {
+                    println!(
+                        "  {}[{}]: gpu {} reference {}",
+                        m.buffer, m.index, m.gpu, m.reference
+                    );
+                }
+            }
+            None => println!("parity: not checked (add --verify)"),
+        }
+    }
+    if passed {
+        0
+    } else {
+        1
+    }
+}
+
+/// Runs `prepared` on the GPU in place (no verification); returns (full dispatch ms, None).
+pub fn execute(
+    program: &Program,
+    prepared: &mut crate::inputs::PreparedRun,
+) -> Result<(f64, Option<u64>), String> {
+    let mut rt = Runtime::open(0).map_err(|e| e.to_string())?;
+    let c = rt
+        .compile_program(program, prepared.shape.workgroup_size, &Default::default())
+        .map_err(|e| e.to_string())?;
+    let rep = rt
+        .dispatch(
+            &c.handle,
+            &c.emitted.abi,
+            &prepared.shape,
+            &mut prepared.buffers,
+            &Default::default(),
+        )
+        .map_err(|e| e.to_string())?;
+    Ok((rep.full_ms, None))
+}

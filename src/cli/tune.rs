@@ -1,0 +1,82 @@
+//! `vyrescope tune FILE`: time candidate workgroup sizes on the live GPU (each verified
+//! against the reference interpreter); results are cached per (program, device).
+
+use std::path::{Path, PathBuf};
+
+use crate::occupancy::tune::{parse_candidates, render_json, render_text, CacheMode};
+use crate::runtime::tune::TuneRequest;
+use crate::runtime::Runtime;
+
+/// Time candidate workgroup sizes on the GPU and report the fastest.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  vyrescope tune fixtures/programs/vadd_f32.json\n  vyrescope tune fixtures/programs/reduce_sum_f32.json --candidates 64,128,256,512 --repeat 20 --json"
+)]
+pub struct Args {
+    /// Program file.
+    pub file: PathBuf,
+    /// Candidate workgroup sizes: a range of multiples of 32 (`32..1024`), a list, or 2-D sizes.
+    #[arg(long, default_value = "32..1024")]
+    pub candidates: String,
+    /// Timed launches per candidate (median reported).
+    #[arg(long, default_value_t = 10)]
+    pub repeat: u32,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Ignore (and overwrite) cached results.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+}
+
+/// Runs `tune`.
+pub fn run(a: &Args) -> i32 {
+    let text = match std::fs::read_to_string(&a.file) {
+        Ok(t) => t,
+        Err(e) => {
+            return super::fail(format!(
+                "cannot read {}: {e}\n  Fix: check the path",
+                a.file.display()
+            ))
+        }
+    };
+    let program = match crate::ir::parse_program(&text, &a.file.display().to_string()) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    let candidates = match parse_candidates(&a.candidates) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(a.device) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let req = TuneRequest {
+        program: &program,
+        program_text: &text,
+        base: a.file.parent().unwrap_or(Path::new(".")),
+        candidates,
+        repeat: a.repeat,
+        mode: if a.fresh {
+            CacheMode::Fresh
+        } else {
+            CacheMode::Use
+        },
+        cache: None,
+    };
+    match rt.tune(&req) {
+        Ok(r) => {
+            if a.json {
+                println!("{}", render_json(&r));
+            } else {
+                print!("{}", render_text(&r));
+            }
+            0
+        }
+        Err(e) => super::fail(e),
+    }
+}

@@ -1,0 +1,182 @@
+//! Program-level execution on the GPU: inputs -> PTX -> module -> dispatch -> parity with
+//! the reference interpreter. Shared by `run --backend cuda`, `selftest` and `tune`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::dispatch::DispatchReport;
+use super::jit::CompiledProgram;
+use super::parity::{self, ParityReport, Tolerance};
+use super::{DispatchOptions, JitOptions, Result, Runtime};
+use crate::inputs::{self, HostBuffer, LaunchShape};
+use crate::ir::{Expr, Program, ScalarType, StmtKind};
+
+/// How to run a Program.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunRequest {
+    /// Workgroup size override.
+    pub workgroup: Option<[u32; 3]>,
+    /// Grid override.
+    pub grid: Option<[u32; 3]>,
+    /// Launches (>= 1); the first is verified, all are timed.
+    pub repeat: u32,
+    /// Compare with the reference interpreter.
+    pub verify: bool,
+    /// Per-launch timeout.
+    pub timeout: Option<Duration>,
+    /// JIT with line info.
+    pub lineinfo: bool,
+}
+
+/// Everything one GPU run produced.
+#[derive(Debug, Clone)]
+pub struct ProgramRun {
+    /// Launch shape used.
+    pub shape: LaunchShape,
+    /// Emitted + loaded kernel.
+    pub compiled: CompiledProgram,
+    /// Timings and copies.
+    pub report: DispatchReport,
+    /// Parity with the interpreter (when asked for).
+    pub parity: Option<ParityReport>,
+    /// Buffers after the first launch (GPU results).
+    pub buffers: Vec<HostBuffer>,
+}
+
+/// Summary of a run for JSON output.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// Device time of the launches.
+    pub device_ms: super::TimingStats,
+    /// JIT wall time (0 when cached).
+    pub jit_ms: f64,
+}
+
+fn exprs_of(program: &Program) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    program.walk_stmts(&mut |s| match &s.kind {
+        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => out.push(value),
+        StmtKind::Store { index, value, .. } => {
+            out.push(index);
+            out.push(value);
+        }
+        StmtKind::If { cond, .. } => out.push(cond),
+        StmtKind::Loop { from, to, .. } => {
+            out.push(from);
+            out.push(to);
+        }
+        _ => {}
+    });
+    out
+}
+
+/// The parity bound for `program`: exact unless it uses approximate ops; then the sum of
+/// the emitter's published per-op bounds (both float widths, to be safe) doubled for error
+/// carried through later exact arithmetic, and the largest absolute bound.
+pub fn tolerance_for(program: &Program) -> Option<Tolerance> {
+    let mut ulps = 0u64;
+    let mut abs = 0f64;
+    for e in exprs_of(program) {
+        e.visit(&mut |x| {
+            if let Expr::Unary(op, _) = x {
+                if op.is_approximate() {
+                    for ty in [ScalarType::F32, ScalarType::F64] {
+                        let t = crate::emit::precision::tolerance(*op, ty);
+                        ulps += t.max_ulp as u64;
+                        abs = abs.max(t.max_abs);
+                    }
+                }
+            }
+        });
+    }
+    (ulps > 0).then_some(Tolerance {
+        max_ulps: ulps * 2,
+        abs,
+    })
+}
+
+impl Runtime {
+    /// Runs `program` (inputs from its `run` section, files relative to `base`).
+    pub fn run_program(
+        &mut self,
+        program: &Program,
+        base: &Path,
+        req: &RunRequest,
+    ) -> Result<ProgramRun> {
+        let prepared = inputs::prepare(program, base, req.workgroup, req.grid)?;
+        let shape = prepared.shape;
+        let compiled = self.compile_program(
+            program,
+            shape.workgroup_size,
+            &JitOptions {
+                lineinfo: req.lineinfo,
+                ..JitOptions::default()
+            },
+        )?;
+        let mut buffers = prepared.buffers;
+        let reference = if req.verify {
+            let mut r = buffers.clone();
+            crate::interp::run(program, &shape, &mut r)?;
+            Some(r)
+        } else {
+            None
+        };
+        let useful = useful_invocations(program, &buffers, &shape);
+        let opts = DispatchOptions {
+            repeat: req.repeat.max(1),
+            timeout: req.timeout,
+            readback: true,
+            useful_invocations: Some(useful),
+            dynamic_smem: 0,
+            device_timing: true,
+        };
+        let report = self.dispatch(
+            &compiled.handle,
+            &compiled.emitted.abi,
+            &shape,
+            &mut buffers,
+            &opts,
+        )?;
+        let parity = reference.map(|r| {
+            let p = parity::compare(&buffers, &r, tolerance_for(program));
+            if p.passed {
+                self.telemetry.parity_passed += 1;
+            } else {
+                self.telemetry.parity_failed += 1;
+            }
+            p
+        });
+        Ok(ProgramRun {
+            shape,
+            compiled,
+            report,
+            parity,
+            buffers,
+        })
+    }
+}
+
+/// Invocations that do useful work: `run.elements` if given, else the largest writable
+/// host buffer (the spec's default element count), capped by the launched slots.
+pub fn useful_invocations(program: &Program, buffers: &[HostBuffer], shape: &LaunchShape) -> u64 {
+    let slots: u64 = shape
+        .grid
+        .iter()
+        .chain(shape.workgroup_size.iter())
+        .map(|&v| v as u64)
+        .product();
+    let elements = program.run.as_ref().and_then(|r| r.elements).or_else(|| {
+        if program.run.as_ref().and_then(|r| r.grid).is_some() {
+            None
+        } else {
+            buffers
+                .iter()
+                .filter(|b| b.access.is_writable())
+                .map(|b| b.len() as u64)
+                .max()
+        }
+    });
+    elements.unwrap_or(slots).min(slots)
+}

@@ -1,0 +1,120 @@
+//! The GPU half of `vyrescope tune`: time each candidate workgroup size (verified against
+//! the reference), with results cached on disk per (program, device, driver) by
+//! `occupancy::tune::TuneCache`.
+
+use std::path::Path;
+
+use super::execute::RunRequest;
+use super::{Result, Runtime, RuntimeError};
+use crate::ir::Program;
+use crate::occupancy::estimate::estimate;
+use crate::occupancy::tune::{
+    program_hash, CacheMode, TuneCache, TuneKey, TuneResult, TuneRow, TuneStatus,
+};
+
+/// What to tune.
+#[derive(Debug, Clone)]
+pub struct TuneRequest<'a> {
+    /// The Program.
+    pub program: &'a Program,
+    /// Its file text (the cache key).
+    pub program_text: &'a str,
+    /// Directory for `file` inputs.
+    pub base: &'a Path,
+    /// Candidate workgroup sizes.
+    pub candidates: Vec<[u32; 3]>,
+    /// Timed launches per candidate.
+    pub repeat: u32,
+    /// Use or ignore the cache.
+    pub mode: CacheMode,
+    /// Cache location (None = the user cache dir).
+    pub cache: Option<TuneCache>,
+}
+
+impl Runtime {
+    /// Times one candidate: verified run, median device time, occupancy.
+    fn tune_one(&mut self, req: &TuneRequest<'_>, wg: [u32; 3]) -> TuneRow {
+        let run = RunRequest {
+            workgroup: Some(wg),
+            repeat: req.repeat.max(1),
+            verify: true,
+            ..RunRequest::default()
+        };
+        match self.run_program(req.program, req.base, &run) {
+            Ok(r) => {
+                let threads = wg.iter().product();
+                let occ =
+                    estimate(self.caps(), &r.compiled.info.resources, threads, 0).occupancy_pct;
+                let ok = r.parity.as_ref().is_some_and(|p| p.passed);
+                TuneRow {
+                    workgroup: wg,
+                    median_ms: Some(r.report.device_ms.median_ms),
+                    occupancy_pct: occ,
+                    speedup_vs_default: None,
+                    status: if ok {
+                        TuneStatus::Ok
+                    } else {
+                        TuneStatus::Mismatch
+                    },
+                }
+            }
+            Err(e) => TuneRow {
+                workgroup: wg,
+                median_ms: None,
+                occupancy_pct: 0.0,
+                speedup_vs_default: None,
+                status: TuneStatus::CannotLaunch(e.to_string()),
+            },
+        }
+    }
+
+    /// Tunes: cached rows are reused (unless `mode` is fresh), the rest are timed; the
+    /// Program's default workgroup is always measured so speedups have a baseline.
+    pub fn tune(&mut self, req: &TuneRequest<'_>) -> Result<TuneResult> {
+        let cache = match &req.cache {
+            Some(c) => c.clone(),
+            None => TuneCache::user().map_err(|e| RuntimeError::Other(e.to_string()))?,
+        };
+        let caps = self.caps().clone();
+        let key = TuneKey {
+            program_hash: program_hash(req.program_text),
+            device: caps.name.clone(),
+            driver: caps.driver_version,
+        };
+        let default_wg = req.program.workgroup_size;
+        let mut wanted = req.candidates.clone();
+        if !wanted.contains(&default_wg) {
+            wanted.push(default_wg);
+        }
+        let lookup = cache
+            .lookup(&key, req.mode, &wanted)
+            .map_err(|e| RuntimeError::Other(e.to_string()))?;
+        let from_cache = lookup.missing.is_empty();
+        let mut rows = lookup.cached;
+        for wg in lookup.missing {
+            rows.push(self.tune_one(req, wg));
+        }
+        rows.sort_by_key(|r| {
+            wanted
+                .iter()
+                .position(|w| *w == r.workgroup)
+                .unwrap_or(usize::MAX)
+        });
+        let mut result = TuneResult {
+            program: req.program.name.clone(),
+            device: caps.name.clone(),
+            driver: caps.driver_version,
+            default_workgroup: default_wg,
+            repeat: req.repeat,
+            rows,
+            from_cache,
+        };
+        result.compute_speedups();
+        if !from_cache {
+            cache
+                .store(&key, &result, req.mode)
+                .map_err(|e| RuntimeError::Other(e.to_string()))?;
+        }
+        Ok(result)
+    }
+}

@@ -1,0 +1,64 @@
+//! Without a CUDA driver every GPU command fails with one clear error (message + Fix line),
+//! exit code 1 and no panic; on a machine with a driver the same commands must not say so.
+
+use std::process::Command;
+
+fn vyrescope(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .args(args)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn gpu_commands_fail_cleanly_without_a_driver() {
+    let fixture = "fixtures/programs/vadd_f32.json";
+    let commands: [&[&str]; 6] = [
+        &["probe"],
+        &["probe", "--json"],
+        &["selftest", "--fixtures", "fixtures/programs"],
+        &["tune", fixture],
+        &["run", fixture, "--backend", "cuda", "--verify"],
+        &["fault-test"],
+    ];
+    for args in commands {
+        let (code, stdout, stderr) = vyrescope(args);
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        if stderr.starts_with("error: no CUDA driver found") {
+            let lines: Vec<&str> = stderr.lines().collect();
+            assert_eq!(lines.len(), 2, "{args:?}: {stderr}");
+            assert!(
+                lines[0].starts_with("error: no CUDA driver found (libcuda.so.1): "),
+                "{}",
+                lines[0]
+            );
+            assert!(
+                lines[1].starts_with("  Fix: run on a machine with an NVIDIA driver"),
+                "{}",
+                lines[1]
+            );
+            assert_eq!(code, 1, "{args:?}");
+            assert!(stdout.is_empty(), "{args:?} printed {stdout}");
+        } else {
+            // A machine with a driver: the probe at least must work.
+            if args == ["probe", "--json"] {
+                assert_eq!(code, 0, "{stderr}");
+                assert!(stdout.contains("\"source\": \"probed\""));
+            }
+        }
+    }
+}
+
+#[test]
+fn offline_features_work_without_a_driver() {
+    let (code, _, stderr) = vyrescope(&["check", "fixtures/programs/vadd_f32.json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = vyrescope(&["emit", "fixtures/programs/vadd_f32.json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(".entry vadd_f32"));
+}
