@@ -16,8 +16,8 @@ pub mod probe;
 pub mod run;
 pub mod run_cuda;
 pub mod selftest;
-pub mod tune;
 pub mod tui;
+pub mod tune;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
