@@ -383,3 +383,58 @@ pub fn prepare_file(
 
 #[cfg(test)]
 mod tests;
+
+/// The default grid and host buffer lengths from the Program's `run` section (lengths only:
+/// nothing is allocated).
+pub fn default_shape(program: &Program, wg: [u32; 3]) -> (LaunchShape, Vec<(String, u64)>) {
+    let run = program.run.clone().unwrap_or_default();
+    let explicit: Vec<(String, Option<u64>)> = run
+        .inputs
+        .iter()
+        .map(|(name, spec)| {
+            let len = spec.len.or(match &spec.source {
+                InputSource::Data(d) => Some(d.len() as u64),
+                _ => None,
+            });
+            (name.clone(), len)
+        })
+        .collect();
+    let elements = run.elements.unwrap_or_else(|| {
+        program
+            .host_buffers()
+            .iter()
+            .filter(|b| b.access.is_writable())
+            .filter_map(|b| {
+                explicit
+                    .iter()
+                    .find(|(n, _)| *n == b.name)
+                    .and_then(|(_, l)| *l)
+            })
+            .max()
+            .unwrap_or(0)
+    });
+    let grid = run.grid.unwrap_or([
+        u32::try_from(elements.div_ceil(u64::from(wg[0].max(1)))).unwrap_or(u32::MAX),
+        1,
+        1,
+    ]);
+    let lens = program
+        .host_buffers()
+        .iter()
+        .map(|b| {
+            let l = explicit
+                .iter()
+                .find(|(n, _)| *n == b.name)
+                .and_then(|(_, l)| *l)
+                .unwrap_or(elements);
+            (b.name.clone(), l)
+        })
+        .collect();
+    (
+        LaunchShape {
+            workgroup_size: wg,
+            grid,
+        },
+        lens,
+    )
+}

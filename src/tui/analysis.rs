@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::cli::occupancy::default_shape;
 use crate::diagnostics::{launch, perf, Diagnostic, Severity};
 use crate::emit::{emit, EmitOptions, EmittedKernel, SourceMap};
+use crate::inputs::default_shape;
 use crate::ir::print::{print_program, PrintedLine};
 use crate::ir::{load_program, Program};
 use crate::occupancy::{
