@@ -385,6 +385,7 @@ impl App {
             sm: self.sm,
             workgroup_size: self.workgroup(),
             lineinfo: false,
+            unroll: true,
         }
     }
 
