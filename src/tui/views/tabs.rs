@@ -11,13 +11,13 @@ use crate::tui::app::{App, Focus, Tab};
 
 /// Draws the panel (bar + content) into `area`.
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
-    let block = super::pane_block(
+    let inner = super::framed(
+        frame.buffer_mut(),
+        area,
         app,
         Focus::Detail,
         super::title(app, "Details", String::new()),
     );
-    let inner = block.inner(area);
-    block.render(area, frame.buffer_mut());
     if inner.height == 0 {
         return;
     }
