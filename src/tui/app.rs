@@ -390,6 +390,7 @@ impl App {
             sm: self.sm,
             workgroup_size: self.workgroup(),
             lineinfo: false,
+            unroll: true,
         }
     }
 
