@@ -39,23 +39,43 @@
 //! Identical to the reference interpreter (SEMANTICS.md) bit for bit, except the
 //! transcendental functions whose bounds are in [`precision`]. See `expr.rs` (operators),
 //! `memory.rs` (bounds checks, atomics), `subgroup.rs`, `grid_sync.rs`, `math.rs`.
+//!
+//! # Optimisations
+//!
+//! All exact (the interpreter's results, bit for bit), each in its own module:
+//! - [`unroll`]: loops with a small constant trip count become straight-line copies with
+//!   the counter as a constant (`EmitOptions::unroll`, `emit --no-unroll` to compare);
+//! - `fold.rs`: operations on constants are evaluated at emission time by the interpreter's
+//!   own scalar operators, and exact integer identities (`x + 0`, `x * 1`) drop;
+//! - [`ranges`] + `bounds.rs`: value ranges of `u32` expressions and the facts of enclosing
+//!   guards, early returns, loop bounds and `select` conditions prove accesses in bounds;
+//!   unproven accesses keep their checks;
+//! - `stmt.rs`: short `if` bodies are predicated (every access under the guard) unless an
+//!   access in them keeps a check, then they are branched over;
+//! - `address.rs`: constant index offsets go into the address operand (`[%r6+512]`);
+//! - `cse.rs`: pure operations and addresses are computed once per scope.
 
 use serde::Serialize;
 
 use crate::diagnostics::Severity;
 use crate::ir::{ElemType, Program};
 
+mod address;
 mod bounds;
+mod cse;
 mod expr;
+mod fold;
 pub mod grid_sync;
 mod math;
 mod memory;
 pub mod precision;
 pub mod ptxas;
+pub mod ranges;
 mod regs;
 pub mod source_map;
 mod stmt;
 mod subgroup;
+pub mod unroll;
 mod writer;
 
 use writer::{LineKind, Writer, EPILOGUE};
@@ -69,15 +89,19 @@ pub struct EmitOptions {
     pub workgroup_size: [u32; 3],
     /// Emit `.file`/`.loc` pointing at the IR printer's lines.
     pub lineinfo: bool,
+    /// Fully unroll small constant-trip loops (see [`unroll`]); off gives the rolled loops,
+    /// for comparison (`vyrescope emit --no-unroll`).
+    pub unroll: bool,
 }
 
 impl EmitOptions {
-    /// sm_90, the Program's own workgroup size, no line info.
+    /// sm_90, the Program's own workgroup size, no line info, unrolling on.
     pub fn for_program(program: &Program) -> Self {
         EmitOptions {
             sm: 90,
             workgroup_size: program.workgroup_size,
             lineinfo: false,
+            unroll: true,
         }
     }
 }
@@ -131,12 +155,17 @@ pub struct SourceMap {
 }
 
 /// Counters about the emitted code.
+///
+/// The bounds-check counters count emitted accesses: each copy of an unrolled loop counts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct EmitStats {
     /// Bounds checks emitted.
     pub bounds_checks_emitted: u32,
-    /// Bounds checks proven unnecessary and left out.
+    /// Bounds checks proven unnecessary and left out (an access in a `select` arm whose
+    /// condition proves it counts here too: it runs under that condition's predicate).
     pub bounds_checks_elided: u32,
+    /// Loops fully unrolled (constant trip count within the [`unroll`] limits).
+    pub loops_unrolled: u32,
     /// PTX instruction lines.
     pub instructions: u32,
     /// Registers declared per class (`%r` -> count), before ptxas allocation.

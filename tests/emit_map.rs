@@ -27,6 +27,7 @@ fn opts(p: &Program, sm: u32, lineinfo: bool) -> EmitOptions {
         sm,
         workgroup_size: p.workgroup_size,
         lineinfo,
+        unroll: true,
     }
 }
 
@@ -50,9 +51,12 @@ fn body_lines(ptx: &str) -> (u32, u32) {
 fn map_covers_every_body_line_exactly_once() {
     for (f, p) in fixtures() {
         for sm in [80, 90] {
-            for lineinfo in [false, true] {
-                let k = emit(&p, &opts(&p, sm, lineinfo))
-                    .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            for (lineinfo, unroll) in [(false, true), (true, true), (true, false)] {
+                let o = EmitOptions {
+                    unroll,
+                    ..opts(&p, sm, lineinfo)
+                };
+                let k = emit(&p, &o).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
                 let lines: Vec<&str> = k.ptx.lines().collect();
                 let (first, last) = body_lines(&k.ptx);
                 let mut owners = vec![0u32; lines.len() + 1];
@@ -75,7 +79,7 @@ fn map_covers_every_body_line_exactly_once() {
                     assert_eq!(
                         owners[l as usize],
                         1,
-                        "{} sm_{sm} lineinfo={lineinfo}: line {l} `{text}` is mapped {} times",
+                        "{} sm_{sm} lineinfo={lineinfo} unroll={unroll}: line {l} `{text}` is mapped {} times",
                         f.display(),
                         owners[l as usize]
                     );

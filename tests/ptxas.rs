@@ -48,18 +48,21 @@ fn check(
     name: &str,
     p: &Program,
     sm: u32,
-    lineinfo: bool,
+    (lineinfo, unroll): (bool, bool),
     failures: &mut Vec<String>,
 ) {
     let o = EmitOptions {
         sm,
         workgroup_size: p.workgroup_size,
         lineinfo,
+        unroll,
     };
     match emit(p, &o) {
         Ok(k) => {
             if let Err(e) = assemble(bin, &k.ptx, sm, lineinfo) {
-                failures.push(format!("{name} sm_{sm} lineinfo={lineinfo}: {e}"));
+                failures.push(format!(
+                    "{name} sm_{sm} lineinfo={lineinfo} unroll={unroll}: {e}"
+                ));
             }
         }
         Err(e) => failures.push(format!("{name}: {e}")),
@@ -74,15 +77,10 @@ fn every_fixture_assembles_for_sm80_and_sm90() {
     assert!(!fx.is_empty());
     for (f, p) in &fx {
         for sm in [80, 90] {
-            for lineinfo in [false, true] {
-                check(
-                    &bin,
-                    &f.display().to_string(),
-                    p,
-                    sm,
-                    lineinfo,
-                    &mut failures,
-                );
+            // Line info with the default (unrolled) code, and the rolled loops of
+            // `--no-unroll`.
+            for mode in [(false, true), (true, true), (false, false)] {
+                check(&bin, &f.display().to_string(), p, sm, mode, &mut failures);
             }
         }
     }
@@ -406,7 +404,7 @@ fn every_construct_assembles_on_every_target() {
                     let p = parse_program(text, &format!("{name}.json"))
                         .unwrap_or_else(|e| panic!("{e}"));
                     for &sm in *sms {
-                        check(&bin, name, &p, sm, sm == 90, &mut f);
+                        check(&bin, name, &p, sm, (sm == 90, sm != 80), &mut f);
                     }
                     f
                 })

@@ -1,4 +1,4 @@
-//! `vyrescope emit FILE [--sm 90] [--workgroup X,Y,Z] [--lineinfo] [-o OUT] [--map] [--resources]`
+//! `vyrescope emit FILE [--sm 90] [--workgroup X,Y,Z] [--lineinfo] [--no-unroll] [-o OUT] [--map] [--resources]`
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use crate::ir::load_program;
 /// Emit a Program's PTX (or its source map / ptxas resources).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources"
+    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources\n  vyrescope emit fixtures/programs/reduce_sum_f32.json --no-unroll"
 )]
 pub struct Args {
     /// Program file.
@@ -31,6 +31,9 @@ pub struct Args {
     /// Assemble with ptxas -v and print its resource figures (needs ptxas).
     #[arg(long)]
     pub resources: bool,
+    /// Keep every loop rolled (no unrolling of small constant-trip loops), for comparison.
+    #[arg(long)]
+    pub no_unroll: bool,
 }
 
 fn parse_wg(s: &str) -> Result<[u32; 3], String> {
@@ -57,6 +60,7 @@ pub fn run(a: &Args) -> i32 {
         sm: a.sm,
         workgroup_size: a.workgroup.unwrap_or(p.workgroup_size),
         lineinfo: a.lineinfo,
+        unroll: !a.no_unroll,
     };
     let k = match emit(&p, &opts) {
         Ok(k) => k,

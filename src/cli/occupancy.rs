@@ -296,6 +296,7 @@ fn program_mode(
         sm,
         workgroup_size: wg,
         lineinfo: false,
+        unroll: true,
     };
     let kernel = match emit(&program, &opts) {
         Ok(k) => k,

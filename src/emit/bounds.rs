@@ -1,22 +1,40 @@
-//! Range proofs that let the emitter drop bounds checks.
+//! Bounds proofs: the facts in scope, the range environment built on them, and the decision
+//! whether an access keeps its run-time check.
 //!
-//! Two kinds of evidence, both sound for the variables they name because the emitter only
-//! uses variables that are never the target of an `assign` (loop counters never are):
-//! - **facts** `i < len(B)`, established by control flow: inside the `then` of
-//!   `if i < len(B)` / `if len(B) > i` (also under `land`, and in the `else` of the negated
-//!   forms), in the body of `loop i from .. to len(B)`, and after an `if` whose taken branch
-//!   always returns when `i >= len(B)` (for the rest of the enclosing block). `len(B)` is
-//!   constant for the whole run (a kernel parameter or a workgroup buffer's `count`).
-//! - **static upper bounds** of index expressions (`lid.x < workgroup_size.x`, `lane < 32`,
-//!   literals, `x & c`, `x % c`, `min(x, c)`, sums), compared against a workgroup buffer's
-//!   `count`.
+//! Facts (see [`super::ranges`]) come from control flow and are scoped like variables:
+//! - inside the `then` of `if c` the facts `c` implies, inside the `else` those `!c` implies;
+//! - after an `if` whose one branch always returns, for the rest of the enclosing block, the
+//!   facts of the condition that lets a thread continue;
+//! - in the body of `loop i from a to b`: `i` in `[range(a).lo, range(b).hi - 1]`, and
+//!   `i < len(B)` when `b` is `len(B)`;
+//! - *conditionally*, while the arm of `select(c, a, b)` is lowered: the facts of `c` (or of
+//!   `!c` for `b`). The arm is evaluated whatever `c` is (no short-circuit), so an access
+//!   proven only by such facts is not unchecked: it runs under `c`'s predicate instead of a
+//!   compare of its own (its value only matters where `c` holds). This is only done for arms
+//!   without atomics or subgroup operations, whose values could otherwise leak to other
+//!   threads or memory.
+//!
+//! Soundness: facts only name subjects that cannot change in their scope (unassigned
+//! variables by register, builtins). Inside a predicated `if` body the pure instructions run
+//! on every thread, but every memory access there runs under the guard predicate, so facts
+//! from the guard only ever justify accesses of threads for which they hold.
 
-use crate::ir::{BinOp, Builtin, Expr, Literal, Scalar, Stmt, StmtKind, UnOp};
+use super::ranges::{builtin_base, range_of, Fact, Range, RangeEnv, Subject};
+use super::writer::Writer;
+use crate::ir::{Builtin, ElemType, Expr, ScalarType, Stmt, StmtKind};
 
-/// Facts `var < len(buffer)` per nested scope.
+/// One fact in scope.
+#[derive(Debug, Clone)]
+struct Held {
+    fact: Fact,
+    /// Holds only under the predicates of the enclosing `select` arms.
+    conditional: bool,
+}
+
+/// Facts per nested scope.
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
-    scopes: Vec<Vec<(String, String)>>,
+    scopes: Vec<Vec<Held>>,
 }
 
 impl Facts {
@@ -30,60 +48,38 @@ impl Facts {
         self.scopes.pop();
     }
 
-    /// Records `var < len(buffer)` in the innermost scope.
-    pub fn add(&mut self, var: &str, buffer: &str) {
+    /// Records `fact` in the innermost scope.
+    pub fn add(&mut self, fact: Fact, conditional: bool) {
         if self.scopes.is_empty() {
             self.scopes.push(Vec::new());
         }
         if let Some(top) = self.scopes.last_mut() {
-            top.push((var.to_string(), buffer.to_string()));
+            top.push(Held { fact, conditional });
         }
     }
 
-    /// True when `var < len(buffer)` is known here.
-    pub fn holds(&self, var: &str, buffer: &str) -> bool {
+    fn held(&self, with_conditional: bool) -> impl Iterator<Item = &Fact> {
         self.scopes
             .iter()
             .flatten()
-            .any(|(v, b)| v == var && b == buffer)
+            .filter(move |h| with_conditional || !h.conditional)
+            .map(|h| &h.fact)
     }
-}
 
-/// `(var, buffer)` pairs with `var < len(buffer)` whenever `cond` is true.
-pub fn facts_if_true(cond: &Expr) -> Vec<(String, String)> {
-    match cond {
-        Expr::Binary(BinOp::Lt, a, b) => var_len(a, b).into_iter().collect(),
-        Expr::Binary(BinOp::Gt, a, b) => var_len(b, a).into_iter().collect(),
-        Expr::Binary(BinOp::LAnd, a, b) => {
-            let mut v = facts_if_true(a);
-            v.extend(facts_if_true(b));
-            v
-        }
-        Expr::Unary(UnOp::LNot, a) => facts_if_false(a),
-        _ => Vec::new(),
+    /// The range the facts give `s` (full when none).
+    pub fn range(&self, s: &Subject, with_conditional: bool) -> Range {
+        self.held(with_conditional)
+            .filter_map(|f| match f {
+                Fact::In(x, r) if x == s => Some(*r),
+                _ => None,
+            })
+            .fold(Range::FULL, Range::meet)
     }
-}
 
-/// `(var, buffer)` pairs with `var < len(buffer)` whenever `cond` is false.
-pub fn facts_if_false(cond: &Expr) -> Vec<(String, String)> {
-    match cond {
-        Expr::Binary(BinOp::Ge, a, b) => var_len(a, b).into_iter().collect(),
-        Expr::Binary(BinOp::Le, a, b) => var_len(b, a).into_iter().collect(),
-        Expr::Binary(BinOp::LOr, a, b) => {
-            let mut v = facts_if_false(a);
-            v.extend(facts_if_false(b));
-            v
-        }
-        Expr::Unary(UnOp::LNot, a) => facts_if_true(a),
-        _ => Vec::new(),
-    }
-}
-
-/// `(i, B)` when `a` is the variable `i` and `b` is `len(B)`.
-fn var_len(a: &Expr, b: &Expr) -> Option<(String, String)> {
-    match (a, b) {
-        (Expr::Var(v), Expr::Len(buf)) => Some((v.clone(), buf.clone())),
-        _ => None,
+    /// True when `s < len(buffer)` is known.
+    pub fn below_len(&self, s: &Subject, buffer: &str, with_conditional: bool) -> bool {
+        self.held(with_conditional)
+            .any(|f| matches!(f, Fact::BelowLen(x, b) if x == s && b == buffer))
     }
 }
 
@@ -99,50 +95,87 @@ pub fn always_returns(list: &[Stmt]) -> bool {
     })
 }
 
-/// An exclusive static upper bound of a `u32` expression, if one is evident.
-///
-/// `var_bound` gives the bound proven for a (never assigned) variable; `wg` is the workgroup
-/// size the kernel is emitted for.
-pub fn upper_bound(e: &Expr, wg: [u32; 3], var_bound: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
-    let ub = |x: &Expr| upper_bound(x, wg, var_bound);
-    match e {
-        Expr::Lit(Literal::Typed(Scalar::U32(v))) => Some(*v as u64 + 1),
-        Expr::Lit(Literal::Int(v)) if *v >= 0 && *v <= u32::MAX as i128 => Some(*v as u64 + 1),
-        Expr::Builtin(Builtin::LocalId(a)) => Some(wg[a.index()] as u64),
-        Expr::Builtin(Builtin::Lane) => Some(32),
-        Expr::Var(v) => var_bound(v),
-        Expr::Binary(BinOp::And, a, b) => match (ub(a), ub(b)) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        },
-        Expr::Binary(BinOp::Rem, a, b) => {
-            let divisor = match &**b {
-                Expr::Lit(Literal::Typed(Scalar::U32(v))) if *v > 0 => Some(*v as u64),
-                _ => None,
-            };
-            match (divisor, ub(a)) {
-                (Some(d), Some(x)) => Some(d.min(x)),
-                (Some(d), None) => Some(d),
-                (None, x) => x,
+/// The writer's names seen by the range analysis, with or without the conditional facts.
+pub(super) struct Env<'w, 'p> {
+    w: &'w Writer<'p>,
+    conditional: bool,
+}
+
+impl RangeEnv for Env<'_, '_> {
+    fn subject(&self, e: &Expr) -> Option<Subject> {
+        match e {
+            Expr::Var(n) => {
+                let v = self.w.var(n).ok()?;
+                let stable = !self.w.assigned.contains(n) && v.konst.is_none();
+                (stable && v.ty == ScalarType::U32).then(|| Subject::Reg(v.reg.clone()))
             }
+            Expr::Builtin(b) if *b != Builtin::SubgroupSize => Some(Subject::Builtin(*b)),
+            _ => None,
         }
-        Expr::Binary(BinOp::Min, a, b) => match (ub(a), ub(b)) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        },
-        Expr::Binary(BinOp::Max, a, b) => Some(ub(a)?.max(ub(b)?)),
-        Expr::Binary(BinOp::Add, a, b) => {
-            // Only when the sum cannot wrap in u32.
-            let s = ub(a)? + ub(b)? - 1;
-            (s <= 1 << 32).then_some(s)
+    }
+
+    fn var_type(&self, name: &str) -> Option<ScalarType> {
+        self.w.var(name).ok().map(|v| v.ty)
+    }
+
+    fn var_range(&self, name: &str) -> Range {
+        let Ok(v) = self.w.var(name) else {
+            return Range::FULL;
+        };
+        if let Some(k) = v.konst {
+            return Range::point(k.to_bits());
         }
-        Expr::Binary(BinOp::Mul, a, b) => {
-            let (x, y) = (ub(a)?, ub(b)?);
-            let s = (x - 1).checked_mul(y - 1)? + 1;
-            (s <= 1 << 32).then_some(s)
+        if self.w.assigned.contains(name) {
+            return Range::FULL;
         }
-        Expr::Binary(BinOp::Shr, a, _) | Expr::Binary(BinOp::Div, a, _) => ub(a),
-        _ => None,
+        v.range.unwrap_or(Range::FULL).meet(
+            self.w
+                .facts
+                .range(&Subject::Reg(v.reg.clone()), self.conditional),
+        )
+    }
+
+    fn builtin_range(&self, b: Builtin) -> Range {
+        builtin_base(b, self.w.opts.workgroup_size)
+            .meet(self.w.facts.range(&Subject::Builtin(b), self.conditional))
+    }
+
+    fn buffer(&self, name: &str) -> Option<(ElemType, Option<u32>)> {
+        let d = self.w.prog.buffer(name)?;
+        Some((d.elem, if d.access.is_host() { None } else { d.count }))
+    }
+}
+
+impl<'p> Writer<'p> {
+    /// The range environment; `conditional` includes the facts of enclosing `select` arms.
+    pub(super) fn env(&self, conditional: bool) -> Env<'_, 'p> {
+        Env {
+            w: self,
+            conditional,
+        }
+    }
+
+    /// The range of a `u32` expression from the unconditional facts.
+    pub(super) fn range(&self, e: &Expr) -> Option<Range> {
+        range_of(e, &self.env(false))
+    }
+
+    /// Adds the facts that hold when `cond` is `truth` to the innermost scope.
+    pub(super) fn assume(&mut self, cond: &Expr, truth: bool) {
+        let facts = super::ranges::implied(cond, truth, &self.env(false));
+        for f in facts {
+            self.facts.add(f, false);
+        }
+    }
+
+    /// True when `index < len(buffer)` is proven (`index` must be a subject); with
+    /// `conditional`, the facts of enclosing `select` arms count too.
+    pub(super) fn below_len(&self, index: &Expr, buffer: &str, conditional: bool) -> bool {
+        let env = self.env(conditional);
+        match env.subject(index) {
+            Some(s) => self.facts.below_len(&s, buffer, conditional),
+            None => false,
+        }
     }
 }
 
@@ -151,58 +184,22 @@ mod tests {
     use super::*;
     use crate::ir::Axis;
 
-    fn var(n: &str) -> Box<Expr> {
-        Box::new(Expr::Var(n.into()))
-    }
-    fn len(n: &str) -> Box<Expr> {
-        Box::new(Expr::Len(n.into()))
-    }
-    fn u(v: u32) -> Box<Expr> {
-        Box::new(Expr::Lit(Literal::Typed(Scalar::U32(v))))
-    }
-
     #[test]
-    fn guards_give_facts_in_both_spellings() {
-        let c = Expr::Binary(BinOp::Lt, var("i"), len("b"));
-        assert_eq!(facts_if_true(&c), vec![("i".into(), "b".into())]);
-        let c = Expr::Binary(BinOp::Gt, len("b"), var("i"));
-        assert_eq!(facts_if_true(&c), vec![("i".into(), "b".into())]);
-        let c = Expr::Binary(BinOp::Ge, var("i"), len("b"));
-        assert!(facts_if_true(&c).is_empty());
-        assert_eq!(facts_if_false(&c), vec![("i".into(), "b".into())]);
-        let both = Expr::Binary(
-            BinOp::LAnd,
-            Box::new(Expr::Binary(BinOp::Lt, var("i"), len("a"))),
-            Box::new(Expr::Binary(BinOp::Lt, var("j"), len("b"))),
-        );
-        assert_eq!(facts_if_true(&both).len(), 2);
-        // `i <= len(b)` proves nothing.
-        let c = Expr::Binary(BinOp::Le, var("i"), len("b"));
-        assert!(facts_if_true(&c).is_empty());
-    }
-
-    #[test]
-    fn facts_are_scoped() {
+    fn facts_are_scoped_and_conditional_ones_are_separate() {
+        let l = Subject::Builtin(Builtin::LocalId(Axis::X));
         let mut f = Facts::default();
         f.push();
-        f.add("i", "b");
+        f.add(Fact::In(l.clone(), Range::new(0, 63)), false);
         f.push();
-        assert!(f.holds("i", "b"));
+        f.add(Fact::In(l.clone(), Range::new(10, 200)), true);
+        f.add(Fact::BelowLen(l.clone(), "x".into()), true);
+        assert_eq!(f.range(&l, false), Range::new(0, 63));
+        assert_eq!(f.range(&l, true), Range::new(10, 63));
+        assert!(!f.below_len(&l, "x", false));
+        assert!(f.below_len(&l, "x", true));
         f.pop();
+        assert_eq!(f.range(&l, true), Range::new(0, 63));
         f.pop();
-        assert!(!f.holds("i", "b"));
-    }
-
-    #[test]
-    fn static_bounds() {
-        let wg = [256, 1, 1];
-        let none = |_: &str| None;
-        let lid = Expr::Builtin(Builtin::LocalId(Axis::X));
-        assert_eq!(upper_bound(&lid, wg, &none), Some(256));
-        let masked = Expr::Binary(BinOp::And, Box::new(Expr::Var("g".into())), u(63));
-        assert_eq!(upper_bound(&masked, wg, &none), Some(64));
-        let sum = Expr::Binary(BinOp::Add, Box::new(lid.clone()), u(128));
-        assert_eq!(upper_bound(&sum, wg, &none), Some(384));
-        assert_eq!(upper_bound(&Expr::Var("g".into()), wg, &none), None);
+        assert_eq!(f.range(&l, false), Range::FULL);
     }
 }

@@ -2,7 +2,12 @@
 //! left to right before the operation (SEMANTICS.md), so instruction order is evaluation
 //! order. Float arithmetic always carries `.rn`: without a rounding modifier ptxas may fuse
 //! `mul`+`add` into `fma`, which would break bit parity with the interpreter.
+//!
+//! IR operations on constants fold (`fold.rs`, the interpreter's own arithmetic), exact
+//! integer identities drop (`x + 0`), and repeated pure operations on unchanging operands
+//! reuse the first result (`cse.rs`).
 
+use super::fold;
 use super::writer::{arith, bits, konst, zero, Val, Writer};
 use super::EmitError;
 use crate::ir::typing::typed_literal;
@@ -26,6 +31,9 @@ impl Writer<'_> {
             Expr::Lit(l @ Literal::Float(_)) => Ok(Val::Imm(typed_literal(*l, ScalarType::F32))),
             Expr::Var(n) => {
                 let v = self.var(n)?;
+                if let Some(k) = v.konst {
+                    return Ok(Val::Imm(k));
+                }
                 Ok(Val::Reg {
                     name: v.reg.clone(),
                     ty: v.ty,
@@ -43,20 +51,49 @@ impl Writer<'_> {
             Expr::Binary(op, a, b) => {
                 let x = self.expr(a)?;
                 let y = self.expr(b)?;
-                self.binary(*op, x, y)
+                self.binary_ir(*op, x, y)
             }
             Expr::Unary(op, a) => {
                 let x = self.expr(a)?;
-                self.unary(*op, x)
+                if let Some(k) = x.imm().and_then(|k| fold::unary(*op, k)) {
+                    return Ok(Val::Imm(k));
+                }
+                let key = self.op_key(&format!("un {op:?}"), &[&x]);
+                if let Some(v) = self.reuse(&key) {
+                    return Ok(v);
+                }
+                let v = self.unary(*op, x)?;
+                self.remember(key, &v);
+                Ok(v)
             }
             Expr::Select(c, a, b) => {
-                let c = self.expr(c)?;
-                let x = self.expr(a)?;
-                let y = self.expr(b)?;
-                self.select(&c, &x, &y)
+                let cv = self.expr(c)?;
+                let x = self.select_arm(c, &cv, true, a)?;
+                let y = self.select_arm(c, &cv, false, b)?;
+                if let Some(k) = cv.imm() {
+                    return Ok(if k.to_bits() != 0 { x } else { y });
+                }
+                // `select(c, B[i], 0)` where the load already ran under `c` with a zeroed
+                // destination: the load's register is the select's value (when neither
+                // register can have been overwritten since).
+                if let (Val::Reg { name, .. }, Some(z), Val::Reg { name: p, .. }) =
+                    (&x, y.imm(), &cv)
+                {
+                    if z.to_bits() == 0
+                        && self.stable(&x)
+                        && self.stable(&cv)
+                        && self.zero_unless.get(name) == Some(p)
+                    {
+                        return Ok(x);
+                    }
+                }
+                self.select(&cv, &x, &y)
             }
             Expr::Cast(t, a) => {
                 let x = self.expr(a)?;
+                if let Some(k) = x.imm() {
+                    return Ok(Val::Imm(fold::cast(*t, k)));
+                }
                 self.cast(*t, x)
             }
             Expr::Bitcast(t, a) => {
@@ -67,6 +104,9 @@ impl Writer<'_> {
                 let x = self.expr(a)?;
                 let y = self.expr(b)?;
                 let z = self.expr(c)?;
+                if let (Some(p), Some(q), Some(r)) = (x.imm(), y.imm(), z.imm()) {
+                    return Ok(Val::Imm(fold::fma(p, q, r)));
+                }
                 let ty = x.ty();
                 let xr = self.in_reg(&x);
                 let d = self.fresh(ty);
@@ -120,6 +160,56 @@ impl Writer<'_> {
             ty: ScalarType::U32,
             fresh: false,
         })
+    }
+
+    /// An IR binary operation: folded when both operands are constants, simplified by an
+    /// exact identity, reused when computed before in scope, else lowered.
+    pub fn binary_ir(&mut self, op: BinOp, x: Val, y: Val) -> R<Val> {
+        if let (Some(a), Some(b)) = (x.imm(), y.imm()) {
+            return Ok(Val::Imm(fold::binary(op, a, b)));
+        }
+        if let Some(v) = fold::identity(op, &x, &y) {
+            return Ok(v);
+        }
+        let key = self.op_key(&format!("bin {op:?}"), &[&x, &y]);
+        if let Some(v) = self.reuse(&key) {
+            return Ok(v);
+        }
+        let v = self.binary(op, x, y)?;
+        self.remember(key, &v);
+        Ok(v)
+    }
+
+    /// Lowers one arm of `select(c, a, b)` (`truth`: the arm taken when `c` is true). When
+    /// `c` is in a register and the arm is lane-local and free of side effects, the facts of
+    /// `c == truth` hold conditionally while it is lowered (see `bounds.rs`).
+    fn select_arm(&mut self, c: &Expr, cv: &Val, truth: bool, arm: &Expr) -> R<Val> {
+        let Val::Reg { name, .. } = cv else {
+            return self.expr(arm);
+        };
+        let mut local = true;
+        arm.visit(&mut |e| {
+            local &= !matches!(
+                e,
+                Expr::Atomic { .. }
+                    | Expr::Shuffle { .. }
+                    | Expr::SubgroupReduce(..)
+                    | Expr::Ballot(_)
+            )
+        });
+        let facts = super::ranges::implied(c, truth, &self.env(true));
+        if !local || facts.is_empty() {
+            return self.expr(arm);
+        }
+        self.facts.push();
+        for f in facts {
+            self.facts.add(f, true);
+        }
+        self.cond_preds.push((name.clone(), !truth));
+        let r = self.expr(arm);
+        self.cond_preds.pop();
+        self.facts.pop();
+        r
     }
 
     /// Emits `op d, a, b` into a fresh register of type `ty`.
@@ -504,9 +594,7 @@ impl Writer<'_> {
             return Ok(x);
         }
         if let Val::Imm(v) = &x {
-            if let Some(c) = fold_cast(*v, t) {
-                return Ok(Val::Imm(c));
-            }
+            return Ok(Val::Imm(fold::cast(t, *v)));
         }
         Ok(match (s, t) {
             (ScalarType::Bool, _) => {
@@ -578,48 +666,5 @@ fn signed_arith(ty: ScalarType) -> &'static str {
         "s64"
     } else {
         "s32"
-    }
-}
-
-/// Compile-time cast of a constant (Rust `as`, which is the spec).
-fn fold_cast(v: Scalar, t: ScalarType) -> Option<Scalar> {
-    let f = |x: f64| -> Scalar {
-        match t {
-            ScalarType::U32 => Scalar::U32(x as u32),
-            ScalarType::I32 => Scalar::I32(x as i32),
-            ScalarType::U64 => Scalar::U64(x as u64),
-            ScalarType::I64 => Scalar::I64(x as i64),
-            ScalarType::F32 => Scalar::F32(x as f32),
-            ScalarType::F64 => Scalar::F64(x),
-            ScalarType::Bool => Scalar::Bool(x != 0.0 || x.is_nan()),
-        }
-    };
-    Some(match v {
-        Scalar::F32(x) if t == ScalarType::F64 => Scalar::F64(x as f64),
-        Scalar::F32(x) => match t {
-            ScalarType::U32 => Scalar::U32(x as u32),
-            ScalarType::I32 => Scalar::I32(x as i32),
-            ScalarType::U64 => Scalar::U64(x as u64),
-            ScalarType::I64 => Scalar::I64(x as i64),
-            _ => f(x as f64),
-        },
-        Scalar::F64(x) => f(x),
-        Scalar::Bool(b) => konst(t, b as i64),
-        Scalar::U32(x) => int_to(x as u64 as i128, t),
-        Scalar::I32(x) => int_to(x as i128, t),
-        Scalar::U64(x) => int_to(x as i128, t),
-        Scalar::I64(x) => int_to(x as i128, t),
-    })
-}
-
-fn int_to(x: i128, t: ScalarType) -> Scalar {
-    match t {
-        ScalarType::Bool => Scalar::Bool(x != 0),
-        ScalarType::U32 => Scalar::U32(x as u32),
-        ScalarType::I32 => Scalar::I32(x as i32),
-        ScalarType::U64 => Scalar::U64(x as u64),
-        ScalarType::I64 => Scalar::I64(x as i64),
-        ScalarType::F32 => Scalar::F32(x as f32),
-        ScalarType::F64 => Scalar::F64(x as f64),
     }
 }

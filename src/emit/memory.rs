@@ -8,8 +8,10 @@
 //! Bounds: a load outside `[0, len)` gives 0 (the destination is zeroed, then the load is
 //! predicated on `idx < len`), a store or atomic outside it is predicated off (an atomic then
 //! yields 0). Checks proven unnecessary by [`super::bounds`] are left out and counted.
+//! Inside a predicated `if` body every access runs under the guard, combined with its own
+//! check where one remains, so threads with a false guard issue no memory operation.
 
-use super::bounds::upper_bound;
+use super::address::Index;
 use super::regs::RegClass;
 use super::writer::{arith, imm_text, zero, Val, Writer};
 use super::EmitError;
@@ -104,7 +106,7 @@ impl Writer<'_> {
     }
 
     /// 32-bit shared-window base address of a workgroup buffer.
-    fn shared_base_reg(&mut self, buf: &str) -> String {
+    pub(super) fn shared_base_reg(&mut self, buf: &str) -> String {
         if let Some(r) = self.shared_base.get(buf) {
             return r.clone();
         }
@@ -114,88 +116,89 @@ impl Writer<'_> {
         r
     }
 
-    /// `[address]` operand of element `idx` of `d`.
-    fn address(&mut self, d: &BufferDecl, idx: &Val) -> String {
-        let size = d.elem.size_bytes() as u64;
-        let off = idx
-            .imm()
-            .map(|s| s.to_bits() * size)
-            .filter(|o| *o < 1 << 31);
-        if d.access.is_host() {
-            let base = self.buffer_ptr_reg(&d.name);
-            if let Some(o) = off {
-                return if o == 0 {
-                    format!("[{base}]")
-                } else {
-                    format!("[{base}+{o}]")
-                };
-            }
-            let ir = self.in_reg(idx);
-            let a = self.reg_class(RegClass::B64);
-            self.ins(format!("mad.wide.u32 {a}, {ir}, {size}, {base}"));
-            format!("[{a}]")
-        } else {
-            let sym = shared_symbol(&d.name);
-            if let Some(o) = off {
-                return if o == 0 {
-                    format!("[{sym}]")
-                } else {
-                    format!("[{sym}+{o}]")
-                };
-            }
-            let base = self.shared_base_reg(&d.name);
-            let ir = self.in_reg(idx);
-            let a = self.reg_class(RegClass::B32);
-            self.ins(format!("mad.lo.s32 {a}, {ir}, {size}, {base}"));
-            format!("[{a}]")
-        }
-    }
-
-    /// Decides (and emits) the bounds check of `d[index]`.
-    pub(super) fn bounds_check(&mut self, d: &BufferDecl, index: &Expr, idx: &Val) -> Check {
-        let proven = matches!(index, Expr::Var(v) if !self.assigned.contains(v) && self.facts.holds(v, &d.name));
+    /// Decides (and emits) the bounds check of `d[index]`. `in_select` allows a proof by
+    /// the facts of enclosing `select` arms (loads only): the access then runs under their
+    /// predicate.
+    pub(super) fn bounds_check(
+        &mut self,
+        d: &BufferDecl,
+        index: &Expr,
+        ix: &Index<'_>,
+        in_select: bool,
+    ) -> R<Check> {
+        let conditional = in_select && !self.cond_preds.is_empty();
         if !d.access.is_host() {
             let count = d.count.unwrap_or(0) as u64;
-            if let Some(i) = idx.imm() {
+            if let Some(i) = ix.constant() {
                 self.stats.bounds_checks_elided += 1;
-                return if i.to_bits() < count {
+                return Ok(if (i as u64) < count {
                     Check::Elided
                 } else {
                     Check::Never
-                };
+                });
             }
-            let wg = self.opts.workgroup_size;
-            let ub = upper_bound(index, wg, &|n| self.var(n).ok().and_then(|v| v.bound));
-            if proven || ub.is_some_and(|u| u <= count) {
+            if self.range(index).is_some_and(|r| r.hi < count) {
                 self.stats.bounds_checks_elided += 1;
-                return Check::Elided;
+                return Ok(Check::Elided);
+            }
+            if conditional
+                && super::ranges::range_of(index, &self.env(true)).is_some_and(|r| r.hi < count)
+            {
+                self.stats.bounds_checks_elided += 1;
+                return Ok(Check::Pred(self.select_pred()));
             }
             self.stats.bounds_checks_emitted += 1;
+            let idx = self.index_val(ix)?;
             let p = self.setp(
                 "lt",
                 ScalarType::U32,
-                idx,
+                &idx,
                 &Val::Imm(Scalar::U32(count as u32)),
             );
-            return Check::Pred(p.text());
+            return Ok(Check::Pred(p.text()));
         }
-        if proven {
+        if self.below_len(index, &d.name, false) {
             self.stats.bounds_checks_elided += 1;
-            return Check::Elided;
+            return Ok(Check::Elided);
+        }
+        if conditional && self.below_len(index, &d.name, true) {
+            self.stats.bounds_checks_elided += 1;
+            return Ok(Check::Pred(self.select_pred()));
         }
         self.stats.bounds_checks_emitted += 1;
         let len = self.buffer_len_reg(&d.name);
-        let p = self.setp(
-            "lt",
-            ScalarType::U32,
-            idx,
-            &Val::Reg {
-                name: len,
-                ty: ScalarType::U32,
-                fresh: false,
-            },
-        );
-        Check::Pred(p.text())
+        let idx = self.index_val(ix)?;
+        let len = Val::Reg {
+            name: len,
+            ty: ScalarType::U32,
+            fresh: false,
+        };
+        let p = self.binary_ir(crate::ir::BinOp::Lt, idx, len)?;
+        Ok(Check::Pred(p.text()))
+    }
+
+    /// The conjunction of the enclosing `select` arms' predicates.
+    fn select_pred(&mut self) -> String {
+        let preds = self.cond_preds.clone();
+        let mut acc: Option<String> = None;
+        for (p, negated) in preds {
+            let p = if negated {
+                let n = self.reg_class(RegClass::Pred);
+                self.ins(format!("not.pred {n}, {p}"));
+                n
+            } else {
+                p
+            };
+            acc = Some(match acc {
+                None => p,
+                Some(a) => {
+                    let both = self.reg_class(RegClass::Pred);
+                    self.ins(format!("and.pred {both}, {a}, {p}"));
+                    both
+                }
+            });
+        }
+        acc.unwrap_or_default()
     }
 
     /// The predicate a side effect runs under: the bounds predicate and the short-body guard.
@@ -206,6 +209,7 @@ impl Writer<'_> {
         };
         match (own, self.guard.clone()) {
             (Some(a), Some(g)) => {
+                self.guard_checks += 1;
                 let p = self.reg_class(RegClass::Pred);
                 self.ins(format!("and.pred {p}, {g}, {a}"));
                 Some(p)
@@ -217,23 +221,24 @@ impl Writer<'_> {
     /// `load(B, index)`.
     pub fn load(&mut self, buf: &str, index: &Expr) -> R<Val> {
         let d = self.decl(buf)?;
-        let idx = self.expr(index)?;
-        let check = self.bounds_check(&d, index, &idx);
+        let ix = self.index(index)?;
+        let check = self.bounds_check(&d, index, &ix, true)?;
         let vty = d.elem.value_type();
         if check == Check::Never {
             return Ok(Val::Imm(zero(vty)));
         }
-        let addr = self.address(&d, &idx);
+        let addr = self.address(&d, &ix)?;
         let raw = self.reg_class(raw_class(d.elem));
         let op = match d.access {
             Access::Read | Access::Uniform => "ld.global.nc",
             Access::Workgroup => "ld.shared",
             Access::ReadWrite | Access::Write => "ld.global",
         };
-        // A checked load is safe to run speculatively; an unchecked one inside a predicated
-        // short body may rely on the guard, so it runs under it.
+        // A load in a predicated short body runs under the guard (combined with its check):
+        // an unchecked one may rely on the guard's facts, and a checked one would otherwise
+        // cost inactive threads a memory operation.
         let pred = match &check {
-            Check::Pred(p) => {
+            Check::Pred(_) => {
                 let zsfx = match raw_class(d.elem) {
                     RegClass::B16 => "b16",
                     RegClass::B64 => "b64",
@@ -247,7 +252,11 @@ impl Writer<'_> {
                     _ => "0".into(),
                 };
                 self.ins(format!("mov.{zsfx} {raw}, {z}"));
-                Some(p.clone())
+                let p = self.effect_pred(&check);
+                if let Some(p) = &p {
+                    self.zero_unless.insert(raw.clone(), p.clone());
+                }
+                p
             }
             _ => self.guard.clone(),
         };
@@ -277,9 +286,9 @@ impl Writer<'_> {
     /// `store(B, index, value)`.
     pub fn store(&mut self, buf: &str, index: &Expr, value: &Expr) -> R<()> {
         let d = self.decl(buf)?;
-        let idx = self.expr(index)?;
+        let ix = self.index(index)?;
         let val = self.expr(value)?;
-        let check = self.bounds_check(&d, index, &idx);
+        let check = self.bounds_check(&d, index, &ix, false)?;
         if check == Check::Never {
             return Ok(());
         }
@@ -299,7 +308,7 @@ impl Writer<'_> {
             }
             _ => self.in_reg(&val),
         };
-        let addr = self.address(&d, &idx);
+        let addr = self.address(&d, &ix)?;
         let pred = self.effect_pred(&check);
         let op = if d.access.is_host() {
             "st.global"
@@ -325,18 +334,18 @@ impl Writer<'_> {
         expected: Option<&Expr>,
     ) -> R<Val> {
         let d = self.decl(buf)?;
-        let idx = self.expr(index)?;
+        let ix = self.index(index)?;
         let val = self.expr(value)?;
         let exp = match expected {
             Some(e) => Some(self.expr(e)?),
             None => None,
         };
         let ty = d.elem.value_type();
-        let check = self.bounds_check(&d, index, &idx);
+        let check = self.bounds_check(&d, index, &ix, false)?;
         if check == Check::Never {
             return Ok(Val::Imm(zero(ty)));
         }
-        let addr = self.address(&d, &idx);
+        let addr = self.address(&d, &ix)?;
         let res = self.fresh(ty);
         let pred = self.effect_pred(&check);
         if pred.is_some() {

@@ -3,10 +3,14 @@
 //!
 //! `if` without `else` whose body is short and straight-line (lets, assigns, stores, a final
 //! return; no atomics or subgroup ops) is *predicated* instead of branched: pure instructions
-//! run unconditionally and only side effects (stores, assigns, unchecked loads, return) carry
-//! the guard predicate. Everything else uses `@!p bra` to named labels.
+//! run unconditionally and only side effects (stores, assigns, loads, return) carry the guard
+//! predicate, so threads with a false guard issue no memory operation. When an access in
+//! such a body keeps a bounds check, the body is emitted again as a branch (its predicate
+//! would otherwise need an `and.pred` with the guard per access). Everything else uses
+//! `@!p bra` to named labels.
 
-use super::bounds::{always_returns, facts_if_false, facts_if_true, upper_bound};
+use super::bounds::always_returns;
+use super::ranges::{Fact, Range, Subject};
 use super::writer::{mov_suffix, Val, VarInfo, Writer};
 use super::EmitError;
 use crate::ir::{BarrierScope, Expr, ScalarType, Stmt, StmtKind};
@@ -32,27 +36,18 @@ impl Writer<'_> {
                 ..
             } = &s.kind
             {
-                let facts = match (always_returns(then), always_returns(otherwise)) {
-                    (true, false) => facts_if_false(cond),
-                    (false, true) => facts_if_true(cond),
-                    _ => Vec::new(),
-                };
-                self.add_facts(&facts);
+                match (always_returns(then), always_returns(otherwise)) {
+                    (true, false) => self.assume(cond, false),
+                    (false, true) => self.assume(cond, true),
+                    _ => {}
+                }
             }
         }
         Ok(())
     }
 
-    fn add_facts(&mut self, facts: &[(String, String)]) {
-        for (v, b) in facts {
-            if !self.assigned.contains(v) {
-                self.facts.add(v, b);
-            }
-        }
-    }
-
     /// The IR printer's text of a statement's first line, for the per-statement comment.
-    fn printed_code(&self, id: &str) -> String {
+    pub(super) fn printed_code(&self, id: &str) -> String {
         self.printed
             .line_of(id)
             .and_then(|l| self.printed.lines.get(l - 1))
@@ -121,9 +116,12 @@ impl Writer<'_> {
         let v = self.expr(value)?;
         let ty = v.ty();
         let never_assigned = !self.assigned.contains(name);
-        let bound = if ty == ScalarType::U32 && never_assigned {
-            let wg = self.opts.workgroup_size;
-            upper_bound(value, wg, &|n| self.var(n).ok().and_then(|v| v.bound))
+        if let (Val::Imm(k), true) = (&v, never_assigned) {
+            self.declare(name, VarInfo::constant(*k));
+            return Ok(());
+        }
+        let range = if ty == ScalarType::U32 && never_assigned {
+            self.range(value)
         } else {
             None
         };
@@ -142,42 +140,66 @@ impl Writer<'_> {
                 r
             }
         };
-        self.declare(name, VarInfo { reg, ty, bound });
+        if !never_assigned {
+            self.mutable.insert(reg.clone());
+        }
+        self.declare(name, VarInfo::reg(reg, ty, range));
         Ok(())
     }
 
     fn if_stmt(&mut self, cond: &Expr, then: &[Stmt], otherwise: &[Stmt]) -> R<()> {
         let c = self.expr(cond)?;
+        if let Some(k) = c.imm() {
+            // A constant condition: only the taken branch is emitted; the other one's
+            // statements still own a comment line each (the source map covers them).
+            let (taken, dead) = if k.to_bits() != 0 {
+                (then, otherwise)
+            } else {
+                (otherwise, then)
+            };
+            self.comment(format!(
+                "condition is always {}",
+                if k.to_bits() != 0 { "true" } else { "false" }
+            ));
+            self.not_emitted(dead, "branch never taken");
+            return self.scoped(|w| w.stmts(taken));
+        }
         let p = self.in_reg(&c);
-        let t_facts = facts_if_true(cond);
-        let e_facts = facts_if_false(cond);
         if otherwise.is_empty() && self.guard.is_none() && is_short(then) {
-            let old = self.guard.replace(p);
+            // Predicate the body, unless an access in it keeps a bounds check: its predicate
+            // would need combining with the guard, so branch around the body instead (as
+            // nvcc does; ptxas if-converts short bodies itself).
+            let cp = self.checkpoint();
+            let old = self.guard.replace(p.clone());
             let r = self.scoped(|w| {
-                w.add_facts(&t_facts);
+                w.assume(cond, true);
                 w.stmts(then)
             });
             self.guard = old;
-            return r;
+            r?;
+            if self.guard_checks == cp.guard_checks() {
+                return Ok(());
+            }
+            self.rollback(cp);
         }
         let end = self.label_name("end");
         if otherwise.is_empty() {
             self.ins(format!("@!{p} bra {end}"));
             self.scoped(|w| {
-                w.add_facts(&t_facts);
+                w.assume(cond, true);
                 w.stmts(then)
             })?;
         } else {
             let els = self.label_name("else");
             self.ins(format!("@!{p} bra {els}"));
             self.scoped(|w| {
-                w.add_facts(&t_facts);
+                w.assume(cond, true);
                 w.stmts(then)
             })?;
             self.ins(format!("bra.uni {end}"));
             self.label(&els);
             self.scoped(|w| {
-                w.add_facts(&e_facts);
+                w.assume(cond, false);
                 w.stmts(otherwise)
             })?;
         }
@@ -185,10 +207,38 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Writes one comment line per statement of `list` (recursively) for code that is
+    /// provably never executed, so that every statement still appears in the source map.
+    pub(super) fn not_emitted(&mut self, list: &[Stmt], why: &str) {
+        for s in list {
+            let prev = self.enter_node(&s.id);
+            let code = self.printed_code(&s.id);
+            self.comment(format!("{}: {code} (not emitted: {why})", s.id));
+            match &s.kind {
+                StmtKind::If {
+                    then, otherwise, ..
+                } => {
+                    self.not_emitted(then, why);
+                    self.not_emitted(otherwise, why);
+                }
+                StmtKind::Loop { body, .. } | StmtKind::Block(body) => self.not_emitted(body, why),
+                _ => {}
+            }
+            self.leave_node(prev);
+        }
+    }
+
     fn loop_stmt(&mut self, var: &str, from: &Expr, to: &Expr, body: &[Stmt]) -> R<()> {
         let f = self.expr(from)?;
         let t = self.expr(to)?;
+        if let (Some(a), Some(b)) = (f.imm(), t.imm()) {
+            let (a, b) = (a.to_bits() as u32, b.to_bits() as u32);
+            if self.opts.unroll && super::unroll::should_unroll(a, b, body) {
+                return self.unrolled(var, a, b, body);
+            }
+        }
         let k = self.reg(ScalarType::U32);
+        self.mutable.insert(k.clone());
         self.ins(format!("mov.b32 {k}, {}", f.text()));
         // `to` is evaluated once: freeze it unless it is a constant or a fresh temporary.
         let end = match &t {
@@ -199,30 +249,30 @@ impl Writer<'_> {
             }
             v => v.text(),
         };
-        let wg = self.opts.workgroup_size;
-        let bound = upper_bound(to, wg, &|n| self.var(n).ok().and_then(|v| v.bound))
-            .map(|u| u.saturating_sub(1).max(1));
+        // from <= k < to <= range(to).hi; k never wraps (it stops at `to`).
+        let range = match (self.range(from), self.range(to)) {
+            (Some(rf), Some(rt)) => Some(Range::new(rf.lo, rt.hi.saturating_sub(1))),
+            _ => None,
+        };
         let head = self.label_name("head");
         let exit = self.label_name("exit");
-        let skip = self.reg_class(super::regs::RegClass::Pred);
-        self.ins(format!("setp.ge.u32 {skip}, {k}, {end}"));
-        self.ins(format!("@{skip} bra {exit}"));
+        // Constant bounds with at least one iteration need no entry test.
+        let enters = matches!((f.imm(), t.imm()), (Some(a), Some(b)) if a.to_bits() < b.to_bits());
+        if !enters {
+            let skip = self.reg_class(super::regs::RegClass::Pred);
+            self.ins(format!("setp.ge.u32 {skip}, {k}, {end}"));
+            self.ins(format!("@{skip} bra {exit}"));
+        }
         self.label(&head);
         let len_fact = match to {
             Expr::Len(b) => Some(b.clone()),
             _ => None,
         };
         self.scoped(|w| {
-            w.declare(
-                var,
-                VarInfo {
-                    reg: k.clone(),
-                    ty: ScalarType::U32,
-                    bound,
-                },
-            );
+            w.declare(var, VarInfo::reg(k.clone(), ScalarType::U32, range));
             if let Some(b) = &len_fact {
-                w.facts.add(var, b);
+                w.facts
+                    .add(Fact::BelowLen(Subject::Reg(k.clone()), b.clone()), false);
             }
             w.stmts(body)
         })?;

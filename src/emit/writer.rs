@@ -8,6 +8,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::bounds::Facts;
+use super::cse::Cache;
+use super::ranges::Range;
 use super::regs::{RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
 use crate::ir::print::Printed;
@@ -94,12 +96,37 @@ pub(super) fn imm_text(s: Scalar) -> String {
 /// A variable in scope.
 #[derive(Debug, Clone)]
 pub(super) struct VarInfo {
-    /// Register holding it.
+    /// Register holding it (empty for a constant).
     pub reg: String,
     /// Its type.
     pub ty: ScalarType,
-    /// Exclusive upper bound proven for its value (u32 variables that are never assigned).
-    pub bound: Option<u64>,
+    /// Range proven for its value when it was bound (u32 variables that are never assigned).
+    pub range: Option<Range>,
+    /// Its value, when it is a compile-time constant (a never-assigned `let` of a constant,
+    /// or the counter of an unrolled loop copy): uses are immediates, it has no register.
+    pub konst: Option<Scalar>,
+}
+
+impl VarInfo {
+    /// A variable held in register `reg`.
+    pub fn reg(reg: String, ty: ScalarType, range: Option<Range>) -> Self {
+        VarInfo {
+            reg,
+            ty,
+            range,
+            konst: None,
+        }
+    }
+
+    /// A compile-time constant.
+    pub fn constant(v: Scalar) -> Self {
+        VarInfo {
+            reg: String::new(),
+            ty: v.ty(),
+            range: (v.ty() == ScalarType::U32).then(|| Range::point(v.to_bits())),
+            konst: Some(v),
+        }
+    }
 }
 
 /// State of one kernel emission.
@@ -123,8 +150,21 @@ pub(super) struct Writer<'p> {
     /// Variables assigned anywhere (never aliased, never used in proofs).
     pub assigned: HashSet<String>,
     pub facts: Facts,
+    /// Predicates of the enclosing `select` arms (register, negated) under which the
+    /// conditional facts hold.
+    pub cond_preds: Vec<(String, bool)>,
+    /// Value and address caches per scope (see `cse.rs`).
+    pub caches: Vec<Cache>,
+    /// Registers that are written after their definition (assigned variables).
+    pub mutable: HashSet<String>,
+    /// Load results that are zero exactly where the predicate is false: (register, predicate).
+    pub zero_unless: HashMap<String, String>,
+    /// Suffix of labels written inside unrolled loop copies (`_u3`), keeping them unique.
+    pub copy_tag: String,
     /// Predicate guarding side effects of a predicated short body.
     pub guard: Option<String>,
+    /// Accesses whose bounds check had to be combined with [`Writer::guard`].
+    pub guard_checks: u32,
     builtins: HashMap<Builtin, String>,
     pub buf_ptr: HashMap<String, String>,
     pub buf_len: HashMap<String, String>,
@@ -159,7 +199,13 @@ impl<'p> Writer<'p> {
             scopes: vec![HashMap::new()],
             assigned,
             facts: Facts::default(),
+            cond_preds: Vec::new(),
+            caches: vec![Cache::default()],
+            mutable: HashSet::new(),
+            zero_unless: HashMap::new(),
+            copy_tag: String::new(),
             guard: None,
+            guard_checks: 0,
             builtins: HashMap::new(),
             buf_ptr: HashMap::new(),
             buf_len: HashMap::new(),
@@ -205,9 +251,10 @@ impl<'p> Writer<'p> {
             .collect()
     }
 
-    /// A label named after the current node: `$L_<node>_<what>`.
+    /// A label named after the current node: `$L_<node>_<what>` (plus the copy tag inside
+    /// unrolled loops).
     pub fn label_name(&self, what: &str) -> String {
-        format!("$L_{}_{}", self.owner_tag(), what)
+        format!("$L_{}_{}{}", self.owner_tag(), what, self.copy_tag)
     }
 
     /// A fresh helper label in the current node: `$L_<node>_<what><n>`.
@@ -282,6 +329,46 @@ impl<'p> Writer<'p> {
             owner: PROLOGUE,
             kind: LineKind::Instr,
         });
+    }
+
+    /// Saves the state that emitting code changes, for [`Writer::rollback`].
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            regs: self.regs.clone(),
+            prologue: self.prologue.len(),
+            body: self.body.len(),
+            stats: self.stats.clone(),
+            label_seq: self.label_seq.clone(),
+            builtins: self.builtins.clone(),
+            buf_ptr: self.buf_ptr.clone(),
+            buf_len: self.buf_len.clone(),
+            shared_base: self.shared_base.clone(),
+            special: self.special.clone(),
+            zero_unless: self.zero_unless.clone(),
+            mutable: self.mutable.clone(),
+            loc_current: self.loc_current,
+            guard_checks: self.guard_checks,
+        }
+    }
+
+    /// Forgets everything emitted since `cp` was taken (lines, registers, prologue values,
+    /// counters), so that the same statements can be emitted another way. Variable, fact
+    /// and cache scopes are not restored: take checkpoints outside the scopes they cover.
+    pub fn rollback(&mut self, cp: Checkpoint) {
+        self.regs = cp.regs;
+        self.prologue.truncate(cp.prologue);
+        self.body.truncate(cp.body);
+        self.stats = cp.stats;
+        self.label_seq = cp.label_seq;
+        self.builtins = cp.builtins;
+        self.buf_ptr = cp.buf_ptr;
+        self.buf_len = cp.buf_len;
+        self.shared_base = cp.shared_base;
+        self.special = cp.special;
+        self.zero_unless = cp.zero_unless;
+        self.mutable = cp.mutable;
+        self.loc_current = cp.loc_current;
+        self.guard_checks = cp.guard_checks;
     }
 
     // ---- registers and values -----------------------------------------------------------
@@ -397,14 +484,48 @@ impl<'p> Writer<'p> {
         }
     }
 
-    /// Runs `f` in a nested variable and fact scope.
+    /// Runs `f` in a nested variable, fact and value-cache scope (a branch body).
     pub fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.caches.push(Cache::default());
+        let r = self.scoped_vars(f);
+        self.caches.pop();
+        r
+    }
+
+    /// Runs `f` in a nested variable and fact scope that shares the enclosing value caches
+    /// (a copy of an unrolled loop body: straight-line code after what precedes it).
+    pub fn scoped_vars<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
         self.scopes.push(HashMap::new());
         self.facts.push();
         let r = f(self);
         self.facts.pop();
         self.scopes.pop();
         r
+    }
+}
+
+/// Writer state saved by [`Writer::checkpoint`].
+pub(super) struct Checkpoint {
+    regs: RegAlloc,
+    prologue: usize,
+    body: usize,
+    stats: EmitStats,
+    label_seq: HashMap<usize, u32>,
+    builtins: HashMap<Builtin, String>,
+    buf_ptr: HashMap<String, String>,
+    buf_len: HashMap<String, String>,
+    shared_base: HashMap<String, String>,
+    special: HashMap<&'static str, String>,
+    zero_unless: HashMap<String, String>,
+    mutable: HashSet<String>,
+    loc_current: Option<usize>,
+    guard_checks: u32,
+}
+
+impl Checkpoint {
+    /// The guard-combined check count when it was taken.
+    pub fn guard_checks(&self) -> u32 {
+        self.guard_checks
     }
 }
 

@@ -3,8 +3,9 @@
 //! Values live in registers as `u64` bit patterns (`u32`/`i32`/`f32`/`bool` in the low 32 bits,
 //! `bool` as 0/1, floats as IEEE bits). Each operator is matched once per call and then runs a
 //! tight loop over the active lanes, which is what makes the interpreter fast. The scalar
-//! helpers ([`bin_scalar`], ...) run the very same code on one lane, so atomics, reductions
-//! and tests share one definition of every operator's semantics (SEMANTICS.md).
+//! helpers ([`bin_scalar`], ...) run the very same code on one lane, so atomics, reductions,
+//! tests and the emitter's constant folder (`emit::fold`) share one definition of every
+//! operator's semantics (SEMANTICS.md).
 
 use crate::ir::{BinOp, ScalarType, UnOp};
 
@@ -470,7 +471,6 @@ pub(crate) fn bin_scalar(op: BinOp, ty: ScalarType, a: u64, b: u64) -> u64 {
 }
 
 /// One lane of [`un`].
-#[cfg(test)]
 pub(crate) fn un_scalar(op: UnOp, ty: ScalarType, a: u64) -> u64 {
     let mut o = [0];
     un(op, ty, &mut o, &[a], &Lanes::All(1));
@@ -478,7 +478,6 @@ pub(crate) fn un_scalar(op: UnOp, ty: ScalarType, a: u64) -> u64 {
 }
 
 /// One lane of [`cast`].
-#[cfg(test)]
 pub(crate) fn cast_scalar(from: ScalarType, to: ScalarType, a: u64) -> u64 {
     let mut o = [0];
     cast(from, to, &mut o, &[a], &Lanes::All(1));
@@ -486,7 +485,6 @@ pub(crate) fn cast_scalar(from: ScalarType, to: ScalarType, a: u64) -> u64 {
 }
 
 /// One lane of [`fma`].
-#[cfg(test)]
 pub(crate) fn fma_scalar(ty: ScalarType, a: u64, b: u64, c: u64) -> u64 {
     let mut o = [0];
     fma(ty, &mut o, &[a], &[b], &[c], &Lanes::All(1));

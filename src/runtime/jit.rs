@@ -239,6 +239,7 @@ impl Runtime {
             sm,
             workgroup_size: workgroup,
             lineinfo: options.lineinfo,
+            unroll: true,
         };
         let key = program_key(program, &eopts);
         let (emitted, ptx_cached) = match self.ptx_cache.get(key) {

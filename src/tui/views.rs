@@ -2,10 +2,11 @@
 //! frame; nothing here changes state. [`draw`] is the whole screen, used by the terminal
 //! loop, the headless replay and the snapshot tests alike.
 
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Borders};
+use ratatui::widgets::{Block, BorderType, Borders, Widget};
 use ratatui::Frame;
 
 use super::app::{App, Focus};
@@ -13,7 +14,7 @@ use super::highlight::Highlighter;
 use super::layout::areas;
 
 pub mod cache;
-pub mod code;
+pub mod code_view;
 pub mod diagnostics;
 pub mod help;
 pub mod ir_pane;
@@ -24,8 +25,10 @@ pub mod ptx_pane;
 pub mod resources;
 pub mod run;
 pub mod status_bar;
+pub mod tab_rows;
 pub mod tabs;
 pub mod telemetry;
+pub mod wrap;
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
@@ -75,6 +78,14 @@ pub fn pane_block<'a>(app: &App, f: Focus, title: Line<'a>) -> Block<'a> {
         .title(title)
 }
 
+/// Draws pane `f`'s frame ([`pane_block`]) over `area`; returns the area inside it.
+pub fn framed(buf: &mut Buffer, area: Rect, app: &App, f: Focus, title: Line<'_>) -> Rect {
+    let block = pane_block(app, f, title);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    inner
+}
+
 /// A title line: `name` plus optional dim detail.
 pub fn title<'a>(app: &App, name: &'a str, detail: String) -> Line<'a> {
     let mut spans = vec![Span::styled(format!(" {name} "), app.theme.title)];
@@ -85,8 +96,8 @@ pub fn title<'a>(app: &App, name: &'a str, detail: String) -> Line<'a> {
 }
 
 /// Renders `msg` (wrapped) as the content of an empty panel: why it is empty.
-pub fn empty_note(buf: &mut ratatui::buffer::Buffer, area: Rect, style: Style, msg: &str) {
-    use ratatui::widgets::{Paragraph, Widget, Wrap};
+pub fn empty_note(buf: &mut Buffer, area: Rect, style: Style, msg: &str) {
+    use ratatui::widgets::{Paragraph, Wrap};
     Paragraph::new(msg.to_string())
         .style(style)
         .wrap(Wrap { trim: true })

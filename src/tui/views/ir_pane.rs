@@ -3,9 +3,8 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::widgets::Widget;
 
-use super::code::{self, CodeView, Mark};
+use super::code_view::{self, CodeView, Mark};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
 
@@ -20,9 +19,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         .doc
         .as_ref()
         .map_or("IR".to_string(), |d| format!("IR {}", d.program.name));
-    let block = super::pane_block(app, Focus::Ir, super::title(app, &name, detail));
-    let inner = block.inner(area);
-    block.render(area, buf);
+    let inner = super::framed(buf, area, app, Focus::Ir, super::title(app, &name, detail));
     let Some(doc) = app.doc.as_ref() else {
         let msg = app
             .doc_error
@@ -53,34 +50,26 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     };
     let mark = |i: usize| {
         let node = doc.ir.get(i).and_then(|l| l.node.as_deref());
-        if i == app.ir.cursor && (focused || sel.is_none() || node == sel) {
-            Mark::Cursor
-        } else if sel.is_some() && node == sel {
-            Mark::Correlated
-        } else {
-            Mark::None
-        }
+        let correlated = sel.is_some() && node == sel;
+        Mark::of(
+            i == app.ir.cursor && (focused || sel.is_none() || correlated),
+            correlated,
+        )
     };
-    let search = app
-        .search
-        .as_ref()
-        .filter(|(f, _)| *f == Focus::Ir)
-        .map(|(_, q)| q.as_str());
-    code::draw(
+    code_view::draw(
         buf,
         inner,
         app,
         hl,
         &CodeView {
+            pane: Focus::Ir,
             lang: Lang::Ir,
             generation: doc.id,
             len: doc.ir.len(),
-            scroll: app.ir.scroll,
             gutter_width,
             line: &line,
             gutter: &gutter,
             mark: &mark,
-            search,
         },
     );
 }

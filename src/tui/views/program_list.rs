@@ -10,13 +10,13 @@ use crate::tui::app::{App, EntryStatus, Focus};
 /// Draws the list into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
-    let block = super::pane_block(
+    let inner = super::framed(
+        buf,
+        area,
         app,
         Focus::List,
         super::title(app, "Programs", app.entries.len().to_string()),
     );
-    let inner = block.inner(area);
-    block.render(area, buf);
     if app.entries.is_empty() {
         return super::empty_note(buf, inner, t.dim, "no files - press o to open one");
     }

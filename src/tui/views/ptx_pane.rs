@@ -4,9 +4,8 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::widgets::Widget;
 
-use super::code::{self, CodeView, Mark};
+use super::code_view::{self, CodeView, Mark};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
 
@@ -32,9 +31,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             .sum();
         detail.push_str(&format!(" · {n}: {lines} lines"));
     }
-    let block = super::pane_block(app, Focus::Ptx, super::title(app, "PTX", detail));
-    let inner = block.inner(area);
-    block.render(area, buf);
+    let inner = super::framed(buf, area, app, Focus::Ptx, super::title(app, "PTX", detail));
     let view = match app.emission.as_ref().map(|e| &e.ptx) {
         Some(Ok(v)) => v,
         Some(Err(e)) => {
@@ -49,34 +46,25 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let line = |i: usize| view.line(i);
     let gutter = |i: usize| (i + 1).to_string();
     let mark = |i: usize| {
-        if focused && i == app.ptx.cursor {
-            Mark::Cursor
-        } else if node.is_some_and(|n| view.corr.is_line_of(i, n)) {
-            Mark::Correlated
-        } else {
-            Mark::None
-        }
+        Mark::of(
+            focused && i == app.ptx.cursor,
+            node.is_some_and(|n| view.corr.is_line_of(i, n)),
+        )
     };
-    let search = app
-        .search
-        .as_ref()
-        .filter(|(f, _)| *f == Focus::Ptx)
-        .map(|(_, q)| q.as_str());
-    code::draw(
+    code_view::draw(
         buf,
         inner,
         app,
         hl,
         &CodeView {
+            pane: Focus::Ptx,
             lang: Lang::Ptx,
             generation: app.generation,
             len: view.len(),
-            scroll: app.ptx.scroll,
-            gutter_width: code::digits(view.len()),
+            gutter_width: code_view::digits(view.len()),
             line: &line,
             gutter: &gutter,
             mark: &mark,
-            search,
         },
     );
 }

@@ -1,5 +1,7 @@
-//! The shared code view of the IR and PTX panes: a gutter, syntax-highlighted text of the
-//! visible lines only, the cursor line, correlated lines and search matches.
+//! The gutter-and-highlight rendering the IR and PTX panes share: a gutter, syntax-highlighted
+//! text of the visible lines only, the cursor line, correlated lines and the pane's search
+//! matches. A pane says what its lines, gutter and marks are ([`CodeView`]); where it is
+//! scrolled to and what is searched come from the pane's state in the [`App`].
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -7,7 +9,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use crate::tui::app::App;
+use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
 
 /// How one line is marked.
@@ -21,16 +23,29 @@ pub enum Mark {
     Cursor,
 }
 
+impl Mark {
+    /// The mark of a line that is (or is not) the cursor line and correlated; the cursor wins.
+    pub fn of(cursor: bool, correlated: bool) -> Mark {
+        if cursor {
+            Mark::Cursor
+        } else if correlated {
+            Mark::Correlated
+        } else {
+            Mark::None
+        }
+    }
+}
+
 /// What a code view shows; the closures answer per visible line only.
 pub struct CodeView<'a> {
+    /// The pane it is drawn in (its scroll offset and search apply).
+    pub pane: Focus,
     /// Language for highlighting.
     pub lang: Lang,
     /// Generation of the text (highlight cache key).
     pub generation: u64,
     /// Total lines.
     pub len: usize,
-    /// First visible line.
-    pub scroll: usize,
     /// Gutter width in columns (without the separator).
     pub gutter_width: usize,
     /// Text of line `i`.
@@ -39,8 +54,6 @@ pub struct CodeView<'a> {
     pub gutter: &'a dyn Fn(usize) -> String,
     /// Mark of line `i`.
     pub mark: &'a dyn Fn(usize) -> Mark,
-    /// Search text to underline.
-    pub search: Option<&'a str>,
 }
 
 /// Expands tabs to 4-column stops, tracking the column across spans.
@@ -80,10 +93,17 @@ fn matches(hay: &str, needle: &str) -> Vec<std::ops::Range<usize>> {
 /// Draws `view` into `inner` (the area inside the pane's borders).
 pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &CodeView<'_>) {
     let t = &app.theme;
+    let scroll = app.pane(view.pane).scroll;
+    // The search underlines matches only in the pane it was typed in.
+    let search = app
+        .search
+        .as_ref()
+        .filter(|(f, _)| *f == view.pane)
+        .map(|(_, q)| q.as_str());
     let rows = inner.height as usize;
-    let end = (view.scroll + rows).min(view.len);
+    let end = (scroll + rows).min(view.len);
     let mut lines = Vec::with_capacity(rows);
-    for i in view.scroll..end {
+    for i in scroll..end {
         let text = (view.line)(i);
         let mark = (view.mark)(i);
         let line_style = match mark {
@@ -99,7 +119,7 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
                 t.gutter,
             ));
         }
-        let found = view.search.map(|q| matches(text, q)).unwrap_or_default();
+        let found = search.map(|q| matches(text, q)).unwrap_or_default();
         let mut col = 0usize;
         for (range, style) in hl.pieces(view.lang, view.generation, i, text) {
             // Split each highlighted piece at search-match borders.
@@ -129,7 +149,7 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
             }
         }
         // Mark the whole row, not just the text: short lines stay visibly selected.
-        let row = Rect::new(inner.x, inner.y + (i - view.scroll) as u16, inner.width, 1);
+        let row = Rect::new(inner.x, inner.y + (i - scroll) as u16, inner.width, 1);
         buf.set_style(row, line_style);
         lines.push(Line::from(spans));
     }
@@ -151,6 +171,14 @@ mod tests {
         assert_eq!(expand_tabs("\tab", &mut col), "    ab");
         assert_eq!(expand_tabs("c\td", &mut col), "c d");
         assert_eq!(col, 9);
+    }
+
+    #[test]
+    fn the_cursor_mark_wins_over_correlation() {
+        assert_eq!(Mark::of(true, true), Mark::Cursor);
+        assert_eq!(Mark::of(true, false), Mark::Cursor);
+        assert_eq!(Mark::of(false, true), Mark::Correlated);
+        assert_eq!(Mark::of(false, false), Mark::None);
     }
 
     #[test]

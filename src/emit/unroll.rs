@@ -1,0 +1,168 @@
+//! Full unrolling of loops with a small constant trip count.
+//!
+//! A `loop i from A to B` whose bounds fold to constants (literals, constant `let`s, the
+//! counters of enclosing unrolled loops, `len` of a workgroup buffer) is emitted as
+//! `B - A` straight-line copies of its body, with `i` bound to the constant of each copy.
+//! The constant then folds through the body (`shr(128, s)` -> `64`, see `fold.rs`), the
+//! range analysis sees exact strides (so `tile[l + stride]` under `if l < stride` needs no
+//! check), and addresses take constant offsets (`[%r6+256]`). There is no counter, no
+//! compare and no back-edge.
+//!
+//! Limits (both must hold):
+//! - at most [`MAX_TRIPS`] iterations;
+//! - at most [`MAX_UNROLLED_NODES`] IR nodes after unrolling: trip count x [`body_size`]
+//!   (statements plus expression nodes of the body, nested loops with literal bounds counted
+//!   with their own trip count).
+//!
+//! The copies are exactly the iterations the loop would run, in order, so the semantics are
+//! unchanged: a `return` in a copy ends the thread as it would in the loop, and barriers stay
+//! uniform (every thread runs the same copies). A loop with zero iterations leaves only
+//! comments. Labels written inside a copy carry the copy's tag (`$L_body4_body1_end_u3`).
+//! Unrolled copies map back to the same IR nodes: a body statement owns one line range per
+//! copy, each starting with its comment. `EmitOptions::unroll = false` (`emit
+//! --no-unroll`) keeps every loop rolled, for comparison.
+
+use super::writer::{VarInfo, Writer};
+use super::EmitError;
+use crate::ir::{Expr, Literal, Scalar, Stmt, StmtKind};
+
+/// Most iterations a loop may have to be unrolled.
+pub const MAX_TRIPS: u32 = 16;
+
+/// Most IR nodes (trip count x body size) an unrolled loop may expand to.
+pub const MAX_UNROLLED_NODES: usize = 320;
+
+/// True when `loop from a to b { body }` is unrolled.
+pub fn should_unroll(a: u32, b: u32, body: &[Stmt]) -> bool {
+    let trips = b.saturating_sub(a);
+    trips <= MAX_TRIPS && (trips as usize).saturating_mul(body_size(body)) <= MAX_UNROLLED_NODES
+}
+
+/// Statements plus expression nodes of `list`; a nested loop with literal bounds counts
+/// its body once per iteration (it may be unrolled too).
+pub fn body_size(list: &[Stmt]) -> usize {
+    let mut n = 0usize;
+    for s in list {
+        n += 1;
+        let mut exprs = |e: &Expr| e.visit(&mut |_| n += 1);
+        match &s.kind {
+            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => exprs(value),
+            StmtKind::Store { index, value, .. } => {
+                exprs(index);
+                exprs(value);
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                exprs(cond);
+                n += body_size(then) + body_size(otherwise);
+            }
+            StmtKind::Loop { from, to, body, .. } => {
+                exprs(from);
+                exprs(to);
+                let trips = match (literal(from), literal(to)) {
+                    (Some(a), Some(b)) => b.saturating_sub(a).max(1) as usize,
+                    _ => 1,
+                };
+                n += trips.saturating_mul(body_size(body));
+            }
+            StmtKind::Block(b) => n += body_size(b),
+            StmtKind::Barrier(_) | StmtKind::Return => {}
+        }
+    }
+    n
+}
+
+/// The value of a `u32` literal.
+fn literal(e: &Expr) -> Option<u32> {
+    match e {
+        Expr::Lit(Literal::Typed(Scalar::U32(v))) => Some(*v),
+        Expr::Lit(Literal::Int(v)) => u32::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+impl Writer<'_> {
+    /// Emits `loop var from a to b { body }` as `b - a` copies of the body.
+    pub(super) fn unrolled(
+        &mut self,
+        var: &str,
+        a: u32,
+        b: u32,
+        body: &[Stmt],
+    ) -> Result<(), EmitError> {
+        self.stats.loops_unrolled += 1;
+        let trips = b.saturating_sub(a);
+        if trips == 0 {
+            self.comment("no iterations (constant bounds)");
+            self.not_emitted(body, "the loop runs 0 times");
+            return Ok(());
+        }
+        let node = self.owners[self.owner].clone();
+        self.comment(format!("unrolled: {trips} copies"));
+        for k in a..b {
+            self.comment(format!("{node}: {var} = {k}"));
+            let saved = self.copy_tag.clone();
+            self.copy_tag.push_str(&format!("_u{k}"));
+            let r = self.scoped_vars(|w| {
+                w.declare(var, VarInfo::constant(Scalar::U32(k)));
+                w.stmts(body)
+            });
+            self.copy_tag = saved;
+            r?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::parse_program;
+
+    fn body(json: &str) -> Vec<Stmt> {
+        let text = format!(
+            r#"{{"format": 1, "name": "t", "workgroup_size": [64, 1, 1],
+                "buffers": [{{"name": "a", "binding": 0, "access": "read_write", "type": "u32"}}],
+                "body": {json}}}"#
+        );
+        parse_program(&text, "t.json")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .body
+    }
+
+    #[test]
+    fn sizes_count_statements_expressions_and_nested_trips() {
+        // store a[k] = k: 1 statement + 2 expression nodes.
+        let b = body(r#"[{"store": "a", "index": "k", "value": "k"}]"#);
+        assert_eq!(body_size(&b), 3);
+        // A nested literal loop of 4 multiplies its body (3) by 4: 1 + 2 (bounds) + 12.
+        let b = body(
+            r#"[{"loop": "j", "from": 0, "to": 4, "body": [
+                 {"store": "a", "index": "j", "value": "j"}]}]"#,
+        );
+        assert_eq!(body_size(&b), 15);
+    }
+
+    #[test]
+    fn limits() {
+        let b = body(r#"[{"store": "a", "index": "k", "value": "k"}]"#);
+        assert!(should_unroll(0, 8, &b));
+        assert!(should_unroll(5, 5, &b), "zero trips");
+        assert!(should_unroll(9, 3, &b), "from > to: zero trips");
+        assert!(should_unroll(0, MAX_TRIPS, &b));
+        assert!(!should_unroll(0, MAX_TRIPS + 1, &b), "too many trips");
+        // 16 trips of a body of 21+ nodes exceed 320.
+        let big = body(
+            r#"[{"store": "a", "index": "k", "value":
+                 {"add": [{"mul": ["k", "k"]}, {"add": [{"mul": ["k", 3]}, {"xor": [{"load": "a", "index": "k"},
+                   {"shl": ["k", {"add": [1, {"add": [2, {"add": [3, 4]}]}]}]}]}]}]}}]"#,
+        );
+        assert!(body_size(&big) * 16 > MAX_UNROLLED_NODES);
+        assert!(!should_unroll(0, 16, &big));
+        assert!(should_unroll(0, 4, &big));
+    }
+}
