@@ -9,6 +9,7 @@ pub mod bench_kernel;
 pub mod check;
 pub mod emit;
 pub mod fault_test;
+pub mod gpu_worker;
 pub mod occupancy;
 pub mod occupancy_capture;
 pub mod print;
@@ -71,10 +72,14 @@ pub enum Command {
     BenchKernel(bench_kernel::Args),
     /// Open the inspector (or replay keys headlessly with --keys/--snapshot).
     Tui(tui::Args),
+    /// Serve GPU requests on stdin/stdout (started by vyrescope itself).
+    #[command(hide = true)]
+    GpuWorker(gpu_worker::Args),
 }
 
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
+    crate::runtime::worker::mark_this_binary();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -96,6 +101,7 @@ pub fn main() -> i32 {
         Some(Command::OccupancyCapture(a)) => occupancy_capture::run(&a),
         Some(Command::BenchKernel(a)) => bench_kernel::run(&a),
         Some(Command::Tui(a)) => tui::run(&a),
+        Some(Command::GpuWorker(a)) => gpu_worker::run(&a),
         None => {
             if cli.files.is_empty() {
                 eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");

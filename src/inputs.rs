@@ -51,7 +51,7 @@ pub const MAX_TOTAL_BYTES: u64 = 8 << 30;
 pub const MAX_INVOCATIONS: u128 = 1 << 40;
 
 /// Workgroup size and grid of one dispatch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct LaunchShape {
     /// Threads per workgroup, x/y/z.
     pub workgroup_size: [u32; 3],

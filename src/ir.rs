@@ -10,9 +10,11 @@ pub mod print;
 pub mod run_spec;
 pub mod types;
 pub mod typing;
+pub mod write;
 
 pub use ast::*;
 pub use parse::{load_program, parse_program, ParseError};
 pub use run_spec::*;
 pub use types::*;
 pub use typing::{elaborate, expr_type, is_bare};
+pub use write::program_to_json;

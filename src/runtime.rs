@@ -31,6 +31,7 @@ pub mod probe;
 pub mod selftest;
 pub mod telemetry;
 pub mod tune;
+pub mod worker;
 
 pub use cache::CacheStats;
 pub use dispatch::{DispatchOptions, DispatchReport, ResidentSet, TimingStats};
@@ -38,6 +39,7 @@ pub use driver::DriverError;
 pub use jit::{JitOptions, KernelHandle, KernelInfo};
 pub use parity::{Mismatch, ParityReport};
 pub use telemetry::Telemetry;
+pub use worker::GpuWorker;
 
 use driver::{Context, Device, Event, Stream};
 
@@ -149,6 +151,50 @@ pub enum RuntimeError {
     /// The reference interpreter failed.
     #[error("{0}")]
     Interp(#[from] crate::interp::InterpError),
+    /// A kernel faulted in the GPU worker process; that worker exited and the next request
+    /// starts a fresh one (see [`worker`]).
+    #[error("kernel `{kernel}` faulted: {what} ({driver}); the GPU worker process (pid {pid}) that ran it exited, and the next GPU request recreates the CUDA context in a fresh worker process\n  Fix: {fix}")]
+    WorkerFault {
+        /// Kernel name.
+        kernel: String,
+        /// Plain words (illegal memory address, ...).
+        what: String,
+        /// The driver error that reported it.
+        driver: String,
+        /// Hint.
+        fix: String,
+        /// The worker that faulted.
+        pid: u32,
+    },
+    /// The GPU worker process died (end of output, a signal) during a request.
+    #[error("the GPU worker process (pid {pid}) died during {request}: {status}{words}; the next GPU request starts a fresh worker\n  Fix: {fix}", words = if last_words.is_empty() { String::new() } else { format!("; its last words: {last_words}") })]
+    WorkerDied {
+        /// The worker.
+        pid: u32,
+        /// What it was doing.
+        request: String,
+        /// Exit code or signal, in words.
+        status: String,
+        /// Its last stderr lines.
+        last_words: String,
+        /// Hint.
+        fix: String,
+    },
+    /// The GPU worker process did not answer in time and was killed.
+    #[error("the GPU worker process (pid {pid}) did not finish {request} within {waited_ms} ms (the kernel time its timeout allows plus a {margin_ms} ms margin); it was killed, and the next GPU request starts a fresh worker\n  Fix: a kernel may be stuck in an endless loop: lower its loop bounds or grid, or give it a larger --timeout")]
+    WorkerHung {
+        /// The worker.
+        pid: u32,
+        /// What it was doing.
+        request: String,
+        /// How long the client waited (ms).
+        waited_ms: u64,
+        /// The margin beyond the kernel budget (ms).
+        margin_ms: u64,
+    },
+    /// The GPU worker process could not be started or spoke nonsense.
+    #[error("{0}")]
+    Worker(String),
     /// Anything else (I/O of dumps, caches).
     #[error("{0}")]
     Other(String),
@@ -225,6 +271,9 @@ pub struct Runtime {
     /// 580 / CUDA 13: the whole process stays poisoned, as NVIDIA documents for sticky
     /// errors); every later call then fails at once with this reason.
     poisoned: Option<String>,
+    /// Try to recreate the context after a sticky fault (the GPU worker turns this off: it
+    /// exits instead, and its client starts a fresh process).
+    fault_recovery: bool,
     next_generation: u64,
     pub(crate) ptx_cache: cache::PtxCache,
     /// Module-cache counters of contexts destroyed by recoveries.
@@ -292,6 +341,7 @@ impl Runtime {
             session,
             primary,
             poisoned: None,
+            fault_recovery: true,
             next_generation: 2,
             ptx_cache: cache::PtxCache::new(cache::PTX_CAPACITY),
             module_stats: CacheStats::default(),
@@ -299,6 +349,13 @@ impl Runtime {
             driver_cache,
             names: HashMap::new(),
         })
+    }
+
+    /// Whether a sticky fault triggers an attempt to recreate the context in this process
+    /// (default on). Off, the runtime reports the fault and refuses later work at once, for
+    /// a caller that replaces the whole process instead (the GPU worker).
+    pub fn set_in_process_fault_recovery(&mut self, on: bool) {
+        self.fault_recovery = on;
     }
 
     /// The probed capabilities.
@@ -393,6 +450,15 @@ impl Runtime {
         if err.is_sticky() {
             self.telemetry.faults += 1;
             let (what, fix) = fault::describe(&err);
+            if !self.fault_recovery {
+                self.poisoned = Some(format!("{what} in `{kernel}`"));
+                return RuntimeError::FaultUnrecovered {
+                    kernel: kernel.to_string(),
+                    what,
+                    err: Box::new(err),
+                    recovery: "not attempted: this GPU worker process exits instead".into(),
+                };
+            }
             if let Err(e) = self.recreate() {
                 self.poisoned = Some(format!("{what} in `{kernel}`"));
                 return RuntimeError::FaultUnrecovered {

@@ -18,12 +18,21 @@ fn vyrescope(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn gpu_commands_fail_cleanly_without_a_driver() {
     let fixture = "fixtures/programs/vadd_f32.json";
-    let commands: [&[&str]; 6] = [
+    let commands: [&[&str]; 7] = [
         &["probe"],
         &["probe", "--json"],
         &["selftest", "--fixtures", "fixtures/programs"],
         &["tune", fixture],
         &["run", fixture, "--backend", "cuda", "--verify"],
+        &[
+            "run",
+            fixture,
+            "--backend",
+            "cuda",
+            "--no-device-timing",
+            "--sm",
+            "80",
+        ],
         &["fault-test"],
     ];
     for args in commands {

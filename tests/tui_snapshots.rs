@@ -188,6 +188,26 @@ fn tab_run_cache_telemetry_filled() {
 }
 
 #[test]
+fn tab_run_tune_table_scrolled_at_80x24() {
+    // 12 candidates in a 3-row table: End scrolls to the last ones under the kept header,
+    // with the scroll bar's thumb at the bottom.
+    let (mut a, hl) = vadd(80, 24);
+    press(&mut a, &[Command::Tab(4)]);
+    fake_dispatch(&mut a, 0.0123, false);
+    let rows = tune_rows(&a, 384);
+    fake_tune_rows(&mut a, rows);
+    press(
+        &mut a,
+        &[Command::FocusNext, Command::FocusNext, Command::End],
+    );
+    assert_eq!(a.focus, Focus::Detail);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("tune wg") && s.contains("1024,1,1"), "{s}");
+    assert!(!s.contains("\n│32,1,1"), "{s}");
+    check("tab_run_tune_scrolled_80x24", &s);
+}
+
+#[test]
 fn help_overlay_lists_every_binding() {
     let (mut a, hl) = vadd(100, 40);
     press(&mut a, &[Command::Help]);

@@ -1,10 +1,15 @@
-//! `vyrescope fault-test` (hidden): the fault-recovery check on the live GPU with raw PTX
-//! kernels that fault on purpose (illegal address, trap, timeout).
+//! `vyrescope fault-test` (hidden): the fault-recovery check on the live GPU, through a GPU
+//! worker process, with raw PTX kernels that fault on purpose (timeout, illegal address,
+//! trap), each followed by a verified dispatch that must be correct.
 
-use crate::runtime::Runtime;
+use crate::runtime::fault::fault_check;
+use crate::runtime::GpuWorker;
 
 /// Make kernels fault on purpose and check that later dispatches still work.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Steps: baseline dispatch -> 2 s kernel with a 200 ms timeout (recovered inside the worker) -> dispatch -> illegal address (the worker exits) -> dispatch in a fresh worker -> trap -> dispatch in a fresh worker. Every dispatch is verified against the reference interpreter.\n\nExamples:\n  vyrescope fault-test\n  vyrescope fault-test --json"
+)]
 pub struct Args {
     /// Device ordinal.
     #[arg(long, default_value_t = 0)]
@@ -12,41 +17,57 @@ pub struct Args {
     /// Print the steps as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Run one sticky-fault case in this process (`illegal-address` or `trap`); used by the
-    /// check itself, which runs these cases in child processes.
-    #[arg(long, value_name = "CASE")]
-    pub child: Option<String>,
 }
 
 /// Runs `fault-test`; exit 1 when any step did not behave as expected.
 pub fn run(a: &Args) -> i32 {
-    let mut rt = match Runtime::open(a.device) {
-        Ok(r) => r,
+    let mut w = GpuWorker::new();
+    w.set_device(a.device);
+    // Fails with the one-line no-driver error where there is no GPU.
+    let caps = match w.probe() {
+        Ok(c) => c,
         Err(e) => return super::fail(e),
     };
-    if let Some(case) = &a.child {
-        return if rt.fault_child(case) { 0 } else { 1 };
-    }
-    let steps = rt.fault_check();
+    let steps = fault_check(&mut w);
+    let passed = steps.iter().all(|s| s.ok);
     if a.json {
-        match serde_json::to_string_pretty(
-            &serde_json::json!({"steps": steps, "telemetry": rt.telemetry()}),
-        ) {
+        let v = serde_json::json!({
+            "device": caps.name,
+            "steps": steps,
+            "workers_started": w.workers_started(),
+            "passed": passed,
+        });
+        match serde_json::to_string_pretty(&v) {
             Ok(s) => println!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
-        for s in &steps {
+        println!(
+            "fault recovery on {} through GPU worker processes:",
+            caps.name
+        );
+        for (i, s) in steps.iter().enumerate() {
             println!(
-                "{:4}  {:<40} {:>9.1} ms  {}",
+                "{:2}. {:4} {} ({:.1} ms)\n      expected: {}\n      got:      {}",
+                i + 1,
                 if s.ok { "ok" } else { "FAIL" },
                 s.step,
                 s.ms,
+                s.expected,
                 s.got
             );
         }
+        println!(
+            "{} ({} worker processes started)",
+            if passed {
+                "fault-test PASSED"
+            } else {
+                "fault-test FAILED"
+            },
+            w.workers_started()
+        );
     }
-    if steps.iter().all(|s| s.ok) {
+    if passed {
         0
     } else {
         1

@@ -37,7 +37,13 @@ checksum of its raw bytes and its first elements.
 Examples:
   vyrescope run fixtures/programs/vadd_f32.json --backend reference
   vyrescope run fixtures/programs/vadd_f32.json --grid 8,1,1 --workgroup 128,1,1 --json
-  vyrescope run fixtures/programs/vadd_f32.json --dump /tmp/vadd"
+  vyrescope run fixtures/programs/vadd_f32.json --dump /tmp/vadd
+  vyrescope run fixtures/programs/vadd_f32.json --backend cuda --verify --repeat 20
+
+`--backend cuda` runs in this process (one-shot: no worker process to start, so it is the
+fastest path); a kernel fault therefore ends the command with the fault's error. The
+inspector, `selftest`'s fault check and `fault-test` dispatch through a replaceable GPU
+worker process instead, so a fault there never stops later dispatches."
 )]
 pub struct Args {
     /// Program file.
@@ -74,6 +80,14 @@ pub struct Args {
     /// cuda: JIT with line info (for profilers).
     #[arg(long)]
     pub lineinfo: bool,
+    /// cuda: emit PTX for this target sm (default: the device's own); a target newer than
+    /// the device is refused.
+    #[arg(long, value_name = "SM")]
+    pub sm: Option<u32>,
+    /// cuda: do not time launches with CUDA events (saves two event records and a query per
+    /// launch); `device_ms` is then reported as null.
+    #[arg(long)]
+    pub no_device_timing: bool,
 }
 
 /// Parses `X`, `X,Y` or `X,Y,Z` (positive integers).

@@ -34,6 +34,8 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         verify: a.verify,
         timeout: a.timeout_ms.map(Duration::from_millis),
         lineinfo: a.lineinfo,
+        sm: a.sm,
+        device_timing: !a.no_device_timing,
     };
     let run = match rt.run_program(program, base, &req) {
         Ok(r) => r,
@@ -96,24 +98,33 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         }
     } else {
         print!("{}", report.to_text(&run.buffers));
-        let d = &run.report.device_ms;
         let r = &run.compiled.info.resources;
+        let device_sm = rt.caps().cc_major * 10 + rt.caps().cc_minor;
         println!(
-            "device: {} (sm_{}{})",
+            "device: {} (sm_{device_sm}); PTX emitted for sm_{}",
             rt.caps().name,
-            rt.caps().cc_major,
-            rt.caps().cc_minor
+            a.sm.unwrap_or(device_sm)
         );
+        let device = match &run.report.device_ms {
+            Some(d) => format!(
+                "median {:.4} ms (min {:.4}, max {:.4}, {} launches)",
+                d.median_ms, d.min_ms, d.max_ms, d.count
+            ),
+            None => format!(
+                "not measured (--no-device-timing, {} launches)",
+                a.repeat.max(1)
+            ),
+        };
         println!(
-            "device time: median {:.4} ms (min {:.4}, max {:.4}, {} launches); upload {:.2} ms, readback {:.2} ms, JIT {:.1} ms{}",
-            d.median_ms,
-            d.min_ms,
-            d.max_ms,
-            d.count,
+            "device time: {device}; upload {:.2} ms, readback {:.2} ms, JIT {:.1} ms{}",
             run.report.upload_ms,
             run.report.readback_ms,
             run.compiled.info.jit_ms,
-            if run.compiled.info.cached { " (module cached)" } else { "" }
+            if run.compiled.info.cached {
+                " (module cached)"
+            } else {
+                ""
+            }
         );
         println!(
             "resources: {} regs/thread, {} B static shared, {} B local (spills), max {} threads/block",

@@ -78,11 +78,12 @@ pub fn run(a: &Args) -> i32 {
             println!("\nfault recovery:");
             for s in &rep.faults {
                 println!(
-                    "  {:4}  {:<36} {:>9.1} ms  {}",
+                    "  {:4}  {:<36} {:>9.1} ms  {}\n        expected: {}",
                     if s.ok { "ok" } else { "FAIL" },
                     s.step,
                     s.ms,
-                    s.got
+                    s.got,
+                    s.expected
                 );
             }
         }

@@ -38,24 +38,29 @@ pub struct KernelBench {
     pub full_d2h_bytes: u64,
 }
 
-/// Warm dispatch host overhead vs a bare cudarc launch (both: launch + wait, microseconds).
+/// Warm dispatch host overhead vs a bare cudarc launch, compared like for like: launch +
+/// wait without device timing on both sides, and launch + wait with a CUDA event pair around
+/// the launch on both sides (wall microseconds per launch).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OverheadBench {
     /// Kernel name.
     pub kernel: String,
     /// Elements (small, so the kernel itself is negligible).
     pub elements: u64,
-    /// vyrescope `launch_resident` (cached module, resident buffers, CUDA-event device
-    /// timing, telemetry).
-    pub vyrescope_us: TimingStats,
-    /// The same without device timing (`DispatchOptions::device_timing = false`).
+    /// vyrescope `launch_resident` without device timing (cached module, resident buffers,
+    /// launch checks, telemetry; waits with `cuStreamSynchronize`).
     pub vyrescope_untimed_us: TimingStats,
     /// cudarc `result::launch_kernel` + `cuStreamSynchronize`.
     pub bare_cudarc_us: TimingStats,
-    /// vyrescope (timed) median / bare median.
-    pub ratio: f64,
-    /// vyrescope (untimed) median / bare median.
+    /// `vyrescope_untimed_us` median / `bare_cudarc_us` median.
     pub ratio_untimed: f64,
+    /// vyrescope `launch_resident` with CUDA-event device timing (the default).
+    pub vyrescope_timed_us: TimingStats,
+    /// cudarc: event record, `result::launch_kernel`, event record, event synchronize,
+    /// `cuEventElapsedTime`.
+    pub bare_cudarc_timed_us: TimingStats,
+    /// `vyrescope_timed_us` median / `bare_cudarc_timed_us` median.
+    pub ratio_timed: f64,
 }
 
 /// `program` with its `run.elements` set to `elements` (grid derived from it); inputs with an
@@ -112,7 +117,7 @@ impl Runtime {
             )
         })();
         self.release(set);
-        let samples: Vec<f64> = timed?.iter().map(|t| t.device_ms).collect();
+        let samples: Vec<f64> = timed?.iter().filter_map(|t| t.device_ms).collect();
         let mut full = Vec::new();
         let mut h2d = 0;
         let mut d2h = 0;
@@ -156,26 +161,24 @@ impl Runtime {
                 "overhead bench needs a kernel without a grid barrier\n  Fix: use the elementwise fixture".into(),
             ));
         }
-        let opts = DispatchOptions::default();
         let set = self.upload(&buffers)?;
         let result = (|| {
-            self.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 200, &opts)?;
-            let mut ours = Vec::with_capacity(iters as usize);
-            for _ in 0..iters {
-                let t = Instant::now();
-                self.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 1, &opts)?;
-                ours.push(t.elapsed().as_secs_f64() * 1e6);
-            }
-            let untimed_opts = DispatchOptions {
-                device_timing: false,
-                ..opts.clone()
+            let ours = |rt: &mut Runtime, device_timing: bool| -> Result<Vec<f64>> {
+                let opts = DispatchOptions {
+                    device_timing,
+                    ..DispatchOptions::default()
+                };
+                rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 200, &opts)?;
+                let mut v = Vec::with_capacity(iters as usize);
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 1, &opts)?;
+                    v.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                Ok(v)
             };
-            let mut untimed = Vec::with_capacity(iters as usize);
-            for _ in 0..iters {
-                let t = Instant::now();
-                self.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 1, &untimed_opts)?;
-                untimed.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            let untimed = ours(self, false)?;
+            let timed = ours(self, true)?;
             let ptrs = {
                 let sess = self.sess()?;
                 let bufs = sess
@@ -196,48 +199,50 @@ impl Runtime {
                 dynamic_smem: 0,
             };
             let sess = self.sess()?;
-            driver::bare_cudarc_launch_loop(
-                &c.emitted.ptx,
-                &c.emitted.kernel_name,
-                &geo,
-                &sess.stream,
-                &mut args,
-                200,
-            )
-            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-            let bare = driver::bare_cudarc_launch_loop(
-                &c.emitted.ptx,
-                &c.emitted.kernel_name,
-                &geo,
-                &sess.stream,
-                &mut args,
-                iters,
-            )
-            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-            Ok::<_, RuntimeError>((ours, untimed, bare))
+            let mut bare = |events: bool| {
+                let mut run = |n: u32| {
+                    driver::bare_cudarc_launch_loop(
+                        &c.emitted.ptx,
+                        &c.emitted.kernel_name,
+                        &geo,
+                        &sess.stream,
+                        &mut args,
+                        n,
+                        events,
+                    )
+                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
+                };
+                run(200)?;
+                run(iters)
+            };
+            let bare_untimed = bare(false)?;
+            let bare_timed = bare(true)?;
+            Ok::<_, RuntimeError>((untimed, bare_untimed, timed, bare_timed))
         })();
         self.release(set);
-        let (ours, untimed, bare) = result?;
-        let (o, u, b) = (
-            TimingStats::of(&ours),
-            TimingStats::of(&untimed),
-            TimingStats::of(&bare),
-        );
-        let over = |x: f64| {
+        let (untimed, bare_untimed, timed, bare_timed) = result?;
+        let ratio = |a: &TimingStats, b: &TimingStats| {
             if b.median_ms > 0.0 {
-                x / b.median_ms
+                a.median_ms / b.median_ms
             } else {
                 0.0
             }
         };
+        let (u, bu, t, bt) = (
+            TimingStats::of(&untimed),
+            TimingStats::of(&bare_untimed),
+            TimingStats::of(&timed),
+            TimingStats::of(&bare_timed),
+        );
         Ok(OverheadBench {
             kernel: c.emitted.kernel_name,
             elements,
-            ratio: over(o.median_ms),
-            ratio_untimed: over(u.median_ms),
-            vyrescope_us: o,
+            ratio_untimed: ratio(&u, &bu),
+            ratio_timed: ratio(&t, &bt),
             vyrescope_untimed_us: u,
-            bare_cudarc_us: b,
+            bare_cudarc_us: bu,
+            vyrescope_timed_us: t,
+            bare_cudarc_timed_us: bt,
         })
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::driver::{Function, Module};
 use super::jit::KernelInfo;
@@ -17,7 +17,7 @@ pub const MODULE_CAPACITY: usize = 64;
 pub const PTX_CAPACITY: usize = 256;
 
 /// Counters of one cache.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct CacheStats {
     /// Entries held now.
     pub entries: u64,
@@ -34,7 +34,7 @@ pub struct CacheStats {
 }
 
 /// All caches at a glance (the `cache` object of `run --json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheReport {
     /// Emitted-PTX cache.
     pub ptx: CacheStats,

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry, PinnedBuffer};
 use super::jit::KernelHandle;
@@ -43,7 +43,7 @@ pub struct DispatchOptions {
     /// Dynamic shared memory bytes per block.
     pub dynamic_smem: u32,
     /// Time each launch with CUDA events (two event records and a query per launch);
-    /// without it `device_ms` is 0 and the host only waits on the stream.
+    /// without it `device_ms` is absent (`None`) and the host only waits on the stream.
     pub device_timing: bool,
 }
 
@@ -61,7 +61,7 @@ impl Default for DispatchOptions {
 }
 
 /// min / median / max over launches.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TimingStats {
     /// Launches timed.
     pub count: u32,
@@ -108,10 +108,11 @@ pub(crate) struct LaunchMode {
 }
 
 /// One launch's times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct LaunchTiming {
-    /// Device time between the events around the launch (ms).
-    pub device_ms: f64,
+    /// Device time between the events around the launch (ms); `None` when the launch was
+    /// not timed with events (`DispatchOptions::device_timing` off).
+    pub device_ms: Option<f64>,
     /// Host time to enqueue the launch (ms).
     pub enqueue_ms: f64,
     /// Host time waiting for completion (ms).
@@ -119,7 +120,7 @@ pub struct LaunchTiming {
 }
 
 /// What a dispatch did and how long it took.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DispatchReport {
     /// Kernel name.
     pub kernel: String,
@@ -129,9 +130,9 @@ pub struct DispatchReport {
     pub block: [u32; 3],
     /// Launched cooperatively (grid barrier).
     pub cooperative: bool,
-    /// Device time over all launches.
-    pub device_ms: TimingStats,
-    /// Every launch's device time (ms), in order.
+    /// Device time over all launches; `None` (JSON `null`) when device timing was off.
+    pub device_ms: Option<TimingStats>,
+    /// Every launch's device time (ms), in order (empty when device timing was off).
     pub device_samples_ms: Vec<f64>,
     /// Host->device copy wall time (ms).
     pub upload_ms: f64,
@@ -519,7 +520,9 @@ impl Runtime {
             timeout,
             timed,
         } = mode;
-        // A timeout polls the stop event, so it needs the events too.
+        // A timeout polls the stop event, so it needs the events too; the device time is
+        // still reported only when it was asked for.
+        let report_device_ms = timed;
         let timed = timed || timeout.is_some();
         let sess = self.sess()?;
         let t0 = Instant::now();
@@ -565,12 +568,14 @@ impl Runtime {
         if let Err(e) = waited {
             return Err(self.launch_error(kernel, e));
         }
-        let device_ms = if timed {
+        let device_ms = if report_device_ms {
             let sess = self.sess()?;
-            Event::elapsed_ms(&sess.ev_start, &sess.ev_stop)
-                .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?
+            Some(
+                Event::elapsed_ms(&sess.ev_start, &sess.ev_stop)
+                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?,
+            )
         } else {
-            0.0
+            None
         };
         Ok(LaunchTiming {
             device_ms,
@@ -613,17 +618,17 @@ impl Runtime {
             };
             let readback_ms = t1.elapsed().as_secs_f64() * 1e3;
             let full_ms = t0.elapsed().as_secs_f64() * 1e3;
-            let mut samples: Vec<f64> = first.iter().map(|t| t.device_ms).collect();
+            let mut samples: Vec<f64> = first.iter().filter_map(|t| t.device_ms).collect();
             if opts.repeat > 1 {
                 let more = self.launch_resident(h, abi, shape, &set, opts.repeat - 1, opts)?;
-                samples.extend(more.iter().map(|t| t.device_ms));
+                samples.extend(more.iter().filter_map(|t| t.device_ms));
             }
             Ok::<_, RuntimeError>(DispatchReport {
                 kernel: h.name.clone(),
                 grid: shape.grid,
                 block: shape.workgroup_size,
                 cooperative: abi.grid_sync,
-                device_ms: TimingStats::of(&samples),
+                device_ms: opts.device_timing.then(|| TimingStats::of(&samples)),
                 device_samples_ms: samples,
                 upload_ms,
                 enqueue_ms: first[0].enqueue_ms,

@@ -14,12 +14,14 @@ use crate::inputs::{self, HostBuffer, LaunchShape};
 use crate::ir::{Expr, Program, ScalarType, StmtKind};
 
 /// How to run a Program.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
     /// Workgroup size override.
     pub workgroup: Option<[u32; 3]>,
     /// Grid override.
     pub grid: Option<[u32; 3]>,
+    /// Target sm to emit for (None = the device's own).
+    pub sm: Option<u32>,
     /// Launches (>= 1); the first is verified, all are timed.
     pub repeat: u32,
     /// Compare with the reference interpreter.
@@ -28,6 +30,37 @@ pub struct RunRequest {
     pub timeout: Option<Duration>,
     /// JIT with line info.
     pub lineinfo: bool,
+    /// Time launches with CUDA events (off: `device_ms` is absent).
+    pub device_timing: bool,
+}
+
+impl Default for RunRequest {
+    fn default() -> Self {
+        RunRequest {
+            workgroup: None,
+            grid: None,
+            sm: None,
+            repeat: 1,
+            verify: false,
+            timeout: None,
+            lineinfo: false,
+            device_timing: true,
+        }
+    }
+}
+
+/// What a run is doing now, for callers that watch it (the GPU worker tells its client, so
+/// the client knows how long the GPU part may take before it counts as hung).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunPhase {
+    /// Host work: input preparation, emission, the reference interpreter.
+    Host,
+    /// JIT and the launches; `budget` is the most the launches may take given the
+    /// per-launch timeout (None without a timeout).
+    Device {
+        /// Upper bound of the launches' device time.
+        budget: Option<Duration>,
+    },
 }
 
 /// Everything one GPU run produced.
@@ -48,8 +81,8 @@ pub struct ProgramRun {
 /// Summary of a run for JSON output.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
-    /// Device time of the launches.
-    pub device_ms: super::TimingStats,
+    /// Device time of the launches (None without device timing).
+    pub device_ms: Option<super::TimingStats>,
     /// JIT wall time (0 when cached).
     pub jit_ms: f64,
 }
@@ -105,16 +138,20 @@ impl Runtime {
         base: &Path,
         req: &RunRequest,
     ) -> Result<ProgramRun> {
+        self.run_program_watched(program, base, req, &mut |_| {})
+    }
+
+    /// [`Runtime::run_program`], calling `phase` as it moves between host and device work.
+    pub fn run_program_watched(
+        &mut self,
+        program: &Program,
+        base: &Path,
+        req: &RunRequest,
+        phase: &mut dyn FnMut(RunPhase),
+    ) -> Result<ProgramRun> {
+        phase(RunPhase::Host);
         let prepared = inputs::prepare(program, base, req.workgroup, req.grid)?;
         let shape = prepared.shape;
-        let compiled = self.compile_program(
-            program,
-            shape.workgroup_size,
-            &JitOptions {
-                lineinfo: req.lineinfo,
-                ..JitOptions::default()
-            },
-        )?;
         let mut buffers = prepared.buffers;
         let reference = if req.verify {
             let mut r = buffers.clone();
@@ -123,6 +160,18 @@ impl Runtime {
         } else {
             None
         };
+        phase(RunPhase::Device {
+            budget: req.timeout.map(|t| t * req.repeat.max(1)),
+        });
+        let compiled = self.compile_program_for(
+            program,
+            shape.workgroup_size,
+            req.sm,
+            &JitOptions {
+                lineinfo: req.lineinfo,
+                ..JitOptions::default()
+            },
+        )?;
         let useful = useful_invocations(program, &buffers, &shape);
         let opts = DispatchOptions {
             repeat: req.repeat.max(1),
@@ -130,7 +179,7 @@ impl Runtime {
             readback: true,
             useful_invocations: Some(useful),
             dynamic_smem: 0,
-            device_timing: true,
+            device_timing: req.device_timing,
         };
         let report = self.dispatch(
             &compiled.handle,
@@ -139,6 +188,7 @@ impl Runtime {
             &mut buffers,
             &opts,
         )?;
+        phase(RunPhase::Host);
         let parity = reference.map(|r| {
             let p = parity::compare(&buffers, &r, tolerance_for(program));
             if p.passed {

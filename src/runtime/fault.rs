@@ -1,15 +1,14 @@
 //! Kernel faults: plain-words descriptions of sticky driver errors, and the fault-recovery
-//! check (raw PTX kernels that fault on purpose, since valid Programs cannot).
+//! check (raw PTX kernels that fault on purpose, since valid Programs cannot), run through a
+//! GPU worker process so that later dispatches can be shown to work.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::driver::{DriverError, Geometry};
-use super::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError};
-use crate::emit::{AbiParam, KernelAbi};
-use crate::inputs::{HostBuffer, LaunchShape};
-use crate::ir::{Access, ElemType};
+use super::worker::protocol::{FaultCase, RunJob};
+use super::{GpuWorker, JitOptions, Result, Runtime, RuntimeError};
 
 /// What a sticky error means, and what to do about it.
 pub(crate) fn describe(err: &DriverError) -> (String, String) {
@@ -135,216 +134,167 @@ impl Runtime {
             .record_launch(false, slots, slots, t.device_ms);
         Ok(t)
     }
+}
 
-    /// Runs `vs_iota` through the normal dispatch path and checks every element.
-    fn iota_ok(&mut self, n: usize) -> Result<String> {
-        let (h, _) = self.load_kernel(FAULT_PTX, "vs_iota", &JitOptions::default())?;
-        let abi = KernelAbi {
-            params: vec![AbiParam {
-                buffer: "out".into(),
-                binding: 0,
-                elem: "u32".into(),
-                ptr_param: "out".into(),
-                len_param: "n".into(),
-            }],
-            ..KernelAbi::default()
-        };
-        // Poison the output so unwritten elements show.
-        let mut bufs = vec![HostBuffer {
-            name: "out".into(),
-            elem: ElemType::U32,
-            access: Access::ReadWrite,
-            binding: 0,
-            data: vec![0xAB; n * 4],
-        }];
-        let shape = LaunchShape {
-            workgroup_size: [256, 1, 1],
-            grid: [n.div_ceil(256) as u32, 1, 1],
-        };
-        self.dispatch(&h, &abi, &shape, &mut bufs, &DispatchOptions::default())?;
-        let bad = bufs[0]
-            .data
-            .chunks_exact(4)
-            .enumerate()
-            .filter(|(i, c)| {
-                u32::from_le_bytes([c[0], c[1], c[2], c[3]])
-                    != (*i as u32).wrapping_mul(3).wrapping_add(1)
-            })
-            .count();
-        if bad == 0 {
-            Ok(format!("all {n} elements correct"))
-        } else {
-            Err(RuntimeError::Other(format!(
-                "{bad} of {n} elements wrong after recovery\n  Fix: this is a vyrescope bug"
-            )))
+/// The Program dispatched before and after each fault: `out[i] = 3 * a[i] + 1` over 2^20
+/// random `u32`s, verified against the reference interpreter.
+pub const CHECK_PROGRAM: &str = r#"{"format": 1, "name": "vs_recovery_check",
+  "doc": "dispatched between the faults of the fault-recovery check",
+  "workgroup_size": [256, 1, 1],
+  "buffers": [
+    {"name": "a", "binding": 0, "access": "read", "type": "u32"},
+    {"name": "out", "binding": 1, "access": "read_write", "type": "u32"}],
+  "body": [
+    {"let": "i", "value": {"gid": "x"}},
+    {"if": {"lt": ["i", {"len": "out"}]}, "then": [
+      {"store": "out", "index": "i",
+       "value": {"add": [{"mul": [{"load": "a", "index": "i"}, 3]}, 1]}}]}],
+  "run": {"elements": 1048576,
+          "inputs": {"a": {"fill": "random", "seed": 7}, "out": {"fill": "ones"}}}}"#;
+
+fn first_line(e: &RuntimeError) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+/// Where the previous step's work ran, to tell "recovered in the same worker" from
+/// "recovered in a fresh worker".
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// The dispatch must run in the same worker process as the previous step.
+    SameWorker,
+    /// The dispatch must run in a new worker process.
+    FreshWorker,
+    /// Either.
+    Any,
+}
+
+/// A verified dispatch of [`CHECK_PROGRAM`]; ok when every element matches and the worker is
+/// the one `expect` asks for.
+fn dispatch_ok(w: &mut GpuWorker, before: Option<u32>, expect: Expect) -> (String, bool) {
+    let mut job = RunJob::new(
+        CHECK_PROGRAM.to_string(),
+        "vs_recovery_check.json",
+        std::path::PathBuf::from("."),
+    );
+    // A broken recovery shows as an error here rather than a check that never ends.
+    job.timeout_ms = Some(10_000);
+    match w.run_job(&job, &mut |_| {}) {
+        Err(e) => (first_line(&e), false),
+        Ok(run) => {
+            let pid = w.pid().unwrap_or(0);
+            let (parity, exact) = match &run.parity {
+                Some(p) if p.passed => (format!("all {} elements correct", p.compared), true),
+                Some(p) => (
+                    format!("{} of {} elements wrong", p.mismatches, p.compared),
+                    false,
+                ),
+                None => ("not verified".into(), false),
+            };
+            let (where_, placed) = match (expect, before) {
+                (Expect::SameWorker, Some(b)) if b == pid => {
+                    (format!("same worker pid {pid}: recovered in-process"), true)
+                }
+                (Expect::SameWorker, _) => (
+                    format!("worker pid {pid}, expected the same worker as before ({before:?})"),
+                    false,
+                ),
+                (Expect::FreshWorker, Some(b)) if b != pid => (
+                    format!("fresh worker pid {pid} (pid {b} exited): context recreated in a new process"),
+                    true,
+                ),
+                (Expect::FreshWorker, _) => (
+                    format!("worker pid {pid}, expected a fresh worker"),
+                    false,
+                ),
+                (Expect::Any, _) => (format!("worker pid {pid}"), true),
+            };
+            (format!("{parity} ({where_})"), exact && placed)
         }
     }
+}
 
-    /// The fault-recovery check: a baseline dispatch, then a timeout, an illegal address and
-    /// a trap, each followed by a dispatch that must give correct results. The timeout goes
-    /// first because it does not poison the device even where a sticky fault would.
-    pub fn fault_check(&mut self) -> Vec<FaultStep> {
-        let mut steps = Vec::new();
-        let mut step = |rt: &mut Runtime,
-                        name: &str,
-                        expected: &str,
-                        f: &mut dyn FnMut(&mut Runtime) -> (String, bool)| {
-            let t = std::time::Instant::now();
-            let (got, ok) = f(rt);
-            steps.push(FaultStep {
-                step: name.into(),
-                expected: expected.into(),
-                got,
-                ms: t.elapsed().as_secs_f64() * 1e3,
-                ok,
-            });
-        };
-        let first_line =
-            |e: &RuntimeError| e.to_string().lines().next().unwrap_or_default().to_string();
-        let verify = |rt: &mut Runtime| match rt.iota_ok(1 << 20) {
-            Ok(s) => (s, true),
-            Err(e) => (first_line(&e), false),
-        };
-        step(self, "baseline dispatch", "correct results", &mut |rt| {
-            verify(rt)
+/// The fault-recovery check through a GPU worker: a verified dispatch, then a timeout, an
+/// illegal address and a trap, each followed by a verified dispatch that must be correct.
+/// The timeout recovers inside the worker (same process); each sticky fault ends its worker
+/// and the next dispatch runs in a fresh one. Every step records what was expected and what
+/// happened.
+pub fn fault_check(w: &mut GpuWorker) -> Vec<FaultStep> {
+    let mut steps = Vec::new();
+    let mut step = |name: &str, expected: &str, f: &mut dyn FnMut() -> (String, bool)| {
+        let t = std::time::Instant::now();
+        let (got, ok) = f();
+        steps.push(FaultStep {
+            step: name.into(),
+            expected: expected.into(),
+            got,
+            ms: t.elapsed().as_secs_f64() * 1e3,
+            ok,
         });
+    };
+    let w = std::cell::RefCell::new(w);
+    let pid = || w.borrow().pid();
+    step("baseline dispatch", "correct results", &mut || {
+        dispatch_ok(&mut w.borrow_mut(), None, Expect::Any)
+    });
+    let before = pid();
+    step(
+        "2 s kernel with --timeout 200 ms",
+        "timeout error; context recreated inside the worker",
+        &mut || {
+            let r = w.borrow_mut().raw_fault(
+                FaultCase::Spin { ns: 2_000_000_000 },
+                Some(Duration::from_millis(200)),
+            );
+            match r {
+                Err(e @ RuntimeError::Timeout { .. }) => (first_line(&e), true),
+                Err(e) => (first_line(&e), false),
+                Ok(_) => ("no error".into(), false),
+            }
+        },
+    );
+    step(
+        "dispatch after the timeout",
+        "correct results in the same worker",
+        &mut || dispatch_ok(&mut w.borrow_mut(), before, Expect::SameWorker),
+    );
+    for (case, label, name, words) in [
+        (
+            FaultCase::IllegalAddress,
+            "kernel storing to an illegal address",
+            "illegal address",
+            "illegal memory address",
+        ),
+        (
+            FaultCase::Trap,
+            "kernel executing trap",
+            "trap",
+            "launch failure",
+        ),
+    ] {
+        let before = pid();
         step(
-            self,
-            "2 s kernel with --timeout 200ms",
-            "timeout, context recreated",
-            &mut |rt| {
-                let ns = 2_000_000_000u64;
-                match rt.launch_raw(
-                    FAULT_PTX,
-                    "vs_spin",
-                    [1, 1, 1],
-                    [32, 1, 1],
-                    &mut [ns],
-                    Some(Duration::from_millis(200)),
-                ) {
-                    Err(e @ RuntimeError::Timeout { .. }) => (first_line(&e), true),
+            label,
+            &format!("fault error ({words}); the worker exits"),
+            &mut || {
+                let r = w.borrow_mut().raw_fault(case, None);
+                let gone = w.borrow().pid().is_none();
+                match r {
+                    Err(e @ RuntimeError::WorkerFault { .. }) => {
+                        let ok = e.to_string().contains(words) && gone;
+                        (first_line(&e), ok)
+                    }
                     Err(e) => (first_line(&e), false),
                     Ok(_) => ("no error".into(), false),
                 }
             },
         );
         step(
-            self,
-            "dispatch after the timeout",
-            "correct results",
-            &mut |rt| verify(rt),
+            &format!("dispatch after the {name}"),
+            "correct results in a fresh worker",
+            &mut || dispatch_ok(&mut w.borrow_mut(), before, Expect::FreshWorker),
         );
-        // Sticky faults poison the whole process on current drivers (no new context can be
-        // created afterwards), so each runs in a child process: the child must report the
-        // fault clearly and refuse later work with the "restart" error, and this process's
-        // own dispatches must stay correct.
-        for (case, words) in [
-            ("illegal-address", "illegal memory address"),
-            ("trap", "launch failure"),
-        ] {
-            step(
-                self,
-                &format!("{case} in a child process"),
-                &format!("child: fault reported ({words}), later work refused with a restart hint"),
-                &mut |_| run_child(case, words),
-            );
-            step(
-                self,
-                &format!("dispatch here after the child's {case}"),
-                "correct results",
-                &mut |rt| verify(rt),
-            );
-        }
-        steps
     }
-}
-
-/// Runs `vyrescope fault-test --child CASE` and judges its output.
-fn run_child(case: &str, words: &str) -> (String, bool) {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => return (format!("cannot find the vyrescope binary: {e}"), false),
-    };
-    match std::process::Command::new(exe)
-        .args(["fault-test", "--child", case])
-        .output()
-    {
-        Err(e) => (format!("cannot start the child: {e}"), false),
-        Ok(out) => {
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let fault = text
-                .lines()
-                .find(|l| l.starts_with("fault: "))
-                .unwrap_or("fault: (none)");
-            let after = text
-                .lines()
-                .find(|l| l.starts_with("after: "))
-                .unwrap_or("after: (none)");
-            let ok = out.status.success()
-                && fault.contains(words)
-                && (after.contains("restart vyrescope") || after.contains("recovered in-process"));
-            (format!("{fault} | {after}"), ok)
-        }
-    }
-}
-
-impl Runtime {
-    /// The child side of a sticky-fault case: launch the faulting kernel, then try a normal
-    /// dispatch. Prints `fault: ...` and `after: ...`; returns true when both behaved as
-    /// expected (a clear fault error, then either working dispatches or the poisoned error).
-    pub fn fault_child(&mut self, case: &str) -> bool {
-        let first_line =
-            |e: &RuntimeError| e.to_string().lines().next().unwrap_or_default().to_string();
-        let fix_line =
-            |e: &RuntimeError| e.to_string().lines().last().unwrap_or_default().to_string();
-        let r = match case {
-            "trap" => self.launch_raw(
-                FAULT_PTX,
-                "vs_fault_trap",
-                [1, 1, 1],
-                [32, 1, 1],
-                &mut [],
-                None,
-            ),
-            _ => self.launch_raw(
-                FAULT_PTX,
-                "vs_fault_store",
-                [1, 1, 1],
-                [32, 1, 1],
-                &mut [0xdead_0000_0000, 7],
-                None,
-            ),
-        };
-        let fault_ok = match &r {
-            Err(e @ (RuntimeError::Fault { .. } | RuntimeError::FaultUnrecovered { .. })) => {
-                println!("fault: {}", first_line(e));
-                true
-            }
-            Err(e) => {
-                println!("fault: unexpected error: {}", first_line(e));
-                false
-            }
-            Ok(_) => {
-                println!("fault: no error");
-                false
-            }
-        };
-        let after_ok = match self.iota_ok(1 << 16) {
-            Ok(s) => {
-                println!("after: recovered in-process: {s}");
-                true
-            }
-            Err(e @ RuntimeError::Poisoned(_)) => {
-                println!("after: {} {}", first_line(&e), fix_line(&e).trim());
-                true
-            }
-            Err(e) => {
-                println!("after: unexpected error: {}", first_line(&e));
-                false
-            }
-        };
-        fault_ok && after_ok
-    }
+    steps
 }
 
 #[cfg(test)]

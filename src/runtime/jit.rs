@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::sys::CUfunction_attribute as FA;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::cache::{hash_parts, LoadedKernel};
 use super::driver::{Function, JitRequest, Module};
@@ -51,7 +51,7 @@ pub struct KernelHandle {
 }
 
 /// What the driver says about a loaded kernel.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelInfo {
     /// Registers, shared/local/const bytes, max threads per block.
     pub resources: KernelResources,
@@ -205,15 +205,36 @@ impl Runtime {
         Ok((f, info))
     }
 
-    /// Emits (or finds in the PTX cache) and loads `program` for `workgroup`.
+    /// Emits (or finds in the PTX cache) and loads `program` for `workgroup`, targeting the
+    /// device's own sm.
     pub fn compile_program(
         &mut self,
         program: &Program,
         workgroup: [u32; 3],
         options: &JitOptions,
     ) -> Result<CompiledProgram> {
+        self.compile_program_for(program, workgroup, None, options)
+    }
+
+    /// Like [`Runtime::compile_program`], emitting for target `sm` (None = the device's own).
+    /// PTX for an sm newer than the device's cannot load, so that is refused up front with
+    /// the device's sm in the message.
+    pub fn compile_program_for(
+        &mut self,
+        program: &Program,
+        workgroup: [u32; 3],
+        sm: Option<u32>,
+        options: &JitOptions,
+    ) -> Result<CompiledProgram> {
         let caps = self.caps();
-        let sm = caps.cc_major * 10 + caps.cc_minor;
+        let device_sm = caps.cc_major * 10 + caps.cc_minor;
+        let sm = sm.unwrap_or(device_sm);
+        if sm > device_sm {
+            return Err(RuntimeError::Launch(format!(
+                "PTX emitted for sm_{sm} cannot run on {} (sm_{device_sm}): the driver JITs PTX only for its own or newer architectures\n  Fix: target sm_{device_sm} or older (in the inspector, press T until the status bar shows sm_{device_sm})",
+                caps.name
+            )));
+        }
         let eopts = EmitOptions {
             sm,
             workgroup_size: workgroup,

@@ -4,7 +4,7 @@
 //! semantics); approximate mode (Programs that use transcendental ops) accepts float
 //! elements within a ULP bound or an absolute bound near zero.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::inputs::HostBuffer;
 use crate::ir::ElemType;
@@ -13,7 +13,7 @@ use crate::ir::ElemType;
 pub const FIRST_MISMATCHES: usize = 10;
 
 /// How close float results must be.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
     /// Largest accepted distance in units in the last place.
     pub max_ulps: u64,
@@ -23,7 +23,7 @@ pub struct Tolerance {
 }
 
 /// One differing element.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mismatch {
     /// Buffer name.
     pub buffer: String,
@@ -36,7 +36,7 @@ pub struct Mismatch {
 }
 
 /// Outcome of one comparison.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParityReport {
     /// "exact" or "within N ulp".
     pub mode: String,

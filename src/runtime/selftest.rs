@@ -144,7 +144,7 @@ impl Runtime {
                     fixture,
                     regs: r.regs_per_thread,
                     spills: r.local_bytes,
-                    device_ms: run.report.device_ms.median_ms,
+                    device_ms: run.report.device_ms.as_ref().map_or(0.0, |d| d.median_ms),
                     jit_ms: run.compiled.info.jit_ms,
                     parity,
                     passed,
@@ -230,7 +230,11 @@ impl Runtime {
             }
         }
         let fault_steps = if faults {
-            self.fault_check()
+            // Through a GPU worker process: a sticky fault there leaves this process's
+            // context (and the rest of the selftest) untouched.
+            let mut w = super::GpuWorker::new();
+            w.set_device(self.ordinal());
+            super::fault::fault_check(&mut w)
         } else {
             Vec::new()
         };

@@ -2,10 +2,10 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Counters since [`super::Runtime::open`].
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Telemetry {
     /// Kernel launches (cooperative ones included).
     pub launches: u64,
@@ -54,7 +54,7 @@ impl Telemetry {
         cooperative: bool,
         slots: u64,
         useful: u64,
-        device_ms: f64,
+        device_ms: Option<f64>,
     ) {
         self.launches += 1;
         if cooperative {
@@ -62,9 +62,10 @@ impl Telemetry {
         }
         self.thread_slots_launched += slots;
         self.thread_slots_wasted += slots.saturating_sub(useful);
-        self.device_ms_total += device_ms;
-        if device_ms > self.device_ms_max {
-            self.device_ms_max = device_ms;
+        // Untimed launches add nothing to the device-time counters.
+        if let Some(ms) = device_ms {
+            self.device_ms_total += ms;
+            self.device_ms_max = self.device_ms_max.max(ms);
         }
     }
 
@@ -206,9 +207,10 @@ mod tests {
     #[test]
     fn launches_accumulate_and_waste_is_counted() {
         let mut t = Telemetry::default();
-        t.record_launch(false, 1024, 1000, 0.5);
-        t.record_launch(true, 256, 256, 2.0);
-        assert_eq!((t.launches, t.cooperative_launches), (2, 1));
+        t.record_launch(false, 1024, 1000, Some(0.5));
+        t.record_launch(false, 0, 0, None);
+        t.record_launch(true, 256, 256, Some(2.0));
+        assert_eq!((t.launches, t.cooperative_launches), (3, 1));
         assert_eq!((t.thread_slots_launched, t.thread_slots_wasted), (1280, 24));
         assert!((t.device_ms_total - 2.5).abs() < 1e-12);
         assert!((t.device_ms_max - 2.0).abs() < 1e-12);
@@ -217,7 +219,7 @@ mod tests {
     #[test]
     fn prometheus_text_is_well_formed() {
         let mut t = Telemetry::default();
-        t.record_launch(false, 64, 10, 1.5);
+        t.record_launch(false, 64, 10, Some(1.5));
         t.h2d_bytes = 4096;
         let text = t.to_prometheus();
         let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();

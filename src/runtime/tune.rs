@@ -48,7 +48,7 @@ impl Runtime {
                 let ok = r.parity.as_ref().is_some_and(|p| p.passed);
                 TuneRow {
                     workgroup: wg,
-                    median_ms: Some(r.report.device_ms.median_ms),
+                    median_ms: r.report.device_ms.as_ref().map(|d| d.median_ms),
                     occupancy_pct: occ,
                     speedup_vs_default: None,
                     status: if ok {

@@ -46,7 +46,8 @@ impl Focus {
 }
 
 /// Detail tabs. Adding one: a variant here (and in `ALL`), a view file under `views/`, one
-/// arm in `views::tabs::draw_tab` and one in `export::tab_data`.
+/// arm in `views::tabs::draw_tab`, one in `views::tab_rows::lists` and one in
+/// `export::tab_data`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tab {
     /// Occupancy vs block size.
@@ -277,8 +278,11 @@ pub struct App {
     pub ir: PaneState,
     /// PTX pane.
     pub ptx: PaneState,
-    /// Detail panel (diagnostics list, run history).
+    /// Detail panel: the cursor counts through the active tab's lists in order (on the Run
+    /// tab: the dispatches, then the tune candidates); `scroll` is the first list's offset.
     pub detail: PaneState,
+    /// First visible row of the Run tab's tune table (it scrolls apart from the history).
+    pub tune_scroll: usize,
     /// Active search text (applies to the pane it was typed in).
     pub search: Option<(Focus, String)>,
     /// Focused pane maximized.
@@ -345,6 +349,7 @@ impl App {
             ir: PaneState::default(),
             ptx: PaneState::default(),
             detail: PaneState::default(),
+            tune_scroll: 0,
             search: None,
             zoom: false,
             expand: false,
@@ -436,7 +441,7 @@ impl App {
             Focus::List => self.entries.len(),
             Focus::Ir => self.ir_len(),
             Focus::Ptx => self.ptx_len(),
-            Focus::Detail => super::views::tabs::row_count(self),
+            Focus::Detail => super::views::tab_rows::row_count(self),
         }
     }
 

@@ -6,47 +6,52 @@
 //! When the runtime is absent (not in this build, or no CUDA driver on this machine) every
 //! function returns `Err(reason)`: one line the panels show as is.
 
-use std::cell::RefCell;
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::emit::{ptxas, EmitOptions, EmittedKernel};
-use crate::inputs;
-use crate::interp;
 use crate::ir::Program;
-use crate::occupancy::{estimate, profiles, DeviceCaps, KernelResources};
-use crate::runtime::dispatch::DispatchOptions;
-use crate::runtime::jit::JitOptions;
-use crate::runtime::{parity, Runtime};
+use crate::occupancy::{profiles, DeviceCaps, KernelResources};
+use crate::runtime::worker::protocol::{RunJob, TuneJob};
+use crate::runtime::{parity, GpuWorker};
 
-use super::analysis::{threads, Resources};
+use super::analysis::Resources;
 
 /// Why the live panels are empty before the first probe.
 pub const NO_RUNTIME: &str = "no dispatch yet - press r to run on the GPU";
 
-thread_local! {
-    // The runtime lives on the thread that does GPU work (the worker, or the main thread in
-    // a headless replay): opened on first use, kept for the caches and telemetry.
-    static RUNTIME: RefCell<Option<Result<Runtime, String>>> = const { RefCell::new(None) };
+/// Per-launch timeout of inspector dispatches and tune candidates: a kernel stuck in a loop
+/// becomes a timeout error instead of a frozen Run tab.
+pub const KERNEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The GPU worker process that does all live GPU work of the inspector: a kernel fault ends
+/// that process only, and the next request starts a fresh one, so the inspector can always
+/// dispatch again. Shared by the worker thread and headless replays.
+static WORKER: Mutex<Option<GpuWorker>> = Mutex::new(None);
+
+fn with_worker<T>(f: impl FnOnce(&mut GpuWorker) -> Result<T, String>) -> Result<T, String> {
+    // A panic while holding the lock leaves the client usable (it has no invariants that a
+    // half-finished request could break beyond a worker that the next request replaces).
+    let mut slot = WORKER.lock().unwrap_or_else(|p| p.into_inner());
+    f(slot.get_or_insert_with(GpuWorker::new))
 }
 
-fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> Result<T, String>) -> Result<T, String> {
-    RUNTIME.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(Runtime::open(0).map_err(|e| e.to_string()));
-        }
-        match slot.as_mut() {
-            Some(Ok(rt)) => f(rt),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err("runtime not opened".into()),
-        }
-    })
+/// Capabilities of the live device when a probe has succeeded.
+fn probed_caps() -> Option<DeviceCaps> {
+    let slot = WORKER.lock().unwrap_or_else(|p| p.into_inner());
+    slot.as_ref().and_then(|w| w.caps().cloned())
 }
 
-fn runtime_is_open() -> bool {
-    RUNTIME.with(|cell| matches!(&*cell.borrow(), Some(Ok(_))))
+fn program_job(program: &Program, base_dir: &Path) -> Result<RunJob, String> {
+    let text = crate::ir::program_to_json(program).map_err(|e| e.to_string())?;
+    Ok(RunJob::new(
+        text,
+        &format!("{}.json", program.name),
+        base_dir.to_path_buf(),
+    ))
 }
 
 /// Result of verifying a GPU dispatch against the reference interpreter.
@@ -69,7 +74,7 @@ pub struct RunRecord {
     pub grid: [u32; 3],
     /// Threads per workgroup.
     pub workgroup: [u32; 3],
-    /// Target sm the PTX was emitted for (the device's).
+    /// Target sm the PTX was emitted for (the one chosen with `T`).
     pub sm: u32,
     /// Kernel time from CUDA events (median over the launches).
     pub device_ms: f64,
@@ -97,21 +102,21 @@ pub struct TuneRow {
 /// Named counters (cache statistics, telemetry), in display order.
 pub type Counters = Vec<(String, String)>;
 
-/// Probes the live device (opening the runtime on this thread).
+/// Probes the live device (through the GPU worker process).
 pub fn probe() -> Result<DeviceCaps, String> {
-    with_runtime(|rt| Ok(rt.caps().clone()))
+    with_worker(|w| w.probe().map_err(|e| e.to_string()))
 }
 
-/// Kernel resources of `kernel`: from the live driver when a runtime is open here (and the
-/// PTX loads for it), else from `ptxas -v` for `sm`.
+/// Kernel resources of `kernel`: from the live driver when a device was probed (and the PTX
+/// loads for it), else from `ptxas -v` for `sm`.
 pub fn kernel_resources(kernel: &EmittedKernel, sm: u32) -> Resources {
     let mut why = String::from("no GPU probed");
-    if runtime_is_open() {
-        match with_runtime(|rt| {
-            rt.load_kernel(&kernel.ptx, &kernel.kernel_name, &JitOptions::default())
+    if probed_caps().is_some() {
+        match with_worker(|w| {
+            w.kernel_resources(&kernel.ptx, &kernel.kernel_name)
                 .map_err(|e| e.to_string())
         }) {
-            Ok((_, info)) => return Ok((info.resources, "live driver".into())),
+            Ok(info) => return Ok((info.resources, "live driver".into())),
             Err(e) => why = format!("live driver: {}", e.lines().next().unwrap_or("")),
         }
     }
@@ -150,85 +155,34 @@ fn parity_of(rep: &parity::ParityReport) -> Parity {
     }
 }
 
-/// Float tolerance for the parity check: exact unless the program uses approximate math.
-fn tolerance(program: &Program) -> Option<parity::Tolerance> {
-    let mut approx = false;
-    program.walk_stmts(&mut |s| {
-        use crate::ir::StmtKind as K;
-        let exprs: Vec<&crate::ir::Expr> = match &s.kind {
-            K::Let { value, .. } | K::Assign { value, .. } => vec![value],
-            K::Store { index, value, .. } => vec![index, value],
-            K::If { cond, .. } => vec![cond],
-            K::Loop { from, to, .. } => vec![from, to],
-            K::Barrier(_) | K::Return | K::Block(_) => vec![],
-        };
-        for e in exprs {
-            e.visit(&mut |e| {
-                if let crate::ir::Expr::Unary(op, _) = e {
-                    approx |= op.is_approximate();
-                }
-            });
-        }
-    });
-    approx.then_some(parity::Tolerance {
-        max_ulps: 4,
-        abs: 1e-12,
-    })
-}
-
-/// One verified dispatch of `program` at `workgroup`, `repeat` launches.
-fn dispatch_once(
-    rt: &mut Runtime,
-    program: &Program,
-    base_dir: &Path,
-    workgroup: [u32; 3],
-    repeat: u32,
-) -> Result<RunRecord, String> {
-    let mut prepared =
-        inputs::prepare(program, base_dir, Some(workgroup), None).map_err(|e| e.to_string())?;
-    let compiled = rt
-        .compile_program(program, workgroup, &JitOptions::default())
-        .map_err(|e| e.to_string())?;
-    let mut reference = prepared.buffers.clone();
-    let opts = DispatchOptions {
-        repeat: repeat.max(1),
-        ..DispatchOptions::default()
-    };
-    let report = rt
-        .dispatch(
-            &compiled.handle,
-            &compiled.emitted.abi,
-            &prepared.shape,
-            &mut prepared.buffers,
-            &opts,
-        )
-        .map_err(|e| e.to_string())?;
-    interp::run(program, &prepared.shape, &mut reference).map_err(|e| e.to_string())?;
-    let rep = parity::compare(&prepared.buffers, &reference, tolerance(program));
-    let caps = rt.caps();
-    Ok(RunRecord {
-        program: program.name.clone(),
-        grid: prepared.shape.grid,
-        workgroup,
-        sm: caps.cc_major * 10 + caps.cc_minor,
-        device_ms: report.device_ms.median_ms,
-        jit_ms: if compiled.info.cached {
-            0.0
-        } else {
-            compiled.info.jit_ms
-        },
-        parity: Some(parity_of(&rep)),
-    })
-}
-
-/// Emits, JITs, dispatches `program` with `opts`' workgroup and verifies it against the
-/// reference interpreter; `base_dir` resolves `file` inputs.
+/// Emits `program` for `opts`' target sm and workgroup, JITs and dispatches it in the GPU
+/// worker (5 launches, 10 s timeout each) and verifies it against the reference
+/// interpreter; `base_dir` resolves `file` inputs. A target sm newer than the device's is
+/// refused with the device's sm in the message.
 pub fn dispatch(
     program: &Program,
     base_dir: &Path,
     opts: &EmitOptions,
 ) -> Result<RunRecord, String> {
-    with_runtime(|rt| dispatch_once(rt, program, base_dir, opts.workgroup_size, 5))
+    let mut job = program_job(program, base_dir)?;
+    job.workgroup = Some(opts.workgroup_size);
+    job.sm = Some(opts.sm);
+    job.repeat = 5;
+    job.timeout_ms = Some(KERNEL_TIMEOUT.as_millis() as u64);
+    let run = with_worker(|w| w.run_job(&job, &mut |_| {}).map_err(|e| e.to_string()))?;
+    Ok(RunRecord {
+        program: run.program,
+        grid: run.shape.grid,
+        workgroup: run.shape.workgroup_size,
+        sm: run.sm,
+        device_ms: run.dispatch.device_ms.as_ref().map_or(0.0, |d| d.median_ms),
+        jit_ms: if run.info.cached {
+            0.0
+        } else {
+            run.info.jit_ms
+        },
+        parity: run.parity.as_ref().map(parity_of),
+    })
 }
 
 /// Candidate workgroups of a tune sweep: powers of two and multiples of 128 from 32 up to
@@ -245,79 +199,109 @@ pub fn candidates(program: &Program, max_threads: u32) -> Vec<[u32; 3]> {
     xs.into_iter().map(|x| [x, y, z]).collect()
 }
 
-/// Times every workgroup-size candidate on the live GPU (each verified); `progress(done,
-/// total)` is called after each.
+/// Times every workgroup-size candidate on the live GPU for `opts`' target sm (each
+/// verified, in the GPU worker); `progress(done, total)` is called after each.
 pub fn tune(
     program: &Program,
     base_dir: &Path,
     opts: &EmitOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<TuneRow>, String> {
-    let _ = opts;
-    with_runtime(|rt| {
-        let caps = rt.caps().clone();
-        let cands = candidates(program, caps.max_threads_per_block);
-        let total = cands.len();
-        let mut rows = Vec::with_capacity(total);
-        for (i, wg) in cands.into_iter().enumerate() {
-            let row = match dispatch_once(rt, program, base_dir, wg, 10) {
-                Ok(r) => {
-                    let ok = r.parity.as_ref().is_none_or(|p| p.ok);
-                    let occ = rt
-                        .compile_program(program, wg, &JitOptions::default())
-                        .ok()
-                        .map(|c| estimate(&caps, &c.info.resources, threads(wg), 0).occupancy_pct);
-                    TuneRow {
-                        workgroup: wg,
-                        median_ms: Some(r.device_ms),
-                        occupancy_pct: occ,
-                        speedup: None,
-                        note: if ok { String::new() } else { "mismatch".into() },
-                    }
-                }
-                Err(e) => TuneRow {
-                    workgroup: wg,
-                    median_ms: None,
-                    occupancy_pct: None,
-                    speedup: None,
-                    note: e.lines().next().unwrap_or("failed").to_string(),
+    let text = crate::ir::program_to_json(program).map_err(|e| e.to_string())?;
+    let outcomes = with_worker(|w| {
+        let caps = w.probe().map_err(|e| e.to_string())?;
+        let job = TuneJob {
+            program: text,
+            file: format!("{}.json", program.name),
+            base_dir: base_dir.to_path_buf(),
+            sm: Some(opts.sm),
+            candidates: candidates(program, caps.max_threads_per_block),
+            repeat: 10,
+            timeout_ms: Some(KERNEL_TIMEOUT.as_millis() as u64),
+        };
+        w.tune(&job, &mut |p| {
+            if p.total > 0 && !p.device && p.done > 0 {
+                progress(p.done as usize, p.total as usize);
+            }
+        })
+        .map_err(|e| e.to_string())
+    })?;
+    let mut rows: Vec<TuneRow> = outcomes
+        .into_iter()
+        .map(|o| match o.result {
+            Ok(p) => TuneRow {
+                workgroup: o.workgroup,
+                median_ms: p.median_ms,
+                occupancy_pct: Some(p.occupancy_pct),
+                speedup: None,
+                note: if p.parity_ok {
+                    String::new()
+                } else {
+                    "mismatch".into()
                 },
-            };
-            rows.push(row);
-            progress(i + 1, total);
-        }
-        let base = rows
-            .iter()
-            .find(|r| r.workgroup == program.workgroup_size && r.note.is_empty())
-            .and_then(|r| r.median_ms);
-        for r in &mut rows {
-            r.speedup = match (base, r.median_ms) {
-                (Some(b), Some(m)) if m > 0.0 && r.note.is_empty() => Some(b / m),
-                _ => None,
-            };
-        }
-        let best = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.note.is_empty())
-            .filter_map(|(i, r)| r.median_ms.map(|m| (i, m)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(i, _)| i);
-        if let Some(i) = best {
-            rows[i].note = "best".into();
-        }
-        Ok(rows)
+            },
+            Err(e) => TuneRow {
+                workgroup: o.workgroup,
+                median_ms: None,
+                occupancy_pct: None,
+                speedup: None,
+                note: e,
+            },
+        })
+        .collect();
+    let base = rows
+        .iter()
+        .find(|r| r.workgroup == program.workgroup_size && r.note.is_empty())
+        .and_then(|r| r.median_ms);
+    for r in &mut rows {
+        r.speedup = match (base, r.median_ms) {
+            (Some(b), Some(m)) if m > 0.0 && r.note.is_empty() => Some(b / m),
+            _ => None,
+        };
+    }
+    let best = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.note.is_empty())
+        .filter_map(|(i, r)| r.median_ms.map(|m| (i, m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i);
+    if let Some(i) = best {
+        rows[i].note = "best".into();
+    }
+    Ok(rows)
+}
+
+/// PTX and module cache statistics of the GPU worker.
+pub fn cache_stats() -> Result<Counters, String> {
+    with_worker(|w| {
+        let s = w.stats().map_err(|e| e.to_string())?;
+        Ok(counters_of(&s.cache))
     })
 }
 
-/// PTX and module cache statistics since the runtime opened.
-pub fn cache_stats() -> Result<Counters, String> {
-    with_runtime(|rt| Ok(counters_of(&rt.cache_report())))
-}
-
-/// Runtime telemetry counters since it opened.
+/// Telemetry counters of the GPU worker (since it started), plus which worker process it
+/// is and how many were started (each sticky fault replaces the worker).
 pub fn telemetry() -> Result<Counters, String> {
-    with_runtime(|rt| Ok(counters_of(rt.telemetry())))
+    with_worker(|w| {
+        let s = w.stats().map_err(|e| e.to_string())?;
+        let mut rows = counters_of(&s.telemetry);
+        rows.push((
+            "worker.pid".into(),
+            w.pid().map_or_else(|| "-".into(), |p| p.to_string()),
+        ));
+        rows.push((
+            "worker.processes_started".into(),
+            w.workers_started().to_string(),
+        ));
+        if let Some(end) = w.last_end() {
+            rows.push((
+                "worker.previous".into(),
+                format!("pid {} {}", end.pid, end.why),
+            ));
+        }
+        Ok(rows)
+    })
 }
 
 /// Bundled device profiles (name, caps) for `d`, in display order.

@@ -4,6 +4,8 @@
 //! replies); none of them touch the terminal. Work that may be slow is queued in
 //! `app.outbox` for the worker thread.
 
+use ratatui::layout::Position;
+
 use super::action::{Action, Command};
 use super::analysis::{analyze, estimate_into, Document, INLINE_EMIT_MAX_STMTS};
 use super::app::{
@@ -11,7 +13,8 @@ use super::app::{
 };
 use super::export;
 use super::layout::{areas, Areas};
-use super::views::tabs;
+use super::views::tab_rows::{self, RowList};
+use super::views::{help, tabs};
 use super::worker::{Job, Reply, ResKey};
 
 /// Applies one action.
@@ -68,7 +71,10 @@ fn command(app: &mut App, c: Command) {
         }
         (Some(Overlay::Prompt(..)), _) => return,
         (Some(Overlay::Help(s)), Command::Down | Command::PageDown) => {
-            app.overlay = Some(Overlay::Help(s + if c == Command::Down { 1 } else { 10 }));
+            // Stop at the last page, so the way back up is as long as the way down.
+            let max = help::max_scroll(app, app.size.0, app.size.1);
+            let s = (s + if c == Command::Down { 1 } else { 10 }).min(max);
+            app.overlay = Some(Overlay::Help(s));
             return;
         }
         (Some(Overlay::Help(s)), Command::Up | Command::PageUp) => {
@@ -93,11 +99,11 @@ fn command(app: &mut App, c: Command) {
         Command::Up => move_cursor(app, -1),
         Command::Down => move_cursor(app, 1),
         Command::PageUp => {
-            let p = layout(app).page(app.focus) as isize;
+            let p = page(app, app.focus) as isize;
             move_cursor(app, -p)
         }
         Command::PageDown => {
-            let p = layout(app).page(app.focus) as isize;
+            let p = page(app, app.focus) as isize;
             move_cursor(app, p)
         }
         Command::Home => move_cursor(app, isize::MIN / 2),
@@ -188,6 +194,19 @@ fn cycle_focus(app: &mut App, forward: bool) {
 fn switch_tab(app: &mut App, i: usize) {
     app.tab = Tab::ALL[i.min(Tab::ALL.len() - 1)];
     app.detail = Default::default();
+    app.tune_scroll = 0;
+}
+
+/// Lines a page moves in pane `f`: its height, or in the detail panel the height of the
+/// list that holds the cursor.
+fn page(app: &App, f: Focus) -> usize {
+    if f == Focus::Detail {
+        let cur = app.detail.cursor;
+        if let Some(l) = tab_rows::current(app).iter().find(|l| l.holds(cur)) {
+            return l.page();
+        }
+    }
+    layout(app).page(f)
 }
 
 /// Moves the focused pane's cursor by `delta` lines (clamped), then syncs the other pane.
@@ -211,6 +230,9 @@ fn set_cursor(app: &mut App, f: Focus, line: isize) {
 
 /// Scrolls pane `f` just enough to show its cursor.
 fn keep_visible(app: &mut App, f: Focus) {
+    if f == Focus::Detail {
+        return keep_detail_visible(app);
+    }
     let page = layout(app).page(f);
     let len = app.pane_len(f);
     let p = app.pane_mut(f);
@@ -221,6 +243,30 @@ fn keep_visible(app: &mut App, f: Focus) {
         p.scroll = p.cursor + 1 - page;
     }
     p.scroll = p.scroll.min(len.saturating_sub(page));
+}
+
+/// Clamps the detail cursor to the active tab's rows and scrolls the list that holds it just
+/// enough to show it (a text list scrolls to it); the other lists keep their offsets,
+/// clamped to their rows.
+fn keep_detail_visible(app: &mut App) {
+    let lists = tab_rows::current(app);
+    let total: usize = lists.iter().map(RowList::positions).sum();
+    app.detail.cursor = app.detail.cursor.min(total.saturating_sub(1));
+    let cur = app.detail.cursor;
+    for l in &lists {
+        let page = l.page();
+        let max = l.max_scroll();
+        let s = l.offset.get_mut(app);
+        if l.holds(cur) {
+            let row = cur - l.first;
+            if !l.select || row < *s {
+                *s = row;
+            } else if row >= *s + page {
+                *s = row + 1 - page;
+            }
+        }
+        *s = (*s).min(max);
+    }
 }
 
 /// Scrolls pane `f` so lines `first..=last` are in view, preferring a third from the top
@@ -516,7 +562,10 @@ fn gpu_job(app: &mut App, tune: bool) {
         return error(app, "the program has validation errors (see Diagnostics)");
     }
     let (program, base_dir, opts) = (doc.program.clone(), doc.base_dir(), app.emit_options());
-    app.tab = Tab::Run;
+    // Re-running from the Run tab keeps its cursor and scroll offsets.
+    if app.tab != Tab::Run {
+        switch_tab(app, Tab::Run.index());
+    }
     let job = if tune {
         Job::Tune {
             program,
@@ -730,11 +779,17 @@ fn click(app: &mut App, x: u16, y: u16) {
             }
             return;
         }
-        if y >= r.y + 2 && y + 1 < r.y + r.height {
-            let row = app.detail.scroll + (y - r.y - 2) as usize;
-            if row < tabs::row_count(app) {
-                set_cursor(app, f, row as isize);
+        // A click on a list's row selects it (headers and text are not rows).
+        let hit = tab_rows::current(app).into_iter().find_map(|l| {
+            let rows = l.rows();
+            if !l.select || !rows.contains(Position::new(x, y)) {
+                return None;
             }
+            let row = l.scroll(app) + usize::from(y - rows.y);
+            (row < l.len).then_some(l.first + row)
+        });
+        if let Some(i) = hit {
+            set_cursor(app, f, i as isize);
         }
         return;
     }
@@ -811,7 +866,10 @@ fn reply(app: &mut App, r: Reply) {
                     );
                     app.session.runs.push(run);
                     app.session.run_error = None;
-                    app.detail.cursor = app.session.runs.len() - 1;
+                    if app.tab == Tab::Run {
+                        // Select the new dispatch (the history's rows come first).
+                        app.detail.cursor = app.session.runs.len() - 1;
+                    }
                 }
                 Err(e) => {
                     error(
@@ -823,6 +881,7 @@ fn reply(app: &mut App, r: Reply) {
             }
             app.session.cache = stats.cache;
             app.session.telemetry = stats.telemetry;
+            keep_visible(app, Focus::Detail);
         }
         Reply::Tuned(r, stats) => {
             if let Err(e) = &r {
@@ -833,6 +892,8 @@ fn reply(app: &mut App, r: Reply) {
             app.session.tune = Some(r);
             app.session.cache = stats.cache;
             app.session.telemetry = stats.telemetry;
+            // A re-run keeps the cursor and the tables' offsets (clamped to the new rows).
+            keep_visible(app, Focus::Detail);
         }
     }
     // A final reply: one job fewer in flight.

@@ -25,8 +25,10 @@ pub mod ptx_pane;
 pub mod resources;
 pub mod run;
 pub mod status_bar;
+pub mod tab_rows;
 pub mod tabs;
 pub mod telemetry;
+pub mod wrap;
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {

@@ -1,11 +1,14 @@
 //! Random Program generators for property tests (validator, interpreter, emitter).
 //!
-//! Use from a test file with `mod support;` and `support::gen::...`. Everything is driven by a
-//! `u64` seed (so a proptest failure names a reproducible seed):
+//! Use from a test file with `mod support { pub mod gen; }` and `support::gen::...`.
+//! Everything is driven by a `u64` seed (so a proptest failure names a reproducible seed):
 //! - [`valid_program`]: well-typed Programs the validator must accept: every rule of
 //!   program-format.md and SEMANTICS.md is respected by construction (types, literal contexts,
 //!   scoping without shadowing, writable stores, atomics, barriers only where every thread of
-//!   the workgroup reaches them). Loops are short and bounded, so interpreting one is cheap.
+//!   the workgroup reaches them). With [`Config::default`] loops are short and bounded, so
+//!   interpreting one is cheap; [`Config::interp`] makes Programs to run: a `run` section,
+//!   odd workgroup sizes (partial warps), a variable of every type from the start, and loops
+//!   that may outrun an interpreter's fuel.
 //! - [`wild_program`]: structurally anything the model can hold (random names, types,
 //!   buffers, operators, nesting), mostly invalid; for "never panics" properties.
 //! - [`mutate`]: a valid Program with one random change that is likely to break a rule.
@@ -66,6 +69,18 @@ pub struct Config {
     pub atomics: bool,
     /// Emit stores/loads/atomics on the workgroup buffer `tile` (racy between threads).
     pub workgroup_memory: bool,
+    /// Workgroup sizes to pick from.
+    pub workgroups: Vec<[u32; 3]>,
+    /// Give the Program a `run` section (a grid of 1 to 4 workgroups over 100 elements and
+    /// fills for the read buffers), so it runs as generated.
+    pub run: bool,
+    /// Start with one `let` of every value type (`p_u32`, ...): every type has a variable
+    /// from the first statement on, and every invocation evaluates at least 16 nodes
+    /// (8 statements and their expressions) before anything can return.
+    pub prologue: bool,
+    /// Loop bounds may also be `e & LIT` for any `u32` expression `e` and literal: some
+    /// loops then run longer than an interpreter's fuel, exercising that error path.
+    pub long_loops: bool,
 }
 
 impl Default for Config {
@@ -78,6 +93,36 @@ impl Default for Config {
             subgroup_ops: true,
             atomics: true,
             workgroup_memory: true,
+            workgroups: vec![[64, 1, 1], [32, 2, 1], [128, 1, 1], [16, 4, 2]],
+            run: false,
+            prologue: false,
+            long_loops: false,
+        }
+    }
+}
+
+impl Config {
+    /// Programs for running (the interpreter's property test): everything of the default,
+    /// plus a `run` section, the prologue, long loops, and workgroup sizes that leave warps
+    /// partly empty (1, 7, 48 threads) or spread over y and z.
+    pub fn interp() -> Self {
+        Config {
+            workgroups: vec![
+                [1, 1, 1],
+                [7, 1, 1],
+                [32, 1, 1],
+                [48, 1, 1],
+                [64, 1, 1],
+                [8, 2, 2],
+                [32, 2, 1],
+                [16, 4, 2],
+            ],
+            max_stmt_depth: 5,
+            max_stmts: 12,
+            run: true,
+            prologue: true,
+            long_loops: true,
+            ..Config::default()
         }
     }
 }
@@ -108,8 +153,8 @@ fn buf(
     }
 }
 
-/// The buffer table every valid Program uses: one writable buffer per element type, a few
-/// read-only and uniform ones, and a workgroup buffer.
+/// The buffer table every valid Program uses: one read-write buffer per element type, a few
+/// read-only ones, a write-only, a uniform and a workgroup buffer.
 pub fn standard_buffers() -> Vec<BufferDecl> {
     let mut v = Vec::new();
     let mut b = 0u32;
@@ -139,6 +184,8 @@ pub fn standard_buffers() -> Vec<BufferDecl> {
         ));
         b += 1;
     }
+    v.push(buf("w_bool", Some(b), Access::Write, ElemType::Bool, None));
+    b += 1;
     v.push(buf("params", Some(b), Access::Uniform, ElemType::U32, None));
     v.push(buf(
         "tile",
@@ -180,9 +227,7 @@ pub fn valid_program(seed: u64, cfg: &Config) -> Program {
         next_name: 0,
         returned: false,
     };
-    let wg = g
-        .rng
-        .pick(&[[64, 1, 1], [32, 2, 1], [128, 1, 1], [16, 4, 2]]);
+    let wg = g.rng.pick(&cfg.workgroups);
     let mut body = vec![Stmt {
         id: String::new(),
         kind: StmtKind::Let {
@@ -195,19 +240,63 @@ pub fn valid_program(seed: u64, cfg: &Config) -> Program {
         ty: ScalarType::U32,
         counter: false,
     });
+    if cfg.prologue {
+        for ty in VALUE_TYPES {
+            let name = format!("p_{}", ty.name());
+            let value = g.expr(ty, 0);
+            g.vars.push(VarInfo {
+                name: name.clone(),
+                ty,
+                counter: false,
+            });
+            body.push(st(StmtKind::Let { name, value }));
+        }
+    }
     let n = 1 + g.rng.below(cfg.max_stmts);
     for _ in 0..n {
         let s = g.stmt(1, true);
         body.push(s);
     }
     assign_ids(&mut body, "body");
+    let run = cfg.run.then(|| run_spec(&mut g.rng, &g.buffers));
     Program {
         name: format!("gen_{}", seed % 100_000),
         doc: None,
         workgroup_size: wg,
         buffers: g.buffers.clone(),
         body,
-        run: None,
+        run,
+    }
+}
+
+/// A `run` section: 1 to 4 workgroups over 100 elements (so some threads are past the end),
+/// each read-only and uniform buffer filled with random values (floats sometimes in a
+/// range), `0, 1, 2, ...` or ones; the rest start zeroed.
+fn run_spec(rng: &mut Rng, buffers: &[BufferDecl]) -> RunSpec {
+    let inputs = buffers
+        .iter()
+        .filter(|b| matches!(b.access, Access::Read | Access::Uniform))
+        .map(|b| {
+            let fill = match rng.below(3) {
+                0 => Fill::Random {
+                    seed: rng.next_u64(),
+                    range: (b.elem.value_type().is_float() && rng.chance(1, 2))
+                        .then_some((-4.0, 4.0)),
+                },
+                1 => Fill::Iota,
+                _ => Fill::Ones,
+            };
+            let spec = InputSpec {
+                len: None,
+                source: InputSource::Fill(fill),
+            };
+            (b.name.clone(), spec)
+        })
+        .collect();
+    RunSpec {
+        grid: Some([1 + rng.below(4) as u32, 1, 1]),
+        elements: Some(100),
+        inputs,
     }
 }
 
@@ -329,7 +418,16 @@ impl ValidGen<'_> {
                 6 if nested_ok => {
                     let var = self.fresh();
                     let from = Expr::Lit(Literal::Int(self.rng.below(3) as i128));
-                    let to = if self.rng.chance(1, 2) {
+                    let to = if self.cfg.long_loops && self.rng.chance(1, 2) {
+                        // Any count up to u32::MAX: some run out of an interpreter's fuel.
+                        let count = self.typed_lit(ScalarType::U32);
+                        if self.rng.chance(1, 2) {
+                            count
+                        } else {
+                            let e = self.expr(ScalarType::U32, 1);
+                            Expr::Binary(BinOp::And, bx(e), bx(count))
+                        }
+                    } else if self.rng.chance(1, 2) {
                         Expr::Lit(Literal::Int(self.rng.below(6) as i128))
                     } else {
                         let e = self.expr(ScalarType::U32, 1);
@@ -355,7 +453,7 @@ impl ValidGen<'_> {
                 8 if top && self.cfg.barriers && !self.returned => {
                     return st(StmtKind::Barrier(BarrierScope::Workgroup));
                 }
-                9 if !top && self.rng.chance(1, 4) => {
+                9 if !top && self.rng.chance(3, 4) => {
                     self.returned = true;
                     return st(StmtKind::Return);
                 }
@@ -364,9 +462,16 @@ impl ValidGen<'_> {
         }
     }
 
-    /// An index: a `u32` expression, sometimes a bare literal.
+    /// An index: often the thread's own element `i` (in bounds for the threads below the
+    /// length) or `i & LIT`, else any `u32` expression or a bare literal (mostly out of
+    /// bounds).
     fn index(&mut self, depth: usize) -> Expr {
-        self.operand(ScalarType::U32, depth)
+        let own = || Expr::Var("i".into());
+        match self.rng.below(4) {
+            0 => own(),
+            1 => Expr::Binary(BinOp::And, bx(own()), bx(self.typed_lit(ScalarType::U32))),
+            _ => self.operand(ScalarType::U32, depth),
+        }
     }
 
     /// An expression of type `ty` for a position that gives bare literals their type from
@@ -398,12 +503,14 @@ impl ValidGen<'_> {
             ScalarType::U64 => (0, u64::MAX as i128),
             _ => (i64::MIN as i128, i64::MAX as i128),
         };
-        match self.rng.below(6) {
+        match self.rng.below(7) {
             0 => lo,
             1 => hi,
             2 => 0,
             3 => 1.clamp(lo, hi),
             4 => (-1i128).clamp(lo, hi),
+            // Shift and rotate amounts below, at and past the operand width.
+            5 => self.rng.pick(&[7, 31, 32, 33, 63, 64]),
             _ => lo + (self.rng.next_u64() as i128 % (hi - lo + 1)),
         }
     }
@@ -424,6 +531,8 @@ impl ValidGen<'_> {
                 f32::NAN,
                 1.0e30,
                 1.0e-40,
+                f32::MIN_POSITIVE,
+                f32::from_bits(1),
             ])),
             ScalarType::F64 => Scalar::F64(self.rng.pick(&[
                 0.0,
@@ -530,6 +639,9 @@ impl ValidGen<'_> {
                 {
                     self.atomic(t, d)
                 }
+                5 if self.cfg.subgroup_ops && t == ScalarType::U32 => {
+                    Expr::Ballot(bx(self.expr(ScalarType::Bool, d)))
+                }
                 _ => self.common(ty, d),
             },
             t => match self.rng.below(6) {
@@ -618,12 +730,13 @@ impl ValidGen<'_> {
                 let from = self.rng.pick(&partners);
                 Expr::Bitcast(ty, bx(self.expr(from, d)))
             }
-            3 if self.cfg.subgroup_ops => match self.rng.below(3) {
-                0 => Expr::Shuffle {
+            3 | 4 if self.cfg.subgroup_ops => match (self.rng.below(3), ty) {
+                (0, _) | (_, ScalarType::Bool) => Expr::Shuffle {
                     value: bx(self.expr(ty, d)),
                     lane: bx(self.operand(ScalarType::U32, d)),
                 },
-                1 if ty != ScalarType::Bool => {
+                (1, _) if ty == ScalarType::U32 => Expr::Ballot(bx(self.expr(ScalarType::Bool, d))),
+                _ => {
                     let op = if ty.is_int() {
                         self.rng.pick(&ReduceOp::ALL)
                     } else {
@@ -632,8 +745,6 @@ impl ValidGen<'_> {
                     };
                     Expr::SubgroupReduce(op, bx(self.expr(ty, d)))
                 }
-                _ if ty == ScalarType::U32 => Expr::Ballot(bx(self.expr(ScalarType::Bool, d))),
-                _ => self.leaf(ty),
             },
             _ => self.leaf(ty),
         }

@@ -123,7 +123,7 @@ pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
     update(app, Action::Worker(Reply::Dispatched(Ok(run), stats)));
 }
 
-/// Feeds a finished tune sweep.
+/// Feeds a finished tune sweep over 64..512 (64 best).
 pub fn fake_tune(app: &mut App) {
     let rows = [64u32, 128, 256, 512]
         .iter()
@@ -139,6 +139,31 @@ pub fn fake_tune(app: &mut App) {
             },
         })
         .collect();
+    fake_tune_rows(app, rows);
+}
+
+/// Tune rows over the open program's real candidate list (32..1024 on a 1024-thread
+/// device): the time falls to a minimum at x = `best` (the "best" row), then rises.
+pub fn tune_rows(app: &App, best: u32) -> Vec<TuneRow> {
+    let program = &app.doc.as_ref().expect("a program is open").program;
+    vyrescope::tui::backend::candidates(program, 1024)
+        .into_iter()
+        .map(|wg| TuneRow {
+            workgroup: wg,
+            median_ms: Some(0.1 + (wg[0] as f64 - best as f64).abs() / 10_000.0),
+            occupancy_pct: Some(100.0),
+            speedup: Some(1.0),
+            note: if wg[0] == best {
+                "best".into()
+            } else {
+                String::new()
+            },
+        })
+        .collect()
+}
+
+/// Feeds a finished tune sweep with these candidates.
+pub fn fake_tune_rows(app: &mut App, rows: Vec<TuneRow>) {
     app.pending += 1;
     let stats = Stats {
         cache: app.session.cache.clone(),

@@ -3,11 +3,27 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
+use super::tab_rows::{Offset, RowList};
 use crate::diagnostics::Severity;
-use crate::tui::app::{App, Focus};
+use crate::tui::app::App;
+
+/// Rows under the list kept for the selected diagnostic's fix.
+const FIX_ROWS: u16 = 2;
+
+/// The findings list in `area` (the rest below it shows the fix), when there are findings.
+pub fn list(app: &App, area: Rect) -> Option<RowList> {
+    let n = app.diagnostics().len();
+    if app.doc.is_none() || n == 0 {
+        return None;
+    }
+    let h = area.height.saturating_sub(FIX_ROWS).max(1).min(area.height);
+    let at = Rect { height: h, ..area };
+    Some(RowList::rows_in(at, false, n, Offset::Main))
+}
 
 /// Draws the list and the selected diagnostic's fix.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
@@ -17,21 +33,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         let msg = app.doc_error.as_deref().unwrap_or("no program open");
         return super::empty_note(buf, area, t.error, msg);
     }
-    if diags.is_empty() {
+    let Some(list) = list(app, area) else {
         return super::empty_note(
             buf,
             area,
             t.ok,
             "no diagnostics: validator, launch and performance checks found nothing to report",
         );
-    }
-    let list_h = area.height.saturating_sub(2).max(1);
-    let lines: Vec<Line> = diags
-        .iter()
-        .enumerate()
-        .skip(app.detail.scroll)
-        .take(list_h as usize)
-        .map(|(i, d)| {
+    };
+    let lines: Vec<Line> = list
+        .visible(app)
+        .filter_map(|i| {
+            let d = diags.get(i)?;
             let (sev, style) = match d.severity {
                 Severity::Error => ("error", t.error),
                 Severity::Warning => ("warn ", t.warning),
@@ -44,14 +57,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 Span::raw(": "),
                 Span::raw(d.message.clone()),
             ]);
-            if i == app.detail.cursor && app.focus == Focus::Detail {
-                l.style(t.cursor)
-            } else {
-                l
-            }
+            Some(l.style(list.row_style(app, i, Style::new())))
         })
         .collect();
-    Paragraph::new(lines).render(Rect::new(area.x, area.y, area.width, list_h), buf);
+    Paragraph::new(lines).render(list.body(), buf);
+    list.draw_scrollbar(buf, app);
+    let list_h = list.area.height;
     if area.height > list_h {
         if let Some(d) = diags.get(app.detail.cursor) {
             let fix = Rect::new(area.x, area.y + list_h, area.width, area.height - list_h);

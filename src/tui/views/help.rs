@@ -44,16 +44,30 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     out
 }
 
-/// Draws the overlay centered in `area`, scrolled by `scroll` lines.
-pub fn draw(buf: &mut Buffer, area: Rect, app: &App, scroll: usize) {
+/// Where the overlay goes on a screen `area`: centered, at most 76 columns wide.
+fn overlay_area(area: Rect) -> Rect {
     let w = area.width.min(76);
     let h = area.height.saturating_sub(2).max(3);
-    let r = Rect::new(
+    Rect::new(
         area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
+        area.y + area.height.saturating_sub(h) / 2,
         w,
         h,
-    );
+    )
+}
+
+/// The largest scroll offset on a `width` x `height` screen: the last page of help shows
+/// whole.
+pub fn max_scroll(app: &App, width: u16, height: u16) -> usize {
+    let inside = overlay_area(Rect::new(0, 0, width, height))
+        .height
+        .saturating_sub(2);
+    lines(app).len().saturating_sub(inside as usize)
+}
+
+/// Draws the overlay centered in `area`, scrolled by `scroll` lines.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App, scroll: usize) {
+    let r = overlay_area(area);
     Clear.render(r, buf);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -62,8 +76,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, scroll: usize) {
             " Help - keys (Esc closes, j/k scroll) ",
             app.theme.title,
         ));
+    let scroll = scroll.min(max_scroll(app, area.width, area.height));
     let all = lines(app);
-    let scroll = scroll.min(all.len().saturating_sub(1));
     Paragraph::new(all.into_iter().skip(scroll).collect::<Vec<_>>())
         .style(app.theme.text)
         .block(block)

@@ -4,9 +4,11 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget, Wrap};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 use ratatui::Frame;
 
+use super::tab_rows::RowList;
+use super::wrap::wrap;
 use crate::tui::app::App;
 
 /// Draws the chart and the explanation beside it.
@@ -29,8 +31,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         }
         None => return super::empty_note(buf, area, t.dim, "no program open"),
     };
-    let [chart_area, text_area] =
-        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(area);
+    let [chart_area, text_area] = split(area);
     let points: Vec<(f64, f64)> = occ
         .rows
         .iter()
@@ -75,6 +76,25 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .labels(["0", "50", "100"]),
     );
     chart.render(chart_area, buf);
+    let lines = text(app, text_area);
+    let list = RowList::text_in(text_area, lines.len());
+    let shown: Vec<Line> = lines.into_iter().skip(list.scroll(app)).collect();
+    Paragraph::new(shown).render(list.body(), buf);
+    list.draw_scrollbar(buf, app);
+}
+
+/// The chart's area and the explanation's beside it.
+pub fn split(area: Rect) -> [Rect; 2] {
+    Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(area)
+}
+
+/// The explanation (current size, limiter, headroom, device and basis) wrapped for `area`;
+/// empty without an estimate.
+pub fn text(app: &App, area: Rect) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let Some(Ok(occ)) = app.emission.as_ref().map(|e| &e.occupancy) else {
+        return Vec::new();
+    };
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("block {}: ", occ.current), t.title),
         Span::raw(match &occ.current_row {
@@ -98,7 +118,18 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         format!("{} · {}", occ.device, occ.basis),
         t.dim,
     ));
-    Paragraph::new(lines)
-        .wrap(Wrap { trim: true })
-        .render(text_area, buf);
+    // When the text does not fit, the scroll bar takes the last column.
+    let full = wrap(&lines, area.width as usize);
+    if full.len() <= area.height as usize {
+        full
+    } else {
+        wrap(&lines, (area.width as usize).saturating_sub(1))
+    }
+}
+
+/// The explanation as a text list the detail cursor scrolls, when there is an estimate.
+pub fn text_list(app: &App, area: Rect) -> Option<RowList> {
+    let [_, text_area] = split(area);
+    let n = text(app, text_area).len();
+    (n > 0).then(|| RowList::text_in(text_area, n))
 }

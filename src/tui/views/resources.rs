@@ -3,27 +3,27 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
 use ratatui::widgets::{Row, Table, Widget};
 
-use crate::tui::app::{App, Focus};
+use crate::tui::app::App;
 
-/// Draws the resource table.
+/// Draws the resource table (scrolled to the detail cursor; the header stays).
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
-    let Some(e) = app.emission.as_ref() else {
+    let (Some(e), Some(list)) = (
+        app.emission.as_ref(),
+        super::tab_rows::lists(app, area).into_iter().next(),
+    ) else {
         return super::empty_note(buf, area, app.theme.dim, "no program open");
     };
-    let rows: Vec<Row> = e
-        .resources
-        .iter()
-        .enumerate()
-        .skip(app.detail.scroll)
-        .map(|(i, r)| {
-            let row = Row::new(vec![r.name.clone(), r.value.clone(), r.source.clone()]);
-            if i == app.detail.cursor && app.focus == Focus::Detail {
-                row.style(app.theme.cursor)
-            } else {
-                row
-            }
+    let rows: Vec<Row> = list
+        .visible(app)
+        .filter_map(|i| {
+            let r = e.resources.get(i)?;
+            Some(
+                Row::new(vec![r.name.clone(), r.value.clone(), r.source.clone()])
+                    .style(list.row_style(app, i, Style::new())),
+            )
         })
         .collect();
     Table::new(
@@ -36,5 +36,6 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     )
     .header(Row::new(vec!["resource", "value", "source"]).style(app.theme.title))
     .column_spacing(1)
-    .render(area, buf);
+    .render(list.body(), buf);
+    list.draw_scrollbar(buf, app);
 }

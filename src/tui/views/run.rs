@@ -2,11 +2,13 @@
 //! mismatches), a sparkline of device times, and the last tune sweep's candidates.
 
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Row, Sparkline, Table, Widget, Wrap};
 use ratatui::Frame;
 
-use crate::tui::app::{App, Focus};
+use super::tab_rows::{Offset, RowList};
+use crate::tui::app::App;
 
 fn dims(v: [u32; 3]) -> String {
     format!("{},{},{}", v[0], v[1], v[2])
@@ -14,6 +16,68 @@ fn dims(v: [u32; 3]) -> String {
 
 fn opt_ms(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.4}"))
+}
+
+/// Where the Run tab's parts go; an absent part has an empty rect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunAreas {
+    /// Dispatch history table (header included).
+    pub history: Rect,
+    /// Beside it: the sparkline and the selected dispatch's first mismatches.
+    pub side: Rect,
+    /// Tune table (header included), or the tune sweep's error.
+    pub tune: Rect,
+}
+
+/// Splits `area`: the history above the tune table when both are there. The history takes
+/// the rows it needs (at least 3: its header, a run, and a mismatch line beside them) up to
+/// half; the tune table the rest.
+pub fn split(app: &App, area: Rect) -> RunAreas {
+    let s = &app.session;
+    let (hist, tune) = match (s.runs.is_empty(), s.tune.is_some()) {
+        (false, true) => {
+            let want = u16::try_from(s.runs.len() + 1).unwrap_or(u16::MAX).max(3);
+            let [a, b] = Layout::vertical([
+                Constraint::Length(want.min(area.height / 2)),
+                Constraint::Fill(1),
+            ])
+            .areas(area);
+            (a, b)
+        }
+        (true, true) => (Rect::default(), area),
+        (false, false) => (area, Rect::default()),
+        (true, false) => (Rect::default(), Rect::default()),
+    };
+    let [history, side] = if hist.is_empty() {
+        [Rect::default(); 2]
+    } else {
+        Layout::horizontal([Constraint::Fill(3), Constraint::Fill(1)]).areas(hist)
+    };
+    RunAreas {
+        history,
+        side,
+        tune,
+    }
+}
+
+/// The tab's lists in cursor order: the dispatch history, then the tune table's candidates
+/// (numbered by [`super::tab_rows::lists`]).
+pub fn row_lists(app: &App, area: Rect) -> Vec<RowList> {
+    let a = split(app, area);
+    let s = &app.session;
+    let mut v = Vec::new();
+    if !a.history.is_empty() {
+        v.push(RowList::rows_in(
+            a.history,
+            true,
+            s.runs.len(),
+            Offset::Main,
+        ));
+    }
+    if let Some(Ok(rows)) = &s.tune {
+        v.push(RowList::rows_in(a.tune, true, rows.len(), Offset::Tune));
+    }
+    v
 }
 
 /// Draws dispatch history, sparkline and tune table.
@@ -36,23 +100,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         };
         return super::empty_note(buf, area, t.dim, &msg);
     }
-    let (hist, tune) = if s.tune.is_some() && !s.runs.is_empty() {
-        let [a, b] =
-            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
-        (a, Some(b))
-    } else if s.tune.is_some() {
-        (Rect::default(), Some(area))
-    } else {
-        (area, None)
-    };
-    if !hist.is_empty() {
-        let [table_area, side] =
-            Layout::horizontal([Constraint::Fill(3), Constraint::Fill(1)]).areas(hist);
-        let rows: Vec<Row> = s
-            .runs
-            .iter()
-            .enumerate()
-            .skip(app.detail.scroll)
+    let parts = split(app, area);
+    let lists = super::tab_rows::lists(app, area);
+    if let Some(list) = lists.iter().find(|l| l.offset == Offset::Main) {
+        let rows: Vec<Row> = list
+            .visible(app)
+            .filter_map(|i| Some((i, s.runs.get(i)?)))
             .map(|(i, r)| {
                 let parity = match &r.parity {
                     None => Span::styled("not checked", t.dim),
@@ -67,11 +120,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                     Line::raw(format!("{:.2}", r.jit_ms)),
                     Line::from(parity),
                 ]);
-                if i == app.detail.cursor && app.focus == Focus::Detail {
-                    row.style(t.cursor)
-                } else {
-                    row
-                }
+                row.style(list.row_style(app, i, Style::new()))
             })
             .collect();
         Table::new(
@@ -96,19 +145,22 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             ])
             .style(t.title),
         )
-        .render(table_area, buf);
+        .render(list.body(), buf);
+        list.draw_scrollbar(buf, app);
         // Sparkline of device times in microseconds (it takes integers).
         let data: Vec<u64> = s
             .runs
             .iter()
             .map(|r| (r.device_ms * 1000.0).round() as u64)
             .collect();
+        // A one-row sparkline when the side is short, so a mismatch line still fits.
+        let spark_h = if parts.side.height >= 4 { 2 } else { 1 };
         let [label, spark, mism] = Layout::vertical([
             Constraint::Length(1),
-            Constraint::Length(2),
+            Constraint::Length(spark_h),
             Constraint::Fill(1),
         ])
-        .areas(side);
+        .areas(parts.side);
         Paragraph::new(Line::styled("device µs", t.dim)).render(label, buf);
         Sparkline::default()
             .data(&data)
@@ -129,42 +181,39 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                 .render(mism, buf);
         }
     }
-    if let (Some(area), Some(tune)) = (tune, &s.tune) {
-        match tune {
-            Err(e) => super::empty_note(buf, area, t.dim, &format!("tune sweep: {e}")),
-            Ok(rows) => {
-                let rows: Vec<Row> = rows
-                    .iter()
-                    .map(|r| {
-                        Row::new(vec![
-                            dims(r.workgroup),
-                            opt_ms(r.median_ms),
-                            r.occupancy_pct.map_or("-".into(), |o| format!("{o:.0}%")),
-                            r.speedup.map_or("-".into(), |v| format!("{v:.2}x")),
-                            r.note.clone(),
-                        ])
-                        .style(if r.note == "best" {
-                            t.ok
-                        } else {
-                            t.text
-                        })
-                    })
-                    .collect();
-                Table::new(
-                    rows,
-                    [
-                        Constraint::Length(12),
-                        Constraint::Length(10),
-                        Constraint::Length(6),
-                        Constraint::Length(8),
-                        Constraint::Fill(1),
-                    ],
-                )
-                .header(
-                    Row::new(vec!["tune wg", "median ms", "occ", "speedup", "note"]).style(t.title),
-                )
-                .render(area, buf);
-            }
+    match (&s.tune, lists.iter().find(|l| l.offset == Offset::Tune)) {
+        (Some(Err(e)), _) => super::empty_note(buf, parts.tune, t.dim, &format!("tune sweep: {e}")),
+        (Some(Ok(rows)), Some(list)) => {
+            let table: Vec<Row> = list
+                .visible(app)
+                .filter_map(|i| Some((i, rows.get(i)?)))
+                .map(|(i, r)| {
+                    // The best candidate keeps its color, also under the cursor.
+                    let base = if r.note == "best" { t.ok } else { t.text };
+                    Row::new(vec![
+                        dims(r.workgroup),
+                        opt_ms(r.median_ms),
+                        r.occupancy_pct.map_or("-".into(), |o| format!("{o:.0}%")),
+                        r.speedup.map_or("-".into(), |v| format!("{v:.2}x")),
+                        r.note.clone(),
+                    ])
+                    .style(list.row_style(app, i, base))
+                })
+                .collect();
+            Table::new(
+                table,
+                [
+                    Constraint::Length(12),
+                    Constraint::Length(10),
+                    Constraint::Length(6),
+                    Constraint::Length(8),
+                    Constraint::Fill(1),
+                ],
+            )
+            .header(Row::new(vec!["tune wg", "median ms", "occ", "speedup", "note"]).style(t.title))
+            .render(list.body(), buf);
+            list.draw_scrollbar(buf, app);
         }
+        _ => {}
     }
 }

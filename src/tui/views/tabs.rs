@@ -1,8 +1,10 @@
 //! The detail panel: a tab bar and the active tab's view. The tab set is [`Tab::ALL`]; each
-//! tab is one file in `views/` and one arm in [`draw_tab`] and [`row_count`].
+//! tab is one file in `views/`, one arm in [`draw_tab`] and one in
+//! [`super::tab_rows::lists`] (its scrollable rows).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::Frame;
@@ -23,7 +25,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     }
     let bar = Rect::new(inner.x, inner.y, inner.width, 1);
     Paragraph::new(bar_line(app)).render(bar, frame.buffer_mut());
-    let content = Rect::new(inner.x, inner.y + 1, inner.width, inner.height - 1);
+    let content = super::tab_rows::content(area);
     if !content.is_empty() {
         draw_tab(frame, content, app);
     }
@@ -71,23 +73,7 @@ fn draw_tab(frame: &mut Frame, area: Rect, app: &App) {
     }
 }
 
-/// Selectable rows of the active tab (for the detail cursor).
-pub fn row_count(app: &App) -> usize {
-    match app.tab {
-        Tab::Occupancy => app
-            .emission
-            .as_ref()
-            .and_then(|e| e.occupancy.as_ref().ok())
-            .map_or(0, |o| o.rows.len()),
-        Tab::Resources => app.emission.as_ref().map_or(0, |e| e.resources.len()),
-        Tab::Diagnostics => app.diagnostics().len(),
-        Tab::Run => app.session.runs.len(),
-        Tab::Cache => app.session.cache.as_ref().map_or(0, Vec::len),
-        Tab::Telemetry => app.session.telemetry.as_ref().map_or(0, Vec::len),
-    }
-}
-
-/// A two-column table of named counters, or why there are none.
+/// A two-column list of named counters (scrolled like every tab list), or why there are none.
 pub fn counters(
     buf: &mut Buffer,
     area: Rect,
@@ -109,28 +95,26 @@ pub fn counters(
             return super::empty_note(buf, area, app.theme.dim, &format!("{what} empty: {e}"))
         }
     };
+    let Some(list) = super::tab_rows::lists(app, area).into_iter().next() else {
+        return;
+    };
     let w = rows
         .iter()
         .map(|r| r.0.len())
         .max()
         .unwrap_or(0)
         .min(area.width as usize / 2);
-    let lines: Vec<Line> = rows
-        .iter()
-        .enumerate()
-        .skip(app.detail.scroll)
-        .take(area.height as usize)
-        .map(|(i, (k, v))| {
+    let lines: Vec<Line> = list
+        .visible(app)
+        .filter_map(|i| {
+            let (k, v) = rows.get(i)?;
             let l = Line::from(vec![
                 Span::styled(format!("{k:<w$}  "), app.theme.dim),
                 Span::styled(v.clone(), app.theme.text),
             ]);
-            if i == app.detail.cursor && app.focus == Focus::Detail {
-                l.style(app.theme.cursor)
-            } else {
-                l
-            }
+            Some(l.style(list.row_style(app, i, Style::new())))
         })
         .collect();
-    Paragraph::new(lines).render(area, buf);
+    Paragraph::new(lines).render(list.body(), buf);
+    list.draw_scrollbar(buf, app);
 }

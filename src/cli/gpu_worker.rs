@@ -1,0 +1,24 @@
+//! `vyrescope gpu-worker` (hidden): serve GPU requests on stdin/stdout, one JSON message per
+//! line (see `runtime::worker::protocol`). Started by the inspector and the fault check, so a
+//! kernel fault only ever poisons a process that can be replaced.
+
+use std::io::{BufReader, Write};
+
+/// Serve GPU requests on stdin/stdout (started by vyrescope itself).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+}
+
+/// Runs the worker until end of input (or a sticky fault, after which it exits).
+pub fn run(a: &Args) -> i32 {
+    let stdin = std::io::stdin();
+    let mut input = BufReader::new(stdin.lock());
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let code = crate::runtime::worker::server::serve(&mut input, &mut out, a.device);
+    let _ = out.flush();
+    code
+}

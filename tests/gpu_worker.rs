@@ -1,0 +1,274 @@
+//! The GPU worker process and its client, on any machine (CI has no GPU and no driver):
+//! the real `vyrescope gpu-worker` binary speaks the protocol, the client gets the same
+//! no-driver error through it as an in-process runtime, and a worker that dies or hangs
+//! mid-session is reported clearly, reaped, and replaced on the next request.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use vyrescope::runtime::worker::protocol::{
+    Message, Reply, Request, Response, TestAction, WireError,
+};
+use vyrescope::runtime::{GpuWorker, Runtime, RuntimeError};
+
+const BIN: &str = env!("CARGO_BIN_EXE_vyrescope");
+
+fn client() -> GpuWorker {
+    GpuWorker::with_exe(BIN)
+}
+
+/// True while a process with this pid exists (a zombie counts: it would still be listed).
+#[cfg(target_os = "linux")]
+fn process_exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// What an in-process runtime says on this machine: Ok on a GPU machine, else the one-line
+/// error every GPU request must also give through the worker.
+fn in_process() -> Result<String, String> {
+    Runtime::open(0)
+        .map(|rt| rt.caps().name.clone())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn the_worker_binary_speaks_the_protocol() {
+    let mut child = Command::new(BIN)
+        .arg("gpu-worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("worker starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut next = || {
+        let mut line = String::new();
+        out.read_line(&mut line).expect("reads");
+        serde_json::from_str::<Message>(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    match next() {
+        Message::Hello { protocol, pid } => {
+            assert_eq!(
+                protocol,
+                vyrescope::runtime::worker::protocol::PROTOCOL_VERSION
+            );
+            assert_eq!(pid, child.id());
+        }
+        other => panic!("first line must be hello: {other:?}"),
+    }
+    // A request it cannot read is answered (with a Fix), and the worker keeps serving.
+    writeln!(stdin, "{{\"op\":\"no_such_op\"}}").expect("writes");
+    match next() {
+        Message::Reply(Reply {
+            result: Err(WireError::Other { message }),
+            exiting: false,
+        }) => assert!(message.contains("Fix:"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    let probe = serde_json::to_string(&Request::Probe).expect("encodes");
+    writeln!(stdin, "{probe}").expect("writes");
+    let reply = next();
+    match (in_process(), reply) {
+        (
+            Err(_),
+            Message::Reply(Reply {
+                result: Err(WireError::NoDriver { lib, reason }),
+                exiting: false,
+            }),
+        ) => {
+            assert_eq!(lib, "libcuda.so.1");
+            assert!(!reason.is_empty());
+        }
+        (
+            Err(e),
+            Message::Reply(Reply {
+                result: Err(WireError::NoDevice { .. }),
+                ..
+            }),
+        ) => {
+            assert!(e.contains("no CUDA device"), "{e}");
+        }
+        (
+            Ok(name),
+            Message::Reply(Reply {
+                result: Ok(Response::Caps(caps)),
+                ..
+            }),
+        ) => {
+            assert_eq!(caps.name, name);
+        }
+        (local, reply) => panic!("in-process {local:?} but the worker replied {reply:?}"),
+    }
+    let bye = serde_json::to_string(&Request::Shutdown).expect("encodes");
+    writeln!(stdin, "{bye}").expect("writes");
+    match next() {
+        Message::Reply(Reply {
+            result: Ok(Response::Bye),
+            exiting: true,
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    let status = child.wait().expect("exits");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn requests_fail_with_the_in_process_error_without_a_driver() {
+    let mut w = client();
+    assert_eq!(
+        w.workers_started(),
+        0,
+        "nothing starts before the first request"
+    );
+    match (in_process(), w.probe()) {
+        (Err(local), Err(remote)) => {
+            // The same words, line for line: one line of what, one `Fix:` line.
+            assert_eq!(remote.to_string(), local);
+            assert_eq!(local.lines().count(), 2, "{local}");
+            assert!(local
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.trim_start().starts_with("Fix:")));
+        }
+        (Ok(name), Ok(caps)) => assert_eq!(caps.name, name),
+        (local, remote) => panic!("in-process {local:?}, through the worker {remote:?}"),
+    }
+    // Later requests are served by the same worker, with the same answer.
+    let pid = w.pid().expect("a worker is running");
+    let again = w.stats().map(|_| ()).map_err(|e| e.to_string());
+    if let Err(local) = in_process() {
+        assert_eq!(again, Err(local));
+    }
+    assert_eq!(w.pid(), Some(pid));
+    assert_eq!(w.workers_started(), 1);
+}
+
+#[test]
+fn a_worker_that_dies_is_reported_and_replaced() {
+    let mut w = client();
+    // Start one (any request does), then make it exit without replying.
+    let _ = w.stats();
+    let first = w.pid().expect("running");
+    let e = w
+        .test_action(TestAction::Exit { code: 3 })
+        .expect_err("a dead worker is an error");
+    let text = e.to_string();
+    assert!(
+        matches!(e, RuntimeError::WorkerDied { pid, .. } if pid == first),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("pid {first}")) && text.contains("exit code 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("next GPU request starts a fresh worker"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.trim_start().starts_with("Fix:")),
+        "{text}"
+    );
+    assert_eq!(w.pid(), None);
+    assert!(w
+        .last_end()
+        .is_some_and(|end| end.pid == first && end.why.contains("exit code 3")));
+    #[cfg(target_os = "linux")]
+    assert!(!process_exists(first), "the dead worker was reaped");
+
+    // The next request starts a fresh worker and gets a real answer.
+    let r = w.stats().map(|_| ()).map_err(|e| e.to_string());
+    if let Err(local) = in_process() {
+        assert_eq!(r, Err(local));
+    } else {
+        assert!(r.is_ok(), "{r:?}");
+    }
+    let second = w.pid().expect("a fresh worker");
+    assert_ne!(second, first);
+    assert_eq!(w.workers_started(), 2);
+
+    // A signal is named.
+    let e = w.test_action(TestAction::Abort).expect_err("abort");
+    let text = e.to_string();
+    assert!(text.contains("signal 6 (SIGABRT)"), "{text}");
+    assert!(text.contains(&format!("pid {second}")), "{text}");
+    let _ = w.stats();
+    assert_eq!(w.workers_started(), 3);
+}
+
+#[test]
+fn a_hung_worker_is_killed_within_the_margin() {
+    let mut w = client();
+    w.set_hang_margin(Duration::from_millis(300));
+    let _ = w.stats();
+    let pid = w.pid().expect("running");
+    let t = Instant::now();
+    let e = w
+        .test_action(TestAction::Hang { budget_ms: 200 })
+        .expect_err("a hang is an error");
+    let waited = t.elapsed();
+    let text = e.to_string();
+    assert!(
+        matches!(e, RuntimeError::WorkerHung { waited_ms: 500, .. }),
+        "{text}"
+    );
+    assert!(
+        text.contains("within 500 ms") && text.contains("killed"),
+        "{text}"
+    );
+    assert!(
+        text.lines().last().is_some_and(|l| l.contains("Fix:")),
+        "{text}"
+    );
+    // Budget + margin, plus scheduling slack on a loaded 2-core machine.
+    assert!(
+        waited >= Duration::from_millis(450) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    #[cfg(target_os = "linux")]
+    assert!(
+        !process_exists(pid),
+        "the hung worker was killed and reaped"
+    );
+    assert!(w
+        .last_end()
+        .is_some_and(|end| end.pid == pid && end.why.contains("killed")));
+    // And the next request is served by a fresh worker.
+    let _ = w.stats();
+    assert!(w.pid().is_some_and(|p| p != pid));
+    assert_eq!(w.workers_started(), 2);
+}
+
+#[test]
+fn dropping_the_client_reaps_its_worker() {
+    let mut w = client();
+    let _ = w.stats();
+    let pid = w.pid().expect("running");
+    #[cfg(target_os = "linux")]
+    assert!(process_exists(pid));
+    let t = Instant::now();
+    drop(w);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "an idle worker ends at once"
+    );
+    #[cfg(target_os = "linux")]
+    assert!(!process_exists(pid), "no zombie left behind");
+}
+
+#[test]
+fn a_missing_worker_binary_is_a_clear_error() {
+    let mut w = GpuWorker::with_exe("/nonexistent/vyrescope");
+    let e = w.probe().expect_err("cannot start");
+    let text = e.to_string();
+    assert!(
+        text.contains("cannot start the GPU worker process"),
+        "{text}"
+    );
+    assert!(text.contains("Fix:"), "{text}");
+    assert_eq!(w.pid(), None);
+}
