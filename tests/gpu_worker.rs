@@ -272,3 +272,54 @@ fn a_missing_worker_binary_is_a_clear_error() {
     assert!(text.contains("Fix:"), "{text}");
     assert_eq!(w.pid(), None);
 }
+
+#[test]
+fn a_malformed_program_is_reported_through_the_worker_with_its_location() {
+    let mut w = client();
+    let mut job = vyrescope::runtime::worker::protocol::RunJob::new(
+        "{\"format\": 1, \"name\": \"k\",\n \"workgroup_size\": [32, 1, 1], \"buffers\": [], \"body\": [{\"lett\": \"x\"}]}".into(),
+        "broken.json",
+        std::path::PathBuf::from("."),
+    );
+    job.timeout_ms = Some(1000);
+    let e = w.run_job(&job, &mut |_| {}).expect_err("does not parse");
+    let text = e.to_string();
+    assert!(text.starts_with("broken.json:2:"), "{text}");
+    assert!(text.contains("body[0]") && text.contains("Fix:"), "{text}");
+    // Nothing about the worker went wrong: it keeps serving.
+    assert_eq!(w.workers_started(), 1);
+    assert!(w.pid().is_some());
+}
+
+/// The inspector's GPU seam goes through a worker process too, and says what an in-process
+/// runtime would say.
+#[test]
+fn the_inspector_backend_dispatches_through_the_worker() {
+    use vyrescope::emit::EmitOptions;
+    use vyrescope::tui::backend;
+    let path = std::path::Path::new("fixtures/programs/vadd_f32.json");
+    let program = vyrescope::ir::load_program(path).expect("fixture");
+    let opts = EmitOptions {
+        sm: 80,
+        workgroup_size: [128, 1, 1],
+        ..EmitOptions::for_program(&program)
+    };
+    let probe = backend::probe();
+    let run = backend::dispatch(&program, std::path::Path::new("fixtures/programs"), &opts);
+    match in_process() {
+        Err(local) => {
+            assert_eq!(probe, Err(local.clone()));
+            assert_eq!(run.map(|_| ()), Err(local.clone()));
+            assert_eq!(backend::telemetry(), Err(local.clone()));
+            assert_eq!(backend::cache_stats(), Err(local));
+        }
+        Ok(_) => {
+            let caps = probe.expect("probe");
+            if caps.cc_major * 10 + caps.cc_minor >= 80 {
+                let r = run.expect("dispatch");
+                assert_eq!((r.sm, r.workgroup), (80, [128, 1, 1]), "target sm honoured");
+                assert!(r.parity.is_some_and(|p| p.ok));
+            }
+        }
+    }
+}

@@ -185,8 +185,9 @@ impl Worker<'_> {
     }
 
     fn run(&mut self, job: RunJob) -> Result<Response, WireError> {
-        self.runtime()?;
+        // A malformed Program is reported before (and without) touching the GPU.
         let program = parse(&job.program, &job.file)?;
+        self.runtime()?;
         let req = RunRequest {
             workgroup: job.workgroup,
             grid: job.grid,
@@ -265,8 +266,8 @@ impl Worker<'_> {
     }
 
     fn tune(&mut self, job: TuneJob) -> Result<Response, WireError> {
-        self.runtime()?;
         let program = parse(&job.program, &job.file)?;
+        self.runtime()?;
         let total = job.candidates.len() as u32;
         let mut rows = Vec::with_capacity(job.candidates.len());
         for (i, wg) in job.candidates.iter().enumerate() {
