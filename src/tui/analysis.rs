@@ -443,6 +443,11 @@ fn resource_rows(
             )),
             "emitter",
         ));
+        rows.push(row(
+            "loops unrolled",
+            Some(k.stats.loops_unrolled.to_string()),
+            "emitter",
+        ));
     }
     rows
 }
