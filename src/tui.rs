@@ -122,6 +122,7 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter), TuiError> {
     }
     if let Some(sm) = opts.sm {
         app.sm = sm;
+        app.sm_pinned = true;
     }
     update::start(&mut app);
     if let Some(wg) = opts.workgroup {

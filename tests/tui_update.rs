@@ -10,6 +10,7 @@ use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{Focus, Overlay};
 use vyrescope::tui::layout::areas;
 use vyrescope::tui::update::update;
+use vyrescope::tui::worker::Reply;
 
 fn all_fixtures() -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(fixture(""))
@@ -381,4 +382,42 @@ fn quit_and_help_and_escape() {
     assert!(a.overlay.is_none());
     press(&mut a, &[Command::Quit]);
     assert!(a.quit);
+}
+
+#[test]
+fn live_probe_sets_the_target_sm_unless_the_user_chose_one() {
+    let profiles = vyrescope::tui::backend::device_profiles();
+    let caps = |name: &str| {
+        profiles
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.clone())
+            .unwrap()
+    };
+    // Nothing chosen: the probed device's sm becomes the target.
+    let (mut a, _) = app(&[fixture("vadd_f32.json")], 120, 40);
+    assert_eq!(a.sm, 90);
+    update(&mut a, Action::Worker(Reply::Probed(Ok(caps("a100")))));
+    assert_eq!(a.sm, 80);
+    // `T` pins the choice: a later probe leaves it alone.
+    press(&mut a, &[Command::CycleSm]);
+    let chosen = a.sm;
+    assert_ne!(chosen, 80);
+    update(&mut a, Action::Worker(Reply::Probed(Ok(caps("h200")))));
+    assert_eq!(a.sm, chosen);
+    // So does `--sm` on the command line.
+    std::env::set_var(
+        "VYRESCOPE_CONFIG",
+        "/nonexistent/vyrescope-test-config.json",
+    );
+    let opts = vyrescope::tui::Options {
+        files: vec![fixture("vadd_f32.json")],
+        theme: Some("dark".into()),
+        sm: Some(80),
+        ..vyrescope::tui::Options::default()
+    };
+    let (mut b, _) = vyrescope::tui::setup(&opts).unwrap();
+    update(&mut b, Action::Worker(Reply::Probed(Ok(caps("h200")))));
+    assert_eq!(b.sm, 80);
+    assert!(b.devices.live.is_some());
 }

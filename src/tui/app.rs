@@ -295,6 +295,9 @@ pub struct App {
     pub workgroup: Option<[u32; 3]>,
     /// Target sm.
     pub sm: u32,
+    /// True once the user chose the target sm (`--sm` or `T`): a later live probe then
+    /// leaves it alone instead of switching to the device's own sm.
+    pub sm_pinned: bool,
     /// Devices.
     pub devices: Devices,
     /// GPU results.
@@ -356,6 +359,7 @@ impl App {
             overlay: None,
             workgroup: None,
             sm: 90,
+            sm_pinned: false,
             devices: Devices {
                 live: None,
                 live_error: "probing...".into(),

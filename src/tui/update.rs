@@ -163,6 +163,7 @@ fn command(app: &mut App, c: Command) {
                 .position(|s| *s == app.sm)
                 .map_or(0, |i| (i + 1) % SM_TARGETS.len());
             app.sm = SM_TARGETS[i];
+            app.sm_pinned = true;
             info(app, format!("target sm_{}", app.sm));
             reanalyze(app);
         }
@@ -841,7 +842,9 @@ fn reply(app: &mut App, r: Reply) {
         }
         Reply::Probed(Ok(caps)) => {
             info(app, format!("live device: {}", caps.name));
-            app.sm = (caps.cc_major * 10 + caps.cc_minor).min(90);
+            if !app.sm_pinned {
+                app.sm = (caps.cc_major * 10 + caps.cc_minor).min(90);
+            }
             app.devices.live = Some(caps);
             reanalyze(app);
         }
