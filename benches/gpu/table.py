@@ -11,15 +11,22 @@ for line in (d / "nvcc.jsonl").read_text().splitlines():
         nvcc[r["kernel"]] = r
 # Bytes each kernel must move (inputs read once, outputs written once).
 traffic = {"vadd_f32": 12, "saxpy_f32": 12, "reduce_sum_f32": 4 + 4 / 256}
-print("| kernel | elements | nvcc -O3 ms | vyrescope ms | ratio (vyrescope/nvcc) | vyrescope GB/s | regs |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+print("| kernel | elements | nvcc -O3 ms | vyrescope ms | ratio (vyrescope/nvcc) | vyrescope GB/s | regs | parity (vs interpreter, same size) |")
+print("|---|---:|---:|---:|---:|---:|---:|---|")
 full = None
+
+
+def parity(p):
+    state = "ok" if p["passed"] else "FAILED"
+    return f"{state}: {p['mode']}, {p['mismatches']} of {p['compared']} differ"
+
+
 for k in ["vadd_f32", "saxpy_f32", "reduce_sum_f32"]:
     v = json.loads((d / f"vs_{k}.json").read_text())["kernel"]
     n = nvcc[k]
     ms = v["device_ms"]["median_ms"]
     gbps = traffic[k] * v["elements"] / ms / 1e6
-    print(f"| {k} | 2^{v['elements'].bit_length() - 1} | {n['median_ms']:.4f} | {ms:.4f} | {ms / n['median_ms']:.3f} | {gbps:.0f} | {v['regs']} |")
+    print(f"| {k} | 2^{v['elements'].bit_length() - 1} | {n['median_ms']:.4f} | {ms:.4f} | {ms / n['median_ms']:.3f} | {gbps:.0f} | {v['regs']} | {parity(v['parity'])} |")
     if k == "vadd_f32":
         full = v["full_dispatch_ms"]
 o = json.loads((d / "overhead.json").read_text())["overhead"]

@@ -62,6 +62,8 @@ pub fn run(a: &Args) -> i32 {
     } else {
         None
     };
+    // A timed kernel that computes the wrong thing is not a result: exit 1 (after printing).
+    let code = if bench.parity.passed { 0 } else { 1 };
     if a.json {
         let v = serde_json::json!({"kernel": bench, "overhead": overhead, "device": rt.caps().name, "telemetry": rt.telemetry()});
         match serde_json::to_string_pretty(&v) {
@@ -81,6 +83,12 @@ pub fn run(a: &Args) -> i32 {
             bench.buffer_bytes as f64 / bench.device_ms.median_ms / 1e6,
             bench.full_dispatch_ms.median_ms
         );
+        println!(
+            "parity with the reference interpreter: {} ({} of {} elements differ)",
+            if bench.parity.passed { "ok" } else { "FAILED" },
+            bench.parity.mismatches,
+            bench.parity.compared
+        );
         if let Some(o) = overhead {
             println!(
                 "warm dispatch, no device timing: vyrescope {:.2} us vs bare cudarc launch + cuStreamSynchronize {:.2} us (median) = {:.2}x",
@@ -92,5 +100,5 @@ pub fn run(a: &Args) -> i32 {
             );
         }
     }
-    0
+    code
 }

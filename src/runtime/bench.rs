@@ -9,6 +9,8 @@ use serde::Serialize;
 
 use super::dispatch::TimingStats;
 use super::driver::{self, Geometry};
+use super::execute::tolerance_for;
+use super::parity::{self, ParityReport};
 use super::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError, GENERIC_FIX};
 use crate::inputs::{self, PreparedRun};
 use crate::ir::Program;
@@ -36,6 +38,9 @@ pub struct KernelBench {
     pub full_h2d_bytes: u64,
     /// Bytes read back by one full dispatch.
     pub full_d2h_bytes: u64,
+    /// The last full dispatch's results compared with the reference interpreter at the same
+    /// size, so a timed kernel is also a correct one.
+    pub parity: ParityReport,
 }
 
 /// Warm dispatch host overhead vs a bare cudarc launch, compared like for like: launch +
@@ -121,6 +126,7 @@ impl Runtime {
         let mut full = Vec::new();
         let mut h2d = 0;
         let mut d2h = 0;
+        let mut gpu = Vec::new();
         for i in 0..=full_reps.max(1) {
             let mut bufs = buffers.clone();
             let r = self.dispatch(&c.handle, &c.emitted.abi, &shape, &mut bufs, &opts)?;
@@ -129,6 +135,15 @@ impl Runtime {
             }
             h2d = r.h2d_bytes;
             d2h = r.d2h_bytes;
+            gpu = bufs;
+        }
+        let mut reference = buffers.clone();
+        crate::interp::run(&p, &shape, &mut reference)?;
+        let parity = parity::compare(&gpu, &reference, tolerance_for(&p));
+        if parity.passed {
+            self.telemetry.parity_passed += 1;
+        } else {
+            self.telemetry.parity_failed += 1;
         }
         Ok(KernelBench {
             program: p.name.clone(),
@@ -141,6 +156,7 @@ impl Runtime {
             full_dispatch_ms: TimingStats::of(&full),
             full_h2d_bytes: h2d,
             full_d2h_bytes: d2h,
+            parity,
         })
     }
 
