@@ -8,9 +8,8 @@
 //! Bounds: a load outside `[0, len)` gives 0 (the destination is zeroed, then the load is
 //! predicated on `idx < len`), a store or atomic outside it is predicated off (an atomic then
 //! yields 0). Checks proven unnecessary by [`super::bounds`] are left out and counted.
-//! Accesses under a predicated guard (see `stmt.rs`; bodies with memory accesses are
-//! branched over today) run under the guard, combined with their own check where one
-//! remains, so threads with a false guard never issue a memory operation.
+//! Inside a predicated `if` body every access runs under the guard, combined with its own
+//! check where one remains, so threads with a false guard issue no memory operation.
 
 use super::address::Index;
 use super::regs::RegClass;
@@ -210,6 +209,7 @@ impl Writer<'_> {
         };
         match (own, self.guard.clone()) {
             (Some(a), Some(g)) => {
+                self.guard_checks += 1;
                 let p = self.reg_class(RegClass::Pred);
                 self.ins(format!("and.pred {p}, {g}, {a}"));
                 Some(p)
@@ -234,9 +234,9 @@ impl Writer<'_> {
             Access::Workgroup => "ld.shared",
             Access::ReadWrite | Access::Write => "ld.global",
         };
-        // A load under a guard runs under it (combined with its check): an unchecked one may
-        // rely on the guard's facts, and a checked one would otherwise cost inactive threads
-        // a memory operation.
+        // A load in a predicated short body runs under the guard (combined with its check):
+        // an unchecked one may rely on the guard's facts, and a checked one would otherwise
+        // cost inactive threads a memory operation.
         let pred = match &check {
             Check::Pred(_) => {
                 let zsfx = match raw_class(d.elem) {

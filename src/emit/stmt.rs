@@ -1,16 +1,13 @@
 //! Statements. Each statement owns the lines it writes (its comment, its own instructions
 //! and its labels); nested statements own theirs.
 //!
-//! `if` without `else` whose body is short, straight-line and free of memory accesses (lets
-//! and assigns of pure expressions, a final return) is *predicated* instead of branched: pure
-//! instructions run unconditionally and only the assigns and the return carry the guard.
-//! Everything else uses `@!p bra` to named labels, bodies with loads and stores included,
-//! as nvcc emits them: ptxas if-converts a short branched body itself into fully predicated
-//! SASS (loads, arithmetic and stores under the one guard, so threads with a false guard
-//! issue no memory operation), whereas for PTX whose memory operations arrive predicated
-//! but whose arithmetic does not, ptxas 13 builds a branch with `BSSY`/`BSYNC` convergence
-//! barriers per body (the reduction's tree steps: 102 SASS instructions predicated in PTX,
-//! 78 branched, nvcc's 72; sm_90).
+//! `if` without `else` whose body is short and straight-line (lets, assigns, stores, a final
+//! return; no atomics or subgroup ops) is *predicated* instead of branched: pure instructions
+//! run unconditionally and only side effects (stores, assigns, loads, return) carry the guard
+//! predicate, so threads with a false guard issue no memory operation. When an access in
+//! such a body keeps a bounds check, the body is emitted again as a branch (its predicate
+//! would otherwise need an `and.pred` with the guard per access). Everything else uses
+//! `@!p bra` to named labels.
 
 use super::bounds::always_returns;
 use super::ranges::{Fact, Range, Subject};
@@ -169,13 +166,21 @@ impl Writer<'_> {
         }
         let p = self.in_reg(&c);
         if otherwise.is_empty() && self.guard.is_none() && is_short(then) {
-            let old = self.guard.replace(p);
+            // Predicate the body, unless an access in it keeps a bounds check: its predicate
+            // would need combining with the guard, so branch around the body instead (as
+            // nvcc does; ptxas if-converts short bodies itself).
+            let cp = self.checkpoint();
+            let old = self.guard.replace(p.clone());
             let r = self.scoped(|w| {
                 w.assume(cond, true);
                 w.stmts(then)
             });
             self.guard = old;
-            return r;
+            r?;
+            if self.guard_checks == cp.guard_checks() {
+                return Ok(());
+            }
+            self.rollback(cp);
         }
         let end = self.label_name("end");
         if otherwise.is_empty() {
@@ -280,8 +285,7 @@ impl Writer<'_> {
     }
 }
 
-/// A short, straight-line body without memory accesses, cheaper predicated than branched
-/// around (see the module docs for why memory accesses are branched over).
+/// A short, straight-line body that is cheaper predicated than branched around.
 fn is_short(list: &[Stmt]) -> bool {
     if list.is_empty() || list.len() > SHORT_STMTS {
         return false;
@@ -291,7 +295,7 @@ fn is_short(list: &[Stmt]) -> bool {
     for (i, s) in list.iter().enumerate() {
         let exprs: Vec<&Expr> = match &s.kind {
             StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => vec![value],
-            StmtKind::Store { .. } => return false,
+            StmtKind::Store { index, value, .. } => vec![index, value],
             StmtKind::Return => {
                 ok &= i + 1 == list.len();
                 vec![]
@@ -303,7 +307,6 @@ fn is_short(list: &[Stmt]) -> bool {
                 nodes += 1;
                 ok &= match x {
                     Expr::Atomic { .. }
-                    | Expr::Load { .. }
                     | Expr::Shuffle { .. }
                     | Expr::SubgroupReduce(..)
                     | Expr::Ballot(_) => false,

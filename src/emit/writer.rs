@@ -163,6 +163,8 @@ pub(super) struct Writer<'p> {
     pub copy_tag: String,
     /// Predicate guarding side effects of a predicated short body.
     pub guard: Option<String>,
+    /// Accesses whose bounds check had to be combined with [`Writer::guard`].
+    pub guard_checks: u32,
     builtins: HashMap<Builtin, String>,
     pub buf_ptr: HashMap<String, String>,
     pub buf_len: HashMap<String, String>,
@@ -203,6 +205,7 @@ impl<'p> Writer<'p> {
             zero_unless: HashMap::new(),
             copy_tag: String::new(),
             guard: None,
+            guard_checks: 0,
             builtins: HashMap::new(),
             buf_ptr: HashMap::new(),
             buf_len: HashMap::new(),
@@ -326,6 +329,46 @@ impl<'p> Writer<'p> {
             owner: PROLOGUE,
             kind: LineKind::Instr,
         });
+    }
+
+    /// Saves the state that emitting code changes, for [`Writer::rollback`].
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            regs: self.regs.clone(),
+            prologue: self.prologue.len(),
+            body: self.body.len(),
+            stats: self.stats.clone(),
+            label_seq: self.label_seq.clone(),
+            builtins: self.builtins.clone(),
+            buf_ptr: self.buf_ptr.clone(),
+            buf_len: self.buf_len.clone(),
+            shared_base: self.shared_base.clone(),
+            special: self.special.clone(),
+            zero_unless: self.zero_unless.clone(),
+            mutable: self.mutable.clone(),
+            loc_current: self.loc_current,
+            guard_checks: self.guard_checks,
+        }
+    }
+
+    /// Forgets everything emitted since `cp` was taken (lines, registers, prologue values,
+    /// counters), so that the same statements can be emitted another way. Variable, fact
+    /// and cache scopes are not restored: take checkpoints outside the scopes they cover.
+    pub fn rollback(&mut self, cp: Checkpoint) {
+        self.regs = cp.regs;
+        self.prologue.truncate(cp.prologue);
+        self.body.truncate(cp.body);
+        self.stats = cp.stats;
+        self.label_seq = cp.label_seq;
+        self.builtins = cp.builtins;
+        self.buf_ptr = cp.buf_ptr;
+        self.buf_len = cp.buf_len;
+        self.shared_base = cp.shared_base;
+        self.special = cp.special;
+        self.zero_unless = cp.zero_unless;
+        self.mutable = cp.mutable;
+        self.loc_current = cp.loc_current;
+        self.guard_checks = cp.guard_checks;
     }
 
     // ---- registers and values -----------------------------------------------------------
@@ -458,6 +501,31 @@ impl<'p> Writer<'p> {
         self.facts.pop();
         self.scopes.pop();
         r
+    }
+}
+
+/// Writer state saved by [`Writer::checkpoint`].
+pub(super) struct Checkpoint {
+    regs: RegAlloc,
+    prologue: usize,
+    body: usize,
+    stats: EmitStats,
+    label_seq: HashMap<usize, u32>,
+    builtins: HashMap<Builtin, String>,
+    buf_ptr: HashMap<String, String>,
+    buf_len: HashMap<String, String>,
+    shared_base: HashMap<String, String>,
+    special: HashMap<&'static str, String>,
+    zero_unless: HashMap<String, String>,
+    mutable: HashSet<String>,
+    loc_current: Option<usize>,
+    guard_checks: u32,
+}
+
+impl Checkpoint {
+    /// The guard-combined check count when it was taken.
+    pub fn guard_checks(&self) -> u32 {
+        self.guard_checks
     }
 }
 
