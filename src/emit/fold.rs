@@ -18,16 +18,10 @@ use crate::ir::{BinOp, Scalar, ScalarType, UnOp};
 
 /// The result type of `a OP b` for operands of type `ty`.
 fn binary_result(op: BinOp, ty: ScalarType) -> ScalarType {
-    match op {
-        BinOp::Eq
-        | BinOp::Ne
-        | BinOp::Lt
-        | BinOp::Le
-        | BinOp::Gt
-        | BinOp::Ge
-        | BinOp::LAnd
-        | BinOp::LOr => ScalarType::Bool,
-        _ => ty,
+    if op.yields_bool() {
+        ScalarType::Bool
+    } else {
+        ty
     }
 }
 

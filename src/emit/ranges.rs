@@ -178,17 +178,7 @@ pub fn range_of(e: &Expr, env: &dyn RangeEnv) -> Option<Range> {
 /// True for expressions that are certainly `bool` (comparisons and logical operators).
 fn is_bool(e: &Expr, env: &dyn RangeEnv) -> bool {
     match e {
-        Expr::Binary(op, ..) => matches!(
-            op,
-            BinOp::Eq
-                | BinOp::Ne
-                | BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::LAnd
-                | BinOp::LOr
-        ),
+        Expr::Binary(op, ..) => op.yields_bool(),
         Expr::Unary(UnOp::LNot | UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite, _) => true,
         Expr::Var(n) => env.var_type(n) == Some(ScalarType::Bool),
         Expr::Lit(Literal::Typed(Scalar::Bool(_))) => true,
@@ -241,14 +231,7 @@ fn binary(op: BinOp, a: Range, b: Option<Range>) -> Option<Range> {
             let p = a.hi.saturating_mul(b.hi);
             Range::new(0, p >> 32)
         }
-        BinOp::Eq
-        | BinOp::Ne
-        | BinOp::Lt
-        | BinOp::Le
-        | BinOp::Gt
-        | BinOp::Ge
-        | BinOp::LAnd
-        | BinOp::LOr => return None,
+        _ if op.yields_bool() => return None,
         _ => Range::FULL,
     })
 }

@@ -328,6 +328,11 @@ impl BinOp {
         )
     }
 
+    /// Operators whose result is `bool` whatever their operands: comparisons, `land`, `lor`.
+    pub fn yields_bool(self) -> bool {
+        self.is_comparison() || matches!(self, BinOp::LAnd | BinOp::LOr)
+    }
+
     /// Shifts and rotates: the right operand is a `u32` amount.
     pub fn is_shift(self) -> bool {
         matches!(self, BinOp::Shl | BinOp::Shr | BinOp::Rotl | BinOp::Rotr)

@@ -37,7 +37,7 @@ pub fn expr_type(
             program.buffer(buffer)?.elem.value_type()
         }
         Expr::Binary(op, a, b) => {
-            if op.is_comparison() || matches!(op, BinOp::LAnd | BinOp::LOr) {
+            if op.yields_bool() {
                 ScalarType::Bool
             } else if op.is_shift() || !is_bare(a) {
                 expr_type(program, a, var)?
