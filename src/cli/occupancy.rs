@@ -258,13 +258,7 @@ fn resources_for(
     }
     match ptxas::offline_resources(&kernel.ptx, sm) {
         Ok(o) => Ok((
-            KernelResources {
-                regs_per_thread: o.registers,
-                static_smem_bytes: o.shared_bytes,
-                local_bytes: o.stack_frame.max(o.spill_stores),
-                const_bytes: o.constant_bytes,
-                max_threads_per_block: 0,
-            },
+            crate::diagnostics::compile::resources_from_ptxas(&o),
             format!("ptxas -v for {} ({why_not_live})", o.arch),
         )),
         Err(ptxas::PtxasError::NotFound) => Err(format!(

@@ -12,7 +12,23 @@
 //! Codes: `C001` error, `C002` warning, `C003` fatal, `C004` other log lines of a failed JIT.
 
 use super::{Diagnostic, Severity};
+use crate::emit::ptxas::OfflineResources;
 use crate::emit::SourceMap;
+use crate::occupancy::KernelResources;
+
+/// The occupancy inputs in a `ptxas -v` report, for when no live driver can be asked.
+/// Local memory per thread is the larger of the stack frame and the spill stores (spills
+/// live in local memory, usually inside the frame); the per-block thread limit is unknown
+/// offline (0: no limit beyond the device's).
+pub fn resources_from_ptxas(o: &OfflineResources) -> KernelResources {
+    KernelResources {
+        regs_per_thread: o.registers,
+        static_smem_bytes: o.shared_bytes,
+        local_bytes: o.stack_frame.max(o.spill_stores),
+        const_bytes: o.constant_bytes,
+        max_threads_per_block: 0,
+    }
+}
 
 /// One parsed log message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +215,31 @@ fn fix_for(m: &LogMessage, node: Option<&str>) -> String {
 mod tests {
     use super::*;
     use crate::emit::MapEntry;
+
+    #[test]
+    fn ptxas_report_becomes_occupancy_inputs() {
+        let mut o = OfflineResources {
+            registers: 40,
+            spill_stores: 24,
+            stack_frame: 16,
+            shared_bytes: 4096,
+            constant_bytes: 380,
+            ..OfflineResources::default()
+        };
+        let r = resources_from_ptxas(&o);
+        assert_eq!(
+            (
+                r.regs_per_thread,
+                r.static_smem_bytes,
+                r.local_bytes,
+                r.const_bytes
+            ),
+            (40, 4096, 24, 380)
+        );
+        o.stack_frame = 64;
+        assert_eq!(resources_from_ptxas(&o).local_bytes, 64);
+        assert_eq!(resources_from_ptxas(&o).max_threads_per_block, 0);
+    }
 
     fn map() -> SourceMap {
         SourceMap {

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::emit::{ptxas, EmitOptions, EmittedKernel};
 use crate::ir::Program;
-use crate::occupancy::{profiles, DeviceCaps, KernelResources};
+use crate::occupancy::{profiles, DeviceCaps};
 use crate::runtime::worker::protocol::{RunJob, TuneJob};
 use crate::runtime::{parity, GpuWorker};
 
@@ -122,13 +122,7 @@ pub fn kernel_resources(kernel: &EmittedKernel, sm: u32) -> Resources {
     }
     match ptxas::offline_resources(&kernel.ptx, sm) {
         Ok(o) => Ok((
-            KernelResources {
-                regs_per_thread: o.registers,
-                static_smem_bytes: o.shared_bytes,
-                local_bytes: o.stack_frame.max(o.spill_stores),
-                const_bytes: o.constant_bytes,
-                max_threads_per_block: 0,
-            },
+            crate::diagnostics::compile::resources_from_ptxas(&o),
             format!("ptxas -v for {}", o.arch),
         )),
         Err(ptxas::PtxasError::NotFound) => Err(format!(
