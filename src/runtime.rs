@@ -313,20 +313,7 @@ impl Runtime {
         // Must happen before cuInit, which reads the variable.
         let driver_cache = cache::DriverCache::configure();
         load_driver()?;
-        let count = driver::device_count().map_err(|e| RuntimeError::NoDevice {
-            ordinal,
-            detail: e.to_string(),
-        })?;
-        if ordinal >= count {
-            return Err(RuntimeError::NoDevice {
-                ordinal,
-                detail: format!("{count} device(s) visible"),
-            });
-        }
-        let device = Device::get(ordinal).map_err(|e| RuntimeError::NoDevice {
-            ordinal,
-            detail: e.to_string(),
-        })?;
+        let device = probe::device(ordinal)?;
         let caps = probe::read_caps(device)?;
         let primary = std::env::var("VYRESCOPE_CONTEXT").map_or(true, |v| v != "owned");
         let session = Some(Session::create(device, 1, primary)?);

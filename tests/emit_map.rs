@@ -1,26 +1,13 @@
 //! Source-map and determinism properties over every fixture, plus emitter behaviour seen from
 //! outside (bounds-check elision, ABI, line info).
 
-use std::path::PathBuf;
+mod support {
+    pub mod fixtures;
+}
+use support::fixtures::fixtures;
 
 use vyrescope::emit::{emit, source_map, EmitOptions};
-use vyrescope::ir::{load_program, parse_program, print::print_program, Program};
-
-fn fixtures() -> Vec<(PathBuf, Program)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("fixtures/programs exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    v.sort();
-    v.into_iter()
-        .map(|f| {
-            let p = load_program(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            (f, p)
-        })
-        .collect()
-}
+use vyrescope::ir::{parse_program, print::print_program, Program};
 
 fn opts(p: &Program, sm: u32, lineinfo: bool) -> EmitOptions {
     EmitOptions {

@@ -8,9 +8,14 @@
 
 use std::path::PathBuf;
 
+mod support {
+    pub mod fixtures;
+}
+use support::fixtures::fixtures;
+
 use vyrescope::emit::ptxas::{assemble, find_ptxas, offline_resources, parse_verbose};
 use vyrescope::emit::{emit, EmitOptions};
-use vyrescope::ir::{load_program, parse_program, Program};
+use vyrescope::ir::{parse_program, Program};
 
 fn ptxas() -> Option<PathBuf> {
     match find_ptxas() {
@@ -25,22 +30,6 @@ fn ptxas() -> Option<PathBuf> {
             None
         }
     }
-}
-
-fn fixtures() -> Vec<(PathBuf, Program)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("fixtures/programs exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    v.sort();
-    v.into_iter()
-        .map(|f| {
-            let p = load_program(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            (f, p)
-        })
-        .collect()
 }
 
 fn check(

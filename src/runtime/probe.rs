@@ -10,6 +10,11 @@ use crate::occupancy::DeviceCaps;
 /// Probes device `ordinal` without keeping a context (loads the driver first).
 pub fn probe(ordinal: u32) -> Result<DeviceCaps> {
     super::load_driver()?;
+    read_caps(device(ordinal)?)
+}
+
+/// Device `ordinal` (the driver must be loaded), or `NoDevice` naming how many are visible.
+pub(crate) fn device(ordinal: u32) -> Result<Device> {
     let count = driver::device_count().map_err(|e| RuntimeError::NoDevice {
         ordinal,
         detail: e.to_string(),
@@ -20,11 +25,10 @@ pub fn probe(ordinal: u32) -> Result<DeviceCaps> {
             detail: format!("{count} device(s) visible"),
         });
     }
-    let dev = Device::get(ordinal).map_err(|e| RuntimeError::NoDevice {
+    Device::get(ordinal).map_err(|e| RuntimeError::NoDevice {
         ordinal,
         detail: e.to_string(),
-    })?;
-    read_caps(dev)
+    })
 }
 
 impl Runtime {
