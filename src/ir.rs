@@ -6,6 +6,7 @@
 
 pub mod ast;
 pub mod parse;
+pub mod pipeline;
 pub mod print;
 pub mod run_spec;
 pub mod types;
@@ -14,6 +15,7 @@ pub mod write;
 
 pub use ast::*;
 pub use parse::{load_program, parse_program, ParseError};
+pub use pipeline::{Pipeline, PipelineBuffer, Step};
 pub use run_spec::*;
 pub use types::*;
 pub use typing::{elaborate, expr_type, is_bare};

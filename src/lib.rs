@@ -7,6 +7,7 @@ pub mod emit;
 pub mod inputs;
 pub mod interp;
 pub mod ir;
+pub mod megakernel;
 pub mod occupancy;
 pub mod report;
 pub mod runtime;

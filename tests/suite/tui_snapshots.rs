@@ -1,9 +1,8 @@
 //! Rendering snapshots of every panel and of the narrow 80x24 layout, on ratatui's
 //! TestBackend. Expected screens live in tests/snapshots/tui/*.txt; regenerate them with
-//! `VYRESCOPE_BLESS=1 cargo test --test tui_snapshots` and review the diff.
+//! `VYRESCOPE_BLESS=1 cargo test --test suite tui_snapshots::` and review the diff.
 
-#[path = "tui_support/helpers.rs"]
-mod helpers;
+use crate::tui_helpers as helpers;
 
 use helpers::*;
 use ratatui::style::Modifier;
@@ -16,25 +15,8 @@ use vyrescope::tui::replay::render;
 fn check(name: &str, got: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("tests/snapshots/tui/{name}.txt"));
-    if std::env::var_os("VYRESCOPE_BLESS").is_some() {
-        std::fs::write(&path, got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("missing {}; run with VYRESCOPE_BLESS=1", path.display()));
-    if want != got {
-        let diff: Vec<String> = want
-            .lines()
-            .zip(got.lines())
-            .enumerate()
-            .filter(|(_, (a, b))| a != b)
-            .take(6)
-            .map(|(i, (a, b))| format!("line {}:\n  want: {a}\n  got:  {b}", i + 1))
-            .collect();
-        panic!(
-            "snapshot {name} differs (VYRESCOPE_BLESS=1 to accept):\n{}\n--- got ---\n{got}",
-            diff.join("\n")
-        );
+    if let Err(e) = crate::support::snapshot::check(&path, got, "rendered screen", "tui_snapshots") {
+        panic!("snapshot {name}: {e}\n--- got ---\n{got}");
     }
 }
 

@@ -2,9 +2,7 @@
 //! back to the same Program (node ids, literals bit for bit). The GPU worker process receives
 //! the inspector's Programs this way, so a lossy writer would run a different kernel.
 
-mod support {
-    pub mod gen;
-}
+use crate::support;
 
 use proptest::prelude::*;
 use support::gen::{valid_program, Config};

@@ -3,14 +3,12 @@
 //! never panic the reference interpreter; a run either succeeds with intact buffer sizes or
 //! fails with a `Fix:` hint.
 //!
-//! Programs come from the shared generator (`tests/support/gen.rs`) with
+//! Programs come from the shared generator (`tests/suite/support/gen.rs`) with
 //! [`Config::interp`]: valid by construction (so every case runs; the validator must agree),
 //! with a `run` section, odd workgroup sizes, a variable of every type from the start and
 //! loops that may outrun the fuel.
 
-mod support {
-    pub mod gen;
-}
+use crate::support;
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;

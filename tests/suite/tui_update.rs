@@ -2,8 +2,7 @@
 //! Expectations are computed independently from the emitter's source map and the printer's
 //! node ids, over every fixture.
 
-#[path = "tui_support/helpers.rs"]
-mod helpers;
+use crate::tui_helpers as helpers;
 
 use helpers::*;
 use vyrescope::tui::action::{Action, Command};

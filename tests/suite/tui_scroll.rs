@@ -4,8 +4,7 @@
 //! keys the other lists use, and the screen (not the state) must show the selected row with
 //! the cursor style while headers stay on top.
 
-#[path = "tui_support/helpers.rs"]
-mod helpers;
+use crate::tui_helpers as helpers;
 
 use helpers::*;
 use ratatui::buffer::Buffer;

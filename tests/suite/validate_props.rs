@@ -1,9 +1,7 @@
 //! Property tests: the validator accepts every generated well-typed Program, and neither the
 //! parser nor the validator ever panics (or overflows the stack) on anything else.
 
-mod support {
-    pub mod gen;
-}
+use crate::support;
 
 use proptest::prelude::*;
 use support::gen::{mutate, valid_program, wild_program, Config};
@@ -13,7 +11,7 @@ use vyrescope::ir::{
 };
 use vyrescope::validate::{is_valid, validate, MAX_EXPR_DEPTH, MAX_NODES, MAX_STMT_DEPTH};
 
-const VADD: &str = include_str!("../fixtures/programs/vadd_f32.json");
+const VADD: &str = include_str!("../../fixtures/programs/vadd_f32.json");
 
 fn errors(p: &Program) -> Vec<String> {
     validate(p)

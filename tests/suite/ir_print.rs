@@ -5,7 +5,7 @@
 //! snapshots with
 //!
 //! ```text
-//! VYRESCOPE_BLESS=1 cargo test --test ir_print
+//! VYRESCOPE_BLESS=1 cargo test --test suite ir_print::
 //! ```
 //!
 //! and review the diff before committing. Without the variable a missing or different snapshot
@@ -32,46 +32,9 @@ fn fixture_files() -> Vec<PathBuf> {
     files
 }
 
-fn bless() -> bool {
-    std::env::var_os("VYRESCOPE_BLESS").is_some_and(|v| v != "0")
-}
 
-/// Compares `actual` with the snapshot at `path`, or writes it when blessing.
 fn check_snapshot(path: &Path, actual: &str) -> Result<(), String> {
-    if bless() {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        }
-        std::fs::write(path, actual).map_err(|e| e.to_string())?;
-        return Ok(());
-    }
-    let expected = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "{}: {e}; run `VYRESCOPE_BLESS=1 cargo test --test ir_print` to create it",
-            path.display()
-        )
-    })?;
-    if expected == actual {
-        return Ok(());
-    }
-    let mut diff = String::new();
-    for (i, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
-        if e != a {
-            diff.push_str(&format!(
-                "line {}:\n  snapshot: {e}\n  printed:  {a}\n",
-                i + 1
-            ));
-            break;
-        }
-    }
-    let (ne, na) = (expected.lines().count(), actual.lines().count());
-    if diff.is_empty() {
-        diff = format!("snapshot has {ne} lines, printed text has {na}\n");
-    }
-    Err(format!(
-        "{} differs from the printed IR\n{diff}run `VYRESCOPE_BLESS=1 cargo test --test ir_print` if the change is intended",
-        path.display()
-    ))
+    crate::support::snapshot::check(path, actual, "printed IR", "ir_print")
 }
 
 #[test]

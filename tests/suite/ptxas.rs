@@ -8,9 +8,7 @@
 
 use std::path::PathBuf;
 
-mod support {
-    pub mod fixtures;
-}
+use crate::support;
 use support::fixtures::fixtures;
 
 use vyrescope::emit::ptxas::{assemble, find_ptxas, offline_resources, parse_verbose};

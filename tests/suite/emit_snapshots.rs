@@ -3,7 +3,7 @@
 //! intended emitter change, regenerate them with
 //!
 //! ```sh
-//! VYRESCOPE_BLESS=1 cargo test --test emit_snapshots
+//! VYRESCOPE_BLESS=1 cargo test --test suite emit_snapshots::
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -25,44 +25,9 @@ fn fixture_files() -> Vec<PathBuf> {
     v
 }
 
-fn bless() -> bool {
-    std::env::var_os("VYRESCOPE_BLESS").is_some_and(|v| v != "0")
-}
 
 fn check(path: &Path, actual: &str) -> Result<(), String> {
-    if bless() {
-        std::fs::write(path, actual).map_err(|e| format!("{}: {e}", path.display()))?;
-        return Ok(());
-    }
-    let expected = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "{}: {e}; run `VYRESCOPE_BLESS=1 cargo test --test emit_snapshots` to create it",
-            path.display()
-        )
-    })?;
-    if expected == actual {
-        return Ok(());
-    }
-    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
-    let first = e
-        .iter()
-        .zip(&a)
-        .position(|(x, y)| x != y)
-        .unwrap_or(e.len().min(a.len()));
-    let mut diff = String::new();
-    for i in first.saturating_sub(2)..(first + 4).min(e.len().max(a.len())) {
-        if let Some(x) = e.get(i) {
-            diff.push_str(&format!("  -{:>4} {x}\n", i + 1));
-        }
-        if let Some(y) = a.get(i) {
-            diff.push_str(&format!("  +{:>4} {y}\n", i + 1));
-        }
-    }
-    Err(format!(
-        "{} differs from the emitted PTX at line {}\n{diff}run `VYRESCOPE_BLESS=1 cargo test --test emit_snapshots` if the change is intended",
-        path.display(),
-        first + 1
-    ))
+    crate::support::snapshot::check(path, actual, "emitted PTX", "emit_snapshots")
 }
 
 #[test]
@@ -86,7 +51,7 @@ fn emitted_fixtures_match_snapshots() {
         }
     }
     // No stale snapshots: every .ptx belongs to a fixture.
-    if !bless() {
+    if !crate::support::snapshot::blessing() {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let stem = e
                 .path()

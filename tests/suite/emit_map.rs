@@ -1,9 +1,7 @@
 //! Source-map and determinism properties over every fixture, plus emitter behaviour seen from
 //! outside (bounds-check elision, ABI, line info).
 
-mod support {
-    pub mod fixtures;
-}
+use crate::support;
 use support::fixtures::fixtures;
 
 use vyrescope::emit::{emit, source_map, EmitOptions};

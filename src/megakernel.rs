@@ -1,0 +1,59 @@
+//! Megakernel plans: dependence typing between the steps of a pipeline, the planner that groups
+//! steps into fused kernels separated by the weakest sufficient barriers, and fused emission.
+//!
+//! The meaning of a pipeline is always "every step as its own dispatch, in order"; every plan
+//! must compute exactly that. Anything the analysis cannot prove is a grid dependence, so a
+//! plan is never unsound.
+
+use serde::Serialize;
+
+/// How strongly step B depends on an earlier step A (the weakest sufficient separation).
+/// Ordered from weakest to strongest, so the separation a wave needs is the maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DepKind {
+    /// No shared buffer with a write: nothing needed.
+    None,
+    /// Every index B uses is the one the same invocation used in A: program order suffices.
+    Invocation,
+    /// Every access stays within the workgroup's own index range: `barrier(workgroup)`.
+    Workgroup,
+    /// Anything else, including everything unproven: a grid barrier.
+    Grid,
+}
+
+impl DepKind {
+    /// The name used in `plan --json` and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            DepKind::None => "none",
+            DepKind::Invocation => "invocation",
+            DepKind::Workgroup => "workgroup",
+            DepKind::Grid => "grid",
+        }
+    }
+}
+
+/// What a fused kernel puts between two consecutive steps of a group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Separation {
+    /// Index (into `Pipeline::steps`) of the step after which the separation sits.
+    pub after_step: usize,
+    /// The barrier: `None`/`Invocation` mean no barrier at all.
+    pub kind: DepKind,
+    /// Why (the dependence that forces it, or "no dependence").
+    pub reason: String,
+}
+
+/// One group of a plan as fused emission needs it: its steps in execution order and the
+/// separation after each step but the last.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FusedGroupSpec {
+    /// Step indices in execution order.
+    pub steps: Vec<usize>,
+    /// `separations[i]` sits between `steps[i]` and `steps[i + 1]`.
+    pub separations: Vec<Separation>,
+    /// Blocks of the persistent grid when the group has grid barriers (co-resident blocks);
+    /// `None` for a group that runs as one ordinary launch.
+    pub persistent_blocks: Option<u32>,
+}

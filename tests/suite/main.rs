@@ -1,0 +1,30 @@
+//! Every integration test in one binary: one link instead of one per file, which keeps a
+//! fresh `cargo test` build short. Run one area with `cargo test --test suite <module>::`.
+
+mod support;
+mod tui_helpers;
+
+mod cli_check;
+mod cli_occupancy;
+mod cli_run;
+mod compile_diagnostics;
+mod diagnostics_rules;
+mod emit_map;
+mod emit_opt;
+mod emit_snapshots;
+mod fixtures_coverage;
+mod fixtures_reference;
+mod gpu_worker;
+mod interp_props;
+mod invalid_fixtures;
+mod ir_print;
+mod ir_write;
+mod occupancy_h200_table;
+mod occupancy_model;
+mod ptxas;
+mod runtime_without_gpu;
+mod tui_scroll;
+mod tui_snapshots;
+mod tui_tmux;
+mod tui_update;
+mod validate_props;
