@@ -1,114 +1,13 @@
-//! Diagnostics: the one type every check reports in (validator, launch, compile and
-//! performance rules), keyed by node id.
+//! Diagnostics: the rule sets over the shared [`Diagnostic`] type (defined in
+//! [`crate::diagnostic`] so the validator can report without importing this layer).
 //!
 //! The rule sets: [`launch`] (will this launch run on this device: `L...`), [`compile`]
 //! (ptxas / driver JIT logs mapped back to IR nodes: `C...`) and [`perf`] (lints on why it may
 //! be slow: `P...`); [`affine`] is the index analysis the launch and performance rules share.
 
-use serde::Serialize;
-
-use crate::ir::NodeId;
+pub use crate::diagnostic::{Diagnostic, Severity};
 
 pub mod affine;
 pub mod compile;
 pub mod launch;
 pub mod perf;
-
-/// How serious a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The Program (or launch) cannot run.
-    Error,
-    /// It runs, but probably not as intended or not fast.
-    Warning,
-    /// Worth knowing.
-    Info,
-}
-
-/// One finding, with where it is and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Diagnostic {
-    /// Severity.
-    pub severity: Severity,
-    /// Stable rule code (`V...` validator, `L...` launch, `C...` compile, `P...` performance).
-    pub code: &'static str,
-    /// Statement node id; `None` for the Program as a whole (serialized as `"program"`).
-    #[serde(serialize_with = "ser_node")]
-    pub node: Option<NodeId>,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it (without the `Fix: ` prefix).
-    pub fix: String,
-}
-
-impl Diagnostic {
-    /// A diagnostic of any severity.
-    pub fn new(
-        severity: Severity,
-        code: &'static str,
-        node: Option<NodeId>,
-        message: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
-        Diagnostic {
-            severity,
-            code,
-            node,
-            message: message.into(),
-            fix: fix.into(),
-        }
-    }
-
-    /// An error.
-    pub fn error(
-        code: &'static str,
-        node: Option<NodeId>,
-        message: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
-        Self::new(Severity::Error, code, node, message, fix)
-    }
-
-    /// A warning.
-    pub fn warning(
-        code: &'static str,
-        node: Option<NodeId>,
-        message: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
-        Self::new(Severity::Warning, code, node, message, fix)
-    }
-
-    /// An informational note.
-    pub fn info(
-        code: &'static str,
-        node: Option<NodeId>,
-        message: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
-        Self::new(Severity::Info, code, node, message, fix)
-    }
-}
-
-fn ser_node<S: serde::Serializer>(n: &Option<NodeId>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(n.as_deref().unwrap_or("program"))
-}
-
-impl std::fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let sev = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        };
-        write!(
-            f,
-            "{sev}[{}] {}: {}\n  Fix: {}",
-            self.code,
-            self.node.as_deref().unwrap_or("program"),
-            self.message,
-            self.fix
-        )
-    }
-}

@@ -57,7 +57,7 @@
 
 use serde::Serialize;
 
-use crate::diagnostics::Severity;
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::ir::{ElemType, Program};
 
 mod address;
@@ -192,9 +192,16 @@ pub struct EmittedKernel {
 /// Why emission failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmitError {
-    /// The Program has validation errors.
-    #[error("program `{0}` is not valid; run `vyrescope check` for details\n  Fix: fix the reported diagnostics first")]
-    Invalid(String),
+    /// The Program has validation errors: the first one, with its code and node.
+    #[error(
+        "program `{program}` is not valid (`vyrescope check` lists every error): {diagnostic}"
+    )]
+    Invalid {
+        /// The Program's name.
+        program: String,
+        /// Its first validation error.
+        diagnostic: Box<Diagnostic>,
+    },
     /// Unsupported target.
     #[error("unsupported target sm_{0}\n  Fix: use one of 70, 75, 80, 86, 89, 90")]
     Target(u32),
@@ -237,7 +244,10 @@ pub fn emit(program: &Program, opts: &EmitOptions) -> Result<EmittedKernel, Emit
         .into_iter()
         .find(|d| d.severity == Severity::Error)
     {
-        return Err(EmitError::Invalid(format!("{}: {d}", program.name)));
+        return Err(EmitError::Invalid {
+            program: program.name.clone(),
+            diagnostic: Box::new(d),
+        });
     }
     let prog = crate::ir::elaborate(program);
     let printed = crate::ir::print::print_program(program);

@@ -50,32 +50,9 @@ pub const MAX_TOTAL_BYTES: u64 = 8 << 30;
 /// verify the result in reasonable time.
 pub const MAX_INVOCATIONS: u128 = 1 << 40;
 
-/// Workgroup size and grid of one dispatch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct LaunchShape {
-    /// Threads per workgroup, x/y/z.
-    pub workgroup_size: [u32; 3],
-    /// Workgroups, x/y/z.
-    pub grid: [u32; 3],
-}
+pub use crate::shape::LaunchShape;
 
 impl LaunchShape {
-    /// Threads per workgroup.
-    pub fn threads_per_workgroup(&self) -> u64 {
-        self.workgroup_size.iter().map(|&x| x as u64).product()
-    }
-
-    /// Workgroups in the grid.
-    pub fn workgroups(&self) -> u64 {
-        self.grid.iter().map(|&x| x as u64).product()
-    }
-
-    /// Total invocations (saturating at `u64::MAX`).
-    pub fn invocations(&self) -> u64 {
-        self.threads_per_workgroup()
-            .saturating_mul(self.workgroups())
-    }
-
     /// Checks that every dimension is positive, `gid` fits `u32` on every axis and the
     /// invocation count stays within [`MAX_INVOCATIONS`].
     pub fn check(&self) -> Result<(), InputError> {

@@ -52,14 +52,13 @@
 pub(crate) mod compile;
 pub(crate) mod exec;
 pub(crate) mod memory;
-pub(crate) mod ops;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
 use crate::inputs::{HostBuffer, LaunchShape};
-use crate::ir::Program;
+use crate::ir::{NodeId, Program};
 
 /// Default step budget: 2^34 node evaluations (minutes of work).
 pub const DEFAULT_FUEL: u64 = 1 << 34;
@@ -81,14 +80,41 @@ pub struct InterpStats {
 }
 
 /// Why the interpreter stopped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InterpError {
-    /// What happened (names the node where relevant).
+    /// Stable code: `I001` launch or buffers unusable, `I002` the Program does not compile
+    /// (invalid), `I003` the step budget ran out, `I004` a barrier not reached by every thread.
+    pub code: &'static str,
+    /// The statement where it happened, when one is to blame.
+    pub node: Option<NodeId>,
+    /// What happened.
     pub message: String,
     /// How to fix it.
     pub fix: String,
 }
+
+impl InterpError {
+    /// An error about the launch or the buffers (no statement to blame).
+    pub fn launch(message: impl Into<String>, fix: impl Into<String>) -> Self {
+        InterpError {
+            code: "I001",
+            node: None,
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for InterpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(node) = &self.node {
+            write!(f, "{node}: ")?;
+        }
+        write!(f, "{}\n  Fix: {}", self.message, self.fix)
+    }
+}
+
+impl std::error::Error for InterpError {}
 
 /// Interpreter settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +152,8 @@ pub fn run_with(
     options: &Options,
 ) -> Result<InterpStats, InterpError> {
     shape.check().map_err(|e| InterpError {
+        code: "I001",
+        node: None,
         message: e.message,
         fix: e.fix,
     })?;
@@ -137,6 +165,8 @@ pub fn run_with(
     for g in &code.globals {
         let Some(i) = buffers.iter().position(|b| b.name == g.name) else {
             return Err(InterpError {
+                code: "I001",
+                node: None,
                 message: format!("no host buffer `{}` was given", g.name),
                 fix: "prepare the buffers with `inputs::prepare` for this Program".into(),
             });
@@ -144,6 +174,8 @@ pub fn run_with(
         let b = &buffers[i];
         if b.elem != g.elem {
             return Err(InterpError {
+                code: "I001",
+                node: None,
                 message: format!(
                     "host buffer `{}` holds {} but the Program declares {}",
                     g.name, b.elem, g.elem
@@ -153,6 +185,8 @@ pub fn run_with(
         }
         if b.len() > u32::MAX as usize {
             return Err(InterpError {
+                code: "I001",
+                node: None,
                 message: format!(
                     "host buffer `{}` has {} elements; indices are u32",
                     g.name,
@@ -181,6 +215,8 @@ pub fn run_with(
     let state = lanes * (code.n_regs as u128 * 8 + 24) + per_unit as u128 * shared_bytes;
     if state > MAX_STATE_BYTES {
         return Err(InterpError {
+            code: "I001",
+            node: None,
             message: format!(
                 "interpreting {lanes} threads in lockstep ({}) needs about {} MiB of state, more than the {} MiB limit",
                 if code.has_grid_barrier { "a grid barrier makes the whole grid one unit" } else { "one workgroup" },

@@ -5,6 +5,7 @@
 //! carries its node id, the JSON path of the statement in the file (`body[1].then[0]`).
 
 pub mod ast;
+pub mod node_id;
 pub mod parse;
 pub mod pipeline;
 pub mod print;

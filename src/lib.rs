@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod diagnostic;
 pub mod diagnostics;
 pub mod emit;
 pub mod inputs;
@@ -11,5 +12,7 @@ pub mod megakernel;
 pub mod occupancy;
 pub mod report;
 pub mod runtime;
+pub mod semantics;
+pub mod shape;
 pub mod tui;
 pub mod validate;

@@ -60,16 +60,18 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::diagnostics::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::ir::{NodeId, Program};
 
 pub mod buffers;
 pub mod divergence;
 pub mod limits;
+pub mod load;
 pub mod scope;
 pub mod types;
 
 pub use limits::{MAX_EXPR_DEPTH, MAX_NODES, MAX_STMT_DEPTH};
+pub use load::{load, Loaded};
 
 /// Shared memory one workgroup may use on the H200 (opt-in maximum per block), bytes.
 pub const MAX_SHARED_BYTES: u64 = 232_448;

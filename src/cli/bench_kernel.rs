@@ -15,7 +15,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1 << 26)]
     pub elements: u64,
     /// Workgroup size override, `X,Y,Z`.
-    #[arg(long, value_parser = super::run::parse_dims)]
+    #[arg(long, value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
     /// Timed launches on resident buffers.
     #[arg(long, default_value_t = 20)]

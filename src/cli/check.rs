@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::diagnostics::{Diagnostic, Severity};
-use crate::ir::load_program;
+use crate::diagnostic::Diagnostic;
 
 /// Parse and validate Program files; exit 0 when all are valid.
 #[derive(Debug, clap::Args)]
@@ -28,30 +27,11 @@ struct FileReport {
     diagnostics: Vec<Diagnostic>,
 }
 
-/// Parses and validates one file: a parse error becomes one `V000` error diagnostic whose node
-/// is the JSON path of the offending value and whose message starts with `file:line:col`.
-pub fn check_file(path: &std::path::Path) -> Vec<Diagnostic> {
-    match load_program(path) {
-        Ok(p) => crate::validate::validate(&p),
-        Err(e) => vec![Diagnostic {
-            severity: Severity::Error,
-            code: "V000",
-            node: if e.path.is_empty() {
-                None
-            } else {
-                Some(e.path.clone())
-            },
-            message: format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message),
-            fix: e.fix,
-        }],
-    }
-}
-
 /// Runs `check`.
 pub fn run(a: &Args) -> i32 {
     let mut reports = Vec::new();
     for f in &a.files {
-        let diagnostics = check_file(f);
+        let diagnostics = crate::validate::load(f).diagnostics;
         let valid = crate::validate::is_valid(&diagnostics);
         reports.push(FileReport {
             file: f.display().to_string(),

@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, default_value_t = 90)]
     pub sm: u32,
     /// Workgroup size X,Y,Z (default: the Program's).
-    #[arg(long, value_parser = parse_wg)]
+    #[arg(long, value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
     /// Emit `.file`/`.loc` line info pointing at the IR printer's lines.
     #[arg(long)]
@@ -34,20 +34,6 @@ pub struct Args {
     /// Keep every loop rolled (no unrolling of small constant-trip loops), for comparison.
     #[arg(long)]
     pub no_unroll: bool,
-}
-
-fn parse_wg(s: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = s.split(',').collect();
-    let mut wg = [1u32; 3];
-    if parts.is_empty() || parts.len() > 3 {
-        return Err("expected X[,Y[,Z]] such as 256,1,1".into());
-    }
-    for (i, p) in parts.iter().enumerate() {
-        wg[i] = p.trim().parse().map_err(|_| {
-            format!("`{p}` is not a positive integer (expected X,Y,Z such as 256,1,1)")
-        })?;
-    }
-    Ok(wg)
 }
 
 /// Runs `emit`.

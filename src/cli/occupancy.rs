@@ -1,9 +1,9 @@
 //! `vyrescope occupancy`: the occupancy of a Program's kernel (`FILE`), or calculator mode
 //! (`--regs N` without a file).
 //!
-//! Kernel resources come from the live driver when the runtime provides one (see
-//! [`LiveDriver`] and [`run_with`]), else from `ptxas -v`, else the command refuses. The
-//! device is `--device NAME|FILE`, else the live GPU, else the bundled h200 profile (said so).
+//! Kernel resources come from `ptxas -v` (the same figures the driver reports, which
+//! `vyrescope selftest` checks on a GPU), else the command refuses. The device is
+//! `--device NAME|FILE`, else the bundled h200 profile (said so).
 
 use std::path::{Path, PathBuf};
 
@@ -26,11 +26,11 @@ use crate::occupancy::{
 pub struct Args {
     /// Program file (omit for calculator mode with --regs).
     pub file: Option<PathBuf>,
-    /// Device profile name or DeviceCaps JSON file (default: the live GPU, else h200).
+    /// Device profile name or DeviceCaps JSON file (default: the bundled h200 profile).
     #[arg(long)]
     pub device: Option<String>,
     /// Workgroup size X,Y,Z for FILE (default: the Program's).
-    #[arg(long, value_parser = parse_wg)]
+    #[arg(long, value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
     /// Calculator mode: registers per thread.
     #[arg(long)]
@@ -49,63 +49,27 @@ pub struct Args {
     pub json: bool,
 }
 
-fn parse_wg(s: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = s.split(',').collect();
-    if parts.len() > 3 {
-        return Err("expected X[,Y[,Z]] such as 256,1,1".into());
-    }
-    let mut wg = [1u32; 3];
-    for (slot, p) in wg.iter_mut().zip(&parts) {
-        *slot = p.trim().parse().map_err(|_| {
-            format!("`{p}` is not a positive integer (expected X,Y,Z such as 256,1,1)")
-        })?;
-    }
-    Ok(wg)
-}
-
-/// A live GPU: what the runtime offers this command (implemented by the runtime, which owns
-/// the driver; the command works without one).
-pub trait LiveDriver {
-    /// The probed device.
-    fn caps(&self) -> DeviceCaps;
-    /// Loads `kernel` and reports the driver's figures for it.
-    fn kernel_resources(&mut self, kernel: &EmittedKernel) -> Result<KernelResources, String>;
-}
-
-/// Runs `occupancy` without a live driver.
+/// Runs `occupancy`.
 pub fn run(a: &Args) -> i32 {
-    run_with(a, None)
-}
-
-/// Runs `occupancy`, asking `live` (when given) for the device and the kernel's resources.
-pub fn run_with(a: &Args, live: Option<&mut dyn LiveDriver>) -> i32 {
-    let (caps, device_note) = match resolve_device(a.device.as_deref(), live.as_deref()) {
+    let (caps, device_note) = match resolve_device(a.device.as_deref()) {
         Ok(x) => x,
         Err(e) => return super::fail(e),
     };
     match &a.file {
         None => calculator(a, &caps, &device_note),
-        Some(f) => program_mode(a, f, &caps, &device_note, live),
+        Some(f) => program_mode(a, f, &caps, &device_note),
     }
 }
 
-fn resolve_device(
-    arg: Option<&str>,
-    live: Option<&dyn LiveDriver>,
-) -> Result<(DeviceCaps, String), profiles::ProfileError> {
+fn resolve_device(arg: Option<&str>) -> Result<(DeviceCaps, String), profiles::ProfileError> {
     if let Some(d) = arg {
         let caps = profiles::load(d)?;
         let note = format!("{} ({}, --device {d})", caps.name, caps.source);
         return Ok((caps, note));
     }
-    if let Some(l) = live {
-        let caps = l.caps();
-        let note = format!("{} (live GPU, {})", caps.name, caps.source);
-        return Ok((caps, note));
-    }
     let caps = profiles::load(profiles::DEFAULT_PROFILE)?;
     let note = format!(
-        "{} (bundled `{}` profile, {}: no --device given and no GPU probed)",
+        "{} (bundled `{}` profile, {}: no --device given)",
         caps.name,
         profiles::DEFAULT_PROFILE,
         caps.source
@@ -244,28 +208,17 @@ pub fn sweep_table(rows: &[SweepRow]) -> String {
 }
 
 /// Where the kernel's resources came from.
-fn resources_for(
-    kernel: &EmittedKernel,
-    sm: u32,
-    live: Option<&mut dyn LiveDriver>,
-) -> Result<(KernelResources, String), String> {
-    let mut why_not_live = String::from("no GPU probed");
-    if let Some(l) = live {
-        match l.kernel_resources(kernel) {
-            Ok(r) => return Ok((r, "live driver".into())),
-            Err(e) => why_not_live = format!("the live driver failed: {e}"),
-        }
-    }
+fn resources_for(kernel: &EmittedKernel, sm: u32) -> Result<(KernelResources, String), String> {
     match ptxas::offline_resources(&kernel.ptx, sm) {
         Ok(o) => Ok((
             crate::diagnostics::compile::resources_from_ptxas(&o),
-            format!("ptxas -v for {} ({why_not_live})", o.arch),
+            format!("ptxas -v for {}", o.arch),
         )),
         Err(ptxas::PtxasError::NotFound) => Err(format!(
-            "no kernel resources for `{}`: {why_not_live} and ptxas is not installed\n  Fix: run on a machine with an NVIDIA GPU, or run scripts/install-ptxas.sh and export VYRESCOPE_PTXAS=<the path it prints>; or use calculator mode: vyrescope occupancy --regs N",
+            "no kernel resources for `{}`: ptxas is not installed\n  Fix: run on a machine with an NVIDIA GPU, or run scripts/install-ptxas.sh and export VYRESCOPE_PTXAS=<the path it prints>; or use calculator mode: vyrescope occupancy --regs N",
             kernel.kernel_name
         )),
-        Err(e) => Err(format!("no kernel resources for `{}`: {why_not_live}; {e}", kernel.kernel_name)),
+        Err(e) => Err(format!("no kernel resources for `{}`: {e}", kernel.kernel_name)),
     }
 }
 
@@ -273,13 +226,7 @@ fn sm_of(caps: &DeviceCaps) -> u32 {
     caps.cc_major * 10 + caps.cc_minor
 }
 
-fn program_mode(
-    a: &Args,
-    file: &Path,
-    caps: &DeviceCaps,
-    note: &str,
-    live: Option<&mut dyn LiveDriver>,
-) -> i32 {
+fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
     let program = match load_program(file) {
         Ok(p) => p,
         Err(e) => return super::fail(e),
@@ -296,7 +243,7 @@ fn program_mode(
         Ok(k) => k,
         Err(e) => return super::fail(e),
     };
-    let (res, res_source) = match resources_for(&kernel, sm, live) {
+    let (res, res_source) = match resources_for(&kernel, sm) {
         Ok(x) => x,
         Err(e) => return super::fail(e),
     };

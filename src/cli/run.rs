@@ -52,10 +52,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "reference")]
     pub backend: Backend,
     /// Workgroup size override, `X,Y,Z` (missing trailing values are 1).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_dims)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
     /// Grid (workgroup count) override, `X,Y,Z` (missing trailing values are 1).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_dims)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = crate::shape::parse_grid)]
     pub grid: Option<[u32; 3]>,
     /// Print the report as JSON: {"program", "backend", "grid", "workgroup_size",
     /// "outputs": {name: {"type", "len", "checksum", "first"}}, "elapsed_ms", "node_evals"}.
@@ -88,23 +88,6 @@ pub struct Args {
     /// launch); `device_ms` is then reported as null.
     #[arg(long)]
     pub no_device_timing: bool,
-}
-
-/// Parses `X`, `X,Y` or `X,Y,Z` (positive integers).
-pub fn parse_dims(s: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return Err(format!("`{s}` is not X,Y,Z"));
-    }
-    let mut d = [1u32; 3];
-    for (slot, p) in d.iter_mut().zip(&parts) {
-        *slot = p
-            .parse::<u32>()
-            .ok()
-            .filter(|&v| v > 0)
-            .ok_or_else(|| format!("`{p}` in `{s}` is not a positive integer"))?;
-    }
-    Ok(d)
 }
 
 /// Runs `program` on `backend` over `prepared`, in place; returns (elapsed ms, node evals).
@@ -206,19 +189,4 @@ pub fn run(a: &Args) -> i32 {
         print!("{}", report.to_text(&prepared.buffers));
     }
     0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_dims;
-
-    #[test]
-    fn dims_parse() {
-        assert_eq!(parse_dims("8"), Ok([8, 1, 1]));
-        assert_eq!(parse_dims("8, 2"), Ok([8, 2, 1]));
-        assert_eq!(parse_dims("8,2,3"), Ok([8, 2, 3]));
-        assert!(parse_dims("0,1,1").is_err());
-        assert!(parse_dims("1,2,3,4").is_err());
-        assert!(parse_dims("a").is_err());
-    }
 }

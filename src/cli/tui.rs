@@ -17,15 +17,11 @@ pub struct InspectorOpts {
     #[arg(long)]
     pub sm: Option<u32>,
     /// Workgroup size X,Y,Z (default: the program's).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_wg)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
     /// Reload the open program when its file changes on disk.
     #[arg(long)]
     pub watch: bool,
-}
-
-fn parse_wg(s: &str) -> Result<[u32; 3], String> {
-    tui::update::parse_workgroup(s)
 }
 
 /// Open the inspector; with --keys, replay keys headlessly and write the final screen.

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::ir::{BinOp, Builtin, Expr, Literal, Program, Scalar, Stmt, StmtKind, UnOp};
+use crate::ir::{BinOp, Builtin, Expr, Literal, NodeId, Program, Scalar, Stmt, StmtKind, UnOp};
 
 /// A coefficient: a known integer, or a uniform value only known at run time (e.g. a row
 /// length read from a buffer).
@@ -217,7 +217,7 @@ impl Index {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Access {
     /// Statement node id.
-    pub node: String,
+    pub node: NodeId,
     /// Buffer name.
     pub buffer: String,
     /// True for a store or atomic.
@@ -380,7 +380,7 @@ impl Walker {
         for (buffer, index, write) in found {
             let i = self.eval(&index);
             self.out.push(Access {
-                node: node.to_string(),
+                node: NodeId::from(node),
                 buffer,
                 write,
                 index: i,

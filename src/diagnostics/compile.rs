@@ -173,7 +173,13 @@ pub fn compile_diagnostics(log: &str, map: &SourceMap, ptx: Option<&str>) -> Vec
             message.push(')');
         }
         let fix = fix_for(m, node.as_deref());
-        out.push(Diagnostic::new(severity, code, node, message, fix));
+        out.push(Diagnostic::new(
+            severity,
+            code,
+            node.map(crate::ir::NodeId::from),
+            message,
+            fix,
+        ));
     }
     if out.is_empty() && !log.trim().is_empty() {
         let failed = log.to_ascii_lowercase().contains("error");

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use super::affine::accesses;
 use super::Diagnostic;
 use crate::inputs::LaunchShape;
-use crate::ir::Program;
+use crate::ir::{NodeId, Program};
 use crate::occupancy::{estimate, DeviceCaps, Estimate, KernelResources, Limiter};
 
 /// Shared memory banks (4 bytes wide) on every architecture the model supports.
@@ -185,7 +185,7 @@ struct Finding {
     code: &'static str,
     buffer: String,
     kind: &'static str,
-    nodes: Vec<String>,
+    nodes: Vec<NodeId>,
     detail: String,
     fix: String,
     info: bool,

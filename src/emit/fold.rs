@@ -2,7 +2,7 @@
 //!
 //! A folded constant must be exactly what the interpreter would compute at run time, so there
 //! is no second copy of the arithmetic here: folding calls the interpreter's one-lane
-//! evaluators (`interp::ops::{bin,un,cast,fma}_scalar`), which are the same code its
+//! evaluators (`semantics::{bin,un,cast,fma}_scalar`), which are the same code its
 //! vectorised operators run (wrapping integers, the PTX shift-amount rules, div/rem by zero =
 //! 0, IEEE floats without flush-to-zero, NaN-ignoring min/max with -0 < +0, saturating
 //! casts). The approximate operators (`rsqrt rcp exp exp2 log log2 sin cos tan tanh`) are
@@ -13,8 +13,8 @@
 //! to floats: `x + 0.0` is not `x` for `x = -0.0`, `x * 0.0` is not `0.0` for NaN or inf.
 
 use super::writer::{zero, Val};
-use crate::interp::ops;
 use crate::ir::{BinOp, Scalar, ScalarType, UnOp};
+use crate::semantics as ops;
 
 /// The result type of `a OP b` for operands of type `ty`.
 fn binary_result(op: BinOp, ty: ScalarType) -> ScalarType {

@@ -544,12 +544,9 @@ mod tests {
             T::A => a as u64,
             T::B => b as u64,
             T::K(k) => *k as u64,
-            T::Op(o, x, y) => crate::interp::ops::bin_scalar(
-                OPS[*o],
-                ScalarType::U32,
-                eval(x, a, b),
-                eval(y, a, b),
-            ),
+            T::Op(o, x, y) => {
+                crate::semantics::bin_scalar(OPS[*o], ScalarType::U32, eval(x, a, b), eval(y, a, b))
+            }
         }
     }
 

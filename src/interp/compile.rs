@@ -201,7 +201,9 @@ struct Compiler<'p> {
 
 fn err(node: &str, message: String) -> InterpError {
     InterpError {
-        message: format!("{node}: {message}"),
+        code: "I002",
+        node: Some(NodeId::from(node)),
+        message,
         fix: "run `vyrescope check` on the Program and fix the errors it reports".into(),
     }
 }

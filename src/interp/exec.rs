@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::compile::{BufRef, Code, ExprCode, Instr, SCode, SKind, Special};
 use super::memory::{decode, encode, Memory};
-use super::ops::{self, Lanes};
 use super::InterpError;
 use crate::inputs::LaunchShape;
+use crate::ir::NodeId;
 use crate::ir::{AtomicOp, BarrierScope, BinOp, Builtin, ElemType, ReduceOp, ScalarType};
+use crate::semantics::{self as ops, Lanes};
 
 /// The shared step budget of a dispatch.
 pub(crate) struct Fuel {
@@ -277,8 +278,10 @@ impl Unit {
         self.pending = 0;
         if used > cx.fuel.limit {
             return Err(InterpError {
+                code: "I003",
+                node: Some(NodeId::from(node)),
                 message: format!(
-                    "{node}: the step budget of {} node evaluations ran out in this loop",
+                    "the step budget of {} node evaluations ran out in this loop",
                     cx.fuel.limit
                 ),
                 fix: "check the loop's bounds (it may never end for some threads); if the work is \
@@ -304,8 +307,10 @@ impl Unit {
                 .count()
         };
         let fail = |what: String| InterpError {
+            code: "I004",
+            node: Some(NodeId::from(node)),
             message: format!(
-                "{node}: {what}; the other threads did not reach this barrier (a divergent \
+                "{what}; the other threads did not reach this barrier (a divergent \
                  barrier hangs or misbehaves on a GPU)"
             ),
             fix: "move the barrier out of any `if` or loop whose condition differs between \

@@ -6,8 +6,7 @@
 use super::run_spec::RunSpec;
 use super::types::{ElemType, Scalar, ScalarType};
 
-/// A statement's node id: its JSON path in the file (`body[1].then[0]`).
-pub type NodeId = String;
+pub use super::node_id::NodeId;
 
 /// One compute kernel.
 #[derive(Debug, Clone, PartialEq)]

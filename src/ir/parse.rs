@@ -271,7 +271,7 @@ impl<'de> Visitor<'de> for ProgramVisitor {
 /// Sets node ids (JSON paths) on a statement list and everything below it.
 pub fn assign_ids(list: &mut [Stmt], prefix: &str) {
     for (i, s) in list.iter_mut().enumerate() {
-        s.id = format!("{prefix}[{i}]");
+        s.id = NodeId::new(format!("{prefix}[{i}]"));
         let id = s.id.clone();
         match &mut s.kind {
             StmtKind::If {
@@ -399,7 +399,7 @@ struct RawStmt(Stmt);
 
 fn stmt(kind: StmtKind) -> Stmt {
     Stmt {
-        id: String::new(),
+        id: NodeId::default(),
         kind,
     }
 }

@@ -13,7 +13,7 @@ use crate::diagnostics::{launch, perf, Diagnostic, Severity};
 use crate::emit::{emit, EmitOptions, EmittedKernel, SourceMap};
 use crate::inputs::default_shape;
 use crate::ir::print::{print_program, PrintedLine};
-use crate::ir::{load_program, Program};
+use crate::ir::Program;
 use crate::occupancy::{
     estimate, suggest_block_sizes, sweep_block_sizes, DeviceCaps, FuncConfig, KernelResources,
     SweepRow,
@@ -215,14 +215,28 @@ pub struct Document {
 impl Document {
     /// Loads, prints and validates `path`.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let program = load_program(path).map_err(|e| e.to_string())?;
-        Ok(Self::from_program(path.to_path_buf(), program))
+        let loaded = crate::validate::load(path);
+        match loaded.program {
+            Some(program) => Ok(Self::from_validated(
+                path.to_path_buf(),
+                program,
+                loaded.diagnostics,
+            )),
+            None => Err(loaded
+                .first_error()
+                .map_or_else(|| "cannot load".to_string(), |d| d.to_string())),
+        }
     }
 
     /// Prints and validates an already parsed program.
     pub fn from_program(path: PathBuf, program: Program) -> Self {
-        let ir = print_program(&program).lines;
         let validation = validate(&program);
+        Self::from_validated(path, program, validation)
+    }
+
+    /// Prints a Program whose validation is already known.
+    fn from_validated(path: PathBuf, program: Program, validation: Vec<Diagnostic>) -> Self {
+        let ir = print_program(&program).lines;
         let mut stmt_count = 0usize;
         program.walk_stmts(&mut |_| stmt_count += 1);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -333,7 +333,7 @@ fn jump_block(app: &mut App, forward: bool) {
                 let has = app
                     .ptx_view()
                     .is_some_and(|v| !v.corr.lines_of(&node).is_empty());
-                has.then_some(node)
+                has.then_some(node.to_string())
             }
             Focus::Ptx => app.ptx_view()?.corr.node_at(i).map(str::to_string),
             _ => None,
@@ -424,7 +424,7 @@ fn submit_prompt(app: &mut App) {
             app.search = Some((f, text));
             search_step(app, true, true);
         }
-        PromptKind::Workgroup => match parse_workgroup(&text) {
+        PromptKind::Workgroup => match crate::shape::parse_workgroup(&text) {
             Ok(wg) => set_workgroup(app, wg),
             Err(e) => error(app, e),
         },
@@ -451,26 +451,6 @@ fn submit_prompt(app: &mut App) {
         }
         PromptKind::ExportPath => export_view(app, Some(std::path::PathBuf::from(text))),
     }
-}
-
-/// Parses `X`, `X,Y` or `X,Y,Z` (commas, spaces or `x` between).
-pub fn parse_workgroup(s: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = s
-        .split(|c: char| c == ',' || c == 'x' || c.is_whitespace())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return Err(format!("workgroup `{s}`: expected X,Y,Z (e.g. 256,1,1)"));
-    }
-    let mut wg = [1u32; 3];
-    for (i, p) in parts.iter().enumerate() {
-        wg[i] = p
-            .parse::<u32>()
-            .ok()
-            .filter(|v| *v > 0)
-            .ok_or_else(|| format!("workgroup `{s}`: `{p}` is not a positive integer"))?;
-    }
-    Ok(wg)
 }
 
 fn max_threads(app: &App) -> u32 {

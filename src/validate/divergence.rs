@@ -17,8 +17,8 @@
 
 use std::collections::HashMap;
 
-use crate::diagnostics::Severity;
-use crate::ir::{Access, BarrierScope, Builtin, Expr, Program, Stmt, StmtKind};
+use crate::diagnostic::Severity;
+use crate::ir::{Access, BarrierScope, Builtin, Expr, NodeId, Program, Stmt, StmtKind};
 
 use super::limits::{expr_children, stmt_exprs};
 use super::scope::Scopes;
@@ -72,7 +72,7 @@ impl Why {
 #[derive(Debug, Clone)]
 struct Ctrl {
     /// Node id of the `if` or loop.
-    node: String,
+    node: NodeId,
     /// `if` or `loop`.
     kind: &'static str,
     why: Why,
@@ -81,7 +81,7 @@ struct Ctrl {
 /// A `return` taken under non-uniform control.
 #[derive(Debug, Clone)]
 struct Diverged {
-    ret: String,
+    ret: NodeId,
     ctrl: Ctrl,
 }
 

@@ -507,7 +507,12 @@ fn divergent_return_poisons_later_barriers() {
     );
     let got: Vec<_> = d
         .iter()
-        .map(|d| (d.code, d.node.clone().unwrap_or_default()))
+        .map(|d| {
+            (
+                d.code,
+                d.node.as_ref().map(|n| n.to_string()).unwrap_or_default(),
+            )
+        })
         .collect();
     assert_eq!(
         got,

@@ -11,7 +11,7 @@
 //! A variable whose declaration had an error gets no type (`None`); operations on it are not
 //! checked further, so one mistake yields one diagnostic instead of a cascade.
 
-use crate::diagnostics::Severity;
+use crate::diagnostic::Severity;
 use crate::ir::parse::is_ident;
 use crate::ir::{
     Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, Literal, Program, ReduceOp, Scalar,

@@ -127,6 +127,10 @@ fn bad_overrides_are_errors() {
         "--grid",
         "4294967295,65535,65535",
     ]);
-    assert_eq!(code, 1);
-    assert!(err.contains("Fix:"), "{err}");
+    // Rejected while parsing the arguments (the same limits as every other shape option).
+    assert_ne!(code, 0);
+    assert!(err.contains("limit") && err.contains("Fix:"), "{err}");
+    let (code, _, err) = vyrescope(&["run", file.to_str().unwrap(), "--workgroup", "2048,1,1"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("1024") && err.contains("Fix:"), "{err}");
 }

@@ -25,7 +25,6 @@ fn fixture_files() -> Vec<PathBuf> {
     v
 }
 
-
 fn check(path: &Path, actual: &str) -> Result<(), String> {
     crate::support::snapshot::check(path, actual, "emitted PTX", "emit_snapshots")
 }

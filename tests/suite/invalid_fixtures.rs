@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use vyrescope::cli::check::check_file;
 use vyrescope::diagnostics::Severity;
+use vyrescope::validate::load;
 
 struct Expected {
     code: String,
@@ -75,7 +75,7 @@ fn every_invalid_fixture_gives_its_expected_first_diagnostic() {
     assert!(all.len() >= 24, "only {} invalid fixtures", all.len());
     let mut failures = Vec::new();
     for (path, exp) in &all {
-        let diags = check_file(path);
+        let diags = load(path).diagnostics;
         let Some(first) = diags.first() else {
             failures.push(format!("{}: no diagnostic at all", path.display()));
             continue;

@@ -32,7 +32,6 @@ fn fixture_files() -> Vec<PathBuf> {
     files
 }
 
-
 fn check_snapshot(path: &Path, actual: &str) -> Result<(), String> {
     crate::support::snapshot::check(path, actual, "printed IR", "ir_print")
 }

@@ -15,7 +15,8 @@ use vyrescope::tui::replay::render;
 fn check(name: &str, got: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("tests/snapshots/tui/{name}.txt"));
-    if let Err(e) = crate::support::snapshot::check(&path, got, "rendered screen", "tui_snapshots") {
+    if let Err(e) = crate::support::snapshot::check(&path, got, "rendered screen", "tui_snapshots")
+    {
         panic!("snapshot {name}: {e}\n--- got ---\n{got}");
     }
 }

@@ -46,7 +46,7 @@ fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
             .unwrap()
             .ir
             .iter()
-            .map(|l| l.node.clone())
+            .map(|l| l.node.as_ref().map(|n| n.to_string()))
             .collect();
         press(&mut a, &[Command::Home]);
         for (i, node) in doc_lines.iter().enumerate() {

@@ -152,7 +152,7 @@ fn generator_covers_the_interesting_forms() {
 
 fn st(kind: StmtKind) -> Stmt {
     Stmt {
-        id: String::new(),
+        id: Default::default(),
         kind,
     }
 }
@@ -174,7 +174,7 @@ fn very_deep_statements_are_rejected_without_recursion() {
     // Ids are set here (not by the recursive `assign_ids`): JSON paths this deep would be huge.
     for n in 0..depth {
         body = vec![Stmt {
-            id: format!("n{n}"),
+            id: format!("n{n}").into(),
             kind: StmtKind::Block(body),
         }];
     }

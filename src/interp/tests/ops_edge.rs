@@ -2,8 +2,8 @@
 
 use crate::interp::exec::{atomic_op, reduce_op};
 use crate::interp::memory::{decode, encode};
-use crate::interp::ops::{bin_scalar, cast_scalar, fma_scalar, un_scalar};
 use crate::ir::{AtomicOp, BinOp as B, ElemType, ReduceOp, ScalarType as T, UnOp as U};
+use crate::semantics::{bin_scalar, cast_scalar, fma_scalar, un_scalar};
 
 fn u(v: u32) -> u64 {
     v as u64

@@ -20,6 +20,8 @@ fn program(buffers: &str, body: &str, wg: [u32; 3], run: &str) -> Program {
 
 fn exec(p: &Program) -> Result<Vec<HostBuffer>, InterpError> {
     let mut r = prepare(p, Path::new("."), None, None).map_err(|e| InterpError {
+        code: "I001",
+        node: None,
         message: e.message,
         fix: e.fix,
     })?;
@@ -238,7 +240,9 @@ fn divergent_barrier_is_reported() {
         r#"{"elements": 64}"#,
     );
     let e = exec(&p).unwrap_err();
-    assert!(e.message.contains("body[0].then[0]"), "{e}");
+    assert_eq!(e.node.as_deref(), Some("body[0].then[0]"), "{e}");
+    assert_eq!(e.code, "I004");
+    assert!(e.to_string().starts_with("body[0].then[0]: "), "{e}");
     assert!(e.to_string().contains("Fix:"));
     // A workgroup-uniform condition is fine.
     let p = program(
@@ -452,7 +456,8 @@ fn fuel_turns_runaway_loops_into_errors() {
         ..Options::default()
     };
     let e = run_with(&p, &r.shape, &mut r.buffers, &opts).unwrap_err();
-    assert!(e.message.contains("body[1].block[0]"), "{e}");
+    assert_eq!(e.node.as_deref(), Some("body[1].block[0]"), "{e}");
+    assert_eq!(e.code, "I003");
     assert!(e.message.contains("budget"), "{e}");
     assert_eq!(r.buffers, before, "buffers untouched on error");
 }

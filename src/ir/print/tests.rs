@@ -114,7 +114,7 @@ fn statements_with_node_ids_and_braces() {
         .iter()
         .skip_while(|l| l.code != "}")
         .skip(1)
-        .map(|l| (l.code.clone(), l.node.clone()))
+        .map(|l| (l.code.clone(), l.node.as_ref().map(|n| n.to_string())))
         .collect();
     let want: Vec<(&str, Option<&str>)> = vec![
         ("let i: u32 = gid.x", Some("body[0]")),

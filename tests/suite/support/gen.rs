@@ -229,7 +229,7 @@ pub fn valid_program(seed: u64, cfg: &Config) -> Program {
     };
     let wg = g.rng.pick(&cfg.workgroups);
     let mut body = vec![Stmt {
-        id: String::new(),
+        id: Default::default(),
         kind: StmtKind::Let {
             name: "i".into(),
             value: Expr::Builtin(Builtin::GlobalId(Axis::X)),
@@ -302,7 +302,7 @@ fn run_spec(rng: &mut Rng, buffers: &[BufferDecl]) -> RunSpec {
 
 fn st(kind: StmtKind) -> Stmt {
     Stmt {
-        id: String::new(),
+        id: Default::default(),
         kind,
     }
 }

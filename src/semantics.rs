@@ -1,11 +1,12 @@
-//! Lane-vectorised operators: one call applies an operator to every active lane.
+//! The scalar operator semantics every layer shares: lane-vectorised operators (one call
+//! applies an operator to every active lane) and their one-lane forms.
 //!
 //! Values live in registers as `u64` bit patterns (`u32`/`i32`/`f32`/`bool` in the low 32 bits,
 //! `bool` as 0/1, floats as IEEE bits). Each operator is matched once per call and then runs a
 //! tight loop over the active lanes, which is what makes the interpreter fast. The scalar
 //! helpers ([`bin_scalar`], ...) run the very same code on one lane, so atomics, reductions,
 //! tests and the emitter's constant folder (`emit::fold`) share one definition of every
-//! operator's semantics (SEMANTICS.md).
+//! operator's semantics (docs/semantics.md).
 
 use crate::ir::{BinOp, ScalarType, UnOp};
 

@@ -1,0 +1,106 @@
+//! The one finding type every check reports in (validator, launch, compile and performance
+//! rules): [`Diagnostic`] with its [`Severity`], keyed by node id. It sits at the bottom of the
+//! module graph (it imports only `ir`) so that every layer can speak it.
+
+use serde::Serialize;
+
+use crate::ir::NodeId;
+
+/// How serious a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The Program (or launch) cannot run.
+    Error,
+    /// It runs, but probably not as intended or not fast.
+    Warning,
+    /// Worth knowing.
+    Info,
+}
+
+/// One finding, with where it is and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Severity.
+    pub severity: Severity,
+    /// Stable rule code (`V...` validator, `L...` launch, `C...` compile, `P...` performance).
+    pub code: &'static str,
+    /// Statement node id; `None` for the Program as a whole (serialized as `"program"`).
+    #[serde(serialize_with = "ser_node")]
+    pub node: Option<NodeId>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it (without the `Fix: ` prefix).
+    pub fix: String,
+}
+
+impl Diagnostic {
+    /// A diagnostic of any severity.
+    pub fn new(
+        severity: Severity,
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity,
+            code,
+            node,
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// An error.
+    pub fn error(
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Self::new(Severity::Error, code, node, message, fix)
+    }
+
+    /// A warning.
+    pub fn warning(
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Self::new(Severity::Warning, code, node, message, fix)
+    }
+
+    /// An informational note.
+    pub fn info(
+        code: &'static str,
+        node: Option<NodeId>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Self::new(Severity::Info, code, node, message, fix)
+    }
+}
+
+fn ser_node<S: serde::Serializer>(n: &Option<NodeId>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(n.as_deref().unwrap_or("program"))
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        };
+        write!(
+            f,
+            "{sev}[{}] {}: {}\n  Fix: {}",
+            self.code,
+            self.node.as_deref().unwrap_or("program"),
+            self.message,
+            self.fix
+        )
+    }
+}

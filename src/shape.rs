@@ -1,0 +1,151 @@
+//! Launch shapes: the workgroup size and grid of a dispatch, and the one parser of the
+//! `X,Y,Z` / `16x16` workgroup and grid syntax that the CLI and the inspector share, with the
+//! same limits everywhere.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Most threads in one workgroup (CUDA's block limit on every supported GPU).
+pub const MAX_WORKGROUP_THREADS: u64 = 1024;
+/// Most threads along each workgroup axis (CUDA: 1024, 1024, 64).
+pub const MAX_WORKGROUP_DIMS: [u32; 3] = [1024, 1024, 64];
+/// Most workgroups along each grid axis (CUDA: 2^31 - 1, 65535, 65535).
+pub const MAX_GRID_DIMS: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
+/// Workgroup size and grid of one dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct LaunchShape {
+    /// Threads per workgroup, x/y/z.
+    pub workgroup_size: [u32; 3],
+    /// Workgroups, x/y/z.
+    pub grid: [u32; 3],
+}
+
+impl LaunchShape {
+    /// Threads per workgroup.
+    pub fn threads_per_workgroup(&self) -> u64 {
+        self.workgroup_size.iter().map(|&x| x as u64).product()
+    }
+
+    /// Workgroups in the grid.
+    pub fn workgroups(&self) -> u64 {
+        self.grid.iter().map(|&x| x as u64).product()
+    }
+
+    /// Total invocations (saturating at `u64::MAX`).
+    pub fn invocations(&self) -> u64 {
+        self.threads_per_workgroup()
+            .saturating_mul(self.workgroups())
+    }
+}
+
+/// A workgroup size parsed from `X`, `X,Y`, `X,Y,Z` or `16x16` (commas, `x` or spaces between),
+/// every axis positive and within CUDA's block limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Workgroup(pub [u32; 3]);
+
+/// A grid (workgroup counts) parsed like [`Workgroup`], within CUDA's grid limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Grid(pub [u32; 3]);
+
+/// Splits `s` into one to three positive integers, each at most `max[axis]`.
+fn parse_dims(s: &str, what: &str, max: [u32; 3]) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s
+        .split(|c: char| c == ',' || c == 'x' || c == 'X' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!(
+            "{what} `{s}`: expected X, X,Y or X,Y,Z\n  Fix: write one to three positive integers, e.g. 256,1,1 or 16x16"
+        ));
+    }
+    let mut dims = [1u32; 3];
+    for (axis, p) in parts.iter().enumerate() {
+        let v = p
+            .parse::<u32>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| {
+                format!(
+                    "{what} `{s}`: `{p}` is not a positive integer\n  Fix: every axis is at least 1, e.g. 256,1,1"
+                )
+            })?;
+        if v > max[axis] {
+            let name = ["x", "y", "z"][axis];
+            return Err(format!(
+                "{what} `{s}`: {name} = {v} is above CUDA's limit of {} along {name}\n  Fix: use at most {} along {name} (spread the work over other axes)",
+                max[axis], max[axis]
+            ));
+        }
+        dims[axis] = v;
+    }
+    Ok(dims)
+}
+
+impl FromStr for Workgroup {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let d = parse_dims(s, "workgroup", MAX_WORKGROUP_DIMS)?;
+        let threads: u64 = d.iter().map(|&v| v as u64).product();
+        if threads > MAX_WORKGROUP_THREADS {
+            return Err(format!(
+                "workgroup `{s}`: {threads} threads, above CUDA's limit of {MAX_WORKGROUP_THREADS} per workgroup\n  Fix: use at most {MAX_WORKGROUP_THREADS} threads, e.g. 256,1,1 or 32x32"
+            ));
+        }
+        Ok(Workgroup(d))
+    }
+}
+
+impl FromStr for Grid {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_dims(s, "grid", MAX_GRID_DIMS).map(Grid)
+    }
+}
+
+impl fmt::Display for Workgroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{},{},{}", self.0[0], self.0[1], self.0[2])
+    }
+}
+
+/// [`Workgroup`]'s parser as a plain function (for clap's `value_parser` and the inspector's
+/// prompt).
+pub fn parse_workgroup(s: &str) -> Result<[u32; 3], String> {
+    s.parse::<Workgroup>().map(|w| w.0)
+}
+
+/// [`Grid`]'s parser as a plain function.
+pub fn parse_grid(s: &str) -> Result<[u32; 3], String> {
+    s.parse::<Grid>().map(|g| g.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_parses_to_the_same_shape() {
+        for s in ["16x16", "16,16", "16,16,1", "16 16 1", " 16, 16 "] {
+            assert_eq!(parse_workgroup(s), Ok([16, 16, 1]), "{s}");
+        }
+        assert_eq!(parse_workgroup("256"), Ok([256, 1, 1]));
+        assert_eq!(parse_grid("8, 2"), Ok([8, 2, 1]));
+    }
+
+    #[test]
+    fn limits_are_the_same_for_every_caller() {
+        for bad in [
+            "0,1,1", "2048,1,1", "1,1,65", "64x32", "1,2,3,4", "a", "", "-1",
+        ] {
+            assert!(parse_workgroup(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_workgroup("1024"), Ok([1024, 1, 1]));
+        assert_eq!(parse_workgroup("1,1,64"), Ok([1, 1, 64]));
+        assert!(parse_grid("0").is_err());
+        assert!(parse_grid("1,65536").is_err());
+        assert_eq!(parse_grid("2147483647"), Ok([i32::MAX as u32, 1, 1]));
+    }
+}
