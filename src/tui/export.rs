@@ -1,8 +1,7 @@
 //! `x`: the data behind the current view as JSON, written atomically (a temp file in the
 //! target directory, then rename), next to the program or to a chosen path.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
@@ -124,29 +123,7 @@ fn counters_json(c: &[(String, String)]) -> Value {
     Value::Object(m)
 }
 
-/// Writes `bytes` to `path` atomically: a sibling temp file, flushed and synced, renamed
-/// over the target, so readers never see half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
+pub use crate::util::write_atomic;
 
 /// Exports the current view to `to` (or the default path); returns where it went.
 pub fn export(app: &App, to: Option<PathBuf>) -> Result<PathBuf, ExportError> {
@@ -161,26 +138,4 @@ pub fn export(app: &App, to: Option<PathBuf>) -> Result<PathBuf, ExportError> {
         source,
     })?;
     Ok(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
-        let dir = std::env::temp_dir().join(format!("vyrescope-export-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("a.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-        assert!(write_atomic(&dir.join("missing/x.json"), b"x").is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }
