@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry, PinnedBuffer};
+use super::driver::staging::StagingSlot;
+use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry};
 use super::jit::KernelHandle;
 use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
 use crate::emit::KernelAbi;
@@ -170,17 +171,13 @@ impl ResidentSet {
 /// The pinned staging ring.
 #[derive(Default)]
 pub(crate) struct Staging {
-    slots: Vec<(PinnedBuffer, Event)>,
-    /// Slots whose event was recorded (a copy may still be using them).
-    used: Vec<bool>,
+    slots: Vec<StagingSlot>,
 }
 
 impl Staging {
     fn ensure(&mut self) -> std::result::Result<(), DriverError> {
         while self.slots.len() < STAGING_SLOTS {
-            self.slots
-                .push((PinnedBuffer::alloc(STAGING_CHUNK)?, Event::create(false)?));
-            self.used.push(false);
+            self.slots.push(StagingSlot::new(STAGING_CHUNK)?);
         }
         Ok(())
     }
@@ -670,16 +667,15 @@ fn upload_into(
             for (ci, piece) in b.data.chunks(STAGING_CHUNK).enumerate() {
                 let s = k % STAGING_SLOTS;
                 k += 1;
-                let (pinned, ev) = &mut sess.staging.slots[s];
-                if sess.staging.used[s] {
-                    // The slot's previous copy must be done before its bytes are replaced.
-                    ev.synchronize()?;
-                    c.syncs += 1;
-                }
-                par_copy(&mut pinned.as_mut_slice()[..piece.len()], piece);
-                d.upload_async(ci * STAGING_CHUNK, pinned, piece.len(), &sess.stream)?;
-                ev.record(&sess.stream)?;
-                sess.staging.used[s] = true;
+                // The slot waits for its previous copy before its bytes are replaced.
+                let waited = sess.staging.slots[s].upload(
+                    piece.len(),
+                    |dst| par_copy(dst, piece),
+                    &d,
+                    ci * STAGING_CHUNK,
+                    &sess.stream,
+                )?;
+                c.syncs += u64::from(waited);
                 c.h2d += piece.len() as u64;
             }
         }
@@ -712,31 +708,28 @@ fn download_from(
             off += len;
         }
     }
-    let sess: &super::Session = sess;
-    let issue = |sess: &super::Session, j: usize| -> std::result::Result<(), DriverError> {
+    let staging = &mut sess.staging;
+    let stream = &sess.stream;
+    let issue = |staging: &mut Staging, j: usize| -> std::result::Result<u64, DriverError> {
         let (i, off, len) = chunks[j];
-        let s = j % STAGING_SLOTS;
-        let (pinned, ev) = &sess.staging.slots[s];
-        devs[i].download_async(off, pinned, len, &sess.stream)?;
-        ev.record(&sess.stream)
+        let waited = staging.slots[j % STAGING_SLOTS].download(&devs[i], off, len, stream)?;
+        Ok(u64::from(waited))
     };
     // Slots may still hold an upload in flight from this same stream; stream order makes
     // the downloads wait for it, and the host reads a slot only after its event.
     for j in 0..chunks.len().min(STAGING_SLOTS) {
-        issue(sess, j)?;
+        c.syncs += issue(staging, j)?;
     }
     for j in 0..chunks.len() {
-        let s = j % STAGING_SLOTS;
-        sess.staging.slots[s].1.synchronize()?;
-        c.syncs += 1;
         let (i, off, len) = chunks[j];
         par_copy(
             &mut buffers[i].data[off..off + len],
-            &sess.staging.slots[s].0.as_slice()[..len],
+            staging.slots[j % STAGING_SLOTS].read(len)?,
         );
+        c.syncs += 1;
         c.d2h += len as u64;
         if j + STAGING_SLOTS < chunks.len() {
-            issue(sess, j + STAGING_SLOTS)?;
+            c.syncs += issue(staging, j + STAGING_SLOTS)?;
         }
     }
     Ok(())
