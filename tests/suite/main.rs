@@ -9,6 +9,7 @@ mod cli_occupancy;
 mod cli_run;
 mod compile_diagnostics;
 mod diagnostics_rules;
+mod docs_links;
 mod emit_map;
 mod emit_opt;
 mod emit_snapshots;
