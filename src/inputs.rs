@@ -34,17 +34,28 @@
 //!   even and must not overflow to infinity (`"inf"`/`"nan"` pass through), `true`/`false`
 //!   only for `bool` (0/1 also accepted there).
 //! - `file`: raw little-endian elements, path relative to the Program file's folder; the size
-//!   must be a multiple of the element size.
+//!   must be a multiple of the element size. The file must be a regular file inside the
+//!   Program's folder (or the folder given with `--root DIR`), see [`resolve_input_file`].
 
 pub mod contents;
 pub mod prng;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::ir::{Access, ElemType, InputSource, Program};
 
-/// Largest total size of all host buffers of one dispatch (8 GiB).
+/// Largest memory footprint of one dispatch's host side (8 GiB): the host buffers plus the
+/// staging copy each one needs (the pinned upload/readback copy on the GPU path, the oracle's
+/// copy under `--verify`), see [`FOOTPRINT_COPIES`].
 pub const MAX_TOTAL_BYTES: u64 = 8 << 30;
+
+/// How many copies of each host buffer a run holds at once (the buffer and its staging copy);
+/// the footprint checked against [`MAX_TOTAL_BYTES`] is the buffers' size times this.
+pub const FOOTPRINT_COPIES: u64 = 2;
+
+/// Folders whose files are never input data, whatever `--root` says: kernel and device views
+/// that change under the reader or never end.
+const SYSTEM_PREFIXES: [&str; 3] = ["/proc", "/sys", "/dev"];
 
 /// Largest invocation count of one dispatch (2^40); beyond it no backend here can run or
 /// verify the result in reasonable time.
@@ -153,14 +164,102 @@ fn explicit_len(
     elem: ElemType,
     src: &InputSource,
     len: Option<u64>,
-    base_dir: &Path,
+    files: &FileRoot,
 ) -> Result<Option<u64>, InputError> {
     Ok(match (len, src) {
         (Some(n), _) => Some(n),
         (None, InputSource::Data(d)) => Some(d.len() as u64),
-        (None, InputSource::File(f)) => Some(file_len(name, elem, &base_dir.join(f))?),
+        (None, InputSource::File(f)) => {
+            let path = files.resolve(f, &format!("input `{name}`"))?;
+            Some(file_len(name, elem, &path)?)
+        }
         (None, InputSource::Fill(_)) => None,
     })
+}
+
+/// Where `file` inputs are looked up (`base`, the Program's folder) and the folder they must
+/// stay inside (`root`: the Program's folder, unless the user widened it with `--root DIR`).
+#[derive(Debug, Clone, Copy)]
+pub struct FileRoot<'a> {
+    /// Folder relative paths resolve against.
+    pub base: &'a Path,
+    /// Folder every resolved file must lie inside (after following symbolic links).
+    pub root: &'a Path,
+}
+
+impl<'a> FileRoot<'a> {
+    /// Files resolve against `base` and must stay inside it.
+    pub fn program_folder(base: &'a Path) -> Self {
+        FileRoot { base, root: base }
+    }
+
+    /// Resolves `rel` with [`resolve_input_file`]; `what` names the input in messages.
+    pub fn resolve(&self, rel: &str, what: &str) -> Result<PathBuf, InputError> {
+        resolve_input_file(self.base, self.root, rel, what)
+    }
+}
+
+/// The one check for a data file named inside a Program or pipeline file: `rel` is resolved
+/// against `base` (the Program's folder), every symbolic link is followed, and the result must
+/// lie inside `root` (the Program's folder unless the user passed `--root DIR`), must not be
+/// under `/proc`, `/sys` or `/dev`, and must be a regular file (no FIFO, device or folder).
+/// Returns the canonical path to read; `what` names the input in messages.
+pub fn resolve_input_file(
+    base: &Path,
+    root: &Path,
+    rel: &str,
+    what: &str,
+) -> Result<PathBuf, InputError> {
+    let widen = "keep data files inside the Program's folder (a relative path without `..` out of it and without symbolic links out of it), or allow a wider folder with --root DIR";
+    if rel.is_empty() {
+        return Err(InputError {
+            message: format!("{what}: the file path is empty"),
+            fix: "name a raw little-endian file relative to the Program's folder".into(),
+        });
+    }
+    let joined = base.join(rel);
+    let canon_root = root.canonicalize().map_err(|e| InputError {
+        message: format!("{what}: cannot resolve the folder {}: {e}", root.display()),
+        fix: "check that the Program's folder (or --root DIR) exists".into(),
+    })?;
+    let canon = joined.canonicalize().map_err(|e| InputError {
+        message: format!("{what}: cannot read {}: {e}", joined.display()),
+        fix: "the path is relative to the Program file's folder; check that the file exists".into(),
+    })?;
+    if SYSTEM_PREFIXES.iter().any(|p| canon.starts_with(p)) {
+        return Err(InputError {
+            message: format!(
+                "{what}: {rel} resolves to {}, a system file (under /proc, /sys or /dev); refusing to read it",
+                canon.display()
+            ),
+            fix: "copy the data into a regular file inside the Program's folder".into(),
+        });
+    }
+    if !canon.starts_with(&canon_root) {
+        return Err(InputError {
+            message: format!(
+                "{what}: {rel} resolves to {}, outside the allowed folder {}",
+                canon.display(),
+                canon_root.display()
+            ),
+            fix: widen.into(),
+        });
+    }
+    let meta = std::fs::metadata(&canon).map_err(|e| InputError {
+        message: format!("{what}: cannot read {}: {e}", canon.display()),
+        fix: "check that the file exists and is readable".into(),
+    })?;
+    if !meta.is_file() {
+        return Err(InputError {
+            message: format!(
+                "{what}: {} is {}, not a regular file; refusing to read it",
+                canon.display(),
+                crate::util::read_limited::file_kind(meta.file_type())
+            ),
+            fix: "name a regular file of raw little-endian elements".into(),
+        });
+    }
+    Ok(canon)
 }
 
 /// Element count of a raw input file (checked against the element size).
@@ -183,10 +282,21 @@ fn file_len(name: &str, elem: ElemType, path: &Path) -> Result<u64, InputError> 
     Ok(meta.len() / size)
 }
 
-/// Builds the launch shape and host buffers for `program`; `base_dir` resolves `file` inputs.
+/// Builds the launch shape and host buffers for `program`; `base_dir` resolves `file` inputs,
+/// which must stay inside it (see [`resolve_input_file`]).
 pub fn prepare(
     program: &Program,
     base_dir: &Path,
+    workgroup: Option<[u32; 3]>,
+    grid: Option<[u32; 3]>,
+) -> Result<PreparedRun, InputError> {
+    prepare_rooted(program, FileRoot::program_folder(base_dir), workgroup, grid)
+}
+
+/// [`prepare`] with `file` inputs allowed anywhere inside `files.root` (`--root DIR`).
+pub fn prepare_rooted(
+    program: &Program,
+    files: FileRoot,
     workgroup: Option<[u32; 3]>,
     grid: Option<[u32; 3]>,
 ) -> Result<PreparedRun, InputError> {
@@ -217,7 +327,7 @@ pub fn prepare(
     let mut explicit = Vec::with_capacity(host.len());
     for b in &host {
         explicit.push(match input_of(&b.name) {
-            Some(s) => explicit_len(&b.name, b.elem, &s.source, s.len, base_dir)?,
+            Some(s) => explicit_len(&b.name, b.elem, &s.source, s.len, &files)?,
             None => None,
         });
     }
@@ -281,10 +391,11 @@ pub fn prepare(
         total += len as u128 * b.elem.size_bytes() as u128;
         lens.push(len as usize);
     }
-    if total > MAX_TOTAL_BYTES as u128 {
+    let footprint = total * FOOTPRINT_COPIES as u128;
+    if footprint > MAX_TOTAL_BYTES as u128 {
         return Err(InputError {
             message: format!(
-                "host buffers of `{}` would take {total} bytes, more than the {} GiB limit",
+                "host buffers of `{}` would take {total} bytes; with a staging copy of each the run needs {footprint} bytes, more than the {} GiB limit",
                 program.name,
                 MAX_TOTAL_BYTES >> 30
             ),
@@ -296,7 +407,11 @@ pub fn prepare(
     for (i, (b, len)) in host.iter().zip(lens).enumerate() {
         let spec = input_of(&b.name);
         let data = match spec.map(|s| &s.source) {
-            None => vec![0u8; len * b.elem.size_bytes()],
+            None => {
+                let mut v = contents::alloc_bytes(&b.name, len * b.elem.size_bytes())?;
+                v.resize(len * b.elem.size_bytes(), 0);
+                v
+            }
             Some(InputSource::Fill(f)) => contents::fill_bytes(&b.name, b.elem, len, *f)?,
             Some(InputSource::Data(d)) => {
                 if d.len() != len {
@@ -313,7 +428,7 @@ pub fn prepare(
                 contents::data_bytes(&b.name, b.elem, d)?
             }
             Some(InputSource::File(f)) => {
-                let path = base_dir.join(f);
+                let path = files.resolve(f, &format!("input `{}`", b.name))?;
                 let n = file_len(&b.name, b.elem, &path)?;
                 if n != len as u64 {
                     return Err(InputError {
@@ -326,10 +441,26 @@ pub fn prepare(
                         fix: "make `len` match the file, or drop `len`".into(),
                     });
                 }
-                std::fs::read(&path).map_err(|e| InputError {
-                    message: format!("input `{}`: cannot read {}: {e}", b.name, path.display()),
-                    fix: "check that the file exists and is readable".into(),
-                })?
+                // Read no more than the length checked above: a file that grows meanwhile
+                // (or a path swapped for a FIFO) is refused, not followed.
+                let want = n * b.elem.size_bytes() as u64;
+                let bytes = crate::util::read_limited(&path, want, &format!("input `{}`", b.name))
+                    .map_err(|e| InputError {
+                        message: e.message,
+                        fix: e.fix,
+                    })?;
+                if bytes.len() as u64 != want {
+                    return Err(InputError {
+                        message: format!(
+                            "input `{}`: {} changed size while it was read ({} bytes, expected {want})",
+                            b.name,
+                            path.display(),
+                            bytes.len()
+                        ),
+                        fix: "do not modify input files during a run".into(),
+                    });
+                }
+                bytes
             }
         };
         buffers.push(HostBuffer {

@@ -41,14 +41,14 @@ pub fn run(a: &Args) -> i32 {
     }
     if a.json {
         match serde_json::to_string_pretty(&reports) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
         for r in &reports {
-            println!("{}: {}", r.file, if r.valid { "ok" } else { "INVALID" });
+            outln!("{}: {}", r.file, if r.valid { "ok" } else { "INVALID" });
             for d in &r.diagnostics {
-                println!("  {}", d.to_string().replace('\n', "\n  "));
+                outln!("  {}", d.to_string().replace('\n', "\n  "));
             }
         }
     }

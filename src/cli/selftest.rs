@@ -46,12 +46,12 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         let v = serde_json::json!({"report": rep, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
         match serde_json::to_string_pretty(&v) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
         let d = &rep.device;
-        println!(
+        outln!(
             "selftest on {} (sm_{}{}, {} SMs, driver API {}.{})\n",
             d.name,
             d.cc_major,
@@ -60,24 +60,24 @@ pub fn run(a: &Args) -> i32 {
             d.driver_version / 1000,
             d.driver_version % 1000 / 10
         );
-        print!("{}", fixture_table(&rep));
+        out!("{}", fixture_table(&rep));
         let o = &rep.occupancy;
-        println!(
+        outln!(
             "\noccupancy estimator vs cuOccupancyMaxActiveBlocksPerMultiprocessor: {} / {} cases agree ({:.2}%)",
             o.agreed,
             o.cases,
             if o.cases > 0 { o.agreed as f64 * 100.0 / o.cases as f64 } else { 0.0 }
         );
         for m in &o.disagreements {
-            println!("  disagree: {m}");
+            outln!("  disagree: {m}");
         }
         for e in &o.errors {
-            println!("  error: {e}");
+            outln!("  error: {e}");
         }
         if !rep.faults.is_empty() {
-            println!("\nfault recovery:");
+            outln!("\nfault recovery:");
             for s in &rep.faults {
-                println!(
+                outln!(
                     "  {:4}  {:<36} {:>9.1} ms  {}\n        expected: {}",
                     if s.ok { "ok" } else { "FAIL" },
                     s.step,
@@ -87,7 +87,7 @@ pub fn run(a: &Args) -> i32 {
                 );
             }
         }
-        println!(
+        outln!(
             "\nselftest {}",
             if rep.passed { "PASSED" } else { "FAILED" }
         );

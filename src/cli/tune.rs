@@ -34,14 +34,13 @@ pub struct Args {
 
 /// Runs `tune`.
 pub fn run(a: &Args) -> i32 {
-    let text = match std::fs::read_to_string(&a.file) {
-        Ok(t) => t,
-        Err(e) => {
-            return super::fail(format!(
-                "cannot read {}: {e}\n  Fix: check the path",
-                a.file.display()
-            ))
-        }
+    let text = match crate::util::read_limited(
+        &a.file,
+        crate::ir::parse::MAX_FILE_BYTES,
+        "Program file",
+    ) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => return super::fail(e),
     };
     let program = match crate::ir::parse_program(&text, &a.file.display().to_string()) {
         Ok(p) => p,
@@ -71,9 +70,9 @@ pub fn run(a: &Args) -> i32 {
     match rt.tune(&req) {
         Ok(r) => {
             if a.json {
-                println!("{}", render_json(&r));
+                outln!("{}", render_json(&r));
             } else {
-                print!("{}", render_text(&r));
+                out!("{}", render_text(&r));
             }
             0
         }

@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
@@ -73,19 +72,20 @@ pub fn ptxas_arch(sm: u32) -> String {
     format!("sm_{}", sm.max(75))
 }
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
-
 /// Runs `ptxas -v -arch=.. [-lineinfo]` on `ptx`; returns its log on success.
+///
+/// The PTX and cubin live in a fresh private folder (`tempfile`: an unpredictable name
+/// created exclusively with mode 0700, so a link planted in `$TMPDIR` is never followed and
+/// no other user can swap the files); the folder is removed when this function returns, on
+/// every path, errors and unwinding included.
 pub fn assemble(ptxas: &Path, ptx: &str, sm: u32, lineinfo: bool) -> Result<String, PtxasError> {
     let arch = ptxas_arch(sm);
-    let dir = std::env::temp_dir();
-    let stem = format!(
-        "vyrescope-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    );
-    let src = dir.join(format!("{stem}.ptx"));
-    let out = dir.join(format!("{stem}.cubin"));
+    let dir = tempfile::Builder::new()
+        .prefix("vyrescope-ptxas-")
+        .tempdir()
+        .map_err(|e| PtxasError::Io(format!("cannot create a temp folder: {e}")))?;
+    let src = dir.path().join("kernel.ptx");
+    let out = dir.path().join("kernel.cubin");
     std::fs::write(&src, ptx).map_err(|e| PtxasError::Io(e.to_string()))?;
     let mut cmd = Command::new(ptxas);
     cmd.arg(format!("-arch={arch}")).arg("-v");
@@ -94,8 +94,8 @@ pub fn assemble(ptxas: &Path, ptx: &str, sm: u32, lineinfo: bool) -> Result<Stri
     }
     cmd.arg(&src).arg("-o").arg(&out);
     let res = cmd.output();
-    let _ = std::fs::remove_file(&src);
-    let _ = std::fs::remove_file(&out);
+    // Removing explicitly reports nothing useful on failure; dropping `dir` would also do it.
+    let _ = dir.close();
     let o = res.map_err(|e| PtxasError::Io(e.to_string()))?;
     let log = format!(
         "{}{}",

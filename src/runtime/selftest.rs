@@ -104,6 +104,7 @@ impl Runtime {
         };
         let base = path.parent().unwrap_or(Path::new("."));
         let req = RunRequest {
+            root: None,
             repeat,
             verify: true,
             ..RunRequest::default()

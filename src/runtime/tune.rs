@@ -35,6 +35,7 @@ impl Runtime {
     /// Times one candidate: verified run, median device time, occupancy.
     fn tune_one(&mut self, req: &TuneRequest<'_>, wg: [u32; 3]) -> TuneRow {
         let run = RunRequest {
+            root: None,
             workgroup: Some(wg),
             repeat: req.repeat.max(1),
             verify: true,

@@ -189,6 +189,7 @@ impl Worker<'_> {
         let program = parse(&job.program, &job.file)?;
         self.runtime()?;
         let req = RunRequest {
+            root: None,
             workgroup: job.workgroup,
             grid: job.grid,
             sm: job.sm,
@@ -272,6 +273,7 @@ impl Worker<'_> {
         let mut rows = Vec::with_capacity(job.candidates.len());
         for (i, wg) in job.candidates.iter().enumerate() {
             let req = RunRequest {
+                root: None,
                 workgroup: Some(*wg),
                 sm: job.sm,
                 repeat: job.repeat.max(1),
