@@ -123,9 +123,10 @@ pub fn main() -> i32 {
     }
 }
 
-/// Prints an error (message already holds its `Fix:` line) and returns exit code 1.
+/// Prints an error (message already holds its `Fix:` line) and returns exit code 1. Errors
+/// quote names and text from the input, so terminal controls in them are escaped.
 pub fn fail(e: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {e}");
+    eprintln!("error: {}", crate::util::terminal_safe(&e.to_string()));
     1
 }
 

@@ -48,7 +48,9 @@ pub fn run(a: &Args) -> i32 {
         for r in &reports {
             outln!("{}: {}", r.file, if r.valid { "ok" } else { "INVALID" });
             for d in &r.diagnostics {
-                outln!("  {}", d.to_string().replace('\n', "\n  "));
+                // Diagnostics quote names from the file: no raw terminal controls.
+                let text = d.to_string().replace('\n', "\n  ");
+                outln!("  {}", crate::util::terminal_safe(&text));
             }
         }
     }

@@ -158,7 +158,7 @@ pub fn run(a: &Args) -> i32 {
     };
     let diags = crate::validate::validate(&program);
     for d in &diags {
-        eprintln!("{d}");
+        eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
     if diags.iter().any(|d| d.severity == Severity::Error) {
         eprintln!(

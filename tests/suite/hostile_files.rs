@@ -418,5 +418,24 @@ fn print_and_emit_send_no_escape_sequences_to_the_terminal() {
             assert!(out.contains("\\u{1b}]0;pwned"), "{cmd}: {out}");
         }
     }
+    // A name with controls is invalid; `check` and `run` quote it without passing them on.
+    let named = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("\"name\": \"c\"", "\"name\": \"c\\u001b[2J\\u009b\"");
+    let q = d.join("evil_name.json");
+    std::fs::write(&q, named).unwrap();
+    for cmd in ["check", "run"] {
+        let (code, out, err) = vyrescope(&[cmd, q.to_str().unwrap()]);
+        assert_eq!(code, 1, "{cmd}: {out}{err}");
+        let all = out + &err;
+        assert!(
+            all.contains("\\u{1b}[2J"),
+            "{cmd}: the name is quoted: {all}"
+        );
+        assert!(
+            !all.chars().any(|c| c == '\u{1b}' || c == '\u{9b}'),
+            "{cmd}: raw controls in {all}"
+        );
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
