@@ -27,6 +27,10 @@ pub struct Args {
     /// Ignore (and overwrite) cached results.
     #[arg(long)]
     pub fresh: bool,
+    /// Allow `run.inputs.*.file` data files anywhere inside DIR (default: only inside the
+    /// Program file's folder).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
@@ -58,6 +62,7 @@ pub fn run(a: &Args) -> i32 {
         program: &program,
         program_text: &text,
         base: a.file.parent().unwrap_or(Path::new(".")),
+        root: a.root.as_deref(),
         candidates,
         repeat: a.repeat,
         mode: if a.fresh {

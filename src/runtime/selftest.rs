@@ -104,7 +104,6 @@ impl Runtime {
         };
         let base = path.parent().unwrap_or(Path::new("."));
         let req = RunRequest {
-            root: None,
             repeat,
             verify: true,
             ..RunRequest::default()

@@ -273,7 +273,6 @@ impl Worker<'_> {
         let mut rows = Vec::with_capacity(job.candidates.len());
         for (i, wg) in job.candidates.iter().enumerate() {
             let req = RunRequest {
-                root: None,
                 workgroup: Some(*wg),
                 sm: job.sm,
                 repeat: job.repeat.max(1),
