@@ -53,10 +53,6 @@ pub const MAX_TOTAL_BYTES: u64 = 8 << 30;
 /// the footprint checked against [`MAX_TOTAL_BYTES`] is the buffers' size times this.
 pub const FOOTPRINT_COPIES: u64 = 2;
 
-/// Folders whose files are never input data, whatever `--root` says: kernel and device views
-/// that change under the reader or never end.
-const SYSTEM_PREFIXES: [&str; 3] = ["/proc", "/sys", "/dev"];
-
 /// Largest invocation count of one dispatch (2^40); beyond it no backend here can run or
 /// verify the result in reasonable time.
 pub const MAX_INVOCATIONS: u128 = 1 << 40;
@@ -203,63 +199,18 @@ impl<'a> FileRoot<'a> {
 /// against `base` (the Program's folder), every symbolic link is followed, and the result must
 /// lie inside `root` (the Program's folder unless the user passed `--root DIR`), must not be
 /// under `/proc`, `/sys` or `/dev`, and must be a regular file (no FIFO, device or folder).
-/// Returns the canonical path to read; `what` names the input in messages.
+/// Returns the canonical path to read; `what` names the input in messages. (The rule itself
+/// is `util::confine`, so that `ir` can apply it to pipeline files as well.)
 pub fn resolve_input_file(
     base: &Path,
     root: &Path,
     rel: &str,
     what: &str,
 ) -> Result<PathBuf, InputError> {
-    let widen = "keep data files inside the Program's folder (a relative path without `..` out of it and without symbolic links out of it), or allow a wider folder with --root DIR";
-    if rel.is_empty() {
-        return Err(InputError {
-            message: format!("{what}: the file path is empty"),
-            fix: "name a raw little-endian file relative to the Program's folder".into(),
-        });
-    }
-    let joined = base.join(rel);
-    let canon_root = root.canonicalize().map_err(|e| InputError {
-        message: format!("{what}: cannot resolve the folder {}: {e}", root.display()),
-        fix: "check that the Program's folder (or --root DIR) exists".into(),
-    })?;
-    let canon = joined.canonicalize().map_err(|e| InputError {
-        message: format!("{what}: cannot read {}: {e}", joined.display()),
-        fix: "the path is relative to the Program file's folder; check that the file exists".into(),
-    })?;
-    if SYSTEM_PREFIXES.iter().any(|p| canon.starts_with(p)) {
-        return Err(InputError {
-            message: format!(
-                "{what}: {rel} resolves to {}, a system file (under /proc, /sys or /dev); refusing to read it",
-                canon.display()
-            ),
-            fix: "copy the data into a regular file inside the Program's folder".into(),
-        });
-    }
-    if !canon.starts_with(&canon_root) {
-        return Err(InputError {
-            message: format!(
-                "{what}: {rel} resolves to {}, outside the allowed folder {}",
-                canon.display(),
-                canon_root.display()
-            ),
-            fix: widen.into(),
-        });
-    }
-    let meta = std::fs::metadata(&canon).map_err(|e| InputError {
-        message: format!("{what}: cannot read {}: {e}", canon.display()),
-        fix: "check that the file exists and is readable".into(),
-    })?;
-    if !meta.is_file() {
-        return Err(InputError {
-            message: format!(
-                "{what}: {} is {}, not a regular file; refusing to read it",
-                canon.display(),
-                crate::util::read_limited::file_kind(meta.file_type())
-            ),
-            fix: "name a regular file of raw little-endian elements".into(),
-        });
-    }
-    Ok(canon)
+    crate::util::confine(base, root, rel, what).map_err(|e| InputError {
+        message: e.message,
+        fix: e.fix,
+    })
 }
 
 /// Element count of a raw input file (checked against the element size).
