@@ -305,6 +305,21 @@ pub fn load_driver() -> Result<u32> {
     }
 }
 
+/// An open NVTX profiler range (see `runtime::driver::nvtx`): pushed when created, popped
+/// when dropped; a no-op when no NVTX library is present. Pipeline execution marks each step
+/// and fused group with one.
+pub struct ProfilerRange(#[allow(dead_code)] driver::nvtx::Range);
+
+/// Opens an NVTX range called `name`.
+pub fn profiler_range(name: &str) -> ProfilerRange {
+    ProfilerRange(driver::nvtx::range(name))
+}
+
+/// True when an NVTX library was found, so ranges appear in an Nsight Systems timeline.
+pub fn profiler_ranges_available() -> bool {
+    driver::nvtx::available()
+}
+
 impl Runtime {
     /// Opens device `ordinal`: loads the driver, probes the device and creates a context.
     /// Sets `CUDA_CACHE_PATH` (the driver's persistent JIT cache) under the user cache dir

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::driver::nvtx;
 use super::driver::staging::StagingSlot;
 use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry};
 use super::jit::KernelHandle;
@@ -267,6 +268,7 @@ impl Runtime {
     /// Uploads `buffers` (binding order) into device memory that stays resident. Buffers
     /// whose bytes are all zero are cleared on the device instead of copied.
     pub fn upload(&mut self, buffers: &[HostBuffer]) -> Result<ResidentSet> {
+        let _range = nvtx::range("vyrescope upload");
         self.sess()?;
         let mut c = Counters::default();
         let mut devs = Vec::with_capacity(buffers.len());
@@ -293,6 +295,7 @@ impl Runtime {
     /// Reads the writable buffers of `set` back into `buffers` (binding order); returns the
     /// bytes read.
     pub fn download(&mut self, set: &ResidentSet, buffers: &mut [HostBuffer]) -> Result<u64> {
+        let _range = nvtx::range("vyrescope readback");
         let sess = self.sess()?;
         if set.generation != sess.generation {
             return Err(RuntimeError::StaleResident);
@@ -407,6 +410,7 @@ impl Runtime {
                 set.lens.len()
             )));
         }
+        let _range = nvtx::range(&format!("vyrescope launch {}", h.name));
         let (f, res) = self.kernel_for_launch(h)?;
         self.check_shape(
             &h.name,
