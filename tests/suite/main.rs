@@ -19,6 +19,7 @@ mod interp_props;
 mod invalid_fixtures;
 mod ir_print;
 mod ir_write;
+mod megakernel_fuse;
 mod occupancy_h200_table;
 mod occupancy_model;
 mod ptxas;
