@@ -220,6 +220,24 @@ fn check_spec(
             "give `separations[i].after_step == steps[i]` for every step but the last",
         ));
     }
+    // No barrier between two steps is only sound when each invocation (virtual workgroup) of
+    // the second is run by the same thread (workgroup) that ran it in the first: equal grids.
+    for (sep, w) in spec.separations.iter().zip(spec.steps.windows(2)) {
+        let weak = matches!(sep.kind, DepKind::Invocation | DepKind::Workgroup);
+        if weak && shapes[w[0]].grid != shapes[w[1]].grid {
+            return Err(err(
+                format!(
+                    "{group}: a `{}` separation between steps {} and {} of different grids                      ({:?} and {:?})",
+                    sep.kind.name(),
+                    w[0],
+                    w[1],
+                    shapes[w[0]].grid,
+                    shapes[w[1]].grid
+                ),
+                "separate steps of different grids by a grid barrier",
+            ));
+        }
+    }
     let wg = shapes[spec.steps[0]].workgroup_size;
     for &k in &spec.steps {
         let s = shapes[k];

@@ -12,7 +12,8 @@ use vyrescope::inputs::contents::fill_bytes;
 use vyrescope::inputs::{HostBuffer, LaunchShape};
 use vyrescope::interp;
 use vyrescope::ir::{
-    parse_program, ElemType, Fill, InputSource, InputSpec, Pipeline, PipelineBuffer, Program, Step,
+    parse_program, BarrierScope, ElemType, Fill, InputSource, InputSpec, Pipeline, PipelineBuffer,
+    Program, Step, StmtKind,
 };
 use vyrescope::megakernel::{fuse_group, DepKind, FusedGroupSpec, FusedKernel, Separation};
 
@@ -276,6 +277,24 @@ fn workgroup_neighbour_dependence() {
         seps: vec![DepKind::Workgroup],
     };
     check(&case, &PERSISTENT);
+    // The interpreter runs a workgroup in lockstep, so a missing workgroup barrier would go
+    // unnoticed there: check that it sits between the steps, at top level.
+    let (pipeline, shapes) = case.pipeline();
+    for p in PERSISTENT {
+        let k = fuse_group(&pipeline, &shapes, &case.spec(p)).expect("fuses");
+        assert_eq!(k.program.body.len(), 3, "step, barrier, step");
+        assert_eq!(
+            k.program.body[1].kind,
+            StmtKind::Barrier(BarrierScope::Workgroup)
+        );
+    }
+    if std::env::var_os("FUSE_DUMP").is_some() {
+        let k = fuse_group(&pipeline, &shapes, &case.spec(Some(3))).expect("fuses");
+        eprintln!(
+            "{}",
+            vyrescope::ir::print::print_program(&k.program).text_with_gutter()
+        );
+    }
 }
 
 fn reduce_partials() -> Program {
@@ -623,6 +642,14 @@ fn unfusable_groups_are_errors() {
     assert!(e.to_string().contains("grid barrier at body[1]"), "{e}");
     // ...but it can when the step keeps its own grid.
     fuse_group(&pipeline, &shapes, &case.spec(None)).expect("same grid: fuses");
+
+    // Invocation order between different grids means nothing.
+    case.steps[1].2 = [20, 1, 1];
+    let (pipeline, shapes) = case.pipeline();
+    let mut spec = case.spec(None);
+    spec.separations[0].kind = DepKind::Invocation;
+    let e = fuse_group(&pipeline, &shapes, &spec).expect_err("invocation across grids");
+    assert!(e.to_string().contains("different grids"), "{e}");
 
     // Separations that do not match the steps.
     let mut spec = case.spec(None);
