@@ -30,6 +30,7 @@ use crate::ir::parse::assign_ids;
 use crate::ir::{
     Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, Stmt, StmtKind,
 };
+use crate::runtime::pipeline::PipelineLaunch;
 use crate::shape::MAX_GRID_DIMS;
 
 use super::{DepKind, FusedGroupSpec};
@@ -60,6 +61,34 @@ pub struct FuseError {
     pub message: String,
     /// How to fix it.
     pub fix: String,
+}
+
+impl FusedKernel {
+    /// This kernel as one launch of [`crate::runtime::Runtime::run_pipeline`], whose buffers
+    /// are `pipeline.buffers` in pipeline order.
+    pub fn launch(&self, pipeline: &Pipeline) -> Result<PipelineLaunch, FuseError> {
+        let buffers = self
+            .buffers
+            .iter()
+            .map(|b| {
+                pipeline
+                    .buffers
+                    .iter()
+                    .position(|x| &x.name == b)
+                    .ok_or_else(|| {
+                        err(
+                            format!("fused kernel `{}` uses buffer `{b}` that pipeline `{}` does not have", self.program.name, pipeline.name),
+                            "launch a fused kernel only with the pipeline it was fused from",
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PipelineLaunch {
+            program: self.program.clone(),
+            shape: self.shape,
+            buffers,
+        })
+    }
 }
 
 fn err(message: impl Into<String>, fix: impl Into<String>) -> FuseError {

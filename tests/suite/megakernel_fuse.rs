@@ -592,6 +592,9 @@ fn node_origin_maps_back_to_the_steps() {
             .sum();
         assert_eq!(seen, total, "every step statement is mapped once");
         assert_eq!(k.buffers, vec!["x".to_string(), "y".to_string()]);
+        let launch = k.launch(&pipeline).expect("launch");
+        assert_eq!(launch.buffers, vec![0, 1]);
+        assert_eq!(launch.shape, k.shape);
         // x is read by step 0 and written by step 1: read_write in the fused Program.
         assert!(k.program.buffers[0].access.is_writable());
     }
@@ -656,4 +659,28 @@ fn unfusable_groups_are_errors() {
     spec.separations.clear();
     let e = fuse_group(&pipeline, &shapes, &spec).expect_err("separations");
     assert!(e.to_string().contains("separations"), "{e}");
+}
+
+#[test]
+fn separate_launches_index_the_pipeline_buffers() {
+    let case = Case {
+        name: "launches",
+        buffers: vec![
+            ("x", ElemType::F32, N, rnd(91, -3.0, 3.0)),
+            ("y", ElemType::F32, N, rnd(92, -1.0, 1.0)),
+            ("out", ElemType::F32, N, rnd(93, -1.0, 1.0)),
+        ],
+        steps: vec![
+            (scale2(), vec![("src", "x"), ("dst", "out")], G40),
+            (add1(), vec![("src", "out"), ("dst", "y")], [20, 1, 1]),
+        ],
+        seps: vec![DepKind::Grid],
+    };
+    let (pipeline, shapes) = case.pipeline();
+    let l = vyrescope::runtime::pipeline::separate_launches(&pipeline, &shapes).expect("launches");
+    assert_eq!(l.len(), 2);
+    assert_eq!(l[0].buffers, vec![0, 2]);
+    assert_eq!(l[1].buffers, vec![2, 1]);
+    assert_eq!(l[1].shape.grid, [20, 1, 1]);
+    assert!(vyrescope::runtime::pipeline::separate_launches(&pipeline, &shapes[..1]).is_err());
 }
