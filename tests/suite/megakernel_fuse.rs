@@ -26,12 +26,15 @@ fn prog(name: &str, wg: [u32; 3], buffers: &str, body: &str) -> Program {
     parse_program(&text, name).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"))
 }
 
+/// A step: its Program, `(program buffer, pipeline buffer)` bindings and its grid.
+type CaseStep = (Program, Vec<(&'static str, &'static str)>, [u32; 3]);
+
 /// One pipeline to check: buffers (name, type, length, fill), steps (Program, bind, grid) and
 /// the separation after each step but the last.
 struct Case {
     name: &'static str,
     buffers: Vec<(&'static str, ElemType, usize, Fill)>,
-    steps: Vec<(Program, Vec<(&'static str, &'static str)>, [u32; 3])>,
+    steps: Vec<CaseStep>,
     seps: Vec<DepKind>,
 }
 

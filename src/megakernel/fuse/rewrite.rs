@@ -393,10 +393,7 @@ impl VirtualLoop<'_> {
         let [gx, gy, _] = self.grid;
         let (gid_used, wgid_used) = self.used;
         let mut inner = Vec::new();
-        for a in 0..3 {
-            if !wgid_used[a] {
-                continue;
-            }
+        for (a, _) in wgid_used.iter().enumerate().filter(|(_, &u)| u) {
             let vv = Expr::Var(v.clone());
             // Linear virtual id -> x/y/z in the step's grid (x fastest, like CUDA's blocks).
             let value = match a {
