@@ -118,8 +118,8 @@ impl Renamer<'_> {
         })
     }
 
-    /// Renames everything in `e` (iteratively deep: the validator bounds expression depth
-    /// only later, so recursion here follows the step's own, already parsed, nesting).
+    /// Renames everything in `e`. Recursive, like the parser that built `e`: the nesting is
+    /// the step's own, which the parser already bounded.
     fn expr(&self, node: &NodeId, e: &mut Expr) -> Result<(), UnknownBuffer> {
         match e {
             Expr::Var(n) => *n = self.var(n),
