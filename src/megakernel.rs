@@ -7,6 +7,10 @@
 
 use serde::Serialize;
 
+pub mod fuse;
+
+pub use fuse::{fuse_group, FuseError, FusedKernel};
+
 /// How strongly step B depends on an earlier step A (the weakest sufficient separation).
 /// Ordered from weakest to strongest, so the separation a wave needs is the maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

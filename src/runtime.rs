@@ -27,6 +27,7 @@ pub mod execute;
 pub mod fault;
 pub mod jit;
 pub mod parity;
+pub mod pipeline;
 pub mod probe;
 pub mod selftest;
 pub mod telemetry;

@@ -402,11 +402,43 @@ impl Runtime {
         launches: u32,
         opts: &DispatchOptions,
     ) -> Result<Vec<LaunchTiming>> {
-        if set.lens.len() != abi.params.len() {
+        self.launch_resident_mapped(h, abi, shape, set, None, launches, opts)
+    }
+
+    /// Like [`Runtime::launch_resident`], with the kernel's buffer `i` (binding order) taken
+    /// from `set` buffer `map[i]` (`None`: buffer `i`), so that kernels over different subsets
+    /// of one resident set (the steps of a pipeline) share its device buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_resident_mapped(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        set: &ResidentSet,
+        map: Option<&[usize]>,
+        launches: u32,
+        opts: &DispatchOptions,
+    ) -> Result<Vec<LaunchTiming>> {
+        let identity: Vec<usize>;
+        let map = match map {
+            Some(m) => m,
+            None => {
+                identity = (0..set.lens.len()).collect();
+                &identity
+            }
+        };
+        if map.len() != abi.params.len() {
             return Err(RuntimeError::Abi(format!(
                 "kernel `{}` takes {} buffers but {} were given\n  Fix: pass one host buffer per ABI parameter, in binding order",
                 h.name,
                 abi.params.len(),
+                map.len()
+            )));
+        }
+        if let Some(&bad) = map.iter().find(|&&i| i >= set.lens.len()) {
+            return Err(RuntimeError::Abi(format!(
+                "kernel `{}`: buffer map names resident buffer {bad} of {}\n  Fix: map every kernel buffer to a buffer of the resident set",
+                h.name,
                 set.lens.len()
             )));
         }
@@ -419,16 +451,17 @@ impl Runtime {
             opts.dynamic_smem,
             res.static_smem_bytes,
         )?;
-        let ptrs = self.resident_ptrs(set)?;
-        let mut args: Vec<u64> = Vec::with_capacity(ptrs.len() * 2 + 1);
-        for (p, &len) in ptrs.iter().zip(&set.lens) {
+        let all = self.resident_ptrs(set)?;
+        let mut args: Vec<u64> = Vec::with_capacity(map.len() * 2 + 1);
+        for &i in map {
+            let len = set.lens[i];
             let len32 = u32::try_from(len).map_err(|_| {
                 RuntimeError::Abi(format!(
                     "a buffer of {len} elements does not fit the kernel's .u32 length parameter\n  Fix: split the data into buffers of at most {} elements",
                     u32::MAX
                 ))
             })?;
-            args.push(*p);
+            args.push(all.get(i).copied().ok_or(RuntimeError::StaleResident)?);
             args.push(len32 as u64);
         }
         let geo = Geometry {
