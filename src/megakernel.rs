@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 pub mod fuse;
+pub mod launch;
 
 pub use fuse::{fuse_group, FuseError, FusedKernel};
 

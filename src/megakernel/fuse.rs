@@ -25,12 +25,12 @@ mod rewrite;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::launch::PipelineLaunch;
 use crate::inputs::LaunchShape;
 use crate::ir::parse::assign_ids;
 use crate::ir::{
     Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, Stmt, StmtKind,
 };
-use crate::runtime::pipeline::PipelineLaunch;
 use crate::shape::MAX_GRID_DIMS;
 
 use super::{DepKind, FusedGroupSpec};
@@ -64,7 +64,7 @@ pub struct FuseError {
 }
 
 impl FusedKernel {
-    /// This kernel as one launch of [`crate::runtime::Runtime::run_pipeline`], whose buffers
+    /// This kernel as one launch of `Runtime::run_pipeline` (runtime), whose buffers
     /// are `pipeline.buffers` in pipeline order.
     pub fn launch(&self, pipeline: &Pipeline) -> Result<PipelineLaunch, FuseError> {
         let buffers = self

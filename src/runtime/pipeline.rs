@@ -13,20 +13,8 @@ use serde::Serialize;
 use super::dispatch::{DispatchOptions, TimingStats};
 use super::jit::JitOptions;
 use super::{Result, Runtime, RuntimeError};
-use crate::inputs::{HostBuffer, LaunchShape};
-use crate::ir::{Pipeline, Program};
-
-/// One kernel launch of a pipeline execution.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PipelineLaunch {
-    /// What runs (a step's Program, or a fused Program).
-    pub program: Program,
-    /// Its launch shape.
-    pub shape: LaunchShape,
-    /// For each host buffer of `program`, in binding order: the index of the pipeline buffer
-    /// (into the buffers given to [`Runtime::run_pipeline`]) bound to it.
-    pub buffers: Vec<usize>,
-}
+use crate::inputs::HostBuffer;
+pub use crate::megakernel::launch::{separate_launches, PipelineLaunch};
 
 /// How one launch went.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,51 +38,6 @@ pub struct PipelineRunReport {
     pub upload_ms: f64,
     /// Host time to read the buffers back after the first repetition (ms).
     pub download_ms: f64,
-}
-
-/// One launch per step, as the pipeline means it: each step's Program over its bound
-/// buffers, with `shapes[k]` the launch of step `k`. The buffer indices refer to
-/// `pipeline.buffers` (pass the host buffers to [`Runtime::run_pipeline`] in that order).
-pub fn separate_launches(
-    pipeline: &Pipeline,
-    shapes: &[LaunchShape],
-) -> Result<Vec<PipelineLaunch>> {
-    if shapes.len() != pipeline.steps.len() {
-        return Err(RuntimeError::Abi(format!(
-            "pipeline `{}`: {} launch shapes for {} steps\n  Fix: pass one launch shape per step",
-            pipeline.name,
-            shapes.len(),
-            pipeline.steps.len()
-        )));
-    }
-    pipeline
-        .steps
-        .iter()
-        .zip(shapes)
-        .enumerate()
-        .map(|(k, (step, shape))| {
-            let buffers = step
-                .program
-                .host_buffers()
-                .iter()
-                .map(|b| {
-                    step.bound(&b.name)
-                        .and_then(|pb| pipeline.buffers.iter().position(|x| x.name == pb))
-                        .ok_or_else(|| {
-                            RuntimeError::Abi(format!(
-                                "pipeline `{}` step {k}: buffer `{}` is not bound to a pipeline buffer\n  Fix: bind every host buffer of the step's Program",
-                                pipeline.name, b.name
-                            ))
-                        })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(PipelineLaunch {
-                program: step.program.clone(),
-                shape: *shape,
-                buffers,
-            })
-        })
-        .collect()
 }
 
 impl Runtime {
