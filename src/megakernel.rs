@@ -59,6 +59,7 @@ pub struct FusedGroupSpec {
 }
 
 pub mod deps;
+pub mod plan;
 
 #[cfg(test)]
 pub(crate) mod test_support;
