@@ -58,6 +58,7 @@ pub struct FusedGroupSpec {
     pub persistent_blocks: Option<u32>,
 }
 
+pub mod cache;
 pub mod deps;
 pub mod plan;
 
