@@ -16,6 +16,7 @@ pub mod print;
 pub mod probe;
 pub mod run;
 pub mod run_cuda;
+pub mod run_pipeline;
 pub mod selftest;
 pub mod tui;
 pub mod tune;

@@ -37,6 +37,7 @@
 //!   must be a multiple of the element size.
 
 pub mod contents;
+pub mod pipeline;
 pub mod prng;
 
 use std::path::Path;
@@ -148,7 +149,7 @@ pub struct InputError {
 }
 
 /// A buffer length known before the default (`elements`) is.
-fn explicit_len(
+pub(crate) fn explicit_len(
     name: &str,
     elem: ElemType,
     src: &InputSource,
@@ -167,7 +168,7 @@ fn explicit_len(
 fn file_len(name: &str, elem: ElemType, path: &Path) -> Result<u64, InputError> {
     let meta = std::fs::metadata(path).map_err(|e| InputError {
         message: format!("input `{name}`: cannot read {}: {e}", path.display()),
-        fix: "the path is relative to the Program file's folder; check that the file exists".into(),
+        fix: "the path is relative to the folder of the Program (or pipeline) file; check that the file exists".into(),
     })?;
     let size = elem.size_bytes() as u64;
     if meta.len() % size != 0 {
@@ -241,17 +242,7 @@ pub fn prepare(
                     fix: "add \"run\": {\"elements\": N} to the Program, or pass --grid X,Y,Z".into(),
                 });
             };
-            let wx = workgroup_size[0].max(1) as u64;
-            let gx = n.div_ceil(wx);
-            if gx > u32::MAX as u64 {
-                return Err(InputError {
-                    message: format!(
-                        "{n} elements need {gx} workgroups of {wx} along x, more than u32 holds"
-                    ),
-                    fix: "use fewer elements or a larger workgroup_size.x".into(),
-                });
-            }
-            [gx as u32, 1, 1]
+            grid_for_elements(n, workgroup_size[0])?
         }
     };
     let shape = LaunchShape {
@@ -294,43 +285,9 @@ pub fn prepare(
 
     let mut buffers = Vec::with_capacity(host.len());
     for (i, (b, len)) in host.iter().zip(lens).enumerate() {
-        let spec = input_of(&b.name);
-        let data = match spec.map(|s| &s.source) {
+        let data = match input_of(&b.name) {
             None => vec![0u8; len * b.elem.size_bytes()],
-            Some(InputSource::Fill(f)) => contents::fill_bytes(&b.name, b.elem, len, *f)?,
-            Some(InputSource::Data(d)) => {
-                if d.len() != len {
-                    return Err(InputError {
-                        message: format!(
-                            "input `{}`: len is {len} but data has {} elements",
-                            b.name,
-                            d.len()
-                        ),
-                        fix: "make `len` equal to the number of data elements, or drop `len`"
-                            .into(),
-                    });
-                }
-                contents::data_bytes(&b.name, b.elem, d)?
-            }
-            Some(InputSource::File(f)) => {
-                let path = base_dir.join(f);
-                let n = file_len(&b.name, b.elem, &path)?;
-                if n != len as u64 {
-                    return Err(InputError {
-                        message: format!(
-                            "input `{}`: len is {len} but {} holds {n} {} elements",
-                            b.name,
-                            path.display(),
-                            b.elem
-                        ),
-                        fix: "make `len` match the file, or drop `len`".into(),
-                    });
-                }
-                std::fs::read(&path).map_err(|e| InputError {
-                    message: format!("input `{}`: cannot read {}: {e}", b.name, path.display()),
-                    fix: "check that the file exists and is readable".into(),
-                })?
-            }
+            Some(s) => buffer_bytes(&b.name, b.elem, len, &s.source, base_dir)?,
         };
         buffers.push(HostBuffer {
             name: b.name.clone(),
@@ -341,6 +298,65 @@ pub fn prepare(
         });
     }
     Ok(PreparedRun { shape, buffers })
+}
+
+/// The raw bytes of one host buffer of `len` elements from its contents `source` (`file`
+/// paths relative to `base_dir`); `data` and `file` must hold exactly `len` elements. Shared by
+/// Programs' `run.inputs` and pipeline buffers.
+pub fn buffer_bytes(
+    name: &str,
+    elem: ElemType,
+    len: usize,
+    source: &InputSource,
+    base_dir: &Path,
+) -> Result<Vec<u8>, InputError> {
+    Ok(match source {
+        InputSource::Fill(f) => contents::fill_bytes(name, elem, len, *f)?,
+        InputSource::Data(d) => {
+            if d.len() != len {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: len is {len} but data has {} elements",
+                        d.len()
+                    ),
+                    fix: "make `len` equal to the number of data elements, or drop `len`".into(),
+                });
+            }
+            contents::data_bytes(name, elem, d)?
+        }
+        InputSource::File(f) => {
+            let path = base_dir.join(f);
+            let n = file_len(name, elem, &path)?;
+            if n != len as u64 {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: len is {len} but {} holds {n} {elem} elements",
+                        path.display(),
+                    ),
+                    fix: "make `len` match the file, or drop `len`".into(),
+                });
+            }
+            std::fs::read(&path).map_err(|e| InputError {
+                message: format!("input `{name}`: cannot read {}: {e}", path.display()),
+                fix: "check that the file exists and is readable".into(),
+            })?
+        }
+    })
+}
+
+/// `grid.x = ceil(elements / workgroup_x)`, y = z = 1, refusing a count beyond `u32`.
+pub fn grid_for_elements(elements: u64, workgroup_x: u32) -> Result<[u32; 3], InputError> {
+    let wx = workgroup_x.max(1) as u64;
+    let gx = elements.div_ceil(wx);
+    if gx > u32::MAX as u64 {
+        return Err(InputError {
+            message: format!(
+                "{elements} elements need {gx} workgroups of {wx} along x, more than u32 holds"
+            ),
+            fix: "use fewer elements or a larger workgroup_size.x".into(),
+        });
+    }
+    Ok([gx as u32, 1, 1])
 }
 
 /// Loads a Program file and prepares its run (`file` inputs relative to the file's folder).

@@ -46,7 +46,7 @@ inspector, `selftest`'s fault check and `fault-test` dispatch through a replacea
 worker process instead, so a fault there never stops later dispatches."
 )]
 pub struct Args {
-    /// Program file.
+    /// Program or pipeline file.
     pub file: PathBuf,
     /// Backend to run on.
     #[arg(long, value_enum, default_value = "reference")]
@@ -114,15 +114,25 @@ pub fn execute(
 
 /// Writes each buffer as `dir/<name><suffix>`.
 pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), String> {
+    let named: Vec<(&str, &[u8])> = buffers
+        .iter()
+        .map(|b| (b.name.as_str(), b.data.as_slice()))
+        .collect();
+    dump_named(dir, &named, suffix)
+}
+
+/// Writes each `(name, bytes)` as `dir/<name><suffix>` (DIR is created); the one dump writer
+/// for Programs and pipelines.
+pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| {
         format!(
             "cannot create {}: {e}\n  Fix: choose a writable --dump directory",
             dir.display()
         )
     })?;
-    for b in buffers {
-        let path = dir.join(format!("{}{suffix}", b.name));
-        std::fs::write(&path, &b.data).map_err(|e| {
+    for (name, data) in buffers {
+        let path = dir.join(format!("{name}{suffix}"));
+        std::fs::write(&path, data).map_err(|e| {
             format!(
                 "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
                 path.display()
@@ -134,6 +144,9 @@ pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), Stri
 
 /// Runs `run`.
 pub fn run(a: &Args) -> i32 {
+    if crate::ir::is_pipeline_file(&a.file) {
+        return super::run_pipeline::run(a);
+    }
     let program = match load_program(&a.file) {
         Ok(p) => p,
         Err(e) => return super::fail(e),
