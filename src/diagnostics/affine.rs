@@ -52,9 +52,40 @@ pub enum Index {
         /// The rest of the uniform part when it is a compile-time constant.
         constant: Option<i64>,
     },
+    /// A known linear form (as in `Affine`, every part known) plus a per-thread term `r` only
+    /// known to lie in `[lo, hi]`: what `rem(e, k)` and `and(e, mask)` of a thread-varying
+    /// `e` give (`wgid.x * 256 + rem(lid.x + 1, 256)`). Not an exact form: the coalescing
+    /// rules treat it as `Varying`; the megakernel's workgroup-tile proof uses its range.
+    Bounded {
+        /// Coefficients of `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
+        coef: [i64; IDS],
+        /// Coefficients of `wgid.x wgid.y wgid.z`.
+        wgid: [i64; 3],
+        /// The constant part.
+        constant: i64,
+        /// Smallest value of the bounded term.
+        lo: i64,
+        /// Largest value of the bounded term.
+        hi: i64,
+    },
     /// Thread-varying in a way this analysis does not follow (e.g. data dependent).
     Varying,
 }
+
+/// Largest value of each id as an unsigned 32-bit value (`gid.* lid.* lane`, then `wgid.*`):
+/// lid below CUDA's 1024 threads per block, lane below 32, grid below 2^31 blocks.
+const ID_MAX: [i128; IDS + 3] = [
+    u32::MAX as i128,
+    u32::MAX as i128,
+    u32::MAX as i128,
+    1023,
+    1023,
+    63,
+    31,
+    i32::MAX as i128,
+    65535,
+    65535,
+];
 
 impl Index {
     fn uniform(c: Option<i64>) -> Index {
@@ -100,11 +131,73 @@ impl Index {
                 wgid: wgid.map(f),
                 constant: c(constant),
             },
-            Index::Varying => Index::Varying,
+            Index::Bounded { .. } | Index::Varying => Index::Varying,
+        }
+    }
+
+    /// `(coef, wgid, constant, lo, hi)` of a known form: `Bounded`, or an `Affine` index with
+    /// every part known (`lo = hi = 0`).
+    pub fn known_parts(&self) -> Option<([i64; IDS], [i64; 3], i64, i64, i64)> {
+        match *self {
+            Index::Bounded {
+                coef,
+                wgid,
+                constant,
+                lo,
+                hi,
+            } => Some((coef, wgid, constant, lo, hi)),
+            _ => self.known_form().map(|(k, w, c)| (k, w, c, 0, 0)),
+        }
+    }
+
+    /// A `Bounded` index from parts; `None` parts (an overflow) make it `Varying`.
+    fn bounded(p: Option<([i64; IDS], [i64; 3], i64, i64, i64)>) -> Index {
+        match p {
+            Some((coef, wgid, constant, lo, hi)) => Index::Bounded {
+                coef,
+                wgid,
+                constant,
+                lo,
+                hi,
+            },
+            None => Index::Varying,
+        }
+    }
+
+    /// `[min, max]` of the index over every value its ids can take (known forms only).
+    fn value_range(&self) -> Option<(i128, i128)> {
+        let (coef, wgid, c, lo, hi) = self.known_parts()?;
+        let (mut min, mut max) = (
+            i128::from(c) + i128::from(lo),
+            i128::from(c) + i128::from(hi),
+        );
+        for (k, top) in coef.iter().chain(&wgid).zip(ID_MAX) {
+            let far = i128::from(*k) * top;
+            min += far.min(0);
+            max += far.max(0);
+        }
+        Some((min, max))
+    }
+
+    /// `rem(self, k)` / `and(self, k)` of a thread-varying value: a term in a known range.
+    fn bounded_term(lo: i64, hi: i64) -> Index {
+        Index::Bounded {
+            coef: [0; IDS],
+            wgid: [0; 3],
+            constant: 0,
+            lo,
+            hi,
         }
     }
 
     fn add(self, o: Index, sign: i64) -> Index {
+        if matches!(self, Index::Bounded { .. }) || matches!(o, Index::Bounded { .. }) {
+            let (Some(a), Some(b)) = (self.known_parts(), o.known_parts()) else {
+                return Index::Varying;
+            };
+            let b = if sign < 0 { neg_parts(b) } else { Some(b) };
+            return Index::bounded(b.and_then(|b| add_parts(a, b)));
+        }
         match (self, o) {
             (
                 Index::Affine {
@@ -143,6 +236,12 @@ impl Index {
     }
 
     fn scale(self, k: i64) -> Index {
+        if let Some(p) = matches!(self, Index::Bounded { .. })
+            .then(|| self.known_parts())
+            .flatten()
+        {
+            return Index::bounded(scale_parts(p, k));
+        }
         self.map_coef(
             |c| match c {
                 Coef::Known(x) => Coef::Known(x.wrapping_mul(k)),
@@ -202,7 +301,7 @@ impl Index {
                 (Coef::Known(a), Coef::Known(b), Coef::Known(c)) => Some(a + b + c),
                 _ => None,
             },
-            Index::Varying => None,
+            Index::Bounded { .. } | Index::Varying => None,
         }
     }
 
@@ -509,6 +608,26 @@ impl Walker {
                         _ if y.is_uniform() => x.scale_unknown(),
                         _ => Index::Varying,
                     },
+                    BinOp::Rem if !x.is_uniform() => match y.constant() {
+                        Some(k) if k > 0 => {
+                            // Non-negative without wrapping: the remainder is in [0, k) whatever
+                            // the signedness; otherwise a signed one may be negative.
+                            let nonneg = x
+                                .value_range()
+                                .is_some_and(|(lo, hi)| lo >= 0 && hi <= i128::from(i32::MAX));
+                            Index::bounded_term(if nonneg { 0 } else { 1 - k }, k - 1)
+                        }
+                        _ => Index::Varying,
+                    },
+                    BinOp::And if !(x.is_uniform() && y.is_uniform()) => {
+                        let mask = y.constant().or(x.constant());
+                        match mask {
+                            Some(m) if (0..=i64::from(i32::MAX)).contains(&m) => {
+                                Index::bounded_term(0, m)
+                            }
+                            _ => Index::Varying,
+                        }
+                    }
                     _ if x.is_uniform() && y.is_uniform() => {
                         let c = x
                             .constant()
@@ -560,6 +679,43 @@ impl Walker {
             Expr::Load { .. } | Expr::Atomic { .. } | Expr::Shuffle { .. } => Index::Varying,
         }
     }
+}
+
+type Parts = ([i64; IDS], [i64; 3], i64, i64, i64);
+
+fn add_parts(a: Parts, b: Parts) -> Option<Parts> {
+    let mut coef = [0i64; IDS];
+    for i in 0..IDS {
+        coef[i] = a.0[i].checked_add(b.0[i])?;
+    }
+    let mut wgid = [0i64; 3];
+    for i in 0..3 {
+        wgid[i] = a.1[i].checked_add(b.1[i])?;
+    }
+    Some((
+        coef,
+        wgid,
+        a.2.checked_add(b.2)?,
+        a.3.checked_add(b.3)?,
+        a.4.checked_add(b.4)?,
+    ))
+}
+
+fn neg_parts(a: Parts) -> Option<Parts> {
+    scale_parts(a, -1)
+}
+
+fn scale_parts(a: Parts, k: i64) -> Option<Parts> {
+    let mut coef = [0i64; IDS];
+    for i in 0..IDS {
+        coef[i] = a.0[i].checked_mul(k)?;
+    }
+    let mut wgid = [0i64; 3];
+    for i in 0..3 {
+        wgid[i] = a.1[i].checked_mul(k)?;
+    }
+    let (x, y) = (a.3.checked_mul(k)?, a.4.checked_mul(k)?);
+    Some((coef, wgid, a.2.checked_mul(k)?, x.min(y), x.max(y)))
 }
 
 fn lit_int(l: &Literal) -> Option<i64> {

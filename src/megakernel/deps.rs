@@ -189,24 +189,31 @@ fn pair(
     best
 }
 
-/// An index form in the coordinates of one launch: workgroup ids, local ids, lane, constant.
+/// An index form in the coordinates of one launch: workgroup ids, local ids, lane, constant,
+/// plus a per-thread term known only to lie in `[lo, hi]` (zero for an exact form).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Form {
     wg: [i128; 3],
     lid: [i128; 3],
     lane: i128,
     c: i128,
+    lo: i128,
+    hi: i128,
+    exact: bool,
 }
 
 /// The exact form of `index` for `shape` (`gid = wgid * W + lid` substituted; terms of axes
 /// with extent 1 dropped, as their id is always 0).
 fn form(index: &Index, shape: LaunchShape) -> Option<Form> {
-    let (coef, wgid, c) = index.known_form()?;
+    let (coef, wgid, c, lo, hi) = index.known_parts()?;
     let mut f = Form {
         wg: [0; 3],
         lid: [0; 3],
         lane: i128::from(coef[IDS - 1]),
         c: i128::from(c),
+        lo: i128::from(lo),
+        hi: i128::from(hi),
+        exact: matches!(index, Index::Affine { .. }),
     };
     for d in 0..3 {
         let w = i128::from(shape.workgroup_size[d]);
@@ -281,7 +288,7 @@ fn invocation(
     shape: LaunchShape,
 ) -> Result<String, String> {
     let (s0, t0) = all[0];
-    let Some(f0) = forms[0] else {
+    let Some(f0) = forms[0].filter(|f| f.exact) else {
         return Err(format!(
             "step {s0} {} it at {} (node `{}`)",
             what(t0),
@@ -436,8 +443,8 @@ fn workgroup(
 /// threads of one workgroup (lane taken independently of lid: a sound over-approximation).
 fn local_range(f: &Form, shape: LaunchShape) -> (i128, i128) {
     let lanes = shape.threads_per_workgroup().min(32) as i128;
-    let mut lo = f.c;
-    let mut hi = f.c;
+    let mut lo = f.c + f.lo;
+    let mut hi = f.c + f.hi;
     let mut add = |coef: i128, ext: i128| {
         let far = coef * (ext - 1);
         lo += far.min(0);
@@ -452,10 +459,10 @@ fn local_range(f: &Form, shape: LaunchShape) -> (i128, i128) {
 
 /// An index as text: the known form over gid/lid/lane/wgid, or what kind of index it is.
 pub fn describe(index: &Index) -> String {
-    let Some((coef, wgid, c)) = index.known_form() else {
+    let Some((coef, wgid, c, lo, hi)) = index.known_parts() else {
         return match index {
-            Index::Varying => "a data-dependent index".to_string(),
             Index::Affine { .. } => "an index with a run-time term".to_string(),
+            _ => "a data-dependent index".to_string(),
         };
     };
     const NAMES: [&str; IDS] = ["gid.x", "gid.y", "gid.z", "lid.x", "lid.y", "lid.z", "lane"];
@@ -477,14 +484,20 @@ pub fn describe(index: &Index) -> String {
         }
     }
     if out.is_empty() {
-        return c.to_string();
-    }
-    if c != 0 {
+        out = c.to_string();
+    } else if c != 0 {
         out.push_str(&format!(
             " {} {}",
             if c < 0 { "-" } else { "+" },
             c.unsigned_abs()
         ));
+    }
+    if matches!(index, Index::Bounded { .. }) {
+        out = if out == "0" {
+            format!("a value in [{lo}, {hi}]")
+        } else {
+            format!("{out} + a value in [{lo}, {hi}]")
+        };
     }
     out
 }

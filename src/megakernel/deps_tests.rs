@@ -353,3 +353,49 @@ fn stride_just_inside_32_bits_is_still_one_element_each() {
     let d = same(copy("a", WG, GID, big), copy("b", WG, big, GID));
     assert_eq!(d.kind, DepKind::Invocation, "{}", d.reason);
 }
+
+#[test]
+fn rotation_within_the_tile_via_rem_is_workgroup() {
+    // The fixture pattern: wgid*256 + rem(lid + 1, 256), the next element wrapping inside the
+    // workgroup's slice.
+    let j =
+        r#"{"add": [{"mul": [{"wgid": "x"}, 256]}, {"rem": [{"add": [{"lid": "x"}, 1]}, 256]}]}"#;
+    let d = same(copy("a", WG, GID, GID), copy("b", WG, j, GID));
+    assert_eq!(d.kind, DepKind::Workgroup, "{}", d.reason);
+}
+
+#[test]
+fn rem_by_more_than_the_tile_is_grid() {
+    // rem(lid + 1, 512) may reach 256 past the tile start: the next workgroup's element.
+    let j =
+        r#"{"add": [{"mul": [{"wgid": "x"}, 256]}, {"rem": [{"add": [{"lid": "x"}, 1]}, 512]}]}"#;
+    let d = same(copy("a", WG, GID, GID), copy("b", WG, j, GID));
+    assert_eq!(d.kind, DepKind::Grid, "{}", d.reason);
+    assert!(d.reason.contains("[0, 511]"), "{}", d.reason);
+}
+
+#[test]
+fn rem_of_a_possibly_negative_value_is_not_in_the_tile() {
+    // i32(lid) - 5 may be negative: a signed remainder may be negative too.
+    let j =
+        r#"{"add": [{"mul": [{"wgid": "x"}, 256]}, {"rem": [{"sub": [{"lid": "x"}, 5]}, 256]}]}"#;
+    let d = same(copy("a", WG, GID, GID), copy("b", WG, j, GID));
+    assert_eq!(d.kind, DepKind::Grid, "{}", d.reason);
+}
+
+#[test]
+fn masked_lane_index_is_workgroup() {
+    // wgid*256 + and(lid * 7, 255): scattered but inside the tile.
+    let j =
+        r#"{"add": [{"mul": [{"wgid": "x"}, 256]}, {"and": [{"mul": [{"lid": "x"}, 7]}, 255]}]}"#;
+    let d = same(copy("a", WG, GID, GID), copy("b", WG, j, GID));
+    assert_eq!(d.kind, DepKind::Workgroup, "{}", d.reason);
+}
+
+#[test]
+fn bounded_index_is_never_an_invocation_proof() {
+    // Both steps at wgid*256 + rem(lid, 256) (= gid for this shape, but not proven exact).
+    let j = r#"{"add": [{"mul": [{"wgid": "x"}, 256]}, {"rem": [{"lid": "x"}, 256]}]}"#;
+    let d = same(copy("a", WG, GID, j), copy("b", WG, j, GID));
+    assert_eq!(d.kind, DepKind::Workgroup, "{}", d.reason);
+}
