@@ -72,6 +72,9 @@ pub enum Index {
     Varying,
 }
 
+/// A known form with a bounded term: `(coef, wgid, constant, lo, hi)` (see [`Index::Bounded`]).
+pub type Parts = ([i64; IDS], [i64; 3], i64, i64, i64);
+
 /// Largest value of each id as an unsigned 32-bit value (`gid.* lid.* lane`, then `wgid.*`):
 /// lid below CUDA's 1024 threads per block, lane below 32, grid below 2^31 blocks.
 const ID_MAX: [i128; IDS + 3] = [
@@ -137,7 +140,7 @@ impl Index {
 
     /// `(coef, wgid, constant, lo, hi)` of a known form: `Bounded`, or an `Affine` index with
     /// every part known (`lo = hi = 0`).
-    pub fn known_parts(&self) -> Option<([i64; IDS], [i64; 3], i64, i64, i64)> {
+    pub fn known_parts(&self) -> Option<Parts> {
         match *self {
             Index::Bounded {
                 coef,
@@ -151,7 +154,7 @@ impl Index {
     }
 
     /// A `Bounded` index from parts; `None` parts (an overflow) make it `Varying`.
-    fn bounded(p: Option<([i64; IDS], [i64; 3], i64, i64, i64)>) -> Index {
+    fn bounded(p: Option<Parts>) -> Index {
         match p {
             Some((coef, wgid, constant, lo, hi)) => Index::Bounded {
                 coef,
@@ -681,17 +684,22 @@ impl Walker {
     }
 }
 
-type Parts = ([i64; IDS], [i64; 3], i64, i64, i64);
+/// Checked element-wise `op` of two coefficient arrays.
+fn zip_checked<const N: usize>(
+    a: [i64; N],
+    b: [i64; N],
+    op: impl Fn(i64, i64) -> Option<i64>,
+) -> Option<[i64; N]> {
+    let mut out = [0i64; N];
+    for (o, (x, y)) in out.iter_mut().zip(a.into_iter().zip(b)) {
+        *o = op(x, y)?;
+    }
+    Some(out)
+}
 
 fn add_parts(a: Parts, b: Parts) -> Option<Parts> {
-    let mut coef = [0i64; IDS];
-    for i in 0..IDS {
-        coef[i] = a.0[i].checked_add(b.0[i])?;
-    }
-    let mut wgid = [0i64; 3];
-    for i in 0..3 {
-        wgid[i] = a.1[i].checked_add(b.1[i])?;
-    }
+    let coef = zip_checked(a.0, b.0, i64::checked_add)?;
+    let wgid = zip_checked(a.1, b.1, i64::checked_add)?;
     Some((
         coef,
         wgid,
@@ -706,14 +714,8 @@ fn neg_parts(a: Parts) -> Option<Parts> {
 }
 
 fn scale_parts(a: Parts, k: i64) -> Option<Parts> {
-    let mut coef = [0i64; IDS];
-    for i in 0..IDS {
-        coef[i] = a.0[i].checked_mul(k)?;
-    }
-    let mut wgid = [0i64; 3];
-    for i in 0..3 {
-        wgid[i] = a.1[i].checked_mul(k)?;
-    }
+    let coef = zip_checked(a.0, [k; IDS], i64::checked_mul)?;
+    let wgid = zip_checked(a.1, [k; 3], i64::checked_mul)?;
     let (x, y) = (a.3.checked_mul(k)?, a.4.checked_mul(k)?);
     Some((coef, wgid, a.2.checked_mul(k)?, x.min(y), x.max(y)))
 }
