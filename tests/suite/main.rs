@@ -6,6 +6,7 @@ mod tui_helpers;
 
 mod cli_check;
 mod cli_occupancy;
+mod cli_plan;
 mod cli_run;
 mod compile_diagnostics;
 mod diagnostics_rules;
