@@ -11,7 +11,7 @@ use super::keymap::KeySpec;
 
 /// The action for one key.
 pub fn key_action(app: &App, key: KeySpec) -> Option<Action> {
-    if matches!(app.overlay, Some(Overlay::Prompt(..))) {
+    if matches!(app.overlay.open, Some(Overlay::Prompt(..))) {
         return match key.code {
             KeyCode::Char('c') if key.mods.contains(KeyModifiers::CONTROL) => {
                 Some(Action::Command(Command::Quit))

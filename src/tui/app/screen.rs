@@ -1,0 +1,81 @@
+//! The screen sub-state: which pane has focus, zoom/expand, the terminal size, the status
+//! message and the spinner's clock.
+
+use super::{Focus, Level};
+
+/// Pane arrangement and status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screen {
+    /// Focused pane.
+    pub focus: Focus,
+    /// Focused pane maximized.
+    pub zoom: bool,
+    /// Detail panel expanded over the code panes.
+    pub expand: bool,
+    /// Terminal size (columns, rows).
+    pub size: (u16, u16),
+    /// Last status message.
+    pub message: Option<(Level, String)>,
+    /// Ticks seen (spinner frame).
+    pub ticks: u64,
+}
+
+impl Default for Screen {
+    fn default() -> Self {
+        Screen {
+            focus: Focus::Ir,
+            zoom: false,
+            expand: false,
+            size: (80, 24),
+            message: None,
+            ticks: 0,
+        }
+    }
+}
+
+impl Screen {
+    /// Shows an information message.
+    pub fn info(&mut self, msg: impl Into<String>) {
+        self.message = Some((Level::Info, msg.into()));
+    }
+
+    /// Shows an error message.
+    pub fn error(&mut self, msg: impl Into<String>) {
+        self.message = Some((Level::Error, msg.into()));
+    }
+
+    /// Moves the focus one pane along the Tab order (wrapping).
+    pub fn cycle_focus(&mut self, forward: bool) {
+        let n = Focus::ALL.len();
+        let i = Focus::ALL
+            .iter()
+            .position(|f| *f == self.focus)
+            .unwrap_or(0);
+        self.focus = Focus::ALL[if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        }];
+    }
+
+    /// Maximizes the focused pane (toggle).
+    pub fn toggle_zoom(&mut self) {
+        self.zoom = !self.zoom;
+        self.expand = false;
+    }
+
+    /// Expands the detail panel over the panes (toggle); expanding focuses it.
+    pub fn toggle_expand(&mut self) {
+        self.expand = !self.expand;
+        self.zoom = false;
+        if self.expand {
+            self.focus = Focus::Detail;
+        }
+    }
+
+    /// Back to the normal arrangement (no zoom, no expand).
+    pub fn restore(&mut self) {
+        self.zoom = false;
+        self.expand = false;
+    }
+}
