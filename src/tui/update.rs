@@ -1,14 +1,16 @@
 //! `update(&mut App, Action) -> Vec<Cmd>`: the only place the inspector's state changes.
 //!
-//! This file routes an action: an open overlay first ([`crate::tui::app::Overlays::update`]),
-//! then the command table; the work is in small named functions per concern in `update/`
-//! (navigation and search, the program and its emission, worker replies). None of them
-//! touch the terminal, a thread or the GPU: work that may be slow is returned as
+//! This file routes an action: an open overlay takes it first
+//! ([`crate::tui::app::Overlays::update`]); otherwise every sub-state that needs only its
+//! own fields applies it (`Screen`, `Detail`, `Jobs`, each with its own `update`), then the
+//! command table here handles what spans sub-states, with small named functions per concern
+//! in `update/` (navigation and search, the program and its emission, worker replies). None
+//! of them touch the terminal, a thread or the GPU: work that may be slow is returned as
 //! [`Cmd::Job`] for the shell to run.
 
 use super::action::{Action, Cmd, Command};
 use super::app::overlay::Handled;
-use super::app::{App, Focus, Overlay, PromptKind, Tab, SM_TARGETS};
+use super::app::{App, Focus, Overlay, PromptKind, SM_TARGETS};
 use super::export;
 use super::views::help;
 
@@ -34,12 +36,17 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         }
         Handled::Pass => {}
     }
+    // The sub-states' own parts (their actions do not overlap, so the order is free).
+    let focus = app.screen.focus;
+    out.extend(app.screen.update(&action));
+    out.extend(app.detail.update(&action, focus));
+    out.extend(app.jobs.update(&action));
     match action {
         Action::Command(c) => command(app, c, &mut out),
-        // Text input with no prompt open (the overlay took it otherwise).
-        Action::Input(_) | Action::Backspace => {}
-        Action::Resize(w, h) => {
-            app.screen.size = (w, h);
+        // Text input with no prompt open (the overlay took it otherwise); the sub-states
+        // took the rest.
+        Action::Input(_) | Action::Backspace | Action::Tick | Action::WorkerGone => {}
+        Action::Resize(..) => {
             for f in Focus::ALL {
                 nav::keep_visible(app, f);
             }
@@ -47,13 +54,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         Action::Click(x, y) => nav::click(app, x, y, &mut out),
         Action::Wheel(x, y, delta) => nav::wheel(app, x, y, delta),
         Action::Worker(r) => reply::reply(app, r, &mut out),
-        Action::WorkerGone => {
-            app.jobs.abandon();
-            app.screen
-                .error("worker thread stopped; restart the inspector");
-        }
         Action::FileChanged => program::reload(app, true, &mut out),
-        Action::Tick => app.screen.ticks = app.screen.ticks.wrapping_add(1),
     }
     out
 }
@@ -69,7 +70,16 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
     match c {
         Command::Quit => out.push(Cmd::Quit),
         Command::Help => app.overlay.open = Some(Overlay::Help(0)),
-        Command::FocusNext | Command::FocusPrev => app.screen.cycle_focus(c == Command::FocusNext),
+        // Taken by `Screen::update` and `Detail::update`.
+        Command::FocusNext
+        | Command::FocusPrev
+        | Command::Zoom
+        | Command::Expand
+        | Command::Left
+        | Command::Right
+        | Command::PrevTab
+        | Command::NextTab
+        | Command::Tab(_) => {}
         Command::Up => nav::move_cursor(app, -1),
         Command::Down => nav::move_cursor(app, 1),
         Command::PageUp => {
@@ -82,36 +92,14 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         }
         Command::Home => nav::move_cursor(app, isize::MIN / 2),
         Command::End => nav::move_cursor(app, isize::MAX / 2),
-        Command::Left | Command::PrevTab
-            if c == Command::PrevTab || app.screen.focus == Focus::Detail =>
-        {
-            app.detail.switch(app.detail.neighbour(-1))
-        }
-        Command::Right | Command::NextTab
-            if c == Command::NextTab || app.screen.focus == Focus::Detail =>
-        {
-            app.detail.switch(app.detail.neighbour(1))
-        }
-        Command::Left | Command::Right | Command::PrevTab | Command::NextTab => {}
-        Command::Tab(n) => {
-            if (n as usize) >= 1 && (n as usize) <= Tab::ALL.len() {
-                app.detail.switch(n as usize - 1);
-            }
-        }
         Command::Enter => program::enter(app, out),
-        Command::Escape => {
-            app.overlay.open = None;
-            app.code.search = None;
-            app.screen.message = None;
-            app.screen.restore();
-        }
+        // The screen drops the message and zoom/expand; the search goes here.
+        Command::Escape => app.code.search = None,
         Command::NextBlock => nav::jump_block(app, true),
         Command::PrevBlock => nav::jump_block(app, false),
         Command::Search => app.overlay.prompt(PromptKind::Search, String::new()),
         Command::SearchNext => nav::search_step(app, true, false),
         Command::SearchPrev => nav::search_step(app, false, false),
-        Command::Zoom => app.screen.toggle_zoom(),
-        Command::Expand => app.screen.toggle_expand(),
         Command::WgHalve => program::tune_x(app, |x| (x / 2).max(1), out),
         Command::WgDouble => program::tune_x(app, |x| x.saturating_mul(2), out),
         Command::WgMinus => {

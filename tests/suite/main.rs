@@ -24,6 +24,7 @@ mod occupancy_h200_table;
 mod occupancy_model;
 mod ptxas;
 mod runtime_without_gpu;
+mod tui_gpu;
 mod tui_scroll;
 mod tui_snapshots;
 mod tui_tmux;

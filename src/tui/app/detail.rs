@@ -1,7 +1,8 @@
 //! The detail panel sub-state: the active tab, its cursor and the scroll offsets of its
 //! lists.
 
-use super::{PaneState, Tab};
+use super::{Focus, PaneState, Tab};
+use crate::tui::action::{Action, Cmd, Command};
 
 /// Detail panel state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +27,26 @@ impl Default for Detail {
 }
 
 impl Detail {
+    /// Applies the tab commands: next/previous tab (Left/Right too while the panel has
+    /// `focus`), or a tab by number. Needs no command.
+    pub fn update(&mut self, action: &Action, focus: Focus) -> Vec<Cmd> {
+        let Action::Command(c) = action else {
+            return Vec::new();
+        };
+        let on_panel = focus == Focus::Detail;
+        match c {
+            Command::PrevTab => self.switch(self.neighbour(-1)),
+            Command::Left if on_panel => self.switch(self.neighbour(-1)),
+            Command::NextTab => self.switch(self.neighbour(1)),
+            Command::Right if on_panel => self.switch(self.neighbour(1)),
+            Command::Tab(n) if (1..=Tab::ALL.len()).contains(&(*n as usize)) => {
+                self.switch(*n as usize - 1)
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
     /// Shows tab `i` of [`Tab::ALL`] (clamped) from its top.
     pub fn switch(&mut self, i: usize) {
         self.tab = Tab::ALL[i.min(Tab::ALL.len() - 1)];

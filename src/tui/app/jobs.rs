@@ -2,7 +2,7 @@
 //! cache and telemetry counters, and the jobs in flight on the worker (progress indicator).
 
 use crate::occupancy::DeviceCaps;
-use crate::tui::action::Cmd;
+use crate::tui::action::{Action, Cmd};
 use crate::tui::gpu::{Counters, RunRecord, TuneRow, NO_RUNTIME};
 use crate::tui::worker::{Job, Reply, Stats};
 
@@ -121,28 +121,28 @@ impl Jobs {
         Cmd::Job(job)
     }
 
-    /// Applies the progress replies (`Started`, `Progress`), which change nothing else;
-    /// true when `r` was one of them. Final replies are the caller's, which then calls
-    /// [`Jobs::finished`].
-    pub fn progress(&mut self, r: &Reply) -> bool {
-        match r {
-            Reply::Started(label, total) => {
+    /// Applies the progress replies (`Started`, `Progress`), which change nothing else, and
+    /// a dead worker (nothing is in flight any more). Final replies are the caller's, which
+    /// then calls [`Jobs::finished`].
+    pub fn update(&mut self, action: &Action) -> Vec<Cmd> {
+        match action {
+            Action::Worker(Reply::Started(label, total)) => {
                 self.busy = Some(Busy {
-                    label: *label,
+                    label,
                     done: 0,
                     total: *total,
                 });
-                true
             }
-            Reply::Progress(done, total) => {
+            Action::Worker(Reply::Progress(done, total)) => {
                 if let Some(b) = &mut self.busy {
                     b.done = *done;
                     b.total = *total;
                 }
-                true
             }
-            _ => false,
+            Action::WorkerGone => self.abandon(),
+            _ => {}
         }
+        Vec::new()
     }
 
     /// A final reply arrived: one job fewer in flight.

@@ -2,6 +2,7 @@
 //! message and the spinner's clock.
 
 use super::{Focus, Level};
+use crate::tui::action::{Action, Cmd, Command};
 
 /// Pane arrangement and status line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +35,26 @@ impl Default for Screen {
 }
 
 impl Screen {
+    /// Applies what concerns the screen alone: focus cycling, zoom/expand, Escape's reset,
+    /// the terminal size, the spinner tick, a dead worker's message. Needs no command.
+    pub fn update(&mut self, action: &Action) -> Vec<Cmd> {
+        match action {
+            Action::Command(Command::FocusNext) => self.cycle_focus(true),
+            Action::Command(Command::FocusPrev) => self.cycle_focus(false),
+            Action::Command(Command::Zoom) => self.toggle_zoom(),
+            Action::Command(Command::Expand) => self.toggle_expand(),
+            Action::Command(Command::Escape) => {
+                self.message = None;
+                self.restore();
+            }
+            Action::Resize(w, h) => self.size = (*w, *h),
+            Action::Tick => self.ticks = self.ticks.wrapping_add(1),
+            Action::WorkerGone => self.error("worker thread stopped; restart the inspector"),
+            _ => {}
+        }
+        Vec::new()
+    }
+
     /// Shows an information message.
     pub fn info(&mut self, msg: impl Into<String>) {
         self.message = Some((Level::Info, msg.into()));

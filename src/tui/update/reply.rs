@@ -7,13 +7,11 @@ use crate::tui::worker::Reply;
 
 use super::{nav, program};
 
-/// Applies worker reply `r`; a final reply (not progress) counts one job as done.
+/// Applies worker reply `r`; a final reply (not progress, which
+/// [`crate::tui::app::Jobs::update`] took) counts one job as done.
 pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
-    if app.jobs.progress(&r) {
-        return;
-    }
     match r {
-        Reply::Started(..) | Reply::Progress(..) => {}
+        Reply::Started(..) | Reply::Progress(..) => return,
         Reply::Analyzed(generation, e) => {
             if generation == app.code.generation {
                 app.code.emission = Some(*e);
