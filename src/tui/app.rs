@@ -146,7 +146,7 @@ pub struct App {
 
 impl App {
     /// A fresh state over `paths` (already expanded), not yet loaded: call
-    /// [`crate::tui::update::open_selected`] (the run loop does).
+    /// [`crate::tui::update::start`] (setup does).
     pub fn new(paths: Vec<PathBuf>, keymap: KeyMap, theme: Theme) -> Self {
         App {
             programs: Programs::new(paths),

@@ -66,7 +66,7 @@ impl Overlays {
         matches!(self.open, Some(Overlay::Prompt(..)))
     }
 
-    /// Applies text input (`Input`, `Backspace`) and, through [`Overlays::command`], the
+    /// Applies text input (`Input`, `Backspace`) and, through its command table, the
     /// commands an open overlay takes; `help_max` is the help screen's last scroll offset.
     pub fn update(&mut self, action: &Action, help_max: usize) -> Handled {
         match action {
