@@ -40,7 +40,7 @@ pub use driver::DriverError;
 pub use jit::{JitOptions, KernelHandle, KernelInfo};
 pub use parity::{Mismatch, ParityReport};
 pub use telemetry::Telemetry;
-pub use worker::GpuWorker;
+pub use worker::{GpuWorker, SweepRequest};
 
 use driver::{Context, Device, Event, Stream};
 
