@@ -109,6 +109,20 @@ pub(crate) struct LaunchMode {
     pub timed: bool,
 }
 
+/// A launch whose kernel, shape and arguments are checked and built, ready to enqueue.
+pub(crate) struct ReadyLaunch {
+    /// The kernel.
+    pub f: Function,
+    /// Grid and block.
+    pub geo: Geometry,
+    /// One 8-byte slot per parameter.
+    pub args: Vec<u64>,
+    /// Needs `cuLaunchCooperativeKernel` (grid barrier).
+    pub cooperative: bool,
+    /// Threads launched.
+    pub slots: u64,
+}
+
 /// One launch's times.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct LaunchTiming {
@@ -443,6 +457,47 @@ impl Runtime {
             )));
         }
         let _range = nvtx::range(&format!("vyrescope launch {}", h.name));
+        let mut ready = self.prepare_launch(h, abi, shape, set, map, opts)?;
+        let useful = opts
+            .useful_invocations
+            .unwrap_or(ready.slots)
+            .min(ready.slots);
+        let mut out = Vec::with_capacity(launches as usize);
+        for _ in 0..launches.max(1) {
+            self.clear_grid_sync(&ready)?;
+            let mode = LaunchMode {
+                cooperative: ready.cooperative,
+                timeout: opts.timeout,
+                timed: opts.device_timing,
+            };
+            let t = self.launch_core(&h.name, ready.f, &ready.geo, &mut ready.args, mode)?;
+            self.telemetry
+                .record_launch(ready.cooperative, ready.slots, useful, t.device_ms);
+            out.push(t);
+        }
+        Ok(out)
+    }
+
+    /// Checks a launch of `h` over `set` (through `map`) and builds its arguments, ready to
+    /// enqueue: the kernel loaded, the shape and co-residency checked, the grid-barrier
+    /// scratch allocated.
+    pub(crate) fn prepare_launch(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        set: &ResidentSet,
+        map: &[usize],
+        opts: &DispatchOptions,
+    ) -> Result<ReadyLaunch> {
+        if map.len() != abi.params.len() || map.iter().any(|&i| i >= set.lens.len()) {
+            return Err(RuntimeError::Abi(format!(
+                "kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}\n  Fix: map every kernel buffer to a buffer of the resident set",
+                h.name,
+                abi.params.len(),
+                set.lens.len()
+            )));
+        }
         let (f, res) = self.kernel_for_launch(h)?;
         self.check_shape(
             &h.name,
@@ -489,28 +544,26 @@ impl Runtime {
             let p = self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr());
             args.push(p);
         }
-        let slots = product(shape.grid) * product(shape.workgroup_size);
-        let useful = opts.useful_invocations.unwrap_or(slots).min(slots);
-        let mut out = Vec::with_capacity(launches as usize);
-        for _ in 0..launches.max(1) {
-            if abi.grid_sync {
-                let sess = self.sess()?;
-                if let Some(s) = sess.pool.scratch.as_ref() {
-                    s.memset_async(0, &sess.stream)
-                        .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                }
+        Ok(ReadyLaunch {
+            f,
+            geo,
+            args,
+            cooperative: abi.grid_sync,
+            slots: product(shape.grid) * product(shape.workgroup_size),
+        })
+    }
+
+    /// Zeroes the grid-barrier words before a cooperative launch (each launch starts its
+    /// barrier count afresh); nothing for an ordinary launch.
+    pub(crate) fn clear_grid_sync(&mut self, ready: &ReadyLaunch) -> Result<()> {
+        if ready.cooperative {
+            let sess = self.sess()?;
+            if let Some(s) = sess.pool.scratch.as_ref() {
+                s.memset_async(0, &sess.stream)
+                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
             }
-            let mode = LaunchMode {
-                cooperative: abi.grid_sync,
-                timeout: opts.timeout,
-                timed: opts.device_timing,
-            };
-            let t = self.launch_core(&h.name, f, &geo, &mut args, mode)?;
-            self.telemetry
-                .record_launch(abi.grid_sync, slots, useful, t.device_ms);
-            out.push(t);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Refuses a cooperative launch whose grid cannot be resident at once.
