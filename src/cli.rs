@@ -12,6 +12,7 @@ pub mod fault_test;
 pub mod gpu_worker;
 pub mod occupancy;
 pub mod occupancy_capture;
+pub mod plan;
 pub mod print;
 pub mod probe;
 pub mod run;
@@ -56,6 +57,8 @@ pub enum Command {
     Emit(emit::Args),
     /// Occupancy of a Program's kernel, or calculator mode with --regs.
     Occupancy(occupancy::Args),
+    /// Plan a pipeline's fused (megakernel) execution: groups, waves, barriers, breaks.
+    Plan(plan::Args),
     /// Probe a CUDA device and print its capabilities.
     Probe(probe::Args),
     /// Fault-recovery check with raw PTX (test-only).
@@ -95,6 +98,7 @@ pub fn main() -> i32 {
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
         Some(Command::Occupancy(a)) => occupancy::run(&a),
+        Some(Command::Plan(a)) => plan::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),
         Some(Command::FaultTest(a)) => fault_test::run(&a),
         Some(Command::Selftest(a)) => selftest::run(&a),

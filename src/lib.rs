@@ -15,4 +15,5 @@ pub mod runtime;
 pub mod semantics;
 pub mod shape;
 pub mod tui;
+pub mod util;
 pub mod validate;

@@ -16,12 +16,7 @@ use crate::ir::ElemType;
 /// Elements shown per output buffer.
 pub const FIRST_ELEMENTS: usize = 8;
 
-/// FNV-1a 64 of `bytes`.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
+pub use crate::util::hash::fnv1a as fnv1a64;
 
 /// Element `i` of raw little-endian `bytes` as a JSON value (numbers; `bool` as true/false;
 /// non-finite floats as the strings "nan", "inf", "-inf"). `None` past the end.

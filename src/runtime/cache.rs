@@ -46,26 +46,7 @@ pub struct CacheReport {
     pub driver_cache_user_set: bool,
 }
 
-/// 64-bit FNV-1a: a stable hash for cache keys (std's hasher is randomly seeded per run,
-/// and the tune cache on disk needs keys that survive the process).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// Combines hashes of several parts (each part length-prefixed, so ("ab","c") != ("a","bc")).
-pub fn hash_parts(parts: &[&[u8]]) -> u64 {
-    let mut buf = Vec::new();
-    for p in parts {
-        buf.extend_from_slice(&(p.len() as u64).to_le_bytes());
-        buf.extend_from_slice(p);
-    }
-    fnv1a(&buf)
-}
+pub use crate::util::hash::{fnv1a, hash_parts};
 
 /// A least-recently-used map with statistics.
 #[derive(Debug)]
@@ -214,15 +195,6 @@ pub fn driver_cache_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnv_matches_reference_vectors() {
-        // Published FNV-1a 64 test vectors.
-        assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
-        assert_eq!(fnv1a(b"a"), 0xaf63dc4c8601ec8c);
-        assert_eq!(fnv1a(b"foobar"), 0x85944171f73967e8);
-        assert_ne!(hash_parts(&[b"ab", b"c"]), hash_parts(&[b"a", b"bc"]));
-    }
 
     #[test]
     fn lru_counts_and_evicts_least_recent() {

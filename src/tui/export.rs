@@ -1,8 +1,7 @@
 //! `x`: the data behind the current view as JSON, written atomically (a temp file in the
 //! target directory, then rename), next to the program or to a chosen path.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
@@ -26,8 +25,8 @@ pub enum ExportError {
 
 /// Name of the current view (part of the default file name).
 pub fn view_name(app: &App) -> String {
-    match app.focus {
-        Focus::Detail => app.tab.title().to_lowercase(),
+    match app.screen.focus {
+        Focus::Detail => app.detail.tab.title().to_lowercase(),
         Focus::List => "programs".into(),
         Focus::Ir | Focus::Ptx => "ptx".into(),
     }
@@ -35,7 +34,7 @@ pub fn view_name(app: &App) -> String {
 
 /// `<dir>/<program stem>.<view>.json` beside the open program.
 pub fn default_path(app: &App) -> Option<PathBuf> {
-    let doc = app.doc.as_ref()?;
+    let doc = app.programs.doc.as_ref()?;
     let stem = doc.path.file_stem()?.to_string_lossy().into_owned();
     Some(
         doc.base_dir()
@@ -48,19 +47,19 @@ pub fn view_data(app: &App) -> Value {
     let opts = app.emit_options();
     let mut v = json!({
         "view": view_name(app),
-        "program": app.doc.as_ref().map(|d| d.program.name.clone()),
-        "file": app.doc.as_ref().map(|d| d.path.display().to_string()),
+        "program": app.programs.doc.as_ref().map(|d| d.program.name.clone()),
+        "file": app.programs.doc.as_ref().map(|d| d.path.display().to_string()),
         "sm": opts.sm,
         "workgroup_size": opts.workgroup_size,
-        "device": app.devices.label(),
+        "device": app.jobs.devices.label(),
     });
-    let data = match app.focus {
+    let data = match app.screen.focus {
         Focus::List => json!(app
-            .entries
+            .programs.entries
             .iter()
             .map(|e| json!({"file": e.path.display().to_string(), "status": format!("{:?}", e.status)}))
             .collect::<Vec<_>>()),
-        Focus::Ir | Focus::Ptx => match app.emission.as_ref().map(|e| &e.ptx) {
+        Focus::Ir | Focus::Ptx => match app.code.emission.as_ref().map(|e| &e.ptx) {
             Some(Ok(p)) => json!({
                 "kernel": p.kernel.kernel_name,
                 "ptx": p.kernel.ptx,
@@ -71,7 +70,7 @@ pub fn view_data(app: &App) -> Value {
             Some(Err(e)) => json!({"error": e}),
             None => json!({"error": "emission in progress"}),
         },
-        Focus::Detail => tab_data(app, app.tab),
+        Focus::Detail => tab_data(app, app.detail.tab),
     };
     v["data"] = data;
     v
@@ -86,25 +85,27 @@ fn result<T: serde::Serialize>(r: &Result<T, String>) -> Value {
 
 /// The JSON of one detail tab.
 pub fn tab_data(app: &App, tab: Tab) -> Value {
-    let em = app.emission.as_ref();
+    let em = app.code.emission.as_ref();
     match tab {
         Tab::Occupancy => em.map_or(Value::Null, |e| result(&e.occupancy)),
         Tab::Resources => em.map_or(Value::Null, |e| json!(e.resources)),
         Tab::Diagnostics => json!(app.diagnostics()),
         Tab::Run => json!({
-            "runs": app.session.runs,
-            "last_error": app.session.run_error,
-            "tune": app.session.tune.as_ref().map(result),
+            "runs": app.jobs.session.runs,
+            "last_error": app.jobs.session.run_error,
+            "tune": app.jobs.session.tune.as_ref().map(result),
         }),
         Tab::Cache => result(
-            &app.session
+            &app.jobs
+                .session
                 .cache
                 .as_ref()
                 .map(|c| counters_json(c))
                 .map_err(Clone::clone),
         ),
         Tab::Telemetry => result(
-            &app.session
+            &app.jobs
+                .session
                 .telemetry
                 .as_ref()
                 .map(|c| counters_json(c))
@@ -124,29 +125,7 @@ fn counters_json(c: &[(String, String)]) -> Value {
     Value::Object(m)
 }
 
-/// Writes `bytes` to `path` atomically: a sibling temp file, flushed and synced, renamed
-/// over the target, so readers never see half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
+pub use crate::util::write_atomic;
 
 /// Exports the current view to `to` (or the default path); returns where it went.
 pub fn export(app: &App, to: Option<PathBuf>) -> Result<PathBuf, ExportError> {
@@ -161,26 +140,4 @@ pub fn export(app: &App, to: Option<PathBuf>) -> Result<PathBuf, ExportError> {
         source,
     })?;
     Ok(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
-        let dir = std::env::temp_dir().join(format!("vyrescope-export-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("a.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-        assert!(write_atomic(&dir.join("missing/x.json"), b"x").is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

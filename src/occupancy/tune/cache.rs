@@ -46,13 +46,12 @@ pub enum CacheError {
 /// FNV-1a (64-bit) of this crate's version and the Program text: stable across runs and Rust
 /// versions (unlike `DefaultHasher`), and a new vyrescope version (new emitter) starts fresh.
 pub fn program_hash(program_text: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let version = env!("CARGO_PKG_VERSION").as_bytes();
-    for &b in version.iter().chain(&[0u8]).chain(program_text.as_bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    let mut bytes = Vec::with_capacity(version.len() + 1 + program_text.len());
+    bytes.extend_from_slice(version);
+    bytes.push(0);
+    bytes.extend_from_slice(program_text.as_bytes());
+    crate::util::fnv1a(&bytes)
 }
 
 /// Rows found in the cache and candidates still to time.
@@ -173,13 +172,11 @@ impl TuneCache {
             }
         }
         let p = self.path(key);
-        let tmp = p.with_extension(format!("json.{}.tmp", std::process::id()));
         let text = serde_json::to_string_pretty(&merged).map_err(|e| CacheError::Io {
             path: p.display().to_string(),
             reason: e.to_string(),
         })?;
-        std::fs::write(&tmp, text).map_err(|e| io_err(&tmp, e))?;
-        std::fs::rename(&tmp, &p).map_err(|e| io_err(&p, e))
+        crate::util::write_atomic(&p, text.as_bytes()).map_err(|e| io_err(&p, e))
     }
 }
 

@@ -3,7 +3,7 @@
 //! Use from a test file with `mod support { pub mod gen; }` and `support::gen::...`.
 //! Everything is driven by a `u64` seed (so a proptest failure names a reproducible seed):
 //! - [`valid_program`]: well-typed Programs the validator must accept: every rule of
-//!   program-format.md and SEMANTICS.md is respected by construction (types, literal contexts,
+//!   docs/program-format.md and docs/semantics.md is respected by construction (types, literal contexts,
 //!   scoping without shadowing, writable stores, atomics, barriers only where every thread of
 //!   the workgroup reaches them). With [`Config::default`] loops are short and bounded, so
 //!   interpreting one is cheap; [`Config::interp`] makes Programs to run: a `run` section,
@@ -14,26 +14,24 @@
 //! - [`mutate`]: a valid Program with one random change that is likely to break a rule.
 #![allow(dead_code)]
 
+use vyrescope::inputs::prng::SplitMix64;
 use vyrescope::ir::parse::assign_ids;
 use vyrescope::ir::*;
 
-/// SplitMix64: tiny, fast and good enough for test-case generation.
+/// Test-case randomness: the crate's own SplitMix64 (the generator behind `"fill": "random"`)
+/// with a few drawing helpers.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// A generator from a seed.
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`).
