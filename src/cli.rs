@@ -18,6 +18,7 @@ pub mod probe;
 pub mod run;
 pub mod run_cuda;
 pub mod run_pipeline;
+pub mod run_pipeline_cuda;
 pub mod selftest;
 pub mod tui;
 pub mod tune;

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod fuse;
+pub mod gate;
 pub mod launch;
 
 pub use fuse::{fuse_group, FuseError, FusedKernel};

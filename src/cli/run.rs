@@ -88,6 +88,19 @@ pub struct Args {
     /// launch); `device_ms` is then reported as null.
     #[arg(long)]
     pub no_device_timing: bool,
+    /// cuda, pipelines: run only the separate launches (one per step).
+    #[arg(long, conflicts_with_all = ["megakernel", "both"])]
+    pub separate: bool,
+    /// cuda, pipelines: run only the megakernel plan.
+    #[arg(long, conflicts_with_all = ["separate", "both"])]
+    pub megakernel: bool,
+    /// cuda, pipelines: run both forms, interleaved, and judge the speedup (the default).
+    #[arg(long, conflicts_with_all = ["separate", "megakernel"])]
+    pub both: bool,
+    /// cuda, pipelines with both forms: write every timed repetition as CSV
+    /// (`form,repetition,device_ms`), the speedup gate's evidence.
+    #[arg(long, value_name = "FILE")]
+    pub gate_csv: Option<PathBuf>,
 }
 
 /// Runs `program` on `backend` over `prepared`, in place; returns (elapsed ms, node evals).

@@ -67,12 +67,6 @@ pub fn run(a: &Args) -> i32 {
         );
         return 1;
     };
-    if a.backend == Backend::Cuda {
-        // Placeholder until the GPU pipeline runner lands (separate/megakernel execution).
-        return super::fail(
-            "running a pipeline on --backend cuda is not yet supported\n  Fix: use --backend reference for now",
-        );
-    }
     let base = a.file.parent().unwrap_or(Path::new("."));
     let mut prepared = match prepare_pipeline(pipeline, base) {
         Ok(p) => p,
@@ -82,6 +76,17 @@ pub fn run(a: &Args) -> i32 {
         if let Err(e) = dump_buffers(dir, &prepared, ".in.bin", true) {
             return super::fail(e);
         }
+    }
+    if a.backend == Backend::Cuda {
+        let code = super::run_pipeline_cuda::run(a, pipeline, &mut prepared);
+        if code == 0 {
+            if let Some(dir) = &a.dump {
+                if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
+                    return super::fail(e);
+                }
+            }
+        }
+        return code;
     }
     let opts = interp::Options {
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),

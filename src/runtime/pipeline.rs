@@ -16,6 +16,7 @@ use super::jit::JitOptions;
 use super::{profiler_range, GENERIC_FIX};
 use super::{Result, Runtime, RuntimeError};
 use crate::inputs::HostBuffer;
+use crate::ir::Program;
 pub use crate::megakernel::launch::{separate_launches, PipelineLaunch};
 
 /// One launch of the execution.
@@ -126,6 +127,20 @@ impl Runtime {
             upload_ms,
             download_ms,
         })
+    }
+
+    /// Blocks of `program` (launched with `workgroup`) that the driver can keep resident at
+    /// once on the whole device: `cuOccupancyMaxActiveBlocksPerMultiprocessor` times the SM
+    /// count. The planner's persistent grid comes from the occupancy estimator; this confirms
+    /// it on the GPU before a cooperative launch.
+    pub fn coresident_blocks(&mut self, program: &Program, workgroup: [u32; 3]) -> Result<u32> {
+        let k = self.compile_program(program, workgroup, &JitOptions::default())?;
+        let (f, _) = self.kernel_for_launch(&k.handle)?;
+        let threads = workgroup.iter().product::<u32>();
+        let per_sm = f
+            .max_active_blocks(threads, 0)
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        Ok(per_sm.saturating_mul(self.caps().sm_count))
     }
 
     /// Enqueues `ready` back to back between the session's two events and waits for the
