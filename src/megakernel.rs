@@ -4,6 +4,16 @@
 //! The meaning of a pipeline is always "every step as its own dispatch, in order"; every plan
 //! must compute exactly that. Anything the analysis cannot prove is a grid dependence, so a
 //! plan is never unsound.
+//!
+//! [`deps`] types every pair of steps ([`DepKind`], with a reason); [`plan`] groups, orders
+//! and separates them into a [`plan::Plan`] (`vyrescope plan --json`) whose groups give the
+//! [`FusedGroupSpec`]s fused emission works from; [`cache`] keeps plans on disk.
+//!
+//! Contract with fused emission (the plan is only sound under it): a group is one kernel
+//! whose blocks loop over virtual workgroups; between two grid barriers (a *segment*) a block
+//! runs every step of the segment for one virtual workgroup, in the group's step order, with
+//! `barrier(workgroup)` where a separation says `workgroup`, before taking the next virtual
+//! workgroup. `none`/`invocation` separations need nothing: same thread, program order.
 
 use serde::{Deserialize, Serialize};
 
