@@ -36,7 +36,7 @@
 //!
 //! # Semantics
 //!
-//! Identical to the reference interpreter (SEMANTICS.md) bit for bit, except the
+//! Identical to the reference interpreter (docs/semantics.md) bit for bit, except the
 //! transcendental functions whose bounds are in [`precision`]. See `expr.rs` (operators),
 //! `memory.rs` (bounds checks, atomics), `subgroup.rs`, `grid_sync.rs`, `math.rs`.
 //!

@@ -2,7 +2,7 @@
 //!
 //! [`run`] executes a Program (elaborated here, so bare literals are fine) over a
 //! [`LaunchShape`], reading and writing host buffers in place, with exactly the semantics of
-//! `program-format.md` and SEMANTICS.md: wrapping integers, div/rem by zero = 0, PTX shift
+//! `docs/program-format.md` and docs/semantics.md: wrapping integers, div/rem by zero = 0, PTX shift
 //! rules, IEEE `f32`/`f64` without flush-to-zero, NaN-ignoring `min`/`max` with -0 < +0,
 //! saturating casts, out-of-range loads 0 and stores/atomics dropped, `f16` stored with
 //! round-to-nearest-even, `bool` as 32-bit words.

@@ -1,7 +1,7 @@
 //! The Program model: types, statements and expressions, the JSON parser (the only serde
 //! boundary for Programs) and the IR printer.
 //!
-//! A Program is parsed from format version 1 (`shared/spec/program-format.md`). Every statement
+//! A Program is parsed from format version 1 (`docs/program-format.md`). Every statement
 //! carries its node id, the JSON path of the statement in the file (`body[1].then[0]`).
 
 pub mod ast;

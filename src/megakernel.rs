@@ -17,6 +17,11 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod fuse;
+pub mod launch;
+
+pub use fuse::{fuse_group, FuseError, FusedKernel};
+
 /// How strongly step B depends on an earlier step A (the weakest sufficient separation).
 /// Ordered from weakest to strongest, so the separation a wave needs is the maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -11,7 +11,7 @@
 //! - [`buffers`]: kernel name, buffer table, shared memory, workgroup size, `run.inputs`;
 //! - [`types`]: scoping, literal typing (through [`crate::ir::typing::elaborate`], so the
 //!   validator accepts exactly what the interpreter and emitter will see), operand rules of
-//!   `SEMANTICS.md`, buffer access rules, atomics;
+//!   `docs/semantics.md`, buffer access rules, atomics;
 //! - [`divergence`]: barrier uniformity (a real divergence analysis, once per barrier scope)
 //!   and subgroup operations under non-uniform control flow.
 //!

@@ -1,5 +1,5 @@
 //! Expressions: one method per construct, each returning a [`Val`]. Operands are evaluated
-//! left to right before the operation (SEMANTICS.md), so instruction order is evaluation
+//! left to right before the operation (docs/semantics.md), so instruction order is evaluation
 //! order. Float arithmetic always carries `.rn`: without a rounding modifier ptxas may fuse
 //! `mul`+`add` into `fma`, which would break bit parity with the interpreter.
 //!

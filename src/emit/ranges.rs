@@ -215,7 +215,7 @@ fn binary(op: BinOp, a: Range, b: Option<Range>) -> Option<Range> {
             let lo = if op == BinOp::Or { a.lo.max(b.lo) } else { 0 };
             Range::new(lo, ones.min(MAX))
         }
-        // Amounts >= 32 give 0 (SEMANTICS.md).
+        // Amounts >= 32 give 0 (docs/semantics.md).
         BinOp::Shr => {
             let hi = if b.lo >= 32 { 0 } else { a.hi >> b.lo };
             let lo = if b.hi >= 32 { 0 } else { a.lo >> b.hi };

@@ -5,7 +5,7 @@
 //! 16-bit elements packed little-endian, so a narrow store is a compare-and-swap on the
 //! containing word), 8-byte elements in `AtomicU64`. Plain loads and stores are `Relaxed`
 //! (program-level ordering comes from barriers and the end of the dispatch); atomic operations
-//! are `SeqCst` as SEMANTICS.md requires.
+//! are `SeqCst` as docs/semantics.md requires.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

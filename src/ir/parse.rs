@@ -173,12 +173,12 @@ fn generic_fix(e: &serde_json::Error, msg: &str) -> String {
         Category::Syntax => "fix the JSON syntax at this position".into(),
         Category::Io => "check that the file is readable".into(),
         Category::Data if msg.contains("missing field") => {
-            "add the missing field (see program-format.md)".into()
+            "add the missing field (see docs/program-format.md)".into()
         }
         Category::Data if msg.contains("unknown field") => {
-            "remove or rename the field (see program-format.md)".into()
+            "remove or rename the field (see docs/program-format.md)".into()
         }
-        Category::Data => "give the value the type program-format.md asks for here".into(),
+        Category::Data => "give the value the type docs/program-format.md asks for here".into(),
     }
 }
 
@@ -786,7 +786,7 @@ impl<'de> Visitor<'de> for ExprVisitor {
                 }
                 _ => return Err(err(
                     format!("unknown expression kind `{k}`"),
-                    "see the expression table of program-format.md (e.g. add, load, select, cast)",
+                    "see the expression table of docs/program-format.md (e.g. add, load, select, cast)",
                 )),
             }
         };

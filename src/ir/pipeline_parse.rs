@@ -272,7 +272,7 @@ impl<'de> Deserialize<'de> for RawPipeline {
                         "pipeline" => name = Some(map.next_value::<KernelName>()?.0),
                         "doc" => doc = Some(map.next_value::<String>()?),
                         "buffers" => buffers = Some(map.next_value::<RawBuffers>()?.0),
-                        "steps" => steps = Some(map.next_value::<Vec<RawStep>>()?),
+                        "steps" => steps = Some(map.next_value::<RawSteps>()?.0),
                         other => {
                             return Err(err(
                                 format!("unknown key `{other}`"),
@@ -289,12 +289,6 @@ impl<'de> Deserialize<'de> for RawPipeline {
                 };
                 format.ok_or_else(|| missing("format"))?;
                 let steps = steps.ok_or_else(|| missing("steps"))?;
-                if steps.is_empty() {
-                    return Err(err(
-                        "`steps` is empty",
-                        "give at least one step: {\"program\": \"programs/x.json\", \"bind\": {..}}",
-                    ));
-                }
                 Ok(RawPipeline {
                     name: name.ok_or_else(|| missing("pipeline"))?,
                     doc,
@@ -409,6 +403,22 @@ impl<'de> Deserialize<'de> for RawBuffer {
             }
         }
         d.deserialize_map(V).map(RawBuffer)
+    }
+}
+
+/// `steps`: at least one (checked here so the error's path is `steps`).
+struct RawSteps(Vec<RawStep>);
+
+impl<'de> Deserialize<'de> for RawSteps {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let steps = Vec::<RawStep>::deserialize(d)?;
+        if steps.is_empty() {
+            return Err(err(
+                "`steps` is empty",
+                "give at least one step: {\"program\": \"programs/x.json\", \"bind\": {..}}",
+            ));
+        }
+        Ok(RawSteps(steps))
     }
 }
 

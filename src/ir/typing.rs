@@ -1,6 +1,6 @@
 //! Expression types and literal elaboration.
 //!
-//! Bare literals (`7`, `1.5`) take their type from context (program-format.md, "Bare numeric
+//! Bare literals (`7`, `1.5`) take their type from context (docs/program-format.md, "Bare numeric
 //! literals"). [`elaborate`] rewrites every bare literal of a Program into a typed one, so that
 //! the interpreter and the emitter never see an untyped literal; [`expr_type`] then gives the
 //! type of any expression from the variable types in scope. Both assume a Program the validator

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry, PinnedBuffer};
+use super::driver::nvtx;
+use super::driver::staging::StagingSlot;
+use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry};
 use super::jit::KernelHandle;
 use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
 use crate::emit::KernelAbi;
@@ -170,17 +172,13 @@ impl ResidentSet {
 /// The pinned staging ring.
 #[derive(Default)]
 pub(crate) struct Staging {
-    slots: Vec<(PinnedBuffer, Event)>,
-    /// Slots whose event was recorded (a copy may still be using them).
-    used: Vec<bool>,
+    slots: Vec<StagingSlot>,
 }
 
 impl Staging {
     fn ensure(&mut self) -> std::result::Result<(), DriverError> {
         while self.slots.len() < STAGING_SLOTS {
-            self.slots
-                .push((PinnedBuffer::alloc(STAGING_CHUNK)?, Event::create(false)?));
-            self.used.push(false);
+            self.slots.push(StagingSlot::new(STAGING_CHUNK)?);
         }
         Ok(())
     }
@@ -270,6 +268,7 @@ impl Runtime {
     /// Uploads `buffers` (binding order) into device memory that stays resident. Buffers
     /// whose bytes are all zero are cleared on the device instead of copied.
     pub fn upload(&mut self, buffers: &[HostBuffer]) -> Result<ResidentSet> {
+        let _range = nvtx::range("vyrescope upload");
         self.sess()?;
         let mut c = Counters::default();
         let mut devs = Vec::with_capacity(buffers.len());
@@ -296,6 +295,7 @@ impl Runtime {
     /// Reads the writable buffers of `set` back into `buffers` (binding order); returns the
     /// bytes read.
     pub fn download(&mut self, set: &ResidentSet, buffers: &mut [HostBuffer]) -> Result<u64> {
+        let _range = nvtx::range("vyrescope readback");
         let sess = self.sess()?;
         if set.generation != sess.generation {
             return Err(RuntimeError::StaleResident);
@@ -402,14 +402,47 @@ impl Runtime {
         launches: u32,
         opts: &DispatchOptions,
     ) -> Result<Vec<LaunchTiming>> {
-        if set.lens.len() != abi.params.len() {
+        self.launch_resident_mapped(h, abi, shape, set, None, launches, opts)
+    }
+
+    /// Like [`Runtime::launch_resident`], with the kernel's buffer `i` (binding order) taken
+    /// from `set` buffer `map[i]` (`None`: buffer `i`), so that kernels over different subsets
+    /// of one resident set (the steps of a pipeline) share its device buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_resident_mapped(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        set: &ResidentSet,
+        map: Option<&[usize]>,
+        launches: u32,
+        opts: &DispatchOptions,
+    ) -> Result<Vec<LaunchTiming>> {
+        let identity: Vec<usize>;
+        let map = match map {
+            Some(m) => m,
+            None => {
+                identity = (0..set.lens.len()).collect();
+                &identity
+            }
+        };
+        if map.len() != abi.params.len() {
             return Err(RuntimeError::Abi(format!(
                 "kernel `{}` takes {} buffers but {} were given\n  Fix: pass one host buffer per ABI parameter, in binding order",
                 h.name,
                 abi.params.len(),
+                map.len()
+            )));
+        }
+        if let Some(&bad) = map.iter().find(|&&i| i >= set.lens.len()) {
+            return Err(RuntimeError::Abi(format!(
+                "kernel `{}`: buffer map names resident buffer {bad} of {}\n  Fix: map every kernel buffer to a buffer of the resident set",
+                h.name,
                 set.lens.len()
             )));
         }
+        let _range = nvtx::range(&format!("vyrescope launch {}", h.name));
         let (f, res) = self.kernel_for_launch(h)?;
         self.check_shape(
             &h.name,
@@ -418,16 +451,17 @@ impl Runtime {
             opts.dynamic_smem,
             res.static_smem_bytes,
         )?;
-        let ptrs = self.resident_ptrs(set)?;
-        let mut args: Vec<u64> = Vec::with_capacity(ptrs.len() * 2 + 1);
-        for (p, &len) in ptrs.iter().zip(&set.lens) {
+        let all = self.resident_ptrs(set)?;
+        let mut args: Vec<u64> = Vec::with_capacity(map.len() * 2 + 1);
+        for &i in map {
+            let len = set.lens[i];
             let len32 = u32::try_from(len).map_err(|_| {
                 RuntimeError::Abi(format!(
                     "a buffer of {len} elements does not fit the kernel's .u32 length parameter\n  Fix: split the data into buffers of at most {} elements",
                     u32::MAX
                 ))
             })?;
-            args.push(*p);
+            args.push(all.get(i).copied().ok_or(RuntimeError::StaleResident)?);
             args.push(len32 as u64);
         }
         let geo = Geometry {
@@ -670,16 +704,15 @@ fn upload_into(
             for (ci, piece) in b.data.chunks(STAGING_CHUNK).enumerate() {
                 let s = k % STAGING_SLOTS;
                 k += 1;
-                let (pinned, ev) = &mut sess.staging.slots[s];
-                if sess.staging.used[s] {
-                    // The slot's previous copy must be done before its bytes are replaced.
-                    ev.synchronize()?;
-                    c.syncs += 1;
-                }
-                par_copy(&mut pinned.as_mut_slice()[..piece.len()], piece);
-                d.upload_async(ci * STAGING_CHUNK, pinned, piece.len(), &sess.stream)?;
-                ev.record(&sess.stream)?;
-                sess.staging.used[s] = true;
+                // The slot waits for its previous copy before its bytes are replaced.
+                let waited = sess.staging.slots[s].upload(
+                    piece.len(),
+                    |dst| par_copy(dst, piece),
+                    &d,
+                    ci * STAGING_CHUNK,
+                    &sess.stream,
+                )?;
+                c.syncs += u64::from(waited);
                 c.h2d += piece.len() as u64;
             }
         }
@@ -712,31 +745,28 @@ fn download_from(
             off += len;
         }
     }
-    let sess: &super::Session = sess;
-    let issue = |sess: &super::Session, j: usize| -> std::result::Result<(), DriverError> {
+    let staging = &mut sess.staging;
+    let stream = &sess.stream;
+    let issue = |staging: &mut Staging, j: usize| -> std::result::Result<u64, DriverError> {
         let (i, off, len) = chunks[j];
-        let s = j % STAGING_SLOTS;
-        let (pinned, ev) = &sess.staging.slots[s];
-        devs[i].download_async(off, pinned, len, &sess.stream)?;
-        ev.record(&sess.stream)
+        let waited = staging.slots[j % STAGING_SLOTS].download(&devs[i], off, len, stream)?;
+        Ok(u64::from(waited))
     };
     // Slots may still hold an upload in flight from this same stream; stream order makes
     // the downloads wait for it, and the host reads a slot only after its event.
     for j in 0..chunks.len().min(STAGING_SLOTS) {
-        issue(sess, j)?;
+        c.syncs += issue(staging, j)?;
     }
     for j in 0..chunks.len() {
-        let s = j % STAGING_SLOTS;
-        sess.staging.slots[s].1.synchronize()?;
-        c.syncs += 1;
         let (i, off, len) = chunks[j];
         par_copy(
             &mut buffers[i].data[off..off + len],
-            &sess.staging.slots[s].0.as_slice()[..len],
+            staging.slots[j % STAGING_SLOTS].read(len)?,
         );
+        c.syncs += 1;
         c.d2h += len as u64;
         if j + STAGING_SLOTS < chunks.len() {
-            issue(sess, j + STAGING_SLOTS)?;
+            c.syncs += issue(staging, j + STAGING_SLOTS)?;
         }
     }
     Ok(())

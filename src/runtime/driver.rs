@@ -13,6 +13,12 @@ use std::fmt;
 
 use cudarc::driver::sys;
 
+mod baseline;
+pub(crate) mod nvtx;
+pub(crate) mod staging;
+
+pub(crate) use baseline::bare_cudarc_launch_loop;
+
 /// Names the dynamic loader is asked for, most specific first.
 pub(crate) const LIBCUDA_NAMES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
 
@@ -610,7 +616,12 @@ impl DeviceBuffer {
     }
 
     /// `cuMemcpyHtoDAsync` of `src` (pinned) into `[offset, offset + len)`.
-    pub(crate) fn upload_async(
+    ///
+    /// # Safety
+    /// `src` must stay alive and unwritten by the host until the copy completes (the stream
+    /// reaches a later event or is synchronized). [`staging::StagingSlot`] is the only caller
+    /// and enforces this.
+    unsafe fn upload_async(
         &self,
         offset: usize,
         src: &PinnedBuffer,
@@ -633,7 +644,11 @@ impl DeviceBuffer {
     }
 
     /// `cuMemcpyDtoHAsync` of `[offset, offset + len)` into `dst` (pinned).
-    pub(crate) fn download_async(
+    ///
+    /// # Safety
+    /// `dst` must stay alive and unread and unwritten by the host until the copy completes.
+    /// [`staging::StagingSlot`] is the only caller and enforces this.
+    unsafe fn download_async(
         &self,
         offset: usize,
         dst: &PinnedBuffer,
@@ -668,9 +683,10 @@ impl Drop for DeviceBuffer {
     }
 }
 
-/// Page-locked host memory for staging copies; freed on drop.
+/// Page-locked host memory for staging copies; freed on drop. Only [`staging::StagingSlot`]
+/// reads or writes it, so no host access can overlap a copy in flight.
 #[derive(Debug)]
-pub(crate) struct PinnedBuffer {
+struct PinnedBuffer {
     ptr: *mut c_void,
     bytes: usize,
 }
@@ -680,7 +696,7 @@ unsafe impl Send for PinnedBuffer {}
 
 impl PinnedBuffer {
     /// `cuMemHostAlloc` (portable).
-    pub(crate) fn alloc(bytes: usize) -> Result<PinnedBuffer, DriverError> {
+    fn alloc(bytes: usize) -> Result<PinnedBuffer, DriverError> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // Safety: writes one host pointer to `bytes` page-locked bytes.
         check("cuMemHostAlloc", unsafe {
@@ -690,14 +706,14 @@ impl PinnedBuffer {
     }
 
     /// The memory as bytes. Callers must not hold it while a copy into it is in flight.
-    pub(crate) fn as_slice(&self) -> &[u8] {
+    fn as_slice(&self) -> &[u8] {
         // Safety: ptr points to `bytes` initialised-or-not bytes we own; u8 has no invalid
         // values and the allocation zero pages are readable.
         unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.bytes) }
     }
 
     /// The memory as mutable bytes.
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+    fn as_mut_slice(&mut self) -> &mut [u8] {
         // Safety: as above, and `&mut self` guarantees exclusive access on the host side.
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.bytes) }
     }
@@ -778,120 +794,4 @@ pub(crate) fn launch(
         },
         r,
     )
-}
-
-/// The baseline for host-overhead comparisons: a bare cudarc launch loop. Loads `ptx` with
-/// cudarc's plain `cuModuleLoadData` wrapper and times `iters` x (`cuLaunchKernel` through
-/// cudarc's `result::launch_kernel`, then a wait) on `stream`; returns each iteration's wall
-/// time in microseconds. Without `events` the wait is `cuStreamSynchronize`; with `events`
-/// each launch sits between two `cuEventRecord`s (cudarc's `result::event`), the host waits
-/// on the second event and reads `cuEventElapsedTime`: the minimal timed launch, to compare
-/// with vyrescope's timed dispatch.
-pub(crate) fn bare_cudarc_launch_loop(
-    ptx: &str,
-    name: &str,
-    geo: &Geometry,
-    stream: &Stream,
-    args: &mut [u64],
-    iters: u32,
-    events: bool,
-) -> Result<Vec<f64>, DriverError> {
-    use cudarc::driver::result;
-    let cudarc_err = |call: &'static str| {
-        move |e: result::DriverError| DriverError {
-            call,
-            code: e.0 as u32,
-            name: format!("{:?}", e.0),
-            text: String::new(),
-        }
-    };
-    let image = CString::new(ptx).map_err(|_| range_error("cuModuleLoadData"))?;
-    let cname = CString::new(name).map_err(|_| range_error("cuModuleGetFunction"))?;
-    // Safety: NUL-terminated PTX alive for the call; the module is unloaded below.
-    let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-        .map_err(cudarc_err("cuModuleLoadData"))?;
-    let pair = if events {
-        let a = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let b = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        match (a, b) {
-            (Ok(a), Ok(b)) => Some((a, b)),
-            (a, b) => {
-                for e in [a, b].into_iter().flatten() {
-                    // Safety: a live event created above, destroyed once.
-                    unsafe {
-                        let _ = result::event::destroy(e);
-                    }
-                }
-                // Safety: the module is live and unused.
-                unsafe {
-                    let _ = result::module::unload(module);
-                }
-                return Err(DriverError {
-                    call: "cuEventCreate",
-                    code: 0,
-                    name: "event creation failed".into(),
-                    text: String::new(),
-                });
-            }
-        }
-    } else {
-        None
-    };
-    let mut times = Vec::with_capacity(iters as usize);
-    let outcome = (|| -> Result<(), DriverError> {
-        // Safety: live module and NUL-terminated name.
-        let f = unsafe { result::module::get_function(module, cname) }
-            .map_err(cudarc_err("cuModuleGetFunction"))?;
-        let mut ptrs: Vec<*mut c_void> = args
-            .iter_mut()
-            .map(|a| a as *mut u64 as *mut c_void)
-            .collect();
-        for _ in 0..iters {
-            let t = std::time::Instant::now();
-            if let Some((start, _)) = pair {
-                // Safety: live event and stream of the current context.
-                unsafe { result::event::record(start, stream.0) }
-                    .map_err(cudarc_err("cuEventRecord"))?;
-            }
-            // Safety: `ptrs` point at `args`, alive across the call; live function/stream.
-            unsafe {
-                result::launch_kernel(
-                    f,
-                    (geo.grid[0], geo.grid[1], geo.grid[2]),
-                    (geo.block[0], geo.block[1], geo.block[2]),
-                    geo.dynamic_smem,
-                    stream.0,
-                    &mut ptrs,
-                )
-            }
-            .map_err(cudarc_err("cuLaunchKernel"))?;
-            match pair {
-                Some((start, stop)) => {
-                    // Safety: live events recorded on a live stream; `stop` is waited for
-                    // before the elapsed time is read.
-                    unsafe {
-                        result::event::record(stop, stream.0)
-                            .map_err(cudarc_err("cuEventRecord"))?;
-                        result::event::synchronize(stop)
-                            .map_err(cudarc_err("cuEventSynchronize"))?;
-                        result::event::elapsed(start, stop)
-                            .map_err(cudarc_err("cuEventElapsedTime"))?;
-                    }
-                }
-                None => stream.synchronize()?,
-            }
-            times.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-        Ok(())
-    })();
-    // Safety: the events and the module are live and nothing uses them any more (every
-    // recorded event was waited for, or the loop failed before the launch).
-    unsafe {
-        if let Some((a, b)) = pair {
-            let _ = result::event::destroy(a);
-            let _ = result::event::destroy(b);
-        }
-        let _ = result::module::unload(module);
-    }
-    outcome.map(|_| times)
 }

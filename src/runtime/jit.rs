@@ -53,7 +53,7 @@ pub struct KernelHandle {
 /// What the driver says about a loaded kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelInfo {
-    /// Registers, shared/local/const bytes, max threads per block.
+    /// Registers, shared, local and const bytes, max threads per block.
     pub resources: KernelResources,
     /// PTX ISA version the kernel was compiled from (major*10+minor).
     pub ptx_version: u32,
@@ -117,6 +117,7 @@ impl Runtime {
         name: &str,
         options: &JitOptions,
     ) -> Result<(KernelHandle, KernelInfo)> {
+        let _range = super::driver::nvtx::range(&format!("vyrescope jit {name}"));
         let req = options.request();
         let key = hash_parts(&[
             ptx.as_bytes(),

@@ -196,8 +196,18 @@ fn check_bindings(pipeline: &Pipeline, i: usize, out: &mut Vec<Diagnostic>) {
             ));
         }
     }
-    for (n, (k, target)) in step.bind.iter().enumerate() {
-        if let Some((first, _)) = step.bind[..n].iter().find(|(_, t)| t == target) {
+    // Aliasing among real host-buffer bindings only (a binding of a non-buffer is V100 already).
+    let host: Vec<&(String, String)> = step
+        .bind
+        .iter()
+        .filter(|(k, _)| p.buffer(k).is_some_and(|b| b.access.is_host()))
+        .collect();
+    for (n, (k, target)) in host.iter().map(|kt| (&kt.0, &kt.1)).enumerate() {
+        if let Some((first, _)) = host[..n]
+            .iter()
+            .map(|kt| (&kt.0, &kt.1))
+            .find(|(_, t)| *t == target)
+        {
             out.push(Diagnostic::error(
                 "V104",
                 bind_at(k),

@@ -6,7 +6,7 @@
 //! written tree tells which literals were bare, so that a bare literal that does not fit the
 //! type chosen for it (`5000000000` as `u32`, `1` as `f32`, `1.5` as `u32`) is reported as a
 //! literal problem (V042/V043) rather than as a confusing type mismatch. Everything else is
-//! checked on the elaborated types with the operand rules of `SEMANTICS.md`.
+//! checked on the elaborated types with the operand rules of `docs/semantics.md`.
 //!
 //! A variable whose declaration had an error gets no type (`None`); operations on it are not
 //! checked further, so one mistake yields one diagnostic instead of a cascade.

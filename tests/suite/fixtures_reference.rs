@@ -4,7 +4,7 @@
 //! builds its inputs with `inputs::prepare` (the documented SplitMix64 fills; the bytes it
 //! returns are the only thing taken from the library), runs `interp::run`, and compares every
 //! output buffer with values computed from those input bytes by straightforward Rust loops that
-//! restate the spec's semantics (`shared/spec/program-format.md`, `SEMANTICS.md`). Results the
+//! restate the spec's semantics (`docs/program-format.md`, `docs/semantics.md`). Results the
 //! spec makes IEEE-exact are compared bit for bit; NaNs only need to be NaN (payloads and signs
 //! of NaNs are not specified); approximate functions (`rsqrt exp exp2 log log2 sin cos tan
 //! tanh`) are compared within a few ULP. `every_fixture_has_a_reference_check` fails when a

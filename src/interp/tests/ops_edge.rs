@@ -1,4 +1,4 @@
-//! Every operator's edge cases, hand-computed (SEMANTICS.md).
+//! Every operator's edge cases, hand-computed (docs/semantics.md).
 
 use crate::interp::exec::{atomic_op, reduce_op};
 use crate::interp::memory::{decode, encode};

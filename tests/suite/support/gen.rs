@@ -3,7 +3,7 @@
 //! Use from a test file with `mod support { pub mod gen; }` and `support::gen::...`.
 //! Everything is driven by a `u64` seed (so a proptest failure names a reproducible seed):
 //! - [`valid_program`]: well-typed Programs the validator must accept: every rule of
-//!   program-format.md and SEMANTICS.md is respected by construction (types, literal contexts,
+//!   docs/program-format.md and docs/semantics.md is respected by construction (types, literal contexts,
 //!   scoping without shadowing, writable stores, atomics, barriers only where every thread of
 //!   the workgroup reaches them). With [`Config::default`] loops are short and bounded, so
 //!   interpreting one is cheap; [`Config::interp`] makes Programs to run: a `run` section,

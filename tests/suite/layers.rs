@@ -1,0 +1,144 @@
+//! The module layers hold: a module imports only modules of lower layers (a source scan of
+//! `crate::<module>` paths), and each outside crate with a boundary stays inside its module
+//! (cudarc in `runtime`, ratatui/crossterm/syntect in `tui`, clap in `cli`; `unsafe` only in
+//! `runtime/driver`). docs/architecture.md shows the same table.
+
+use std::path::{Path, PathBuf};
+
+/// Layer of each top-level module; a module may import only strictly lower layers.
+const LAYERS: &[(&str, u32)] = &[
+    ("ir", 0),
+    ("util", 0),
+    ("diagnostic", 1),
+    ("semantics", 1),
+    ("shape", 1),
+    ("validate", 2),
+    ("inputs", 2),
+    ("occupancy", 2),
+    ("interp", 3),
+    ("emit", 3),
+    ("report", 3),
+    ("diagnostics", 4),
+    ("megakernel", 5),
+    ("runtime", 6),
+    ("tui", 7),
+    ("cli", 8),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// (top-level module, file text without comments) for every source file but lib.rs/main.rs.
+fn sources() -> Vec<(String, PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code: String = text
+            .lines()
+            .map(|l| match l.find("//") {
+                Some(i) => &l[..i],
+                None => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push((module, rel.to_path_buf(), code));
+    }
+    out
+}
+
+fn layer(module: &str) -> Option<u32> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    for (module, file, _) in sources() {
+        assert!(
+            layer(&module).is_some(),
+            "{}: module `{module}` is missing from the LAYERS table (and docs/architecture.md)",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn modules_import_only_lower_layers() {
+    let mut bad = Vec::new();
+    for (module, file, code) in sources() {
+        let Some(own) = layer(&module) else { continue };
+        for (i, _) in code.match_indices("crate::") {
+            let rest = &code[i + "crate::".len()..];
+            let target: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if target == module || target.is_empty() {
+                continue;
+            }
+            match layer(&target) {
+                Some(l) if l < own => {}
+                _ => bad.push(format!(
+                    "{}: `{module}` imports `crate::{target}`",
+                    file.display()
+                )),
+            }
+        }
+    }
+    bad.sort();
+    bad.dedup();
+    assert!(bad.is_empty(), "layer violations:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn outside_crates_stay_behind_their_boundary() {
+    let rules: &[(&str, &[&str])] = &[
+        ("cudarc::", &["runtime"]),
+        ("ratatui::", &["tui"]),
+        ("crossterm::", &["tui"]),
+        ("syntect::", &["tui"]),
+        ("clap::", &["cli"]),
+    ];
+    let mut bad = Vec::new();
+    for (module, file, code) in sources() {
+        for (needle, allowed) in rules {
+            if code.contains(needle) && !allowed.contains(&module.as_str()) {
+                bad.push(format!(
+                    "{}: uses {needle} outside {allowed:?}",
+                    file.display()
+                ));
+            }
+        }
+        let in_driver =
+            file.starts_with("runtime/driver") || file == Path::new("runtime/driver.rs");
+        if code.contains("unsafe ") && !in_driver {
+            bad.push(format!(
+                "{}: `unsafe` outside runtime/driver",
+                file.display()
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "boundary violations:\n{}", bad.join("\n"));
+}
