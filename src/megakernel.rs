@@ -9,11 +9,12 @@
 //! and separates them into a [`plan::Plan`] (`vyrescope plan --json`) whose groups give the
 //! [`FusedGroupSpec`]s fused emission works from; [`cache`] keeps plans on disk.
 //!
-//! Contract with fused emission (the plan is only sound under it): a group is one kernel
-//! whose blocks loop over virtual workgroups; between two grid barriers (a *segment*) a block
-//! runs every step of the segment for one virtual workgroup, in the group's step order, with
-//! `barrier(workgroup)` where a separation says `workgroup`, before taking the next virtual
-//! workgroup. `none`/`invocation` separations need nothing: same thread, program order.
+//! Contract with fused emission (`fuse`; the plan is only sound under it): a group's steps run
+//! in increasing order in one kernel, each step over its virtual workgroups with the same
+//! virtual-workgroup-to-block assignment for equal grids, so virtual workgroup `g` of two
+//! steps of one grid runs on the same block and invocation `(g, lid)` on the same thread.
+//! Hence `none`/`invocation` separations need nothing (program order), `workgroup` a
+//! `barrier(workgroup)` between steps of equal grids, `grid` a grid barrier.
 
 use serde::{Deserialize, Serialize};
 

@@ -3,12 +3,11 @@
 //! sufficient separation between waves, with the fewest grid barriers.
 //!
 //! # Execution model the plan assumes
-//! A group runs as one kernel over virtual workgroups: each block loops grid-stride over the
-//! virtual workgroups of a *segment* (the waves between two grid barriers) and runs all of the
-//! segment's waves for one virtual workgroup before taking the next, with a
-//! `barrier(workgroup)` where a wave boundary needs one. A group with grid barriers is a
-//! cooperative persistent kernel of exactly the co-resident blocks (so any step grid fits);
-//! a group without is one ordinary launch.
+//! A group runs as one kernel (`super::fuse`): its steps in increasing order, each over its
+//! virtual workgroups, the same virtual workgroup of equal-grid steps on the same block, with
+//! the separations between steps. A group with grid barriers is a cooperative persistent
+//! kernel of exactly the co-resident blocks (so any step grid fits); a group without is one
+//! ordinary launch.
 //!
 //! # Grouping
 //! Steps are taken in pipeline order; a step joins the current group unless (each a recorded
