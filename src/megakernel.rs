@@ -4,6 +4,17 @@
 //! The meaning of a pipeline is always "every step as its own dispatch, in order"; every plan
 //! must compute exactly that. Anything the analysis cannot prove is a grid dependence, so a
 //! plan is never unsound.
+//!
+//! [`deps`] types every pair of steps ([`DepKind`], with a reason); [`plan`] groups, orders
+//! and separates them into a [`plan::Plan`] (`vyrescope plan --json`) whose groups give the
+//! [`FusedGroupSpec`]s fused emission works from; [`cache`] keeps plans on disk.
+//!
+//! Contract with fused emission (`fuse`; the plan is only sound under it): a group's steps run
+//! in increasing order in one kernel, each step over its virtual workgroups with the same
+//! virtual-workgroup-to-block assignment for equal grids, so virtual workgroup `g` of two
+//! steps of one grid runs on the same block and invocation `(g, lid)` on the same thread.
+//! Hence `none`/`invocation` separations need nothing (program order), `workgroup` a
+//! `barrier(workgroup)` between steps of equal grids, `grid` a grid barrier.
 
 use serde::{Deserialize, Serialize};
 

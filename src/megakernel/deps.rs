@@ -505,3 +505,7 @@ pub fn describe(index: &Index) -> String {
 #[cfg(test)]
 #[path = "deps_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "deps_props.rs"]
+mod props;

@@ -3,12 +3,11 @@
 //! sufficient separation between waves, with the fewest grid barriers.
 //!
 //! # Execution model the plan assumes
-//! A group runs as one kernel over virtual workgroups: each block loops grid-stride over the
-//! virtual workgroups of a *segment* (the waves between two grid barriers) and runs all of the
-//! segment's waves for one virtual workgroup before taking the next, with a
-//! `barrier(workgroup)` where a wave boundary needs one. A group with grid barriers is a
-//! cooperative persistent kernel of exactly the co-resident blocks (so any step grid fits);
-//! a group without is one ordinary launch.
+//! A group runs as one kernel (`super::fuse`): its steps in increasing order, each over its
+//! virtual workgroups, the same virtual workgroup of equal-grid steps on the same block, with
+//! the separations between steps. A group with grid barriers is a cooperative persistent
+//! kernel of exactly the co-resident blocks (so any step grid fits); a group without is one
+//! ordinary launch.
 //!
 //! # Grouping
 //! Steps are taken in pipeline order; a step joins the current group unless (each a recorded
@@ -22,10 +21,11 @@
 //! device without cooperative launch.
 //!
 //! # Waves and barriers
-//! A step's *segment* is the longest chain of grid dependences leading to it (so the number
-//! of grid barriers is the minimum any schedule needs); within a segment its *level* is one
-//! past the deepest step it depends on at all. Workgroup barriers are placed by greedy
-//! interval stabbing: as few as cover every workgroup dependence.
+//! Steps run in pipeline order (fused emission takes a group's steps in increasing order); a
+//! new wave starts at a step that depends on one of the current wave, and each barrier is
+//! placed as late as possible, so the count is minimal for that order (see `build_group`).
+//! Reordering independent steps could save grid barriers in some pipelines; it is not done
+//! because fused emission does not accept it.
 
 use serde::{Deserialize, Serialize};
 
@@ -104,6 +104,8 @@ pub struct Group {
     pub barriers: Vec<Separation>,
     /// Threads per block.
     pub workgroup_size: [u32; 3],
+    /// Each step's grid (workgroups), in `steps` order.
+    pub step_grids: Vec<[u32; 3]>,
     /// Registers per thread assumed for the fused kernel (the maximum of its steps').
     pub registers: u32,
     /// Shared memory per block (the sum of the steps' workgroup buffers).
@@ -124,9 +126,17 @@ impl Group {
     }
 
     /// The group as fused emission needs it: the separation after every step but the last
-    /// (`none` between steps of one wave).
+    /// (`none` between steps of one wave). Fused emission treats `none` and `invocation` alike
+    /// (no barrier) but refuses `invocation` between steps of different grids, so such a
+    /// boundary (whose dependences are between other steps) is given as `none`.
     pub fn spec(&self) -> FusedGroupSpec {
-        let mut separations = Vec::new();
+        let grid_of = |s: usize| {
+            self.steps
+                .iter()
+                .position(|&x| x == s)
+                .and_then(|i| self.step_grids.get(i))
+        };
+        let mut separations: Vec<Separation> = Vec::new();
         for (w, wave) in self.waves.iter().enumerate() {
             for (i, &s) in wave.iter().enumerate() {
                 if i + 1 < wave.len() {
@@ -136,7 +146,14 @@ impl Group {
                         reason: "same wave: no dependence".to_string(),
                     });
                 } else if let Some(b) = self.barriers.get(w) {
-                    separations.push(b.clone());
+                    let mut b = b.clone();
+                    let next = self.waves.get(w + 1).and_then(|n| n.first()).copied();
+                    if b.kind == DepKind::Invocation
+                        && next.is_some_and(|n| grid_of(n) != grid_of(s))
+                    {
+                        b.kind = DepKind::None;
+                    }
+                    separations.push(b);
                 }
             }
         }
@@ -208,6 +225,7 @@ pub enum PlanError {
 #[derive(Debug, Clone, Copy)]
 struct StepRes {
     wg: [u32; 3],
+    grid: [u32; 3],
     threads: u32,
     regs: u32,
     smem: u64,
@@ -268,6 +286,7 @@ pub fn plan(
         .enumerate()
         .map(|(i, (step, shape))| StepRes {
             wg: shape.workgroup_size,
+            grid: shape.grid,
             threads: u32::try_from(shape.threads_per_workgroup()).unwrap_or(u32::MAX),
             regs: opts
                 .registers
@@ -394,7 +413,9 @@ fn can_join(
             alone.occupancy_pct
         ));
     }
-    let needs_grid = group.iter().any(|&g| deps.kind(g, s) == DepKind::Grid);
+    let mut with = group.to_vec();
+    with.push(s);
+    let needs_grid = build_group(caps, deps, res, &with).grid_barriers() > 0;
     if needs_grid && !caps.cooperative_launch {
         return Err(format!(
             "step {s} needs a grid barrier and {} has no cooperative launch",
@@ -404,99 +425,69 @@ fn can_join(
     Ok(())
 }
 
-/// Waves, barriers and resources of one group (`m`: its steps in pipeline order).
+/// Waves, barriers and resources of one group (`m`: its steps in pipeline order, which is
+/// also the execution order: fused emission takes a group's steps in increasing order).
+///
+/// Walking the steps in order, the separation before step `j` is the weakest that orders
+/// every dependence on it: a grid barrier when it depends by `grid` on a step since the last
+/// grid barrier, else a workgroup barrier when it depends by `workgroup` on a step since the
+/// last barrier, else a new wave without barrier when it depends at all on a step of the
+/// current wave. Placing each barrier as late as possible makes the count minimal for this
+/// order (interval stabbing by right end). Fused emission only accepts a workgroup barrier
+/// between steps of equal grids, so one between steps of different grids becomes a grid
+/// barrier.
 fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize]) -> Group {
-    let n = m.len();
-    // Segment: grid dependences on the longest chain; level: depth within the segment.
-    let mut seg = vec![0usize; n];
-    let mut lvl = vec![0usize; n];
-    for j in 0..n {
-        for i in 0..j {
-            let k = deps.kind(m[i], m[j]);
-            if k == DepKind::None {
-                continue;
-            }
-            seg[j] = seg[j].max(seg[i] + usize::from(k == DepKind::Grid));
-        }
-        for i in 0..j {
-            if seg[i] == seg[j] && deps.kind(m[i], m[j]) != DepKind::None {
-                lvl[j] = lvl[j].max(lvl[i] + 1);
-            }
-        }
-    }
-    let mut keys: Vec<(usize, usize)> = (0..n).map(|j| (seg[j], lvl[j])).collect();
-    keys.sort();
-    keys.dedup();
-    let waves: Vec<Vec<usize>> = keys
-        .iter()
-        .map(|key| {
-            (0..n)
-                .filter(|&j| (seg[j], lvl[j]) == *key)
-                .map(|j| m[j])
-                .collect()
-        })
-        .collect();
-    let wave_of = |j: usize| {
-        keys.iter()
-            .position(|k| *k == (seg[j], lvl[j]))
-            .unwrap_or(0)
-    };
-
-    // Workgroup barriers: every workgroup dependence inside a segment spans wave boundaries
-    // [wave(a), wave(b)); stab them greedily by their last boundary.
-    let mut spans: Vec<(usize, usize, usize, usize)> = Vec::new();
-    for j in 0..n {
-        for i in 0..j {
-            if seg[i] == seg[j] && deps.kind(m[i], m[j]) == DepKind::Workgroup {
-                spans.push((wave_of(j) - 1, wave_of(i), i, j));
-            }
-        }
-    }
-    spans.sort();
-    let mut wg_barrier: Vec<Option<(usize, usize)>> = vec![None; waves.len().saturating_sub(1)];
-    for &(last, start, i, j) in &spans {
-        let stabbed = (start..=last).any(|b| wg_barrier[b].is_some());
-        if !stabbed {
-            wg_barrier[last] = Some((i, j));
-        }
-    }
-
+    let mut waves: Vec<Vec<usize>> = vec![vec![m[0]]];
     let mut barriers = Vec::new();
-    for b in 0..waves.len().saturating_sub(1) {
-        let after_step = *waves[b].last().unwrap_or(&0);
-        let (kind, reason) = if keys[b].0 != keys[b + 1].0 {
-            let d = (0..n)
-                .flat_map(|j| (0..j).map(move |i| (i, j)))
-                .find(|&(i, j)| {
-                    seg[j] == keys[b + 1].0
-                        && seg[i] < seg[j]
-                        && deps.kind(m[i], m[j]) == DepKind::Grid
-                })
-                .and_then(|(i, j)| deps.get(m[i], m[j]));
-            (DepKind::Grid, explain(d))
-        } else if let Some((i, j)) = wg_barrier[b] {
-            (DepKind::Workgroup, explain(deps.get(m[i], m[j])))
-        } else {
-            let d = (0..n)
-                .flat_map(|j| (0..j).map(move |i| (i, j)))
-                .find(|&(i, j)| {
-                    wave_of(i) <= b
-                        && wave_of(j) > b
-                        && deps.kind(m[i], m[j]) == DepKind::Invocation
-                })
-                .and_then(|(i, j)| deps.get(m[i], m[j]));
-            let reason = match d {
-                Some(d) => explain(Some(d)),
-                None => "no barrier: every dependence across is ordered by an earlier barrier"
-                    .to_string(),
-            };
-            (DepKind::Invocation, reason)
+    // Index into `m` where the current grid segment / barrier region / wave starts.
+    let (mut seg, mut region, mut wave) = (0usize, 0usize, 0usize);
+    for j in 1..m.len() {
+        let b = m[j];
+        let find = |from: usize, kind: DepKind| {
+            m[from..j]
+                .iter()
+                .find(|&&a| deps.kind(a, b) == kind)
+                .and_then(|&a| deps.get(a, b))
         };
+        let any_in_wave = m[wave..j]
+            .iter()
+            .find(|&&a| deps.kind(a, b) != DepKind::None)
+            .and_then(|&a| deps.get(a, b));
+        let prev = m[j - 1];
+        let (kind, reason) = if let Some(d) = find(seg, DepKind::Grid) {
+            (DepKind::Grid, explain(Some(d)))
+        } else if let Some(d) = find(region, DepKind::Workgroup) {
+            if res[prev].grid == res[b].grid {
+                (DepKind::Workgroup, explain(Some(d)))
+            } else {
+                (
+                    DepKind::Grid,
+                    format!(
+                        "{} (a workgroup barrier, but between steps {prev} and {b} of different grids, which fused emission separates by a grid barrier)",
+                        explain(Some(d))
+                    ),
+                )
+            }
+        } else if let Some(d) = any_in_wave {
+            (DepKind::Invocation, explain(Some(d)))
+        } else {
+            if let Some(w) = waves.last_mut() {
+                w.push(b);
+            }
+            continue;
+        };
+        match kind {
+            DepKind::Grid => (seg, region) = (j, j),
+            DepKind::Workgroup => region = j,
+            _ => {}
+        }
+        wave = j;
         barriers.push(Separation {
-            after_step,
+            after_step: prev,
             kind,
             reason,
         });
+        waves.push(vec![b]);
     }
 
     let parts: Vec<StepRes> = m.iter().map(|&s| res[s]).collect();
@@ -508,10 +499,11 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         } else {
             GroupKind::Launch
         },
-        steps: waves.iter().flatten().copied().collect(),
+        steps: m.to_vec(),
         waves,
         barriers,
         workgroup_size: parts[0].wg,
+        step_grids: parts.iter().map(|p| p.grid).collect(),
         registers: f.regs,
         shared_bytes: f.smem,
         coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),

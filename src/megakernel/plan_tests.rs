@@ -115,15 +115,20 @@ fn independent_steps_share_a_wave_and_grid_barriers_are_minimal() {
     let plan = plan(&p, &[S; 4], &h200()).unwrap();
     assert_eq!(plan.grid_barriers, 1, "{plan:#?}");
     let g = &plan.groups[0];
-    // Step 3 writes x, which steps 0 and 2 read at gid: invocation, same segment as step 1.
-    assert_eq!(g.waves, vec![vec![0, 2], vec![1], vec![3]]);
-    assert_eq!(g.steps, vec![0, 2, 1, 3]);
+    // Steps run in pipeline order; step 2 (independent of 1) shares step 1's wave. Step 3
+    // writes x, which steps 0 and 2 read at gid: invocation, same segment as step 1.
+    assert_eq!(g.waves, vec![vec![0], vec![1, 2], vec![3]]);
+    assert_eq!(g.steps, vec![0, 1, 2, 3]);
     assert_eq!(g.barriers[0].kind, DepKind::Grid);
-    assert_eq!(g.barriers[0].after_step, 2);
+    assert_eq!(g.barriers[0].after_step, 0);
     assert_eq!(g.barriers[1].kind, DepKind::Invocation);
+    assert_eq!(g.barriers[1].after_step, 2);
     let spec = g.spec();
-    assert_eq!(spec.separations[0].kind, DepKind::None);
-    assert_eq!(spec.separations[1].kind, DepKind::Grid);
+    let kinds: Vec<DepKind> = spec.separations.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![DepKind::Grid, DepKind::None, DepKind::Invocation]
+    );
 }
 
 #[test]
@@ -353,4 +358,111 @@ fn empty_pipeline_and_wrong_shapes_are_errors() {
     p.steps.clear();
     let e = plan(&p, &[], &h200()).unwrap_err();
     assert!(matches!(e, PlanError::Empty(_)));
+}
+
+/// Every (src, dst) binding of two different pipeline buffers.
+const PAIRS: [[(&str, &str); 2]; 12] = [
+    [("src", "x"), ("dst", "y")],
+    [("src", "x"), ("dst", "z")],
+    [("src", "x"), ("dst", "w")],
+    [("src", "y"), ("dst", "x")],
+    [("src", "y"), ("dst", "z")],
+    [("src", "y"), ("dst", "w")],
+    [("src", "z"), ("dst", "x")],
+    [("src", "z"), ("dst", "y")],
+    [("src", "z"), ("dst", "w")],
+    [("src", "w"), ("dst", "x")],
+    [("src", "w"), ("dst", "y")],
+    [("src", "w"), ("dst", "z")],
+];
+
+#[test]
+fn random_plans_separate_every_dependence_enough() {
+    use crate::inputs::prng::SplitMix64;
+    let idx = [
+        GID,
+        NEXT,
+        r#"{"add": [{"mul": [{"wgid": "x"}, 128]}, {"sub": [127, {"lid": "x"}]}]}"#,
+    ];
+    let mut grid_seen = 0;
+    for seed in 0..300u64 {
+        let mut rng = SplitMix64::new(seed);
+        let mut pick = |n: usize| (rng.next_u64() % n as u64) as usize;
+        let n = 2 + pick(5);
+        let mut steps: Vec<StepDef> = Vec::new();
+        let mut shapes = Vec::new();
+        for i in 0..n {
+            // Mostly 128-thread workgroups so that groups get long; some 64 to break them.
+            let wgx = if pick(6) == 0 { 64 } else { 128 };
+            let bind: &[(&str, &str)] = &PAIRS[pick(PAIRS.len())];
+            steps.push((
+                copy(&format!("s{i}"), [wgx, 1, 1], idx[pick(3)], idx[pick(3)]),
+                bind,
+            ));
+            // Some steps cover only half the buffer: another grid, the same workgroup size.
+            let groups = if pick(5) == 0 { 2048 / wgx } else { 4096 / wgx };
+            shapes.push(shape([wgx, 1, 1], [groups, 1, 1]));
+        }
+        let p = pipeline(steps);
+        let deps = analyse(&p, &shapes).unwrap();
+        let plan = plan(&p, &shapes, &h200()).unwrap();
+        // Groups cover the steps in order, each a contiguous range.
+        let mut covered: Vec<usize> = Vec::new();
+        for g in &plan.groups {
+            let mut s = g.steps.clone();
+            s.sort();
+            assert_eq!(s.first().copied(), Some(covered.len()), "seed {seed}");
+            covered.extend(s);
+        }
+        assert_eq!(covered, (0..n).collect::<Vec<_>>(), "seed {seed}");
+        let mut grid = 0;
+        for g in &plan.groups {
+            let spec = g.spec();
+            assert_eq!(spec.separations.len() + 1, spec.steps.len());
+            // Fused emission accepts every group the planner makes.
+            if let Err(e) = crate::megakernel::fuse_group(&p, &shapes, &spec) {
+                panic!("seed {seed}: fuse_group refused {spec:?}: {e:?}");
+            }
+            grid += spec
+                .separations
+                .iter()
+                .filter(|s| s.kind == DepKind::Grid)
+                .count();
+            let pos = |s: usize| spec.steps.iter().position(|&x| x == s).unwrap();
+            for (ia, &a) in g.steps.iter().enumerate() {
+                for &b in &g.steps[ia + 1..] {
+                    let (a, b) = (a.min(b), a.max(b));
+                    let k = deps.kind(a, b);
+                    if k == DepKind::None {
+                        continue;
+                    }
+                    let (pa, pb) = (pos(a), pos(b));
+                    assert!(
+                        pa < pb,
+                        "seed {seed}: step {b} runs before {a} it depends on"
+                    );
+                    let strongest = spec.separations[pa..pb]
+                        .iter()
+                        .map(|s| s.kind)
+                        .max()
+                        .unwrap_or(DepKind::None);
+                    let needed = if k == DepKind::Invocation {
+                        DepKind::None
+                    } else {
+                        k
+                    };
+                    assert!(
+                        strongest >= needed,
+                        "seed {seed}: {a} -> {b} is {k:?} but only {strongest:?} between them: {plan:#?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(grid, plan.grid_barriers, "seed {seed}");
+        grid_seen += grid;
+    }
+    assert!(
+        grid_seen > 20,
+        "the random pipelines never needed a grid barrier"
+    );
 }
