@@ -23,10 +23,13 @@ pub mod fault_test;
 pub mod gpu_worker;
 pub mod occupancy;
 pub mod occupancy_capture;
+pub mod plan;
 pub mod print;
 pub mod probe;
 pub mod run;
 pub mod run_cuda;
+pub mod run_pipeline;
+pub mod run_pipeline_cuda;
 pub mod selftest;
 pub mod tui;
 pub mod tune;
@@ -66,6 +69,8 @@ pub enum Command {
     Emit(emit::Args),
     /// Occupancy of a Program's kernel, or calculator mode with --regs.
     Occupancy(occupancy::Args),
+    /// Plan a pipeline's fused (megakernel) execution: groups, waves, barriers, breaks.
+    Plan(plan::Args),
     /// Probe a CUDA device and print its capabilities.
     Probe(probe::Args),
     /// Fault-recovery check with raw PTX (test-only).
@@ -105,6 +110,7 @@ pub fn main() -> i32 {
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
         Some(Command::Occupancy(a)) => occupancy::run(&a),
+        Some(Command::Plan(a)) => plan::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),
         Some(Command::FaultTest(a)) => fault_test::run(&a),
         Some(Command::Selftest(a)) => selftest::run(&a),

@@ -38,6 +38,7 @@
 //!   Program's folder (or the folder given with `--root DIR`), see [`resolve_input_file`].
 
 pub mod contents;
+pub mod pipeline;
 pub mod prng;
 
 use std::path::{Path, PathBuf};
@@ -155,7 +156,7 @@ pub struct InputError {
 }
 
 /// A buffer length known before the default (`elements`) is.
-fn explicit_len(
+pub(crate) fn explicit_len(
     name: &str,
     elem: ElemType,
     src: &InputSource,
@@ -217,7 +218,7 @@ pub fn resolve_input_file(
 fn file_len(name: &str, elem: ElemType, path: &Path) -> Result<u64, InputError> {
     let meta = std::fs::metadata(path).map_err(|e| InputError {
         message: format!("input `{name}`: cannot read {}: {e}", path.display()),
-        fix: "the path is relative to the Program file's folder; check that the file exists".into(),
+        fix: "the path is relative to the folder of the Program (or pipeline) file; check that the file exists".into(),
     })?;
     let size = elem.size_bytes() as u64;
     if meta.len() % size != 0 {
@@ -302,17 +303,7 @@ pub fn prepare_rooted(
                     fix: "add \"run\": {\"elements\": N} to the Program, or pass --grid X,Y,Z".into(),
                 });
             };
-            let wx = workgroup_size[0].max(1) as u64;
-            let gx = n.div_ceil(wx);
-            if gx > u32::MAX as u64 {
-                return Err(InputError {
-                    message: format!(
-                        "{n} elements need {gx} workgroups of {wx} along x, more than u32 holds"
-                    ),
-                    fix: "use fewer elements or a larger workgroup_size.x".into(),
-                });
-            }
-            [gx as u32, 1, 1]
+            grid_for_elements(n, workgroup_size[0])?
         }
     };
     let shape = LaunchShape {
@@ -356,63 +347,13 @@ pub fn prepare_rooted(
 
     let mut buffers = Vec::with_capacity(host.len());
     for (i, (b, len)) in host.iter().zip(lens).enumerate() {
-        let spec = input_of(&b.name);
-        let data = match spec.map(|s| &s.source) {
+        let data = match input_of(&b.name) {
             None => {
                 let mut v = contents::alloc_bytes(&b.name, len * b.elem.size_bytes())?;
                 v.resize(len * b.elem.size_bytes(), 0);
                 v
             }
-            Some(InputSource::Fill(f)) => contents::fill_bytes(&b.name, b.elem, len, *f)?,
-            Some(InputSource::Data(d)) => {
-                if d.len() != len {
-                    return Err(InputError {
-                        message: format!(
-                            "input `{}`: len is {len} but data has {} elements",
-                            b.name,
-                            d.len()
-                        ),
-                        fix: "make `len` equal to the number of data elements, or drop `len`"
-                            .into(),
-                    });
-                }
-                contents::data_bytes(&b.name, b.elem, d)?
-            }
-            Some(InputSource::File(f)) => {
-                let path = files.resolve(f, &format!("input `{}`", b.name))?;
-                let n = file_len(&b.name, b.elem, &path)?;
-                if n != len as u64 {
-                    return Err(InputError {
-                        message: format!(
-                            "input `{}`: len is {len} but {} holds {n} {} elements",
-                            b.name,
-                            path.display(),
-                            b.elem
-                        ),
-                        fix: "make `len` match the file, or drop `len`".into(),
-                    });
-                }
-                // Read no more than the length checked above: a file that grows meanwhile
-                // (or a path swapped for a FIFO) is refused, not followed.
-                let want = n * b.elem.size_bytes() as u64;
-                let bytes = crate::util::read_limited(&path, want, &format!("input `{}`", b.name))
-                    .map_err(|e| InputError {
-                        message: e.message,
-                        fix: e.fix,
-                    })?;
-                if bytes.len() as u64 != want {
-                    return Err(InputError {
-                        message: format!(
-                            "input `{}`: {} changed size while it was read ({} bytes, expected {want})",
-                            b.name,
-                            path.display(),
-                            bytes.len()
-                        ),
-                        fix: "do not modify input files during a run".into(),
-                    });
-                }
-                bytes
-            }
+            Some(s) => buffer_bytes(&b.name, b.elem, len, &s.source, &files)?,
         };
         buffers.push(HostBuffer {
             name: b.name.clone(),
@@ -423,6 +364,80 @@ pub fn prepare_rooted(
         });
     }
     Ok(PreparedRun { shape, buffers })
+}
+
+/// The raw bytes of one host buffer of `len` elements from its contents `source` (`file`
+/// paths resolved and confined by `files`); `data` and `file` must hold exactly `len`
+/// elements. Shared by Programs' `run.inputs` and pipeline buffers.
+pub fn buffer_bytes(
+    name: &str,
+    elem: ElemType,
+    len: usize,
+    source: &InputSource,
+    files: &FileRoot,
+) -> Result<Vec<u8>, InputError> {
+    Ok(match source {
+        InputSource::Fill(f) => contents::fill_bytes(name, elem, len, *f)?,
+        InputSource::Data(d) => {
+            if d.len() != len {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: len is {len} but data has {} elements",
+                        d.len()
+                    ),
+                    fix: "make `len` equal to the number of data elements, or drop `len`".into(),
+                });
+            }
+            contents::data_bytes(name, elem, d)?
+        }
+        InputSource::File(f) => {
+            let path = files.resolve(f, &format!("input `{name}`"))?;
+            let n = file_len(name, elem, &path)?;
+            if n != len as u64 {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: len is {len} but {} holds {n} {elem} elements",
+                        path.display(),
+                    ),
+                    fix: "make `len` match the file, or drop `len`".into(),
+                });
+            }
+            // Read no more than the length checked above: a file that grows meanwhile (or a
+            // path swapped for a FIFO) is refused, not followed.
+            let want = n * elem.size_bytes() as u64;
+            let bytes = crate::util::read_limited(&path, want, &format!("input `{name}`"))
+                .map_err(|e| InputError {
+                    message: e.message,
+                    fix: e.fix,
+                })?;
+            if bytes.len() as u64 != want {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: {} changed size while it was read ({} bytes, expected {want})",
+                        path.display(),
+                        bytes.len()
+                    ),
+                    fix: "do not modify input files during a run".into(),
+                });
+            }
+            bytes
+        }
+    })
+}
+
+/// `grid.x = ceil(elements / workgroup_x)`, y = z = 1, refusing a count beyond `u32`.
+pub fn grid_for_elements(elements: u64, workgroup_x: u32) -> Result<[u32; 3], InputError> {
+    let wx = workgroup_x.max(1) as u64;
+    let gx = elements.div_ceil(wx);
+    if gx > u32::MAX as u64 {
+        return Err(InputError {
+            message: format!(
+                "{elements} elements need {gx} workgroups of {wx} along x, more than u32 holds"
+            ),
+            fix: "use fewer elements or a larger workgroup_size.x".into(),
+        });
+    }
+    Ok([gx as u32, 1, 1])
 }
 
 /// Loads a Program file and prepares its run (`file` inputs relative to the file's folder).

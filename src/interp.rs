@@ -52,6 +52,7 @@
 pub(crate) mod compile;
 pub(crate) mod exec;
 pub(crate) mod memory;
+pub mod pipeline;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

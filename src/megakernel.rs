@@ -4,12 +4,29 @@
 //! The meaning of a pipeline is always "every step as its own dispatch, in order"; every plan
 //! must compute exactly that. Anything the analysis cannot prove is a grid dependence, so a
 //! plan is never unsound.
+//!
+//! [`deps`] types every pair of steps ([`DepKind`], with a reason); [`plan`] groups, orders
+//! and separates them into a [`plan::Plan`] (`vyrescope plan --json`) whose groups give the
+//! [`FusedGroupSpec`]s fused emission works from; [`cache`] keeps plans on disk.
+//!
+//! Contract with fused emission (`fuse`; the plan is only sound under it): a group's steps run
+//! in increasing order in one kernel, each step over its virtual workgroups with the same
+//! virtual-workgroup-to-block assignment for equal grids, so virtual workgroup `g` of two
+//! steps of one grid runs on the same block and invocation `(g, lid)` on the same thread.
+//! Hence `none`/`invocation` separations need nothing (program order), `workgroup` a
+//! `barrier(workgroup)` between steps of equal grids, `grid` a grid barrier.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+pub mod fuse;
+pub mod gate;
+pub mod launch;
+
+pub use fuse::{fuse_group, FuseError, FusedKernel};
 
 /// How strongly step B depends on an earlier step A (the weakest sufficient separation).
 /// Ordered from weakest to strongest, so the separation a wave needs is the maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DepKind {
     /// No shared buffer with a write: nothing needed.
@@ -35,7 +52,7 @@ impl DepKind {
 }
 
 /// What a fused kernel puts between two consecutive steps of a group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Separation {
     /// Index (into `Pipeline::steps`) of the step after which the separation sits.
     pub after_step: usize,
@@ -47,7 +64,7 @@ pub struct Separation {
 
 /// One group of a plan as fused emission needs it: its steps in execution order and the
 /// separation after each step but the last.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FusedGroupSpec {
     /// Step indices in execution order.
     pub steps: Vec<usize>,
@@ -57,3 +74,10 @@ pub struct FusedGroupSpec {
     /// `None` for a group that runs as one ordinary launch.
     pub persistent_blocks: Option<u32>,
 }
+
+pub mod cache;
+pub mod deps;
+pub mod plan;
+
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -85,12 +85,18 @@ fn ser_elem<S: Serializer>(e: &ElemType, s: S) -> Result<S::Ok, S::Error> {
 impl OutputSummary {
     /// Summarises a host buffer.
     pub fn of(b: &HostBuffer) -> OutputSummary {
+        Self::of_bytes(b.elem, &b.data)
+    }
+
+    /// Summarises raw little-endian elements of type `elem` (any buffer, e.g. a pipeline's).
+    pub fn of_bytes(elem: ElemType, data: &[u8]) -> OutputSummary {
+        let len = data.len() / elem.size_bytes();
         OutputSummary {
-            elem: b.elem,
-            len: b.len(),
-            checksum: format!("{:016x}", fnv1a64(&b.data)),
-            first: (0..FIRST_ELEMENTS.min(b.len()))
-                .filter_map(|i| element_json(b.elem, &b.data, i))
+            elem,
+            len,
+            checksum: format!("{:016x}", fnv1a64(data)),
+            first: (0..FIRST_ELEMENTS.min(len))
+                .filter_map(|i| element_json(elem, data, i))
                 .collect(),
         }
     }

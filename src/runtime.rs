@@ -27,6 +27,7 @@ pub mod execute;
 pub mod fault;
 pub mod jit;
 pub mod parity;
+pub mod pipeline;
 pub mod probe;
 pub mod selftest;
 pub mod telemetry;
@@ -39,7 +40,7 @@ pub use driver::DriverError;
 pub use jit::{JitOptions, KernelHandle, KernelInfo};
 pub use parity::{Mismatch, ParityReport};
 pub use telemetry::Telemetry;
-pub use worker::GpuWorker;
+pub use worker::{GpuWorker, SweepRequest};
 
 use driver::{Context, Device, Event, Stream};
 
@@ -303,6 +304,21 @@ pub fn load_driver() -> Result<u32> {
         }),
         Ok(Ok(v)) => Ok(v),
     }
+}
+
+/// An open NVTX profiler range (see `runtime::driver::nvtx`): pushed when created, popped
+/// when dropped; a no-op when no NVTX library is present. Pipeline execution marks each step
+/// and fused group with one.
+pub struct ProfilerRange(#[allow(dead_code)] driver::nvtx::Range);
+
+/// Opens an NVTX range called `name`.
+pub fn profiler_range(name: &str) -> ProfilerRange {
+    ProfilerRange(driver::nvtx::range(name))
+}
+
+/// True when an NVTX library was found, so ranges appear in an Nsight Systems timeline.
+pub fn profiler_ranges_available() -> bool {
+    driver::nvtx::available()
 }
 
 impl Runtime {

@@ -2,11 +2,13 @@
 //!
 //! The only user of `ratatui`, `crossterm` and `syntect`. Built as state + actions + views:
 //!
-//! - [`app::App`]: all state; [`action::Action`]: every possible change;
-//!   [`update::update`]: the only function that applies one.
+//! - [`app::App`]: all state, composed of sub-states; [`action::Action`]: every possible
+//!   change; [`update::update`]: the only function that applies one, returning
+//!   [`action::Cmd`]s (worker jobs, quit) for the shell to perform.
 //! - [`views`]: draw from `&App` only; [`layout`] places panes for draw, mouse and paging.
 //! - [`worker`]: slow work (large emissions, probe, dispatch, tune) on a thread, reporting
-//!   through a channel; [`backend`] is the one seam to the CUDA runtime.
+//!   through a channel; [`gpu::Gpu`] is the one seam to the CUDA runtime, an instance made
+//!   by [`run`] (or the replay's caller) and owned by the worker thread.
 //! - [`terminal`]: raw mode, alternate screen, mouse, the event loop and restoring the
 //!   terminal on every exit path (including panics).
 //! - [`replay`]: the same update and draw against a text backend for `--keys`/`--snapshot`.
@@ -18,10 +20,10 @@ use std::path::PathBuf;
 pub mod action;
 pub mod analysis;
 pub mod app;
-pub mod backend;
 pub mod bench;
 pub mod config;
 pub mod export;
+pub mod gpu;
 pub mod highlight;
 pub mod input;
 pub mod keymap;
@@ -33,6 +35,7 @@ pub mod update;
 pub mod views;
 pub mod worker;
 
+use action::Cmd;
 use app::App;
 use highlight::Highlighter;
 
@@ -87,8 +90,9 @@ pub fn no_color() -> bool {
 }
 
 /// Builds the state for `opts`: config, keymap, theme, files, device; the first program is
-/// opened and the device probe queued.
-pub fn setup(opts: &Options) -> Result<(App, Highlighter), TuiError> {
+/// opened. Returns the commands the shell performs first (the device probe, and any
+/// emission or measurement that opening queued).
+pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
     let cfg = match config::config_path() {
         Some(p) => config::Config::load(&p)?,
         None => config::Config::default(),
@@ -115,42 +119,42 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter), TuiError> {
         return Err(TuiError::NoFiles);
     }
     let mut app = App::new(files, keymap, ui);
-    app.devices.profiles = backend::device_profiles();
-    app.devices.profile = backend::default_profile(&app.devices.profiles);
+    app.jobs.devices.profiles = gpu::device_profiles();
+    app.jobs.devices.profile = gpu::default_profile(&app.jobs.devices.profiles);
     if let Some(d) = &opts.device {
         select_device(&mut app, d)?;
     }
     if let Some(sm) = opts.sm {
-        app.sm = sm;
-        app.sm_pinned = true;
+        app.code.sm = sm;
+        app.code.sm_pinned = true;
     }
-    update::start(&mut app);
+    let mut cmds = update::start(&mut app);
     if let Some(wg) = opts.workgroup {
-        app.workgroup = Some(wg);
-        update::reanalyze(&mut app);
+        app.code.workgroup = Some(wg);
+        cmds.extend(update::reanalyze(&mut app));
     }
-    Ok((app, hl))
+    Ok((app, hl, cmds))
 }
 
 fn select_device(app: &mut App, d: &str) -> Result<(), TuiError> {
-    if let Some(i) = app.devices.profiles.iter().position(|(n, _)| n == d) {
-        app.devices.profile = i;
+    if let Some(i) = app.jobs.devices.profiles.iter().position(|(n, _)| n == d) {
+        app.jobs.devices.profile = i;
     } else {
-        let caps = backend::load_device_file(std::path::Path::new(d)).map_err(TuiError::Device)?;
+        let caps = gpu::load_device_file(std::path::Path::new(d)).map_err(TuiError::Device)?;
         let name = std::path::Path::new(d)
             .file_stem()
             .map_or_else(|| d.to_string(), |s| s.to_string_lossy().into_owned());
-        app.devices.profiles.insert(0, (name, caps));
-        app.devices.profile = 0;
+        app.jobs.devices.profiles.insert(0, (name, caps));
+        app.jobs.devices.profile = 0;
     }
-    if let Some(c) = app.devices.current() {
-        app.sm = (c.cc_major * 10 + c.cc_minor).min(90);
+    if let Some(c) = app.jobs.devices.current() {
+        app.code.sm = (c.cc_major * 10 + c.cc_minor).min(90);
     }
     Ok(())
 }
 
 /// Opens the interactive inspector on the terminal; returns when the user quits.
 pub fn run(opts: &Options) -> Result<(), TuiError> {
-    let (app, hl) = setup(opts)?;
-    terminal::run(app, hl, opts.watch)
+    let (app, hl, first) = setup(opts)?;
+    terminal::run(app, hl, first, Box::new(gpu::WorkerGpu::new()), opts.watch)
 }

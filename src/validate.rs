@@ -67,6 +67,7 @@ pub mod buffers;
 pub mod divergence;
 pub mod limits;
 pub mod load;
+pub mod pipeline;
 pub mod scope;
 pub mod types;
 

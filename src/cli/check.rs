@@ -1,4 +1,4 @@
-//! `vyrescope check FILE...`
+//! `vyrescope check FILE...` (Program or pipeline files)
 
 use std::path::PathBuf;
 
@@ -6,13 +6,13 @@ use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
 
-/// Parse and validate Program files; exit 0 when all are valid.
+/// Parse and validate Program and pipeline files; exit 0 when all are valid.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope check --json fixtures/invalid/*.json"
 )]
 pub struct Args {
-    /// Program files.
+    /// Program or pipeline files.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Print `[{"file", "valid", "diagnostics": [{"severity", "node", "message", "fix"}]}]`.
@@ -31,7 +31,13 @@ struct FileReport {
 pub fn run(a: &Args) -> i32 {
     let mut reports = Vec::new();
     for f in &a.files {
-        let diagnostics = crate::validate::load(f).diagnostics;
+        // A pipeline file (top-level `steps`/`pipeline`) is checked as a whole: its own rules
+        // plus every step's Program.
+        let diagnostics = if crate::ir::is_pipeline_file(f) {
+            crate::validate::pipeline::load_pipeline(f).diagnostics
+        } else {
+            crate::validate::load(f).diagnostics
+        };
         let valid = crate::validate::is_valid(&diagnostics);
         reports.push(FileReport {
             file: f.display().to_string(),

@@ -61,7 +61,11 @@ pub fn run(a: &Args) -> i32 {
     }
 }
 
-fn resolve_device(arg: Option<&str>) -> Result<(DeviceCaps, String), profiles::ProfileError> {
+/// The `--device` profile (a bundled name or a DeviceCaps file), else the default profile;
+/// with a note saying which and why.
+pub(crate) fn resolve_device(
+    arg: Option<&str>,
+) -> Result<(DeviceCaps, String), profiles::ProfileError> {
     if let Some(d) = arg {
         let caps = profiles::load(d)?;
         let note = format!("{} ({}, --device {d})", caps.name, caps.source);

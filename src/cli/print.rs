@@ -1,15 +1,16 @@
-//! `vyrescope print FILE`
+//! `vyrescope print FILE` (Program or pipeline file)
 
 use crate::util::terminal_safe;
 use std::path::PathBuf;
 
 use crate::ir::{load_program, print::print_program};
 
-/// Print a Program's IR text.
+/// Print a Program's IR text (a pipeline: its buffers, then every step's Program with node ids
+/// `steps[i].body[..]`).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  vyrescope print fixtures/programs/vadd_f32.json")]
 pub struct Args {
-    /// Program file.
+    /// Program or pipeline file.
     pub file: PathBuf,
     /// Leave out the node-id gutter.
     #[arg(long)]
@@ -18,12 +19,18 @@ pub struct Args {
 
 /// Runs `print`.
 pub fn run(a: &Args) -> i32 {
-    let p = match load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
+    let printed = if crate::ir::is_pipeline_file(&a.file) {
+        match crate::ir::load_pipeline(&a.file) {
+            Ok(p) => crate::ir::pipeline_print::print_pipeline(&p),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        match load_program(&a.file) {
+            Ok(p) => print_program(&p),
+            Err(e) => return super::fail(e),
+        }
     };
     // `doc` and names come from the file: escape any terminal control characters in them.
-    let printed = print_program(&p);
     if a.no_gutter {
         super::write_stdout(&terminal_safe(&printed.text()));
     } else {

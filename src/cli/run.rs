@@ -46,7 +46,7 @@ inspector, `selftest`'s fault check and `fault-test` dispatch through a replacea
 worker process instead, so a fault there never stops later dispatches."
 )]
 pub struct Args {
-    /// Program file.
+    /// Program or pipeline file.
     pub file: PathBuf,
     /// Backend to run on.
     #[arg(long, value_enum, default_value = "reference")]
@@ -92,6 +92,19 @@ pub struct Args {
     /// launch); `device_ms` is then reported as null.
     #[arg(long)]
     pub no_device_timing: bool,
+    /// cuda, pipelines: run only the separate launches (one per step).
+    #[arg(long, conflicts_with_all = ["megakernel", "both"])]
+    pub separate: bool,
+    /// cuda, pipelines: run only the megakernel plan.
+    #[arg(long, conflicts_with_all = ["separate", "both"])]
+    pub megakernel: bool,
+    /// cuda, pipelines: run both forms, interleaved, and judge the speedup (the default).
+    #[arg(long, conflicts_with_all = ["separate", "megakernel"])]
+    pub both: bool,
+    /// cuda, pipelines with both forms: write every timed repetition as CSV
+    /// (`form,repetition,device_ms`), the speedup gate's evidence.
+    #[arg(long, value_name = "FILE")]
+    pub gate_csv: Option<PathBuf>,
 }
 
 /// Runs `program` on `backend` over `prepared`, in place; returns (elapsed ms, node evals).
@@ -116,18 +129,28 @@ pub fn execute(
     }
 }
 
-/// Writes each buffer as `dir/<name><suffix>`, each file atomically (util::write_atomic): a
-/// failed dump never leaves a half-written file, and an existing link, device or folder of
-/// that name is refused rather than written through.
+/// Writes each buffer as `dir/<name><suffix>` (see [`dump_named`]).
 pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), String> {
+    let named: Vec<(&str, &[u8])> = buffers
+        .iter()
+        .map(|b| (b.name.as_str(), b.data.as_slice()))
+        .collect();
+    dump_named(dir, &named, suffix)
+}
+
+/// Writes each `(name, bytes)` as `dir/<name><suffix>` (DIR is created); the one dump writer
+/// for Programs and pipelines. Each file is written atomically (util::write_atomic): a failed
+/// dump never leaves a half-written file, and an existing link, device or folder of that name
+/// is refused rather than written through.
+pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| {
         format!(
             "cannot create {}: {e}\n  Fix: choose a writable --dump directory",
             dir.display()
         )
     })?;
-    for b in buffers {
-        dump_file(&dir.join(format!("{}{suffix}", b.name)), &b.data)?;
+    for (name, data) in buffers {
+        dump_file(&dir.join(format!("{name}{suffix}")), data)?;
     }
     Ok(())
 }
@@ -152,6 +175,9 @@ pub fn file_root<'a>(a: &'a Args, base: &'a Path) -> inputs::FileRoot<'a> {
 
 /// Runs `run`.
 pub fn run(a: &Args) -> i32 {
+    if crate::ir::is_pipeline_file(&a.file) {
+        return super::run_pipeline::run(a);
+    }
     let program = match load_program(&a.file) {
         Ok(p) => p,
         Err(e) => return super::fail(e),

@@ -105,11 +105,12 @@ pub fn run(a: &Args) -> i32 {
         }
         return open(&a.files, &a.opts);
     };
-    let (mut app, hl) = match tui::setup(&opts) {
+    let (mut app, hl, first) = match tui::setup(&opts) {
         Ok(v) => v,
         Err(e) => return super::fail(e),
     };
-    let screen = tui::replay::replay(&mut app, &hl, keys, a.size.0, a.size.1);
+    let mut gpu = tui::gpu::WorkerGpu::new();
+    let screen = tui::replay::replay(&mut app, &hl, &mut gpu, first, keys, a.size);
     match &a.snapshot {
         Some(p) => {
             if let Err(e) = tui::export::write_atomic(p, screen.as_bytes()) {

@@ -9,10 +9,18 @@
 //! apart (rows). Anything else (a loaded value, a product of two thread-varying terms, a
 //! shuffle) makes the index [`Index::Varying`]. Offsets are then evaluated for the actual
 //! threads of each warp of the workgroup, so 2-D workgroups narrower than a warp are exact.
+//!
+//! The uniform part keeps its `wgid` terms apart (`wgid.x * 256 + lid.x`), which is what the
+//! megakernel dependence analysis needs to prove that accesses stay inside a workgroup's tile.
+//! That analysis also needs *exact* forms ([`accesses_exact`]): the same walk, but a cast that
+//! is not a 32-bit integer reinterpretation (to a float, or widening to 64 bits, where the
+//! value is no longer the linear form modulo 2^32) makes a thread-varying index `Varying`.
 
 use std::collections::HashMap;
 
-use crate::ir::{BinOp, Builtin, Expr, Literal, NodeId, Program, Scalar, Stmt, StmtKind, UnOp};
+use crate::ir::{
+    BinOp, Builtin, Expr, Literal, NodeId, Program, Scalar, ScalarType, Stmt, StmtKind, UnOp,
+};
 
 /// A coefficient: a known integer, or a uniform value only known at run time (e.g. a row
 /// length read from a buffer).
@@ -27,25 +35,66 @@ pub enum Coef {
 /// The thread ids an index may depend on: `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
 pub const IDS: usize = 7;
 const ZERO: [Coef; IDS] = [Coef::Known(0); IDS];
+const ZERO3: [Coef; 3] = [Coef::Known(0); 3];
 
 /// What an index expression is, seen from the threads of one workgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Index {
-    /// `sum(coef[i] * id[i]) + u` over [`IDS`], `u` uniform; `constant` is `u` when known.
+    /// `sum(coef[i] * id[i]) + sum(wgid[a] * wgid.a) + u` over [`IDS`] and the three
+    /// workgroup-id axes, `u` uniform; `constant` is `u` when known. The `wgid` terms are
+    /// uniform within a workgroup (they do not count as thread-varying); when `constant` is
+    /// `None` the uniform part is unknown as a whole.
     Affine {
         /// Coefficients of `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
         coef: [Coef; IDS],
-        /// The uniform part when it is a compile-time constant.
+        /// Coefficients of `wgid.x wgid.y wgid.z`.
+        wgid: [Coef; 3],
+        /// The rest of the uniform part when it is a compile-time constant.
         constant: Option<i64>,
+    },
+    /// A known linear form (as in `Affine`, every part known) plus a per-thread term `r` only
+    /// known to lie in `[lo, hi]`: what `rem(e, k)` and `and(e, mask)` of a thread-varying
+    /// `e` give (`wgid.x * 256 + rem(lid.x + 1, 256)`). Not an exact form: the coalescing
+    /// rules treat it as `Varying`; the megakernel's workgroup-tile proof uses its range.
+    Bounded {
+        /// Coefficients of `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
+        coef: [i64; IDS],
+        /// Coefficients of `wgid.x wgid.y wgid.z`.
+        wgid: [i64; 3],
+        /// The constant part.
+        constant: i64,
+        /// Smallest value of the bounded term.
+        lo: i64,
+        /// Largest value of the bounded term.
+        hi: i64,
     },
     /// Thread-varying in a way this analysis does not follow (e.g. data dependent).
     Varying,
 }
 
+/// A known form with a bounded term: `(coef, wgid, constant, lo, hi)` (see [`Index::Bounded`]).
+pub type Parts = ([i64; IDS], [i64; 3], i64, i64, i64);
+
+/// Largest value of each id as an unsigned 32-bit value (`gid.* lid.* lane`, then `wgid.*`):
+/// lid below CUDA's 1024 threads per block, lane below 32, grid below 2^31 blocks.
+const ID_MAX: [i128; IDS + 3] = [
+    u32::MAX as i128,
+    u32::MAX as i128,
+    u32::MAX as i128,
+    1023,
+    1023,
+    63,
+    31,
+    i32::MAX as i128,
+    65535,
+    65535,
+];
+
 impl Index {
     fn uniform(c: Option<i64>) -> Index {
         Index::Affine {
             coef: ZERO,
+            wgid: ZERO3,
             constant: c,
         }
     }
@@ -55,43 +104,133 @@ impl Index {
         coef[i] = Coef::Known(1);
         Index::Affine {
             coef,
+            wgid: ZERO3,
             constant: Some(0),
         }
     }
 
-    fn map_coef(self, f: impl Fn(Coef) -> Coef, c: impl Fn(Option<i64>) -> Option<i64>) -> Index {
+    fn wgid_axis(a: usize) -> Index {
+        let mut wgid = ZERO3;
+        wgid[a] = Coef::Known(1);
+        Index::Affine {
+            coef: ZERO,
+            wgid,
+            constant: Some(0),
+        }
+    }
+
+    fn map_coef(
+        self,
+        f: impl Fn(Coef) -> Coef + Copy,
+        c: impl Fn(Option<i64>) -> Option<i64>,
+    ) -> Index {
         match self {
-            Index::Affine { coef, constant } => Index::Affine {
+            Index::Affine {
+                coef,
+                wgid,
+                constant,
+            } => Index::Affine {
                 coef: coef.map(f),
+                wgid: wgid.map(f),
                 constant: c(constant),
             },
-            Index::Varying => Index::Varying,
+            Index::Bounded { .. } | Index::Varying => Index::Varying,
+        }
+    }
+
+    /// `(coef, wgid, constant, lo, hi)` of a known form: `Bounded`, or an `Affine` index with
+    /// every part known (`lo = hi = 0`).
+    pub fn known_parts(&self) -> Option<Parts> {
+        match *self {
+            Index::Bounded {
+                coef,
+                wgid,
+                constant,
+                lo,
+                hi,
+            } => Some((coef, wgid, constant, lo, hi)),
+            _ => self.known_form().map(|(k, w, c)| (k, w, c, 0, 0)),
+        }
+    }
+
+    /// A `Bounded` index from parts; `None` parts (an overflow) make it `Varying`.
+    fn bounded(p: Option<Parts>) -> Index {
+        match p {
+            Some((coef, wgid, constant, lo, hi)) => Index::Bounded {
+                coef,
+                wgid,
+                constant,
+                lo,
+                hi,
+            },
+            None => Index::Varying,
+        }
+    }
+
+    /// `[min, max]` of the index over every value its ids can take (known forms only).
+    fn value_range(&self) -> Option<(i128, i128)> {
+        let (coef, wgid, c, lo, hi) = self.known_parts()?;
+        let (mut min, mut max) = (
+            i128::from(c) + i128::from(lo),
+            i128::from(c) + i128::from(hi),
+        );
+        for (k, top) in coef.iter().chain(&wgid).zip(ID_MAX) {
+            let far = i128::from(*k) * top;
+            min += far.min(0);
+            max += far.max(0);
+        }
+        Some((min, max))
+    }
+
+    /// `rem(self, k)` / `and(self, k)` of a thread-varying value: a term in a known range.
+    fn bounded_term(lo: i64, hi: i64) -> Index {
+        Index::Bounded {
+            coef: [0; IDS],
+            wgid: [0; 3],
+            constant: 0,
+            lo,
+            hi,
         }
     }
 
     fn add(self, o: Index, sign: i64) -> Index {
+        if matches!(self, Index::Bounded { .. }) || matches!(o, Index::Bounded { .. }) {
+            let (Some(a), Some(b)) = (self.known_parts(), o.known_parts()) else {
+                return Index::Varying;
+            };
+            let b = if sign < 0 { neg_parts(b) } else { Some(b) };
+            return Index::bounded(b.and_then(|b| add_parts(a, b)));
+        }
         match (self, o) {
             (
                 Index::Affine {
                     coef: a,
+                    wgid: wa,
                     constant: c,
                 },
                 Index::Affine {
                     coef: b,
+                    wgid: wb,
                     constant: d,
                 },
             ) => {
+                let sum = |x: Coef, y: Coef| match (x, y) {
+                    (Coef::Known(x), Coef::Known(y)) => {
+                        Coef::Known(x.wrapping_add(sign.wrapping_mul(y)))
+                    }
+                    _ => Coef::Unknown,
+                };
                 let mut coef = ZERO;
                 for i in 0..IDS {
-                    coef[i] = match (a[i], b[i]) {
-                        (Coef::Known(x), Coef::Known(y)) => {
-                            Coef::Known(x.wrapping_add(sign.wrapping_mul(y)))
-                        }
-                        _ => Coef::Unknown,
-                    };
+                    coef[i] = sum(a[i], b[i]);
+                }
+                let mut wgid = ZERO3;
+                for i in 0..3 {
+                    wgid[i] = sum(wa[i], wb[i]);
                 }
                 Index::Affine {
                     coef,
+                    wgid,
                     constant: c.zip(d).map(|(c, d)| c.wrapping_add(sign.wrapping_mul(d))),
                 }
             }
@@ -100,6 +239,12 @@ impl Index {
     }
 
     fn scale(self, k: i64) -> Index {
+        if let Some(p) = matches!(self, Index::Bounded { .. })
+            .then(|| self.known_parts())
+            .flatten()
+        {
+            return Index::bounded(scale_parts(p, k));
+        }
         self.map_coef(
             |c| match c {
                 Coef::Known(x) => Coef::Known(x.wrapping_mul(k)),
@@ -125,9 +270,14 @@ impl Index {
         matches!(self, Index::Affine { coef, .. } if *coef == ZERO)
     }
 
+    /// The value when it is one compile-time constant (no thread or workgroup ids in it).
     fn constant(&self) -> Option<i64> {
         match *self {
-            Index::Affine { coef, constant } if coef == ZERO => constant,
+            Index::Affine {
+                coef,
+                wgid,
+                constant,
+            } if coef == ZERO && wgid == ZERO3 => constant,
             _ => None,
         }
     }
@@ -137,8 +287,9 @@ impl Index {
         match *self {
             Index::Affine {
                 coef,
+                wgid,
                 constant: Some(c),
-            } if coef[1..] == ZERO[1..] => match coef[0] {
+            } if coef[1..] == ZERO[1..] && wgid == ZERO3 => match coef[0] {
                 Coef::Known(g) => Some((g, c)),
                 Coef::Unknown => None,
             },
@@ -153,7 +304,7 @@ impl Index {
                 (Coef::Known(a), Coef::Known(b), Coef::Known(c)) => Some(a + b + c),
                 _ => None,
             },
-            Index::Varying => None,
+            Index::Bounded { .. } | Index::Varying => None,
         }
     }
 
@@ -211,6 +362,32 @@ impl Index {
     pub fn fully_known(&self) -> bool {
         matches!(self, Index::Affine { coef, .. } if !coef.contains(&Coef::Unknown))
     }
+
+    /// `(coef, wgid, constant)` when the whole index is a known linear form of the thread and
+    /// workgroup ids: every coefficient and the constant known.
+    pub fn known_form(&self) -> Option<([i64; IDS], [i64; 3], i64)> {
+        let Index::Affine {
+            coef,
+            wgid,
+            constant: Some(c),
+        } = *self
+        else {
+            return None;
+        };
+        let known = |x: Coef| match x {
+            Coef::Known(k) => Some(k),
+            Coef::Unknown => None,
+        };
+        let mut k = [0i64; IDS];
+        for i in 0..IDS {
+            k[i] = known(coef[i])?;
+        }
+        let mut w = [0i64; 3];
+        for i in 0..3 {
+            w[i] = known(wgid[i])?;
+        }
+        Some((k, w, c))
+    }
 }
 
 /// One buffer access found in the Program.
@@ -228,10 +405,24 @@ pub struct Access {
 
 /// Every load, store and atomic of `program` with its index analysed, in program order.
 pub fn accesses(program: &Program) -> Vec<Access> {
+    walk(program, false)
+}
+
+/// Like [`accesses`], but an index is only [`Index::Affine`] when its form is the index's exact
+/// value modulo 2^32: a thread-varying value that passes through a float or a 64-bit cast is
+/// `Varying` (`u32(f32(gid))` rounds above 2^24; `u64(gid - 1)` is not `gid - 1` mod 2^32).
+/// Soundness proofs (megakernel dependences) use this one; the performance rules keep the
+/// lenient reading.
+pub fn accesses_exact(program: &Program) -> Vec<Access> {
+    walk(program, true)
+}
+
+fn walk(program: &Program, exact: bool) -> Vec<Access> {
     let mut w = Walker {
         env: vec![HashMap::new()],
         out: Vec::new(),
         assigned: HashMap::new(),
+        exact,
     };
     collect_assigned(&program.body, &mut w.assigned);
     w.list(&program.body);
@@ -262,6 +453,8 @@ struct Walker {
     env: Vec<HashMap<String, Index>>,
     out: Vec<Access>,
     assigned: HashMap<String, ()>,
+    /// Only forms that are exact modulo 2^32 (see [`accesses_exact`]).
+    exact: bool,
 }
 
 impl Walker {
@@ -396,7 +589,8 @@ impl Walker {
                 Builtin::GlobalId(a) => Index::id(a.index()),
                 Builtin::LocalId(a) => Index::id(3 + a.index()),
                 Builtin::Lane => Index::id(6),
-                Builtin::WorkgroupId(_) | Builtin::NumWorkgroups(_) => Index::uniform(None),
+                Builtin::WorkgroupId(a) => Index::wgid_axis(a.index()),
+                Builtin::NumWorkgroups(_) => Index::uniform(None),
                 Builtin::SubgroupSize => Index::uniform(Some(32)),
             },
             Expr::Len(_) => Index::uniform(None),
@@ -417,6 +611,26 @@ impl Walker {
                         _ if y.is_uniform() => x.scale_unknown(),
                         _ => Index::Varying,
                     },
+                    BinOp::Rem if !x.is_uniform() => match y.constant() {
+                        Some(k) if k > 0 => {
+                            // Non-negative without wrapping: the remainder is in [0, k) whatever
+                            // the signedness; otherwise a signed one may be negative.
+                            let nonneg = x
+                                .value_range()
+                                .is_some_and(|(lo, hi)| lo >= 0 && hi <= i128::from(i32::MAX));
+                            Index::bounded_term(if nonneg { 0 } else { 1 - k }, k - 1)
+                        }
+                        _ => Index::Varying,
+                    },
+                    BinOp::And if !(x.is_uniform() && y.is_uniform()) => {
+                        let mask = y.constant().or(x.constant());
+                        match mask {
+                            Some(m) if (0..=i64::from(i32::MAX)).contains(&m) => {
+                                Index::bounded_term(0, m)
+                            }
+                            _ => Index::Varying,
+                        }
+                    }
                     _ if x.is_uniform() && y.is_uniform() => {
                         let c = x
                             .constant()
@@ -427,7 +641,18 @@ impl Walker {
                     _ => Index::Varying,
                 }
             }
-            Expr::Cast(_, a) | Expr::Bitcast(_, a) => self.eval(a),
+            Expr::Cast(t, a) | Expr::Bitcast(t, a) => {
+                let x = self.eval(a);
+                // Truncating or reinterpreting to 32 bits keeps the value modulo 2^32; a float
+                // or a widening does not (rounding, sign or zero extension of a wrapped value).
+                if !self.exact || matches!(t, ScalarType::U32 | ScalarType::I32) {
+                    x
+                } else if x.is_uniform() {
+                    Index::uniform(None)
+                } else {
+                    Index::Varying
+                }
+            }
             Expr::Unary(op, a) => {
                 let x = self.eval(a);
                 match op {
@@ -457,6 +682,42 @@ impl Walker {
             Expr::Load { .. } | Expr::Atomic { .. } | Expr::Shuffle { .. } => Index::Varying,
         }
     }
+}
+
+/// Checked element-wise `op` of two coefficient arrays.
+fn zip_checked<const N: usize>(
+    a: [i64; N],
+    b: [i64; N],
+    op: impl Fn(i64, i64) -> Option<i64>,
+) -> Option<[i64; N]> {
+    let mut out = [0i64; N];
+    for (o, (x, y)) in out.iter_mut().zip(a.into_iter().zip(b)) {
+        *o = op(x, y)?;
+    }
+    Some(out)
+}
+
+fn add_parts(a: Parts, b: Parts) -> Option<Parts> {
+    let coef = zip_checked(a.0, b.0, i64::checked_add)?;
+    let wgid = zip_checked(a.1, b.1, i64::checked_add)?;
+    Some((
+        coef,
+        wgid,
+        a.2.checked_add(b.2)?,
+        a.3.checked_add(b.3)?,
+        a.4.checked_add(b.4)?,
+    ))
+}
+
+fn neg_parts(a: Parts) -> Option<Parts> {
+    scale_parts(a, -1)
+}
+
+fn scale_parts(a: Parts, k: i64) -> Option<Parts> {
+    let coef = zip_checked(a.0, [k; IDS], i64::checked_mul)?;
+    let wgid = zip_checked(a.1, [k; 3], i64::checked_mul)?;
+    let (x, y) = (a.3.checked_mul(k)?, a.4.checked_mul(k)?);
+    Some((coef, wgid, a.2.checked_mul(k)?, x.min(y), x.max(y)))
 }
 
 fn lit_int(l: &Literal) -> Option<i64> {

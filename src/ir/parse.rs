@@ -19,7 +19,7 @@ use super::types::{ElemType, Scalar, ScalarType};
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
 
 /// Separates a message from its fix hint inside serde's custom error strings.
-const FIX_SEP: &str = "\u{1f}Fix: ";
+pub(crate) const FIX_SEP: &str = "\u{1f}Fix: ";
 
 /// A Program file that could not be parsed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -79,7 +79,7 @@ pub fn load_program(path: &Path) -> Result<Program, ParseError> {
     parse_program(text, &file)
 }
 
-fn line_col(prefix: &[u8]) -> (usize, usize) {
+pub(crate) fn line_col(prefix: &[u8]) -> (usize, usize) {
     let line = prefix.iter().filter(|&&b| b == b'\n').count() + 1;
     let col = prefix.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
     (line, col)
@@ -112,7 +112,7 @@ pub fn parse_program(text: &str, file: &str) -> Result<Program, ParseError> {
     Ok(raw.0)
 }
 
-fn from_json_error(file: &str, path: String, e: serde_json::Error) -> ParseError {
+pub(crate) fn from_json_error(file: &str, path: String, e: serde_json::Error) -> ParseError {
     let full = e.to_string();
     // serde_json appends " at line L column C"; we report those as fields instead.
     let msg = match full.rfind(" at line ") {
@@ -167,14 +167,14 @@ fn generic_fix(e: &serde_json::Error, msg: &str) -> String {
     }
 }
 
-fn err<E: de::Error>(message: impl fmt::Display, fix: impl fmt::Display) -> E {
+pub(crate) fn err<E: de::Error>(message: impl fmt::Display, fix: impl fmt::Display) -> E {
     E::custom(format!("{message}{FIX_SEP}{fix}"))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Top level
 
-struct RawProgram(Program);
+pub(crate) struct RawProgram(pub(crate) Program);
 
 impl<'de> Deserialize<'de> for RawProgram {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -182,7 +182,7 @@ impl<'de> Deserialize<'de> for RawProgram {
     }
 }
 
-struct ProgramVisitor;
+pub(crate) struct ProgramVisitor;
 
 const PROGRAM_KEYS: &str = "format, name, doc, workgroup_size, buffers, body, run";
 
@@ -272,7 +272,7 @@ pub fn assign_ids(list: &mut [Stmt], prefix: &str) {
     }
 }
 
-struct KernelName(String);
+pub(crate) struct KernelName(pub(crate) String);
 
 impl<'de> Deserialize<'de> for KernelName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -294,7 +294,7 @@ pub fn is_ident(s: &str) -> bool {
         && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
 }
 
-struct Dims([u32; 3]);
+pub(crate) struct Dims(pub(crate) [u32; 3]);
 
 impl<'de> Deserialize<'de> for Dims {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -937,7 +937,7 @@ impl<'de> Deserialize<'de> for RawInputs {
 
 struct RawInput(InputSpec);
 
-const INPUT_KEYS: &str = "len, fill, seed, range, data, file";
+pub(crate) const INPUT_KEYS: &str = "len, fill, seed, range, data, file";
 
 impl<'de> Deserialize<'de> for RawInput {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -948,83 +948,120 @@ impl<'de> Deserialize<'de> for RawInput {
                 f.write_str("an input spec {\"len\", \"fill\"} | {\"data\"} | {\"file\"}")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<InputSpec, A::Error> {
-                let (mut len, mut fill, mut seed, mut range, mut data, mut file) =
-                    (None, None, None, None, None, None);
+                let mut fields = InputFields::default();
                 while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "len" => len = Some(map.next_value::<u64>()?),
-                        "fill" => fill = Some(map.next_value::<String>()?),
-                        "seed" => seed = Some(map.next_value::<u64>()?),
-                        "range" => {
-                            let r: [f64; 2] = map.next_value()?;
-                            if !(r[0].is_finite() && r[1].is_finite() && r[0] <= r[1]) {
-                                return Err(err(
-                                    format!("range {r:?} is not [low, high] with low <= high"),
-                                    "write \"range\": [low, high] with finite numbers",
-                                ));
-                            }
-                            range = Some((r[0], r[1]));
-                        }
-                        "data" => {
-                            data = Some(
-                                map.next_value::<Vec<RawExpr>>()?
-                                    .into_iter()
-                                    .map(|e| match e.0 {
-                                        Expr::Lit(l) => Ok(l),
-                                        _ => Err(err::<A::Error>(
-                                            "data elements must be numbers or true/false",
-                                            "write plain numbers, e.g. [1, 2.5, -3]",
-                                        )),
-                                    })
-                                    .collect::<Result<Vec<_>, _>>()?,
-                            )
-                        }
-                        "file" => file = Some(map.next_value::<String>()?),
-                        other => {
-                            return Err(err(
-                                format!("unknown key `{other}` in an input"),
-                                format!("remove it; an input has the keys {INPUT_KEYS}"),
-                            ))
-                        }
+                    if !fields.take(&key, &mut map)? {
+                        return Err(err(
+                            format!("unknown key `{key}` in an input"),
+                            format!("remove it; an input has the keys {INPUT_KEYS}"),
+                        ));
                     }
                 }
-                let sources = fill.is_some() as u8 + data.is_some() as u8 + file.is_some() as u8;
-                if sources != 1 {
-                    return Err(err(
-                        "an input needs exactly one of `fill`, `data`, `file`",
-                        "keep one source, e.g. {\"fill\": \"random\", \"seed\": 1}",
-                    ));
-                }
-                if (seed.is_some() || range.is_some()) && fill.as_deref() != Some("random") {
-                    return Err(err(
-                        "`seed` and `range` only apply to \"fill\": \"random\"",
-                        "remove them or use \"fill\": \"random\"",
-                    ));
-                }
-                let source = if let Some(f) = fill {
-                    InputSource::Fill(match f.as_str() {
-                        "zeros" => Fill::Zeros,
-                        "ones" => Fill::Ones,
-                        "iota" => Fill::Iota,
-                        "random" => Fill::Random {
-                            seed: seed.unwrap_or(0),
-                            range,
-                        },
-                        other => {
-                            return Err(err(
-                                format!("unknown fill `{other}`"),
-                                "use zeros, ones, iota or random",
-                            ))
-                        }
-                    })
-                } else if let Some(d) = data {
-                    InputSource::Data(d)
-                } else {
-                    InputSource::File(file.unwrap_or_default())
-                };
-                Ok(InputSpec { len, source })
+                fields.finish()
             }
         }
         d.deserialize_map(V).map(RawInput)
+    }
+}
+
+/// The keys of one `run.inputs` entry, gathered one at a time so that other objects that embed
+/// an input spec (a pipeline buffer adds `type` and `transient`) parse it the same way.
+#[derive(Default)]
+pub(crate) struct InputFields {
+    len: Option<u64>,
+    fill: Option<String>,
+    seed: Option<u64>,
+    range: Option<(f64, f64)>,
+    data: Option<Vec<Literal>>,
+    file: Option<String>,
+}
+
+impl InputFields {
+    /// Reads the value of `key` if it is an input key; `false` leaves the value unread.
+    pub(crate) fn take<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "len" => self.len = Some(map.next_value::<u64>()?),
+            "fill" => self.fill = Some(map.next_value::<String>()?),
+            "seed" => self.seed = Some(map.next_value::<u64>()?),
+            "range" => {
+                let r: [f64; 2] = map.next_value()?;
+                if !(r[0].is_finite() && r[1].is_finite() && r[0] <= r[1]) {
+                    return Err(err(
+                        format!("range {r:?} is not [low, high] with low <= high"),
+                        "write \"range\": [low, high] with finite numbers",
+                    ));
+                }
+                self.range = Some((r[0], r[1]));
+            }
+            "data" => {
+                self.data = Some(
+                    map.next_value::<Vec<RawExpr>>()?
+                        .into_iter()
+                        .map(|e| match e.0 {
+                            Expr::Lit(l) => Ok(l),
+                            _ => Err(err::<A::Error>(
+                                "data elements must be numbers or true/false",
+                                "write plain numbers, e.g. [1, 2.5, -3]",
+                            )),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                )
+            }
+            "file" => self.file = Some(map.next_value::<String>()?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The input spec once every key is read: exactly one source, `seed`/`range` only with
+    /// `random`.
+    pub(crate) fn finish<E: de::Error>(self) -> Result<InputSpec, E> {
+        let InputFields {
+            len,
+            fill,
+            seed,
+            range,
+            data,
+            file,
+        } = self;
+        let sources = fill.is_some() as u8 + data.is_some() as u8 + file.is_some() as u8;
+        if sources != 1 {
+            return Err(err(
+                "an input needs exactly one of `fill`, `data`, `file`",
+                "keep one source, e.g. {\"fill\": \"random\", \"seed\": 1}",
+            ));
+        }
+        if (seed.is_some() || range.is_some()) && fill.as_deref() != Some("random") {
+            return Err(err(
+                "`seed` and `range` only apply to \"fill\": \"random\"",
+                "remove them or use \"fill\": \"random\"",
+            ));
+        }
+        let source = if let Some(f) = fill {
+            InputSource::Fill(match f.as_str() {
+                "zeros" => Fill::Zeros,
+                "ones" => Fill::Ones,
+                "iota" => Fill::Iota,
+                "random" => Fill::Random {
+                    seed: seed.unwrap_or(0),
+                    range,
+                },
+                other => {
+                    return Err(err(
+                        format!("unknown fill `{other}`"),
+                        "use zeros, ones, iota or random",
+                    ))
+                }
+            })
+        } else if let Some(d) = data {
+            InputSource::Data(d)
+        } else {
+            InputSource::File(file.unwrap_or_default())
+        };
+        Ok(InputSpec { len, source })
     }
 }

@@ -98,8 +98,15 @@ impl Printed {
 
 /// Prints `program`.
 pub fn print_program(program: &Program) -> Printed {
+    print_program_prefixed(program, "")
+}
+
+/// Prints `program` with every line's node id prefixed by `prefix` (a pipeline prints step 1's
+/// `body[2]` as `steps[1].body[2]`, so ids stay unique across the steps).
+pub fn print_program_prefixed(program: &Program, prefix: &str) -> Printed {
     let mut w = Writer {
         program,
+        prefix,
         let_types: let_types(program),
         lines: Vec::new(),
     };
@@ -110,6 +117,8 @@ pub fn print_program(program: &Program) -> Printed {
 
 struct Writer<'a> {
     program: &'a Program,
+    /// Put before every node id (empty for a lone Program).
+    prefix: &'a str,
     /// Type of the variable each `let` introduces, by node id.
     let_types: HashMap<NodeId, ScalarType>,
     lines: Vec<PrintedLine>,
@@ -117,10 +126,11 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn push(&mut self, code: String, node: Option<&NodeId>) {
-        self.lines.push(PrintedLine {
-            code,
-            node: node.cloned(),
-        });
+        let node = match node {
+            Some(n) if !self.prefix.is_empty() => Some(NodeId::new(format!("{}{n}", self.prefix))),
+            n => n.cloned(),
+        };
+        self.lines.push(PrintedLine { code, node });
     }
 
     fn header(&mut self) {

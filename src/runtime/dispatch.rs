@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::driver::nvtx;
 use super::driver::staging::StagingSlot;
 use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry};
 use super::jit::KernelHandle;
@@ -106,6 +107,20 @@ pub(crate) struct LaunchMode {
     pub timeout: Option<Duration>,
     /// Record CUDA events around the launch.
     pub timed: bool,
+}
+
+/// A launch whose kernel, shape and arguments are checked and built, ready to enqueue.
+pub(crate) struct ReadyLaunch {
+    /// The kernel.
+    pub f: Function,
+    /// Grid and block.
+    pub geo: Geometry,
+    /// One 8-byte slot per parameter.
+    pub args: Vec<u64>,
+    /// Needs `cuLaunchCooperativeKernel` (grid barrier).
+    pub cooperative: bool,
+    /// Threads launched.
+    pub slots: u64,
 }
 
 /// One launch's times.
@@ -267,6 +282,7 @@ impl Runtime {
     /// Uploads `buffers` (binding order) into device memory that stays resident. Buffers
     /// whose bytes are all zero are cleared on the device instead of copied.
     pub fn upload(&mut self, buffers: &[HostBuffer]) -> Result<ResidentSet> {
+        let _range = nvtx::range("vyrescope upload");
         self.sess()?;
         let mut c = Counters::default();
         let mut devs = Vec::with_capacity(buffers.len());
@@ -293,6 +309,7 @@ impl Runtime {
     /// Reads the writable buffers of `set` back into `buffers` (binding order); returns the
     /// bytes read.
     pub fn download(&mut self, set: &ResidentSet, buffers: &mut [HostBuffer]) -> Result<u64> {
+        let _range = nvtx::range("vyrescope readback");
         let sess = self.sess()?;
         if set.generation != sess.generation {
             return Err(RuntimeError::StaleResident);
@@ -399,9 +416,83 @@ impl Runtime {
         launches: u32,
         opts: &DispatchOptions,
     ) -> Result<Vec<LaunchTiming>> {
-        if set.lens.len() != abi.params.len() {
+        self.launch_resident_mapped(h, abi, shape, set, None, launches, opts)
+    }
+
+    /// Like [`Runtime::launch_resident`], with the kernel's buffer `i` (binding order) taken
+    /// from `set` buffer `map[i]` (`None`: buffer `i`), so that kernels over different subsets
+    /// of one resident set (the steps of a pipeline) share its device buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_resident_mapped(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        set: &ResidentSet,
+        map: Option<&[usize]>,
+        launches: u32,
+        opts: &DispatchOptions,
+    ) -> Result<Vec<LaunchTiming>> {
+        let identity: Vec<usize>;
+        let map = match map {
+            Some(m) => m,
+            None => {
+                identity = (0..set.lens.len()).collect();
+                &identity
+            }
+        };
+        if map.len() != abi.params.len() {
             return Err(RuntimeError::Abi(format!(
                 "kernel `{}` takes {} buffers but {} were given\n  Fix: pass one host buffer per ABI parameter, in binding order",
+                h.name,
+                abi.params.len(),
+                map.len()
+            )));
+        }
+        if let Some(&bad) = map.iter().find(|&&i| i >= set.lens.len()) {
+            return Err(RuntimeError::Abi(format!(
+                "kernel `{}`: buffer map names resident buffer {bad} of {}\n  Fix: map every kernel buffer to a buffer of the resident set",
+                h.name,
+                set.lens.len()
+            )));
+        }
+        let _range = nvtx::range(&format!("vyrescope launch {}", h.name));
+        let mut ready = self.prepare_launch(h, abi, shape, set, map, opts)?;
+        let useful = opts
+            .useful_invocations
+            .unwrap_or(ready.slots)
+            .min(ready.slots);
+        let mut out = Vec::with_capacity(launches as usize);
+        for _ in 0..launches.max(1) {
+            self.clear_grid_sync(&ready)?;
+            let mode = LaunchMode {
+                cooperative: ready.cooperative,
+                timeout: opts.timeout,
+                timed: opts.device_timing,
+            };
+            let t = self.launch_core(&h.name, ready.f, &ready.geo, &mut ready.args, mode)?;
+            self.telemetry
+                .record_launch(ready.cooperative, ready.slots, useful, t.device_ms);
+            out.push(t);
+        }
+        Ok(out)
+    }
+
+    /// Checks a launch of `h` over `set` (through `map`) and builds its arguments, ready to
+    /// enqueue: the kernel loaded, the shape and co-residency checked, the grid-barrier
+    /// scratch allocated.
+    pub(crate) fn prepare_launch(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        set: &ResidentSet,
+        map: &[usize],
+        opts: &DispatchOptions,
+    ) -> Result<ReadyLaunch> {
+        if map.len() != abi.params.len() || map.iter().any(|&i| i >= set.lens.len()) {
+            return Err(RuntimeError::Abi(format!(
+                "kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}\n  Fix: map every kernel buffer to a buffer of the resident set",
                 h.name,
                 abi.params.len(),
                 set.lens.len()
@@ -415,16 +506,17 @@ impl Runtime {
             opts.dynamic_smem,
             res.static_smem_bytes,
         )?;
-        let ptrs = self.resident_ptrs(set)?;
-        let mut args: Vec<u64> = Vec::with_capacity(ptrs.len() * 2 + 1);
-        for (p, &len) in ptrs.iter().zip(&set.lens) {
+        let all = self.resident_ptrs(set)?;
+        let mut args: Vec<u64> = Vec::with_capacity(map.len() * 2 + 1);
+        for &i in map {
+            let len = set.lens[i];
             let len32 = u32::try_from(len).map_err(|_| {
                 RuntimeError::Abi(format!(
                     "a buffer of {len} elements does not fit the kernel's .u32 length parameter\n  Fix: split the data into buffers of at most {} elements",
                     u32::MAX
                 ))
             })?;
-            args.push(*p);
+            args.push(all.get(i).copied().ok_or(RuntimeError::StaleResident)?);
             args.push(len32 as u64);
         }
         let geo = Geometry {
@@ -452,28 +544,26 @@ impl Runtime {
             let p = self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr());
             args.push(p);
         }
-        let slots = product(shape.grid) * product(shape.workgroup_size);
-        let useful = opts.useful_invocations.unwrap_or(slots).min(slots);
-        let mut out = Vec::with_capacity(launches as usize);
-        for _ in 0..launches.max(1) {
-            if abi.grid_sync {
-                let sess = self.sess()?;
-                if let Some(s) = sess.pool.scratch.as_ref() {
-                    s.memset_async(0, &sess.stream)
-                        .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                }
+        Ok(ReadyLaunch {
+            f,
+            geo,
+            args,
+            cooperative: abi.grid_sync,
+            slots: product(shape.grid) * product(shape.workgroup_size),
+        })
+    }
+
+    /// Zeroes the grid-barrier words before a cooperative launch (each launch starts its
+    /// barrier count afresh); nothing for an ordinary launch.
+    pub(crate) fn clear_grid_sync(&mut self, ready: &ReadyLaunch) -> Result<()> {
+        if ready.cooperative {
+            let sess = self.sess()?;
+            if let Some(s) = sess.pool.scratch.as_ref() {
+                s.memset_async(0, &sess.stream)
+                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
             }
-            let mode = LaunchMode {
-                cooperative: abi.grid_sync,
-                timeout: opts.timeout,
-                timed: opts.device_timing,
-            };
-            let t = self.launch_core(&h.name, f, &geo, &mut args, mode)?;
-            self.telemetry
-                .record_launch(abi.grid_sync, slots, useful, t.device_ms);
-            out.push(t);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Refuses a cooperative launch whose grid cannot be resident at once.

@@ -117,6 +117,7 @@ impl Runtime {
         name: &str,
         options: &JitOptions,
     ) -> Result<(KernelHandle, KernelInfo)> {
+        let _range = super::driver::nvtx::range(&format!("vyrescope jit {name}"));
         let req = options.request();
         let key = hash_parts(&[
             ptx.as_bytes(),

@@ -1,9 +1,11 @@
-//! Everything that can change the inspector's state: user commands (bound to keys), text
-//! input for prompts, mouse events, terminal resizes and worker replies.
+//! Everything that can change the inspector's state (user commands bound to keys, text
+//! input for prompts, mouse events, terminal resizes, worker replies) and what the state
+//! asks the shell to do in return ([`Cmd`]).
 //!
-//! [`crate::tui::update::update`] is the only function that applies an [`Action`].
+//! [`crate::tui::update::update`] is the only function that applies an [`Action`]; the
+//! shell (terminal loop, headless replay) performs the [`Cmd`]s it returns.
 
-use super::worker::Reply;
+use super::worker::{Job, Reply};
 
 /// A user command: what a key binding maps to. Names (`Command::name`) are the keys of the
 /// `keys` object in the user config file, so they are part of the documented interface.
@@ -102,8 +104,20 @@ pub enum Action {
     Wheel(u16, u16, i32),
     /// A reply from the worker thread.
     Worker(Reply),
+    /// The worker thread is gone (it panicked): nothing is in flight any more.
+    WorkerGone,
     /// The current program's file changed on disk (from `--watch`).
     FileChanged,
     /// Time passed (spinner, expiring status messages).
     Tick,
+}
+
+/// Work for the shell, returned by [`crate::tui::update::update`] (which itself touches no
+/// thread, GPU or terminal).
+#[derive(Debug, Clone)]
+pub enum Cmd {
+    /// Run this job on the worker; its replies come back as [`Action::Worker`].
+    Job(Job),
+    /// Leave the inspector.
+    Quit,
 }

@@ -13,8 +13,9 @@ use crate::emit::{EmittedKernel, KernelAbi, MapEntry, SourceMap};
 use super::action::{Action, Command};
 use super::analysis::PtxView;
 use super::app::Focus;
-use super::replay::{drain_jobs, render};
-use super::update::{open_selected, update};
+use super::gpu::WorkerGpu;
+use super::replay::{apply, perform, render};
+use super::update::open_selected;
 use super::{setup, Options, TuiError};
 
 /// The figures.
@@ -84,29 +85,32 @@ fn stats(v: &[f64]) -> (f64, f64) {
 pub fn run(opts: &Options, frames: usize) -> Result<Figures, TuiError> {
     let (w, h) = (160, 48);
     let t0 = Instant::now();
-    let (mut app, hl) = setup(opts)?;
-    update(&mut app, Action::Resize(w, h));
+    let (mut app, hl, first) = setup(opts)?;
+    let mut gpu = WorkerGpu::new();
+    // A resize returns no commands; the first ones run after the first frame, as on a
+    // terminal.
+    let _ = apply(&mut app, &mut gpu, Action::Resize(w, h));
     render(&mut app, &hl, w, h);
     let first_frame_ms = t0.elapsed().as_secs_f64() * 1e3;
-    drain_jobs(&mut app);
-    for i in 0..app.entries.len() {
-        app.list.cursor = i;
-        open_selected(&mut app);
-        drain_jobs(&mut app);
+    perform(&mut app, &mut gpu, first);
+    for i in 0..app.programs.entries.len() {
+        app.programs.list.cursor = i;
+        let cmds = open_selected(&mut app);
+        perform(&mut app, &mut gpu, cmds);
         render(&mut app, &hl, w, h);
     }
     let ptx_lines = 20_000;
     let view = Arc::new(PtxView::new(synthetic_kernel(ptx_lines)));
-    if let Some(e) = app.emission.as_mut() {
+    if let Some(e) = app.code.emission.as_mut() {
         e.ptx = Ok(view);
     }
-    app.generation += 1;
-    app.focus = Focus::Ptx;
-    let pass = |app: &mut super::app::App| {
-        update(app, Action::Command(Command::Home));
+    app.code.generation += 1;
+    app.screen.focus = Focus::Ptx;
+    let mut pass = |app: &mut super::app::App| {
+        apply(app, &mut gpu, Action::Command(Command::Home));
         let mut times = Vec::with_capacity(frames);
         for _ in 0..frames {
-            update(app, Action::Command(Command::PageDown));
+            apply(app, &mut gpu, Action::Command(Command::PageDown));
             let t = Instant::now();
             render(app, &hl, w, h);
             times.push(t.elapsed().as_secs_f64() * 1e3);
@@ -118,7 +122,7 @@ pub fn run(opts: &Options, frames: usize) -> Result<Figures, TuiError> {
     let (cm, cx) = stats(&cold);
     let (wm, wx) = stats(&warm);
     Ok(Figures {
-        programs: app.entries.len(),
+        programs: app.programs.entries.len(),
         first_frame_ms,
         ptx_lines,
         frames,

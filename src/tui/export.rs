@@ -25,8 +25,8 @@ pub enum ExportError {
 
 /// Name of the current view (part of the default file name).
 pub fn view_name(app: &App) -> String {
-    match app.focus {
-        Focus::Detail => app.tab.title().to_lowercase(),
+    match app.screen.focus {
+        Focus::Detail => app.detail.tab.title().to_lowercase(),
         Focus::List => "programs".into(),
         Focus::Ir | Focus::Ptx => "ptx".into(),
     }
@@ -34,7 +34,7 @@ pub fn view_name(app: &App) -> String {
 
 /// `<dir>/<program stem>.<view>.json` beside the open program.
 pub fn default_path(app: &App) -> Option<PathBuf> {
-    let doc = app.doc.as_ref()?;
+    let doc = app.programs.doc.as_ref()?;
     let stem = doc.path.file_stem()?.to_string_lossy().into_owned();
     Some(
         doc.base_dir()
@@ -47,19 +47,19 @@ pub fn view_data(app: &App) -> Value {
     let opts = app.emit_options();
     let mut v = json!({
         "view": view_name(app),
-        "program": app.doc.as_ref().map(|d| d.program.name.clone()),
-        "file": app.doc.as_ref().map(|d| d.path.display().to_string()),
+        "program": app.programs.doc.as_ref().map(|d| d.program.name.clone()),
+        "file": app.programs.doc.as_ref().map(|d| d.path.display().to_string()),
         "sm": opts.sm,
         "workgroup_size": opts.workgroup_size,
-        "device": app.devices.label(),
+        "device": app.jobs.devices.label(),
     });
-    let data = match app.focus {
+    let data = match app.screen.focus {
         Focus::List => json!(app
-            .entries
+            .programs.entries
             .iter()
             .map(|e| json!({"file": e.path.display().to_string(), "status": format!("{:?}", e.status)}))
             .collect::<Vec<_>>()),
-        Focus::Ir | Focus::Ptx => match app.emission.as_ref().map(|e| &e.ptx) {
+        Focus::Ir | Focus::Ptx => match app.code.emission.as_ref().map(|e| &e.ptx) {
             Some(Ok(p)) => json!({
                 "kernel": p.kernel.kernel_name,
                 "ptx": p.kernel.ptx,
@@ -70,7 +70,7 @@ pub fn view_data(app: &App) -> Value {
             Some(Err(e)) => json!({"error": e}),
             None => json!({"error": "emission in progress"}),
         },
-        Focus::Detail => tab_data(app, app.tab),
+        Focus::Detail => tab_data(app, app.detail.tab),
     };
     v["data"] = data;
     v
@@ -85,25 +85,27 @@ fn result<T: serde::Serialize>(r: &Result<T, String>) -> Value {
 
 /// The JSON of one detail tab.
 pub fn tab_data(app: &App, tab: Tab) -> Value {
-    let em = app.emission.as_ref();
+    let em = app.code.emission.as_ref();
     match tab {
         Tab::Occupancy => em.map_or(Value::Null, |e| result(&e.occupancy)),
         Tab::Resources => em.map_or(Value::Null, |e| json!(e.resources)),
         Tab::Diagnostics => json!(app.diagnostics()),
         Tab::Run => json!({
-            "runs": app.session.runs,
-            "last_error": app.session.run_error,
-            "tune": app.session.tune.as_ref().map(result),
+            "runs": app.jobs.session.runs,
+            "last_error": app.jobs.session.run_error,
+            "tune": app.jobs.session.tune.as_ref().map(result),
         }),
         Tab::Cache => result(
-            &app.session
+            &app.jobs
+                .session
                 .cache
                 .as_ref()
                 .map(|c| counters_json(c))
                 .map_err(Clone::clone),
         ),
         Tab::Telemetry => result(
-            &app.session
+            &app.jobs
+                .session
                 .telemetry
                 .as_ref()
                 .map(|c| counters_json(c))

@@ -6,12 +6,12 @@ use ratatui::crossterm::event::{
 };
 
 use super::action::{Action, Command};
-use super::app::{App, Overlay};
+use super::app::App;
 use super::keymap::KeySpec;
 
 /// The action for one key.
 pub fn key_action(app: &App, key: KeySpec) -> Option<Action> {
-    if matches!(app.overlay, Some(Overlay::Prompt(..))) {
+    if app.overlay.prompting() {
         return match key.code {
             KeyCode::Char('c') if key.mods.contains(KeyModifiers::CONTROL) => {
                 Some(Action::Command(Command::Quit))

@@ -60,12 +60,12 @@ pub fn areas(width: u16, height: u16, app: &App) -> Areas {
     if full.is_empty() {
         return a;
     }
-    if app.expand {
+    if app.screen.expand {
         a.detail = main;
         return a;
     }
-    if app.zoom {
-        match app.focus {
+    if app.screen.zoom {
+        match app.screen.focus {
             Focus::List => a.list = main,
             Focus::Ir => a.ir = main,
             Focus::Ptx => a.ptx = main,

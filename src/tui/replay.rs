@@ -1,52 +1,67 @@
 //! Headless replay: `vyrescope tui FILE --keys "r t" --snapshot OUT.txt` runs the same
-//! `update` and `draw` as the terminal against ratatui's `TestBackend`, with worker jobs run
-//! inline after each key (so the final screen is deterministic), and writes the final
-//! screen as text.
+//! `update` and `draw` as the terminal against ratatui's `TestBackend`, with the commands
+//! `update` returns performed inline after each key (worker jobs run to completion on the
+//! given [`Gpu`], so the final screen is deterministic), and writes the final screen as
+//! text.
 
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::Terminal;
 
-use super::action::Action;
+use super::action::{Action, Cmd};
 use super::app::App;
+use super::gpu::Gpu;
 use super::highlight::Highlighter;
 use super::input::{key_action, script_keys};
 use super::update::update;
 use super::views;
 use super::worker::execute;
 
-/// Runs every queued worker job to completion, feeding replies through `update`.
-pub fn drain_jobs(app: &mut App) {
-    while !app.outbox.is_empty() {
-        let jobs: Vec<_> = app.outbox.drain(..).collect();
-        for job in jobs {
-            let mut replies = Vec::new();
-            execute(job, &mut |r| replies.push(r));
-            for r in replies {
-                update(app, Action::Worker(r));
+/// Performs `cmds` inline: every worker job runs to completion on `gpu` and its replies go
+/// through `update`, until no job is left (jobs that replies queue run too). Returns true
+/// when a command asked to quit.
+pub fn perform(app: &mut App, gpu: &mut dyn Gpu, cmds: Vec<Cmd>) -> bool {
+    let mut quit = false;
+    let mut queue = cmds;
+    while !queue.is_empty() {
+        for cmd in std::mem::take(&mut queue) {
+            match cmd {
+                Cmd::Quit => quit = true,
+                Cmd::Job(job) => {
+                    let mut replies = Vec::new();
+                    execute(job, gpu, &mut |r| replies.push(r));
+                    for r in replies {
+                        queue.extend(update(app, Action::Worker(r)));
+                    }
+                }
             }
         }
     }
+    quit
+}
+
+/// Applies `action` and performs what it returns (see [`perform`]); true when it quits.
+pub fn apply(app: &mut App, gpu: &mut dyn Gpu, action: Action) -> bool {
+    let cmds = update(app, action);
+    perform(app, gpu, cmds)
 }
 
 /// Applies a `--keys` script; stops early when a key quits.
-pub fn play(app: &mut App, script: &str) {
-    drain_jobs(app);
+pub fn play(app: &mut App, gpu: &mut dyn Gpu, script: &str) {
     for key in script_keys(script) {
         if let Some(a) = key_action(app, key) {
-            update(app, a);
-        }
-        drain_jobs(app);
-        if app.quit {
-            break;
+            if apply(app, gpu, a) {
+                break;
+            }
         }
     }
 }
 
 /// Draws the screen at `width` x `height` and returns the buffer.
 pub fn render(app: &mut App, hl: &Highlighter, width: u16, height: u16) -> Buffer {
-    if app.size != (width, height) {
-        update(app, Action::Resize(width, height));
+    if app.screen.size != (width, height) {
+        // A resize only moves cursors and offsets: it returns no commands.
+        let _ = update(app, Action::Resize(width, height));
     }
     let mut term = match Terminal::new(TestBackend::new(width, height)) {
         Ok(t) => t,
@@ -74,9 +89,20 @@ pub fn buffer_text(buf: &Buffer) -> String {
     out
 }
 
-/// Replays `script` and returns the final screen as text.
-pub fn replay(app: &mut App, hl: &Highlighter, script: &str, width: u16, height: u16) -> String {
-    update(app, Action::Resize(width, height));
-    play(app, script);
+/// Performs the first commands (`start`'s: open, probe), replays `script` and returns the
+/// final screen as text.
+pub fn replay(
+    app: &mut App,
+    hl: &Highlighter,
+    gpu: &mut dyn Gpu,
+    first: Vec<Cmd>,
+    script: &str,
+    (width, height): (u16, u16),
+) -> String {
+    let mut cmds = update(app, Action::Resize(width, height));
+    cmds.extend(first);
+    if !perform(app, gpu, cmds) {
+        play(app, gpu, script);
+    }
     buffer_text(&render(app, hl, width, height))
 }

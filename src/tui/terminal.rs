@@ -17,8 +17,9 @@ use ratatui::crossterm::terminal::{
 use ratatui::crossterm::{cursor, execute};
 use ratatui::Terminal;
 
-use super::action::Action;
+use super::action::{Action, Cmd};
 use super::app::App;
+use super::gpu::Gpu;
 use super::highlight::Highlighter;
 use super::input::event_action;
 use super::update::update;
@@ -83,41 +84,73 @@ fn mtime(p: &PathBuf) -> Option<SystemTime> {
     std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
-/// Runs the event loop until the user quits.
-pub fn run(mut app: App, hl: Highlighter, watch: bool) -> Result<(), TuiError> {
+/// The shell's side of the loop: hands jobs to the worker and remembers a quit.
+struct Shell {
+    worker: Worker,
+    quit: bool,
+}
+
+impl Shell {
+    /// Applies `action` and performs the commands it returns. A job the worker thread can
+    /// no longer take (it panicked) comes back as [`Action::WorkerGone`], so the state
+    /// says so instead of spinning.
+    fn apply(&mut self, app: &mut App, action: Action) {
+        let cmds = update(app, action);
+        self.perform(app, cmds);
+    }
+
+    /// Performs `cmds` (see [`Shell::apply`]).
+    fn perform(&mut self, app: &mut App, mut cmds: Vec<Cmd>) {
+        while !cmds.is_empty() {
+            let mut gone = false;
+            for cmd in std::mem::take(&mut cmds) {
+                match cmd {
+                    Cmd::Quit => self.quit = true,
+                    Cmd::Job(job) => gone |= !self.worker.submit(job),
+                }
+            }
+            if gone {
+                cmds = update(app, Action::WorkerGone);
+            }
+        }
+    }
+}
+
+/// Runs the event loop until the user quits: `first` are the commands setup returned (open,
+/// probe), `gpu` does the live work on the worker thread.
+pub fn run(
+    mut app: App,
+    hl: Highlighter,
+    first: Vec<Cmd>,
+    gpu: Box<dyn Gpu>,
+    watch: bool,
+) -> Result<(), TuiError> {
     let guard = Guard::enter()?;
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(stdout()))?;
     terminal.clear()?;
     let size = terminal.size()?;
-    update(&mut app, Action::Resize(size.width, size.height));
-    let worker = Worker::spawn();
+    let mut shell = Shell {
+        worker: Worker::spawn(gpu),
+        quit: false,
+    };
+    shell.apply(&mut app, Action::Resize(size.width, size.height));
+    shell.perform(&mut app, first);
     let mut dirty = true;
     let mut last_draw = Instant::now();
     let mut last_tick = Instant::now();
     let mut watched: Option<(PathBuf, Option<SystemTime>)> = None;
     let mut last_watch = Instant::now();
     loop {
-        for job in app.outbox.drain(..) {
-            if !worker.submit(job) {
-                // The worker thread is gone (it panicked); say so instead of spinning.
-                app.busy = None;
-                app.pending = 0;
-                app.message = Some((
-                    super::app::Level::Error,
-                    "worker thread stopped; restart the inspector".into(),
-                ));
-            }
-        }
         if dirty {
             terminal.draw(|f| views::draw(f, &app, &hl))?;
             dirty = false;
             last_draw = Instant::now();
         }
-        if app.quit {
+        if shell.quit {
             break;
         }
-        let timeout = if app.busy.is_some() {
+        let timeout = if app.jobs.busy.is_some() {
             BUSY_FRAME.saturating_sub(last_draw.elapsed())
         } else {
             Duration::from_millis(250)
@@ -128,35 +161,32 @@ pub fn run(mut app: App, hl: Highlighter, watch: bool) -> Result<(), TuiError> {
             loop {
                 let ev = event::read()?;
                 if let Some(a) = event_action(&app, &ev) {
-                    update(&mut app, a);
+                    shell.apply(&mut app, a);
                     dirty = true;
                 }
-                if app.quit || !event::poll(Duration::ZERO)? {
+                if shell.quit || !event::poll(Duration::ZERO)? {
                     break;
                 }
             }
         }
-        while let Ok(r) = worker.replies.try_recv() {
-            update(&mut app, Action::Worker(r));
+        while let Ok(r) = shell.worker.replies.try_recv() {
+            shell.apply(&mut app, Action::Worker(r));
             dirty = true;
         }
-        if app.busy.is_some() && last_tick.elapsed() >= BUSY_FRAME {
-            update(&mut app, Action::Tick);
+        if app.jobs.busy.is_some() && last_tick.elapsed() >= BUSY_FRAME {
+            shell.apply(&mut app, Action::Tick);
             last_tick = Instant::now();
             dirty = true;
         }
         if watch && last_watch.elapsed() >= WATCH_EVERY {
             last_watch = Instant::now();
-            let cur = app
-                .current
-                .and_then(|i| app.entries.get(i))
-                .map(|e| e.path.clone());
+            let cur = app.programs.current_path().cloned();
             match (cur, &mut watched) {
                 (Some(p), Some((wp, t))) if *wp == p => {
                     let now = mtime(&p);
                     if now != *t {
                         *t = now;
-                        update(&mut app, Action::FileChanged);
+                        shell.apply(&mut app, Action::FileChanged);
                         dirty = true;
                     }
                 }

@@ -49,7 +49,7 @@ pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
         tabs::draw(frame, a.detail, app);
     }
     status_bar::draw(frame.buffer_mut(), a.status, app);
-    match &app.overlay {
+    match &app.overlay.open {
         Some(super::app::Overlay::Help(scroll)) => {
             help::draw(frame.buffer_mut(), area, app, *scroll)
         }
@@ -62,7 +62,7 @@ pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
 
 /// A pane's frame: borders (thick and accented when focused) and a title.
 pub fn pane_block<'a>(app: &App, f: Focus, title: Line<'a>) -> Block<'a> {
-    let focused = app.focus == f;
+    let focused = app.screen.focus == f;
     Block::default()
         .borders(Borders::ALL)
         .border_type(if focused {

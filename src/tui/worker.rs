@@ -13,7 +13,7 @@ use crate::ir::Program;
 use crate::occupancy::DeviceCaps;
 
 use super::analysis::{analyze, Emission, PtxView, Resources};
-use super::backend::{self, Counters, RunRecord, TuneRow};
+use super::gpu::{kernel_resources, Counters, Gpu, RunRecord, TuneRow};
 
 /// Key of measured kernel resources: document id and emit options.
 pub type ResKey = (u64, EmitOptions);
@@ -101,17 +101,17 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Reads both from the runtime.
-    pub fn now() -> Self {
+    /// Reads both from `gpu`.
+    pub fn now(gpu: &mut dyn Gpu) -> Self {
         Stats {
-            cache: backend::cache_stats(),
-            telemetry: backend::telemetry(),
+            cache: gpu.cache_stats(),
+            telemetry: gpu.telemetry(),
         }
     }
 }
 
-/// Runs one job to completion, reporting through `report`.
-pub fn execute(job: Job, report: &mut dyn FnMut(Reply)) {
+/// Runs one job to completion on `gpu`, reporting through `report`.
+pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
     match job {
         Job::Analyze {
             generation,
@@ -124,12 +124,12 @@ pub fn execute(job: Job, report: &mut dyn FnMut(Reply)) {
         }
         Job::Resources { key, ptx } => {
             report(Reply::Started("measuring resources", 0));
-            let r = backend::kernel_resources(&ptx.kernel, key.1.sm);
+            let r = kernel_resources(gpu, &ptx.kernel, key.1.sm);
             report(Reply::Resources(key, r));
         }
         Job::Probe => {
             report(Reply::Started("probing device", 0));
-            report(Reply::Probed(backend::probe()));
+            report(Reply::Probed(gpu.probe()));
         }
         Job::Dispatch {
             program,
@@ -137,8 +137,8 @@ pub fn execute(job: Job, report: &mut dyn FnMut(Reply)) {
             opts,
         } => {
             report(Reply::Started("dispatching", 0));
-            let r = backend::dispatch(&program, &base_dir, &opts);
-            report(Reply::Dispatched(r, Stats::now()));
+            let r = gpu.dispatch(&program, &base_dir, &opts);
+            report(Reply::Dispatched(r, Stats::now(gpu)));
         }
         Job::Tune {
             program,
@@ -146,10 +146,10 @@ pub fn execute(job: Job, report: &mut dyn FnMut(Reply)) {
             opts,
         } => {
             report(Reply::Started("tuning", 0));
-            let r = backend::tune(&program, &base_dir, &opts, &mut |d, t| {
+            let r = gpu.tune(&program, &base_dir, &opts, &mut |d, t| {
                 report(Reply::Progress(d, t))
             });
-            report(Reply::Tuned(r, Stats::now()));
+            report(Reply::Tuned(r, Stats::now(gpu)));
         }
     }
 }
@@ -163,15 +163,15 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts the thread.
-    pub fn spawn() -> Self {
+    /// Starts the thread; it owns `gpu` and runs every job on it.
+    pub fn spawn(mut gpu: Box<dyn Gpu>) -> Self {
         let (jtx, jrx) = channel::<Job>();
         let (rtx, rrx) = channel::<Reply>();
         let handle = std::thread::Builder::new()
             .name("vyrescope-worker".into())
             .spawn(move || {
                 for job in jrx {
-                    execute(job, &mut |r| {
+                    execute(job, gpu.as_mut(), &mut |r| {
                         let _ = rtx.send(r);
                     });
                 }

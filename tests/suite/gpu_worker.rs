@@ -296,7 +296,7 @@ fn a_malformed_program_is_reported_through_the_worker_with_its_location() {
 #[test]
 fn the_inspector_backend_dispatches_through_the_worker() {
     use vyrescope::emit::EmitOptions;
-    use vyrescope::tui::backend;
+    use vyrescope::tui::gpu::{Gpu, WorkerGpu};
     let path = std::path::Path::new("fixtures/programs/vadd_f32.json");
     let program = vyrescope::ir::load_program(path).expect("fixture");
     let opts = EmitOptions {
@@ -304,14 +304,15 @@ fn the_inspector_backend_dispatches_through_the_worker() {
         workgroup_size: [128, 1, 1],
         ..EmitOptions::for_program(&program)
     };
-    let probe = backend::probe();
-    let run = backend::dispatch(&program, std::path::Path::new("fixtures/programs"), &opts);
+    let mut gpu = WorkerGpu::new();
+    let probe = gpu.probe();
+    let run = gpu.dispatch(&program, std::path::Path::new("fixtures/programs"), &opts);
     match in_process() {
         Err(local) => {
             assert_eq!(probe, Err(local.clone()));
             assert_eq!(run.map(|_| ()), Err(local.clone()));
-            assert_eq!(backend::telemetry(), Err(local.clone()));
-            assert_eq!(backend::cache_stats(), Err(local));
+            assert_eq!(gpu.telemetry(), Err(local.clone()));
+            assert_eq!(gpu.cache_stats(), Err(local));
         }
         Ok(_) => {
             let caps = probe.expect("probe");

@@ -5,13 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
-use vyrescope::occupancy::KernelResources;
-use vyrescope::tui::action::{Action, Command};
+use vyrescope::emit::{EmitOptions, EmittedKernel};
+use vyrescope::ir::Program;
+use vyrescope::occupancy::{DeviceCaps, KernelResources};
+use vyrescope::tui::action::{Action, Cmd, Command};
 use vyrescope::tui::app::App;
-use vyrescope::tui::backend::{Counters, Parity, RunRecord, TuneRow};
+use vyrescope::tui::gpu::{Counters, Gpu, Parity, RunRecord, TuneRow};
 use vyrescope::tui::highlight::Highlighter;
-use vyrescope::tui::replay::{buffer_text, drain_jobs, render};
-use vyrescope::tui::update::{refresh_estimate, update};
+use vyrescope::tui::replay::{apply, buffer_text, perform, render};
+use vyrescope::tui::update::refresh_estimate;
 use vyrescope::tui::worker::{Job, Reply, Stats};
 use vyrescope::tui::{setup, Options};
 
@@ -36,6 +38,42 @@ pub fn resources() -> KernelResources {
 /// The one-line reason the live tabs show in tests.
 pub const NO_DRIVER: &str = "no CUDA driver found (libcuda.so.1): test machine\n  Fix: run on a machine with an NVIDIA driver";
 
+/// A [`Gpu`] on a machine without one: every request fails with [`NO_DRIVER`] (what the real
+/// one says there), so the tests never start a GPU worker process.
+pub struct NoGpu;
+
+impl Gpu for NoGpu {
+    fn probe(&mut self) -> Result<DeviceCaps, String> {
+        Err(NO_DRIVER.into())
+    }
+    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
+        None
+    }
+    fn dispatch(&mut self, _: &Program, _: &Path, _: &EmitOptions) -> Result<RunRecord, String> {
+        Err(NO_DRIVER.into())
+    }
+    fn tune(
+        &mut self,
+        _: &Program,
+        _: &Path,
+        _: &EmitOptions,
+        _: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<TuneRow>, String> {
+        Err(NO_DRIVER.into())
+    }
+    fn cache_stats(&mut self) -> Result<Counters, String> {
+        Err(NO_DRIVER.into())
+    }
+    fn telemetry(&mut self) -> Result<Counters, String> {
+        Err(NO_DRIVER.into())
+    }
+}
+
+/// Applies `action` and runs the jobs it queues inline (on [`NoGpu`]), as a replay does.
+pub fn update(app: &mut App, action: Action) {
+    apply(app, &mut NoGpu, action);
+}
+
 /// A deterministic app over `files` at `w` x `h`.
 pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
     // Keep the user's own config out of the tests.
@@ -49,21 +87,20 @@ pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
         device: Some("h200".into()),
         ..Options::default()
     };
-    let (mut app, hl) = setup(&opts).expect("setup");
+    let (mut app, hl, mut first) = setup(&opts).expect("setup");
     // No probe (machine-dependent) and no ptxas: fixed resources instead.
-    app.outbox
-        .retain(|j| !matches!(j, Job::Probe | Job::Resources { .. }));
-    app.pending = 0;
-    app.busy = None;
-    app.fixed_resources = Some(resources());
-    refresh_estimate(&mut app);
+    first.retain(|c| !matches!(c, Cmd::Job(Job::Probe | Job::Resources { .. })));
+    app.jobs.pending = 0;
+    app.jobs.busy = None;
+    app.code.fixed_resources = Some(resources());
+    first.extend(refresh_estimate(&mut app));
     update(
         &mut app,
         Action::Worker(Reply::Probed(Err(NO_DRIVER.into()))),
     );
     update(&mut app, Action::Resize(w, h));
-    app.message = None;
-    drain_jobs(&mut app);
+    app.screen.message = None;
+    perform(&mut app, &mut NoGpu, first);
     (app, hl)
 }
 
@@ -71,13 +108,12 @@ pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
 pub fn press(app: &mut App, cmds: &[Command]) {
     for c in cmds {
         update(app, Action::Command(*c));
-        drain_jobs(app);
     }
 }
 
 /// The screen as text.
 pub fn screen(app: &mut App, hl: &Highlighter) -> String {
-    let (w, h) = app.size;
+    let (w, h) = app.screen.size;
     buffer_text(&render(app, hl, w, h))
 }
 
@@ -106,7 +142,7 @@ pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
             },
         }),
     };
-    let n = app.session.runs.len() + 1;
+    let n = app.jobs.session.runs.len() + 1;
     let stats = Stats {
         cache: Ok(counters(&[
             ("ptx.entries", "1"),
@@ -119,7 +155,7 @@ pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
             ("jit_count", "1"),
         ])),
     };
-    app.pending += 1;
+    app.jobs.pending += 1;
     update(app, Action::Worker(Reply::Dispatched(Ok(run), stats)));
 }
 
@@ -145,8 +181,13 @@ pub fn fake_tune(app: &mut App) {
 /// Tune rows over the open program's real candidate list (32..1024 on a 1024-thread
 /// device): the time falls to a minimum at x = `best` (the "best" row), then rises.
 pub fn tune_rows(app: &App, best: u32) -> Vec<TuneRow> {
-    let program = &app.doc.as_ref().expect("a program is open").program;
-    vyrescope::tui::backend::candidates(program, 1024)
+    let program = &app
+        .programs
+        .doc
+        .as_ref()
+        .expect("a program is open")
+        .program;
+    vyrescope::tui::gpu::candidates(program, 1024)
         .into_iter()
         .map(|wg| TuneRow {
             workgroup: wg,
@@ -164,10 +205,10 @@ pub fn tune_rows(app: &App, best: u32) -> Vec<TuneRow> {
 
 /// Feeds a finished tune sweep with these candidates.
 pub fn fake_tune_rows(app: &mut App, rows: Vec<TuneRow>) {
-    app.pending += 1;
+    app.jobs.pending += 1;
     let stats = Stats {
-        cache: app.session.cache.clone(),
-        telemetry: app.session.telemetry.clone(),
+        cache: app.jobs.session.cache.clone(),
+        telemetry: app.jobs.session.telemetry.clone(),
     };
     update(app, Action::Worker(Reply::Tuned(Ok(rows), stats)));
 }

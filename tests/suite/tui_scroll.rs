@@ -11,11 +11,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{App, Focus, Overlay};
-use vyrescope::tui::backend::{Counters, RunRecord};
+use vyrescope::tui::gpu::{Counters, RunRecord};
 use vyrescope::tui::highlight::Highlighter;
 use vyrescope::tui::layout::areas;
 use vyrescope::tui::replay::render;
-use vyrescope::tui::update::update;
 use vyrescope::tui::views::tab_rows::{self, Offset, RowList};
 use vyrescope::tui::worker::{Reply, Stats};
 
@@ -56,14 +55,14 @@ fn list(app: &App, offset: Offset) -> RowList {
 }
 
 fn focus_detail(a: &mut App) {
-    while a.focus != Focus::Detail {
+    while a.screen.focus != Focus::Detail {
         press(a, &[Command::FocusNext]);
     }
 }
 
 /// Moves the detail cursor down to position `k`, one key at a time.
 fn down_to(a: &mut App, k: usize) {
-    while a.detail.cursor < k {
+    while a.detail.pane.cursor < k {
         press(a, &[Command::Down]);
     }
 }
@@ -105,7 +104,7 @@ fn tune_table_scrolls_to_every_candidate_keeps_header_best_and_survives_reruns()
         "the last candidate starts off screen"
     );
     // Walk from the history into the tune table and down every candidate.
-    let runs = a.session.runs.len();
+    let runs = a.jobs.session.runs.len();
     for (k, row) in rows.iter().enumerate() {
         down_to(&mut a, runs + k);
         let buf = render(&mut a, &hl, W, H);
@@ -131,36 +130,36 @@ fn tune_table_scrolls_to_every_candidate_keeps_header_best_and_survives_reruns()
     assert_eq!(buf[(bar_x, tune.rows().y)].symbol(), "│");
 
     // Re-running the tune sweep keeps the selection and the scroll position.
-    let before = (a.detail.cursor, a.tune_scroll);
+    let before = (a.detail.pane.cursor, a.detail.tune_scroll);
     press(&mut a, &[Command::PageUp]);
-    let mid = (a.detail.cursor, a.tune_scroll);
+    let mid = (a.detail.pane.cursor, a.detail.tune_scroll);
     assert!(
         mid.0 < before.0 && mid.1 < before.1,
         "{before:?} -> {mid:?}"
     );
     fake_tune_rows(&mut a, rows.clone());
-    assert_eq!((a.detail.cursor, a.tune_scroll), mid);
+    assert_eq!((a.detail.pane.cursor, a.detail.tune_scroll), mid);
     // A dispatch selects the new run; the tune table stays where it was.
     fake_dispatch(&mut a, 0.02, true);
-    assert_eq!(a.detail.cursor, a.session.runs.len() - 1);
-    assert_eq!(a.tune_scroll, mid.1);
+    assert_eq!(a.detail.pane.cursor, a.jobs.session.runs.len() - 1);
+    assert_eq!(a.detail.tune_scroll, mid.1);
 
     // End / Home reach both ends; a click selects the candidate under it.
     press(&mut a, &[Command::End]);
-    assert_eq!(a.detail.cursor, a.session.runs.len() + n - 1);
+    assert_eq!(a.detail.pane.cursor, a.jobs.session.runs.len() + n - 1);
     let buf = render(&mut a, &hl, W, H);
     let tune = list(&a, Offset::Tune);
     let y = tune_row_at(&buf, &tune, rows[n - 2].workgroup).unwrap();
     update(&mut a, Action::Click(tune.area.x + 2, y));
-    assert_eq!(a.detail.cursor, a.session.runs.len() + n - 2);
+    assert_eq!(a.detail.pane.cursor, a.jobs.session.runs.len() + n - 2);
     update(&mut a, Action::Click(tune.area.x + 2, tune.area.y));
     assert_eq!(
-        a.detail.cursor,
-        a.session.runs.len() + n - 2,
+        a.detail.pane.cursor,
+        a.jobs.session.runs.len() + n - 2,
         "the header is not a row"
     );
     press(&mut a, &[Command::Home]);
-    assert_eq!(a.detail.cursor, 0);
+    assert_eq!(a.detail.pane.cursor, 0);
 }
 
 #[test]
@@ -259,7 +258,7 @@ fn diagnostics_scroll_to_every_finding_and_enter_jumps_to_it() {
     let last = diags.last().unwrap();
     press(&mut a, &[Command::Enter]);
     if let Some(node) = &last.node {
-        assert_eq!(a.focus, Focus::Ir);
+        assert_eq!(a.screen.focus, Focus::Ir);
         assert_eq!(a.ir_node(), Some(node.as_str()));
     }
     // A click on a row selects the finding drawn there.
@@ -269,7 +268,7 @@ fn diagnostics_scroll_to_every_finding_and_enter_jumps_to_it() {
     let l = list(&a, Offset::Main);
     let y = l.rows().y + 1;
     update(&mut a, Action::Click(l.area.x + 3, y));
-    let d = &a.diagnostics()[a.detail.cursor];
+    let d = &a.diagnostics()[a.detail.pane.cursor];
     let label = format!("{} {}:", d.code, d.node.as_deref().unwrap_or("program"));
     assert!(row_text(&buf, l.area, y).contains(&label));
 }
@@ -280,6 +279,7 @@ fn resources_scroll_with_the_header_on_top() {
     press(&mut a, &[Command::Tab(2)]);
     focus_detail(&mut a);
     let names: Vec<String> = a
+        .code
         .emission
         .as_ref()
         .unwrap()
@@ -313,7 +313,7 @@ fn dispatch_with_counters(a: &mut App, n: usize) -> Counters {
         jit_ms: 1.0,
         parity: None,
     };
-    a.pending += 1;
+    a.jobs.pending += 1;
     let stats = Stats {
         cache: Ok(counters.clone()),
         telemetry: Ok(counters.clone()),
@@ -340,8 +340,8 @@ fn cache_and_telemetry_scroll_to_every_counter() {
         }
         // A counter list that shrinks (a later dispatch) clamps the cursor into it.
         dispatch_with_counters(&mut a, 3);
-        assert_eq!(a.detail.cursor, 2);
-        assert_eq!(a.detail.scroll, 0);
+        assert_eq!(a.detail.pane.cursor, 2);
+        assert_eq!(a.detail.pane.scroll, 0);
         dispatch_with_counters(&mut a, 15);
     }
 }
@@ -355,7 +355,7 @@ fn occupancy_explanation_scrolls_to_its_last_line() {
     let (mut a, hl) = vadd();
     press(&mut a, &[Command::Tab(1)]);
     focus_detail(&mut a);
-    let occ = a.emission.as_ref().map(|e| e.occupancy.clone());
+    let occ = a.code.emission.as_ref().map(|e| e.occupancy.clone());
     let occ = occ.unwrap().unwrap();
     let tail = words(&format!("{} · {}", occ.device, occ.basis));
     let shown = |a: &mut App| {
@@ -402,7 +402,7 @@ fn program_list_scrolls_to_the_last_file() {
     let area = areas(W, H, &a).list;
     assert!(files.len() > areas(W, H, &a).page(Focus::List));
     press(&mut a, &[Command::FocusPrev, Command::End]);
-    assert_eq!(a.focus, Focus::List);
+    assert_eq!(a.screen.focus, Focus::List);
     let buf = render(&mut a, &hl, W, H);
     let inner = Rect::new(area.x + 1, area.y + 1, area.width - 2, area.height - 2);
     let stem = files.last().unwrap().file_stem().unwrap().to_string_lossy();
@@ -419,7 +419,7 @@ fn help_stops_at_its_last_page() {
     for _ in 0..30 {
         press(&mut a, &[Command::PageDown]);
     }
-    let Some(Overlay::Help(max)) = a.overlay.clone() else {
+    let Some(Overlay::Help(max)) = a.overlay.open.clone() else {
         panic!("help closed");
     };
     assert!(max > 0);
@@ -427,5 +427,5 @@ fn help_stops_at_its_last_page() {
     assert!(screen_text.contains("Overrides:"), "{screen_text}");
     // One step up moves at once (the offset did not run past the end).
     press(&mut a, &[Command::Up]);
-    assert!(matches!(a.overlay, Some(Overlay::Help(s)) if s == max - 1));
+    assert!(matches!(a.overlay.open, Some(Overlay::Help(s)) if s == max - 1));
 }

@@ -55,12 +55,12 @@ fn layout_80x24() {
     let ar = areas(80, 24, &a);
     let ir_border = &buf[(ar.ir.x, ar.ir.y)];
     assert!(ir_border.modifier.contains(Modifier::BOLD));
-    let cur_row = ar.ir.y + 1 + (a.ir.cursor - a.ir.scroll) as u16;
+    let cur_row = ar.ir.y + 1 + (a.code.ir.cursor - a.code.ir.scroll) as u16;
     assert_eq!(
         buf[(ar.ir.x + ar.ir.width - 3, cur_row)].bg,
         a.theme.cursor.bg.unwrap()
     );
-    let ptx_row = ar.ptx.y + 1 + (a.ptx.cursor - a.ptx.scroll) as u16;
+    let ptx_row = ar.ptx.y + 1 + (a.code.ptx.cursor - a.code.ptx.scroll) as u16;
     assert_eq!(
         buf[(ar.ptx.x + ar.ptx.width - 3, ptx_row)].bg,
         a.theme.correlated.bg.unwrap()
@@ -71,7 +71,7 @@ fn layout_80x24() {
 fn layout_120x40_ptx_focus() {
     let (mut a, hl) = vadd(120, 40);
     press(&mut a, &[Command::FocusNext, Command::Down, Command::Down]);
-    assert_eq!(a.focus, Focus::Ptx);
+    assert_eq!(a.screen.focus, Focus::Ptx);
     check("layout_120x40_ptx_focus", &screen(&mut a, &hl));
 }
 
@@ -126,9 +126,9 @@ fn tab_diagnostics() {
     let with_node = a.diagnostics().iter().position(|d| d.node.is_some());
     if let Some(i) = with_node {
         let node = a.diagnostics()[i].node.clone().unwrap();
-        a.detail.cursor = i;
+        a.detail.pane.cursor = i;
         press(&mut a, &[Command::Enter]);
-        assert_eq!(a.focus, Focus::Ir);
+        assert_eq!(a.screen.focus, Focus::Ir);
         assert_eq!(a.ir_node(), Some(node.as_str()));
     }
 }
@@ -183,7 +183,7 @@ fn tab_run_tune_table_scrolled_at_80x24() {
         &mut a,
         &[Command::FocusNext, Command::FocusNext, Command::End],
     );
-    assert_eq!(a.focus, Focus::Detail);
+    assert_eq!(a.screen.focus, Focus::Detail);
     let s = screen(&mut a, &hl);
     assert!(s.contains("tune wg") && s.contains("1024,1,1"), "{s}");
     assert!(!s.contains("\n│32,1,1"), "{s}");
@@ -228,7 +228,7 @@ fn zoom_and_search_prompt() {
         &[Command::FocusNext, Command::Zoom, Command::Search],
     );
     for c in "ld.global".chars() {
-        vyrescope::tui::update::update(&mut a, vyrescope::tui::action::Action::Input(c));
+        update(&mut a, vyrescope::tui::action::Action::Input(c));
     }
     check("zoom_search_prompt", &screen(&mut a, &hl));
 }

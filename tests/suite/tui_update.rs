@@ -8,7 +8,6 @@ use helpers::*;
 use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{Focus, Overlay};
 use vyrescope::tui::layout::areas;
-use vyrescope::tui::update::update;
 use vyrescope::tui::worker::Reply;
 
 fn all_fixtures() -> Vec<std::path::PathBuf> {
@@ -41,6 +40,7 @@ fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
         };
         let page = areas(120, 40, &a).page(Focus::Ptx);
         let doc_lines: Vec<Option<String>> = a
+            .programs
             .doc
             .as_ref()
             .unwrap()
@@ -50,7 +50,7 @@ fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
             .collect();
         press(&mut a, &[Command::Home]);
         for (i, node) in doc_lines.iter().enumerate() {
-            assert_eq!(a.ir.cursor, i, "{}", f.display());
+            assert_eq!(a.code.ir.cursor, i, "{}", f.display());
             if let Some(node) = node {
                 // Independently: the first line of the node's first map range.
                 let entry = view
@@ -61,9 +61,9 @@ fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
                     .find(|e| &e.node == node);
                 if let Some(e) = entry {
                     let first = e.lines.iter().map(|r| r[0]).min().unwrap() as usize - 1;
-                    assert_eq!(a.ptx.cursor, first, "{} {node}", f.display());
+                    assert_eq!(a.code.ptx.cursor, first, "{} {node}", f.display());
                     assert!(
-                        a.ptx.scroll <= first && first < a.ptx.scroll + page,
+                        a.code.ptx.scroll <= first && first < a.code.ptx.scroll + page,
                         "{} {node}: not in view",
                         f.display()
                     );
@@ -84,14 +84,14 @@ fn ptx_cursor_selects_the_producing_statement() {
             continue;
         };
         press(&mut a, &[Command::FocusNext]);
-        assert_eq!(a.focus, Focus::Ptx);
+        assert_eq!(a.screen.focus, Focus::Ptx);
         for _ in 0..40 {
             let target = rng.below(view.len());
             press(&mut a, &[Command::Home]);
             for _ in 0..target {
                 update(&mut a, Action::Command(Command::Down));
             }
-            assert_eq!(a.ptx.cursor, target);
+            assert_eq!(a.code.ptx.cursor, target);
             // Independently: which map entry covers this 1-based line?
             let line = target as u32 + 1;
             let owner = view
@@ -108,9 +108,9 @@ fn ptx_cursor_selects_the_producing_statement() {
                 f.display()
             );
             if let Some(node) = owner {
-                let ir_line = a.doc.as_ref().unwrap().ir_line_of(&node);
+                let ir_line = a.programs.doc.as_ref().unwrap().ir_line_of(&node);
                 if let Some(l) = ir_line {
-                    assert_eq!(a.ir.cursor, l, "{} {node}", f.display());
+                    assert_eq!(a.code.ir.cursor, l, "{} {node}", f.display());
                     assert_eq!(a.ir_node(), Some(node.as_str()));
                 }
             }
@@ -126,26 +126,26 @@ fn next_block_visits_distinct_statements_in_order() {
     let mut last = usize::MAX;
     for _ in 0..200 {
         press(&mut a, &[Command::NextBlock]);
-        if a.ptx.cursor == last {
+        if a.code.ptx.cursor == last {
             break;
         }
-        assert!(last == usize::MAX || a.ptx.cursor > last);
-        last = a.ptx.cursor;
+        assert!(last == usize::MAX || a.code.ptx.cursor > last);
+        last = a.code.ptx.cursor;
         let node = a.ptx_node().map(str::to_string);
         assert!(node.is_some());
         // A block starts where the owner changes.
         let v = a.ptx_view().unwrap();
         assert_ne!(
-            v.corr.node_at(a.ptx.cursor.wrapping_sub(1)),
+            v.corr.node_at(a.code.ptx.cursor.wrapping_sub(1)),
             node.as_deref()
         );
         seen.push(node);
     }
     assert!(seen.len() >= 3, "{seen:?}");
     // And back.
-    let here = a.ptx.cursor;
+    let here = a.code.ptx.cursor;
     press(&mut a, &[Command::PrevBlock]);
-    assert!(a.ptx.cursor < here);
+    assert!(a.code.ptx.cursor < here);
 }
 
 #[test]
@@ -155,30 +155,30 @@ fn navigation_is_clamped_and_paged() {
     let len = a.ptx_len();
     let page = areas(80, 24, &a).page(Focus::Ptx);
     press(&mut a, &[Command::Home, Command::Up]);
-    assert_eq!((a.ptx.cursor, a.ptx.scroll), (0, 0));
+    assert_eq!((a.code.ptx.cursor, a.code.ptx.scroll), (0, 0));
     press(&mut a, &[Command::PageDown]);
-    assert_eq!(a.ptx.cursor, page);
-    assert!(a.ptx.scroll <= a.ptx.cursor && a.ptx.cursor < a.ptx.scroll + page);
+    assert_eq!(a.code.ptx.cursor, page);
+    assert!(a.code.ptx.scroll <= a.code.ptx.cursor && a.code.ptx.cursor < a.code.ptx.scroll + page);
     press(&mut a, &[Command::End, Command::Down]);
-    assert_eq!(a.ptx.cursor, len - 1);
-    assert_eq!(a.ptx.scroll, len - page);
+    assert_eq!(a.code.ptx.cursor, len - 1);
+    assert_eq!(a.code.ptx.scroll, len - page);
     press(&mut a, &[Command::PageUp]);
-    assert_eq!(a.ptx.cursor, len - 1 - page);
+    assert_eq!(a.code.ptx.cursor, len - 1 - page);
     // Focus cycles through all four panes and back.
-    let start = a.focus;
+    let start = a.screen.focus;
     let mut order = vec![];
     for _ in 0..4 {
         press(&mut a, &[Command::FocusNext]);
-        order.push(a.focus);
+        order.push(a.screen.focus);
     }
-    assert_eq!(a.focus, start);
+    assert_eq!(a.screen.focus, start);
     assert_eq!(order.len(), 4);
     press(&mut a, &[Command::FocusPrev]);
-    assert_eq!(a.focus, Focus::Ir);
+    assert_eq!(a.screen.focus, Focus::Ir);
     // Tabs: number keys and left/right on the detail panel.
     press(&mut a, &[Command::Tab(3)]);
-    assert_eq!(a.tab.index(), 2);
-    a.focus = Focus::Detail;
+    assert_eq!(a.detail.tab.index(), 2);
+    a.screen.focus = Focus::Detail;
     press(
         &mut a,
         &[
@@ -188,9 +188,9 @@ fn navigation_is_clamped_and_paged() {
             Command::Right,
         ],
     );
-    assert_eq!(a.tab.index(), 0, "wraps after the last tab");
+    assert_eq!(a.detail.tab.index(), 0, "wraps after the last tab");
     press(&mut a, &[Command::Left]);
-    assert_eq!(a.tab.index(), 5);
+    assert_eq!(a.detail.tab.index(), 5);
 }
 
 #[test]
@@ -209,25 +209,26 @@ fn search_finds_matches_in_order_and_wraps() {
         .filter(|&i| v.line(i).contains("ld.global"))
         .collect();
     assert!(want.len() >= 2);
-    let mut got = vec![a.ptx.cursor];
+    let mut got = vec![a.code.ptx.cursor];
     for _ in 1..want.len() {
         press(&mut a, &[Command::SearchNext]);
-        got.push(a.ptx.cursor);
+        got.push(a.code.ptx.cursor);
     }
     assert_eq!(got, want);
     press(&mut a, &[Command::SearchNext]);
-    assert_eq!(a.ptx.cursor, want[0], "wraps to the first match");
+    assert_eq!(a.code.ptx.cursor, want[0], "wraps to the first match");
     press(&mut a, &[Command::SearchPrev]);
-    assert_eq!(a.ptx.cursor, *want.last().unwrap());
+    assert_eq!(a.code.ptx.cursor, *want.last().unwrap());
 }
 
 #[test]
 fn tuning_keys_reemit_and_reestimate_at_once() {
     let (mut a, _) = app(&[fixture("vadd_f32.json")], 120, 40);
     let threads =
-        |a: &vyrescope::tui::app::App| a.emission.as_ref().unwrap().opts.workgroup_size[0];
+        |a: &vyrescope::tui::app::App| a.code.emission.as_ref().unwrap().opts.workgroup_size[0];
     let current = |a: &vyrescope::tui::app::App| {
-        a.emission
+        a.code
+            .emission
             .as_ref()
             .unwrap()
             .occupancy
@@ -254,19 +255,19 @@ fn tuning_keys_reemit_and_reestimate_at_once() {
         (Command::WgHalve, 128),
     ];
     for (cmd, want) in cases {
-        let gen = a.generation;
+        let gen = a.code.generation;
         press(&mut a, &[*cmd]);
         assert_eq!(a.workgroup()[0], *want, "{cmd:?}");
         assert_eq!(threads(&a), *want, "re-emitted for {cmd:?}");
         assert!(header(&a, *want), "PTX header says {want}");
         assert_eq!(current(&a), *want, "re-estimated for {cmd:?}");
-        if a.generation != gen {
+        if a.code.generation != gen {
             assert!(a.ptx_view().is_some());
         }
     }
     // Typed workgroup.
     press(&mut a, &[Command::WgPrompt]);
-    assert!(matches!(a.overlay, Some(Overlay::Prompt(..))));
+    assert!(matches!(a.overlay.open, Some(Overlay::Prompt(..))));
     for _ in 0..12 {
         update(&mut a, Action::Backspace);
     }
@@ -278,13 +279,14 @@ fn tuning_keys_reemit_and_reestimate_at_once() {
     assert_eq!(current(&a), 128);
     // Target sm cycles and re-emits.
     press(&mut a, &[Command::CycleSm]);
-    assert_eq!(a.sm, 70);
+    assert_eq!(a.code.sm, 70);
     assert!(a.ptx_view().unwrap().kernel.ptx.contains(".target sm_70"));
     // Device profile switches and re-estimates for that device.
-    let before = a.devices.label();
+    let before = a.jobs.devices.label();
     press(&mut a, &[Command::CycleDevice]);
-    assert_ne!(a.devices.label(), before);
+    assert_ne!(a.jobs.devices.label(), before);
     let dev = a
+        .code
         .emission
         .as_ref()
         .unwrap()
@@ -293,7 +295,10 @@ fn tuning_keys_reemit_and_reestimate_at_once() {
         .unwrap()
         .device
         .clone();
-    assert!(dev.starts_with(&a.devices.current().unwrap().name), "{dev}");
+    assert!(
+        dev.starts_with(&a.jobs.devices.current().unwrap().name),
+        "{dev}"
+    );
 }
 
 #[test]
@@ -305,20 +310,26 @@ fn reload_keeps_cursor_tab_and_picks_up_changes() {
     std::fs::write(&file, &text).unwrap();
     let (mut a, _) = app(std::slice::from_ref(&file), 120, 40);
     press(&mut a, &[Command::Down, Command::Tab(2)]);
-    let (cursor, tab) = (a.ir.cursor, a.tab);
+    let (cursor, tab) = (a.code.ir.cursor, a.detail.tab);
     std::fs::write(
         &file,
         text.replace("\"name\": \"saxpy_f32\"", "\"name\": \"saxpy_renamed\""),
     )
     .unwrap();
     press(&mut a, &[Command::Reload]);
-    assert_eq!(a.doc.as_ref().unwrap().program.name, "saxpy_renamed");
-    assert_eq!((a.ir.cursor, a.tab), (cursor, tab));
+    assert_eq!(
+        a.programs.doc.as_ref().unwrap().program.name,
+        "saxpy_renamed"
+    );
+    assert_eq!((a.code.ir.cursor, a.detail.tab), (cursor, tab));
     // A broken file keeps the last good version and says why.
     std::fs::write(&file, "{").unwrap();
     update(&mut a, Action::FileChanged);
-    assert_eq!(a.doc.as_ref().unwrap().program.name, "saxpy_renamed");
-    assert!(a.message.as_ref().is_some_and(|m| !m.1.is_empty()));
+    assert_eq!(
+        a.programs.doc.as_ref().unwrap().program.name,
+        "saxpy_renamed"
+    );
+    assert!(a.screen.message.as_ref().is_some_and(|m| !m.1.is_empty()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -340,7 +351,7 @@ fn export_writes_the_current_view_as_json() {
         out["data"]["map"].as_array().unwrap().len(),
         a.ptx_view().unwrap().kernel.source_map.entries.len()
     );
-    a.focus = Focus::Detail;
+    a.screen.focus = Focus::Detail;
     press(&mut a, &[Command::Tab(1), Command::Export]);
     let occ: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("v.occupancy.json")).unwrap())
@@ -356,36 +367,37 @@ fn mouse_click_focuses_and_selects_wheel_scrolls() {
     let (mut a, _) = app(&[fixture("matmul_tiled_f32.json")], 120, 40);
     let ar = areas(120, 40, &a);
     update(&mut a, Action::Click(ar.ptx.x + 5, ar.ptx.y + 4));
-    assert_eq!(a.focus, Focus::Ptx);
-    assert_eq!(a.ptx.cursor, a.ptx.scroll + 3);
-    let before = a.ptx.cursor;
+    assert_eq!(a.screen.focus, Focus::Ptx);
+    assert_eq!(a.code.ptx.cursor, a.code.ptx.scroll + 3);
+    let before = a.code.ptx.cursor;
     update(&mut a, Action::Wheel(ar.ptx.x + 5, ar.ptx.y + 4, 1));
-    assert_eq!(a.ptx.cursor, before + 3);
+    assert_eq!(a.code.ptx.cursor, before + 3);
     // Tab bar click.
     let x = ar.detail.x + 1 + " 1 Occupancy ".len() as u16 + 2;
     update(&mut a, Action::Click(x, ar.detail.y + 1));
-    assert_eq!(a.tab.index(), 1);
+    assert_eq!(a.detail.tab.index(), 1);
     update(&mut a, Action::Click(ar.ir.x + 3, ar.ir.y + 2));
-    assert_eq!(a.focus, Focus::Ir);
-    assert_eq!(a.ir.cursor, a.ir.scroll + 1);
+    assert_eq!(a.screen.focus, Focus::Ir);
+    assert_eq!(a.code.ir.cursor, a.code.ir.scroll + 1);
 }
 
 #[test]
 fn quit_and_help_and_escape() {
     let (mut a, _) = app(&[fixture("vadd_f32.json")], 80, 24);
     press(&mut a, &[Command::Help]);
-    assert!(matches!(a.overlay, Some(Overlay::Help(0))));
+    assert!(matches!(a.overlay.open, Some(Overlay::Help(0))));
     press(&mut a, &[Command::Down]);
-    assert!(matches!(a.overlay, Some(Overlay::Help(1))));
+    assert!(matches!(a.overlay.open, Some(Overlay::Help(1))));
     press(&mut a, &[Command::Escape]);
-    assert!(a.overlay.is_none());
-    press(&mut a, &[Command::Quit]);
-    assert!(a.quit);
+    assert!(a.overlay.open.is_none());
+    // Quitting is a command for the shell.
+    let cmds = vyrescope::tui::update::update(&mut a, Action::Command(Command::Quit));
+    assert!(matches!(cmds[..], [vyrescope::tui::action::Cmd::Quit]));
 }
 
 #[test]
 fn live_probe_sets_the_target_sm_unless_the_user_chose_one() {
-    let profiles = vyrescope::tui::backend::device_profiles();
+    let profiles = vyrescope::tui::gpu::device_profiles();
     let caps = |name: &str| {
         profiles
             .iter()
@@ -395,15 +407,15 @@ fn live_probe_sets_the_target_sm_unless_the_user_chose_one() {
     };
     // Nothing chosen: the probed device's sm becomes the target.
     let (mut a, _) = app(&[fixture("vadd_f32.json")], 120, 40);
-    assert_eq!(a.sm, 90);
+    assert_eq!(a.code.sm, 90);
     update(&mut a, Action::Worker(Reply::Probed(Ok(caps("a100")))));
-    assert_eq!(a.sm, 80);
+    assert_eq!(a.code.sm, 80);
     // `T` pins the choice: a later probe leaves it alone.
     press(&mut a, &[Command::CycleSm]);
-    let chosen = a.sm;
+    let chosen = a.code.sm;
     assert_ne!(chosen, 80);
     update(&mut a, Action::Worker(Reply::Probed(Ok(caps("h200")))));
-    assert_eq!(a.sm, chosen);
+    assert_eq!(a.code.sm, chosen);
     // So does `--sm` on the command line.
     std::env::set_var(
         "VYRESCOPE_CONFIG",
@@ -415,8 +427,8 @@ fn live_probe_sets_the_target_sm_unless_the_user_chose_one() {
         sm: Some(80),
         ..vyrescope::tui::Options::default()
     };
-    let (mut b, _) = vyrescope::tui::setup(&opts).unwrap();
+    let (mut b, _, _) = vyrescope::tui::setup(&opts).unwrap();
     update(&mut b, Action::Worker(Reply::Probed(Ok(caps("h200")))));
-    assert_eq!(b.sm, 80);
-    assert!(b.devices.live.is_some());
+    assert_eq!(b.code.sm, 80);
+    assert!(b.jobs.devices.live.is_some());
 }

@@ -142,6 +142,20 @@ impl Drop for Live {
     }
 }
 
+/// A tune sweep as callers of [`GpuWorker::tune_program`] ask for it (the wire's `TuneJob`
+/// is built from it, so callers need not know the protocol).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepRequest {
+    /// Target sm (None = the device's own).
+    pub sm: Option<u32>,
+    /// Workgroup sizes to try, in order.
+    pub candidates: Vec<[u32; 3]>,
+    /// Timed launches per candidate.
+    pub repeat: u32,
+    /// Per-launch timeout.
+    pub timeout: Option<Duration>,
+}
+
 /// How a previous worker ended (for messages and the fault check).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerEnd {
@@ -304,6 +318,30 @@ impl GpuWorker {
             Response::Tuned(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// A tune sweep of `program` (`file` inputs relative to `base_dir`) as `req` asks; the
+    /// Program travels as its format-1 text. `progress` sees `done` / `total` after each
+    /// candidate.
+    pub fn tune_program(
+        &mut self,
+        program: &Program,
+        base_dir: &Path,
+        req: &SweepRequest,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Vec<TuneOutcome>> {
+        let text =
+            crate::ir::program_to_json(program).map_err(|e| RuntimeError::Other(e.to_string()))?;
+        let job = TuneJob {
+            program: text,
+            file: format!("{}.json", program.name),
+            base_dir: base_dir.to_path_buf(),
+            sm: req.sm,
+            candidates: req.candidates.clone(),
+            repeat: req.repeat,
+            timeout_ms: req.timeout.map(|t| t.as_millis() as u64),
+        };
+        self.tune(&job, progress)
     }
 
     /// Cache and telemetry counters of the current worker (a fresh worker starts at zero).

@@ -96,6 +96,7 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
     let scroll = app.pane(view.pane).scroll;
     // The search underlines matches only in the pane it was typed in.
     let search = app
+        .code
         .search
         .as_ref()
         .filter(|(f, _)| *f == view.pane)

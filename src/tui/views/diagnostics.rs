@@ -17,7 +17,7 @@ const FIX_ROWS: u16 = 2;
 /// The findings list in `area` (the rest below it shows the fix), when there are findings.
 pub fn list(app: &App, area: Rect) -> Option<RowList> {
     let n = app.diagnostics().len();
-    if app.doc.is_none() || n == 0 {
+    if app.programs.doc.is_none() || n == 0 {
         return None;
     }
     let h = area.height.saturating_sub(FIX_ROWS).max(1).min(area.height);
@@ -29,8 +29,12 @@ pub fn list(app: &App, area: Rect) -> Option<RowList> {
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
     let diags = app.diagnostics();
-    if app.doc.is_none() {
-        let msg = app.doc_error.as_deref().unwrap_or("no program open");
+    if app.programs.doc.is_none() {
+        let msg = app
+            .programs
+            .doc_error
+            .as_deref()
+            .unwrap_or("no program open");
         return super::empty_note(buf, area, t.error, msg);
     }
     let Some(list) = list(app, area) else {
@@ -64,7 +68,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     list.draw_scrollbar(buf, app);
     let list_h = list.area.height;
     if area.height > list_h {
-        if let Some(d) = diags.get(app.detail.cursor) {
+        if let Some(d) = diags.get(app.detail.pane.cursor) {
             let fix = Rect::new(area.x, area.y + list_h, area.width, area.height - list_h);
             Paragraph::new(Line::from(vec![
                 Span::styled("Fix: ", t.key),

@@ -10,18 +10,20 @@ use crate::tui::highlight::{Highlighter, Lang};
 
 /// Draws the IR pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
-    let detail = match (&app.doc, app.ir_node()) {
-        (Some(_), Some(n)) => format!("{}/{} {n}", app.ir.cursor + 1, app.ir_len()),
-        (Some(_), None) => format!("{}/{}", app.ir.cursor + 1, app.ir_len()),
+    let detail = match (&app.programs.doc, app.ir_node()) {
+        (Some(_), Some(n)) => format!("{}/{} {n}", app.code.ir.cursor + 1, app.ir_len()),
+        (Some(_), None) => format!("{}/{}", app.code.ir.cursor + 1, app.ir_len()),
         (None, _) => String::new(),
     };
     let name = app
+        .programs
         .doc
         .as_ref()
         .map_or("IR".to_string(), |d| format!("IR {}", d.program.name));
     let inner = super::framed(buf, area, app, Focus::Ir, super::title(app, &name, detail));
-    let Some(doc) = app.doc.as_ref() else {
+    let Some(doc) = app.programs.doc.as_ref() else {
         let msg = app
+            .programs
             .doc_error
             .as_deref()
             .unwrap_or("no program open - select one in the list (Enter) or press o");
@@ -36,7 +38,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         .max()
         .unwrap_or(0);
     let gutter_width = longest.min(inner.width as usize / 3);
-    let focused = app.focus == Focus::Ir;
+    let focused = app.screen.focus == Focus::Ir;
     let sel = if focused { None } else { app.selected_node() };
     let line = |i: usize| doc.ir.get(i).map_or("", |l| l.code.as_str());
     let gutter = |i: usize| {
@@ -52,7 +54,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         let node = doc.ir.get(i).and_then(|l| l.node.as_deref());
         let correlated = sel.is_some() && node == sel;
         Mark::of(
-            i == app.ir.cursor && (focused || sel.is_none() || correlated),
+            i == app.code.ir.cursor && (focused || sel.is_none() || correlated),
             correlated,
         )
     };

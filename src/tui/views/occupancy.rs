@@ -15,7 +15,7 @@ use crate::tui::app::App;
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let buf = frame.buffer_mut();
-    let occ = match app.emission.as_ref().map(|e| &e.occupancy) {
+    let occ = match app.code.emission.as_ref().map(|e| &e.occupancy) {
         Some(Ok(o)) => o,
         Some(Err(e)) => {
             let wg = app.workgroup();
@@ -25,7 +25,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                 wg[0],
                 wg[1],
                 wg[2],
-                app.devices.label()
+                app.jobs.devices.label()
             );
             return super::empty_note(buf, area, t.dim, &msg);
         }
@@ -92,7 +92,7 @@ pub fn split(area: Rect) -> [Rect; 2] {
 /// empty without an estimate.
 pub fn text(app: &App, area: Rect) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let Some(Ok(occ)) = app.emission.as_ref().map(|e| &e.occupancy) else {
+    let Some(Ok(occ)) = app.code.emission.as_ref().map(|e| &e.occupancy) else {
         return Vec::new();
     };
     let mut lines = vec![Line::from(vec![

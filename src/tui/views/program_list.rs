@@ -15,17 +15,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         area,
         app,
         Focus::List,
-        super::title(app, "Programs", app.entries.len().to_string()),
+        super::title(app, "Programs", app.programs.entries.len().to_string()),
     );
-    if app.entries.is_empty() {
+    if app.programs.entries.is_empty() {
         return super::empty_note(buf, inner, t.dim, "no files - press o to open one");
     }
     let rows = inner.height as usize;
     let lines: Vec<Line> = app
+        .programs
         .entries
         .iter()
         .enumerate()
-        .skip(app.list.scroll)
+        .skip(app.programs.list.scroll)
         .take(rows)
         .map(|(i, e)| {
             let (badge, style) = match &e.status {
@@ -41,14 +42,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 || e.path.display().to_string(),
                 |s| s.to_string_lossy().into_owned(),
             );
-            let open = if app.current == Some(i) { "▸" } else { " " };
+            let open = if app.programs.current == Some(i) {
+                "▸"
+            } else {
+                " "
+            };
             let mut line = Line::from(vec![
                 Span::raw(open),
                 Span::styled(badge, style),
                 Span::raw(" "),
                 Span::raw(name),
             ]);
-            if i == app.list.cursor && app.focus == Focus::List {
+            if i == app.programs.list.cursor && app.screen.focus == Focus::List {
                 line = line.style(t.cursor);
             }
             line

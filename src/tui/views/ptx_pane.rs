@@ -32,22 +32,22 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         detail.push_str(&format!(" · {n}: {lines} lines"));
     }
     let inner = super::framed(buf, area, app, Focus::Ptx, super::title(app, "PTX", detail));
-    let view = match app.emission.as_ref().map(|e| &e.ptx) {
+    let view = match app.code.emission.as_ref().map(|e| &e.ptx) {
         Some(Ok(v)) => v,
         Some(Err(e)) => {
             return super::empty_note(buf, inner, app.theme.error, &format!("no PTX: {e}"))
         }
-        None if app.doc.is_some() => {
+        None if app.programs.doc.is_some() => {
             return super::empty_note(buf, inner, app.theme.dim, "emitting...")
         }
         None => return super::empty_note(buf, inner, app.theme.dim, "no program open"),
     };
-    let focused = app.focus == Focus::Ptx;
+    let focused = app.screen.focus == Focus::Ptx;
     let line = |i: usize| view.line(i);
     let gutter = |i: usize| (i + 1).to_string();
     let mark = |i: usize| {
         Mark::of(
-            focused && i == app.ptx.cursor,
+            focused && i == app.code.ptx.cursor,
             node.is_some_and(|n| view.corr.is_line_of(i, n)),
         )
     };
@@ -59,7 +59,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         &CodeView {
             pane: Focus::Ptx,
             lang: Lang::Ptx,
-            generation: app.generation,
+            generation: app.code.generation,
             len: view.len(),
             gutter_width: code_view::digits(view.len()),
             line: &line,

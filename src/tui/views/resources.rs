@@ -11,7 +11,7 @@ use crate::tui::app::App;
 /// Draws the resource table (scrolled to the detail cursor; the header stays).
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let (Some(e), Some(list)) = (
-        app.emission.as_ref(),
+        app.code.emission.as_ref(),
         super::tab_rows::lists(app, area).into_iter().next(),
     ) else {
         return super::empty_note(buf, area, app.theme.dim, "no program open");

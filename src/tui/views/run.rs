@@ -33,7 +33,7 @@ pub struct RunAreas {
 /// the rows it needs (at least 3: its header, a run, and a mismatch line beside them) up to
 /// half; the tune table the rest.
 pub fn split(app: &App, area: Rect) -> RunAreas {
-    let s = &app.session;
+    let s = &app.jobs.session;
     let (hist, tune) = match (s.runs.is_empty(), s.tune.is_some()) {
         (false, true) => {
             let want = u16::try_from(s.runs.len() + 1).unwrap_or(u16::MAX).max(3);
@@ -64,7 +64,7 @@ pub fn split(app: &App, area: Rect) -> RunAreas {
 /// (numbered by [`super::tab_rows::lists`]).
 pub fn row_lists(app: &App, area: Rect) -> Vec<RowList> {
     let a = split(app, area);
-    let s = &app.session;
+    let s = &app.jobs.session;
     let mut v = Vec::new();
     if !a.history.is_empty() {
         v.push(RowList::rows_in(
@@ -83,10 +83,10 @@ pub fn row_lists(app: &App, area: Rect) -> Vec<RowList> {
 /// Draws dispatch history, sparkline and tune table.
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let s = &app.session;
+    let s = &app.jobs.session;
     let buf = frame.buffer_mut();
     if s.runs.is_empty() && s.tune.is_none() {
-        let msg = match (&s.run_error, &app.devices.live) {
+        let msg = match (&s.run_error, &app.jobs.devices.live) {
             (Some(e), _) => format!("no dispatches: {e}"),
             (None, Some(d)) => format!(
                 "no dispatches yet - press r to dispatch on {} (verified against the reference interpreter), t to tune",
@@ -94,8 +94,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             ),
             (None, None) => format!(
                 "no dispatches: {} - press r on a machine with a GPU (estimates use {})",
-                app.devices.live_error.lines().next().unwrap_or(""),
-                app.devices.label()
+                app.jobs.devices.live_error.lines().next().unwrap_or(""),
+                app.jobs.devices.label()
             ),
         };
         return super::empty_note(buf, area, t.dim, &msg);
@@ -168,7 +168,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .render(spark, buf);
         if let Some(p) = s
             .runs
-            .get(app.detail.cursor)
+            .get(app.detail.pane.cursor)
             .and_then(|r| r.parity.as_ref())
         {
             let lines: Vec<Line> = p

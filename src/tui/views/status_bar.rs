@@ -14,10 +14,12 @@ const SPINNER: [&str; 8] = ["⣾", "⣽", "⣻", "⢿", "⡿", "⣟", "⣯", "�
 /// Commands worth a hint for the focused pane (the keys come from the keymap).
 pub fn hints(app: &App) -> Vec<Command> {
     use Command::*;
-    let mut v = match app.focus {
+    let mut v = match app.screen.focus {
         Focus::List => vec![Enter, Open, Reload],
         Focus::Ir | Focus::Ptx => vec![NextBlock, Search, SearchNext, Zoom],
-        Focus::Detail if app.tab == crate::tui::app::Tab::Diagnostics => vec![Enter, Right, Expand],
+        Focus::Detail if app.detail.tab == crate::tui::app::Tab::Diagnostics => {
+            vec![Enter, Right, Expand]
+        }
         Focus::Detail => vec![Right, Expand, Export],
     };
     v.extend([WgHalve, WgDouble, Dispatch, Tune, Help, Quit]);
@@ -32,12 +34,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
     let wg = app.workgroup();
     let mut spans = vec![
-        Span::styled(format!(" {} ", app.devices.label()), t.status),
-        Span::styled(format!(" sm_{} ", app.sm), t.key),
+        Span::styled(format!(" {} ", app.jobs.devices.label()), t.status),
+        Span::styled(format!(" sm_{} ", app.code.sm), t.key),
         Span::raw(format!("wg {},{},{} ", wg[0], wg[1], wg[2])),
     ];
-    if let Some(b) = &app.busy {
-        let frame = SPINNER[(app.ticks as usize) % SPINNER.len()];
+    if let Some(b) = &app.jobs.busy {
+        let frame = SPINNER[(app.screen.ticks as usize) % SPINNER.len()];
         const W: usize = 10;
         let progress = match (b.done * W).checked_div(b.total) {
             Some(fill) => {
@@ -49,7 +51,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         };
         spans.push(Span::styled(format!("{frame}{progress} "), t.warning));
     }
-    if let Some((level, msg)) = &app.message {
+    if let Some((level, msg)) = &app.screen.message {
         let style = if *level == Level::Error {
             t.error
         } else {

@@ -16,9 +16,9 @@ use crate::tui::layout::areas;
 /// Which scroll offset of the [`App`] a list uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Offset {
-    /// `app.detail.scroll`: the tab's main list.
+    /// `app.detail.pane.scroll`: the tab's main list.
     Main,
-    /// `app.tune_scroll`: the Run tab's tune table.
+    /// `app.detail.tune_scroll`: the Run tab's tune table.
     Tune,
 }
 
@@ -26,16 +26,16 @@ impl Offset {
     /// The stored offset.
     pub fn get(self, app: &App) -> usize {
         match self {
-            Offset::Main => app.detail.scroll,
-            Offset::Tune => app.tune_scroll,
+            Offset::Main => app.detail.pane.scroll,
+            Offset::Tune => app.detail.tune_scroll,
         }
     }
 
     /// The stored offset, to change.
     pub fn get_mut(self, app: &mut App) -> &mut usize {
         match self {
-            Offset::Main => &mut app.detail.scroll,
-            Offset::Tune => &mut app.tune_scroll,
+            Offset::Main => &mut app.detail.pane.scroll,
+            Offset::Tune => &mut app.detail.tune_scroll,
         }
     }
 }
@@ -142,7 +142,10 @@ impl RowList {
     /// Style of row `i`: `base`, with the cursor style on top when it is the selected row
     /// of the focused panel (so a row's own color, e.g. the best tune row's, still shows).
     pub fn row_style(&self, app: &App, i: usize, base: Style) -> Style {
-        if self.select && app.focus == Focus::Detail && app.detail.cursor == self.first + i {
+        if self.select
+            && app.screen.focus == Focus::Detail
+            && app.detail.pane.cursor == self.first + i
+        {
             base.patch(app.theme.cursor)
         } else {
             base
@@ -182,11 +185,12 @@ pub fn content(panel: Rect) -> Rect {
 
 /// The active tab's lists when its content is drawn in `content`, in cursor order.
 pub fn lists(app: &App, content: Rect) -> Vec<RowList> {
-    let mut v = match app.tab {
+    let mut v = match app.detail.tab {
         Tab::Occupancy => super::occupancy::text_list(app, content)
             .into_iter()
             .collect(),
         Tab::Resources => app
+            .code
             .emission
             .as_ref()
             .map(|e| RowList::rows_in(content, true, e.resources.len(), Offset::Main))
@@ -194,8 +198,8 @@ pub fn lists(app: &App, content: Rect) -> Vec<RowList> {
             .collect(),
         Tab::Diagnostics => super::diagnostics::list(app, content).into_iter().collect(),
         Tab::Run => super::run::row_lists(app, content),
-        Tab::Cache => counter_list(&app.session.cache, content),
-        Tab::Telemetry => counter_list(&app.session.telemetry, content),
+        Tab::Cache => counter_list(&app.jobs.session.cache, content),
+        Tab::Telemetry => counter_list(&app.jobs.session.telemetry, content),
     };
     let mut first = 0;
     for l in &mut v {
@@ -214,7 +218,7 @@ fn counter_list(data: &Result<Vec<(String, String)>, String>, content: Rect) -> 
 
 /// The active tab's lists where the layout puts the detail panel now.
 pub fn current(app: &App) -> Vec<RowList> {
-    let panel = areas(app.size.0, app.size.1, app).detail;
+    let panel = areas(app.screen.size.0, app.screen.size.1, app).detail;
     lists(app, content(panel))
 }
 

@@ -38,7 +38,7 @@ fn label(i: usize, t: Tab) -> String {
 fn bar_line(app: &App) -> Line<'static> {
     let mut spans = Vec::new();
     for (i, t) in Tab::ALL.iter().enumerate() {
-        let style = if *t == app.tab {
+        let style = if *t == app.detail.tab {
             app.theme.tab_active
         } else {
             app.theme.tab
@@ -63,7 +63,7 @@ pub fn tab_at(area: Rect, x: u16) -> Option<usize> {
 }
 
 fn draw_tab(frame: &mut Frame, area: Rect, app: &App) {
-    match app.tab {
+    match app.detail.tab {
         Tab::Occupancy => super::occupancy::draw(frame, area, app),
         Tab::Resources => super::resources::draw(frame.buffer_mut(), area, app),
         Tab::Diagnostics => super::diagnostics::draw(frame.buffer_mut(), area, app),

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Megakernel plans against separate launches, side by side on one GPU: every pipeline fixture
+# once (verified), then scaled copies of the elementwise chain (launch-bound 2^12 and
+# memory-bound 2^26) and of the reduce-then-normalize pipeline (2^20, 2^26), each with
+# `--both --repeat 40` (interleaved rounds, both forms verified against the reference
+# interpreter, the speedup gate's verdict and its CSV evidence).
+# Usage: benches/gpu/pipelines.sh [BINARY] [OUTDIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin="${1:-target/release/vyrescope}"
+out="${2:-${OUT:-/tmp/vyrescope-pipelines}}"
+mkdir -p "$out"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cp -r fixtures/pipelines/programs "$work/programs"
+
+echo "== every pipeline fixture, both forms, verified"
+for f in fixtures/pipelines/*.json; do
+  "$bin" run "$f" --backend cuda --both --repeat 1 || echo "FAILED: $f"
+done
+
+scale() { # scale SRC NAME N: copy pipeline SRC with every buffer length scaled to N
+  python3 - "$1" "$work/$2.json" "$3" <<'PY'
+import json, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = json.load(open(src))
+old = max(b["len"] for b in p["buffers"].values())
+for b in p["buffers"].values():
+    b["len"] = max(1, b["len"] * n // old)
+for s in p["steps"]:
+    if "elements" in s:
+        s["elements"] = n
+p["pipeline"] = dst.rsplit("/", 1)[1][:-5]
+json.dump(p, open(dst, "w"), indent=1)
+PY
+}
+scale fixtures/pipelines/chain3_transient.json chain3_2e12 4096
+scale fixtures/pipelines/chain3_transient.json chain3_2e26 67108864
+scale fixtures/pipelines/reduce_total_normalize.json reduce_2e20 1048576
+scale fixtures/pipelines/reduce_total_normalize.json reduce_2e26 67108864
+scale fixtures/pipelines/stencil_pingpong.json stencil_2e20 1048576
+
+echo "== timed, --both --repeat 40"
+for name in chain3_2e12 chain3_2e26 reduce_2e20 reduce_2e26 stencil_2e20; do
+  "$bin" run "$work/$name.json" --backend cuda --both --repeat 40 \
+    --gate-csv "$out/$name.gate.csv" --json > "$out/$name.json" || echo "FAILED: $name"
+  python3 - "$out/$name.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(sys.argv[1], "no report:", e); raise SystemExit(0)
+s, m, g = r["separate"], r["megakernel"], r["gate"]
+print(f'{r["pipeline"]:<14} separate {s["launches"]} launches {s["device_ms"]["median_ms"]:.4f} ms '
+      f'({"ok" if s["parity"]["passed"] else "MISMATCH"}) | megakernel {m["launches"]} launch '
+      f'{m["device_ms"]["median_ms"]:.4f} ms ({"ok" if m["parity"]["passed"] else "MISMATCH"}) | '
+      f'speedup {g["speedup"]:.2f}x [{g["speedup_low"]:.2f}, {g["speedup_high"]:.2f}] {g["verdict"]}')
+PY
+done

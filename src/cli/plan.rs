@@ -1,0 +1,198 @@
+//! `vyrescope plan PIPELINE.json [--device D] [--json]`: the megakernel plan of a pipeline
+//! (fused groups, waves, barriers and fusion breaks), from the plan cache when unchanged.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::inputs::pipeline::prepare_pipeline;
+use crate::ir::Pipeline;
+use crate::megakernel::cache::{plan_cached, PlanCache};
+use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, DEFAULT_REGISTERS};
+use crate::megakernel::DepKind;
+
+/// Plan a pipeline's fused execution: groups, waves, barriers and fusion breaks.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  vyrescope plan fixtures/pipelines/chain.json\n  vyrescope plan fixtures/pipelines/reduce_normalize.json --device a100 --json\n  vyrescope plan fixtures/pipelines/chain.json --regs 18,20\n\nDevices: a100, sm86, sm89, h100-sxm, h200, or a DeviceCaps JSON file."
+)]
+pub struct Args {
+    /// Pipeline file.
+    pub file: PathBuf,
+    /// Device profile (bundled name or DeviceCaps JSON file); default h200.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Print the plan as JSON (`pipeline`, `groups`, `grid_barriers`, `launches`,
+    /// `fusion_breaks`, `coresident_blocks`, `shared_bytes`, `cache`, ...).
+    #[arg(long)]
+    pub json: bool,
+    /// Registers per thread of each step, comma-separated in step order (e.g. from
+    /// `vyrescope emit --resources`); steps without one assume 32.
+    #[arg(long, value_delimiter = ',')]
+    pub regs: Vec<u32>,
+    /// Occupancy (percent) below which fusion is refused when a part reaches it alone.
+    #[arg(long, default_value_t = crate::megakernel::plan::MIN_OCCUPANCY_PCT)]
+    pub min_occupancy: f64,
+    /// Neither read nor write the plan cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+/// Runs `plan`.
+pub fn run(a: &Args) -> i32 {
+    let pipeline = match load(&a.file) {
+        Ok(p) => p,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return 1;
+        }
+    };
+    let base = a.file.parent().unwrap_or(Path::new("."));
+    let prepared = match prepare_pipeline(&pipeline, base) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+    let (caps, device_note) = match super::occupancy::resolve_device(a.device.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
+    if !(0.0..=100.0).contains(&a.min_occupancy) {
+        return super::fail(format!(
+            "--min-occupancy {} is not a percentage\n  Fix: give a value from 0 to 100, e.g. --min-occupancy 25",
+            a.min_occupancy
+        ));
+    }
+    if a.regs.len() > pipeline.steps.len() || a.regs.iter().any(|&r| r == 0 || r > 255) {
+        return super::fail(format!(
+            "--regs {:?}: expected at most {} counts (one per step) from 1 to 255\n  Fix: give one register count per step in order, e.g. --regs 18,20",
+            a.regs,
+            pipeline.steps.len()
+        ));
+    }
+    let opts = PlanOptions {
+        device: caps,
+        registers: a.regs.iter().map(|&r| Some(r)).collect(),
+        min_occupancy_pct: a.min_occupancy,
+    };
+    let cache = if a.no_cache { None } else { PlanCache::user() };
+    let cached = match plan_cached(&pipeline, &shapes, &opts, cache.as_ref()) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
+    if let Some(w) = &cached.warning {
+        eprintln!("warning: {w}");
+    }
+    let text = if a.json {
+        match serde_json::to_string_pretty(&cached.plan) {
+            Ok(s) => s + "\n",
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        render(&cached.plan, &pipeline, &device_note, a.regs.len())
+    };
+    // A closed stdout (`| head`) is not worth a panic.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    0
+}
+
+/// Parses and validates the pipeline; the printed diagnostics on failure.
+fn load(path: &Path) -> Result<Pipeline, String> {
+    if !crate::ir::is_pipeline_file(path) && crate::ir::load_program(path).is_ok() {
+        return Err(format!(
+            "error: {} is a Program, not a pipeline\n  Fix: plan a pipeline file (top-level `pipeline` and `steps`, see fixtures/pipelines/); for one Program use `vyrescope occupancy` or `vyrescope run`",
+            path.display()
+        ));
+    }
+    let loaded = crate::validate::pipeline::load_pipeline(path);
+    let ok = crate::validate::is_valid(&loaded.diagnostics);
+    match loaded.pipeline {
+        Some(p) if ok => Ok(p),
+        _ => {
+            let mut msg = format!("error: {} cannot be planned:", path.display());
+            for d in loaded
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == crate::diagnostic::Severity::Error)
+            {
+                let _ = write!(msg, "\n  {}", d.to_string().replace('\n', "\n  "));
+            }
+            Err(msg)
+        }
+    }
+}
+
+/// The human-readable plan: a summary line, then per group its waves with the separation
+/// after each, then the fusion breaks.
+pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: usize) -> String {
+    let mut o = String::new();
+    let name = |s: usize| {
+        pipeline
+            .steps
+            .get(s)
+            .map_or(String::new(), |st| st.program.name.clone())
+    };
+    let _ = writeln!(o, "pipeline {} on {device_note}", plan.pipeline);
+    let _ = writeln!(
+        o,
+        "{} steps -> {} launch{}, {} grid barrier{}, {} fusion break{} (plan cache: {})",
+        pipeline.steps.len(),
+        plan.launches,
+        if plan.launches == 1 { "" } else { "es" },
+        plan.grid_barriers,
+        if plan.grid_barriers == 1 { "" } else { "s" },
+        plan.fusion_breaks.len(),
+        if plan.fusion_breaks.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        match plan.cache {
+            crate::megakernel::plan::CacheStatus::Hit => "hit",
+            crate::megakernel::plan::CacheStatus::Miss => "miss",
+        }
+    );
+    if regs_given < pipeline.steps.len() {
+        let _ = writeln!(
+            o,
+            "registers: {DEFAULT_REGISTERS} per thread assumed for steps without --regs"
+        );
+    }
+    for (gi, g) in plan.groups.iter().enumerate() {
+        let wg = g.workgroup_size;
+        let _ = writeln!(
+            o,
+            "\ngroup {gi}: {} | workgroup {}x{}x{} | {} regs | {} B shared | {} co-resident blocks ({:.1}% occupancy)",
+            match g.kind {
+                GroupKind::Megakernel => "megakernel (cooperative, persistent)",
+                GroupKind::Launch => "launch",
+            },
+            wg[0],
+            wg[1],
+            wg[2],
+            g.registers,
+            g.shared_bytes,
+            g.coresident_blocks,
+            g.occupancy_pct
+        );
+        for (wi, wave) in g.waves.iter().enumerate() {
+            let steps: Vec<String> = wave.iter().map(|&s| format!("{s} ({})", name(s))).collect();
+            let _ = writeln!(o, "  wave {wi}: step {}", steps.join(", step "));
+            if let Some(b) = g.barriers.get(wi) {
+                let what = match b.kind {
+                    DepKind::Grid => "GRID BARRIER",
+                    DepKind::Workgroup => "workgroup barrier",
+                    DepKind::Invocation | DepKind::None => "no barrier",
+                };
+                let _ = writeln!(o, "    -- {what} after step {}: {}", b.after_step, b.reason);
+            }
+        }
+    }
+    if !plan.fusion_breaks.is_empty() {
+        let _ = writeln!(o, "\nfusion breaks:");
+        for b in &plan.fusion_breaks {
+            let _ = writeln!(o, "  before step {}: {}", b.step, b.reason);
+        }
+    }
+    o
+}

@@ -1,0 +1,262 @@
+//! The plan cache: one JSON file per key under `dirs::cache_dir()/vyrescope/plan/`, next to
+//! the tuning cache (`.../vyrescope/tune/`). The key hashes everything a plan depends on: this
+//! vyrescope version, the pipeline (name, buffers, every step's Program text, bindings and
+//! overrides), the launch shapes, the device profile and the planner options. Buffer contents
+//! are left out: no plan depends on them.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ir::{program_to_json, Pipeline};
+use crate::shape::LaunchShape;
+use crate::util::{hash_parts, write_atomic};
+
+use super::plan::{plan, CacheStatus, Plan, PlanError, PlanOptions};
+
+/// A plan cache directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanCache {
+    dir: PathBuf,
+}
+
+/// What one cache file holds: the key it was written for (a second check against hash
+/// collisions of the file name) and the plan.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    key: String,
+    plan: Plan,
+}
+
+/// A plan, and what went wrong with the cache if anything (planning never fails because of
+/// the cache: an unreadable or unwritable cache is a warning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cached {
+    /// The plan; `cache` says whether it was read from the cache.
+    pub plan: Plan,
+    /// A cache problem to report (with its `Fix:`), if any.
+    pub warning: Option<String>,
+}
+
+impl PlanCache {
+    /// `dirs::cache_dir()/vyrescope/plan/`; `None` when the system has no user cache
+    /// directory.
+    pub fn user() -> Option<PlanCache> {
+        dirs::cache_dir().map(|d| PlanCache {
+            dir: d.join("vyrescope").join("plan"),
+        })
+    }
+
+    /// A cache in `dir` (tests, or a custom location).
+    pub fn at(dir: impl Into<PathBuf>) -> PlanCache {
+        PlanCache { dir: dir.into() }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of `key`.
+    pub fn path(&self, key: u64) -> PathBuf {
+        self.dir.join(format!("{key:016x}.json"))
+    }
+
+    /// The cached plan of `key`: `Ok(None)` when absent, or unreadable as a plan of this key
+    /// (a stale or corrupt entry is a miss and gets overwritten).
+    pub fn load(&self, key: u64) -> Result<Option<Plan>, String> {
+        let p = self.path(key);
+        match std::fs::read_to_string(&p) {
+            Ok(text) => Ok(serde_json::from_str::<Entry>(&text)
+                .ok()
+                .filter(|e| e.key == format!("{key:016x}"))
+                .map(|e| e.plan)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!(
+                "plan cache {}: {e}\n  Fix: check that the file is readable, or delete it",
+                p.display()
+            )),
+        }
+    }
+
+    /// Stores `plan` under `key` (atomically: a crash never leaves half a file).
+    pub fn store(&self, key: u64, plan: &Plan) -> Result<(), String> {
+        let fail = |p: &Path, e: &dyn std::fmt::Display| {
+            format!(
+                "plan cache {}: {e}\n  Fix: check that the directory is writable (or set XDG_CACHE_HOME), or delete it",
+                p.display()
+            )
+        };
+        std::fs::create_dir_all(&self.dir).map_err(|e| fail(&self.dir, &e))?;
+        let p = self.path(key);
+        let entry = Entry {
+            key: format!("{key:016x}"),
+            plan: plan.clone(),
+        };
+        let text = serde_json::to_string_pretty(&entry).map_err(|e| fail(&p, &e))?;
+        write_atomic(&p, text.as_bytes()).map_err(|e| fail(&p, &e))
+    }
+}
+
+/// The cache key of a plan of `pipeline` with `shapes` under `opts`.
+pub fn plan_key(pipeline: &Pipeline, shapes: &[LaunchShape], opts: &PlanOptions) -> u64 {
+    let mut text = format!("pipeline {}\n", pipeline.name);
+    for b in &pipeline.buffers {
+        text.push_str(&format!(
+            "buffer {} {} len {:?} transient {}\n",
+            b.name,
+            b.elem.name(),
+            b.contents.len,
+            b.transient
+        ));
+    }
+    for s in &pipeline.steps {
+        // The Program's canonical JSON; a Program the writer refuses still hashes by its
+        // debug form (which holds every field).
+        let prog = program_to_json(&s.program).unwrap_or_else(|_| format!("{:?}", s.program));
+        text.push_str(&format!(
+            "step bind {:?} wg {:?} grid {:?} elements {:?}\n{prog}\n",
+            s.bind, s.workgroup_size, s.grid, s.elements
+        ));
+    }
+    let shapes = serde_json::to_string(shapes).unwrap_or_default();
+    let opts = serde_json::to_string(opts).unwrap_or_default();
+    hash_parts(&[
+        b"vyrescope plan",
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        text.as_bytes(),
+        shapes.as_bytes(),
+        opts.as_bytes(),
+    ])
+}
+
+/// Plans through `cache`: a hit returns the stored plan (`cache: hit`), a miss plans and
+/// stores it (`cache: miss`). Without a cache it always plans.
+pub fn plan_cached(
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    opts: &PlanOptions,
+    cache: Option<&PlanCache>,
+) -> Result<Cached, PlanError> {
+    let key = plan_key(pipeline, shapes, opts);
+    let mut warning = None;
+    if let Some(c) = cache {
+        match c.load(key) {
+            Ok(Some(mut p)) => {
+                p.cache = CacheStatus::Hit;
+                return Ok(Cached {
+                    plan: p,
+                    warning: None,
+                });
+            }
+            Ok(None) => {}
+            Err(w) => warning = Some(w),
+        }
+    }
+    let p = plan(pipeline, shapes, opts)?;
+    if let Some(c) = cache {
+        if let Err(w) = c.store(key, &p) {
+            warning = Some(w);
+        }
+    }
+    Ok(Cached { plan: p, warning })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::megakernel::test_support::{copy, pipeline, shape};
+    use crate::occupancy::profiles;
+
+    const GID: &str = r#"{"gid": "x"}"#;
+
+    fn setup() -> (Pipeline, Vec<LaunchShape>, PlanOptions) {
+        let p = pipeline(vec![
+            (
+                copy("a", [256, 1, 1], GID, GID),
+                &[("src", "x"), ("dst", "y")],
+            ),
+            (
+                copy("b", [256, 1, 1], r#"{"add": [{"gid": "x"}, 3]}"#, GID),
+                &[("src", "y"), ("dst", "z")],
+            ),
+        ]);
+        let s = shape([256, 1, 1], [16, 1, 1]);
+        let opts = PlanOptions::new(profiles::load("h200").unwrap());
+        (p, vec![s, s], opts)
+    }
+
+    fn tempdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "vyrescope-plan-cache-{tag}-{}-{:x}",
+            std::process::id(),
+            crate::util::fnv1a(format!("{:?}", std::time::SystemTime::now()).as_bytes())
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn miss_then_hit_with_the_same_plan() {
+        let (p, s, o) = setup();
+        let dir = tempdir("hit");
+        let cache = PlanCache::at(&dir);
+        let first = plan_cached(&p, &s, &o, Some(&cache)).unwrap();
+        assert_eq!(first.plan.cache, CacheStatus::Miss);
+        assert!(first.warning.is_none());
+        let second = plan_cached(&p, &s, &o, Some(&cache)).unwrap();
+        assert_eq!(second.plan.cache, CacheStatus::Hit);
+        let mut expect = first.plan.clone();
+        expect.cache = CacheStatus::Hit;
+        assert_eq!(second.plan, expect);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn key_changes_with_program_device_shapes_and_options() {
+        let (p, s, o) = setup();
+        let k = plan_key(&p, &s, &o);
+        assert_eq!(k, plan_key(&p, &s, &o));
+        let mut p2 = p.clone();
+        p2.steps[1].program.workgroup_size = [128, 1, 1];
+        assert_ne!(k, plan_key(&p2, &s, &o));
+        let mut s2 = s.clone();
+        s2[0].grid = [8, 1, 1];
+        assert_ne!(k, plan_key(&p, &s2, &o));
+        let o2 = PlanOptions::new(profiles::load("a100").unwrap());
+        assert_ne!(k, plan_key(&p, &s, &o2));
+        let mut o3 = o.clone();
+        o3.registers = vec![Some(40)];
+        assert_ne!(k, plan_key(&p, &s, &o3));
+        let mut p3 = p.clone();
+        p3.steps[0].bind[1].1 = "w".into();
+        assert_ne!(k, plan_key(&p3, &s, &o));
+    }
+
+    #[test]
+    fn corrupt_entry_is_a_miss_and_is_overwritten() {
+        let (p, s, o) = setup();
+        let dir = tempdir("corrupt");
+        let cache = PlanCache::at(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = plan_key(&p, &s, &o);
+        std::fs::write(cache.path(key), "{not json").unwrap();
+        let r = plan_cached(&p, &s, &o, Some(&cache)).unwrap();
+        assert_eq!(r.plan.cache, CacheStatus::Miss);
+        assert!(cache.load(key).unwrap().is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn unwritable_cache_is_a_warning_not_an_error() {
+        let (p, s, o) = setup();
+        let dir = tempdir("file");
+        // A plain file where the directory should be: create_dir_all fails.
+        std::fs::write(&dir, b"x").unwrap();
+        let r = plan_cached(&p, &s, &o, Some(&PlanCache::at(&dir))).unwrap();
+        assert_eq!(r.plan.cache, CacheStatus::Miss);
+        let w = r.warning.expect("warning");
+        assert!(w.contains("Fix:"), "{w}");
+        let _ = std::fs::remove_file(&dir);
+    }
+}

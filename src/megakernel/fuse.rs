@@ -1,0 +1,569 @@
+//! Fused emission by IR-level fusion: one group of pipeline steps becomes one ordinary
+//! vyrescope Program that the existing validator, interpreter, emitter and runtime take as is.
+//!
+//! [`fuse_group`] builds that Program:
+//! - host buffers: the pipeline buffers the group touches, in pipeline order, named as in the
+//!   pipeline, bindings `0..`; access `uniform` if every step binds it `uniform`, `read` if no
+//!   step writes it, else `read_write`;
+//! - workgroup buffers: each step's own, renamed `s{k}_{name}` (`k` the pipeline step index;
+//!   a trailing `_` is added while the name is taken);
+//! - variables: renamed `s{k}_{name}`; the variables made up here start with `f{k}_`, so they
+//!   can never meet a renamed one;
+//! - each step's body becomes one statement (a block, or the loop over virtual workgroups)
+//!   and between two steps sits the separation: nothing for `none`/`invocation`,
+//!   `barrier(workgroup)` or `barrier(grid)`;
+//! - `return` ends only the step: it clears the step's `f{k}_alive` flag and what follows it is
+//!   guarded, so every thread still reaches the separations (see [`rewrite::lower_returns`]);
+//! - a step whose grid differs from the launch grid (a persistent grid, or steps of different
+//!   grids) runs in a loop over virtual workgroups with `gid`, `wgid`, `nwg` replaced by the
+//!   virtual ones (see [`rewrite::VirtualLoop`]).
+//!
+//! The fused Program is validated; a Program the validator rejects is a [`FuseError`] naming
+//! the step and its own node.
+
+mod rewrite;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::launch::PipelineLaunch;
+use crate::inputs::LaunchShape;
+use crate::ir::parse::assign_ids;
+use crate::ir::{
+    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, Stmt, StmtKind,
+};
+use crate::shape::MAX_GRID_DIMS;
+
+use super::{DepKind, FusedGroupSpec};
+use rewrite::{Renamer, VirtualLoop, SYNTHETIC};
+
+/// One fused kernel: an ordinary Program plus how it maps back onto the pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedKernel {
+    /// The fused Program (valid: the validator reports no error on it).
+    pub program: Program,
+    /// Its launch: the group's workgroup size; the grid is `[persistent_blocks, 1, 1]`, or the
+    /// steps' common grid, or `[most workgroups of any step, 1, 1]` when the grids differ.
+    pub shape: LaunchShape,
+    /// `buffers[i]` is the pipeline buffer behind the fused Program's host buffer `i` (binding
+    /// `i`; the buffer has the same name).
+    pub buffers: Vec<String>,
+    /// For every statement of the fused Program that comes from a step: the step index and the
+    /// statement's node id in that step's Program. Statements made up by the fusion (barriers
+    /// between steps, flags, guards, virtual-workgroup loops) are absent.
+    pub node_origin: BTreeMap<NodeId, (usize, NodeId)>,
+}
+
+/// Why a group could not be fused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}\n  Fix: {fix}")]
+pub struct FuseError {
+    /// What is wrong (names the group, the step and the node where relevant).
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+impl FusedKernel {
+    /// This kernel as one launch of `Runtime::run_pipeline` (runtime), whose buffers
+    /// are `pipeline.buffers` in pipeline order.
+    pub fn launch(&self, pipeline: &Pipeline) -> Result<PipelineLaunch, FuseError> {
+        let buffers = self
+            .buffers
+            .iter()
+            .map(|b| {
+                pipeline
+                    .buffers
+                    .iter()
+                    .position(|x| &x.name == b)
+                    .ok_or_else(|| {
+                        err(
+                            format!("fused kernel `{}` uses buffer `{b}` that pipeline `{}` does not have", self.program.name, pipeline.name),
+                            "launch a fused kernel only with the pipeline it was fused from",
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PipelineLaunch {
+            program: self.program.clone(),
+            shape: self.shape,
+            buffers,
+        })
+    }
+}
+
+fn err(message: impl Into<String>, fix: impl Into<String>) -> FuseError {
+    FuseError {
+        message: message.into(),
+        fix: fix.into(),
+    }
+}
+
+/// Builds the fused Program of the group `spec` of `pipeline`; `shapes[i]` is the launch of
+/// `pipeline.steps[i]` (one per pipeline step).
+pub fn fuse_group(
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    spec: &FusedGroupSpec,
+) -> Result<FusedKernel, FuseError> {
+    let group = format!(
+        "group of steps {:?} of pipeline `{}`",
+        spec.steps, pipeline.name
+    );
+    check_spec(pipeline, shapes, spec, &group)?;
+    let shape = launch_shape(shapes, spec, &group)?;
+    let (buffers, host_decls) = host_buffers(pipeline, spec, &group)?;
+
+    let mut taken: HashSet<String> = buffers.iter().cloned().collect();
+    let mut decls = host_decls;
+    let mut body = Vec::new();
+    for (i, &k) in spec.steps.iter().enumerate() {
+        let step = &pipeline.steps[k];
+        let mut names = HashMap::new();
+        for b in &step.program.buffers {
+            let fused = if b.access.is_host() {
+                // Bound and known: checked by `host_buffers`.
+                step.bound(&b.name).unwrap_or(&b.name).to_string()
+            } else {
+                let mut n = format!("s{k}_{}", b.name);
+                while taken.contains(&n) {
+                    n.push('_');
+                }
+                taken.insert(n.clone());
+                decls.push(BufferDecl {
+                    name: n.clone(),
+                    binding: None,
+                    ..b.clone()
+                });
+                n
+            };
+            names.insert(b.name.clone(), fused);
+        }
+        body.push(step_stmt(
+            k,
+            &step.program,
+            &names,
+            shapes[k],
+            shape,
+            &group,
+        )?);
+        if let Some(sep) = spec.separations.get(i) {
+            match sep.kind {
+                DepKind::None | DepKind::Invocation => {}
+                DepKind::Workgroup => {
+                    body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Workgroup)))
+                }
+                DepKind::Grid => body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Grid))),
+            }
+        }
+    }
+
+    let node_origin = renumber(&mut body);
+    let first = spec.steps.first().copied().unwrap_or(0);
+    let last = spec.steps.last().copied().unwrap_or(0);
+    let program = Program {
+        name: format!("{}_fused_{first}_{last}", pipeline.name),
+        doc: Some(format!(
+            "steps {:?} of pipeline `{}` fused into one kernel",
+            spec.steps, pipeline.name
+        )),
+        workgroup_size: shape.workgroup_size,
+        buffers: decls,
+        body,
+        run: Some(RunSpec {
+            grid: Some(shape.grid),
+            elements: None,
+            inputs: buffers
+                .iter()
+                .filter_map(|b| {
+                    pipeline
+                        .buffer(b)
+                        .map(|pb| (b.clone(), pb.contents.clone()))
+                })
+                .collect(),
+        }),
+    };
+    let kernel = FusedKernel {
+        program,
+        shape,
+        buffers,
+        node_origin,
+    };
+    check_valid(&kernel, &group)?;
+    Ok(kernel)
+}
+
+/// The spec must name existing steps with one separation between each pair, and all steps
+/// must share one valid workgroup size.
+fn check_spec(
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    spec: &FusedGroupSpec,
+    group: &str,
+) -> Result<(), FuseError> {
+    if shapes.len() != pipeline.steps.len() {
+        return Err(err(
+            format!(
+                "{group}: {} launch shapes for {} steps",
+                shapes.len(),
+                pipeline.steps.len()
+            ),
+            "pass one launch shape per pipeline step, indexed like `Pipeline::steps`",
+        ));
+    }
+    if spec.steps.is_empty() {
+        return Err(err(
+            format!("{group}: the group has no steps"),
+            "give every group at least one step",
+        ));
+    }
+    if let Some(&k) = spec.steps.iter().find(|&&k| k >= pipeline.steps.len()) {
+        return Err(err(
+            format!(
+                "{group}: step {k} does not exist (the pipeline has {})",
+                pipeline.steps.len()
+            ),
+            "group only steps of this pipeline",
+        ));
+    }
+    if spec.steps.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(err(
+            format!("{group}: the steps are not in increasing order"),
+            "list a group's steps in execution order, each once",
+        ));
+    }
+    let seps_ok = spec.separations.len() + 1 == spec.steps.len()
+        && spec
+            .separations
+            .iter()
+            .zip(&spec.steps)
+            .all(|(s, &k)| s.after_step == k);
+    if !seps_ok {
+        return Err(err(
+            format!(
+                "{group}: the separations {:?} do not sit after each step but the last",
+                spec.separations
+                    .iter()
+                    .map(|s| s.after_step)
+                    .collect::<Vec<_>>()
+            ),
+            "give `separations[i].after_step == steps[i]` for every step but the last",
+        ));
+    }
+    // No barrier between two steps is only sound when each invocation (virtual workgroup) of
+    // the second is run by the same thread (workgroup) that ran it in the first: equal grids.
+    for (sep, w) in spec.separations.iter().zip(spec.steps.windows(2)) {
+        let weak = matches!(sep.kind, DepKind::Invocation | DepKind::Workgroup);
+        if weak && shapes[w[0]].grid != shapes[w[1]].grid {
+            return Err(err(
+                format!(
+                    "{group}: a `{}` separation between steps {} and {} of different grids                      ({:?} and {:?})",
+                    sep.kind.name(),
+                    w[0],
+                    w[1],
+                    shapes[w[0]].grid,
+                    shapes[w[1]].grid
+                ),
+                "separate steps of different grids by a grid barrier",
+            ));
+        }
+    }
+    let wg = shapes[spec.steps[0]].workgroup_size;
+    for &k in &spec.steps {
+        let s = shapes[k];
+        if s.workgroup_size != wg {
+            return Err(err(
+                format!(
+                    "{group}: step {k} runs workgroups of {:?} but step {} of {wg:?}",
+                    s.workgroup_size, spec.steps[0]
+                ),
+                "fuse only steps with one workgroup size (set `workgroup_size` on the steps)",
+            ));
+        }
+        s.check()
+            .map_err(|e| err(format!("{group}: step {k}: {}", e.message), e.fix))?;
+    }
+    Ok(())
+}
+
+/// The launch of the fused kernel (see [`FusedKernel::shape`]).
+fn launch_shape(
+    shapes: &[LaunchShape],
+    spec: &FusedGroupSpec,
+    group: &str,
+) -> Result<LaunchShape, FuseError> {
+    let first = shapes[spec.steps[0]];
+    let grid = match spec.persistent_blocks {
+        Some(0) => {
+            return Err(err(
+                format!("{group}: a persistent grid of 0 blocks"),
+                "give `persistent_blocks` >= 1 (the co-resident block count)",
+            ))
+        }
+        Some(p) => [p, 1, 1],
+        None if spec.steps.iter().all(|&k| shapes[k].grid == first.grid) => first.grid,
+        None => {
+            let most = spec
+                .steps
+                .iter()
+                .map(|&k| shapes[k].workgroups())
+                .max()
+                .unwrap_or(1);
+            let most = u32::try_from(most)
+                .ok()
+                .filter(|&m| m <= MAX_GRID_DIMS[0])
+                .ok_or_else(|| {
+                    err(
+                        format!("{group}: {most} workgroups do not fit one grid axis"),
+                        "use a persistent grid (`persistent_blocks`) for steps this large",
+                    )
+                })?;
+            [most, 1, 1]
+        }
+    };
+    if grid[0] > MAX_GRID_DIMS[0] {
+        return Err(err(
+            format!("{group}: {} blocks exceed CUDA's grid limit", grid[0]),
+            "use fewer persistent blocks",
+        ));
+    }
+    let shape = LaunchShape {
+        workgroup_size: first.workgroup_size,
+        grid,
+    };
+    shape
+        .check()
+        .map_err(|e| err(format!("{group}: fused launch: {}", e.message), e.fix))?;
+    Ok(shape)
+}
+
+/// The pipeline buffers the group touches (pipeline order) and their fused declarations.
+fn host_buffers(
+    pipeline: &Pipeline,
+    spec: &FusedGroupSpec,
+    group: &str,
+) -> Result<(Vec<String>, Vec<BufferDecl>), FuseError> {
+    // Per pipeline buffer: (any step writes it, every step binds it uniform).
+    let mut uses: HashMap<&str, (bool, bool)> = HashMap::new();
+    for &k in &spec.steps {
+        let step = &pipeline.steps[k];
+        for b in step.program.buffers.iter().filter(|b| b.access.is_host()) {
+            let Some(bound) = step.bound(&b.name) else {
+                return Err(err(
+                    format!("{group}: step {k}: buffer `{}` is not bound", b.name),
+                    "bind every host buffer of the step's Program to a pipeline buffer",
+                ));
+            };
+            let Some(pb) = pipeline.buffer(bound) else {
+                return Err(err(
+                    format!(
+                        "{group}: step {k}: `{}` is bound to unknown pipeline buffer `{bound}`",
+                        b.name
+                    ),
+                    "bind it to a buffer declared in the pipeline's `buffers`",
+                ));
+            };
+            if pb.elem != b.elem {
+                return Err(err(
+                    format!(
+                        "{group}: step {k}: `{}` holds {} but pipeline buffer `{bound}` holds {}",
+                        b.name, b.elem, pb.elem
+                    ),
+                    "bind buffers of the same element type",
+                ));
+            }
+            let e = uses.entry(bound).or_insert((false, true));
+            e.0 |= b.access.is_writable();
+            e.1 &= b.access == Access::Uniform;
+        }
+    }
+    let mut names = Vec::new();
+    let mut decls = Vec::new();
+    for pb in &pipeline.buffers {
+        let Some(&(writes, uniform)) = uses.get(pb.name.as_str()) else {
+            continue;
+        };
+        let access = if writes {
+            Access::ReadWrite
+        } else if uniform {
+            Access::Uniform
+        } else {
+            Access::Read
+        };
+        decls.push(BufferDecl {
+            name: pb.name.clone(),
+            binding: Some(names.len() as u32),
+            access,
+            elem: pb.elem,
+            count: None,
+        });
+        names.push(pb.name.clone());
+    }
+    Ok((names, decls))
+}
+
+/// Separator between the step index and the step's own node id in the ids carried until
+/// [`renumber`]; parsed node ids are JSON paths and never contain it.
+const ORIGIN_SEP: char = '|';
+
+/// Step `k`'s body as one statement of the fused Program.
+fn step_stmt(
+    k: usize,
+    program: &Program,
+    names: &HashMap<String, String>,
+    step_shape: LaunchShape,
+    launch: LaunchShape,
+    group: &str,
+) -> Result<Stmt, FuseError> {
+    let mut stmts = program.body.clone();
+    let wrapped = step_shape.grid != launch.grid;
+    let prefix = format!("f{k}_");
+    let mut virtual_loop = None;
+    if wrapped {
+        if let Some(node) = rewrite::find_barrier(&stmts, BarrierScope::Grid) {
+            return Err(err(
+                format!(
+                    "{group}: step {k} has a grid barrier at {node} but runs on virtual workgroups \
+                     (its grid {:?} differs from the launch grid {:?})",
+                    step_shape.grid, launch.grid
+                ),
+                "split the step at its grid barrier into two steps, or fuse it only into a \
+                 launch with its own grid",
+            ));
+        }
+        let workgroups = u32::try_from(step_shape.workgroups()).ok();
+        let p = launch.grid[0];
+        let fits = workgroups.is_some_and(|g| g.div_ceil(p) as u64 * p as u64 <= 1 << 32);
+        let (Some(workgroups), true, [_, 1, 1]) = (workgroups, fits, launch.grid) else {
+            return Err(err(
+                format!(
+                    "{group}: step {k}'s grid {:?} cannot be covered by virtual workgroups of \
+                     the launch grid {:?} (workgroup ids must fit u32)",
+                    step_shape.grid, launch.grid
+                ),
+                "run the step as its own launch",
+            ));
+        };
+        virtual_loop = Some(VirtualLoop {
+            prefix: &prefix,
+            grid: step_shape.grid,
+            workgroups,
+            launch_workgroups: p,
+            workgroup_size: launch.workgroup_size,
+            used: rewrite::used_ids(&stmts),
+        });
+    }
+    let renamer = Renamer {
+        var_prefix: format!("s{k}_"),
+        buffers: names,
+        virtual_ids: virtual_loop.as_ref().map(|v| v.ids()),
+    };
+    renamer.stmts(&mut stmts).map_err(|u| {
+        err(
+            format!(
+                "{group}: step {k} at {}: unknown buffer `{}`",
+                u.node, u.buffer
+            ),
+            "declare every buffer the step's Program uses (run `vyrescope check` on it)",
+        )
+    })?;
+    tag_origin(&mut stmts, k);
+    if stmts.iter().any(rewrite::has_return) {
+        let alive = format!("{prefix}alive");
+        stmts = rewrite::lower_returns(stmts, &alive);
+        stmts.insert(0, rewrite::let_(&alive, rewrite::bool_lit(true)));
+    }
+    let mut wrapped = match virtual_loop {
+        Some(v) => v.wrap(stmts),
+        None => return Ok(rewrite::synth(StmtKind::Block(stmts))),
+    };
+    Ok(if wrapped.len() == 1 {
+        wrapped.remove(0)
+    } else {
+        rewrite::synth(StmtKind::Block(wrapped))
+    })
+}
+
+/// Marks every statement of step `k` with its origin (`k|node`), read back by [`renumber`].
+fn tag_origin(list: &mut [Stmt], k: usize) {
+    for s in list {
+        s.id = NodeId::new(format!("{k}{ORIGIN_SEP}{}", s.id));
+        match &mut s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                tag_origin(then, k);
+                tag_origin(otherwise, k);
+            }
+            StmtKind::Loop { body, .. } | StmtKind::Block(body) => tag_origin(body, k),
+            _ => {}
+        }
+    }
+}
+
+fn preorder_ids(list: &[Stmt], out: &mut Vec<NodeId>) {
+    for s in list {
+        out.push(s.id.clone());
+        match &s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                preorder_ids(then, out);
+                preorder_ids(otherwise, out);
+            }
+            StmtKind::Loop { body, .. } | StmtKind::Block(body) => preorder_ids(body, out),
+            _ => {}
+        }
+    }
+}
+
+/// Replaces the node ids of `body` with the fused Program's JSON paths and returns where each
+/// statement taken over from a step came from.
+fn renumber(body: &mut [Stmt]) -> BTreeMap<NodeId, (usize, NodeId)> {
+    let mut old = Vec::new();
+    preorder_ids(body, &mut old);
+    assign_ids(body, "body");
+    let mut new = Vec::new();
+    preorder_ids(body, &mut new);
+    let mut origin = BTreeMap::new();
+    for (o, n) in old.iter().zip(new) {
+        if o.as_ref() == SYNTHETIC {
+            continue;
+        }
+        if let Some((k, id)) = o.split_once(ORIGIN_SEP) {
+            if let Ok(k) = k.parse::<usize>() {
+                origin.insert(n, (k, NodeId::new(id)));
+            }
+        }
+    }
+    origin
+}
+
+/// The validator must accept the fused Program; its errors are reported at the steps' nodes.
+fn check_valid(kernel: &FusedKernel, group: &str) -> Result<(), FuseError> {
+    let diags = crate::validate::validate(&kernel.program);
+    if crate::validate::is_valid(&diags) {
+        return Ok(());
+    }
+    let lines: Vec<String> = diags
+        .iter()
+        .filter(|d| d.severity == crate::diagnostic::Severity::Error)
+        .map(|d| {
+            let at = match &d.node {
+                Some(n) => match kernel.node_origin.get(n) {
+                    Some((k, id)) => format!("step {k} at {id}"),
+                    None => format!("fused node {n}"),
+                },
+                None => "the fused Program".to_string(),
+            };
+            format!("{} {at}: {}", d.code, d.message)
+        })
+        .collect();
+    Err(err(
+        format!(
+            "{group}: the fused Program is invalid:\n    {}",
+            lines.join("\n    ")
+        ),
+        "check each step with `vyrescope check`; a step whose barriers or returns depend on \
+         its own grid cannot be fused",
+    ))
+}

@@ -1,0 +1,440 @@
+//! Statement rewrites that turn one step's body into a piece of a fused Program: renaming
+//! (variables, buffers, builtins), `return` lowering into an `alive` flag, and the loop over
+//! virtual workgroups that lets a smaller (persistent) grid cover a step's grid.
+//!
+//! Every statement taken over from a step keeps its original node id until the fused Program
+//! is renumbered; statements made up here get [`SYNTHETIC`] so that renumbering can tell them
+//! apart.
+
+use std::collections::HashMap;
+
+use crate::ir::{
+    Axis, BarrierScope, BinOp, Builtin, Expr, Literal, NodeId, Scalar, Stmt, StmtKind,
+};
+
+/// Node id given to statements that no step wrote (flag updates, guards, the virtual loop).
+pub(super) const SYNTHETIC: &str = "#synthetic";
+
+/// How one step's names map into the fused Program.
+pub(super) struct Renamer<'a> {
+    /// Prefix of the step's variables (`s3_`).
+    pub var_prefix: String,
+    /// Program buffer name -> fused buffer name (host: the pipeline buffer; workgroup: renamed).
+    pub buffers: &'a HashMap<String, String>,
+    /// When the step runs in a loop over virtual workgroups: the variables that replace
+    /// `gid`/`wgid` (per axis) and the step's workgroup counts that replace `nwg`.
+    pub virtual_ids: Option<VirtualIds>,
+}
+
+/// Names of the per-virtual-workgroup variables of one step.
+pub(super) struct VirtualIds {
+    /// Variable holding `wgid` of the virtual workgroup, per axis.
+    pub wgid: [String; 3],
+    /// Variable holding `gid` of this invocation in the virtual workgroup, per axis.
+    pub gid: [String; 3],
+    /// The step's own grid (its `nwg`).
+    pub grid: [u32; 3],
+}
+
+/// A name the step uses that its Program does not declare.
+#[derive(Debug)]
+pub(super) struct UnknownBuffer {
+    pub node: NodeId,
+    pub buffer: String,
+}
+
+pub(super) fn u32_lit(v: u32) -> Expr {
+    Expr::Lit(Literal::Typed(Scalar::U32(v)))
+}
+
+pub(super) fn bool_lit(v: bool) -> Expr {
+    Expr::Lit(Literal::Typed(Scalar::Bool(v)))
+}
+
+pub(super) fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    Expr::Binary(op, Box::new(a), Box::new(b))
+}
+
+pub(super) fn synth(kind: StmtKind) -> Stmt {
+    Stmt {
+        id: NodeId::new(SYNTHETIC),
+        kind,
+    }
+}
+
+pub(super) fn let_(name: &str, value: Expr) -> Stmt {
+    synth(StmtKind::Let {
+        name: name.to_string(),
+        value,
+    })
+}
+
+pub(super) fn if_(cond: Expr, then: Vec<Stmt>) -> Stmt {
+    synth(StmtKind::If {
+        cond,
+        then,
+        otherwise: Vec::new(),
+        has_else: false,
+    })
+}
+
+/// The direct sub-expressions of `e`, mutably.
+fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match e {
+        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => Vec::new(),
+        Expr::Load { index, .. } => vec![index.as_mut()],
+        Expr::Binary(_, a, b) => vec![a.as_mut(), b.as_mut()],
+        Expr::Unary(_, a)
+        | Expr::Cast(_, a)
+        | Expr::Bitcast(_, a)
+        | Expr::SubgroupReduce(_, a)
+        | Expr::Ballot(a) => vec![a.as_mut()],
+        Expr::Select(a, b, c) | Expr::Fma(a, b, c) => vec![a.as_mut(), b.as_mut(), c.as_mut()],
+        Expr::Atomic {
+            index,
+            value,
+            expected,
+            ..
+        } => {
+            let mut v = vec![index.as_mut(), value.as_mut()];
+            if let Some(x) = expected {
+                v.push(x.as_mut());
+            }
+            v
+        }
+        Expr::Shuffle { value, lane } => vec![value.as_mut(), lane.as_mut()],
+    }
+}
+
+impl Renamer<'_> {
+    fn var(&self, n: &str) -> String {
+        format!("{}{n}", self.var_prefix)
+    }
+
+    fn buffer(&self, node: &NodeId, b: &str) -> Result<String, UnknownBuffer> {
+        self.buffers.get(b).cloned().ok_or_else(|| UnknownBuffer {
+            node: node.clone(),
+            buffer: b.to_string(),
+        })
+    }
+
+    /// Renames everything in `e`. Recursive, like the parser that built `e`: the nesting is
+    /// the step's own, which the parser already bounded.
+    fn expr(&self, node: &NodeId, e: &mut Expr) -> Result<(), UnknownBuffer> {
+        match e {
+            Expr::Var(n) => *n = self.var(n),
+            Expr::Load { buffer, .. } | Expr::Atomic { buffer, .. } => {
+                *buffer = self.buffer(node, buffer)?
+            }
+            Expr::Len(buffer) => *buffer = self.buffer(node, buffer)?,
+            Expr::Builtin(b) => {
+                if let Some(v) = &self.virtual_ids {
+                    match *b {
+                        Builtin::GlobalId(a) => *e = Expr::Var(v.gid[a.index()].clone()),
+                        Builtin::WorkgroupId(a) => *e = Expr::Var(v.wgid[a.index()].clone()),
+                        Builtin::NumWorkgroups(a) => *e = u32_lit(v.grid[a.index()]),
+                        Builtin::LocalId(_) | Builtin::Lane | Builtin::SubgroupSize => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        for c in children_mut(e) {
+            self.expr(node, c)?;
+        }
+        Ok(())
+    }
+
+    /// Renames a statement list in place.
+    pub fn stmts(&self, list: &mut [Stmt]) -> Result<(), UnknownBuffer> {
+        for s in list {
+            let id = s.id.clone();
+            match &mut s.kind {
+                StmtKind::Let { name, value } | StmtKind::Assign { name, value } => {
+                    *name = self.var(name);
+                    self.expr(&id, value)?;
+                }
+                StmtKind::Store {
+                    buffer,
+                    index,
+                    value,
+                } => {
+                    *buffer = self.buffer(&id, buffer)?;
+                    self.expr(&id, index)?;
+                    self.expr(&id, value)?;
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                    ..
+                } => {
+                    self.expr(&id, cond)?;
+                    self.stmts(then)?;
+                    self.stmts(otherwise)?;
+                }
+                StmtKind::Loop {
+                    var,
+                    from,
+                    to,
+                    body,
+                } => {
+                    *var = self.var(var);
+                    self.expr(&id, from)?;
+                    self.expr(&id, to)?;
+                    self.stmts(body)?;
+                }
+                StmtKind::Block(b) => self.stmts(b)?,
+                StmtKind::Barrier(_) | StmtKind::Return => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True when `s` is or contains a `return`.
+pub(super) fn has_return(s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Return => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => then.iter().chain(otherwise).any(has_return),
+        StmtKind::Loop { body, .. } | StmtKind::Block(body) => body.iter().any(has_return),
+        _ => false,
+    }
+}
+
+/// The first `barrier(scope)` in `list` (depth first), if any.
+pub(super) fn find_barrier(list: &[Stmt], scope: BarrierScope) -> Option<&NodeId> {
+    list.iter().find_map(|s| match &s.kind {
+        StmtKind::Barrier(b) if *b == scope => Some(&s.id),
+        StmtKind::If {
+            then, otherwise, ..
+        } => find_barrier(then, scope).or_else(|| find_barrier(otherwise, scope)),
+        StmtKind::Loop { body, .. } | StmtKind::Block(body) => find_barrier(body, scope),
+        _ => None,
+    })
+}
+
+/// Rewrites every `return` in `list` into `assign alive = false` and guards what could run
+/// after it with `if alive`, so the invocation skips the rest of its step but still reaches
+/// the separations (barriers) and the later steps of the fused Program.
+///
+/// A `return` at the top of a list makes the rest of that list dead: it is dropped. A
+/// statement that only may return (an `if`, a loop or a block containing one) is rewritten
+/// inside and the statements after it are wrapped in `if alive`; a loop whose body may
+/// return runs its whole body under `if alive`, so later iterations of a returned
+/// invocation do nothing (the counter still runs to its end, which has no effect).
+pub(super) fn lower_returns(list: Vec<Stmt>, alive: &str) -> Vec<Stmt> {
+    let mut out = Vec::with_capacity(list.len());
+    let mut rest = list.into_iter();
+    while let Some(s) = rest.next() {
+        if !has_return(&s) {
+            out.push(s);
+            continue;
+        }
+        if matches!(s.kind, StmtKind::Return) {
+            // Keeps the return's node id: the inspector shows the flag update as the return.
+            out.push(Stmt {
+                id: s.id,
+                kind: StmtKind::Assign {
+                    name: alive.to_string(),
+                    value: bool_lit(false),
+                },
+            });
+            return out;
+        }
+        out.push(lower_stmt(s, alive));
+        let tail: Vec<Stmt> = rest.collect();
+        if !tail.is_empty() {
+            out.push(if_(
+                Expr::Var(alive.to_string()),
+                lower_returns(tail, alive),
+            ));
+        }
+        return out;
+    }
+    out
+}
+
+fn lower_stmt(s: Stmt, alive: &str) -> Stmt {
+    let kind = match s.kind {
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+            has_else,
+        } => StmtKind::If {
+            cond,
+            then: lower_returns(then, alive),
+            otherwise: lower_returns(otherwise, alive),
+            has_else,
+        },
+        StmtKind::Loop {
+            var,
+            from,
+            to,
+            body,
+        } => StmtKind::Loop {
+            var,
+            from,
+            to,
+            body: vec![if_(
+                Expr::Var(alive.to_string()),
+                lower_returns(body, alive),
+            )],
+        },
+        StmtKind::Block(b) => StmtKind::Block(lower_returns(b, alive)),
+        other => other,
+    };
+    Stmt { id: s.id, kind }
+}
+
+/// Builtins of the step body that the virtual-workgroup rewrite must provide, per kind and
+/// axis: (`gid` used, `wgid` used).
+pub(super) fn used_ids(list: &[Stmt]) -> ([bool; 3], [bool; 3]) {
+    let mut gid = [false; 3];
+    let mut wgid = [false; 3];
+    let mut note = |e: &Expr| {
+        e.visit(&mut |x| match x {
+            Expr::Builtin(Builtin::GlobalId(a)) => gid[a.index()] = true,
+            Expr::Builtin(Builtin::WorkgroupId(a)) => wgid[a.index()] = true,
+            _ => {}
+        })
+    };
+    fn walk(list: &[Stmt], note: &mut dyn FnMut(&Expr)) {
+        for s in list {
+            match &s.kind {
+                StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => note(value),
+                StmtKind::Store { index, value, .. } => {
+                    note(index);
+                    note(value);
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                    ..
+                } => {
+                    note(cond);
+                    walk(then, note);
+                    walk(otherwise, note);
+                }
+                StmtKind::Loop { from, to, body, .. } => {
+                    note(from);
+                    note(to);
+                    walk(body, note);
+                }
+                StmtKind::Block(b) => walk(b, note),
+                StmtKind::Barrier(_) | StmtKind::Return => {}
+            }
+        }
+    }
+    walk(list, &mut note);
+    // gid needs wgid of the same axis.
+    for a in 0..3 {
+        wgid[a] |= gid[a];
+    }
+    (gid, wgid)
+}
+
+/// Shape of the loop over virtual workgroups of one step.
+pub(super) struct VirtualLoop<'a> {
+    /// Prefix of the made-up variables (`f3_`); disjoint from every renamed step variable.
+    pub prefix: &'a str,
+    /// The step's grid.
+    pub grid: [u32; 3],
+    /// The step's workgroup count (product of `grid`).
+    pub workgroups: u32,
+    /// Workgroups of the launch (the launch grid is one-dimensional along x here).
+    pub launch_workgroups: u32,
+    /// The common workgroup size.
+    pub workgroup_size: [u32; 3],
+    /// `(gid, wgid)` axes the body uses, from [`used_ids`].
+    pub used: ([bool; 3], [bool; 3]),
+}
+
+impl VirtualLoop<'_> {
+    /// Names of the `wgid`/`gid` replacement variables.
+    pub fn ids(&self) -> VirtualIds {
+        let name = |k: &str, a: usize| format!("{}{k}_{}", self.prefix, ["x", "y", "z"][a]);
+        VirtualIds {
+            wgid: [0, 1, 2].map(|a| name("wgid", a)),
+            gid: [0, 1, 2].map(|a| name("gid", a)),
+            grid: self.grid,
+        }
+    }
+
+    /// Wraps `body` (already renamed) in the loop: every physical workgroup `w` of the launch
+    /// runs virtual workgroups `v = t * P + w` for `t` in `0..ceil(G / P)` while `v < G`.
+    /// The trip count is a literal and `v` derives from `wgid` only, so the loop and the
+    /// `v < G` test are uniform within a workgroup and the body's workgroup barriers stay
+    /// valid. With a single trip the loop is left out.
+    pub fn wrap(&self, body: Vec<Stmt>) -> Vec<Stmt> {
+        let p = self.prefix;
+        let ids = self.ids();
+        let v = format!("{p}v");
+        let t = format!("{p}t");
+        let trips = self.workgroups.div_ceil(self.launch_workgroups);
+        let phys = Expr::Builtin(Builtin::WorkgroupId(Axis::X));
+        let v_value = if trips == 1 {
+            phys
+        } else {
+            bin(
+                BinOp::Add,
+                bin(
+                    BinOp::Mul,
+                    Expr::Var(t.clone()),
+                    u32_lit(self.launch_workgroups),
+                ),
+                phys,
+            )
+        };
+        let [gx, gy, _] = self.grid;
+        let (gid_used, wgid_used) = self.used;
+        let mut inner = Vec::new();
+        for (a, _) in wgid_used.iter().enumerate().filter(|(_, &u)| u) {
+            let vv = Expr::Var(v.clone());
+            // Linear virtual id -> x/y/z in the step's grid (x fastest, like CUDA's blocks).
+            let value = match a {
+                0 if gy == 1 && self.grid[2] == 1 => vv,
+                0 => bin(BinOp::Rem, vv, u32_lit(gx)),
+                1 => bin(BinOp::Rem, bin(BinOp::Div, vv, u32_lit(gx)), u32_lit(gy)),
+                _ => bin(BinOp::Div, vv, u32_lit(gx.saturating_mul(gy))),
+            };
+            inner.push(let_(&ids.wgid[a], value));
+        }
+        let axes = [Axis::X, Axis::Y, Axis::Z];
+        for a in 0..3 {
+            if gid_used[a] {
+                let value = bin(
+                    BinOp::Add,
+                    bin(
+                        BinOp::Mul,
+                        Expr::Var(ids.wgid[a].clone()),
+                        u32_lit(self.workgroup_size[a]),
+                    ),
+                    Expr::Builtin(Builtin::LocalId(axes[a])),
+                );
+                inner.push(let_(&ids.gid[a], value));
+            }
+        }
+        inner.extend(body);
+        let guarded = vec![
+            let_(&v, v_value),
+            if_(
+                bin(BinOp::Lt, Expr::Var(v.clone()), u32_lit(self.workgroups)),
+                inner,
+            ),
+        ];
+        if trips == 1 {
+            return guarded;
+        }
+        vec![synth(StmtKind::Loop {
+            var: t,
+            from: u32_lit(0),
+            to: u32_lit(trips),
+            body: guarded,
+        })]
+    }
+}

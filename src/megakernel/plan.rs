@@ -1,0 +1,523 @@
+//! The megakernel planner: groups consecutive steps into fused kernels, orders each group's
+//! steps into waves (steps with no dependence between them share a wave) and puts the weakest
+//! sufficient separation between waves, with the fewest grid barriers.
+//!
+//! # Execution model the plan assumes
+//! A group runs as one kernel (`super::fuse`): its steps in increasing order, each over its
+//! virtual workgroups, the same virtual workgroup of equal-grid steps on the same block, with
+//! the separations between steps. A group with grid barriers is a cooperative persistent
+//! kernel of exactly the co-resident blocks (so any step grid fits); a group without is one
+//! ordinary launch.
+//!
+//! # Grouping
+//! Steps are taken in pipeline order; a step joins the current group unless (each a recorded
+//! fusion break with its reason): it or the group uses its own grid barrier (it must stay its
+//! own cooperative launch); its workgroup size differs (virtual workgroups are blocks);
+//! the fused shared memory (the sum of the steps' workgroup buffers) does not fit a block;
+//! the fused kernel would not launch; its estimated occupancy (registers: the maximum of the
+//! steps', shared memory: the sum) falls below [`PlanOptions::min_occupancy_pct`] while the
+//! group or the step reaches it alone (fusion must not drag a step that runs well below the
+//! threshold; steps already below it together may fuse); or it needs a grid barrier on a
+//! device without cooperative launch.
+//!
+//! # Waves and barriers
+//! Steps run in pipeline order (fused emission takes a group's steps in increasing order); a
+//! new wave starts at a step that depends on one of the current wave, and each barrier is
+//! placed as late as possible, so the count is minimal for that order (see `build_group`).
+//! Reordering independent steps could save grid barriers in some pipelines; it is not done
+//! because fused emission does not accept it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostics::launch::{has_grid_barrier, workgroup_bytes};
+use crate::ir::Pipeline;
+use crate::occupancy::{estimate, DeviceCaps, KernelResources};
+use crate::shape::LaunchShape;
+
+use super::deps::{analyse, DepError, DepTable, Dependence};
+use super::{DepKind, FusedGroupSpec, Separation};
+
+/// Registers per thread assumed for a step whose count is not given: what ptxas reports for
+/// the simple element-wise Programs of the fixtures, and a quarter of the register file per
+/// thread at full occupancy on every supported GPU (64K registers / 2048 threads = 32).
+pub const DEFAULT_REGISTERS: u32 = 32;
+
+/// Occupancy (percent of the SM's warp slots) below which a fusion is refused, unless both
+/// parts are already below it on their own. A quarter of
+/// the warp slots still hides most memory latency for streaming kernels; below it the saved
+/// launches rarely pay for the lost parallelism.
+pub const MIN_OCCUPANCY_PCT: f64 = 25.0;
+
+/// What the planner needs besides the pipeline and its launch shapes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanOptions {
+    /// The device (a bundled profile or a probe).
+    pub device: DeviceCaps,
+    /// Registers per thread of each step (e.g. from `emit --resources`); missing entries and
+    /// `None` mean [`DEFAULT_REGISTERS`].
+    pub registers: Vec<Option<u32>>,
+    /// See [`MIN_OCCUPANCY_PCT`].
+    pub min_occupancy_pct: f64,
+}
+
+impl PlanOptions {
+    /// Options for `device` with no register counts and the default occupancy threshold.
+    pub fn new(device: DeviceCaps) -> PlanOptions {
+        PlanOptions {
+            device,
+            registers: Vec::new(),
+            min_occupancy_pct: MIN_OCCUPANCY_PCT,
+        }
+    }
+}
+
+/// How a group runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupKind {
+    /// A cooperative persistent kernel (it has grid barriers).
+    Megakernel,
+    /// One ordinary launch.
+    Launch,
+}
+
+/// Whether a plan came from the plan cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheStatus {
+    /// Read from the cache.
+    Hit,
+    /// Computed now.
+    Miss,
+}
+
+/// One fused kernel of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// `megakernel` or `launch`.
+    pub kind: GroupKind,
+    /// Step indices in execution order.
+    pub steps: Vec<usize>,
+    /// Steps by wave, in execution order.
+    pub waves: Vec<Vec<usize>>,
+    /// The separation at each wave boundary (`invocation`: none needed).
+    pub barriers: Vec<Separation>,
+    /// Threads per block.
+    pub workgroup_size: [u32; 3],
+    /// Each step's grid (workgroups), in `steps` order.
+    pub step_grids: Vec<[u32; 3]>,
+    /// Registers per thread assumed for the fused kernel (the maximum of its steps').
+    pub registers: u32,
+    /// Shared memory per block (the sum of the steps' workgroup buffers).
+    pub shared_bytes: u64,
+    /// Blocks that fit the device at once with these resources.
+    pub coresident_blocks: u32,
+    /// Estimated occupancy (percent of warp slots).
+    pub occupancy_pct: f64,
+}
+
+impl Group {
+    /// Grid barriers inside the group.
+    pub fn grid_barriers(&self) -> usize {
+        self.barriers
+            .iter()
+            .filter(|b| b.kind == DepKind::Grid)
+            .count()
+    }
+
+    /// The group as fused emission needs it: the separation after every step but the last
+    /// (`none` between steps of one wave). Fused emission treats `none` and `invocation` alike
+    /// (no barrier) but refuses `invocation` between steps of different grids, so such a
+    /// boundary (whose dependences are between other steps) is given as `none`.
+    pub fn spec(&self) -> FusedGroupSpec {
+        let grid_of = |s: usize| {
+            self.steps
+                .iter()
+                .position(|&x| x == s)
+                .and_then(|i| self.step_grids.get(i))
+        };
+        let mut separations: Vec<Separation> = Vec::new();
+        for (w, wave) in self.waves.iter().enumerate() {
+            for (i, &s) in wave.iter().enumerate() {
+                if i + 1 < wave.len() {
+                    separations.push(Separation {
+                        after_step: s,
+                        kind: DepKind::None,
+                        reason: "same wave: no dependence".to_string(),
+                    });
+                } else if let Some(b) = self.barriers.get(w) {
+                    let mut b = b.clone();
+                    let next = self.waves.get(w + 1).and_then(|n| n.first()).copied();
+                    if b.kind == DepKind::Invocation
+                        && next.is_some_and(|n| grid_of(n) != grid_of(s))
+                    {
+                        b.kind = DepKind::None;
+                    }
+                    separations.push(b);
+                }
+            }
+        }
+        FusedGroupSpec {
+            steps: self.steps.clone(),
+            separations,
+            persistent_blocks: (self.kind == GroupKind::Megakernel)
+                .then_some(self.coresident_blocks),
+        }
+    }
+}
+
+/// Why a step starts a new group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FusionBreak {
+    /// The step that could not join the group before it.
+    pub step: usize,
+    /// Why.
+    pub reason: String,
+}
+
+/// A megakernel plan (`plan --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Pipeline name.
+    pub pipeline: String,
+    /// Device the plan is for.
+    pub device: String,
+    /// Fused kernels in execution order.
+    pub groups: Vec<Group>,
+    /// Grid barriers over the whole plan.
+    pub grid_barriers: usize,
+    /// Kernel launches of the planned execution (one per group).
+    pub launches: usize,
+    /// Where and why fusion stopped.
+    pub fusion_breaks: Vec<FusionBreak>,
+    /// Co-resident blocks of the persistent grid: the smallest over the megakernel groups
+    /// (over all groups when none needs one).
+    pub coresident_blocks: u32,
+    /// Largest shared memory per block of any group.
+    pub shared_bytes: u64,
+    /// `hit` when read from the plan cache.
+    pub cache: CacheStatus,
+    /// Every dependence between two steps (kind other than `none`).
+    pub dependences: Vec<Dependence>,
+    /// The occupancy threshold used.
+    pub min_occupancy_pct: f64,
+}
+
+impl Plan {
+    /// The fused-emission description of every group.
+    pub fn specs(&self) -> Vec<FusedGroupSpec> {
+        self.groups.iter().map(Group::spec).collect()
+    }
+}
+
+/// A pipeline the planner cannot plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The dependence analysis failed.
+    #[error(transparent)]
+    Deps(#[from] DepError),
+    /// A pipeline without steps.
+    #[error("pipeline `{0}` has no steps\n  Fix: add at least one step to `steps`")]
+    Empty(String),
+}
+
+/// Per-step resources.
+#[derive(Debug, Clone, Copy)]
+struct StepRes {
+    wg: [u32; 3],
+    grid: [u32; 3],
+    threads: u32,
+    regs: u32,
+    smem: u64,
+    grid_barrier: bool,
+}
+
+/// The fused resources of a set of steps.
+#[derive(Debug, Clone)]
+struct Fused {
+    regs: u32,
+    smem: u64,
+    blocks_per_sm: u32,
+    occupancy_pct: f64,
+    why_not: Option<String>,
+}
+
+fn fused(caps: &DeviceCaps, steps: &[StepRes]) -> Fused {
+    let regs = steps
+        .iter()
+        .map(|s| s.regs)
+        .max()
+        .unwrap_or(DEFAULT_REGISTERS);
+    let smem: u64 = steps.iter().map(|s| s.smem).sum();
+    let threads = steps.first().map_or(1, |s| s.threads);
+    let res = KernelResources {
+        regs_per_thread: regs,
+        ..KernelResources::default()
+    };
+    // The steps' workgroup buffers become one dynamic allocation of the fused kernel, which
+    // may use the opt-in limit.
+    let dynamic = u32::try_from(smem).unwrap_or(u32::MAX);
+    let e = estimate(caps, &res, threads, dynamic);
+    Fused {
+        regs,
+        smem,
+        blocks_per_sm: e.blocks_per_sm,
+        occupancy_pct: e.occupancy_pct,
+        why_not: e.launchable.err().map(|u| u.to_string()),
+    }
+}
+
+/// Plans `pipeline` (`shapes[i]`: step i's launch shape) for `opts.device`. The result's
+/// `cache` is `miss`; see `super::cache` for the cached entry point.
+pub fn plan(
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    opts: &PlanOptions,
+) -> Result<Plan, PlanError> {
+    if pipeline.steps.is_empty() {
+        return Err(PlanError::Empty(pipeline.name.clone()));
+    }
+    let deps = analyse(pipeline, shapes)?;
+    let caps = &opts.device;
+    let res: Vec<StepRes> = pipeline
+        .steps
+        .iter()
+        .zip(shapes)
+        .enumerate()
+        .map(|(i, (step, shape))| StepRes {
+            wg: shape.workgroup_size,
+            grid: shape.grid,
+            threads: u32::try_from(shape.threads_per_workgroup()).unwrap_or(u32::MAX),
+            regs: opts
+                .registers
+                .get(i)
+                .copied()
+                .flatten()
+                .unwrap_or(DEFAULT_REGISTERS),
+            smem: workgroup_bytes(&step.program),
+            grid_barrier: has_grid_barrier(&step.program),
+        })
+        .collect();
+
+    let mut members: Vec<Vec<usize>> = vec![vec![0]];
+    let mut fusion_breaks = Vec::new();
+    for s in 1..res.len() {
+        let Some(current) = members.last_mut() else {
+            break;
+        };
+        match can_join(caps, opts, &deps, &res, current, s) {
+            Ok(()) => current.push(s),
+            Err(reason) => {
+                fusion_breaks.push(FusionBreak { step: s, reason });
+                members.push(vec![s]);
+            }
+        }
+    }
+
+    let groups: Vec<Group> = members
+        .iter()
+        .map(|m| build_group(caps, &deps, &res, m))
+        .collect();
+    let grid_barriers = groups.iter().map(Group::grid_barriers).sum();
+    let persistent: Vec<u32> = groups
+        .iter()
+        .filter(|g| g.kind == GroupKind::Megakernel)
+        .map(|g| g.coresident_blocks)
+        .collect();
+    let coresident_blocks = if persistent.is_empty() {
+        groups.iter().map(|g| g.coresident_blocks).min()
+    } else {
+        persistent.iter().copied().min()
+    }
+    .unwrap_or(0);
+    Ok(Plan {
+        pipeline: pipeline.name.clone(),
+        device: caps.name.clone(),
+        launches: groups.len(),
+        shared_bytes: groups.iter().map(|g| g.shared_bytes).max().unwrap_or(0),
+        groups,
+        grid_barriers,
+        fusion_breaks,
+        coresident_blocks,
+        cache: CacheStatus::Miss,
+        dependences: deps
+            .pairs
+            .iter()
+            .filter(|d| d.kind != DepKind::None)
+            .cloned()
+            .collect(),
+        min_occupancy_pct: opts.min_occupancy_pct,
+    })
+}
+
+/// Whether step `s` may join the group `group`; the reason when not.
+fn can_join(
+    caps: &DeviceCaps,
+    opts: &PlanOptions,
+    deps: &DepTable,
+    res: &[StepRes],
+    group: &[usize],
+    s: usize,
+) -> Result<(), String> {
+    let me = res[s];
+    if me.grid_barrier {
+        return Err(format!(
+            "step {s} has its own grid barrier, so it stays its own cooperative launch"
+        ));
+    }
+    if let Some(&g) = group.iter().find(|&&g| res[g].grid_barrier) {
+        return Err(format!(
+            "step {g} has its own grid barrier, so it stays its own cooperative launch"
+        ));
+    }
+    let first = res[group[0]];
+    if me.wg != first.wg {
+        return Err(format!(
+            "workgroup size {:?} differs from the group's {:?} (virtual workgroups run as blocks of one size)",
+            me.wg, first.wg
+        ));
+    }
+    let parts: Vec<StepRes> = group.iter().map(|&g| res[g]).collect();
+    let mut all = parts.clone();
+    all.push(me);
+    let together = fused(caps, &all);
+    let max_smem = u64::from(caps.smem_per_block_optin.max(caps.smem_per_block));
+    if together.smem > max_smem {
+        return Err(format!(
+            "shared memory of the fused kernel ({} B: the group's {} B + step {s}'s {} B) exceeds the {max_smem} B per block of {}",
+            together.smem,
+            together.smem - me.smem,
+            me.smem,
+            caps.name
+        ));
+    }
+    if let Some(why) = together.why_not {
+        return Err(format!(
+            "the fused kernel could not launch: {}",
+            why.lines().next().unwrap_or("")
+        ));
+    }
+    let before = fused(caps, &parts);
+    let alone = fused(caps, &[me]);
+    let floor = opts.min_occupancy_pct;
+    let dragged = before.occupancy_pct >= floor || alone.occupancy_pct >= floor;
+    if together.occupancy_pct < floor && dragged {
+        return Err(format!(
+            "fusing would cut occupancy to {:.1}% ({} registers, {} B shared: {} blocks/SM), below {:.1}% (group alone {:.1}%, step {s} alone {:.1}%)",
+            together.occupancy_pct,
+            together.regs,
+            together.smem,
+            together.blocks_per_sm,
+            opts.min_occupancy_pct,
+            before.occupancy_pct,
+            alone.occupancy_pct
+        ));
+    }
+    let mut with = group.to_vec();
+    with.push(s);
+    let needs_grid = build_group(caps, deps, res, &with).grid_barriers() > 0;
+    if needs_grid && !caps.cooperative_launch {
+        return Err(format!(
+            "step {s} needs a grid barrier and {} has no cooperative launch",
+            caps.name
+        ));
+    }
+    Ok(())
+}
+
+/// Waves, barriers and resources of one group (`m`: its steps in pipeline order, which is
+/// also the execution order: fused emission takes a group's steps in increasing order).
+///
+/// Walking the steps in order, the separation before step `j` is the weakest that orders
+/// every dependence on it: a grid barrier when it depends by `grid` on a step since the last
+/// grid barrier, else a workgroup barrier when it depends by `workgroup` on a step since the
+/// last barrier, else a new wave without barrier when it depends at all on a step of the
+/// current wave. Placing each barrier as late as possible makes the count minimal for this
+/// order (interval stabbing by right end). Fused emission only accepts a workgroup barrier
+/// between steps of equal grids, so one between steps of different grids becomes a grid
+/// barrier.
+fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize]) -> Group {
+    let mut waves: Vec<Vec<usize>> = vec![vec![m[0]]];
+    let mut barriers = Vec::new();
+    // Index into `m` where the current grid segment / barrier region / wave starts.
+    let (mut seg, mut region, mut wave) = (0usize, 0usize, 0usize);
+    for j in 1..m.len() {
+        let b = m[j];
+        let find = |from: usize, kind: DepKind| {
+            m[from..j]
+                .iter()
+                .find(|&&a| deps.kind(a, b) == kind)
+                .and_then(|&a| deps.get(a, b))
+        };
+        let any_in_wave = m[wave..j]
+            .iter()
+            .find(|&&a| deps.kind(a, b) != DepKind::None)
+            .and_then(|&a| deps.get(a, b));
+        let prev = m[j - 1];
+        let (kind, reason) = if let Some(d) = find(seg, DepKind::Grid) {
+            (DepKind::Grid, explain(Some(d)))
+        } else if let Some(d) = find(region, DepKind::Workgroup) {
+            if res[prev].grid == res[b].grid {
+                (DepKind::Workgroup, explain(Some(d)))
+            } else {
+                (
+                    DepKind::Grid,
+                    format!(
+                        "{} (a workgroup barrier, but between steps {prev} and {b} of different grids, which fused emission separates by a grid barrier)",
+                        explain(Some(d))
+                    ),
+                )
+            }
+        } else if let Some(d) = any_in_wave {
+            (DepKind::Invocation, explain(Some(d)))
+        } else {
+            if let Some(w) = waves.last_mut() {
+                w.push(b);
+            }
+            continue;
+        };
+        match kind {
+            DepKind::Grid => (seg, region) = (j, j),
+            DepKind::Workgroup => region = j,
+            _ => {}
+        }
+        wave = j;
+        barriers.push(Separation {
+            after_step: prev,
+            kind,
+            reason,
+        });
+        waves.push(vec![b]);
+    }
+
+    let parts: Vec<StepRes> = m.iter().map(|&s| res[s]).collect();
+    let f = fused(caps, &parts);
+    let has_grid = barriers.iter().any(|b| b.kind == DepKind::Grid);
+    Group {
+        kind: if has_grid {
+            GroupKind::Megakernel
+        } else {
+            GroupKind::Launch
+        },
+        steps: m.to_vec(),
+        waves,
+        barriers,
+        workgroup_size: parts[0].wg,
+        step_grids: parts.iter().map(|p| p.grid).collect(),
+        registers: f.regs,
+        shared_bytes: f.smem,
+        coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),
+        occupancy_pct: f.occupancy_pct,
+    }
+}
+
+fn explain(d: Option<&Dependence>) -> String {
+    match d {
+        Some(d) => format!("step {} after step {}: {}", d.to, d.from, d.reason),
+        None => "ordering across waves".to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,64 @@
+//! The code view sub-state: the IR and PTX panes, the emission they show, the search, and
+//! the options it was emitted for (workgroup override, target sm) with the kernel resources
+//! measured so far.
+
+use std::collections::HashMap;
+
+use crate::occupancy::KernelResources;
+use crate::tui::analysis::{Emission, Resources};
+use crate::tui::worker::ResKey;
+
+use super::{Focus, PaneState};
+
+/// Code panes and emission options.
+#[derive(Debug)]
+pub struct CodeView {
+    /// Emission for the current options (None while the worker emits).
+    pub emission: Option<Emission>,
+    /// Bumped on every new emission request; highlight cache key and stale-result filter.
+    pub generation: u64,
+    /// IR pane.
+    pub ir: PaneState,
+    /// PTX pane.
+    pub ptx: PaneState,
+    /// Active search text (applies to the pane it was typed in).
+    pub search: Option<(Focus, String)>,
+    /// Workgroup override (None: the program's own).
+    pub workgroup: Option<[u32; 3]>,
+    /// Target sm.
+    pub sm: u32,
+    /// True once the user chose the target sm (`--sm` or `T`): a later live probe then
+    /// leaves it alone instead of switching to the device's own sm.
+    pub sm_pinned: bool,
+    /// Kernel resources measured so far (tuning back and forth reuses them).
+    pub resources: HashMap<ResKey, Resources>,
+    /// Resources to assume for every kernel instead of measuring (tests, `--regs`).
+    pub fixed_resources: Option<KernelResources>,
+}
+
+impl Default for CodeView {
+    fn default() -> Self {
+        CodeView {
+            emission: None,
+            generation: 0,
+            ir: PaneState::default(),
+            ptx: PaneState::default(),
+            search: None,
+            workgroup: None,
+            sm: 90,
+            sm_pinned: false,
+            resources: HashMap::new(),
+            fixed_resources: None,
+        }
+    }
+}
+
+impl CodeView {
+    /// A freshly opened program: panes at the top, no search, the program's own workgroup.
+    pub fn reset_for_new_program(&mut self) {
+        self.workgroup = None;
+        self.ir = PaneState::default();
+        self.ptx = PaneState::default();
+        self.search = None;
+    }
+}

@@ -1,0 +1,416 @@
+//! The inspector's GPU seam: the [`Gpu`] trait (probe, live kernel resources, dispatch with
+//! verification, tune sweeps, cache statistics, telemetry), its real implementation
+//! [`WorkerGpu`] over the runtime's GPU worker process, and the view models the panels show
+//! (plain rows and numbers), plus the offline device profiles (`occupancy`). Wiring a newer
+//! runtime API changes this file only; tests drive the inspector with a fake [`Gpu`].
+//!
+//! When the runtime is absent (not in this build, or no CUDA driver on this machine) every
+//! method returns `Err(reason)`: one line the panels show as is.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::emit::{ptxas, EmitOptions, EmittedKernel};
+use crate::ir::Program;
+use crate::occupancy::{profiles, DeviceCaps, KernelResources};
+use crate::runtime::execute::RunRequest;
+use crate::runtime::{parity, GpuWorker, SweepRequest};
+
+use super::analysis::Resources;
+
+/// Why the live panels are empty before the first probe.
+pub const NO_RUNTIME: &str = "no dispatch yet - press r to run on the GPU";
+
+/// Per-launch timeout of inspector dispatches and tune candidates: a kernel stuck in a loop
+/// becomes a timeout error instead of a frozen Run tab.
+pub const KERNEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything the inspector asks of a GPU. The shell owns one instance (the worker thread,
+/// or a headless replay) and runs jobs against it; `update` never sees it.
+pub trait Gpu: Send {
+    /// Probes the live device.
+    fn probe(&mut self) -> Result<DeviceCaps, String>;
+    /// Resources of `kernel` from the live driver; `None` when no device was probed (the
+    /// caller then asks `ptxas`).
+    fn live_resources(&mut self, kernel: &EmittedKernel)
+        -> Option<Result<KernelResources, String>>;
+    /// Emits `program` for `opts`' target sm and workgroup, dispatches it and verifies it
+    /// against the reference interpreter; `base_dir` resolves `file` inputs.
+    fn dispatch(
+        &mut self,
+        program: &Program,
+        base_dir: &Path,
+        opts: &EmitOptions,
+    ) -> Result<RunRecord, String>;
+    /// Times every workgroup-size candidate for `opts`' target sm; `progress(done, total)`
+    /// is called after each.
+    fn tune(
+        &mut self,
+        program: &Program,
+        base_dir: &Path,
+        opts: &EmitOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<TuneRow>, String>;
+    /// PTX and module cache statistics.
+    fn cache_stats(&mut self) -> Result<Counters, String>;
+    /// Runtime telemetry counters.
+    fn telemetry(&mut self) -> Result<Counters, String>;
+}
+
+/// The real [`Gpu`]: all live work goes to a GPU worker process, so a kernel fault ends that
+/// process only and the next request starts a fresh one (the inspector can always dispatch
+/// again).
+#[derive(Default)]
+pub struct WorkerGpu {
+    worker: GpuWorker,
+}
+
+impl WorkerGpu {
+    /// A client; no worker process starts until the first request.
+    pub fn new() -> Self {
+        WorkerGpu {
+            worker: GpuWorker::new(),
+        }
+    }
+}
+
+/// Kernel resources of `kernel`: from the live driver when `gpu` has probed a device (and
+/// the PTX loads for it), else from `ptxas -v` for `sm`.
+pub fn kernel_resources(gpu: &mut dyn Gpu, kernel: &EmittedKernel, sm: u32) -> Resources {
+    let mut why = String::from("no GPU probed");
+    match gpu.live_resources(kernel) {
+        Some(Ok(r)) => return Ok((r, "live driver".into())),
+        Some(Err(e)) => why = format!("live driver: {}", e.lines().next().unwrap_or("")),
+        None => {}
+    }
+    match ptxas::offline_resources(&kernel.ptx, sm) {
+        Ok(o) => Ok((
+            crate::diagnostics::compile::resources_from_ptxas(&o),
+            format!("ptxas -v for {}", o.arch),
+        )),
+        Err(ptxas::PtxasError::NotFound) => Err(format!(
+            "kernel resources unknown: {why} and ptxas not found - run on a GPU machine, or export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)"
+        )),
+        Err(e) => Err(format!("kernel resources unknown: {why}; {}", e.to_string().lines().next().unwrap_or(""))),
+    }
+}
+
+/// Result of verifying a GPU dispatch against the reference interpreter.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Parity {
+    /// True when every element matched (within the documented ULP bound).
+    pub ok: bool,
+    /// Elements that differ.
+    pub mismatches: u64,
+    /// First mismatches, as `buffer[index]: gpu=.. ref=..`.
+    pub first: Vec<String>,
+}
+
+/// One dispatch, as the Run tab lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// Program name.
+    pub program: String,
+    /// Workgroups.
+    pub grid: [u32; 3],
+    /// Threads per workgroup.
+    pub workgroup: [u32; 3],
+    /// Target sm the PTX was emitted for (the one chosen with `T`).
+    pub sm: u32,
+    /// Kernel time from CUDA events (median over the launches).
+    pub device_ms: f64,
+    /// JIT time (0 when the module came from the cache).
+    pub jit_ms: f64,
+    /// Verification against the reference interpreter.
+    pub parity: Option<Parity>,
+}
+
+/// One tune candidate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TuneRow {
+    /// Workgroup size tried.
+    pub workgroup: [u32; 3],
+    /// Median device time; `None` when it could not launch.
+    pub median_ms: Option<f64>,
+    /// Estimated occupancy.
+    pub occupancy_pct: Option<f64>,
+    /// Speedup against the program's default size.
+    pub speedup: Option<f64>,
+    /// Why it could not launch, "mismatch", "best" or empty.
+    pub note: String,
+}
+
+/// Named counters (cache statistics, telemetry), in display order.
+pub type Counters = Vec<(String, String)>;
+
+fn parity_of(rep: &parity::ParityReport) -> Parity {
+    Parity {
+        ok: rep.passed,
+        mismatches: rep.mismatches,
+        first: rep
+            .first
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}[{}]: gpu={} ref={}",
+                    m.buffer, m.index, m.gpu, m.reference
+                )
+            })
+            .collect(),
+    }
+}
+
+/// Candidate workgroups of a tune sweep: powers of two and multiples of 128 from 32 up to
+/// the device limit, keeping the program's y and z.
+pub fn candidates(program: &Program, max_threads: u32) -> Vec<[u32; 3]> {
+    let [_, y, z] = program.workgroup_size;
+    let yz = (y * z).max(1);
+    let mut xs: Vec<u32> = vec![32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 896, 1024];
+    xs.retain(|x| x * yz <= max_threads.max(32));
+    if !xs.contains(&program.workgroup_size[0]) && program.workgroup_size[0] * yz <= max_threads {
+        xs.push(program.workgroup_size[0]);
+        xs.sort_unstable();
+    }
+    xs.into_iter().map(|x| [x, y, z]).collect()
+}
+
+/// Turns the worker's sweep outcomes into table rows: speedups against the program's own
+/// workgroup size, and the fastest verified candidate marked "best".
+fn tune_rows(program: &Program, rows: Vec<TuneRow>) -> Vec<TuneRow> {
+    let mut rows = rows;
+    let base = rows
+        .iter()
+        .find(|r| r.workgroup == program.workgroup_size && r.note.is_empty())
+        .and_then(|r| r.median_ms);
+    for r in &mut rows {
+        r.speedup = match (base, r.median_ms) {
+            (Some(b), Some(m)) if m > 0.0 && r.note.is_empty() => Some(b / m),
+            _ => None,
+        };
+    }
+    let best = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.note.is_empty())
+        .filter_map(|(i, r)| r.median_ms.map(|m| (i, m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i);
+    if let Some(i) = best {
+        rows[i].note = "best".into();
+    }
+    rows
+}
+
+impl Gpu for WorkerGpu {
+    fn probe(&mut self) -> Result<DeviceCaps, String> {
+        self.worker.probe().map_err(|e| e.to_string())
+    }
+
+    fn live_resources(
+        &mut self,
+        kernel: &EmittedKernel,
+    ) -> Option<Result<KernelResources, String>> {
+        self.worker.caps()?;
+        Some(
+            self.worker
+                .kernel_resources(&kernel.ptx, &kernel.kernel_name)
+                .map(|info| info.resources)
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    /// 5 launches with a [`KERNEL_TIMEOUT`] each, in the GPU worker. A target sm newer than
+    /// the device's is refused with the device's sm in the message.
+    fn dispatch(
+        &mut self,
+        program: &Program,
+        base_dir: &Path,
+        opts: &EmitOptions,
+    ) -> Result<RunRecord, String> {
+        let req = RunRequest {
+            workgroup: Some(opts.workgroup_size),
+            sm: Some(opts.sm),
+            repeat: 5,
+            verify: true,
+            timeout: Some(KERNEL_TIMEOUT),
+            ..RunRequest::default()
+        };
+        let run = self
+            .worker
+            .run_program(program, base_dir, &req)
+            .map_err(|e| e.to_string())?;
+        Ok(RunRecord {
+            program: run.program,
+            grid: run.shape.grid,
+            workgroup: run.shape.workgroup_size,
+            sm: run.sm,
+            device_ms: run.dispatch.device_ms.as_ref().map_or(0.0, |d| d.median_ms),
+            jit_ms: if run.info.cached {
+                0.0
+            } else {
+                run.info.jit_ms
+            },
+            parity: run.parity.as_ref().map(parity_of),
+        })
+    }
+
+    /// Each candidate verified, 10 timed launches, in the GPU worker.
+    fn tune(
+        &mut self,
+        program: &Program,
+        base_dir: &Path,
+        opts: &EmitOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<TuneRow>, String> {
+        let caps = self.worker.probe().map_err(|e| e.to_string())?;
+        let req = SweepRequest {
+            sm: Some(opts.sm),
+            candidates: candidates(program, caps.max_threads_per_block),
+            repeat: 10,
+            timeout: Some(KERNEL_TIMEOUT),
+        };
+        let outcomes = self
+            .worker
+            .tune_program(program, base_dir, &req, &mut |p| {
+                if p.total > 0 && !p.device && p.done > 0 {
+                    progress(p.done as usize, p.total as usize);
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        let rows = outcomes
+            .into_iter()
+            .map(|o| match o.result {
+                Ok(p) => TuneRow {
+                    workgroup: o.workgroup,
+                    median_ms: p.median_ms,
+                    occupancy_pct: Some(p.occupancy_pct),
+                    speedup: None,
+                    note: if p.parity_ok {
+                        String::new()
+                    } else {
+                        "mismatch".into()
+                    },
+                },
+                Err(e) => TuneRow {
+                    workgroup: o.workgroup,
+                    median_ms: None,
+                    occupancy_pct: None,
+                    speedup: None,
+                    note: e,
+                },
+            })
+            .collect();
+        Ok(tune_rows(program, rows))
+    }
+
+    fn cache_stats(&mut self) -> Result<Counters, String> {
+        let s = self.worker.stats().map_err(|e| e.to_string())?;
+        Ok(counters_of(&s.cache))
+    }
+
+    /// Plus which worker process it is and how many were started (each sticky fault
+    /// replaces the worker).
+    fn telemetry(&mut self) -> Result<Counters, String> {
+        let w = &mut self.worker;
+        let s = w.stats().map_err(|e| e.to_string())?;
+        let mut rows = counters_of(&s.telemetry);
+        rows.push((
+            "worker.pid".into(),
+            w.pid().map_or_else(|| "-".into(), |p| p.to_string()),
+        ));
+        rows.push((
+            "worker.processes_started".into(),
+            w.workers_started().to_string(),
+        ));
+        if let Some(end) = w.last_end() {
+            rows.push((
+                "worker.previous".into(),
+                format!("pid {} {}", end.pid, end.why),
+            ));
+        }
+        Ok(rows)
+    }
+}
+
+/// Bundled device profiles (name, caps) for `d`, in display order.
+pub fn device_profiles() -> Vec<(String, DeviceCaps)> {
+    profiles::names()
+        .into_iter()
+        .filter_map(|n| {
+            profiles::bundled(n)
+                .and_then(Result::ok)
+                .map(|c| (n.to_string(), c))
+        })
+        .collect()
+}
+
+/// Index of the default offline profile in [`device_profiles`].
+pub fn default_profile(list: &[(String, DeviceCaps)]) -> usize {
+    list.iter()
+        .position(|(n, _)| n == profiles::DEFAULT_PROFILE)
+        .unwrap_or(0)
+}
+
+/// Loads a device profile from a JSON file (`--device FILE`).
+pub fn load_device_file(path: &Path) -> Result<DeviceCaps, String> {
+    profiles::load(&path.display().to_string()).map_err(|e| e.to_string())
+}
+
+/// Flattens any serializable statistics struct into display rows (`a.b = 3`), so the panels
+/// follow whatever fields the runtime reports.
+pub fn counters_of<T: Serialize>(value: &T) -> Counters {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Counters) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, v, out);
+                }
+            }
+            serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+            other => out.push((prefix.to_string(), other.to_string())),
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::to_value(value) {
+        walk("", &v, &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_flatten_nested_objects_in_order() {
+        #[derive(Serialize)]
+        struct Inner {
+            hits: u32,
+            bytes: u64,
+        }
+        #[derive(Serialize)]
+        struct Outer {
+            ptx: Inner,
+            name: &'static str,
+        }
+        let rows = counters_of(&Outer {
+            ptx: Inner {
+                hits: 3,
+                bytes: 4096,
+            },
+            name: "x",
+        });
+        let keys: Vec<_> = rows.iter().map(|r| r.0.as_str()).collect();
+        assert!(
+            keys.contains(&"ptx.hits") && keys.contains(&"ptx.bytes") && keys.contains(&"name")
+        );
+        assert!(rows.contains(&("ptx.bytes".into(), "4096".into())));
+    }
+}

@@ -1,0 +1,272 @@
+//! Navigation: cursors and scrolling of every pane, the IR <-> PTX correlation, block
+//! jumps, search, and the mouse.
+
+use ratatui::layout::Position;
+
+use crate::tui::action::Cmd;
+use crate::tui::app::{App, Focus};
+use crate::tui::layout::{areas, Areas};
+use crate::tui::views::tab_rows::{self, RowList};
+use crate::tui::views::tabs;
+
+use super::program;
+
+fn layout(app: &App) -> Areas {
+    areas(app.screen.size.0, app.screen.size.1, app)
+}
+
+/// Lines a page moves in pane `f`: its height, or in the detail panel the height of the
+/// list that holds the cursor.
+pub(super) fn page(app: &App, f: Focus) -> usize {
+    if f == Focus::Detail {
+        let cur = app.detail.pane.cursor;
+        if let Some(l) = tab_rows::current(app).iter().find(|l| l.holds(cur)) {
+            return l.page();
+        }
+    }
+    layout(app).page(f)
+}
+
+/// Moves the focused pane's cursor by `delta` lines (clamped), then syncs the other pane.
+pub(super) fn move_cursor(app: &mut App, delta: isize) {
+    let f = app.screen.focus;
+    set_cursor(app, f, app.pane(f).cursor as isize + delta);
+}
+
+/// Puts pane `f`'s cursor on `line` (clamped), keeps it visible and syncs the other pane.
+pub(super) fn set_cursor(app: &mut App, f: Focus, line: isize) {
+    let len = app.pane_len(f);
+    let cur = line.clamp(0, len.saturating_sub(1) as isize) as usize;
+    app.pane_mut(f).cursor = cur;
+    keep_visible(app, f);
+    match f {
+        Focus::Ir => sync_from_ir(app),
+        Focus::Ptx => sync_from_ptx(app),
+        _ => {}
+    }
+}
+
+/// Scrolls pane `f` just enough to show its cursor.
+pub(super) fn keep_visible(app: &mut App, f: Focus) {
+    if f == Focus::Detail {
+        return keep_detail_visible(app);
+    }
+    let page = layout(app).page(f);
+    let len = app.pane_len(f);
+    let p = app.pane_mut(f);
+    p.cursor = p.cursor.min(len.saturating_sub(1));
+    if p.cursor < p.scroll {
+        p.scroll = p.cursor;
+    } else if p.cursor >= p.scroll + page {
+        p.scroll = p.cursor + 1 - page;
+    }
+    p.scroll = p.scroll.min(len.saturating_sub(page));
+}
+
+/// Clamps the detail cursor to the active tab's rows and scrolls the list that holds it just
+/// enough to show it (a text list scrolls to it); the other lists keep their offsets,
+/// clamped to their rows.
+fn keep_detail_visible(app: &mut App) {
+    let lists = tab_rows::current(app);
+    let total: usize = lists.iter().map(RowList::positions).sum();
+    app.detail.pane.cursor = app.detail.pane.cursor.min(total.saturating_sub(1));
+    let cur = app.detail.pane.cursor;
+    for l in &lists {
+        let page = l.page();
+        let max = l.max_scroll();
+        let s = l.offset.get_mut(app);
+        if l.holds(cur) {
+            let row = cur - l.first;
+            if !l.select || row < *s {
+                *s = row;
+            } else if row >= *s + page {
+                *s = row + 1 - page;
+            }
+        }
+        *s = (*s).min(max);
+    }
+}
+
+/// Scrolls pane `f` so lines `first..=last` are in view, preferring a third from the top
+/// when they are not (the eye finds them where it expects).
+fn reveal(app: &mut App, f: Focus, first: usize, last: usize) {
+    let page = layout(app).page(f);
+    let len = app.pane_len(f);
+    let p = app.pane_mut(f);
+    if first < p.scroll || last >= p.scroll + page {
+        p.scroll = if last - first + 1 >= page {
+            first
+        } else {
+            first.saturating_sub(page / 3)
+        };
+        p.scroll = p.scroll.min(len.saturating_sub(page));
+    }
+}
+
+/// IR cursor moved: the PTX cursor goes to the first line of the node's PTX and the pane
+/// scrolls to show its lines.
+pub fn sync_from_ir(app: &mut App) {
+    let Some(node) = app.ir_node().map(str::to_string) else {
+        return;
+    };
+    let Some(view) = app.ptx_view().cloned() else {
+        return;
+    };
+    let ranges = view.corr.lines_of(&node);
+    let (Some(first), Some(last)) = (
+        ranges.iter().map(|r| r[0] as usize).min(),
+        ranges.iter().map(|r| r[1] as usize).max(),
+    ) else {
+        return;
+    };
+    let (first, last) = (
+        first.saturating_sub(1),
+        last.saturating_sub(1).min(view.len().saturating_sub(1)),
+    );
+    app.code.ptx.cursor = first;
+    reveal(app, Focus::Ptx, first, last.max(first));
+}
+
+/// PTX cursor moved: the IR cursor goes to the statement that produced the line.
+pub fn sync_from_ptx(app: &mut App) {
+    let Some(node) = app.ptx_node().map(str::to_string) else {
+        return;
+    };
+    let Some(line) = app.programs.doc.as_ref().and_then(|d| d.ir_line_of(&node)) else {
+        return;
+    };
+    app.code.ir.cursor = line;
+    reveal(app, Focus::Ir, line, line);
+}
+
+pub(super) fn jump_block(app: &mut App, forward: bool) {
+    let f = app.screen.focus;
+    let len = app.pane_len(f);
+    let cur = app.pane(f).cursor;
+    let key = |app: &App, i: usize| -> Option<String> {
+        match f {
+            Focus::Ir => {
+                let node = app.programs.doc.as_ref()?.ir.get(i)?.node.clone()?;
+                let has = app
+                    .ptx_view()
+                    .is_some_and(|v| !v.corr.lines_of(&node).is_empty());
+                has.then_some(node.to_string())
+            }
+            Focus::Ptx => app.ptx_view()?.corr.node_at(i).map(str::to_string),
+            _ => None,
+        }
+    };
+    if !matches!(f, Focus::Ir | Focus::Ptx) || len == 0 {
+        return;
+    }
+    let here = key(app, cur);
+    let mut i = cur;
+    loop {
+        if forward {
+            if i + 1 >= len {
+                return app.screen.info("no further correlated block");
+            }
+            i += 1;
+        } else {
+            if i == 0 {
+                return app.screen.info("no earlier correlated block");
+            }
+            i -= 1;
+        }
+        let k = key(app, i);
+        if k.is_some() && k != here {
+            // Backwards, land on the first line of that block.
+            if !forward {
+                while i > 0 && key(app, i - 1) == k {
+                    i -= 1;
+                }
+            }
+            return set_cursor(app, f, i as isize);
+        }
+    }
+}
+
+fn smart_match(hay: &str, needle: &str) -> bool {
+    if needle.chars().any(char::is_uppercase) {
+        hay.contains(needle)
+    } else {
+        hay.to_lowercase().contains(needle)
+    }
+}
+
+/// Moves to the next (or previous) match; `inclusive` also accepts the cursor line.
+pub(super) fn search_step(app: &mut App, forward: bool, inclusive: bool) {
+    let Some((f, q)) = app.code.search.clone() else {
+        return app.screen.info("no search: press / first");
+    };
+    let len = app.pane_len(f);
+    if len == 0 {
+        return;
+    }
+    let cur = app.pane(f).cursor;
+    for k in 0..len {
+        let step = if inclusive { k } else { k + 1 };
+        let i = if forward {
+            (cur + step) % len
+        } else {
+            (cur + len * 2 - step) % len
+        };
+        if app.pane_line(f, i).is_some_and(|l| smart_match(l, &q)) {
+            app.screen.focus = f;
+            if (forward && i < cur) || (!forward && i > cur) {
+                app.screen.info(format!("search wrapped: {q}"));
+            }
+            return set_cursor(app, f, i as isize);
+        }
+    }
+    app.screen.error(format!("not found: {q}"));
+}
+
+pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
+    if app.overlay.open.is_some() {
+        app.overlay.open = None;
+        return;
+    }
+    let a = layout(app);
+    let Some(f) = a.hit(x, y) else { return };
+    app.screen.focus = f;
+    let r = a.of(f);
+    if f == Focus::Detail {
+        if y == r.y + 1 {
+            if let Some(i) = tabs::tab_at(r, x) {
+                app.detail.switch(i);
+            }
+            return;
+        }
+        // A click on a list's row selects it (headers and text are not rows).
+        let hit = tab_rows::current(app).into_iter().find_map(|l| {
+            let rows = l.rows();
+            if !l.select || !rows.contains(Position::new(x, y)) {
+                return None;
+            }
+            let row = l.scroll(app) + usize::from(y - rows.y);
+            (row < l.len).then_some(l.first + row)
+        });
+        if let Some(i) = hit {
+            set_cursor(app, f, i as isize);
+        }
+        return;
+    }
+    if y > r.y && y + 1 < r.y + r.height {
+        let line = app.pane(f).scroll + (y - r.y - 1) as usize;
+        if line < app.pane_len(f) {
+            set_cursor(app, f, line as isize);
+            if f == Focus::List {
+                program::open_selected(app, out);
+            }
+        }
+    }
+}
+
+pub(super) fn wheel(app: &mut App, x: u16, y: u16, delta: i32) {
+    let Some(f) = layout(app).hit(x, y) else {
+        return;
+    };
+    app.screen.focus = f;
+    move_cursor(app, delta as isize * 3);
+}

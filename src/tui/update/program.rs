@@ -1,0 +1,292 @@
+//! The open program and its emission: opening and reloading, prompts' results, workgroup,
+//! target sm and device changes, re-emission and re-estimation, GPU jobs, export.
+
+use crate::tui::action::Cmd;
+use crate::tui::analysis::{analyze, estimate_into, INLINE_EMIT_MAX_STMTS};
+use crate::tui::app::programs::Loaded;
+use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
+use crate::tui::export;
+use crate::tui::worker::{Job, ResKey};
+
+use super::nav;
+
+pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: &mut Vec<Cmd>) {
+    match kind {
+        PromptKind::Search => {
+            if text.is_empty() {
+                app.code.search = None;
+                return;
+            }
+            let f = if matches!(app.screen.focus, Focus::Ir | Focus::Ptx) {
+                app.screen.focus
+            } else {
+                Focus::Ptx
+            };
+            app.code.search = Some((f, text));
+            nav::search_step(app, true, true);
+        }
+        PromptKind::Workgroup => match crate::shape::parse_workgroup(&text) {
+            Ok(wg) => set_workgroup(app, wg, out),
+            Err(e) => app.screen.error(e),
+        },
+        PromptKind::Open => {
+            let path = std::path::PathBuf::from(&text);
+            if !path.exists() {
+                return app
+                    .screen
+                    .error(format!("{text}: no such file or directory"));
+            }
+            let new = expand_paths(&[path]);
+            if new.is_empty() {
+                return app.screen.error(format!("{text}: no *.json files there"));
+            }
+            app.programs.list.cursor = app.programs.add(new);
+            nav::keep_visible(app, Focus::List);
+            open_selected(app, out);
+        }
+        PromptKind::ExportPath => export_view(app, Some(std::path::PathBuf::from(text))),
+    }
+}
+
+fn max_threads(app: &App) -> u32 {
+    app.jobs
+        .devices
+        .current()
+        .map_or(1024, |d| d.max_threads_per_block.max(1))
+}
+
+pub(super) fn tune_x(app: &mut App, f: impl Fn(u32) -> u32, out: &mut Vec<Cmd>) {
+    let [x, y, z] = app.workgroup();
+    let limit = (max_threads(app) / (y * z).max(1)).max(1);
+    let nx = f(x).clamp(1, limit);
+    if nx == x {
+        return app.screen.info(format!(
+            "workgroup x stays {x} (limit {limit} threads along x)"
+        ));
+    }
+    set_workgroup(app, [nx, y, z], out);
+}
+
+pub(super) fn set_workgroup(app: &mut App, wg: [u32; 3], out: &mut Vec<Cmd>) {
+    let threads = wg.iter().map(|v| *v as u64).product::<u64>();
+    let max = max_threads(app) as u64;
+    if threads > max {
+        return app.screen.error(format!(
+            "workgroup {wg:?} has {threads} threads; the device allows {max} per block"
+        ));
+    }
+    app.code.workgroup = Some(wg);
+    app.screen.info(format!(
+        "workgroup {},{},{} ({threads} threads)",
+        wg[0], wg[1], wg[2]
+    ));
+    reanalyze(app, out);
+}
+
+pub(super) fn cycle_device(app: &mut App, out: &mut Vec<Cmd>) {
+    let n = app.jobs.devices.profiles.len();
+    if n == 0 {
+        return app
+            .screen
+            .error("no device profiles in this build; start with --device FILE");
+    }
+    if app.jobs.devices.live.is_some() {
+        // A live device shadows profiles; `d` then switches to offline estimates.
+        app.jobs.devices.live = None;
+        app.jobs.devices.live_error = "offline by choice (d)".into();
+        app.jobs.devices.profile = 0;
+    } else {
+        app.jobs.devices.profile = (app.jobs.devices.profile + 1) % n;
+    }
+    if let Some(d) = app.jobs.devices.current() {
+        app.code.sm = d.cc_major * 10 + d.cc_minor;
+        if !SM_TARGETS.contains(&app.code.sm) {
+            app.code.sm = *SM_TARGETS
+                .iter()
+                .rev()
+                .find(|s| **s <= app.code.sm)
+                .unwrap_or(&90);
+        }
+    }
+    let label = app.jobs.devices.label();
+    app.screen.info(format!("device: {label}"));
+    reanalyze(app, out);
+}
+
+pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
+    let Some(doc) = app.programs.doc.as_ref() else {
+        return app.screen.error("no program open");
+    };
+    if doc.has_errors() {
+        return app
+            .screen
+            .error("the program has validation errors (see Diagnostics)");
+    }
+    let (program, base_dir, opts) = (doc.program.clone(), doc.base_dir(), app.emit_options());
+    // Re-running from the Run tab keeps its cursor and scroll offsets.
+    if app.detail.tab != Tab::Run {
+        app.detail.switch(Tab::Run.index());
+    }
+    let job = if tune {
+        Job::Tune {
+            program,
+            base_dir,
+            opts,
+        }
+    } else {
+        Job::Dispatch {
+            program,
+            base_dir,
+            opts,
+        }
+    };
+    out.push(app.jobs.queue(job));
+}
+
+/// Re-emits, re-maps and re-estimates for the current options: inline for small programs
+/// (the result is visible at once), on the worker for large ones.
+pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
+    app.code.generation += 1;
+    let Some(doc) = app.programs.doc.as_ref() else {
+        app.code.emission = None;
+        return;
+    };
+    let opts = app.emit_options();
+    if doc.stmt_count <= INLINE_EMIT_MAX_STMTS {
+        app.code.emission = Some(analyze(&doc.program, &opts));
+        after_emission(app, out);
+    } else {
+        app.code.emission = None;
+        let job = Job::Analyze {
+            generation: app.code.generation,
+            program: doc.program.clone(),
+            opts,
+        };
+        out.push(app.jobs.queue(job));
+    }
+}
+
+/// Re-estimates occupancy and diagnostics for the current device and the kernel's
+/// resources; asks the worker to measure the resources when they are not known yet.
+pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
+    let (Some(doc), Some(em)) = (app.programs.doc.as_ref(), app.code.emission.as_ref()) else {
+        return;
+    };
+    let key: ResKey = (doc.id, em.opts.clone());
+    let program = doc.program.clone();
+    let ptx = em.ptx.clone();
+    let res = match (&app.code.fixed_resources, app.code.resources.get(&key)) {
+        (Some(r), _) => Some(Ok((r.clone(), "given resources".to_string()))),
+        (None, Some(r)) => Some(r.clone()),
+        (None, None) => None,
+    };
+    if res.is_none() {
+        if let Ok(ptx) = ptx {
+            let job = Job::Resources {
+                key: key.clone(),
+                ptx,
+            };
+            // Mark as requested so a burst of redraws does not queue it twice.
+            app.code.resources.insert(
+                key,
+                Err("measuring kernel resources (live driver or ptxas)...".into()),
+            );
+            out.push(app.jobs.queue(job));
+        }
+    }
+    let device = app.jobs.devices.current().cloned();
+    if let Some(em) = app.code.emission.as_mut() {
+        estimate_into(em, &program, device.as_ref(), res.as_ref());
+    }
+}
+
+pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
+    refresh_estimate(app, out);
+    nav::keep_visible(app, Focus::Ptx);
+    nav::keep_visible(app, Focus::Detail);
+    if app.screen.focus == Focus::Ptx {
+        nav::sync_from_ptx(app);
+    } else {
+        nav::sync_from_ir(app);
+    }
+}
+
+/// Opens the program under the list cursor (resets the code panes).
+pub(super) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
+    if app.programs.open_selected() == Loaded::Nothing {
+        return;
+    }
+    app.code.reset_for_new_program();
+    app.detail.pane = Default::default();
+    // Start on the first statement, so the PTX correlation shows from the first frame.
+    app.code.ir.cursor = app
+        .programs
+        .doc
+        .as_ref()
+        .and_then(|d| d.ir.iter().position(|l| l.node.is_some()))
+        .unwrap_or(0);
+    reanalyze(app, out);
+    nav::keep_visible(app, Focus::Ir);
+}
+
+/// Reloads the open program from disk keeping cursors, tab and tuning.
+pub(super) fn reload(app: &mut App, from_watch: bool, out: &mut Vec<Cmd>) {
+    match app.programs.reload() {
+        Loaded::Nothing => app.screen.error("no program open"),
+        Loaded::Ok => {
+            let (ir, ptx) = (app.code.ir, app.code.ptx);
+            reanalyze(app, out);
+            // Keep the reader's place: same lines, clamped to the new lengths.
+            app.code.ir = ir;
+            app.code.ptx = ptx;
+            for f in [Focus::Ir, Focus::Ptx] {
+                nav::keep_visible(app, f);
+            }
+            let what = if from_watch {
+                "changed on disk, reloaded"
+            } else {
+                "reloaded"
+            };
+            let path = app.programs.current_path().cloned().unwrap_or_default();
+            app.screen.info(format!("{what} {}", path.display()));
+        }
+        // Keep showing the last good version; the error says what to fix.
+        Loaded::Failed(e) => app
+            .screen
+            .error(e.lines().next().unwrap_or("reload failed").to_string()),
+    }
+}
+
+pub(super) fn enter(app: &mut App, out: &mut Vec<Cmd>) {
+    match app.screen.focus {
+        Focus::List => open_selected(app, out),
+        Focus::Detail if app.detail.tab == Tab::Diagnostics => {
+            let node = app
+                .diagnostics()
+                .get(app.detail.pane.cursor)
+                .and_then(|d| d.node.clone());
+            let line = node
+                .as_deref()
+                .and_then(|n| app.programs.doc.as_ref()?.ir_line_of(n));
+            match (node, line) {
+                (Some(_), Some(l)) => {
+                    app.screen.focus = Focus::Ir;
+                    app.screen.restore();
+                    nav::set_cursor(app, Focus::Ir, l as isize);
+                }
+                (Some(n), None) => app.screen.error(format!("node {n} is not in the IR text")),
+                (None, _) => app
+                    .screen
+                    .info("this diagnostic is about the whole program"),
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn export_view(app: &mut App, to: Option<std::path::PathBuf>) {
+    match export::export(app, to) {
+        Ok(p) => app.screen.info(format!("exported {}", p.display())),
+        Err(e) => app.screen.error(e.to_string()),
+    }
+}

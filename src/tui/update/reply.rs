@@ -1,0 +1,80 @@
+//! Worker replies: emission and resource results, the device probe, dispatches and tune
+//! sweeps land in the state here.
+
+use crate::tui::action::Cmd;
+use crate::tui::app::{App, Focus, Tab};
+use crate::tui::worker::Reply;
+
+use super::{nav, program};
+
+/// Applies worker reply `r`; a final reply (not progress, which
+/// [`crate::tui::app::Jobs::update`] took) counts one job as done.
+pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
+    match r {
+        Reply::Started(..) | Reply::Progress(..) => return,
+        Reply::Analyzed(generation, e) => {
+            if generation == app.code.generation {
+                app.code.emission = Some(*e);
+                program::after_emission(app, out);
+            }
+        }
+        Reply::Resources(key, r) => {
+            app.code.resources.insert(key, r);
+            program::refresh_estimate(app, out);
+        }
+        Reply::Probed(Ok(caps)) => {
+            app.screen.info(format!("live device: {}", caps.name));
+            if !app.code.sm_pinned {
+                app.code.sm = (caps.cc_major * 10 + caps.cc_minor).min(90);
+            }
+            app.jobs.devices.live = Some(caps);
+            program::reanalyze(app, out);
+        }
+        Reply::Probed(Err(e)) => {
+            // The live tabs say why they are empty: the probe's own one-line reason.
+            let first = e.lines().next().unwrap_or("").to_string();
+            app.jobs.session.cache = Err(format!("{first} - press r on a machine with a GPU"));
+            app.jobs.session.telemetry = app.jobs.session.cache.clone();
+            app.jobs.devices.live_error = e;
+        }
+        Reply::Dispatched(r, stats) => {
+            match r {
+                Ok(run) => {
+                    let ok = run.parity.as_ref().is_none_or(|p| p.ok);
+                    app.screen.info(format!(
+                        "dispatched: {:.3} ms, parity {}",
+                        run.device_ms,
+                        if ok { "ok" } else { "FAILED" }
+                    ));
+                    app.jobs.session.runs.push(run);
+                    app.jobs.session.run_error = None;
+                    if app.detail.tab == Tab::Run {
+                        // Select the new dispatch (the history's rows come first).
+                        app.detail.pane.cursor = app.jobs.session.runs.len() - 1;
+                    }
+                }
+                Err(e) => {
+                    app.screen
+                        .error(e.lines().next().unwrap_or("dispatch failed").to_string());
+                    app.jobs.session.run_error = Some(e);
+                }
+            }
+            app.jobs.session.take_stats(stats);
+            nav::keep_visible(app, Focus::Detail);
+        }
+        Reply::Tuned(r, stats) => {
+            if let Err(e) = &r {
+                app.screen
+                    .error(e.lines().next().unwrap_or("tune failed").to_string());
+            } else {
+                app.screen.info("tune sweep done");
+            }
+            app.jobs.session.tune = Some(r);
+            app.jobs.session.take_stats(stats);
+            // A re-run keeps the cursor and the tables' offsets (clamped to the new rows).
+            nav::keep_visible(app, Focus::Detail);
+        }
+    }
+    // A final reply: one job fewer in flight.
+    app.jobs.finished();
+}

@@ -1,0 +1,179 @@
+//! `vyrescope plan` as a user runs it: the built binary on the pipeline fixtures (JSON keys,
+//! the kinds of barriers the fixtures are built to show, the plan cache's miss then hit) and
+//! its refusals (a Program instead of a pipeline, bad --regs).
+
+use std::path::Path;
+use std::process::Command;
+
+fn plan(args: &[&str], cache: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("plan")
+        .args(args)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn cache_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("vyrescope-cli-plan-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn json(args: &[&str], cache: &Path) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let (code, out, err) = plan(&a, cache);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn chain_is_one_launch_and_the_second_run_hits_the_cache() {
+    let cache = cache_dir("chain");
+    let v = json(&["fixtures/pipelines/chain.json"], &cache);
+    for key in [
+        "pipeline",
+        "groups",
+        "grid_barriers",
+        "launches",
+        "fusion_breaks",
+        "coresident_blocks",
+        "shared_bytes",
+        "cache",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+    assert_eq!(v["pipeline"], "chain");
+    assert_eq!(v["launches"], 1);
+    assert_eq!(v["grid_barriers"], 0);
+    assert_eq!(v["cache"], "miss");
+    assert_eq!(v["groups"][0]["kind"], "launch");
+    assert_eq!(v["groups"][0]["barriers"][0]["kind"], "invocation");
+    let again = json(&["fixtures/pipelines/chain.json"], &cache);
+    assert_eq!(again["cache"], "hit");
+    assert_eq!(again["groups"], v["groups"]);
+    // Another device is another key.
+    let a100 = json(
+        &["fixtures/pipelines/chain.json", "--device", "a100"],
+        &cache,
+    );
+    assert_eq!(a100["cache"], "miss");
+    assert_ne!(a100["device"], v["device"]);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[test]
+fn fixtures_show_each_barrier_kind() {
+    let cache = cache_dir("kinds");
+    let rot = json(&["fixtures/pipelines/workgroup_rotate.json"], &cache);
+    assert_eq!(rot["groups"][0]["kind"], "launch");
+    assert_eq!(rot["groups"][0]["barriers"][0]["kind"], "workgroup");
+    let red = json(&["fixtures/pipelines/reduce_normalize.json"], &cache);
+    assert_eq!(red["grid_barriers"], 1);
+    assert_eq!(red["launches"], 1);
+    let g = &red["groups"][0];
+    assert_eq!(g["kind"], "megakernel");
+    assert_eq!(g["barriers"][0]["kind"], "grid");
+    assert!(g["barriers"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("partial"));
+    assert!(red["coresident_blocks"].as_u64().unwrap() > 0);
+    assert_eq!(red["shared_bytes"], 1024);
+    let pair = json(&["fixtures/pipelines/independent_pair.json"], &cache);
+    assert_eq!(pair["launches"], 2);
+    assert_eq!(pair["fusion_breaks"][0]["step"], 1);
+    assert!(pair["fusion_breaks"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("workgroup size"));
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[test]
+fn human_output_lists_waves_barriers_and_breaks() {
+    let cache = cache_dir("human");
+    let (code, out, err) = plan(
+        &["fixtures/pipelines/reduce_normalize.json", "--no-cache"],
+        &cache,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 launch, 1 grid barrier"), "{out}");
+    assert!(out.contains("megakernel"), "{out}");
+    assert!(out.contains("wave 0: step 0 (partial_sums_f32)"), "{out}");
+    assert!(out.contains("GRID BARRIER after step 0"), "{out}");
+    assert!(out.contains("32 per thread assumed"), "{out}");
+    // --no-cache wrote nothing.
+    assert!(!cache.join("vyrescope").join("plan").exists());
+    let (code, out, _) = plan(
+        &["fixtures/pipelines/independent_pair.json", "--no-cache"],
+        &cache,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("fusion breaks:\n  before step 1: workgroup size"),
+        "{out}"
+    );
+}
+
+#[test]
+fn refusals_name_the_problem_and_a_fix() {
+    let cache = cache_dir("refuse");
+    let (code, _, err) = plan(&["fixtures/programs/vadd_f32.json"], &cache);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("is a Program, not a pipeline") && err.contains("Fix:"),
+        "{err}"
+    );
+    let (code, _, err) = plan(&["fixtures/pipelines/chain.json", "--regs", "300"], &cache);
+    assert_eq!(code, 1);
+    assert!(err.contains("--regs") && err.contains("Fix:"), "{err}");
+    let (code, _, err) = plan(
+        &["fixtures/pipelines/chain.json", "--device", "nosuch"],
+        &cache,
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("Fix:"), "{err}");
+    let (code, _, err) = plan(&["fixtures/pipelines/missing.json"], &cache);
+    assert_eq!(code, 1);
+    assert!(err.contains("Fix:"), "{err}");
+}
+
+#[test]
+fn register_counts_change_the_plan() {
+    let cache = cache_dir("regs");
+    // 24 and 255 registers: the heavy step would drag the light one to 12.5% occupancy.
+    let v = json(
+        &[
+            "fixtures/pipelines/chain.json",
+            "--regs",
+            "24,255",
+            "--no-cache",
+        ],
+        &cache,
+    );
+    assert_eq!(v["launches"], 2, "{v}");
+    assert!(v["fusion_breaks"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("occupancy"));
+    let v = json(
+        &[
+            "fixtures/pipelines/chain.json",
+            "--regs",
+            "24,255",
+            "--min-occupancy",
+            "10",
+            "--no-cache",
+        ],
+        &cache,
+    );
+    assert_eq!(v["launches"], 1, "{v}");
+}
