@@ -28,6 +28,7 @@ pub mod fault;
 pub mod jit;
 pub mod parity;
 pub mod pipeline;
+pub mod pipeline_gpu;
 pub mod probe;
 pub mod selftest;
 pub mod telemetry;

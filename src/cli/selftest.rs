@@ -1,7 +1,13 @@
 //! `vyrescope selftest`: every fixture on the live GPU with verification, the occupancy
 //! estimator against the driver, and the fault-recovery check; exit 1 on any failure.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::inputs::pipeline::prepare_pipeline;
+use crate::runtime::pipeline_gpu::{
+    run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport,
+};
+use crate::validate::pipeline::load_pipeline;
 
 use crate::runtime::selftest::{fixture_files, fixture_table};
 use crate::runtime::Runtime;
@@ -18,6 +24,10 @@ pub struct Args {
     /// Launches per fixture (the first is verified; the median device time is reported).
     #[arg(long, default_value_t = 5)]
     pub repeat: u32,
+    /// Directory of pipeline fixtures: each runs as separate launches and as its megakernel
+    /// plan, both verified against the reference interpreter (skipped when it does not exist).
+    #[arg(long, default_value = "fixtures/pipelines")]
+    pub pipelines: PathBuf,
     /// Skip the fault-recovery check.
     #[arg(long)]
     pub no_faults: bool,
@@ -43,8 +53,20 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     let rep = rt.selftest(&files, a.repeat, !a.no_faults);
+    let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat);
+    let pipelines_ok = pipelines
+        .iter()
+        .all(|(_, r)| r.as_ref().is_ok_and(|r| r.verified()));
+    let passed = rep.passed && pipelines_ok;
     if a.json {
-        let v = serde_json::json!({"report": rep, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
+        let pl: Vec<serde_json::Value> = pipelines
+            .iter()
+            .map(|(f, r)| match r {
+                Ok(r) => serde_json::json!({"file": f.display().to_string(), "report": r}),
+                Err(e) => serde_json::json!({"file": f.display().to_string(), "error": e}),
+            })
+            .collect();
+        let v = serde_json::json!({"report": rep, "pipelines": pl, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
@@ -87,14 +109,59 @@ pub fn run(a: &Args) -> i32 {
                 );
             }
         }
-        outln!(
-            "\nselftest {}",
-            if rep.passed { "PASSED" } else { "FAILED" }
-        );
+        if !pipelines.is_empty() {
+            outln!("\npipelines (separate launches and megakernel plan, each verified):");
+            for (f, r) in &pipelines {
+                match r {
+                    Ok(r) => super::run_pipeline_cuda::print_text(r),
+                    Err(e) => outln!("  FAIL {}: {e}", f.display()),
+                }
+            }
+        }
+        outln!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
     }
-    if rep.passed {
+    if passed {
         0
     } else {
         1
     }
+}
+
+/// Every pipeline fixture in `dir` in both forms, verified (empty when `dir` is missing).
+fn run_pipelines(
+    rt: &mut Runtime,
+    dir: &Path,
+    repeat: u32,
+) -> Vec<(PathBuf, Result<PipelineGpuReport, String>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let opts = PipelineGpuOptions {
+        forms: Forms::Both,
+        repeat: repeat.max(1),
+        timeout: Some(std::time::Duration::from_secs(10)),
+        fuel: crate::interp::DEFAULT_FUEL,
+    };
+    files
+        .into_iter()
+        .map(|f| {
+            let r = (|| {
+                let loaded = load_pipeline(&f);
+                let pipeline = loaded
+                    .pipeline
+                    .as_ref()
+                    .filter(|_| loaded.is_valid())
+                    .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
+                let base = f.parent().unwrap_or(Path::new("."));
+                let mut prepared = prepare_pipeline(pipeline, base).map_err(|e| e.to_string())?;
+                run_pipeline_forms(rt, pipeline, &mut prepared, &opts)
+            })();
+            (f, r)
+        })
+        .collect()
 }

@@ -1,0 +1,301 @@
+//! A pipeline on the GPU as separate launches and/or as its megakernel plan, each result
+//! checked against the reference interpreter; with both forms, repetitions are interleaved in
+//! rounds and the speedup gate judges them. `run PIPELINE --backend cuda` and `selftest` use it.
+
+use serde::Serialize;
+
+use crate::inputs::pipeline::PreparedPipeline;
+use crate::inputs::{HostBuffer, LaunchShape};
+use crate::interp;
+use crate::ir::{Access, Pipeline};
+use crate::megakernel::cache::{plan_cached, PlanCache};
+use crate::megakernel::fuse_group;
+use crate::megakernel::gate::{judge, GateResult};
+use crate::megakernel::launch::{separate_launches, PipelineLaunch};
+use crate::megakernel::plan::{Plan, PlanOptions};
+use crate::runtime::dispatch::{DispatchOptions, TimingStats};
+use crate::runtime::execute::tolerance_for;
+use crate::runtime::parity::{compare, ParityReport, Tolerance};
+use crate::runtime::pipeline::PipelineRunReport;
+use crate::runtime::Runtime;
+
+/// Repetitions per form and round when both forms are timed (interleaved rounds keep slow
+/// drifts of the machine from favouring one form).
+const ROUND: u32 = 5;
+
+/// One form's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct FormReport {
+    /// Kernel launches per repetition.
+    pub launches: usize,
+    /// The kernels, in launch order.
+    pub kernels: Vec<String>,
+    /// Device time of a whole repetition.
+    pub device_ms: TimingStats,
+    /// Each repetition's device time (ms).
+    pub samples_ms: Vec<f64>,
+    /// Host time of the first upload (ms).
+    pub upload_ms: f64,
+    /// Host time of the readback (ms).
+    pub download_ms: f64,
+    /// The result against the reference interpreter (transient buffers skipped).
+    pub parity: ParityReport,
+}
+
+/// What the persistent grid of a cooperative group became on this GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct Topology {
+    /// Group index in the plan.
+    pub group: usize,
+    /// Co-resident blocks from the occupancy estimator (the plan's).
+    pub estimated_blocks: u32,
+    /// Co-resident blocks the driver reports for the fused kernel.
+    pub driver_blocks: u32,
+    /// The persistent grid used: the smaller of the two.
+    pub used_blocks: u32,
+}
+
+/// A pipeline run on the GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineGpuReport {
+    /// Pipeline name.
+    pub pipeline: String,
+    /// The GPU.
+    pub device: String,
+    /// Repetitions per form.
+    pub repeat: u32,
+    /// Separate launches, when run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub separate: Option<FormReport>,
+    /// The megakernel plan, when run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub megakernel: Option<FormReport>,
+    /// The plan, when the megakernel form ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    /// Persistent grids confirmed by the driver.
+    pub topology: Vec<Topology>,
+    /// The speedup gate, when both forms ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateResult>,
+}
+
+impl PipelineGpuReport {
+    /// True when every form that ran equals the reference.
+    pub fn verified(&self) -> bool {
+        [&self.separate, &self.megakernel]
+            .iter()
+            .all(|f| f.as_ref().is_none_or(|f| f.parity.passed))
+    }
+}
+
+/// The pipeline buffers as the runtime takes them (all read-write, so all read back).
+fn host_buffers(p: &PreparedPipeline) -> Vec<HostBuffer> {
+    p.buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| HostBuffer {
+            name: b.name.clone(),
+            elem: b.elem,
+            access: Access::ReadWrite,
+            binding: i as u32,
+            data: b.data.clone(),
+        })
+        .collect()
+}
+
+/// Marks transient buffers read-only so the comparison skips them: nobody reads them after
+/// the pipeline, and a fused kernel need not write them.
+fn comparable(p: &PreparedPipeline, mut v: Vec<HostBuffer>) -> Vec<HostBuffer> {
+    for (b, d) in v.iter_mut().zip(&p.buffers) {
+        if d.transient {
+            b.access = Access::Read;
+        }
+    }
+    v
+}
+
+/// Parity tolerance for the whole pipeline: the sum of its steps' (approximate operators
+/// compound along a chain); exact when no step uses one.
+fn pipeline_tolerance(pipeline: &Pipeline) -> Option<Tolerance> {
+    pipeline
+        .steps
+        .iter()
+        .filter_map(|s| tolerance_for(&s.program))
+        .reduce(|a, b| Tolerance {
+            max_ulps: a.max_ulps + b.max_ulps,
+            abs: a.abs.max(b.abs),
+        })
+}
+
+/// The plan's launches, each cooperative group's persistent grid confirmed by the driver.
+fn plan_launches(
+    rt: &mut Runtime,
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    plan: &Plan,
+) -> Result<(Vec<PipelineLaunch>, Vec<Topology>), String> {
+    let mut launches = Vec::new();
+    let mut topology = Vec::new();
+    for (g, group) in plan.groups.iter().enumerate() {
+        let mut spec = group.spec();
+        let mut fused = fuse_group(pipeline, shapes, &spec).map_err(|e| e.to_string())?;
+        if let Some(estimated) = spec.persistent_blocks {
+            let driver = rt
+                .coresident_blocks(&fused.program, fused.shape.workgroup_size)
+                .map_err(|e| e.to_string())?;
+            let used = estimated.min(driver).max(1);
+            if used != estimated {
+                spec.persistent_blocks = Some(used);
+                fused = fuse_group(pipeline, shapes, &spec).map_err(|e| e.to_string())?;
+            }
+            topology.push(Topology {
+                group: g,
+                estimated_blocks: estimated,
+                driver_blocks: driver,
+                used_blocks: used,
+            });
+        }
+        launches.push(fused.launch(pipeline).map_err(|e| e.to_string())?);
+    }
+    Ok((launches, topology))
+}
+
+/// Which forms to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forms {
+    /// One launch per step.
+    Separate,
+    /// The megakernel plan.
+    Megakernel,
+    /// Both, interleaved, judged by the gate.
+    Both,
+}
+
+/// How to run a pipeline on the GPU.
+#[derive(Debug, Clone)]
+pub struct PipelineGpuOptions {
+    /// Which forms.
+    pub forms: Forms,
+    /// Timed repetitions per form (at least 1).
+    pub repeat: u32,
+    /// Per-sequence timeout.
+    pub timeout: Option<std::time::Duration>,
+    /// Reference interpreter step budget.
+    pub fuel: u64,
+}
+
+fn form_report(
+    launches: &[PipelineLaunch],
+    samples: Vec<f64>,
+    first: &PipelineRunReport,
+    parity: ParityReport,
+) -> FormReport {
+    FormReport {
+        launches: launches.len(),
+        kernels: launches.iter().map(|l| l.program.name.clone()).collect(),
+        device_ms: TimingStats::of(&samples),
+        samples_ms: samples,
+        upload_ms: first.upload_ms,
+        download_ms: first.download_ms,
+        parity,
+    }
+}
+
+/// Runs `pipeline` on `rt`; `prepared` holds the initial contents and receives the final
+/// contents of the last form run (for `--dump`).
+pub fn run_pipeline_forms(
+    rt: &mut Runtime,
+    pipeline: &Pipeline,
+    prepared: &mut PreparedPipeline,
+    o: &PipelineGpuOptions,
+) -> Result<PipelineGpuReport, String> {
+    let which = o.forms;
+    // The oracle first: the steps in order on the reference interpreter.
+    let mut reference = prepared.clone();
+    let fuel = interp::Options {
+        fuel: o.fuel,
+        ..interp::Options::default()
+    };
+    interp::pipeline::run_pipeline(pipeline, &mut reference, &fuel).map_err(|e| e.to_string())?;
+    let expected = comparable(&reference, host_buffers(&reference));
+    let tol = pipeline_tolerance(pipeline);
+    let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
+    let opts = DispatchOptions {
+        timeout: o.timeout,
+        ..DispatchOptions::default()
+    };
+    let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
+    let mut plan = None;
+    let mut topology = Vec::new();
+    let mut fused = Vec::new();
+    if which != Forms::Separate {
+        let plan_opts = PlanOptions::new(rt.caps().clone());
+        let cache = PlanCache::user();
+        let cached = plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())
+            .map_err(|e| e.to_string())?;
+        if let Some(w) = &cached.warning {
+            eprintln!("warning: {w}");
+        }
+        (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan)?;
+        plan = Some(cached.plan);
+    }
+    let initial = host_buffers(prepared);
+    let total = o.repeat.max(1);
+    let mut results: Vec<(Vec<f64>, Option<(PipelineRunReport, Vec<HostBuffer>)>)> =
+        vec![(Vec::new(), None), (Vec::new(), None)];
+    let mut done = 0;
+    while done < total {
+        let n = if which == Forms::Both {
+            ROUND.min(total - done)
+        } else {
+            total - done
+        };
+        for (slot, launches, wanted) in [
+            (0, &separate, which != Forms::Megakernel),
+            (1, &fused, which != Forms::Separate),
+        ] {
+            if !wanted {
+                continue;
+            }
+            let mut bufs = initial.clone();
+            let rep = rt
+                .run_pipeline(launches, &mut bufs, n, &opts)
+                .map_err(|e| e.to_string())?;
+            let entry = &mut results[slot];
+            entry.0.extend_from_slice(&rep.samples_ms);
+            if entry.1.is_none() {
+                entry.1 = Some((rep, bufs));
+            }
+        }
+        done += n;
+    }
+    let mut forms_out: Vec<Option<FormReport>> = Vec::new();
+    for (slot, launches) in [(0, &separate), (1, &fused)] {
+        let (samples, first) = std::mem::take(&mut results[slot]);
+        forms_out.push(first.map(|(rep, bufs)| {
+            let parity = compare(&comparable(prepared, bufs.clone()), &expected, tol);
+            for (d, b) in prepared.buffers.iter_mut().zip(bufs) {
+                d.data = b.data;
+            }
+            form_report(launches, samples, &rep, parity)
+        }));
+    }
+    let megakernel = forms_out.pop().flatten();
+    let separate_rep = forms_out.pop().flatten();
+    let gate = match (&separate_rep, &megakernel) {
+        (Some(s), Some(m)) => Some(judge(&s.samples_ms, &m.samples_ms)),
+        _ => None,
+    };
+    let report = PipelineGpuReport {
+        pipeline: pipeline.name.clone(),
+        device: rt.caps().name.clone(),
+        repeat: total,
+        separate: separate_rep,
+        megakernel,
+        plan,
+        topology,
+        gate,
+    };
+    Ok(report)
+}
