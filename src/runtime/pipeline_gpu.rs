@@ -161,6 +161,9 @@ fn plan_launches(
     Ok((launches, topology))
 }
 
+/// One form's timed samples and its first repetition's report and results.
+type FormSamples = (Vec<f64>, Option<(PipelineRunReport, Vec<HostBuffer>)>);
+
 /// Which forms to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forms {
@@ -242,8 +245,7 @@ pub fn run_pipeline_forms(
     }
     let initial = host_buffers(prepared);
     let total = o.repeat.max(1);
-    let mut results: Vec<(Vec<f64>, Option<(PipelineRunReport, Vec<HostBuffer>)>)> =
-        vec![(Vec::new(), None), (Vec::new(), None)];
+    let mut results: Vec<FormSamples> = vec![(Vec::new(), None), (Vec::new(), None)];
     let mut done = 0;
     while done < total {
         let n = if which == Forms::Both {
