@@ -65,7 +65,7 @@ pub struct Args {
     /// DIR/<name>.bin after it (DIR is created).
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
-    /// Reference interpreter step budget in node evaluations (default 2^34).
+    /// Reference interpreter step budget in steps: node evaluations plus one per invocation and loop iteration (default 2^32, about 10 s at most).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
     /// cuda: launches in total; the first is read back, all are timed (min/median/max).

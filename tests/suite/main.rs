@@ -13,6 +13,7 @@ mod diagnostics_rules;
 mod docs_links;
 mod emit_map;
 mod emit_opt;
+mod emit_ptxas_props;
 mod emit_snapshots;
 mod fixtures_coverage;
 mod fixtures_reference;
