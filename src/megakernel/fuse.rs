@@ -21,6 +21,7 @@
 //! The fused Program is validated; a Program the validator rejects is a [`FuseError`] naming
 //! the step and its own node.
 
+mod forward;
 mod rewrite;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -157,6 +158,7 @@ pub fn fuse_group(
         }
     }
 
+    forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
     let node_origin = renumber(&mut body);
     let first = spec.steps.first().copied().unwrap_or(0);
     let last = spec.steps.last().copied().unwrap_or(0);
@@ -190,6 +192,42 @@ pub fn fuse_group(
     };
     check_valid(&kernel, &group)?;
     Ok(kernel)
+}
+
+/// What register forwarding may do with the group's host buffers: forward value-typed ones
+/// (their lengths known from the pipeline) and drop the stores of transient ones that no step
+/// outside the group binds.
+fn forward_input(
+    pipeline: &Pipeline,
+    spec: &FusedGroupSpec,
+    decls: &[BufferDecl],
+) -> forward::ForwardInput {
+    use crate::ir::ElemType as E;
+    let mut input = forward::ForwardInput {
+        elems: HashMap::new(),
+        lens: HashMap::new(),
+        droppable: HashSet::new(),
+    };
+    for d in decls.iter().filter(|d| d.access.is_host()) {
+        let Some(pb) = pipeline.buffer(&d.name) else {
+            continue;
+        };
+        if matches!(d.elem, E::U32 | E::I32 | E::U64 | E::I64 | E::F32 | E::F64) {
+            input.elems.insert(d.name.clone(), d.elem.value_type());
+        }
+        if let Some(n) = pb.contents.len {
+            input.lens.insert(d.name.clone(), n);
+        }
+        let outside = pipeline
+            .steps
+            .iter()
+            .enumerate()
+            .any(|(k, s)| !spec.steps.contains(&k) && s.bind.iter().any(|(_, b)| b == &d.name));
+        if pb.transient && !outside {
+            input.droppable.insert(d.name.clone());
+        }
+    }
+    input
 }
 
 /// The spec must name existing steps with one separation between each pair, and all steps
@@ -250,13 +288,19 @@ fn check_spec(
         ));
     }
     // No barrier between two steps is only sound when each invocation (virtual workgroup) of
-    // the second is run by the same thread (workgroup) that ran it in the first: equal grids.
+    // the second is run by the same thread (workgroup) that ran it in the first: equal grids,
+    // or two one-dimensional grids (the launch is then one-dimensional too, and virtual
+    // workgroup `v` of every step runs on physical workgroup `v mod P`, see
+    // `rewrite::VirtualLoop::wrap`, with the same local ids).
+    let one_d = |g: [u32; 3]| g[1] == 1 && g[2] == 1;
     for (sep, w) in spec.separations.iter().zip(spec.steps.windows(2)) {
         let weak = matches!(sep.kind, DepKind::Invocation | DepKind::Workgroup);
-        if weak && shapes[w[0]].grid != shapes[w[1]].grid {
+        let (a, b) = (shapes[w[0]].grid, shapes[w[1]].grid);
+        if weak && a != b && !(one_d(a) && one_d(b)) {
             return Err(err(
                 format!(
-                    "{group}: a `{}` separation between steps {} and {} of different grids                      ({:?} and {:?})",
+                    "{group}: a `{}` separation between steps {} and {} of different grids \
+                     ({:?} and {:?}), not both one-dimensional",
                     sep.kind.name(),
                     w[0],
                     w[1],
