@@ -6,7 +6,11 @@
 //!   pipeline, bindings `0..`; access `uniform` if every step binds it `uniform`, `read` if no
 //!   step writes it, else `read_write`;
 //! - workgroup buffers: each step's own, renamed `s{k}_{name}` (`k` the pipeline step index;
-//!   a trailing `_` is added while the name is taken);
+//!   a trailing `_` is added while the name is taken), except that a step reuses an earlier
+//!   step's array of the same element type and count when a barrier separates that array's
+//!   last use from the step (shared memory is then sized by the largest step, not the sum);
+//! - loads of pipeline buffers the same thread just stored are forwarded in variables, and
+//!   transient buffers nobody else reads are not stored (see [`forward`]);
 //! - variables: renamed `s{k}_{name}`; the variables made up here start with `f{k}_`, so they
 //!   can never meet a renamed one;
 //! - each step's body becomes one statement (a block, or the loop over virtual workgroups)
@@ -117,19 +121,39 @@ pub fn fuse_group(
     let mut taken: HashSet<String> = buffers.iter().cloned().collect();
     let mut decls = host_decls;
     let mut body = Vec::new();
+    // Workgroup arrays declared so far: (index in `decls`, position of the last step using it).
+    let mut shared: Vec<(usize, usize)> = Vec::new();
     for (i, &k) in spec.steps.iter().enumerate() {
         let step = &pipeline.steps[k];
         let mut names = HashMap::new();
+        let mut mine = HashSet::new();
         for b in &step.program.buffers {
+            let reuse = (!b.access.is_host())
+                .then(|| {
+                    shared.iter_mut().find(|(d, last)| {
+                        let d = &decls[*d];
+                        d.elem == b.elem
+                            && d.count == b.count
+                            && !mine.contains(&d.name)
+                            && barrier_between(spec, *last, i)
+                    })
+                })
+                .flatten();
             let fused = if b.access.is_host() {
                 // Bound and known: checked by `host_buffers`.
                 step.bound(&b.name).unwrap_or(&b.name).to_string()
+            } else if let Some((d, last)) = reuse {
+                // An earlier step's array of the same type and length, whose last use is
+                // behind a barrier: every thread of the workgroup is done with it.
+                *last = i;
+                decls[*d].name.clone()
             } else {
                 let mut n = format!("s{k}_{}", b.name);
                 while taken.contains(&n) {
                     n.push('_');
                 }
                 taken.insert(n.clone());
+                shared.push((decls.len(), i));
                 decls.push(BufferDecl {
                     name: n.clone(),
                     binding: None,
@@ -137,6 +161,9 @@ pub fn fuse_group(
                 });
                 n
             };
+            if !b.access.is_host() {
+                mine.insert(fused.clone());
+            }
             names.insert(b.name.clone(), fused);
         }
         body.push(step_stmt(
@@ -192,6 +219,15 @@ pub fn fuse_group(
     };
     check_valid(&kernel, &group)?;
     Ok(kernel)
+}
+
+/// True when a workgroup or grid barrier separates the steps at positions `from` and `to`
+/// (`from < to`) of the group.
+fn barrier_between(spec: &FusedGroupSpec, from: usize, to: usize) -> bool {
+    spec.separations.get(from..to).is_some_and(|s| {
+        s.iter()
+            .any(|s| matches!(s.kind, DepKind::Workgroup | DepKind::Grid))
+    })
 }
 
 /// What register forwarding may do with the group's host buffers: forward value-typed ones

@@ -12,7 +12,8 @@ use vyrescope::ir::{load_pipeline, ElemType, Expr, Program, StmtKind};
 use vyrescope::megakernel::{fuse_group, DepKind, FusedGroupSpec, Separation};
 
 use crate::megakernel_fuse::{
-    add1, check, prog, rnd, run_bound, scale2, Case, F32_IN, G40, N, PERSISTENT, WG,
+    add1, check, prog, reduce_partials, rnd, run_bound, scale2, Case, F32_IN, G40, N, PERSISTENT,
+    WG,
 };
 
 /// Loads and stores per buffer in `p`: `(loads, stores)`.
@@ -378,5 +379,62 @@ fn different_one_dimensional_grids_need_no_grid_barrier() {
             }
         });
         assert_eq!(grid_barriers, 0, "persistent {p:?}");
+    }
+}
+
+#[test]
+fn workgroup_arrays_are_reused_behind_a_barrier() {
+    // Steps 0 and 1 each use a 32-float `tile`, a workgroup barrier apart: one array. Step 2's
+    // `tile` follows step 1 without a barrier: it gets its own.
+    let rotate = |name: &str, shift: u32| {
+        prog(
+            name,
+            WG,
+            r#"{"name": "src", "binding": 0, "access": "read", "type": "f32"},
+               {"name": "dst", "binding": 1, "access": "read_write", "type": "f32"},
+               {"name": "tile", "access": "workgroup", "type": "f32", "count": 32}"#,
+            &format!(
+                r#"{{"store": "tile", "index": {{"lid": "x"}}, "value": {{"mul": [{{"load": "src", "index": {{"gid": "x"}}}}, 2.0]}}}},
+                   {{"barrier": "workgroup"}},
+                   {{"let": "i", "value": {{"gid": "x"}}}},
+                   {{"if": {{"lt": ["i", {{"len": "dst"}}]}}, "then": [
+                     {{"store": "dst", "index": "i", "value": {{"add": [
+                       {{"load": "tile", "index": {{"rem": [{{"add": [{{"lid": "x"}}, {shift}]}}, 32]}}}},
+                       {{"load": "dst", "index": "i"}}]}}}}]}}"#
+            ),
+        )
+    };
+    let case = Case {
+        name: "shared_reuse",
+        buffers: vec![
+            ("x", ElemType::F32, N, rnd(161, 0.5, 2.0)),
+            ("partial", ElemType::F32, 40, rnd(162, -1.0, 1.0)),
+            ("y", ElemType::F32, N, rnd(163, -1.0, 1.0)),
+            ("out", ElemType::F32, N, rnd(164, -1.0, 1.0)),
+        ],
+        steps: vec![
+            (
+                reduce_partials(),
+                vec![("x", "x"), ("partial", "partial")],
+                G40,
+            ),
+            (rotate("rot1", 1), vec![("src", "x"), ("dst", "y")], G40),
+            (rotate("rot5", 5), vec![("src", "x"), ("dst", "out")], G40),
+        ],
+        seps: vec![DepKind::Workgroup, DepKind::None],
+        transient: vec![],
+    };
+    check(&case, &PERSISTENT);
+    let (pipeline, shapes) = case.pipeline();
+    for p in PERSISTENT {
+        let k = fuse_group(&pipeline, &shapes, &case.spec(p)).expect("fuses");
+        let shared: Vec<&str> = k
+            .program
+            .buffers
+            .iter()
+            .filter(|b| !b.access.is_host())
+            .map(|b| b.name.as_str())
+            .collect();
+        assert_eq!(shared, vec!["s0_tile", "s2_tile"], "persistent {p:?}");
     }
 }

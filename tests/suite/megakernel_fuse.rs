@@ -307,7 +307,7 @@ fn workgroup_neighbour_dependence() {
     }
 }
 
-fn reduce_partials() -> Program {
+pub(crate) fn reduce_partials() -> Program {
     prog(
         "reduce_partials",
         WG,
