@@ -23,6 +23,7 @@ mod invalid_fixtures;
 mod ir_print;
 mod ir_write;
 mod layers;
+mod megakernel_forward;
 mod megakernel_fuse;
 mod occupancy_h200_table;
 mod occupancy_model;
