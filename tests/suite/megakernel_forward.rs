@@ -298,6 +298,11 @@ fn chain3_transient_fixture_moves_two_buffers() {
     assert_eq!(get("out"), (0, 1), "one store of out");
     assert_eq!(get("t1"), (0, 0));
     assert_eq!(get("t2"), (0, 0));
+    assert_eq!(k.forwarding.forwarded_loads, 2);
+    assert_eq!(
+        k.forwarding.dropped,
+        vec!["t1".to_string(), "t2".to_string()]
+    );
 
     // Same result as the steps one by one (the interpreter, bit for bit, on `out`).
     let initial: HashMap<String, (ElemType, Vec<u8>)> = pipeline
