@@ -443,3 +443,32 @@ fn workgroup_arrays_are_reused_behind_a_barrier() {
         assert_eq!(shared, vec!["s0_tile", "s2_tile"], "persistent {p:?}");
     }
 }
+
+#[test]
+fn out_of_range_stores_are_not_forwarded() {
+    // Step 0 stores y[i] for every thread, also past the end of y (those stores do nothing);
+    // step 1 reads y[i] for every i < len(out), which is longer than y: past the end of y the
+    // load gives 0, not the value the thread tried to store.
+    let unguarded = prog(
+        "unguarded",
+        WG,
+        F32_IN,
+        r#"{"store": "dst", "index": {"gid": "x"}, "value": {"mul": [{"load": "src", "index": {"gid": "x"}}, 2.0]}}"#,
+    );
+    let case = Case {
+        name: "fwd_out_of_range",
+        buffers: vec![
+            ("x", ElemType::F32, 40 * 32, rnd(171, -3.0, 3.0)),
+            ("y", ElemType::F32, N, rnd(172, -1.0, 1.0)),
+            ("out", ElemType::F32, 40 * 32, rnd(173, -1.0, 1.0)),
+        ],
+        steps: vec![
+            (unguarded, vec![("src", "x"), ("dst", "y")], G40),
+            (scale2(), vec![("src", "y"), ("dst", "out")], G40),
+        ],
+        seps: vec![DepKind::Invocation],
+        transient: vec!["y"],
+    };
+    check(&case, &PERSISTENT);
+    assert_eq!(fused_accesses(&case, "y"), (1, 1));
+}
