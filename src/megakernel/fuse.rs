@@ -39,6 +39,7 @@ use crate::ir::{
 use crate::shape::MAX_GRID_DIMS;
 
 use super::{DepKind, FusedGroupSpec};
+pub use forward::ForwardReport;
 use rewrite::{Renamer, VirtualLoop, SYNTHETIC};
 
 /// One fused kernel: an ordinary Program plus how it maps back onto the pipeline.
@@ -56,6 +57,9 @@ pub struct FusedKernel {
     /// statement's node id in that step's Program. Statements made up by the fusion (barriers
     /// between steps, flags, guards, virtual-workgroup loops) are absent.
     pub node_origin: BTreeMap<NodeId, (usize, NodeId)>,
+    /// What register forwarding did: loads replaced by the stored value, transient buffers
+    /// no longer stored.
+    pub forwarding: ForwardReport,
 }
 
 /// Why a group could not be fused.
@@ -185,7 +189,7 @@ pub fn fuse_group(
         }
     }
 
-    forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
+    let forwarding = forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
     let node_origin = renumber(&mut body);
     let first = spec.steps.first().copied().unwrap_or(0);
     let last = spec.steps.last().copied().unwrap_or(0);
@@ -216,6 +220,7 @@ pub fn fuse_group(
         shape,
         buffers,
         node_origin,
+        forwarding,
     };
     check_valid(&kernel, &group)?;
     Ok(kernel)

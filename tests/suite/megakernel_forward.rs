@@ -298,6 +298,11 @@ fn chain3_transient_fixture_moves_two_buffers() {
     assert_eq!(get("out"), (0, 1), "one store of out");
     assert_eq!(get("t1"), (0, 0));
     assert_eq!(get("t2"), (0, 0));
+    assert_eq!(k.forwarding.forwarded_loads, 2);
+    assert_eq!(
+        k.forwarding.dropped,
+        vec!["t1".to_string(), "t2".to_string()]
+    );
 
     // Same result as the steps one by one (the interpreter, bit for bit, on `out`).
     let initial: HashMap<String, (ElemType, Vec<u8>)> = pipeline
@@ -437,4 +442,33 @@ fn workgroup_arrays_are_reused_behind_a_barrier() {
             .collect();
         assert_eq!(shared, vec!["s0_tile", "s2_tile"], "persistent {p:?}");
     }
+}
+
+#[test]
+fn out_of_range_stores_are_not_forwarded() {
+    // Step 0 stores y[i] for every thread, also past the end of y (those stores do nothing);
+    // step 1 reads y[i] for every i < len(out), which is longer than y: past the end of y the
+    // load gives 0, not the value the thread tried to store.
+    let unguarded = prog(
+        "unguarded",
+        WG,
+        F32_IN,
+        r#"{"store": "dst", "index": {"gid": "x"}, "value": {"mul": [{"load": "src", "index": {"gid": "x"}}, 2.0]}}"#,
+    );
+    let case = Case {
+        name: "fwd_out_of_range",
+        buffers: vec![
+            ("x", ElemType::F32, 40 * 32, rnd(171, -3.0, 3.0)),
+            ("y", ElemType::F32, N, rnd(172, -1.0, 1.0)),
+            ("out", ElemType::F32, 40 * 32, rnd(173, -1.0, 1.0)),
+        ],
+        steps: vec![
+            (unguarded, vec![("src", "x"), ("dst", "y")], G40),
+            (scale2(), vec![("src", "y"), ("dst", "out")], G40),
+        ],
+        seps: vec![DepKind::Invocation],
+        transient: vec!["y"],
+    };
+    check(&case, &PERSISTENT);
+    assert_eq!(fused_accesses(&case, "y"), (1, 1));
 }

@@ -7,6 +7,8 @@
 //! two barriers a thread's loads of a host buffer see that thread's own earlier stores; what
 //! is forwarded here is exactly that, in program order, and nothing across a barrier. A load
 //! is replaced only when the store certainly ran before it:
+//! - the store is proven in range (it sits under `if index < len(buffer)`): outside, a store
+//!   does nothing and a load gives 0, so an out-of-range store has nothing to forward;
 //! - the index is the same *stable* value: both index expressions expand (through variables
 //!   declared once, never assigned, not loop counters) to the same expression of builtins,
 //!   literals and buffer lengths (lengths known from the pipeline become literals);
@@ -24,7 +26,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ir::{Expr, Literal, NodeId, Scalar, ScalarType, Stmt, StmtKind};
+use crate::ir::{BinOp, Expr, Literal, NodeId, Scalar, ScalarType, Stmt, StmtKind};
 
 use super::rewrite::{children_mut, let_, synth, SYNTHETIC};
 
@@ -308,6 +310,22 @@ impl Walker<'_> {
         (k.len() <= MAX_KEY).then_some(k)
     }
 
+    /// True when the path proves `index` inside `buffer` (`if index < len(buffer)` or
+    /// `if len(buffer) > index`, lengths compared by value): a store outside does nothing
+    /// and a load outside gives 0, so only an in-range store may be forwarded.
+    fn in_range(&mut self, buffer: &str, index: &Expr) -> bool {
+        let len = || Box::new(Expr::Len(buffer.to_string()));
+        let idx = || Box::new(index.clone());
+        let proofs = [
+            Expr::Binary(BinOp::Lt, idx(), len()),
+            Expr::Binary(BinOp::Gt, len(), idx()),
+        ];
+        proofs.iter().any(|p| {
+            self.key(p, 0)
+                .is_some_and(|k| self.path.contains(&Cond::Stable(k, true)))
+        })
+    }
+
     fn opaque(&mut self) -> Cond {
         self.next += 1;
         Cond::Opaque(self.next)
@@ -363,7 +381,7 @@ impl Walker<'_> {
                     self.expr(value, avail);
                     avail.retain(|a| &a.buffer != buffer);
                     let step = id.as_ref().split_once('|').map(|(k, _)| k.to_string());
-                    let key = self.key(index, 0);
+                    let key = self.key(index, 0).filter(|_| self.in_range(buffer, index));
                     if let (Some(step), Some(key), true) = (
                         step,
                         key,
