@@ -5,6 +5,17 @@
 
 use clap::{Parser, Subcommand};
 
+/// `print!` for the CLI: through [`write_stdout`], so a closed pipe ends the process quietly.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::cli::write_stdout(&format!($($t)*)) };
+}
+
+/// `println!` for the CLI: through [`write_stdout`], so a closed pipe ends the process quietly.
+macro_rules! outln {
+    () => { $crate::cli::write_stdout("\n") };
+    ($($t:tt)*) => { $crate::cli::write_stdout(&(format!($($t)*) + "\n")) };
+}
+
 pub mod bench_kernel;
 pub mod check;
 pub mod emit;
@@ -118,8 +129,29 @@ pub fn main() -> i32 {
     }
 }
 
-/// Prints an error (message already holds its `Fix:` line) and returns exit code 1.
+/// Prints an error (message already holds its `Fix:` line) and returns exit code 1. Errors
+/// quote names and text from the input, so terminal controls in them are escaped.
 pub fn fail(e: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {e}");
+    eprintln!("error: {}", crate::util::terminal_safe(&e.to_string()));
     1
+}
+
+/// Writes `text` to stdout. `print!` panics when the reader of a pipe has gone (`run --json |
+/// head -1`); here a broken pipe ends the process at once with exit code 0, as the reader
+/// asked for no more, and any other write error ends it with a message and exit code 1.
+pub fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        stdout_failed(e);
+    }
+}
+
+/// Ends the process after a failed write to stdout (see [`write_stdout`]).
+fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("error: cannot write to standard output: {e}\n  Fix: check where the output goes (disk full?)");
+    std::process::exit(1);
 }

@@ -34,18 +34,25 @@
 //!   even and must not overflow to infinity (`"inf"`/`"nan"` pass through), `true`/`false`
 //!   only for `bool` (0/1 also accepted there).
 //! - `file`: raw little-endian elements, path relative to the Program file's folder; the size
-//!   must be a multiple of the element size.
+//!   must be a multiple of the element size. The file must be a regular file inside the
+//!   Program's folder (or the folder given with `--root DIR`), see [`resolve_input_file`].
 
 pub mod contents;
 pub mod pipeline;
 pub mod prng;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::ir::{Access, ElemType, InputSource, Program};
 
-/// Largest total size of all host buffers of one dispatch (8 GiB).
+/// Largest memory footprint of one dispatch's host side (8 GiB): the host buffers plus the
+/// staging copy each one needs (the pinned upload/readback copy on the GPU path, the oracle's
+/// copy under `--verify`), see [`FOOTPRINT_COPIES`].
 pub const MAX_TOTAL_BYTES: u64 = 8 << 30;
+
+/// How many copies of each host buffer a run holds at once (the buffer and its staging copy);
+/// the footprint checked against [`MAX_TOTAL_BYTES`] is the buffers' size times this.
+pub const FOOTPRINT_COPIES: u64 = 2;
 
 /// Largest invocation count of one dispatch (2^40); beyond it no backend here can run or
 /// verify the result in reasonable time.
@@ -154,13 +161,56 @@ pub(crate) fn explicit_len(
     elem: ElemType,
     src: &InputSource,
     len: Option<u64>,
-    base_dir: &Path,
+    files: &FileRoot,
 ) -> Result<Option<u64>, InputError> {
     Ok(match (len, src) {
         (Some(n), _) => Some(n),
         (None, InputSource::Data(d)) => Some(d.len() as u64),
-        (None, InputSource::File(f)) => Some(file_len(name, elem, &base_dir.join(f))?),
+        (None, InputSource::File(f)) => {
+            let path = files.resolve(f, &format!("input `{name}`"))?;
+            Some(file_len(name, elem, &path)?)
+        }
         (None, InputSource::Fill(_)) => None,
+    })
+}
+
+/// Where `file` inputs are looked up (`base`, the Program's folder) and the folder they must
+/// stay inside (`root`: the Program's folder, unless the user widened it with `--root DIR`).
+#[derive(Debug, Clone, Copy)]
+pub struct FileRoot<'a> {
+    /// Folder relative paths resolve against.
+    pub base: &'a Path,
+    /// Folder every resolved file must lie inside (after following symbolic links).
+    pub root: &'a Path,
+}
+
+impl<'a> FileRoot<'a> {
+    /// Files resolve against `base` and must stay inside it.
+    pub fn program_folder(base: &'a Path) -> Self {
+        FileRoot { base, root: base }
+    }
+
+    /// Resolves `rel` with [`resolve_input_file`]; `what` names the input in messages.
+    pub fn resolve(&self, rel: &str, what: &str) -> Result<PathBuf, InputError> {
+        resolve_input_file(self.base, self.root, rel, what)
+    }
+}
+
+/// The one check for a data file named inside a Program or pipeline file: `rel` is resolved
+/// against `base` (the Program's folder), every symbolic link is followed, and the result must
+/// lie inside `root` (the Program's folder unless the user passed `--root DIR`), must not be
+/// under `/proc`, `/sys` or `/dev`, and must be a regular file (no FIFO, device or folder).
+/// Returns the canonical path to read; `what` names the input in messages. (The rule itself
+/// is `util::confine`, so that `ir` can apply it to pipeline files as well.)
+pub fn resolve_input_file(
+    base: &Path,
+    root: &Path,
+    rel: &str,
+    what: &str,
+) -> Result<PathBuf, InputError> {
+    crate::util::confine(base, root, rel, what).map_err(|e| InputError {
+        message: e.message,
+        fix: e.fix,
     })
 }
 
@@ -184,10 +234,21 @@ fn file_len(name: &str, elem: ElemType, path: &Path) -> Result<u64, InputError> 
     Ok(meta.len() / size)
 }
 
-/// Builds the launch shape and host buffers for `program`; `base_dir` resolves `file` inputs.
+/// Builds the launch shape and host buffers for `program`; `base_dir` resolves `file` inputs,
+/// which must stay inside it (see [`resolve_input_file`]).
 pub fn prepare(
     program: &Program,
     base_dir: &Path,
+    workgroup: Option<[u32; 3]>,
+    grid: Option<[u32; 3]>,
+) -> Result<PreparedRun, InputError> {
+    prepare_rooted(program, FileRoot::program_folder(base_dir), workgroup, grid)
+}
+
+/// [`prepare`] with `file` inputs allowed anywhere inside `files.root` (`--root DIR`).
+pub fn prepare_rooted(
+    program: &Program,
+    files: FileRoot,
     workgroup: Option<[u32; 3]>,
     grid: Option<[u32; 3]>,
 ) -> Result<PreparedRun, InputError> {
@@ -218,7 +279,7 @@ pub fn prepare(
     let mut explicit = Vec::with_capacity(host.len());
     for b in &host {
         explicit.push(match input_of(&b.name) {
-            Some(s) => explicit_len(&b.name, b.elem, &s.source, s.len, base_dir)?,
+            Some(s) => explicit_len(&b.name, b.elem, &s.source, s.len, &files)?,
             None => None,
         });
     }
@@ -272,10 +333,11 @@ pub fn prepare(
         total += len as u128 * b.elem.size_bytes() as u128;
         lens.push(len as usize);
     }
-    if total > MAX_TOTAL_BYTES as u128 {
+    let footprint = total * FOOTPRINT_COPIES as u128;
+    if footprint > MAX_TOTAL_BYTES as u128 {
         return Err(InputError {
             message: format!(
-                "host buffers of `{}` would take {total} bytes, more than the {} GiB limit",
+                "host buffers of `{}` would take {total} bytes; with a staging copy of each the run needs {footprint} bytes, more than the {} GiB limit",
                 program.name,
                 MAX_TOTAL_BYTES >> 30
             ),
@@ -286,8 +348,12 @@ pub fn prepare(
     let mut buffers = Vec::with_capacity(host.len());
     for (i, (b, len)) in host.iter().zip(lens).enumerate() {
         let data = match input_of(&b.name) {
-            None => vec![0u8; len * b.elem.size_bytes()],
-            Some(s) => buffer_bytes(&b.name, b.elem, len, &s.source, base_dir)?,
+            None => {
+                let mut v = contents::alloc_bytes(&b.name, len * b.elem.size_bytes())?;
+                v.resize(len * b.elem.size_bytes(), 0);
+                v
+            }
+            Some(s) => buffer_bytes(&b.name, b.elem, len, &s.source, &files)?,
         };
         buffers.push(HostBuffer {
             name: b.name.clone(),
@@ -301,14 +367,14 @@ pub fn prepare(
 }
 
 /// The raw bytes of one host buffer of `len` elements from its contents `source` (`file`
-/// paths relative to `base_dir`); `data` and `file` must hold exactly `len` elements. Shared by
-/// Programs' `run.inputs` and pipeline buffers.
+/// paths resolved and confined by `files`); `data` and `file` must hold exactly `len`
+/// elements. Shared by Programs' `run.inputs` and pipeline buffers.
 pub fn buffer_bytes(
     name: &str,
     elem: ElemType,
     len: usize,
     source: &InputSource,
-    base_dir: &Path,
+    files: &FileRoot,
 ) -> Result<Vec<u8>, InputError> {
     Ok(match source {
         InputSource::Fill(f) => contents::fill_bytes(name, elem, len, *f)?,
@@ -325,7 +391,7 @@ pub fn buffer_bytes(
             contents::data_bytes(name, elem, d)?
         }
         InputSource::File(f) => {
-            let path = base_dir.join(f);
+            let path = files.resolve(f, &format!("input `{name}`"))?;
             let n = file_len(name, elem, &path)?;
             if n != len as u64 {
                 return Err(InputError {
@@ -336,10 +402,25 @@ pub fn buffer_bytes(
                     fix: "make `len` match the file, or drop `len`".into(),
                 });
             }
-            std::fs::read(&path).map_err(|e| InputError {
-                message: format!("input `{name}`: cannot read {}: {e}", path.display()),
-                fix: "check that the file exists and is readable".into(),
-            })?
+            // Read no more than the length checked above: a file that grows meanwhile (or a
+            // path swapped for a FIFO) is refused, not followed.
+            let want = n * elem.size_bytes() as u64;
+            let bytes = crate::util::read_limited(&path, want, &format!("input `{name}`"))
+                .map_err(|e| InputError {
+                    message: e.message,
+                    fix: e.fix,
+                })?;
+            if bytes.len() as u64 != want {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: {} changed size while it was read ({} bytes, expected {want})",
+                        path.display(),
+                        bytes.len()
+                    ),
+                    fix: "do not modify input files during a run".into(),
+                });
+            }
+            bytes
         }
     })
 }

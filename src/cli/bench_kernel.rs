@@ -67,11 +67,11 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         let v = serde_json::json!({"kernel": bench, "overhead": overhead, "device": rt.caps().name, "telemetry": rt.telemetry()});
         match serde_json::to_string_pretty(&v) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
-        println!(
+        outln!(
             "{} x {} elements (wg {:?}, {} regs): device median {:.4} ms (min {:.4}, max {:.4}), {:.0} GB/s over buffer bytes; full dispatch median {:.2} ms",
             bench.program,
             bench.elements,
@@ -83,18 +83,18 @@ pub fn run(a: &Args) -> i32 {
             bench.buffer_bytes as f64 / bench.device_ms.median_ms / 1e6,
             bench.full_dispatch_ms.median_ms
         );
-        println!(
+        outln!(
             "parity with the reference interpreter: {} ({} of {} elements differ)",
             if bench.parity.passed { "ok" } else { "FAILED" },
             bench.parity.mismatches,
             bench.parity.compared
         );
         if let Some(o) = overhead {
-            println!(
+            outln!(
                 "warm dispatch, no device timing: vyrescope {:.2} us vs bare cudarc launch + cuStreamSynchronize {:.2} us (median) = {:.2}x",
                 o.vyrescope_untimed_us.median_ms, o.bare_cudarc_us.median_ms, o.ratio_untimed
             );
-            println!(
+            outln!(
                 "warm dispatch, CUDA-event device timing: vyrescope {:.2} us vs bare cudarc event/launch/event + cuEventSynchronize {:.2} us (median) = {:.2}x",
                 o.vyrescope_timed_us.median_ms, o.bare_cudarc_timed_us.median_ms, o.ratio_timed
             );

@@ -47,14 +47,16 @@ pub fn run(a: &Args) -> i32 {
     }
     if a.json {
         match serde_json::to_string_pretty(&reports) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
         for r in &reports {
-            println!("{}: {}", r.file, if r.valid { "ok" } else { "INVALID" });
+            outln!("{}: {}", r.file, if r.valid { "ok" } else { "INVALID" });
             for d in &r.diagnostics {
-                println!("  {}", d.to_string().replace('\n', "\n  "));
+                // Diagnostics quote names from the file: no raw terminal controls.
+                let text = d.to_string().replace('\n', "\n  ");
+                outln!("  {}", crate::util::terminal_safe(&text));
             }
         }
     }

@@ -70,14 +70,17 @@ pub fn run(a: &Args) -> i32 {
     };
     match &a.output {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, text) {
+            // Atomic: a failed write leaves a previous file whole (see util::atomic_write).
+            if let Err(e) = crate::util::write_atomic(path, text.as_bytes()) {
                 return super::fail(format!(
-                    "cannot write {}: {e}\n  Fix: check the directory exists and is writable",
+                    "cannot write {}: {e}\n  Fix: check the folder exists and is writable, and that the path names a regular file",
                     path.display()
                 ));
             }
         }
-        None => print!("{text}"),
+        // The PTX carries the Program's `doc` in a comment: no raw control characters to a
+        // terminal.
+        None => super::write_stdout(&crate::util::terminal_safe(&text)),
     }
     0
 }

@@ -38,16 +38,16 @@ pub fn run(a: &Args) -> i32 {
             "passed": passed,
         });
         match serde_json::to_string_pretty(&v) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
-        println!(
+        outln!(
             "fault recovery on {} through GPU worker processes:",
             caps.name
         );
         for (i, s) in steps.iter().enumerate() {
-            println!(
+            outln!(
                 "{:2}. {:4} {} ({:.1} ms)\n      expected: {}\n      got:      {}",
                 i + 1,
                 if s.ok { "ok" } else { "FAIL" },
@@ -57,7 +57,7 @@ pub fn run(a: &Args) -> i32 {
                 s.got
             );
         }
-        println!(
+        outln!(
             "{} ({} worker processes started)",
             if passed {
                 "fault-test PASSED"

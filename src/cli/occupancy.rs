@@ -102,7 +102,7 @@ fn estimate_json(e: &Estimate) -> serde_json::Value {
 fn print_json(v: &serde_json::Value) -> i32 {
     match serde_json::to_string_pretty(v) {
         Ok(s) => {
-            println!("{s}");
+            outln!("{s}");
             0
         }
         Err(e) => super::fail(format!("{e}\n  Fix: report this bug")),
@@ -125,12 +125,13 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
         if a.json {
             return print_json(&estimate_json(&e));
         }
-        println!("device: {note}");
-        println!(
+        outln!("device: {note}");
+        outln!(
             "kernel: {regs} registers/thread, {} B static + {} B dynamic shared memory",
-            a.static_smem, a.dynamic_smem
+            a.static_smem,
+            a.dynamic_smem
         );
-        print!("{}", describe(&e));
+        out!("{}", describe(&e));
         return if e.launchable.is_ok() { 0 } else { 1 };
     }
     let rows = sweep_block_sizes(caps, &res, a.dynamic_smem, &FuncConfig::default());
@@ -139,12 +140,13 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
             rows.iter().map(row_json).collect(),
         ));
     }
-    println!("device: {note}");
-    println!(
+    outln!("device: {note}");
+    outln!(
         "kernel: {regs} registers/thread, {} B static + {} B dynamic shared memory",
-        a.static_smem, a.dynamic_smem
+        a.static_smem,
+        a.dynamic_smem
     );
-    print!("{}", sweep_table(&rows));
+    out!("{}", sweep_table(&rows));
     0
 }
 
@@ -286,25 +288,32 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
             "diagnostics": diags,
         }));
     }
-    println!("program: {} ({})", program.name, file.display());
-    println!("device: {note}");
-    println!(
+    outln!("program: {} ({})", program.name, file.display());
+    outln!("device: {note}");
+    outln!(
         "kernel: {} registers/thread, {} B static shared, {} B local/thread (from {res_source})",
-        res.regs_per_thread, res.static_smem_bytes, res.local_bytes
+        res.regs_per_thread,
+        res.static_smem_bytes,
+        res.local_bytes
     );
-    println!(
+    outln!(
         "workgroup {}x{}x{}, grid {}x{}x{}",
-        wg[0], wg[1], wg[2], shape.grid[0], shape.grid[1], shape.grid[2]
+        wg[0],
+        wg[1],
+        wg[2],
+        shape.grid[0],
+        shape.grid[1],
+        shape.grid[2]
     );
-    print!("{}", describe(&e));
-    println!(
+    out!("{}", describe(&e));
+    outln!(
         "\nsweep (same registers at every size; sizes change what ptxas allocates only slightly):"
     );
-    print!("{}", sweep_table(&rows));
+    out!("{}", sweep_table(&rows));
     if !diags.is_empty() {
-        println!();
+        outln!();
         for d in &diags {
-            println!("{d}");
+            outln!("{d}");
         }
     }
     if e.launchable.is_err() {

@@ -37,7 +37,7 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     let csv = to_csv(&rows);
-    if let Err(e) = std::fs::write(&a.out, csv) {
+    if let Err(e) = crate::util::write_atomic(&a.out, csv.as_bytes()) {
         return super::fail(format!(
             "cannot write {}: {e}\n  Fix: choose a writable path",
             a.out.display()
@@ -46,7 +46,7 @@ pub fn run(a: &Args) -> i32 {
     let mut regs: Vec<u32> = rows.iter().map(|r| r.regs_per_thread).collect();
     regs.sort_unstable();
     regs.dedup();
-    println!(
+    outln!(
         "{} rows, register counts {:?}, written to {}",
         rows.len(),
         regs,

@@ -1,5 +1,6 @@
 //! `vyrescope print FILE` (Program or pipeline file)
 
+use crate::util::terminal_safe;
 use std::path::PathBuf;
 
 use crate::ir::{load_program, print::print_program};
@@ -29,10 +30,11 @@ pub fn run(a: &Args) -> i32 {
             Err(e) => return super::fail(e),
         }
     };
+    // `doc` and names come from the file: escape any terminal control characters in them.
     if a.no_gutter {
-        print!("{}", printed.text());
+        super::write_stdout(&terminal_safe(&printed.text()));
     } else {
-        print!("{}", printed.text_with_gutter());
+        super::write_stdout(&terminal_safe(&printed.text_with_gutter()));
     }
     0
 }

@@ -25,7 +25,7 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         return match serde_json::to_string_pretty(&caps) {
             Ok(s) => {
-                println!("{s}");
+                outln!("{s}");
                 0
             }
             Err(e) => super::fail(e),
@@ -78,7 +78,7 @@ pub fn run(a: &Args) -> i32 {
         ("provenance", caps.provenance.clone()),
     ];
     for (k, v) in rows {
-        println!("{k:>24}  {v}");
+        outln!("{k:>24}  {v}");
     }
     0
 }

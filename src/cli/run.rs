@@ -65,6 +65,10 @@ pub struct Args {
     /// DIR/<name>.bin after it (DIR is created).
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
+    /// Allow `run.inputs.*.file` data files anywhere inside DIR (default: only inside the
+    /// Program file's folder). Files under /proc, /sys and /dev are refused even so.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Reference interpreter step budget in steps: node evaluations plus one per invocation and loop iteration (default 2^32, about 10 s at most).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
@@ -139,7 +143,7 @@ pub fn execute(
     }
 }
 
-/// Writes each buffer as `dir/<name><suffix>`.
+/// Writes each buffer as `dir/<name><suffix>` (see [`dump_named`]).
 pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), String> {
     let named: Vec<(&str, &[u8])> = buffers
         .iter()
@@ -149,7 +153,9 @@ pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), Stri
 }
 
 /// Writes each `(name, bytes)` as `dir/<name><suffix>` (DIR is created); the one dump writer
-/// for Programs and pipelines.
+/// for Programs and pipelines. Each file is written atomically (util::write_atomic): a failed
+/// dump never leaves a half-written file, and an existing link, device or folder of that name
+/// is refused rather than written through.
 pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| {
         format!(
@@ -158,15 +164,27 @@ pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result
         )
     })?;
     for (name, data) in buffers {
-        let path = dir.join(format!("{name}{suffix}"));
-        std::fs::write(&path, data).map_err(|e| {
-            format!(
-                "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
-                path.display()
-            )
-        })?;
+        dump_file(&dir.join(format!("{name}{suffix}")), data)?;
     }
     Ok(())
+}
+
+/// Writes one `--dump` file atomically, with the `Fix:` message every dump error carries.
+pub fn dump_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    crate::util::write_atomic(path, bytes).map_err(|e| {
+        format!(
+            "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
+            path.display()
+        )
+    })
+}
+
+/// The files a run may read its `file` inputs from: the Program's folder, or `--root DIR`.
+pub fn file_root<'a>(a: &'a Args, base: &'a Path) -> inputs::FileRoot<'a> {
+    inputs::FileRoot {
+        base,
+        root: a.root.as_deref().unwrap_or(base),
+    }
 }
 
 /// Runs `run`.
@@ -180,7 +198,7 @@ pub fn run(a: &Args) -> i32 {
     };
     let diags = crate::validate::validate(&program);
     for d in &diags {
-        eprintln!("{d}");
+        eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
     if diags.iter().any(|d| d.severity == Severity::Error) {
         eprintln!(
@@ -194,10 +212,11 @@ pub fn run(a: &Args) -> i32 {
         return super::run_cuda::run(a, &program);
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let mut prepared = match inputs::prepare(&program, base, a.workgroup, a.grid) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let mut prepared =
+        match inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid) {
+            Ok(p) => p,
+            Err(e) => return super::fail(e),
+        };
     if let Some(dir) = &a.dump {
         if let Err(e) = dump(dir, &prepared.buffers, ".in.bin") {
             return super::fail(e);
@@ -222,11 +241,11 @@ pub fn run(a: &Args) -> i32 {
     );
     if a.json {
         match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
-        print!("{}", report.to_text(&prepared.buffers));
+        out!("{}", report.to_text(&prepared.buffers));
     }
     0
 }

@@ -18,7 +18,12 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         Err(e) => return super::fail(e),
     };
     if let Some(dir) = &a.dump {
-        match crate::inputs::prepare(program, base, a.workgroup, a.grid) {
+        match crate::inputs::prepare_rooted(
+            program,
+            super::run::file_root(a, base),
+            a.workgroup,
+            a.grid,
+        ) {
             Ok(p) => {
                 if let Err(e) = super::run::dump(dir, &p.buffers, ".in.bin") {
                     return super::fail(e);
@@ -28,6 +33,7 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         }
     }
     let req = RunRequest {
+        root: a.root.clone(),
         workgroup: a.workgroup,
         grid: a.grid,
         repeat: a.repeat.max(1),
@@ -47,13 +53,10 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         }
         let ptx = dir.join(format!("{}.ptx", run.compiled.emitted.kernel_name));
         let log = dir.join("jit.log");
-        if let Err(e) = std::fs::write(&ptx, &run.compiled.emitted.ptx)
-            .and_then(|_| std::fs::write(&log, &run.compiled.info.info_log))
+        if let Err(e) = super::run::dump_file(&ptx, run.compiled.emitted.ptx.as_bytes())
+            .and_then(|_| super::run::dump_file(&log, run.compiled.info.info_log.as_bytes()))
         {
-            return super::fail(format!(
-                "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
-                dir.display()
-            ));
+            return super::fail(e);
         }
     }
     let report = RunReport::new(
@@ -93,14 +96,14 @@ pub fn run(a: &Args, program: &Program) -> i32 {
             obj.insert("telemetry".into(), serde_json::json!(rt.telemetry()));
         }
         match serde_json::to_string_pretty(&v) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
-        print!("{}", report.to_text(&run.buffers));
+        out!("{}", report.to_text(&run.buffers));
         let r = &run.compiled.info.resources;
         let device_sm = rt.caps().cc_major * 10 + rt.caps().cc_minor;
-        println!(
+        outln!(
             "device: {} (sm_{device_sm}); PTX emitted for sm_{}",
             rt.caps().name,
             a.sm.unwrap_or(device_sm)
@@ -115,7 +118,7 @@ pub fn run(a: &Args, program: &Program) -> i32 {
                 a.repeat.max(1)
             ),
         };
-        println!(
+        outln!(
             "device time: {device}; upload {:.2} ms, readback {:.2} ms, JIT {:.1} ms{}",
             run.report.upload_ms,
             run.report.readback_ms,
@@ -126,25 +129,30 @@ pub fn run(a: &Args, program: &Program) -> i32 {
                 ""
             }
         );
-        println!(
+        outln!(
             "resources: {} regs/thread, {} B static shared, {} B local (spills), max {} threads/block",
             r.regs_per_thread, r.static_smem_bytes, r.local_bytes, r.max_threads_per_block
         );
         match &run.parity {
-            Some(p) if p.passed => println!("parity: ok ({}, {} elements)", p.mode, p.compared),
+            Some(p) if p.passed => outln!("parity: ok ({}, {} elements)", p.mode, p.compared),
             Some(p) => {
-                println!(
+                outln!(
                     "parity: FAILED ({}): {} of {} elements differ",
-                    p.mode, p.mismatches, p.compared
+                    p.mode,
+                    p.mismatches,
+                    p.compared
                 );
                 for m in &p.first {
-                    println!(
+                    outln!(
                         "  {}[{}]: gpu {} reference {}",
-                        m.buffer, m.index, m.gpu, m.reference
+                        m.buffer,
+                        m.index,
+                        m.gpu,
+                        m.reference
                     );
                 }
             }
-            None => println!("parity: not checked (add --verify)"),
+            None => outln!("parity: not checked (add --verify)"),
         }
     }
     if passed {

@@ -119,11 +119,11 @@ pub fn run(a: &Args) -> i32 {
     };
     if a.json {
         match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
-        println!(
+        outln!(
             "{} on {}: {} steps, {:.3} ms, {} node evaluations",
             report.pipeline,
             report.backend,
@@ -132,9 +132,13 @@ pub fn run(a: &Args) -> i32 {
             report.node_evals
         );
         for s in &steps {
-            println!(
+            outln!(
                 "  steps[{}] {}: grid {:?}, workgroup {:?}, {:.3} ms",
-                s.step, s.program, s.grid, s.workgroup_size, s.elapsed_ms
+                s.step,
+                s.program,
+                s.grid,
+                s.workgroup_size,
+                s.elapsed_ms
             );
         }
         for ((name, o), b) in report
@@ -147,7 +151,7 @@ pub fn run(a: &Args) -> i32 {
                 .filter_map(|i| element_text(b.elem, &b.data, i))
                 .collect();
             let more = if o.len > first.len() { ", ..." } else { "" };
-            println!(
+            outln!(
                 "  {name}: {}[{}] checksum {} first [{}{more}]",
                 o.elem.name(),
                 o.len,

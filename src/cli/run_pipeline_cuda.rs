@@ -54,7 +54,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i3
     }
     if a.json {
         match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
@@ -72,7 +72,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i3
 
 /// The report as text (also used by `selftest`).
 pub fn print_text(r: &PipelineGpuReport) {
-    println!(
+    outln!(
         "{} on {} ({} repetition{} per form)",
         r.pipeline,
         r.device,
@@ -81,7 +81,7 @@ pub fn print_text(r: &PipelineGpuReport) {
     );
     for (name, f) in [("separate", &r.separate), ("megakernel", &r.megakernel)] {
         let Some(f) = f else { continue };
-        println!(
+        outln!(
             "  {name:<10} {} launch{}: median {:.4} ms (min {:.4}, max {:.4}); {} ({}, {} elements)",
             f.launches,
             if f.launches == 1 { "" } else { "es" },
@@ -93,14 +93,17 @@ pub fn print_text(r: &PipelineGpuReport) {
             f.parity.compared
         );
         for m in &f.parity.first {
-            println!(
+            outln!(
                 "    {}[{}]: gpu {} reference {}",
-                m.buffer, m.index, m.gpu, m.reference
+                m.buffer,
+                m.index,
+                m.gpu,
+                m.reference
             );
         }
     }
     if let Some(p) = &r.plan {
-        println!(
+        outln!(
             "  plan: {} group{}, {} grid barrier{}, {} fusion break{} (plan cache: {})",
             p.groups.len(),
             if p.groups.len() == 1 { "" } else { "s" },
@@ -116,9 +119,12 @@ pub fn print_text(r: &PipelineGpuReport) {
         );
     }
     for t in &r.topology {
-        println!(
+        outln!(
             "  group {}: persistent grid {} blocks (estimated {}, driver allows {})",
-            t.group, t.used_blocks, t.estimated_blocks, t.driver_blocks
+            t.group,
+            t.used_blocks,
+            t.estimated_blocks,
+            t.driver_blocks
         );
         if !t.measured_ms.is_empty() {
             let tried: Vec<String> = t
@@ -126,11 +132,11 @@ pub fn print_text(r: &PipelineGpuReport) {
                 .iter()
                 .map(|(b, ms)| format!("{b} blocks {ms:.4} ms"))
                 .collect();
-            println!("    measured: {}", tried.join(", "));
+            outln!("    measured: {}", tried.join(", "));
         }
     }
     if let Some(g) = &r.gate {
-        println!(
+        outln!(
             "  speedup {:.2}x (interval {:.2}..{:.2}, {} + {} samples): {}",
             g.speedup,
             g.speedup_low,

@@ -68,12 +68,12 @@ pub fn run(a: &Args) -> i32 {
             .collect();
         let v = serde_json::json!({"report": rep, "pipelines": pl, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
         match serde_json::to_string_pretty(&v) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
         }
     } else {
         let d = &rep.device;
-        println!(
+        outln!(
             "selftest on {} (sm_{}{}, {} SMs, driver API {}.{})\n",
             d.name,
             d.cc_major,
@@ -82,24 +82,24 @@ pub fn run(a: &Args) -> i32 {
             d.driver_version / 1000,
             d.driver_version % 1000 / 10
         );
-        print!("{}", fixture_table(&rep));
+        out!("{}", fixture_table(&rep));
         let o = &rep.occupancy;
-        println!(
+        outln!(
             "\noccupancy estimator vs cuOccupancyMaxActiveBlocksPerMultiprocessor: {} / {} cases agree ({:.2}%)",
             o.agreed,
             o.cases,
             if o.cases > 0 { o.agreed as f64 * 100.0 / o.cases as f64 } else { 0.0 }
         );
         for m in &o.disagreements {
-            println!("  disagree: {m}");
+            outln!("  disagree: {m}");
         }
         for e in &o.errors {
-            println!("  error: {e}");
+            outln!("  error: {e}");
         }
         if !rep.faults.is_empty() {
-            println!("\nfault recovery:");
+            outln!("\nfault recovery:");
             for s in &rep.faults {
-                println!(
+                outln!(
                     "  {:4}  {:<36} {:>9.1} ms  {}\n        expected: {}",
                     if s.ok { "ok" } else { "FAIL" },
                     s.step,
@@ -110,15 +110,15 @@ pub fn run(a: &Args) -> i32 {
             }
         }
         if !pipelines.is_empty() {
-            println!("\npipelines (separate launches and megakernel plan, each verified):");
+            outln!("\npipelines (separate launches and megakernel plan, each verified):");
             for (f, r) in &pipelines {
                 match r {
                     Ok(r) => super::run_pipeline_cuda::print_text(r),
-                    Err(e) => println!("  FAIL {}: {e}", f.display()),
+                    Err(e) => outln!("  FAIL {}: {e}", f.display()),
                 }
             }
         }
-        println!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
+        outln!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
     }
     if passed {
         0

@@ -50,13 +50,20 @@ pub struct Args {
     pub bench_frames: Option<usize>,
 }
 
+/// Largest replay screen side: a replay holds several full screens of cells (each some tens
+/// of bytes), so 1000x1000 stays within tens of MiB while 65535x65535 would need hundreds of
+/// GiB and abort.
+pub const MAX_REPLAY_SIDE: u16 = 1000;
+
 fn parse_size(s: &str) -> Result<(u16, u16), String> {
     let (w, h) = s.split_once('x').ok_or("expected WxH, e.g. 120x40")?;
     let p = |v: &str| {
         v.parse::<u16>()
             .ok()
-            .filter(|v| *v >= 10)
-            .ok_or(format!("bad size `{s}`: use WxH with W, H >= 10"))
+            .filter(|v| (10..=MAX_REPLAY_SIDE).contains(v))
+            .ok_or(format!(
+                "bad size `{s}`: use WxH with 10 <= W, H <= {MAX_REPLAY_SIDE}\n  Fix: pass a size such as --size 120x40"
+            ))
     };
     Ok((p(w)?, p(h)?))
 }
@@ -86,7 +93,7 @@ pub fn run(a: &Args) -> i32 {
     if let Some(n) = a.bench_frames {
         return match tui::bench::run(&opts, n.max(1)) {
             Ok(f) => {
-                println!("{}", serde_json::to_string_pretty(&f).unwrap_or_default());
+                outln!("{}", serde_json::to_string_pretty(&f).unwrap_or_default());
                 0
             }
             Err(e) => super::fail(e),
@@ -113,7 +120,7 @@ pub fn run(a: &Args) -> i32 {
                 });
             }
         }
-        None => print!("{screen}"),
+        None => out!("{screen}"),
     }
     0
 }

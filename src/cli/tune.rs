@@ -27,6 +27,10 @@ pub struct Args {
     /// Ignore (and overwrite) cached results.
     #[arg(long)]
     pub fresh: bool,
+    /// Allow `run.inputs.*.file` data files anywhere inside DIR (default: only inside the
+    /// Program file's folder).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
@@ -34,14 +38,13 @@ pub struct Args {
 
 /// Runs `tune`.
 pub fn run(a: &Args) -> i32 {
-    let text = match std::fs::read_to_string(&a.file) {
-        Ok(t) => t,
-        Err(e) => {
-            return super::fail(format!(
-                "cannot read {}: {e}\n  Fix: check the path",
-                a.file.display()
-            ))
-        }
+    let text = match crate::util::read_limited(
+        &a.file,
+        crate::ir::parse::MAX_FILE_BYTES,
+        "Program file",
+    ) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => return super::fail(e),
     };
     let program = match crate::ir::parse_program(&text, &a.file.display().to_string()) {
         Ok(p) => p,
@@ -59,6 +62,7 @@ pub fn run(a: &Args) -> i32 {
         program: &program,
         program_text: &text,
         base: a.file.parent().unwrap_or(Path::new(".")),
+        root: a.root.as_deref(),
         candidates,
         repeat: a.repeat,
         mode: if a.fresh {
@@ -71,9 +75,9 @@ pub fn run(a: &Args) -> i32 {
     match rt.tune(&req) {
         Ok(r) => {
             if a.json {
-                println!("{}", render_json(&r));
+                outln!("{}", render_json(&r));
             } else {
-                print!("{}", render_text(&r));
+                out!("{}", render_text(&r));
             }
             0
         }

@@ -6,8 +6,8 @@
 //! `-arch=sm_75` instead (valid: PTX for sm_XY may be compiled for any later target).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -73,39 +73,96 @@ pub fn ptxas_arch(sm: u32) -> String {
     format!("sm_{}", sm.max(75))
 }
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
+/// Longest one ptxas run may take: large kernels assemble in seconds, so minutes mean a hung
+/// or hostile binary; it is killed and its files removed.
+pub const PTXAS_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Runs `ptxas -v -arch=.. [-lineinfo]` on `ptx`; returns its log on success.
+///
+/// The PTX, cubin and log live in a fresh private folder under `$TMPDIR` (`tempfile`: an
+/// unpredictable name created exclusively with mode 0700, so a link planted in `$TMPDIR` is
+/// never followed and no other user can swap the files); the folder is removed when this
+/// function returns, on every path: errors, a ptxas killed after [`PTXAS_TIMEOUT`], unwinding.
 pub fn assemble(ptxas: &Path, ptx: &str, sm: u32, lineinfo: bool) -> Result<String, PtxasError> {
+    assemble_in(
+        &std::env::temp_dir(),
+        ptxas,
+        ptx,
+        sm,
+        lineinfo,
+        PTXAS_TIMEOUT,
+    )
+}
+
+/// [`assemble`] with the temp folder created under `parent` and a given time limit.
+pub fn assemble_in(
+    parent: &Path,
+    ptxas: &Path,
+    ptx: &str,
+    sm: u32,
+    lineinfo: bool,
+    limit: Duration,
+) -> Result<String, PtxasError> {
     let arch = ptxas_arch(sm);
-    let dir = std::env::temp_dir();
-    let stem = format!(
-        "vyrescope-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    );
-    let src = dir.join(format!("{stem}.ptx"));
-    let out = dir.join(format!("{stem}.cubin"));
-    std::fs::write(&src, ptx).map_err(|e| PtxasError::Io(e.to_string()))?;
+    let dir = tempfile::Builder::new()
+        .prefix("vyrescope-ptxas-")
+        .tempdir_in(parent)
+        .map_err(|e| PtxasError::Io(format!("cannot create a temp folder: {e}")))?;
+    let res = run_in(dir.path(), ptxas, ptx, &arch, lineinfo, limit);
+    // Dropping `dir` would remove it too; closing says so explicitly (errors are moot here).
+    let _ = dir.close();
+    let (ok, log) = res?;
+    if !ok {
+        return Err(PtxasError::Rejected { arch, log });
+    }
+    Ok(log)
+}
+
+/// Runs ptxas on `ptx` inside `dir`; returns (success, log). Its output goes to a file in
+/// `dir` rather than a pipe, so waiting with a deadline cannot deadlock on a full pipe.
+fn run_in(
+    dir: &Path,
+    ptxas: &Path,
+    ptx: &str,
+    arch: &str,
+    lineinfo: bool,
+    limit: Duration,
+) -> Result<(bool, String), PtxasError> {
+    let io = |e: std::io::Error| PtxasError::Io(e.to_string());
+    let src = dir.join("kernel.ptx");
+    let out = dir.join("kernel.cubin");
+    let log_path = dir.join("ptxas.log");
+    std::fs::write(&src, ptx).map_err(io)?;
+    let log_file = std::fs::File::create(&log_path).map_err(io)?;
     let mut cmd = Command::new(ptxas);
     cmd.arg(format!("-arch={arch}")).arg("-v");
     if lineinfo {
         cmd.arg("-lineinfo");
     }
-    cmd.arg(&src).arg("-o").arg(&out);
-    let res = cmd.output();
-    let _ = std::fs::remove_file(&src);
-    let _ = std::fs::remove_file(&out);
-    let o = res.map_err(|e| PtxasError::Io(e.to_string()))?;
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    if !o.status.success() {
-        return Err(PtxasError::Rejected { arch, log });
-    }
-    Ok(log)
+    cmd.arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().map_err(io)?)
+        .stderr(log_file);
+    let mut child = cmd.spawn().map_err(io)?;
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(io)? {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(PtxasError::Io(format!(
+                "ptxas ran longer than {} s and was stopped",
+                limit.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let log = std::fs::read(&log_path).map_err(io)?;
+    Ok((status.success(), String::from_utf8_lossy(&log).into_owned()))
 }
 
 /// Assembles `ptx` for `sm` with the ptxas found by [`find_ptxas`] and parses `-v`.
@@ -159,6 +216,33 @@ pub fn parse_verbose(log: &str) -> Result<OfflineResources, PtxasError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hung_ptxas_is_stopped_and_its_files_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::env::temp_dir().join(format!("vyrescope-ptxas-hang-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let parent = d.join("tmp");
+        std::fs::create_dir_all(&parent).unwrap();
+        let fake = d.join("ptxas");
+        std::fs::write(&fake, "#!/bin/sh\nexec sleep 30\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let t = Instant::now();
+        let e = assemble_in(
+            &parent,
+            &fake,
+            ".version 8.0",
+            90,
+            false,
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(e.to_string().contains("longer than"), "{e}");
+        assert_eq!(std::fs::read_dir(&parent).unwrap().count(), 0);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn parses_a_ptxas_13_report() {

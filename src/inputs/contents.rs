@@ -154,6 +154,17 @@ fn random_bits(map: RandomMap, elem: ElemType, r: u64) -> u64 {
     }
 }
 
+/// An empty vector with room for `n` bytes, or an error naming buffer `name` when the memory
+/// is not there (fallible: a failed allocation must not abort the process).
+pub fn alloc_bytes(name: &str, n: usize) -> Result<Vec<u8>, InputError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| InputError {
+        message: format!("buffer `{name}`: cannot allocate {n} bytes: {e}"),
+        fix: "use fewer elements (run.elements, run.inputs.<buf>.len) or free memory".into(),
+    })?;
+    Ok(v)
+}
+
 /// The bytes of a generated buffer of `len` elements.
 pub fn fill_bytes(
     name: &str,
@@ -162,7 +173,7 @@ pub fn fill_bytes(
     fill: Fill,
 ) -> Result<Vec<u8>, InputError> {
     let size = elem.size_bytes();
-    let mut out = Vec::new();
+    let mut out = alloc_bytes(name, len * size)?;
     match fill {
         Fill::Zeros => out.resize(len * size, 0),
         Fill::Ones => {

@@ -13,8 +13,8 @@
 use std::path::Path;
 
 use super::{
-    buffer_bytes, explicit_len, grid_for_elements, HostBuffer, InputError, LaunchShape,
-    MAX_TOTAL_BYTES,
+    buffer_bytes, explicit_len, grid_for_elements, FileRoot, HostBuffer, InputError, LaunchShape,
+    FOOTPRINT_COPIES, MAX_TOTAL_BYTES,
 };
 use crate::ir::{Access, ElemType, Pipeline, Step};
 
@@ -117,12 +117,14 @@ pub fn prepare_pipeline(
     pipeline: &Pipeline,
     base_dir: &Path,
 ) -> Result<PreparedPipeline, InputError> {
+    // `file` contents stay inside the pipeline file's folder (util::confine).
+    let files = FileRoot::program_folder(base_dir);
     // Lengths first, so that absurd requests fail before anything is allocated.
     let mut lens = Vec::with_capacity(pipeline.buffers.len());
     let mut total: u128 = 0;
     for b in &pipeline.buffers {
         let c = &b.contents;
-        let Some(len) = explicit_len(&b.name, b.elem, &c.source, c.len, base_dir)? else {
+        let Some(len) = explicit_len(&b.name, b.elem, &c.source, c.len, &files)? else {
             return Err(InputError {
                 message: format!("buffers.{}: no length (`len` is missing)", b.name),
                 fix: format!("add \"len\": N to buffers.{}", b.name),
@@ -137,10 +139,11 @@ pub fn prepare_pipeline(
         total += len as u128 * b.elem.size_bytes() as u128;
         lens.push(len as usize);
     }
-    if total > MAX_TOTAL_BYTES as u128 {
+    let footprint = total * FOOTPRINT_COPIES as u128;
+    if footprint > MAX_TOTAL_BYTES as u128 {
         return Err(InputError {
             message: format!(
-                "the buffers of pipeline `{}` would take {total} bytes, more than the {} GiB limit",
+                "the buffers of pipeline `{}` would take {total} bytes; with a staging copy of each the run needs {footprint} bytes, more than the {} GiB limit",
                 pipeline.name,
                 MAX_TOTAL_BYTES >> 30
             ),
@@ -157,7 +160,7 @@ pub fn prepare_pipeline(
 
     let mut buffers = Vec::with_capacity(pipeline.buffers.len());
     for (b, len) in pipeline.buffers.iter().zip(lens) {
-        let data = buffer_bytes(&b.name, b.elem, len, &b.contents.source, base_dir)?;
+        let data = buffer_bytes(&b.name, b.elem, len, &b.contents.source, &files)?;
         buffers.push(PipelineData {
             name: b.name.clone(),
             elem: b.elem,

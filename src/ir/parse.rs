@@ -58,32 +58,17 @@ pub fn load_program(path: &Path) -> Result<Program, ParseError> {
         message,
         fix: fix.to_string(),
     };
-    let meta = std::fs::metadata(path).map_err(|e| {
-        fail(
-            format!("cannot read file: {e}"),
-            "check the path and that the file is readable",
-        )
-    })?;
-    if meta.is_dir() {
-        return Err(fail(
-            "is a directory, not a Program file".into(),
-            "pass a *.json Program file",
-        ));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(fail(
-            format!(
-                "file is {} bytes; the limit is {MAX_FILE_BYTES}",
-                meta.len()
-            ),
-            "move large input data to a `run.inputs.<buf>.file` raw binary file",
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| {
-        fail(
-            format!("cannot read file: {e}"),
-            "check the path and that the file is readable",
-        )
+    // Only a regular file, read no further than the limit (a FIFO must not block, /dev/zero
+    // must not fill memory); see util::read_limited.
+    let bytes = crate::util::read_limited(path, MAX_FILE_BYTES, "Program file").map_err(|e| {
+        let fix = match e.kind {
+            crate::util::ReadErrorKind::TooLarge => {
+                "move large input data to a `run.inputs.<buf>.file` raw binary file"
+            }
+            crate::util::ReadErrorKind::NotRegular => "pass a *.json Program file",
+            _ => "check the path and that the file is readable",
+        };
+        fail(e.message, fix)
     })?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,

@@ -96,6 +96,9 @@ pub fn bundled(name: &str) -> Option<Result<DeviceCaps, ProfileError>> {
         .map(|b| parse(b.json, b.name))
 }
 
+/// Largest device profile file read (1 MiB).
+pub const MAX_PROFILE_BYTES: u64 = 1 << 20;
+
 /// Loads `name_or_path`: a bundled profile name (see [`names`]) or a JSON file path.
 pub fn load(name_or_path: &str) -> Result<DeviceCaps, ProfileError> {
     if let Some(b) = bundled(name_or_path) {
@@ -105,9 +108,17 @@ pub fn load(name_or_path: &str) -> Result<DeviceCaps, ProfileError> {
     if !path.exists() {
         return Err(ProfileError::Unknown(name_or_path.to_string()));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| ProfileError::Read {
+    // Only a regular file of at most 1 MiB (a profile is a few hundred bytes).
+    let bytes =
+        crate::util::read_limited(path, MAX_PROFILE_BYTES, "device profile").map_err(|e| {
+            ProfileError::Read {
+                path: name_or_path.to_string(),
+                reason: e.message,
+            }
+        })?;
+    let text = String::from_utf8(bytes).map_err(|e| ProfileError::Read {
         path: name_or_path.to_string(),
-        reason: e.to_string(),
+        reason: format!("not UTF-8: {e}"),
     })?;
     parse(&text, name_or_path)
 }
@@ -158,6 +169,35 @@ pub fn check(caps: &DeviceCaps, origin: &str) -> Result<(), ProfileError> {
             return Err(invalid(
                 format!("`{field}` is 0"),
                 "give the device's real figure",
+            ));
+        }
+    }
+    // Upper bounds a few times above any NVIDIA GPU so far: the model and its sweeps size
+    // their work by these figures, so an absurd one (4294967295) must stop here rather than
+    // make a sweep run for minutes or allocate gigabytes.
+    for (field, v, max) in [
+        ("sm_count", caps.sm_count, 4096),
+        ("max_threads_per_block", caps.max_threads_per_block, 4096),
+        ("max_threads_per_sm", caps.max_threads_per_sm, 8192),
+        ("max_blocks_per_sm", caps.max_blocks_per_sm, 256),
+        ("regs_per_sm", caps.regs_per_sm, 1 << 20),
+        ("regs_per_block", caps.regs_per_block, 1 << 20),
+        ("smem_per_block", caps.smem_per_block, 4 << 20),
+        ("smem_per_sm", caps.smem_per_sm, 4 << 20),
+        ("smem_per_block_optin", caps.smem_per_block_optin, 4 << 20),
+        (
+            "smem_reserved_per_block",
+            caps.smem_reserved_per_block,
+            1 << 20,
+        ),
+        ("max_block_dim[0]", caps.max_block_dim[0], 4096),
+        ("max_block_dim[1]", caps.max_block_dim[1], 4096),
+        ("max_block_dim[2]", caps.max_block_dim[2], 4096),
+    ] {
+        if v > max {
+            return Err(invalid(
+                format!("`{field}` is {v}, above the sane maximum {max}"),
+                "give the device's real figure (`vyrescope probe` prints them)",
             ));
         }
     }

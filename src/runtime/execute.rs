@@ -32,11 +32,14 @@ pub struct RunRequest {
     pub lineinfo: bool,
     /// Time launches with CUDA events (off: `device_ms` is absent).
     pub device_timing: bool,
+    /// Folder `file` inputs may come from (`--root DIR`); None: the Program's folder only.
+    pub root: Option<std::path::PathBuf>,
 }
 
 impl Default for RunRequest {
     fn default() -> Self {
         RunRequest {
+            root: None,
             workgroup: None,
             grid: None,
             sm: None,
@@ -150,7 +153,11 @@ impl Runtime {
         phase: &mut dyn FnMut(RunPhase),
     ) -> Result<ProgramRun> {
         phase(RunPhase::Host);
-        let prepared = inputs::prepare(program, base, req.workgroup, req.grid)?;
+        let files = inputs::FileRoot {
+            base,
+            root: req.root.as_deref().unwrap_or(base),
+        };
+        let prepared = inputs::prepare_rooted(program, files, req.workgroup, req.grid)?;
         let shape = prepared.shape;
         let mut buffers = prepared.buffers;
         let reference = if req.verify {

@@ -21,6 +21,8 @@ pub struct TuneRequest<'a> {
     pub program_text: &'a str,
     /// Directory for `file` inputs.
     pub base: &'a Path,
+    /// Folder `file` inputs may come from (`--root DIR`); None: `base` only.
+    pub root: Option<&'a Path>,
     /// Candidate workgroup sizes.
     pub candidates: Vec<[u32; 3]>,
     /// Timed launches per candidate.
@@ -35,6 +37,7 @@ impl Runtime {
     /// Times one candidate: verified run, median device time, occupancy.
     fn tune_one(&mut self, req: &TuneRequest<'_>, wg: [u32; 3]) -> TuneRow {
         let run = RunRequest {
+            root: req.root.map(Path::to_path_buf),
             workgroup: Some(wg),
             repeat: req.repeat.max(1),
             verify: true,

@@ -61,14 +61,17 @@ pub fn config_path() -> Option<PathBuf> {
 impl Config {
     /// Reads `path`; a missing file is an empty config.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+        // Only a regular file of at most 1 MiB (util::read_limited).
+        let text = match crate::util::read_limited(path, 1 << 20, "config file") {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) if e.kind == crate::util::ReadErrorKind::NotFound => {
+                return Ok(Config::default())
+            }
             Err(e) => {
                 return Err(ConfigError {
                     path: path.display().to_string(),
-                    message: e.to_string(),
-                    fix: "make the file readable or remove it".into(),
+                    message: e.message,
+                    fix: "make it a readable regular file of at most 1 MiB, or remove it".into(),
                 })
             }
         };

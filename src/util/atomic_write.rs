@@ -1,7 +1,7 @@
 //! The one way vyrescope writes a file: atomically. The bytes go to a new sibling temp file
-//! (created exclusively, so an existing file or link of that name is never followed), which
-//! is flushed and synced and then renamed over the target, so a reader never sees half a file
-//! and a crash never leaves a good file truncated. A target that exists but is not a regular
+//! (an unpredictable name created exclusively by `tempfile`, so an existing file or link of
+//! that name is never followed), which is flushed and synced and then renamed over the
+//! target, so a reader never sees half a file and a crash never leaves a good file truncated. A target that exists but is not a regular
 //! file (a symbolic link, a device, a FIFO, a folder) is refused, never replaced.
 
 use std::io::Write;
@@ -36,25 +36,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        // Make the rename itself durable where the platform allows syncing a folder.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    // `tempfile` picks an unpredictable name and creates it with O_EXCL (mode 0600), so a
+    // planted file or link of that name is never followed; dropping it on an error removes it.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // A replaced file keeps its mode; a new one gets 0644 (data the user made), never the
+        // 0600 of the temp file nor the mode of some input it was derived from.
+        let mode = std::fs::metadata(path)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .unwrap_or(0o644);
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
-    res
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    // Make the rename itself durable where the platform allows syncing a folder.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 #[cfg(test)]

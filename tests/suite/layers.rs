@@ -7,22 +7,22 @@ use std::path::{Path, PathBuf};
 
 /// Layer of each top-level module; a module may import only strictly lower layers.
 const LAYERS: &[(&str, u32)] = &[
-    ("ir", 0),
     ("util", 0),
-    ("diagnostic", 1),
-    ("semantics", 1),
-    ("shape", 1),
-    ("validate", 2),
-    ("inputs", 2),
-    ("occupancy", 2),
-    ("interp", 3),
-    ("emit", 3),
-    ("report", 3),
-    ("diagnostics", 4),
-    ("megakernel", 5),
-    ("runtime", 6),
-    ("tui", 7),
-    ("cli", 8),
+    ("ir", 1),
+    ("diagnostic", 2),
+    ("semantics", 2),
+    ("shape", 2),
+    ("validate", 3),
+    ("inputs", 3),
+    ("occupancy", 3),
+    ("interp", 4),
+    ("emit", 4),
+    ("report", 4),
+    ("diagnostics", 5),
+    ("megakernel", 6),
+    ("runtime", 7),
+    ("tui", 8),
+    ("cli", 9),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

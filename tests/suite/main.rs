@@ -18,6 +18,7 @@ mod emit_snapshots;
 mod fixtures_coverage;
 mod fixtures_reference;
 mod gpu_worker;
+mod hostile_files;
 mod interp_props;
 mod invalid_fixtures;
 mod ir_print;

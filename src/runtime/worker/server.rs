@@ -189,6 +189,7 @@ impl Worker<'_> {
         let program = parse(&job.program, &job.file)?;
         self.runtime()?;
         let req = RunRequest {
+            root: None,
             workgroup: job.workgroup,
             grid: job.grid,
             sm: job.sm,
