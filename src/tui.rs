@@ -28,6 +28,7 @@ pub mod highlight;
 pub mod input;
 pub mod keymap;
 pub mod layout;
+pub mod pipeline;
 pub mod replay;
 pub mod terminal;
 pub mod theme;

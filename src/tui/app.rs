@@ -162,6 +162,10 @@ impl App {
 
     /// The workgroup size in effect.
     pub fn workgroup(&self) -> [u32; 3] {
+        // A fused kernel's workgroup is the plan's; an override would emit another kernel.
+        if let Some(d) = self.programs.doc.as_ref().filter(|d| d.pipeline.is_some()) {
+            return d.program.workgroup_size;
+        }
         self.code
             .workgroup
             .or_else(|| self.programs.doc.as_ref().map(|d| d.program.workgroup_size))
