@@ -74,18 +74,30 @@ pub enum Tab {
     Cache,
     /// Runtime counters since start.
     Telemetry,
+    /// A pipeline's megakernel plan (shown only while a pipeline is open).
+    Plan,
 }
 
 impl Tab {
     /// Tabs in display order (number keys follow it).
-    pub const ALL: [Tab; 6] = [
+    pub const ALL: [Tab; 7] = [
         Tab::Occupancy,
         Tab::Resources,
         Tab::Diagnostics,
         Tab::Run,
         Tab::Cache,
         Tab::Telemetry,
+        Tab::Plan,
     ];
+
+    /// Tabs shown: all of them for a pipeline, all but Plan (the last) for a Program.
+    pub fn visible(pipeline: bool) -> &'static [Tab] {
+        if pipeline {
+            &Tab::ALL
+        } else {
+            &Tab::ALL[..Tab::ALL.len() - 1]
+        }
+    }
 
     /// Title.
     pub fn title(self) -> &'static str {
@@ -96,6 +108,7 @@ impl Tab {
             Tab::Run => "Run",
             Tab::Cache => "Cache",
             Tab::Telemetry => "Telemetry",
+            Tab::Plan => "Plan",
         }
     }
 

@@ -103,6 +103,15 @@ pub fn tab_data(app: &App, tab: Tab) -> Value {
                 .map(|c| counters_json(c))
                 .map_err(Clone::clone),
         ),
+        Tab::Plan => app
+            .programs
+            .doc
+            .as_ref()
+            .and_then(|d| d.pipeline.as_ref())
+            .map_or(Value::Null, |p| match &p.plan {
+                Ok(plan) => json!(**plan),
+                Err(e) => json!({ "error": e }),
+            }),
         Tab::Telemetry => result(
             &app.jobs
                 .session

@@ -236,6 +236,12 @@ pub(super) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
     }
     app.code.reset_for_new_program();
     app.detail.pane = Default::default();
+    let pipeline = app
+        .programs
+        .doc
+        .as_ref()
+        .is_some_and(|d| d.pipeline.is_some());
+    app.detail.set_pipeline(pipeline);
     // Start on the first statement, so the PTX correlation shows from the first frame.
     app.code.ir.cursor = app
         .programs
