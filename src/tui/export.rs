@@ -92,6 +92,7 @@ pub fn tab_data(app: &App, tab: Tab) -> Value {
         Tab::Diagnostics => json!(app.diagnostics()),
         Tab::Run => json!({
             "runs": app.jobs.session.runs,
+            "pipeline_runs": app.jobs.session.pipeline_runs,
             "last_error": app.jobs.session.run_error,
             "tune": app.jobs.session.tune.as_ref().map(result),
         }),

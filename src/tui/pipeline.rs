@@ -232,3 +232,91 @@ pub fn rename_nodes(kernel: &mut EmittedKernel, names: &HashMap<String, String>)
         }
     }
 }
+
+/// Repetitions per form of an inspector pipeline run (a quick look, not the speedup gate:
+/// `vyrescope run PIPELINE --backend cuda --both --repeat 20` gives the gate's verdict).
+pub const GPU_REPEAT: u32 = 5;
+
+/// The pipeline buffers as the runtime takes them (all read-write, so all read back).
+fn host_buffers(p: &PreparedPipeline) -> Vec<crate::inputs::HostBuffer> {
+    p.buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| crate::inputs::HostBuffer {
+            name: b.name.clone(),
+            elem: b.elem,
+            // Transient buffers are read by nobody afterwards and a fused kernel need not
+            // write them, so they are not compared.
+            access: if b.transient {
+                crate::ir::Access::Read
+            } else {
+                crate::ir::Access::ReadWrite
+            },
+            binding: i as u32,
+            data: b.data.clone(),
+        })
+        .collect()
+}
+
+/// Runs `pipeline` in-process on GPU 0 as separate launches and as `plan`'s fused kernels
+/// ([`GPU_REPEAT`] times each; each cooperative group's persistent grid confirmed by the
+/// driver), both checked against the reference interpreter.
+pub fn gpu_run(
+    pipeline: &Pipeline,
+    prepared: &PreparedPipeline,
+    plan: &Plan,
+) -> Result<PipelineRun, String> {
+    use crate::megakernel::launch::separate_launches;
+    use crate::runtime::dispatch::{DispatchOptions, TimingStats};
+    use crate::runtime::parity::compare;
+    let (_, reference) = reference_run(pipeline, prepared)?;
+    let expected = host_buffers(&reference);
+    let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
+    let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
+    let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
+    let mut fused = Vec::new();
+    for group in &plan.groups {
+        let mut spec = group.spec();
+        let mut k = fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
+        if let Some(estimated) = spec.persistent_blocks {
+            let driver = rt
+                .coresident_blocks(&k.program, k.shape.workgroup_size)
+                .map_err(|e| e.to_string())?;
+            let used = estimated.min(driver).max(1);
+            if used != estimated {
+                spec.persistent_blocks = Some(used);
+                k = fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
+            }
+        }
+        fused.push(k.launch(pipeline).map_err(|e| e.to_string())?);
+    }
+    let opts = DispatchOptions {
+        timeout: Some(super::gpu::KERNEL_TIMEOUT),
+        ..DispatchOptions::default()
+    };
+    let mut times = Vec::new();
+    let mut verified = true;
+    let mut note = String::new();
+    for (name, launches) in [("separate", &separate), ("fused", &fused)] {
+        let mut bufs = host_buffers(prepared);
+        let rep = rt
+            .run_pipeline(launches, &mut bufs, GPU_REPEAT, &opts)
+            .map_err(|e| e.to_string())?;
+        let parity = compare(&bufs, &expected, None);
+        if !parity.passed {
+            verified = false;
+            note = format!("{name} form differs from the reference interpreter");
+        }
+        times.push(TimingStats::of(&rep.samples_ms).median_ms);
+    }
+    Ok(PipelineRun {
+        pipeline: pipeline.name.clone(),
+        backend: rt.caps().name.clone(),
+        separate_ms: times.first().copied(),
+        fused_ms: times.get(1).copied(),
+        launches: (separate.len(), fused.len()),
+        reference_ms: None,
+        verified,
+        note,
+    })
+}

@@ -184,3 +184,55 @@ fn mixed_directory_lists_both_kinds() {
     assert_eq!(a.detail.tabs().len(), 6);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `r` without a GPU runs the reference pipeline and says so in the Run tab.
+#[test]
+fn run_without_gpu_runs_the_reference_pipeline() {
+    let (mut a, hl) = app(&[pipeline("workgroup_rotate.json")], 120, 40);
+    press(&mut a, &[Command::Dispatch]);
+    assert_eq!(a.detail.tab, Tab::Run);
+    let runs = &a.jobs.session.pipeline_runs;
+    assert_eq!(runs.len(), 1, "{:?}", a.jobs.session.run_error);
+    assert_eq!(runs[0].backend, "reference interpreter");
+    assert!(runs[0].reference_ms.is_some() && runs[0].separate_ms.is_none());
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("no GPU: ran the reference interpreter"), "{s}");
+    assert!(s.contains("need a GPU"), "{s}");
+}
+
+/// A GPU run's separate and fused device times are drawn side by side, the longer bar full.
+#[test]
+fn run_tab_charts_separate_against_fused() {
+    use vyrescope::tui::action::Action;
+    use vyrescope::tui::pipeline::PipelineRun;
+    use vyrescope::tui::worker::Reply;
+    let (mut a, hl) = app(&[pipeline("reduce_total_normalize.json")], 120, 40);
+    press(&mut a, &[Command::Tab(4)]);
+    let run = PipelineRun {
+        pipeline: "reduce_total_normalize".into(),
+        backend: "NVIDIA H200".into(),
+        separate_ms: Some(0.0312),
+        fused_ms: Some(0.0125),
+        launches: (3, 1),
+        reference_ms: None,
+        verified: true,
+        note: String::new(),
+    };
+    update(&mut a, Action::Worker(Reply::PipelineRan(Ok(run))));
+    let s = screen(&mut a, &hl);
+    let sep = s
+        .lines()
+        .find(|l| l.contains("separate ( 3 launches)"))
+        .expect(&s);
+    let fused = s
+        .lines()
+        .find(|l| l.contains("fused    ( 1 launches)"))
+        .expect(&s);
+    let full = |l: &str| l.chars().filter(|c| *c == '█').count();
+    assert!(full(sep) > 2 * full(fused), "{sep}\n{fused}");
+    assert!(
+        fused.contains("0.0125 ms") && fused.contains("x2.50"),
+        "{fused}"
+    );
+    assert!(s.contains("verified"));
+}

@@ -123,6 +123,22 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             .screen
             .error("the program has validation errors (see Diagnostics)");
     }
+    if let Some(pv) = &doc.pipeline {
+        let job = Job::Pipeline {
+            file: pv.file.clone(),
+            plan: pv.plan.as_ref().ok().cloned(),
+            gpu: app.jobs.devices.live.is_some() && !tune,
+        };
+        if tune {
+            app.screen
+                .info("tune sweeps are for Programs; r runs the pipeline");
+        }
+        if app.detail.tab != Tab::Run {
+            app.detail.switch(Tab::Run.index());
+        }
+        out.push(app.jobs.queue(job));
+        return;
+    }
     let (program, base_dir, opts) = (doc.program.clone(), doc.base_dir(), app.emit_options());
     // Re-running from the Run tab keeps its cursor and scroll offsets.
     if app.detail.tab != Tab::Run {
