@@ -169,7 +169,7 @@ fn mixed_directory_lists_both_kinds() {
     }
     std::fs::copy(pipeline("workgroup_rotate.json"), dir.join("b_pipe.json")).unwrap();
     std::fs::copy(fixture("vadd_f32.json"), dir.join("a_vadd.json")).unwrap();
-    let (mut a, hl) = app(&[dir.clone()], 100, 30);
+    let (mut a, hl) = app(std::slice::from_ref(&dir), 100, 30);
     let kinds: Vec<bool> = a.programs.entries.iter().map(|e| e.pipeline).collect();
     assert_eq!(kinds, vec![false, true]);
     let s = screen(&mut a, &hl);
