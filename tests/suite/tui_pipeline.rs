@@ -236,3 +236,43 @@ fn run_tab_charts_separate_against_fused() {
     );
     assert!(s.contains("verified"));
 }
+
+/// The other way: the IR cursor on a step's statement highlights fused PTX lines of exactly
+/// that statement (the fused kernel of the step's group holds every statement of the step).
+#[test]
+fn step_ir_lines_select_fused_ptx_lines() {
+    use vyrescope::tui::update::sync_from_ir;
+    let (mut a, _) = app(&[pipeline("workgroup_rotate.json")], 120, 40);
+    press(&mut a, &[Command::NextStep]);
+    a.screen.focus = Focus::Ir;
+    let nodes: Vec<(usize, String)> = a
+        .programs
+        .doc
+        .as_ref()
+        .unwrap()
+        .ir
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| Some((i, l.node.as_deref()?.to_string())))
+        .collect();
+    assert!(!nodes.is_empty());
+    let mut mapped = 0;
+    for (line, node) in nodes {
+        assert!(node.starts_with("steps[1]."), "{node}");
+        a.code.ir.cursor = line;
+        sync_from_ir(&mut a);
+        let corr = &a.ptx_view().unwrap().corr;
+        if !corr.lines_of(&node).is_empty() {
+            mapped += 1;
+            assert_eq!(
+                corr.node_at(a.code.ptx.cursor),
+                Some(node.as_str()),
+                "IR line {line}"
+            );
+        }
+    }
+    assert!(
+        mapped >= 2,
+        "only {mapped} statements of step 1 map to fused PTX"
+    );
+}
