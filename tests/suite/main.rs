@@ -3,6 +3,7 @@
 
 mod support;
 mod tui_helpers;
+mod tui_pipeline;
 
 mod cli_check;
 mod cli_occupancy;
