@@ -216,6 +216,31 @@ pub enum EmitError {
     Internal(String),
 }
 
+/// PTX entry symbol of the kernel named `name` (a valid kernel name, `[A-Za-z_][A-Za-z0-9_]*`).
+/// PTX identifiers that start with `_` need a second character, and `WARP_SZ` is a predefined
+/// PTX identifier, so those two names get a `_kernel` suffix; every other name is used as is.
+pub(crate) fn entry_symbol(name: &str) -> String {
+    if name == "_" || name == "WARP_SZ" {
+        format!("{name}_kernel")
+    } else {
+        name.to_string()
+    }
+}
+
+/// `text` made safe for a one-line PTX comment: ptxas reads ASCII only, so every character
+/// outside printable ASCII (non-ASCII letters, control characters) is written as `\u{XXXX}`.
+fn comment_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == ' ' || c.is_ascii_graphic() {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        }
+    }
+    out
+}
+
 /// The PTX ISA version for target `sm` (see the module docs).
 pub fn ptx_isa(sm: u32) -> Result<&'static str, EmitError> {
     Ok(match sm {
@@ -296,7 +321,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
         Some(d) => out.push(format!(
             "// program:   {} ({})",
             prog.name,
-            d.lines().next().unwrap_or("")
+            comment_text(d.lines().next().unwrap_or(""))
         )),
         None => out.push(format!("// program:   {}", prog.name)),
     }
@@ -343,7 +368,8 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
         out.push(format!(".file 1 \"{}.vir\"", prog.name));
     }
     out.push(String::new());
-    out.push(format!(".visible .entry {}(", prog.name));
+    let entry = entry_symbol(&prog.name);
+    out.push(format!(".visible .entry {entry}("));
     let mut plist: Vec<String> = Vec::new();
     for p in &params {
         plist.push(format!("\t.param .u64 {}", p.ptr_param));
@@ -414,7 +440,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     stats.virtual_registers = virtual_registers;
     stats.lines = out.len() as u32;
     EmittedKernel {
-        kernel_name: prog.name.clone(),
+        kernel_name: entry,
         ptx,
         source_map,
         abi: KernelAbi {

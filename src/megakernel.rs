@@ -22,7 +22,7 @@ pub mod fuse;
 pub mod gate;
 pub mod launch;
 
-pub use fuse::{fuse_group, FuseError, FusedKernel};
+pub use fuse::{fuse_group, ForwardReport, FuseError, FusedKernel};
 
 /// How strongly step B depends on an earlier step A (the weakest sufficient separation).
 /// Ordered from weakest to strongest, so the separation a wave needs is the maximum.

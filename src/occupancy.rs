@@ -30,7 +30,7 @@ pub use estimate::{
 pub use headroom::Headroom;
 pub use sweep::{
     suggest_block_sizes, sweep_block_sizes, sweep_dynamic_smem, sweep_registers, Suggestion,
-    SweepRow,
+    SweepRow, MAX_SWEEP_ROWS,
 };
 pub use table::{compare_rows, Comparison, TableRow};
 pub use tune::{TuneResult, TuneRow, TuneStatus};

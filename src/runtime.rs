@@ -21,6 +21,7 @@ use crate::occupancy::DeviceCaps;
 pub mod bench;
 pub mod cache;
 pub mod capture;
+pub(crate) mod copies;
 pub mod dispatch;
 pub(crate) mod driver;
 pub mod execute;
@@ -221,7 +222,7 @@ pub(crate) const GENERIC_FIX: &str = "check `nvidia-smi`; if the GPU is healthy 
 /// go before the context that owns them.
 pub(crate) struct Session {
     pub(crate) modules: cache::ModuleCache,
-    pub(crate) staging: dispatch::Staging,
+    pub(crate) staging: copies::Staging,
     pub(crate) pool: dispatch::BufferPool,
     pub(crate) ev_start: Event,
     pub(crate) ev_stop: Event,
@@ -242,7 +243,7 @@ impl Session {
         let ev_stop = Event::create(true).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
         Ok(Session {
             modules: cache::ModuleCache::new(cache::MODULE_CAPACITY),
-            staging: dispatch::Staging::default(),
+            staging: copies::Staging::default(),
             pool: dispatch::BufferPool::default(),
             ev_start,
             ev_stop,

@@ -37,6 +37,48 @@ impl LaunchShape {
         self.threads_per_workgroup()
             .saturating_mul(self.workgroups())
     }
+
+    /// Checks the shape against CUDA's limits ([`MAX_WORKGROUP_DIMS`],
+    /// [`MAX_WORKGROUP_THREADS`], [`MAX_GRID_DIMS`]); the error is `(message, fix)`. Analyses
+    /// call this first, so their cost is bounded by the largest valid workgroup.
+    pub fn check_limits(&self) -> Result<(), (String, String)> {
+        let axes = ["x", "y", "z"];
+        for a in 0..3 {
+            let (w, g) = (self.workgroup_size[a], self.grid[a]);
+            if w == 0 || w > MAX_WORKGROUP_DIMS[a] {
+                return Err((
+                    format!(
+                        "workgroup size {} = {w} is outside CUDA's range 1..={}",
+                        axes[a], MAX_WORKGROUP_DIMS[a]
+                    ),
+                    format!(
+                        "use 1 to {} threads along {}",
+                        MAX_WORKGROUP_DIMS[a], axes[a]
+                    ),
+                ));
+            }
+            if g == 0 || g > MAX_GRID_DIMS[a] {
+                return Err((
+                    format!(
+                        "grid {} = {g} is outside CUDA's range 1..={}",
+                        axes[a], MAX_GRID_DIMS[a]
+                    ),
+                    format!(
+                        "use 1 to {} workgroups along {} (spread the work over other axes)",
+                        MAX_GRID_DIMS[a], axes[a]
+                    ),
+                ));
+            }
+        }
+        let t = self.threads_per_workgroup();
+        if t > MAX_WORKGROUP_THREADS {
+            return Err((
+                format!("{t} threads per workgroup, above CUDA's limit of {MAX_WORKGROUP_THREADS}"),
+                format!("use at most {MAX_WORKGROUP_THREADS} threads, e.g. 256,1,1 or 32x32"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A workgroup size parsed from `X`, `X,Y`, `X,Y,Z` or `16x16` (commas, `x` or spaces between),

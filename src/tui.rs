@@ -28,6 +28,7 @@ pub mod highlight;
 pub mod input;
 pub mod keymap;
 pub mod layout;
+pub mod pipeline;
 pub mod replay;
 pub mod terminal;
 pub mod theme;
@@ -60,7 +61,7 @@ pub struct Options {
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
     /// No program files.
-    #[error("no Program files found in the given paths\n  Fix: pass .json Program files or directories holding them")]
+    #[error("no Program or pipeline files found in the given paths\n  Fix: pass .json Program or pipeline files, or directories holding them")]
     NoFiles,
     /// Bad config file.
     #[error(transparent)]

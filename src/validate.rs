@@ -74,8 +74,12 @@ pub mod types;
 pub use limits::{MAX_EXPR_DEPTH, MAX_NODES, MAX_STMT_DEPTH};
 pub use load::{load, Loaded};
 
-/// Shared memory one workgroup may use on the H200 (opt-in maximum per block), bytes.
-pub const MAX_SHARED_BYTES: u64 = 232_448;
+/// Shared memory the workgroup buffers of one workgroup may use, bytes: CUDA's static
+/// `.shared` limit (48 KiB), which every target accepts without an opt-in. The emitter declares
+/// workgroup buffers as static `.shared` arrays, and ptxas rejects more than this; larger
+/// tiles would need dynamic shared memory with the per-kernel opt-in attribute, which the
+/// runtime does not set, so `check` rejects them instead of letting ptxas fail.
+pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
 
 /// Checks `program`; an empty result (or warnings only) means it is valid.
 pub fn validate(program: &Program) -> Vec<Diagnostic> {

@@ -69,7 +69,7 @@ pub struct Args {
     /// Program file's folder). Files under /proc, /sys and /dev are refused even so.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Reference interpreter step budget in node evaluations (default 2^34).
+    /// Reference interpreter step budget in steps: node evaluations plus one per invocation and loop iteration (default 2^32, about 10 s at most).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
     /// cuda: launches in total; the first is read back, all are timed (min/median/max).
@@ -105,6 +105,20 @@ pub struct Args {
     /// (`form,repetition,device_ms`), the speedup gate's evidence.
     #[arg(long, value_name = "FILE")]
     pub gate_csv: Option<PathBuf>,
+    /// cuda, pipelines: the persistent grid of each cooperative group: `estimate` (co-resident
+    /// blocks from the occupancy estimator, confirmed by the driver) or `measure` (also time
+    /// 1, 2 and 4 blocks per SM and keep the fastest).
+    #[arg(long, value_enum, default_value = "estimate")]
+    pub topology: Topology,
+}
+
+/// How pipelines choose the persistent grid of a cooperative group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Topology {
+    /// Co-resident blocks from the estimator, confirmed by the driver.
+    Estimate,
+    /// Time a few blocks-per-SM choices and keep the fastest.
+    Measure,
 }
 
 /// Runs `program` on `backend` over `prepared`, in place; returns (elapsed ms, node evals).

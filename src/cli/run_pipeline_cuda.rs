@@ -35,6 +35,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i3
         repeat: a.repeat,
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
+        measure_topology: a.topology == super::run::Topology::Measure,
     };
     let report = match run_pipeline_forms(&mut rt, pipeline, prepared, &opts) {
         Ok(r) => r,
@@ -125,6 +126,14 @@ pub fn print_text(r: &PipelineGpuReport) {
             t.estimated_blocks,
             t.driver_blocks
         );
+        if !t.measured_ms.is_empty() {
+            let tried: Vec<String> = t
+                .measured_ms
+                .iter()
+                .map(|(b, ms)| format!("{b} blocks {ms:.4} ms"))
+                .collect();
+            outln!("    measured: {}", tried.join(", "));
+        }
     }
     if let Some(g) = &r.gate {
         outln!(

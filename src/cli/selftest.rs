@@ -146,6 +146,7 @@ fn run_pipelines(
         repeat: repeat.max(1),
         timeout: Some(std::time::Duration::from_secs(10)),
         fuel: crate::interp::DEFAULT_FUEL,
+        measure_topology: false,
     };
     files
         .into_iter()

@@ -34,6 +34,9 @@ pub enum Coef {
 
 /// The thread ids an index may depend on: `gid.x gid.y gid.z lid.x lid.y lid.z lane`.
 pub const IDS: usize = 7;
+/// Most warps [`Index::warp_segments`] examines: every warp of the largest valid workgroup
+/// (1024 threads).
+pub const MAX_SAMPLED_WARPS: u64 = 32;
 const ZERO: [Coef; IDS] = [Coef::Known(0); IDS];
 const ZERO3: [Coef; 3] = [Coef::Known(0); 3];
 
@@ -313,6 +316,9 @@ impl Index {
     /// multiple (e.g. different rows of a row-major array with a run-time row length) are in
     /// different segments, assumed far apart. `None` when the index is data dependent or its
     /// step along x is a run-time value.
+    ///
+    /// At most [`MAX_SAMPLED_WARPS`] warps are examined (all of them for any valid workgroup;
+    /// evenly spaced ones for a larger size), so the cost never grows with the thread count.
     pub fn warp_segments(&self, wg: [u32; 3]) -> Option<Vec<Vec<Vec<i64>>>> {
         let Index::Affine { coef, .. } = *self else {
             return None;
@@ -321,14 +327,17 @@ impl Index {
             return None;
         }
         let [wx, wy, wz] = wg.map(|d| u64::from(d.max(1)));
-        let threads = wx * wy * wz;
+        // Saturating: an absurd size must not overflow (it is only sampled, never walked).
+        let threads = wx.saturating_mul(wy).saturating_mul(wz);
+        let n_warps = threads.div_ceil(32);
+        let step = n_warps.div_ceil(MAX_SAMPLED_WARPS).max(1);
         let mut warps = Vec::new();
-        let mut start = 0;
-        while start < threads {
+        for w in (0..n_warps).step_by(step as usize) {
+            let start = w.saturating_mul(32);
             let end = (start + 32).min(threads);
             let mut segs: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
             for t in start..end {
-                let lid = [t % wx, (t / wx) % wy, t / (wx * wy)].map(|v| v as i64);
+                let lid = [t % wx, (t / wx) % wy, t / wx.saturating_mul(wy)].map(|v| v as i64);
                 // Within one workgroup gid and lid differ by a uniform amount.
                 let ids = [
                     lid[0],
@@ -353,7 +362,6 @@ impl Index {
                 }
             }
             warps.push(segs.into_iter().map(|(_, v)| v).collect());
-            start = end;
         }
         Some(warps)
     }

@@ -29,6 +29,16 @@ pub fn perf_diagnostics(
     est: Option<&Estimate>,
     shape: &LaunchShape,
 ) -> Vec<Diagnostic> {
+    // An invalid shape is one error and no analysis: the per-warp analyses below are bounded
+    // by the largest valid workgroup (32 warps), not by whatever size came from the input.
+    if let Err((message, fix)) = shape.check_limits() {
+        return vec![Diagnostic::error(
+            "P000",
+            None,
+            format!("no performance analysis: {message}"),
+            fix,
+        )];
+    }
     let mut out = Vec::new();
     let wg = shape.workgroup_size;
     let threads: u64 = wg.iter().map(|&d| u64::from(d)).product();

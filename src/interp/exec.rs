@@ -19,10 +19,12 @@ use crate::semantics::{self as ops, Lanes};
 
 /// The shared step budget of a dispatch.
 pub(crate) struct Fuel {
-    /// Node evaluations allowed.
+    /// Steps allowed (node evaluations plus the fixed dispatch charges).
     pub(crate) limit: u64,
-    /// Node evaluations done so far (units add theirs in batches).
+    /// Steps spent so far (units add theirs in batches).
     pub(crate) used: AtomicU64,
+    /// Node evaluations done so far, the statistic reported as `node_evals`.
+    pub(crate) evals: AtomicU64,
 }
 
 /// What every unit of a dispatch shares.
@@ -50,8 +52,10 @@ pub(crate) struct Unit {
     warp_len: Vec<u32>,
     /// Scratch: active flags for shuffles under divergence.
     active: Vec<bool>,
-    /// Node evaluations not yet added to the fuel counter.
+    /// Steps not yet added to the fuel counter.
     pending: u64,
+    /// Node evaluations of this unit not yet added to [`Fuel::evals`].
+    evals: u64,
     /// Lanes of the unit now running.
     n: usize,
     /// Local id components of each linear local id (x, y, z).
@@ -87,6 +91,7 @@ impl Unit {
             warp_len: Vec::with_capacity(n),
             active: vec![false; n],
             pending: 0,
+            evals: 0,
             n,
             local: [0, 1, 2].map(|a| {
                 let [wx, wy, _] = cx.shape.workgroup_size.map(|v| v as usize);
@@ -114,10 +119,16 @@ impl Unit {
         self.fill_specials(cx, first, count);
         self.alive[..n].fill(true);
         self.shared.iter().for_each(Memory::clear);
+        // Every invocation costs at least one step, charged in bulk before the unit runs, so a
+        // huge grid of loop-free threads ends at the budget like a runaway loop does.
+        self.pending += n as u64 + super::UNIT_OVERHEAD;
+        let blame = cx.code.body.first().map_or("body", |s| s.id.as_str());
+        self.charge(cx, blame, "before running this grid's next workgroups")?;
         let r = self.list(cx, &cx.code.body, &Lanes::All(n));
-        cx.fuel.used.fetch_add(self.pending, Ordering::Relaxed);
-        self.pending = 0;
-        r
+        let done = self.charge(cx, blame, "in this unit of workgroups");
+        cx.fuel.evals.fetch_add(self.evals, Ordering::Relaxed);
+        self.evals = 0;
+        r.and(done)
     }
 
     /// Fills the registers of builtins that are the same for every unit (local ids, lane,
@@ -196,7 +207,10 @@ impl Unit {
     }
 
     fn stmt(&mut self, cx: &Ctx, s: &SCode, lanes: &Lanes) -> Result<(), InterpError> {
-        self.pending += s.cost * lanes.len() as u64;
+        let evals = s.cost * lanes.len() as u64;
+        self.evals += evals;
+        // The fixed charge covers dispatching a statement on few lanes, where it dominates.
+        self.pending += evals + super::STATEMENT_OVERHEAD;
         match &s.kind {
             SKind::Set { dst, value } => {
                 self.eval(cx, value, lanes);
@@ -256,7 +270,10 @@ impl Unit {
                     lanes.filter(|l| (cr[l] as u32) < er[l] as u32)
                 };
                 while !active.is_empty() {
-                    self.charge(cx, &s.id)?;
+                    // An iteration costs its active lanes plus a fixed dispatch overhead even
+                    // when the body is empty, so every loop is bounded by the budget.
+                    self.pending += active.len() as u64 + super::ITERATION_OVERHEAD;
+                    self.charge(cx, &s.id, "in this loop")?;
                     self.list(cx, body, &active)?;
                     let mut cr = std::mem::take(&mut self.regs[c]);
                     active.for_each(|l| cr[l] = (cr[l] as u32).wrapping_add(1) as u64);
@@ -273,19 +290,25 @@ impl Unit {
     }
 
     /// Adds the pending node evaluations to the shared budget; fails when it is spent.
-    fn charge(&mut self, cx: &Ctx, node: &str) -> Result<(), InterpError> {
-        let used = cx.fuel.used.fetch_add(self.pending, Ordering::Relaxed) + self.pending;
+    /// `node` is the statement to blame and `place` says where the budget ran out.
+    fn charge(&mut self, cx: &Ctx, node: &str, place: &str) -> Result<(), InterpError> {
+        let used = cx
+            .fuel
+            .used
+            .fetch_add(self.pending, Ordering::Relaxed)
+            .saturating_add(self.pending);
         self.pending = 0;
         if used > cx.fuel.limit {
             return Err(InterpError {
                 code: "I003",
                 node: Some(NodeId::from(node)),
                 message: format!(
-                    "the step budget of {} node evaluations ran out in this loop",
+                    "the step budget of {} steps (`--fuel`) ran out {place}",
                     cx.fuel.limit
                 ),
-                fix: "check the loop's bounds (it may never end for some threads); if the work is \
-                      really that large, raise the budget (`vyrescope run --fuel N`)"
+                fix: "check the loop bounds and the launch size (a loop may never end for some \
+                      threads, or the grid may be far larger than meant); if the work is really \
+                      that large, raise the budget (`vyrescope run --fuel N`)"
                     .into(),
             });
         }

@@ -6,7 +6,11 @@
 //!   pipeline, bindings `0..`; access `uniform` if every step binds it `uniform`, `read` if no
 //!   step writes it, else `read_write`;
 //! - workgroup buffers: each step's own, renamed `s{k}_{name}` (`k` the pipeline step index;
-//!   a trailing `_` is added while the name is taken);
+//!   a trailing `_` is added while the name is taken), except that a step reuses an earlier
+//!   step's array of the same element type and count when a barrier separates that array's
+//!   last use from the step (shared memory is then sized by the largest step, not the sum);
+//! - loads of pipeline buffers the same thread just stored are forwarded in variables, and
+//!   transient buffers nobody else reads are not stored (see [`forward`]);
 //! - variables: renamed `s{k}_{name}`; the variables made up here start with `f{k}_`, so they
 //!   can never meet a renamed one;
 //! - each step's body becomes one statement (a block, or the loop over virtual workgroups)
@@ -21,6 +25,7 @@
 //! The fused Program is validated; a Program the validator rejects is a [`FuseError`] naming
 //! the step and its own node.
 
+mod forward;
 mod rewrite;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -34,6 +39,7 @@ use crate::ir::{
 use crate::shape::MAX_GRID_DIMS;
 
 use super::{DepKind, FusedGroupSpec};
+pub use forward::ForwardReport;
 use rewrite::{Renamer, VirtualLoop, SYNTHETIC};
 
 /// One fused kernel: an ordinary Program plus how it maps back onto the pipeline.
@@ -51,6 +57,9 @@ pub struct FusedKernel {
     /// statement's node id in that step's Program. Statements made up by the fusion (barriers
     /// between steps, flags, guards, virtual-workgroup loops) are absent.
     pub node_origin: BTreeMap<NodeId, (usize, NodeId)>,
+    /// What register forwarding did: loads replaced by the stored value, transient buffers
+    /// no longer stored.
+    pub forwarding: ForwardReport,
 }
 
 /// Why a group could not be fused.
@@ -116,19 +125,39 @@ pub fn fuse_group(
     let mut taken: HashSet<String> = buffers.iter().cloned().collect();
     let mut decls = host_decls;
     let mut body = Vec::new();
+    // Workgroup arrays declared so far: (index in `decls`, position of the last step using it).
+    let mut shared: Vec<(usize, usize)> = Vec::new();
     for (i, &k) in spec.steps.iter().enumerate() {
         let step = &pipeline.steps[k];
         let mut names = HashMap::new();
+        let mut mine = HashSet::new();
         for b in &step.program.buffers {
+            let reuse = (!b.access.is_host())
+                .then(|| {
+                    shared.iter_mut().find(|(d, last)| {
+                        let d = &decls[*d];
+                        d.elem == b.elem
+                            && d.count == b.count
+                            && !mine.contains(&d.name)
+                            && barrier_between(spec, *last, i)
+                    })
+                })
+                .flatten();
             let fused = if b.access.is_host() {
                 // Bound and known: checked by `host_buffers`.
                 step.bound(&b.name).unwrap_or(&b.name).to_string()
+            } else if let Some((d, last)) = reuse {
+                // An earlier step's array of the same type and length, whose last use is
+                // behind a barrier: every thread of the workgroup is done with it.
+                *last = i;
+                decls[*d].name.clone()
             } else {
                 let mut n = format!("s{k}_{}", b.name);
                 while taken.contains(&n) {
                     n.push('_');
                 }
                 taken.insert(n.clone());
+                shared.push((decls.len(), i));
                 decls.push(BufferDecl {
                     name: n.clone(),
                     binding: None,
@@ -136,6 +165,9 @@ pub fn fuse_group(
                 });
                 n
             };
+            if !b.access.is_host() {
+                mine.insert(fused.clone());
+            }
             names.insert(b.name.clone(), fused);
         }
         body.push(step_stmt(
@@ -157,6 +189,7 @@ pub fn fuse_group(
         }
     }
 
+    let forwarding = forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
     let node_origin = renumber(&mut body);
     let first = spec.steps.first().copied().unwrap_or(0);
     let last = spec.steps.last().copied().unwrap_or(0);
@@ -187,9 +220,55 @@ pub fn fuse_group(
         shape,
         buffers,
         node_origin,
+        forwarding,
     };
     check_valid(&kernel, &group)?;
     Ok(kernel)
+}
+
+/// True when a workgroup or grid barrier separates the steps at positions `from` and `to`
+/// (`from < to`) of the group.
+fn barrier_between(spec: &FusedGroupSpec, from: usize, to: usize) -> bool {
+    spec.separations.get(from..to).is_some_and(|s| {
+        s.iter()
+            .any(|s| matches!(s.kind, DepKind::Workgroup | DepKind::Grid))
+    })
+}
+
+/// What register forwarding may do with the group's host buffers: forward value-typed ones
+/// (their lengths known from the pipeline) and drop the stores of transient ones that no step
+/// outside the group binds.
+fn forward_input(
+    pipeline: &Pipeline,
+    spec: &FusedGroupSpec,
+    decls: &[BufferDecl],
+) -> forward::ForwardInput {
+    use crate::ir::ElemType as E;
+    let mut input = forward::ForwardInput {
+        elems: HashMap::new(),
+        lens: HashMap::new(),
+        droppable: HashSet::new(),
+    };
+    for d in decls.iter().filter(|d| d.access.is_host()) {
+        let Some(pb) = pipeline.buffer(&d.name) else {
+            continue;
+        };
+        if matches!(d.elem, E::U32 | E::I32 | E::U64 | E::I64 | E::F32 | E::F64) {
+            input.elems.insert(d.name.clone(), d.elem.value_type());
+        }
+        if let Some(n) = pb.contents.len {
+            input.lens.insert(d.name.clone(), n);
+        }
+        let outside = pipeline
+            .steps
+            .iter()
+            .enumerate()
+            .any(|(k, s)| !spec.steps.contains(&k) && s.bind.iter().any(|(_, b)| b == &d.name));
+        if pb.transient && !outside {
+            input.droppable.insert(d.name.clone());
+        }
+    }
+    input
 }
 
 /// The spec must name existing steps with one separation between each pair, and all steps
@@ -250,13 +329,19 @@ fn check_spec(
         ));
     }
     // No barrier between two steps is only sound when each invocation (virtual workgroup) of
-    // the second is run by the same thread (workgroup) that ran it in the first: equal grids.
+    // the second is run by the same thread (workgroup) that ran it in the first: equal grids,
+    // or two one-dimensional grids (the launch is then one-dimensional too, and virtual
+    // workgroup `v` of every step runs on physical workgroup `v mod P`, see
+    // `rewrite::VirtualLoop::wrap`, with the same local ids).
+    let one_d = |g: [u32; 3]| g[1] == 1 && g[2] == 1;
     for (sep, w) in spec.separations.iter().zip(spec.steps.windows(2)) {
         let weak = matches!(sep.kind, DepKind::Invocation | DepKind::Workgroup);
-        if weak && shapes[w[0]].grid != shapes[w[1]].grid {
+        let (a, b) = (shapes[w[0]].grid, shapes[w[1]].grid);
+        if weak && a != b && !(one_d(a) && one_d(b)) {
             return Err(err(
                 format!(
-                    "{group}: a `{}` separation between steps {} and {} of different grids                      ({:?} and {:?})",
+                    "{group}: a `{}` separation between steps {} and {} of different grids \
+                     ({:?} and {:?}), not both one-dimensional",
                     sep.kind.name(),
                     w[0],
                     w[1],

@@ -127,8 +127,10 @@ impl Group {
 
     /// The group as fused emission needs it: the separation after every step but the last
     /// (`none` between steps of one wave). Fused emission treats `none` and `invocation` alike
-    /// (no barrier) but refuses `invocation` between steps of different grids, so such a
-    /// boundary (whose dependences are between other steps) is given as `none`.
+    /// (no barrier) but refuses `invocation` between steps of different grids unless both are
+    /// one-dimensional, so such a boundary (whose dependences are between other steps: the
+    /// dependence analysis proves `invocation` only between equal launch shapes) is given as
+    /// `none`.
     pub fn spec(&self) -> FusedGroupSpec {
         let grid_of = |s: usize| {
             self.steps

@@ -284,7 +284,11 @@ pub fn max_threads_for_regs(caps: &DeviceCaps, regs_per_thread: u32) -> u32 {
         return 0;
     };
     let ws = caps.warp_size;
-    let mut t = caps.max_threads_per_block / ws * ws;
+    // Bounded by the largest valid block whatever the profile says (at most 32 steps).
+    let top = caps
+        .max_threads_per_block
+        .min(crate::shape::MAX_WORKGROUP_THREADS as u32);
+    let mut t = top / ws * ws;
     while t > 0 {
         if regs_fit_block(caps, &arch, regs_per_thread, t).is_ok() {
             return t;

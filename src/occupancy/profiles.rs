@@ -207,11 +207,113 @@ pub fn check(caps: &DeviceCaps, origin: &str) -> Result<(), ProfileError> {
             "set warp_size to 32",
         ));
     }
+    check_ranges(caps).map_err(|(reason, fix)| invalid(reason, &fix))?;
     if caps.source != "probed" && caps.source != "from tables" {
         return Err(invalid(
             format!("source is `{}`", caps.source),
             "set source to \"probed\" or \"from tables\"",
         ));
+    }
+    Ok(())
+}
+
+/// Sane ranges of a profile's fields, `(field, value, min, max)`: a few times beyond any
+/// NVIDIA GPU of compute capability 7.0 to 9.x, so a real device always fits while an absurd
+/// value (say `4294967295`) is refused on load instead of sizing a sweep or an allocation.
+fn ranges(caps: &DeviceCaps) -> Vec<(&'static str, u64, u64, u64)> {
+    let u = u64::from;
+    let mut v = vec![
+        ("sm_count", u(caps.sm_count), 1, 1024),
+        (
+            "max_threads_per_block",
+            u(caps.max_threads_per_block),
+            32,
+            crate::shape::MAX_WORKGROUP_THREADS,
+        ),
+        ("max_threads_per_sm", u(caps.max_threads_per_sm), 32, 4096),
+        ("max_blocks_per_sm", u(caps.max_blocks_per_sm), 1, 64),
+        ("regs_per_sm", u(caps.regs_per_sm), 1024, 1 << 18),
+        ("regs_per_block", u(caps.regs_per_block), 1024, 1 << 18),
+        ("smem_per_block", u(caps.smem_per_block), 1, 1 << 20),
+        ("smem_per_sm", u(caps.smem_per_sm), 1, 1 << 20),
+        (
+            "smem_per_block_optin",
+            u(caps.smem_per_block_optin),
+            0,
+            1 << 20,
+        ),
+        (
+            "smem_reserved_per_block",
+            u(caps.smem_reserved_per_block),
+            0,
+            1 << 16,
+        ),
+        ("l2_bytes", caps.l2_bytes, 0, 1 << 31),
+        ("clock_khz", u(caps.clock_khz), 0, 10_000_000),
+        ("mem_clock_khz", u(caps.mem_clock_khz), 0, 100_000_000),
+        ("bus_width_bits", u(caps.bus_width_bits), 0, 1 << 16),
+        ("total_mem_bytes", caps.total_mem_bytes, 0, 1 << 44),
+    ];
+    for a in 0..3 {
+        v.push((
+            ["max_block_dim[0]", "max_block_dim[1]", "max_block_dim[2]"][a],
+            u(caps.max_block_dim[a]),
+            1,
+            u(crate::shape::MAX_WORKGROUP_DIMS[a]),
+        ));
+        v.push((
+            ["max_grid_dim[0]", "max_grid_dim[1]", "max_grid_dim[2]"][a],
+            u(caps.max_grid_dim[a]),
+            1,
+            u(crate::shape::MAX_GRID_DIMS[a]),
+        ));
+    }
+    v
+}
+
+/// Checks every field against [`ranges`] and the fields against each other; the error is
+/// `(reason, fix)`.
+fn check_ranges(caps: &DeviceCaps) -> Result<(), (String, String)> {
+    for (field, v, min, max) in ranges(caps) {
+        if v < min || v > max {
+            return Err((
+                format!("`{field}` is {v}, outside the sane range {min}..={max}"),
+                format!("give the device's real figure for `{field}` (between {min} and {max})"),
+            ));
+        }
+    }
+    for (small, a, big, b) in [
+        (
+            "max_threads_per_block",
+            caps.max_threads_per_block,
+            "max_threads_per_sm",
+            caps.max_threads_per_sm,
+        ),
+        (
+            "regs_per_block",
+            caps.regs_per_block,
+            "regs_per_sm",
+            caps.regs_per_sm,
+        ),
+        (
+            "smem_per_block",
+            caps.smem_per_block,
+            "smem_per_sm",
+            caps.smem_per_sm,
+        ),
+        (
+            "smem_per_block_optin",
+            caps.smem_per_block_optin,
+            "smem_per_sm",
+            caps.smem_per_sm,
+        ),
+    ] {
+        if a > b {
+            return Err((
+                format!("`{small}` ({a}) is larger than `{big}` ({b})"),
+                format!("`{small}` is at most `{big}` on every GPU: check both figures"),
+            ));
+        }
     }
     Ok(())
 }
@@ -280,5 +382,61 @@ mod tests {
         let e = load(old.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("6.0"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn absurd_profiles_are_refused_on_load() {
+        // Regression (issue 13 item 3): every field at its maximum made `occupancy` run for
+        // 25 s or abort allocating 4 GB.
+        let good: serde_json::Value = serde_json::from_str(BUNDLED[4].json).unwrap();
+        let fields: Vec<String> = good
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, v)| v.is_u64() || v.is_array())
+            .map(|(k, _)| k.clone())
+            .filter(|k| {
+                ![
+                    "cc_major",
+                    "cc_minor",
+                    "warp_size",
+                    "driver_version",
+                    // u64 field: 4 GiB of device memory is a real figure.
+                    "total_mem_bytes",
+                ]
+                .contains(&k.as_str())
+            })
+            .collect();
+        assert!(fields.len() >= 15, "{fields:?}");
+        for field in &fields {
+            let mut v = good.clone();
+            v[field.as_str()] = if v[field.as_str()].is_array() {
+                serde_json::json!([u32::MAX, u32::MAX, u32::MAX])
+            } else {
+                serde_json::json!(u32::MAX)
+            };
+            let e = parse(&v.to_string(), "absurd.json")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(field.as_str()) && e.contains("Fix:"),
+                "{field}: {e}"
+            );
+        }
+        // Every field at u32::MAX together.
+        let mut all = good.clone();
+        for field in &fields {
+            all[field.as_str()] = if all[field.as_str()].is_array() {
+                serde_json::json!([u32::MAX, u32::MAX, u32::MAX])
+            } else {
+                serde_json::json!(u32::MAX)
+            };
+        }
+        assert!(parse(&all.to_string(), "absurd.json").is_err());
+        // Inconsistent but individually sane figures.
+        let mut v = good.clone();
+        v["regs_per_block"] = serde_json::json!(131072);
+        let e = parse(&v.to_string(), "x.json").unwrap_err().to_string();
+        assert!(e.contains("regs_per_sm"), "{e}");
     }
 }

@@ -62,7 +62,8 @@ pub fn sweep_block_sizes(
     cfg: &FuncConfig,
 ) -> Vec<SweepRow> {
     let ws = caps.warp_size.max(1);
-    let max = max_block_size(caps, res);
+    // Sized by what it prints: never more rows than valid block sizes, whatever the profile.
+    let max = max_block_size(caps, res).min(crate::shape::MAX_WORKGROUP_THREADS as u32);
     (1..=max / ws)
         .map(|k| row(caps, res, k * ws, dynamic, cfg))
         .collect()
@@ -87,8 +88,11 @@ pub fn sweep_registers(
         .collect()
 }
 
-/// Occupancy for dynamic shared memory from 0 in steps of `step` bytes while a block still
-/// fits (the last launchable size is always included).
+/// Most rows of a dynamic shared memory sweep (the step grows to keep below it).
+pub const MAX_SWEEP_ROWS: u32 = 1024;
+
+/// Occupancy for dynamic shared memory from 0 in steps of `step` bytes (raised so that there
+/// are at most [`MAX_SWEEP_ROWS`] rows) while a block still fits.
 pub fn sweep_dynamic_smem(
     caps: &DeviceCaps,
     res: &KernelResources,
@@ -96,7 +100,10 @@ pub fn sweep_dynamic_smem(
     step: u32,
     cfg: &FuncConfig,
 ) -> Vec<SweepRow> {
-    let step = step.max(1);
+    // Sized by what it prints: at most MAX_SWEEP_ROWS steps up to the largest shared memory a
+    // block can ask for, however small the requested step or large the profile's figure.
+    let top = caps.smem_per_block_optin.max(caps.smem_per_block);
+    let step = step.max(1).max(top.div_ceil(MAX_SWEEP_ROWS));
     let mut out = Vec::new();
     let mut d: u32 = 0;
     loop {

@@ -12,11 +12,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::copies::{download_from, upload_into};
 use super::driver::nvtx;
-use super::driver::staging::StagingSlot;
 use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry};
 use super::jit::KernelHandle;
 use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
@@ -183,21 +182,6 @@ impl ResidentSet {
     }
 }
 
-/// The pinned staging ring.
-#[derive(Default)]
-pub(crate) struct Staging {
-    slots: Vec<StagingSlot>,
-}
-
-impl Staging {
-    fn ensure(&mut self) -> std::result::Result<(), DriverError> {
-        while self.slots.len() < STAGING_SLOTS {
-            self.slots.push(StagingSlot::new(STAGING_CHUNK)?);
-        }
-        Ok(())
-    }
-}
-
 /// Device buffers kept for reuse, by size.
 #[derive(Default)]
 pub(crate) struct BufferPool {
@@ -211,7 +195,7 @@ pub(crate) struct BufferPool {
 }
 
 impl BufferPool {
-    fn take(&mut self, bytes: usize) -> Option<DeviceBuffer> {
+    pub(crate) fn take(&mut self, bytes: usize) -> Option<DeviceBuffer> {
         let v = self.free.get_mut(&bytes)?;
         let b = v.pop()?;
         self.bytes -= bytes;
@@ -226,22 +210,6 @@ impl BufferPool {
     }
 }
 
-/// Copies `src` into `dst` on all cores when it is large enough to pay for the split.
-fn par_copy(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 1 << 20;
-    if src.len() <= PIECE {
-        dst.copy_from_slice(src);
-    } else {
-        dst.par_chunks_mut(PIECE)
-            .zip(src.par_chunks(PIECE))
-            .for_each(|(d, s)| d.copy_from_slice(s));
-    }
-}
-
-fn all_zero(data: &[u8]) -> bool {
-    data.par_chunks(1 << 20).all(|c| c.iter().all(|&b| b == 0))
-}
-
 fn product(v: [u32; 3]) -> u64 {
     v.iter().map(|&x| x as u64).product()
 }
@@ -249,12 +217,12 @@ fn product(v: [u32; 3]) -> u64 {
 /// Copies and allocation counters of one operation, applied to telemetry afterwards (the
 /// session and the telemetry are borrowed separately).
 #[derive(Default)]
-struct Counters {
-    allocs: u64,
-    alloc_bytes: u64,
-    h2d: u64,
-    d2h: u64,
-    syncs: u64,
+pub(crate) struct Counters {
+    pub(crate) allocs: u64,
+    pub(crate) alloc_bytes: u64,
+    pub(crate) h2d: u64,
+    pub(crate) d2h: u64,
+    pub(crate) syncs: u64,
 }
 
 impl Runtime {
@@ -733,98 +701,6 @@ impl Runtime {
     }
 }
 
-fn upload_into(
-    sess: &mut super::Session,
-    buffers: &[HostBuffer],
-    devs: &mut Vec<DeviceBuffer>,
-    c: &mut Counters,
-) -> std::result::Result<(), DriverError> {
-    sess.staging.ensure()?;
-    let mut k = 0usize;
-    for b in buffers {
-        let bytes = b.data.len();
-        let d = match sess.pool.take(bytes) {
-            Some(d) => d,
-            None => {
-                c.allocs += 1;
-                c.alloc_bytes += bytes as u64;
-                DeviceBuffer::alloc(bytes)?
-            }
-        };
-        if all_zero(&b.data) {
-            d.memset_async(0, &sess.stream)?;
-        } else {
-            for (ci, piece) in b.data.chunks(STAGING_CHUNK).enumerate() {
-                let s = k % STAGING_SLOTS;
-                k += 1;
-                // The slot waits for its previous copy before its bytes are replaced.
-                let waited = sess.staging.slots[s].upload(
-                    piece.len(),
-                    |dst| par_copy(dst, piece),
-                    &d,
-                    ci * STAGING_CHUNK,
-                    &sess.stream,
-                )?;
-                c.syncs += u64::from(waited);
-                c.h2d += piece.len() as u64;
-            }
-        }
-        devs.push(d);
-    }
-    Ok(())
-}
-
-fn download_from(
-    sess: &mut super::Session,
-    id: u64,
-    buffers: &mut [HostBuffer],
-    c: &mut Counters,
-) -> std::result::Result<(), DriverError> {
-    sess.staging.ensure()?;
-    let Some(devs) = sess.pool.resident.get(&id) else {
-        return Ok(());
-    };
-    // Chunks of every writable buffer: (buffer index, byte offset, length).
-    let mut chunks = Vec::new();
-    for (i, b) in buffers.iter().enumerate() {
-        if !b.access.is_writable() || i >= devs.len() {
-            continue;
-        }
-        let n = b.data.len();
-        let mut off = 0;
-        while off < n {
-            let len = STAGING_CHUNK.min(n - off);
-            chunks.push((i, off, len));
-            off += len;
-        }
-    }
-    let staging = &mut sess.staging;
-    let stream = &sess.stream;
-    let issue = |staging: &mut Staging, j: usize| -> std::result::Result<u64, DriverError> {
-        let (i, off, len) = chunks[j];
-        let waited = staging.slots[j % STAGING_SLOTS].download(&devs[i], off, len, stream)?;
-        Ok(u64::from(waited))
-    };
-    // Slots may still hold an upload in flight from this same stream; stream order makes
-    // the downloads wait for it, and the host reads a slot only after its event.
-    for j in 0..chunks.len().min(STAGING_SLOTS) {
-        c.syncs += issue(staging, j)?;
-    }
-    for j in 0..chunks.len() {
-        let (i, off, len) = chunks[j];
-        par_copy(
-            &mut buffers[i].data[off..off + len],
-            staging.slots[j % STAGING_SLOTS].read(len)?,
-        );
-        c.syncs += 1;
-        c.d2h += len as u64;
-        if j + STAGING_SLOTS < chunks.len() {
-            c.syncs += issue(staging, j + STAGING_SLOTS)?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -839,17 +715,5 @@ mod tests {
         let s = TimingStats::of(&[4.0, 1.0, 2.0, 3.0]);
         assert_eq!(s.median_ms, 2.5);
         assert_eq!(TimingStats::of(&[]).count, 0);
-    }
-
-    #[test]
-    fn par_copy_copies_every_byte() {
-        let src: Vec<u8> = (0..(3 << 20) + 17).map(|i| (i * 31 % 251) as u8).collect();
-        let mut dst = vec![0u8; src.len()];
-        par_copy(&mut dst, &src);
-        assert_eq!(dst, src);
-        assert!(all_zero(&vec![0u8; 5 << 20]));
-        let mut z = vec![0u8; 5 << 20];
-        z[(4 << 20) + 3] = 1;
-        assert!(!all_zero(&z));
     }
 }

@@ -51,8 +51,10 @@ pub struct Topology {
     pub estimated_blocks: u32,
     /// Co-resident blocks the driver reports for the fused kernel.
     pub driver_blocks: u32,
-    /// The persistent grid used: the smaller of the two.
+    /// The persistent grid used: the smaller of the two, or the fastest measured.
     pub used_blocks: u32,
+    /// With `--topology measure`: (blocks, median ms of the group alone) per choice tried.
+    pub measured_ms: Vec<(u32, f64)>,
 }
 
 /// A pipeline run on the GPU.
@@ -129,11 +131,16 @@ fn pipeline_tolerance(pipeline: &Pipeline) -> Option<Tolerance> {
 }
 
 /// The plan's launches, each cooperative group's persistent grid confirmed by the driver.
+/// With `measure`, each cooperative group's persistent grid is chosen by timing a few
+/// blocks-per-SM choices (1, 2, 4 and the most the driver allows, each 5 repetitions of the
+/// group alone on `initial`, median kept): fewer blocks make each grid barrier cheaper, more
+/// blocks hide memory latency, and which wins depends on the kernel.
 fn plan_launches(
     rt: &mut Runtime,
     pipeline: &Pipeline,
     shapes: &[LaunchShape],
     plan: &Plan,
+    measure: Option<&[HostBuffer]>,
 ) -> Result<(Vec<PipelineLaunch>, Vec<Topology>), String> {
     let mut launches = Vec::new();
     let mut topology = Vec::new();
@@ -144,7 +151,31 @@ fn plan_launches(
             let driver = rt
                 .coresident_blocks(&fused.program, fused.shape.workgroup_size)
                 .map_err(|e| e.to_string())?;
-            let used = estimated.min(driver).max(1);
+            let mut used = estimated.min(driver).max(1);
+            let mut measured = Vec::new();
+            if let Some(initial) = measure {
+                let sms = rt.caps().sm_count.max(1);
+                let mut candidates: Vec<u32> = [1, 2, 4]
+                    .iter()
+                    .map(|k| k * sms)
+                    .filter(|&b| b < used)
+                    .collect();
+                candidates.push(used);
+                for blocks in candidates {
+                    let mut trial = spec.clone();
+                    trial.persistent_blocks = Some(blocks);
+                    let k = fuse_group(pipeline, shapes, &trial).map_err(|e| e.to_string())?;
+                    let launch = k.launch(pipeline).map_err(|e| e.to_string())?;
+                    let mut bufs = initial.to_vec();
+                    let rep = rt
+                        .run_pipeline(&[launch], &mut bufs, 5, &DispatchOptions::default())
+                        .map_err(|e| e.to_string())?;
+                    measured.push((blocks, rep.total_ms.median_ms));
+                }
+                if let Some(&(best, _)) = measured.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+                    used = best;
+                }
+            }
             if used != estimated {
                 spec.persistent_blocks = Some(used);
                 fused = fuse_group(pipeline, shapes, &spec).map_err(|e| e.to_string())?;
@@ -154,12 +185,16 @@ fn plan_launches(
                 estimated_blocks: estimated,
                 driver_blocks: driver,
                 used_blocks: used,
+                measured_ms: measured,
             });
         }
         launches.push(fused.launch(pipeline).map_err(|e| e.to_string())?);
     }
     Ok((launches, topology))
 }
+
+/// One form's timed samples and its first repetition's report and results.
+type FormSamples = (Vec<f64>, Option<(PipelineRunReport, Vec<HostBuffer>)>);
 
 /// Which forms to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +218,8 @@ pub struct PipelineGpuOptions {
     pub timeout: Option<std::time::Duration>,
     /// Reference interpreter step budget.
     pub fuel: u64,
+    /// Choose each persistent grid by timing a few choices (`--topology measure`).
+    pub measure_topology: bool,
 }
 
 fn form_report(
@@ -237,13 +274,14 @@ pub fn run_pipeline_forms(
         if let Some(w) = &cached.warning {
             eprintln!("warning: {w}");
         }
-        (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan)?;
+        let initial = host_buffers(prepared);
+        let measure = o.measure_topology.then_some(initial.as_slice());
+        (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan, measure)?;
         plan = Some(cached.plan);
     }
     let initial = host_buffers(prepared);
     let total = o.repeat.max(1);
-    let mut results: Vec<(Vec<f64>, Option<(PipelineRunReport, Vec<HostBuffer>)>)> =
-        vec![(Vec::new(), None), (Vec::new(), None)];
+    let mut results: Vec<FormSamples> = vec![(Vec::new(), None), (Vec::new(), None)];
     let mut done = 0;
     while done < total {
         let n = if which == Forms::Both {

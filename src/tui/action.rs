@@ -43,6 +43,10 @@ pub enum Command {
     NextBlock,
     /// Jump to the previous block of lines that map to another statement.
     PrevBlock,
+    /// Previous step of an open pipeline (its Program in the IR pane).
+    PrevStep,
+    /// Next step of an open pipeline.
+    NextStep,
     /// Start a search in the focused pane.
     Search,
     /// Next search match.

@@ -20,6 +20,8 @@ use crate::occupancy::{
 };
 use crate::validate::validate;
 
+use super::pipeline::{PipelineFile, PipelineView};
+
 /// Programs with more statements than this are emitted on the worker thread.
 pub const INLINE_EMIT_MAX_STMTS: usize = 2_000;
 
@@ -210,11 +212,18 @@ pub struct Document {
     pub stmt_count: usize,
     /// Unique per load (highlight cache key of the IR text).
     pub id: u64,
+    /// For a pipeline file: the pipeline, the selected step, its plan and fused kernel.
+    /// `program` is then the fused kernel of the selected step's group (the selected step's
+    /// Program until it is planned) and `ir` the selected step's IR.
+    pub pipeline: Option<PipelineView>,
 }
 
 impl Document {
     /// Loads, prints and validates `path`.
     pub fn load(path: &Path) -> Result<Self, String> {
+        if crate::ir::is_pipeline_file(path) {
+            return Self::load_pipeline(path);
+        }
         let loaded = crate::validate::load(path);
         match loaded.program {
             Some(program) => Ok(Self::from_validated(
@@ -247,7 +256,58 @@ impl Document {
             validation,
             stmt_count,
             id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            pipeline: None,
         }
+    }
+
+    /// Loads a pipeline file: step 0 selected, not planned yet (planning needs the device,
+    /// which the caller knows: see [`Document::select_step`]).
+    fn load_pipeline(path: &Path) -> Result<Self, String> {
+        let (file, validation) = PipelineFile::load(path)?;
+        let first = file
+            .pipeline
+            .steps
+            .first()
+            .map(|s| s.program.clone())
+            .ok_or_else(|| format!("{}: the pipeline has no steps", path.display()))?;
+        let mut doc = Self::from_validated(path.to_path_buf(), first, validation);
+        doc.pipeline = Some(PipelineView::new(Arc::new(file)));
+        doc.show_step();
+        Ok(doc)
+    }
+
+    /// For a pipeline: selects step `step` (clamped), re-plans for `device` if it changed
+    /// and shows the step's IR and the fused kernel of its group. A new id, so highlight
+    /// caches and measured resources keyed by it do not mix steps.
+    pub fn select_step(&mut self, step: usize, device: Option<&DeviceCaps>) {
+        let Some(pv) = self.pipeline.as_mut() else {
+            return;
+        };
+        pv.step = step.min(pv.steps().saturating_sub(1));
+        pv.refresh(device);
+        self.show_step();
+    }
+
+    /// Points `program`/`ir` at the selected step (and its fused kernel when there is one).
+    fn show_step(&mut self) {
+        let Some(pv) = self.pipeline.as_ref() else {
+            return;
+        };
+        self.ir = pv.file.step_ir(pv.step);
+        let program = match (&pv.fused, pv.file.pipeline.steps.get(pv.step)) {
+            (Ok(f), _) => f.program.clone(),
+            (Err(_), Some(s)) => s.program.clone(),
+            (Err(_), None) => return,
+        };
+        if *self.program == program {
+            return;
+        }
+        let mut stmt_count = 0usize;
+        program.walk_stmts(&mut |_| stmt_count += 1);
+        self.stmt_count = stmt_count;
+        self.program = Arc::new(program);
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 40);
+        self.id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// 0-based IR line that opens `node`.

@@ -74,18 +74,30 @@ pub enum Tab {
     Cache,
     /// Runtime counters since start.
     Telemetry,
+    /// A pipeline's megakernel plan (shown only while a pipeline is open).
+    Plan,
 }
 
 impl Tab {
     /// Tabs in display order (number keys follow it).
-    pub const ALL: [Tab; 6] = [
+    pub const ALL: [Tab; 7] = [
         Tab::Occupancy,
         Tab::Resources,
         Tab::Diagnostics,
         Tab::Run,
         Tab::Cache,
         Tab::Telemetry,
+        Tab::Plan,
     ];
+
+    /// Tabs shown: all of them for a pipeline, all but Plan (the last) for a Program.
+    pub fn visible(pipeline: bool) -> &'static [Tab] {
+        if pipeline {
+            &Tab::ALL
+        } else {
+            &Tab::ALL[..Tab::ALL.len() - 1]
+        }
+    }
 
     /// Title.
     pub fn title(self) -> &'static str {
@@ -96,6 +108,7 @@ impl Tab {
             Tab::Run => "Run",
             Tab::Cache => "Cache",
             Tab::Telemetry => "Telemetry",
+            Tab::Plan => "Plan",
         }
     }
 
@@ -162,6 +175,10 @@ impl App {
 
     /// The workgroup size in effect.
     pub fn workgroup(&self) -> [u32; 3] {
+        // A fused kernel's workgroup is the plan's; an override would emit another kernel.
+        if let Some(d) = self.programs.doc.as_ref().filter(|d| d.pipeline.is_some()) {
+            return d.program.workgroup_size;
+        }
         self.code
             .workgroup
             .or_else(|| self.programs.doc.as_ref().map(|d| d.program.workgroup_size))

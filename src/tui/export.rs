@@ -92,6 +92,7 @@ pub fn tab_data(app: &App, tab: Tab) -> Value {
         Tab::Diagnostics => json!(app.diagnostics()),
         Tab::Run => json!({
             "runs": app.jobs.session.runs,
+            "pipeline_runs": app.jobs.session.pipeline_runs,
             "last_error": app.jobs.session.run_error,
             "tune": app.jobs.session.tune.as_ref().map(result),
         }),
@@ -103,6 +104,15 @@ pub fn tab_data(app: &App, tab: Tab) -> Value {
                 .map(|c| counters_json(c))
                 .map_err(Clone::clone),
         ),
+        Tab::Plan => app
+            .programs
+            .doc
+            .as_ref()
+            .and_then(|d| d.pipeline.as_ref())
+            .map_or(Value::Null, |p| match &p.plan {
+                Ok(plan) => json!(**plan),
+                Err(e) => json!({ "error": e }),
+            }),
         Tab::Telemetry => result(
             &app.jobs
                 .session

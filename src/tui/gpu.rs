@@ -19,6 +19,10 @@ use crate::runtime::execute::RunRequest;
 use crate::runtime::{parity, GpuWorker, SweepRequest};
 
 use super::analysis::Resources;
+use super::pipeline::PipelineRun;
+use crate::inputs::pipeline::PreparedPipeline;
+use crate::ir::Pipeline;
+use crate::megakernel::plan::Plan;
 
 /// Why the live panels are empty before the first probe.
 pub const NO_RUNTIME: &str = "no dispatch yet - press r to run on the GPU";
@@ -57,6 +61,17 @@ pub trait Gpu: Send {
     fn cache_stats(&mut self) -> Result<Counters, String>;
     /// Runtime telemetry counters.
     fn telemetry(&mut self) -> Result<Counters, String>;
+    /// Runs a pipeline as separate launches and as `plan`'s fused kernels, both verified
+    /// against the reference interpreter. The default has no GPU (test fakes).
+    fn run_pipeline(
+        &mut self,
+        pipeline: &Pipeline,
+        prepared: &PreparedPipeline,
+        plan: &Plan,
+    ) -> Result<PipelineRun, String> {
+        let _ = (pipeline, prepared, plan);
+        Err("this GPU seam runs no pipelines".into())
+    }
 }
 
 /// The real [`Gpu`]: all live work goes to a GPU worker process, so a kernel fault ends that
@@ -312,6 +327,17 @@ impl Gpu for WorkerGpu {
 
     /// Plus which worker process it is and how many were started (each sticky fault
     /// replaces the worker).
+    fn run_pipeline(
+        &mut self,
+        pipeline: &Pipeline,
+        prepared: &PreparedPipeline,
+        plan: &Plan,
+    ) -> Result<PipelineRun, String> {
+        // In-process (not through the worker process): the worker protocol carries single
+        // Programs only. A kernel fault here ends the inspector's CUDA context, not the UI.
+        super::pipeline::gpu_run(pipeline, prepared, plan)
+    }
+
     fn telemetry(&mut self) -> Result<Counters, String> {
         let w = &mut self.worker;
         let s = w.stats().map_err(|e| e.to_string())?;

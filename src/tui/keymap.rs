@@ -398,6 +398,20 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
         &["{"],
     ),
     (
+        Command::PrevStep,
+        "prev_step",
+        "previous pipeline step",
+        Group::Search,
+        &["("],
+    ),
+    (
+        Command::NextStep,
+        "next_step",
+        "next pipeline step",
+        Group::Search,
+        &[")"],
+    ),
+    (
         Command::WgHalve,
         "wg_halve",
         "workgroup x / 2",

@@ -97,6 +97,8 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         Command::Escape => app.code.search = None,
         Command::NextBlock => nav::jump_block(app, true),
         Command::PrevBlock => nav::jump_block(app, false),
+        Command::PrevStep => program::step(app, -1, out),
+        Command::NextStep => program::step(app, 1, out),
         Command::Search => app.overlay.prompt(PromptKind::Search, String::new()),
         Command::SearchNext => nav::search_step(app, true, false),
         Command::SearchPrev => nav::search_step(app, false, false),

@@ -19,6 +19,8 @@ pub mod diagnostics;
 pub mod help;
 pub mod ir_pane;
 pub mod occupancy;
+pub mod pipeline_run;
+pub mod plan;
 pub mod program_list;
 pub mod prompt;
 pub mod ptx_pane;

@@ -14,6 +14,8 @@ use crate::occupancy::DeviceCaps;
 
 use super::analysis::{analyze, Emission, PtxView, Resources};
 use super::gpu::{kernel_resources, Counters, Gpu, RunRecord, TuneRow};
+use super::pipeline::{reference_run, PipelineFile, PipelineRun};
+use crate::megakernel::plan::Plan;
 
 /// Key of measured kernel resources: document id and emit options.
 pub type ResKey = (u64, EmitOptions);
@@ -48,6 +50,16 @@ pub enum Job {
         /// Options (workgroup, sm).
         opts: EmitOptions,
     },
+    /// A pipeline run: on the GPU (separate and fused forms) when `gpu`, else on the
+    /// reference interpreter.
+    Pipeline {
+        /// The pipeline file.
+        file: Arc<PipelineFile>,
+        /// Its plan (needed on the GPU).
+        plan: Option<Arc<Plan>>,
+        /// A live GPU was probed.
+        gpu: bool,
+    },
     /// Tune sweep.
     Tune {
         /// Program.
@@ -68,6 +80,8 @@ impl Job {
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
             Job::Tune { .. } => "tuning",
+            Job::Pipeline { gpu: true, .. } => "running pipeline on the GPU",
+            Job::Pipeline { .. } => "running reference pipeline",
         }
     }
 }
@@ -87,6 +101,8 @@ pub enum Reply {
     Probed(Result<DeviceCaps, String>),
     /// Dispatch finished, with the runtime's statistics afterwards.
     Dispatched(Result<RunRecord, String>, Stats),
+    /// Pipeline run finished.
+    PipelineRan(Result<PipelineRun, String>),
     /// Tune finished.
     Tuned(Result<Vec<TuneRow>, String>, Stats),
 }
@@ -139,6 +155,18 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started("dispatching", 0));
             let r = gpu.dispatch(&program, &base_dir, &opts);
             report(Reply::Dispatched(r, Stats::now(gpu)));
+        }
+        Job::Pipeline { file, plan, gpu: g } => {
+            report(Reply::Started(job_label(g), 0));
+            let r = file.prepared.clone().and_then(|prepared| match (g, plan) {
+                (true, Some(plan)) => gpu.run_pipeline(&file.pipeline, &prepared, &plan),
+                (true, None) => Err("no plan for this device".into()),
+                (false, _) => reference_run(&file.pipeline, &prepared).map(|(mut run, _)| {
+                    run.note = "no GPU: ran the reference interpreter".into();
+                    run
+                }),
+            });
+            report(Reply::PipelineRan(r));
         }
         Job::Tune {
             program,
@@ -200,5 +228,13 @@ impl Drop for Worker {
                 let _ = h.join();
             }
         }
+    }
+}
+
+fn job_label(gpu: bool) -> &'static str {
+    if gpu {
+        "running pipeline on the GPU"
+    } else {
+        "running reference pipeline"
     }
 }

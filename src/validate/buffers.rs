@@ -113,9 +113,9 @@ pub fn check(p: &Program, sink: &mut Sink) {
             "V008",
             Some("buffers"),
             format!(
-                "workgroup buffers need {shared} bytes of shared memory; a workgroup can have at most {MAX_SHARED_BYTES} (227 KiB)"
+                "workgroup buffers need {shared} bytes of shared memory; static shared memory holds at most {MAX_SHARED_BYTES} bytes (48 KiB) per workgroup"
             ),
-            "reduce the workgroup buffers' counts (tile the work) or use narrower element types",
+            "reduce the workgroup buffers' counts to 48 KiB in all (use smaller tiles) or use narrower element types",
         );
     }
 

@@ -90,7 +90,7 @@ fn buffer_rules() {
         c(r#"[{"name": "x", "binding": 0, "access": "read", "type": "f32", "count": 4}]"#),
         ["V007"]
     );
-    // 227 KiB exactly fits; one more element does not.
+    // 48 KiB exactly fits; one more element does not.
     let fits = MAX_SHARED_BYTES / 4;
     assert!(c(&format!(
         r#"[{{"name": "w", "access": "workgroup", "type": "f32", "count": {fits}}}]"#

@@ -410,3 +410,61 @@ fn workgroup_bank_conflicts() {
     let d = perf_diagnostics(&p, &h200(), None, None, &s);
     assert!(one(&d, "P007").message.contains("8-way"), "{d:#?}");
 }
+
+#[test]
+fn invalid_launch_shapes_get_one_quick_error_and_no_analysis() {
+    // Regression (issue 13 item 2): a workgroup of 1024x1024x64 froze the inspector for 24 s
+    // at 1 GB, and 4294967295 threads reached 3 GB, because every thread was walked.
+    let p = program(
+        r#"{"name":"a","binding":0,"access":"read","type":"f32"},
+           {"name":"t","access":"workgroup","type":"f32","count":64},
+           {"name":"c","binding":1,"access":"read_write","type":"f32"}"#,
+        r#"{"let":"i","value":{"gid":"x"}},
+           {"store":"t","index":{"mul":[{"lid":"x"},2]},"value":{"load":"a","index":{"mul":["i",3]}}},
+           {"store":"c","index":{"add":[{"mul":[{"gid":"y"},7]},{"gid":"z"}]},"value":1.0}"#,
+    );
+    for wg in [[1024, 1024, 64], [u32::MAX, 1, 1], [0, 1, 1], [1024, 2, 1]] {
+        let shape = LaunchShape {
+            workgroup_size: wg,
+            grid: [1, 1, 1],
+        };
+        let t = std::time::Instant::now();
+        let d = perf_diagnostics(&p, &h200(), Some(&res(32)), None, &shape);
+        assert!(
+            t.elapsed().as_millis() < 500,
+            "{wg:?} took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(codes(&d), ["P000"], "{wg:?}: {d:?}");
+        assert_eq!(d[0].severity, Severity::Error);
+        assert!(!d[0].fix.is_empty());
+    }
+    let big_grid = LaunchShape {
+        workgroup_size: [256, 1, 1],
+        grid: [1, 65536, 1],
+    };
+    assert_eq!(
+        codes(&perf_diagnostics(&p, &h200(), None, None, &big_grid)),
+        ["P000"]
+    );
+}
+
+#[test]
+fn warp_analysis_samples_a_bounded_number_of_warps() {
+    use vyrescope::diagnostics::affine::{accesses, MAX_SAMPLED_WARPS};
+    // Strided index 3*gid.x: every warp has the same pattern, so sampling loses nothing.
+    let p = program(
+        r#"{"name":"a","binding":0,"access":"read","type":"f32"}"#,
+        r#"{"let":"x","value":{"load":"a","index":{"mul":[{"gid":"x"},3]}}}"#,
+    );
+    let acc = accesses(&p);
+    let index = &acc[0].index;
+    let t = std::time::Instant::now();
+    let huge = index.warp_segments([u32::MAX, u32::MAX, 64]).unwrap();
+    assert!(t.elapsed().as_millis() < 500, "took {:?}", t.elapsed());
+    assert!(huge.len() as u64 <= MAX_SAMPLED_WARPS, "{}", huge.len());
+    // A valid workgroup is examined whole: 1024 threads = 32 warps of 32 offsets.
+    let full = index.warp_segments([1024, 1, 1]).unwrap();
+    assert_eq!(full.len(), 32);
+    assert_eq!(full[1], vec![(32..64).map(|t| 3 * t).collect::<Vec<i64>>()]);
+}

@@ -3,6 +3,7 @@
 
 mod support;
 mod tui_helpers;
+mod tui_pipeline;
 
 mod cli_check;
 mod cli_occupancy;
@@ -13,6 +14,7 @@ mod diagnostics_rules;
 mod docs_links;
 mod emit_map;
 mod emit_opt;
+mod emit_ptxas_props;
 mod emit_snapshots;
 mod fixtures_coverage;
 mod fixtures_reference;
@@ -23,6 +25,7 @@ mod invalid_fixtures;
 mod ir_print;
 mod ir_write;
 mod layers;
+mod megakernel_forward;
 mod megakernel_fuse;
 mod occupancy_h200_table;
 mod occupancy_model;

@@ -127,8 +127,14 @@ fn run_text_and_refusals() {
     let (code, _, err) = vyrescope(&["run", f, "--grid", "4"]);
     assert_eq!(code, 1);
     assert!(err.contains("Fix:"), "{err}");
-    // Placeholder until the GPU pipeline runner exists.
-    let (code, _, err) = vyrescope(&["run", f, "--backend", "cuda"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("not yet supported"), "{err}");
+    // Without a GPU, the cuda backend fails with one line and a fix (CI has no GPU; on a GPU
+    // machine `selftest` covers the real run).
+    let (code, _, err) = vyrescope(&["run", f, "--backend", "cuda", "--both"]);
+    if code != 0 {
+        assert_eq!(code, 1);
+        assert!(err.contains("Fix:"), "{err}");
+    }
+    let (code, _, err) = vyrescope(&["run", f, "--separate", "--megakernel"]);
+    assert_ne!(code, 0, "the forms exclude each other");
+    assert!(err.contains("cannot be used with"), "{err}");
 }

@@ -463,6 +463,98 @@ fn fuel_turns_runaway_loops_into_errors() {
 }
 
 #[test]
+fn fuel_bounds_empty_loops() {
+    // Regression (issue 13): an empty body was never charged, so this ran for minutes.
+    let p = program(
+        r#"{"name": "o", "binding": 0, "access": "read_write", "type": "u32"}"#,
+        r#"{"loop": "k", "from": 0, "to": 4294967295, "body": []}"#,
+        [1, 1, 1],
+        r#"{"elements": 1}"#,
+    );
+    let mut r = prepare(&p, Path::new("."), None, None).unwrap();
+    let opts = Options {
+        fuel: 1_000_000,
+        ..Options::default()
+    };
+    let t = std::time::Instant::now();
+    let e = run_with(&p, &r.shape, &mut r.buffers, &opts).unwrap_err();
+    assert_eq!(
+        (e.code, e.node.as_deref()),
+        ("I003", Some("body[0]")),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("--fuel") && e.fix.contains("--fuel N"),
+        "{e}"
+    );
+    assert!(t.elapsed().as_secs() < 5, "took {:?}", t.elapsed());
+}
+
+#[test]
+fn fuel_bounds_loop_free_grids() {
+    // Regression (issue 13): 2^40 invocations without a loop ran past 60 s with fuel 1000.
+    for (wg, grid) in [
+        ([1024, 1, 1], [1048576, 1024, 1]),
+        ([1, 1, 1], [1048576, 1024, 1024]),
+    ] {
+        let p = program(
+            r#"{"name": "o", "binding": 0, "access": "read_write", "type": "u32"}"#,
+            r#"{"store": "o", "index": {"gid": "y"}, "value": {"gid": "x"}}"#,
+            wg,
+            &format!(r#"{{"elements": 1, "grid": {grid:?}}}"#),
+        );
+        let mut r = prepare(&p, Path::new("."), None, None).unwrap();
+        assert_eq!(r.shape.invocations(), 1 << 40);
+        let before = r.buffers.clone();
+        let opts = Options {
+            fuel: 1000,
+            ..Options::default()
+        };
+        let t = std::time::Instant::now();
+        let e = run_with(&p, &r.shape, &mut r.buffers, &opts).unwrap_err();
+        assert_eq!(
+            (e.code, e.node.as_deref()),
+            ("I003", Some("body[0]")),
+            "{e}"
+        );
+        assert!(e.fix.contains("--fuel N"), "{e}");
+        assert!(t.elapsed().as_secs() < 5, "took {:?}", t.elapsed());
+        assert_eq!(r.buffers, before, "buffers untouched on error");
+    }
+}
+
+#[test]
+fn fuel_counts_invocations_and_iterations() {
+    // A loop-free Program of n invocations needs more than n steps; exactly enough fuel for
+    // a small run passes, and the node-evaluation statistic excludes the dispatch charges.
+    let p = program(
+        r#"{"name": "o", "binding": 0, "access": "read_write", "type": "u32"}"#,
+        r#"{"store": "o", "index": {"gid": "x"}, "value": 7}"#,
+        [64, 1, 1],
+        r#"{"elements": 4096}"#,
+    );
+    let mut r = prepare(&p, Path::new("."), None, None).unwrap();
+    let e = run_with(
+        &p,
+        &r.shape,
+        &mut r.buffers,
+        &Options {
+            fuel: 4096,
+            ..Options::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.code, "I003", "{e}");
+    let stats = run_with(&p, &r.shape, &mut r.buffers, &Options::default()).unwrap();
+    assert_eq!(
+        stats.node_evals,
+        4096 * 3,
+        "the store, its index and its value"
+    );
+    assert_eq!(u32s(buf(&r.buffers, "o")), vec![7; 4096]);
+}
+
+#[test]
 fn multi_dimensional_builtins() {
     let p = program(
         r#"{"name": "o", "binding": 0, "access": "read_write", "type": "u32"}"#,

@@ -79,7 +79,7 @@ pub(super) fn if_(cond: Expr, then: Vec<Stmt>) -> Stmt {
 }
 
 /// The direct sub-expressions of `e`, mutably.
-fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     match e {
         Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => Vec::new(),
         Expr::Load { index, .. } => vec![index.as_mut()],

@@ -14,6 +14,8 @@ pub struct Detail {
     pub pane: PaneState,
     /// First visible row of the Run tab's tune table (it scrolls apart from the history).
     pub tune_scroll: usize,
+    /// A pipeline is open: the Plan tab is shown too.
+    pub pipeline: bool,
 }
 
 impl Default for Detail {
@@ -22,6 +24,7 @@ impl Default for Detail {
             tab: Tab::Occupancy,
             pane: PaneState::default(),
             tune_scroll: 0,
+            pipeline: false,
         }
     }
 }
@@ -39,7 +42,7 @@ impl Detail {
             Command::Left if on_panel => self.switch(self.neighbour(-1)),
             Command::NextTab => self.switch(self.neighbour(1)),
             Command::Right if on_panel => self.switch(self.neighbour(1)),
-            Command::Tab(n) if (1..=Tab::ALL.len()).contains(&(*n as usize)) => {
+            Command::Tab(n) if (1..=self.tabs().len()).contains(&(*n as usize)) => {
                 self.switch(*n as usize - 1)
             }
             _ => {}
@@ -47,16 +50,30 @@ impl Detail {
         Vec::new()
     }
 
-    /// Shows tab `i` of [`Tab::ALL`] (clamped) from its top.
+    /// The tabs shown now ([`Tab::visible`]).
+    pub fn tabs(&self) -> &'static [Tab] {
+        Tab::visible(self.pipeline)
+    }
+
+    /// Says whether a pipeline is open; closing one leaves the Plan tab for the first.
+    pub fn set_pipeline(&mut self, pipeline: bool) {
+        self.pipeline = pipeline;
+        if !self.tabs().contains(&self.tab) {
+            self.switch(0);
+        }
+    }
+
+    /// Shows tab `i` of the shown tabs (clamped) from its top.
     pub fn switch(&mut self, i: usize) {
-        self.tab = Tab::ALL[i.min(Tab::ALL.len() - 1)];
+        let tabs = self.tabs();
+        self.tab = tabs[i.min(tabs.len() - 1)];
         self.pane = PaneState::default();
         self.tune_scroll = 0;
     }
 
     /// The tab `step` places after the active one (wrapping; negative goes back).
     pub fn neighbour(&self, step: isize) -> usize {
-        let n = Tab::ALL.len() as isize;
+        let n = self.tabs().len() as isize;
         (self.tab.index() as isize + step).rem_euclid(n) as usize
     }
 }

@@ -64,6 +64,8 @@ impl Devices {
 pub struct Session {
     /// Dispatches, oldest first.
     pub runs: Vec<RunRecord>,
+    /// Pipeline runs, oldest first.
+    pub pipeline_runs: Vec<crate::tui::pipeline::PipelineRun>,
     /// Why the last dispatch failed (shown in the Run tab).
     pub run_error: Option<String>,
     /// Last tune sweep.
@@ -78,6 +80,7 @@ impl Default for Session {
     fn default() -> Self {
         Session {
             runs: Vec::new(),
+            pipeline_runs: Vec::new(),
             run_error: None,
             tune: None,
             cache: Err(NO_RUNTIME.into()),

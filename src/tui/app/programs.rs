@@ -15,12 +15,15 @@ pub struct Entry {
     pub path: PathBuf,
     /// Validation summary, or the load error.
     pub status: EntryStatus,
+    /// A pipeline file (marked `⇶` in the list), not a Program.
+    pub pipeline: bool,
 }
 
 impl Entry {
     /// A file not loaded yet (shown as clean until it is).
     pub fn unloaded(path: PathBuf) -> Self {
         Entry {
+            pipeline: crate::ir::is_pipeline_file(&path),
             path,
             status: EntryStatus::Checked {
                 errors: 0,

@@ -2,10 +2,11 @@
 //! target sm and device changes, re-emission and re-estimation, GPU jobs, export.
 
 use crate::tui::action::Cmd;
-use crate::tui::analysis::{analyze, estimate_into, INLINE_EMIT_MAX_STMTS};
+use crate::tui::analysis::{analyze, estimate_into, PtxView, INLINE_EMIT_MAX_STMTS};
 use crate::tui::app::programs::Loaded;
 use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
+use crate::tui::pipeline::{origin_names, rename_nodes};
 use crate::tui::worker::{Job, ResKey};
 
 use super::nav;
@@ -122,6 +123,22 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             .screen
             .error("the program has validation errors (see Diagnostics)");
     }
+    if let Some(pv) = &doc.pipeline {
+        let job = Job::Pipeline {
+            file: pv.file.clone(),
+            plan: pv.plan.as_ref().ok().cloned(),
+            gpu: app.jobs.devices.live.is_some() && !tune,
+        };
+        if tune {
+            app.screen
+                .info("tune sweeps are for Programs; r runs the pipeline");
+        }
+        if app.detail.tab != Tab::Run {
+            app.detail.switch(Tab::Run.index());
+        }
+        out.push(app.jobs.queue(job));
+        return;
+    }
     let (program, base_dir, opts) = (doc.program.clone(), doc.base_dir(), app.emit_options());
     // Re-running from the Run tab keeps its cursor and scroll offsets.
     if app.detail.tab != Tab::Run {
@@ -147,12 +164,29 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
 /// (the result is visible at once), on the worker for large ones.
 pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
     app.code.generation += 1;
+    let device = app.jobs.devices.current().cloned();
+    if let Some(doc) = app.programs.doc.as_mut() {
+        if let Some(step) = doc.pipeline.as_ref().map(|p| p.step) {
+            doc.select_step(step, device.as_ref());
+        }
+    }
     let Some(doc) = app.programs.doc.as_ref() else {
         app.code.emission = None;
         return;
     };
     let opts = app.emit_options();
-    if doc.stmt_count <= INLINE_EMIT_MAX_STMTS {
+    if let Some(pv) = &doc.pipeline {
+        // Fused kernels are emitted inline (a few steps' statements), so the correlation
+        // can be renamed to the steps' node ids before anything shows it.
+        let mut e = analyze(&doc.program, &opts);
+        if let (Ok(f), Ok(ptx)) = (&pv.fused, &e.ptx) {
+            let mut kernel = ptx.kernel.clone();
+            rename_nodes(&mut kernel, &origin_names(f));
+            e.ptx = Ok(std::sync::Arc::new(PtxView::new(kernel)));
+        }
+        app.code.emission = Some(e);
+        after_emission(app, out);
+    } else if doc.stmt_count <= INLINE_EMIT_MAX_STMTS {
         app.code.emission = Some(analyze(&doc.program, &opts));
         after_emission(app, out);
     } else {
@@ -218,6 +252,12 @@ pub(super) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
     }
     app.code.reset_for_new_program();
     app.detail.pane = Default::default();
+    let pipeline = app
+        .programs
+        .doc
+        .as_ref()
+        .is_some_and(|d| d.pipeline.is_some());
+    app.detail.set_pipeline(pipeline);
     // Start on the first statement, so the PTX correlation shows from the first frame.
     app.code.ir.cursor = app
         .programs
@@ -289,4 +329,34 @@ pub(super) fn export_view(app: &mut App, to: Option<std::path::PathBuf>) {
         Ok(p) => app.screen.info(format!("exported {}", p.display())),
         Err(e) => app.screen.error(e.to_string()),
     }
+}
+
+/// Moves to the pipeline step `delta` away (clamped): the IR pane shows that step's Program,
+/// the PTX pane the fused kernel of its group.
+pub(super) fn step(app: &mut App, delta: isize, out: &mut Vec<Cmd>) {
+    let Some(pv) = app.programs.doc.as_ref().and_then(|d| d.pipeline.as_ref()) else {
+        return app
+            .screen
+            .info("steps: open a pipeline file (marked ⇶ in the list)");
+    };
+    let n = pv.steps();
+    let to = (pv.step as isize + delta).clamp(0, n.saturating_sub(1) as isize) as usize;
+    if to == pv.step {
+        return app.screen.info(format!("step {} of {n}", to + 1));
+    }
+    let device = app.jobs.devices.current().cloned();
+    if let Some(doc) = app.programs.doc.as_mut() {
+        doc.select_step(to, device.as_ref());
+    }
+    app.code.ir = Default::default();
+    app.code.ptx = Default::default();
+    app.code.ir.cursor = app
+        .programs
+        .doc
+        .as_ref()
+        .and_then(|d| d.ir.iter().position(|l| l.node.is_some()))
+        .unwrap_or(0);
+    app.screen.info(format!("step {} of {n}", to + 1));
+    reanalyze(app, out);
+    nav::keep_visible(app, Focus::Ir);
 }

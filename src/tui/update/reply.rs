@@ -62,6 +62,35 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
             app.jobs.session.take_stats(stats);
             nav::keep_visible(app, Focus::Detail);
         }
+        Reply::PipelineRan(r) => {
+            match r {
+                Ok(run) => {
+                    app.screen.info(match (run.separate_ms, run.fused_ms) {
+                        (Some(s), Some(f)) => format!(
+                            "pipeline on {}: separate {s:.4} ms, fused {f:.4} ms{}",
+                            run.backend,
+                            if run.verified { "" } else { " - MISMATCH" }
+                        ),
+                        _ => format!(
+                            "no GPU: ran the reference interpreter ({:.1} ms wall)",
+                            run.reference_ms.unwrap_or(0.0)
+                        ),
+                    });
+                    app.jobs.session.pipeline_runs.push(run);
+                    app.jobs.session.run_error = None;
+                }
+                Err(e) => {
+                    app.screen.error(
+                        e.lines()
+                            .next()
+                            .unwrap_or("pipeline run failed")
+                            .to_string(),
+                    );
+                    app.jobs.session.run_error = Some(e);
+                }
+            }
+            nav::keep_visible(app, Focus::Detail);
+        }
         Reply::Tuned(r, stats) => {
             if let Err(e) = &r {
                 app.screen

@@ -19,7 +19,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         .programs
         .doc
         .as_ref()
-        .map_or("IR".to_string(), |d| format!("IR {}", d.program.name));
+        .map_or("IR".to_string(), |d| match &d.pipeline {
+            Some(p) => format!(
+                "IR step {}/{} {}",
+                p.step + 1,
+                p.steps(),
+                p.file
+                    .pipeline
+                    .steps
+                    .get(p.step)
+                    .map_or("", |s| s.program.name.as_str())
+            ),
+            None => format!("IR {}", d.program.name),
+        });
     let inner = super::framed(buf, area, app, Focus::Ir, super::title(app, &name, detail));
     let Some(doc) = app.programs.doc.as_ref() else {
         let msg = app

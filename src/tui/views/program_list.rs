@@ -50,7 +50,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             let mut line = Line::from(vec![
                 Span::raw(open),
                 Span::styled(badge, style),
-                Span::raw(" "),
+                // Pipelines are marked; a Program's line is unchanged.
+                Span::styled(if e.pipeline { "⇶" } else { " " }, t.title),
                 Span::raw(name),
             ]);
             if i == app.programs.list.cursor && app.screen.focus == Focus::List {

@@ -63,6 +63,9 @@ pub fn split(app: &App, area: Rect) -> RunAreas {
 /// The tab's lists in cursor order: the dispatch history, then the tune table's candidates
 /// (numbered by [`super::tab_rows::lists`]).
 pub fn row_lists(app: &App, area: Rect) -> Vec<RowList> {
+    if super::pipeline_run::active(app) {
+        return super::pipeline_run::list(app, area);
+    }
     let a = split(app, area);
     let s = &app.jobs.session;
     let mut v = Vec::new();
@@ -85,6 +88,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let s = &app.jobs.session;
     let buf = frame.buffer_mut();
+    if super::pipeline_run::active(app) {
+        return super::pipeline_run::draw(buf, area, app);
+    }
     if s.runs.is_empty() && s.tune.is_none() {
         let msg = match (&s.run_error, &app.jobs.devices.live) {
             (Some(e), _) => format!("no dispatches: {e}"),

@@ -23,6 +23,17 @@ pub fn hints(app: &App) -> Vec<Command> {
         Focus::Detail => vec![Right, Expand, Export],
     };
     v.extend([WgHalve, WgDouble, Dispatch, Tune, Help, Quit]);
+    if app
+        .programs
+        .doc
+        .as_ref()
+        .is_some_and(|d| d.pipeline.is_some())
+    {
+        // A pipeline's steps are what the code panes move between; its fused kernels'
+        // workgroups are the plan's, so the workgroup and tune keys do not apply.
+        v.insert(0, NextStep);
+        v.retain(|c| !matches!(c, WgHalve | WgDouble | Tune));
+    }
     v
 }
 
@@ -82,6 +93,7 @@ fn short(c: Command) -> &'static str {
         Command::Open => "file",
         Command::Reload => "reload",
         Command::NextBlock => "block",
+        Command::NextStep => "step",
         Command::Search => "search",
         Command::SearchNext => "next",
         Command::Zoom => "zoom",

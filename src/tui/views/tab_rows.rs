@@ -200,6 +200,7 @@ pub fn lists(app: &App, content: Rect) -> Vec<RowList> {
         Tab::Run => super::run::row_lists(app, content),
         Tab::Cache => counter_list(&app.jobs.session.cache, content),
         Tab::Telemetry => counter_list(&app.jobs.session.telemetry, content),
+        Tab::Plan => super::plan::list(app, content).into_iter().collect(),
     };
     let mut first = 0;
     for l in &mut v {

@@ -37,7 +37,7 @@ fn label(i: usize, t: Tab) -> String {
 
 fn bar_line(app: &App) -> Line<'static> {
     let mut spans = Vec::new();
-    for (i, t) in Tab::ALL.iter().enumerate() {
+    for (i, t) in app.detail.tabs().iter().enumerate() {
         let style = if *t == app.detail.tab {
             app.theme.tab_active
         } else {
@@ -70,6 +70,7 @@ fn draw_tab(frame: &mut Frame, area: Rect, app: &App) {
         Tab::Run => super::run::draw(frame, area, app),
         Tab::Cache => super::cache::draw(frame.buffer_mut(), area, app),
         Tab::Telemetry => super::telemetry::draw(frame.buffer_mut(), area, app),
+        Tab::Plan => super::plan::draw(frame.buffer_mut(), area, app),
     }
 }
 

@@ -1,0 +1,150 @@
+//! Host<->device copies of dispatch buffers through the pinned staging ring: chunks go through
+//! [`StagingSlot`]s (the completion guards of `runtime::driver::staging`), spread over all
+//! cores when large; all-zero buffers are cleared on the device instead of copied.
+
+use rayon::prelude::*;
+
+use super::dispatch::{Counters, STAGING_CHUNK, STAGING_SLOTS};
+use super::driver::staging::StagingSlot;
+use super::driver::{DeviceBuffer, DriverError};
+use crate::inputs::HostBuffer;
+
+/// The pinned staging ring.
+#[derive(Default)]
+pub(crate) struct Staging {
+    slots: Vec<StagingSlot>,
+}
+
+impl Staging {
+    pub(crate) fn ensure(&mut self) -> std::result::Result<(), DriverError> {
+        while self.slots.len() < STAGING_SLOTS {
+            self.slots.push(StagingSlot::new(STAGING_CHUNK)?);
+        }
+        Ok(())
+    }
+}
+
+/// Copies `src` into `dst` on all cores when it is large enough to pay for the split.
+pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
+    const PIECE: usize = 1 << 20;
+    if src.len() <= PIECE {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(PIECE)
+            .zip(src.par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
+pub(crate) fn all_zero(data: &[u8]) -> bool {
+    data.par_chunks(1 << 20).all(|c| c.iter().all(|&b| b == 0))
+}
+
+pub(crate) fn upload_into(
+    sess: &mut super::Session,
+    buffers: &[HostBuffer],
+    devs: &mut Vec<DeviceBuffer>,
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    let mut k = 0usize;
+    for b in buffers {
+        let bytes = b.data.len();
+        let d = match sess.pool.take(bytes) {
+            Some(d) => d,
+            None => {
+                c.allocs += 1;
+                c.alloc_bytes += bytes as u64;
+                DeviceBuffer::alloc(bytes)?
+            }
+        };
+        if all_zero(&b.data) {
+            d.memset_async(0, &sess.stream)?;
+        } else {
+            for (ci, piece) in b.data.chunks(STAGING_CHUNK).enumerate() {
+                let s = k % STAGING_SLOTS;
+                k += 1;
+                // The slot waits for its previous copy before its bytes are replaced.
+                let waited = sess.staging.slots[s].upload(
+                    piece.len(),
+                    |dst| par_copy(dst, piece),
+                    &d,
+                    ci * STAGING_CHUNK,
+                    &sess.stream,
+                )?;
+                c.syncs += u64::from(waited);
+                c.h2d += piece.len() as u64;
+            }
+        }
+        devs.push(d);
+    }
+    Ok(())
+}
+
+pub(crate) fn download_from(
+    sess: &mut super::Session,
+    id: u64,
+    buffers: &mut [HostBuffer],
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    let Some(devs) = sess.pool.resident.get(&id) else {
+        return Ok(());
+    };
+    // Chunks of every writable buffer: (buffer index, byte offset, length).
+    let mut chunks = Vec::new();
+    for (i, b) in buffers.iter().enumerate() {
+        if !b.access.is_writable() || i >= devs.len() {
+            continue;
+        }
+        let n = b.data.len();
+        let mut off = 0;
+        while off < n {
+            let len = STAGING_CHUNK.min(n - off);
+            chunks.push((i, off, len));
+            off += len;
+        }
+    }
+    let staging = &mut sess.staging;
+    let stream = &sess.stream;
+    let issue = |staging: &mut Staging, j: usize| -> std::result::Result<u64, DriverError> {
+        let (i, off, len) = chunks[j];
+        let waited = staging.slots[j % STAGING_SLOTS].download(&devs[i], off, len, stream)?;
+        Ok(u64::from(waited))
+    };
+    // Slots may still hold an upload in flight from this same stream; stream order makes
+    // the downloads wait for it, and the host reads a slot only after its event.
+    for j in 0..chunks.len().min(STAGING_SLOTS) {
+        c.syncs += issue(staging, j)?;
+    }
+    for j in 0..chunks.len() {
+        let (i, off, len) = chunks[j];
+        par_copy(
+            &mut buffers[i].data[off..off + len],
+            staging.slots[j % STAGING_SLOTS].read(len)?,
+        );
+        c.syncs += 1;
+        c.d2h += len as u64;
+        if j + STAGING_SLOTS < chunks.len() {
+            c.syncs += issue(staging, j + STAGING_SLOTS)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn par_copy_copies_every_byte() {
+        let src: Vec<u8> = (0..(3 << 20) + 17).map(|i| (i * 31 % 251) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        par_copy(&mut dst, &src);
+        assert_eq!(dst, src);
+        assert!(all_zero(&vec![0u8; 5 << 20]));
+        let mut z = vec![0u8; 5 << 20];
+        z[(4 << 20) + 3] = 1;
+        assert!(!all_zero(&z));
+    }
+}

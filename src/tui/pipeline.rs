@@ -1,0 +1,322 @@
+//! Pipelines in the inspector (pure, no terminal): loading a pipeline file, its megakernel
+//! plan for the current device profile, the fused kernel of the group holding the selected
+//! step with its node ids mapped back to step-prefixed ids (`steps[1].body[2]`), and the
+//! pipeline runs the Run tab charts (the reference interpreter, or the GPU's separate and
+//! fused forms through [`crate::tui::gpu::Gpu::run_pipeline`]).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::diagnostic::Diagnostic;
+use crate::emit::EmittedKernel;
+use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
+use crate::inputs::LaunchShape;
+use crate::ir::print::{print_program_prefixed, PrintedLine};
+use crate::ir::Pipeline;
+use crate::megakernel::cache::plan_cached;
+use crate::megakernel::plan::{Plan, PlanOptions};
+use crate::megakernel::{fuse_group, FusedKernel};
+use crate::occupancy::DeviceCaps;
+
+/// A loaded pipeline file: the pipeline, its buffers' initial contents and step shapes.
+#[derive(Debug, Clone)]
+pub struct PipelineFile {
+    /// The parsed pipeline.
+    pub pipeline: Arc<Pipeline>,
+    /// Initial buffer contents and every step's launch shape (`None`: why not, when the
+    /// inputs could not be prepared, e.g. a missing `file` input).
+    pub prepared: Result<Arc<PreparedPipeline>, String>,
+}
+
+impl PipelineFile {
+    /// Loads and validates `path`: the file and the validator's findings, or the load error.
+    pub fn load(path: &Path) -> Result<(PipelineFile, Vec<Diagnostic>), String> {
+        let loaded = crate::validate::pipeline::load_pipeline(path);
+        let Some(pipeline) = loaded.pipeline else {
+            return Err(loaded.diagnostics.first().map_or_else(
+                || format!("{}: cannot load pipeline", path.display()),
+                |d| d.to_string(),
+            ));
+        };
+        let base = path.parent().unwrap_or(Path::new("."));
+        let prepared = if crate::validate::pipeline::has_error(&loaded.diagnostics) {
+            Err("the pipeline has validation errors (see Diagnostics)".to_string())
+        } else {
+            prepare_pipeline(&pipeline, base)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        };
+        Ok((
+            PipelineFile {
+                pipeline: Arc::new(pipeline),
+                prepared,
+            },
+            loaded.diagnostics,
+        ))
+    }
+
+    /// Every step's launch shape, when the inputs were prepared.
+    pub fn shapes(&self) -> Result<Vec<LaunchShape>, String> {
+        self.prepared
+            .as_ref()
+            .map(|p| p.steps.iter().map(|s| s.shape).collect())
+            .map_err(Clone::clone)
+    }
+
+    /// The plan for `device` (no plan cache: the inspector plans in memory, which is pure
+    /// CPU work of well under a millisecond for pipelines of a few steps).
+    pub fn plan(&self, device: Option<&DeviceCaps>) -> Result<Plan, String> {
+        let Some(device) = device else {
+            return Err(
+                "no device: press d to pick a device profile (the plan depends on co-residency)"
+                    .into(),
+            );
+        };
+        let shapes = self.shapes()?;
+        plan_cached(
+            &self.pipeline,
+            &shapes,
+            &PlanOptions::new(device.clone()),
+            None,
+        )
+        .map(|c| c.plan)
+        .map_err(|e| e.to_string())
+    }
+
+    /// The fused kernel of group `group` of `plan`.
+    pub fn fuse(&self, plan: &Plan, group: usize) -> Result<FusedKernel, String> {
+        let shapes = self.shapes()?;
+        let g = plan
+            .groups
+            .get(group)
+            .ok_or_else(|| format!("the plan has no group {group}"))?;
+        fuse_group(&self.pipeline, &shapes, &g.spec()).map_err(|e| e.to_string())
+    }
+
+    /// Step `step`'s IR with node ids prefixed `steps[step].`.
+    pub fn step_ir(&self, step: usize) -> Vec<PrintedLine> {
+        self.pipeline.steps.get(step).map_or_else(Vec::new, |s| {
+            print_program_prefixed(&s.program, &format!("steps[{step}]."))
+                .lines
+                .into_iter()
+                .collect()
+        })
+    }
+}
+
+/// Index of the group of `plan` that runs `step`.
+pub fn group_of(plan: &Plan, step: usize) -> Option<usize> {
+    plan.groups.iter().position(|g| g.steps.contains(&step))
+}
+
+/// Fused node id -> step-prefixed original node id (`steps[k].<id>`), for every statement of
+/// the fused kernel that comes from a step; the PTX correlation is renamed with it so the
+/// PTX pane and the step's IR pane share ids.
+pub fn origin_names(fused: &FusedKernel) -> HashMap<String, String> {
+    fused
+        .node_origin
+        .iter()
+        .map(|(f, (k, id))| (f.to_string(), format!("steps[{k}].{id}")))
+        .collect()
+}
+
+/// The pipeline state of an open pipeline document: which step is selected and the plan and
+/// fused kernel computed for the current device.
+#[derive(Debug, Clone)]
+pub struct PipelineView {
+    /// The file.
+    pub file: Arc<PipelineFile>,
+    /// Selected step (its Program is in the IR pane).
+    pub step: usize,
+    /// Device the plan below is for (`None`: no plan computed yet).
+    pub planned_for: Option<String>,
+    /// The plan, or why there is none.
+    pub plan: Result<Arc<Plan>, String>,
+    /// Group of the selected step.
+    pub group: Option<usize>,
+    /// The fused kernel of that group, or why there is none.
+    pub fused: Result<Arc<FusedKernel>, String>,
+}
+
+impl PipelineView {
+    /// A view on step 0 with nothing planned yet.
+    pub fn new(file: Arc<PipelineFile>) -> Self {
+        PipelineView {
+            file,
+            step: 0,
+            planned_for: None,
+            plan: Err("not planned yet".into()),
+            group: None,
+            fused: Err("not planned yet".into()),
+        }
+    }
+
+    /// Steps in the pipeline.
+    pub fn steps(&self) -> usize {
+        self.file.pipeline.steps.len()
+    }
+
+    /// (Re)plans for `device` when it changed, and fuses the selected step's group.
+    pub fn refresh(&mut self, device: Option<&DeviceCaps>) {
+        let name = device.map(|d| d.name.clone());
+        if self.planned_for != name || self.plan.is_err() {
+            self.plan = self.file.plan(device).map(Arc::new);
+            self.planned_for = name;
+        }
+        self.group = self.plan.as_ref().ok().and_then(|p| group_of(p, self.step));
+        self.fused = match (&self.plan, self.group) {
+            (Ok(p), Some(g)) => self.file.fuse(p, g).map(Arc::new),
+            (Ok(_), None) => Err(format!("step {} is in no group of the plan", self.step)),
+            (Err(e), _) => Err(e.clone()),
+        };
+    }
+}
+
+/// One pipeline run as the Run tab charts it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PipelineRun {
+    /// Pipeline name.
+    pub pipeline: String,
+    /// Where it ran (`reference interpreter` or the GPU's name).
+    pub backend: String,
+    /// Device time of the separate launches (median ms), on a GPU.
+    pub separate_ms: Option<f64>,
+    /// Device time of the fused plan (median ms), on a GPU.
+    pub fused_ms: Option<f64>,
+    /// Launches of each form (separate, fused).
+    pub launches: (usize, usize),
+    /// Wall time of the reference run (ms), without a GPU.
+    pub reference_ms: Option<f64>,
+    /// Every form's result equals the reference interpreter's.
+    pub verified: bool,
+    /// One line: what happened (why there is no GPU, mismatches).
+    pub note: String,
+}
+
+/// Runs `pipeline` over a copy of `prepared` on the reference interpreter (the oracle: every
+/// step in order).
+pub fn reference_run(
+    pipeline: &Pipeline,
+    prepared: &PreparedPipeline,
+) -> Result<(PipelineRun, PreparedPipeline), String> {
+    let mut out = prepared.clone();
+    let t = Instant::now();
+    crate::interp::pipeline::run_pipeline(pipeline, &mut out, &crate::interp::Options::default())
+        .map_err(|e| e.to_string())?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    Ok((
+        PipelineRun {
+            pipeline: pipeline.name.clone(),
+            backend: "reference interpreter".into(),
+            separate_ms: None,
+            fused_ms: None,
+            launches: (pipeline.steps.len(), 0),
+            reference_ms: Some(ms),
+            verified: true,
+            note: String::new(),
+        },
+        out,
+    ))
+}
+
+/// Renames the source map of a fused kernel's emission to step-prefixed ids (entries of
+/// statements the fusion made up keep their fused ids, which no IR line has).
+pub fn rename_nodes(kernel: &mut EmittedKernel, names: &HashMap<String, String>) {
+    for e in &mut kernel.source_map.entries {
+        if let Some(n) = names.get(&e.node) {
+            e.node = n.clone();
+        }
+    }
+}
+
+/// Repetitions per form of an inspector pipeline run (a quick look, not the speedup gate:
+/// `vyrescope run PIPELINE --backend cuda --both --repeat 20` gives the gate's verdict).
+pub const GPU_REPEAT: u32 = 5;
+
+/// The pipeline buffers as the runtime takes them (all read-write, so all read back).
+fn host_buffers(p: &PreparedPipeline) -> Vec<crate::inputs::HostBuffer> {
+    p.buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| crate::inputs::HostBuffer {
+            name: b.name.clone(),
+            elem: b.elem,
+            // Transient buffers are read by nobody afterwards and a fused kernel need not
+            // write them, so they are not compared.
+            access: if b.transient {
+                crate::ir::Access::Read
+            } else {
+                crate::ir::Access::ReadWrite
+            },
+            binding: i as u32,
+            data: b.data.clone(),
+        })
+        .collect()
+}
+
+/// Runs `pipeline` in-process on GPU 0 as separate launches and as `plan`'s fused kernels
+/// ([`GPU_REPEAT`] times each; each cooperative group's persistent grid confirmed by the
+/// driver), both checked against the reference interpreter.
+pub fn gpu_run(
+    pipeline: &Pipeline,
+    prepared: &PreparedPipeline,
+    plan: &Plan,
+) -> Result<PipelineRun, String> {
+    use crate::megakernel::launch::separate_launches;
+    use crate::runtime::dispatch::{DispatchOptions, TimingStats};
+    use crate::runtime::parity::compare;
+    let (_, reference) = reference_run(pipeline, prepared)?;
+    let expected = host_buffers(&reference);
+    let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
+    let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
+    let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
+    let mut fused = Vec::new();
+    for group in &plan.groups {
+        let mut spec = group.spec();
+        let mut k = fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
+        if let Some(estimated) = spec.persistent_blocks {
+            let driver = rt
+                .coresident_blocks(&k.program, k.shape.workgroup_size)
+                .map_err(|e| e.to_string())?;
+            let used = estimated.min(driver).max(1);
+            if used != estimated {
+                spec.persistent_blocks = Some(used);
+                k = fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
+            }
+        }
+        fused.push(k.launch(pipeline).map_err(|e| e.to_string())?);
+    }
+    let opts = DispatchOptions {
+        timeout: Some(super::gpu::KERNEL_TIMEOUT),
+        ..DispatchOptions::default()
+    };
+    let mut times = Vec::new();
+    let mut verified = true;
+    let mut note = String::new();
+    for (name, launches) in [("separate", &separate), ("fused", &fused)] {
+        let mut bufs = host_buffers(prepared);
+        let rep = rt
+            .run_pipeline(launches, &mut bufs, GPU_REPEAT, &opts)
+            .map_err(|e| e.to_string())?;
+        let parity = compare(&bufs, &expected, None);
+        if !parity.passed {
+            verified = false;
+            note = format!("{name} form differs from the reference interpreter");
+        }
+        times.push(TimingStats::of(&rep.samples_ms).median_ms);
+    }
+    Ok(PipelineRun {
+        pipeline: pipeline.name.clone(),
+        backend: rt.caps().name.clone(),
+        separate_ms: times.first().copied(),
+        fused_ms: times.get(1).copied(),
+        launches: (separate.len(), fused.len()),
+        reference_ms: None,
+        verified,
+        note,
+    })
+}
