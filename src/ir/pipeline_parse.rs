@@ -106,32 +106,17 @@ fn read_text(path: &Path) -> Result<String, ParseError> {
         message,
         fix: fix.to_string(),
     };
-    let meta = std::fs::metadata(path).map_err(|e| {
-        fail(
-            format!("cannot read file: {e}"),
-            "check the path and that the file is readable",
-        )
-    })?;
-    if meta.is_dir() {
-        return Err(fail(
-            "is a directory, not a pipeline file".into(),
-            "pass a *.json pipeline file",
-        ));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(fail(
-            format!(
-                "file is {} bytes; the limit is {MAX_FILE_BYTES}",
-                meta.len()
-            ),
-            "move large buffer contents to a `buffers.<name>.file` raw binary file",
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| {
-        fail(
-            format!("cannot read file: {e}"),
-            "check the path and that the file is readable",
-        )
+    // Only a regular file, read no further than the limit (a FIFO must not block, /dev/zero
+    // must not fill memory): the same reader as Program files.
+    let bytes = crate::util::read_limited(path, MAX_FILE_BYTES, "pipeline file").map_err(|e| {
+        let fix = match e.kind {
+            crate::util::ReadErrorKind::TooLarge => {
+                "move large buffer contents to a `buffers.<name>.file` raw binary file"
+            }
+            crate::util::ReadErrorKind::NotRegular => "pass a *.json pipeline file",
+            _ => "check the path and that the file is readable",
+        };
+        fail(e.message, fix)
     })?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
