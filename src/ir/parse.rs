@@ -49,42 +49,50 @@ pub struct ParseError {
 
 /// Reads and parses a Program file.
 pub fn load_program(path: &Path) -> Result<Program, ParseError> {
+    let text = read_json_text(
+        path,
+        "Program file",
+        "move large input data to a `run.inputs.<buf>.file` raw binary file",
+    )?;
+    parse_program(&text, &path.display().to_string())
+}
+
+/// A JSON document file as UTF-8 text: only a regular file, read no further than the limit
+/// (a FIFO must not block, /dev/zero must not fill memory; see `util::read_limited`).
+/// `what` names the kind of file in messages; `too_large_fix` says where big data belongs.
+pub(crate) fn read_json_text(
+    path: &Path,
+    what: &str,
+    too_large_fix: &str,
+) -> Result<String, ParseError> {
     let file = path.display().to_string();
-    let fail = |message: String, fix: &str| ParseError {
-        file: file.clone(),
-        line: 0,
-        column: 0,
-        path: String::new(),
-        message,
-        fix: fix.to_string(),
-    };
-    // Only a regular file, read no further than the limit (a FIFO must not block, /dev/zero
-    // must not fill memory); see util::read_limited.
-    let bytes = crate::util::read_limited(path, MAX_FILE_BYTES, "Program file").map_err(|e| {
+    let bytes = crate::util::read_limited(path, MAX_FILE_BYTES, what).map_err(|e| {
         let fix = match e.kind {
-            crate::util::ReadErrorKind::TooLarge => {
-                "move large input data to a `run.inputs.<buf>.file` raw binary file"
-            }
-            crate::util::ReadErrorKind::NotRegular => "pass a *.json Program file",
-            _ => "check the path and that the file is readable",
+            crate::util::ReadErrorKind::TooLarge => too_large_fix.to_string(),
+            crate::util::ReadErrorKind::NotRegular => format!("pass a *.json {what}"),
+            _ => "check the path and that the file is readable".to_string(),
         };
-        fail(e.message, fix)
-    })?;
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let (line, column) = line_col(&bytes[..e.valid_up_to()]);
-            return Err(ParseError {
-                file,
-                line,
-                column,
-                path: String::new(),
-                message: format!("invalid UTF-8 at byte {}", e.valid_up_to()),
-                fix: "save the file as UTF-8 JSON".into(),
-            });
+        ParseError {
+            file: file.clone(),
+            line: 0,
+            column: 0,
+            path: String::new(),
+            message: e.message,
+            fix,
         }
-    };
-    parse_program(text, &file)
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let (line, column) = line_col(&e.as_bytes()[..valid]);
+        ParseError {
+            file,
+            line,
+            column,
+            path: String::new(),
+            message: format!("invalid UTF-8 at byte {valid}"),
+            fix: "save the file as UTF-8 JSON".into(),
+        }
+    })
 }
 
 pub(crate) fn line_col(prefix: &[u8]) -> (usize, usize) {
@@ -95,6 +103,21 @@ pub(crate) fn line_col(prefix: &[u8]) -> (usize, usize) {
 
 /// Parses Program JSON text; `file` names it in errors.
 pub fn parse_program(text: &str, file: &str) -> Result<Program, ParseError> {
+    deserialize_document::<RawProgram>(
+        text,
+        file,
+        "a Program is a JSON object: {\"format\": 1, \"name\": ..., \"workgroup_size\": [..], \"buffers\": [..], \"body\": [..]}",
+    )
+    .map(|raw| raw.0)
+}
+
+/// One JSON document of `text` as `T`, every error with its JSON path, line and column, and
+/// trailing data refused; `empty_fix` is the hint for an empty file.
+pub(crate) fn deserialize_document<'de, T: Deserialize<'de>>(
+    text: &'de str,
+    file: &str,
+    empty_fix: &str,
+) -> Result<T, ParseError> {
     if text.trim().is_empty() {
         return Err(ParseError {
             file: file.into(),
@@ -102,22 +125,17 @@ pub fn parse_program(text: &str, file: &str) -> Result<Program, ParseError> {
             column: 1,
             path: String::new(),
             message: "empty file".into(),
-            fix: "a Program is a JSON object: {\"format\": 1, \"name\": ..., \"workgroup_size\": [..], \"buffers\": [..], \"body\": [..]}".into(),
+            fix: empty_fix.into(),
         });
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let result: Result<RawProgram, _> = serde_path_to_error::deserialize(&mut de);
-    let raw = match result {
-        Ok(p) => p,
-        Err(e) => {
-            let path = e.path().to_string();
-            return Err(from_json_error(file, path, e.into_inner()));
-        }
-    };
-    if let Err(e) = de.end() {
-        return Err(from_json_error(file, String::new(), e));
-    }
-    Ok(raw.0)
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        from_json_error(file, path, e.into_inner())
+    })?;
+    de.end()
+        .map_err(|e| from_json_error(file, String::new(), e))?;
+    Ok(value)
 }
 
 pub(crate) fn from_json_error(file: &str, path: String, e: serde_json::Error) -> ParseError {

@@ -19,8 +19,8 @@ use serde::Deserialize;
 
 use super::ast::Program;
 use super::parse::{
-    err, from_json_error, is_ident, line_col, load_program, Dims, InputFields, KernelName,
-    ParseError, ProgramVisitor, INPUT_KEYS, MAX_FILE_BYTES,
+    deserialize_document, err, is_ident, load_program, read_json_text, Dims, InputFields,
+    KernelName, ParseError, ProgramVisitor, INPUT_KEYS,
 };
 use super::pipeline::{Pipeline, PipelineBuffer, Step};
 use super::run_spec::InputSource;
@@ -42,28 +42,11 @@ pub fn load_pipeline(path: &Path) -> Result<Pipeline, ParseError> {
 
 /// Parses pipeline JSON text (`file` names it in errors); `base_dir` resolves `program` paths.
 pub fn parse_pipeline(text: &str, file: &str, base_dir: &Path) -> Result<Pipeline, ParseError> {
-    if text.trim().is_empty() {
-        return Err(ParseError {
-            file: file.into(),
-            line: 1,
-            column: 1,
-            path: String::new(),
-            message: "empty file".into(),
-            fix: "a pipeline is a JSON object: {\"format\": 1, \"pipeline\": ..., \"buffers\": {..}, \"steps\": [..]}".into(),
-        });
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let result: Result<RawPipeline, _> = serde_path_to_error::deserialize(&mut de);
-    let raw = match result {
-        Ok(p) => p,
-        Err(e) => {
-            let path = e.path().to_string();
-            return Err(from_json_error(file, path, e.into_inner()));
-        }
-    };
-    if let Err(e) = de.end() {
-        return Err(from_json_error(file, String::new(), e));
-    }
+    let raw: RawPipeline = deserialize_document(
+        text,
+        file,
+        "a pipeline is a JSON object: {\"format\": 1, \"pipeline\": ..., \"buffers\": {..}, \"steps\": [..]}",
+    )?;
     resolve(raw, file, base_dir)
 }
 
@@ -95,41 +78,13 @@ pub fn is_pipeline_file(path: &Path) -> bool {
     read_text(path).is_ok_and(|t| looks_like_pipeline(&t))
 }
 
-/// The file as UTF-8 text, with the same size limit and messages as a Program file.
+/// The file as UTF-8 text, with the same reader, limit and messages as a Program file.
 fn read_text(path: &Path) -> Result<String, ParseError> {
-    let file = path.display().to_string();
-    let fail = |message: String, fix: &str| ParseError {
-        file: file.clone(),
-        line: 0,
-        column: 0,
-        path: String::new(),
-        message,
-        fix: fix.to_string(),
-    };
-    // Only a regular file, read no further than the limit (a FIFO must not block, /dev/zero
-    // must not fill memory): the same reader as Program files.
-    let bytes = crate::util::read_limited(path, MAX_FILE_BYTES, "pipeline file").map_err(|e| {
-        let fix = match e.kind {
-            crate::util::ReadErrorKind::TooLarge => {
-                "move large buffer contents to a `buffers.<name>.file` raw binary file"
-            }
-            crate::util::ReadErrorKind::NotRegular => "pass a *.json pipeline file",
-            _ => "check the path and that the file is readable",
-        };
-        fail(e.message, fix)
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let valid = e.utf8_error().valid_up_to();
-        let (line, column) = line_col(&e.as_bytes()[..valid]);
-        ParseError {
-            file: file.clone(),
-            line,
-            column,
-            path: String::new(),
-            message: format!("invalid UTF-8 at byte {valid}"),
-            fix: "save the file as UTF-8 JSON".into(),
-        }
-    })
+    read_json_text(
+        path,
+        "pipeline file",
+        "move large buffer contents to a `buffers.<name>.file` raw binary file",
+    )
 }
 
 /// Loads the Programs named by path and puts each step's bindings into its Program's buffer

@@ -266,6 +266,8 @@ pub fn run_pipeline_forms(
     let mut plan = None;
     let mut topology = Vec::new();
     let mut fused = Vec::new();
+    // The initial contents, copied once: every form and topology trial starts from them.
+    let initial = host_buffers(prepared);
     if which != Forms::Separate {
         let plan_opts = PlanOptions::new(rt.caps().clone());
         let cache = PlanCache::user();
@@ -274,12 +276,10 @@ pub fn run_pipeline_forms(
         if let Some(w) = &cached.warning {
             eprintln!("warning: {w}");
         }
-        let initial = host_buffers(prepared);
         let measure = o.measure_topology.then_some(initial.as_slice());
         (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan, measure)?;
         plan = Some(cached.plan);
     }
-    let initial = host_buffers(prepared);
     let total = o.repeat.max(1);
     let mut results: Vec<FormSamples> = vec![(Vec::new(), None), (Vec::new(), None)];
     let mut done = 0;
