@@ -92,6 +92,8 @@ pub struct EmitOptions {
     /// Fully unroll small constant-trip loops (see [`unroll`]); off gives the rolled loops,
     /// for comparison (`vyrescope emit --no-unroll`).
     pub unroll: bool,
+    /// How grid barriers are lowered (see [`grid_sync`]); the default is the flip counter.
+    pub grid_barrier: grid_sync::GridBarrier,
 }
 
 impl EmitOptions {
@@ -102,6 +104,7 @@ impl EmitOptions {
             workgroup_size: program.workgroup_size,
             lineinfo: false,
             unroll: true,
+            grid_barrier: grid_sync::GridBarrier::default(),
         }
     }
 }

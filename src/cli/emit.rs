@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::emit::grid_sync::GridBarrier;
 use crate::emit::{emit, ptxas, source_map, EmitOptions};
 use crate::ir::load_program;
 
@@ -34,6 +35,10 @@ pub struct Args {
     /// Keep every loop rolled (no unrolling of small constant-trip loops), for comparison.
     #[arg(long)]
     pub no_unroll: bool,
+    /// Lowering of grid barriers: `flip` (one flipping arrival counter, the default) or
+    /// `generation` (counter plus generation word, the earlier lowering), for comparison.
+    #[arg(long, default_value = "flip", value_name = "KIND")]
+    pub grid_barrier: GridBarrier,
 }
 
 /// Runs `emit`.
@@ -47,6 +52,7 @@ pub fn run(a: &Args) -> i32 {
         workgroup_size: a.workgroup.unwrap_or(p.workgroup_size),
         lineinfo: a.lineinfo,
         unroll: !a.no_unroll,
+        grid_barrier: a.grid_barrier,
     };
     let k = match emit(&p, &opts) {
         Ok(k) => k,

@@ -244,6 +244,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
         workgroup_size: wg,
         lineinfo: false,
         unroll: true,
+        grid_barrier: Default::default(),
     };
     let kernel = match emit(&program, &opts) {
         Ok(k) => k,

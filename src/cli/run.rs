@@ -110,6 +110,11 @@ pub struct Args {
     /// 1, 2 and 4 blocks per SM and keep the fastest).
     #[arg(long, value_enum, default_value = "estimate")]
     pub topology: Topology,
+    /// cuda, pipelines: how fused kernels lower grid barriers: `flip` (one flipping arrival
+    /// counter, the default) or `generation` (the earlier counter-plus-generation lowering),
+    /// to compare the two on the same GPU.
+    #[arg(long, default_value = "flip", value_name = "KIND")]
+    pub grid_barrier: crate::emit::grid_sync::GridBarrier,
 }
 
 /// How pipelines choose the persistent grid of a cooperative group.

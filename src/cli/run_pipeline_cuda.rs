@@ -36,6 +36,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i3
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
         measure_topology: a.topology == super::run::Topology::Measure,
+        grid_barrier: a.grid_barrier,
     };
     let report = match run_pipeline_forms(&mut rt, pipeline, prepared, &opts) {
         Ok(r) => r,

@@ -147,6 +147,7 @@ fn run_pipelines(
         timeout: Some(std::time::Duration::from_secs(10)),
         fuel: crate::interp::DEFAULT_FUEL,
         measure_topology: false,
+        grid_barrier: Default::default(),
     };
     files
         .into_iter()

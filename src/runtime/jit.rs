@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::cache::{hash_parts, LoadedKernel};
 use super::driver::{Function, JitRequest, Module};
 use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
+use crate::emit::grid_sync::GridBarrier;
 use crate::emit::{EmitOptions, EmittedKernel};
 use crate::ir::Program;
 use crate::occupancy::KernelResources;
@@ -24,6 +25,8 @@ pub struct JitOptions {
     pub max_registers: u32,
     /// `CU_JIT_OPTIMIZATION_LEVEL` 0..4; None = the driver default (4).
     pub opt_level: Option<u32>,
+    /// How the emitter lowers grid barriers (see `emit::grid_sync`).
+    pub grid_barrier: GridBarrier,
 }
 
 impl JitOptions {
@@ -241,6 +244,7 @@ impl Runtime {
             workgroup_size: workgroup,
             lineinfo: options.lineinfo,
             unroll: true,
+            grid_barrier: options.grid_barrier,
         };
         let key = program_key(program, &eopts);
         let (emitted, ptx_cached) = match self.ptx_cache.get(key) {
@@ -278,5 +282,6 @@ pub fn program_key(program: &Program, opts: &EmitOptions) -> u64 {
         &wg,
         &opts.sm.to_le_bytes(),
         &[opts.lineinfo as u8],
+        opts.grid_barrier.name().as_bytes(),
     ])
 }

@@ -63,6 +63,7 @@ impl Runtime {
         buffers: &mut [HostBuffer],
         repeat: u32,
         opts: &DispatchOptions,
+        jit: &JitOptions,
     ) -> Result<PipelineRunReport> {
         let mut kernels = Vec::with_capacity(launches.len());
         for l in launches {
@@ -73,11 +74,7 @@ impl Runtime {
                     buffers.len()
                 )));
             }
-            kernels.push(self.compile_program(
-                &l.program,
-                l.shape.workgroup_size,
-                &JitOptions::default(),
-            )?);
+            kernels.push(self.compile_program(&l.program, l.shape.workgroup_size, jit)?);
         }
         let initial: Vec<HostBuffer> = buffers.to_vec();
         let mut totals = Vec::new();
@@ -133,8 +130,13 @@ impl Runtime {
     /// once on the whole device: `cuOccupancyMaxActiveBlocksPerMultiprocessor` times the SM
     /// count. The planner's persistent grid comes from the occupancy estimator; this confirms
     /// it on the GPU before a cooperative launch.
-    pub fn coresident_blocks(&mut self, program: &Program, workgroup: [u32; 3]) -> Result<u32> {
-        let k = self.compile_program(program, workgroup, &JitOptions::default())?;
+    pub fn coresident_blocks(
+        &mut self,
+        program: &Program,
+        workgroup: [u32; 3],
+        jit: &JitOptions,
+    ) -> Result<u32> {
+        let k = self.compile_program(program, workgroup, jit)?;
         let (f, _) = self.kernel_for_launch(&k.handle)?;
         let threads = workgroup.iter().product::<u32>();
         let per_sm = f

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::emit::grid_sync::GridBarrier;
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::inputs::{HostBuffer, LaunchShape};
 use crate::interp;
@@ -15,6 +16,7 @@ use crate::megakernel::launch::{separate_launches, PipelineLaunch};
 use crate::megakernel::plan::{Plan, PlanOptions};
 use crate::runtime::dispatch::{DispatchOptions, TimingStats};
 use crate::runtime::execute::tolerance_for;
+use crate::runtime::jit::JitOptions;
 use crate::runtime::parity::{compare, ParityReport, Tolerance};
 use crate::runtime::pipeline::PipelineRunReport;
 use crate::runtime::Runtime;
@@ -77,6 +79,8 @@ pub struct PipelineGpuReport {
     pub plan: Option<Plan>,
     /// Persistent grids confirmed by the driver.
     pub topology: Vec<Topology>,
+    /// How the fused kernels lowered their grid barriers.
+    pub grid_barrier: GridBarrier,
     /// The speedup gate, when both forms ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateResult>,
@@ -141,6 +145,7 @@ fn plan_launches(
     shapes: &[LaunchShape],
     plan: &Plan,
     measure: Option<&[HostBuffer]>,
+    jit: &JitOptions,
 ) -> Result<(Vec<PipelineLaunch>, Vec<Topology>), String> {
     let mut launches = Vec::new();
     let mut topology = Vec::new();
@@ -149,7 +154,7 @@ fn plan_launches(
         let mut fused = fuse_group(pipeline, shapes, &spec).map_err(|e| e.to_string())?;
         if let Some(estimated) = spec.persistent_blocks {
             let driver = rt
-                .coresident_blocks(&fused.program, fused.shape.workgroup_size)
+                .coresident_blocks(&fused.program, fused.shape.workgroup_size, jit)
                 .map_err(|e| e.to_string())?;
             let mut used = estimated.min(driver).max(1);
             let mut measured = Vec::new();
@@ -168,7 +173,7 @@ fn plan_launches(
                     let launch = k.launch(pipeline).map_err(|e| e.to_string())?;
                     let mut bufs = initial.to_vec();
                     let rep = rt
-                        .run_pipeline(&[launch], &mut bufs, 5, &DispatchOptions::default())
+                        .run_pipeline(&[launch], &mut bufs, 5, &DispatchOptions::default(), jit)
                         .map_err(|e| e.to_string())?;
                     measured.push((blocks, rep.total_ms.median_ms));
                 }
@@ -220,6 +225,8 @@ pub struct PipelineGpuOptions {
     pub fuel: u64,
     /// Choose each persistent grid by timing a few choices (`--topology measure`).
     pub measure_topology: bool,
+    /// How fused kernels lower their grid barriers (`--grid-barrier`).
+    pub grid_barrier: GridBarrier,
 }
 
 fn form_report(
@@ -262,6 +269,10 @@ pub fn run_pipeline_forms(
         timeout: o.timeout,
         ..DispatchOptions::default()
     };
+    let jit = JitOptions {
+        grid_barrier: o.grid_barrier,
+        ..JitOptions::default()
+    };
     let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
     let mut plan = None;
     let mut topology = Vec::new();
@@ -277,7 +288,7 @@ pub fn run_pipeline_forms(
             eprintln!("warning: {w}");
         }
         let measure = o.measure_topology.then_some(initial.as_slice());
-        (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan, measure)?;
+        (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan, measure, &jit)?;
         plan = Some(cached.plan);
     }
     let total = o.repeat.max(1);
@@ -298,7 +309,7 @@ pub fn run_pipeline_forms(
             }
             let mut bufs = initial.clone();
             let rep = rt
-                .run_pipeline(launches, &mut bufs, n, &opts)
+                .run_pipeline(launches, &mut bufs, n, &opts, &jit)
                 .map_err(|e| e.to_string())?;
             let entry = &mut results[slot];
             entry.0.extend_from_slice(&rep.samples_ms);
@@ -333,6 +344,7 @@ pub fn run_pipeline_forms(
         megakernel,
         plan,
         topology,
+        grid_barrier: o.grid_barrier,
         gate,
     };
     Ok(report)

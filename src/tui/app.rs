@@ -192,6 +192,7 @@ impl App {
             workgroup_size: self.workgroup(),
             lineinfo: false,
             unroll: true,
+            grid_barrier: Default::default(),
         }
     }
 

@@ -269,6 +269,7 @@ pub fn gpu_run(
     use crate::megakernel::launch::separate_launches;
     use crate::runtime::dispatch::{DispatchOptions, TimingStats};
     use crate::runtime::parity::compare;
+    use crate::runtime::JitOptions;
     let (_, reference) = reference_run(pipeline, prepared)?;
     let expected = host_buffers(&reference);
     let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
@@ -280,7 +281,7 @@ pub fn gpu_run(
         let mut k = fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
         if let Some(estimated) = spec.persistent_blocks {
             let driver = rt
-                .coresident_blocks(&k.program, k.shape.workgroup_size)
+                .coresident_blocks(&k.program, k.shape.workgroup_size, &JitOptions::default())
                 .map_err(|e| e.to_string())?;
             let used = estimated.min(driver).max(1);
             if used != estimated {
@@ -300,7 +301,13 @@ pub fn gpu_run(
     for (name, launches) in [("separate", &separate), ("fused", &fused)] {
         let mut bufs = host_buffers(prepared);
         let rep = rt
-            .run_pipeline(launches, &mut bufs, GPU_REPEAT, &opts)
+            .run_pipeline(
+                launches,
+                &mut bufs,
+                GPU_REPEAT,
+                &opts,
+                &JitOptions::default(),
+            )
             .map_err(|e| e.to_string())?;
         let parity = compare(&bufs, &expected, None);
         if !parity.passed {

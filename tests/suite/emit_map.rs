@@ -4,6 +4,7 @@
 use crate::support;
 use support::fixtures::fixtures;
 
+use vyrescope::emit::grid_sync::GridBarrier;
 use vyrescope::emit::{emit, source_map, EmitOptions};
 use vyrescope::ir::{parse_program, print::print_program, Program};
 
@@ -13,6 +14,7 @@ fn opts(p: &Program, sm: u32, lineinfo: bool) -> EmitOptions {
         workgroup_size: p.workgroup_size,
         lineinfo,
         unroll: true,
+        grid_barrier: Default::default(),
     }
 }
 
@@ -290,12 +292,33 @@ fn grid_barrier_adds_the_scratch_parameter() {
     assert!(k.abi.grid_sync);
     assert_eq!(k.abi.grid_sync_words, 2);
     assert!(k.ptx.contains(".param .u64 param_grid_sync\n)"));
+    // The default flip lowering: one acq_rel arrival per block, polled with acquire loads
+    // until bit 31 changes; no generation word and no release by the last arriver.
     for needle in [
         "atom.acq_rel.gpu.global.add.u32",
-        "red.release.gpu.global.add.u32",
         "ld.acquire.gpu.global.u32",
+        "setp.ge.s32",
+        "sub.s32",
+        "%ctaid.x",
         "bar.sync 0",
     ] {
         assert!(k.ptx.contains(needle), "missing {needle}");
     }
+    assert!(!k.ptx.contains("red.release"), "{}", k.ptx);
+    // The earlier lowering, still available for comparison.
+    let o = EmitOptions {
+        grid_barrier: GridBarrier::Generation,
+        ..opts(&p, 90, false)
+    };
+    let g = emit(&p, &o).expect("emits");
+    assert_eq!(g.abi.grid_sync_words, 2);
+    for needle in [
+        "atom.acq_rel.gpu.global.add.u32",
+        "red.release.gpu.global.add.u32",
+        "ld.acquire.gpu.global.u32",
+        "[%rd",
+    ] {
+        assert!(g.ptx.contains(needle), "missing {needle}");
+    }
+    assert!(g.ptx.contains("+4]"), "generation word at offset 4");
 }

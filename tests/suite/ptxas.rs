@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use crate::support;
 use support::fixtures::fixtures;
 
+use vyrescope::emit::grid_sync::GridBarrier;
 use vyrescope::emit::ptxas::{assemble, find_ptxas, offline_resources, parse_verbose};
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::ir::{parse_program, Program};
@@ -35,7 +36,7 @@ fn check(
     name: &str,
     p: &Program,
     sm: u32,
-    (lineinfo, unroll): (bool, bool),
+    (lineinfo, unroll, grid_barrier): (bool, bool, GridBarrier),
     failures: &mut Vec<String>,
 ) {
     let o = EmitOptions {
@@ -43,12 +44,14 @@ fn check(
         workgroup_size: p.workgroup_size,
         lineinfo,
         unroll,
+        grid_barrier,
     };
     match emit(p, &o) {
         Ok(k) => {
             if let Err(e) = assemble(bin, &k.ptx, sm, lineinfo) {
                 failures.push(format!(
-                    "{name} sm_{sm} lineinfo={lineinfo} unroll={unroll}: {e}"
+                    "{name} sm_{sm} lineinfo={lineinfo} unroll={unroll} grid_barrier={}: {e}",
+                    grid_barrier.name()
                 ));
             }
         }
@@ -64,9 +67,14 @@ fn every_fixture_assembles_for_sm80_and_sm90() {
     assert!(!fx.is_empty());
     for (f, p) in &fx {
         for sm in [80, 90] {
-            // Line info with the default (unrolled) code, and the rolled loops of
-            // `--no-unroll`.
-            for mode in [(false, true), (true, true), (false, false)] {
+            // Line info with the default (unrolled) code, the rolled loops of `--no-unroll`,
+            // and the earlier grid-barrier lowering of `--grid-barrier generation`.
+            for mode in [
+                (false, true, GridBarrier::Flip),
+                (true, true, GridBarrier::Flip),
+                (false, false, GridBarrier::Flip),
+                (false, true, GridBarrier::Generation),
+            ] {
                 check(&bin, &f.display().to_string(), p, sm, mode, &mut failures);
             }
         }
@@ -391,7 +399,14 @@ fn every_construct_assembles_on_every_target() {
                     let p = parse_program(text, &format!("{name}.json"))
                         .unwrap_or_else(|e| panic!("{e}"));
                     for &sm in *sms {
-                        check(&bin, name, &p, sm, (sm == 90, sm != 80), &mut f);
+                        check(
+                            &bin,
+                            name,
+                            &p,
+                            sm,
+                            (sm == 90, sm != 80, GridBarrier::Flip),
+                            &mut f,
+                        );
                     }
                     f
                 })
