@@ -55,6 +55,9 @@ pub struct Options {
     pub workgroup: Option<[u32; 3]>,
     /// Reload the open program when its file changes.
     pub watch: bool,
+    /// Plan pipelines through the user's plan cache (the interactive inspector does; the
+    /// `--keys` replay leaves it off so that replays are repeatable and write nothing).
+    pub plan_cache: bool,
 }
 
 /// Why the inspector could not start or run.
@@ -120,6 +123,9 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
         return Err(TuiError::NoFiles);
     }
     let mut app = App::new(files, keymap, ui);
+    if opts.plan_cache {
+        app.jobs.session.plan_cache = crate::megakernel::cache::PlanCache::user();
+    }
     app.jobs.devices.profiles = gpu::device_profiles();
     app.jobs.devices.profile = gpu::default_profile(&app.jobs.devices.profiles);
     if let Some(d) = &opts.device {
@@ -156,6 +162,9 @@ fn select_device(app: &mut App, d: &str) -> Result<(), TuiError> {
 
 /// Opens the interactive inspector on the terminal; returns when the user quits.
 pub fn run(opts: &Options) -> Result<(), TuiError> {
-    let (app, hl, first) = setup(opts)?;
+    let (app, hl, first) = setup(&Options {
+        plan_cache: true,
+        ..opts.clone()
+    })?;
     terminal::run(app, hl, first, Box::new(gpu::WorkerGpu::new()), opts.watch)
 }

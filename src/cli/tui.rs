@@ -76,6 +76,8 @@ fn options(files: &[PathBuf], o: &InspectorOpts) -> Options {
         sm: o.sm,
         workgroup: o.workgroup,
         watch: o.watch,
+        // `tui::run` turns it on for the interactive inspector; replays stay in memory.
+        plan_cache: false,
     }
 }
 

@@ -28,6 +28,10 @@ struct Entry {
     plan: Plan,
 }
 
+/// Entries the cache keeps: storing one more removes the least recently written ones.
+/// A plan file is a few KiB, so the cache stays around a megabyte.
+pub const MAX_ENTRIES: usize = 256;
+
 /// A plan, and what went wrong with the cache if anything (planning never fails because of
 /// the cache: an unreadable or unwritable cache is a warning).
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +40,40 @@ pub struct Cached {
     pub plan: Plan,
     /// A cache problem to report (with its `Fix:`), if any.
     pub warning: Option<String>,
+    /// Older entries removed to make room for this one.
+    pub evicted: u32,
+}
+
+/// Plan-cache counters of one session (the CLI's runtime telemetry, the inspector's Cache
+/// and Telemetry tabs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PlanCacheCounts {
+    /// Plans read from the cache.
+    pub hits: u64,
+    /// Plans computed because the cache had none (or no cache was in use).
+    pub misses: u64,
+    /// Entries removed to stay within [`MAX_ENTRIES`].
+    pub evictions: u64,
+}
+
+impl PlanCacheCounts {
+    /// Counts one planning.
+    pub fn record(&mut self, c: &Cached) {
+        match c.plan.cache {
+            CacheStatus::Hit => self.hits += 1,
+            _ => self.misses += 1,
+        }
+        self.evictions += u64::from(c.evicted);
+    }
+
+    /// `plan_cache.*` rows for a counters table.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        vec![
+            ("plan_cache.hits".into(), self.hits.to_string()),
+            ("plan_cache.misses".into(), self.misses.to_string()),
+            ("plan_cache.evictions".into(), self.evictions.to_string()),
+        ]
+    }
 }
 
 impl PlanCache {
@@ -79,8 +117,9 @@ impl PlanCache {
         }
     }
 
-    /// Stores `plan` under `key` (atomically: a crash never leaves half a file).
-    pub fn store(&self, key: u64, plan: &Plan) -> Result<(), String> {
+    /// Stores `plan` under `key` (atomically: a crash never leaves half a file), then
+    /// evicts the least recently written entries beyond [`MAX_ENTRIES`]; returns how many.
+    pub fn store(&self, key: u64, plan: &Plan) -> Result<u32, String> {
         let fail = |p: &Path, e: &dyn std::fmt::Display| {
             format!(
                 "plan cache {}: {e}\n  Fix: check that the directory is writable (or set XDG_CACHE_HOME), or delete it",
@@ -94,8 +133,48 @@ impl PlanCache {
             plan: plan.clone(),
         };
         let text = serde_json::to_string_pretty(&entry).map_err(|e| fail(&p, &e))?;
-        write_atomic(&p, text.as_bytes()).map_err(|e| fail(&p, &e))
+        write_atomic(&p, text.as_bytes()).map_err(|e| fail(&p, &e))?;
+        Ok(self.evict(&p, MAX_ENTRIES))
     }
+
+    /// Removes the oldest plan files (by modification time) until at most `keep` remain,
+    /// never `newest`; returns how many went. Only this cache's own file names
+    /// (16 hex digits + `.json`) are touched, and a file that cannot be removed is left.
+    fn evict(&self, newest: &Path, keep: usize) -> u32 {
+        let Ok(dir) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = dir
+            .filter_map(|e| e.ok())
+            .filter(|e| is_plan_file(&e.file_name().to_string_lossy()))
+            .filter_map(|e| {
+                let m = e.metadata().ok().filter(|m| m.is_file())?;
+                Some((m.modified().ok()?, e.path()))
+            })
+            .collect();
+        if files.len() <= keep {
+            return 0;
+        }
+        files.sort();
+        let mut excess = files.len() - keep;
+        let mut evicted = 0;
+        for (_, f) in files {
+            if excess == 0 {
+                break;
+            }
+            if f != newest && std::fs::remove_file(&f).is_ok() {
+                evicted += 1;
+                excess -= 1;
+            }
+        }
+        evicted
+    }
+}
+
+/// A plan cache file name: `{key:016x}.json`.
+fn is_plan_file(name: &str) -> bool {
+    name.strip_suffix(".json")
+        .is_some_and(|k| k.len() == 16 && k.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The cache key of a plan of `pipeline` with `shapes` under `opts`.
@@ -147,6 +226,7 @@ pub fn plan_cached(
                 return Ok(Cached {
                     plan: p,
                     warning: None,
+                    evicted: 0,
                 });
             }
             Ok(None) => {}
@@ -154,12 +234,18 @@ pub fn plan_cached(
         }
     }
     let p = plan(pipeline, shapes, opts)?;
+    let mut evicted = 0;
     if let Some(c) = cache {
-        if let Err(w) = c.store(key, &p) {
-            warning = Some(w);
+        match c.store(key, &p) {
+            Ok(n) => evicted = n,
+            Err(w) => warning = Some(w),
         }
     }
-    Ok(Cached { plan: p, warning })
+    Ok(Cached {
+        plan: p,
+        warning,
+        evicted,
+    })
 }
 
 #[cfg(test)]
@@ -209,6 +295,62 @@ mod tests {
         let mut expect = first.plan.clone();
         expect.cache = CacheStatus::Hit;
         assert_eq!(second.plan, expect);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn storing_beyond_the_limit_evicts_the_oldest_entries_and_counts_them() {
+        let (p, s, o) = setup();
+        let dir = tempdir("evict");
+        let cache = PlanCache::at(&dir);
+        let first = plan_cached(&p, &s, &o, Some(&cache)).unwrap();
+        let plan = first.plan.clone();
+        // Fill the cache to the limit with older entries (and one foreign file, which is
+        // never touched).
+        std::fs::write(dir.join("notes.json"), "{}").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for k in 1..MAX_ENTRIES as u64 {
+            let f = cache.path(k);
+            std::fs::write(&f, "{}").unwrap();
+            let h = std::fs::File::options().write(true).open(&f).unwrap();
+            h.set_modified(old + std::time::Duration::from_secs(k))
+                .unwrap();
+        }
+        // Exactly at the limit: nothing goes.
+        assert_eq!(cache.evict(&cache.path(0), MAX_ENTRIES), 0);
+        // Three more entries: the three oldest go, never the newest or the foreign file.
+        let mut counts = PlanCacheCounts::default();
+        counts.record(&first);
+        for k in [10_000u64, 10_001, 10_002] {
+            let evicted = cache.store(k, &plan).unwrap();
+            assert_eq!(evicted, 1, "entry {k}");
+            counts.record(&Cached {
+                plan: plan.clone(),
+                warning: None,
+                evicted,
+            });
+        }
+        for k in 1..=3 {
+            assert!(!cache.path(k).exists(), "entry {k} should be evicted");
+        }
+        assert!(cache.path(4).exists());
+        assert!(cache.path(10_002).exists());
+        assert!(dir.join("notes.json").exists());
+        assert_eq!(
+            counts,
+            PlanCacheCounts {
+                hits: 0,
+                misses: 4,
+                evictions: 3
+            }
+        );
+        let again = plan_cached(&p, &s, &o, Some(&cache)).unwrap();
+        counts.record(&again);
+        assert_eq!(counts.hits, 1);
+        assert_eq!(
+            counts.rows()[2],
+            ("plan_cache.evictions".into(), "3".into())
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -81,6 +81,8 @@ pub struct PipelineGpuReport {
     pub topology: Vec<Topology>,
     /// How the fused kernels lowered their grid barriers.
     pub grid_barrier: GridBarrier,
+    /// The runtime's telemetry after the run (plan-cache counters included).
+    pub telemetry: crate::runtime::Telemetry,
     /// The speedup gate, when both forms ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateResult>,
@@ -287,6 +289,7 @@ pub fn run_pipeline_forms(
         if let Some(w) = &cached.warning {
             eprintln!("warning: {w}");
         }
+        rt.telemetry.record_plan(&cached);
         let measure = o.measure_topology.then_some(initial.as_slice());
         (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan, measure, &jit)?;
         plan = Some(cached.plan);
@@ -345,6 +348,7 @@ pub fn run_pipeline_forms(
         plan,
         topology,
         grid_barrier: o.grid_barrier,
+        telemetry: rt.telemetry().clone(),
         gate,
     };
     Ok(report)

@@ -45,6 +45,15 @@ pub struct Telemetry {
     pub faults: u64,
     /// CUDA contexts created (1 + recoveries).
     pub contexts_created: u64,
+    /// Megakernel plans read from the plan cache.
+    #[serde(default)]
+    pub plan_cache_hits: u64,
+    /// Megakernel plans computed (not in the cache).
+    #[serde(default)]
+    pub plan_cache_misses: u64,
+    /// Plan-cache entries evicted to stay within its limit.
+    #[serde(default)]
+    pub plan_cache_evictions: u64,
 }
 
 impl Telemetry {
@@ -67,6 +76,15 @@ impl Telemetry {
             self.device_ms_total += ms;
             self.device_ms_max = self.device_ms_max.max(ms);
         }
+    }
+
+    /// Records one planning through the plan cache.
+    pub fn record_plan(&mut self, c: &crate::megakernel::cache::Cached) {
+        let mut n = crate::megakernel::cache::PlanCacheCounts::default();
+        n.record(c);
+        self.plan_cache_hits += n.hits;
+        self.plan_cache_misses += n.misses;
+        self.plan_cache_evictions += n.evictions;
     }
 
     /// Pretty JSON.
@@ -123,6 +141,24 @@ impl Telemetry {
             "counter",
             "Host waits on the device.",
             self.sync_points as f64,
+        );
+        put(
+            "plan_cache_hits_total",
+            "counter",
+            "Megakernel plans read from the plan cache.",
+            self.plan_cache_hits as f64,
+        );
+        put(
+            "plan_cache_misses_total",
+            "counter",
+            "Megakernel plans computed.",
+            self.plan_cache_misses as f64,
+        );
+        put(
+            "plan_cache_evictions_total",
+            "counter",
+            "Plan-cache entries evicted.",
+            self.plan_cache_evictions as f64,
         );
         put(
             "jit_total",
@@ -221,9 +257,11 @@ mod tests {
         let mut t = Telemetry::default();
         t.record_launch(false, 64, 10, Some(1.5));
         t.h2d_bytes = 4096;
+        t.plan_cache_evictions = 3;
         let text = t.to_prometheus();
         let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-        assert_eq!(samples.len(), 19);
+        assert_eq!(samples.len(), 22);
+        assert!(text.contains("vyrescope_plan_cache_evictions_total 3\n"));
         for s in &samples {
             let mut parts = s.split(' ');
             let name = parts.next().unwrap_or_default();

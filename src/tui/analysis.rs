@@ -14,6 +14,7 @@ use crate::emit::{emit, EmitOptions, EmittedKernel, SourceMap};
 use crate::inputs::default_shape;
 use crate::ir::print::{print_program, PrintedLine};
 use crate::ir::Program;
+use crate::megakernel::cache::{Cached, PlanCache};
 use crate::occupancy::{
     estimate, suggest_block_sizes, sweep_block_sizes, DeviceCaps, FuncConfig, KernelResources,
     SweepRow,
@@ -279,13 +280,18 @@ impl Document {
     /// For a pipeline: selects step `step` (clamped), re-plans for `device` if it changed
     /// and shows the step's IR and the fused kernel of its group. A new id, so highlight
     /// caches and measured resources keyed by it do not mix steps.
-    pub fn select_step(&mut self, step: usize, device: Option<&DeviceCaps>) {
-        let Some(pv) = self.pipeline.as_mut() else {
-            return;
-        };
+    /// Returns the planning's cache outcome when it re-planned.
+    pub fn select_step(
+        &mut self,
+        step: usize,
+        device: Option<&DeviceCaps>,
+        cache: Option<&PlanCache>,
+    ) -> Option<Cached> {
+        let pv = self.pipeline.as_mut()?;
         pv.step = step.min(pv.steps().saturating_sub(1));
-        pv.refresh(device);
+        let planned = pv.refresh(device, cache);
         self.show_step();
+        planned
     }
 
     /// Points `program`/`ir` at the selected step (and its fused kernel when there is one).

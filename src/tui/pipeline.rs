@@ -17,7 +17,7 @@ use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use crate::inputs::LaunchShape;
 use crate::ir::print::{print_program_prefixed, PrintedLine};
 use crate::ir::Pipeline;
-use crate::megakernel::cache::plan_cached;
+use crate::megakernel::cache::{plan_cached, Cached, PlanCache};
 use crate::megakernel::plan::{Plan, PlanOptions};
 use crate::megakernel::{fuse_group, FusedKernel};
 use crate::occupancy::DeviceCaps;
@@ -67,9 +67,13 @@ impl PipelineFile {
             .map_err(Clone::clone)
     }
 
-    /// The plan for `device` (no plan cache: the inspector plans in memory, which is pure
-    /// CPU work of well under a millisecond for pipelines of a few steps).
-    pub fn plan(&self, device: Option<&DeviceCaps>) -> Result<Plan, String> {
+    /// The plan for `device`, through `cache` when given (the interactive inspector uses
+    /// the user's plan cache, shared with `vyrescope plan`; replays plan in memory).
+    pub fn plan(
+        &self,
+        device: Option<&DeviceCaps>,
+        cache: Option<&PlanCache>,
+    ) -> Result<Cached, String> {
         let Some(device) = device else {
             return Err(
                 "no device: press d to pick a device profile (the plan depends on co-residency)"
@@ -81,9 +85,8 @@ impl PipelineFile {
             &self.pipeline,
             &shapes,
             &PlanOptions::new(device.clone()),
-            None,
+            cache,
         )
-        .map(|c| c.plan)
         .map_err(|e| e.to_string())
     }
 
@@ -161,10 +164,21 @@ impl PipelineView {
     }
 
     /// (Re)plans for `device` when it changed, and fuses the selected step's group.
-    pub fn refresh(&mut self, device: Option<&DeviceCaps>) {
+    /// Returns the planning's cache outcome when it planned.
+    pub fn refresh(
+        &mut self,
+        device: Option<&DeviceCaps>,
+        cache: Option<&PlanCache>,
+    ) -> Option<Cached> {
         let name = device.map(|d| d.name.clone());
+        let mut planned = None;
         if self.planned_for != name || self.plan.is_err() {
-            self.plan = self.file.plan(device).map(Arc::new);
+            let r = self.file.plan(device, cache);
+            self.plan = r
+                .as_ref()
+                .map(|c| Arc::new(c.plan.clone()))
+                .map_err(Clone::clone);
+            planned = r.ok();
             self.planned_for = name;
         }
         self.group = self.plan.as_ref().ok().and_then(|p| group_of(p, self.step));
@@ -173,6 +187,7 @@ impl PipelineView {
             (Ok(_), None) => Err(format!("step {} is in no group of the plan", self.step)),
             (Err(e), _) => Err(e.clone()),
         };
+        planned
     }
 }
 

@@ -276,3 +276,76 @@ fn step_ir_lines_select_fused_ptx_lines() {
         "only {mapped} statements of step 1 map to fused PTX"
     );
 }
+
+/// With a plan cache (the interactive inspector uses the user's), every planning is counted:
+/// a miss the first time, a hit when the same plan is needed again, and the Cache and
+/// Telemetry tabs show the counters even before any GPU work.
+#[test]
+fn plan_cache_counts_show_in_the_cache_and_telemetry_tabs() {
+    let dir = std::env::temp_dir().join(format!(
+        "vyrescope-tui-plan-cache-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let (mut a, hl) = app(&[pipeline("reduce_total_normalize.json")], 120, 40);
+    a.jobs.session.plan_cache = Some(vyrescope::megakernel::cache::PlanCache::at(&dir));
+    let replan = |a: &mut App, cmd: Command| {
+        a.programs
+            .doc
+            .as_mut()
+            .unwrap()
+            .pipeline
+            .as_mut()
+            .unwrap()
+            .planned_for = None;
+        press(a, &[cmd]);
+    };
+    replan(&mut a, Command::NextStep);
+    assert_eq!(
+        (
+            a.jobs.session.plan_counts.hits,
+            a.jobs.session.plan_counts.misses
+        ),
+        (0, 1)
+    );
+    replan(&mut a, Command::PrevStep);
+    replan(&mut a, Command::NextStep);
+    assert_eq!(
+        (
+            a.jobs.session.plan_counts.hits,
+            a.jobs.session.plan_counts.misses
+        ),
+        (2, 1)
+    );
+    assert!(
+        std::fs::read_dir(&dir).unwrap().count() == 1,
+        "one plan file"
+    );
+    press(&mut a, &[Command::Tab(5)]);
+    assert_eq!(a.detail.tab, Tab::Cache);
+    let s = screen(&mut a, &hl);
+    for needle in [
+        "plan_cache.hits",
+        "plan_cache.misses",
+        "plan_cache.evictions",
+    ] {
+        assert!(s.contains(needle), "{needle} missing:\n{s}");
+    }
+    assert!(
+        s.lines()
+            .any(|l| l.contains("plan_cache.hits") && l.contains(" 2")),
+        "{s}"
+    );
+    press(&mut a, &[Command::Tab(6)]);
+    assert_eq!(a.detail.tab, Tab::Telemetry);
+    let s = screen(&mut a, &hl);
+    assert!(
+        s.lines()
+            .any(|l| l.contains("plan_cache.misses") && l.contains(" 1")),
+        "{s}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

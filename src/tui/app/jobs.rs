@@ -1,6 +1,7 @@
 //! The GPU session sub-state: live device or offline profile, dispatch and tune results,
 //! cache and telemetry counters, and the jobs in flight on the worker (progress indicator).
 
+use crate::megakernel::cache::{PlanCache, PlanCacheCounts};
 use crate::occupancy::DeviceCaps;
 use crate::tui::action::{Action, Cmd};
 use crate::tui::gpu::{Counters, RunRecord, TuneRow, NO_RUNTIME};
@@ -74,6 +75,11 @@ pub struct Session {
     pub cache: Result<Counters, String>,
     /// Telemetry, or why there is none.
     pub telemetry: Result<Counters, String>,
+    /// The plan cache pipelines are planned through (`None`: plan in memory only).
+    pub plan_cache: Option<PlanCache>,
+    /// Plan-cache counters of this session (planning happens in the inspector's process,
+    /// so they are kept here rather than in the GPU worker's statistics).
+    pub plan_counts: PlanCacheCounts,
 }
 
 impl Default for Session {
@@ -85,11 +91,44 @@ impl Default for Session {
             tune: None,
             cache: Err(NO_RUNTIME.into()),
             telemetry: Err(NO_RUNTIME.into()),
+            plan_cache: None,
+            plan_counts: PlanCacheCounts::default(),
         }
     }
 }
 
 impl Session {
+    /// The Cache tab's rows: the plan cache's counters once it was used, then the GPU
+    /// runtime's (or why there are none).
+    pub fn cache_rows(&self) -> Result<Counters, String> {
+        self.with_plan_rows(&self.cache)
+    }
+
+    /// The Telemetry tab's rows, with the plan cache's counters like the CLI's telemetry.
+    pub fn telemetry_rows(&self) -> Result<Counters, String> {
+        self.with_plan_rows(&self.telemetry)
+    }
+
+    fn with_plan_rows(&self, runtime: &Result<Counters, String>) -> Result<Counters, String> {
+        if self.plan_cache.is_none() && self.plan_counts == PlanCacheCounts::default() {
+            return runtime.clone();
+        }
+        let mut rows = self.plan_counts.rows();
+        match runtime {
+            Ok(r) => rows.extend(r.iter().cloned()),
+            Err(e) => rows.push(("runtime".into(), e.clone())),
+        }
+        Ok(rows)
+    }
+
+    /// Counts one planning, when it went through a plan cache (in-memory planning is not a
+    /// cache miss).
+    pub fn record_plan(&mut self, c: &crate::megakernel::cache::Cached) {
+        if self.plan_cache.is_some() {
+            self.plan_counts.record(c);
+        }
+    }
+
     /// Takes the counters a GPU job reported afterwards.
     pub fn take_stats(&mut self, stats: Stats) {
         self.cache = stats.cache;

@@ -167,7 +167,10 @@ pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
     let device = app.jobs.devices.current().cloned();
     if let Some(doc) = app.programs.doc.as_mut() {
         if let Some(step) = doc.pipeline.as_ref().map(|p| p.step) {
-            doc.select_step(step, device.as_ref());
+            let s = &mut app.jobs.session;
+            if let Some(c) = doc.select_step(step, device.as_ref(), s.plan_cache.as_ref()) {
+                s.record_plan(&c);
+            }
         }
     }
     let Some(doc) = app.programs.doc.as_ref() else {
@@ -346,7 +349,10 @@ pub(super) fn step(app: &mut App, delta: isize, out: &mut Vec<Cmd>) {
     }
     let device = app.jobs.devices.current().cloned();
     if let Some(doc) = app.programs.doc.as_mut() {
-        doc.select_step(to, device.as_ref());
+        let s = &mut app.jobs.session;
+        if let Some(c) = doc.select_step(to, device.as_ref(), s.plan_cache.as_ref()) {
+            s.record_plan(&c);
+        }
     }
     app.code.ir = Default::default();
     app.code.ptx = Default::default();

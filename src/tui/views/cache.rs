@@ -7,5 +7,11 @@ use crate::tui::app::App;
 
 /// Draws the cache statistics (or why there are none).
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
-    super::tabs::counters(buf, area, app, &app.jobs.session.cache, "cache statistics");
+    super::tabs::counters(
+        buf,
+        area,
+        app,
+        &app.jobs.session.cache_rows(),
+        "cache statistics",
+    );
 }

@@ -198,8 +198,8 @@ pub fn lists(app: &App, content: Rect) -> Vec<RowList> {
             .collect(),
         Tab::Diagnostics => super::diagnostics::list(app, content).into_iter().collect(),
         Tab::Run => super::run::row_lists(app, content),
-        Tab::Cache => counter_list(&app.jobs.session.cache, content),
-        Tab::Telemetry => counter_list(&app.jobs.session.telemetry, content),
+        Tab::Cache => counter_list(&app.jobs.session.cache_rows(), content),
+        Tab::Telemetry => counter_list(&app.jobs.session.telemetry_rows(), content),
         Tab::Plan => super::plan::list(app, content).into_iter().collect(),
     };
     let mut first = 0;

@@ -7,5 +7,11 @@ use crate::tui::app::App;
 
 /// Draws the telemetry counters (or why there are none).
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
-    super::tabs::counters(buf, area, app, &app.jobs.session.telemetry, "telemetry");
+    super::tabs::counters(
+        buf,
+        area,
+        app,
+        &app.jobs.session.telemetry_rows(),
+        "telemetry",
+    );
 }
