@@ -18,6 +18,7 @@ use super::types::ElemType;
 mod expr;
 mod run;
 mod stmt;
+pub(crate) mod suggest;
 
 pub(crate) use expr::*;
 pub(crate) use run::*;
@@ -126,6 +127,16 @@ pub(crate) fn deserialize_document<'de, T: Deserialize<'de>>(
             path: String::new(),
             message: "empty file".into(),
             fix: empty_fix.into(),
+        });
+    }
+    if let Some(d) = crate::util::find_duplicate_key(text) {
+        return Err(ParseError {
+            file: file.into(),
+            line: d.line,
+            column: d.column,
+            message: d.message(),
+            fix: d.fix(),
+            path: d.path,
         });
     }
     let mut de = serde_json::Deserializer::from_str(text);
@@ -362,7 +373,7 @@ impl<'de> Deserialize<'de> for RawBuffer {
                             access = Some(Access::from_name(&s).ok_or_else(|| {
                                 err::<A::Error>(
                                     format!("unknown access `{s}`"),
-                                    "use one of read, read_write, write, uniform, workgroup",
+                                    suggest::fix_for(&s, &suggest::accesses(), "an access is one of"),
                                 )
                             })?);
                         }
@@ -371,7 +382,7 @@ impl<'de> Deserialize<'de> for RawBuffer {
                             elem = Some(ElemType::from_name(&s).ok_or_else(|| {
                                 err::<A::Error>(
                                     format!("unknown element type `{s}`"),
-                                    "use one of bool u8 i8 u16 i16 u32 i32 u64 i64 f16 f32 f64",
+                                    suggest::fix_for(&s, &suggest::elem_types(), "an element type is one of"),
                                 )
                             })?);
                         }

@@ -1,0 +1,147 @@
+//! The valid alternatives of a misspelt name (expression or statement kind, type, access,
+//! operator), closest first, for parse errors' `Fix:` lines.
+
+use crate::ir::ast::{Access, AtomicOp, BinOp, ReduceOp, UnOp};
+use crate::ir::types::{ElemType, ScalarType};
+
+/// Expression kinds that are not operators or typed literals.
+const OTHER_EXPR_KINDS: [&str; 16] = [
+    "gid",
+    "lid",
+    "wgid",
+    "nwg",
+    "lane",
+    "subgroup_size",
+    "load",
+    "len",
+    "select",
+    "fma",
+    "cast",
+    "bitcast",
+    "atomic",
+    "shuffle",
+    "subgroup_reduce",
+    "ballot",
+];
+
+/// Every statement kind, in the format's order.
+pub(crate) const STMT_KIND_NAMES: [&str; 8] = [
+    "let", "assign", "store", "if", "loop", "barrier", "return", "block",
+];
+
+/// Every first key an expression object may have: typed literals, operators and the rest.
+pub(crate) fn expr_kinds() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = ScalarType::ALL
+        .iter()
+        .filter(|t| **t != ScalarType::Bool)
+        .map(|t| t.name())
+        .collect();
+    v.extend(BinOp::ALL.iter().map(|o| o.name()));
+    v.extend(UnOp::ALL.iter().map(|o| o.name()));
+    v.extend(OTHER_EXPR_KINDS);
+    v
+}
+
+/// Value type names (`cast`, typed literals).
+pub(crate) fn value_types() -> Vec<&'static str> {
+    ScalarType::ALL.iter().map(|t| t.name()).collect()
+}
+
+/// Buffer element type names.
+pub(crate) fn elem_types() -> Vec<&'static str> {
+    ElemType::ALL.iter().map(|t| t.name()).collect()
+}
+
+/// Buffer access names.
+pub(crate) fn accesses() -> Vec<&'static str> {
+    [
+        Access::Read,
+        Access::ReadWrite,
+        Access::Write,
+        Access::Uniform,
+        Access::Workgroup,
+    ]
+    .iter()
+    .map(|a| a.name())
+    .collect()
+}
+
+/// Atomic operation names.
+pub(crate) fn atomic_ops() -> Vec<&'static str> {
+    AtomicOp::ALL.iter().map(|o| o.name()).collect()
+}
+
+/// Subgroup reduction names.
+pub(crate) fn reduce_ops() -> Vec<&'static str> {
+    ReduceOp::ALL.iter().map(|o| o.name()).collect()
+}
+
+/// `names` ordered by edit distance to `given` (case-insensitive optimal string alignment;
+/// a name that starts with `given` or contains it counts as close), ties in `names`' order.
+pub(crate) fn closest_first(given: &str, names: &[&'static str]) -> Vec<&'static str> {
+    let g = given.to_ascii_lowercase();
+    let mut scored: Vec<(usize, usize, &'static str)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut d = strsim::osa_distance(&g, n);
+            if !g.is_empty() && (n.starts_with(&g) || g.starts_with(n)) {
+                d = d.min(1);
+            }
+            (d, i, *n)
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by_key(|s| s.2);
+    scored.into_iter().map(|s| s.2).collect()
+}
+
+/// The fix line for an unknown name: "did you mean `X`? " when one name is close, then every
+/// valid name, closest first, after `what` ("an expression kind is one of").
+pub(crate) fn fix_for(given: &str, names: &[&'static str], what: &str) -> String {
+    let sorted = closest_first(given, names);
+    let close = sorted
+        .first()
+        .filter(|n| strsim::osa_distance(&given.to_ascii_lowercase(), n) <= 2.max(given.len() / 3))
+        .map(|n| format!("did you mean `{n}`? "))
+        .unwrap_or_default();
+    format!("{close}{what} (closest first): {}", sorted.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_name_comes_first() {
+        let kinds = expr_kinds();
+        assert_eq!(closest_first("laod", &kinds)[0], "load");
+        assert_eq!(closest_first("sqr", &kinds)[0], "sqrt");
+        assert_eq!(closest_first("SELECT", &kinds)[0], "select");
+        assert_eq!(closest_first("stor", &STMT_KIND_NAMES)[0], "store");
+        assert_eq!(closest_first("lets", &STMT_KIND_NAMES)[0], "let");
+        assert_eq!(closest_first("f23", &elem_types())[0], "f32");
+        assert_eq!(closest_first("readwrite", &accesses())[0], "read_write");
+        assert_eq!(closest_first("exchnage", &atomic_ops())[0], "exchange");
+    }
+
+    #[test]
+    fn every_name_is_listed_once() {
+        let kinds = expr_kinds();
+        let sorted = closest_first("zzz", &kinds);
+        let mut a = sorted.clone();
+        a.sort();
+        a.dedup();
+        assert_eq!(a.len(), sorted.len());
+        assert_eq!(sorted.len(), kinds.len());
+    }
+
+    #[test]
+    fn fix_says_did_you_mean_only_when_close() {
+        let f = fix_for("laod", &expr_kinds(), "an expression kind is one of");
+        assert!(f.starts_with("did you mean `load`? "), "{f}");
+        let f = fix_for("quaternion_product", &expr_kinds(), "an expression kind is one of");
+        assert!(!f.contains("did you mean"), "{f}");
+        assert!(f.contains("subgroup_reduce") && f.contains("add"), "{f}");
+    }
+}
