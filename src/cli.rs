@@ -20,6 +20,7 @@ pub mod bench_kernel;
 pub mod check;
 pub mod emit;
 pub mod fault_test;
+pub mod gpu_arg;
 pub mod gpu_worker;
 pub mod occupancy;
 pub mod occupancy_capture;

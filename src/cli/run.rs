@@ -110,6 +110,9 @@ pub struct Args {
     /// 1, 2 and 4 blocks per SM and keep the fastest).
     #[arg(long, value_enum, default_value = "estimate")]
     pub topology: Topology,
+    /// cuda: the GPU to run on (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
 }
 
 /// How pipelines choose the persistent grid of a cooperative group.
@@ -127,6 +130,7 @@ pub fn execute(
     program: &Program,
     prepared: &mut PreparedRun,
     fuel: Option<u64>,
+    gpu: u32,
 ) -> Result<(f64, Option<u64>), String> {
     match backend {
         Backend::Reference => {
@@ -139,7 +143,7 @@ pub fn execute(
                 .map_err(|e| e.to_string())?;
             Ok((t.elapsed().as_secs_f64() * 1e3, Some(stats.node_evals)))
         }
-        Backend::Cuda => super::run_cuda::execute(program, prepared),
+        Backend::Cuda => super::run_cuda::execute(gpu, program, prepared),
     }
 }
 
@@ -222,7 +226,7 @@ pub fn run(a: &Args) -> i32 {
             return super::fail(e);
         }
     }
-    let (elapsed_ms, node_evals) = match execute(a.backend, &program, &mut prepared, a.fuel) {
+    let (elapsed_ms, node_evals) = match execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

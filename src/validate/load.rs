@@ -48,7 +48,7 @@ pub fn load(path: &Path) -> Loaded {
                 severity: Severity::Error,
                 code: "V000",
                 node: (!e.path.is_empty()).then(|| NodeId::from(&e.path)),
-                message: format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message),
+                message: format!("{}: {}", e.place(), e.message),
                 fix: e.fix,
             }],
         },

@@ -84,7 +84,9 @@ pub(crate) fn closest_first(given: &str, names: &[&'static str]) -> Vec<&'static
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let mut d = strsim::osa_distance(&g, n);
+            // Twice the edit distance, so that a name extending the given prefix (`sqr` ->
+            // `sqrt`) ranks between exact matches and one-letter typos.
+            let mut d = 2 * strsim::osa_distance(&g, n);
             if !g.is_empty() && (n.starts_with(&g) || g.starts_with(n)) {
                 d = d.min(1);
             }
@@ -100,9 +102,10 @@ pub(crate) fn closest_first(given: &str, names: &[&'static str]) -> Vec<&'static
 /// valid name, closest first, after `what` ("an expression kind is one of").
 pub(crate) fn fix_for(given: &str, names: &[&'static str], what: &str) -> String {
     let sorted = closest_first(given, names);
+    let g = given.to_ascii_lowercase();
     let close = sorted
         .first()
-        .filter(|n| strsim::osa_distance(&given.to_ascii_lowercase(), n) <= 2.max(given.len() / 3))
+        .filter(|n| strsim::osa_distance(&g, n) <= 2.max(given.len() / 3))
         .map(|n| format!("did you mean `{n}`? "))
         .unwrap_or_default();
     format!("{close}{what} (closest first): {}", sorted.join(", "))
