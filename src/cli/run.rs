@@ -201,16 +201,11 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     let diags = crate::validate::validate(&program);
+    if diags.iter().any(|d| d.severity == Severity::Error) {
+        return super::invalid_file(&a.file, "Program", &diags);
+    }
     for d in &diags {
         eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
-    }
-    if diags.iter().any(|d| d.severity == Severity::Error) {
-        eprintln!(
-            "error: {} is not a valid Program\n  Fix: correct the errors above (`vyrescope check {}`)",
-            a.file.display(),
-            a.file.display()
-        );
-        return 1;
     }
     if a.backend == Backend::Cuda {
         return super::run_cuda::run(a, &program);

@@ -16,6 +16,9 @@ use std::collections::HashMap;
 
 use crate::occupancy::KernelResources;
 
+/// How every report labels estimated resources (the CLI's `occupancy` and the inspector).
+pub const ESTIMATED_NOTE: &str = "estimated, ptxas not found: registers from a live-range scan of the PTX; exact figures: run scripts/install-ptxas.sh and export VYRESCOPE_PTXAS=<the path it prints>, or pass --regs N";
+
 /// Smallest estimate given.
 pub const MIN_ESTIMATE: u32 = 16;
 /// Largest estimate given (the per-thread register limit).
