@@ -217,7 +217,14 @@ pub fn invalid_file(file: &std::path::Path, what: &str, diags: &[crate::diagnost
 pub fn split_error(text: &str) -> (&str, &str, Option<&str>) {
     let (message, fix) = match text.split_once("\n  Fix: ") {
         Some((m, f)) => (m, f.trim_end()),
-        None => (text.trim_end(), ""),
+        // Several findings in one error (`plan`): the whole text, and the first fix.
+        None => match text.find("Fix: ") {
+            Some(i) => (
+                text.trim_end(),
+                text[i + 5..].lines().next().unwrap_or("").trim_end(),
+            ),
+            None => (text.trim_end(), ""),
+        },
     };
     let location = message.split_once(": ").map(|(p, _)| p).filter(|p| {
         let parts: Vec<&str> = p.rsplitn(3, ':').collect();

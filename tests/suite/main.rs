@@ -9,6 +9,7 @@ mod cli_check;
 mod cli_occupancy;
 mod cli_plan;
 mod cli_run;
+mod cli_scripting;
 mod compile_diagnostics;
 mod diagnostics_rules;
 mod docs_links;

@@ -87,7 +87,7 @@ pub(crate) fn closest_first(given: &str, names: &[&'static str]) -> Vec<&'static
             // Twice the edit distance, so that a name extending the given prefix (`sqr` ->
             // `sqrt`) ranks between exact matches and one-letter typos.
             let mut d = 2 * strsim::osa_distance(&g, n);
-            if !g.is_empty() && (n.starts_with(&g) || g.starts_with(n)) {
+            if !g.is_empty() && n.starts_with(&g) {
                 d = d.min(1);
             }
             (d, i, *n)
