@@ -86,11 +86,11 @@ pub fn workgroup_overruns(program: &Program, workgroup: [u32; 3]) -> Vec<Diagnos
     out
 }
 
-/// The largest size along the one axis that drives the index, or a larger `count`.
+/// The largest size along one axis that drives the index (the outermost that can fit,
+/// others unchanged), or a larger `count`.
 fn fix_hint(buffer: &str, count: u32, max: i128, lid: &[i64], wg: [u32; 3]) -> String {
-    let driving: Vec<usize> = (0..3).filter(|&i| lid[i] > 0 && wg[i] > 1).collect();
     let grow = format!("or give `{buffer}` a count of at least {}", max + 1);
-    if let [i] = driving[..] {
+    for i in (0..3).rev().filter(|&i| lid[i] > 0 && wg[i] > 1) {
         let rest = max - i128::from(lid[i]) * (i128::from(wg[i]) - 1);
         let room = i128::from(count) - 1 - rest;
         if room >= 0 {

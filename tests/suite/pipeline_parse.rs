@@ -111,7 +111,7 @@ fn errors_carry_the_json_path_and_a_fix() {
         (
             r#"{"format": 1, "pipeline": "p", "buffers": {"a": {"type": "f32", "len": 1, "fill": "zeros"}},
              "steps": [{"program": "x.json", "bind": {"a": "a", "a": "a"}}]}"#,
-            "steps[0].bind",
+            "steps[0].bind.a",
         ),
         (
             r#"{"format": 1, "pipeline": "p", "buffers": {"a": {"type": "f32", "len": 1, "fill": "zeros"}},

@@ -77,10 +77,11 @@ pub(crate) fn reduce_ops() -> Vec<&'static str> {
 }
 
 /// `names` ordered by edit distance to `given` (case-insensitive optimal string alignment;
-/// a name that starts with `given` or contains it counts as close), ties in `names`' order.
+/// a name that starts with `given` counts as close); ties go to the higher Jaro-Winkler
+/// similarity (`laod` is nearer `load` than `land`), then to `names`' order.
 pub(crate) fn closest_first(given: &str, names: &[&'static str]) -> Vec<&'static str> {
     let g = given.to_ascii_lowercase();
-    let mut scored: Vec<(usize, usize, &'static str)> = names
+    let mut scored: Vec<(usize, std::cmp::Reverse<u32>, usize, &'static str)> = names
         .iter()
         .enumerate()
         .map(|(i, n)| {
@@ -90,12 +91,17 @@ pub(crate) fn closest_first(given: &str, names: &[&'static str]) -> Vec<&'static
             if !g.is_empty() && n.starts_with(&g) {
                 d = d.min(1);
             }
-            (d, i, *n)
+            let similar = (strsim::jaro_winkler(&g, n) * 1e6) as u32;
+            (d, std::cmp::Reverse(similar), i, *n)
         })
         .collect();
     scored.sort();
-    scored.dedup_by_key(|s| s.2);
-    scored.into_iter().map(|s| s.2).collect()
+    let mut seen = std::collections::HashSet::new();
+    scored
+        .into_iter()
+        .map(|s| s.3)
+        .filter(|n| seen.insert(*n))
+        .collect()
 }
 
 /// The fix line for an unknown name: "did you mean `X`? " when one name is close, then every
