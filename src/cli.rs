@@ -130,7 +130,11 @@ pub fn main() -> i32 {
             if e.use_stderr() && std::env::args().skip(1).any(|a| a == "--json") {
                 let text = e.kind().to_string();
                 let detail = e.render().to_string();
-                let detail = detail.lines().next().unwrap_or("").trim_start_matches("error: ");
+                let detail = detail
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ");
                 print_json_error(
                     &format!("{text}: {detail}"),
                     "see `vyrescope <command> --help` for the options",
@@ -187,7 +191,11 @@ pub fn fail(e: impl std::fmt::Display) -> i32 {
 
 /// Reports that `file` is not valid: its diagnostics and one closing error in text, or the
 /// first error diagnostic as the JSON error under `--json`. Returns exit code 1.
-pub fn invalid_file(file: &std::path::Path, what: &str, diags: &[crate::diagnostic::Diagnostic]) -> i32 {
+pub fn invalid_file(
+    file: &std::path::Path,
+    what: &str,
+    diags: &[crate::diagnostic::Diagnostic],
+) -> i32 {
     let first = diags
         .iter()
         .find(|d| d.severity == crate::diagnostic::Severity::Error);
@@ -195,7 +203,12 @@ pub fn invalid_file(file: &std::path::Path, what: &str, diags: &[crate::diagnost
         if let Some(d) = first {
             let place = d.node.as_deref().unwrap_or("program");
             print_json_error(
-                &format!("{} is not a valid {what}: [{}] {place}: {}", file.display(), d.code, d.message),
+                &format!(
+                    "{} is not a valid {what}: [{}] {place}: {}",
+                    file.display(),
+                    d.code,
+                    d.message
+                ),
                 &d.fix,
                 Some(&file.display().to_string()),
             );

@@ -226,7 +226,6 @@ struct ResourceSource {
     estimated: bool,
 }
 
-
 /// The kernel's resources: `--regs` (static shared memory from the PTX), else ptxas -v,
 /// else the estimate from the PTX when ptxas is not installed.
 fn resources_for(
@@ -263,7 +262,10 @@ fn resources_for(
                 estimated: true,
             },
         )),
-        Err(e) => Err(format!("no kernel resources for `{}`: {e}", kernel.kernel_name)),
+        Err(e) => Err(format!(
+            "no kernel resources for `{}`: {e}",
+            kernel.kernel_name
+        )),
     }
 }
 

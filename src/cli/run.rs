@@ -221,10 +221,11 @@ pub fn run(a: &Args) -> i32 {
             return super::fail(e);
         }
     }
-    let (elapsed_ms, node_evals) = match execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu) {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let (elapsed_ms, node_evals) =
+        match execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu) {
+            Ok(r) => r,
+            Err(e) => return super::fail(e),
+        };
     if let Some(dir) = &a.dump {
         if let Err(e) = dump(dir, &prepared.buffers, ".bin") {
             return super::fail(e);

@@ -182,7 +182,11 @@ mod tests {
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(d[0].code, "L012");
         assert_eq!(d[0].node.as_ref().unwrap().to_string(), "body[1]");
-        assert!(d[0].message.contains("reaches index 511"), "{}", d[0].message);
+        assert!(
+            d[0].message.contains("reaches index 511"),
+            "{}",
+            d[0].message
+        );
         assert!(d[0].fix.contains("at most 256 along x"), "{}", d[0].fix);
         assert!(d[0].fix.contains("count of at least 512"), "{}", d[0].fix);
     }
@@ -195,7 +199,11 @@ mod tests {
         assert!(workgroup_overruns(&p, [16, 16, 1]).is_empty());
         let d = workgroup_overruns(&p, [16, 17, 1]);
         assert_eq!(d.len(), 1);
-        assert!(d[0].message.contains("reaches index 274"), "{}", d[0].message);
+        assert!(
+            d[0].message.contains("reaches index 274"),
+            "{}",
+            d[0].message
+        );
         assert!(d[0].fix.contains("at most 16 along y"), "{}", d[0].fix);
     }
 
@@ -210,7 +218,10 @@ mod tests {
         assert!(workgroup_overruns(&program(early, 256), [1024, 1, 1]).is_empty());
         // A loop body is reached.
         let looped = r#"[{"loop":"i","from":0,"to":2,"body":[{"store":"tile","index":{"lid":"x"},"value":1.0}]}]"#;
-        assert_eq!(workgroup_overruns(&program(looped, 64), [128, 1, 1]).len(), 1);
+        assert_eq!(
+            workgroup_overruns(&program(looped, 64), [128, 1, 1]).len(),
+            1
+        );
     }
 
     #[test]

@@ -81,7 +81,8 @@ fn registers(ins: &str) -> Vec<(&str, &str)> {
         while j < b.len() && b[j].is_ascii_digit() {
             j += 1;
         }
-        let suffix_ok = j >= b.len() || !(b[j].is_ascii_alphanumeric() || b[j] == b'.' || b[j] == b'_');
+        let suffix_ok =
+            j >= b.len() || !(b[j].is_ascii_alphanumeric() || b[j] == b'.' || b[j] == b'_');
         if letters_end > start + 1 && j > letters_end && suffix_ok {
             out.push((&ins[start..j], &ins[start + 1..letters_end]));
         }

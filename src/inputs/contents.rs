@@ -441,7 +441,10 @@ mod tests {
         );
         assert!(d(ElemType::F16, vec![Literal::Float(70000.0)]).is_err());
         for (v, bits) in [(f64::INFINITY, 0x7c00u16), (f64::NEG_INFINITY, 0xfc00)] {
-            assert_eq!(d(ElemType::F16, vec![Literal::Float(v)]).unwrap(), bits.to_le_bytes());
+            assert_eq!(
+                d(ElemType::F16, vec![Literal::Float(v)]).unwrap(),
+                bits.to_le_bytes()
+            );
         }
         let nan = d(ElemType::F32, vec![Literal::Float(f64::NAN)]).unwrap();
         assert!(f32::from_le_bytes(nan.try_into().unwrap()).is_nan());

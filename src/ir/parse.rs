@@ -99,8 +99,11 @@ pub(crate) fn read_json_text(
             line: 1,
             column: 1,
             path: String::new(),
-            message: "the file starts with a UTF-8 byte order mark (BOM), which JSON does not allow".into(),
-            fix: "save the file as UTF-8 without BOM (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`)".into(),
+            message:
+                "the file starts with a UTF-8 byte order mark (BOM), which JSON does not allow"
+                    .into(),
+            fix: "save the file as UTF-8 without BOM (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`)"
+                .into(),
         });
     }
     String::from_utf8(bytes).map_err(|e| {
@@ -407,7 +410,11 @@ impl<'de> Deserialize<'de> for RawBuffer {
                             access = Some(Access::from_name(&s).ok_or_else(|| {
                                 err::<A::Error>(
                                     format!("unknown access `{s}`"),
-                                    suggest::fix_for(&s, &suggest::accesses(), "an access is one of"),
+                                    suggest::fix_for(
+                                        &s,
+                                        &suggest::accesses(),
+                                        "an access is one of",
+                                    ),
                                 )
                             })?);
                         }
@@ -416,7 +423,11 @@ impl<'de> Deserialize<'de> for RawBuffer {
                             elem = Some(ElemType::from_name(&s).ok_or_else(|| {
                                 err::<A::Error>(
                                     format!("unknown element type `{s}`"),
-                                    suggest::fix_for(&s, &suggest::elem_types(), "an element type is one of"),
+                                    suggest::fix_for(
+                                        &s,
+                                        &suggest::elem_types(),
+                                        "an element type is one of",
+                                    ),
                                 )
                             })?);
                         }

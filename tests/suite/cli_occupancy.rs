@@ -120,7 +120,10 @@ fn program_file_without_ptxas_estimates_registers() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("estimated, ptxas not found"), "{out}");
     assert!(out.contains("scripts/install-ptxas.sh"), "{out}");
-    let (code, out, _) = vy(&[&args[..], &["--json"]].concat(), Some("/nonexistent/ptxas"));
+    let (code, out, _) = vy(
+        &[&args[..], &["--json"]].concat(),
+        Some("/nonexistent/ptxas"),
+    );
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["resources_estimated"], true);
@@ -154,8 +157,14 @@ fn program_file_without_ptxas_estimates_registers() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["resources"]["regs_per_thread"], 200);
     assert_eq!(v["resources_estimated"], false);
-    assert!(v["resources_source"].as_str().unwrap().starts_with("--regs 200"));
-    assert!(v["estimate"]["occupancy_pct"].as_f64().unwrap() < 50.0, "{v}");
+    assert!(v["resources_source"]
+        .as_str()
+        .unwrap()
+        .starts_with("--regs 200"));
+    assert!(
+        v["estimate"]["occupancy_pct"].as_f64().unwrap() < 50.0,
+        "{v}"
+    );
 }
 
 #[test]

@@ -67,7 +67,11 @@ fn unknown_kinds_list_the_alternatives_closest_first() {
     );
     let o = vy_in(d.path(), &["check", &f]);
     assert_eq!(o.code, 1);
-    assert!(o.stdout.contains("unknown expression kind `sqr`"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("unknown expression kind `sqr`"),
+        "{}",
+        o.stdout
+    );
     let fix = o.stdout.lines().find(|l| l.contains("Fix:")).unwrap();
     // The closest kinds first, then every other kind.
     let list = fix.split("(closest first): ").nth(1).unwrap();
@@ -77,9 +81,24 @@ fn unknown_kinds_list_the_alternatives_closest_first() {
     }
     // Statement kind, element type, access, atomic op: each lists its own alternatives.
     for (body, bufs, want, first) in [
-        (r#"[{"stor": "a", "index": 0, "value": 1}]"#, None, "unknown statement kind `stor`", "store"),
-        ("[]", Some(("u23", "read_write")), "unknown element type `u23`", "u32"),
-        ("[]", Some(("u32", "readwrite")), "unknown access `readwrite`", "read_write"),
+        (
+            r#"[{"stor": "a", "index": 0, "value": 1}]"#,
+            None,
+            "unknown statement kind `stor`",
+            "store",
+        ),
+        (
+            "[]",
+            Some(("u23", "read_write")),
+            "unknown element type `u23`",
+            "u32",
+        ),
+        (
+            "[]",
+            Some(("u32", "readwrite")),
+            "unknown access `readwrite`",
+            "read_write",
+        ),
         (
             r#"[{"let": "o", "value": {"atomic": "ad", "buffer": "a", "index": 0, "value": 1}}]"#,
             None,
@@ -89,7 +108,11 @@ fn unknown_kinds_list_the_alternatives_closest_first() {
     ] {
         let mut text = program(body, "");
         if let Some((ty, access)) = bufs {
-            text = text.replacen(r#""access": "read_write", "type": "u32""#, &format!(r#""access": "{access}", "type": "{ty}""#), 1);
+            text = text.replacen(
+                r#""access": "read_write", "type": "u32""#,
+                &format!(r#""access": "{access}", "type": "{ty}""#),
+                1,
+            );
         }
         let f = write(d.path(), "q.json", &text);
         let o = vy_in(d.path(), &["check", &f]);
@@ -109,12 +132,24 @@ fn atomic_as_a_statement_says_to_bind_it_with_let() {
     let f = write(
         d.path(),
         "p.json",
-        &program(r#"[{"atomic": "add", "buffer": "a", "index": 0, "value": 1}]"#, ""),
+        &program(
+            r#"[{"atomic": "add", "buffer": "a", "index": 0, "value": 1}]"#,
+            "",
+        ),
     );
     let o = vy_in(d.path(), &["check", &f]);
     assert_eq!(o.code, 1);
-    assert!(o.stdout.contains("`atomic` is an expression, not a statement"), "{}", o.stdout);
-    assert!(o.stdout.contains("bind its result with `let`"), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("`atomic` is an expression, not a statement"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("bind its result with `let`"),
+        "{}",
+        o.stdout
+    );
     assert!(o.stdout.contains("body[0]"), "{}", o.stdout);
 }
 
@@ -130,11 +165,18 @@ fn duplicate_keys_are_refused_everywhere_with_their_path() {
             "body",
         ),
         (
-            program(body, run).replacen("\"type\": \"u32\"", "\"type\": \"u32\", \"type\": \"f32\"", 1),
+            program(body, run).replacen(
+                "\"type\": \"u32\"",
+                "\"type\": \"u32\", \"type\": \"f32\"",
+                1,
+            ),
             "buffers[0].type",
         ),
         (
-            program(r#"[{"store": "a", "index": 0, "index": 1, "value": 7}]"#, run),
+            program(
+                r#"[{"store": "a", "index": 0, "index": 1, "value": 7}]"#,
+                run,
+            ),
             "body[0].index",
         ),
         (
@@ -147,14 +189,22 @@ fn duplicate_keys_are_refused_everywhere_with_their_path() {
         let o = vy_in(d.path(), &["check", &f]);
         assert_eq!(o.code, 1, "{path}: {}", o.stdout);
         assert!(o.stdout.contains("duplicate key"), "{path}: {}", o.stdout);
-        assert!(o.stdout.contains(&format!("[V000] {path}:")), "{path}: {}", o.stdout);
+        assert!(
+            o.stdout.contains(&format!("[V000] {path}:")),
+            "{path}: {}",
+            o.stdout
+        );
         assert!(o.stdout.contains("Fix:"), "{}", o.stdout);
         let o = vy_in(d.path(), &["run", &f]);
         assert_eq!(o.code, 1, "run accepted a duplicate key at {path}");
     }
     // A pipeline.
     let chain = std::fs::read_to_string(root().join("fixtures/pipelines/chain.json")).unwrap();
-    let dup = chain.replacen("\"pipeline\": \"chain\",", "\"pipeline\": \"chain\", \"pipeline\": \"chain2\",", 1);
+    let dup = chain.replacen(
+        "\"pipeline\": \"chain\",",
+        "\"pipeline\": \"chain\", \"pipeline\": \"chain2\",",
+        1,
+    );
     assert_ne!(dup, chain);
     let pdir = root().join("fixtures/pipelines");
     let pfile = d.path().join("dup_pipeline.json");
@@ -163,14 +213,25 @@ fn duplicate_keys_are_refused_everywhere_with_their_path() {
     // is not needed, the duplicate is found before the steps are read.
     let o = vy_in(&pdir, &["check", pfile.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.stdout);
-    assert!(o.stdout.contains("duplicate key `pipeline`"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("duplicate key `pipeline`"),
+        "{}",
+        o.stdout
+    );
     // A device profile.
     let prof = std::fs::read_to_string(root().join("fixtures/devices/a100.json")).unwrap();
     let dup = prof.replacen('{', "{\"sm_count\": 1, ", 1);
     write(d.path(), "dev.json", &dup);
-    let o = vy_in(d.path(), &["occupancy", "--device", "dev.json", "--regs", "32"]);
+    let o = vy_in(
+        d.path(),
+        &["occupancy", "--device", "dev.json", "--regs", "32"],
+    );
     assert_eq!(o.code, 1);
-    assert!(o.stderr.contains("duplicate key `sm_count`"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("duplicate key `sm_count`"),
+        "{}",
+        o.stderr
+    );
     // The inspector config.
     let e = vyrescope::tui::config::Config::parse(r#"{"theme": "dark", "theme": "light"}"#)
         .unwrap_err();
@@ -182,8 +243,15 @@ fn gpu_ordinal_is_gpu_and_device_is_a_profile() {
     for cmd in ["probe", "selftest", "tune", "run", "bench-kernel"] {
         let o = vy(&[cmd, "--help"]);
         assert_eq!(o.code, 0);
-        assert!(o.stdout.contains("--gpu <N>"), "{cmd} --help lacks --gpu:\n{}", o.stdout);
-        assert!(!o.stdout.contains("--device <"), "{cmd} --help still shows --device");
+        assert!(
+            o.stdout.contains("--gpu <N>"),
+            "{cmd} --help lacks --gpu:\n{}",
+            o.stdout
+        );
+        assert!(
+            !o.stdout.contains("--device <"),
+            "{cmd} --help still shows --device"
+        );
     }
     // A profile name where a GPU is meant: refused with the right option in the Fix.
     let o = vy(&["probe", "--device", "h200"]);
@@ -191,9 +259,21 @@ fn gpu_ordinal_is_gpu_and_device_is_a_profile() {
     assert!(o.stderr.contains("Fix: use `--gpu N`"), "{}", o.stderr);
     // The old spelling of an ordinal still works for now, with a warning.
     let o = vy(&["probe", "--device", "0"]);
-    assert!(o.stderr.contains("`--device 0` is deprecated"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("`--device 0` is deprecated"),
+        "{}",
+        o.stderr
+    );
     // Occupancy keeps --device for profiles.
-    let o = vy(&["occupancy", "--device", "a100", "--regs", "32", "--block", "128"]);
+    let o = vy(&[
+        "occupancy",
+        "--device",
+        "a100",
+        "--regs",
+        "32",
+        "--block",
+        "128",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
 
@@ -241,7 +321,10 @@ fn json_errors_are_json_on_stdout_with_the_same_exit_code() {
     let o = vy_in(d.path(), &["run", &f, "--json"]);
     assert_eq!(o.code, 1);
     let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).unwrap();
-    assert!(v["error"].as_str().unwrap().contains("[V030] body[0]"), "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("[V030] body[0]"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -260,7 +343,11 @@ fn exit_codes_do_not_depend_on_the_format() {
 fn whole_file_errors_bom_and_huge_literals_have_their_own_messages() {
     let d = tmp();
     let o = vy_in(d.path(), &["check", "missing.json"]);
-    assert!(o.stdout.contains("missing.json: cannot read"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("missing.json: cannot read"),
+        "{}",
+        o.stdout
+    );
     assert!(!o.stdout.contains(":0:0"), "{}", o.stdout);
     let valid = std::fs::read(root().join("fixtures/programs/vadd_f32.json")).unwrap();
     let mut bom = b"\xef\xbb\xbf".to_vec();
@@ -277,7 +364,11 @@ fn whole_file_errors_bom_and_huge_literals_have_their_own_messages() {
     );
     let o = vy_in(d.path(), &["check", &f]);
     assert_eq!(o.code, 1);
-    assert!(o.stdout.contains("out of range for its type"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("out of range for its type"),
+        "{}",
+        o.stdout
+    );
 }
 
 #[test]
@@ -286,7 +377,16 @@ fn snapshot_dash_is_stdout_and_keys_may_start_with_a_dash() {
     let fixture = root().join("fixtures/programs/vadd_f32.json");
     let o = vy_in(
         d.path(),
-        &["tui", fixture.to_str().unwrap(), "--keys", "- -", "--snapshot", "-", "--size", "100x30"],
+        &[
+            "tui",
+            fixture.to_str().unwrap(),
+            "--keys",
+            "- -",
+            "--snapshot",
+            "-",
+            "--size",
+            "100x30",
+        ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("vadd_f32"), "{}", o.stdout);
@@ -308,7 +408,10 @@ fn data_accepts_float_specials_only_in_float_buffers() {
     let o = vy_in(d.path(), &["run", &f, "--json", "--dump", "out"]);
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     let bytes = std::fs::read(d.path().join("out/f.in.bin")).unwrap();
-    let halves: Vec<u16> = bytes.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    let halves: Vec<u16> = bytes
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
     assert_eq!(halves[0], 0x7c00);
     assert_eq!(halves[1], 0xfc00);
     assert_eq!(halves[2] & 0x7c00, 0x7c00);
@@ -317,19 +420,34 @@ fn data_accepts_float_specials_only_in_float_buffers() {
     let a = std::fs::read(d.path().join("out/a.bin")).unwrap();
     assert_eq!(&a[..8], &[2, 0, 0, 0, 3, 0, 0, 0]);
     // In an integer buffer: refused by check and run alike, with a Fix.
-    let bad = ok.replace(r#""a": {"data": [1, 2, 3, 4]}"#, r#""a": {"data": [1, "inf", 3, 4]}"#);
+    let bad = ok.replace(
+        r#""a": {"data": [1, 2, 3, 4]}"#,
+        r#""a": {"data": [1, "inf", 3, 4]}"#,
+    );
     let f = write(d.path(), "bad.json", &bad);
     let o = vy_in(d.path(), &["run", &f]);
     assert_eq!(o.code, 1);
-    assert!(o.stderr.contains("data[1]") && o.stderr.contains("only go in float buffers"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("data[1]") && o.stderr.contains("only go in float buffers"),
+        "{}",
+        o.stderr
+    );
     let o = vy_in(d.path(), &["check", &f]);
     assert_eq!(o.code, 1);
-    assert!(o.stdout.contains("[V011] run:") && o.stdout.contains("only go in float buffers"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("[V011] run:") && o.stdout.contains("only go in float buffers"),
+        "{}",
+        o.stdout
+    );
     // Other strings are not data.
     let f = write(d.path(), "word.json", &ok.replace("\"nan\"", "\"NaN!\""));
     let o = vy_in(d.path(), &["check", &f]);
     assert_eq!(o.code, 1);
-    assert!(o.stdout.contains("`NaN!` is not a data element"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("`NaN!` is not a data element"),
+        "{}",
+        o.stdout
+    );
 }
 
 #[test]
@@ -354,11 +472,24 @@ fn check_judges_the_run_section_as_run_does() {
         assert!(check.stdout.contains("[V011] run:"), "{}", check.stdout);
         assert!(check.stdout.contains(want), "{want}: {}", check.stdout);
         // The same message as run's.
-        let run_msg = run_o.stderr.lines().next().unwrap().trim_start_matches("error: ");
-        assert!(check.stdout.contains(run_msg), "check: {}\nrun: {run_msg}", check.stdout);
+        let run_msg = run_o
+            .stderr
+            .lines()
+            .next()
+            .unwrap()
+            .trim_start_matches("error: ");
+        assert!(
+            check.stdout.contains(run_msg),
+            "check: {}\nrun: {run_msg}",
+            check.stdout
+        );
     }
     // A sound run section passes.
-    let f = write(d.path(), "good.json", &program(body, r#", "run": {"elements": 64}"#));
+    let f = write(
+        d.path(),
+        "good.json",
+        &program(body, r#", "run": {"elements": 64}"#),
+    );
     assert_eq!(vy_in(d.path(), &["check", &f]).code, 0);
 }
 
@@ -370,13 +501,30 @@ fn workgroup_overrunning_a_workgroup_buffer_is_an_error() {
     let o = vy(&["check", f, "--workgroup", "512"]);
     assert_eq!(o.code, 1, "{}", o.stdout);
     assert!(o.stdout.contains("[L012] body[2]"), "{}", o.stdout);
-    assert!(o.stdout.contains("reaches index 511") && o.stdout.contains("256 elements"), "{}", o.stdout);
-    assert!(o.stdout.contains("Fix: use a workgroup size of at most 256 along x"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("reaches index 511") && o.stdout.contains("256 elements"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains("Fix: use a workgroup size of at most 256 along x"),
+        "{}",
+        o.stdout
+    );
     // occupancy reports it (and fails) in text and JSON.
     let o = vy(&["occupancy", f, "--device", "h100-sxm", "--workgroup", "512"]);
     assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("[L012] body[2]"), "{}", o.stdout);
-    let o = vy(&["occupancy", f, "--device", "h100-sxm", "--workgroup", "512", "--json"]);
+    let o = vy(&[
+        "occupancy",
+        f,
+        "--device",
+        "h100-sxm",
+        "--workgroup",
+        "512",
+        "--json",
+    ]);
     assert_eq!(o.code, 1);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     let codes: Vec<&str> = v["diagnostics"]

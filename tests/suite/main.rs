@@ -35,6 +35,7 @@ mod pipeline_invalid;
 mod pipeline_parse;
 mod pipeline_run;
 mod ptxas;
+mod reg_estimate;
 mod runtime_without_gpu;
 mod tui_gpu;
 mod tui_scroll;

@@ -64,11 +64,11 @@ fn tmux_failures_are_reported_with_tmux_error() {
     // A session that does not exist: tmux exits non-zero, and the helper says why.
     let r = std::panic::catch_unwind(|| tmux(&["capture-pane", "-p", "-t", "no-such-session-x"]));
     let msg = r.expect_err("capture of a missing session must fail");
-    let text = msg
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
-    assert!(text.contains("failed") && text.contains("capture-pane"), "{text}");
+    let text = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains("failed") && text.contains("capture-pane"),
+        "{text}"
+    );
 }
 
 fn wait_for(session: &str, what: &str, f: impl Fn(&str) -> bool) -> String {

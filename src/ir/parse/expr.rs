@@ -145,7 +145,11 @@ impl<'de> Visitor<'de> for ExprVisitor {
                             format!("unknown value type `{s}`"),
                             format!(
                                 "{} (storage types like u8 or f16 are not value types)",
-                                suggest::fix_for(&s, &suggest::value_types(), "a value type is one of")
+                                suggest::fix_for(
+                                    &s,
+                                    &suggest::value_types(),
+                                    "a value type is one of"
+                                )
                             ),
                         )
                     })?;
@@ -201,13 +205,19 @@ impl<'de> Visitor<'de> for ExprVisitor {
                     extra.read(&mut map, &[])?;
                     Expr::Ballot(bx(v.0))
                 }
-                _ => return Err(err(
-                    format!("unknown expression kind `{k}`"),
-                    format!(
-                        "{}; see the expression table of docs/program-format.md",
-                        suggest::fix_for(k, &suggest::expr_kinds(), "an expression kind is one of")
-                    ),
-                )),
+                _ => {
+                    return Err(err(
+                        format!("unknown expression kind `{k}`"),
+                        format!(
+                            "{}; see the expression table of docs/program-format.md",
+                            suggest::fix_for(
+                                k,
+                                &suggest::expr_kinds(),
+                                "an expression kind is one of"
+                            )
+                        ),
+                    ))
+                }
             }
         };
         Ok(e)

@@ -149,7 +149,11 @@ mod tests {
     fn fix_says_did_you_mean_only_when_close() {
         let f = fix_for("laod", &expr_kinds(), "an expression kind is one of");
         assert!(f.starts_with("did you mean `load`? "), "{f}");
-        let f = fix_for("quaternion_product", &expr_kinds(), "an expression kind is one of");
+        let f = fix_for(
+            "quaternion_product",
+            &expr_kinds(),
+            "an expression kind is one of",
+        );
         assert!(!f.contains("did you mean"), "{f}");
         assert!(f.contains("subgroup_reduce") && f.contains("add"), "{f}");
     }
