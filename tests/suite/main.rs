@@ -5,6 +5,7 @@ mod support;
 mod tui_helpers;
 mod tui_pipeline;
 
+mod ci_script;
 mod cli_check;
 mod cli_occupancy;
 mod cli_plan;
