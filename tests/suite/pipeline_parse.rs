@@ -128,6 +128,16 @@ fn errors_carry_the_json_path_and_a_fix() {
 }
 
 #[test]
+fn unknown_buffer_type_names_the_closest_type() {
+    let text = r#"{"format": 1, "pipeline": "p", "buffers": {"a": {"type": "f23", "len": 1, "fill": "zeros"}},
+        "steps": []}"#;
+    let e = parse_pipeline(text, "t.json", Path::new(".")).unwrap_err();
+    assert!(e.message.contains("unknown element type `f23`"), "{e}");
+    assert!(e.fix.starts_with("did you mean `f32`?"), "{e}");
+    assert!(e.fix.contains("bool") && e.fix.contains("f16"), "{e}");
+}
+
+#[test]
 fn program_paths_stay_inside_the_pipeline_folder() {
     let dir = std::env::temp_dir().join(format!("vyrescope_pipe_paths_{}", std::process::id()));
     let sub = dir.join("inner");
