@@ -402,7 +402,7 @@ fn data_accepts_float_specials_only_in_float_buffers() {
         {"if": {"lt": ["i", 4]}, "then": [{"store": "a", "index": "i", "value": {"add": [{"load": "a", "index": "i"}, 1]}}]}]"#;
     let ok = program(
         body,
-        r#", "run": {"grid": [1, 1, 1], "inputs": {"a": {"data": [1, 2, 3, 4]}, "f": {"data": ["inf", "-inf", "nan", 1.5]}}}"#,
+        r#", "run": {"grid": [1, 1, 1], "inputs": {"a": {"data": [1, 2, 3, 4]}, "f": {"data": ["inf", "-inf", "nan", {"f32": 1.5}]}}}"#,
     );
     let f = write(d.path(), "ok.json", &ok);
     let o = vy_in(d.path(), &["run", &f, "--json", "--dump", "out"]);

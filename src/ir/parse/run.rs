@@ -193,8 +193,8 @@ impl InputFields {
     }
 }
 
-/// One element of a `data` array: a number, true/false, or one of the strings `"inf"`,
-/// `"-inf"`, `"nan"` (float buffers only; the conversion to the buffer's type refuses them
+/// One element of a `data` array: a number, true/false, a typed literal, or one of the
+/// strings `"inf"`, `"-inf"`, `"nan"` (float buffers only; the conversion to the buffer's type refuses them
 /// for integer buffers, where the type is known).
 struct DataElem(Literal);
 
@@ -229,11 +229,15 @@ impl<'de> Deserialize<'de> for DataElem {
                     )),
                 }
             }
-            fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Literal, A::Error> {
-                Err(err(
-                    "data elements must be numbers or true/false",
-                    "write plain numbers, e.g. [1, 2.5, -3]",
-                ))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Literal, A::Error> {
+                // A typed literal (`{"f32": "inf"}`, `{"u8": 7}`) is a data element too.
+                match ExprVisitor.visit_map(map)? {
+                    Expr::Lit(l) => Ok(l),
+                    _ => Err(err(
+                        "data elements must be numbers, true/false or typed literals",
+                        "write plain numbers, e.g. [1, 2.5, -3]",
+                    )),
+                }
             }
             fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Literal, A::Error> {
                 Err(err(
