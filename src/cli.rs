@@ -1,7 +1,11 @@
 //! Command line (the only `clap` user): parse arguments, call the library, print.
 //!
 //! Each subcommand lives in `cli/<name>.rs` with its `Args` and a `run` returning the exit
-//! code. Errors are printed as one message with a `Fix:` line and exit code 1.
+//! code. Errors are printed as one message with a `Fix:` line and exit code 1; when the
+//! command was given `--json`, the error is instead one JSON object on stdout,
+//! `{"error", "fix", "location"}`, with the same exit code (see [`fail`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +24,7 @@ pub mod bench_kernel;
 pub mod check;
 pub mod emit;
 pub mod fault_test;
+pub mod gpu_arg;
 pub mod gpu_worker;
 pub mod occupancy;
 pub mod occupancy_capture;
@@ -93,6 +98,27 @@ pub enum Command {
     GpuWorker(gpu_worker::Args),
 }
 
+/// Set once the command line asked for `--json`: [`fail`] then writes JSON to stdout.
+static JSON_ERRORS: AtomicBool = AtomicBool::new(false);
+
+impl Command {
+    /// True when this command was given `--json`.
+    fn json(&self) -> bool {
+        match self {
+            Command::Check(a) => a.json,
+            Command::Run(a) => a.json,
+            Command::Occupancy(a) => a.json,
+            Command::Plan(a) => a.json,
+            Command::Probe(a) => a.json,
+            Command::Selftest(a) => a.json,
+            Command::Tune(a) => a.json,
+            Command::BenchKernel(a) => a.json,
+            Command::FaultTest(a) => a.json,
+            _ => false,
+        }
+    }
+}
+
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
     crate::runtime::worker::mark_this_binary();
@@ -100,10 +126,29 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
+            // A usage error of a `--json` command line is JSON too (help and version stay text).
+            if e.use_stderr() && std::env::args().skip(1).any(|a| a == "--json") {
+                let text = e.kind().to_string();
+                let detail = e.render().to_string();
+                let detail = detail
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ");
+                print_json_error(
+                    &format!("{text}: {detail}"),
+                    "see `vyrescope <command> --help` for the options",
+                    None,
+                );
+                return code;
+            }
             let _ = e.print();
             return code;
         }
     };
+    if cli.command.as_ref().is_some_and(Command::json) {
+        JSON_ERRORS.store(true, Ordering::Relaxed);
+    }
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
@@ -130,10 +175,85 @@ pub fn main() -> i32 {
 }
 
 /// Prints an error (message already holds its `Fix:` line) and returns exit code 1. Errors
-/// quote names and text from the input, so terminal controls in them are escaped.
+/// quote names and text from the input, so terminal controls in them are escaped. Under
+/// `--json` the error goes to stdout as `{"error", "fix", "location"}` instead (the exit code
+/// is the same: scripts read the code, not the format).
 pub fn fail(e: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {}", crate::util::terminal_safe(&e.to_string()));
+    let text = e.to_string();
+    if JSON_ERRORS.load(Ordering::Relaxed) {
+        let (message, fix, location) = split_error(&text);
+        print_json_error(message, fix, location);
+    } else {
+        eprintln!("error: {}", crate::util::terminal_safe(&text));
+    }
     1
+}
+
+/// Reports that `file` is not valid: its diagnostics and one closing error in text, or the
+/// first error diagnostic as the JSON error under `--json`. Returns exit code 1.
+pub fn invalid_file(
+    file: &std::path::Path,
+    what: &str,
+    diags: &[crate::diagnostic::Diagnostic],
+) -> i32 {
+    let first = diags
+        .iter()
+        .find(|d| d.severity == crate::diagnostic::Severity::Error);
+    if JSON_ERRORS.load(Ordering::Relaxed) {
+        if let Some(d) = first {
+            let place = d.node.as_deref().unwrap_or("program");
+            print_json_error(
+                &format!(
+                    "{} is not a valid {what}: [{}] {place}: {}",
+                    file.display(),
+                    d.code,
+                    d.message
+                ),
+                &d.fix,
+                Some(&file.display().to_string()),
+            );
+            return 1;
+        }
+    }
+    for d in diags {
+        eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
+    }
+    fail(format!(
+        "{} is not a valid {what}\n  Fix: correct the errors above (`vyrescope check {}`)",
+        file.display(),
+        file.display()
+    ))
+}
+
+/// Splits an error text into (message, fix, location): the fix after the first
+/// `\n  Fix: `; the location is a leading `FILE:LINE:COLUMN` or `FILE.json` place.
+pub fn split_error(text: &str) -> (&str, &str, Option<&str>) {
+    let (message, fix) = match text.split_once("\n  Fix: ") {
+        Some((m, f)) => (m, f.trim_end()),
+        // Several findings in one error (`plan`): the whole text, and the first fix.
+        None => match text.find("Fix: ") {
+            Some(i) => (
+                text.trim_end(),
+                text[i + 5..].lines().next().unwrap_or("").trim_end(),
+            ),
+            None => (text.trim_end(), ""),
+        },
+    };
+    let location = message.split_once(": ").map(|(p, _)| p).filter(|p| {
+        let parts: Vec<&str> = p.rsplitn(3, ':').collect();
+        let numbered = parts.len() == 3
+            && parts[0].chars().all(|c| c.is_ascii_digit())
+            && parts[1].chars().all(|c| c.is_ascii_digit())
+            && !parts[0].is_empty();
+        !p.contains(' ') && (numbered || p.ends_with(".json"))
+    });
+    (message, fix, location)
+}
+
+/// Writes `{"error", "fix", "location"}` as one line on stdout.
+fn print_json_error(message: &str, fix: &str, location: Option<&str>) {
+    let v = serde_json::json!({"error": message, "fix": fix, "location": location});
+    outln!("{v}");
 }
 
 /// Writes `text` to stdout. `print!` panics when the reader of a pipe has gone (`run --json |

@@ -3,7 +3,8 @@
 //!
 //! The rule sets: [`launch`] (will this launch run on this device: `L...`), [`compile`]
 //! (ptxas / driver JIT logs mapped back to IR nodes: `C...`) and [`perf`] (lints on why it may
-//! be slow: `P...`); [`affine`] is the index analysis the launch and performance rules share.
+//! be slow: `P...`); [`affine`] is the index analysis the launch and performance rules share; [`wg_overrun`]
+//! (`L012`, part of the launch rules) proves workgroup-buffer writes past their count.
 
 pub use crate::diagnostic::{Diagnostic, Severity};
 
@@ -11,3 +12,4 @@ pub mod affine;
 pub mod compile;
 pub mod launch;
 pub mod perf;
+pub mod wg_overrun;

@@ -71,6 +71,7 @@ mod memory;
 pub mod precision;
 pub mod ptxas;
 pub mod ranges;
+pub mod reg_estimate;
 mod regs;
 pub mod source_map;
 mod stmt;

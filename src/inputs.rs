@@ -252,6 +252,63 @@ pub fn prepare_rooted(
     workgroup: Option<[u32; 3]>,
     grid: Option<[u32; 3]>,
 ) -> Result<PreparedRun, InputError> {
+    let plan = plan_run(program, &files, workgroup, grid)?;
+    let spec = program.run.clone().unwrap_or_default();
+    let input_of = |name: &str| spec.inputs.iter().find(|(n, _)| n == name).map(|(_, s)| s);
+    let host = program.host_buffers();
+    let mut buffers = Vec::with_capacity(host.len());
+    for (i, (b, &len)) in host.iter().zip(&plan.lens).enumerate() {
+        let data = match input_of(&b.name) {
+            None => {
+                let mut v = contents::alloc_bytes(&b.name, len * b.elem.size_bytes())?;
+                v.resize(len * b.elem.size_bytes(), 0);
+                v
+            }
+            Some(s) => buffer_bytes(&b.name, b.elem, len, &s.source, &files)?,
+        };
+        buffers.push(HostBuffer {
+            name: b.name.clone(),
+            elem: b.elem,
+            access: b.access,
+            binding: b.binding.unwrap_or(i as u32),
+            data,
+        });
+    }
+    Ok(PreparedRun {
+        shape: plan.shape,
+        buffers,
+    })
+}
+
+/// Every check `run` makes of a Program's `run` section (inputs, launch shape, lengths,
+/// memory footprint, `data` values, `random` ranges, `file` sizes) without allocating any
+/// buffer: what `check` reports, through the same functions [`prepare_rooted`] uses.
+pub fn check_run(program: &Program, files: &FileRoot) -> Result<LaunchShape, InputError> {
+    let plan = plan_run(program, files, None, None)?;
+    let spec = program.run.clone().unwrap_or_default();
+    for (b, &len) in program.host_buffers().iter().zip(&plan.lens) {
+        if let Some((_, s)) = spec.inputs.iter().find(|(n, _)| *n == b.name) {
+            check_source(&b.name, b.elem, len, &s.source, files)?;
+        }
+    }
+    Ok(plan.shape)
+}
+
+/// A run's launch shape and host buffer lengths, every size checked, nothing allocated.
+struct RunPlan {
+    shape: LaunchShape,
+    /// Element count of each of `program.host_buffers()`, in that order.
+    lens: Vec<usize>,
+}
+
+/// The size checks of [`prepare_rooted`] and [`check_run`]: inputs name host buffers, the
+/// launch shape is sound, lengths fit u32 and the footprint fits [`MAX_TOTAL_BYTES`].
+fn plan_run(
+    program: &Program,
+    files: &FileRoot,
+    workgroup: Option<[u32; 3]>,
+    grid: Option<[u32; 3]>,
+) -> Result<RunPlan, InputError> {
     let spec = program.run.clone().unwrap_or_default();
     for (name, _) in &spec.inputs {
         match program.buffer(name) {
@@ -279,7 +336,7 @@ pub fn prepare_rooted(
     let mut explicit = Vec::with_capacity(host.len());
     for b in &host {
         explicit.push(match input_of(&b.name) {
-            Some(s) => explicit_len(&b.name, b.elem, &s.source, s.len, &files)?,
+            Some(s) => explicit_len(&b.name, b.elem, &s.source, s.len, files)?,
             None => None,
         });
     }
@@ -345,25 +402,7 @@ pub fn prepare_rooted(
         });
     }
 
-    let mut buffers = Vec::with_capacity(host.len());
-    for (i, (b, len)) in host.iter().zip(lens).enumerate() {
-        let data = match input_of(&b.name) {
-            None => {
-                let mut v = contents::alloc_bytes(&b.name, len * b.elem.size_bytes())?;
-                v.resize(len * b.elem.size_bytes(), 0);
-                v
-            }
-            Some(s) => buffer_bytes(&b.name, b.elem, len, &s.source, &files)?,
-        };
-        buffers.push(HostBuffer {
-            name: b.name.clone(),
-            elem: b.elem,
-            access: b.access,
-            binding: b.binding.unwrap_or(i as u32),
-            data,
-        });
-    }
-    Ok(PreparedRun { shape, buffers })
+    Ok(RunPlan { shape, lens })
 }
 
 /// The raw bytes of one host buffer of `len` elements from its contents `source` (`file`
@@ -376,35 +415,15 @@ pub fn buffer_bytes(
     source: &InputSource,
     files: &FileRoot,
 ) -> Result<Vec<u8>, InputError> {
+    let path = check_source(name, elem, len, source, files)?;
     Ok(match source {
         InputSource::Fill(f) => contents::fill_bytes(name, elem, len, *f)?,
-        InputSource::Data(d) => {
-            if d.len() != len {
-                return Err(InputError {
-                    message: format!(
-                        "input `{name}`: len is {len} but data has {} elements",
-                        d.len()
-                    ),
-                    fix: "make `len` equal to the number of data elements, or drop `len`".into(),
-                });
-            }
-            contents::data_bytes(name, elem, d)?
-        }
-        InputSource::File(f) => {
-            let path = files.resolve(f, &format!("input `{name}`"))?;
-            let n = file_len(name, elem, &path)?;
-            if n != len as u64 {
-                return Err(InputError {
-                    message: format!(
-                        "input `{name}`: len is {len} but {} holds {n} {elem} elements",
-                        path.display(),
-                    ),
-                    fix: "make `len` match the file, or drop `len`".into(),
-                });
-            }
-            // Read no more than the length checked above: a file that grows meanwhile (or a
-            // path swapped for a FIFO) is refused, not followed.
-            let want = n * elem.size_bytes() as u64;
+        InputSource::Data(d) => contents::data_bytes(name, elem, d)?,
+        InputSource::File(_) => {
+            let path = path.unwrap_or_default();
+            // Read no more than the length checked: a file that grows meanwhile (or a path
+            // swapped for a FIFO) is refused, not followed.
+            let want = len as u64 * elem.size_bytes() as u64;
             let bytes = crate::util::read_limited(&path, want, &format!("input `{name}`"))
                 .map_err(|e| InputError {
                     message: e.message,
@@ -423,6 +442,51 @@ pub fn buffer_bytes(
             bytes
         }
     })
+}
+
+/// Checks one buffer's contents `source` against its type and length without building it:
+/// `data` has `len` elements that fit `elem`, a `random` range suits `elem`, a `file` holds
+/// `len` elements (its resolved path is returned).
+pub fn check_source(
+    name: &str,
+    elem: ElemType,
+    len: usize,
+    source: &InputSource,
+    files: &FileRoot,
+) -> Result<Option<PathBuf>, InputError> {
+    match source {
+        InputSource::Fill(f) => {
+            contents::check_fill(name, elem, *f)?;
+            Ok(None)
+        }
+        InputSource::Data(d) => {
+            if d.len() != len {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: len is {len} but data has {} elements",
+                        d.len()
+                    ),
+                    fix: "make `len` equal to the number of data elements, or drop `len`".into(),
+                });
+            }
+            contents::check_data(name, elem, d)?;
+            Ok(None)
+        }
+        InputSource::File(f) => {
+            let path = files.resolve(f, &format!("input `{name}`"))?;
+            let n = file_len(name, elem, &path)?;
+            if n != len as u64 {
+                return Err(InputError {
+                    message: format!(
+                        "input `{name}`: len is {len} but {} holds {n} {elem} elements",
+                        path.display(),
+                    ),
+                    fix: "make `len` match the file, or drop `len`".into(),
+                });
+            }
+            Ok(Some(path))
+        }
+    }
 }
 
 /// `grid.x = ceil(elements / workgroup_x)`, y = z = 1, refusing a count beyond `u32`.

@@ -33,6 +33,7 @@
 //! | V008 | error | workgroup buffers need more than 227 KiB of shared memory |
 //! | V009 | error | `workgroup_size` beyond CUDA's block limits (1024 threads, z <= 64) |
 //! | V010 | error | `run.inputs` names no host buffer |
+//! | V011 | error | the `run` section cannot run: lengths, footprint, `data` values, `random` ranges, `file` sizes (reported by `vyrescope check` through `inputs::check_run`, the checks `run` makes) |
 //! | V020 | error | undefined variable |
 //! | V021 | error | `let` or loop counter shadows a visible variable |
 //! | V022 | error | `assign` to a loop counter |

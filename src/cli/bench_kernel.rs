@@ -30,6 +30,9 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// The GPU to run on (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
 }
 
 /// Runs `bench-kernel`.
@@ -39,7 +42,11 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let mut rt = match Runtime::open(0) {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

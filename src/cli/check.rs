@@ -1,6 +1,10 @@
 //! `vyrescope check FILE...` (Program or pipeline files)
+//!
+//! A Program is parsed and validated (at `--workgroup` when given), its `run` section is
+//! checked as `run` checks it (`inputs::check_run`, `V011`), and its workgroup-buffer writes
+//! are checked against the workgroup size (`L012`, `diagnostics::wg_overrun`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -9,7 +13,7 @@ use crate::diagnostic::Diagnostic;
 /// Parse and validate Program and pipeline files; exit 0 when all are valid.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope check --json fixtures/invalid/*.json"
+    after_help = "Examples:\n  vyrescope check fixtures/programs/*.json\n  vyrescope check --json fixtures/invalid/*.json\n  vyrescope check fixtures/programs/reduce_sum_f32.json --workgroup 512"
 )]
 pub struct Args {
     /// Program or pipeline files.
@@ -18,6 +22,10 @@ pub struct Args {
     /// Print `[{"file", "valid", "diagnostics": [{"severity", "node", "message", "fix"}]}]`.
     #[arg(long)]
     pub json: bool,
+    /// Check Programs at this workgroup size `X,Y,Z` instead of their own (limits, and
+    /// workgroup-buffer indices that the size pushes past a buffer's count).
+    #[arg(long, value_name = "X,Y,Z", value_parser = crate::shape::parse_workgroup)]
+    pub workgroup: Option<[u32; 3]>,
 }
 
 #[derive(Serialize)]
@@ -36,7 +44,7 @@ pub fn run(a: &Args) -> i32 {
         let diagnostics = if crate::ir::is_pipeline_file(f) {
             crate::validate::pipeline::load_pipeline(f).diagnostics
         } else {
-            crate::validate::load(f).diagnostics
+            check_program(f, a.workgroup)
         };
         let valid = crate::validate::is_valid(&diagnostics);
         reports.push(FileReport {
@@ -65,4 +73,38 @@ pub fn run(a: &Args) -> i32 {
     } else {
         1
     }
+}
+
+/// Every finding of a Program file: parse and validation (at `workgroup` when given), then,
+/// once valid, the workgroup-buffer bounds at that size and the `run` section.
+fn check_program(file: &Path, workgroup: Option<[u32; 3]>) -> Vec<Diagnostic> {
+    let loaded = crate::validate::load(file);
+    let Some(mut program) = loaded.program else {
+        return loaded.diagnostics;
+    };
+    let mut diagnostics = loaded.diagnostics;
+    if let Some(wg) = workgroup {
+        program.workgroup_size = wg;
+        diagnostics = crate::validate::validate(&program);
+    }
+    if !crate::validate::is_valid(&diagnostics) {
+        return diagnostics;
+    }
+    diagnostics.extend(crate::diagnostics::wg_overrun::workgroup_overruns(
+        &program,
+        program.workgroup_size,
+    ));
+    if program.run.is_some() {
+        let base = file.parent().unwrap_or(Path::new("."));
+        let files = crate::inputs::FileRoot::program_folder(base);
+        if let Err(e) = crate::inputs::check_run(&program, &files) {
+            diagnostics.push(Diagnostic::error(
+                "V011",
+                Some(crate::ir::NodeId::new("run".to_string())),
+                e.message,
+                e.fix,
+            ));
+        }
+    }
+    diagnostics
 }

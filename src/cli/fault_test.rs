@@ -11,9 +11,9 @@ use crate::runtime::GpuWorker;
     after_help = "Steps: baseline dispatch -> 2 s kernel with a 200 ms timeout (recovered inside the worker) -> dispatch -> illegal address (the worker exits) -> dispatch in a fresh worker -> trap -> dispatch in a fresh worker. Every dispatch is verified against the reference interpreter.\n\nExamples:\n  vyrescope fault-test\n  vyrescope fault-test --json"
 )]
 pub struct Args {
-    /// Device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// GPU ordinal (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
     /// Print the steps as JSON.
     #[arg(long)]
     pub json: bool,
@@ -22,7 +22,10 @@ pub struct Args {
 /// Runs `fault-test`; exit 1 when any step did not behave as expected.
 pub fn run(a: &Args) -> i32 {
     let mut w = GpuWorker::new();
-    w.set_device(a.device);
+    match a.gpu.ordinal() {
+        Ok(n) => w.set_device(n),
+        Err(e) => return super::fail(e),
+    }
     // Fails with the one-line no-driver error where there is no GPU.
     let caps = match w.probe() {
         Ok(c) => c,

@@ -7,9 +7,9 @@ use std::io::{BufReader, Write};
 /// Serve GPU requests on stdin/stdout (started by vyrescope itself).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// GPU ordinal (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
 }
 
 /// Runs the worker until end of input (or a sticky fault, after which it exits).
@@ -18,7 +18,11 @@ pub fn run(a: &Args) -> i32 {
     let mut input = BufReader::new(stdin.lock());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let code = crate::runtime::worker::server::serve(&mut input, &mut out, a.device);
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let code = crate::runtime::worker::server::serve(&mut input, &mut out, gpu);
     let _ = out.flush();
     code
 }

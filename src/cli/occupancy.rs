@@ -1,16 +1,19 @@
 //! `vyrescope occupancy`: the occupancy of a Program's kernel (`FILE`), or calculator mode
 //! (`--regs N` without a file).
 //!
-//! Kernel resources come from `ptxas -v` (the same figures the driver reports, which
-//! `vyrescope selftest` checks on a GPU), else the command refuses. The device is
-//! `--device NAME|FILE`, else the bundled h200 profile (said so).
+//! Kernel resources come from `--regs N` when given, else `ptxas -v` (the same figures the
+//! driver reports, which `vyrescope selftest` checks on a GPU), else an estimate from the
+//! emitted PTX (`emit::reg_estimate`), labelled as such with how to get exact figures. The
+//! device is `--device NAME|FILE` (a profile; the GPU ordinal of GPU commands is `--gpu N`),
+//! else the bundled h200 profile (said so). The exit code is 1 when the kernel cannot launch
+//! or a diagnostic is an error, in text and `--json` alike.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
 use crate::diagnostics::{launch, perf, Diagnostic};
-use crate::emit::{emit, ptxas, EmitOptions, EmittedKernel};
+use crate::emit::{emit, ptxas, reg_estimate, EmitOptions, EmittedKernel};
 use crate::inputs::default_shape;
 use crate::ir::load_program;
 use crate::occupancy::{
@@ -32,7 +35,8 @@ pub struct Args {
     /// Workgroup size X,Y,Z for FILE (default: the Program's).
     #[arg(long, value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
-    /// Calculator mode: registers per thread.
+    /// Registers per thread: calculator mode without FILE; with FILE, overrides ptxas (or
+    /// the estimate made without it).
     #[arg(long)]
     pub regs: Option<u32>,
     /// Calculator mode: static shared memory per block (bytes).
@@ -122,8 +126,9 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
     };
     if let Some(b) = a.block {
         let e = estimate(caps, &res, b, a.dynamic_smem);
+        let code = if e.launchable.is_ok() { 0 } else { 1 };
         if a.json {
-            return print_json(&estimate_json(&e));
+            return print_json(&estimate_json(&e)).max(code);
         }
         outln!("device: {note}");
         outln!(
@@ -132,7 +137,7 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
             a.dynamic_smem
         );
         out!("{}", describe(&e));
-        return if e.launchable.is_ok() { 0 } else { 1 };
+        return code;
     }
     let rows = sweep_block_sizes(caps, &res, a.dynamic_smem, &FuncConfig::default());
     if a.json {
@@ -213,18 +218,54 @@ pub fn sweep_table(rows: &[SweepRow]) -> String {
     s
 }
 
-/// Where the kernel's resources came from.
-fn resources_for(kernel: &EmittedKernel, sm: u32) -> Result<(KernelResources, String), String> {
+/// Where the kernel's resources came from: `--regs N`, ptxas, or the PTX estimate.
+struct ResourceSource {
+    /// One line for the report.
+    text: String,
+    /// True when the registers are the offline estimate (no ptxas, no --regs).
+    estimated: bool,
+}
+
+/// The kernel's resources: `--regs` (static shared memory from the PTX), else ptxas -v,
+/// else the estimate from the PTX when ptxas is not installed.
+fn resources_for(
+    kernel: &EmittedKernel,
+    sm: u32,
+    regs: Option<u32>,
+) -> Result<(KernelResources, ResourceSource), String> {
+    if let Some(n) = regs {
+        let res = KernelResources {
+            regs_per_thread: n,
+            ..reg_estimate::estimate_resources(&kernel.ptx)
+        };
+        let text = format!("--regs {n}; static shared memory from the PTX");
+        return Ok((
+            res,
+            ResourceSource {
+                text,
+                estimated: false,
+            },
+        ));
+    }
     match ptxas::offline_resources(&kernel.ptx, sm) {
         Ok(o) => Ok((
             crate::diagnostics::compile::resources_from_ptxas(&o),
-            format!("ptxas -v for {}", o.arch),
+            ResourceSource {
+                text: format!("ptxas -v for {}", o.arch),
+                estimated: false,
+            },
         )),
-        Err(ptxas::PtxasError::NotFound) => Err(format!(
-            "no kernel resources for `{}`: ptxas is not installed\n  Fix: run on a machine with an NVIDIA GPU, or run scripts/install-ptxas.sh and export VYRESCOPE_PTXAS=<the path it prints>; or use calculator mode: vyrescope occupancy --regs N",
+        Err(ptxas::PtxasError::NotFound) => Ok((
+            reg_estimate::estimate_resources(&kernel.ptx),
+            ResourceSource {
+                text: reg_estimate::ESTIMATED_NOTE.to_string(),
+                estimated: true,
+            },
+        )),
+        Err(e) => Err(format!(
+            "no kernel resources for `{}`: {e}",
             kernel.kernel_name
         )),
-        Err(e) => Err(format!("no kernel resources for `{}`: {e}", kernel.kernel_name)),
     }
 }
 
@@ -250,7 +291,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
         Ok(k) => k,
         Err(e) => return super::fail(e),
     };
-    let (res, res_source) = match resources_for(&kernel, sm) {
+    let (res, res_source) = match resources_for(&kernel, sm, a.regs) {
         Ok(x) => x,
         Err(e) => return super::fail(e),
     };
@@ -274,12 +315,18 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
         Some(&e),
         &shape,
     ));
+    let failed = e.launchable.is_err()
+        || diags
+            .iter()
+            .any(|d| d.severity == crate::diagnostics::Severity::Error);
+    let code = i32::from(failed);
     if a.json {
         return print_json(&json!({
             "program": program.name,
             "device": caps.name,
             "device_source": note,
-            "resources_source": res_source,
+            "resources_source": res_source.text,
+            "resources_estimated": res_source.estimated,
             "resources": res,
             "workgroup": wg,
             "grid": shape.grid,
@@ -287,15 +334,21 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
             "sweep": rows.iter().map(row_json).collect::<Vec<_>>(),
             "suggestion": suggest_block_sizes(&rows),
             "diagnostics": diags,
-        }));
+        }))
+        .max(code);
     }
     outln!("program: {} ({})", program.name, file.display());
     outln!("device: {note}");
     outln!(
-        "kernel: {} registers/thread, {} B static shared, {} B local/thread (from {res_source})",
+        "kernel: {} registers/thread, {} B static shared, {} B local/thread ({})",
         res.regs_per_thread,
         res.static_smem_bytes,
-        res.local_bytes
+        res.local_bytes,
+        if res_source.estimated {
+            res_source.text.clone()
+        } else {
+            format!("from {}", res_source.text)
+        }
     );
     outln!(
         "workgroup {}x{}x{}, grid {}x{}x{}",
@@ -317,11 +370,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
             outln!("{d}");
         }
     }
-    if e.launchable.is_err() {
-        1
-    } else {
-        0
-    }
+    code
 }
 
 #[cfg(test)]

@@ -13,9 +13,9 @@ pub struct Args {
     /// Output CSV file.
     #[arg(long)]
     pub out: PathBuf,
-    /// Device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// GPU ordinal (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
 }
 
 /// Register caps passed to the JIT (`CU_JIT_MAX_REGISTERS`).
@@ -28,7 +28,11 @@ const STATIC_SMEM: [u32; 3] = [0, 4096, 20000];
 
 /// Runs `occupancy-capture`.
 pub fn run(a: &Args) -> i32 {
-    let mut rt = match Runtime::open(a.device) {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

@@ -42,10 +42,7 @@ pub struct Args {
 pub fn run(a: &Args) -> i32 {
     let pipeline = match load(&a.file) {
         Ok(p) => p,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return 1;
-        }
+        Err(msg) => return super::fail(msg.trim_start_matches("error: ")),
     };
     let base = a.file.parent().unwrap_or(Path::new("."));
     let prepared = match prepare_pipeline(&pipeline, base) {

@@ -8,9 +8,9 @@ use crate::runtime::probe::probe;
     after_help = "Examples:\n  vyrescope probe\n  vyrescope probe --json > fixtures/devices/h200.json"
 )]
 pub struct Args {
-    /// Device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// GPU ordinal (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
     /// Print the `DeviceCaps` JSON (the device-profile format of `occupancy --device FILE`).
     #[arg(long)]
     pub json: bool,
@@ -18,7 +18,11 @@ pub struct Args {
 
 /// Runs `probe`.
 pub fn run(a: &Args) -> i32 {
-    let caps = match probe(a.device) {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let caps = match probe(gpu) {
         Ok(c) => c,
         Err(e) => return super::fail(e),
     };

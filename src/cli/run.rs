@@ -115,6 +115,9 @@ pub struct Args {
     /// to compare the two on the same GPU.
     #[arg(long, default_value = "flip", value_name = "KIND")]
     pub grid_barrier: crate::emit::grid_sync::GridBarrier,
+    /// cuda: the GPU to run on (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
 }
 
 /// How pipelines choose the persistent grid of a cooperative group.
@@ -132,6 +135,7 @@ pub fn execute(
     program: &Program,
     prepared: &mut PreparedRun,
     fuel: Option<u64>,
+    gpu: u32,
 ) -> Result<(f64, Option<u64>), String> {
     match backend {
         Backend::Reference => {
@@ -144,7 +148,7 @@ pub fn execute(
                 .map_err(|e| e.to_string())?;
             Ok((t.elapsed().as_secs_f64() * 1e3, Some(stats.node_evals)))
         }
-        Backend::Cuda => super::run_cuda::execute(program, prepared),
+        Backend::Cuda => super::run_cuda::execute(gpu, program, prepared),
     }
 }
 
@@ -202,16 +206,11 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     let diags = crate::validate::validate(&program);
+    if diags.iter().any(|d| d.severity == Severity::Error) {
+        return super::invalid_file(&a.file, "Program", &diags);
+    }
     for d in &diags {
         eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
-    }
-    if diags.iter().any(|d| d.severity == Severity::Error) {
-        eprintln!(
-            "error: {} is not a valid Program\n  Fix: correct the errors above (`vyrescope check {}`)",
-            a.file.display(),
-            a.file.display()
-        );
-        return 1;
     }
     if a.backend == Backend::Cuda {
         return super::run_cuda::run(a, &program);
@@ -227,10 +226,11 @@ pub fn run(a: &Args) -> i32 {
             return super::fail(e);
         }
     }
-    let (elapsed_ms, node_evals) = match execute(a.backend, &program, &mut prepared, a.fuel) {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let (elapsed_ms, node_evals) =
+        match execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu) {
+            Ok(r) => r,
+            Err(e) => return super::fail(e),
+        };
     if let Some(dir) = &a.dump {
         if let Err(e) = dump(dir, &prepared.buffers, ".bin") {
             return super::fail(e);

@@ -13,7 +13,11 @@ use crate::runtime::Runtime;
 /// Runs `program` on the GPU as `a` asks; returns the exit code (1 on parity failure).
 pub fn run(a: &Args, program: &Program) -> i32 {
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let mut rt = match Runtime::open(0) {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
@@ -164,10 +168,11 @@ pub fn run(a: &Args, program: &Program) -> i32 {
 
 /// Runs `prepared` on the GPU in place (no verification); returns (full dispatch ms, None).
 pub fn execute(
+    gpu: u32,
     program: &Program,
     prepared: &mut crate::inputs::PreparedRun,
 ) -> Result<(f64, Option<u64>), String> {
-    let mut rt = Runtime::open(0).map_err(|e| e.to_string())?;
+    let mut rt = Runtime::open(gpu).map_err(|e| e.to_string())?;
     let c = rt
         .compile_program(program, prepared.shape.workgroup_size, &Default::default())
         .map_err(|e| e.to_string())?;

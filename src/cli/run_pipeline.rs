@@ -56,17 +56,12 @@ pub fn run(a: &Args) -> i32 {
         );
     }
     let loaded = load_pipeline(&a.file);
+    let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
+        return super::invalid_file(&a.file, "pipeline", &loaded.diagnostics);
+    };
     for d in &loaded.diagnostics {
         eprintln!("{d}");
     }
-    let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
-        eprintln!(
-            "error: {} is not a valid pipeline\n  Fix: correct the errors above (`vyrescope check {}`)",
-            a.file.display(),
-            a.file.display()
-        );
-        return 1;
-    };
     let base = a.file.parent().unwrap_or(Path::new("."));
     let mut prepared = match prepare_pipeline(pipeline, base) {
         Ok(p) => p,

@@ -26,7 +26,11 @@ fn forms(a: &Args) -> Forms {
 /// Runs the pipeline on the GPU; `prepared` holds the initial contents and receives the final
 /// contents of the last form run (for `--dump`). Returns the exit code.
 pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
-    let mut rt = match Runtime::open(0) {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
         Ok(rt) => rt,
         Err(e) => return super::fail(e),
     };

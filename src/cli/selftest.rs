@@ -31,9 +31,9 @@ pub struct Args {
     /// Skip the fault-recovery check.
     #[arg(long)]
     pub no_faults: bool,
-    /// Device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// GPU ordinal (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
     /// Print the whole report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -48,7 +48,11 @@ pub fn run(a: &Args) -> i32 {
             a.fixtures.display()
         ));
     }
-    let mut rt = match Runtime::open(a.device) {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

@@ -36,10 +36,11 @@ pub struct Args {
     /// Inspector options.
     #[command(flatten)]
     pub opts: InspectorOpts,
-    /// Keys to replay headlessly, space-separated (`j j Tab r`, `/ld.global Enter`).
-    #[arg(long, value_name = "KEYS")]
+    /// Keys to replay headlessly, space-separated (`j j Tab r`, `/ld.global Enter`); may
+    /// start with `-` (`--keys "- -"`, the zoom-out key).
+    #[arg(long, value_name = "KEYS", allow_hyphen_values = true)]
     pub keys: Option<String>,
-    /// Where the replay writes the final screen (default: stdout).
+    /// Where the replay writes the final screen (default, or `-`: stdout).
     #[arg(long, value_name = "OUT.txt")]
     pub snapshot: Option<PathBuf>,
     /// Replay screen size.
@@ -113,7 +114,7 @@ pub fn run(a: &Args) -> i32 {
     };
     let mut gpu = tui::gpu::WorkerGpu::new();
     let screen = tui::replay::replay(&mut app, &hl, &mut gpu, first, keys, a.size);
-    match &a.snapshot {
+    match a.snapshot.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
             if let Err(e) = tui::export::write_atomic(p, screen.as_bytes()) {
                 return super::fail(tui::TuiError::Snapshot {

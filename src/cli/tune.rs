@@ -31,9 +31,9 @@ pub struct Args {
     /// Program file's folder).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// GPU ordinal (`--gpu N`).
+    #[command(flatten)]
+    pub gpu: super::gpu_arg::GpuArg,
 }
 
 /// Runs `tune`.
@@ -54,7 +54,11 @@ pub fn run(a: &Args) -> i32 {
         Ok(c) => c,
         Err(e) => return super::fail(e),
     };
-    let mut rt = match Runtime::open(a.device) {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

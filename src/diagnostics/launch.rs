@@ -5,7 +5,8 @@
 //! (kernel, register-limited), `L004` shared memory, `L005` grid dimensions, `L006` 32-bit
 //! invocation id overflow, `L007` cooperative co-residency, `L008` buffer elements no
 //! invocation writes, `L009` workgroups that write nothing, `L010` cooperative launch
-//! unsupported, `L011` buffer longer than a `u32` index reaches.
+//! unsupported, `L011` buffer longer than a `u32` index reaches, `L012` a workgroup-buffer
+//! write past its count at this workgroup size ([`super::wg_overrun`]).
 
 use super::affine::accesses;
 use super::Diagnostic;
@@ -59,6 +60,7 @@ pub fn launch_diagnostics(
     grid_dims(caps, workgroup, grid, &mut out);
     cooperative(program, caps, resources, workgroup, grid, &mut out);
     coverage(program, workgroup, grid, buffer_lens, &mut out);
+    out.extend(super::wg_overrun::workgroup_overruns(program, workgroup));
     out
 }
 

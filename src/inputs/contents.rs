@@ -269,8 +269,14 @@ fn data_bits(name: &str, elem: ElemType, i: usize, l: &Literal) -> Result<u64, I
             ))
         }
         Num::Int(v) => v,
+        Num::Float(f) if !f.is_finite() => {
+            return Err(bad(
+                format!("{f} has no {elem} value"),
+                "\"inf\", \"-inf\" and \"nan\" only go in float buffers (f16, f32, f64): write an integer",
+            ))
+        }
         Num::Float(f) => {
-            if !f.is_finite() || f.fract() != 0.0 {
+            if f.fract() != 0.0 {
                 return Err(bad(
                     format!("{f} is not an integer, but the buffer holds {elem}"),
                     "write an integer, or declare the buffer with a float type",
@@ -287,6 +293,24 @@ fn data_bits(name: &str, elem: ElemType, i: usize, l: &Literal) -> Result<u64, I
         ));
     }
     Ok(v as u64)
+}
+
+/// Checks a fill against the element type (a `random` range must suit it) without
+/// generating anything.
+pub fn check_fill(name: &str, elem: ElemType, fill: Fill) -> Result<(), InputError> {
+    if let Fill::Random { range, .. } = fill {
+        random_map(name, elem, range)?;
+    }
+    Ok(())
+}
+
+/// Checks that every `data` element converts to `elem` (the same conversion as
+/// [`data_bytes`], without keeping the bytes).
+pub fn check_data(name: &str, elem: ElemType, data: &[Literal]) -> Result<(), InputError> {
+    for (i, l) in data.iter().enumerate() {
+        data_bits(name, elem, i, l)?;
+    }
+    Ok(())
 }
 
 /// The bytes of a `data` buffer.
@@ -416,6 +440,20 @@ mod tests {
             0x3c00u16.to_le_bytes()
         );
         assert!(d(ElemType::F16, vec![Literal::Float(70000.0)]).is_err());
+        for (v, bits) in [(f64::INFINITY, 0x7c00u16), (f64::NEG_INFINITY, 0xfc00)] {
+            assert_eq!(
+                d(ElemType::F16, vec![Literal::Float(v)]).unwrap(),
+                bits.to_le_bytes()
+            );
+        }
+        let nan = d(ElemType::F32, vec![Literal::Float(f64::NAN)]).unwrap();
+        assert!(f32::from_le_bytes(nan.try_into().unwrap()).is_nan());
+        assert_eq!(
+            d(ElemType::F64, vec![Literal::Float(f64::NEG_INFINITY)]).unwrap(),
+            f64::NEG_INFINITY.to_le_bytes()
+        );
+        let e = d(ElemType::I32, vec![Literal::Float(f64::INFINITY)]).unwrap_err();
+        assert!(e.to_string().contains("only go in float buffers"), "{e}");
         assert_eq!(
             d(
                 ElemType::F32,

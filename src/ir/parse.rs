@@ -18,6 +18,7 @@ use super::types::ElemType;
 mod expr;
 mod run;
 mod stmt;
+pub(crate) mod suggest;
 
 pub(crate) use expr::*;
 pub(crate) use run::*;
@@ -31,7 +32,7 @@ pub(crate) const FIX_SEP: &str = "\u{1f}Fix: ";
 
 /// A Program file that could not be parsed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {where_}{message}\n  Fix: {fix}", where_ = if path.is_empty() { String::new() } else { format!("at {path}: ") })]
+#[error("{place}: {where_}{message}\n  Fix: {fix}", place = self.place(), where_ = if path.is_empty() { String::new() } else { format!("at {path}: ") })]
 pub struct ParseError {
     /// File name as given.
     pub file: String,
@@ -45,6 +46,17 @@ pub struct ParseError {
     pub message: String,
     /// How to fix it.
     pub fix: String,
+}
+
+impl ParseError {
+    /// `FILE:LINE:COLUMN`, or just `FILE` for an error about the whole file (line 0).
+    pub fn place(&self) -> String {
+        if self.line == 0 {
+            self.file.clone()
+        } else {
+            format!("{}:{}:{}", self.file, self.line, self.column)
+        }
+    }
 }
 
 /// Reads and parses a Program file.
@@ -81,6 +93,19 @@ pub(crate) fn read_json_text(
             fix,
         }
     })?;
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        return Err(ParseError {
+            file,
+            line: 1,
+            column: 1,
+            path: String::new(),
+            message:
+                "the file starts with a UTF-8 byte order mark (BOM), which JSON does not allow"
+                    .into(),
+            fix: "save the file as UTF-8 without BOM (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`)"
+                .into(),
+        });
+    }
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
         let (line, column) = line_col(&e.as_bytes()[..valid]);
@@ -128,6 +153,16 @@ pub(crate) fn deserialize_document<'de, T: Deserialize<'de>>(
             fix: empty_fix.into(),
         });
     }
+    if let Some(d) = crate::util::find_duplicate_key(text) {
+        return Err(ParseError {
+            file: file.into(),
+            line: d.line,
+            column: d.column,
+            message: d.message(),
+            fix: d.fix(),
+            path: d.path,
+        });
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -149,6 +184,14 @@ pub(crate) fn from_json_error(file: &str, path: String, e: serde_json::Error) ->
         Some((m, f)) => (m.to_string(), f.to_string()),
         None => {
             let fix = generic_fix(&e, &msg);
+            let msg = if msg.starts_with("number out of range") {
+                // serde_json refuses numbers beyond f64 before any visitor sees a type.
+                "number literal out of range for its type: beyond the largest finite f64 \
+                 (about 1.8e308)"
+                    .to_string()
+            } else {
+                msg
+            };
             (msg, fix)
         }
     };
@@ -180,6 +223,11 @@ fn generic_fix(e: &serde_json::Error, msg: &str) -> String {
         Category::Eof => "the file ends early: close every `{`, `[` and string".into(),
         Category::Syntax if msg.contains("recursion limit") => {
             "nesting is limited to 128 levels of JSON arrays/objects: split deep expressions with `let`".into()
+        }
+        Category::Syntax if msg.contains("number out of range") => {
+            "the number does not fit any type (f64 ends near 1.8e308): write a value in range, \
+             or use \"inf\" in a float buffer's data"
+                .into()
         }
         Category::Syntax => "fix the JSON syntax at this position".into(),
         Category::Io => "check that the file is readable".into(),
@@ -362,7 +410,11 @@ impl<'de> Deserialize<'de> for RawBuffer {
                             access = Some(Access::from_name(&s).ok_or_else(|| {
                                 err::<A::Error>(
                                     format!("unknown access `{s}`"),
-                                    "use one of read, read_write, write, uniform, workgroup",
+                                    suggest::fix_for(
+                                        &s,
+                                        &suggest::accesses(),
+                                        "an access is one of",
+                                    ),
                                 )
                             })?);
                         }
@@ -371,7 +423,11 @@ impl<'de> Deserialize<'de> for RawBuffer {
                             elem = Some(ElemType::from_name(&s).ok_or_else(|| {
                                 err::<A::Error>(
                                     format!("unknown element type `{s}`"),
-                                    "use one of bool u8 i8 u16 i16 u32 i32 u64 i64 f16 f32 f64",
+                                    suggest::fix_for(
+                                        &s,
+                                        &suggest::elem_types(),
+                                        "an element type is one of",
+                                    ),
                                 )
                             })?);
                         }

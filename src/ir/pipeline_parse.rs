@@ -305,7 +305,11 @@ impl<'de> Deserialize<'de> for RawBuffer {
                             elem = Some(ElemType::from_name(&s).ok_or_else(|| {
                                 err::<A::Error>(
                                     format!("unknown element type `{s}`"),
-                                    "use one of bool u8 i8 u16 i16 u32 i32 u64 i64 f16 f32 f64",
+                                    super::parse::suggest::fix_for(
+                                        &s,
+                                        &super::parse::suggest::elem_types(),
+                                        "an element type is one of",
+                                    ),
                                 )
                             })?);
                         }

@@ -125,6 +125,13 @@ pub fn load(name_or_path: &str) -> Result<DeviceCaps, ProfileError> {
 
 /// Parses and checks a DeviceCaps JSON text; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<DeviceCaps, ProfileError> {
+    if let Some(d) = crate::util::find_duplicate_key(text) {
+        return Err(ProfileError::Invalid {
+            origin: origin.to_string(),
+            reason: format!("at `{}` (line {}): {}", d.path, d.line, d.message()),
+            fix: d.fix(),
+        });
+    }
     let de = &mut serde_json::Deserializer::from_str(text);
     let caps: DeviceCaps =
         serde_path_to_error::deserialize(de).map_err(|e| ProfileError::Parse {

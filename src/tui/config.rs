@@ -83,6 +83,13 @@ impl Config {
 
     /// Parses config text.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        if let Some(d) = crate::util::find_duplicate_key(text) {
+            return Err(ConfigError {
+                path: String::new(),
+                message: format!("at `{}` (line {}): {}", d.path, d.line, d.message()),
+                fix: d.fix(),
+            });
+        }
         let de = &mut serde_json::Deserializer::from_str(text);
         serde_path_to_error::deserialize(de).map_err(|e| ConfigError {
             path: String::new(),

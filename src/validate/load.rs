@@ -32,7 +32,7 @@ impl Loaded {
 
 /// Reads, parses and validates the Program file at `path`. A parse error becomes one `V000`
 /// error diagnostic whose node is the JSON path of the offending value (none for the file as a
-/// whole) and whose message starts with `file:line:col`.
+/// whole) and whose message starts with `file:line:col`, or `file` for an error about the whole file.
 pub fn load(path: &Path) -> Loaded {
     match load_program(path) {
         Ok(program) => {
@@ -48,7 +48,7 @@ pub fn load(path: &Path) -> Loaded {
                 severity: Severity::Error,
                 code: "V000",
                 node: (!e.path.is_empty()).then(|| NodeId::from(&e.path)),
-                message: format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message),
+                message: format!("{}: {}", e.place(), e.message),
                 fix: e.fix,
             }],
         },

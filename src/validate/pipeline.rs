@@ -57,7 +57,7 @@ pub fn load_pipeline(path: &Path) -> LoadedPipeline {
             diagnostics: vec![Diagnostic::error(
                 "V000",
                 (!e.path.is_empty()).then(|| NodeId::from(e.path.clone())),
-                format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message),
+                format!("{}: {}", e.place(), e.message),
                 e.fix,
             )],
         },

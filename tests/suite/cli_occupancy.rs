@@ -86,10 +86,8 @@ fn calculator_one_block_explains() {
         ],
         None,
     );
-    assert_eq!(
-        code, 0,
-        "JSON output succeeds even for a launch that cannot run"
-    );
+    // The exit code says the launch cannot run, as in text mode; the JSON still explains.
+    assert_eq!(code, 1, "a launch that cannot run exits 1 with --json too");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["blocks_per_sm"], 0);
     assert!(v["launchable"].as_str().unwrap().contains("Fix:"));
@@ -109,20 +107,64 @@ fn default_device_is_said_and_bad_input_refused() {
 }
 
 #[test]
-fn program_file_without_resources_is_refused() {
-    let (code, _, err) = vy(
-        &[
-            "occupancy",
-            "fixtures/programs/vadd_f32.json",
-            "--device",
-            "h200",
-        ],
+fn program_file_without_ptxas_estimates_registers() {
+    // Offline: the registers come from the PTX estimate, labelled so, with how to get exact
+    // figures; text and JSON agree.
+    let args = [
+        "occupancy",
+        "fixtures/programs/math_f32.json",
+        "--device",
+        "h100-sxm",
+    ];
+    let (code, out, err) = vy(&args, Some("/nonexistent/ptxas"));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("estimated, ptxas not found"), "{out}");
+    assert!(out.contains("scripts/install-ptxas.sh"), "{out}");
+    let (code, out, _) = vy(
+        &[&args[..], &["--json"]].concat(),
         Some("/nonexistent/ptxas"),
     );
-    assert_eq!(code, 1);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["resources_estimated"], true);
+    let regs = v["resources"]["regs_per_thread"].as_u64().unwrap();
+    let ptx = vyrescope::emit::emit(
+        &vyrescope::ir::load_program(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/programs/math_f32.json"
+        )))
+        .unwrap(),
+        &vyrescope::emit::EmitOptions {
+            sm: 90,
+            workgroup_size: [256, 1, 1],
+            lineinfo: false,
+            unroll: true,
+            grid_barrier: Default::default(),
+        },
+    )
+    .unwrap()
+    .ptx;
+    assert_eq!(
+        regs,
+        u64::from(vyrescope::emit::reg_estimate::estimate_registers(&ptx))
+    );
+    assert!((16..=255).contains(&regs), "{regs}");
+    // --regs overrides the estimate (and ptxas): 200 registers cap the blocks per SM.
+    let (code, out, _) = vy(
+        &[&args[..], &["--regs", "200", "--json"]].concat(),
+        Some("/nonexistent/ptxas"),
+    );
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["resources"]["regs_per_thread"], 200);
+    assert_eq!(v["resources_estimated"], false);
+    assert!(v["resources_source"]
+        .as_str()
+        .unwrap()
+        .starts_with("--regs 200"));
     assert!(
-        err.contains("ptxas is not installed") && err.contains("Fix:"),
-        "{err}"
+        v["estimate"]["occupancy_pct"].as_f64().unwrap() < 50.0,
+        "{v}"
     );
 }
 

@@ -162,8 +162,11 @@ fn file_inputs_stay_inside_the_programs_folder_unless_root_widens_it() {
         ("/proc/self/environ", "system file"),
         ("fifo.bin", "a FIFO"),
     ] {
-        let (code, out, err) = run(file, &[]);
-        assert_eq!(code, 1, "{file}: {out}{err}");
+        // `run --json`: the error is a JSON object on stdout.
+        let (code, out, _) = run(file, &[]);
+        assert_eq!(code, 1, "{file}: {out}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let err = format!("{}\n  Fix: {}", v["error"], v["fix"]);
         assert!(
             err.contains(needle) && err.contains("Fix:"),
             "{file}: {err}"
@@ -177,9 +180,9 @@ fn file_inputs_stay_inside_the_programs_folder_unless_root_widens_it() {
     let (code, out, err) = run("../secret.bin", &["--root", root]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&fnv(&data)), "{out}");
-    let (code, _, err) = run("zero.bin", &["--root", "/"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("system file"), "{err}");
+    let (code, out, _) = run("zero.bin", &["--root", "/"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("system file"), "{out}");
     std::fs::remove_dir_all(&outer).unwrap();
 }
 

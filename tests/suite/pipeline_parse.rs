@@ -111,7 +111,7 @@ fn errors_carry_the_json_path_and_a_fix() {
         (
             r#"{"format": 1, "pipeline": "p", "buffers": {"a": {"type": "f32", "len": 1, "fill": "zeros"}},
              "steps": [{"program": "x.json", "bind": {"a": "a", "a": "a"}}]}"#,
-            "steps[0].bind",
+            "steps[0].bind.a",
         ),
         (
             r#"{"format": 1, "pipeline": "p", "buffers": {"a": {"type": "f32", "len": 1, "fill": "zeros"}},
@@ -125,6 +125,16 @@ fn errors_carry_the_json_path_and_a_fix() {
         assert!(!e.fix.is_empty(), "{e}");
         assert!(e.to_string().contains("Fix:"), "{e}");
     }
+}
+
+#[test]
+fn unknown_buffer_type_names_the_closest_type() {
+    let text = r#"{"format": 1, "pipeline": "p", "buffers": {"a": {"type": "f23", "len": 1, "fill": "zeros"}},
+        "steps": []}"#;
+    let e = parse_pipeline(text, "t.json", Path::new(".")).unwrap_err();
+    assert!(e.message.contains("unknown element type `f23`"), "{e}");
+    assert!(e.fix.starts_with("did you mean `f32`?"), "{e}");
+    assert!(e.fix.contains("bool") && e.fix.contains("f16"), "{e}");
 }
 
 #[test]

@@ -38,6 +38,18 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
     for args in commands {
         let (code, stdout, stderr) = vyrescope(args);
         assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        // With --json the error is JSON on stdout, with the same exit code.
+        let (stdout, stderr) = match serde_json::from_str::<serde_json::Value>(stdout.trim()) {
+            Ok(v) if args.contains(&"--json") && v.get("error").is_some() => (
+                String::new(),
+                format!(
+                    "error: {}\n  Fix: {}\n",
+                    v["error"].as_str().unwrap_or_default(),
+                    v["fix"].as_str().unwrap_or_default()
+                ),
+            ),
+            _ => (stdout, stderr),
+        };
         if stderr.starts_with("error: no CUDA driver found") {
             let lines: Vec<&str> = stderr.lines().collect();
             assert_eq!(lines.len(), 2, "{args:?}: {stderr}");

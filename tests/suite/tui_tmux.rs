@@ -3,14 +3,48 @@
 //! moves the PTX highlight (the pane's selected-node title and highlighted rows), that help
 //! opens, and that `q` exits with the terminal restored (`stty -a` shows icanon and echo).
 //!
-//! Without tmux the test fails when `CI=true` and otherwise skips with a notice.
+//! Without tmux the test fails when `CI=true` and otherwise skips with a notice. tmux runs
+//! with a private `TMUX_TMPDIR` (its own server, no other session or user config in the way),
+//! and every tmux command's exit status is checked: a server that cannot start fails the test
+//! with tmux's own error, not with an empty screen and a time-out.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// The private `TMUX_TMPDIR` of this test process (removed at exit by the OS temp cleanup;
+/// the socket inside is gone once the session is killed).
+fn tmux_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("vyrescope-tmux-")
+            .tempdir()
+            .expect("temp dir for TMUX_TMPDIR")
+    })
+    .path()
+}
+
+fn tmux_command(args: &[&str]) -> Command {
+    let mut c = Command::new("tmux");
+    c.args(args)
+        .env("TMUX_TMPDIR", tmux_dir())
+        .env_remove("TMUX");
+    c
+}
+
+/// Runs tmux; panics with its exit status and stderr when it fails.
 fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("run tmux");
+    let out = tmux_command(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run tmux {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "tmux {args:?} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -20,6 +54,21 @@ fn capture(session: &str, escapes: bool) -> String {
         args.push("-e");
     }
     tmux(&args)
+}
+
+#[test]
+fn tmux_failures_are_reported_with_tmux_error() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return;
+    }
+    // A session that does not exist: tmux exits non-zero, and the helper says why.
+    let r = std::panic::catch_unwind(|| tmux(&["capture-pane", "-p", "-t", "no-such-session-x"]));
+    let msg = r.expect_err("capture of a missing session must fail");
+    let text = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains("failed") && text.contains("capture-pane"),
+        "{text}"
+    );
 }
 
 fn wait_for(session: &str, what: &str, f: impl Fn(&str) -> bool) -> String {
@@ -124,9 +173,7 @@ fn real_binary_in_tmux() {
     struct Kill(String);
     impl Drop for Kill {
         fn drop(&mut self) {
-            let _ = Command::new("tmux")
-                .args(["kill-session", "-t", &self.0])
-                .output();
+            let _ = tmux_command(&["kill-session", "-t", &self.0]).output();
         }
     }
     let _kill = Kill(session.clone());

@@ -143,7 +143,14 @@ impl<'de> Visitor<'de> for ExprVisitor {
                     let t = ScalarType::from_name(&s).ok_or_else(|| {
                         err::<A::Error>(
                             format!("unknown value type `{s}`"),
-                            "use one of bool u32 i32 u64 i64 f32 f64 (storage types like u8 or f16 are not value types)",
+                            format!(
+                                "{} (storage types like u8 or f16 are not value types)",
+                                suggest::fix_for(
+                                    &s,
+                                    &suggest::value_types(),
+                                    "a value type is one of"
+                                )
+                            ),
                         )
                     })?;
                     extra.read(&mut map, &["value"])?;
@@ -159,7 +166,7 @@ impl<'de> Visitor<'de> for ExprVisitor {
                     let op = AtomicOp::from_name(&s).ok_or_else(|| {
                         err::<A::Error>(
                             format!("unknown atomic op `{s}`"),
-                            "use one of add min max and or xor exchange cas",
+                            suggest::fix_for(&s, &suggest::atomic_ops(), "an atomic op is one of"),
                         )
                     })?;
                     extra.read(&mut map, &["buffer", "index", "value", "expected"])?;
@@ -187,7 +194,7 @@ impl<'de> Visitor<'de> for ExprVisitor {
                     let op = ReduceOp::from_name(&s).ok_or_else(|| {
                         err::<A::Error>(
                             format!("unknown reduction `{s}`"),
-                            "use one of add mul min max and or xor",
+                            suggest::fix_for(&s, &suggest::reduce_ops(), "a reduction is one of"),
                         )
                     })?;
                     extra.read(&mut map, &["value"])?;
@@ -198,10 +205,19 @@ impl<'de> Visitor<'de> for ExprVisitor {
                     extra.read(&mut map, &[])?;
                     Expr::Ballot(bx(v.0))
                 }
-                _ => return Err(err(
-                    format!("unknown expression kind `{k}`"),
-                    "see the expression table of docs/program-format.md (e.g. add, load, select, cast)",
-                )),
+                _ => {
+                    return Err(err(
+                        format!("unknown expression kind `{k}`"),
+                        format!(
+                            "{}; see the expression table of docs/program-format.md",
+                            suggest::fix_for(
+                                k,
+                                &suggest::expr_kinds(),
+                                "an expression kind is one of"
+                            )
+                        ),
+                    ))
+                }
             }
         };
         Ok(e)

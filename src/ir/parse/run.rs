@@ -132,16 +132,10 @@ impl InputFields {
             }
             "data" => {
                 self.data = Some(
-                    map.next_value::<Vec<RawExpr>>()?
+                    map.next_value::<Vec<DataElem>>()?
                         .into_iter()
-                        .map(|e| match e.0 {
-                            Expr::Lit(l) => Ok(l),
-                            _ => Err(err::<A::Error>(
-                                "data elements must be numbers or true/false",
-                                "write plain numbers, e.g. [1, 2.5, -3]",
-                            )),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
+                        .map(|e| e.0)
+                        .collect(),
                 )
             }
             "file" => self.file = Some(map.next_value::<String>()?),
@@ -196,5 +190,68 @@ impl InputFields {
             InputSource::File(file.unwrap_or_default())
         };
         Ok(InputSpec { len, source })
+    }
+}
+
+/// One element of a `data` array: a number, true/false, a typed literal, or one of the
+/// strings `"inf"`, `"-inf"`, `"nan"` (float buffers only; the conversion to the buffer's type refuses them
+/// for integer buffers, where the type is known).
+struct DataElem(Literal);
+
+impl<'de> Deserialize<'de> for DataElem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Literal;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, true/false, \"inf\", \"-inf\" or \"nan\"")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Literal, E> {
+                Ok(Literal::Typed(crate::ir::types::Scalar::Bool(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Literal, E> {
+                Ok(Literal::Int(v as i128))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Literal, E> {
+                Ok(Literal::Int(v as i128))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Literal, E> {
+                Ok(Literal::Float(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Literal, E> {
+                match v {
+                    "inf" => Ok(Literal::Float(f64::INFINITY)),
+                    "-inf" => Ok(Literal::Float(f64::NEG_INFINITY)),
+                    "nan" => Ok(Literal::Float(f64::NAN)),
+                    _ => Err(err(
+                        format!("`{v}` is not a data element"),
+                        "write plain numbers, e.g. [1, 2.5, -3]; float buffers also take \"inf\", \"-inf\", \"nan\"",
+                    )),
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Literal, A::Error> {
+                // A typed literal (`{"f32": "inf"}`, `{"u8": 7}`) is a data element too.
+                match ExprVisitor.visit_map(map)? {
+                    Expr::Lit(l) => Ok(l),
+                    _ => Err(err(
+                        "data elements must be numbers, true/false or typed literals",
+                        "write plain numbers, e.g. [1, 2.5, -3]",
+                    )),
+                }
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Literal, A::Error> {
+                Err(err(
+                    "data elements must be numbers or true/false",
+                    "write plain numbers, e.g. [1, 2.5, -3]",
+                ))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Literal, E> {
+                Err(err(
+                    "null is not a data element",
+                    "write plain numbers, e.g. [1, 2.5, -3]",
+                ))
+            }
+        }
+        d.deserialize_any(V).map(DataElem)
     }
 }

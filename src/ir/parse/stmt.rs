@@ -114,10 +114,23 @@ impl<'de> Visitor<'de> for StmtVisitor {
                 extra.read(&mut map, &[])?;
                 StmtKind::Block(stmts(b))
             }
+            other if suggest::expr_kinds().contains(&other) => {
+                return Err(err(
+                    format!("`{other}` is an expression, not a statement"),
+                    format!(
+                        "bind its result with `let`: {{\"let\": \"old\", \"value\": {{\"{other}\": ..}}}} \
+                         (a statement's first key is one of {STMT_KINDS})"
+                    ),
+                ))
+            }
             other => {
                 return Err(err(
                     format!("unknown statement kind `{other}`"),
-                    format!("the first key of a statement is one of {STMT_KINDS}"),
+                    suggest::fix_for(
+                        other,
+                        &suggest::STMT_KIND_NAMES,
+                        "the first key of a statement is one of",
+                    ),
                 ))
             }
         };

@@ -492,7 +492,7 @@ impl GpuWorker {
         };
         let mut child = Command::new(&exe)
             .arg("gpu-worker")
-            .arg("--device")
+            .arg("--gpu")
             .arg(self.device.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,0 +1,63 @@
+//! `.ci/run` prints its `total:` line even when the tests fail, and still exits with cargo's
+//! failure status. Run against stand-ins for cargo, python3 (the ptxas wheel) and tmux in a
+//! private folder, so nothing is installed or built.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+fn script(dir: &Path, name: &str, body: &str) {
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn run_ci(cargo_exit: i32) -> (i32, String) {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let ptxas = bin.join("fake-ptxas");
+    script(
+        &bin,
+        "fake-ptxas",
+        "echo 'Cuda compilation tools, release 13.0'",
+    );
+    script(
+        &bin,
+        "python3",
+        &format!("cat >/dev/null; echo {}", ptxas.display()),
+    );
+    script(&bin, "tmux", "exit 0");
+    script(
+        &bin,
+        "cargo",
+        &format!(
+            "echo 'test result: ok. 7 passed; 0 failed; 0 ignored'\n\
+             echo 'test result: FAILED. 3 passed; 2 failed; 0 ignored'\n\
+             exit {cargo_exit}"
+        ),
+    );
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run"))
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("HOME", d.path())
+        .env("TMPDIR", d.path())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn total_line_is_printed_when_tests_fail_and_the_exit_status_is_kept() {
+    let (code, text) = run_ci(101);
+    assert_eq!(code, 101, "{text}");
+    assert!(text.contains("total: 10 passed, 2 failed"), "{text}");
+    let (code, text) = run_ci(0);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("total: 10 passed, 2 failed"), "{text}");
+}
