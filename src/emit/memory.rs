@@ -15,7 +15,7 @@ use super::address::Index;
 use super::regs::RegClass;
 use super::writer::{arith, imm_text, zero, Val, Writer};
 use super::EmitError;
-use crate::ir::{Access, AtomicOp, BufferDecl, ElemType, Expr, Scalar, ScalarType};
+use crate::ir::{Access, AtomicOp, AtomicOrder, BufferDecl, ElemType, Expr, Scalar, ScalarType};
 
 type R<T> = Result<T, EmitError>;
 
@@ -322,12 +322,14 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `atomic(op, B, index, value[, expected])`: sequentially consistent, returns the old
-    /// value. Lowered as `fence.sc` + `atom.acq_rel` at gpu scope for global buffers and cta
-    /// scope for shared ones (the standard C++ seq_cst RMW mapping of the PTX memory model).
+    /// `atomic(op, B, index, value[, expected])` with memory `order`; returns the old value.
+    /// At gpu scope for global buffers and cta scope for shared ones, the standard C++ mapping
+    /// of the PTX memory model: `seq_cst` is `fence.sc` + `atom.acq_rel`; the other orders are
+    /// one `atom` with that `.sem` and no fence (`relaxed` is what CUDA's `atomicAdd` gives).
     pub fn atomic(
         &mut self,
         op: AtomicOp,
+        order: AtomicOrder,
         buf: &str,
         index: &Expr,
         value: &Expr,
@@ -375,7 +377,15 @@ impl Writer<'_> {
             AtomicOp::Cas => ("cas", b.to_string()),
         };
         let vr = self.in_reg(&val);
-        self.ins_pred(pred.as_deref(), format!("fence.sc.{scope}"));
+        if order == AtomicOrder::SeqCst {
+            self.ins_pred(pred.as_deref(), format!("fence.sc.{scope}"));
+        }
+        let sem = match order {
+            AtomicOrder::Relaxed => "relaxed",
+            AtomicOrder::Acquire => "acquire",
+            AtomicOrder::Release => "release",
+            AtomicOrder::AcqRel | AtomicOrder::SeqCst => "acq_rel",
+        };
         let operands = match (&exp, op) {
             (Some(e), AtomicOp::Cas) => {
                 let er = self.in_reg(e);
@@ -386,7 +396,7 @@ impl Writer<'_> {
         self.ins_pred(
             pred.as_deref(),
             format!(
-                "atom.acq_rel.{scope}.{space}.{name}.{sfx} {}, {addr}, {operands}",
+                "atom.{sem}.{scope}.{space}.{name}.{sfx} {}, {addr}, {operands}",
                 res.text()
             ),
         );
