@@ -165,6 +165,11 @@ pub(super) struct Writer<'p> {
     pub guard: Option<String>,
     /// Accesses whose bounds check had to be combined with [`Writer::guard`].
     pub guard_checks: u32,
+    /// Depth of the statements being emitted under control flow that lanes may take apart
+    /// (`if` bodies, rolled loops); see [`Writer::full_warp`].
+    pub divergent: u32,
+    /// Whether a `return` was emitted before this point (its lanes may have left).
+    pub returned: bool,
     builtins: HashMap<Builtin, String>,
     pub buf_ptr: HashMap<String, String>,
     pub buf_len: HashMap<String, String>,
@@ -176,6 +181,16 @@ pub(super) struct Writer<'p> {
 }
 
 impl<'p> Writer<'p> {
+    /// Whether every lane of every warp is surely active here: the workgroup is whole warps
+    /// (so no warp is short), no `return` came before, and no enclosing `if` or rolled loop
+    /// could have split the warp. Warp operations then use the full member mask as a
+    /// constant instead of `activemask`, and a shuffle needs no inactive-source select.
+    pub fn full_warp(&self) -> bool {
+        let [x, y, z] = self.opts.workgroup_size;
+        let threads = x as u64 * y as u64 * z as u64;
+        threads % 32 == 0 && self.divergent == 0 && !self.returned && self.guard.is_none()
+    }
+
     /// A writer for the elaborated `prog`.
     pub fn new(prog: &'p Program, opts: &'p EmitOptions, printed: Printed) -> Self {
         let mut assigned = HashSet::new();
@@ -206,6 +221,8 @@ impl<'p> Writer<'p> {
             copy_tag: String::new(),
             guard: None,
             guard_checks: 0,
+            divergent: 0,
+            returned: false,
             builtins: HashMap::new(),
             buf_ptr: HashMap::new(),
             buf_len: HashMap::new(),
