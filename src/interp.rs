@@ -285,7 +285,7 @@ fn run_units(
         fuel: &fuel,
     };
     let count = |k: u64| (workgroups - k * per_unit as u64).min(per_unit as u64) as usize;
-    let chosen = |k: &u64| *k % every == 0 || *k + 1 == units;
+    let chosen = |k: &u64| k.is_multiple_of(every) || *k + 1 == units;
     if options.parallel && units > 1 {
         (0..units)
             .into_par_iter()

@@ -188,7 +188,7 @@ impl<'p> Writer<'p> {
     pub fn full_warp(&self) -> bool {
         let [x, y, z] = self.opts.workgroup_size;
         let threads = x as u64 * y as u64 * z as u64;
-        threads % 32 == 0 && self.divergent == 0 && !self.returned && self.guard.is_none()
+        threads.is_multiple_of(32) && self.divergent == 0 && !self.returned && self.guard.is_none()
     }
 
     /// A writer for the elaborated `prog`.
