@@ -68,6 +68,12 @@ pub fn run(a: &Args) -> i32 {
         (false, Some(n)) => Verify::Sampled(n),
         (false, None) => Verify::Full,
     };
+    if matches!(verify, Verify::Sampled(_)) && !crate::runtime::bench::can_sample(&program) {
+        return super::fail(format!(
+            "`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable\n  Fix: leave out --sample",
+            program.name
+        ));
+    }
     let mut rt = match Runtime::open(0) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
