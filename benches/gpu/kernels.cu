@@ -31,9 +31,9 @@
         }                                                                                \
     } while (0)
 
-using cuda::memory_order;
-constexpr memory_order SEQ = cuda::memory_order_seq_cst;
-constexpr memory_order RLX = cuda::memory_order_relaxed;
+using memory_order = cuda::std::memory_order;
+constexpr memory_order SEQ = cuda::std::memory_order_seq_cst;
+constexpr memory_order RLX = cuda::std::memory_order_relaxed;
 
 template <typename T>
 using dev_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
