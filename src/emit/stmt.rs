@@ -119,7 +119,12 @@ impl Writer<'_> {
     }
 
     fn let_stmt(&mut self, name: &str, value: &Expr) -> R<()> {
-        let v = self.expr(value)?;
+        // Nobody reads this variable: an atomic's old value is not needed.
+        self.discard_result =
+            matches!(value, Expr::Atomic { .. }) && !self.read_vars.contains(name);
+        let v = self.expr(value);
+        self.discard_result = false;
+        let v = v?;
         let ty = v.ty();
         let never_assigned = !self.assigned.contains(name);
         if let (Val::Imm(k), true) = (&v, never_assigned) {

@@ -149,6 +149,11 @@ pub(super) struct Writer<'p> {
     pub scopes: Vec<HashMap<String, VarInfo>>,
     /// Variables assigned anywhere (never aliased, never used in proofs).
     pub assigned: HashSet<String>,
+    /// Variable names read anywhere in the Program (a `let` whose name is not here is dead).
+    pub read_vars: HashSet<String>,
+    /// Set by a dead `let` of an atomic whose old value nobody reads: the atomic may lower to
+    /// `red` (see `memory.rs`). Taken (reset) by the atomic before its operands are emitted.
+    pub discard_result: bool,
     pub facts: Facts,
     /// Predicates of the enclosing `select` arms (register, negated) under which the
     /// conditional facts hold.
@@ -194,9 +199,25 @@ impl<'p> Writer<'p> {
     /// A writer for the elaborated `prog`.
     pub fn new(prog: &'p Program, opts: &'p EmitOptions, printed: Printed) -> Self {
         let mut assigned = HashSet::new();
+        let mut read_vars = HashSet::new();
         prog.walk_stmts(&mut |s| {
-            if let crate::ir::StmtKind::Assign { name, .. } = &s.kind {
+            use crate::ir::StmtKind as K;
+            if let K::Assign { name, .. } = &s.kind {
                 assigned.insert(name.clone());
+            }
+            let exprs: Vec<&crate::ir::Expr> = match &s.kind {
+                K::Let { value, .. } | K::Assign { value, .. } => vec![value],
+                K::Store { index, value, .. } => vec![index, value],
+                K::If { cond, .. } => vec![cond],
+                K::Loop { from, to, .. } => vec![from, to],
+                K::Barrier(_) | K::Return | K::Block(_) => vec![],
+            };
+            for e in exprs {
+                e.visit(&mut |e| {
+                    if let crate::ir::Expr::Var(n) = e {
+                        read_vars.insert(n.clone());
+                    }
+                });
             }
         });
         Writer {
@@ -213,6 +234,8 @@ impl<'p> Writer<'p> {
             loc_current: None,
             scopes: vec![HashMap::new()],
             assigned,
+            read_vars,
+            discard_result: false,
             facts: Facts::default(),
             cond_preds: Vec::new(),
             caches: vec![Cache::default()],

@@ -183,10 +183,15 @@ fn ptx(order: Option<&str>, sm: u32) -> String {
     emit(&p, &o).unwrap_or_else(|e| panic!("{e}")).ptx
 }
 
-fn lines_with<'a>(ptx: &'a str, needle: &str) -> Vec<&'a str> {
+/// Instructions (after any `@%p` / `@!%p` guard) that start with `prefix`.
+fn lines_with<'a>(ptx: &'a str, prefix: &str) -> Vec<&'a str> {
     ptx.lines()
         .map(str::trim)
-        .filter(|l| !l.starts_with("//") && l.contains(needle))
+        .map(|l| match l.strip_prefix('@') {
+            Some(rest) => rest.split_once(' ').map_or(rest, |(_, i)| i),
+            None => l,
+        })
+        .filter(|l| l.starts_with(prefix))
         .collect()
 }
 
@@ -211,13 +216,38 @@ fn atomic_orders_lower_to_their_sem() {
     ] {
         let text = ptx(Some(order), 90);
         assert!(lines_with(&text, "fence").is_empty(), "{order}: no fence");
+        // Only `g_exchange` and `w_cas` are read later. A relaxed or release atomic whose
+        // old value is dead is a `red` (no acquire form exists; exchange and cas have none).
+        let reds = if matches!(order, "relaxed" | "release") {
+            19
+        } else {
+            0
+        };
         let atoms = lines_with(&text, "atom.");
-        assert_eq!(atoms.len(), 25, "{order}");
-        let gpu = format!("atom.{sem}.gpu.global.");
-        let cta = format!("atom.{sem}.cta.shared.");
-        assert_eq!(atoms.iter().filter(|l| l.contains(&gpu)).count(), 17);
-        assert_eq!(atoms.iter().filter(|l| l.contains(&cta)).count(), 8);
+        let red_lines = lines_with(&text, "red.");
+        assert_eq!(atoms.len(), 25 - reds, "{order}\n{text}");
+        assert_eq!(red_lines.len(), reds, "{order}");
+        for kind in ["atom", "red"] {
+            let lines = if kind == "atom" { &atoms } else { &red_lines };
+            let gpu = format!("{kind}.{sem}.gpu.global.");
+            let cta = format!("{kind}.{sem}.cta.shared.");
+            let (g, c) = (
+                lines.iter().filter(|l| l.contains(&gpu)).count(),
+                lines.iter().filter(|l| l.contains(&cta)).count(),
+            );
+            assert_eq!(g + c, lines.len(), "{order} {kind}: {lines:?}");
+            // Per buffer kind: 6 reducible ops on g and d (+ the f32 add) and 6 on w.
+            if kind == "red" && reds > 0 {
+                assert_eq!((g, c), (13, 6), "{order}");
+            }
+        }
     }
+    // The old value read later keeps the atom.
+    let text = ptx(Some("relaxed"), 90);
+    assert_eq!(
+        lines_with(&text, "atom.relaxed.gpu.global.exch.b32").len(),
+        1
+    );
 }
 
 #[test]
