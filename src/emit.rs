@@ -53,7 +53,11 @@
 //! - `stmt.rs`: short `if` bodies are predicated (every access under the guard) unless an
 //!   access in them keeps a check, then they are branched over;
 //! - `address.rs`: constant index offsets go into the address operand (`[%r6+512]`);
-//! - `cse.rs`: pure operations and addresses are computed once per scope.
+//! - `cse.rs`: pure operations and addresses are computed once per scope;
+//! - `subgroup.rs`: where every lane is surely active (whole-warp workgroup, no earlier
+//!   `return`, outside any `if` or rolled loop: `Writer::full_warp`) warp operations take the
+//!   constant full mask, shuffles need no inactive-source select and reductions no
+//!   partial-warp path.
 
 use serde::Serialize;
 

@@ -171,6 +171,31 @@ pub fn run_with(
     buffers: &mut [HostBuffer],
     options: &Options,
 ) -> Result<InterpStats, InterpError> {
+    run_units(program, shape, buffers, options, 1)
+}
+
+/// Like [`run_with`], but runs only every `every`-th unit of workgroups (units are runs of
+/// consecutive workgroups of about 1024 threads) plus the last one, leaving the other
+/// workgroups' outputs untouched: a sampled reference for dispatches too large to interpret
+/// whole. Only meaningful when workgroups are independent (no grid barrier, no atomics on
+/// host buffers); the caller checks that and compares only the elements the run changed.
+pub fn run_sampled(
+    program: &Program,
+    shape: &LaunchShape,
+    buffers: &mut [HostBuffer],
+    options: &Options,
+    every: u64,
+) -> Result<InterpStats, InterpError> {
+    run_units(program, shape, buffers, options, every.max(1))
+}
+
+fn run_units(
+    program: &Program,
+    shape: &LaunchShape,
+    buffers: &mut [HostBuffer],
+    options: &Options,
+    every: u64,
+) -> Result<InterpStats, InterpError> {
     shape.check().map_err(|e| InterpError {
         code: "I001",
         node: None,
@@ -260,14 +285,18 @@ pub fn run_with(
         fuel: &fuel,
     };
     let count = |k: u64| (workgroups - k * per_unit as u64).min(per_unit as u64) as usize;
+    let chosen = |k: &u64| k.is_multiple_of(every) || *k + 1 == units;
     if options.parallel && units > 1 {
-        (0..units).into_par_iter().try_for_each_init(
-            || exec::Unit::new(&cx, per_unit),
-            |unit, k| unit.run(&cx, k * per_unit as u64, count(k)),
-        )?;
+        (0..units)
+            .into_par_iter()
+            .filter(chosen)
+            .try_for_each_init(
+                || exec::Unit::new(&cx, per_unit),
+                |unit, k| unit.run(&cx, k * per_unit as u64, count(k)),
+            )?;
     } else {
         let mut unit = exec::Unit::new(&cx, per_unit);
-        for k in 0..units {
+        for k in (0..units).filter(chosen) {
             unit.run(&cx, k * per_unit as u64, count(k))?;
         }
     }

@@ -1,7 +1,86 @@
-"""Prints the markdown table of benches/gpu/run.sh from its JSON files (argument: the dir)."""
+"""Prints the markdown table of benches/gpu/run.sh from its JSON files (argument: the dir),
+or with `--kernels DIR ROUNDS` the table of benches/gpu/kernels.sh."""
 import json
+import re
+import statistics
 import sys
 from pathlib import Path
+
+
+def kernels_table(d, rounds):
+    """Every fixture of kernels.sh: medians over rounds, registers, checks."""
+    regs = {}
+    res = d / "nvcc_resources.txt"
+    if res.exists():
+        fn = None
+        for line in res.read_text().splitlines():
+            m = re.search(r"Function (\w+):", line)
+            if m:
+                fn = m.group(1)
+            m = re.search(r"\bREG:(\d+)", line)
+            if m and fn:
+                regs.setdefault(fn, int(m.group(1)))
+    build = d / "nvcc_build.txt"
+    if build.exists():  # -Xptxas -v, when cuobjdump gave nothing
+        fn = None
+        for line in build.read_text().splitlines():
+            m = re.search(r"entry function '(\w+)'", line)
+            if m:
+                fn = m.group(1)
+            m = re.search(r"Used (\d+) registers", line)
+            if m and fn:
+                regs.setdefault(fn, int(m.group(1)))
+
+    def load(path):
+        try:
+            text = path.read_text().strip()
+            return json.loads(text.splitlines()[-1] if path.name.startswith("nvcc") else text)
+        except (OSError, ValueError, IndexError):
+            return None
+
+    names = []
+    for p in sorted((d / "r1").glob("vs_*.json")) + sorted((d / "r1").glob("nvcc_*.json")):
+        k = p.stem.split("_", 1)[1]
+        if k not in names:
+            names.append(k)
+    order = ["histogram_u8", "histogram_u8_relaxed", "warp_scan_u32", "matmul_tiled_f32",
+             "stencil5_f32", "atomics_mixed", "atomics_mixed_relaxed"]
+    names.sort(key=lambda k: order.index(k) if k in order else len(order))
+    print(f"| fixture | size | nvcc -O3 ms | vyrescope ms | vyrescope / nvcc | per-round ratios | regs nvcc | regs vyrescope | nvcc check (CPU) | vyrescope check (interpreter) |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---|---|")
+    for k in names:
+        nv, vs, size, ratios = [], [], "?", []
+        nv_ok, vs_check, vs_regs = "missing", "missing", "?"
+        for r in range(1, rounds + 1):
+            n = load(d / f"r{r}" / f"nvcc_{k}.json")
+            v = load(d / f"r{r}" / f"vs_{k}.json")
+            if n:
+                nv.append(n["median_ms"])
+                size = n.get("size", size)
+                if r == 1:
+                    nv_ok = "ok" if n.get("verified") else f"FAILED: {n.get('problem', '')}"
+            if v:
+                kb = v["kernel"]
+                vs.append(kb["device_ms"]["median_ms"])
+                vs_regs = kb["regs"]
+                if r == 1:
+                    p = kb.get("parity")
+                    if p is None:
+                        vs_check = "not run"
+                    else:
+                        state = "ok" if p["passed"] else "FAILED"
+                        vs_check = f"{state}: {kb.get('reference_run', 'full')}, {p['mismatches']} of {p['compared']} differ"
+            if n and v:
+                ratios.append(kb["device_ms"]["median_ms"] / n["median_ms"])
+        med = lambda xs: statistics.median(xs) if xs else float("nan")
+        ratio = med(vs) / med(nv) if nv and vs else float("nan")
+        rr = ", ".join(f"{x:.3f}" for x in ratios)
+        print(f"| {k} | {size} | {med(nv):.4f} | {med(vs):.4f} | {ratio:.3f} | {rr} | {regs.get(k, '?')} | {vs_regs} | {nv_ok} | {vs_check} |")
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--kernels":
+    kernels_table(Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 3)
+    sys.exit(0)
 
 d = Path(sys.argv[1])
 nvcc = {}
@@ -17,6 +96,8 @@ full = None
 
 
 def parity(p):
+    if p is None:
+        return "not checked"
     state = "ok" if p["passed"] else "FAILED"
     return f"{state}: {p['mode']}, {p['mismatches']} of {p['compared']} differ"
 

@@ -1,9 +1,14 @@
 //! `vyrescope bench-kernel FILE` (hidden): device time of the emitted kernel at a given size,
 //! full-dispatch wall time, and (with --overhead) warm dispatch overhead vs bare cudarc.
-//! Used by `benches/gpu/run.sh`.
+//! Used by `benches/gpu/run.sh` and `benches/gpu/kernels.sh`.
+//!
+//! Sizes: `--elements N` resizes a 1-D fixture (the default, 2^26); `--scale S` multiplies a
+//! fixture's grid by S on every axis it spans, with its buffers and sizes (see
+//! `runtime::bench::with_scale`), so a 2-D fixture computes every element at the new size.
 
 use std::path::{Path, PathBuf};
 
+use crate::runtime::bench::{BenchOptions, Verify};
 use crate::runtime::Runtime;
 
 /// Benchmark one Program's emitted kernel on the GPU.
@@ -11,9 +16,21 @@ use crate::runtime::Runtime;
 pub struct Args {
     /// Program file.
     pub file: PathBuf,
-    /// Invocations along x (buffers get this many elements).
-    #[arg(long, default_value_t = 1 << 26)]
-    pub elements: u64,
+    /// Invocations along x (buffers get this many elements); default 2^26 without --scale.
+    #[arg(long, conflicts_with = "scale")]
+    pub elements: Option<u64>,
+    /// Scale the fixture's run section S times along every axis of its grid (2-D and 3-D
+    /// fixtures: grid, buffer lengths and the sizes in its uniform inputs), or its elements.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub scale: Option<u32>,
+    /// Verify against a reference run of every N-th unit of workgroups (and the last) instead
+    /// of the whole dispatch; for Programs whose workgroups are independent.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "no_verify")]
+    pub sample: Option<u64>,
+    /// No reference run (with --full-reps 0 also no full dispatches): for repeated rounds of a
+    /// size already verified.
+    #[arg(long)]
+    pub no_verify: bool,
     /// Workgroup size override, `X,Y,Z`.
     #[arg(long, value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
@@ -42,6 +59,24 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     let base = a.file.parent().unwrap_or(Path::new("."));
+    let program = match a.scale {
+        Some(s) => match crate::runtime::bench::with_scale(&program, s) {
+            Ok(p) => p,
+            Err(e) => return super::fail(e),
+        },
+        None => crate::runtime::bench::with_elements(&program, a.elements.unwrap_or(1 << 26)),
+    };
+    let verify = match (a.no_verify, a.sample) {
+        (true, _) => Verify::Off,
+        (false, Some(n)) => Verify::Sampled(n),
+        (false, None) => Verify::Full,
+    };
+    if matches!(verify, Verify::Sampled(_)) && !crate::runtime::bench::can_sample(&program) {
+        return super::fail(format!(
+            "`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable\n  Fix: leave out --sample",
+            program.name
+        ));
+    }
     let gpu = match a.gpu.ordinal() {
         Ok(n) => n,
         Err(e) => return super::fail(e),
@@ -50,14 +85,13 @@ pub fn run(a: &Args) -> i32 {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
-    let bench = match rt.bench_program(
-        &program,
-        base,
-        a.elements,
-        a.workgroup,
-        a.repeat,
-        a.full_reps,
-    ) {
+    let opts = BenchOptions {
+        workgroup: a.workgroup,
+        repeat: a.repeat,
+        full_reps: a.full_reps,
+        verify,
+    };
+    let bench = match rt.bench_program(&program, base, &opts) {
         Ok(b) => b,
         Err(e) => return super::fail(e),
     };
@@ -70,7 +104,11 @@ pub fn run(a: &Args) -> i32 {
         None
     };
     // A timed kernel that computes the wrong thing is not a result: exit 1 (after printing).
-    let code = if bench.parity.passed { 0 } else { 1 };
+    let code = if bench.parity.as_ref().is_some_and(|p| !p.passed) {
+        1
+    } else {
+        0
+    };
     if a.json {
         let v = serde_json::json!({"kernel": bench, "overhead": overhead, "device": rt.caps().name, "telemetry": rt.telemetry()});
         match serde_json::to_string_pretty(&v) {
@@ -90,12 +128,16 @@ pub fn run(a: &Args) -> i32 {
             bench.buffer_bytes as f64 / bench.device_ms.median_ms / 1e6,
             bench.full_dispatch_ms.median_ms
         );
-        outln!(
-            "parity with the reference interpreter: {} ({} of {} elements differ)",
-            if bench.parity.passed { "ok" } else { "FAILED" },
-            bench.parity.mismatches,
-            bench.parity.compared
-        );
+        match &bench.parity {
+            Some(p) => outln!(
+                "parity with the reference interpreter ({}): {} ({} of {} elements differ)",
+                bench.reference_run,
+                if p.passed { "ok" } else { "FAILED" },
+                p.mismatches,
+                p.compared
+            ),
+            None => outln!("parity with the reference interpreter: not checked (--no-verify)"),
+        }
         if let Some(o) = overhead {
             outln!(
                 "warm dispatch, no device timing: vyrescope {:.2} us vs bare cudarc launch + cuStreamSynchronize {:.2} us (median) = {:.2}x",

@@ -129,7 +129,8 @@ impl Writer<'_> {
                 index,
                 value,
                 expected,
-            } => self.atomic(*op, buffer, index, value, expected.as_deref()),
+                order,
+            } => self.atomic(*op, *order, buffer, index, value, expected.as_deref()),
             Expr::Shuffle { value, lane } => {
                 let v = self.expr(value)?;
                 let l = self.expr(lane)?;

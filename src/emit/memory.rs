@@ -15,7 +15,7 @@ use super::address::Index;
 use super::regs::RegClass;
 use super::writer::{arith, imm_text, zero, Val, Writer};
 use super::EmitError;
-use crate::ir::{Access, AtomicOp, BufferDecl, ElemType, Expr, Scalar, ScalarType};
+use crate::ir::{Access, AtomicOp, AtomicOrder, BufferDecl, ElemType, Expr, Scalar, ScalarType};
 
 type R<T> = Result<T, EmitError>;
 
@@ -322,17 +322,26 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `atomic(op, B, index, value[, expected])`: sequentially consistent, returns the old
-    /// value. Lowered as `fence.sc` + `atom.acq_rel` at gpu scope for global buffers and cta
-    /// scope for shared ones (the standard C++ seq_cst RMW mapping of the PTX memory model).
+    /// `atomic(op, B, index, value[, expected])` with memory `order`; returns the old value.
+    /// At gpu scope for global buffers and cta scope for shared ones, the standard C++ mapping
+    /// of the PTX memory model: `seq_cst` is `fence.sc` + `atom.acq_rel`; the other orders are
+    /// one `atom` with that `.sem` and no fence (`relaxed` is what CUDA's `atomicAdd` gives).
+    /// A `relaxed` or `release` atomic whose old value is dead (a `let` nobody reads) is one
+    /// `red` instead, as nvcc writes an `atomicAdd` whose result is unused.
     pub fn atomic(
         &mut self,
         op: AtomicOp,
+        order: AtomicOrder,
         buf: &str,
         index: &Expr,
         value: &Expr,
         expected: Option<&Expr>,
     ) -> R<Val> {
+        // `red` where the old value is dead and nothing reads through it: it has no acquire
+        // form (only relaxed and release), and exchange and cas have none at all.
+        let reduce = std::mem::take(&mut self.discard_result)
+            && matches!(order, AtomicOrder::Relaxed | AtomicOrder::Release)
+            && !matches!(op, AtomicOp::Exchange | AtomicOp::Cas);
         let d = self.decl(buf)?;
         let ix = self.index(index)?;
         let val = self.expr(value)?;
@@ -346,8 +355,24 @@ impl Writer<'_> {
             return Ok(Val::Imm(zero(ty)));
         }
         let addr = self.address(&d, &ix)?;
-        let res = self.fresh(ty);
         let pred = self.effect_pred(&check);
+        if reduce {
+            let (scope, space) = if d.access.is_host() {
+                ("gpu", "global")
+            } else {
+                ("cta", "shared")
+            };
+            let (name, sfx) = atom_op(op, ty);
+            let sem = order.name();
+            let vr = self.in_reg(&val);
+            self.ins_pred(
+                pred.as_deref(),
+                format!("red.{sem}.{scope}.{space}.{name}.{sfx} {addr}, {vr}"),
+            );
+            // The value is never read.
+            return Ok(Val::Imm(zero(ty)));
+        }
+        let res = self.fresh(ty);
         if pred.is_some() {
             self.ins(format!(
                 "mov{} {}, {}",
@@ -361,21 +386,17 @@ impl Writer<'_> {
         } else {
             ("cta", "shared")
         };
-        let b = if ty.bits() == 64 { "b64" } else { "b32" };
-        let (name, sfx) = match op {
-            AtomicOp::Add if ty == ScalarType::I64 => ("add", "u64".to_string()),
-            AtomicOp::Add if ty == ScalarType::I32 => ("add", "s32".to_string()),
-            AtomicOp::Add => ("add", arith(ty).to_string()),
-            AtomicOp::Min => ("min", arith(ty).to_string()),
-            AtomicOp::Max => ("max", arith(ty).to_string()),
-            AtomicOp::And => ("and", b.to_string()),
-            AtomicOp::Or => ("or", b.to_string()),
-            AtomicOp::Xor => ("xor", b.to_string()),
-            AtomicOp::Exchange => ("exch", b.to_string()),
-            AtomicOp::Cas => ("cas", b.to_string()),
-        };
+        let (name, sfx) = atom_op(op, ty);
         let vr = self.in_reg(&val);
-        self.ins_pred(pred.as_deref(), format!("fence.sc.{scope}"));
+        if order == AtomicOrder::SeqCst {
+            self.ins_pred(pred.as_deref(), format!("fence.sc.{scope}"));
+        }
+        let sem = match order {
+            AtomicOrder::Relaxed => "relaxed",
+            AtomicOrder::Acquire => "acquire",
+            AtomicOrder::Release => "release",
+            AtomicOrder::AcqRel | AtomicOrder::SeqCst => "acq_rel",
+        };
         let operands = match (&exp, op) {
             (Some(e), AtomicOp::Cas) => {
                 let er = self.in_reg(e);
@@ -386,10 +407,27 @@ impl Writer<'_> {
         self.ins_pred(
             pred.as_deref(),
             format!(
-                "atom.acq_rel.{scope}.{space}.{name}.{sfx} {}, {addr}, {operands}",
+                "atom.{sem}.{scope}.{space}.{name}.{sfx} {}, {addr}, {operands}",
                 res.text()
             ),
         );
         Ok(res)
+    }
+}
+
+/// The PTX operation and type suffix of an `atom`/`red` of `op` on `ty`.
+fn atom_op(op: AtomicOp, ty: ScalarType) -> (&'static str, String) {
+    let b = if ty.bits() == 64 { "b64" } else { "b32" };
+    match op {
+        AtomicOp::Add if ty == ScalarType::I64 => ("add", "u64".to_string()),
+        AtomicOp::Add if ty == ScalarType::I32 => ("add", "s32".to_string()),
+        AtomicOp::Add => ("add", arith(ty).to_string()),
+        AtomicOp::Min => ("min", arith(ty).to_string()),
+        AtomicOp::Max => ("max", arith(ty).to_string()),
+        AtomicOp::And => ("and", b.to_string()),
+        AtomicOp::Or => ("or", b.to_string()),
+        AtomicOp::Xor => ("xor", b.to_string()),
+        AtomicOp::Exchange => ("exch", b.to_string()),
+        AtomicOp::Cas => ("cas", b.to_string()),
     }
 }

@@ -88,7 +88,12 @@ impl Writer<'_> {
                 then,
                 otherwise,
                 ..
-            } => self.if_stmt(cond, then, otherwise),
+            } => {
+                self.divergent += 1;
+                let r = self.if_stmt(cond, then, otherwise);
+                self.divergent -= 1;
+                r
+            }
             StmtKind::Loop {
                 var,
                 from,
@@ -106,6 +111,7 @@ impl Writer<'_> {
             StmtKind::Return => {
                 let g = self.guard.clone();
                 self.ins_pred(g.as_deref(), "ret");
+                self.returned = true;
                 Ok(())
             }
             StmtKind::Block(b) => self.scoped(|w| w.stmts(b)),
@@ -113,7 +119,12 @@ impl Writer<'_> {
     }
 
     fn let_stmt(&mut self, name: &str, value: &Expr) -> R<()> {
-        let v = self.expr(value)?;
+        // Nobody reads this variable: an atomic's old value is not needed.
+        self.discard_result =
+            matches!(value, Expr::Atomic { .. }) && !self.read_vars.contains(name);
+        let v = self.expr(value);
+        self.discard_result = false;
+        let v = v?;
         let ty = v.ty();
         let never_assigned = !self.assigned.contains(name);
         if let (Val::Imm(k), true) = (&v, never_assigned) {
@@ -264,18 +275,23 @@ impl Writer<'_> {
             self.ins(format!("@{skip} bra {exit}"));
         }
         self.label(&head);
+        // Lanes may run different trip counts (or return in one iteration and not reach the
+        // next): the body is not full-warp code.
+        self.divergent += 1;
         let len_fact = match to {
             Expr::Len(b) => Some(b.clone()),
             _ => None,
         };
-        self.scoped(|w| {
+        let r = self.scoped(|w| {
             w.declare(var, VarInfo::reg(k.clone(), ScalarType::U32, range));
             if let Some(b) = &len_fact {
                 w.facts
                     .add(Fact::BelowLen(Subject::Reg(k.clone()), b.clone()), false);
             }
             w.stmts(body)
-        })?;
+        });
+        self.divergent -= 1;
+        r?;
         self.ins(format!("add.s32 {k}, {k}, 1"));
         let again = self.reg_class(super::regs::RegClass::Pred);
         self.ins(format!("setp.lt.u32 {again}, {k}, {end}"));

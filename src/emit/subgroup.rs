@@ -3,7 +3,10 @@
 //! - `shuffle`: `shfl.sync.idx.b32` with clamp 31, which reads lane `lane & 31`; 64-bit values
 //!   move as two halves, bools as 0/1 words. When the source lane is not in the member mask
 //!   (inactive, or past a short last warp) the reading lane gets its own value, as in the
-//!   reference interpreter (the hardware result would be undefined).
+//!   reference interpreter (the hardware result would be undefined). Where every lane is
+//!   surely active (`Writer::full_warp`: whole-warp workgroups, no earlier `return`, outside
+//!   any `if` or rolled loop) the mask is the constant `-1` and that select is left out, as
+//!   nvcc's `__shfl_sync(0xffffffff, ..)`.
 //! - `ballot`: `vote.sync.ballot.b32`.
 //! - `subgroup_reduce`: `redux.sync` for 32-bit integer add/min/max/and/or/xor on sm_80+.
 //!   Otherwise (floats, mul, 64-bit, older targets) the result is the butterfly over the 32
@@ -24,8 +27,12 @@ use crate::ir::{BinOp, ReduceOp, ScalarType};
 type R<T> = Result<T, EmitError>;
 
 impl Writer<'_> {
-    /// `activemask.b32` at this point.
+    /// `activemask.b32` at this point, or the constant full mask where every lane is
+    /// surely active ([`Writer::full_warp`]).
     fn member_mask(&mut self) -> String {
+        if self.full_warp() {
+            return "-1".to_string();
+        }
         let m = self.reg_class(RegClass::B32);
         self.ins(format!("activemask.b32 {m}"));
         m
@@ -75,6 +82,10 @@ impl Writer<'_> {
         let mask = self.member_mask();
         let l = self.in_reg(&lane);
         let got = self.shfl("idx", &v, &l, &mask);
+        if self.full_warp() {
+            // Every source lane is active: the shuffle's value is the result.
+            return Ok(got);
+        }
         // Source lane outside the member mask: keep the reader's own value.
         let src = self.reg_class(RegClass::B32);
         self.ins(format!("and.b32 {src}, {l}, 31"));
@@ -131,11 +142,18 @@ impl Writer<'_> {
         let mv = mov_suffix(ty);
         let acc = self.reg(ty);
         let vr = self.in_reg(&v);
-        let serial = self.fresh_label("red_partial");
-        let done = self.fresh_label("red_done");
-        let full = self.reg_class(RegClass::Pred);
-        self.ins(format!("setp.eq.u32 {full}, {mask}, -1"));
-        self.ins(format!("@!{full} bra {serial}"));
+        // A warp known to be whole at this point needs neither the test nor the partial path.
+        let known_full = self.full_warp();
+        let (serial, done) = if known_full {
+            (String::new(), String::new())
+        } else {
+            let serial = self.fresh_label("red_partial");
+            let done = self.fresh_label("red_done");
+            let full = self.reg_class(RegClass::Pred);
+            self.ins(format!("setp.eq.u32 {full}, {mask}, -1"));
+            self.ins(format!("@!{full} bra {serial}"));
+            (serial, done)
+        };
         // Full warp: xor butterfly.
         self.ins(format!("mov{mv} {acc}, {vr}"));
         for off in [16, 8, 4, 2, 1] {
@@ -147,6 +165,13 @@ impl Writer<'_> {
             let other = self.shfl("bfly", &cur, &off.to_string(), &mask);
             let r = self.binary(bin, cur, other)?;
             self.ins(format!("mov{mv} {acc}, {}", r.text()));
+        }
+        if known_full {
+            return Ok(Val::Reg {
+                name: acc,
+                ty,
+                fresh: true,
+            });
         }
         self.ins(format!("bra.uni {done}"));
         self.label(&serial);

@@ -149,6 +149,11 @@ pub(super) struct Writer<'p> {
     pub scopes: Vec<HashMap<String, VarInfo>>,
     /// Variables assigned anywhere (never aliased, never used in proofs).
     pub assigned: HashSet<String>,
+    /// Variable names read anywhere in the Program (a `let` whose name is not here is dead).
+    pub read_vars: HashSet<String>,
+    /// Set by a dead `let` of an atomic whose old value nobody reads: the atomic may lower to
+    /// `red` (see `memory.rs`). Taken (reset) by the atomic before its operands are emitted.
+    pub discard_result: bool,
     pub facts: Facts,
     /// Predicates of the enclosing `select` arms (register, negated) under which the
     /// conditional facts hold.
@@ -165,6 +170,11 @@ pub(super) struct Writer<'p> {
     pub guard: Option<String>,
     /// Accesses whose bounds check had to be combined with [`Writer::guard`].
     pub guard_checks: u32,
+    /// Depth of the statements being emitted under control flow that lanes may take apart
+    /// (`if` bodies, rolled loops); see [`Writer::full_warp`].
+    pub divergent: u32,
+    /// Whether a `return` was emitted before this point (its lanes may have left).
+    pub returned: bool,
     builtins: HashMap<Builtin, String>,
     pub buf_ptr: HashMap<String, String>,
     pub buf_len: HashMap<String, String>,
@@ -176,12 +186,38 @@ pub(super) struct Writer<'p> {
 }
 
 impl<'p> Writer<'p> {
+    /// Whether every lane of every warp is surely active here: the workgroup is whole warps
+    /// (so no warp is short), no `return` came before, and no enclosing `if` or rolled loop
+    /// could have split the warp. Warp operations then use the full member mask as a
+    /// constant instead of `activemask`, and a shuffle needs no inactive-source select.
+    pub fn full_warp(&self) -> bool {
+        let [x, y, z] = self.opts.workgroup_size;
+        let threads = x as u64 * y as u64 * z as u64;
+        threads.is_multiple_of(32) && self.divergent == 0 && !self.returned && self.guard.is_none()
+    }
+
     /// A writer for the elaborated `prog`.
     pub fn new(prog: &'p Program, opts: &'p EmitOptions, printed: Printed) -> Self {
         let mut assigned = HashSet::new();
+        let mut read_vars = HashSet::new();
         prog.walk_stmts(&mut |s| {
-            if let crate::ir::StmtKind::Assign { name, .. } = &s.kind {
+            use crate::ir::StmtKind as K;
+            if let K::Assign { name, .. } = &s.kind {
                 assigned.insert(name.clone());
+            }
+            let exprs: Vec<&crate::ir::Expr> = match &s.kind {
+                K::Let { value, .. } | K::Assign { value, .. } => vec![value],
+                K::Store { index, value, .. } => vec![index, value],
+                K::If { cond, .. } => vec![cond],
+                K::Loop { from, to, .. } => vec![from, to],
+                K::Barrier(_) | K::Return | K::Block(_) => vec![],
+            };
+            for e in exprs {
+                e.visit(&mut |e| {
+                    if let crate::ir::Expr::Var(n) = e {
+                        read_vars.insert(n.clone());
+                    }
+                });
             }
         });
         Writer {
@@ -198,6 +234,8 @@ impl<'p> Writer<'p> {
             loc_current: None,
             scopes: vec![HashMap::new()],
             assigned,
+            read_vars,
+            discard_result: false,
             facts: Facts::default(),
             cond_preds: Vec::new(),
             caches: vec![Cache::default()],
@@ -206,6 +244,8 @@ impl<'p> Writer<'p> {
             copy_tag: String::new(),
             guard: None,
             guard_checks: 0,
+            divergent: 0,
+            returned: false,
             builtins: HashMap::new(),
             buf_ptr: HashMap::new(),
             buf_len: HashMap::new(),

@@ -620,6 +620,7 @@ impl<'p> Compiler<'p> {
                 index,
                 value,
                 expected,
+                ..
             } => {
                 let (buf, elem) = self.buffer(node, buffer)?;
                 let i = self.expr(node, index, out)?;

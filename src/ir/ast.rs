@@ -507,6 +507,51 @@ impl AtomicOp {
     }
 }
 
+/// The memory order of an atomic (C++ `std::memory_order`, PTX `.sem`), at the scope of its
+/// buffer (the workgroup for workgroup buffers, the device for host buffers). Every atomic is
+/// a read-modify-write, so every order is valid on every op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AtomicOrder {
+    /// No ordering of other memory accesses; only the atomicity of this one.
+    Relaxed,
+    /// Later accesses of this thread are not moved before it.
+    Acquire,
+    /// Earlier accesses of this thread are not moved after it.
+    Release,
+    /// Both acquire and release.
+    AcqRel,
+    /// Acquire and release, and one total order over all `seq_cst` operations (the default).
+    #[default]
+    SeqCst,
+}
+
+impl AtomicOrder {
+    /// Every order, weakest first.
+    pub const ALL: [AtomicOrder; 5] = [
+        AtomicOrder::Relaxed,
+        AtomicOrder::Acquire,
+        AtomicOrder::Release,
+        AtomicOrder::AcqRel,
+        AtomicOrder::SeqCst,
+    ];
+
+    /// Spec spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOrder::Relaxed => "relaxed",
+            AtomicOrder::Acquire => "acquire",
+            AtomicOrder::Release => "release",
+            AtomicOrder::AcqRel => "acq_rel",
+            AtomicOrder::SeqCst => "seq_cst",
+        }
+    }
+
+    /// Parses the spec spelling.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|o| o.name() == s)
+    }
+}
+
 /// Warp-wide reductions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
@@ -581,7 +626,7 @@ pub enum Expr {
     Bitcast(ScalarType, Box<Expr>),
     /// `{"fma": [A, B, C]}`
     Fma(Box<Expr>, Box<Expr>, Box<Expr>),
-    /// `{"atomic": OP, "buffer": BUF, "index": E, "value": E, "expected": E}`
+    /// `{"atomic": OP, "buffer": BUF, "index": E, "value": E, "expected": E, "order": O}`
     Atomic {
         /// Operation.
         op: AtomicOp,
@@ -593,6 +638,8 @@ pub enum Expr {
         value: Box<Expr>,
         /// Compared value (`cas` only).
         expected: Option<Box<Expr>>,
+        /// Memory order (`seq_cst` when the file has no `order`).
+        order: AtomicOrder,
     },
     /// `{"shuffle": E, "lane": E}`
     Shuffle {

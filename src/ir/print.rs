@@ -479,9 +479,15 @@ fn write_expr(s: &mut String, e: &Expr) {
             index,
             value,
             expected,
+            order,
         } => {
             s.push_str("atomic_");
             s.push_str(op.name());
+            // The default order is not written, so Programs without `order` print as before.
+            if *order != AtomicOrder::SeqCst {
+                s.push('.');
+                s.push_str(order.name());
+            }
             s.push('(');
             s.push_str(buffer);
             s.push('[');

@@ -352,6 +352,7 @@ impl Writer<'_> {
                 index,
                 value,
                 expected,
+                order,
             } => {
                 self.s("{");
                 self.key("atomic");
@@ -365,6 +366,11 @@ impl Writer<'_> {
                 if let Some(x) = expected {
                     self.s(",\"expected\":");
                     self.expr(x)?;
+                }
+                // The default is left out: files without `order` write back unchanged.
+                if *order != AtomicOrder::SeqCst {
+                    self.s(",\"order\":");
+                    self.string(order.name());
                 }
                 self.s("}");
             }

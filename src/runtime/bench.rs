@@ -12,15 +12,16 @@ use super::driver::{self, Geometry};
 use super::execute::tolerance_for;
 use super::parity::{self, ParityReport};
 use super::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError, GENERIC_FIX};
+use crate::inputs::HostBuffer;
 use crate::inputs::{self, PreparedRun};
-use crate::ir::Program;
+use crate::ir::{Access, BarrierScope, Expr, InputSource, Literal, Program, StmtKind};
 
 /// Device and full-dispatch times of one Program at one size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelBench {
     /// Program name.
     pub program: String,
-    /// Invocations along x.
+    /// Invocations of the dispatch (all axes).
     pub elements: u64,
     /// Workgroup size.
     pub workgroup: [u32; 3],
@@ -38,9 +39,36 @@ pub struct KernelBench {
     pub full_h2d_bytes: u64,
     /// Bytes read back by one full dispatch.
     pub full_d2h_bytes: u64,
+    /// How the reference interpreter ran: `full`, `sampled: ...` or `off`.
+    pub reference_run: String,
     /// The last full dispatch's results compared with the reference interpreter at the same
-    /// size, so a timed kernel is also a correct one.
-    pub parity: ParityReport,
+    /// size, so a timed kernel is also a correct one (`None` with verification off).
+    pub parity: Option<ParityReport>,
+}
+
+/// How [`Runtime::bench_program`] checks the GPU's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// Interpret the whole dispatch and compare every output element.
+    Full,
+    /// Interpret every n-th unit of workgroups and the last ([`crate::interp::run_sampled`])
+    /// and compare the elements those wrote.
+    Sampled(u64),
+    /// No reference run (repeated rounds of a size verified once).
+    Off,
+}
+
+/// Options of [`Runtime::bench_program`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchOptions {
+    /// Workgroup size override.
+    pub workgroup: Option<[u32; 3]>,
+    /// Timed launches on resident buffers.
+    pub repeat: u32,
+    /// Timed full dispatches (upload, launch, readback); 0 with [`Verify::Off`] skips them.
+    pub full_reps: u32,
+    /// The reference check.
+    pub verify: Verify,
 }
 
 /// Warm dispatch host overhead vs a bare cudarc launch, compared like for like: launch +
@@ -86,27 +114,136 @@ pub fn with_elements(program: &Program, elements: u64) -> Program {
     p
 }
 
+/// `program` scaled `scale` times along every axis of its grid: the way to time a 2-D or 3-D
+/// fixture at a size where the kernel dominates. A run section with a `grid` gets `scale`
+/// times the workgroups on every axis whose grid is larger than 1; every input with an
+/// explicit `len` grows by the same area (or volume) factor; and every integer of a `uniform`
+/// input's `data` that equals the invocation count of a scaled axis (the fixture's sizes,
+/// such as `dims = [512, 512]` on a 32 x 32 grid of 16 x 16 workgroups) is scaled with it.
+/// A run section without a `grid` scales its `elements` (see [`with_elements`]).
+pub fn with_scale(program: &Program, scale: u32) -> std::result::Result<Program, String> {
+    let fix = "Fix: use a smaller --scale";
+    let run = program.run.clone().unwrap_or_default();
+    let Some(grid) = run.grid else {
+        let elements = run.elements.unwrap_or(1).saturating_mul(scale as u64);
+        if elements > u32::MAX as u64 {
+            return Err(format!(
+                "--scale {scale} gives {elements} elements, more than u32 indices reach\n  {fix}"
+            ));
+        }
+        return Ok(with_elements(program, elements));
+    };
+    let mut p = program.clone();
+    let mut run = run;
+    let mut new_grid = grid;
+    let mut factor = 1u64;
+    let mut extents = Vec::new();
+    for a in 0..3 {
+        if grid[a] > 1 {
+            new_grid[a] = grid[a]
+                .checked_mul(scale)
+                .filter(|&g| g <= crate::shape::MAX_GRID_DIMS[a])
+                .ok_or_else(|| format!("--scale {scale} makes grid axis {a} too large\n  {fix}"))?;
+            factor *= scale as u64;
+            extents.push(grid[a] as i128 * program.workgroup_size[a] as i128);
+        }
+    }
+    for (name, input) in run.inputs.iter_mut() {
+        if let Some(len) = input.len.as_mut() {
+            *len = len
+                .checked_mul(factor)
+                .filter(|&l| l <= u32::MAX as u64)
+                .ok_or_else(|| format!("--scale {scale} makes `{name}` too long\n  {fix}"))?;
+        }
+        let uniform = program
+            .buffer(name)
+            .is_some_and(|b| b.access == Access::Uniform);
+        if let (true, InputSource::Data(values)) = (uniform, &mut input.source) {
+            for v in values.iter_mut() {
+                if let Literal::Int(x) = v {
+                    if extents.contains(x) {
+                        *x *= scale as i128;
+                    }
+                }
+            }
+        }
+    }
+    run.grid = Some(new_grid);
+    p.run = Some(run);
+    Ok(p)
+}
+
+/// Whether a sampled reference run ([`crate::interp::run_sampled`]) is valid for `program`:
+/// its workgroups must be independent (no grid barrier, no atomics on host buffers).
+pub fn can_sample(program: &Program) -> bool {
+    let mut grid_barrier = false;
+    program.walk_stmts(&mut |s| {
+        grid_barrier |= matches!(s.kind, StmtKind::Barrier(BarrierScope::Grid));
+    });
+    let mut host_atomic = false;
+    for e in super::execute::exprs_of(program) {
+        e.visit(&mut |e| {
+            if let Expr::Atomic { buffer, .. } = e {
+                host_atomic |= program.buffer(buffer).is_some_and(|b| b.access.is_host());
+            }
+        });
+    }
+    !grid_barrier && !host_atomic
+}
+
+/// `gpu` with only the elements that the sampled `reference` run changed from `before` (the
+/// others as in `before`), and how many elements that is: the comparison then checks exactly
+/// the sampled workgroups' outputs.
+fn sampled_view(
+    gpu: &[HostBuffer],
+    reference: &[HostBuffer],
+    before: &[HostBuffer],
+) -> (Vec<HostBuffer>, u64) {
+    let mut out = before.to_vec();
+    let mut changed = 0;
+    for ((o, g), (r, b)) in out.iter_mut().zip(gpu).zip(reference.iter().zip(before)) {
+        if !r.access.is_writable() || g.data.len() != r.data.len() {
+            *o = g.clone();
+            continue;
+        }
+        let w = r.elem.size_bytes().max(1);
+        for i in (0..r.data.len()).step_by(w) {
+            let end = (i + w).min(r.data.len());
+            if r.data[i..end] != b.data[i..end] {
+                o.data[i..end].copy_from_slice(&g.data[i..end]);
+                changed += 1;
+            }
+        }
+    }
+    (out, changed)
+}
+
 fn prepare(program: &Program, base: &Path, workgroup: Option<[u32; 3]>) -> Result<PreparedRun> {
     Ok(inputs::prepare(program, base, workgroup, None)?)
 }
 
 impl Runtime {
-    /// Times `program` at `elements`: `repeat` resident launches and `full_reps` full
-    /// dispatches.
+    /// Times `program` at the size its run section gives (see [`with_elements`] and
+    /// [`with_scale`]): `repeat` resident launches, then `full_reps` full dispatches whose last
+    /// result is compared with the reference interpreter as `verify` says.
     pub fn bench_program(
         &mut self,
-        program: &Program,
+        p: &Program,
         base: &Path,
-        elements: u64,
-        workgroup: Option<[u32; 3]>,
-        repeat: u32,
-        full_reps: u32,
+        o: &BenchOptions,
     ) -> Result<KernelBench> {
-        let p = with_elements(program, elements);
-        let PreparedRun { shape, buffers } = prepare(&p, base, workgroup)?;
-        let c = self.compile_program(&p, shape.workgroup_size, &JitOptions::default())?;
+        if let Verify::Sampled(_) = o.verify {
+            if !can_sample(p) {
+                return Err(RuntimeError::Other(format!(
+                    "`{}` has a grid barrier or atomics on host buffers, so its workgroups are not independent and a sampled reference run would not be comparable\n  Fix: leave out --sample (verify the whole dispatch) or use --no-verify",
+                    p.name
+                )));
+            }
+        }
+        let PreparedRun { shape, buffers } = prepare(p, base, o.workgroup)?;
+        let c = self.compile_program(p, shape.workgroup_size, &JitOptions::default())?;
         let opts = DispatchOptions {
-            useful_invocations: Some(elements),
+            useful_invocations: Some(shape.invocations()),
             ..DispatchOptions::default()
         };
         let set = self.upload(&buffers)?;
@@ -117,7 +254,7 @@ impl Runtime {
                 &c.emitted.abi,
                 &shape,
                 &set,
-                repeat.max(1),
+                o.repeat.max(1),
                 &opts,
             )
         })();
@@ -127,7 +264,11 @@ impl Runtime {
         let mut h2d = 0;
         let mut d2h = 0;
         let mut gpu = Vec::new();
-        for i in 0..=full_reps.max(1) {
+        let dispatches = match (o.verify, o.full_reps) {
+            (Verify::Off, 0) => 0,
+            (_, n) => n.max(1) + 1,
+        };
+        for i in 0..dispatches {
             let mut bufs = buffers.clone();
             let r = self.dispatch(&c.handle, &c.emitted.abi, &shape, &mut bufs, &opts)?;
             if i > 0 {
@@ -137,17 +278,43 @@ impl Runtime {
             d2h = r.d2h_bytes;
             gpu = bufs;
         }
-        let mut reference = buffers.clone();
-        crate::interp::run(&p, &shape, &mut reference)?;
-        let parity = parity::compare(&gpu, &reference, tolerance_for(&p));
-        if parity.passed {
-            self.telemetry.parity_passed += 1;
-        } else {
-            self.telemetry.parity_failed += 1;
+        // The bench sizes are far beyond the interactive default budget.
+        let interp_opts = crate::interp::Options {
+            fuel: 1 << 44,
+            parallel: true,
+        };
+        let (parity, reference_run) = match o.verify {
+            Verify::Off => (None, "off".to_string()),
+            Verify::Full => {
+                let mut reference = buffers.clone();
+                crate::interp::run_with(p, &shape, &mut reference, &interp_opts)?;
+                let parity = parity::compare(&gpu, &reference, tolerance_for(p));
+                (Some(parity), "full".to_string())
+            }
+            Verify::Sampled(every) => {
+                let mut reference = buffers.clone();
+                crate::interp::run_sampled(p, &shape, &mut reference, &interp_opts, every)?;
+                let (view, changed) = sampled_view(&gpu, &reference, &buffers);
+                let mut parity = parity::compare(&view, &reference, tolerance_for(p));
+                parity.compared = changed;
+                if changed == 0 {
+                    // A sample that wrote nothing checked nothing.
+                    parity.passed = false;
+                }
+                let text = format!(
+                    "sampled: every {every}th unit of workgroups and the last, {changed} output elements compared"
+                );
+                (Some(parity), text)
+            }
+        };
+        match &parity {
+            Some(r) if r.passed => self.telemetry.parity_passed += 1,
+            Some(_) => self.telemetry.parity_failed += 1,
+            None => {}
         }
         Ok(KernelBench {
             program: p.name.clone(),
-            elements,
+            elements: shape.invocations(),
             workgroup: shape.workgroup_size,
             grid: shape.grid,
             regs: c.info.resources.regs_per_thread,
@@ -156,6 +323,7 @@ impl Runtime {
             full_dispatch_ms: TimingStats::of(&full),
             full_h2d_bytes: h2d,
             full_d2h_bytes: d2h,
+            reference_run,
             parity,
         })
     }
@@ -287,5 +455,83 @@ mod tests {
         let prepared =
             inputs::prepare(&q, Path::new("fixtures/programs"), None, None).expect("prepare");
         assert_eq!(prepared.shape.grid, [(1 << 22) / 256, 1, 1]);
+    }
+
+    fn fixture(stem: &str) -> Program {
+        crate::ir::load_program(Path::new(&format!("fixtures/programs/{stem}.json")))
+            .expect("fixture")
+    }
+
+    fn data_of(p: &Program, name: &str) -> Vec<Literal> {
+        let run = p.run.as_ref().expect("run");
+        match &run
+            .inputs
+            .iter()
+            .find(|(n, _)| n == name)
+            .expect(name)
+            .1
+            .source
+        {
+            InputSource::Data(v) => v.clone(),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn scale_sizes_two_d_fixtures_on_every_axis() {
+        let m = with_scale(&fixture("matmul_tiled_f32"), 8).expect("scale");
+        assert_eq!(m.run.as_ref().and_then(|r| r.grid), Some([128, 128, 1]));
+        assert_eq!(data_of(&m, "dims"), vec![Literal::Int(2048)]);
+        let prepared =
+            inputs::prepare(&m, Path::new("fixtures/programs"), None, None).expect("prepare");
+        for b in &prepared.buffers[1..] {
+            assert_eq!(b.len(), 2048 * 2048, "{}", b.name);
+        }
+        let s = with_scale(&fixture("stencil5_f32"), 16).expect("scale");
+        assert_eq!(s.run.as_ref().and_then(|r| r.grid), Some([512, 512, 1]));
+        assert_eq!(
+            data_of(&s, "dims"),
+            vec![Literal::Int(8192), Literal::Int(8192)]
+        );
+        // 1-D fixtures scale their elements; a grid past CUDA's limit is refused.
+        let v = with_scale(&fixture("vadd_f32"), 4).expect("scale");
+        let old = fixture("vadd_f32")
+            .run
+            .and_then(|r| r.elements)
+            .expect("elements");
+        assert_eq!(v.run.and_then(|r| r.elements), Some(old * 4));
+        let e = with_scale(&fixture("stencil5_f32"), 1 << 12).expect_err("too large");
+        assert!(e.contains("Fix:"), "{e}");
+    }
+
+    #[test]
+    fn sampled_reference_runs_check_exactly_the_sampled_workgroups() {
+        // The stencil at 4x: 128 x 128 workgroups of 256 threads, units of 4 workgroups.
+        let p = with_scale(&fixture("stencil5_f32"), 4).expect("scale");
+        assert!(can_sample(&p));
+        assert!(!can_sample(&fixture("histogram_u8")), "global atomics");
+        assert!(!can_sample(&fixture("grid_two_phase_u32")), "grid barrier");
+        let prepared =
+            inputs::prepare(&p, Path::new("fixtures/programs"), None, None).expect("prepare");
+        let before = prepared.buffers.clone();
+        let mut full = before.clone();
+        crate::interp::run(&p, &prepared.shape, &mut full).expect("full");
+        let mut sampled = before.clone();
+        let o = crate::interp::Options::default();
+        crate::interp::run_sampled(&p, &prepared.shape, &mut sampled, &o, 16).expect("sampled");
+        // The full run stands in for the GPU: the sampled elements all agree.
+        let (view, changed) = sampled_view(&full, &sampled, &before);
+        let total = (2048 * 2048) as u64;
+        assert!(changed > total / 20 && changed < total / 10, "{changed}");
+        let rep = parity::compare(&view, &sampled, None);
+        assert!(rep.passed && rep.mismatches == 0, "{rep:?}");
+        // A wrong element inside a sampled workgroup is caught (workgroup 0 is sampled);
+        // one outside every sampled workgroup is not looked at.
+        let out = full.iter().position(|b| b.name == "out").expect("out");
+        let mut wrong = full.clone();
+        let at = (3 * 2048 + 5) * 4;
+        wrong[out].data[at] ^= 1;
+        let (view, _) = sampled_view(&wrong, &sampled, &before);
+        assert_eq!(parity::compare(&view, &sampled, None).mismatches, 1);
     }
 }

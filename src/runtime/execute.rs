@@ -90,7 +90,7 @@ pub struct RunSummary {
     pub jit_ms: f64,
 }
 
-fn exprs_of(program: &Program) -> Vec<&Expr> {
+pub(super) fn exprs_of(program: &Program) -> Vec<&Expr> {
     let mut out = Vec::new();
     program.walk_stmts(&mut |s| match &s.kind {
         StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => out.push(value),

@@ -495,6 +495,7 @@ impl<'a> Checker<'a, '_> {
                 index,
                 value,
                 expected,
+                ..
             } => {
                 let oi = kid(&ok, 0, index);
                 let ov = kid(&ok, 1, value);

@@ -571,3 +571,58 @@ fn cli_no_unroll_switches_unrolling_off() {
     assert_eq!(run(&[]), Some(1));
     assert_eq!(run(&["--no-unroll"]), Some(0));
 }
+
+/// A shuffle, a ballot and an f32 subgroup sum after `prefix`, in a workgroup of `wg`.
+fn warp_ops(prefix: &str, wg: u32) -> String {
+    let body = format!(
+        r#"[{prefix}
+            {{"let": "i", "value": {{"gid": "x"}}}},
+            {{"let": "v", "value": {{"load": "x", "index": "i"}}}},
+            {{"let": "t", "value": {{"shuffle": "v", "lane": {{"sub": [{{"lane": {{}}}}, 1]}}}}}},
+            {{"let": "b", "value": {{"ballot": {{"gt": ["t", 0.5]}}}}}},
+            {{"let": "s", "value": {{"subgroup_reduce": "add", "value": "t"}}}},
+            {{"store": "y", "index": "i", "value": {{"add": ["s", {{"cast": "f32", "value": "b"}}]}}}}]"#
+    );
+    let p = program(&body, BUFS, wg);
+    emit(&p, &opts(&p, true))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .ptx
+}
+
+#[test]
+fn warp_ops_use_the_full_mask_only_where_every_lane_is_surely_active() {
+    // Whole warps, no return, no enclosing if: constant mask, no inactive-source select, no
+    // partial-warp reduction path.
+    let full = warp_ops("", 256);
+    assert_eq!(count(&full, "activemask"), 0, "{full}");
+    assert_eq!(count(&full, "shfl.sync.idx.b32"), 1, "{full}");
+    assert!(instructions(&full)
+        .iter()
+        .filter(|l| l.starts_with("shfl.sync") || l.starts_with("vote.sync"))
+        .all(|l| l.ends_with(", -1;")));
+    assert_eq!(count(&full, "red_partial"), 0, "{full}");
+    assert_eq!(count(&full, "shfl.sync.bfly.b32"), 5, "{full}");
+    // A short last warp (48 threads), an earlier return, or an enclosing if: lanes may be
+    // inactive, so the mask comes from activemask and the select and partial path stay.
+    let early_return = r#"{"if": {"ge": [{"gid": "x"}, {"len": "x"}]}, "then": [{"return": {}}]},"#;
+    for (what, ptx) in [
+        ("48 threads", warp_ops("", 48)),
+        ("early return", warp_ops(early_return, 256)),
+    ] {
+        assert_eq!(count(&ptx, "activemask"), 3, "{what}\n{ptx}");
+        assert!(count(&ptx, "red_partial") > 0, "{what}");
+        assert!(
+            count(&ptx, "selp.") > 0,
+            "{what}: the inactive-source select"
+        );
+    }
+    let p = program(
+        r#"[{"let": "i", "value": {"gid": "x"}},
+            {"if": {"lt": ["i", 100]}, "then": [
+              {"store": "n", "index": "i", "value": {"shuffle": "i", "lane": 3}}]}]"#,
+        BUFS,
+        256,
+    );
+    let ptx = emit(&p, &opts(&p, true)).expect("emit").ptx;
+    assert_eq!(count(&ptx, "activemask"), 1, "{ptx}");
+}

@@ -182,6 +182,15 @@ fn ir_syntax_loads_and_highlights() {
         "keyword.control.barrier.vyrescope-ir"
     );
     assert_eq!(scope_of(l, "grid"), "storage.modifier.scope.vyrescope-ir");
+    let l = "let o: u32 = atomic_add.relaxed(hist[b], 1)";
+    assert_eq!(
+        scope_of(l, "atomic_add"),
+        "support.function.parallel.vyrescope-ir"
+    );
+    assert_eq!(
+        scope_of(l, "relaxed"),
+        "storage.modifier.order.vyrescope-ir"
+    );
     let l = "let b: u32 = bitcast<u32>(f) >> 3";
     assert_eq!(
         scope_of(l, "bitcast"),

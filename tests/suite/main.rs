@@ -5,6 +5,7 @@ mod support;
 mod tui_helpers;
 mod tui_pipeline;
 
+mod atomic_order;
 mod ci_script;
 mod cli_check;
 mod cli_occupancy;

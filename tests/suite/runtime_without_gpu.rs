@@ -83,3 +83,36 @@ fn offline_features_work_without_a_driver() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains(".entry vadd_f32"));
 }
+
+#[test]
+fn bench_kernel_refuses_bad_sizes_and_samples_before_touching_the_gpu() {
+    // Checked before the driver is opened, so these read the same with or without a GPU.
+    let (code, _, err) = vyrescope(&[
+        "bench-kernel",
+        "fixtures/programs/histogram_u8.json",
+        "--sample",
+        "4",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not independent"), "{err}");
+    assert!(err.contains("Fix: leave out --sample"), "{err}");
+    let (code, _, err) = vyrescope(&[
+        "bench-kernel",
+        "fixtures/programs/stencil5_f32.json",
+        "--scale",
+        "4096",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("too large") && err.contains("Fix:"), "{err}");
+    for bad in [
+        &["--scale", "0"][..],
+        &["--scale", "2", "--elements", "64"],
+        &["--sample", "2", "--no-verify"],
+    ] {
+        let mut args = vec!["bench-kernel", "fixtures/programs/stencil5_f32.json"];
+        args.extend_from_slice(bad);
+        let (code, _, err) = vyrescope(&args);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -169,7 +169,7 @@ impl<'de> Visitor<'de> for ExprVisitor {
                             suggest::fix_for(&s, &suggest::atomic_ops(), "an atomic op is one of"),
                         )
                     })?;
-                    extra.read(&mut map, &["buffer", "index", "value", "expected"])?;
+                    extra.read(&mut map, &["buffer", "index", "value", "expected", "order"])?;
                     let buffer = extra.buffer.take().ok_or_else(|| {
                         err::<A::Error>("`atomic` is missing `buffer`", "add \"buffer\": \"NAME\"")
                     })?;
@@ -179,6 +179,7 @@ impl<'de> Visitor<'de> for ExprVisitor {
                         index: bx(extra.take_expr::<A::Error>("index", k)?),
                         value: bx(extra.take_expr::<A::Error>("value", k)?),
                         expected: extra.take_opt_expr("expected").map(bx),
+                        order: extra.order.take().unwrap_or_default(),
                     }
                 }
                 "shuffle" => {

@@ -146,6 +146,7 @@ pub(crate) struct Extra {
     pub(crate) otherwise: Option<Vec<Stmt>>,
     pub(crate) body: Option<Vec<Stmt>>,
     pub(crate) buffer: Option<String>,
+    pub(crate) order: Option<AtomicOrder>,
 }
 
 impl Extra {
@@ -171,6 +172,12 @@ impl Extra {
                 "else" => self.otherwise = Some(stmts(map.next_value()?)),
                 "body" => self.body = Some(stmts(map.next_value()?)),
                 "buffer" => self.buffer = Some(map.next_value()?),
+                "order" => {
+                    if self.order.is_some() {
+                        return Err(err("duplicate key `order`", "keep one of them"));
+                    }
+                    self.order = Some(map.next_value::<OrderName>()?.0);
+                }
                 _ => {
                     let e: RawExpr = map.next_value()?;
                     self.exprs.push((k, e.0));
@@ -193,6 +200,26 @@ impl Extra {
     pub(crate) fn take_opt_expr(&mut self, key: &str) -> Option<Expr> {
         let i = self.exprs.iter().position(|(n, _)| *n == key)?;
         Some(self.exprs.swap_remove(i).1)
+    }
+}
+
+/// An atomic's `order` value; an unknown name fails here, so the error's path ends in
+/// `.order`.
+pub(crate) struct OrderName(pub(crate) AtomicOrder);
+
+impl<'de> Deserialize<'de> for OrderName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        AtomicOrder::from_name(&s).map(OrderName).ok_or_else(|| {
+            let all: Vec<&str> = AtomicOrder::ALL.iter().map(|o| o.name()).collect();
+            err(
+                format!("unknown memory order `{s}`"),
+                format!(
+                    "use one of {} (or leave `order` out for seq_cst)",
+                    all.join(" ")
+                ),
+            )
+        })
     }
 }
 

@@ -770,12 +770,14 @@ impl ValidGen<'_> {
             self.rng.pick(&AtomicOp::ALL)
         };
         let expected = (op == AtomicOp::Cas).then(|| bx(self.operand(ty, d)));
+        let (index, value) = (bx(self.index(d)), bx(self.operand(ty, d)));
         Expr::Atomic {
             op,
             buffer: b.name,
-            index: bx(self.index(d)),
-            value: bx(self.operand(ty, d)),
+            index,
+            value,
             expected,
+            order: self.rng.pick(&AtomicOrder::ALL),
         }
     }
 
@@ -894,6 +896,7 @@ fn wild_expr(r: &mut Rng, depth: usize) -> Expr {
                 index,
                 value,
                 expected,
+                order: r.pick(&AtomicOrder::ALL),
             }
         }
         7 => Expr::Shuffle {
