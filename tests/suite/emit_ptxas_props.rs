@@ -10,9 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::gen::{valid_program, Config};
 use vyrescope::emit::ptxas::{assemble, find_ptxas};
 use vyrescope::emit::{emit, EmitOptions};
+use vyrescope::gen::{valid_program, Config};
 use vyrescope::ir::{parse_program, Program};
 use vyrescope::validate::validate;
 
