@@ -84,6 +84,12 @@ pub struct Config {
     /// Loop bounds may also be `e & LIT` for any `u32` expression `e` and literal: some
     /// loops then run longer than an interpreter's fuel, exercising that error path.
     pub long_loops: bool,
+    /// No data races: every access to a buffer other threads may write (read-write and
+    /// workgroup buffers) is at the thread's own element `i`, which is never reassigned, and
+    /// workgroups are one-dimensional so that `i` (the global x id) is unique per thread.
+    /// The results then do not depend on the order threads run in, which a comparison of
+    /// the GPU with the interpreter needs.
+    pub race_free: bool,
 }
 
 impl Default for Config {
@@ -100,6 +106,7 @@ impl Default for Config {
             run: false,
             prologue: false,
             long_loops: false,
+            race_free: false,
         }
     }
 }
@@ -126,6 +133,25 @@ impl Config {
             prologue: true,
             long_loops: true,
             ..Config::default()
+        }
+    }
+
+    /// Programs for differential testing (`selftest --fuzz`): those of [`Config::interp`]
+    /// without data races (see [`Config::race_free`]) and without loops that outrun fuel,
+    /// so that the GPU and the interpreter must agree on every element.
+    pub fn differential() -> Self {
+        Config {
+            workgroups: vec![
+                [1, 1, 1],
+                [7, 1, 1],
+                [32, 1, 1],
+                [48, 1, 1],
+                [64, 1, 1],
+                [96, 1, 1],
+            ],
+            long_loops: false,
+            race_free: true,
+            ..Config::interp()
         }
     }
 }

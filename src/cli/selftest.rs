@@ -9,13 +9,14 @@ use crate::runtime::pipeline_gpu::{
 };
 use crate::validate::pipeline::load_pipeline;
 
+use crate::runtime::fuzz::{default_out_dir, summary as fuzz_summary, FuzzOptions};
 use crate::runtime::selftest::{fixture_files, fixture_table};
 use crate::runtime::Runtime;
 
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json"
+    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1"
 )]
 pub struct Args {
     /// Directory of Program fixtures (`*.json`).
@@ -37,10 +38,29 @@ pub struct Args {
     /// Print the whole report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Differential fuzzing instead of the fixtures: run N generated Programs on the GPU and
+    /// on the reference interpreter and compare them; every Program that differs or fails
+    /// is written to --out for `vyrescope run FILE --backend cuda` to replay.
+    #[arg(long, value_name = "N")]
+    pub fuzz: Option<u64>,
+    /// Seed of the first fuzz Program (Program k uses SEED + k; a reported seed S
+    /// regenerates alone with `--fuzz 1 --seed S`).
+    #[arg(long, default_value_t = 1, requires = "fuzz")]
+    pub seed: u64,
+    /// Folder for failing fuzz Programs [default: ~/.cache/vyrescope/fuzz, else the temp
+    /// folder].
+    #[arg(long, value_name = "DIR", requires = "fuzz")]
+    pub out: Option<PathBuf>,
+    /// Per-launch timeout of a fuzz Program, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, requires = "fuzz")]
+    pub timeout: u64,
 }
 
 /// Runs `selftest`.
 pub fn run(a: &Args) -> i32 {
+    if let Some(n) = a.fuzz {
+        return run_fuzz(a, n);
+    }
     let files = fixture_files(&a.fixtures);
     if files.is_empty() {
         return super::fail(format!(
@@ -121,6 +141,71 @@ pub fn run(a: &Args) -> i32 {
         outln!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
     }
     if passed {
+        0
+    } else {
+        1
+    }
+}
+
+/// `selftest --fuzz N`: the differential fuzz (`runtime::fuzz`), findings printed as they
+/// come, then the summary line; exit 1 on any finding.
+fn run_fuzz(a: &Args, n: u64) -> i32 {
+    let mut rt = match Runtime::open(a.device) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let opts = FuzzOptions {
+        count: n,
+        seed: a.seed,
+        out: a.out.clone().unwrap_or_else(default_out_dir),
+        timeout: std::time::Duration::from_millis(a.timeout.max(1)),
+    };
+    if !a.json {
+        let d = rt.caps();
+        outln!(
+            "fuzz: {n} generated Programs from seed {} on {} (sm_{}{}) against the reference interpreter",
+            a.seed,
+            d.name,
+            d.cc_major,
+            d.cc_minor
+        );
+    }
+    let json = a.json;
+    let rep = rt.fuzz(&opts, &mut |done, finding| {
+        if json {
+            return;
+        }
+        if let Some(f) = finding {
+            outln!(
+                "{} seed {}: {}",
+                f.kind.to_uppercase(),
+                f.seed,
+                crate::util::terminal_safe(&f.detail)
+            );
+            if let Some(file) = &f.file {
+                outln!("  replay: vyrescope run {} --backend cuda", file.display());
+            }
+        }
+        if done % 500 == 0 {
+            outln!("  {done} / {n} done");
+        }
+    });
+    if json {
+        match serde_json::to_string_pretty(&rep) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        outln!("{}", fuzz_summary(&rep));
+        if !rep.findings.is_empty() {
+            outln!("failing Programs are in {}", rep.out.display());
+        }
+        outln!(
+            "selftest --fuzz {}",
+            if rep.passed { "PASSED" } else { "FAILED" }
+        );
+    }
+    if rep.passed {
         0
     } else {
         1

@@ -114,7 +114,8 @@ pub fn valid_program(seed: u64, cfg: &Config) -> Program {
     g.vars.push(VarInfo {
         name: "i".into(),
         ty: ScalarType::U32,
-        counter: false,
+        // Race-free Programs never reassign `i`: it is what keeps threads' elements apart.
+        counter: cfg.race_free,
     });
     if cfg.prologue {
         for ty in VALUE_TYPES {
@@ -256,7 +257,7 @@ impl ValidGen<'_> {
                 3 | 4 => {
                     let bufs = self.writable(self.cfg.workgroup_memory);
                     let b = bufs[self.rng.below(bufs.len())].clone();
-                    let index = self.index(0);
+                    let index = self.index_into(&b, 0);
                     let value = self.operand(b.elem.value_type(), 0);
                     return st(StmtKind::Store {
                         buffer: b.name,
@@ -330,6 +331,15 @@ impl ValidGen<'_> {
     /// An index: often the thread's own element `i` (in bounds for the threads below the
     /// length) or `i & LIT`, else any `u32` expression or a bare literal (mostly out of
     /// bounds).
+    /// An index into `b`: with [`Config::race_free`], a buffer other threads may write is
+    /// indexed only by the thread's own `i`, so no element is shared between threads.
+    fn index_into(&mut self, b: &BufferDecl, depth: usize) -> Expr {
+        if self.cfg.race_free && b.access.is_writable() {
+            return Expr::Var("i".into());
+        }
+        self.index(depth)
+    }
+
     fn index(&mut self, depth: usize) -> Expr {
         let own = || Expr::Var("i".into());
         match self.rng.below(4) {
@@ -637,11 +647,13 @@ impl ValidGen<'_> {
             self.rng.pick(&AtomicOp::ALL)
         };
         let expected = (op == AtomicOp::Cas).then(|| bx(self.operand(ty, d)));
+        let index = bx(self.index_into(&b, d));
+        let value = bx(self.operand(ty, d));
         Expr::Atomic {
             op,
             buffer: b.name,
-            index: bx(self.index(d)),
-            value: bx(self.operand(ty, d)),
+            index,
+            value,
             expected,
         }
     }
@@ -670,7 +682,7 @@ impl ValidGen<'_> {
                 }
                 1 if !loads.is_empty() => {
                     let b = loads[self.rng.below(loads.len())].clone();
-                    let index = self.index(self.cfg.max_expr_depth);
+                    let index = self.index_into(&b, self.cfg.max_expr_depth);
                     return Expr::Load {
                         buffer: b.name,
                         index: bx(index),

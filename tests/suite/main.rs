@@ -35,6 +35,7 @@ mod pipeline_parse;
 mod pipeline_run;
 mod ptxas;
 mod runtime_without_gpu;
+mod selftest_fuzz;
 mod tui_gpu;
 mod tui_scroll;
 mod tui_snapshots;
