@@ -17,26 +17,55 @@ mod mutate;
 mod valid;
 mod wild;
 
-pub use mutate::mutate;
-pub use valid::{standard_buffers, valid_program};
-pub use wild::wild_program;
+pub use mutate::{mutate, mutate_with};
+pub use valid::{standard_buffers, valid_program, valid_program_with};
+pub use wild::{wild_program, wild_program_with};
 
 use crate::inputs::prng::SplitMix64;
 use crate::ir::*;
 /// Test-case randomness: the crate's own SplitMix64 (the generator behind `"fill": "random"`)
-/// with a few drawing helpers.
+/// with a few drawing helpers, optionally fed from a byte string first.
+///
+/// [`Rng::from_bytes`] makes a generator whose draws come from the given bytes (8 per draw)
+/// until they run out, then from SplitMix64: a fuzzer that shrinks the bytes (proptest's
+/// `Vec<u8>` strategy) shrinks the decisions of the generator with them, so a failing
+/// Program shrinks toward a small one while every byte string still gives a Program.
 #[derive(Debug, Clone)]
-pub struct Rng(SplitMix64);
+pub struct Rng {
+    bytes: Vec<u8>,
+    pos: usize,
+    mix: SplitMix64,
+}
 
 impl Rng {
     /// A generator from a seed.
     pub fn new(seed: u64) -> Self {
-        Rng(SplitMix64::new(seed))
+        Rng {
+            bytes: Vec::new(),
+            pos: 0,
+            mix: SplitMix64::new(seed),
+        }
+    }
+
+    /// A generator that draws from `bytes` first (see the type's docs).
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        Rng {
+            bytes: bytes.to_vec(),
+            pos: 0,
+            mix: SplitMix64::new(bytes.len() as u64 ^ 0x5eed_b17e),
+        }
     }
 
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
+        if self.pos < self.bytes.len() {
+            let end = (self.pos + 8).min(self.bytes.len());
+            let mut b = [0u8; 8];
+            b[..end - self.pos].copy_from_slice(&self.bytes[self.pos..end]);
+            self.pos = end;
+            return u64::from_le_bytes(b);
+        }
+        self.mix.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`).

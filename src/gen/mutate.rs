@@ -86,7 +86,11 @@ fn count_exprs(p: &Program) -> usize {
 /// `p` with one random change (an expression replaced by a random one, a buffer's access or
 /// type changed, a statement duplicated so that its `let` shadows, a barrier inserted, ...).
 pub fn mutate(p: &Program, seed: u64) -> Program {
-    let mut r = Rng::new(seed);
+    mutate_with(p, Rng::new(seed))
+}
+
+/// [`mutate`] drawing from `r` (e.g. [`Rng::from_bytes`]).
+pub fn mutate_with(p: &Program, mut r: Rng) -> Program {
     let mut out = p.clone();
     match r.below(6) {
         0 | 1 => {

@@ -94,8 +94,13 @@ struct ValidGen<'c> {
 
 /// A well-typed Program the validator must accept.
 pub fn valid_program(seed: u64, cfg: &Config) -> Program {
+    valid_program_with(Rng::new(seed), cfg, format!("gen_{}", seed % 100_000))
+}
+
+/// [`valid_program`] drawing from `rng` (e.g. [`Rng::from_bytes`]), named `name`.
+pub fn valid_program_with(rng: Rng, cfg: &Config, name: String) -> Program {
     let mut g = ValidGen {
-        rng: Rng::new(seed),
+        rng,
         cfg,
         buffers: standard_buffers(),
         vars: Vec::new(),
@@ -137,7 +142,7 @@ pub fn valid_program(seed: u64, cfg: &Config) -> Program {
     assign_ids(&mut body, "body");
     let run = cfg.run.then(|| run_spec(&mut g.rng, &g.buffers));
     Program {
-        name: format!("gen_{}", seed % 100_000),
+        name,
         doc: None,
         workgroup_size: wg,
         buffers: g.buffers.clone(),

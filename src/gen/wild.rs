@@ -141,7 +141,11 @@ fn wild_stmts(r: &mut Rng, depth: usize, n: usize) -> Vec<Stmt> {
 
 /// Anything the model can hold: random buffers, names, statements and expressions.
 pub fn wild_program(seed: u64) -> Program {
-    let mut r = Rng::new(seed);
+    wild_program_with(Rng::new(seed))
+}
+
+/// [`wild_program`] drawing from `r` (e.g. [`Rng::from_bytes`]).
+pub fn wild_program_with(mut r: Rng) -> Program {
     let accesses = [
         Access::Read,
         Access::ReadWrite,

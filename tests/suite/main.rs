@@ -18,6 +18,7 @@ mod emit_ptxas_props;
 mod emit_snapshots;
 mod fixtures_coverage;
 mod fixtures_reference;
+mod fuzz;
 mod gpu_worker;
 mod hostile_files;
 mod interp_props;
