@@ -16,6 +16,12 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::cli::write_stdout(&(format!($($t)*) + "\n")) };
 }
 
+/// `eprintln!` for the CLI: through [`crate::util::write_stderr`], so a closed or broken
+/// stderr drops the message instead of panicking.
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::util::stderr_line(&format!($($t)*)) };
+}
+
 pub mod bench_kernel;
 pub mod check;
 pub mod emit;
@@ -121,7 +127,7 @@ pub fn main() -> i32 {
         Some(Command::GpuWorker(a)) => gpu_worker::run(&a),
         None => {
             if cli.files.is_empty() {
-                eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
+                errln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
                 return 2;
             }
             tui::open(&cli.files, &cli.inspector)
@@ -132,7 +138,7 @@ pub fn main() -> i32 {
 /// Prints an error (message already holds its `Fix:` line) and returns exit code 1. Errors
 /// quote names and text from the input, so terminal controls in them are escaped.
 pub fn fail(e: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {}", crate::util::terminal_safe(&e.to_string()));
+    errln!("error: {}", crate::util::terminal_safe(&e.to_string()));
     1
 }
 
@@ -152,6 +158,6 @@ fn stdout_failed(e: std::io::Error) -> ! {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         std::process::exit(0);
     }
-    eprintln!("error: cannot write to standard output: {e}\n  Fix: check where the output goes (disk full?)");
+    errln!("error: cannot write to standard output: {e}\n  Fix: check where the output goes (disk full?)");
     std::process::exit(1);
 }

@@ -198,10 +198,10 @@ pub fn run(a: &Args) -> i32 {
     };
     let diags = crate::validate::validate(&program);
     for d in &diags {
-        eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
+        errln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
     if diags.iter().any(|d| d.severity == Severity::Error) {
-        eprintln!(
+        errln!(
             "error: {} is not a valid Program\n  Fix: correct the errors above (`vyrescope check {}`)",
             a.file.display(),
             a.file.display()

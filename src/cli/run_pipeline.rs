@@ -57,10 +57,10 @@ pub fn run(a: &Args) -> i32 {
     }
     let loaded = load_pipeline(&a.file);
     for d in &loaded.diagnostics {
-        eprintln!("{d}");
+        errln!("{d}");
     }
     let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
-        eprintln!(
+        errln!(
             "error: {} is not a valid pipeline\n  Fix: correct the errors above (`vyrescope check {}`)",
             a.file.display(),
             a.file.display()

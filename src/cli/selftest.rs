@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::inputs::pipeline::prepare_pipeline;
+use crate::inputs::pipeline::prepare_pipeline_rooted;
+use crate::inputs::FileRoot;
 use crate::runtime::pipeline_gpu::{
     run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport,
 };
@@ -29,6 +30,11 @@ pub struct Args {
     /// plan, both verified against the reference interpreter (skipped when it does not exist).
     #[arg(long, default_value = "fixtures/pipelines")]
     pub pipelines: PathBuf,
+    /// Allow `run.inputs.*.file` data files of the fixtures (Programs and pipelines)
+    /// anywhere inside DIR (default: only inside each file's own folder). Files under /proc,
+    /// /sys and /dev are refused even so.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Skip the fault-recovery check.
     #[arg(long)]
     pub no_faults: bool,
@@ -72,8 +78,8 @@ pub fn run(a: &Args) -> i32 {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
-    let rep = rt.selftest(&files, a.repeat, !a.no_faults);
-    let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat);
+    let rep = rt.selftest(&files, a.repeat, !a.no_faults, a.root.as_deref());
+    let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat, a.root.as_deref());
     let pipelines_ok = pipelines
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(|r| r.verified()));
@@ -183,7 +189,10 @@ fn run_fuzz(a: &Args, n: u64) -> i32 {
                 crate::util::terminal_safe(&f.detail)
             );
             if let Some(file) = &f.file {
-                outln!("  replay: vyrescope run {} --backend cuda", file.display());
+                outln!(
+                    "  replay: vyrescope run {} --backend cuda --verify",
+                    file.display()
+                );
             }
         }
         if done % 500 == 0 {
@@ -217,6 +226,7 @@ fn run_pipelines(
     rt: &mut Runtime,
     dir: &Path,
     repeat: u32,
+    root: Option<&Path>,
 ) -> Vec<(PathBuf, Result<PipelineGpuReport, String>)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -244,7 +254,12 @@ fn run_pipelines(
                     .filter(|_| loaded.is_valid())
                     .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
                 let base = f.parent().unwrap_or(Path::new("."));
-                let mut prepared = prepare_pipeline(pipeline, base).map_err(|e| e.to_string())?;
+                let files = FileRoot {
+                    base,
+                    root: root.unwrap_or(base),
+                };
+                let mut prepared =
+                    prepare_pipeline_rooted(pipeline, files).map_err(|e| e.to_string())?;
                 run_pipeline_forms(rt, pipeline, &mut prepared, &opts)
             })();
             (f, r)

@@ -274,7 +274,7 @@ pub fn run_pipeline_forms(
         let cached = plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())
             .map_err(|e| e.to_string())?;
         if let Some(w) = &cached.warning {
-            eprintln!("warning: {w}");
+            crate::util::stderr_line(&format!("warning: {w}"));
         }
         let measure = o.measure_topology.then_some(initial.as_slice());
         (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan, measure)?;

@@ -435,3 +435,36 @@ fn byte_driven_generator_is_deterministic_and_total() {
             .is_empty()
     );
 }
+
+/// Regression (found by `validator_wild_programs` and `mutated_valid_programs`): float
+/// literals were parsed up to one ULP off (serde_json's fast float path), so a Program
+/// written as JSON and read back (as the GPU worker receives Programs) held other bits.
+#[test]
+fn float_literals_parse_to_the_nearest_double() {
+    for text in [
+        "1.24947779860561e-246",
+        "2.2729873307131272e-7",
+        "-7.206203099869228e-88",
+        "2.2250738585072014e-308",
+        "4.9406564584124654e-324",
+        "1.7976931348623157e308",
+        "0.1",
+    ] {
+        let want: f64 = text.parse().unwrap();
+        let src = format!(
+            r#"{{"format": 1, "name": "k", "workgroup_size": [1, 1, 1], "buffers": [],
+                "body": [{{"let": "x", "value": {{"f64": {text}}}}}, {{"let": "y", "value": {text}}}]}}"#
+        );
+        let p = parse_program(&src, "f.json").unwrap();
+        let json = program_to_json(&p).unwrap();
+        let back = parse_program(&json, "w.json").unwrap();
+        assert_eq!(program_to_json(&back).unwrap(), json, "{text}");
+        let bits = |p: &Program| format!("{:?}", p.body);
+        assert!(
+            bits(&p).contains(&format!("{want:?}")),
+            "{text}: {}",
+            bits(&p)
+        );
+        assert_eq!(bits(&p), bits(&back), "{text}");
+    }
+}

@@ -9,6 +9,7 @@ mod cli_check;
 mod cli_occupancy;
 mod cli_plan;
 mod cli_run;
+mod cli_stderr;
 mod compile_diagnostics;
 mod diagnostics_rules;
 mod docs_links;

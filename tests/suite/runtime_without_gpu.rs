@@ -20,7 +20,7 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
     let fixture = "fixtures/programs/vadd_f32.json";
     let out = tempfile::tempdir().unwrap();
     let out = out.path().to_str().unwrap();
-    let commands: [&[&str]; 8] = [
+    let commands: [&[&str]; 9] = [
         &["probe"],
         &["probe", "--json"],
         &["selftest", "--fixtures", "fixtures/programs"],
@@ -37,6 +37,7 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
         ],
         &["fault-test"],
         &["selftest", "--fuzz", "3", "--seed", "7", "--out", out],
+        &["selftest", "--root", "fixtures", "--no-faults"],
     ];
     for args in commands {
         let (code, stdout, stderr) = vyrescope(args);
