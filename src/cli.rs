@@ -20,6 +20,12 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::cli::write_stdout(&(format!($($t)*) + "\n")) };
 }
 
+/// `eprintln!` for the CLI: through [`crate::util::write_stderr`], so a closed or broken
+/// stderr drops the message instead of panicking.
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::util::stderr_line(&format!($($t)*)) };
+}
+
 pub mod bench_kernel;
 pub mod check;
 pub mod emit;
@@ -166,7 +172,7 @@ pub fn main() -> i32 {
         Some(Command::GpuWorker(a)) => gpu_worker::run(&a),
         None => {
             if cli.files.is_empty() {
-                eprintln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
+                errln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
                 return 2;
             }
             tui::open(&cli.files, &cli.inspector)
@@ -184,7 +190,7 @@ pub fn fail(e: impl std::fmt::Display) -> i32 {
         let (message, fix, location) = split_error(&text);
         print_json_error(message, fix, location);
     } else {
-        eprintln!("error: {}", crate::util::terminal_safe(&text));
+        errln!("error: {}", crate::util::terminal_safe(&text));
     }
     1
 }
@@ -216,7 +222,7 @@ pub fn invalid_file(
         }
     }
     for d in diags {
-        eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
+        errln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
     fail(format!(
         "{} is not a valid {what}\n  Fix: correct the errors above (`vyrescope check {}`)",
@@ -272,6 +278,6 @@ fn stdout_failed(e: std::io::Error) -> ! {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         std::process::exit(0);
     }
-    eprintln!("error: cannot write to standard output: {e}\n  Fix: check where the output goes (disk full?)");
+    errln!("error: cannot write to standard output: {e}\n  Fix: check where the output goes (disk full?)");
     std::process::exit(1);
 }

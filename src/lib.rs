@@ -5,6 +5,7 @@ pub mod cli;
 pub mod diagnostic;
 pub mod diagnostics;
 pub mod emit;
+pub mod gen;
 pub mod inputs;
 pub mod interp;
 pub mod ir;

@@ -26,6 +26,7 @@ pub mod dispatch;
 pub(crate) mod driver;
 pub mod execute;
 pub mod fault;
+pub mod fuzz;
 pub mod jit;
 pub mod parity;
 pub mod pipeline;

@@ -1,13 +1,15 @@
 //! Small, dependency-free helpers that every layer may use: the one stable hash, the one
 //! atomic file write, the one bounded read of a user-named file, the one rule for files named
-//! inside input files (`confine`), the one duplicate-key check of JSON input and the one
-//! terminal-safe rendering of Program text. They import nothing from the crate.
+//! inside input files (`confine`), the one duplicate-key check of JSON input, the one
+//! non-panicking write to stderr and the one terminal-safe rendering of Program text. They
+//! import nothing from the crate.
 
 pub mod atomic_write;
 pub mod confine;
 pub mod hash;
 pub mod json_keys;
 pub mod read_limited;
+pub mod stderr;
 pub mod terminal;
 
 pub use atomic_write::write_atomic;
@@ -15,4 +17,5 @@ pub use confine::{confine, ConfineError};
 pub use hash::{fnv1a, hash_parts};
 pub use json_keys::{find_duplicate_key, DuplicateKey};
 pub use read_limited::{read_limited, ReadError, ReadErrorKind};
+pub use stderr::{stderr_line, write_stderr};
 pub use terminal::terminal_safe;

@@ -23,7 +23,7 @@ impl GpuArg {
         };
         match d.parse::<u32>() {
             Ok(n) => {
-                eprintln!("warning: `--device {n}` is deprecated for choosing a GPU; use `--gpu {n}` (`--device` names a device profile)");
+                errln!("warning: `--device {n}` is deprecated for choosing a GPU; use `--gpu {n}` (`--device` names a device profile)");
                 Ok(n)
             }
             Err(_) => Err(format!(

@@ -78,7 +78,7 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     if let Some(w) = &cached.warning {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let text = if a.json {
         match serde_json::to_string_pretty(&cached.plan) {

@@ -210,7 +210,7 @@ pub fn run(a: &Args) -> i32 {
         return super::invalid_file(&a.file, "Program", &diags);
     }
     for d in &diags {
-        eprintln!("{}", crate::util::terminal_safe(&d.to_string()));
+        errln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
     if a.backend == Backend::Cuda {
         return super::run_cuda::run(a, &program);

@@ -60,7 +60,7 @@ pub fn run(a: &Args) -> i32 {
         return super::invalid_file(&a.file, "pipeline", &loaded.diagnostics);
     };
     for d in &loaded.diagnostics {
-        eprintln!("{d}");
+        errln!("{d}");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     let mut prepared = match prepare_pipeline(pipeline, base) {

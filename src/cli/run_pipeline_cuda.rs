@@ -68,7 +68,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i3
     if report.verified() {
         0
     } else {
-        eprintln!(
+        errln!(
             "error: a GPU result differs from the reference interpreter\n  Fix: this is a bug in the fused kernel, the emitter or the interpreter; report it with the pipeline file"
         );
         1

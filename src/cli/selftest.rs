@@ -3,19 +3,21 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::inputs::pipeline::prepare_pipeline;
+use crate::inputs::pipeline::prepare_pipeline_rooted;
+use crate::inputs::FileRoot;
 use crate::runtime::pipeline_gpu::{
     run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport,
 };
 use crate::validate::pipeline::load_pipeline;
 
+use crate::runtime::fuzz::{default_out_dir, summary as fuzz_summary, FuzzOptions};
 use crate::runtime::selftest::{fixture_files, fixture_table};
 use crate::runtime::Runtime;
 
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json"
+    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1"
 )]
 pub struct Args {
     /// Directory of Program fixtures (`*.json`).
@@ -28,6 +30,11 @@ pub struct Args {
     /// plan, both verified against the reference interpreter (skipped when it does not exist).
     #[arg(long, default_value = "fixtures/pipelines")]
     pub pipelines: PathBuf,
+    /// Allow `run.inputs.*.file` data files of the fixtures (Programs and pipelines)
+    /// anywhere inside DIR (default: only inside each file's own folder). Files under /proc,
+    /// /sys and /dev are refused even so.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Skip the fault-recovery check.
     #[arg(long)]
     pub no_faults: bool,
@@ -37,10 +44,29 @@ pub struct Args {
     /// Print the whole report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Differential fuzzing instead of the fixtures: run N generated Programs on the GPU and
+    /// on the reference interpreter and compare them; every Program that differs or fails
+    /// is written to --out for `vyrescope run FILE --backend cuda` to replay.
+    #[arg(long, value_name = "N")]
+    pub fuzz: Option<u64>,
+    /// Seed of the first fuzz Program (Program k uses SEED + k; a reported seed S
+    /// regenerates alone with `--fuzz 1 --seed S`).
+    #[arg(long, default_value_t = 1, requires = "fuzz")]
+    pub seed: u64,
+    /// Folder for failing fuzz Programs [default: ~/.cache/vyrescope/fuzz, else the temp
+    /// folder].
+    #[arg(long, value_name = "DIR", requires = "fuzz")]
+    pub out: Option<PathBuf>,
+    /// Per-launch timeout of a fuzz Program, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, requires = "fuzz")]
+    pub timeout: u64,
 }
 
 /// Runs `selftest`.
 pub fn run(a: &Args) -> i32 {
+    if let Some(n) = a.fuzz {
+        return run_fuzz(a, n);
+    }
     let files = fixture_files(&a.fixtures);
     if files.is_empty() {
         return super::fail(format!(
@@ -56,8 +82,8 @@ pub fn run(a: &Args) -> i32 {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
-    let rep = rt.selftest(&files, a.repeat, !a.no_faults);
-    let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat);
+    let rep = rt.selftest(&files, a.repeat, !a.no_faults, a.root.as_deref());
+    let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat, a.root.as_deref());
     let pipelines_ok = pipelines
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(|r| r.verified()));
@@ -131,11 +157,84 @@ pub fn run(a: &Args) -> i32 {
     }
 }
 
+/// `selftest --fuzz N`: the differential fuzz (`runtime::fuzz`), findings printed as they
+/// come, then the summary line; exit 1 on any finding.
+fn run_fuzz(a: &Args, n: u64) -> i32 {
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let opts = FuzzOptions {
+        count: n,
+        seed: a.seed,
+        out: a.out.clone().unwrap_or_else(default_out_dir),
+        timeout: std::time::Duration::from_millis(a.timeout.max(1)),
+    };
+    if !a.json {
+        let d = rt.caps();
+        outln!(
+            "fuzz: {n} generated Programs from seed {} on {} (sm_{}{}) against the reference interpreter",
+            a.seed,
+            d.name,
+            d.cc_major,
+            d.cc_minor
+        );
+    }
+    let json = a.json;
+    let rep = rt.fuzz(&opts, &mut |done, finding| {
+        if json {
+            return;
+        }
+        if let Some(f) = finding {
+            outln!(
+                "{} seed {}: {}",
+                f.kind.to_uppercase(),
+                f.seed,
+                crate::util::terminal_safe(&f.detail)
+            );
+            if let Some(file) = &f.file {
+                outln!(
+                    "  replay: vyrescope run {} --backend cuda --verify",
+                    file.display()
+                );
+            }
+        }
+        if done % 500 == 0 {
+            outln!("  {done} / {n} done");
+        }
+    });
+    if json {
+        match serde_json::to_string_pretty(&rep) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        outln!("{}", fuzz_summary(&rep));
+        if !rep.findings.is_empty() {
+            outln!("failing Programs are in {}", rep.out.display());
+        }
+        outln!(
+            "selftest --fuzz {}",
+            if rep.passed { "PASSED" } else { "FAILED" }
+        );
+    }
+    if rep.passed {
+        0
+    } else {
+        1
+    }
+}
+
 /// Every pipeline fixture in `dir` in both forms, verified (empty when `dir` is missing).
 fn run_pipelines(
     rt: &mut Runtime,
     dir: &Path,
     repeat: u32,
+    root: Option<&Path>,
 ) -> Vec<(PathBuf, Result<PipelineGpuReport, String>)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -164,7 +263,12 @@ fn run_pipelines(
                     .filter(|_| loaded.is_valid())
                     .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
                 let base = f.parent().unwrap_or(Path::new("."));
-                let mut prepared = prepare_pipeline(pipeline, base).map_err(|e| e.to_string())?;
+                let files = FileRoot {
+                    base,
+                    root: root.unwrap_or(base),
+                };
+                let mut prepared =
+                    prepare_pipeline_rooted(pipeline, files).map_err(|e| e.to_string())?;
                 run_pipeline_forms(rt, pipeline, &mut prepared, &opts)
             })();
             (f, r)

@@ -178,16 +178,11 @@ impl Writer<'_> {
         if ty.is_float() && matches!(op, ReduceOp::Add | ReduceOp::Mul) {
             // Partial warp, order-sensitive: gather the 32 slots (identity where the lane is
             // inactive) and evaluate the same tree locally.
-            let ident = Val::Imm(identity(op, ty));
+            let ident = identity(op, ty);
             let mut slots = Vec::with_capacity(32);
             for lane in 0..32u32 {
                 let x = self.shfl("idx", &v_reg(&vr, ty), &lane.to_string(), &mask);
-                let bit = self.reg_class(RegClass::B32);
-                self.ins(format!("and.b32 {bit}, {mask}, {}", 1u32 << lane));
-                let on = self.reg_class(RegClass::Pred);
-                self.ins(format!("setp.ne.u32 {on}, {bit}, 0"));
-                let on = v_reg(&on, ScalarType::Bool);
-                slots.push(self.selp(ty, &x, &ident, &on));
+                slots.push(self.slot_or_identity(ty, &x, ident, &mask, lane));
             }
             let mut width = 16;
             while width > 0 {
@@ -227,6 +222,48 @@ impl Writer<'_> {
 }
 
 impl Writer<'_> {
+    /// `x` when bit `lane` of `mask` is set, else `ident`, without a predicate register.
+    ///
+    /// A `setp` + `selp` per slot made ptxas fail on sm_90 at -O2 and above with "(C7600)
+    /// Register allocation failed with register count of '7'": the 32 predicates depend only
+    /// on the member mask, so the scheduler computes them all ahead of the 32 `shfl.sync`s,
+    /// and the 7 allocatable predicate registers (P0-P6) cannot hold them; the allocator
+    /// gives up instead of spilling across the shuffles. Here the bit becomes an all-ones or
+    /// all-zeros word (`bfe`, `neg`) that blends the bits, `ident ^ ((x ^ ident) & m)`, in
+    /// ordinary registers.
+    fn slot_or_identity(
+        &mut self,
+        ty: ScalarType,
+        x: &Val,
+        ident: crate::ir::Scalar,
+        mask: &str,
+        lane: u32,
+    ) -> Val {
+        let bit = self.reg_class(RegClass::B32);
+        self.ins(format!("bfe.u32 {bit}, {mask}, {lane}, 1"));
+        let m = self.reg_class(RegClass::B32);
+        self.ins(format!("neg.s32 {m}, {bit}"));
+        let xr = self.in_reg(x);
+        let (class, b, m, ib) = if ty.bits() == 64 {
+            let m64 = self.reg_class(RegClass::B64);
+            self.ins(format!("cvt.s64.s32 {m64}, {m}"));
+            (RegClass::B64, "b64", m64, ident.to_bits())
+        } else {
+            (RegClass::B32, "b32", m, ident.to_bits() & 0xffff_ffff)
+        };
+        let xi = self.reg_class(class);
+        self.ins(format!("mov.{b} {xi}, {xr}"));
+        let t = self.reg_class(class);
+        self.ins(format!("xor.{b} {t}, {xi}, {ib}"));
+        let t2 = self.reg_class(class);
+        self.ins(format!("and.{b} {t2}, {t}, {m}"));
+        let t3 = self.reg_class(class);
+        self.ins(format!("xor.{b} {t3}, {t2}, {ib}"));
+        let d = self.fresh(ty);
+        self.ins(format!("mov.{b} {}, {t3}", d.text()));
+        d
+    }
+
     /// Lowest set lane of `rest` (which loses that bit).
     fn next_lane(&mut self, rest: &str) -> String {
         let rev = self.reg_class(RegClass::B32);

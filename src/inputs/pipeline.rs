@@ -118,7 +118,15 @@ pub fn prepare_pipeline(
     base_dir: &Path,
 ) -> Result<PreparedPipeline, InputError> {
     // `file` contents stay inside the pipeline file's folder (util::confine).
-    let files = FileRoot::program_folder(base_dir);
+    prepare_pipeline_rooted(pipeline, FileRoot::program_folder(base_dir))
+}
+
+/// [`prepare_pipeline`] with `file` contents resolved against `files.base` and allowed
+/// anywhere inside `files.root` (`--root DIR`).
+pub fn prepare_pipeline_rooted(
+    pipeline: &Pipeline,
+    files: FileRoot<'_>,
+) -> Result<PreparedPipeline, InputError> {
     // Lengths first, so that absurd requests fail before anything is allocated.
     let mut lens = Vec::with_capacity(pipeline.buffers.len());
     let mut total: u128 = 0;

@@ -287,7 +287,7 @@ pub fn run_pipeline_forms(
         let cached = plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())
             .map_err(|e| e.to_string())?;
         if let Some(w) = &cached.warning {
-            eprintln!("warning: {w}");
+            crate::util::stderr_line(&format!("warning: {w}"));
         }
         rt.telemetry.record_plan(&cached);
         let measure = o.measure_topology.then_some(initial.as_slice());

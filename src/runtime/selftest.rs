@@ -84,6 +84,7 @@ impl Runtime {
         &mut self,
         path: &Path,
         repeat: u32,
+        root: Option<&Path>,
     ) -> (FixtureResult, Option<(KernelHandle, KernelInfo)>) {
         let fixture = path
             .file_name()
@@ -106,6 +107,7 @@ impl Runtime {
         let req = RunRequest {
             repeat,
             verify: true,
+            root: root.map(Path::to_path_buf),
             ..RunRequest::default()
         };
         match self.run_program(&program, base, &req) {
@@ -194,8 +196,15 @@ impl Runtime {
         rows
     }
 
-    /// The whole selftest over `files`.
-    pub fn selftest(&mut self, files: &[PathBuf], repeat: u32, faults: bool) -> SelftestReport {
+    /// The whole selftest over `files`; `root` widens where their `file` inputs may come from
+    /// (`--root DIR`; None: each Program's folder).
+    pub fn selftest(
+        &mut self,
+        files: &[PathBuf],
+        repeat: u32,
+        faults: bool,
+        root: Option<&Path>,
+    ) -> SelftestReport {
         let mut fixtures = Vec::new();
         let mut occ = OccupancyCheck {
             cases: 0,
@@ -204,7 +213,7 @@ impl Runtime {
             errors: Vec::new(),
         };
         for f in files {
-            let (res, kernel) = self.selftest_fixture(f, repeat);
+            let (res, kernel) = self.selftest_fixture(f, repeat, root);
             fixtures.push(res);
             if let Some((h, info)) = kernel {
                 let rows = self.driver_rows(&h, &info, &mut occ.errors);

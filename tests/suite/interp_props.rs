@@ -8,13 +8,11 @@
 //! with a `run` section, odd workgroup sizes, a variable of every type from the start and
 //! loops that may outrun the fuel.
 
-use crate::support;
-
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
-use support::gen::{valid_program, Config};
 use vyrescope::diagnostics::Severity;
+use vyrescope::gen::{valid_program, Config};
 use vyrescope::inputs::prepare;
 use vyrescope::interp::{run_with, InterpStats, Options};
 use vyrescope::ir::{Access, Expr, Program, StmtKind};

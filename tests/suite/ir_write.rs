@@ -2,10 +2,8 @@
 //! back to the same Program (node ids, literals bit for bit). The GPU worker process receives
 //! the inspector's Programs this way, so a lossy writer would run a different kernel.
 
-use crate::support;
-
 use proptest::prelude::*;
-use support::gen::{valid_program, Config};
+use vyrescope::gen::{valid_program, Config};
 use vyrescope::ir::{parse_program, program_to_json};
 
 proptest! {

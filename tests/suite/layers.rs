@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("occupancy", 3),
     ("interp", 4),
     ("emit", 4),
+    ("gen", 4),
     ("report", 4),
     ("diagnostics", 5),
     ("megakernel", 6),

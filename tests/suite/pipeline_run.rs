@@ -8,7 +8,7 @@ use vyrescope::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use vyrescope::interp::{self, pipeline::run_pipeline};
 use vyrescope::ir::{load_pipeline, parse_pipeline, Pipeline};
 
-use crate::support::gen::Rng;
+use vyrescope::gen::Rng;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -18,7 +18,9 @@ fn vyrescope(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn gpu_commands_fail_cleanly_without_a_driver() {
     let fixture = "fixtures/programs/vadd_f32.json";
-    let commands: [&[&str]; 7] = [
+    let out = tempfile::tempdir().unwrap();
+    let out = out.path().to_str().unwrap();
+    let commands: [&[&str]; 9] = [
         &["probe"],
         &["probe", "--json"],
         &["selftest", "--fixtures", "fixtures/programs"],
@@ -34,6 +36,8 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
             "80",
         ],
         &["fault-test"],
+        &["selftest", "--fuzz", "3", "--seed", "7", "--out", out],
+        &["selftest", "--root", "fixtures", "--no-faults"],
     ];
     for args in commands {
         let (code, stdout, stderr) = vyrescope(args);
@@ -70,6 +74,9 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
             if args == ["probe", "--json"] {
                 assert_eq!(code, 0, "{stderr}");
                 assert!(stdout.contains("\"source\": \"probed\""));
+            }
+            if args[..2] == ["selftest", "--fuzz"] {
+                assert!(stdout.contains("fuzz: 3 programs"), "{stdout}");
             }
         }
     }

@@ -1,11 +1,9 @@
 //! Property tests: the validator accepts every generated well-typed Program, and neither the
 //! parser nor the validator ever panics (or overflows the stack) on anything else.
 
-use crate::support;
-
 use proptest::prelude::*;
-use support::gen::{mutate, valid_program, wild_program, Config};
 use vyrescope::diagnostics::Severity;
+use vyrescope::gen::{mutate, valid_program, wild_program, Config};
 use vyrescope::ir::{
     parse_program, Axis, BarrierScope, BinOp, Builtin, Expr, Literal, Program, Stmt, StmtKind, UnOp,
 };

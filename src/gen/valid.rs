@@ -1,131 +1,9 @@
-//! Random Program generators for property tests (validator, interpreter, emitter).
-//!
-//! Use from a test file with `mod support { pub mod gen; }` and `support::gen::...`.
-//! Everything is driven by a `u64` seed (so a proptest failure names a reproducible seed):
-//! - [`valid_program`]: well-typed Programs the validator must accept: every rule of
-//!   docs/program-format.md and docs/semantics.md is respected by construction (types, literal contexts,
-//!   scoping without shadowing, writable stores, atomics, barriers only where every thread of
-//!   the workgroup reaches them). With [`Config::default`] loops are short and bounded, so
-//!   interpreting one is cheap; [`Config::interp`] makes Programs to run: a `run` section,
-//!   odd workgroup sizes (partial warps), a variable of every type from the start, and loops
-//!   that may outrun an interpreter's fuel.
-//! - [`wild_program`]: structurally anything the model can hold (random names, types,
-//!   buffers, operators, nesting), mostly invalid; for "never panics" properties.
-//! - [`mutate`]: a valid Program with one random change that is likely to break a rule.
-#![allow(dead_code)]
+//! The valid generator: well-typed Programs built rule by rule.
 
-use vyrescope::inputs::prng::SplitMix64;
-use vyrescope::ir::parse::assign_ids;
-use vyrescope::ir::*;
+use super::{bx, st, Config, Rng, VALUE_TYPES};
+use crate::ir::parse::assign_ids;
+use crate::ir::*;
 
-/// Test-case randomness: the crate's own SplitMix64 (the generator behind `"fill": "random"`)
-/// with a few drawing helpers.
-#[derive(Debug, Clone)]
-pub struct Rng(SplitMix64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        Rng(SplitMix64::new(seed))
-    }
-
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-
-    /// True with probability `num / den`.
-    pub fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.next_u64() % den < num
-    }
-
-    /// A random element.
-    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-}
-
-/// Limits of the valid generator.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Deepest statement nesting.
-    pub max_stmt_depth: usize,
-    /// Deepest expression nesting.
-    pub max_expr_depth: usize,
-    /// Most statements per list.
-    pub max_stmts: usize,
-    /// Emit workgroup barriers (at the top level, before any `return`).
-    pub barriers: bool,
-    /// Emit `shuffle`, `subgroup_reduce` and `ballot`.
-    pub subgroup_ops: bool,
-    /// Emit atomics.
-    pub atomics: bool,
-    /// Emit stores/loads/atomics on the workgroup buffer `tile` (racy between threads).
-    pub workgroup_memory: bool,
-    /// Workgroup sizes to pick from.
-    pub workgroups: Vec<[u32; 3]>,
-    /// Give the Program a `run` section (a grid of 1 to 4 workgroups over 100 elements and
-    /// fills for the read buffers), so it runs as generated.
-    pub run: bool,
-    /// Start with one `let` of every value type (`p_u32`, ...): every type has a variable
-    /// from the first statement on, and every invocation evaluates at least 16 nodes
-    /// (8 statements and their expressions) before anything can return.
-    pub prologue: bool,
-    /// Loop bounds may also be `e & LIT` for any `u32` expression `e` and literal: some
-    /// loops then run longer than an interpreter's fuel, exercising that error path.
-    pub long_loops: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            max_stmt_depth: 4,
-            max_expr_depth: 4,
-            max_stmts: 6,
-            barriers: true,
-            subgroup_ops: true,
-            atomics: true,
-            workgroup_memory: true,
-            workgroups: vec![[64, 1, 1], [32, 2, 1], [128, 1, 1], [16, 4, 2]],
-            run: false,
-            prologue: false,
-            long_loops: false,
-        }
-    }
-}
-
-impl Config {
-    /// Programs for running (the interpreter's property test): everything of the default,
-    /// plus a `run` section, the prologue, long loops, and workgroup sizes that leave warps
-    /// partly empty (1, 7, 48 threads) or spread over y and z.
-    pub fn interp() -> Self {
-        Config {
-            workgroups: vec![
-                [1, 1, 1],
-                [7, 1, 1],
-                [32, 1, 1],
-                [48, 1, 1],
-                [64, 1, 1],
-                [8, 2, 2],
-                [32, 2, 1],
-                [16, 4, 2],
-            ],
-            max_stmt_depth: 5,
-            max_stmts: 12,
-            run: true,
-            prologue: true,
-            long_loops: true,
-            ..Config::default()
-        }
-    }
-}
-
-const VALUE_TYPES: [ScalarType; 7] = ScalarType::ALL;
 const NUM_TYPES: [ScalarType; 6] = [
     ScalarType::U32,
     ScalarType::I32,
@@ -216,8 +94,13 @@ struct ValidGen<'c> {
 
 /// A well-typed Program the validator must accept.
 pub fn valid_program(seed: u64, cfg: &Config) -> Program {
+    valid_program_with(Rng::new(seed), cfg, format!("gen_{}", seed % 100_000))
+}
+
+/// [`valid_program`] drawing from `rng` (e.g. [`Rng::from_bytes`]), named `name`.
+pub fn valid_program_with(rng: Rng, cfg: &Config, name: String) -> Program {
     let mut g = ValidGen {
-        rng: Rng::new(seed),
+        rng,
         cfg,
         buffers: standard_buffers(),
         vars: Vec::new(),
@@ -236,7 +119,8 @@ pub fn valid_program(seed: u64, cfg: &Config) -> Program {
     g.vars.push(VarInfo {
         name: "i".into(),
         ty: ScalarType::U32,
-        counter: false,
+        // Race-free Programs never reassign `i`: it is what keeps threads' elements apart.
+        counter: cfg.race_free,
     });
     if cfg.prologue {
         for ty in VALUE_TYPES {
@@ -258,7 +142,7 @@ pub fn valid_program(seed: u64, cfg: &Config) -> Program {
     assign_ids(&mut body, "body");
     let run = cfg.run.then(|| run_spec(&mut g.rng, &g.buffers));
     Program {
-        name: format!("gen_{}", seed % 100_000),
+        name,
         doc: None,
         workgroup_size: wg,
         buffers: g.buffers.clone(),
@@ -296,17 +180,6 @@ fn run_spec(rng: &mut Rng, buffers: &[BufferDecl]) -> RunSpec {
         elements: Some(100),
         inputs,
     }
-}
-
-fn st(kind: StmtKind) -> Stmt {
-    Stmt {
-        id: Default::default(),
-        kind,
-    }
-}
-
-fn bx(e: Expr) -> Box<Expr> {
-    Box::new(e)
 }
 
 impl ValidGen<'_> {
@@ -389,7 +262,7 @@ impl ValidGen<'_> {
                 3 | 4 => {
                     let bufs = self.writable(self.cfg.workgroup_memory);
                     let b = bufs[self.rng.below(bufs.len())].clone();
-                    let index = self.index(0);
+                    let index = self.index_into(&b, 0);
                     let value = self.operand(b.elem.value_type(), 0);
                     return st(StmtKind::Store {
                         buffer: b.name,
@@ -463,6 +336,15 @@ impl ValidGen<'_> {
     /// An index: often the thread's own element `i` (in bounds for the threads below the
     /// length) or `i & LIT`, else any `u32` expression or a bare literal (mostly out of
     /// bounds).
+    /// An index into `b`: with [`Config::race_free`], a buffer other threads may write is
+    /// indexed only by the thread's own `i`, so no element is shared between threads.
+    fn index_into(&mut self, b: &BufferDecl, depth: usize) -> Expr {
+        if self.cfg.race_free && b.access.is_writable() {
+            return Expr::Var("i".into());
+        }
+        self.index(depth)
+    }
+
     fn index(&mut self, depth: usize) -> Expr {
         let own = || Expr::Var("i".into());
         match self.rng.below(4) {
@@ -770,7 +652,8 @@ impl ValidGen<'_> {
             self.rng.pick(&AtomicOp::ALL)
         };
         let expected = (op == AtomicOp::Cas).then(|| bx(self.operand(ty, d)));
-        let (index, value) = (bx(self.index(d)), bx(self.operand(ty, d)));
+        let index = bx(self.index_into(&b, d));
+        let value = bx(self.operand(ty, d));
         Expr::Atomic {
             op,
             buffer: b.name,
@@ -805,7 +688,7 @@ impl ValidGen<'_> {
                 }
                 1 if !loads.is_empty() => {
                     let b = loads[self.rng.below(loads.len())].clone();
-                    let index = self.index(self.cfg.max_expr_depth);
+                    let index = self.index_into(&b, self.cfg.max_expr_depth);
                     return Expr::Load {
                         buffer: b.name,
                         index: bx(index),
@@ -835,341 +718,4 @@ impl ValidGen<'_> {
             }
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Wild programs
-
-const NAMES: [&str; 8] = ["i", "x", "y", "acc", "k", "2bad", "", "out"];
-const BUF_NAMES: [&str; 6] = ["a", "b", "out", "tile", "x", "b@d"];
-
-fn wild_expr(r: &mut Rng, depth: usize) -> Expr {
-    let leaf = depth == 0 || r.chance(1, 3);
-    if leaf {
-        return match r.below(7) {
-            0 => Expr::Lit(Literal::Int(match r.below(4) {
-                0 => r.next_u64() as i128,
-                1 => -(r.next_u64() as i128),
-                2 => i128::MAX,
-                _ => r.below(10) as i128,
-            })),
-            1 => Expr::Lit(Literal::Float(f64::from_bits(r.next_u64()))),
-            2 => Expr::Lit(Literal::Typed(Scalar::from_bits(
-                r.pick(&VALUE_TYPES),
-                r.next_u64(),
-            ))),
-            3 => Expr::Var(r.pick(&NAMES).to_string()),
-            4 => Expr::Len(r.pick(&BUF_NAMES).to_string()),
-            _ => Expr::Builtin(r.pick(&[
-                Builtin::GlobalId(Axis::X),
-                Builtin::LocalId(Axis::Y),
-                Builtin::WorkgroupId(Axis::Z),
-                Builtin::NumWorkgroups(Axis::X),
-                Builtin::Lane,
-                Builtin::SubgroupSize,
-            ])),
-        };
-    }
-    let d = depth - 1;
-    let k = r.below(12);
-    let (op2, op1) = (r.pick(&BinOp::ALL), r.pick(&UnOp::ALL));
-    let (t, atomic, reduce) = (
-        r.pick(&VALUE_TYPES),
-        r.pick(&AtomicOp::ALL),
-        r.pick(&ReduceOp::ALL),
-    );
-    let (buffer, with_expected) = (r.pick(&BUF_NAMES).to_string(), r.chance(1, 2));
-    let mut e = || bx(wild_expr(r, d));
-    match k {
-        0 => Expr::Binary(op2, e(), e()),
-        1 => Expr::Unary(op1, e()),
-        2 => Expr::Select(e(), e(), e()),
-        3 => Expr::Cast(t, e()),
-        4 => Expr::Bitcast(t, e()),
-        5 => Expr::Fma(e(), e(), e()),
-        6 => {
-            let (index, value) = (e(), e());
-            let expected = if with_expected { Some(e()) } else { None };
-            Expr::Atomic {
-                op: atomic,
-                buffer,
-                index,
-                value,
-                expected,
-                order: r.pick(&AtomicOrder::ALL),
-            }
-        }
-        7 => Expr::Shuffle {
-            value: e(),
-            lane: e(),
-        },
-        8 => Expr::SubgroupReduce(reduce, e()),
-        9 => Expr::Ballot(e()),
-        10 => Expr::Load { buffer, index: e() },
-        _ => Expr::Binary(BinOp::Add, e(), e()),
-    }
-}
-
-fn wild_stmts(r: &mut Rng, depth: usize, n: usize) -> Vec<Stmt> {
-    (0..n)
-        .map(|_| {
-            let ed = r.below(5);
-            let kind = match r.below(9) {
-                0 => StmtKind::Let {
-                    name: r.pick(&NAMES).into(),
-                    value: wild_expr(r, ed),
-                },
-                1 => StmtKind::Assign {
-                    name: r.pick(&NAMES).into(),
-                    value: wild_expr(r, ed),
-                },
-                2 => StmtKind::Store {
-                    buffer: r.pick(&BUF_NAMES).into(),
-                    index: wild_expr(r, ed),
-                    value: wild_expr(r, ed),
-                },
-                3 if depth > 0 => {
-                    let has_else = r.chance(1, 2);
-                    StmtKind::If {
-                        cond: wild_expr(r, ed),
-                        then: {
-                            let n = r.below(4);
-                            wild_stmts(r, depth - 1, n)
-                        },
-                        otherwise: if has_else {
-                            {
-                                let n = r.below(3);
-                                wild_stmts(r, depth - 1, n)
-                            }
-                        } else {
-                            Vec::new()
-                        },
-                        has_else,
-                    }
-                }
-                4 if depth > 0 => StmtKind::Loop {
-                    var: r.pick(&NAMES).into(),
-                    from: wild_expr(r, ed),
-                    to: wild_expr(r, ed),
-                    body: {
-                        let n = r.below(4);
-                        wild_stmts(r, depth - 1, n)
-                    },
-                },
-                5 if depth > 0 => StmtKind::Block({
-                    let n = r.below(4);
-                    wild_stmts(r, depth - 1, n)
-                }),
-                6 => StmtKind::Barrier(if r.chance(1, 2) {
-                    BarrierScope::Workgroup
-                } else {
-                    BarrierScope::Grid
-                }),
-                7 => StmtKind::Return,
-                _ => StmtKind::Let {
-                    name: format!("w{}", r.below(5)),
-                    value: wild_expr(r, ed),
-                },
-            };
-            st(kind)
-        })
-        .collect()
-}
-
-/// Anything the model can hold: random buffers, names, statements and expressions.
-pub fn wild_program(seed: u64) -> Program {
-    let mut r = Rng::new(seed);
-    let accesses = [
-        Access::Read,
-        Access::ReadWrite,
-        Access::Write,
-        Access::Uniform,
-        Access::Workgroup,
-    ];
-    let nb = r.below(6);
-    let buffers = (0..nb)
-        .map(|_| BufferDecl {
-            name: r.pick(&BUF_NAMES).into(),
-            binding: if r.chance(3, 4) {
-                Some(r.below(4) as u32)
-            } else {
-                None
-            },
-            access: r.pick(&accesses),
-            elem: r.pick(&ElemType::ALL),
-            count: if r.chance(1, 2) {
-                Some(r.next_u64() as u32 >> r.below(32))
-            } else {
-                None
-            },
-        })
-        .collect();
-    let depth = r.below(5);
-    let n = r.below(8);
-    let mut body = wild_stmts(&mut r, depth, n);
-    assign_ids(&mut body, "body");
-    Program {
-        name: r.pick(&["k", "bad name", "", "_ok"]).into(),
-        doc: None,
-        workgroup_size: [
-            r.pick(&[0, 1, 64, 1024, 5000]),
-            r.pick(&[1, 2, 0]),
-            r.pick(&[1, 65]),
-        ],
-        buffers,
-        body,
-        run: None,
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Mutations
-
-/// Applies `f` to the `k`-th expression node (pre-order) of a statement list; returns the
-/// number of nodes seen when fewer than `k + 1` exist.
-fn with_nth_expr(list: &mut [Stmt], k: &mut usize, f: &mut dyn FnMut(&mut Expr)) -> bool {
-    fn walk(e: &mut Expr, k: &mut usize, f: &mut dyn FnMut(&mut Expr)) -> bool {
-        if *k == 0 {
-            f(e);
-            return true;
-        }
-        *k -= 1;
-        match e {
-            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => false,
-            Expr::Load { index, .. } => walk(index, k, f),
-            Expr::Binary(_, a, b) | Expr::Shuffle { value: a, lane: b } => {
-                walk(a, k, f) || walk(b, k, f)
-            }
-            Expr::Unary(_, a)
-            | Expr::Cast(_, a)
-            | Expr::Bitcast(_, a)
-            | Expr::SubgroupReduce(_, a)
-            | Expr::Ballot(a) => walk(a, k, f),
-            Expr::Select(a, b, c) | Expr::Fma(a, b, c) => {
-                walk(a, k, f) || walk(b, k, f) || walk(c, k, f)
-            }
-            Expr::Atomic {
-                index,
-                value,
-                expected,
-                ..
-            } => {
-                walk(index, k, f)
-                    || walk(value, k, f)
-                    || expected.as_mut().is_some_and(|x| walk(x, k, f))
-            }
-        }
-    }
-    for s in list {
-        let done = match &mut s.kind {
-            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => walk(value, k, f),
-            StmtKind::Store { index, value, .. } => walk(index, k, f) || walk(value, k, f),
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-                ..
-            } => walk(cond, k, f) || with_nth_expr(then, k, f) || with_nth_expr(otherwise, k, f),
-            StmtKind::Loop { from, to, body, .. } => {
-                walk(from, k, f) || walk(to, k, f) || with_nth_expr(body, k, f)
-            }
-            StmtKind::Block(b) => with_nth_expr(b, k, f),
-            StmtKind::Barrier(_) | StmtKind::Return => false,
-        };
-        if done {
-            return true;
-        }
-    }
-    false
-}
-
-fn count_exprs(p: &Program) -> usize {
-    let mut n = 0;
-    p.walk_stmts(&mut |s| match &s.kind {
-        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
-            value.visit(&mut |_| n += 1)
-        }
-        StmtKind::Store { index, value, .. } => {
-            index.visit(&mut |_| n += 1);
-            value.visit(&mut |_| n += 1);
-        }
-        StmtKind::If { cond, .. } => cond.visit(&mut |_| n += 1),
-        StmtKind::Loop { from, to, .. } => {
-            from.visit(&mut |_| n += 1);
-            to.visit(&mut |_| n += 1);
-        }
-        _ => {}
-    });
-    n
-}
-
-/// `p` with one random change (an expression replaced by a random one, a buffer's access or
-/// type changed, a statement duplicated so that its `let` shadows, a barrier inserted, ...).
-pub fn mutate(p: &Program, seed: u64) -> Program {
-    let mut r = Rng::new(seed);
-    let mut out = p.clone();
-    match r.below(6) {
-        0 | 1 => {
-            let mut k = r.below(count_exprs(&out).max(1));
-            let new = wild_expr(&mut r, 2);
-            let mut new = Some(new);
-            with_nth_expr(&mut out.body, &mut k, &mut |e| {
-                if let Some(n) = new.take() {
-                    *e = n;
-                }
-            });
-        }
-        2 => {
-            if !out.buffers.is_empty() {
-                let k = r.below(out.buffers.len());
-                let b = &mut out.buffers[k];
-                match r.below(4) {
-                    0 => b.access = Access::Read,
-                    1 => b.elem = r.pick(&ElemType::ALL),
-                    2 => b.binding = Some(0),
-                    _ => b.count = Some(r.next_u64() as u32),
-                }
-            }
-        }
-        3 => {
-            if let Some(s) = out.body.get(r.below(out.body.len().max(1))).cloned() {
-                out.body.insert(r.below(out.body.len() + 1), s);
-            }
-        }
-        4 => {
-            let at = r.below(out.body.len() + 1);
-            let mut inner = vec![st(StmtKind::Barrier(BarrierScope::Workgroup))];
-            if r.chance(1, 2) {
-                inner.insert(0, st(StmtKind::Return));
-            }
-            out.body.insert(
-                at,
-                st(StmtKind::If {
-                    cond: Expr::Binary(
-                        BinOp::Lt,
-                        bx(Expr::Builtin(Builtin::LocalId(Axis::X))),
-                        bx(Expr::Lit(Literal::Int(3))),
-                    ),
-                    then: inner,
-                    otherwise: Vec::new(),
-                    has_else: false,
-                }),
-            );
-        }
-        _ => {
-            let mut k = r.below(count_exprs(&out).max(1));
-            let t = r.pick(&VALUE_TYPES);
-            with_nth_expr(&mut out.body, &mut k, &mut |e| {
-                let new = match &*e {
-                    Expr::Lit(Literal::Typed(s)) => {
-                        Expr::Lit(Literal::Typed(Scalar::from_bits(t, s.to_bits())))
-                    }
-                    other => Expr::Cast(t, bx(other.clone())),
-                };
-                *e = new;
-            });
-        }
-    }
-    assign_ids(&mut out.body, "body");
-    out
 }
