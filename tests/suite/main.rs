@@ -35,6 +35,8 @@ mod pipeline_parse;
 mod pipeline_run;
 mod ptxas;
 mod runtime_without_gpu;
+mod sass_cli;
+mod sass_map;
 mod tui_gpu;
 mod tui_scroll;
 mod tui_snapshots;
