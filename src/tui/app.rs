@@ -9,6 +9,7 @@ use crate::diagnostics::Diagnostic;
 use crate::emit::EmitOptions;
 
 use super::analysis::PtxView;
+use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
 use super::keymap::KeyMap;
 use super::theme::Theme;
 
@@ -38,13 +39,21 @@ pub enum Focus {
     Ir,
     /// PTX text.
     Ptx,
+    /// SASS listing (when shown: `s`).
+    Sass,
     /// Detail panel (tabs).
     Detail,
 }
 
 impl Focus {
     /// Tab order.
-    pub const ALL: [Focus; 4] = [Focus::List, Focus::Ir, Focus::Ptx, Focus::Detail];
+    pub const ALL: [Focus; 5] = [
+        Focus::List,
+        Focus::Ir,
+        Focus::Ptx,
+        Focus::Sass,
+        Focus::Detail,
+    ];
 
     /// Name for titles and export files.
     pub fn name(self) -> &'static str {
@@ -52,6 +61,7 @@ impl Focus {
             Focus::List => "programs",
             Focus::Ir => "ir",
             Focus::Ptx => "ptx",
+            Focus::Sass => "sass",
             Focus::Detail => "detail",
         }
     }
@@ -224,6 +234,31 @@ impl App {
             .as_deref()
     }
 
+    /// The SASS listing of the current emission, when assembled.
+    pub fn sass_view(&self) -> Option<&Arc<SassView>> {
+        match self.code.sass_state()? {
+            SassState::Ready(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether pane `f` is on screen in the normal layout (the SASS pane only when shown,
+    /// the PTX pane not while the SASS pane replaces it).
+    pub fn pane_shown(&self, f: Focus) -> bool {
+        let three_way = self.screen.size.0 >= THREE_WAY_MIN_WIDTH;
+        match (f, self.code.sass_mode) {
+            (Focus::Sass, SassMode::Off) => false,
+            (Focus::Ptx, SassMode::Replace) => false,
+            (Focus::Ptx, SassMode::Beside) => three_way,
+            _ => true,
+        }
+    }
+
+    /// Node of the SASS row under the SASS cursor.
+    pub fn sass_node(&self) -> Option<&str> {
+        self.sass_view()?.node_at(self.code.sass.cursor)
+    }
+
     /// Node of the PTX line under the PTX cursor.
     pub fn ptx_node(&self) -> Option<&str> {
         self.ptx_view()?.corr.node_at(self.code.ptx.cursor)
@@ -234,6 +269,7 @@ impl App {
     pub fn selected_node(&self) -> Option<&str> {
         match self.screen.focus {
             Focus::Ptx => self.ptx_node(),
+            Focus::Sass => self.sass_node(),
             _ => self.ir_node(),
         }
     }
@@ -256,6 +292,7 @@ impl App {
             Focus::List => self.programs.entries.len(),
             Focus::Ir => self.ir_len(),
             Focus::Ptx => self.ptx_len(),
+            Focus::Sass => self.sass_view().map_or(0, |v| v.len()),
             Focus::Detail => super::views::tab_rows::row_count(self),
         }
     }
@@ -271,6 +308,7 @@ impl App {
                 .get(i)
                 .map(|l| l.code.as_str()),
             Focus::Ptx => self.ptx_view().filter(|p| i < p.len()).map(|p| p.line(i)),
+            Focus::Sass => self.sass_view().filter(|v| i < v.len()).map(|v| v.line(i)),
             _ => None,
         }
     }
@@ -281,6 +319,7 @@ impl App {
             Focus::List => &mut self.programs.list,
             Focus::Ir => &mut self.code.ir,
             Focus::Ptx => &mut self.code.ptx,
+            Focus::Sass => &mut self.code.sass,
             Focus::Detail => &mut self.detail.pane,
         }
     }
@@ -291,6 +330,7 @@ impl App {
             Focus::List => self.programs.list,
             Focus::Ir => self.code.ir,
             Focus::Ptx => self.code.ptx,
+            Focus::Sass => self.code.sass,
             Focus::Detail => self.detail.pane,
         }
     }
