@@ -209,7 +209,10 @@ pub fn run_limited(
         std::thread::sleep(Duration::from_millis(5));
     };
     let text = std::fs::read(log).map_err(io)?;
-    Ok((status.success(), String::from_utf8_lossy(&text).into_owned()))
+    Ok((
+        status.success(),
+        String::from_utf8_lossy(&text).into_owned(),
+    ))
 }
 
 /// Assembles `ptx` for `sm` with the ptxas found by [`find_ptxas`] and parses `-v`.

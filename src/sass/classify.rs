@@ -62,23 +62,89 @@ pub fn classify(text: &str) -> Class {
     let op = opcode(text);
     let base = op.split('.').next().unwrap_or(op);
     const MEMORY: &[&str] = &[
-        "LD", "LDG", "LDS", "LDL", "LDC", "ULDC", "LDSM", "LDGSTS", "LDGDEPBAR", "ST", "STG",
-        "STS", "STL", "STSM", "ATOM", "ATOMG", "ATOMS", "RED", "REDG", "REDAS", "MEMBAR",
-        "ERRBAR", "FENCE", "CCTL", "CCTLL", "CCTLT", "LDTRAM", "UBLKCP", "UTMALDG", "UTMASTG",
+        "LD",
+        "LDG",
+        "LDS",
+        "LDL",
+        "LDC",
+        "ULDC",
+        "LDSM",
+        "LDGSTS",
+        "LDGDEPBAR",
+        "ST",
+        "STG",
+        "STS",
+        "STL",
+        "STSM",
+        "ATOM",
+        "ATOMG",
+        "ATOMS",
+        "RED",
+        "REDG",
+        "REDAS",
+        "MEMBAR",
+        "ERRBAR",
+        "FENCE",
+        "CCTL",
+        "CCTLL",
+        "CCTLT",
+        "LDTRAM",
+        "UBLKCP",
+        "UTMALDG",
+        "UTMASTG",
         "SYNCS",
     ];
     const CONTROL: &[&str] = &[
-        "BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "BSSY", "BSYNC",
-        "BREAK", "BMOV", "BPT", "BAR", "WARPSYNC", "NOP", "YIELD", "KILL", "NANOSLEEP", "RTT",
-        "DEPBAR", "ACQBULK", "ELECT", "ENDCOLLECTIVE", "PREEXIT", "WARPGROUP",
+        "BRA",
+        "BRX",
+        "BRXU",
+        "JMP",
+        "JMX",
+        "JMXU",
+        "CALL",
+        "RET",
+        "EXIT",
+        "BSSY",
+        "BSYNC",
+        "BREAK",
+        "BMOV",
+        "BPT",
+        "BAR",
+        "WARPSYNC",
+        "NOP",
+        "YIELD",
+        "KILL",
+        "NANOSLEEP",
+        "RTT",
+        "DEPBAR",
+        "ACQBULK",
+        "ELECT",
+        "ENDCOLLECTIVE",
+        "PREEXIT",
+        "WARPGROUP",
     ];
     const CONVERSION: &[&str] = &[
         "F2F", "F2I", "I2F", "I2I", "F2FP", "I2FP", "F2IP", "I2IP", "FRND", "DRND", "F2I64",
         "I2F64",
     ];
     const SPECIAL: &[&str] = &[
-        "S2R", "S2UR", "CS2R", "SHFL", "VOTE", "VOTEU", "MATCH", "REDUX", "MUFU", "B2R", "R2B",
-        "R2UR", "GETLMEMBASE", "SETLMEMBASE", "CREDUX", "UCGABAR_ARV", "UCGABAR_WAIT",
+        "S2R",
+        "S2UR",
+        "CS2R",
+        "SHFL",
+        "VOTE",
+        "VOTEU",
+        "MATCH",
+        "REDUX",
+        "MUFU",
+        "B2R",
+        "R2B",
+        "R2UR",
+        "GETLMEMBASE",
+        "SETLMEMBASE",
+        "CREDUX",
+        "UCGABAR_ARV",
+        "UCGABAR_WAIT",
     ];
     if MEMORY.contains(&base) {
         Class::Memory
@@ -147,7 +213,10 @@ mod tests {
 
     #[test]
     fn classes_follow_the_opcode_after_the_predicate() {
-        assert_eq!(classify("@!P0 LDG.E.CONSTANT R8, desc[UR4][R2.64]"), Class::Memory);
+        assert_eq!(
+            classify("@!P0 LDG.E.CONSTANT R8, desc[UR4][R2.64]"),
+            Class::Memory
+        );
         assert_eq!(classify("ULDC.64 UR4, c[0x0][0x208]"), Class::Memory);
         assert_eq!(classify("FADD R9, R9, R8"), Class::Arithmetic);
         assert_eq!(classify("@P0 EXIT"), Class::Control);
@@ -155,7 +224,14 @@ mod tests {
         assert_eq!(classify("S2R R0, SR_TID.X"), Class::Special);
         assert_eq!(classify("MUFU.RCP R2, R2"), Class::Special);
         let mut m = Mix::default();
-        for t in ["LDG R1", "STG R1", "FADD R1", "BRA x", "I2F R1", "SHFL.BFLY R1"] {
+        for t in [
+            "LDG R1",
+            "STG R1",
+            "FADD R1",
+            "BRA x",
+            "I2F R1",
+            "SHFL.BFLY R1",
+        ] {
             m.add(classify(t));
         }
         assert_eq!((m.memory, m.arithmetic, m.control), (2, 1, 1));

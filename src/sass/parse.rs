@@ -167,7 +167,10 @@ $__internal_0_$__cuda_sm20_div_s64:
         assert_eq!(d.padding, 2);
         assert_eq!(d.instructions.len(), 6);
         let i = &d.instructions;
-        assert_eq!((i[0].address, i[0].text.as_str()), (0, "LDC R1, c[0x0][0x28]"));
+        assert_eq!(
+            (i[0].address, i[0].text.as_str()),
+            (0, "LDC R1, c[0x0][0x28]")
+        );
         assert_eq!((i[0].ptx_line, i[0].ir_line), (Some(30), Some(9)));
         assert_eq!((i[1].text.as_str(), i[1].ptx_line), ("@P0 EXIT", Some(36)));
         assert_eq!(i[2].ptx_line, Some(36));
@@ -183,7 +186,10 @@ $__internal_0_$__cuda_sm20_div_s64:
             .collect();
         assert_eq!(
             names,
-            vec![(0x30, ".L_x_0"), (0x40, "$__internal_0_$__cuda_sm20_div_s64")]
+            vec![
+                (0x30, ".L_x_0"),
+                (0x40, "$__internal_0_$__cuda_sm20_div_s64")
+            ]
         );
     }
 }

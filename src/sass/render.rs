@@ -52,7 +52,11 @@ pub fn text(l: &SassListing) -> String {
 pub fn mix_table(l: &SassListing) -> String {
     let mut s = String::new();
     let w = node_width(l).max("(no statement)".len());
-    let _ = write!(s, "// instruction mix per statement\n// {:<w$}  total", "node");
+    let _ = write!(
+        s,
+        "// instruction mix per statement\n// {:<w$}  total",
+        "node"
+    );
     for c in Class::ALL {
         let _ = write!(s, " {:>5}", c.short());
     }

@@ -50,12 +50,14 @@ pub fn find_nvdisasm() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Versions seen, per tool path, with the modification time they were read at.
+type Versions = HashMap<PathBuf, (Option<SystemTime>, String)>;
+
 /// The `release` line of `tool --version` (`Cuda compilation tools, release 13.0,
 /// V13.0.88` gives `13.0.88`), remembered per (path, modification time) so a listing's
 /// cache key costs one process per tool and session, not one per lookup.
 pub fn tool_version(tool: &Path) -> Result<String, String> {
-    static SEEN: OnceLock<Mutex<HashMap<PathBuf, (Option<SystemTime>, String)>>> =
-        OnceLock::new();
+    static SEEN: OnceLock<Mutex<Versions>> = OnceLock::new();
     let mtime = std::fs::metadata(tool).and_then(|m| m.modified()).ok();
     let seen = SEEN.get_or_init(Default::default);
     if let Some((t, v)) = seen.lock().ok().and_then(|m| m.get(tool).cloned()) {

@@ -9,8 +9,8 @@ use crate::diagnostics::Diagnostic;
 use crate::emit::EmitOptions;
 
 use super::analysis::PtxView;
-use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
 use super::keymap::KeyMap;
+use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
 use super::theme::Theme;
 
 pub mod code;

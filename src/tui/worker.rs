@@ -106,7 +106,7 @@ pub enum Reply {
     /// Resources measured.
     Resources(ResKey, Resources),
     /// SASS listing made (or why not).
-    Sass(ResKey, Result<crate::sass::SassListing, String>),
+    Sass(ResKey, Result<Box<crate::sass::SassListing>, String>),
     /// Probe finished.
     Probed(Result<DeviceCaps, String>),
     /// Dispatch finished, with the runtime's statistics afterwards.
@@ -155,7 +155,9 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         }
         Job::Sass { key, ptx } => {
             report(Reply::Started("assembling SASS", 0));
-            let r = crate::sass::disassemble(&ptx.kernel, key.1.sm).map_err(|e| e.to_string());
+            let r = crate::sass::disassemble(&ptx.kernel, key.1.sm)
+                .map(Box::new)
+                .map_err(|e| e.to_string());
             report(Reply::Sass(key, r));
         }
         Job::Probe => {

@@ -37,6 +37,7 @@ mod ptxas;
 mod runtime_without_gpu;
 mod sass_cli;
 mod sass_map;
+mod sass_tui;
 mod tui_gpu;
 mod tui_scroll;
 mod tui_snapshots;

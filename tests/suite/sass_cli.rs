@@ -19,8 +19,16 @@ fn fixture(name: &str) -> PathBuf {
 
 /// Instructions nvdisasm prints for `cubin`, trailing NOPs not counted.
 fn nvdisasm_count(nvdisasm: &Path, cubin: &Path) -> usize {
-    let out = Command::new(nvdisasm).arg("-c").arg(cubin).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(nvdisasm)
+        .arg("-c")
+        .arg(cubin)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let ins: Vec<&str> = text
         .lines()
@@ -68,7 +76,11 @@ fn json_instruction_count_matches_nvdisasm_on_the_emitted_cubin() {
             .arg(fixture(name))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let ins = v["instructions"].as_array().unwrap();
         assert_eq!(ins.len(), want, "{name} sm_{sm}");
@@ -95,7 +107,11 @@ fn text_has_a_gutter_of_ptx_line_and_node() {
         .arg(fixture("vadd_f32"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
@@ -104,7 +120,10 @@ fn text_has_a_gutter_of_ptx_line_and_node() {
     let words: Vec<&str> = line.split_whitespace().collect();
     assert!(words[0].parse::<u32>().is_ok(), "{line}");
     assert_eq!(words[1], "body[1].then[0]", "{line}");
-    assert!(text.contains("IMAD R0, R0, 0x80, R3"), "workgroup 128:\n{text}");
+    assert!(
+        text.contains("IMAD R0, R0, 0x80, R3"),
+        "workgroup 128:\n{text}"
+    );
     assert!(text.contains("// instruction mix per statement"));
 }
 
@@ -125,7 +144,10 @@ fn a_missing_tool_is_one_line_with_a_fix_and_emit_still_works() {
             .unwrap();
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.starts_with(&format!("error: {tool} not found")), "{err}");
+        assert!(
+            err.starts_with(&format!("error: {tool} not found")),
+            "{err}"
+        );
         assert!(err.contains("Fix:") && err.contains(script), "{err}");
         assert_eq!(err.lines().count(), 2, "{err}");
         let out = bin()

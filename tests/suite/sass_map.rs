@@ -147,7 +147,10 @@ fn every_fixture_maps_sass_to_ptx_lines_and_ir_nodes() {
         }
     }
     assert!(errs.is_empty(), "{}", errs.join("\n"));
-    assert!(counted > 1000, "only {counted} instructions over all fixtures");
+    assert!(
+        counted > 1000,
+        "only {counted} instructions over all fixtures"
+    );
 }
 
 #[test]
@@ -188,7 +191,10 @@ fn memory_and_control_instructions_land_on_the_statements_that_do_them() {
         .iter()
         .filter(|i| i.routine.is_some())
         .collect();
-    assert!(!sub.is_empty(), "u64_f64_arith should call ptxas subroutines");
+    assert!(
+        !sub.is_empty(),
+        "u64_f64_arith should call ptxas subroutines"
+    );
     assert!(sub.iter().all(|i| i.node.is_some()));
 }
 

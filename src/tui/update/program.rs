@@ -6,8 +6,8 @@ use crate::tui::analysis::{analyze, estimate_into, PtxView, INLINE_EMIT_MAX_STMT
 use crate::tui::app::programs::Loaded;
 use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
-use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::pipeline::{origin_names, rename_nodes};
+use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::worker::{Job, ResKey};
 
 use super::nav;

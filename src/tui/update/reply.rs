@@ -27,7 +27,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         }
         Reply::Sass(key, r) => {
             let state = match r {
-                Ok(l) => SassState::Ready(Arc::new(SassView::new(l))),
+                Ok(l) => SassState::Ready(Arc::new(SassView::new(*l))),
                 Err(e) => SassState::Failed(e),
             };
             app.code.sass_listings.insert(key, state);

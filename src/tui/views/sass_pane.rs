@@ -18,28 +18,33 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let mut detail = format!("sm_{}", app.code.sm);
     if let Some(v) = view {
         let l = &v.listing;
-        detail = format!(
-            "{} · {} instr · {} regs",
-            l.arch,
-            l.instructions.len(),
-            l.resources.registers
-        );
+        // The selected statement's share first: it is what changes as the cursor moves, and
+        // narrow panes cut the title from the right.
+        detail = match node.and_then(|n| l.cost_of(n)) {
+            Some(c) => format!(
+                "{}: {} of {} instr, {} mem · ",
+                c.node,
+                c.total,
+                l.instructions.len(),
+                c.mix.memory
+            ),
+            None => format!("{} instr · ", l.instructions.len()),
+        };
+        detail.push_str(&format!("{} · {} regs", l.arch, l.resources.registers));
         if l.resources.spill_stores + l.resources.spill_loads > 0 {
             detail.push_str(&format!(
                 " · spills {}B/{}B",
                 l.resources.spill_stores, l.resources.spill_loads
             ));
         }
-        if let Some(c) = node.and_then(|n| l.cost_of(n)) {
-            detail.push_str(&format!(
-                " · {}: {} instr, {} mem",
-                c.node,
-                c.total,
-                c.mix.memory
-            ));
-        }
     }
-    let inner = super::framed(buf, area, app, Focus::Sass, super::title(app, "SASS", detail));
+    let inner = super::framed(
+        buf,
+        area,
+        app,
+        Focus::Sass,
+        super::title(app, "SASS", detail),
+    );
     let view = match (app.code.sass_state(), view) {
         (_, Some(v)) => v,
         (Some(SassState::Failed(e)), _) => {
