@@ -210,7 +210,7 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
     (
         Command::SassPane,
         "sass",
-        "SASS pane: beside PTX / instead of PTX / off",
+        "SASS pane: cycle layout",
         Group::General,
         &["s"],
     ),

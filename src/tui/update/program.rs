@@ -247,6 +247,10 @@ pub(super) fn request_sass(app: &mut App, out: &mut Vec<Cmd>) {
     if app.code.sass_mode == SassMode::Off || app.code.sass_listings.contains_key(&key) {
         return;
     }
+    // Listings are small, but a long tuning session should not keep every one.
+    if app.code.sass_listings.len() >= 64 {
+        app.code.sass_listings.clear();
+    }
     let state = match &em.ptx {
         Ok(ptx) => {
             out.push(app.jobs.queue(Job::Sass {
