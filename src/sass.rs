@@ -223,7 +223,9 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
     };
     let is_trap = |i: &parse::RawInstr| {
         d.labels.iter().any(|l| {
-            l.address == i.address && i.text.starts_with("BRA ") && i.text.contains(&l.name)
+            l.address == i.address
+                && i.text.starts_with("BRA ")
+                && i.text.contains(&format!("`({})", l.name))
         })
     };
     let mut instructions = Vec::with_capacity(d.instructions.len());

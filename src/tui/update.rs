@@ -58,6 +58,10 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         // took the rest.
         Action::Input(_) | Action::Backspace | Action::Tick | Action::WorkerGone => {}
         Action::Resize(..) => {
+            // Narrowing below the three-way width hides the PTX pane behind the SASS pane.
+            if !app.pane_shown(app.screen.focus) && app.screen.focus == Focus::Ptx {
+                app.screen.focus = Focus::Sass;
+            }
             for f in Focus::ALL {
                 nav::keep_visible(app, f);
             }
