@@ -41,6 +41,7 @@ pub mod run;
 pub mod run_cuda;
 pub mod run_pipeline;
 pub mod run_pipeline_cuda;
+pub mod sass;
 pub mod selftest;
 pub mod tui;
 pub mod tune;
@@ -78,6 +79,8 @@ pub enum Command {
     Run(run::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
     Emit(emit::Args),
+    /// SASS of a Program's kernel with the PTX line and IR node of every instruction.
+    Sass(sass::Args),
     /// Occupancy of a Program's kernel, or calculator mode with --regs.
     Occupancy(occupancy::Args),
     /// Plan a pipeline's fused (megakernel) execution: groups, waves, barriers, breaks.
@@ -160,6 +163,7 @@ pub fn main() -> i32 {
         Some(Command::Print(a)) => print::run(&a),
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
+        Some(Command::Sass(a)) => sass::run(&a),
         Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Plan(a)) => plan::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),

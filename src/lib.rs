@@ -13,6 +13,7 @@ pub mod megakernel;
 pub mod occupancy;
 pub mod report;
 pub mod runtime;
+pub mod sass;
 pub mod semantics;
 pub mod shape;
 pub mod tui;

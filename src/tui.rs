@@ -30,6 +30,7 @@ pub mod keymap;
 pub mod layout;
 pub mod pipeline;
 pub mod replay;
+pub mod sass_view;
 pub mod terminal;
 pub mod theme;
 pub mod update;

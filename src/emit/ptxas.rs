@@ -103,19 +103,55 @@ pub fn assemble_in(
     lineinfo: bool,
     limit: Duration,
 ) -> Result<String, PtxasError> {
+    assemble_full(parent, ptxas, ptx, sm, lineinfo, limit).map(|(log, _)| log)
+}
+
+/// Like [`assemble`], and also returns the cubin ptxas wrote (for disassembly: the
+/// `sass` module). Same private temp folder, time limit and clean-up.
+pub fn assemble_cubin(
+    ptxas: &Path,
+    ptx: &str,
+    sm: u32,
+    lineinfo: bool,
+) -> Result<(String, Vec<u8>), PtxasError> {
+    assemble_full(
+        &std::env::temp_dir(),
+        ptxas,
+        ptx,
+        sm,
+        lineinfo,
+        PTXAS_TIMEOUT,
+    )
+}
+
+fn assemble_full(
+    parent: &Path,
+    ptxas: &Path,
+    ptx: &str,
+    sm: u32,
+    lineinfo: bool,
+    limit: Duration,
+) -> Result<(String, Vec<u8>), PtxasError> {
     let arch = ptxas_arch(sm);
     let dir = tempfile::Builder::new()
         .prefix("vyrescope-ptxas-")
         .tempdir_in(parent)
         .map_err(|e| PtxasError::Io(format!("cannot create a temp folder: {e}")))?;
-    let res = run_in(dir.path(), ptxas, ptx, &arch, lineinfo, limit);
+    let res = run_in(dir.path(), ptxas, ptx, &arch, lineinfo, limit).and_then(|(ok, log)| {
+        if !ok {
+            return Ok((false, log, Vec::new()));
+        }
+        let cubin = std::fs::read(dir.path().join("kernel.cubin"))
+            .map_err(|e| PtxasError::Io(format!("ptxas wrote no cubin: {e}")))?;
+        Ok((true, log, cubin))
+    });
     // Dropping `dir` would remove it too; closing says so explicitly (errors are moot here).
     let _ = dir.close();
-    let (ok, log) = res?;
+    let (ok, log, cubin) = res?;
     if !ok {
         return Err(PtxasError::Rejected { arch, log });
     }
-    Ok(log)
+    Ok((log, cubin))
 }
 
 /// Runs ptxas on `ptx` inside `dir`; returns (success, log). Its output goes to a file in
@@ -131,18 +167,29 @@ fn run_in(
     let io = |e: std::io::Error| PtxasError::Io(e.to_string());
     let src = dir.join("kernel.ptx");
     let out = dir.join("kernel.cubin");
-    let log_path = dir.join("ptxas.log");
     std::fs::write(&src, ptx).map_err(io)?;
-    let log_file = std::fs::File::create(&log_path).map_err(io)?;
     let mut cmd = Command::new(ptxas);
     cmd.arg(format!("-arch={arch}")).arg("-v");
     if lineinfo {
         cmd.arg("-lineinfo");
     }
-    cmd.arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .stdin(Stdio::null())
+    cmd.arg(&src).arg("-o").arg(&out);
+    run_limited(&mut cmd, &dir.join("ptxas.log"), limit, "ptxas").map_err(PtxasError::Io)
+}
+
+/// Runs `cmd` with no stdin and its stdout and stderr both written to the file `log`,
+/// killing it after `limit`; returns (success, the log). Waiting on a file rather than a
+/// pipe cannot deadlock on a full pipe. `tool` names the program in errors. Shared by every
+/// NVIDIA tool vyrescope runs (ptxas here, nvdisasm in `sass`).
+pub fn run_limited(
+    cmd: &mut Command,
+    log: &Path,
+    limit: Duration,
+    tool: &str,
+) -> Result<(bool, String), String> {
+    let io = |e: std::io::Error| e.to_string();
+    let log_file = std::fs::File::create(log).map_err(io)?;
+    cmd.stdin(Stdio::null())
         .stdout(log_file.try_clone().map_err(io)?)
         .stderr(log_file);
     let mut child = cmd.spawn().map_err(io)?;
@@ -154,15 +201,18 @@ fn run_in(
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(PtxasError::Io(format!(
-                "ptxas ran longer than {} s and was stopped",
+            return Err(format!(
+                "{tool} ran longer than {} s and was stopped",
                 limit.as_secs_f64()
-            )));
+            ));
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let log = std::fs::read(&log_path).map_err(io)?;
-    Ok((status.success(), String::from_utf8_lossy(&log).into_owned()))
+    let text = std::fs::read(log).map_err(io)?;
+    Ok((
+        status.success(),
+        String::from_utf8_lossy(&text).into_owned(),
+    ))
 }
 
 /// Assembles `ptx` for `sm` with the ptxas found by [`find_ptxas`] and parses `-v`.

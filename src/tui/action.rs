@@ -77,6 +77,8 @@ pub enum Command {
     Dispatch,
     /// Run the tune sweep over workgroup sizes.
     Tune,
+    /// Cycle the SASS pane: beside the PTX pane, instead of it, hidden.
+    SassPane,
     /// Switch the target sm.
     CycleSm,
     /// Switch the device profile.

@@ -10,6 +10,7 @@ use crate::emit::EmitOptions;
 
 use super::analysis::PtxView;
 use super::keymap::KeyMap;
+use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
 use super::theme::Theme;
 
 pub mod code;
@@ -38,13 +39,21 @@ pub enum Focus {
     Ir,
     /// PTX text.
     Ptx,
+    /// SASS listing (when shown: `s`).
+    Sass,
     /// Detail panel (tabs).
     Detail,
 }
 
 impl Focus {
     /// Tab order.
-    pub const ALL: [Focus; 4] = [Focus::List, Focus::Ir, Focus::Ptx, Focus::Detail];
+    pub const ALL: [Focus; 5] = [
+        Focus::List,
+        Focus::Ir,
+        Focus::Ptx,
+        Focus::Sass,
+        Focus::Detail,
+    ];
 
     /// Name for titles and export files.
     pub fn name(self) -> &'static str {
@@ -52,6 +61,7 @@ impl Focus {
             Focus::List => "programs",
             Focus::Ir => "ir",
             Focus::Ptx => "ptx",
+            Focus::Sass => "sass",
             Focus::Detail => "detail",
         }
     }
@@ -225,6 +235,31 @@ impl App {
             .as_deref()
     }
 
+    /// The SASS listing of the current emission, when assembled.
+    pub fn sass_view(&self) -> Option<&Arc<SassView>> {
+        match self.code.sass_state()? {
+            SassState::Ready(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether pane `f` is on screen in the normal layout (the SASS pane only when shown,
+    /// the PTX pane not while the SASS pane replaces it).
+    pub fn pane_shown(&self, f: Focus) -> bool {
+        let three_way = self.screen.size.0 >= THREE_WAY_MIN_WIDTH;
+        match (f, self.code.sass_mode) {
+            (Focus::Sass, SassMode::Off) => false,
+            (Focus::Ptx, SassMode::Replace) => false,
+            (Focus::Ptx, SassMode::Beside) => three_way,
+            _ => true,
+        }
+    }
+
+    /// Node of the SASS row under the SASS cursor.
+    pub fn sass_node(&self) -> Option<&str> {
+        self.sass_view()?.node_at(self.code.sass.cursor)
+    }
+
     /// Node of the PTX line under the PTX cursor.
     pub fn ptx_node(&self) -> Option<&str> {
         self.ptx_view()?.corr.node_at(self.code.ptx.cursor)
@@ -235,6 +270,7 @@ impl App {
     pub fn selected_node(&self) -> Option<&str> {
         match self.screen.focus {
             Focus::Ptx => self.ptx_node(),
+            Focus::Sass => self.sass_node(),
             _ => self.ir_node(),
         }
     }
@@ -257,6 +293,7 @@ impl App {
             Focus::List => self.programs.entries.len(),
             Focus::Ir => self.ir_len(),
             Focus::Ptx => self.ptx_len(),
+            Focus::Sass => self.sass_view().map_or(0, |v| v.len()),
             Focus::Detail => super::views::tab_rows::row_count(self),
         }
     }
@@ -272,6 +309,7 @@ impl App {
                 .get(i)
                 .map(|l| l.code.as_str()),
             Focus::Ptx => self.ptx_view().filter(|p| i < p.len()).map(|p| p.line(i)),
+            Focus::Sass => self.sass_view().filter(|v| i < v.len()).map(|v| v.line(i)),
             _ => None,
         }
     }
@@ -282,6 +320,7 @@ impl App {
             Focus::List => &mut self.programs.list,
             Focus::Ir => &mut self.code.ir,
             Focus::Ptx => &mut self.code.ptx,
+            Focus::Sass => &mut self.code.sass,
             Focus::Detail => &mut self.detail.pane,
         }
     }
@@ -292,6 +331,7 @@ impl App {
             Focus::List => self.programs.list,
             Focus::Ir => self.code.ir,
             Focus::Ptx => self.code.ptx,
+            Focus::Sass => self.code.sass,
             Focus::Detail => self.detail.pane,
         }
     }

@@ -29,6 +29,7 @@ pub fn view_name(app: &App) -> String {
         Focus::Detail => app.detail.tab.title().to_lowercase(),
         Focus::List => "programs".into(),
         Focus::Ir | Focus::Ptx => "ptx".into(),
+        Focus::Sass => "sass".into(),
     }
 }
 
@@ -69,6 +70,11 @@ pub fn view_data(app: &App) -> Value {
             }),
             Some(Err(e)) => json!({"error": e}),
             None => json!({"error": "emission in progress"}),
+        },
+        Focus::Sass => match app.code.sass_state() {
+            Some(crate::tui::sass_view::SassState::Ready(v)) => v.listing.to_json(),
+            Some(crate::tui::sass_view::SassState::Failed(e)) => json!({"error": e}),
+            _ => json!({"error": "SASS not assembled (yet)"}),
         },
         Focus::Detail => tab_data(app, app.detail.tab),
     };

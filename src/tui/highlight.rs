@@ -25,6 +25,8 @@ pub enum Lang {
     Ir,
     /// PTX.
     Ptx,
+    /// SASS (no syntax: plain text).
+    Sass,
 }
 
 const PTX_SYNTAX: &str = include_str!("../../themes/ptx.sublime-syntax");
@@ -43,7 +45,7 @@ pub struct Highlighter {
 #[derive(Default)]
 struct Cache {
     /// Generation currently cached per language (IR, PTX).
-    generation: [Option<u64>; 2],
+    generation: [Option<u64>; 3],
     lines: HashMap<(Lang, usize), Vec<Piece>>,
 }
 
@@ -84,6 +86,7 @@ impl Highlighter {
         match lang {
             Lang::Ptx => self.set.find_syntax_by_extension("ptx"),
             Lang::Ir => self.set.find_syntax_by_extension("vyir"),
+            Lang::Sass => None,
         }
     }
 

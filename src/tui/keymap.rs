@@ -208,6 +208,13 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
         &["backtab"],
     ),
     (
+        Command::SassPane,
+        "sass",
+        "SASS pane: cycle layout",
+        Group::General,
+        &["s"],
+    ),
+    (
         Command::Zoom,
         "zoom",
         "maximize focused pane",

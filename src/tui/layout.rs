@@ -14,6 +14,8 @@ pub struct Areas {
     pub ir: Rect,
     /// PTX pane.
     pub ptx: Rect,
+    /// SASS pane (zero-sized while hidden).
+    pub sass: Rect,
     /// Detail panel (tab bar inside its first row).
     pub detail: Rect,
     /// Status bar.
@@ -27,6 +29,7 @@ impl Areas {
             Focus::List => self.list,
             Focus::Ir => self.ir,
             Focus::Ptx => self.ptx,
+            Focus::Sass => self.sass,
             Focus::Detail => self.detail,
         }
     }
@@ -69,6 +72,7 @@ pub fn areas(width: u16, height: u16, app: &App) -> Areas {
             Focus::List => a.list = main,
             Focus::Ir => a.ir = main,
             Focus::Ptx => a.ptx = main,
+            Focus::Sass => a.sass = main,
             Focus::Detail => a.detail = main,
         }
         return a;
@@ -83,8 +87,22 @@ pub fn areas(width: u16, height: u16, app: &App) -> Areas {
     let list_w = (width / 6).clamp(14, 30).min(width / 3);
     a.list = Rect::new(0, 0, list_w, top_h);
     let rest = width - list_w;
+    let (ptx, sass) = (app.pane_shown(Focus::Ptx), app.pane_shown(Focus::Sass));
+    if ptx && sass {
+        // Three-way: IR, PTX and SASS share the width.
+        let w = rest / 3;
+        a.ir = Rect::new(list_w, 0, w, top_h);
+        a.ptx = Rect::new(list_w + w, 0, w, top_h);
+        a.sass = Rect::new(list_w + 2 * w, 0, rest - 2 * w, top_h);
+        return a;
+    }
     let ir_w = rest / 2;
     a.ir = Rect::new(list_w, 0, ir_w, top_h);
-    a.ptx = Rect::new(list_w + ir_w, 0, rest - ir_w, top_h);
+    let right = Rect::new(list_w + ir_w, 0, rest - ir_w, top_h);
+    if sass {
+        a.sass = right;
+    } else {
+        a.ptx = right;
+    }
     a
 }

@@ -39,6 +39,17 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
     // The sub-states' own parts (their actions do not overlap, so the order is free).
     let focus = app.screen.focus;
     out.extend(app.screen.update(&action));
+    if let Action::Command(c @ (Command::FocusNext | Command::FocusPrev)) = &action {
+        let c = *c;
+        // Skip the panes the layout hides (the SASS pane while off, the PTX pane while the
+        // SASS pane stands in for it).
+        for _ in 0..Focus::ALL.len() {
+            if app.pane_shown(app.screen.focus) {
+                break;
+            }
+            app.screen.cycle_focus(c == Command::FocusNext);
+        }
+    }
     out.extend(app.detail.update(&action, focus));
     out.extend(app.jobs.update(&action));
     match action {
@@ -47,6 +58,10 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         // took the rest.
         Action::Input(_) | Action::Backspace | Action::Tick | Action::WorkerGone => {}
         Action::Resize(..) => {
+            // Narrowing below the three-way width hides the PTX pane behind the SASS pane.
+            if !app.pane_shown(app.screen.focus) && app.screen.focus == Focus::Ptx {
+                app.screen.focus = Focus::Sass;
+            }
             for f in Focus::ALL {
                 nav::keep_visible(app, f);
             }
@@ -123,6 +138,7 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
             app.screen.info(format!("target sm_{}", app.code.sm));
             program::reanalyze(app, out);
         }
+        Command::SassPane => program::cycle_sass(app, out),
         Command::CycleDevice => program::cycle_device(app, out),
         Command::Dispatch => program::gpu_job(app, false, out),
         Command::Tune => program::gpu_job(app, true, out),

@@ -26,6 +26,7 @@ pub mod prompt;
 pub mod ptx_pane;
 pub mod resources;
 pub mod run;
+pub mod sass_pane;
 pub mod status_bar;
 pub mod tab_rows;
 pub mod tabs;
@@ -46,6 +47,9 @@ pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
     }
     if !a.ptx.is_empty() {
         ptx_pane::draw(buf, a.ptx, app, hl);
+    }
+    if !a.sass.is_empty() {
+        sass_pane::draw(buf, a.sass, app, hl);
     }
     if !a.detail.is_empty() {
         tabs::draw(frame, a.detail, app);

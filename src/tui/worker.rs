@@ -39,6 +39,13 @@ pub enum Job {
         /// The emitted kernel.
         ptx: Arc<PtxView>,
     },
+    /// Assemble and disassemble a kernel: the SASS pane (ptxas + nvdisasm, no GPU).
+    Sass {
+        /// Cache key (document id, emit options).
+        key: ResKey,
+        /// The emitted kernel.
+        ptx: Arc<PtxView>,
+    },
     /// Probe the live device.
     Probe,
     /// Dispatch with verification.
@@ -77,6 +84,7 @@ impl Job {
         match self {
             Job::Analyze { .. } => "emitting",
             Job::Resources { .. } => "measuring resources",
+            Job::Sass { .. } => "assembling SASS",
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
             Job::Tune { .. } => "tuning",
@@ -97,6 +105,8 @@ pub enum Reply {
     Analyzed(u64, Box<Emission>),
     /// Resources measured.
     Resources(ResKey, Resources),
+    /// SASS listing made (or why not).
+    Sass(ResKey, Result<Box<crate::sass::SassListing>, String>),
     /// Probe finished.
     Probed(Result<DeviceCaps, String>),
     /// Dispatch finished, with the runtime's statistics afterwards.
@@ -142,6 +152,13 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started("measuring resources", 0));
             let r = kernel_resources(gpu, &ptx.kernel, key.1.sm);
             report(Reply::Resources(key, r));
+        }
+        Job::Sass { key, ptx } => {
+            report(Reply::Started("assembling SASS", 0));
+            let r = crate::sass::disassemble(&ptx.kernel, key.1.sm)
+                .map(Box::new)
+                .map_err(|e| e.to_string());
+            report(Reply::Sass(key, r));
         }
         Job::Probe => {
             report(Reply::Started("probing device", 0));

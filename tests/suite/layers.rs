@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("gen", 4),
     ("report", 4),
     ("diagnostics", 5),
+    ("sass", 5),
     ("megakernel", 6),
     ("runtime", 7),
     ("tui", 8),

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::occupancy::KernelResources;
 use crate::tui::analysis::{Emission, Resources};
+use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::worker::ResKey;
 
 use super::{Focus, PaneState};
@@ -21,6 +22,14 @@ pub struct CodeView {
     pub ir: PaneState,
     /// PTX pane.
     pub ptx: PaneState,
+    /// SASS pane.
+    pub sass: PaneState,
+    /// Where the SASS pane goes.
+    pub sass_mode: SassMode,
+    /// SASS listings per (document, emit options), assembled on the worker.
+    pub sass_listings: HashMap<ResKey, SassState>,
+    /// The key of the current emission (set with it), for [`CodeView::sass_state`].
+    pub sass_key: Option<ResKey>,
     /// Active search text (applies to the pane it was typed in).
     pub search: Option<(Focus, String)>,
     /// Workgroup override (None: the program's own).
@@ -43,6 +52,10 @@ impl Default for CodeView {
             generation: 0,
             ir: PaneState::default(),
             ptx: PaneState::default(),
+            sass: PaneState::default(),
+            sass_mode: SassMode::Off,
+            sass_listings: HashMap::new(),
+            sass_key: None,
             search: None,
             workgroup: None,
             sm: 90,
@@ -59,6 +72,12 @@ impl CodeView {
         self.workgroup = None;
         self.ir = PaneState::default();
         self.ptx = PaneState::default();
+        self.sass = PaneState::default();
         self.search = None;
+    }
+
+    /// The SASS state of the current emission (None: not asked for).
+    pub fn sass_state(&self) -> Option<&SassState> {
+        self.sass_listings.get(self.sass_key.as_ref()?)
     }
 }

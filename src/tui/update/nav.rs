@@ -42,6 +42,7 @@ pub(super) fn set_cursor(app: &mut App, f: Focus, line: isize) {
     match f {
         Focus::Ir => sync_from_ir(app),
         Focus::Ptx => sync_from_ptx(app),
+        Focus::Sass => sync_from_sass(app),
         _ => {}
     }
 }
@@ -125,6 +126,44 @@ pub fn sync_from_ir(app: &mut App) {
     );
     app.code.ptx.cursor = first;
     reveal(app, Focus::Ptx, first, last.max(first));
+    sass_to_node(app, &node);
+}
+
+/// The SASS cursor goes to the first instruction of `node` and the pane scrolls to show
+/// its instructions.
+fn sass_to_node(app: &mut App, node: &str) {
+    let Some((first, last)) = app.sass_view().and_then(|v| v.span_of(node)) else {
+        return;
+    };
+    app.code.sass.cursor = first;
+    reveal(app, Focus::Sass, first, last);
+}
+
+/// SASS cursor moved: the IR cursor goes to the instruction's statement, the PTX cursor to
+/// the instruction's own PTX line.
+pub fn sync_from_sass(app: &mut App) {
+    let Some(view) = app.sass_view().cloned() else {
+        return;
+    };
+    let Some(row) = view.rows.get(app.code.sass.cursor) else {
+        return;
+    };
+    if let Some(line) = row.ptx_line {
+        let l = (line as usize).saturating_sub(1);
+        if l < app.ptx_len() {
+            app.code.ptx.cursor = l;
+            reveal(app, Focus::Ptx, l, l);
+        }
+    }
+    let Some(line) = row
+        .node
+        .as_deref()
+        .and_then(|n| app.programs.doc.as_ref()?.ir_line_of(n))
+    else {
+        return;
+    };
+    app.code.ir.cursor = line;
+    reveal(app, Focus::Ir, line, line);
 }
 
 /// PTX cursor moved: the IR cursor goes to the statement that produced the line.
@@ -137,6 +176,17 @@ pub fn sync_from_ptx(app: &mut App) {
     };
     app.code.ir.cursor = line;
     reveal(app, Focus::Ir, line, line);
+    // The SASS of the PTX line itself when it has any, else of its statement.
+    let row = app
+        .sass_view()
+        .and_then(|v| v.row_of_ptx_line(app.code.ptx.cursor as u32 + 1));
+    match row {
+        Some(r) => {
+            app.code.sass.cursor = r;
+            reveal(app, Focus::Sass, r, r);
+        }
+        None => sass_to_node(app, &node),
+    }
 }
 
 pub(super) fn jump_block(app: &mut App, forward: bool) {
@@ -153,10 +203,11 @@ pub(super) fn jump_block(app: &mut App, forward: bool) {
                 has.then_some(node.to_string())
             }
             Focus::Ptx => app.ptx_view()?.corr.node_at(i).map(str::to_string),
+            Focus::Sass => app.sass_view()?.node_at(i).map(str::to_string),
             _ => None,
         }
     };
-    if !matches!(f, Focus::Ir | Focus::Ptx) || len == 0 {
+    if !matches!(f, Focus::Ir | Focus::Ptx | Focus::Sass) || len == 0 {
         return;
     }
     let here = key(app, cur);

@@ -7,6 +7,7 @@ use crate::tui::app::programs::Loaded;
 use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
 use crate::tui::pipeline::{origin_names, rename_nodes};
+use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::worker::{Job, ResKey};
 
 use super::nav;
@@ -237,8 +238,62 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
     }
 }
 
+/// Points the SASS pane at the current emission and, while the pane is shown, asks the
+/// worker to assemble it once per (document, options).
+pub(super) fn request_sass(app: &mut App, out: &mut Vec<Cmd>) {
+    let (Some(doc), Some(em)) = (app.programs.doc.as_ref(), app.code.emission.as_ref()) else {
+        app.code.sass_key = None;
+        return;
+    };
+    let key: ResKey = (doc.id, em.opts.clone());
+    app.code.sass_key = Some(key.clone());
+    if app.code.sass_mode == SassMode::Off || app.code.sass_listings.contains_key(&key) {
+        return;
+    }
+    // Listings are small, but a long tuning session should not keep every one.
+    if app.code.sass_listings.len() >= 64 {
+        app.code.sass_listings.clear();
+    }
+    let state = match &em.ptx {
+        Ok(ptx) => {
+            out.push(app.jobs.queue(Job::Sass {
+                key: key.clone(),
+                ptx: ptx.clone(),
+            }));
+            SassState::Pending
+        }
+        Err(e) => SassState::Failed(format!("no PTX to assemble: {e}")),
+    };
+    app.code.sass_listings.insert(key, state);
+}
+
+/// `s`: the SASS pane beside the PTX pane, instead of it, or hidden.
+pub(super) fn cycle_sass(app: &mut App, out: &mut Vec<Cmd>) {
+    app.code.sass_mode = app.code.sass_mode.next();
+    let msg = match app.code.sass_mode {
+        SassMode::Off => "SASS pane off",
+        SassMode::Beside if app.pane_shown(Focus::Ptx) => "SASS pane beside the PTX pane",
+        SassMode::Beside => "SASS pane instead of PTX (three-way needs 140 columns)",
+        SassMode::Replace => "SASS pane instead of the PTX pane",
+    };
+    app.screen.info(msg);
+    if !app.pane_shown(app.screen.focus) {
+        app.screen.focus = if app.code.sass_mode == SassMode::Off {
+            Focus::Ptx
+        } else {
+            Focus::Sass
+        };
+    }
+    request_sass(app, out);
+    nav::keep_visible(app, Focus::Sass);
+    if app.screen.focus != Focus::Sass {
+        nav::sync_from_ir(app);
+    }
+}
+
 pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
     refresh_estimate(app, out);
+    request_sass(app, out);
     nav::keep_visible(app, Focus::Ptx);
     nav::keep_visible(app, Focus::Detail);
     if app.screen.focus == Focus::Ptx {

@@ -3,6 +3,9 @@
 
 use crate::tui::action::Cmd;
 use crate::tui::app::{App, Focus, Tab};
+use std::sync::Arc;
+
+use crate::tui::sass_view::{SassState, SassView};
 use crate::tui::worker::Reply;
 
 use super::{nav, program};
@@ -21,6 +24,19 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Resources(key, r) => {
             app.code.resources.insert(key, r);
             program::refresh_estimate(app, out);
+        }
+        Reply::Sass(key, r) => {
+            let state = match r {
+                Ok(l) => SassState::Ready(Arc::new(SassView::new(*l))),
+                Err(e) => SassState::Failed(e),
+            };
+            app.code.sass_listings.insert(key, state);
+            nav::keep_visible(app, Focus::Sass);
+            match app.screen.focus {
+                Focus::Sass => nav::sync_from_sass(app),
+                Focus::Ptx => nav::sync_from_ptx(app),
+                _ => nav::sync_from_ir(app),
+            }
         }
         Reply::Probed(Ok(caps)) => {
             app.screen.info(format!("live device: {}", caps.name));

@@ -8,6 +8,9 @@ use super::code_view::{self, CodeView, Mark};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
 
+/// Columns of the cost column: ` 123/45m`.
+const COST_WIDTH: usize = 8;
+
 /// Draws the IR pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let detail = match (&app.programs.doc, app.ir_node()) {
@@ -49,17 +52,33 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         .filter_map(|l| l.node.as_ref().map(|n| n.len()))
         .max()
         .unwrap_or(0);
+    // The per-statement cost column (SASS instructions, memory instructions) while the SASS
+    // pane is shown, when the pane is wide enough to keep the code readable.
+    let costs = app
+        .sass_view()
+        .filter(|_| app.pane_shown(Focus::Sass) && inner.width >= 36);
+    let cost_w = if costs.is_some() { COST_WIDTH } else { 0 };
     let gutter_width = longest.min(inner.width as usize / 3);
     let focused = app.screen.focus == Focus::Ir;
     let sel = if focused { None } else { app.selected_node() };
     let line = |i: usize| doc.ir.get(i).map_or("", |l| l.code.as_str());
     let gutter = |i: usize| {
         let n = doc.ir.get(i).and_then(|l| l.node.as_deref()).unwrap_or("");
-        if n.len() > gutter_width {
+        let id = if n.len() > gutter_width {
             let cut = n.len() - gutter_width.saturating_sub(1);
             format!("…{}", n.get(cut..).unwrap_or(""))
         } else {
             n.to_string()
+        };
+        match costs {
+            Some(v) => {
+                let cost = v
+                    .listing
+                    .cost_of(n)
+                    .map_or(String::new(), |c| format!("{}/{}m", c.total, c.mix.memory));
+                format!("{id:>gutter_width$}{cost:>cost_w$}")
+            }
+            None => id,
         }
     };
     let mark = |i: usize| {
@@ -80,7 +99,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             lang: Lang::Ir,
             generation: doc.id,
             len: doc.ir.len(),
-            gutter_width,
+            gutter_width: gutter_width + cost_w,
             line: &line,
             gutter: &gutter,
             mark: &mark,

@@ -45,10 +45,16 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let focused = app.screen.focus == Focus::Ptx;
     let line = |i: usize| view.line(i);
     let gutter = |i: usize| (i + 1).to_string();
+    // With the SASS pane focused, the PTX line of its cursor instruction is marked too
+    // (prologue instructions have a line but no statement).
+    let sass_line = (app.screen.focus == Focus::Sass)
+        .then(|| app.sass_view()?.rows.get(app.code.sass.cursor)?.ptx_line)
+        .flatten();
     let mark = |i: usize| {
         Mark::of(
             focused && i == app.code.ptx.cursor,
-            node.is_some_and(|n| view.corr.is_line_of(i, n)),
+            node.is_some_and(|n| view.corr.is_line_of(i, n))
+                || sass_line.is_some_and(|l| l as usize == i + 1),
         )
     };
     code_view::draw(

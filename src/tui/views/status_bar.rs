@@ -17,6 +17,7 @@ pub fn hints(app: &App) -> Vec<Command> {
     let mut v = match app.screen.focus {
         Focus::List => vec![Enter, Open, Reload],
         Focus::Ir | Focus::Ptx => vec![NextBlock, Search, SearchNext, Zoom],
+        Focus::Sass => vec![NextBlock, Search, SassPane, Zoom],
         Focus::Detail if app.detail.tab == crate::tui::app::Tab::Diagnostics => {
             vec![Enter, Right, Expand]
         }

@@ -1,0 +1,293 @@
+//! SASS, the machine code the GPU runs, correlated with the PTX and the IR, offline.
+//!
+//! NVIDIA's `ptxas -lineinfo` assembles the emitted PTX into a cubin (the `emit::ptxas`
+//! runner: private temp folder, time limit) and `nvdisasm -c -g -gp` disassembles it,
+//! annotating every instruction with the PTX line it came from; the emitter's source map
+//! turns that line into the IR node. Per instruction: address, text, PTX line, IR line
+//! (when the PTX has `.loc`), IR node and class; per statement the instruction mix; per
+//! kernel registers and spills (`ptxas -v`).
+//!
+//! Instructions without a node (`node: None`) are the ones no statement owns: the kernel
+//! entry (stack pointer and memory descriptor loads ptxas ties to the opening `{`), the
+//! emitter's prologue (parameters, hoisted ids) and epilogue (`ret`), and the end-of-code
+//! trap (a branch to itself after the last exit). ptxas's library subroutines (64-bit
+//! division, slow paths of `sqrt`/`div` for f64) carry no line info; they are charged to
+//! the PTX line and node of their first call. Docs: `docs/sass.md`.
+//!
+//! Tools: `VYRESCOPE_PTXAS` / `VYRESCOPE_NVDISASM`, else beside ptxas, else `PATH`
+//! ([`tools`]). Results are cached in memory per (PTX hash, sm, tool versions).
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Serialize;
+
+use crate::emit::ptxas::{
+    assemble_cubin, find_ptxas, parse_verbose, ptxas_arch, run_limited, OfflineResources,
+    PtxasError,
+};
+use crate::emit::EmittedKernel;
+use crate::util::hash_parts;
+
+pub mod classify;
+pub mod parse;
+pub mod render;
+pub mod tools;
+
+pub use classify::{classify, Class, Mix};
+pub use parse::{Disassembly, Label};
+pub use tools::{find_nvdisasm, SassError, NVDISASM_MISSING};
+
+/// One SASS instruction with its place in the PTX and the IR.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SassInstruction {
+    /// Byte offset in the kernel's code.
+    pub address: u32,
+    /// The instruction text (`@!P0 LDG.E.CONSTANT R8, desc[UR4][R2.64]`).
+    pub text: String,
+    /// PTX line (1-based) of the kernel's PTX text.
+    pub ptx_line: Option<u32>,
+    /// IR printer line, when the PTX was emitted with line info.
+    pub ir_line: Option<u32>,
+    /// Owning IR node id; None for prologue, epilogue and entry code.
+    pub node: Option<String>,
+    /// Instruction class.
+    pub class: Class,
+    /// The ptxas subroutine it belongs to, if not the kernel body.
+    pub routine: Option<String>,
+}
+
+/// The instruction mix of one IR node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeCost {
+    /// Node id.
+    pub node: String,
+    /// Counts per class.
+    pub mix: Mix,
+    /// All its instructions.
+    pub total: u32,
+}
+
+/// Versions of the tools that made a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolVersions {
+    /// ptxas (`13.0.88`).
+    pub ptxas: String,
+    /// nvdisasm (`13.2.78`).
+    pub nvdisasm: String,
+}
+
+/// A kernel's SASS, correlated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SassListing {
+    /// The target SM asked for (90).
+    pub sm: u32,
+    /// The architecture ptxas assembled for (`sm_90`; sm_70 PTX is assembled as `sm_75`).
+    pub arch: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// Instructions in address order (trailing alignment NOPs removed).
+    pub instructions: Vec<SassInstruction>,
+    /// Labels and subroutine starts.
+    pub labels: Vec<Label>,
+    /// Alignment NOPs after the code, not listed.
+    pub padding: u32,
+    /// Per-node instruction mix, in order of first instruction.
+    pub costs: Vec<NodeCost>,
+    /// Mix of the instructions no node owns.
+    pub unowned: Mix,
+    /// Registers, spills, shared memory (`ptxas -v`).
+    pub resources: OfflineResources,
+    /// Tool versions.
+    pub tools: ToolVersions,
+}
+
+impl SassListing {
+    /// The cost entry of `node`.
+    pub fn cost_of(&self, node: &str) -> Option<&NodeCost> {
+        self.costs.iter().find(|c| c.node == node)
+    }
+
+    /// `{"sm","kernel","instructions":[{"address","text","ptx_line","node",..}],..}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// What the cache keeps: the parse and the ptxas log, independent of the source map.
+#[derive(Debug, Clone)]
+struct Assembled {
+    disassembly: Disassembly,
+    resources: OfflineResources,
+    tools: ToolVersions,
+}
+
+/// Listings kept in memory before the cache is cleared (a session rarely sees more).
+const CACHE_CAPACITY: usize = 64;
+
+fn cache() -> &'static Mutex<HashMap<u64, Arc<Assembled>>> {
+    static CACHE: OnceLock<Mutex<HashMap<u64, Arc<Assembled>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Assembles `kernel`'s PTX for `sm` and disassembles it: the correlated listing. Cached
+/// per (PTX hash, sm, ptxas and nvdisasm versions).
+pub fn disassemble(kernel: &EmittedKernel, sm: u32) -> Result<SassListing, SassError> {
+    let ptxas = find_ptxas().ok_or(SassError::Ptxas(PtxasError::NotFound))?;
+    let nvdisasm = find_nvdisasm().ok_or(SassError::NvdisasmNotFound)?;
+    let tools = ToolVersions {
+        ptxas: tools::tool_version(&ptxas).map_err(PtxasError::Io)?,
+        nvdisasm: tools::tool_version(&nvdisasm).map_err(SassError::Nvdisasm)?,
+    };
+    let key = hash_parts(&[
+        kernel.ptx.as_bytes(),
+        &sm.to_le_bytes(),
+        tools.ptxas.as_bytes(),
+        tools.nvdisasm.as_bytes(),
+    ]);
+    let hit = cache().lock().ok().and_then(|c| c.get(&key).cloned());
+    let assembled = match hit {
+        Some(a) => a,
+        None => {
+            let a = Arc::new(assemble(&ptxas, &nvdisasm, &kernel.ptx, sm, tools)?);
+            if let Ok(mut c) = cache().lock() {
+                if c.len() >= CACHE_CAPACITY {
+                    c.clear();
+                }
+                c.insert(key, a.clone());
+            }
+            a
+        }
+    };
+    Ok(correlate(&assembled, kernel, sm))
+}
+
+fn assemble(
+    ptxas: &std::path::Path,
+    nvdisasm: &std::path::Path,
+    ptx: &str,
+    sm: u32,
+    tools: ToolVersions,
+) -> Result<Assembled, SassError> {
+    let (log, cubin) = assemble_cubin(ptxas, ptx, sm, true)?;
+    let mut resources = parse_verbose(&log)?;
+    resources.arch = ptxas_arch(sm);
+    let dir = tempfile::Builder::new()
+        .prefix("vyrescope-sass-")
+        .tempdir()
+        .map_err(|e| SassError::Nvdisasm(format!("cannot create a temp folder: {e}")))?;
+    let res = (|| {
+        let path = dir.path().join("kernel.cubin");
+        std::fs::write(&path, &cubin).map_err(|e| SassError::Nvdisasm(e.to_string()))?;
+        let mut cmd = Command::new(nvdisasm);
+        cmd.args(["-c", "-g", "-gp"]).arg(&path);
+        let (ok, out) = run_limited(
+            &mut cmd,
+            &dir.path().join("sass.txt"),
+            tools::NVDISASM_TIMEOUT,
+            "nvdisasm",
+        )
+        .map_err(SassError::Nvdisasm)?;
+        if !ok {
+            return Err(SassError::Nvdisasm(
+                out.lines().take(5).collect::<Vec<_>>().join(" | "),
+            ));
+        }
+        Ok(out)
+    })();
+    let _ = dir.close();
+    let disassembly = parse::parse(&res?);
+    if disassembly.instructions.is_empty() {
+        return Err(SassError::Parse("no instructions in the listing".into()));
+    }
+    Ok(Assembled {
+        disassembly,
+        resources,
+        tools,
+    })
+}
+
+/// Attributes every instruction to a PTX line and a node (see the module docs).
+fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
+    let d = &a.disassembly;
+    let map = &kernel.source_map;
+    let epilogue_line = map.lines_of("epilogue").first().map(|r| r[0]);
+    // A subroutine's line: its first caller's.
+    let caller_line = |routine: &str| {
+        let needle = format!("`({routine})");
+        d.instructions
+            .iter()
+            .find(|i| i.text.contains(&needle) && i.text.contains("CALL"))
+            .and_then(|i| i.ptx_line)
+    };
+    let is_trap = |i: &parse::RawInstr| {
+        d.labels.iter().any(|l| {
+            l.address == i.address
+                && i.text.starts_with("BRA ")
+                && i.text.contains(&format!("`({})", l.name))
+        })
+    };
+    let mut instructions = Vec::with_capacity(d.instructions.len());
+    let mut costs: Vec<NodeCost> = Vec::new();
+    let mut unowned = Mix::default();
+    for i in &d.instructions {
+        let trap = i.routine.is_none() && is_trap(i);
+        let ptx_line = match (&i.routine, trap) {
+            (Some(r), _) => caller_line(r),
+            (None, true) => epilogue_line.or(i.ptx_line),
+            (None, false) => i.ptx_line,
+        };
+        let node = match trap {
+            true => None,
+            false => ptx_line
+                .and_then(|l| map.node_at(l))
+                .filter(|n| *n != "prologue" && *n != "epilogue")
+                .map(str::to_string),
+        };
+        let class = classify(&i.text);
+        match &node {
+            Some(n) => {
+                let at = match costs.iter().position(|c| &c.node == n) {
+                    Some(at) => at,
+                    None => {
+                        costs.push(NodeCost {
+                            node: n.clone(),
+                            mix: Mix::default(),
+                            total: 0,
+                        });
+                        costs.len() - 1
+                    }
+                };
+                costs[at].mix.add(class);
+                costs[at].total += 1;
+            }
+            None => unowned.add(class),
+        }
+        instructions.push(SassInstruction {
+            address: i.address,
+            text: i.text.clone(),
+            ptx_line,
+            ir_line: i.ir_line,
+            node,
+            class,
+            routine: i.routine.clone(),
+        });
+    }
+    SassListing {
+        sm,
+        arch: ptxas_arch(sm),
+        kernel: if d.kernel.is_empty() {
+            kernel.kernel_name.clone()
+        } else {
+            d.kernel.clone()
+        },
+        instructions,
+        labels: d.labels.clone(),
+        padding: d.padding,
+        costs,
+        unowned,
+        resources: a.resources.clone(),
+        tools: a.tools.clone(),
+    }
+}

@@ -1,0 +1,116 @@
+//! Finding NVIDIA's `nvdisasm`, reading tool versions (part of the cache key), and the
+//! errors of the SASS pipeline.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use crate::emit::ptxas::{find_ptxas, run_limited, PtxasError};
+
+/// The one line (plus `Fix:`) shown wherever nvdisasm is missing: CLI and inspector.
+pub const NVDISASM_MISSING: &str = "nvdisasm not found (VYRESCOPE_NVDISASM unset, none next to ptxas, none on PATH)\n  Fix: run scripts/install-nvdisasm.sh and export VYRESCOPE_NVDISASM=<the path it prints>";
+
+/// Longest one nvdisasm run may take; it disassembles our kernels in milliseconds.
+pub const NVDISASM_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why no SASS listing could be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SassError {
+    /// ptxas is missing, failed or rejected the PTX.
+    #[error("{0}")]
+    Ptxas(#[from] PtxasError),
+    /// No nvdisasm binary.
+    #[error("{}", NVDISASM_MISSING)]
+    NvdisasmNotFound,
+    /// nvdisasm could not run or failed on the cubin.
+    #[error("nvdisasm failed: {0}\n  Fix: check that VYRESCOPE_NVDISASM points at nvdisasm 12.8 or newer (scripts/install-nvdisasm.sh installs a tested one)")]
+    Nvdisasm(String),
+    /// The disassembly had no instructions of the kernel.
+    #[error("could not read the nvdisasm listing: {0}\n  Fix: use nvdisasm 13.x (scripts/install-nvdisasm.sh); its text format is parsed")]
+    Parse(String),
+}
+
+/// The nvdisasm binary: `VYRESCOPE_NVDISASM`, else next to the ptxas in use (the pip wheels
+/// put both in the same `bin` folder), else `nvdisasm` on `PATH`.
+pub fn find_nvdisasm() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("VYRESCOPE_NVDISASM").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    if let Some(beside) = find_ptxas().and_then(|p| p.parent().map(|d| d.join("nvdisasm"))) {
+        if beside.is_file() {
+            return Some(beside);
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("nvdisasm"))
+        .find(|p| p.is_file())
+}
+
+/// Versions seen, per tool path, with the modification time they were read at.
+type Versions = HashMap<PathBuf, (Option<SystemTime>, String)>;
+
+/// The `release` line of `tool --version` (`Cuda compilation tools, release 13.0,
+/// V13.0.88` gives `13.0.88`), remembered per (path, modification time) so a listing's
+/// cache key costs one process per tool and session, not one per lookup.
+pub fn tool_version(tool: &Path) -> Result<String, String> {
+    static SEEN: OnceLock<Mutex<Versions>> = OnceLock::new();
+    let mtime = std::fs::metadata(tool).and_then(|m| m.modified()).ok();
+    let seen = SEEN.get_or_init(Default::default);
+    if let Some((t, v)) = seen.lock().ok().and_then(|m| m.get(tool).cloned()) {
+        if t == mtime {
+            return Ok(v);
+        }
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("vyrescope-version-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let name = tool
+        .file_name()
+        .map_or("tool".into(), |n| n.to_string_lossy().into_owned());
+    let mut cmd = Command::new(tool);
+    cmd.arg("--version");
+    let res = run_limited(
+        &mut cmd,
+        &dir.path().join("version.log"),
+        Duration::from_secs(30),
+        &name,
+    );
+    let _ = dir.close();
+    let (ok, log) = res?;
+    let v = parse_version(&log).filter(|_| ok).ok_or_else(|| {
+        format!(
+            "`{} --version` printed no release line: {}",
+            tool.display(),
+            log.lines().take(3).collect::<Vec<_>>().join(" | ")
+        )
+    })?;
+    if let Ok(mut m) = seen.lock() {
+        m.insert(tool.to_path_buf(), (mtime, v.clone()));
+    }
+    Ok(v)
+}
+
+/// `13.0.88` from a `--version` text with a `..., release 13.0, V13.0.88` line.
+pub fn parse_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.contains(", release "))?;
+    let v = line.rsplit(", V").next()?.trim();
+    (!v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')).then(|| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_release_line() {
+        let t = "nvdisasm: NVIDIA (R) CUDA disassembler\nCuda compilation tools, release 13.2, V13.2.78\nBuild cuda_13.2.r13.2/compiler.37668154_0";
+        assert_eq!(parse_version(t).as_deref(), Some("13.2.78"));
+        assert_eq!(parse_version("nothing here"), None);
+        assert_eq!(parse_version("x, release 1, Vbogus"), None);
+    }
+}

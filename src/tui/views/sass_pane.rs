@@ -1,0 +1,99 @@
+//! The SASS pane: the machine code ptxas makes of the PTX (disassembled by nvdisasm), with
+//! the PTX line of every instruction in the gutter; the instructions of the statement
+//! selected in the IR or PTX pane are marked (or, when this pane has focus, the cursor row
+//! and the rest of its statement's instructions).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+use super::code_view::{self, CodeView, Mark};
+use crate::tui::app::{App, Focus};
+use crate::tui::highlight::{Highlighter, Lang};
+use crate::tui::sass_view::SassState;
+
+/// Draws the SASS pane into `area`.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
+    let node = app.selected_node();
+    let view = app.sass_view();
+    let mut detail = format!("sm_{}", app.code.sm);
+    if let Some(v) = view {
+        let l = &v.listing;
+        // The selected statement's share first: it is what changes as the cursor moves, and
+        // narrow panes cut the title from the right.
+        detail = match node.and_then(|n| l.cost_of(n)) {
+            Some(c) => format!(
+                "{}: {} of {} instr, {} mem · ",
+                c.node,
+                c.total,
+                l.instructions.len(),
+                c.mix.memory
+            ),
+            None => format!("{} instr · ", l.instructions.len()),
+        };
+        detail.push_str(&format!("{} · {} regs", l.arch, l.resources.registers));
+        if l.resources.spill_stores + l.resources.spill_loads > 0 {
+            detail.push_str(&format!(
+                " · spills {}B/{}B",
+                l.resources.spill_stores, l.resources.spill_loads
+            ));
+        }
+    }
+    let inner = super::framed(
+        buf,
+        area,
+        app,
+        Focus::Sass,
+        super::title(app, "SASS", detail),
+    );
+    let view = match (app.code.sass_state(), view) {
+        (_, Some(v)) => v,
+        (Some(SassState::Failed(e)), _) => {
+            return super::empty_note(buf, inner, app.theme.error, &format!("no SASS: {e}"))
+        }
+        (Some(SassState::Pending), _) => {
+            return super::empty_note(
+                buf,
+                inner,
+                app.theme.dim,
+                "assembling with ptxas and disassembling with nvdisasm...",
+            )
+        }
+        _ if app.code.emission.is_none() && app.programs.doc.is_some() => {
+            return super::empty_note(buf, inner, app.theme.dim, "emitting...")
+        }
+        _ => return super::empty_note(buf, inner, app.theme.dim, "no program open"),
+    };
+    let focused = app.screen.focus == Focus::Sass;
+    // With the PTX pane focused, the instructions of its cursor line stand out.
+    let ptx_line = (app.screen.focus == Focus::Ptx).then_some(app.code.ptx.cursor as u32 + 1);
+    let line = |i: usize| view.line(i);
+    let gutter = |i: usize| {
+        view.rows
+            .get(i)
+            .and_then(|r| r.ptx_line)
+            .map_or(String::new(), |l| l.to_string())
+    };
+    let mark = |i: usize| {
+        let row = view.rows.get(i);
+        let of_node = node.is_some() && row.and_then(|r| r.node.as_deref()) == node;
+        let of_line = ptx_line.is_some() && row.and_then(|r| r.ptx_line) == ptx_line;
+        Mark::of(focused && i == app.code.sass.cursor, of_node || of_line)
+    };
+    let ptx_len = app.ptx_len().max(1);
+    code_view::draw(
+        buf,
+        inner,
+        app,
+        hl,
+        &CodeView {
+            pane: Focus::Sass,
+            lang: Lang::Sass,
+            generation: app.code.generation,
+            len: view.len(),
+            gutter_width: code_view::digits(ptx_len),
+            line: &line,
+            gutter: &gutter,
+            mark: &mark,
+        },
+    );
+}

@@ -1,0 +1,168 @@
+//! `vyrescope sass` as a user runs it: `--json`'s instruction count equals what nvdisasm
+//! prints for the cubin `ptxas -lineinfo` makes from `vyrescope emit --lineinfo` (trailing
+//! alignment NOPs aside), the text form's gutter, and one clear line with a `Fix:` when a
+//! tool is missing while `emit` goes on working.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use vyrescope::emit::ptxas::find_ptxas;
+use vyrescope::sass::find_nvdisasm;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/programs/{name}.json"))
+}
+
+/// Instructions nvdisasm prints for `cubin`, trailing NOPs not counted.
+fn nvdisasm_count(nvdisasm: &Path, cubin: &Path) -> usize {
+    let out = Command::new(nvdisasm)
+        .arg("-c")
+        .arg(cubin)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ins: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("/*") && l.contains("*/"))
+        .map(|l| l.split("*/").nth(1).unwrap().trim())
+        .collect();
+    let trailing = ins.iter().rev().take_while(|t| **t == "NOP;").count();
+    ins.len() - trailing
+}
+
+#[test]
+fn json_instruction_count_matches_nvdisasm_on_the_emitted_cubin() {
+    if !crate::sass_map::tools_present() {
+        return;
+    }
+    let (ptxas, nvdisasm) = (find_ptxas().unwrap(), find_nvdisasm().unwrap());
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, sm) in [
+        ("vadd_f32", 90),
+        ("u64_f64_arith", 90),
+        ("matmul_tiled_f32", 80),
+        ("subgroup_ops", 70),
+    ] {
+        let ptx = tmp.path().join(format!("{name}.ptx"));
+        let cubin = tmp.path().join(format!("{name}.cubin"));
+        let st = bin()
+            .args(["emit", "--lineinfo", "--sm", &sm.to_string(), "-o"])
+            .arg(&ptx)
+            .arg(fixture(name))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let arch = format!("-arch=sm_{}", sm.max(75));
+        let st = Command::new(&ptxas)
+            .args([arch.as_str(), "-lineinfo"])
+            .arg(&ptx)
+            .arg("-o")
+            .arg(&cubin)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let want = nvdisasm_count(&nvdisasm, &cubin);
+        let out = bin()
+            .args(["sass", "--json", "--sm", &sm.to_string()])
+            .arg(fixture(name))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ins = v["instructions"].as_array().unwrap();
+        assert_eq!(ins.len(), want, "{name} sm_{sm}");
+        assert!(want > 10, "{name}: {want}");
+        assert_eq!(v["sm"], sm);
+        assert_eq!(v["kernel"], name);
+        for i in ins {
+            assert!(i["address"].is_u64() && i["text"].is_string(), "{i}");
+            assert!(i["ptx_line"].is_u64(), "{name}: {i}");
+            assert!(i["node"].is_string() || i["node"].is_null(), "{i}");
+        }
+        assert!(ins.iter().any(|i| i["node"].is_string()));
+        assert!(ins.iter().any(|i| i["node"].is_null()));
+    }
+}
+
+#[test]
+fn text_has_a_gutter_of_ptx_line_and_node() {
+    if !crate::sass_map::tools_present() {
+        return;
+    }
+    let out = bin()
+        .args(["sass", "--workgroup", "128,1,1"])
+        .arg(fixture("vadd_f32"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("STG.E"))
+        .expect("a global store");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert!(words[0].parse::<u32>().is_ok(), "{line}");
+    assert_eq!(words[1], "body[1].then[0]", "{line}");
+    assert!(
+        text.contains("IMAD R0, R0, 0x80, R3"),
+        "workgroup 128:\n{text}"
+    );
+    assert!(text.contains("// instruction mix per statement"));
+}
+
+#[test]
+fn a_missing_tool_is_one_line_with_a_fix_and_emit_still_works() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nowhere = tmp.path().join("none");
+    for (var, tool, script) in [
+        ("VYRESCOPE_NVDISASM", "nvdisasm", "install-nvdisasm.sh"),
+        ("VYRESCOPE_PTXAS", "ptxas", "install-ptxas.sh"),
+    ] {
+        let out = bin()
+            .arg("sass")
+            .arg(fixture("vadd_f32"))
+            .env(var, &nowhere)
+            .env("PATH", tmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!("error: {tool} not found")),
+            "{err}"
+        );
+        assert!(err.contains("Fix:") && err.contains(script), "{err}");
+        assert_eq!(err.lines().count(), 2, "{err}");
+        let out = bin()
+            .arg("emit")
+            .arg(fixture("vadd_f32"))
+            .env(var, &nowhere)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let out = bin()
+        .args(["sass", "--sm", "61"])
+        .arg(fixture("vadd_f32"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Fix:"));
+}
