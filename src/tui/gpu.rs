@@ -74,6 +74,39 @@ pub trait Gpu: Send {
     }
 }
 
+/// The [`Gpu`] of the CPU analysis thread, which never gets GPU jobs: every request says
+/// so (a routing mistake shows as an error line, not a hang).
+pub struct CpuOnly;
+
+const CPU_ONLY: &str = "internal: a GPU job reached the CPU analysis thread";
+
+impl Gpu for CpuOnly {
+    fn probe(&mut self) -> Result<DeviceCaps, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
+        None
+    }
+    fn dispatch(&mut self, _: &Program, _: &Path, _: &EmitOptions) -> Result<RunRecord, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn tune(
+        &mut self,
+        _: &Program,
+        _: &Path,
+        _: &EmitOptions,
+        _: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<TuneRow>, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn cache_stats(&mut self) -> Result<Counters, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn telemetry(&mut self) -> Result<Counters, String> {
+        Err(CPU_ONLY.into())
+    }
+}
+
 /// The real [`Gpu`]: all live work goes to a GPU worker process, so a kernel fault ends that
 /// process only and the next request starts a fresh one (the inspector can always dispatch
 /// again).

@@ -150,7 +150,9 @@ pub fn run(
         if shell.quit {
             break;
         }
-        let timeout = if app.jobs.busy.is_some() {
+        // Ticks drive the spinner and expire the status message.
+        let ticking = app.jobs.busy.is_some() || app.screen.message.is_some();
+        let timeout = if ticking {
             BUSY_FRAME.saturating_sub(last_draw.elapsed())
         } else {
             Duration::from_millis(250)
@@ -173,7 +175,7 @@ pub fn run(
             shell.apply(&mut app, Action::Worker(r));
             dirty = true;
         }
-        if app.jobs.busy.is_some() && last_tick.elapsed() >= BUSY_FRAME {
+        if ticking && last_tick.elapsed() >= BUSY_FRAME {
             shell.apply(&mut app, Action::Tick);
             last_tick = Instant::now();
             dirty = true;

@@ -13,6 +13,7 @@ use crate::ir::Program;
 use crate::occupancy::DeviceCaps;
 
 use super::analysis::{analyze, Emission, PtxView, Resources};
+use super::app::EntryStatus;
 use super::gpu::{kernel_resources, Counters, Gpu, RunRecord, TuneRow};
 use super::pipeline::{reference_run, PipelineFile, PipelineRun};
 use crate::megakernel::plan::Plan;
@@ -38,6 +39,11 @@ pub enum Job {
         key: ResKey,
         /// The emitted kernel.
         ptx: Arc<PtxView>,
+    },
+    /// Validate listed files (index in the program list, path) in the background.
+    Validate {
+        /// Entries to check.
+        files: Vec<(usize, PathBuf)>,
     },
     /// Probe the live device.
     Probe,
@@ -76,6 +82,7 @@ impl Job {
     pub fn label(&self) -> &'static str {
         match self {
             Job::Analyze { .. } => "emitting",
+            Job::Validate { .. } => "checking files",
             Job::Resources { .. } => "measuring resources",
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
@@ -93,6 +100,10 @@ pub enum Reply {
     Started(&'static str, usize),
     /// Progress of the running job.
     Progress(usize, usize),
+    /// One file checked (list index, path, status, is a pipeline); more may follow.
+    Validated(usize, PathBuf, EntryStatus, bool),
+    /// Every file of a [`Job::Validate`] is checked.
+    ValidationDone,
     /// Emission finished.
     Analyzed(u64, Box<Emission>),
     /// Resources measured.
@@ -143,6 +154,16 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             let r = kernel_resources(gpu, &ptx.kernel, key.1.sm);
             report(Reply::Resources(key, r));
         }
+        Job::Validate { files } => {
+            report(Reply::Started("checking files", files.len()));
+            let total = files.len();
+            for (n, (i, path)) in files.into_iter().enumerate() {
+                let (status, pipeline) = EntryStatus::check(&path);
+                report(Reply::Validated(i, path, status, pipeline));
+                report(Reply::Progress(n + 1, total));
+            }
+            report(Reply::ValidationDone);
+        }
         Job::Probe => {
             report(Reply::Started("probing device", 0));
             report(Reply::Probed(gpu.probe()));
@@ -182,43 +203,45 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
     }
 }
 
-/// A running worker thread.
-pub struct Worker {
+impl Job {
+    /// True for pure CPU work (checking files, emission and estimates), which runs on its
+    /// own thread so that a long GPU job never delays it.
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, Job::Validate { .. } | Job::Analyze { .. })
+    }
+}
+
+/// One worker thread and the sending end of its job queue.
+struct Lane {
     jobs: Option<Sender<Job>>,
-    /// Replies to drain each loop iteration.
-    pub replies: Receiver<Reply>,
     handle: Option<JoinHandle<()>>,
 }
 
-impl Worker {
-    /// Starts the thread; it owns `gpu` and runs every job on it.
-    pub fn spawn(mut gpu: Box<dyn Gpu>) -> Self {
+impl Lane {
+    fn spawn(name: &str, mut gpu: Box<dyn Gpu>, replies: Sender<Reply>) -> Self {
         let (jtx, jrx) = channel::<Job>();
-        let (rtx, rrx) = channel::<Reply>();
         let handle = std::thread::Builder::new()
-            .name("vyrescope-worker".into())
+            .name(name.into())
             .spawn(move || {
                 for job in jrx {
                     execute(job, gpu.as_mut(), &mut |r| {
-                        let _ = rtx.send(r);
+                        let _ = replies.send(r);
                     });
                 }
             })
             .ok();
-        Worker {
+        Lane {
             jobs: Some(jtx),
-            replies: rrx,
             handle,
         }
     }
 
-    /// Queues a job; false when the thread is gone.
-    pub fn submit(&self, job: Job) -> bool {
+    fn submit(&self, job: Job) -> bool {
         self.jobs.as_ref().is_some_and(|j| j.send(job).is_ok())
     }
 }
 
-impl Drop for Worker {
+impl Drop for Lane {
     fn drop(&mut self) {
         // Closing the job channel ends the thread's loop; a GPU job in flight is not waited
         // for, so quitting stays instant.
@@ -227,6 +250,36 @@ impl Drop for Worker {
             if h.is_finished() {
                 let _ = h.join();
             }
+        }
+    }
+}
+
+/// The worker threads: one owns the GPU (probe, resources, dispatch, tune, pipelines), one
+/// does CPU analysis ([`Job::is_cpu`]); both report through one channel.
+pub struct Worker {
+    gpu: Lane,
+    cpu: Lane,
+    /// Replies to drain each loop iteration.
+    pub replies: Receiver<Reply>,
+}
+
+impl Worker {
+    /// Starts the threads; the GPU thread owns `gpu`.
+    pub fn spawn(gpu: Box<dyn Gpu>) -> Self {
+        let (rtx, rrx) = channel::<Reply>();
+        Worker {
+            gpu: Lane::spawn("vyrescope-gpu", gpu, rtx.clone()),
+            cpu: Lane::spawn("vyrescope-cpu", Box::new(super::gpu::CpuOnly), rtx),
+            replies: rrx,
+        }
+    }
+
+    /// Queues a job on its thread; false when that thread is gone.
+    pub fn submit(&self, job: Job) -> bool {
+        if job.is_cpu() {
+            self.cpu.submit(job)
+        } else {
+            self.gpu.submit(job)
         }
     }
 }

@@ -263,6 +263,29 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
     }
 }
 
+/// Columns one sideways step moves.
+pub const HSCROLL_STEP: usize = 8;
+
+/// Scrolls code pane `f` sideways by `steps` steps of [`HSCROLL_STEP`] columns, stopping
+/// where the longest line's last few columns still show. Other panes do not scroll
+/// sideways.
+pub(super) fn hscroll(app: &mut App, f: Focus, steps: isize) {
+    if !matches!(f, Focus::Ir | Focus::Ptx) {
+        return;
+    }
+    let max = app.pane_width(f).saturating_sub(HSCROLL_STEP);
+    let p = app.pane_mut(f);
+    let to = p.hscroll as isize + steps * HSCROLL_STEP as isize;
+    p.hscroll = (to.max(0) as usize).min(max);
+}
+
+/// Horizontal wheel (or Shift + wheel) over a pane: scrolls it sideways.
+pub(super) fn hwheel(app: &mut App, x: u16, y: u16, delta: i32) {
+    if let Some(f) = layout(app).hit(x, y) {
+        hscroll(app, f, delta as isize);
+    }
+}
+
 pub(super) fn wheel(app: &mut App, x: u16, y: u16, delta: i32) {
     let Some(f) = layout(app).hit(x, y) else {
         return;

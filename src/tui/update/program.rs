@@ -41,11 +41,14 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
             if new.is_empty() {
                 return app.screen.error(format!("{text}: no *.json files there"));
             }
-            app.programs.list.cursor = app.programs.add(new);
+            let first = app.programs.add(new);
+            app.programs.list.cursor = first;
             nav::keep_visible(app, Focus::List);
             open_selected(app, out);
+            check_files(app, first, out);
         }
-        PromptKind::ExportPath => export_view(app, Some(std::path::PathBuf::from(text))),
+        PromptKind::ExportPath if text.is_empty() => app.screen.error("no path typed: nothing exported"),
+        PromptKind::ExportPath => export_view(app, std::path::PathBuf::from(text)),
     }
 }
 
@@ -245,6 +248,14 @@ pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
     }
 }
 
+/// Queues the background check of the unchecked entries from `first` on.
+pub(super) fn check_files(app: &mut App, first: usize, out: &mut Vec<Cmd>) {
+    let files = app.programs.to_check(first);
+    if !files.is_empty() {
+        out.push(app.jobs.queue(Job::Validate { files }));
+    }
+}
+
 /// Opens the program under the list cursor (resets the code panes).
 pub(super) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
     if app.programs.open_selected() == Loaded::Nothing {
@@ -324,8 +335,18 @@ pub(super) fn enter(app: &mut App, out: &mut Vec<Cmd>) {
     }
 }
 
-pub(super) fn export_view(app: &mut App, to: Option<std::path::PathBuf>) {
-    match export::export(app, to) {
+/// Exports the current view to `path`, asking first when a file is there already.
+pub(super) fn export_view(app: &mut App, path: std::path::PathBuf) {
+    if export::exists(&path) {
+        app.overlay.open = Some(crate::tui::app::Overlay::ConfirmOverwrite(path));
+        return;
+    }
+    write_export(app, path);
+}
+
+/// Writes the export (the user chose the path and agreed to replace what is there).
+pub(super) fn write_export(app: &mut App, path: std::path::PathBuf) {
+    match export::export(app, path) {
         Ok(p) => app.screen.info(format!("exported {}", p.display())),
         Err(e) => app.screen.error(e.to_string()),
     }

@@ -12,6 +12,11 @@ use super::{nav, program};
 pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
     match r {
         Reply::Started(..) | Reply::Progress(..) => return,
+        Reply::Validated(i, path, status, pipeline) => {
+            app.programs.checked(i, &path, status, pipeline);
+            return;
+        }
+        Reply::ValidationDone => {}
         Reply::Analyzed(generation, e) => {
             if generation == app.code.generation {
                 app.code.emission = Some(*e);
