@@ -323,7 +323,7 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
     (
         Command::Left,
         "left",
-        "left / previous tab / scroll",
+        "left / prev tab / scroll",
         Group::Navigation,
         &["left", "h"],
     ),

@@ -36,6 +36,7 @@ mod pipeline_run;
 mod ptxas;
 mod runtime_without_gpu;
 mod tui_gpu;
+mod tui_screens;
 mod tui_scroll;
 mod tui_snapshots;
 mod tui_tmux;

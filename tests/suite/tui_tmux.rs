@@ -188,8 +188,74 @@ fn real_binary_in_tmux() {
     );
     let screen = capture(&session, false);
     assert!(
-        !screen.contains("Programs 1"),
+        !screen.contains("IR vadd_f32"),
         "alternate screen not left:\n{screen}"
     );
     let _ = std::fs::remove_file(&stty_out);
+}
+
+/// SIGTERM, SIGHUP and SIGINT sent with `kill` end the inspector the way `q` does: the
+/// terminal is back in cooked mode and off the alternate screen.
+#[test]
+fn signals_restore_the_terminal() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("tmux is required in CI (install it in .ci/run)");
+        }
+        eprintln!("NOTICE: tmux not installed; skipping the inspector signal test");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_vyrescope");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
+    let tmp = tempfile::tempdir().unwrap();
+    for sig in ["TERM", "HUP", "INT"] {
+        let session = format!("vyrescope-sig{sig}-{}", std::process::id());
+        let pid_file = tmp.path().join(format!("{sig}.pid"));
+        let stty_out = tmp.path().join(format!("{sig}.stty"));
+        // `exec` keeps the shell's pid, so the pid file names the inspector itself.
+        let cmd = format!(
+            "sh -c 'echo $$ > {pid}; exec env VYRESCOPE_CONFIG=/nonexistent TERM=xterm-256color {bin} {fix} --device h200'; stty -a > {stty} 2>&1; sleep 60",
+            pid = pid_file.display(),
+            fix = fixture.display(),
+            stty = stty_out.display(),
+        );
+        tmux(&["new-session", "-d", "-s", &session, "-x", "100", "-y", "30", &cmd]);
+        struct Kill(String);
+        impl Drop for Kill {
+            fn drop(&mut self) {
+                let _ = Command::new("tmux")
+                    .args(["kill-session", "-t", &self.0])
+                    .output();
+            }
+        }
+        let _kill = Kill(session.clone());
+        wait_for(&session, "the inspector", |s| s.contains("IR vadd_f32"));
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), pid.trim()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{sig} {pid}");
+        let t = Instant::now();
+        while std::fs::read_to_string(&stty_out).map_or(true, |s| s.is_empty()) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the inspector did not exit on SIG{sig}; screen:\n{}",
+                capture(&session, false)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let modes = std::fs::read_to_string(&stty_out).unwrap();
+        let words: Vec<&str> = modes.split_whitespace().collect();
+        assert!(
+            words.contains(&"icanon") && words.contains(&"echo"),
+            "SIG{sig} left the terminal in raw mode:\n{modes}"
+        );
+        let screen = capture(&session, false);
+        assert!(
+            !screen.contains("IR vadd_f32"),
+            "SIG{sig}: alternate screen not left:\n{screen}"
+        );
+    }
 }
