@@ -173,6 +173,43 @@ pub struct RunRecord {
     pub jit_ms: f64,
     /// Verification against the reference interpreter.
     pub parity: Option<Parity>,
+    /// What ran it: [`GPU_BACKEND`], or [`REFERENCE_BACKEND`] when there is no GPU (then
+    /// `device_ms` is the interpreter's wall time and nothing is compared).
+    pub backend: String,
+}
+
+/// [`RunRecord::backend`] of a GPU dispatch.
+pub const GPU_BACKEND: &str = "gpu";
+/// [`RunRecord::backend`] of an offline run on the reference interpreter.
+pub const REFERENCE_BACKEND: &str = "reference interpreter";
+
+/// Runs `program` on the reference interpreter with its `run` section's inputs at `opts`'
+/// workgroup size (what `r` does without a GPU). Pure CPU work for the analysis thread.
+pub fn reference_dispatch(
+    program: &Program,
+    base_dir: &Path,
+    opts: &EmitOptions,
+) -> Result<RunRecord, String> {
+    let mut prepared = crate::inputs::prepare(program, base_dir, Some(opts.workgroup_size), None)
+        .map_err(|e| e.to_string())?;
+    let t = std::time::Instant::now();
+    crate::interp::run_with(
+        program,
+        &prepared.shape,
+        &mut prepared.buffers,
+        &crate::interp::Options::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(RunRecord {
+        program: program.name.clone(),
+        grid: prepared.shape.grid,
+        workgroup: prepared.shape.workgroup_size,
+        sm: opts.sm,
+        device_ms: t.elapsed().as_secs_f64() * 1e3,
+        jit_ms: 0.0,
+        parity: None,
+        backend: REFERENCE_BACKEND.into(),
+    })
 }
 
 /// One tune candidate.
@@ -301,6 +338,7 @@ impl Gpu for WorkerGpu {
                 run.info.jit_ms
             },
             parity: run.parity.as_ref().map(parity_of),
+            backend: GPU_BACKEND.into(),
         })
     }
 

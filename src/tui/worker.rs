@@ -56,6 +56,15 @@ pub enum Job {
         /// Options (workgroup, sm).
         opts: EmitOptions,
     },
+    /// No GPU: run the Program on the reference interpreter instead of dispatching.
+    Reference {
+        /// Program.
+        program: Arc<Program>,
+        /// Directory for `file` inputs.
+        base_dir: PathBuf,
+        /// Options (workgroup).
+        opts: EmitOptions,
+    },
     /// A pipeline run: on the GPU (separate and fused forms) when `gpu`, else on the
     /// reference interpreter.
     Pipeline {
@@ -86,6 +95,7 @@ impl Job {
             Job::Resources { .. } => "measuring resources",
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
+            Job::Reference { .. } => "running the reference interpreter",
             Job::Tune { .. } => "tuning",
             Job::Pipeline { gpu: true, .. } => "running pipeline on the GPU",
             Job::Pipeline { .. } => "running reference pipeline",
@@ -110,6 +120,8 @@ pub enum Reply {
     Resources(ResKey, Resources),
     /// Probe finished.
     Probed(Result<DeviceCaps, String>),
+    /// Reference run finished (no GPU).
+    Referenced(Result<RunRecord, String>),
     /// Dispatch finished, with the runtime's statistics afterwards.
     Dispatched(Result<RunRecord, String>, Stats),
     /// Pipeline run finished.
@@ -177,6 +189,15 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             let r = gpu.dispatch(&program, &base_dir, &opts);
             report(Reply::Dispatched(r, Stats::now(gpu)));
         }
+        Job::Reference {
+            program,
+            base_dir,
+            opts,
+        } => {
+            report(Reply::Started("running the reference interpreter", 0));
+            let r = super::gpu::reference_dispatch(&program, &base_dir, &opts);
+            report(Reply::Referenced(r));
+        }
         Job::Pipeline { file, plan, gpu: g } => {
             report(Reply::Started(job_label(g), 0));
             let r = file.prepared.clone().and_then(|prepared| match (g, plan) {
@@ -207,7 +228,10 @@ impl Job {
     /// True for pure CPU work (checking files, emission and estimates), which runs on its
     /// own thread so that a long GPU job never delays it.
     pub fn is_cpu(&self) -> bool {
-        matches!(self, Job::Validate { .. } | Job::Analyze { .. })
+        matches!(
+            self,
+            Job::Validate { .. } | Job::Analyze { .. } | Job::Reference { .. }
+        )
     }
 }
 

@@ -255,3 +255,25 @@ fn help_lists_only_the_tabs_that_exist() {
     assert!(t.contains("detail tab: Plan") && t.contains("tab7"), "{t}");
     assert!(!t.contains("tab8"), "{t}");
 }
+
+#[test]
+fn offline_r_runs_the_reference_interpreter_and_says_so() {
+    let (mut a, hl) = app(&[fixture("vadd_f32.json"), fixture("saxpy_f32.json")], 120, 40);
+    assert!(a.jobs.devices.live.is_none());
+    press(&mut a, &[Command::Dispatch]);
+    let runs = &a.jobs.session.runs;
+    assert_eq!(runs.len(), 1, "{:?}", a.jobs.session.run_error);
+    let r = &runs[0];
+    assert_eq!(r.backend, vyrescope::tui::gpu::REFERENCE_BACKEND);
+    assert!(r.parity.is_none() && r.device_ms >= 0.0);
+    assert_eq!(r.workgroup, a.workgroup());
+    assert!(r.grid[0] > 0);
+    let msg = a.screen.message.clone().unwrap();
+    assert!(msg.1.contains("reference interpreter"), "{msg:?}");
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("CPU reference run, no GPU"), "{s}");
+    assert!(!s.contains("no CUDA driver found"), "{s}");
+    // A tune sweep still needs the GPU and says why it did not run.
+    press(&mut a, &[Command::Tune]);
+    assert!(matches!(&a.jobs.session.tune, Some(Err(e)) if e.contains("no CUDA driver")));
+}

@@ -195,7 +195,8 @@ fn real_binary_in_tmux() {
 }
 
 /// SIGTERM, SIGHUP and SIGINT sent with `kill` end the inspector the way `q` does: the
-/// terminal is back in cooked mode and off the alternate screen.
+/// terminal is back in cooked mode and off the alternate screen. Runs on its own tmux server
+/// (`-L`), so it does not race the other tmux test's server.
 #[test]
 fn signals_restore_the_terminal() {
     if Command::new("tmux").arg("-V").output().is_err() {
@@ -208,8 +209,32 @@ fn signals_restore_the_terminal() {
     let bin = env!("CARGO_BIN_EXE_vyrescope");
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
     let tmp = tempfile::tempdir().unwrap();
+    let socket = format!("vyrescope-sig-{}", std::process::id());
+    let tm = |args: &[&str]| -> (bool, String, String) {
+        let out = Command::new("tmux")
+            .env("TMUX_TMPDIR", tmp.path())
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    struct KillServer(PathBuf, String);
+    impl Drop for KillServer {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux")
+                .env("TMUX_TMPDIR", &self.0)
+                .args(["-L", &self.1, "kill-server"])
+                .output();
+        }
+    }
+    let _kill = KillServer(tmp.path().to_path_buf(), socket.clone());
     for sig in ["TERM", "HUP", "INT"] {
-        let session = format!("vyrescope-sig{sig}-{}", std::process::id());
+        let session = format!("sig{sig}");
         let pid_file = tmp.path().join(format!("{sig}.pid"));
         let stty_out = tmp.path().join(format!("{sig}.stty"));
         // `exec` keeps the shell's pid, so the pid file names the inspector itself.
@@ -219,17 +244,18 @@ fn signals_restore_the_terminal() {
             fix = fixture.display(),
             stty = stty_out.display(),
         );
-        tmux(&["new-session", "-d", "-s", &session, "-x", "100", "-y", "30", &cmd]);
-        struct Kill(String);
-        impl Drop for Kill {
-            fn drop(&mut self) {
-                let _ = Command::new("tmux")
-                    .args(["kill-session", "-t", &self.0])
-                    .output();
-            }
+        let (ok, _, err) = tm(&["new-session", "-d", "-s", &session, "-x", "100", "-y", "30", &cmd]);
+        assert!(ok, "tmux new-session failed: {err}");
+        let screen = || tm(&["capture-pane", "-p", "-t", &session]).1;
+        let t = Instant::now();
+        while !screen().contains("IR vadd_f32") {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "timed out waiting for the inspector; screen:\n{}",
+                screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
-        let _kill = Kill(session.clone());
-        wait_for(&session, "the inspector", |s| s.contains("IR vadd_f32"));
         let pid = std::fs::read_to_string(&pid_file).unwrap();
         let status = Command::new("kill")
             .args([&format!("-{sig}"), pid.trim()])
@@ -241,7 +267,7 @@ fn signals_restore_the_terminal() {
             assert!(
                 t.elapsed() < Duration::from_secs(20),
                 "the inspector did not exit on SIG{sig}; screen:\n{}",
-                capture(&session, false)
+                screen()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -252,10 +278,12 @@ fn signals_restore_the_terminal() {
             words.contains(&"icanon") && words.contains(&"echo"),
             "SIG{sig} left the terminal in raw mode:\n{modes}"
         );
-        let screen = capture(&session, false);
+        let s = screen();
         assert!(
-            !screen.contains("IR vadd_f32"),
-            "SIG{sig}: alternate screen not left:\n{screen}"
+            !s.contains("IR vadd_f32"),
+            "SIG{sig}: alternate screen not left:\n{s}"
         );
+        // The session stays until the server is killed: ending the last one would end the
+        // server while the next new-session talks to it.
     }
 }

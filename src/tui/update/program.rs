@@ -153,6 +153,14 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             base_dir,
             opts,
         }
+    } else if app.jobs.devices.live.is_none() {
+        // Offline (no driver, or offline by choice with d): the reference interpreter runs
+        // the Program instead, and the Run tab labels the row so.
+        Job::Reference {
+            program,
+            base_dir,
+            opts,
+        }
     } else {
         Job::Dispatch {
             program,
