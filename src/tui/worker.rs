@@ -12,7 +12,7 @@ use crate::emit::EmitOptions;
 use crate::ir::Program;
 use crate::occupancy::DeviceCaps;
 
-use super::analysis::{analyze, Emission, PtxView, Resources};
+use super::analysis::{analyze, estimate_emission, Emission, Estimated, PtxView, Resources};
 use super::app::EntryStatus;
 use super::gpu::{kernel_resources, Counters, Gpu, RunRecord, TuneRow};
 use super::pipeline::{reference_run, PipelineFile, PipelineRun};
@@ -44,6 +44,21 @@ pub enum Job {
     Validate {
         /// Entries to check.
         files: Vec<(usize, PathBuf)>,
+    },
+    /// Occupancy, resource rows and launch/performance diagnostics of an emission.
+    Estimate {
+        /// Request number (stale estimates are dropped).
+        id: u64,
+        /// The emitted kernel, or why there is none.
+        ptx: Result<Arc<PtxView>, String>,
+        /// Options it was emitted with.
+        opts: EmitOptions,
+        /// Program.
+        program: Arc<Program>,
+        /// Device to estimate for.
+        device: Option<DeviceCaps>,
+        /// Kernel resources, when known.
+        res: Option<Resources>,
     },
     /// Probe the live device.
     Probe,
@@ -92,6 +107,7 @@ impl Job {
         match self {
             Job::Analyze { .. } => "emitting",
             Job::Validate { .. } => "checking files",
+            Job::Estimate { .. } => "estimating",
             Job::Resources { .. } => "measuring resources",
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
@@ -112,6 +128,8 @@ pub enum Reply {
     Progress(usize, usize),
     /// One file checked (list index, path, status, is a pipeline); more may follow.
     Validated(usize, PathBuf, EntryStatus, bool),
+    /// An estimate for request `id`.
+    Estimated(u64, Box<Estimated>),
     /// Every file of a [`Job::Validate`] is checked.
     ValidationDone,
     /// Emission finished.
@@ -176,6 +194,18 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             }
             report(Reply::ValidationDone);
         }
+        Job::Estimate {
+            id,
+            ptx,
+            opts,
+            program,
+            device,
+            res,
+        } => {
+            report(Reply::Started("estimating", 0));
+            let est = estimate_emission(ptx, &opts, &program, device.as_ref(), res.as_ref());
+            report(Reply::Estimated(id, Box::new(est)));
+        }
         Job::Probe => {
             report(Reply::Started("probing device", 0));
             report(Reply::Probed(gpu.probe()));
@@ -230,7 +260,10 @@ impl Job {
     pub fn is_cpu(&self) -> bool {
         matches!(
             self,
-            Job::Validate { .. } | Job::Analyze { .. } | Job::Reference { .. }
+            Job::Validate { .. }
+                | Job::Analyze { .. }
+                | Job::Estimate { .. }
+                | Job::Reference { .. }
         )
     }
 }

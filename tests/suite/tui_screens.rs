@@ -277,3 +277,47 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
     press(&mut a, &[Command::Tune]);
     assert!(matches!(&a.jobs.session.tune, Some(Err(e)) if e.contains("no CUDA driver")));
 }
+
+#[test]
+fn analysis_runs_as_worker_jobs_and_absurd_workgroups_are_refused_first() {
+    let (mut a, _) = app(&[fixture("vadd_f32.json"), fixture("saxpy_f32.json")], 120, 40);
+    // A tuning key re-emits (small Program: inline) but leaves the occupancy sweep and the
+    // performance diagnostics to the worker: `update` returns the job and estimates nothing.
+    let cmds = vyrescope::tui::update::update(&mut a, Action::Command(Command::WgDouble));
+    let estimate = cmds
+        .iter()
+        .filter(|c| matches!(c, Cmd::Job(Job::Estimate { .. })))
+        .count();
+    assert_eq!(estimate, 1, "{cmds:?}");
+    let em = a.code.emission.as_ref().unwrap();
+    assert_eq!(em.opts.workgroup_size, [512, 1, 1]);
+    assert!(em.occupancy.is_err(), "estimated on the UI thread");
+    perform(&mut a, &mut NoGpu, cmds);
+    let occ = a.code.emission.as_ref().unwrap().occupancy.as_ref().unwrap();
+    assert_eq!(occ.current, 512);
+    // A stale estimate (an older request) is dropped.
+    let old = a.code.estimate_gen;
+    let cmds = vyrescope::tui::update::update(&mut a, Action::Command(Command::WgHalve));
+    let stale = vyrescope::tui::worker::Reply::Estimated(
+        old,
+        Box::new(vyrescope::tui::analysis::Estimated {
+            occupancy: Err("stale".into()),
+            resources: vec![],
+            diagnostics: vec![],
+        }),
+    );
+    a.jobs.pending += 1;
+    update(&mut a, Action::Worker(stale));
+    perform(&mut a, &mut NoGpu, cmds);
+    let occ = a.code.emission.as_ref().unwrap().occupancy.as_ref().unwrap();
+    assert_eq!(occ.current, 256);
+    // --workgroup beyond the device's limit is refused before anything is analysed.
+    let opts = Options {
+        files: vec![fixture("vadd_f32.json")],
+        device: Some("h200".into()),
+        workgroup: Some([1024, 1024, 64]),
+        ..Options::default()
+    };
+    let e = setup(&opts).err().expect("refused").to_string();
+    assert!(e.contains("67108864 threads") && e.contains("Fix:"), "{e}");
+}

@@ -2,7 +2,7 @@
 //! target sm and device changes, re-emission and re-estimation, GPU jobs, export.
 
 use crate::tui::action::Cmd;
-use crate::tui::analysis::{analyze, estimate_into, PtxView, INLINE_EMIT_MAX_STMTS};
+use crate::tui::analysis::{analyze, PtxView, INLINE_EMIT_MAX_STMTS};
 use crate::tui::app::programs::Loaded;
 use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
@@ -220,6 +220,7 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
     let key: ResKey = (doc.id, em.opts.clone());
     let program = doc.program.clone();
     let ptx = em.ptx.clone();
+    let (em_ptx, em_opts) = (em.ptx.clone(), em.opts.clone());
     let res = match (&app.code.fixed_resources, app.code.resources.get(&key)) {
         (Some(r), _) => Some(Ok((r.clone(), "given resources".to_string()))),
         (None, Some(r)) => Some(r.clone()),
@@ -239,10 +240,18 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
             out.push(app.jobs.queue(job));
         }
     }
-    let device = app.jobs.devices.current().cloned();
-    if let Some(em) = app.code.emission.as_mut() {
-        estimate_into(em, &program, device.as_ref(), res.as_ref());
-    }
+    // The sweep and the performance diagnostics run on the worker: their cost is bounded,
+    // but the UI thread never waits on analysis.
+    app.code.estimate_gen += 1;
+    let job = Job::Estimate {
+        id: app.code.estimate_gen,
+        ptx: em_ptx,
+        opts: em_opts,
+        program,
+        device: app.jobs.devices.current().cloned(),
+        res,
+    };
+    out.push(app.jobs.queue(job));
 }
 
 pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {

@@ -17,6 +17,14 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
             return;
         }
         Reply::ValidationDone => {}
+        Reply::Estimated(id, est) => {
+            if id == app.code.estimate_gen {
+                if let Some(em) = app.code.emission.as_mut() {
+                    em.set_estimate(*est);
+                }
+                nav::keep_visible(app, Focus::Detail);
+            }
+        }
         Reply::Analyzed(generation, e) => {
             if generation == app.code.generation {
                 app.code.emission = Some(*e);
