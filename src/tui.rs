@@ -145,9 +145,13 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
         // Rejected before any analysis: a size no device launches would only make every
         // estimate say so.
         let threads = wg.iter().map(|v| u64::from(*v)).product::<u64>();
-        let (max, device) = app.jobs.devices.current().map_or((1024, "a CUDA device".to_string()), |d| {
-            (u64::from(d.max_threads_per_block), d.name.clone())
-        });
+        let (max, device) = app
+            .jobs
+            .devices
+            .current()
+            .map_or((1024, "a CUDA device".to_string()), |d| {
+                (u64::from(d.max_threads_per_block), d.name.clone())
+            });
         if threads > max {
             return Err(TuiError::Workgroup {
                 wg,

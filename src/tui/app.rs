@@ -258,16 +258,18 @@ impl App {
     /// Columns of the longest line of code pane `f` (0 for the other panes); tabs count as
     /// the four columns they expand to at most.
     pub fn pane_width(&self, f: Focus) -> usize {
-        let width = |s: &str| s.chars().map(|c| if c == '\t' { 4 } else { 1 }).sum::<usize>();
+        let width = |s: &str| {
+            s.chars()
+                .map(|c| if c == '\t' { 4 } else { 1 })
+                .sum::<usize>()
+        };
         match f {
-            Focus::Ir => self
-                .programs
-                .doc
-                .as_ref()
-                .map_or(0, |d| d.ir.iter().map(|l| width(&l.code)).max().unwrap_or(0)),
-            Focus::Ptx => self
-                .ptx_view()
-                .map_or(0, |p| (0..p.len()).map(|i| width(p.line(i))).max().unwrap_or(0)),
+            Focus::Ir => self.programs.doc.as_ref().map_or(0, |d| {
+                d.ir.iter().map(|l| width(&l.code)).max().unwrap_or(0)
+            }),
+            Focus::Ptx => self.ptx_view().map_or(0, |p| {
+                (0..p.len()).map(|i| width(p.line(i))).max().unwrap_or(0)
+            }),
             _ => 0,
         }
     }

@@ -654,7 +654,17 @@ mod tests {
     #[test]
     fn parse_and_display_round_trip() {
         for s in [
-            "q", "C-c", "S-Tab", "PgDn", "F1", "G", "?", "Space", "M-x", "S-Left", "C-S-Right",
+            "q",
+            "C-c",
+            "S-Tab",
+            "PgDn",
+            "F1",
+            "G",
+            "?",
+            "Space",
+            "M-x",
+            "S-Left",
+            "C-S-Right",
         ] {
             let k = KeySpec::parse(s).unwrap();
             assert_eq!(KeySpec::parse(&k.to_string()).unwrap(), k, "{s}");

@@ -67,7 +67,11 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         Action::Command(c) => command(app, c, &mut out),
         // Text input with no prompt open (the overlay took it otherwise); the sub-states
         // took the rest.
-        Action::Input(_) | Action::Backspace | Action::Edit(_) | Action::Tick | Action::WorkerGone => {}
+        Action::Input(_)
+        | Action::Backspace
+        | Action::Edit(_)
+        | Action::Tick
+        | Action::WorkerGone => {}
         Action::Resize(..) => {
             for f in Focus::ALL {
                 nav::keep_visible(app, f);

@@ -55,10 +55,10 @@ pub enum Job {
         opts: EmitOptions,
         /// Program.
         program: Arc<Program>,
-        /// Device to estimate for.
-        device: Option<DeviceCaps>,
+        /// Device to estimate for (boxed: jobs stay small).
+        device: Option<Box<DeviceCaps>>,
         /// Kernel resources, when known.
-        res: Option<Resources>,
+        res: Option<Box<Resources>>,
     },
     /// Probe the live device.
     Probe,
@@ -203,7 +203,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             res,
         } => {
             report(Reply::Started("estimating", 0));
-            let est = estimate_emission(ptx, &opts, &program, device.as_ref(), res.as_ref());
+            let est = estimate_emission(ptx, &opts, &program, device.as_deref(), res.as_deref());
             report(Reply::Estimated(id, Box::new(est)));
         }
         Job::Probe => {

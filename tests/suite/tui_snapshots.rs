@@ -212,7 +212,9 @@ fn help_overlay_lists_every_binding() {
     for (cmd, keys) in &a.keymap.bindings {
         // Tab keys are listed by tab name, and only for the tabs that exist.
         if let Command::Tab(n) = cmd {
-            let line = text.lines().find(|l| l.contains(&format!(" {}", cmd.name())));
+            let line = text
+                .lines()
+                .find(|l| l.contains(&format!(" {}", cmd.name())));
             match tabs.get(*n as usize - 1) {
                 Some(t) => assert!(
                     line.is_some_and(|l| l.contains(&format!("detail tab: {}", t.title()))),

@@ -244,7 +244,17 @@ fn signals_restore_the_terminal() {
             fix = fixture.display(),
             stty = stty_out.display(),
         );
-        let (ok, _, err) = tm(&["new-session", "-d", "-s", &session, "-x", "100", "-y", "30", &cmd]);
+        let (ok, _, err) = tm(&[
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "100",
+            "-y",
+            "30",
+            &cmd,
+        ]);
         assert!(ok, "tmux new-session failed: {err}");
         let screen = || tm(&["capture-pane", "-p", "-t", &session]).1;
         let t = Instant::now();

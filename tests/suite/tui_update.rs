@@ -348,7 +348,10 @@ fn export_writes_the_current_view_as_json() {
     let exports = tmp.path().join("xdg-data/vyrescope/exports");
     a.export_dir = Some(exports.clone());
     press(&mut a, &[Command::Export]);
-    assert!(!dir.join("v.ptx.json").exists(), "export polluted the Program folder");
+    assert!(
+        !dir.join("v.ptx.json").exists(),
+        "export polluted the Program folder"
+    );
     let out: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(exports.join("v.ptx.json")).unwrap())
             .unwrap();
@@ -380,7 +383,9 @@ fn export_writes_the_current_view_as_json() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
     press(&mut a, &[Command::Export]);
     update(&mut a, Action::Input('y'));
-    assert!(std::fs::read_to_string(&target).unwrap().contains("\"rows\""));
+    assert!(std::fs::read_to_string(&target)
+        .unwrap()
+        .contains("\"rows\""));
     // A typed path: typing replaces the pre-filled default; a device, a link or a folder is
     // never replaced by a plain file.
     let real = tmp.path().join("real.json");
@@ -398,10 +403,19 @@ fn export_writes_the_current_view_as_json() {
         }
         let msg = a.screen.message.clone().unwrap();
         assert_eq!(msg.0, Level::Error, "{typed}: {msg:?}");
-        assert!(msg.1.contains("refusing") && msg.1.contains("Fix:"), "{msg:?}");
+        assert!(
+            msg.1.contains("refusing") && msg.1.contains("Fix:"),
+            "{msg:?}"
+        );
     }
-    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "keep");
     assert!(dir.is_dir());
     // A new typed path is written.

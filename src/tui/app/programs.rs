@@ -164,7 +164,13 @@ impl Programs {
 
     /// Records the background check of entry `i` (when it still lists `path`; an entry
     /// that was opened meanwhile keeps the status its load gave).
-    pub fn checked(&mut self, i: usize, path: &std::path::Path, status: EntryStatus, pipeline: bool) {
+    pub fn checked(
+        &mut self,
+        i: usize,
+        path: &std::path::Path,
+        status: EntryStatus,
+        pipeline: bool,
+    ) {
         if let Some(e) = self.entries.get_mut(i).filter(|e| e.path == path) {
             if e.status == EntryStatus::Pending {
                 e.status = status;

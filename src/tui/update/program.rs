@@ -47,7 +47,9 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
             open_selected(app, out);
             check_files(app, first, out);
         }
-        PromptKind::ExportPath if text.is_empty() => app.screen.error("no path typed: nothing exported"),
+        PromptKind::ExportPath if text.is_empty() => {
+            app.screen.error("no path typed: nothing exported")
+        }
         PromptKind::ExportPath => export_view(app, std::path::PathBuf::from(text)),
     }
 }
@@ -248,8 +250,8 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
         ptx: em_ptx,
         opts: em_opts,
         program,
-        device: app.jobs.devices.current().cloned(),
-        res,
+        device: app.jobs.devices.current().cloned().map(Box::new),
+        res: res.map(Box::new),
     };
     out.push(app.jobs.queue(job));
 }

@@ -107,18 +107,19 @@ fn dispatched(app: &mut App, r: Result<crate::tui::gpu::RunRecord, String>) {
     match r {
         Ok(run) => {
             let ok = run.parity.as_ref().is_none_or(|p| p.ok);
-            app.screen.info(if run.backend == crate::tui::gpu::GPU_BACKEND {
-                format!(
-                    "dispatched: {:.3} ms, parity {}",
-                    run.device_ms,
-                    if ok { "ok" } else { "FAILED" }
-                )
-            } else {
-                format!(
-                    "no GPU: ran the reference interpreter ({:.1} ms wall)",
-                    run.device_ms
-                )
-            });
+            app.screen
+                .info(if run.backend == crate::tui::gpu::GPU_BACKEND {
+                    format!(
+                        "dispatched: {:.3} ms, parity {}",
+                        run.device_ms,
+                        if ok { "ok" } else { "FAILED" }
+                    )
+                } else {
+                    format!(
+                        "no GPU: ran the reference interpreter ({:.1} ms wall)",
+                        run.device_ms
+                    )
+                });
             app.jobs.session.runs.push(run);
             app.jobs.session.run_error = None;
             if app.detail.tab == Tab::Run {

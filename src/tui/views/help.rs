@@ -47,6 +47,14 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         }
     }
     out.push(Line::raw(""));
+    out.push(Line::styled("Prompts (/ w X o)".to_string(), t.title));
+    out.push(Line::raw(
+        "  typing replaces a pre-filled value; Enter ok, Esc cancel".to_string(),
+    ));
+    out.push(Line::raw(
+        "  Left Right Home End (C-a C-e) move; C-u C-k delete to start/end; C-w a word".to_string(),
+    ));
+    out.push(Line::raw(""));
     let cfg = config_path().map_or("(no config dir)".into(), |p| p.display().to_string());
     out.push(Line::styled(
         format!("Overrides: {cfg}  (keys by command name, styles by field)"),

@@ -46,7 +46,10 @@ pub fn confirm(buf: &mut Buffer, area: Rect, app: &App, path: &std::path::Path) 
     }
     Clear.render(area, buf);
     Paragraph::new(Line::from(vec![
-        Span::styled(format!(" {} exists - replace it? ", path.display()), app.theme.warning),
+        Span::styled(
+            format!(" {} exists - replace it? ", path.display()),
+            app.theme.warning,
+        ),
         Span::styled("y replaces, any other key keeps it", app.theme.dim),
     ]))
     .style(app.theme.text)
