@@ -400,3 +400,55 @@ fn analysis_runs_as_worker_jobs_and_absurd_workgroups_are_refused_first() {
     };
     assert!(e.contains("67108864 threads") && e.contains("Fix:"), "{e}");
 }
+
+#[test]
+fn the_binary_exports_under_the_data_folder_and_asks_before_replacing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let progs = tmp.path().join("programs");
+    std::fs::create_dir_all(&progs).unwrap();
+    let file = progs.join("vadd_f32.json");
+    std::fs::copy(fixture("vadd_f32.json"), &file).unwrap();
+    let data = tmp.path().join("data");
+    let run = |keys: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+            .args([
+                "tui",
+                file.to_str().unwrap(),
+                "--keys",
+                keys,
+                "--device",
+                "h200",
+            ])
+            .env("HOME", tmp.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("VYRESCOPE_CONFIG", "/nonexistent/config.json")
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let screen = run("x");
+    let target = data.join("vyrescope/exports/vadd_f32.ptx.json");
+    assert!(target.is_file(), "{screen}");
+    assert!(screen.contains("exported"), "{screen}");
+    let names: Vec<_> = std::fs::read_dir(&progs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "the Program folder got {names:?}");
+    std::fs::write(&target, "mine").unwrap();
+    let screen = run("x");
+    assert!(screen.contains("exists - replace it?"), "{screen}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+    run("x n");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+    run("x y");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(v["view"], "ptx");
+}
