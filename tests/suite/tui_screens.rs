@@ -180,6 +180,57 @@ fn code_panes_scroll_sideways() {
         press(&mut a, &[Command::ScrollLeft]);
     }
     assert_eq!(a.code.ptx.hscroll, 0);
+    // A search match past the right edge is scrolled into view.
+    let longest = (0..a.ptx_len())
+        .max_by_key(|i| {
+            a.ptx_view()
+                .unwrap()
+                .line(*i)
+                .replace('\t', "    ")
+                .chars()
+                .count()
+        })
+        .unwrap();
+    let text = a.ptx_view().unwrap().line(longest).replace('\t', "    ");
+    let q: String = text
+        .trim_end()
+        .chars()
+        .rev()
+        .take(6)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let visible =
+        ar.ptx.width as usize - 2 - vyrescope::tui::views::code_view::digits(a.ptx_len()) - 1;
+    press(&mut a, &[Command::Home, Command::Search]);
+    for c in q.chars() {
+        update(&mut a, Action::Input(c));
+    }
+    press(&mut a, &[Command::Enter]);
+    let line = a
+        .ptx_view()
+        .unwrap()
+        .line(a.code.ptx.cursor)
+        .replace('\t', "    ");
+    let fold = !q.chars().any(char::is_uppercase);
+    let (hay, needle) = if fold {
+        (line.to_ascii_lowercase(), q.to_ascii_lowercase())
+    } else {
+        (line.clone(), q.clone())
+    };
+    let start = hay[..hay.find(&needle).expect("cursor on a match")]
+        .chars()
+        .count();
+    let h = a.code.ptx.hscroll;
+    assert!(
+        h <= start && start + q.chars().count() <= h + visible,
+        "match {q:?} at column {start} not in view (scrolled to {h}, {visible} columns)"
+    );
+    press(&mut a, &[Command::Escape]);
+    for _ in 0..1000 {
+        press(&mut a, &[Command::ScrollLeft]);
+    }
     // Shift + wheel over the IR pane scrolls it sideways.
     let ir = areas(80, 24, &a).ir;
     update(&mut a, Action::HWheel(ir.x + 3, ir.y + 3, 1));
