@@ -503,3 +503,22 @@ fn the_binary_exports_under_the_data_folder_and_asks_before_replacing() {
         serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
     assert_eq!(v["view"], "ptx");
 }
+
+#[test]
+fn the_occupancy_axis_label_keeps_apart_from_the_text() {
+    for (w, h) in [(80, 24), (100, 30), (120, 40)] {
+        let (mut a, hl) = app(&[fixture("vadd_f32.json"), fixture("saxpy_f32.json")], w, h);
+        let s = screen(&mut a, &hl);
+        // The x axis' labels row ends with the largest block size; text follows only after
+        // a gap (it once read `1024100.0%` / `1024per SM`).
+        let row = s
+            .lines()
+            .find(|l| l.contains(" 512 ") && l.contains("1024"))
+            .unwrap_or_else(|| panic!("{w}x{h}: no axis labels:\n{s}"));
+        let after = &row[row.find("1024").unwrap() + 4..];
+        assert!(
+            after.starts_with("  "),
+            "{w}x{h}: label runs into text: {row:?}"
+        );
+    }
+}
