@@ -380,7 +380,7 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
     let msg = a.screen.message.clone().unwrap();
     assert!(msg.1.contains("reference interpreter"), "{msg:?}");
     let s = screen(&mut a, &hl);
-    assert!(s.contains("CPU reference run, no GPU"), "{s}");
+    assert!(s.contains("interpreter (no GPU)"), "{s}");
     assert!(!s.contains("no CUDA driver found"), "{s}");
     // A tune sweep still needs the GPU and says why it did not run.
     press(&mut a, &[Command::Tune]);

@@ -115,7 +115,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .map(|(i, r)| {
                 let reference = r.backend != crate::tui::gpu::GPU_BACKEND;
                 let parity = match &r.parity {
-                    None if reference => Span::styled("CPU reference run, no GPU", t.info),
+                    None if reference => Span::styled("interpreter (no GPU)", t.info),
                     None => Span::styled("not checked", t.dim),
                     Some(p) if p.ok => Span::styled("ok", t.ok),
                     Some(p) => Span::styled(format!("{} mismatches", p.mismatches), t.error),
