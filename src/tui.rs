@@ -76,6 +76,18 @@ pub enum TuiError {
     /// Bad device profile.
     #[error("{0}")]
     Device(String),
+    /// A `--workgroup` the device cannot launch (refused before any analysis).
+    #[error("--workgroup {x},{y},{z}: {threads} threads per workgroup; {device} allows at most {max}\n  Fix: pass a workgroup whose X*Y*Z is at most {max}", x = .wg[0], y = .wg[1], z = .wg[2])]
+    Workgroup {
+        /// The size given.
+        wg: [u32; 3],
+        /// Its thread count.
+        threads: u64,
+        /// The device's limit.
+        max: u64,
+        /// The device's name.
+        device: String,
+    },
     /// Terminal I/O.
     #[error("terminal error: {0}\n  Fix: run in an interactive terminal (or use --keys/--snapshot for scripts)")]
     Io(#[from] std::io::Error),
@@ -135,6 +147,26 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
     if let Some(sm) = opts.sm {
         app.code.sm = sm;
         app.code.sm_pinned = true;
+    }
+    if let Some(wg) = opts.workgroup {
+        // Rejected before any analysis: a size no device launches would only make every
+        // estimate say so.
+        let threads = wg.iter().map(|v| u64::from(*v)).product::<u64>();
+        let (max, device) = app
+            .jobs
+            .devices
+            .current()
+            .map_or((1024, "a CUDA device".to_string()), |d| {
+                (u64::from(d.max_threads_per_block), d.name.clone())
+            });
+        if threads > max {
+            return Err(TuiError::Workgroup {
+                wg,
+                threads,
+                max,
+                device,
+            });
+        }
     }
     let mut cmds = update::start(&mut app);
     if let Some(wg) = opts.workgroup {

@@ -27,6 +27,10 @@ pub enum Command {
     Left,
     /// Move right (next detail tab when the detail panel has focus).
     Right,
+    /// Scroll the focused code pane left.
+    ScrollLeft,
+    /// Scroll the focused code pane right.
+    ScrollRight,
     /// One page up.
     PageUp,
     /// One page down.
@@ -100,14 +104,18 @@ pub enum Action {
     Command(Command),
     /// A character typed into the open prompt.
     Input(char),
-    /// Delete the last character of the open prompt.
+    /// Delete the character before the prompt's cursor.
     Backspace,
+    /// Another editing key in the open prompt (cursor moves, Ctrl-U, Ctrl-W...).
+    Edit(super::app::Edit),
     /// The terminal now has this size (columns, rows).
     Resize(u16, u16),
     /// Left click at (column, row).
     Click(u16, u16),
     /// Mouse wheel at (column, row): negative scrolls up.
     Wheel(u16, u16, i32),
+    /// Horizontal wheel (or Shift + wheel) at (column, row): negative scrolls left.
+    HWheel(u16, u16, i32),
     /// A reply from the worker thread.
     Worker(Reply),
     /// The worker thread is gone (it panicked): nothing is in flight any more.

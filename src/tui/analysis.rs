@@ -352,9 +352,54 @@ pub fn analyze(program: &Program, opts: &EmitOptions) -> Emission {
     Emission {
         opts: opts.clone(),
         ptx,
-        occupancy: Err("no kernel resources yet".into()),
+        occupancy: Err("estimating...".into()),
         resources,
         diagnostics: Vec::new(),
+    }
+}
+
+/// What an estimate changes in an [`Emission`] (computed on the worker, see
+/// [`estimate_emission`]).
+#[derive(Debug, Clone)]
+pub struct Estimated {
+    /// Occupancy, or why there is none.
+    pub occupancy: Result<OccupancyView, String>,
+    /// Kernel resource rows.
+    pub resources: Vec<ResourceRow>,
+    /// Launch and performance diagnostics.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// [`estimate_into`] on a copy of what it needs, for the worker: occupancy sweep, resource
+/// rows and launch/performance diagnostics of the kernel `ptx` emitted with `opts`.
+pub fn estimate_emission(
+    ptx: Result<Arc<PtxView>, String>,
+    opts: &EmitOptions,
+    program: &Program,
+    device: Option<&DeviceCaps>,
+    res: Option<&Resources>,
+) -> Estimated {
+    let mut e = Emission {
+        opts: opts.clone(),
+        ptx,
+        occupancy: Err(String::new()),
+        resources: Vec::new(),
+        diagnostics: Vec::new(),
+    };
+    estimate_into(&mut e, program, device, res);
+    Estimated {
+        occupancy: e.occupancy,
+        resources: e.resources,
+        diagnostics: e.diagnostics,
+    }
+}
+
+impl Emission {
+    /// Takes an estimate made on the worker.
+    pub fn set_estimate(&mut self, est: Estimated) {
+        self.occupancy = est.occupancy;
+        self.resources = est.resources;
+        self.diagnostics = est.diagnostics;
     }
 }
 
@@ -377,6 +422,9 @@ pub fn estimate_into(
     e.diagnostics.clear();
     let wg = e.opts.workgroup_size;
     let Some(device) = device else {
+        // The workgroup-overrun rule needs no device (it is part of the launch rules below).
+        e.diagnostics
+            .extend(crate::diagnostics::wg_overrun::workgroup_overruns(program, wg));
         e.occupancy = Err("no device: no live GPU and no device profile - press d to pick a profile or start with --device NAME|FILE".into());
         return;
     };

@@ -23,7 +23,7 @@ pub mod screen;
 pub use code::CodeView;
 pub use detail::Detail;
 pub use jobs::{Busy, Devices, Jobs, Session};
-pub use overlay::{Overlay, Overlays, PromptKind};
+pub use overlay::{Edit, Overlay, Overlays, Prompt, PromptKind};
 pub use programs::{Entry, EntryStatus, Programs};
 pub use screen::Screen;
 
@@ -135,6 +135,8 @@ pub struct PaneState {
     pub cursor: usize,
     /// First visible line.
     pub scroll: usize,
+    /// First visible column of the text (code panes scroll sideways; others ignore it).
+    pub hscroll: usize,
 }
 
 /// Severity of a status message.
@@ -165,6 +167,8 @@ pub struct App {
     pub keymap: KeyMap,
     /// Styles.
     pub theme: Theme,
+    /// Where `x` exports ([`crate::tui::export::export_dir`]; tests point it elsewhere).
+    pub export_dir: Option<PathBuf>,
 }
 
 impl App {
@@ -180,6 +184,7 @@ impl App {
             jobs: Jobs::default(),
             keymap,
             theme,
+            export_dir: super::export::export_dir(),
         }
     }
 
@@ -285,6 +290,25 @@ impl App {
             .collect();
         v.extend(self.code.emission.iter().flat_map(|e| e.diagnostics.iter()));
         v
+    }
+
+    /// Columns of the longest line of code pane `f` (0 for the other panes); tabs count as
+    /// the four columns they expand to at most.
+    pub fn pane_width(&self, f: Focus) -> usize {
+        let width = |s: &str| {
+            s.chars()
+                .map(|c| if c == '\t' { 4 } else { 1 })
+                .sum::<usize>()
+        };
+        match f {
+            Focus::Ir => self.programs.doc.as_ref().map_or(0, |d| {
+                d.ir.iter().map(|l| width(&l.code)).max().unwrap_or(0)
+            }),
+            Focus::Ptx => self.ptx_view().map_or(0, |p| {
+                (0..p.len()).map(|i| width(p.line(i))).max().unwrap_or(0)
+            }),
+            _ => 0,
+        }
     }
 
     /// Lines of the text in pane `f` (IR or PTX).

@@ -117,6 +117,15 @@ impl Config {
                 })?;
             km.rebind(cmd, specs);
         }
+        // Without a quit key the only ways out would be signals: refuse such a config.
+        if km.first_key(Command::Quit).is_none() {
+            return Err(ConfigError {
+                path: String::new(),
+                message: "no key is left to quit (`keys` unbinds or takes every key of `quit`)"
+                    .into(),
+                fix: "give `quit` a key, e.g. \"keys\": {\"quit\": [\"q\", \"ctrl-c\"]}".into(),
+            });
+        }
         Ok(())
     }
 
@@ -169,6 +178,23 @@ mod tests {
         assert!(c.apply_keys(&mut KeyMap::default()).is_err());
         let c = Config::parse(r#"{"keys": {"quit": ["hyper-x"]}}"#).unwrap();
         assert!(c.apply_keys(&mut KeyMap::default()).is_err());
+    }
+
+    #[test]
+    fn a_config_without_a_quit_key_is_refused() {
+        for text in [
+            r#"{"keys": {"quit": []}}"#,
+            r#"{"keys": {"dispatch": ["q", "ctrl-c"]}}"#,
+        ] {
+            let c = Config::parse(text).unwrap();
+            let e = c.apply_keys(&mut KeyMap::default()).unwrap_err();
+            assert!(e.message.contains("quit") && e.fix.contains("quit"), "{e}");
+        }
+        // Taking one of the two keys leaves the other.
+        let c = Config::parse(r#"{"keys": {"dispatch": ["q"]}}"#).unwrap();
+        let mut km = KeyMap::default();
+        c.apply_keys(&mut km).unwrap();
+        assert_eq!(km.first_key(Command::Quit), Some(KeySpec::ctrl('c')));
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! `x`: the data behind the current view as JSON, written atomically (a temp file in the
-//! target directory, then rename), next to the program or to a chosen path.
+//! target directory, then rename) under the user's data folder
+//! (`$XDG_DATA_HOME/vyrescope/exports/`, by default `~/.local/share/vyrescope/exports/`),
+//! never into the folder of the open Programs; `X` writes to a typed path. An existing file
+//! is replaced only after the user confirms; a device, FIFO, link or folder never is
+//! ([`write_atomic`] refuses them).
 
 use std::path::PathBuf;
 
@@ -13,6 +17,9 @@ pub enum ExportError {
     /// Nothing to export.
     #[error("nothing to export: no program open\n  Fix: open a program first (o)")]
     Nothing,
+    /// No data folder to export to.
+    #[error("no data folder for exports (no home directory)\n  Fix: set XDG_DATA_HOME or HOME, or export to a path with X")]
+    NoDir,
     /// Writing failed.
     #[error("cannot write {path}: {source}\n  Fix: choose a writable path with X")]
     Io {
@@ -33,12 +40,19 @@ pub fn view_name(app: &App) -> String {
     }
 }
 
-/// `<dir>/<program stem>.<view>.json` beside the open program.
+/// Where exports go by default: `<data dir>/vyrescope/exports` (the data dir follows
+/// `XDG_DATA_HOME`, else `~/.local/share` on Linux); `None` without a home.
+pub fn export_dir() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("vyrescope").join("exports"))
+}
+
+/// `<export dir>/<program stem>.<view>.json` (see [`export_dir`]; the App carries it).
 pub fn default_path(app: &App) -> Option<PathBuf> {
     let doc = app.programs.doc.as_ref()?;
     let stem = doc.path.file_stem()?.to_string_lossy().into_owned();
     Some(
-        doc.base_dir()
+        app.export_dir
+            .as_ref()?
             .join(format!("{stem}.{}.json", view_name(app))),
     )
 }
@@ -143,17 +157,31 @@ fn counters_json(c: &[(String, String)]) -> Value {
 
 pub use crate::util::write_atomic;
 
-/// Exports the current view to `to` (or the default path); returns where it went.
-pub fn export(app: &App, to: Option<PathBuf>) -> Result<PathBuf, ExportError> {
-    let path = match to {
-        Some(p) => p,
-        None => default_path(app).ok_or(ExportError::Nothing)?,
-    };
-    let mut text = serde_json::to_string_pretty(&view_data(app)).unwrap_or_default();
-    text.push('\n');
-    write_atomic(&path, text.as_bytes()).map_err(|source| ExportError::Io {
+/// Where `x` exports now (the default path), or why it cannot.
+pub fn target(app: &App) -> Result<PathBuf, ExportError> {
+    if app.programs.doc.is_none() {
+        return Err(ExportError::Nothing);
+    }
+    default_path(app).ok_or(ExportError::NoDir)
+}
+
+/// True when writing `path` would replace a file that is there (the caller asks first).
+pub fn exists(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+}
+
+/// Exports the current view to `path`, creating the default export folder when that is
+/// where it goes; returns where it went.
+pub fn export(app: &App, path: PathBuf) -> Result<PathBuf, ExportError> {
+    let io = |source| ExportError::Io {
         path: path.display().to_string(),
         source,
-    })?;
+    };
+    if let Some(dir) = app.export_dir.as_ref().filter(|d| path.starts_with(d)) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut text = serde_json::to_string_pretty(&view_data(app)).unwrap_or_default();
+    text.push('\n');
+    write_atomic(&path, text.as_bytes()).map_err(io)?;
     Ok(path)
 }

@@ -74,6 +74,39 @@ pub trait Gpu: Send {
     }
 }
 
+/// The [`Gpu`] of the CPU analysis thread, which never gets GPU jobs: every request says
+/// so (a routing mistake shows as an error line, not a hang).
+pub struct CpuOnly;
+
+const CPU_ONLY: &str = "internal: a GPU job reached the CPU analysis thread";
+
+impl Gpu for CpuOnly {
+    fn probe(&mut self) -> Result<DeviceCaps, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
+        None
+    }
+    fn dispatch(&mut self, _: &Program, _: &Path, _: &EmitOptions) -> Result<RunRecord, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn tune(
+        &mut self,
+        _: &Program,
+        _: &Path,
+        _: &EmitOptions,
+        _: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<TuneRow>, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn cache_stats(&mut self) -> Result<Counters, String> {
+        Err(CPU_ONLY.into())
+    }
+    fn telemetry(&mut self) -> Result<Counters, String> {
+        Err(CPU_ONLY.into())
+    }
+}
+
 /// The real [`Gpu`]: all live work goes to a GPU worker process, so a kernel fault ends that
 /// process only and the next request starts a fresh one (the inspector can always dispatch
 /// again).
@@ -105,11 +138,24 @@ pub fn kernel_resources(gpu: &mut dyn Gpu, kernel: &EmittedKernel, sm: u32) -> R
             crate::diagnostics::compile::resources_from_ptxas(&o),
             format!("ptxas -v for {}", o.arch),
         )),
-        Err(ptxas::PtxasError::NotFound) => Err(format!(
-            "kernel resources unknown: {why} and ptxas not found - run on a GPU machine, or export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)"
-        )),
+        Err(ptxas::PtxasError::NotFound) => match estimate_from_ptx(kernel) {
+            Some(r) => Ok((
+                r,
+                "estimated, ptxas not found (exact figures: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh))".into(),
+            )),
+            None => Err(format!(
+                "kernel resources unknown: {why} and ptxas not found - run on a GPU machine, or export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)"
+            )),
+        },
         Err(e) => Err(format!("kernel resources unknown: {why}; {}", e.to_string().lines().next().unwrap_or(""))),
     }
+}
+
+/// Kernel resources estimated from the emitted PTX alone (`emit::reg_estimate`, the same
+/// estimate `vyrescope occupancy` prints), for when neither a driver nor ptxas can measure
+/// them: the Occupancy and Resources tabs then show it labelled "estimated, ptxas not found".
+fn estimate_from_ptx(kernel: &EmittedKernel) -> Option<KernelResources> {
+    Some(crate::emit::reg_estimate::estimate_resources(&kernel.ptx))
 }
 
 /// Result of verifying a GPU dispatch against the reference interpreter.
@@ -140,6 +186,43 @@ pub struct RunRecord {
     pub jit_ms: f64,
     /// Verification against the reference interpreter.
     pub parity: Option<Parity>,
+    /// What ran it: [`GPU_BACKEND`], or [`REFERENCE_BACKEND`] when there is no GPU (then
+    /// `device_ms` is the interpreter's wall time and nothing is compared).
+    pub backend: String,
+}
+
+/// [`RunRecord::backend`] of a GPU dispatch.
+pub const GPU_BACKEND: &str = "gpu";
+/// [`RunRecord::backend`] of an offline run on the reference interpreter.
+pub const REFERENCE_BACKEND: &str = "reference interpreter";
+
+/// Runs `program` on the reference interpreter with its `run` section's inputs at `opts`'
+/// workgroup size (what `r` does without a GPU). Pure CPU work for the analysis thread.
+pub fn reference_dispatch(
+    program: &Program,
+    base_dir: &Path,
+    opts: &EmitOptions,
+) -> Result<RunRecord, String> {
+    let mut prepared = crate::inputs::prepare(program, base_dir, Some(opts.workgroup_size), None)
+        .map_err(|e| e.to_string())?;
+    let t = std::time::Instant::now();
+    crate::interp::run_with(
+        program,
+        &prepared.shape,
+        &mut prepared.buffers,
+        &crate::interp::Options::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(RunRecord {
+        program: program.name.clone(),
+        grid: prepared.shape.grid,
+        workgroup: prepared.shape.workgroup_size,
+        sm: opts.sm,
+        device_ms: t.elapsed().as_secs_f64() * 1e3,
+        jit_ms: 0.0,
+        parity: None,
+        backend: REFERENCE_BACKEND.into(),
+    })
 }
 
 /// One tune candidate.
@@ -268,6 +351,7 @@ impl Gpu for WorkerGpu {
                 run.info.jit_ms
             },
             parity: run.parity.as_ref().map(parity_of),
+            backend: GPU_BACKEND.into(),
         })
     }
 

@@ -6,18 +6,27 @@ use ratatui::crossterm::event::{
 };
 
 use super::action::{Action, Command};
-use super::app::App;
+use super::app::{App, Edit};
 use super::keymap::KeySpec;
 
 /// The action for one key.
 pub fn key_action(app: &App, key: KeySpec) -> Option<Action> {
     if app.overlay.prompting() {
+        let ctrl = key.mods.contains(KeyModifiers::CONTROL);
         return match key.code {
-            KeyCode::Char('c') if key.mods.contains(KeyModifiers::CONTROL) => {
-                Some(Action::Command(Command::Quit))
-            }
-            KeyCode::Char(c) if !key.mods.contains(KeyModifiers::CONTROL) => Some(Action::Input(c)),
+            KeyCode::Char('c') if ctrl => Some(Action::Command(Command::Quit)),
+            KeyCode::Char('u') if ctrl => Some(Action::Edit(Edit::KillToStart)),
+            KeyCode::Char('w') if ctrl => Some(Action::Edit(Edit::KillWord)),
+            KeyCode::Char('k') if ctrl => Some(Action::Edit(Edit::KillToEnd)),
+            KeyCode::Char('a') if ctrl => Some(Action::Edit(Edit::Home)),
+            KeyCode::Char('e') if ctrl => Some(Action::Edit(Edit::End)),
+            KeyCode::Char(c) if !ctrl => Some(Action::Input(c)),
             KeyCode::Backspace => Some(Action::Backspace),
+            KeyCode::Delete => Some(Action::Edit(Edit::Delete)),
+            KeyCode::Left => Some(Action::Edit(Edit::Left)),
+            KeyCode::Right => Some(Action::Edit(Edit::Right)),
+            KeyCode::Home => Some(Action::Edit(Edit::Home)),
+            KeyCode::End => Some(Action::Edit(Edit::End)),
             KeyCode::Enter => Some(Action::Command(Command::Enter)),
             KeyCode::Esc => Some(Action::Command(Command::Escape)),
             _ => None,
@@ -32,8 +41,17 @@ pub fn event_action(app: &App, ev: &Event) -> Option<Action> {
         Event::Key(k) if k.kind != KeyEventKind::Release => key_action(app, KeySpec::from_event(k)),
         Event::Mouse(m) => match m.kind {
             MouseEventKind::Down(MouseButton::Left) => Some(Action::Click(m.column, m.row)),
+            // Shift + wheel scrolls sideways, as in most terminals' programs.
+            MouseEventKind::ScrollUp if m.modifiers.contains(KeyModifiers::SHIFT) => {
+                Some(Action::HWheel(m.column, m.row, -1))
+            }
+            MouseEventKind::ScrollDown if m.modifiers.contains(KeyModifiers::SHIFT) => {
+                Some(Action::HWheel(m.column, m.row, 1))
+            }
             MouseEventKind::ScrollUp => Some(Action::Wheel(m.column, m.row, -1)),
             MouseEventKind::ScrollDown => Some(Action::Wheel(m.column, m.row, 1)),
+            MouseEventKind::ScrollLeft => Some(Action::HWheel(m.column, m.row, -1)),
+            MouseEventKind::ScrollRight => Some(Action::HWheel(m.column, m.row, 1)),
             _ => None,
         },
         Event::Resize(w, h) => Some(Action::Resize(*w, *h)),

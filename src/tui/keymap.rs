@@ -19,7 +19,7 @@ pub struct KeySpec {
 
 /// Why a key name in the config file could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown key `{0}`\n  Fix: use a character (`q`, `G`, `?`), a name (tab, backtab, enter, esc, up, down, left, right, pgup, pgdn, home, end, space, backspace, f1..f12) or a ctrl-/alt- prefix")]
+#[error("unknown key `{0}`\n  Fix: use a character (`q`, `G`, `?`), a name (tab, backtab, enter, esc, up, down, left, right, pgup, pgdn, home, end, space, backspace, f1..f12) or a ctrl-/alt- prefix (shift- on named keys: shift-left)")]
 pub struct KeyParseError(pub String);
 
 impl KeySpec {
@@ -77,11 +77,22 @@ impl KeySpec {
             {
                 mods |= KeyModifiers::ALT;
                 rest = &rest[rest.find('-').map_or(0, |i| i + 1)..];
+            } else if rest.chars().count() > 3
+                && (lower.starts_with("shift-") || lower.starts_with("s-"))
+                && !matches!(lower.as_str(), "shift-tab" | "s-tab")
+            {
+                // Shift only means something on named keys (a character is already
+                // upper-case); shift-tab stays the backtab name.
+                mods |= KeyModifiers::SHIFT;
+                rest = &rest[rest.find('-').map_or(0, |i| i + 1)..];
             } else {
                 break;
             }
         }
         let mut chars = rest.chars();
+        if mods.contains(KeyModifiers::SHIFT) && rest.chars().count() == 1 {
+            return Err(err());
+        }
         let code = match (chars.next(), chars.next()) {
             (Some(c), None) => KeyCode::Char(if mods.contains(KeyModifiers::CONTROL) {
                 c.to_ascii_lowercase()
@@ -125,6 +136,9 @@ impl fmt::Display for KeySpec {
         }
         if self.mods.contains(KeyModifiers::ALT) {
             f.write_str("M-")?;
+        }
+        if self.mods.contains(KeyModifiers::SHIFT) {
+            f.write_str("S-")?;
         }
         match self.code {
             KeyCode::Char(' ') => f.write_str("Space"),
@@ -316,16 +330,30 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
     (
         Command::Left,
         "left",
-        "left / previous tab",
+        "left / prev tab / scroll",
         Group::Navigation,
         &["left", "h"],
     ),
     (
         Command::Right,
         "right",
-        "right / next tab",
+        "right / next tab / scroll",
         Group::Navigation,
         &["right", "l"],
+    ),
+    (
+        Command::ScrollLeft,
+        "scroll_left",
+        "scroll code pane left",
+        Group::Navigation,
+        &["H", "shift-left"],
+    ),
+    (
+        Command::ScrollRight,
+        "scroll_right",
+        "scroll code pane right",
+        Group::Navigation,
+        &["L", "shift-right"],
     ),
     (
         Command::PageUp,
@@ -587,6 +615,14 @@ impl KeyMap {
             .unwrap_or_default()
     }
 
+    /// The first key of `cmd` (the one hints show), if it has any.
+    pub fn first_key(&self, cmd: Command) -> Option<KeySpec> {
+        self.bindings
+            .iter()
+            .find(|(c, _)| *c == cmd)
+            .and_then(|(_, ks)| ks.first().copied())
+    }
+
     /// Replaces `cmd`'s keys; keys it takes are removed from other commands so a key means
     /// one thing.
     pub fn rebind(&mut self, cmd: Command, keys: Vec<KeySpec>) {
@@ -624,12 +660,33 @@ mod tests {
 
     #[test]
     fn parse_and_display_round_trip() {
-        for s in ["q", "C-c", "S-Tab", "PgDn", "F1", "G", "?", "Space", "M-x"] {
+        for s in [
+            "q",
+            "C-c",
+            "S-Tab",
+            "PgDn",
+            "F1",
+            "G",
+            "?",
+            "Space",
+            "M-x",
+            "S-Left",
+            "C-S-Right",
+        ] {
             let k = KeySpec::parse(s).unwrap();
             assert_eq!(KeySpec::parse(&k.to_string()).unwrap(), k, "{s}");
         }
         assert!(KeySpec::parse("hyper-q").is_err());
         assert!(KeySpec::parse("f13").is_err());
+        assert!(KeySpec::parse("shift-x").is_err());
+        assert_eq!(
+            KeySpec::parse("shift-left").unwrap(),
+            KeySpec {
+                code: KeyCode::Left,
+                mods: KeyModifiers::SHIFT
+            }
+        );
+        assert_eq!(KeySpec::parse("shift-tab").unwrap().code, KeyCode::BackTab);
     }
 
     #[test]
@@ -643,6 +700,11 @@ mod tests {
         assert_eq!(
             KeyMap::default().lookup(KeySpec::from_event(&ev)),
             Some(Command::FocusPrev)
+        );
+        let ev = KeyEvent::new(KeyCode::Right, KeyModifiers::SHIFT);
+        assert_eq!(
+            KeyMap::default().lookup(KeySpec::from_event(&ev)),
+            Some(Command::ScrollRight)
         );
     }
 

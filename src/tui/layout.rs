@@ -51,8 +51,27 @@ impl Areas {
     }
 }
 
-/// Computes the layout of a `width` x `height` screen.
+/// The smallest screen the inspector draws its panes on (columns, rows); below it only a
+/// notice shows (see [`too_small`]).
+pub const MIN_SIZE: (u16, u16) = (60, 16);
+
+/// True when a `width` x `height` screen is below [`MIN_SIZE`].
+pub fn too_small(width: u16, height: u16) -> bool {
+    width < MIN_SIZE.0 || height < MIN_SIZE.1
+}
+
+/// True when the program list is folded away: it lists a single file, which is open (the
+/// code panes get its columns). `o` adds files and brings it back.
+pub fn list_collapsed(app: &App) -> bool {
+    app.programs.entries.len() <= 1 && app.programs.current.is_some()
+}
+
+/// Computes the layout of a `width` x `height` screen. Below [`MIN_SIZE`] every pane is
+/// hidden (nothing to click or page through; the screen shows a notice).
 pub fn areas(width: u16, height: u16, app: &App) -> Areas {
+    if too_small(width, height) {
+        return Areas::default();
+    }
     let full = Rect::new(0, 0, width, height);
     let status = Rect::new(0, height.saturating_sub(1), width, height.min(1));
     let main = Rect::new(0, 0, width, height.saturating_sub(1));
@@ -67,6 +86,7 @@ pub fn areas(width: u16, height: u16, app: &App) -> Areas {
         a.detail = main;
         return a;
     }
+    let collapsed = list_collapsed(app);
     if app.screen.zoom {
         match app.screen.focus {
             Focus::List => a.list = main,
@@ -84,7 +104,11 @@ pub fn areas(width: u16, height: u16, app: &App) -> Areas {
         .min(main.height.saturating_sub(6));
     let top_h = main.height - detail_h;
     a.detail = Rect::new(0, top_h, width, detail_h);
-    let list_w = (width / 6).clamp(14, 30).min(width / 3);
+    let list_w = if collapsed {
+        0
+    } else {
+        (width / 6).clamp(14, 30).min(width / 3)
+    };
     a.list = Rect::new(0, 0, list_w, top_h);
     let rest = width - list_w;
     let (ptx, sass) = (app.pane_shown(Focus::Ptx), app.pane_shown(Focus::Sass));

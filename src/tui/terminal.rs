@@ -2,11 +2,15 @@
 //! that restores the terminal on every way out (return, error, panic), and the event loop.
 //!
 //! Ctrl-C arrives as a key in raw mode (no signal), so quitting with it goes through the
-//! same restore path as `q`.
+//! same restore path as `q`. SIGTERM, SIGHUP and SIGINT (from `kill`, a closed terminal
+//! window) only raise a flag (`signal-hook`'s safe flag API) that the loop checks at least
+//! every 250 ms: the loop then ends the way `q` ends it, so the guard restores the
+//! terminal.
 
 use std::io::{stdout, Stdout};
 use std::path::PathBuf;
-use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use ratatui::backend::CrosstermBackend;
@@ -119,11 +123,37 @@ impl Shell {
 /// Runs the event loop until the user quits: `first` are the commands setup returned (open,
 /// probe), `gpu` does the live work on the worker thread.
 pub fn run(
+    app: App,
+    hl: Highlighter,
+    first: Vec<Cmd>,
+    gpu: Box<dyn Gpu>,
+    watch: bool,
+) -> Result<(), TuiError> {
+    // Registered before the terminal changes, so a signal at any later point is seen.
+    let signalled = Arc::new(AtomicBool::new(false));
+    let mut sig_ids = Vec::new();
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGINT,
+    ] {
+        sig_ids.push(signal_hook::flag::register(sig, Arc::clone(&signalled))?);
+    }
+    let result = event_loop(app, hl, first, gpu, watch, &signalled);
+    // Back to the default actions once the terminal is restored.
+    for id in sig_ids {
+        signal_hook::low_level::unregister(id);
+    }
+    result
+}
+
+fn event_loop(
     mut app: App,
     hl: Highlighter,
     first: Vec<Cmd>,
     gpu: Box<dyn Gpu>,
     watch: bool,
+    signalled: &AtomicBool,
 ) -> Result<(), TuiError> {
     let guard = Guard::enter()?;
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
@@ -147,10 +177,12 @@ pub fn run(
             dirty = false;
             last_draw = Instant::now();
         }
-        if shell.quit {
+        if shell.quit || signalled.load(Ordering::Relaxed) {
             break;
         }
-        let timeout = if app.jobs.busy.is_some() {
+        // Ticks drive the spinner and expire the status message.
+        let ticking = app.jobs.busy.is_some() || app.screen.message.is_some();
+        let timeout = if ticking {
             BUSY_FRAME.saturating_sub(last_draw.elapsed())
         } else {
             Duration::from_millis(250)
@@ -173,7 +205,7 @@ pub fn run(
             shell.apply(&mut app, Action::Worker(r));
             dirty = true;
         }
-        if app.jobs.busy.is_some() && last_tick.elapsed() >= BUSY_FRAME {
+        if ticking && last_tick.elapsed() >= BUSY_FRAME {
             shell.apply(&mut app, Action::Tick);
             last_tick = Instant::now();
             dirty = true;

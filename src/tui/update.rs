@@ -34,7 +34,24 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
             program::submit_prompt(app, kind, text, &mut out);
             return out;
         }
+        Handled::Overwrite(path, yes) => {
+            if yes {
+                program::write_export(app, path);
+            } else {
+                app.screen
+                    .info(format!("kept {} (not exported)", path.display()));
+            }
+            return out;
+        }
         Handled::Pass => {}
+    }
+    // A status message lasts until the next user action (or its time runs out): it must
+    // never hide the key hints for good. The action may set a new one.
+    if matches!(
+        action,
+        Action::Command(_) | Action::Click(..) | Action::Wheel(..) | Action::HWheel(..)
+    ) {
+        app.screen.message = None;
     }
     // The sub-states' own parts (their actions do not overlap, so the order is free).
     let focus = app.screen.focus;
@@ -52,11 +69,20 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
     }
     out.extend(app.detail.update(&action, focus));
     out.extend(app.jobs.update(&action));
+    // A folded program list takes no focus: Tab goes on to the next pane.
+    if app.screen.focus == Focus::List && super::layout::list_collapsed(app) {
+        let back = matches!(action, Action::Command(super::action::Command::FocusPrev));
+        app.screen.cycle_focus(!back);
+    }
     match action {
         Action::Command(c) => command(app, c, &mut out),
         // Text input with no prompt open (the overlay took it otherwise); the sub-states
         // took the rest.
-        Action::Input(_) | Action::Backspace | Action::Tick | Action::WorkerGone => {}
+        Action::Input(_)
+        | Action::Backspace
+        | Action::Edit(_)
+        | Action::Tick
+        | Action::WorkerGone => {}
         Action::Resize(..) => {
             // Narrowing below the three-way width hides the PTX pane behind the SASS pane.
             if !app.pane_shown(app.screen.focus) && app.screen.focus == Focus::Ptx {
@@ -68,6 +94,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         }
         Action::Click(x, y) => nav::click(app, x, y, &mut out),
         Action::Wheel(x, y, delta) => nav::wheel(app, x, y, delta),
+        Action::HWheel(x, y, delta) => nav::hwheel(app, x, y, delta),
         Action::Worker(r) => reply::reply(app, r, &mut out),
         Action::FileChanged => program::reload(app, true, &mut out),
     }
@@ -90,11 +117,12 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         | Command::FocusPrev
         | Command::Zoom
         | Command::Expand
-        | Command::Left
-        | Command::Right
         | Command::PrevTab
         | Command::NextTab
         | Command::Tab(_) => {}
+        // The detail panel took Left/Right (tabs); in a code pane they scroll sideways.
+        Command::Left | Command::ScrollLeft => nav::hscroll(app, app.screen.focus, -1),
+        Command::Right | Command::ScrollRight => nav::hscroll(app, app.screen.focus, 1),
         Command::Up => nav::move_cursor(app, -1),
         Command::Down => nav::move_cursor(app, 1),
         Command::PageUp => {
@@ -143,7 +171,10 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         Command::Dispatch => program::gpu_job(app, false, out),
         Command::Tune => program::gpu_job(app, true, out),
         Command::Reload => program::reload(app, false, out),
-        Command::Export => program::export_view(app, None),
+        Command::Export => match export::target(app) {
+            Ok(p) => program::export_view(app, p),
+            Err(e) => app.screen.error(e.to_string()),
+        },
         Command::ExportTo => {
             let default = export::default_path(app)
                 .map(|p| p.display().to_string())
@@ -172,10 +203,12 @@ pub fn refresh_estimate(app: &mut App) -> Vec<Cmd> {
     collect(|out| program::refresh_estimate(app, out))
 }
 
-/// First actions of a session: open the first program and probe the device (on the worker).
+/// First actions of a session: open the first program, check every listed file and probe
+/// the device (both on the worker).
 pub fn start(app: &mut App) -> Vec<Cmd> {
     collect(|out| {
         program::open_selected(app, out);
+        program::check_files(app, 0, out);
         out.push(app.jobs.queue(super::worker::Job::Probe));
     })
 }

@@ -39,6 +39,9 @@ pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
     let a = areas(area.width, area.height, app);
     let buf = frame.buffer_mut();
     buf.set_style(area, app.theme.text);
+    if super::layout::too_small(area.width, area.height) {
+        return too_small(buf, area, app);
+    }
     if !a.list.is_empty() {
         program_list::draw(buf, a.list, app);
     }
@@ -59,11 +62,26 @@ pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
         Some(super::app::Overlay::Help(scroll)) => {
             help::draw(frame.buffer_mut(), area, app, *scroll)
         }
-        Some(super::app::Overlay::Prompt(kind, text)) => {
-            prompt::draw(frame, a.status, app, *kind, text)
+        Some(super::app::Overlay::Prompt(p)) => prompt::draw(frame, a.status, app, p),
+        Some(super::app::Overlay::ConfirmOverwrite(path)) => {
+            prompt::confirm(frame.buffer_mut(), a.status, app, path)
         }
         None => {}
     }
+}
+
+/// The notice shown instead of the panes on a screen below [`super::layout::MIN_SIZE`].
+fn too_small(buf: &mut Buffer, area: Rect, app: &App) {
+    let (w, h) = super::layout::MIN_SIZE;
+    let quit = app
+        .keymap
+        .first_key(super::action::Command::Quit)
+        .map_or(String::new(), |k| format!(" ({k} quits)"));
+    let msg = format!(
+        "terminal too small: {}x{}, the inspector needs at least {w}x{h} - enlarge the window{quit}",
+        area.width, area.height
+    );
+    empty_note(buf, area, app.theme.warning, &msg);
 }
 
 /// A pane's frame: borders (thick and accented when focused) and a title.

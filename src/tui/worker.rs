@@ -12,7 +12,8 @@ use crate::emit::EmitOptions;
 use crate::ir::Program;
 use crate::occupancy::DeviceCaps;
 
-use super::analysis::{analyze, Emission, PtxView, Resources};
+use super::analysis::{analyze, estimate_emission, Emission, Estimated, PtxView, Resources};
+use super::app::EntryStatus;
 use super::gpu::{kernel_resources, Counters, Gpu, RunRecord, TuneRow};
 use super::pipeline::{reference_run, PipelineFile, PipelineRun};
 use crate::megakernel::plan::Plan;
@@ -46,6 +47,26 @@ pub enum Job {
         /// The emitted kernel.
         ptx: Arc<PtxView>,
     },
+    /// Validate listed files (index in the program list, path) in the background.
+    Validate {
+        /// Entries to check.
+        files: Vec<(usize, PathBuf)>,
+    },
+    /// Occupancy, resource rows and launch/performance diagnostics of an emission.
+    Estimate {
+        /// Request number (stale estimates are dropped).
+        id: u64,
+        /// The emitted kernel, or why there is none.
+        ptx: Result<Arc<PtxView>, String>,
+        /// Options it was emitted with.
+        opts: EmitOptions,
+        /// Program.
+        program: Arc<Program>,
+        /// Device to estimate for (boxed: jobs stay small).
+        device: Option<Box<DeviceCaps>>,
+        /// Kernel resources, when known.
+        res: Option<Box<Resources>>,
+    },
     /// Probe the live device.
     Probe,
     /// Dispatch with verification.
@@ -55,6 +76,15 @@ pub enum Job {
         /// Directory for `file` inputs.
         base_dir: PathBuf,
         /// Options (workgroup, sm).
+        opts: EmitOptions,
+    },
+    /// No GPU: run the Program on the reference interpreter instead of dispatching.
+    Reference {
+        /// Program.
+        program: Arc<Program>,
+        /// Directory for `file` inputs.
+        base_dir: PathBuf,
+        /// Options (workgroup).
         opts: EmitOptions,
     },
     /// A pipeline run: on the GPU (separate and fused forms) when `gpu`, else on the
@@ -83,10 +113,13 @@ impl Job {
     pub fn label(&self) -> &'static str {
         match self {
             Job::Analyze { .. } => "emitting",
+            Job::Validate { .. } => "checking files",
+            Job::Estimate { .. } => "estimating",
             Job::Resources { .. } => "measuring resources",
             Job::Sass { .. } => "assembling SASS",
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
+            Job::Reference { .. } => "running the reference interpreter",
             Job::Tune { .. } => "tuning",
             Job::Pipeline { gpu: true, .. } => "running pipeline on the GPU",
             Job::Pipeline { .. } => "running reference pipeline",
@@ -101,6 +134,12 @@ pub enum Reply {
     Started(&'static str, usize),
     /// Progress of the running job.
     Progress(usize, usize),
+    /// One file checked (list index, path, status, is a pipeline); more may follow.
+    Validated(usize, PathBuf, EntryStatus, bool),
+    /// An estimate for request `id`.
+    Estimated(u64, Box<Estimated>),
+    /// Every file of a [`Job::Validate`] is checked.
+    ValidationDone,
     /// Emission finished.
     Analyzed(u64, Box<Emission>),
     /// Resources measured.
@@ -109,6 +148,8 @@ pub enum Reply {
     Sass(ResKey, Result<Box<crate::sass::SassListing>, String>),
     /// Probe finished.
     Probed(Result<DeviceCaps, String>),
+    /// Reference run finished (no GPU).
+    Referenced(Result<RunRecord, String>),
     /// Dispatch finished, with the runtime's statistics afterwards.
     Dispatched(Result<RunRecord, String>, Stats),
     /// Pipeline run finished.
@@ -160,6 +201,28 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                 .map_err(|e| e.to_string());
             report(Reply::Sass(key, r));
         }
+        Job::Validate { files } => {
+            report(Reply::Started("checking files", files.len()));
+            let total = files.len();
+            for (n, (i, path)) in files.into_iter().enumerate() {
+                let (status, pipeline) = EntryStatus::check(&path);
+                report(Reply::Validated(i, path, status, pipeline));
+                report(Reply::Progress(n + 1, total));
+            }
+            report(Reply::ValidationDone);
+        }
+        Job::Estimate {
+            id,
+            ptx,
+            opts,
+            program,
+            device,
+            res,
+        } => {
+            report(Reply::Started("estimating", 0));
+            let est = estimate_emission(ptx, &opts, &program, device.as_deref(), res.as_deref());
+            report(Reply::Estimated(id, Box::new(est)));
+        }
         Job::Probe => {
             report(Reply::Started("probing device", 0));
             report(Reply::Probed(gpu.probe()));
@@ -172,6 +235,15 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started("dispatching", 0));
             let r = gpu.dispatch(&program, &base_dir, &opts);
             report(Reply::Dispatched(r, Stats::now(gpu)));
+        }
+        Job::Reference {
+            program,
+            base_dir,
+            opts,
+        } => {
+            report(Reply::Started("running the reference interpreter", 0));
+            let r = super::gpu::reference_dispatch(&program, &base_dir, &opts);
+            report(Reply::Referenced(r));
         }
         Job::Pipeline { file, plan, gpu: g } => {
             report(Reply::Started(job_label(g), 0));
@@ -199,43 +271,52 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
     }
 }
 
-/// A running worker thread.
-pub struct Worker {
+impl Job {
+    /// True for pure CPU work (checking files, emission and estimates), which runs on its
+    /// own thread so that a long GPU job never delays it.
+    pub fn is_cpu(&self) -> bool {
+        matches!(
+            self,
+            Job::Validate { .. }
+                | Job::Analyze { .. }
+                | Job::Estimate { .. }
+                | Job::Reference { .. }
+                | Job::Sass { .. }
+        )
+    }
+}
+
+/// One worker thread and the sending end of its job queue.
+struct Lane {
     jobs: Option<Sender<Job>>,
-    /// Replies to drain each loop iteration.
-    pub replies: Receiver<Reply>,
     handle: Option<JoinHandle<()>>,
 }
 
-impl Worker {
-    /// Starts the thread; it owns `gpu` and runs every job on it.
-    pub fn spawn(mut gpu: Box<dyn Gpu>) -> Self {
+impl Lane {
+    fn spawn(name: &str, mut gpu: Box<dyn Gpu>, replies: Sender<Reply>) -> Self {
         let (jtx, jrx) = channel::<Job>();
-        let (rtx, rrx) = channel::<Reply>();
         let handle = std::thread::Builder::new()
-            .name("vyrescope-worker".into())
+            .name(name.into())
             .spawn(move || {
                 for job in jrx {
                     execute(job, gpu.as_mut(), &mut |r| {
-                        let _ = rtx.send(r);
+                        let _ = replies.send(r);
                     });
                 }
             })
             .ok();
-        Worker {
+        Lane {
             jobs: Some(jtx),
-            replies: rrx,
             handle,
         }
     }
 
-    /// Queues a job; false when the thread is gone.
-    pub fn submit(&self, job: Job) -> bool {
+    fn submit(&self, job: Job) -> bool {
         self.jobs.as_ref().is_some_and(|j| j.send(job).is_ok())
     }
 }
 
-impl Drop for Worker {
+impl Drop for Lane {
     fn drop(&mut self) {
         // Closing the job channel ends the thread's loop; a GPU job in flight is not waited
         // for, so quitting stays instant.
@@ -244,6 +325,36 @@ impl Drop for Worker {
             if h.is_finished() {
                 let _ = h.join();
             }
+        }
+    }
+}
+
+/// The worker threads: one owns the GPU (probe, resources, dispatch, tune, pipelines), one
+/// does CPU analysis ([`Job::is_cpu`]); both report through one channel.
+pub struct Worker {
+    gpu: Lane,
+    cpu: Lane,
+    /// Replies to drain each loop iteration.
+    pub replies: Receiver<Reply>,
+}
+
+impl Worker {
+    /// Starts the threads; the GPU thread owns `gpu`.
+    pub fn spawn(gpu: Box<dyn Gpu>) -> Self {
+        let (rtx, rrx) = channel::<Reply>();
+        Worker {
+            gpu: Lane::spawn("vyrescope-gpu", gpu, rtx.clone()),
+            cpu: Lane::spawn("vyrescope-cpu", Box::new(super::gpu::CpuOnly), rtx),
+            replies: rrx,
+        }
+    }
+
+    /// Queues a job on its thread; false when that thread is gone.
+    pub fn submit(&self, job: Job) -> bool {
+        if job.is_cpu() {
+            self.cpu.submit(job)
+        } else {
+            self.gpu.submit(job)
         }
     }
 }

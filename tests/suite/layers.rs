@@ -120,6 +120,7 @@ fn outside_crates_stay_behind_their_boundary() {
         ("cudarc::", &["runtime"]),
         ("ratatui::", &["tui"]),
         ("crossterm::", &["tui"]),
+        ("signal_hook::", &["tui"]),
         ("syntect::", &["tui"]),
         ("clap::", &["cli"]),
     ];

@@ -46,6 +46,7 @@ mod sass_map;
 mod sass_tui;
 mod selftest_fuzz;
 mod tui_gpu;
+mod tui_screens;
 mod tui_scroll;
 mod tui_snapshots;
 mod tui_tmux;

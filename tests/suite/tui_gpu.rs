@@ -59,6 +59,7 @@ impl Gpu for FakeGpu {
                 mismatches: 0,
                 first: vec![],
             }),
+            backend: vyrescope::tui::gpu::GPU_BACKEND.into(),
         })
     }
     fn tune(
@@ -82,6 +83,8 @@ impl Gpu for FakeGpu {
 #[test]
 fn a_fake_gpu_drives_a_dispatch_through_update_into_the_run_tab() {
     let (mut a, hl) = app(&[crate::tui_helpers::fixture("vadd_f32.json")], 120, 40);
+    // The fake stands for a probed device (without one, r runs the reference interpreter).
+    a.jobs.devices.live = a.jobs.devices.current().cloned();
     // A workgroup other than the program's, so the fake can tell it was passed on.
     update(&mut a, Action::Command(Command::WgDouble));
     let wg = a.workgroup();

@@ -141,6 +141,7 @@ pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
                 vec!["c[7]: gpu=1 ref=2".into(), "c[9]: gpu=3 ref=4".into()]
             },
         }),
+        backend: vyrescope::tui::gpu::GPU_BACKEND.into(),
     };
     let n = app.jobs.session.runs.len() + 1;
     let stats = Stats {

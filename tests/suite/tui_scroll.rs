@@ -312,6 +312,7 @@ fn dispatch_with_counters(a: &mut App, n: usize) -> Counters {
         device_ms: 0.01,
         jit_ms: 1.0,
         parity: None,
+        backend: vyrescope::tui::gpu::GPU_BACKEND.into(),
     };
     a.jobs.pending += 1;
     let stats = Stats {

@@ -208,7 +208,23 @@ fn help_overlay_lists_every_binding() {
                 + "\n"
         })
         .collect();
+    let tabs = a.detail.tabs();
     for (cmd, keys) in &a.keymap.bindings {
+        // Tab keys are listed by tab name, and only for the tabs that exist.
+        if let Command::Tab(n) = cmd {
+            let line = text
+                .lines()
+                .find(|l| l.contains(&format!(" {}", cmd.name())));
+            match tabs.get(*n as usize - 1) {
+                Some(t) => assert!(
+                    line.is_some_and(|l| l.contains(&format!("detail tab: {}", t.title()))),
+                    "help lacks tab {n} ({})",
+                    t.title()
+                ),
+                None => assert!(line.is_none(), "help lists tab {n}, which does not exist"),
+            }
+            continue;
+        }
         if !keys.is_empty() {
             assert!(text.contains(cmd.describe()), "help lacks {}", cmd.name());
             assert!(

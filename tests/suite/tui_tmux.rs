@@ -235,8 +235,112 @@ fn real_binary_in_tmux() {
     );
     let screen = capture(&session, false);
     assert!(
-        !screen.contains("Programs 1"),
+        !screen.contains("IR vadd_f32"),
         "alternate screen not left:\n{screen}"
     );
     let _ = std::fs::remove_file(&stty_out);
+}
+
+/// SIGTERM, SIGHUP and SIGINT sent with `kill` end the inspector the way `q` does: the
+/// terminal is back in cooked mode and off the alternate screen. Runs on its own tmux server
+/// (`-L`), so it does not race the other tmux test's server.
+#[test]
+fn signals_restore_the_terminal() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("tmux is required in CI (install it in .ci/run)");
+        }
+        eprintln!("NOTICE: tmux not installed; skipping the inspector signal test");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_vyrescope");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = format!("vyrescope-sig-{}", std::process::id());
+    let tm = |args: &[&str]| -> (bool, String, String) {
+        let out = Command::new("tmux")
+            .env("TMUX_TMPDIR", tmp.path())
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    struct KillServer(PathBuf, String);
+    impl Drop for KillServer {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux")
+                .env("TMUX_TMPDIR", &self.0)
+                .args(["-L", &self.1, "kill-server"])
+                .output();
+        }
+    }
+    let _kill = KillServer(tmp.path().to_path_buf(), socket.clone());
+    for sig in ["TERM", "HUP", "INT"] {
+        let session = format!("sig{sig}");
+        let pid_file = tmp.path().join(format!("{sig}.pid"));
+        let stty_out = tmp.path().join(format!("{sig}.stty"));
+        // `exec` keeps the shell's pid, so the pid file names the inspector itself.
+        let cmd = format!(
+            "sh -c 'echo $$ > {pid}; exec env VYRESCOPE_CONFIG=/nonexistent TERM=xterm-256color {bin} {fix} --device h200'; stty -a > {stty} 2>&1; sleep 60",
+            pid = pid_file.display(),
+            fix = fixture.display(),
+            stty = stty_out.display(),
+        );
+        let (ok, _, err) = tm(&[
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "100",
+            "-y",
+            "30",
+            &cmd,
+        ]);
+        assert!(ok, "tmux new-session failed: {err}");
+        let screen = || tm(&["capture-pane", "-p", "-t", &session]).1;
+        let t = Instant::now();
+        while !screen().contains("IR vadd_f32") {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "timed out waiting for the inspector; screen:\n{}",
+                screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), pid.trim()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{sig} {pid}");
+        let t = Instant::now();
+        while std::fs::read_to_string(&stty_out).map_or(true, |s| s.is_empty()) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the inspector did not exit on SIG{sig}; screen:\n{}",
+                screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let modes = std::fs::read_to_string(&stty_out).unwrap();
+        let words: Vec<&str> = modes.split_whitespace().collect();
+        assert!(
+            words.contains(&"icanon") && words.contains(&"echo"),
+            "SIG{sig} left the terminal in raw mode:\n{modes}"
+        );
+        let s = screen();
+        assert!(
+            !s.contains("IR vadd_f32"),
+            "SIG{sig}: alternate screen not left:\n{s}"
+        );
+        // The session stays until the server is killed: ending the last one would end the
+        // server while the next new-session talks to it.
+    }
 }

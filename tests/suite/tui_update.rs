@@ -6,7 +6,7 @@ use crate::tui_helpers as helpers;
 
 use helpers::*;
 use vyrescope::tui::action::{Action, Command};
-use vyrescope::tui::app::{Focus, Overlay};
+use vyrescope::tui::app::{Focus, Level, Overlay};
 use vyrescope::tui::layout::areas;
 use vyrescope::tui::worker::Reply;
 
@@ -164,15 +164,17 @@ fn navigation_is_clamped_and_paged() {
     assert_eq!(a.code.ptx.scroll, len - page);
     press(&mut a, &[Command::PageUp]);
     assert_eq!(a.code.ptx.cursor, len - 1 - page);
-    // Focus cycles through all four panes and back.
+    // Focus cycles through the three panes and back: with one file open the program list is
+    // folded away and takes no focus.
     let start = a.screen.focus;
     let mut order = vec![];
-    for _ in 0..4 {
+    for _ in 0..3 {
         press(&mut a, &[Command::FocusNext]);
         order.push(a.screen.focus);
     }
     assert_eq!(a.screen.focus, start);
-    assert_eq!(order.len(), 4);
+    assert!(!order.contains(&Focus::List), "{order:?}");
+    assert!(areas(80, 24, &a).list.is_empty());
     press(&mut a, &[Command::FocusPrev]);
     assert_eq!(a.screen.focus, Focus::Ir);
     // Tabs: number keys and left/right on the detail panel.
@@ -335,14 +337,24 @@ fn reload_keeps_cursor_tab_and_picks_up_changes() {
 
 #[test]
 fn export_writes_the_current_view_as_json() {
-    let dir = std::env::temp_dir().join(format!("vyrescope-export-t-{}", std::process::id()));
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("programs");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("v.json");
     std::fs::copy(fixture("vadd_f32.json"), &file).unwrap();
     let (mut a, _) = app(std::slice::from_ref(&file), 120, 40);
+    // Exports go to the data folder (sandboxed here), never beside the Programs.
+    let exports = tmp.path().join("xdg-data/vyrescope/exports");
+    a.export_dir = Some(exports.clone());
     press(&mut a, &[Command::Export]);
+    assert!(
+        !dir.join("v.ptx.json").exists(),
+        "export polluted the Program folder"
+    );
     let out: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("v.ptx.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(exports.join("v.ptx.json")).unwrap())
+            .unwrap();
     assert_eq!(
         out["data"]["ptx"].as_str(),
         Some(a.ptx_view().unwrap().kernel.ptx.as_str())
@@ -354,12 +366,66 @@ fn export_writes_the_current_view_as_json() {
     a.screen.focus = Focus::Detail;
     press(&mut a, &[Command::Tab(1), Command::Export]);
     let occ: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("v.occupancy.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(exports.join("v.occupancy.json")).unwrap())
             .unwrap();
     let rows = occ["data"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1024 / 32);
     assert_eq!(rows[7]["block_size"], 256);
-    std::fs::remove_dir_all(&dir).unwrap();
+    // Exporting again asks first: any key but `y` keeps the file.
+    let target = exports.join("v.occupancy.json");
+    std::fs::write(&target, "precious").unwrap();
+    press(&mut a, &[Command::Export]);
+    assert!(matches!(a.overlay.open, Some(Overlay::ConfirmOverwrite(_))));
+    update(&mut a, Action::Input('n'));
+    assert!(a.overlay.open.is_none());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+    press(&mut a, &[Command::Export, Command::Enter]);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+    press(&mut a, &[Command::Export]);
+    update(&mut a, Action::Input('y'));
+    assert!(std::fs::read_to_string(&target)
+        .unwrap()
+        .contains("\"rows\""));
+    // A typed path: typing replaces the pre-filled default; a device, a link or a folder is
+    // never replaced by a plain file.
+    let real = tmp.path().join("real.json");
+    std::fs::write(&real, "keep").unwrap();
+    let link = tmp.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    for typed in ["/dev/null", link.to_str().unwrap(), dir.to_str().unwrap()] {
+        press(&mut a, &[Command::ExportTo]);
+        for c in typed.chars() {
+            update(&mut a, Action::Input(c));
+        }
+        press(&mut a, &[Command::Enter]);
+        if matches!(a.overlay.open, Some(Overlay::ConfirmOverwrite(_))) {
+            update(&mut a, Action::Input('y'));
+        }
+        let msg = a.screen.message.clone().unwrap();
+        assert_eq!(msg.0, Level::Error, "{typed}: {msg:?}");
+        assert!(
+            msg.1.contains("refusing") && msg.1.contains("Fix:"),
+            "{msg:?}"
+        );
+    }
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "keep");
+    assert!(dir.is_dir());
+    // A new typed path is written.
+    let fresh = tmp.path().join("fresh.json");
+    press(&mut a, &[Command::ExportTo]);
+    for c in fresh.to_str().unwrap().chars() {
+        update(&mut a, Action::Input(c));
+    }
+    press(&mut a, &[Command::Enter]);
+    assert!(fresh.is_file());
 }
 
 #[test]

@@ -43,6 +43,9 @@ pub struct CodeView {
     pub resources: HashMap<ResKey, Resources>,
     /// Resources to assume for every kernel instead of measuring (tests, `--regs`).
     pub fixed_resources: Option<KernelResources>,
+    /// Bumped on every estimate request; an estimate that comes back for an older one is
+    /// dropped.
+    pub estimate_gen: u64,
 }
 
 impl Default for CodeView {
@@ -62,6 +65,7 @@ impl Default for CodeView {
             sm_pinned: false,
             resources: HashMap::new(),
             fixed_resources: None,
+            estimate_gen: 0,
         }
     }
 }

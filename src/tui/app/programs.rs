@@ -20,15 +20,14 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// A file not loaded yet (shown as clean until it is).
+    /// A file not checked yet: [`EntryStatus::Pending`] until the background check (or
+    /// opening it) says how it is. The pipeline mark comes with the check too, so building
+    /// the list reads no file.
     pub fn unloaded(path: PathBuf) -> Self {
         Entry {
-            pipeline: crate::ir::is_pipeline_file(&path),
+            pipeline: false,
             path,
-            status: EntryStatus::Checked {
-                errors: 0,
-                warnings: 0,
-            },
+            status: EntryStatus::Pending,
         }
     }
 }
@@ -36,6 +35,8 @@ impl Entry {
 /// A program file's state in the list.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryStatus {
+    /// Not checked yet (the worker validates every listed file in the background).
+    Pending,
     /// Parsed; counts of validator errors and warnings.
     Checked {
         /// Errors.
@@ -48,6 +49,17 @@ pub enum EntryStatus {
 }
 
 impl EntryStatus {
+    /// Loads and validates `path` as opening it would (Program or pipeline): its status and
+    /// whether it is a pipeline. Pure; runs on the worker.
+    pub fn check(path: &std::path::Path) -> (Self, bool) {
+        let pipeline = crate::ir::is_pipeline_file(path);
+        let status = match crate::tui::analysis::Document::load(path) {
+            Ok(doc) => EntryStatus::of(&doc.validation),
+            Err(e) => EntryStatus::Failed(e),
+        };
+        (status, pipeline)
+    }
+
     /// Summary of validator findings.
     pub fn of(diags: &[Diagnostic]) -> Self {
         EntryStatus::Checked {
@@ -115,6 +127,7 @@ impl Programs {
         let loaded = match Document::load(&entry.path) {
             Ok(doc) => {
                 self.entries[i].status = EntryStatus::of(&doc.validation);
+                self.entries[i].pipeline = doc.pipeline.is_some();
                 self.doc = Some(doc);
                 self.doc_error = None;
                 Loaded::Ok
@@ -147,6 +160,34 @@ impl Programs {
                 Loaded::Failed(e)
             }
         }
+    }
+
+    /// Records the background check of entry `i` (when it still lists `path`; an entry
+    /// that was opened meanwhile keeps the status its load gave).
+    pub fn checked(
+        &mut self,
+        i: usize,
+        path: &std::path::Path,
+        status: EntryStatus,
+        pipeline: bool,
+    ) {
+        if let Some(e) = self.entries.get_mut(i).filter(|e| e.path == path) {
+            if e.status == EntryStatus::Pending {
+                e.status = status;
+                e.pipeline = pipeline;
+            }
+        }
+    }
+
+    /// The entries from `first` on with their indices, for a background check.
+    pub fn to_check(&self, first: usize) -> Vec<(usize, PathBuf)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .skip(first)
+            .filter(|(_, e)| e.status == EntryStatus::Pending)
+            .map(|(i, e)| (i, e.path.clone()))
+            .collect()
     }
 
     /// Path of the open program.

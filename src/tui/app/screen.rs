@@ -19,7 +19,12 @@ pub struct Screen {
     pub message: Option<(Level, String)>,
     /// Ticks seen (spinner frame).
     pub ticks: u64,
+    /// Ticks since the status message was set (it expires after [`MESSAGE_TICKS`]).
+    pub message_age: u64,
 }
+
+/// Ticks a status message stays (the terminal ticks every 100 ms while one shows: 5 s).
+pub const MESSAGE_TICKS: u64 = 50;
 
 impl Default for Screen {
     fn default() -> Self {
@@ -30,6 +35,7 @@ impl Default for Screen {
             size: (80, 24),
             message: None,
             ticks: 0,
+            message_age: 0,
         }
     }
 }
@@ -48,7 +54,13 @@ impl Screen {
                 self.restore();
             }
             Action::Resize(w, h) => self.size = (*w, *h),
-            Action::Tick => self.ticks = self.ticks.wrapping_add(1),
+            Action::Tick => {
+                self.ticks = self.ticks.wrapping_add(1);
+                self.message_age += 1;
+                if self.message_age >= MESSAGE_TICKS {
+                    self.message = None;
+                }
+            }
             Action::WorkerGone => self.error("worker thread stopped; restart the inspector"),
             _ => {}
         }
@@ -58,11 +70,13 @@ impl Screen {
     /// Shows an information message.
     pub fn info(&mut self, msg: impl Into<String>) {
         self.message = Some((Level::Info, msg.into()));
+        self.message_age = 0;
     }
 
     /// Shows an error message.
     pub fn error(&mut self, msg: impl Into<String>) {
         self.message = Some((Level::Error, msg.into()));
+        self.message_age = 0;
     }
 
     /// Moves the focus one pane along the Tab order (wrapping).

@@ -267,10 +267,54 @@ pub(super) fn search_step(app: &mut App, forward: bool, inclusive: bool) {
             if (forward && i < cur) || (!forward && i > cur) {
                 app.screen.info(format!("search wrapped: {q}"));
             }
-            return set_cursor(app, f, i as isize);
+            set_cursor(app, f, i as isize);
+            return reveal_match(app, f, i, &q);
         }
     }
     app.screen.error(format!("not found: {q}"));
+}
+
+/// Columns of text code pane `f` shows beside its gutter (as the views draw it).
+fn text_columns(app: &App, f: Focus) -> usize {
+    let inner = (layout(app).of(f).width as usize).saturating_sub(2);
+    let gutter = match f {
+        Focus::Ir => app.programs.doc.as_ref().map_or(0, |d| {
+            d.ir.iter()
+                .filter_map(|l| l.node.as_ref().map(|n| n.len()))
+                .max()
+                .unwrap_or(0)
+                .min(inner / 3)
+        }),
+        _ => crate::tui::views::code_view::digits(app.pane_len(f)),
+    };
+    inner.saturating_sub(gutter + 1).max(1)
+}
+
+/// Scrolls code pane `f` sideways so that the first match of `q` on line `i` shows (a match
+/// past the right edge would otherwise be found but not seen).
+fn reveal_match(app: &mut App, f: Focus, i: usize, q: &str) {
+    let Some(line) = app.pane_line(f, i) else {
+        return;
+    };
+    let line = line.replace('\t', "    ");
+    let fold = !q.chars().any(char::is_uppercase);
+    let (hay, needle) = if fold {
+        (line.to_ascii_lowercase(), q.to_ascii_lowercase())
+    } else {
+        (line.clone(), q.to_string())
+    };
+    let Some(byte) = hay.find(&needle) else {
+        return;
+    };
+    let start = hay[..byte].chars().count();
+    let end = start + needle.chars().count();
+    let width = text_columns(app, f);
+    let h = app.pane(f).hscroll;
+    if start < h || end > h + width {
+        // Leave some context on the left, in whole scroll steps.
+        let to = start.saturating_sub(width / 4) / HSCROLL_STEP * HSCROLL_STEP;
+        app.pane_mut(f).hscroll = if end <= width { 0 } else { to };
+    }
 }
 
 pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
@@ -311,6 +355,29 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
                 program::open_selected(app, out);
             }
         }
+    }
+}
+
+/// Columns one sideways step moves.
+pub const HSCROLL_STEP: usize = 8;
+
+/// Scrolls code pane `f` sideways by `steps` steps of [`HSCROLL_STEP`] columns, stopping
+/// where the longest line's last few columns still show. Other panes do not scroll
+/// sideways.
+pub(super) fn hscroll(app: &mut App, f: Focus, steps: isize) {
+    if !matches!(f, Focus::Ir | Focus::Ptx) {
+        return;
+    }
+    let max = app.pane_width(f).saturating_sub(HSCROLL_STEP);
+    let p = app.pane_mut(f);
+    let to = p.hscroll as isize + steps * HSCROLL_STEP as isize;
+    p.hscroll = (to.max(0) as usize).min(max);
+}
+
+/// Horizontal wheel (or Shift + wheel) over a pane: scrolls it sideways.
+pub(super) fn hwheel(app: &mut App, x: u16, y: u16, delta: i32) {
+    if let Some(f) = layout(app).hit(x, y) {
+        hscroll(app, f, delta as isize);
     }
 }
 

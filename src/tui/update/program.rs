@@ -2,7 +2,7 @@
 //! target sm and device changes, re-emission and re-estimation, GPU jobs, export.
 
 use crate::tui::action::Cmd;
-use crate::tui::analysis::{analyze, estimate_into, PtxView, INLINE_EMIT_MAX_STMTS};
+use crate::tui::analysis::{analyze, PtxView, INLINE_EMIT_MAX_STMTS};
 use crate::tui::app::programs::Loaded;
 use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
@@ -42,11 +42,16 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
             if new.is_empty() {
                 return app.screen.error(format!("{text}: no *.json files there"));
             }
-            app.programs.list.cursor = app.programs.add(new);
+            let first = app.programs.add(new);
+            app.programs.list.cursor = first;
             nav::keep_visible(app, Focus::List);
             open_selected(app, out);
+            check_files(app, first, out);
         }
-        PromptKind::ExportPath => export_view(app, Some(std::path::PathBuf::from(text))),
+        PromptKind::ExportPath if text.is_empty() => {
+            app.screen.error("no path typed: nothing exported")
+        }
+        PromptKind::ExportPath => export_view(app, std::path::PathBuf::from(text)),
     }
 }
 
@@ -151,6 +156,14 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             base_dir,
             opts,
         }
+    } else if app.jobs.devices.live.is_none() {
+        // Offline (no driver, or offline by choice with d): the reference interpreter runs
+        // the Program instead, and the Run tab labels the row so.
+        Job::Reference {
+            program,
+            base_dir,
+            opts,
+        }
     } else {
         Job::Dispatch {
             program,
@@ -213,6 +226,7 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
     let key: ResKey = (doc.id, em.opts.clone());
     let program = doc.program.clone();
     let ptx = em.ptx.clone();
+    let (em_ptx, em_opts) = (em.ptx.clone(), em.opts.clone());
     let res = match (&app.code.fixed_resources, app.code.resources.get(&key)) {
         (Some(r), _) => Some(Ok((r.clone(), "given resources".to_string()))),
         (None, Some(r)) => Some(r.clone()),
@@ -232,10 +246,18 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
             out.push(app.jobs.queue(job));
         }
     }
-    let device = app.jobs.devices.current().cloned();
-    if let Some(em) = app.code.emission.as_mut() {
-        estimate_into(em, &program, device.as_ref(), res.as_ref());
-    }
+    // The sweep and the performance diagnostics run on the worker: their cost is bounded,
+    // but the UI thread never waits on analysis.
+    app.code.estimate_gen += 1;
+    let job = Job::Estimate {
+        id: app.code.estimate_gen,
+        ptx: em_ptx,
+        opts: em_opts,
+        program,
+        device: app.jobs.devices.current().cloned().map(Box::new),
+        res: res.map(Box::new),
+    };
+    out.push(app.jobs.queue(job));
 }
 
 /// Points the SASS pane at the current emission and, while the pane is shown, asks the
@@ -300,6 +322,14 @@ pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
         nav::sync_from_ptx(app);
     } else {
         nav::sync_from_ir(app);
+    }
+}
+
+/// Queues the background check of the unchecked entries from `first` on.
+pub(super) fn check_files(app: &mut App, first: usize, out: &mut Vec<Cmd>) {
+    let files = app.programs.to_check(first);
+    if !files.is_empty() {
+        out.push(app.jobs.queue(Job::Validate { files }));
     }
 }
 
@@ -382,8 +412,18 @@ pub(super) fn enter(app: &mut App, out: &mut Vec<Cmd>) {
     }
 }
 
-pub(super) fn export_view(app: &mut App, to: Option<std::path::PathBuf>) {
-    match export::export(app, to) {
+/// Exports the current view to `path`, asking first when a file is there already.
+pub(super) fn export_view(app: &mut App, path: std::path::PathBuf) {
+    if export::exists(&path) {
+        app.overlay.open = Some(crate::tui::app::Overlay::ConfirmOverwrite(path));
+        return;
+    }
+    write_export(app, path);
+}
+
+/// Writes the export (the user chose the path and agreed to replace what is there).
+pub(super) fn write_export(app: &mut App, path: std::path::PathBuf) {
+    match export::export(app, path) {
         Ok(p) => app.screen.info(format!("exported {}", p.display())),
         Err(e) => app.screen.error(e.to_string()),
     }

@@ -15,6 +15,19 @@ use super::{nav, program};
 pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
     match r {
         Reply::Started(..) | Reply::Progress(..) => return,
+        Reply::Validated(i, path, status, pipeline) => {
+            app.programs.checked(i, &path, status, pipeline);
+            return;
+        }
+        Reply::ValidationDone => {}
+        Reply::Estimated(id, est) => {
+            if id == app.code.estimate_gen {
+                if let Some(em) = app.code.emission.as_mut() {
+                    em.set_estimate(*est);
+                }
+                nav::keep_visible(app, Focus::Detail);
+            }
+        }
         Reply::Analyzed(generation, e) => {
             if generation == app.code.generation {
                 app.code.emission = Some(*e);
@@ -54,30 +67,11 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
             app.jobs.devices.live_error = e;
         }
         Reply::Dispatched(r, stats) => {
-            match r {
-                Ok(run) => {
-                    let ok = run.parity.as_ref().is_none_or(|p| p.ok);
-                    app.screen.info(format!(
-                        "dispatched: {:.3} ms, parity {}",
-                        run.device_ms,
-                        if ok { "ok" } else { "FAILED" }
-                    ));
-                    app.jobs.session.runs.push(run);
-                    app.jobs.session.run_error = None;
-                    if app.detail.tab == Tab::Run {
-                        // Select the new dispatch (the history's rows come first).
-                        app.detail.pane.cursor = app.jobs.session.runs.len() - 1;
-                    }
-                }
-                Err(e) => {
-                    app.screen
-                        .error(e.lines().next().unwrap_or("dispatch failed").to_string());
-                    app.jobs.session.run_error = Some(e);
-                }
-            }
+            // Counters first: the Run tab's rows are clamped with them in place.
             app.jobs.session.take_stats(stats);
-            nav::keep_visible(app, Focus::Detail);
+            dispatched(app, r);
         }
+        Reply::Referenced(r) => dispatched(app, r),
         Reply::PipelineRan(r) => {
             match r {
                 Ok(run) => {
@@ -122,4 +116,38 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
     }
     // A final reply: one job fewer in flight.
     app.jobs.finished();
+}
+
+/// A dispatch (or offline reference run) finished: the Run tab lists it and selects it.
+fn dispatched(app: &mut App, r: Result<crate::tui::gpu::RunRecord, String>) {
+    match r {
+        Ok(run) => {
+            let ok = run.parity.as_ref().is_none_or(|p| p.ok);
+            app.screen
+                .info(if run.backend == crate::tui::gpu::GPU_BACKEND {
+                    format!(
+                        "dispatched: {:.3} ms, parity {}",
+                        run.device_ms,
+                        if ok { "ok" } else { "FAILED" }
+                    )
+                } else {
+                    format!(
+                        "no GPU: ran the reference interpreter ({:.1} ms wall)",
+                        run.device_ms
+                    )
+                });
+            app.jobs.session.runs.push(run);
+            app.jobs.session.run_error = None;
+            if app.detail.tab == Tab::Run {
+                // Select the new dispatch (the history's rows come first).
+                app.detail.pane.cursor = app.jobs.session.runs.len() - 1;
+            }
+        }
+        Err(e) => {
+            app.screen
+                .error(e.lines().next().unwrap_or("dispatch failed").to_string());
+            app.jobs.session.run_error = Some(e);
+        }
+    }
+    nav::keep_visible(app, Focus::Detail);
 }

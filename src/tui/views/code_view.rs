@@ -94,6 +94,7 @@ fn matches(hay: &str, needle: &str) -> Vec<std::ops::Range<usize>> {
 pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &CodeView<'_>) {
     let t = &app.theme;
     let scroll = app.pane(view.pane).scroll;
+    let hscroll = app.pane(view.pane).hscroll;
     // The search underlines matches only in the pane it was typed in.
     let search = app
         .code
@@ -113,13 +114,7 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
             Mark::None => Style::new(),
         };
         let mut spans = Vec::new();
-        if view.gutter_width > 0 {
-            let g = (view.gutter)(i);
-            spans.push(Span::styled(
-                format!("{g:>w$}│", w = view.gutter_width),
-                t.gutter,
-            ));
-        }
+        let mut text_spans = Vec::new();
         let found = search.map(|q| matches(text, q)).unwrap_or_default();
         let mut col = 0usize;
         for (range, style) in hl.pieces(view.lang, view.generation, i, text) {
@@ -145,16 +140,54 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
                 } else {
                     style
                 };
-                spans.push(Span::styled(expand_tabs(piece, &mut col), s));
+                text_spans.push(Span::styled(expand_tabs(piece, &mut col), s));
                 at = stop;
             }
         }
+        // The gutter stays; the text scrolls sideways.
+        if view.gutter_width > 0 {
+            let g = (view.gutter)(i);
+            let mark = if hscroll > 0 { '‹' } else { '│' };
+            spans.push(Span::styled(
+                format!("{g:>w$}{mark}", w = view.gutter_width),
+                t.gutter,
+            ));
+        }
+        spans.extend(skip_columns(text_spans, hscroll));
         // Mark the whole row, not just the text: short lines stay visibly selected.
         let row = Rect::new(inner.x, inner.y + (i - scroll) as u16, inner.width, 1);
         buf.set_style(row, line_style);
         lines.push(Line::from(spans));
     }
     Paragraph::new(lines).render(inner, buf);
+}
+
+/// ` col N` for a pane scrolled sideways (its title says where the text starts), else "".
+pub fn hscroll_note(app: &App, f: Focus) -> String {
+    match app.pane(f).hscroll {
+        0 => String::new(),
+        h => format!(" col {}", h + 1),
+    }
+}
+
+/// Drops the first `n` columns (characters, tabs already expanded) of `spans`.
+fn skip_columns(spans: Vec<Span<'static>>, mut n: usize) -> Vec<Span<'static>> {
+    let mut out = Vec::with_capacity(spans.len());
+    for sp in spans {
+        let len = sp.content.chars().count();
+        if n >= len {
+            n -= len;
+            continue;
+        }
+        if n > 0 {
+            let rest: String = sp.content.chars().skip(n).collect();
+            n = 0;
+            out.push(Span::styled(rest, sp.style));
+        } else {
+            out.push(sp);
+        }
+    }
+    out
 }
 
 /// Columns needed for the decimal line numbers of `len` lines.
@@ -172,6 +205,19 @@ mod tests {
         assert_eq!(expand_tabs("\tab", &mut col), "    ab");
         assert_eq!(expand_tabs("c\td", &mut col), "c d");
         assert_eq!(col, 9);
+    }
+
+    #[test]
+    fn skipping_columns_cuts_across_spans_and_keeps_styles() {
+        let bold = Style::new().add_modifier(ratatui::style::Modifier::BOLD);
+        let spans = vec![Span::raw("abc"), Span::styled("défg", bold), Span::raw("h")];
+        let text = |v: &[Span]| v.iter().map(|s| s.content.to_string()).collect::<String>();
+        assert_eq!(text(&skip_columns(spans.clone(), 0)), "abcdéfgh");
+        let cut = skip_columns(spans.clone(), 4);
+        assert_eq!(text(&cut), "éfgh");
+        assert_eq!(cut[0].style, bold);
+        assert_eq!(text(&skip_columns(spans.clone(), 3)), "défgh");
+        assert!(skip_columns(spans, 99).is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
+use crate::tui::action::Command;
 use crate::tui::app::App;
 use crate::tui::config::config_path;
 use crate::tui::keymap::Group;
@@ -19,7 +20,17 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     groups.dedup();
     for g in groups {
         out.push(Line::styled(g.title().to_string(), t.title));
+        let tabs = app.detail.tabs();
         for (cmd, keys) in app.keymap.bindings.iter().filter(|(c, _)| c.group() == g) {
+            // Only the tabs that exist now are listed, each by its name (the same table the
+            // tab bar draws).
+            let describe = match cmd {
+                Command::Tab(n) => match tabs.get((*n as usize).wrapping_sub(1)) {
+                    Some(tab) => format!("detail tab: {}", tab.title()),
+                    None => continue,
+                },
+                c => c.describe().to_string(),
+            };
             if keys.is_empty() {
                 continue;
             }
@@ -30,11 +41,19 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                 .join(" ");
             out.push(Line::from(vec![
                 Span::styled(format!("  {k:<14}"), t.key),
-                Span::raw(format!("{:<28}", cmd.describe())),
+                Span::raw(format!("{describe:<28}")),
                 Span::styled(cmd.name().to_string(), t.dim),
             ]));
         }
     }
+    out.push(Line::raw(""));
+    out.push(Line::styled("Prompts (/ w X o)".to_string(), t.title));
+    out.push(Line::raw(
+        "  typing replaces a pre-filled value; Enter ok, Esc cancel".to_string(),
+    ));
+    out.push(Line::raw(
+        "  Left Right Home End (C-a C-e) move; C-u C-k delete to start/end; C-w a word".to_string(),
+    ));
     out.push(Line::raw(""));
     let cfg = config_path().map_or("(no config dir)".into(), |p| p.display().to_string());
     out.push(Line::styled(

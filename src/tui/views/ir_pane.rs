@@ -13,11 +13,12 @@ const COST_WIDTH: usize = 8;
 
 /// Draws the IR pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
-    let detail = match (&app.programs.doc, app.ir_node()) {
+    let mut detail = match (&app.programs.doc, app.ir_node()) {
         (Some(_), Some(n)) => format!("{}/{} {n}", app.code.ir.cursor + 1, app.ir_len()),
         (Some(_), None) => format!("{}/{}", app.code.ir.cursor + 1, app.ir_len()),
         (None, _) => String::new(),
     };
+    detail.push_str(&code_view::hscroll_note(app, Focus::Ir));
     let name = app
         .programs
         .doc

@@ -83,9 +83,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     list.draw_scrollbar(buf, app);
 }
 
-/// The chart's area and the explanation's beside it.
+/// The chart's area and the explanation's beside it, two columns apart (the x axis' last
+/// label ends at the chart's right edge and must not run into the text).
 pub fn split(area: Rect) -> [Rect; 2] {
-    Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(area)
+    let [chart, _, text] = Layout::horizontal([
+        Constraint::Percentage(60),
+        Constraint::Length(2),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    [chart, text]
 }
 
 /// The explanation (current size, limiter, headroom, device and basis) wrapped for `area`;

@@ -37,6 +37,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 EntryStatus::Checked { errors: 0, .. } => ("!", t.warning),
                 EntryStatus::Checked { .. } => ("✗", t.error),
                 EntryStatus::Failed(_) => ("✗", t.error),
+                // Not checked yet: no claim either way.
+                EntryStatus::Pending => ("…", t.dim),
             };
             let name = e.path.file_stem().map_or_else(
                 || e.path.display().to_string(),

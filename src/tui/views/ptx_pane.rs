@@ -22,6 +22,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             .collect::<Vec<_>>()
             .join(",")
     );
+    detail.push_str(&code_view::hscroll_note(app, Focus::Ptx));
     if let (Some(v), Some(n)) = (app.ptx_view(), node) {
         let lines: u32 = v
             .corr

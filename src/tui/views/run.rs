@@ -99,7 +99,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                 d.name
             ),
             (None, None) => format!(
-                "no dispatches: {} - press r on a machine with a GPU (estimates use {})",
+                "no dispatches: {} - r runs the reference interpreter here (a GPU machine dispatches and verifies; estimates use {})",
                 app.jobs.devices.live_error.lines().next().unwrap_or(""),
                 app.jobs.devices.label()
             ),
@@ -113,7 +113,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .visible(app)
             .filter_map(|i| Some((i, s.runs.get(i)?)))
             .map(|(i, r)| {
+                let reference = r.backend != crate::tui::gpu::GPU_BACKEND;
                 let parity = match &r.parity {
+                    None if reference => Span::styled("interpreter (no GPU)", t.info),
                     None => Span::styled("not checked", t.dim),
                     Some(p) if p.ok => Span::styled("ok", t.ok),
                     Some(p) => Span::styled(format!("{} mismatches", p.mismatches), t.error),
@@ -123,7 +125,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                     Line::raw(dims(r.grid)),
                     Line::raw(dims(r.workgroup)),
                     Line::raw(format!("{:.4}", r.device_ms)),
-                    Line::raw(format!("{:.2}", r.jit_ms)),
+                    Line::raw(if reference {
+                        "-".to_string()
+                    } else {
+                        format!("{:.2}", r.jit_ms)
+                    }),
                     Line::from(parity),
                 ]);
                 row.style(list.row_style(app, i, Style::new()))

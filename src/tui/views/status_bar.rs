@@ -11,19 +11,20 @@ use crate::tui::app::{App, Focus, Level};
 
 const SPINNER: [&str; 8] = ["⣾", "⣽", "⣻", "⢿", "⡿", "⣟", "⣯", "⣷"];
 
-/// Commands worth a hint for the focused pane (the keys come from the keymap).
+/// Commands worth a hint for the focused pane (the keys come from the keymap). Help and
+/// quit are not here: they always lead the bar ([`draw`]).
 pub fn hints(app: &App) -> Vec<Command> {
     use Command::*;
     let mut v = match app.screen.focus {
         Focus::List => vec![Enter, Open, Reload],
-        Focus::Ir | Focus::Ptx => vec![NextBlock, Search, SearchNext, Zoom],
+        Focus::Ir | Focus::Ptx => vec![Search, SearchNext, NextBlock, ScrollRight, Zoom],
         Focus::Sass => vec![NextBlock, Search, SassPane, Zoom],
         Focus::Detail if app.detail.tab == crate::tui::app::Tab::Diagnostics => {
             vec![Enter, Right, Expand]
         }
         Focus::Detail => vec![Right, Expand, Export],
     };
-    v.extend([WgHalve, WgDouble, Dispatch, Tune, Help, Quit]);
+    v.extend([WgHalve, WgDouble, Dispatch, Tune]);
     if app
         .programs
         .doc
@@ -38,18 +39,35 @@ pub fn hints(app: &App) -> Vec<Command> {
     v
 }
 
-/// Draws the bar into `area` (one row).
+/// `KEY word` spans for `cmd` (its first key), or nothing when it is unbound.
+fn hint(app: &App, cmd: Command, lead: &str) -> Vec<Span<'static>> {
+    let t = &app.theme;
+    match app.keymap.first_key(cmd) {
+        Some(k) => vec![
+            Span::styled(format!("{lead}{k}"), t.key),
+            Span::styled(format!(" {}", short(cmd)), t.dim),
+        ],
+        None => Vec::new(),
+    }
+}
+
+/// Draws the bar into `area` (one row): help and quit first (so they show on the narrowest
+/// screen), then the device, target and workgroup, work in progress, and the last message
+/// or, without one, the focused pane's key hints.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     if area.is_empty() {
         return;
     }
     let t = &app.theme;
     let wg = app.workgroup();
-    let mut spans = vec![
+    let mut spans = hint(app, Command::Help, " ");
+    spans.extend(hint(app, Command::Quit, "  "));
+    spans.push(Span::raw(" "));
+    spans.extend([
         Span::styled(format!(" {} ", app.jobs.devices.label()), t.status),
         Span::styled(format!(" sm_{} ", app.code.sm), t.key),
         Span::raw(format!("wg {},{},{} ", wg[0], wg[1], wg[2])),
-    ];
+    ]);
     if let Some(b) = &app.jobs.busy {
         let frame = SPINNER[(app.screen.ticks as usize) % SPINNER.len()];
         const W: usize = 10;
@@ -73,13 +91,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     } else {
         spans.push(Span::styled("│", t.dim));
         for c in hints(app) {
-            let keys = app.keymap.keys_of(c);
-            if keys.is_empty() {
-                continue;
-            }
-            let first = keys.split('/').next().unwrap_or("").to_string();
-            spans.push(Span::styled(format!(" {first}"), t.key));
-            spans.push(Span::styled(format!(" {}", short(c)), t.dim));
+            spans.extend(hint(app, c, " "));
         }
     }
     Paragraph::new(Line::from(spans))
@@ -105,6 +117,7 @@ fn short(c: Command) -> &'static str {
         Command::WgDouble => "wg*2",
         Command::Dispatch => "run",
         Command::Tune => "tune",
+        Command::ScrollRight => "scroll",
         Command::Help => "help",
         Command::Quit => "quit",
         other => other.name(),
