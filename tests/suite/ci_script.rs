@@ -1,5 +1,5 @@
 //! `.ci/run` prints its `total:` line even when the tests fail, and still exits with cargo's
-//! failure status. Run against stand-ins for cargo, python3 (the ptxas wheel) and tmux in a
+//! failure status. Run against stand-ins for cargo, python3 (the ptxas and nvdisasm wheels) and tmux in a
 //! private folder, so nothing is installed or built.
 
 use std::os::unix::fs::PermissionsExt;
@@ -22,10 +22,27 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
         "fake-ptxas",
         "echo 'Cuda compilation tools, release 13.0'",
     );
+    // A stand-in nvdisasm where `pip show -f` says the wheel put it.
+    let tools = d.path().join("tools");
+    std::fs::create_dir_all(tools.join("nv/bin")).unwrap();
+    script(
+        &tools.join("nv/bin"),
+        "nvdisasm",
+        "echo 'nvdisasm: NVIDIA (R) CUDA disassembler'",
+    );
     script(
         &bin,
         "python3",
-        &format!("cat >/dev/null; echo {}", ptxas.display()),
+        &format!(
+            "case \"$*\" in\n\
+               *'pip show -f'*) echo 'Location: {}'; echo '  nv/bin/nvdisasm' ;;\n\
+               *'pip show'*) echo 'Version: 13.2.78' ;;\n\
+               *'pip install'*) exit 0 ;;\n\
+               *) cat >/dev/null; echo {} ;;\n\
+             esac",
+            tools.display(),
+            ptxas.display()
+        ),
     );
     script(&bin, "tmux", "exit 0");
     script(
