@@ -424,7 +424,9 @@ pub fn estimate_into(
     let Some(device) = device else {
         // The workgroup-overrun rule needs no device (it is part of the launch rules below).
         e.diagnostics
-            .extend(crate::diagnostics::wg_overrun::workgroup_overruns(program, wg));
+            .extend(crate::diagnostics::wg_overrun::workgroup_overruns(
+                program, wg,
+            ));
         e.occupancy = Err("no device: no live GPU and no device profile - press d to pick a profile or start with --device NAME|FILE".into());
         return;
     };
