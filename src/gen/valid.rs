@@ -122,6 +122,20 @@ pub fn valid_program_with(rng: Rng, cfg: &Config, name: String) -> Program {
         // Race-free Programs never reassign `i`: it is what keeps threads' elements apart.
         counter: cfg.race_free,
     });
+    if cfg.race_free && cfg.workgroup_memory {
+        // Shared memory starts undefined on the GPU (the interpreter zeroes it): each thread
+        // writes its own element of every workgroup buffer before anything can read it.
+        for b in g.buffers.clone() {
+            if b.access == Access::Workgroup {
+                let value = g.typed_lit(b.elem.value_type());
+                body.push(st(StmtKind::Store {
+                    buffer: b.name,
+                    index: Expr::Var("i".into()),
+                    value,
+                }));
+            }
+        }
+    }
     if cfg.prologue {
         for ty in VALUE_TYPES {
             let name = format!("p_{}", ty.name());
@@ -560,7 +574,14 @@ impl ValidGen<'_> {
                         UnOp::Round,
                         UnOp::Trunc,
                     ]);
-                    Expr::Unary(op, bx(self.expr(t, d)))
+                    let x = self.expr(t, d);
+                    let x = if self.cfg.race_free && matches!(op, UnOp::Sin | UnOp::Cos | UnOp::Tan)
+                    {
+                        trig_range(t, x)
+                    } else {
+                        x
+                    };
+                    Expr::Unary(op, bx(x))
                 }
                 3 => {
                     // At least one self-typed operand first, so that elaboration types the rest.
@@ -602,10 +623,14 @@ impl ValidGen<'_> {
                 Expr::Cast(ty, bx(self.expr(from, d)))
             }
             2 if ty != ScalarType::Bool => {
+                // NaN payloads are not defined (docs/semantics.md), so a race-free Program,
+                // whose results must not depend on the backend, never bitcasts a float to
+                // an integer.
                 let partners: Vec<ScalarType> = NUM_TYPES
                     .iter()
                     .copied()
                     .filter(|t| t.bits() == ty.bits())
+                    .filter(|t| !(self.cfg.race_free && ty.is_int() && t.is_float()))
                     .collect();
                 let from = self.rng.pick(&partners);
                 Expr::Bitcast(ty, bx(self.expr(from, d)))
@@ -718,4 +743,20 @@ impl ValidGen<'_> {
             }
         }
     }
+}
+
+/// `min(max(x, -2^20), 2^20)` of float type `t`: `sin cos tan` are only promised to match the
+/// interpreter for `|x| <= 2^20` (docs/semantics.md), so race-free Programs keep the argument
+/// there (NaN becomes `-2^20`, as `max` returns the operand that is not NaN).
+fn trig_range(t: ScalarType, x: Expr) -> Expr {
+    const LIMIT: f64 = 1_048_576.0;
+    let lit = |v: f64| {
+        Expr::Lit(Literal::Typed(if t == ScalarType::F32 {
+            Scalar::F32(v as f32)
+        } else {
+            Scalar::F64(v)
+        }))
+    };
+    let lo = Expr::Binary(BinOp::Max, bx(x), bx(lit(-LIMIT)));
+    Expr::Binary(BinOp::Min, bx(lo), bx(lit(LIMIT)))
 }

@@ -603,10 +603,25 @@ fn split(lanes: &Lanes, c: &[u64]) -> (Lanes, Lanes) {
     (Lanes::List(t), Lanes::List(f))
 }
 
+/// An `f32` in register form with a subnormal value replaced by a zero of its sign.
+fn ftz_f32(bits: u64) -> u64 {
+    let x = bits as u32;
+    if x & 0x7f80_0000 == 0 {
+        (x & 0x8000_0000) as u64
+    } else {
+        bits
+    }
+}
+
 /// The new value of an atomic element (register form) from its `old` value.
 pub(crate) fn atomic_op(op: AtomicOp, ty: ScalarType, old: u64, v: u64, expected: u64) -> u64 {
     let b = |o| ops::bin_scalar(o, ty, old, v);
     match op {
+        // PTX's `atom.add.f32`/`red.add.f32` flush subnormal inputs and results to a zero
+        // of the same sign (there is no `.noftz` form for f32), so the oracle does too.
+        AtomicOp::Add if ty == ScalarType::F32 => {
+            ftz_f32(ops::bin_scalar(BinOp::Add, ty, ftz_f32(old), ftz_f32(v)))
+        }
         AtomicOp::Add => b(BinOp::Add),
         AtomicOp::Min => b(BinOp::Min),
         AtomicOp::Max => b(BinOp::Max),

@@ -332,6 +332,28 @@ fn atomic_and_reduce_helpers() {
         atomic_op(AtomicOp::Add, T::F32, f(1.5), f(2.25), 0),
         f(3.75)
     );
+    // f32 atomic add flushes subnormal operands and results to a zero of their sign, as
+    // PTX's `atom.add.f32` does (seen on an H200: 0 where the IEEE sum is 1e-44).
+    let sub = f32::from_bits(7);
+    assert_eq!(atomic_op(AtomicOp::Add, T::F32, f(0.0), f(sub), 0), f(0.0));
+    assert_eq!(
+        atomic_op(AtomicOp::Add, T::F32, f(-sub), f(-0.0), 0),
+        f(-0.0)
+    );
+    assert_eq!(atomic_op(AtomicOp::Add, T::F32, f(sub), f(1.5), 0), f(1.5));
+    // A normal sum whose result is subnormal is flushed too; normal results are untouched.
+    let min = f32::MIN_POSITIVE;
+    assert_eq!(
+        atomic_op(AtomicOp::Add, T::F32, f(min * 1.5), f(-min), 0),
+        f(0.0)
+    );
+    assert_eq!(
+        atomic_op(AtomicOp::Add, T::F32, f(min * 3.0), f(-min), 0),
+        f(min * 2.0)
+    );
+    assert!(
+        f32::from_bits(atomic_op(AtomicOp::Add, T::F32, f(f32::NAN), f(sub), 0) as u32).is_nan()
+    );
     assert_eq!(reduce_op(ReduceOp::Add, T::F32).1, f(-0.0));
     assert_eq!(reduce_op(ReduceOp::Min, T::I32).1, i(i32::MAX));
     assert_eq!(reduce_op(ReduceOp::Max, T::I64).1, l(i64::MIN));
