@@ -626,3 +626,38 @@ fn warp_ops_use_the_full_mask_only_where_every_lane_is_surely_active() {
     let ptx = emit(&p, &opts(&p, true)).expect("emit").ptx;
     assert_eq!(count(&ptx, "activemask"), 1, "{ptx}");
 }
+
+/// Unsigned division and remainder by a power of two become a shift and a mask (ptxas keeps
+/// `div.u32 x, 32` as a reciprocal sequence); signed division keeps `div` (it rounds toward
+/// zero, a shift would not), and other divisors keep `div`/`rem`.
+#[test]
+fn unsigned_div_rem_by_powers_of_two_are_shifts_and_masks() {
+    let k = emitted(
+        r#"[{"let": "i", "value": {"gid": "x"}},
+            {"store": "n", "index": 0, "value": {"div": ["i", 32]}},
+            {"store": "n", "index": 1, "value": {"rem": ["i", 64]}},
+            {"store": "n", "index": 2, "value": {"div": ["i", 24]}},
+            {"store": "n", "index": 3, "value": {"cast": "u32", "value": {"div": [{"cast": "i32", "value": "i"}, 8]}}}]"#,
+    );
+    let ins = instructions(&k.ptx);
+    assert!(
+        ins.iter()
+            .any(|l| l.starts_with("shr.u32") && l.ends_with(", 5;")),
+        "{}",
+        k.ptx
+    );
+    assert!(
+        ins.iter()
+            .any(|l| l.starts_with("and.b32") && l.ends_with(", 63;")),
+        "{}",
+        k.ptx
+    );
+    assert!(
+        ins.iter()
+            .any(|l| l.starts_with("div.u32") && l.ends_with(", 24;")),
+        "{}",
+        k.ptx
+    );
+    assert!(ins.iter().any(|l| l.starts_with("div.s32")), "{}", k.ptx);
+    assert!(!ins.iter().any(|l| l.starts_with("rem.u32")), "{}", k.ptx);
+}
