@@ -19,3 +19,5 @@ pub mod shape;
 pub mod tui;
 pub mod util;
 pub mod validate;
+#[cfg(feature = "vyre")]
+pub mod vyre;

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("report", 4),
     ("diagnostics", 5),
     ("sass", 5),
+    ("vyre", 5),
     ("megakernel", 6),
     ("runtime", 7),
     ("tui", 8),
@@ -123,6 +124,9 @@ fn outside_crates_stay_behind_their_boundary() {
         ("signal_hook::", &["tui"]),
         ("syntect::", &["tui"]),
         ("clap::", &["cli"]),
+        ("vyre_foundation::", &["vyre"]),
+        ("vyre_lower::", &["vyre"]),
+        ("vyre_emit_ptx::", &["vyre"]),
     ];
     let mut bad = Vec::new();
     for (module, file, code) in sources() {

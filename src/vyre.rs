@@ -1,0 +1,6 @@
+//! Interop with the vyre GPU compiler (feature `vyre`): vyre Programs stored as wire bytes
+//! (`VYRE` header) or the `vyre_ir v0.1` hex text envelope are converted to and from
+//! vyrescope Programs, and vyre's own PTX for a Program is produced for comparison with ours.
+//!
+//! This module is the only user of the vyre crates; it is compiled only with `--features vyre`
+//! so the default build stays lean.
