@@ -140,8 +140,9 @@ fn pipeline_tolerance(pipeline: &Pipeline) -> Option<Tolerance> {
 /// With `measure`, each cooperative group's persistent grid is chosen by timing a few
 /// blocks-per-SM choices (1, 2, 4 and the most the driver allows, each 5 repetitions of the
 /// group alone on `initial`, median kept): fewer blocks make each grid barrier cheaper, more
-/// blocks hide memory latency, and which wins depends on the kernel.
-fn plan_launches(
+/// blocks hide memory latency, and which wins depends on the kernel. The inspector's pipeline
+/// run uses it too (without `measure`), so both paths launch the same persistent grids.
+pub fn plan_launches(
     rt: &mut Runtime,
     pipeline: &Pipeline,
     shapes: &[LaunchShape],

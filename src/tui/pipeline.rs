@@ -290,22 +290,14 @@ pub fn gpu_run(
     let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
     let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
-    let mut fused = Vec::new();
-    for group in &plan.groups {
-        let mut spec = group.spec();
-        let mut k = fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
-        if let Some(estimated) = spec.persistent_blocks {
-            let driver = rt
-                .coresident_blocks(&k.program, k.shape.workgroup_size, &JitOptions::default())
-                .map_err(|e| e.to_string())?;
-            let used = estimated.min(driver).max(1);
-            if used != estimated {
-                spec.persistent_blocks = Some(used);
-                k = fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
-            }
-        }
-        fused.push(k.launch(pipeline).map_err(|e| e.to_string())?);
-    }
+    let (fused, _) = crate::runtime::pipeline_gpu::plan_launches(
+        &mut rt,
+        pipeline,
+        &shapes,
+        plan,
+        None,
+        &JitOptions::default(),
+    )?;
     let opts = DispatchOptions {
         timeout: Some(super::gpu::KERNEL_TIMEOUT),
         ..DispatchOptions::default()
