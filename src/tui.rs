@@ -59,6 +59,8 @@ pub struct Options {
     /// Plan pipelines through the user's plan cache (the interactive inspector does; the
     /// `--keys` replay leaves it off so that replays are repeatable and write nothing).
     pub plan_cache: bool,
+    /// Folder `file` inputs may come from (`--root DIR`); `None`: each Program's own folder.
+    pub root: Option<PathBuf>,
 }
 
 /// Why the inspector could not start or run.
@@ -136,6 +138,7 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
         return Err(TuiError::NoFiles);
     }
     let mut app = App::new(files, keymap, ui);
+    app.programs.root = opts.root.clone();
     if opts.plan_cache {
         app.jobs.session.plan_cache = crate::megakernel::cache::PlanCache::user();
     }

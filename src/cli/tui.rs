@@ -22,6 +22,10 @@ pub struct InspectorOpts {
     /// Reload the open program when its file changes on disk.
     #[arg(long)]
     pub watch: bool,
+    /// Allow `run.inputs.*.file` data files anywhere inside DIR (default: only inside each
+    /// Program file's folder), for dispatches, reference runs, tune sweeps and pipelines.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
 }
 
 /// Open the inspector; with --keys, replay keys headlessly and write the final screen.
@@ -79,6 +83,7 @@ fn options(files: &[PathBuf], o: &InspectorOpts) -> Options {
         watch: o.watch,
         // `tui::run` turns it on for the interactive inspector; replays stay in memory.
         plan_cache: false,
+        root: o.root.clone(),
     }
 }
 

@@ -217,21 +217,23 @@ pub struct Document {
     /// `program` is then the fused kernel of the selected step's group (the selected step's
     /// Program until it is planned) and `ir` the selected step's IR.
     pub pipeline: Option<PipelineView>,
+    /// Folder `file` inputs must stay inside (`--root`); `None`: the file's own folder.
+    pub root: Option<PathBuf>,
 }
 
 impl Document {
-    /// Loads, prints and validates `path`.
-    pub fn load(path: &Path) -> Result<Self, String> {
+    /// Loads, prints and validates `path`; its `file` inputs must stay inside `root` (or its
+    /// own folder when `None`).
+    pub fn load(path: &Path, root: Option<&Path>) -> Result<Self, String> {
         if crate::ir::is_pipeline_file(path) {
-            return Self::load_pipeline(path);
+            return Self::load_pipeline(path, root);
         }
         let loaded = crate::validate::load(path);
         match loaded.program {
-            Some(program) => Ok(Self::from_validated(
-                path.to_path_buf(),
-                program,
-                loaded.diagnostics,
-            )),
+            Some(program) => Ok(Document {
+                root: root.map(Path::to_path_buf),
+                ..Self::from_validated(path.to_path_buf(), program, loaded.diagnostics)
+            }),
             None => Err(loaded
                 .first_error()
                 .map_or_else(|| "cannot load".to_string(), |d| d.to_string())),
@@ -258,13 +260,14 @@ impl Document {
             stmt_count,
             id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             pipeline: None,
+            root: None,
         }
     }
 
     /// Loads a pipeline file: step 0 selected, not planned yet (planning needs the device,
     /// which the caller knows: see [`Document::select_step`]).
-    fn load_pipeline(path: &Path) -> Result<Self, String> {
-        let (file, validation) = PipelineFile::load(path)?;
+    fn load_pipeline(path: &Path, root: Option<&Path>) -> Result<Self, String> {
+        let (file, validation) = PipelineFile::load(path, root)?;
         let first = file
             .pipeline
             .steps
@@ -273,6 +276,7 @@ impl Document {
             .ok_or_else(|| format!("{}: the pipeline has no steps", path.display()))?;
         let mut doc = Self::from_validated(path.to_path_buf(), first, validation);
         doc.pipeline = Some(PipelineView::new(Arc::new(file)));
+        doc.root = root.map(Path::to_path_buf);
         doc.show_step();
         Ok(doc)
     }
@@ -321,12 +325,17 @@ impl Document {
         self.ir.iter().position(|l| l.node.as_deref() == Some(node))
     }
 
-    /// Directory that `file` inputs are relative to.
-    pub fn base_dir(&self) -> PathBuf {
-        self.path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."))
+    /// Where `file` inputs come from: relative to the Program's folder, confined to
+    /// `--root` when the inspector was given one.
+    pub fn input_folder(&self) -> super::gpu::InputFolder {
+        super::gpu::InputFolder {
+            base: self
+                .path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+            root: self.root.clone(),
+        }
     }
 
     /// True when the validator found errors.

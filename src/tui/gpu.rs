@@ -7,7 +7,7 @@
 //! When the runtime is absent (not in this build, or no CUDA driver on this machine) every
 //! method returns `Err(reason)`: one line the panels show as is.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -31,6 +31,26 @@ pub const NO_RUNTIME: &str = "no dispatch yet - press r to run on the GPU";
 /// becomes a timeout error instead of a frozen Run tab.
 pub const KERNEL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Where a Program's `file` inputs come from: paths resolve against `base` (the Program's
+/// folder) and must stay inside `root` (`--root DIR`), or inside `base` when there is none.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InputFolder {
+    /// Folder relative paths resolve against.
+    pub base: PathBuf,
+    /// Folder every input must lie inside; `None`: `base`.
+    pub root: Option<PathBuf>,
+}
+
+impl InputFolder {
+    /// The inputs' confinement rule in the form `inputs` takes.
+    pub fn file_root(&self) -> crate::inputs::FileRoot<'_> {
+        crate::inputs::FileRoot {
+            base: &self.base,
+            root: self.root.as_deref().unwrap_or(&self.base),
+        }
+    }
+}
+
 /// Everything the inspector asks of a GPU. The shell owns one instance (the worker thread,
 /// or a headless replay) and runs jobs against it; `update` never sees it.
 pub trait Gpu: Send {
@@ -41,11 +61,11 @@ pub trait Gpu: Send {
     fn live_resources(&mut self, kernel: &EmittedKernel)
         -> Option<Result<KernelResources, String>>;
     /// Emits `program` for `opts`' target sm and workgroup, dispatches it and verifies it
-    /// against the reference interpreter; `base_dir` resolves `file` inputs.
+    /// against the reference interpreter; `files` resolves `file` inputs.
     fn dispatch(
         &mut self,
         program: &Program,
-        base_dir: &Path,
+        files: &InputFolder,
         opts: &EmitOptions,
     ) -> Result<RunRecord, String>;
     /// Times every workgroup-size candidate for `opts`' target sm; `progress(done, total)`
@@ -53,7 +73,7 @@ pub trait Gpu: Send {
     fn tune(
         &mut self,
         program: &Program,
-        base_dir: &Path,
+        files: &InputFolder,
         opts: &EmitOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, String>;
@@ -87,13 +107,18 @@ impl Gpu for CpuOnly {
     fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
         None
     }
-    fn dispatch(&mut self, _: &Program, _: &Path, _: &EmitOptions) -> Result<RunRecord, String> {
+    fn dispatch(
+        &mut self,
+        _: &Program,
+        _: &InputFolder,
+        _: &EmitOptions,
+    ) -> Result<RunRecord, String> {
         Err(CPU_ONLY.into())
     }
     fn tune(
         &mut self,
         _: &Program,
-        _: &Path,
+        _: &InputFolder,
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, String> {
@@ -200,11 +225,12 @@ pub const REFERENCE_BACKEND: &str = "reference interpreter";
 /// workgroup size (what `r` does without a GPU). Pure CPU work for the analysis thread.
 pub fn reference_dispatch(
     program: &Program,
-    base_dir: &Path,
+    files: &InputFolder,
     opts: &EmitOptions,
 ) -> Result<RunRecord, String> {
-    let mut prepared = crate::inputs::prepare(program, base_dir, Some(opts.workgroup_size), None)
-        .map_err(|e| e.to_string())?;
+    let mut prepared =
+        crate::inputs::prepare_rooted(program, files.file_root(), Some(opts.workgroup_size), None)
+            .map_err(|e| e.to_string())?;
     let t = std::time::Instant::now();
     crate::interp::run_with(
         program,
@@ -324,10 +350,11 @@ impl Gpu for WorkerGpu {
     fn dispatch(
         &mut self,
         program: &Program,
-        base_dir: &Path,
+        files: &InputFolder,
         opts: &EmitOptions,
     ) -> Result<RunRecord, String> {
         let req = RunRequest {
+            root: files.root.clone(),
             workgroup: Some(opts.workgroup_size),
             sm: Some(opts.sm),
             repeat: 5,
@@ -337,7 +364,7 @@ impl Gpu for WorkerGpu {
         };
         let run = self
             .worker
-            .run_program(program, base_dir, &req)
+            .run_program(program, &files.base, &req)
             .map_err(|e| e.to_string())?;
         Ok(RunRecord {
             program: run.program,
@@ -359,7 +386,7 @@ impl Gpu for WorkerGpu {
     fn tune(
         &mut self,
         program: &Program,
-        base_dir: &Path,
+        files: &InputFolder,
         opts: &EmitOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, String> {
@@ -369,10 +396,11 @@ impl Gpu for WorkerGpu {
             candidates: candidates(program, caps.max_threads_per_block),
             repeat: 10,
             timeout: Some(KERNEL_TIMEOUT),
+            root: files.root.clone(),
         };
         let outcomes = self
             .worker
-            .tune_program(program, base_dir, &req, &mut |p| {
+            .tune_program(program, &files.base, &req, &mut |p| {
                 if p.total > 0 && !p.device && p.done > 0 {
                     progress(p.done as usize, p.total as usize);
                 }

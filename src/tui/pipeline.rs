@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
 use crate::emit::EmittedKernel;
-use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
+use crate::inputs::pipeline::{prepare_pipeline_rooted, PreparedPipeline};
 use crate::inputs::LaunchShape;
 use crate::ir::print::{print_program_prefixed, PrintedLine};
 use crate::ir::Pipeline;
@@ -34,7 +34,11 @@ pub struct PipelineFile {
 
 impl PipelineFile {
     /// Loads and validates `path`: the file and the validator's findings, or the load error.
-    pub fn load(path: &Path) -> Result<(PipelineFile, Vec<Diagnostic>), String> {
+    /// `file` inputs must stay inside `root` (the pipeline's folder when `None`).
+    pub fn load(
+        path: &Path,
+        root: Option<&Path>,
+    ) -> Result<(PipelineFile, Vec<Diagnostic>), String> {
         let loaded = crate::validate::pipeline::load_pipeline(path);
         let Some(pipeline) = loaded.pipeline else {
             return Err(loaded.diagnostics.first().map_or_else(
@@ -46,7 +50,11 @@ impl PipelineFile {
         let prepared = if crate::validate::pipeline::has_error(&loaded.diagnostics) {
             Err("the pipeline has validation errors (see Diagnostics)".to_string())
         } else {
-            prepare_pipeline(&pipeline, base)
+            let files = crate::inputs::FileRoot {
+                base,
+                root: root.unwrap_or(base),
+            };
+            prepare_pipeline_rooted(&pipeline, files)
                 .map(Arc::new)
                 .map_err(|e| e.to_string())
         };

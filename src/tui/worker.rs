@@ -14,7 +14,7 @@ use crate::occupancy::DeviceCaps;
 
 use super::analysis::{analyze, estimate_emission, Emission, Estimated, PtxView, Resources};
 use super::app::EntryStatus;
-use super::gpu::{kernel_resources, Counters, Gpu, RunRecord, TuneRow};
+use super::gpu::{kernel_resources, Counters, Gpu, InputFolder, RunRecord, TuneRow};
 use super::pipeline::{reference_run, PipelineFile, PipelineRun};
 use crate::megakernel::plan::Plan;
 
@@ -51,6 +51,8 @@ pub enum Job {
     Validate {
         /// Entries to check.
         files: Vec<(usize, PathBuf)>,
+        /// Folder `file` inputs must stay inside (`--root`), as opening them would check.
+        root: Option<PathBuf>,
     },
     /// Occupancy, resource rows and launch/performance diagnostics of an emission.
     Estimate {
@@ -73,8 +75,8 @@ pub enum Job {
     Dispatch {
         /// Program.
         program: Arc<Program>,
-        /// Directory for `file` inputs.
-        base_dir: PathBuf,
+        /// Where `file` inputs come from.
+        files: InputFolder,
         /// Options (workgroup, sm).
         opts: EmitOptions,
     },
@@ -82,8 +84,8 @@ pub enum Job {
     Reference {
         /// Program.
         program: Arc<Program>,
-        /// Directory for `file` inputs.
-        base_dir: PathBuf,
+        /// Where `file` inputs come from.
+        files: InputFolder,
         /// Options (workgroup).
         opts: EmitOptions,
     },
@@ -101,8 +103,8 @@ pub enum Job {
     Tune {
         /// Program.
         program: Arc<Program>,
-        /// Directory for `file` inputs.
-        base_dir: PathBuf,
+        /// Where `file` inputs come from.
+        files: InputFolder,
         /// Options (sm; the workgroup is swept).
         opts: EmitOptions,
     },
@@ -201,11 +203,11 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                 .map_err(|e| e.to_string());
             report(Reply::Sass(key, r));
         }
-        Job::Validate { files } => {
+        Job::Validate { files, root } => {
             report(Reply::Started("checking files", files.len()));
             let total = files.len();
             for (n, (i, path)) in files.into_iter().enumerate() {
-                let (status, pipeline) = EntryStatus::check(&path);
+                let (status, pipeline) = EntryStatus::check(&path, root.as_deref());
                 report(Reply::Validated(i, path, status, pipeline));
                 report(Reply::Progress(n + 1, total));
             }
@@ -229,20 +231,20 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         }
         Job::Dispatch {
             program,
-            base_dir,
+            files,
             opts,
         } => {
             report(Reply::Started("dispatching", 0));
-            let r = gpu.dispatch(&program, &base_dir, &opts);
+            let r = gpu.dispatch(&program, &files, &opts);
             report(Reply::Dispatched(r, Stats::now(gpu)));
         }
         Job::Reference {
             program,
-            base_dir,
+            files,
             opts,
         } => {
             report(Reply::Started("running the reference interpreter", 0));
-            let r = super::gpu::reference_dispatch(&program, &base_dir, &opts);
+            let r = super::gpu::reference_dispatch(&program, &files, &opts);
             report(Reply::Referenced(r));
         }
         Job::Pipeline { file, plan, gpu: g } => {
@@ -259,11 +261,11 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         }
         Job::Tune {
             program,
-            base_dir,
+            files,
             opts,
         } => {
             report(Reply::Started("tuning", 0));
-            let r = gpu.tune(&program, &base_dir, &opts, &mut |d, t| {
+            let r = gpu.tune(&program, &files, &opts, &mut |d, t| {
                 report(Reply::Progress(d, t))
             });
             report(Reply::Tuned(r, Stats::now(gpu)));

@@ -306,7 +306,11 @@ fn the_inspector_backend_dispatches_through_the_worker() {
     };
     let mut gpu = WorkerGpu::new();
     let probe = gpu.probe();
-    let run = gpu.dispatch(&program, std::path::Path::new("fixtures/programs"), &opts);
+    let files = vyrescope::tui::gpu::InputFolder {
+        base: "fixtures/programs".into(),
+        root: None,
+    };
+    let run = gpu.dispatch(&program, &files, &opts);
     match in_process() {
         Err(local) => {
             assert_eq!(probe, Err(local.clone()));

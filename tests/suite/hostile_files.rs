@@ -183,6 +183,24 @@ fn file_inputs_stay_inside_the_programs_folder_unless_root_widens_it() {
     let (code, out, _) = run("zero.bin", &["--root", "/"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("system file"), "{out}");
+    // The inspector keeps the same rule: `r` (the reference interpreter here, no GPU) refuses
+    // the file outside the Program's folder, and runs it under `--root`.
+    let p = d.join(format!("p{}.json", fnv(b"../secret.bin")));
+    let replay = |extra: &[&str]| {
+        let mut c = bin();
+        c.arg("tui")
+            .arg(&p)
+            .args(["--keys", "r", "--size", "160x40"]);
+        c.args(extra).env("CI", "true");
+        run_with(c, Duration::from_secs(30))
+    };
+    let (code, screen, err) = replay(&[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(screen.contains("outside the allowed"), "{screen}");
+    let (code, screen, err) = replay(&["--root", root]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!screen.contains("outside the allowed"), "{screen}");
+    assert!(screen.contains("reference"), "{screen}");
     std::fs::remove_dir_all(&outer).unwrap();
 }
 

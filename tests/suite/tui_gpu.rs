@@ -1,7 +1,7 @@
 //! The inspector's GPU seam: a fake `Gpu` answers the dispatch that `update` asks for, and
 //! the reply lands in the Run tab's state (and on screen) through `update`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::tui_helpers::{app, screen, update, NoGpu, NO_DRIVER};
 use vyrescope::emit::{EmitOptions, EmittedKernel};
@@ -9,7 +9,7 @@ use vyrescope::ir::Program;
 use vyrescope::occupancy::{DeviceCaps, KernelResources};
 use vyrescope::tui::action::{Action, Cmd, Command};
 use vyrescope::tui::app::Tab;
-use vyrescope::tui::gpu::{Counters, Gpu, Parity, RunRecord, TuneRow};
+use vyrescope::tui::gpu::{Counters, Gpu, InputFolder, Parity, RunRecord, TuneRow};
 use vyrescope::tui::replay::perform;
 use vyrescope::tui::worker::Job;
 
@@ -40,11 +40,11 @@ impl Gpu for FakeGpu {
     fn dispatch(
         &mut self,
         program: &Program,
-        base_dir: &Path,
+        files: &InputFolder,
         opts: &EmitOptions,
     ) -> Result<RunRecord, String> {
         self.asked
-            .push((program.name.clone(), base_dir.to_path_buf(), opts.clone()));
+            .push((program.name.clone(), files.base.clone(), opts.clone()));
         let device_ms = 0.05 + self.next();
         let jit_ms = 1.0 + 10.0 * self.next();
         Ok(RunRecord {
@@ -65,7 +65,7 @@ impl Gpu for FakeGpu {
     fn tune(
         &mut self,
         _: &Program,
-        _: &Path,
+        _: &InputFolder,
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, String> {

@@ -10,7 +10,7 @@ use vyrescope::ir::Program;
 use vyrescope::occupancy::{DeviceCaps, KernelResources};
 use vyrescope::tui::action::{Action, Cmd, Command};
 use vyrescope::tui::app::App;
-use vyrescope::tui::gpu::{Counters, Gpu, Parity, RunRecord, TuneRow};
+use vyrescope::tui::gpu::{Counters, Gpu, InputFolder, Parity, RunRecord, TuneRow};
 use vyrescope::tui::highlight::Highlighter;
 use vyrescope::tui::replay::{apply, buffer_text, perform, render};
 use vyrescope::tui::update::refresh_estimate;
@@ -49,13 +49,18 @@ impl Gpu for NoGpu {
     fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
         None
     }
-    fn dispatch(&mut self, _: &Program, _: &Path, _: &EmitOptions) -> Result<RunRecord, String> {
+    fn dispatch(
+        &mut self,
+        _: &Program,
+        _: &InputFolder,
+        _: &EmitOptions,
+    ) -> Result<RunRecord, String> {
         Err(NO_DRIVER.into())
     }
     fn tune(
         &mut self,
         _: &Program,
-        _: &Path,
+        _: &InputFolder,
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, String> {

@@ -68,7 +68,7 @@ fn the_program_list_checks_every_file_in_the_background() {
         "{statuses:?}"
     );
     let job = first.iter().find_map(|c| match c {
-        Cmd::Job(Job::Validate { files }) => Some(files.clone()),
+        Cmd::Job(Job::Validate { files, .. }) => Some(files.clone()),
         _ => None,
     });
     assert_eq!(job.map(|f| f.len()), Some(3));

@@ -154,6 +154,8 @@ pub struct SweepRequest {
     pub repeat: u32,
     /// Per-launch timeout.
     pub timeout: Option<Duration>,
+    /// Folder `file` inputs may come from (`--root DIR`); None: the Program's folder only.
+    pub root: Option<std::path::PathBuf>,
 }
 
 /// How a previous worker ended (for messages and the fault check).
@@ -283,6 +285,7 @@ impl GpuWorker {
             program: text,
             file: format!("{}.json", program.name),
             base_dir: base_dir.to_path_buf(),
+            root: req.root.clone(),
             workgroup: req.workgroup,
             grid: req.grid,
             sm: req.sm,
@@ -336,6 +339,7 @@ impl GpuWorker {
             program: text,
             file: format!("{}.json", program.name),
             base_dir: base_dir.to_path_buf(),
+            root: req.root.clone(),
             sm: req.sm,
             candidates: req.candidates.clone(),
             repeat: req.repeat,

@@ -84,6 +84,9 @@ pub struct RunJob {
     pub file: String,
     /// Directory that `file` inputs are relative to.
     pub base_dir: PathBuf,
+    /// Folder `file` inputs may come from (`--root DIR`); None: `base_dir` only.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
     /// Workgroup size override.
     pub workgroup: Option<[u32; 3]>,
     /// Grid override.
@@ -109,6 +112,7 @@ impl RunJob {
             program: program_text,
             file: file.to_string(),
             base_dir,
+            root: None,
             workgroup: None,
             grid: None,
             sm: None,
@@ -141,6 +145,9 @@ pub struct TuneJob {
     pub file: String,
     /// Directory that `file` inputs are relative to.
     pub base_dir: PathBuf,
+    /// Folder `file` inputs may come from (`--root DIR`); None: `base_dir` only.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
     /// Target sm (None = the device's own).
     pub sm: Option<u32>,
     /// Workgroup sizes to try, in order.
@@ -472,6 +479,7 @@ mod tests {
                 program: job.program.clone(),
                 file: "k.json".into(),
                 base_dir: PathBuf::from("."),
+                root: Some(PathBuf::from("/data")),
                 sm: None,
                 candidates: vec![[32, 1, 1], [1024, 1, 1]],
                 repeat: 10,

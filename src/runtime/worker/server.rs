@@ -189,7 +189,7 @@ impl Worker<'_> {
         let program = parse(&job.program, &job.file)?;
         self.runtime()?;
         let req = RunRequest {
-            root: None,
+            root: job.root.clone(),
             workgroup: job.workgroup,
             grid: job.grid,
             sm: job.sm,
@@ -278,6 +278,7 @@ impl Worker<'_> {
                 repeat: job.repeat.max(1),
                 verify: true,
                 timeout: job.timeout_ms.map(Duration::from_millis),
+                root: job.root.clone(),
                 ..RunRequest::default()
             };
             let run = self.watched_run(&program, &job.base_dir, &req, i as u32, total);

@@ -51,9 +51,9 @@ pub enum EntryStatus {
 impl EntryStatus {
     /// Loads and validates `path` as opening it would (Program or pipeline): its status and
     /// whether it is a pipeline. Pure; runs on the worker.
-    pub fn check(path: &std::path::Path) -> (Self, bool) {
+    pub fn check(path: &std::path::Path, root: Option<&std::path::Path>) -> (Self, bool) {
         let pipeline = crate::ir::is_pipeline_file(path);
-        let status = match crate::tui::analysis::Document::load(path) {
+        let status = match crate::tui::analysis::Document::load(path, root) {
             Ok(doc) => EntryStatus::of(&doc.validation),
             Err(e) => EntryStatus::Failed(e),
         };
@@ -99,6 +99,9 @@ pub struct Programs {
     pub doc: Option<Document>,
     /// Why the selected program could not be opened.
     pub doc_error: Option<String>,
+    /// Folder every Program's `file` inputs must stay inside (`--root`); `None`: each
+    /// Program's own folder.
+    pub root: Option<PathBuf>,
 }
 
 impl Programs {
@@ -124,7 +127,7 @@ impl Programs {
         let Some(entry) = self.entries.get(i) else {
             return Loaded::Nothing;
         };
-        let loaded = match Document::load(&entry.path) {
+        let loaded = match Document::load(&entry.path, self.root.as_deref()) {
             Ok(doc) => {
                 self.entries[i].status = EntryStatus::of(&doc.validation);
                 self.entries[i].pipeline = doc.pipeline.is_some();
@@ -148,7 +151,7 @@ impl Programs {
         let Some(i) = self.current else {
             return Loaded::Nothing;
         };
-        match Document::load(&self.entries[i].path) {
+        match Document::load(&self.entries[i].path, self.root.as_deref()) {
             Ok(doc) => {
                 self.entries[i].status = EntryStatus::of(&doc.validation);
                 self.doc = Some(doc);

@@ -145,7 +145,7 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
         out.push(app.jobs.queue(job));
         return;
     }
-    let (program, base_dir, opts) = (doc.program.clone(), doc.base_dir(), app.emit_options());
+    let (program, files, opts) = (doc.program.clone(), doc.input_folder(), app.emit_options());
     // Re-running from the Run tab keeps its cursor and scroll offsets.
     if app.detail.tab != Tab::Run {
         app.detail.switch(Tab::Run.index());
@@ -153,7 +153,7 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
     let job = if tune {
         Job::Tune {
             program,
-            base_dir,
+            files,
             opts,
         }
     } else if app.jobs.devices.live.is_none() {
@@ -161,13 +161,13 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
         // the Program instead, and the Run tab labels the row so.
         Job::Reference {
             program,
-            base_dir,
+            files,
             opts,
         }
     } else {
         Job::Dispatch {
             program,
-            base_dir,
+            files,
             opts,
         }
     };
@@ -329,7 +329,8 @@ pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
 pub(super) fn check_files(app: &mut App, first: usize, out: &mut Vec<Cmd>) {
     let files = app.programs.to_check(first);
     if !files.is_empty() {
-        out.push(app.jobs.queue(Job::Validate { files }));
+        let root = app.programs.root.clone();
+        out.push(app.jobs.queue(Job::Validate { files, root }));
     }
 }
 
