@@ -68,7 +68,7 @@ impl Writer<'_> {
         r
     }
 
-    fn stmt_kind(&mut self, s: &Stmt) -> R<()> {
+    pub(super) fn stmt_kind(&mut self, s: &Stmt) -> R<()> {
         match &s.kind {
             StmtKind::Let { name, value } => self.let_stmt(name, value),
             StmtKind::Assign { name, value } => {

@@ -24,9 +24,12 @@
 //! index in range and simply takes the checked copy.
 //!
 //! A run is versioned when some group has two or more accesses (one check of its own would
-//! cost the same as the test). Runs with atomics or subgroup operations, runs inside a
-//! predicated short body, and runs longer than [`MAX_STMTS`] are left alone. The variables the
-//! run declares live in the fast copy's registers; the checked copy moves its values there.
+//! cost the same as the test). Statements with atomics or subgroup operations end a run, runs
+//! inside a predicated short body are left alone, and a run longer than [`MAX_STMTS`]
+//! statements or [`MAX_NODES`] expression nodes is versioned in pieces (both copies are
+//! emitted, so this bounds the code growth). The variables the run declares and the rest of
+//! the block reads live in the fast copy's registers; the checked copy moves its values
+//! there.
 
 use std::collections::HashSet;
 
@@ -38,8 +41,14 @@ use crate::ir::{BinOp, Expr, Scalar, ScalarType, Stmt, StmtKind};
 
 type R<T> = Result<T, EmitError>;
 
-/// Most statements a versioned run may have (both copies are emitted).
-const MAX_STMTS: usize = 24;
+/// Most statements a versioned run may have (both copies are emitted; a longer run is
+/// versioned in pieces).
+const MAX_STMTS: usize = 16;
+/// Most PTX instructions of a fast copy (a longer one, expensive math say, is rolled back:
+/// the run is emitted once, checked; the checks are then a small part of its cost).
+const MAX_FAST_INSTRS: usize = 64;
+/// Most expression nodes a versioned run may have.
+const MAX_NODES: usize = 160;
 
 /// The non-base part of an affine index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -88,6 +97,21 @@ fn versionable(s: &Stmt) -> bool {
         });
     }
     ok
+}
+
+/// Expression nodes of a `let` or `store`.
+fn stmt_nodes(s: &Stmt) -> usize {
+    let mut n = 0;
+    let mut count = |e: &Expr| e.visit(&mut |_| n += 1);
+    match &s.kind {
+        StmtKind::Let { value, .. } => count(value),
+        StmtKind::Store { index, value, .. } => {
+            count(index);
+            count(value);
+        }
+        _ => {}
+    }
+    n
 }
 
 /// Adds the variable names that `list` reads or assigns (nested bodies included).
@@ -161,14 +185,39 @@ impl Writer<'_> {
         self.range(e).and_then(|r| r.single()).map(|v| v as i64)
     }
 
-    /// `e` as base + term (candidates: both orders of `a + b` with two subjects).
+    /// `e` as base + term (candidates: both orders of `a + b` with two subjects); constant
+    /// terms stay within +-(2^32 - 1), so that the test's bounds are `u32` values.
     fn affine(&self, e: &Expr) -> Vec<Affine> {
+        let fits = |t: &Term| !matches!(t, Term::Const(c) if c.abs() > u32::MAX as i64);
+        let mut v = self.affine_any(e);
+        v.retain(|a| fits(&a.1));
+        v
+    }
+
+    fn affine_any(&self, e: &Expr) -> Vec<Affine> {
         let env = self.env(false);
         if let Some(k) = self.konst(e) {
             return vec![(None, Term::Const(k), None)];
         }
         if let Some(s) = env.subject(e) {
             return vec![(Some((s, e.clone())), Term::Const(0), None)];
+        }
+        // `(b + t) ± k`: the constant joins a constant term.
+        if let Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) = e {
+            if let Some(k) = self.konst(b) {
+                let k = if *op == BinOp::Sub { -k } else { k };
+                let inner: Vec<Affine> = self
+                    .affine(a)
+                    .into_iter()
+                    .filter_map(|(base, t, te)| match (base, t) {
+                        (Some(base), Term::Const(c)) => Some((Some(base), Term::Const(c + k), te)),
+                        _ => None,
+                    })
+                    .collect();
+                if !inner.is_empty() {
+                    return inner;
+                }
+            }
         }
         match e {
             Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
@@ -249,7 +298,13 @@ impl Writer<'_> {
                     for s in &list[i..start] {
                         self.stmt_then_facts(s)?;
                     }
-                    self.versioned(&list[start..end], &groups, &list[end..])?;
+                    let cp = self.checkpoint();
+                    if !self.versioned(&list[start..end], &groups, &list[end..])? {
+                        self.rollback(cp);
+                        for s in &list[start..end] {
+                            self.stmt_then_facts(s)?;
+                        }
+                    }
                     i = end;
                 }
                 None => {
@@ -267,7 +322,12 @@ impl Writer<'_> {
             return None;
         }
         let mut end = from;
+        let mut nodes = 0;
         while end < list.len() && versionable(&list[end]) && end - from < MAX_STMTS {
+            nodes += stmt_nodes(&list[end]);
+            if nodes > MAX_NODES && end > from {
+                break;
+            }
             end += 1;
         }
         // Candidate decompositions per access, with the statement holding it.
@@ -330,8 +390,15 @@ impl Writer<'_> {
     }
 
     /// Emits the test, the fast copy and the checked copy of `run`.
-    fn versioned(&mut self, run: &[Stmt], groups: &[Group], rest: &[Stmt]) -> R<()> {
+    /// Returns false, having emitted a fast copy longer than [`MAX_FAST_INSTRS`], for the
+    /// caller to roll back and emit the run once, checked.
+    fn versioned(&mut self, run: &[Stmt], groups: &[Group], rest: &[Stmt]) -> R<bool> {
+        // The test and the fast copy compute values the checked copy must not reuse.
+        self.caches.push(Default::default());
+        // The test belongs to the first statement, after its comment line.
         let prev = self.enter_node(&run[0].id);
+        let code = self.printed_code(&run[0].id);
+        self.comment(format!("{}: {code}", run[0].id));
         self.comment(format!(
             "fast path: one range test for {} accesses of {}",
             groups.iter().map(|g| g.terms.len()).sum::<usize>(),
@@ -361,19 +428,31 @@ impl Writer<'_> {
             None => return Err(EmitError::Internal("a versioned run without a test".into())),
         };
         self.ins(format!("@!{p} bra {slow}"));
-        self.leave_node(prev);
         self.stats.bounds_checks_versioned +=
             groups.iter().map(|g| g.terms.len() as u32).sum::<u32>();
 
         // The fast copy: its `let`s are declared in the enclosing scope; its cached values
         // vanish at the join (they are not computed on the checked path).
         self.divergent += 1;
-        self.caches.push(Default::default());
         self.fast = Some(fast);
-        let r = run.iter().try_for_each(|s| self.stmt(s));
+        let start = self.body.len();
+        let r = self.stmt_kind(&run[0]);
+        self.leave_node(prev);
+        let r = r.and_then(|()| run[1..].iter().try_for_each(|s| self.stmt(s)));
         self.fast = None;
         self.caches.pop();
-        r?;
+        if let Err(e) = r {
+            self.divergent -= 1;
+            return Err(e);
+        }
+        let fast_len = self.body[start..]
+            .iter()
+            .filter(|l| l.kind == super::writer::LineKind::Instr)
+            .count();
+        if fast_len > MAX_FAST_INSTRS {
+            self.divergent -= 1;
+            return Ok(false);
+        }
         // Only the variables the rest of the block uses need their values at the join.
         let mut later = HashSet::new();
         names_used(rest, &mut later);
@@ -423,7 +502,7 @@ impl Writer<'_> {
         let prev = self.enter_node(&run[run.len() - 1].id);
         self.label(&join);
         self.leave_node(prev);
-        Ok(())
+        Ok(true)
     }
 
     /// Emits the range test of one group, records what it proves, and pushes its predicates.
@@ -516,7 +595,13 @@ impl Writer<'_> {
                 preds.push(p.text());
             }
         }
-        fast.windows.push((base.clone(), -cn, cp));
+        // Address operands carry the offset as a signed 32-bit value: only that part of the
+        // window is recorded, so an offset found in it is the term itself.
+        fast.windows.push((
+            base.clone(),
+            (-cn).max(i32::MIN as i64 + 1),
+            cp.min(i32::MAX as i64),
+        ));
         Ok(())
     }
 }
