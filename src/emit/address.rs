@@ -172,9 +172,28 @@ impl Writer<'_> {
             // `mul.wide` + `add.s64` rather than one `mad.wide.u32`: ptxas (CUDA 13, sm_90)
             // turns the latter into a shift, a high multiply and a 64-bit add pair (or
             // LEA + LEA.HI.X) per address, the former into one IMAD.WIDE.U32.
-            let off = self.reg_class(RegClass::B64);
+            // The byte offset is shared by every buffer of this element size (as nvcc does).
+            let ix = Val::Reg {
+                name: index_reg.clone(),
+                ty: crate::ir::ScalarType::U32,
+                fresh: false,
+            };
+            let key = self.op_key(&format!("mul.wide {size}"), &[&ix]);
+            let off = match self.reuse(&key) {
+                Some(v) => v.text(),
+                None => {
+                    let off = self.reg_class(RegClass::B64);
+                    self.ins(format!("mul.wide.u32 {off}, {index_reg}, {size}"));
+                    let v = Val::Reg {
+                        name: off.clone(),
+                        ty: crate::ir::ScalarType::U64,
+                        fresh: false,
+                    };
+                    self.remember(key, &v);
+                    off
+                }
+            };
             let a = self.reg_class(RegClass::B64);
-            self.ins(format!("mul.wide.u32 {off}, {index_reg}, {size}"));
             self.ins(format!("add.s64 {a}, {base}, {off}"));
             a
         } else {
