@@ -561,7 +561,7 @@ impl Writer<'_> {
                 });
             }
             // The constant last, as the immediate operand.
-            let k = (k > 0).then(|| Val::Imm(Scalar::U32(k as u32)));
+            let k = (k > 0).then_some(Val::Imm(Scalar::U32(k as u32)));
             Ok(match (acc, k) {
                 (Some(a), Some(k)) => Some(w.binary_ir(BinOp::Max, a, k)?),
                 (a, k) => a.or(k),
