@@ -81,6 +81,7 @@ pub mod source_map;
 mod stmt;
 mod subgroup;
 pub mod unroll;
+mod version;
 mod writer;
 
 use writer::{LineKind, Writer, EPILOGUE};
@@ -172,6 +173,10 @@ pub struct EmitStats {
     /// Bounds checks proven unnecessary and left out (an access in a `select` arm whose
     /// condition proves it counts here too: it runs under that condition's predicate).
     pub bounds_checks_elided: u32,
+    /// Accesses given a versioned fast path: one range test for a group of accesses, an
+    /// unchecked copy of their statements where it passes and the checked copy elsewhere
+    /// (those checks also count as emitted, the fast copies as elided).
+    pub bounds_checks_versioned: u32,
     /// Loops fully unrolled (constant trip count within the [`unroll`] limits).
     pub loops_unrolled: u32,
     /// PTX instruction lines.

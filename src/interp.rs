@@ -55,6 +55,7 @@
 
 pub(crate) mod compile;
 pub(crate) mod exec;
+pub mod float_sums;
 pub(crate) mod memory;
 pub mod pipeline;
 
@@ -63,7 +64,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::inputs::{HostBuffer, LaunchShape};
-use crate::ir::{NodeId, Program};
+use crate::ir::{ElemType, NodeId, Program};
 
 /// Default step budget: 2^32 steps. Measured in release on the 2-core build machine (under
 /// load): the costliest steps (one lane looping over a one-statement body, or a store by every
@@ -171,7 +172,20 @@ pub fn run_with(
     buffers: &mut [HostBuffer],
     options: &Options,
 ) -> Result<InterpStats, InterpError> {
-    run_units(program, shape, buffers, options, 1)
+    run_units(program, shape, buffers, options, 1, None)
+}
+
+/// Like [`run_with`], and also returns the float atomic sums of the buffers that only float
+/// atomic adds write ([`float_sums`]): what an order-independent result check needs.
+pub fn run_with_sums(
+    program: &Program,
+    shape: &LaunchShape,
+    buffers: &mut [HostBuffer],
+    options: &Options,
+) -> Result<(InterpStats, float_sums::FloatSums), InterpError> {
+    let mut sums = float_sums::FloatSums::default();
+    let stats = run_units(program, shape, buffers, options, 1, Some(&mut sums))?;
+    Ok((stats, sums))
 }
 
 /// Like [`run_with`], but runs only every `every`-th unit of workgroups (units are runs of
@@ -186,7 +200,7 @@ pub fn run_sampled(
     options: &Options,
     every: u64,
 ) -> Result<InterpStats, InterpError> {
-    run_units(program, shape, buffers, options, every.max(1))
+    run_units(program, shape, buffers, options, every.max(1), None)
 }
 
 fn run_units(
@@ -195,6 +209,7 @@ fn run_units(
     buffers: &mut [HostBuffer],
     options: &Options,
     every: u64,
+    sums: Option<&mut float_sums::FloatSums>,
 ) -> Result<InterpStats, InterpError> {
     shape.check().map_err(|e| InterpError {
         code: "I001",
@@ -205,6 +220,11 @@ fn run_units(
     let elaborated = crate::ir::elaborate(program);
     let code = compile::compile(&elaborated)?;
 
+    let float_targets = if sums.is_some() {
+        float_sums::float_add_targets(&elaborated)
+    } else {
+        Default::default()
+    };
     let mut mems = Vec::with_capacity(code.globals.len());
     let mut slots = Vec::with_capacity(code.globals.len());
     for g in &code.globals {
@@ -240,7 +260,11 @@ fn run_units(
                 fix: "use at most 4294967295 elements".into(),
             });
         }
-        mems.push(memory::Memory::from_bytes(b.elem, &b.data));
+        let mut m = memory::Memory::from_bytes(b.elem, &b.data);
+        if sums.is_some() && float_targets.contains(&g.name) {
+            m.float_log = Some(float_sums::Log::new(m.len));
+        }
+        mems.push(m);
         slots.push(i);
     }
 
@@ -301,6 +325,26 @@ fn run_units(
         }
     }
 
+    if let Some(sums) = sums {
+        for ((g, m), &i) in code.globals.iter().zip(&mems).zip(&slots) {
+            if let Some(log) = &m.float_log {
+                let b = &buffers[i];
+                let initial = |k: usize| {
+                    let n = b.elem.size_bytes();
+                    let mut w = [0u8; 8];
+                    w[..n].copy_from_slice(&b.data[k * n..k * n + n]);
+                    match b.elem {
+                        ElemType::F32 => {
+                            (f32::from_bits(u64::from_le_bytes(w) as u32) as f64).abs()
+                        }
+                        ElemType::F64 => f64::from_bits(u64::from_le_bytes(w)).abs(),
+                        _ => 0.0,
+                    }
+                };
+                sums.buffers.insert(g.name.clone(), log.finish(initial));
+            }
+        }
+    }
     for ((g, m), &i) in code.globals.iter().zip(&mems).zip(&slots) {
         if g.writable {
             m.write_bytes(&mut buffers[i].data);

@@ -70,6 +70,8 @@ def kernels_table(d, rounds):
                     else:
                         state = "ok" if p["passed"] else "FAILED"
                         vs_check = f"{state}: {kb.get('reference_run', 'full')}, {p['mismatches']} of {p['compared']} differ"
+                        if p.get("order_bounded"):
+                            vs_check += f" ({p['order_bounded']} float atomic sums within the order bound)"
             if n and v:
                 ratios.append(kb["device_ms"]["median_ms"] / n["median_ms"])
         med = lambda xs: statistics.median(xs) if xs else float("nan")

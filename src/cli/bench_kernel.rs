@@ -130,11 +130,19 @@ pub fn run(a: &Args) -> i32 {
         );
         match &bench.parity {
             Some(p) => outln!(
-                "parity with the reference interpreter ({}): {} ({} of {} elements differ)",
+                "parity with the reference interpreter ({}): {} ({} of {} elements differ{})",
                 bench.reference_run,
                 if p.passed { "ok" } else { "FAILED" },
                 p.mismatches,
-                p.compared
+                p.compared,
+                if p.order_bounded > 0 {
+                    format!(
+                        "; {} float atomic sums differ within the order bound",
+                        p.order_bounded
+                    )
+                } else {
+                    String::new()
+                }
             ),
             None => outln!("parity with the reference interpreter: not checked (--no-verify)"),
         }

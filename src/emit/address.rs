@@ -118,10 +118,13 @@ impl Writer<'_> {
     /// True when `base + off` provably does not wrap in `u32` (unconditional facts only:
     /// the address is computed whatever a `select` condition is).
     fn wrapping_free(&self, base: &Expr, off: u32) -> bool {
+        let off = off as i32 as i64;
+        if self.fast_no_wrap(base, off) {
+            return true;
+        }
         let Some(r) = self.range(base) else {
             return false;
         };
-        let off = off as i32 as i64;
         r.lo as i64 + off >= 0 && r.hi as i64 + off <= u32::MAX as i64
     }
 
@@ -166,8 +169,32 @@ impl Writer<'_> {
         }
         let a = if host {
             let base = self.buffer_ptr_reg(&d.name);
+            // `mul.wide` + `add.s64` rather than one `mad.wide.u32`: ptxas (CUDA 13, sm_90)
+            // turns the latter into a shift, a high multiply and a 64-bit add pair (or
+            // LEA + LEA.HI.X) per address, the former into one IMAD.WIDE.U32.
+            // The byte offset is shared by every buffer of this element size (as nvcc does).
+            let ix = Val::Reg {
+                name: index_reg.clone(),
+                ty: crate::ir::ScalarType::U32,
+                fresh: false,
+            };
+            let key = self.op_key(&format!("mul.wide {size}"), &[&ix]);
+            let off = match self.reuse(&key) {
+                Some(v) => v.text(),
+                None => {
+                    let off = self.reg_class(RegClass::B64);
+                    self.ins(format!("mul.wide.u32 {off}, {index_reg}, {size}"));
+                    let v = Val::Reg {
+                        name: off.clone(),
+                        ty: crate::ir::ScalarType::U64,
+                        fresh: false,
+                    };
+                    self.remember(key, &v);
+                    off
+                }
+            };
             let a = self.reg_class(RegClass::B64);
-            self.ins(format!("mad.wide.u32 {a}, {index_reg}, {size}, {base}"));
+            self.ins(format!("add.s64 {a}, {base}, {off}"));
             a
         } else {
             let base = self.shared_base_reg(&d.name);

@@ -25,22 +25,25 @@ const SHORT_EXPR_NODES: usize = 24;
 impl Writer<'_> {
     /// Lowers a statement list in order.
     pub fn stmts(&mut self, list: &[Stmt]) -> R<()> {
-        for s in list {
-            self.stmt(s)?;
-            // An `if` whose one branch always returns proves the other branch's condition
-            // for the rest of this block.
-            if let StmtKind::If {
-                cond,
-                then,
-                otherwise,
-                ..
-            } = &s.kind
-            {
-                match (always_returns(then), always_returns(otherwise)) {
-                    (true, false) => self.assume(cond, false),
-                    (false, true) => self.assume(cond, true),
-                    _ => {}
-                }
+        self.stmts_versioned(list)
+    }
+
+    /// Lowers one statement of a list and adds the facts it establishes for the rest.
+    pub(super) fn stmt_then_facts(&mut self, s: &Stmt) -> R<()> {
+        self.stmt(s)?;
+        // An `if` whose one branch always returns proves the other branch's condition
+        // for the rest of this block.
+        if let StmtKind::If {
+            cond,
+            then,
+            otherwise,
+            ..
+        } = &s.kind
+        {
+            match (always_returns(then), always_returns(otherwise)) {
+                (true, false) => self.assume(cond, false),
+                (false, true) => self.assume(cond, true),
+                _ => {}
             }
         }
         Ok(())
@@ -65,7 +68,7 @@ impl Writer<'_> {
         r
     }
 
-    fn stmt_kind(&mut self, s: &Stmt) -> R<()> {
+    pub(super) fn stmt_kind(&mut self, s: &Stmt) -> R<()> {
         match &s.kind {
             StmtKind::Let { name, value } => self.let_stmt(name, value),
             StmtKind::Assign { name, value } => {

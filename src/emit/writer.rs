@@ -183,6 +183,8 @@ pub(super) struct Writer<'p> {
     pub stats: EmitStats,
     /// Per-owner counter for helper labels (`$L_body2_k3`).
     label_seq: HashMap<usize, u32>,
+    /// What the run being emitted as a versioned fast path may rely on (`version.rs`).
+    pub fast: Option<super::version::FastPath>,
 }
 
 impl<'p> Writer<'p> {
@@ -253,6 +255,7 @@ impl<'p> Writer<'p> {
             special: HashMap::new(),
             stats: EmitStats::default(),
             label_seq: HashMap::new(),
+            fast: None,
         }
     }
 

@@ -471,6 +471,9 @@ impl Unit {
                         let old = mem.rmw(at, |raw| {
                             encode(elem, atomic_op(*op, *ty, decode(elem, raw), v, x))
                         });
+                        if let Some(log) = &mem.float_log {
+                            log.add(at, float_magnitude(*ty, v));
+                        }
                         decode(elem, old)
                     };
                 });
@@ -601,6 +604,15 @@ fn split(lanes: &Lanes, c: &[u64]) -> (Lanes, Lanes) {
         }
     }
     (Lanes::List(t), Lanes::List(f))
+}
+
+/// `|v|` of a float register value (0 for other types).
+fn float_magnitude(ty: ScalarType, v: u64) -> f64 {
+    match ty {
+        ScalarType::F32 => (f32::from_bits(v as u32) as f64).abs(),
+        ScalarType::F64 => f64::from_bits(v).abs(),
+        _ => 0.0,
+    }
 }
 
 /// An `f32` in register form with a subnormal value replaced by a zero of its sign.

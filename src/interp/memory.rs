@@ -22,6 +22,8 @@ pub(crate) struct Memory {
     pub(crate) len: usize,
     w32: Vec<AtomicU32>,
     w64: Vec<AtomicU64>,
+    /// The float atomic add log, for buffers only float atomic adds write (`float_sums`).
+    pub(crate) float_log: Option<super::float_sums::Log>,
 }
 
 const R: Ordering = Ordering::Relaxed;
@@ -46,6 +48,7 @@ impl Memory {
             len,
             w32,
             w64,
+            float_log: None,
         }
     }
 
@@ -80,6 +83,7 @@ impl Memory {
             len,
             w32,
             w64,
+            float_log: None,
         }
     }
 

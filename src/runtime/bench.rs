@@ -287,8 +287,9 @@ impl Runtime {
             Verify::Off => (None, "off".to_string()),
             Verify::Full => {
                 let mut reference = buffers.clone();
-                crate::interp::run_with(p, &shape, &mut reference, &interp_opts)?;
-                let parity = parity::compare(&gpu, &reference, tolerance_for(p));
+                let (_, sums) =
+                    crate::interp::run_with_sums(p, &shape, &mut reference, &interp_opts)?;
+                let parity = parity::compare_with(&gpu, &reference, tolerance_for(p), Some(&sums));
                 (Some(parity), "full".to_string())
             }
             Verify::Sampled(every) => {

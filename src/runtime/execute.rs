@@ -162,8 +162,9 @@ impl Runtime {
         let mut buffers = prepared.buffers;
         let reference = if req.verify {
             let mut r = buffers.clone();
-            crate::interp::run(program, &shape, &mut r)?;
-            Some(r)
+            let opts = crate::interp::Options::default();
+            let (_, sums) = crate::interp::run_with_sums(program, &shape, &mut r, &opts)?;
+            Some((r, sums))
         } else {
             None
         };
@@ -196,8 +197,8 @@ impl Runtime {
             &opts,
         )?;
         phase(RunPhase::Host);
-        let parity = reference.map(|r| {
-            let p = parity::compare(&buffers, &r, tolerance_for(program));
+        let parity = reference.map(|(r, sums)| {
+            let p = parity::compare_with(&buffers, &r, tolerance_for(program), Some(&sums));
             if p.passed {
                 self.telemetry.parity_passed += 1;
             } else {

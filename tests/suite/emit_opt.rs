@@ -124,10 +124,11 @@ fn reduce_sum_is_unrolled_with_constant_offsets_and_no_shared_checks() {
         (k.stats.bounds_checks_emitted, k.stats.bounds_checks_elided),
         (1, 27)
     );
-    // The body reads like nvcc's: fewer instructions than the rolled loop.
+    // The body reads like nvcc's: fewer instructions than the rolled loop (a global address
+    // is `mul.wide` + `add.s64`, one IMAD.WIDE.U32 after ptxas).
     let rolled = emit(&p, &opts(&p, false)).expect("emits");
     assert!(
-        k.stats.instructions < 80 && rolled.stats.instructions < 40,
+        k.stats.instructions < 80 && rolled.stats.instructions < 42,
         "{} unrolled, {} rolled",
         k.stats.instructions,
         rolled.stats.instructions
@@ -318,17 +319,26 @@ fn constant_offsets_on_global_memory_need_a_no_wrap_proof() {
             {"store": "y", "index": {"add": ["t", 2]}, "value": 2.0},
             {"store": "y", "index": {"sub": [{"add": ["t", 3]}, 1]}, "value": 3.0}]"#,
     );
-    assert_eq!(count(&k.ptx, "mad.wide.u32"), 1, "{}", k.ptx);
-    assert!(k.ptx.contains("+4], ") && k.ptx.contains("+8], "));
-    assert_eq!(count(&k.ptx, "+8], "), 2, "t + 3 - 1 is t + 2");
-    // gid.x + 1 may wrap: the index is computed in full for each access.
+    // Both copies of the versioned run (fast and checked, see `version.rs`) compute the
+    // address of `t` once and add the offsets in the operand.
+    let (fast, checked) = k.ptx.split_once("_checked:").expect("a versioned run");
+    for copy in [fast, checked] {
+        assert_eq!(count(copy, "mul.wide.u32"), 1, "{}", k.ptx);
+        assert!(copy.contains("+4], ") && copy.contains("+8], "));
+        assert_eq!(count(copy, "+8], "), 2, "t + 3 - 1 is t + 2");
+    }
+    // gid.x + 1 may wrap: the checked copy computes the index in full for each access; the
+    // fast copy runs only where its test proved `g + 2 < len(y)` without wrapping.
     let k = emitted(
         r#"[{"let": "g", "value": {"gid": "x"}},
             {"store": "y", "index": {"add": ["g", 1]}, "value": 1.0},
             {"store": "y", "index": {"add": ["g", 2]}, "value": 2.0}]"#,
     );
-    assert_eq!(count(&k.ptx, "mad.wide.u32"), 2);
-    assert!(!k.ptx.contains("+4]") && !k.ptx.contains("+8]"));
+    let (fast, checked) = k.ptx.split_once("_checked:").expect("a versioned run");
+    assert_eq!(count(checked, "mul.wide.u32"), 2, "{}", k.ptx);
+    assert!(!checked.contains("+4]") && !checked.contains("+8]"));
+    assert_eq!(count(fast, "mul.wide.u32"), 1, "{}", k.ptx);
+    assert!(fast.contains("+4], ") && fast.contains("+8], "));
 }
 
 #[test]
@@ -660,4 +670,114 @@ fn unsigned_div_rem_by_powers_of_two_are_shifts_and_masks() {
     );
     assert!(ins.iter().any(|l| l.starts_with("div.s32")), "{}", k.ptx);
     assert!(!ins.iter().any(|l| l.starts_with("rem.u32")), "{}", k.ptx);
+}
+
+/// The stencil's five `src` neighbours and its `out` store share one range test; the fast
+/// copy loads without predicates and addresses `idx +- 1` as `[a+-4]`, the checked copy keeps
+/// one compare and a zeroed destination per load (see `emit/version.rs`).
+#[test]
+fn stencil_neighbours_share_one_range_test_with_a_checked_copy() {
+    let p = fixture("stencil5_f32");
+    let k = emit(&p, &opts(&p, true)).expect("emits");
+    // dims[0], dims[1]; src at idx, idx -+ w, idx +- 1 and out[idx]: 2 + 6 versioned.
+    assert_eq!(k.stats.bounds_checks_versioned, 8, "{}", k.ptx);
+    let src_len = reg_of(&k.ptx, "[param_src_len]");
+    let out_len = reg_of(&k.ptx, "[param_out_len]");
+    let (_, inner) = k
+        .ptx
+        .split_once("$L_body6_else:")
+        .expect("the interior branch");
+    let (fast, checked) = inner.split_once("_checked:").expect("a checked copy");
+    // The test: max(w, 1), idx >= it, idx + it not wrapping and below len(src), idx < len(out).
+    assert_eq!(count(fast, "max.u32"), 1, "{fast}");
+    assert_eq!(count(fast, &format!(", {src_len};")), 1, "{fast}");
+    assert_eq!(count(fast, &format!(", {out_len};")), 1, "{fast}");
+    assert_eq!(count(fast, "setp."), 4, "{fast}");
+    // Fast copy: five unpredicated loads, the +-1 neighbours off the centre's address.
+    let loads: Vec<&str> = instructions(fast)
+        .into_iter()
+        .filter(|l| l.contains("ld.global.nc.f32"))
+        .collect();
+    assert_eq!(loads.len(), 5, "{fast}");
+    assert!(loads.iter().all(|l| l.starts_with("ld.")), "{loads:?}");
+    assert!(
+        loads.iter().any(|l| l.ends_with("+4];")) && loads.iter().any(|l| l.ends_with("+-4];"))
+    );
+    assert!(instructions(fast)
+        .iter()
+        .any(|l| l.starts_with("st.global.f32")));
+    // Checked copy: each load under its own compare against len(src), the store under one
+    // against len(out).
+    let checked = checked.split("_joined:").next().unwrap_or_default();
+    assert_eq!(count(checked, &format!(", {src_len};")), 5, "{checked}");
+    assert_eq!(
+        count(checked, ", 0f00000000;"),
+        5,
+        "a zeroed destination per load"
+    );
+    assert_eq!(count(fast, ", 0f00000000;"), 0, "{fast}");
+    assert_eq!(
+        instructions(checked)
+            .iter()
+            .filter(|l| l.starts_with("@%p") && l.contains("ld.global.nc.f32"))
+            .count(),
+        5
+    );
+    assert!(instructions(checked)
+        .iter()
+        .any(|l| l.starts_with("@%p") && l.contains("st.global.f32")));
+}
+
+/// The fast path's test as emitted, in `u32` arithmetic: `b >= L`, `s = b + H` (wrapping),
+/// `s >= H`, `s < len`. Whenever it holds, every index `b - t` (`t <= L`) and `b + t`
+/// (`t <= H`) computed in wrapping `u32` is below `len` and equals the exact integer.
+#[test]
+fn the_fast_path_test_implies_every_index_in_range() {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Half small, half anywhere in u32, to reach the wrapping corners.
+        if x & 1 == 0 {
+            (x >> 8) % m.max(1)
+        } else {
+            (x >> 16) & 0xffff_ffff
+        }
+    };
+    let (mut passed, mut failed) = (0, 0);
+    for _ in 0..200_000 {
+        let b = next(1 << 12) as u32;
+        let len = next(1 << 13) as u32;
+        let terms: Vec<(bool, u32)> = (0..4).map(|_| (next(2) == 0, next(64) as u32)).collect();
+        let lo = terms.iter().filter(|t| t.0).map(|t| t.1).max();
+        let hi = terms
+            .iter()
+            .filter(|t| !t.0)
+            .map(|t| t.1)
+            .max()
+            .unwrap_or(0);
+        let s = b.wrapping_add(hi);
+        let test = lo.is_none_or(|l| b >= l) && s >= hi && s < len;
+        if !test {
+            failed += 1;
+            continue;
+        }
+        passed += 1;
+        for (minus, t) in &terms {
+            let (idx, exact) = if *minus {
+                (b.wrapping_sub(*t), b as i64 - *t as i64)
+            } else {
+                (b.wrapping_add(*t), b as i64 + *t as i64)
+            };
+            assert!(
+                idx < len && idx as i64 == exact,
+                "b={b} len={len} {terms:?}"
+            );
+        }
+    }
+    assert!(
+        passed > 1000 && failed > 1000,
+        "{passed} passed, {failed} failed"
+    );
 }

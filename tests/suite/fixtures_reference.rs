@@ -378,6 +378,52 @@ fn check_stencil5_f32(r: &Run) {
     assert_f32("out", &f32s(r.output("out")), &want);
 }
 
+fn check_bounds_fast_path(r: &Run) {
+    let (p, q, src) = (u32s(r.input("p")), u32s(r.input("q")), u32s(r.input("src")));
+    assert_eq!((p.len(), q.len(), src.len()), (1, 2, 200));
+    // Out of range loads read 0 (the index arithmetic wraps in u32 first).
+    let at = |v: &[u32], i: u32| v.get(i as usize).copied().unwrap_or(0);
+    let (k, j, a, b) = (at(&p, 0), at(&p, 1), at(&q, 0), at(&q, 1));
+    assert_eq!((k, j, a, b), (5, 0, 3, 7));
+    let threads = r.shape.invocations() as u32;
+    let mut out = vec![0u32; u32s(r.output("out")).len()];
+    let mut out2 = vec![0u32; u32s(r.output("out2")).len()];
+    let mut outside = 0;
+    for i in 0..threads {
+        let c = at(&src, i);
+        let n = at(&src, i.wrapping_sub(k));
+        let s = at(&src, i.wrapping_add(k));
+        let e = at(&src, i.wrapping_add(1));
+        let w = at(&src, i.wrapping_sub(1));
+        outside += [i, i.wrapping_sub(k), i + k, i + 1, i.wrapping_sub(1)]
+            .iter()
+            .filter(|&&x| x as usize >= src.len())
+            .count();
+        let v = if c & 1 == 1 {
+            c.wrapping_add(n.wrapping_mul(3))
+                .wrapping_add(s.wrapping_mul(5))
+                .wrapping_add(e.wrapping_mul(7).wrapping_add(w.wrapping_mul(11)))
+                .wrapping_add(j.wrapping_add(a.wrapping_mul(b)))
+        } else {
+            (n ^ s).wrapping_sub(e.wrapping_add(w))
+        };
+        // Out of range stores are dropped.
+        if let Some(o) = out.get_mut(i as usize) {
+            *o = v;
+        }
+        let t = i * 2;
+        if let Some(o) = out2.get_mut(t as usize) {
+            *o = c.wrapping_add(k);
+        }
+        if let Some(o) = out2.get_mut(t as usize + 1) {
+            *o = n.wrapping_add(a);
+        }
+    }
+    assert!(outside > 100 && threads as usize > out.len() && 2 * threads as usize > out2.len());
+    assert_same("out", &u32s(r.output("out")), &out);
+    assert_same("out2", &u32s(r.output("out2")), &out2);
+}
+
 fn check_warp_scan_u32(r: &Run) {
     let x = u32s(r.input("x"));
     let mut want = vec![0u32; x.len()];
@@ -859,6 +905,7 @@ fixtures! {
     histogram_u8_relaxed => check_histogram_u8,
     matmul_tiled_f32 => check_matmul_tiled_f32,
     stencil5_f32 => check_stencil5_f32,
+    bounds_fast_path => check_bounds_fast_path,
     warp_scan_u32 => check_warp_scan_u32,
     grid_two_phase_u32 => check_grid_two_phase_u32,
     grid_barrier_loop_u32 => check_grid_barrier_loop_u32,

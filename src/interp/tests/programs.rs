@@ -388,6 +388,68 @@ fn atomics_histogram_across_parallel_workgroups() {
 }
 
 #[test]
+fn float_atomic_sums_are_logged_for_buffers_only_float_adds_write() {
+    // f: only f32 atomic adds (logged); g: an add and an exchange (not logged); h: an add and
+    // a store (not logged); c: an integer counter (not logged).
+    let p = program(
+        r#"{"name": "a", "binding": 0, "access": "read", "type": "f32"},
+           {"name": "f", "binding": 1, "access": "read_write", "type": "f32"},
+           {"name": "g", "binding": 2, "access": "read_write", "type": "f32"},
+           {"name": "h", "binding": 3, "access": "read_write", "type": "f32"},
+           {"name": "c", "binding": 4, "access": "read_write", "type": "u32"}"#,
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "a"}]}, "then": [
+             {"let": "v", "value": {"load": "a", "index": "i"}},
+             {"let": "x", "value": {"atomic": "add", "buffer": "f", "index": {"and": ["i", 3]}, "value": "v"}},
+             {"let": "y", "value": {"atomic": "add", "buffer": "f", "index": 9, "value": "v"}},
+             {"let": "z", "value": {"atomic": "add", "buffer": "g", "index": 0, "value": "v"}},
+             {"let": "e", "value": {"atomic": "exchange", "buffer": "g", "index": 1, "value": "v"}},
+             {"let": "u", "value": {"atomic": "add", "buffer": "h", "index": 0, "value": "v"}},
+             {"store": "h", "index": 1, "value": "v"},
+             {"let": "k", "value": {"atomic": "add", "buffer": "c", "index": 0, "value": 1}}]}"#,
+        [64, 1, 1],
+        r#"{"elements": 5000, "inputs": {"a": {"fill": "random", "seed": 5, "range": [-3.0, 3.0]},
+            "f": {"data": [0.5, -2.0, 0.0, 1.0, 7.0]}, "g": {"len": 2, "fill": "zeros"},
+            "h": {"len": 2, "fill": "zeros"}, "c": {"len": 1, "fill": "zeros"}}}"#,
+    );
+    assert_eq!(
+        crate::interp::float_sums::float_add_targets(&crate::ir::elaborate(&p))
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec!["f".to_string()]
+    );
+    let mut r = prepare(&p, Path::new("."), None, None).unwrap();
+    let a = f32s(&r.buffers[0]);
+    let (_, sums) =
+        crate::interp::run_with_sums(&p, &r.shape, &mut r.buffers, &Options::default()).unwrap();
+    assert_eq!(sums.buffers.keys().collect::<Vec<_>>(), vec!["f"]);
+    let f = &sums.buffers["f"];
+    assert_eq!(f.len(), 5);
+    let init = [0.5f64, 2.0, 0.0, 1.0, 7.0];
+    for (k, e) in f.iter().enumerate().take(4) {
+        let terms: Vec<f64> = a
+            .iter()
+            .skip(k)
+            .step_by(4)
+            .map(|&v| v.abs() as f64)
+            .collect();
+        assert_eq!(e.adds, terms.len() as u64, "element {k}");
+        let exact = init[k] + terms.iter().sum::<f64>();
+        assert!(
+            e.magnitude >= exact && e.magnitude <= exact * (1.0 + 1e-12),
+            "{k}: {e:?} vs {exact}"
+        );
+    }
+    // Index 9 is out of range (dropped, not logged); element 4 received nothing.
+    assert_eq!(f[4].adds, 0);
+    assert!(f[4].magnitude >= 7.0 && f[4].magnitude < 7.0 * (1.0 + 1e-12));
+    // The same run without the log writes the same buffers.
+    let mut plain = prepare(&p, Path::new("."), None, None).unwrap();
+    run(&p, &plain.shape, &mut plain.buffers).unwrap();
+    assert_eq!(plain.buffers[4].data, r.buffers[4].data);
+}
+
+#[test]
 fn atomic_old_values_cas_exchange_and_workgroup_atomics() {
     // One workgroup: every thread takes a ticket; tickets are a permutation of 0..64.
     let p = program(

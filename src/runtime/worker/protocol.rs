@@ -536,6 +536,7 @@ mod tests {
                 reference: "2.0".into(),
             }],
             max_ulps_seen: 0,
+            order_bounded: 0,
             passed: false,
         };
         let outcome = RunOutcome {
