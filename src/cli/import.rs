@@ -87,7 +87,11 @@ pub fn run(a: &Args) -> i32 {
         };
         // The Program goes in as written (its key order matters to the parser: a statement's
         // first key names its kind), not through a key-sorting `serde_json::Value`.
-        let program = if a.out.is_some() { "null" } else { json.as_str() };
+        let program = if a.out.is_some() {
+            "null"
+        } else {
+            json.as_str()
+        };
         outln!("{},\"program\":{program}}}", head.trim_end_matches('}'));
     } else {
         if a.out.is_none() {

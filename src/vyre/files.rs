@@ -41,7 +41,10 @@ pub fn decode(path: &Path, bytes: &[u8], format: ForeignFormat) -> Result<VyrePr
 /// A vyre decoder failure as our error: vyre's own `Fix:` hint when it gives one.
 fn decode_error(path: &Path, format: ForeignFormat, failure: &str) -> ParseError {
     let (message, fix) = match failure.split_once("Fix:") {
-        Some((m, f)) => (m.trim().trim_end_matches('.').to_string(), f.trim().to_string()),
+        Some((m, f)) => (
+            m.trim().trim_end_matches('.').to_string(),
+            f.trim().to_string(),
+        ),
         None => (
             failure.trim().to_string(),
             "the file is damaged or not a vyre Program: write it again from vyre \

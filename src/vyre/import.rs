@@ -25,8 +25,8 @@ use vyre_foundation::ir::{
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::{
-    Access, BarrierScope, BinOp, Builtin, BufferDecl, ElemType, Expr, Fill, InputSource,
-    InputSpec, Literal, NodeId, Program, RunSpec, Scalar, ScalarType, Stmt, StmtKind,
+    Access, BarrierScope, BinOp, BufferDecl, Builtin, ElemType, Expr, Fill, InputSource, InputSpec,
+    Literal, NodeId, Program, RunSpec, Scalar, ScalarType, Stmt, StmtKind,
 };
 
 mod expr;
@@ -78,9 +78,7 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
         }
     );
     for (ours, generator, theirs) in &cx.regions {
-        doc.push_str(&format!(
-            " {ours}: vyre region `{generator}` ({theirs})."
-        ));
+        doc.push_str(&format!(" {ours}: vyre region `{generator}` ({theirs})."));
     }
     cx.summary_notes();
     let program = Program {
@@ -224,8 +222,7 @@ impl Cx {
                     format!(
                         "vyre {place} (`{}`): element type `{}` has no vyrescope equivalent \
                          (element types: bool u8 i8 u16 i16 u32 i32 u64 i64 f16 f32 f64)",
-                        b.name,
-                        b.element
+                        b.name, b.element
                     ),
                     "store the data in one of those element types in the vyre Program",
                 );
@@ -236,7 +233,8 @@ impl Cx {
                 name.push('_');
             }
             if name != *b.name {
-                self.renamed.insert(format!("buffer `{}` -> `{name}`", b.name));
+                self.renamed
+                    .insert(format!("buffer `{}` -> `{name}`", b.name));
             }
             self.buffer_names.insert(b.name.to_string(), name.clone());
             let (binding, count) = if access == Access::Workgroup {
@@ -287,7 +285,12 @@ impl Cx {
             MemoryKind::Shared => return Some(Access::Workgroup),
             MemoryKind::Local => {
                 let m = refuse("(per-invocation scratch) has no vyrescope equivalent; vyre's PTX backend refuses it too");
-                self.error("VY003", None, m, "use variables (`let`) or a workgroup buffer");
+                self.error(
+                    "VY003",
+                    None,
+                    m,
+                    "use variables (`let`) or a workgroup buffer",
+                );
                 return None;
             }
             MemoryKind::Persistent => {
@@ -310,7 +313,12 @@ impl Cx {
                     "vyre {place} (`{}`): access {other:?} has no vyrescope equivalent",
                     b.name
                 );
-                self.error("VY003", None, m, "use read, read_write, write, uniform or workgroup");
+                self.error(
+                    "VY003",
+                    None,
+                    m,
+                    "use read, read_write, write, uniform or workgroup",
+                );
                 None
             }
         }
@@ -393,9 +401,7 @@ impl Cx {
             } else {
                 u64::from(len)
             };
-            let fill = if matches!(b.access, Access::Write)
-                || self.vyre_outputs.contains(&b.name)
-            {
+            let fill = if matches!(b.access, Access::Write) || self.vyre_outputs.contains(&b.name) {
                 Fill::Zeros
             } else {
                 Fill::Random {

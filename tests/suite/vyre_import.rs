@@ -10,8 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use vyre_foundation::ir::{
-    BufferDecl as VB, DataType as DT, Expr as E, Ident, MemoryOrdering, Node as N,
-    Program as VP,
+    BufferDecl as VB, DataType as DT, Expr as E, Ident, MemoryOrdering, Node as N, Program as VP,
 };
 
 use vyrescope::diagnostic::{Diagnostic, Severity};
@@ -134,7 +133,11 @@ fn reduce() -> VP {
             ),
             N::if_then(
                 E::eq(lid(), E::u32(0)),
-                vec![N::store("partial", E::workgroup_x(), E::load("tile", E::u32(0)))],
+                vec![N::store(
+                    "partial",
+                    E::workgroup_x(),
+                    E::load("tile", E::u32(0)),
+                )],
             ),
         ],
     )
@@ -238,7 +241,11 @@ fn grid_sync() -> VP {
         [256, 1, 1],
         vec![
             N::let_bind("i", E::gid_x()),
-            N::store("a", E::var("i"), E::add(E::mul(E::var("i"), E::u32(3)), E::u32(1))),
+            N::store(
+                "a",
+                E::var("i"),
+                E::add(E::mul(E::var("i"), E::u32(3)), E::u32(1)),
+            ),
             N::barrier_with_ordering(MemoryOrdering::GridSync),
             N::store(
                 "b",
@@ -370,16 +377,26 @@ fn supported_fixtures_convert_validate_assemble_and_round_trip() {
             .program
             .clone()
             .unwrap_or_else(|| panic!("{stem}: {:?}", loaded.diagnostics));
-        assert!(errors(&loaded.diagnostics).is_empty(), "{stem}: {:?}", loaded.diagnostics);
+        assert!(
+            errors(&loaded.diagnostics).is_empty(),
+            "{stem}: {:?}",
+            loaded.diagnostics
+        );
         assert_eq!(p.name, stem);
         // The text envelope and the strict loader give the same Program.
-        assert_eq!(load_program(&text).unwrap(), p, "{stem}: wire and text differ");
+        assert_eq!(
+            load_program(&text).unwrap(),
+            p,
+            "{stem}: wire and text differ"
+        );
         assert_eq!(load_program(&wire).unwrap(), p);
         // The JSON the import writes reads back to the same Program.
         let json = program_to_json(&p).unwrap();
         let back = parse_program(&json, "import.json").unwrap();
         assert_eq!(back, p, "{stem}: JSON round trip");
-        assert!(vyrescope::validate::is_valid(&vyrescope::validate::validate(&back)));
+        assert!(vyrescope::validate::is_valid(
+            &vyrescope::validate::validate(&back)
+        ));
         // Same results from the imported Program and the JSON one, with random inputs.
         let (a, b) = (interp(&p), interp(&back));
         assert_eq!(a, b, "{stem}: results differ");
@@ -431,7 +448,11 @@ fn results_are_what_vyres_kernels_compute() {
     let (x, y) = (f32s(buf(&before, "x")), f32s(buf(&before, "y")));
     let out = f32s(buf(&after, "out"));
     for i in 0..3000 {
-        assert_eq!(out[i].to_bits(), alpha.mul_add(x[i], y[i]).to_bits(), "saxpy[{i}]");
+        assert_eq!(
+            out[i].to_bits(),
+            alpha.mul_add(x[i], y[i]).to_bits(),
+            "saxpy[{i}]"
+        );
     }
     assert!(
         d.iter()
@@ -441,7 +462,10 @@ fn results_are_what_vyres_kernels_compute() {
 
     // reduction: partial[w] is the sum of the bytes of input[64w .. 64w+64].
     let (p, _, after) = imported("reduce_sum_u32");
-    let input = u32s(buf(&prepare(&p, &dir(), None, None).unwrap().buffers, "input"));
+    let input = u32s(buf(
+        &prepare(&p, &dir(), None, None).unwrap().buffers,
+        "input",
+    ));
     let partial = u32s(buf(&after, "partial"));
     for (w, got) in partial.iter().enumerate() {
         let want: u32 = input[w * 64..w * 64 + 64]
@@ -453,22 +477,31 @@ fn results_are_what_vyres_kernels_compute() {
 
     // histogram: the counts of the low bytes; vyre's unchecked atomic is a warning.
     let (p, d, after) = imported("histogram_u32");
-    let data = u32s(buf(&prepare(&p, &dir(), None, None).unwrap().buffers, "data"));
+    let data = u32s(buf(
+        &prepare(&p, &dir(), None, None).unwrap().buffers,
+        "data",
+    ));
     let mut want = vec![0u32; 256];
     for v in data {
         want[(v & 255) as usize] += 1;
     }
     assert_eq!(u32s(buf(&after, "bins")), want);
-    let w = d.iter().find(|d| d.code == "VY010").expect("atomic warning");
+    let w = d
+        .iter()
+        .find(|d| d.code == "VY010")
+        .expect("atomic warning");
     assert_eq!(w.severity, Severity::Warning);
     assert!(w.message.contains("entry[0].body[1].then[1].value"), "{w}");
 
     // branches, select, casts and vyre's u32 division by zero (u32::MAX).
     let (p, d, after) = imported("branch_select_cast");
-    let input: Vec<i32> = u32s(buf(&prepare(&p, &dir(), None, None).unwrap().buffers, "input"))
-        .into_iter()
-        .map(|v| v as i32)
-        .collect();
+    let input: Vec<i32> = u32s(buf(
+        &prepare(&p, &dir(), None, None).unwrap().buffers,
+        "input",
+    ))
+    .into_iter()
+    .map(|v| v as i32)
+    .collect();
     let (out, quot) = (f32s(buf(&after, "out")), u32s(buf(&after, "quot")));
     let mut zero_divisors = 0;
     for (i, &x) in input.iter().enumerate() {
@@ -486,15 +519,19 @@ fn results_are_what_vyres_kernels_compute() {
         assert_eq!(quot[i], q, "quot[{i}]");
     }
     assert!(zero_divisors > 0, "the inputs never divide by zero");
-    assert!(p.doc.as_deref().unwrap().contains("demo.branchy"), "{:?}", p.doc);
+    assert!(
+        p.doc.as_deref().unwrap().contains("demo.branchy"),
+        "{:?}",
+        p.doc
+    );
     assert!(d.iter().any(|d| d.message.contains("division")), "{d:?}");
 
     // grid barrier: b[i] = a[i+1] as written before the barrier.
     let (p, _, after) = imported("grid_sync_u32");
-    assert!(p
-        .body
-        .iter()
-        .any(|s| matches!(s.kind, vyrescope::ir::StmtKind::Barrier(vyrescope::ir::BarrierScope::Grid))));
+    assert!(p.body.iter().any(|s| matches!(
+        s.kind,
+        vyrescope::ir::StmtKind::Barrier(vyrescope::ir::BarrierScope::Grid)
+    )));
     let b = u32s(buf(&after, "b"));
     for (i, v) in b.iter().enumerate() {
         assert_eq!(*v, ((i as u32 + 1) % 1024) * 3 + 1, "b[{i}]");
@@ -514,7 +551,9 @@ fn unsupported_constructs_are_errors_naming_the_vyre_node() {
     assert_eq!(errs.len(), 2, "{:?}", loaded.diagnostics);
     assert!(errs[0].message.contains("entry[0].body[1]") && errs[0].message.contains("async_load"));
     assert!(errs[1].message.contains("entry[0].body[2]") && errs[1].message.contains("async_wait"));
-    assert!(errs.iter().all(|d| d.severity == Severity::Error && !d.fix.is_empty()));
+    assert!(errs
+        .iter()
+        .all(|d| d.severity == Severity::Error && !d.fix.is_empty()));
     assert!(!loaded.is_valid());
     let e = load_program(&path).unwrap_err();
     assert!(e.message.contains("2 construct(s)"), "{e}");
@@ -554,9 +593,14 @@ fn hostile_vyre_files_give_errors_with_a_fix() {
         ("odd hex line", format!("{}a\n", text).into_bytes()),
         (
             "huge declared length",
-            "vyre_ir v0.1\nwire_bytes 99999999999999\n00\n".as_bytes().to_vec(),
+            "vyre_ir v0.1\nwire_bytes 99999999999999\n00\n"
+                .as_bytes()
+                .to_vec(),
         ),
-        ("length mismatch", text.replacen("wire_bytes ", "wire_bytes 1", 1).into_bytes()),
+        (
+            "length mismatch",
+            text.replacen("wire_bytes ", "wire_bytes 1", 1).into_bytes(),
+        ),
         ("not utf-8 text", b"vyre_ir v0.1\n\xff\xfe".to_vec()),
         ("empty .vyre", Vec::new()),
     ];
@@ -581,7 +625,10 @@ fn hostile_vyre_files_give_errors_with_a_fix() {
         match load_program(&path) {
             Err(e) => {
                 assert!(!e.fix.trim().is_empty(), "{what}: no fix in {e}");
-                assert!(e.to_string().contains(&path.display().to_string()), "{what}: {e}");
+                assert!(
+                    e.to_string().contains(&path.display().to_string()),
+                    "{what}: {e}"
+                );
             }
             Ok(_) => assert_eq!(*what, "mutated", "{what} was accepted"),
         }
@@ -612,7 +659,12 @@ fn commands_open_vyre_files_and_import_writes_json() {
     let text = fx.join("histogram_u32.vyre.txt");
     let out = t.path().join("hist.json");
     let (code, _, err) = cli(
-        &["import", wire.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        &[
+            "import",
+            wire.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
         t.path(),
     );
     assert_eq!(code, 0, "{err}");
@@ -638,7 +690,13 @@ fn commands_open_vyre_files_and_import_writes_json() {
     assert_eq!(code, 0, "{err}");
     assert!(stdout.contains(".visible .entry histogram_u32"), "{stdout}");
     let (code, stdout, err) = cli(
-        &["run", wire.to_str().unwrap(), "--backend", "reference", "--json"],
+        &[
+            "run",
+            wire.to_str().unwrap(),
+            "--backend",
+            "reference",
+            "--json",
+        ],
         t.path(),
     );
     assert_eq!(code, 0, "{stdout}{err}");

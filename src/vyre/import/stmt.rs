@@ -204,7 +204,7 @@ impl Cx {
                 self.error(
                     "VY001",
                     None,
-                    format!("vyre {vp} ({what}) has no vyrescope equivalent: {why}; left out"),
+                    format!("vyre {vp} ({what}) cannot be imported: {why}; left out"),
                     fix,
                 );
                 return None;
@@ -277,12 +277,7 @@ impl Cx {
     /// 0)` unless the index is a literal (vyre does not check those) or proven in range. The
     /// flag says whether the clamp was written. `None` (with an error) when the index has an
     /// atomic, which the clamp would run twice.
-    pub(super) fn clamped(
-        &mut self,
-        buffer: &str,
-        index: Expr,
-        vp: &str,
-    ) -> Option<(Expr, bool)> {
+    pub(super) fn clamped(&mut self, buffer: &str, index: Expr, vp: &str) -> Option<(Expr, bool)> {
         let host = self
             .scratch
             .buffer(buffer)
@@ -334,7 +329,7 @@ fn unsupported(n: &VNode) -> (String, &'static str, &'static str) {
         ),
         VNode::AsyncLoad { .. } | VNode::AsyncStore { .. } | VNode::AsyncWait { .. } => (
             format!("vyre.node.{}", async_name(n)),
-            "asynchronous copies have no vyrescope equivalent",
+            "the format has no asynchronous copies",
             "write the copy as a loop of loads and stores followed by a workgroup barrier",
         ),
         VNode::Trap { .. } | VNode::Resume { .. } => (
