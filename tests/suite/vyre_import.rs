@@ -717,3 +717,146 @@ fn commands_open_vyre_files_and_import_writes_json() {
     assert_eq!(code, 1);
     assert!(err.contains("not a vyre file"), "{err}");
 }
+
+#[test]
+fn constructs_map_and_refusals_name_the_vyre_node() {
+    use vyre_foundation::ir::AtomicOp as VA;
+    use vyrescope::ir::{AtomicOp, AtomicOrder, Expr as X, StmtKind};
+    let lru = E::Atomic {
+        op: VA::LruUpdate,
+        buffer: Ident::from("h-ist"),
+        index: Box::new(E::u32(1)),
+        expected: None,
+        value: Box::new(E::u32(9)),
+        ordering: MemoryOrdering::Relaxed,
+    };
+    let p = VP::wrapped(
+        vec![
+            VB::read_write("h-ist", 0, DT::U32).with_count(16),
+            VB::read("w", 0, DT::U32).with_count(16),
+            VB::read("bad", 2, DT::BF16).with_count(4),
+            VB::read("rt", 3, DT::U32),
+        ],
+        [32, 1, 1],
+        vec![
+            region(
+                "a",
+                vec![
+                    N::let_bind("x.y", E::u64(7)),
+                    N::let_bind(
+                        "c",
+                        E::atomic_compare_exchange_ordered(
+                            "h-ist",
+                            E::u32(3),
+                            E::u32(0),
+                            E::u32(5),
+                            MemoryOrdering::Acquire,
+                        ),
+                    ),
+                    N::let_bind("m", lru),
+                    N::let_bind("s", E::call("foo", vec![])),
+                    N::let_bind(
+                        "g",
+                        E::atomic_add_ordered(
+                            "h-ist",
+                            E::u32(0),
+                            E::u32(1),
+                            MemoryOrdering::GridSync,
+                        ),
+                    ),
+                ],
+            ),
+            region(
+                "b",
+                vec![
+                    N::let_bind("q", E::cast(DT::U8, E::u32(1))),
+                    N::let_bind("sat", E::saturating_add(E::u32(1), E::u32(2))),
+                    N::barrier(),
+                ],
+            ),
+        ],
+    );
+    let got = vyrescope::vyre::import_program(&p, "mapped");
+    let (prog, d) = (got.program, got.diagnostics);
+    let has = |code: &str, text: &str| d.iter().any(|x| x.code == code && x.message.contains(text));
+    // Buffers: renamed, a colliding binding moved on, an element type refused, a default length.
+    let names: Vec<(&str, Option<u32>)> = prog
+        .buffers
+        .iter()
+        .map(|b| (b.name.as_str(), b.binding))
+        .collect();
+    assert_eq!(names, [("h_ist", Some(0)), ("w", Some(1)), ("rt", Some(3))]);
+    assert!(has("VY003", "buffers[2]"), "{d:?}");
+    assert!(has("VY013", "`rt`"), "{d:?}");
+    let rt = &prog.run.as_ref().unwrap().inputs;
+    assert_eq!(
+        rt.iter().find(|(n, _)| n == "rt").unwrap().1.len,
+        Some(1024)
+    );
+    assert!(
+        has("VY014", "`h-ist` -> `h_ist`") && has("VY014", "`x.y` -> `x_y`"),
+        "{d:?}"
+    );
+    // Two top-level regions: two blocks, their generators in the doc; a barrier: no early exit.
+    assert_eq!(prog.body.len(), 2);
+    let doc = prog.doc.as_deref().unwrap();
+    assert!(doc.contains("body[0]: vyre region `a` (entry[0])"), "{doc}");
+    assert!(doc.contains("body[1]: vyre region `b` (entry[1])"), "{doc}");
+    let StmtKind::Block(a) = &prog.body[0].kind else {
+        panic!("{:?}", prog.body[0])
+    };
+    // let x_y, let c, let m survive; the call and the GridSync atomic are refused.
+    assert_eq!(a.len(), 3, "{a:?}");
+    assert!(matches!(&a[0].kind, StmtKind::Let { name, value: X::Lit(_) } if name == "x_y"));
+    match &a[1].kind {
+        StmtKind::Let {
+            value:
+                X::Atomic {
+                    op: AtomicOp::Cas,
+                    order: AtomicOrder::Acquire,
+                    expected: Some(_),
+                    ..
+                },
+            ..
+        } => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        &a[2].kind,
+        StmtKind::Let {
+            value: X::Atomic {
+                op: AtomicOp::Max,
+                order: AtomicOrder::Relaxed,
+                ..
+            },
+            ..
+        }
+    ));
+    assert!(
+        has("VY002", "entry[0].body[3]") && has("VY002", "foo"),
+        "{d:?}"
+    );
+    assert!(
+        has("VY002", "entry[0].body[4]") && has("VY002", "GridSync"),
+        "{d:?}"
+    );
+    assert!(has("VY002", "entry[1].body[0]"), "{d:?}");
+    assert!(
+        has("VY002", "entry[1].body[1]") && has("VY002", "SaturatingAdd"),
+        "{d:?}"
+    );
+    let StmtKind::Block(b) = &prog.body[1].kind else {
+        panic!()
+    };
+    assert!(matches!(
+        b[..],
+        [vyrescope::ir::Stmt {
+            kind: StmtKind::Barrier(vyrescope::ir::BarrierScope::Workgroup),
+            ..
+        }]
+    ));
+    assert!(d
+        .iter()
+        .filter(|x| x.severity == Severity::Error)
+        .all(|x| !x.fix.is_empty()));
+}
