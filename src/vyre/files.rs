@@ -38,24 +38,28 @@ pub fn decode(path: &Path, bytes: &[u8], format: ForeignFormat) -> Result<VyrePr
     Err(decode_error(path, format, &failure))
 }
 
-/// A vyre decoder failure as our error: vyre's own `Fix:` hint when it gives one.
+/// A vyre decoder failure as our error: vyre's message (its checksum failure said in words)
+/// and vyre's first `Fix:` hint, plus how to get a good file.
 fn decode_error(path: &Path, format: ForeignFormat, failure: &str) -> ParseError {
-    let (message, fix) = match failure.split_once("Fix:") {
-        Some((m, f)) => (
-            m.trim().trim_end_matches('.').to_string(),
-            f.trim().to_string(),
-        ),
-        None => (
-            failure.trim().to_string(),
-            "the file is damaged or not a vyre Program: write it again from vyre \
-             (`Program::to_wire` or `Program::to_text`)"
-                .to_string(),
-        ),
+    let (message, vyre_fix) = match failure.split_once("Fix:") {
+        Some((m, f)) => (m, f.split("Fix:").next().unwrap_or("")),
+        None => (failure, ""),
     };
-    let message = if message.is_empty() {
-        "cannot be decoded".to_string()
+    let message = message.trim().trim_end_matches('.');
+    let message = if message.contains("IntegrityMismatch") {
+        "the blake3 checksum in the header does not match the body (IntegrityMismatch): the \
+         bytes are truncated or damaged"
+    } else if message.is_empty() {
+        "cannot be decoded"
     } else {
         message
+    };
+    let vyre_fix = vyre_fix.trim().trim_end_matches('.');
+    let ours = "write the file again from vyre (`Program::to_wire` or `Program::to_text`)";
+    let fix = if vyre_fix.is_empty() {
+        format!("the file is damaged or not a vyre Program: {ours}")
+    } else {
+        format!("{vyre_fix}; or {ours}")
     };
     ParseError {
         file: path.display().to_string(),
