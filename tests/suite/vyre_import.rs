@@ -860,3 +860,169 @@ fn constructs_map_and_refusals_name_the_vyre_node() {
         .filter(|x| x.severity == Severity::Error)
         .all(|x| !x.fix.is_empty()));
 }
+
+/// A seeded generator of random vyre Programs, well typed or not, with supported and
+/// unsupported constructs mixed.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        // SplitMix64.
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn pick(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn expr(&mut self, depth: u32) -> E {
+        let leaf = depth == 0 || self.pick(3) == 0;
+        if leaf {
+            return match self.pick(7) {
+                0 => E::u32(self.next() as u32 % 64),
+                1 => E::i32(self.next() as i32),
+                2 => E::f32((self.next() % 1000) as f32 / 7.0),
+                3 => E::var(["v0", "v1", "v2", "x.y"][self.pick(4)]),
+                4 => E::gid_x(),
+                5 => E::buf_len(["inp", "out", "wg"][self.pick(3)]),
+                _ => E::subgroup_local_id(),
+            };
+        }
+        let d = depth - 1;
+        match self.pick(12) {
+            0 => E::load(["inp", "out", "wg", "nope"][self.pick(4)], self.expr(d)),
+            1 | 2 => {
+                let ops = [
+                    E::add,
+                    E::sub,
+                    E::mul,
+                    E::div,
+                    E::rem,
+                    E::shl,
+                    E::shr,
+                    E::bitand,
+                    E::lt,
+                    E::ge,
+                    E::and,
+                    E::min,
+                    E::max,
+                    E::rotate_left,
+                    E::saturating_add,
+                ];
+                ops[self.pick(ops.len())](self.expr(d), self.expr(d))
+            }
+            3 => {
+                let ops = [
+                    E::negate,
+                    E::bitnot,
+                    E::not,
+                    E::sqrt,
+                    E::sin,
+                    E::acos,
+                    E::popcount,
+                ];
+                ops[self.pick(ops.len())](self.expr(d))
+            }
+            4 => E::select(self.expr(d), self.expr(d), self.expr(d)),
+            5 => {
+                let t = [DT::U32, DT::I32, DT::F32, DT::U8, DT::Bool][self.pick(5)].clone();
+                E::cast(t, self.expr(d))
+            }
+            6 => E::fma(self.expr(d), self.expr(d), self.expr(d)),
+            7 => E::atomic_add("out", self.expr(d), self.expr(d)),
+            8 => E::subgroup_add(self.expr(d)),
+            9 => E::subgroup_shuffle(self.expr(d), self.expr(d)),
+            10 => E::u64(self.next()),
+            _ => E::call("f", vec![self.expr(d)]),
+        }
+    }
+
+    fn body(&mut self, depth: u32, n: usize) -> Vec<N> {
+        (0..n).map(|_| self.node(depth)).collect()
+    }
+
+    fn node(&mut self, depth: u32) -> N {
+        let nested = depth > 0;
+        match self.pick(if nested { 11 } else { 6 }) {
+            0 => N::let_bind(["v0", "v1", "v2", "x.y"][self.pick(4)], self.expr(3)),
+            1 => N::assign(["v0", "v1"][self.pick(2)], self.expr(3)),
+            2 => N::store(
+                ["out", "wg", "inp"][self.pick(3)],
+                self.expr(2),
+                self.expr(3),
+            ),
+            3 => N::barrier_with_ordering(
+                [MemoryOrdering::SeqCst, MemoryOrdering::GridSync][self.pick(2)],
+            ),
+            4 => N::Return,
+            5 => N::async_wait("t"),
+            6 => {
+                let cond = self.expr(2);
+                let then = self.body(depth - 1, 2);
+                let k = self.pick(2);
+                N::if_then_else(cond, then, self.body(depth - 1, k))
+            }
+            7 => N::loop_for("k", E::u32(0), self.expr(1), self.body(depth - 1, 2)),
+            8 => N::Block(self.body(depth - 1, 2)),
+            9 => region("gen.region", self.body(depth - 1, 2)),
+            _ => N::if_then(
+                E::lt(E::gid_x(), E::buf_len("out")),
+                self.body(depth - 1, 2),
+            ),
+        }
+    }
+}
+
+#[test]
+fn random_vyre_programs_import_without_panics_and_round_trip() {
+    vyrescope::vyre::install();
+    let t = scratch();
+    let mut g = Gen(0x5eed);
+    let (mut complete, mut refused) = (0, 0);
+    for case in 0..300 {
+        let mut buffers = vec![
+            VB::read("inp", 0, DT::U32).with_count(64),
+            VB::output("out", 1, DT::U32).with_count(64),
+        ];
+        if g.pick(2) == 0 {
+            buffers.push(VB::workgroup("wg", 32, DT::U32));
+        }
+        let n = 1 + g.pick(5);
+        let p = VP::wrapped(buffers, [32, 1, 1], g.body(3, n));
+        let got = vyrescope::vyre::import_program(&p, "fuzz");
+        // The validator and the printer take whatever the import made.
+        let _ = vyrescope::validate::validate(&got.program);
+        let _ = vyrescope::ir::print::print_program(&got.program);
+        let import_errors = got
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error);
+        if import_errors {
+            refused += 1;
+        } else {
+            complete += 1;
+            let json = program_to_json(&got.program).unwrap();
+            let back = parse_program(&json, "fuzz.json")
+                .unwrap_or_else(|e| panic!("case {case}: {e}\n{json}"));
+            assert_eq!(back, got.program, "case {case}");
+        }
+        // Through vyre's own wire format and our loader: the same Program.
+        if let Ok(wire) = p.to_wire() {
+            let f = t.path().join("fuzz.vyre");
+            std::fs::write(&f, &wire).unwrap();
+            let loaded = vyrescope::validate::load(&f);
+            if let Some(q) = loaded.program {
+                assert_eq!(q.body, got.program.body, "case {case}");
+            }
+        }
+    }
+    // Both kinds occur, so the property is not vacuous.
+    assert!(
+        complete >= 20 && refused >= 20,
+        "{complete} complete, {refused} refused"
+    );
+}
