@@ -700,6 +700,20 @@ fn commands_open_vyre_files_and_import_writes_json() {
         t.path(),
     );
     assert_eq!(code, 0, "{stdout}{err}");
+    // The inspector opens a folder of vyre files (wire and text), the unsupported one too.
+    let (code, stdout, err) = cli(
+        &[
+            "tui",
+            fx.to_str().unwrap(),
+            "--keys",
+            "q",
+            "--snapshot",
+            "-",
+        ],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("Programs 16"), "{stdout}");
     // An unsupported file: import refuses to write, check lists the errors.
     let bad = fx.join("unsupported_async.vyre");
     let (code, _, err) = cli(
