@@ -32,6 +32,7 @@ pub mod emit;
 pub mod fault_test;
 pub mod gpu_arg;
 pub mod gpu_worker;
+pub mod import;
 pub mod occupancy;
 pub mod occupancy_capture;
 pub mod plan;
@@ -75,6 +76,8 @@ pub enum Command {
     Check(check::Args),
     /// Print a Program's IR text with node ids in a gutter.
     Print(print::Args),
+    /// Convert a vyre Program file (wire or `vyre_ir` text) into Program JSON (feature `vyre`).
+    Import(import::Args),
     /// Execute a Program and summarise its output buffers.
     Run(run::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
@@ -115,6 +118,7 @@ impl Command {
     fn json(&self) -> bool {
         match self {
             Command::Check(a) => a.json,
+            Command::Import(a) => a.json,
             Command::Run(a) => a.json,
             Command::Occupancy(a) => a.json,
             Command::Plan(a) => a.json,
@@ -131,6 +135,9 @@ impl Command {
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
     crate::runtime::worker::mark_this_binary();
+    // Every Program loader opens vyre files once the conversion is installed.
+    #[cfg(feature = "vyre")]
+    crate::vyre::install();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -161,6 +168,7 @@ pub fn main() -> i32 {
     match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
+        Some(Command::Import(a)) => import::run(&a),
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
         Some(Command::Sass(a)) => sass::run(&a),

@@ -5,6 +5,7 @@
 //! carries its node id, the JSON path of the statement in the file (`body[1].then[0]`).
 
 pub mod ast;
+pub mod foreign;
 pub mod node_id;
 pub mod parse;
 pub mod pipeline;
@@ -17,7 +18,7 @@ pub mod typing;
 pub mod write;
 
 pub use ast::*;
-pub use parse::{load_program, parse_program, ParseError};
+pub use parse::{load_program, load_source, parse_program, ParseError, Source};
 pub use pipeline::{Pipeline, PipelineBuffer, Step};
 pub use pipeline_parse::{is_pipeline_file, load_pipeline, looks_like_pipeline, parse_pipeline};
 pub use run_spec::*;

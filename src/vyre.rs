@@ -4,3 +4,9 @@
 //!
 //! This module is the only user of the vyre crates; it is compiled only with `--features vyre`
 //! so the default build stays lean.
+
+pub mod files;
+pub mod import;
+
+pub use files::install;
+pub use import::{import_program, Imported};

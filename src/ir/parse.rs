@@ -59,14 +59,36 @@ impl ParseError {
     }
 }
 
-/// Reads and parses a Program file.
+/// Reads and parses a Program file: format-1 JSON, or a vyre wire/text file through the
+/// installed converter (see [`super::foreign`]).
 pub fn load_program(path: &Path) -> Result<Program, ParseError> {
-    let text = read_json_text(
+    match load_source(path)? {
+        Source::Json(text) => parse_program(&text, &path.display().to_string()),
+        Source::Foreign(bytes, format) => super::foreign::import(path, &bytes, format),
+    }
+}
+
+/// The contents of a Program file, by format.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// Format-1 JSON text (checked to be UTF-8 without a byte order mark).
+    Json(String),
+    /// A foreign file's bytes (vyre wire or text), for [`super::foreign`].
+    Foreign(Vec<u8>, super::foreign::ForeignFormat),
+}
+
+/// Reads a Program file (bounded, regular files only) and tells its format from its first
+/// bytes; JSON text is checked as [`read_json_text`] does.
+pub fn load_source(path: &Path) -> Result<Source, ParseError> {
+    let bytes = read_file_bytes(
         path,
         "Program file",
         "move large input data to a `run.inputs.<buf>.file` raw binary file",
     )?;
-    parse_program(&text, &path.display().to_string())
+    if let Some(format) = super::foreign::sniff(path, &bytes) {
+        return Ok(Source::Foreign(bytes, format));
+    }
+    json_text(path, bytes).map(Source::Json)
 }
 
 /// A JSON document file as UTF-8 text: only a regular file, read no further than the limit
@@ -77,8 +99,12 @@ pub(crate) fn read_json_text(
     what: &str,
     too_large_fix: &str,
 ) -> Result<String, ParseError> {
+    json_text(path, read_file_bytes(path, what, too_large_fix)?)
+}
+
+fn read_file_bytes(path: &Path, what: &str, too_large_fix: &str) -> Result<Vec<u8>, ParseError> {
     let file = path.display().to_string();
-    let bytes = crate::util::read_limited(path, MAX_FILE_BYTES, what).map_err(|e| {
+    crate::util::read_limited(path, MAX_FILE_BYTES, what).map_err(|e| {
         let fix = match e.kind {
             crate::util::ReadErrorKind::TooLarge => too_large_fix.to_string(),
             crate::util::ReadErrorKind::NotRegular => format!("pass a *.json {what}"),
@@ -92,7 +118,11 @@ pub(crate) fn read_json_text(
             message: e.message,
             fix,
         }
-    })?;
+    })
+}
+
+fn json_text(path: &Path, bytes: Vec<u8>) -> Result<String, ParseError> {
+    let file = path.display().to_string();
     if bytes.starts_with(b"\xef\xbb\xbf") {
         return Err(ParseError {
             file,

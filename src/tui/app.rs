@@ -361,15 +361,25 @@ impl App {
     }
 }
 
-/// Expands directories to their `*.json` files (sorted); files are kept as given.
+/// Expands directories to their `*.json` files (sorted), and their vyre files (`*.vyre`,
+/// `*.vyre.txt`) in a build that opens those; files are kept as given.
 pub fn expand_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let vyre = crate::ir::foreign::importer_installed();
+    let wanted = |f: &std::path::Path| {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        f.extension().is_some_and(|x| x == "json")
+            || (vyre && (name.ends_with(".vyre") || name.ends_with(".vyre.txt")))
+    };
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(p)
                 .map(|rd| {
                     rd.filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|f| f.extension().is_some_and(|x| x == "json") && f.is_file())
+                        .filter(|f| wanted(f) && f.is_file())
                         .collect()
                 })
                 .unwrap_or_default();

@@ -71,10 +71,12 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
 
 #[test]
 fn total_line_is_printed_when_tests_fail_and_the_exit_status_is_kept() {
+    // cargo runs twice (the default build, then `--features vyre`); the total covers both.
     let (code, text) = run_ci(101);
     assert_eq!(code, 101, "{text}");
-    assert!(text.contains("total: 10 passed, 2 failed"), "{text}");
+    assert!(text.contains("total: 20 passed, 4 failed"), "{text}");
     let (code, text) = run_ci(0);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("total: 10 passed, 2 failed"), "{text}");
+    assert!(text.contains("total: 20 passed, 4 failed"), "{text}");
+    assert!(text.contains("cargo test failed") == (code != 0), "{text}");
 }

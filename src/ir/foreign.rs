@@ -1,0 +1,101 @@
+//! Program files in a foreign format: the vyre compiler's binary wire format (`VYRE` header,
+//! `*.vyre`) and its hex text envelope (first line `vyre_ir v0.1`).
+//!
+//! Recognising such a file needs no vyre code, so it happens here, in the one place every
+//! Program file is read ([`super::load_program`]). Converting one needs the vyre crates, which
+//! only the `vyre` module (feature `vyre`, a higher layer) may use; that module installs its
+//! converter here at start-up ([`install_importer`], called by the command line). Without it a
+//! vyre file gets one clear error saying how to enable the feature, instead of a confusing JSON
+//! error about invalid UTF-8.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use super::ast::Program;
+use super::parse::ParseError;
+
+/// A Program file format other than format-1 JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForeignFormat {
+    /// vyre's binary wire format (`Program::to_wire`): starts with the 4 bytes `VYRE`.
+    VyreWire,
+    /// vyre's hex text envelope (`Program::to_text`): first line `vyre_ir v0.1`.
+    VyreText,
+}
+
+impl ForeignFormat {
+    /// How messages name the format.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ForeignFormat::VyreWire => "a vyre wire file (`VYRE` header)",
+            ForeignFormat::VyreText => "a vyre text file (`vyre_ir` header)",
+        }
+    }
+}
+
+/// The first bytes of vyre's wire format.
+pub const VYRE_WIRE_MAGIC: &[u8; 4] = b"VYRE";
+
+/// The start of the first line of vyre's text envelope (`vyre_ir v0.1`).
+pub const VYRE_TEXT_HEADER: &str = "vyre_ir";
+
+/// The format of a Program file from its first bytes, or `None` for JSON (anything else).
+/// A file named `*.vyre` counts as wire bytes whatever it starts with, so that a damaged one
+/// gets vyre's decoder error rather than a JSON syntax error.
+pub fn sniff(path: &Path, bytes: &[u8]) -> Option<ForeignFormat> {
+    if bytes.starts_with(VYRE_WIRE_MAGIC) {
+        return Some(ForeignFormat::VyreWire);
+    }
+    if bytes.starts_with(VYRE_TEXT_HEADER.as_bytes()) {
+        return Some(ForeignFormat::VyreText);
+    }
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("vyre"))
+    {
+        return Some(ForeignFormat::VyreWire);
+    }
+    None
+}
+
+/// Converts the bytes of a foreign Program file (named `path`, in `format`) into a Program.
+/// A conversion that finds constructs without an equivalent fails (the error lists them).
+pub type Importer = fn(&Path, &[u8], ForeignFormat) -> Result<Program, ParseError>;
+
+static IMPORTER: OnceLock<Importer> = OnceLock::new();
+
+/// Installs the converter for foreign files (the `vyre` module's, at start-up). The first
+/// installation wins; later calls change nothing.
+pub fn install_importer(importer: Importer) {
+    let _ = IMPORTER.set(importer);
+}
+
+/// True once a converter is installed (a build with the `vyre` feature, after start-up).
+pub fn importer_installed() -> bool {
+    IMPORTER.get().is_some()
+}
+
+/// Converts a foreign file with the installed converter, or explains how to get one.
+pub fn import(path: &Path, bytes: &[u8], format: ForeignFormat) -> Result<Program, ParseError> {
+    match IMPORTER.get() {
+        Some(f) => f(path, bytes, format),
+        None => Err(not_enabled(path, format)),
+    }
+}
+
+/// The error for a vyre file read by a build without the `vyre` feature.
+pub fn not_enabled(path: &Path, format: ForeignFormat) -> ParseError {
+    ParseError {
+        file: path.display().to_string(),
+        line: 0,
+        column: 0,
+        path: String::new(),
+        message: format!(
+            "this is {}, and this vyrescope was built without vyre support",
+            format.describe()
+        ),
+        fix: "rebuild with `cargo build --release --features vyre` (then `vyrescope import FILE` \
+              converts it to a Program JSON file, and every command opens it directly)"
+            .into(),
+    }
+}

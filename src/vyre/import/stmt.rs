@@ -1,0 +1,367 @@
+//! vyre statements (`Node`) -> ours, and the facts `index < len(buffer)` that guards give.
+
+use vyre_foundation::ir::{MemoryOrdering, Node as VNode};
+
+use super::*;
+
+/// One walk over vyre's nodes before the conversion: the variables some `Assign` changes,
+/// whether there is a barrier (of any ordering), and whether there is an atomic or a subgroup
+/// operation (both change how vyre's kernel bounds-checks and counts its dispatch).
+pub(super) fn scan(
+    nodes: &[VNode],
+    assigned: &mut HashSet<String>,
+    barrier: &mut bool,
+    special: &mut bool,
+) {
+    for n in nodes {
+        match n {
+            VNode::Let { value, .. } => *special |= expr::has_special(value),
+            VNode::Assign { name, value } => {
+                assigned.insert(name.as_str().to_string());
+                *special |= expr::has_special(value);
+            }
+            VNode::Store { index, value, .. } => {
+                *special |= expr::has_special(index) || expr::has_special(value);
+            }
+            VNode::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                *special |= expr::has_special(cond);
+                scan(then, assigned, barrier, special);
+                scan(otherwise, assigned, barrier, special);
+            }
+            VNode::Loop { from, to, body, .. } => {
+                *special |= expr::has_special(from) || expr::has_special(to);
+                scan(body, assigned, barrier, special);
+            }
+            VNode::Block(body) => scan(body, assigned, barrier, special),
+            VNode::Region { body, .. } => scan(body, assigned, barrier, special),
+            VNode::Barrier { .. } => *barrier = true,
+            _ => {}
+        }
+    }
+}
+
+impl Cx {
+    /// Converts the statement list `nodes` (vyre path `vpath`) into `out`, whose statements
+    /// get the ids `{prefix}[i]`.
+    pub(super) fn list(&mut self, nodes: &[VNode], vpath: &str, prefix: &str, out: &mut Vec<Stmt>) {
+        let facts = self.facts.len();
+        if prefix == "body" {
+            // The early exit `if gid.x >= len(b) { return }` proves gid.x < len(b) below it.
+            if let Some(StmtKind::If { cond, .. }) = out.first().map(|s| &s.kind) {
+                let f = self.exit_facts(cond);
+                self.facts.extend(f);
+            }
+        }
+        for (i, n) in nodes.iter().enumerate() {
+            let vp = format!("{vpath}[{i}]");
+            let id = format!("{prefix}[{}]", out.len());
+            let Some(s) = self.node(n, &vp, &id) else {
+                continue;
+            };
+            if let StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } = &s.kind
+            {
+                if otherwise.is_empty()
+                    && then.len() == 1
+                    && matches!(then[0].kind, StmtKind::Return)
+                {
+                    let f = self.exit_facts(cond);
+                    self.facts.extend(f);
+                }
+            }
+            out.push(s);
+        }
+        self.facts.truncate(facts);
+    }
+
+    fn node(&mut self, n: &VNode, vp: &str, id: &str) -> Option<Stmt> {
+        let kind = match n {
+            VNode::Let { name, value } => {
+                let value = self.expr(value, &format!("{vp}.value"), id)?;
+                let ty = self.type_of(&value);
+                let name = self.var(name.as_str());
+                if let Some(t) = ty {
+                    self.var_types.insert(name.clone(), t);
+                }
+                StmtKind::Let { name, value }
+            }
+            VNode::Assign { name, value } => {
+                let value = self.expr(value, &format!("{vp}.value"), id)?;
+                StmtKind::Assign {
+                    name: self.var(name.as_str()),
+                    value,
+                }
+            }
+            VNode::Store {
+                buffer,
+                index,
+                value,
+            } => {
+                let index = self.expr(index, &format!("{vp}.index"), id)?;
+                let value = self.expr(value, &format!("{vp}.value"), id)?;
+                let buffer = self.buffer_name(buffer.as_str());
+                // With every lane kept alive vyre predicates the store (an out-of-range one
+                // does nothing, as here); otherwise it clamps the index to element 0.
+                let index = if self.full_workgroup {
+                    index
+                } else {
+                    match self.clamped(&buffer, index, &format!("{vp}.index"))? {
+                        (i, true) => {
+                            self.clamped_stores += 1;
+                            i
+                        }
+                        (i, false) => i,
+                    }
+                };
+                StmtKind::Store {
+                    buffer,
+                    index,
+                    value,
+                }
+            }
+            VNode::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let cond = self.expr(cond, &format!("{vp}.cond"), id)?;
+                let facts = self.facts.len();
+                let f = self.guard_facts(&cond);
+                self.facts.extend(f);
+                let mut t = Vec::new();
+                self.list(then, &format!("{vp}.then"), &format!("{id}.then"), &mut t);
+                self.facts.truncate(facts);
+                let mut o = Vec::new();
+                self.list(
+                    otherwise,
+                    &format!("{vp}.otherwise"),
+                    &format!("{id}.else"),
+                    &mut o,
+                );
+                let has_else = !o.is_empty();
+                StmtKind::If {
+                    cond,
+                    then: t,
+                    otherwise: o,
+                    has_else,
+                }
+            }
+            VNode::Loop {
+                var,
+                from,
+                to,
+                body,
+            } => {
+                let from = self.expr(from, &format!("{vp}.from"), id)?;
+                let to = self.expr(to, &format!("{vp}.to"), id)?;
+                let var = self.var(var.as_str());
+                self.var_types.insert(var.clone(), ScalarType::U32);
+                let mut b = Vec::new();
+                self.list(body, &format!("{vp}.body"), &format!("{id}.body"), &mut b);
+                StmtKind::Loop {
+                    var,
+                    from,
+                    to,
+                    body: b,
+                }
+            }
+            VNode::Return => StmtKind::Return,
+            VNode::Block(body) => {
+                let mut b = Vec::new();
+                self.list(body, &format!("{vp}.block"), &format!("{id}.block"), &mut b);
+                StmtKind::Block(b)
+            }
+            VNode::Region {
+                generator, body, ..
+            } => {
+                self.regions.push((
+                    id.to_string(),
+                    generator.as_str().to_string(),
+                    vp.to_string(),
+                ));
+                let mut b = Vec::new();
+                self.list(body, &format!("{vp}.body"), &format!("{id}.block"), &mut b);
+                StmtKind::Block(b)
+            }
+            VNode::Barrier { ordering } => {
+                if *ordering == MemoryOrdering::GridSync {
+                    StmtKind::Barrier(BarrierScope::Grid)
+                } else {
+                    // vyre's PTX emits `bar.sync 0` whatever the ordering.
+                    StmtKind::Barrier(BarrierScope::Workgroup)
+                }
+            }
+            other => {
+                let (what, why, fix) = unsupported(other);
+                self.error(
+                    "VY001",
+                    None,
+                    format!("vyre {vp} ({what}) cannot be imported: {why}; left out"),
+                    fix,
+                );
+                return None;
+            }
+        };
+        Some(Stmt {
+            id: NodeId::new(id.to_string()),
+            kind,
+        })
+    }
+
+    /// Our name of a vyre buffer (a name vyre's validator would refuse is kept, made an
+    /// identifier, so that our validator reports it as an unknown buffer).
+    pub(super) fn buffer_name(&self, vyre_name: &str) -> String {
+        self.buffer_names
+            .get(vyre_name)
+            .cloned()
+            .unwrap_or_else(|| identifier(vyre_name))
+    }
+
+    /// True for an expression whose value cannot change between two places in one
+    /// invocation: a builtin id, or a variable no `assign` changes.
+    fn stable(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Builtin(_) => true,
+            Expr::Var(n) => !self
+                .var_names
+                .iter()
+                .any(|(v, ours)| ours == n && self.assigned.contains(v)),
+            _ => false,
+        }
+    }
+
+    /// Facts that hold where `cond` is true: `x < len(b)` (also `len(b) > x`, and conjunctions).
+    fn guard_facts(&self, cond: &Expr) -> Vec<(Expr, String)> {
+        match cond {
+            Expr::Binary(BinOp::Lt, x, l) | Expr::Binary(BinOp::Gt, l, x) => match &**l {
+                Expr::Len(b) if self.stable(x) => vec![((**x).clone(), b.clone())],
+                _ => Vec::new(),
+            },
+            Expr::Binary(BinOp::LAnd, a, b) => {
+                let mut v = self.guard_facts(a);
+                v.extend(self.guard_facts(b));
+                v
+            }
+            Expr::Unary(crate::ir::UnOp::LNot, c) => self.exit_facts(c),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Facts that hold where `cond` is false (after `if cond { return }`): from `x >= len(b)`,
+    /// `len(b) <= x`, and disjunctions of them.
+    fn exit_facts(&self, cond: &Expr) -> Vec<(Expr, String)> {
+        match cond {
+            Expr::Binary(BinOp::Ge, x, l) | Expr::Binary(BinOp::Le, l, x) => match &**l {
+                Expr::Len(b) if self.stable(x) => vec![((**x).clone(), b.clone())],
+                _ => Vec::new(),
+            },
+            Expr::Binary(BinOp::LOr, a, b) => {
+                let mut v = self.exit_facts(a);
+                v.extend(self.exit_facts(b));
+                v
+            }
+            Expr::Unary(crate::ir::UnOp::LNot, c) => self.guard_facts(c),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `index` as vyre's kernel uses it on host buffer `buffer`: `select(index < len, index,
+    /// 0)` unless the index is a literal (vyre does not check those) or proven in range. The
+    /// flag says whether the clamp was written. `None` (with an error) when the index has an
+    /// atomic, which the clamp would run twice.
+    pub(super) fn clamped(&mut self, buffer: &str, index: Expr, vp: &str) -> Option<(Expr, bool)> {
+        let host = self
+            .scratch
+            .buffer(buffer)
+            .is_some_and(|b| b.access.is_host());
+        if !host || matches!(index, Expr::Lit(_)) || self.proven(&index, buffer) {
+            return Some((index, false));
+        }
+        if !expr::pure(&index) {
+            self.error(
+                "VY002",
+                None,
+                format!(
+                    "vyre {vp}: an index computed by an atomic cannot keep vyre's index clamp \
+                     (it would run twice); left out"
+                ),
+                "bind the atomic's result with `let` in the vyre Program and index with it",
+            );
+            return None;
+        }
+        let cond = Expr::Binary(
+            BinOp::Lt,
+            Box::new(index.clone()),
+            Box::new(Expr::Len(buffer.to_string())),
+        );
+        Some((
+            Expr::Select(
+                Box::new(cond),
+                Box::new(index),
+                Box::new(Expr::Lit(Literal::Typed(Scalar::U32(0)))),
+            ),
+            true,
+        ))
+    }
+
+    /// True when a fact says `index < len(buffer)` here.
+    pub(super) fn proven(&self, index: &Expr, buffer: &str) -> bool {
+        self.facts.iter().any(|(x, b)| b == buffer && x == index)
+    }
+}
+
+/// What an unsupported vyre statement is, why it has no equivalent, and the fix.
+fn unsupported(n: &VNode) -> (String, &'static str, &'static str) {
+    match n {
+        VNode::IndirectDispatch { .. } => (
+            "vyre.node.indirect_dispatch".into(),
+            "the dispatch size would come from a buffer; a vyrescope Program has a fixed dispatch \
+             (vyre's PTX backend refuses it too)",
+            "dispatch with a fixed size, or split the Program in two",
+        ),
+        VNode::AsyncLoad { .. } | VNode::AsyncStore { .. } | VNode::AsyncWait { .. } => (
+            format!("vyre.node.{}", async_name(n)),
+            "the format has no asynchronous copies",
+            "write the copy as a loop of loads and stores followed by a workgroup barrier",
+        ),
+        VNode::Trap { .. } | VNode::Resume { .. } => (
+            "vyre.node.trap/resume".into(),
+            "vyrescope has no trap and resume mechanism",
+            "report the condition through an output buffer instead",
+        ),
+        VNode::AllReduce { .. }
+        | VNode::AllGather { .. }
+        | VNode::ReduceScatter { .. }
+        | VNode::Broadcast { .. } => (
+            "vyre collective".into(),
+            "collectives span several devices; a vyrescope Program runs on one GPU",
+            "lower the collective to its single-device form in vyre first",
+        ),
+        VNode::Opaque(ext) => (
+            format!("opaque extension `{}`", ext.extension_kind()),
+            "vyrescope cannot know what an extension node does",
+            "lower the extension to core vyre nodes before writing the file",
+        ),
+        _ => (
+            "unknown vyre node".into(),
+            "this vyre node kind is newer than the import",
+            "lower it to core vyre nodes before writing the file",
+        ),
+    }
+}
+
+fn async_name(n: &VNode) -> &'static str {
+    match n {
+        VNode::AsyncLoad { .. } => "async_load",
+        VNode::AsyncStore { .. } => "async_store",
+        _ => "async_wait",
+    }
+}

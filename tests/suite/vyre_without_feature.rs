@@ -1,0 +1,54 @@
+//! A build without the `vyre` feature recognises vyre files by their first bytes (no vyre
+//! code needed) and says how to enable the feature, instead of a JSON error about UTF-8.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use vyrescope::ir::load_program;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/vyre")
+        .join(name)
+}
+
+#[test]
+fn vyre_files_say_how_to_enable_the_feature() {
+    for (name, kind) in [
+        ("vadd_f32.vyre", "vyre wire file"),
+        ("vadd_f32.vyre.txt", "vyre text file"),
+    ] {
+        let e = load_program(&fixture(name)).unwrap_err();
+        assert!(e.message.contains(kind), "{e}");
+        assert!(e.fix.contains("--features vyre"), "{e}");
+        let loaded = vyrescope::validate::load(&fixture(name));
+        assert_eq!(loaded.first_error().unwrap().code, "V000");
+    }
+    let t = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["check"],
+        vec!["import"],
+        vec!["emit"],
+        vec!["run", "--backend", "reference"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+            .args(&args[..1])
+            .arg(fixture("saxpy_f32.vyre"))
+            .args(&args[1..])
+            .current_dir(t.path())
+            .env("HOME", t.path())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains("vyre wire file")
+                && text.contains("cargo build --release --features vyre"),
+            "{args:?}: {text}"
+        );
+    }
+}
