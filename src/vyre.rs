@@ -4,3 +4,10 @@
 //!
 //! This module is the only user of the vyre crates; it is compiled only with `--features vyre`
 //! so the default build stays lean.
+
+pub mod compare;
+pub mod export;
+pub mod ptx;
+
+pub use export::{export, ExportError};
+pub use ptx::{vyre_ptx, VyrePtx, VyrePtxError};
