@@ -23,6 +23,7 @@
 //! What vyre cannot express is an [`ExportError`] naming the node, the construct and why.
 
 mod expr;
+mod ops;
 pub mod proof;
 
 use vyre_foundation::ir as v;

@@ -5,7 +5,8 @@
 //! 2. `vyre_lower::lower_verified` (composition inlining, vyre's optimizer once, lowering to
 //!    a `KernelDescriptor`, canonicalization, verification);
 //! 3. `vyre_emit_ptx::emit_with_options` for the target sm, subgroup size 32, cooperative
-//!    grid sync on (vyre's CUDA backend always launches grid-sync kernels cooperatively).
+//!    grid sync on (vyre's CUDA backend always launches grid-sync kernels cooperatively) and
+//!    a ULP budget of [`ULP_BUDGET`].
 //!
 //! vyre's own validator runs first, so a Program vyre would reject is reported with vyre's
 //! code and message. Every vyre call runs under `catch_unwind`: a panic inside vyre becomes
@@ -86,13 +87,41 @@ fn cuda_caps() -> AdapterCaps {
     caps
 }
 
+/// The ULP budget vyre's emitter gets: our format bounds f32 transcendentals (`exp`, `sin`,
+/// ...) at 2 ULP, so vyre may use its approximate instructions within that bound (without a
+/// budget it refuses every transcendental).
+pub const ULP_BUDGET: u32 = 2;
+
+/// vyre's validator for a CUDA-like backend (subgroup operations, warp shuffles, shared
+/// memory), so that subgroup operations are accepted as vyre's CUDA backend accepts them.
+pub fn validate(program: &v::Program) -> Vec<v::ValidationError> {
+    use vyre_foundation::validate::{validate_with_options, BackendCapabilities, ValidationOptions};
+    let caps = BackendCapabilities {
+        supports_subgroup_ops: true,
+        has_warp_shuffle: true,
+        has_shared_memory: true,
+        has_mul_high: true,
+        max_native_int_width: 64,
+        ..BackendCapabilities::default()
+    };
+    validate_with_options(
+        program,
+        ValidationOptions::default().with_backend_capabilities(caps),
+    )
+    .errors
+}
+
 /// vyre's PTX for `program` at target `sm` (70, 75, 80, 86, 89, 90, ...).
 pub fn vyre_ptx(program: &v::Program, sm: u32) -> Result<VyrePtx, VyrePtxError> {
-    let errors = guarded("validate", || Ok(v::validate(program)))?;
-    if let Some(e) = errors.first() {
+    let errors = guarded("validate", || Ok(validate(program)))?;
+    if !errors.is_empty() {
+        let mut text: Vec<String> = errors.iter().take(3).map(|e| e.to_string()).collect();
+        if errors.len() > 3 {
+            text.push(format!("... {} more", errors.len() - 3));
+        }
         return Err(err(
             "validate",
-            format!("{e} ({} error(s) in all)", errors.len()),
+            text.join("; "),
             "the Program uses something vyre's validator rejects; see the message",
         ));
     }
@@ -112,7 +141,7 @@ pub fn vyre_ptx(program: &v::Program, sm: u32) -> Result<VyrePtx, VyrePtxError> 
             minor: sm % 10,
         },
         subgroup_size: 32,
-        ulp_budget: None,
+        ulp_budget: Some(ULP_BUDGET),
         cooperative_grid_sync: true,
     };
     let ptx = guarded("emit", || {

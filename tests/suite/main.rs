@@ -52,3 +52,7 @@ mod tui_snapshots;
 mod tui_tmux;
 mod tui_update;
 mod validate_props;
+#[cfg(feature = "vyre")]
+mod vyre_export;
+#[cfg(not(feature = "vyre"))]
+mod vyre_off;

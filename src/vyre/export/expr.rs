@@ -2,6 +2,7 @@
 
 use vyre_foundation::ir as v;
 
+use super::ops;
 use super::proof::Env;
 use super::{has_atomic, sixty_four, unary_is_predicate, ExportError};
 use crate::ir::{
@@ -34,7 +35,7 @@ fn scalar_dt(t: ScalarType) -> Option<v::DataType> {
     })
 }
 
-fn bin(op: v::BinOp, a: v::Expr, b: v::Expr) -> v::Expr {
+pub(super) fn bin(op: v::BinOp, a: v::Expr, b: v::Expr) -> v::Expr {
     v::Expr::BinOp {
         op,
         left: Box::new(a),
@@ -121,9 +122,15 @@ impl<'p> Cx<'p> {
             Expr::Binary(op, a, b) => self.binary(*op, a, b, env, node)?,
             Expr::Unary(op, a) => {
                 let x = self.expr(a, env, node)?;
+                let t = env.ty(a);
                 if !unary_is_predicate(*op) {
-                    if let Some(t) = env.ty(a) {
+                    if let Some(t) = t {
                         self.check_type(t, node)?;
+                    }
+                }
+                if let Some(t @ (ScalarType::I32 | ScalarType::U32)) = t {
+                    if let Some(r) = ops::int_unary(*op, t, x.clone(), has_atomic(a), node)? {
+                        return Ok(r);
                     }
                 }
                 v::Expr::UnOp {
@@ -274,6 +281,26 @@ impl<'p> Cx<'p> {
             BinOp::LAnd => v::BinOp::And,
             BinOp::LOr => v::BinOp::Or,
         };
+        if op == BinOp::AbsDiff && ta == Some(ScalarType::I32) {
+            // vyre refuses i32 absdiff (V086); ours is the wrapping max - min.
+            if has_atomic(a) || has_atomic(b) {
+                return Err(ExportError::new(
+                    node,
+                    "i32 absdiff of an atomic's result",
+                    "the vyre form uses each operand twice, and an atomic must run once",
+                    "bind the atomic with its own `let` first",
+                ));
+            }
+            return Ok(v::Expr::select(
+                bin(v::BinOp::Lt, x.clone(), y.clone()),
+                bin(v::BinOp::Sub, y.clone(), x.clone()),
+                bin(v::BinOp::Sub, x, y),
+            ));
+        }
+        if op.is_shift() {
+            let small = crate::emit::ranges::range_of(b, env).is_some_and(|r| r.hi < 32);
+            return ops::shift(vop, ta, x, y, small, has_atomic(a) || has_atomic(b), node);
+        }
         let nonzero_literal = matches!(b, Expr::Lit(Literal::Typed(Scalar::U32(d))) if *d != 0);
         if op == BinOp::Div && ta == Some(ScalarType::U32) && !nonzero_literal {
             // Ours: x / 0 = 0; vyre's PTX: u32::MAX.
