@@ -52,7 +52,7 @@ const VYRE_PTX: &[(&str, Option<(&str, &str)>)] = &[
         "grid_barrier_loop_u32",
         Some(("emit", "GridSync barrier inside a loop body")),
     ),
-    ("int_edge_cases", Some(("validate", "V093"))),
+    ("int_edge_cases", None),
     (
         "loop_early_return",
         Some(("emit", "Node::Return under a condition that is not provably uniform")),

@@ -320,7 +320,20 @@ impl<'p> Cx<'p> {
                 bin(vop, x, y),
             ));
         }
-        Ok(bin(vop, x, y))
+        let r = bin(vop, x, y);
+        // vyre's validator types every bitwise, remainder and mulhi result as u32 whatever
+        // the operands, so an i32 or f32 one feeding another operator would be a type
+        // mismatch there (V093); a cast to the operands' own type keeps the value.
+        let u32_typed = matches!(
+            vop,
+            v::BinOp::BitAnd | v::BinOp::BitOr | v::BinOp::BitXor | v::BinOp::Mod | v::BinOp::MulHigh
+        );
+        Ok(match ta {
+            Some(t @ (ScalarType::I32 | ScalarType::F32)) if u32_typed => {
+                v::Expr::cast(scalar_dt(t).unwrap_or(v::DataType::U32), r)
+            }
+            _ => r,
+        })
     }
 
     /// The vyre atomic of `e` (an [`Expr::Atomic`]), without a bounds guard.
