@@ -47,7 +47,9 @@ fn run_vyre(a: &Args) -> i32 {
         Err(e) => return super::fail(format!("{}: {e}", a.file.display())),
     };
     let bytes = if a.text {
-        vp.to_text().map(String::into_bytes).map_err(|e| e.to_string())
+        vp.to_text()
+            .map(String::into_bytes)
+            .map_err(|e| e.to_string())
     } else {
         vp.to_wire().map_err(|e| e.to_string())
     };

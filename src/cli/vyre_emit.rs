@@ -25,11 +25,7 @@ pub fn compare_text(p: &Program, ours: &str, sm: u32, json: bool) -> Result<Stri
             .map(|s| s + "\n")
             .map_err(|e| format!("{e}\n  Fix: report this bug"))
     } else {
-        Ok(format!(
-            "{}\n{}",
-            crate::vyre::compare::table(&c),
-            c.diff
-        ))
+        Ok(format!("{}\n{}", crate::vyre::compare::table(&c), c.diff))
     }
 }
 

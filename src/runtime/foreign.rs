@@ -5,7 +5,7 @@
 
 use super::dispatch::{LaunchMode, LaunchTiming};
 use super::driver::Geometry;
-use super::{KernelHandle, Result, Runtime, RuntimeError, ResidentSet};
+use super::{KernelHandle, ResidentSet, Result, Runtime, RuntimeError};
 use crate::shape::LaunchShape;
 
 impl Runtime {

@@ -74,7 +74,12 @@ fn other(e: impl std::fmt::Display) -> RuntimeError {
 impl Runtime {
     /// Races every file of `files` (format-1 Programs with a `run` section), at `elements`
     /// invocations when given.
-    pub fn vyre_race(&mut self, files: &[std::path::PathBuf], elements: Option<u64>, rounds: u32) -> RaceReport {
+    pub fn vyre_race(
+        &mut self,
+        files: &[std::path::PathBuf],
+        elements: Option<u64>,
+        rounds: u32,
+    ) -> RaceReport {
         let mut rep = RaceReport::default();
         for f in files {
             match self.race_one(f, elements, rounds) {
@@ -168,7 +173,8 @@ impl Runtime {
             // Interleaved timed rounds.
             let (mut a, mut b) = (Vec::new(), Vec::new());
             for _ in 0..rounds.max(1) {
-                let t = self.launch_resident(&c.handle, &c.emitted.abi, &shape, &ours_set, 1, &opts)?;
+                let t =
+                    self.launch_resident(&c.handle, &c.emitted.abi, &shape, &ours_set, 1, &opts)?;
                 a.extend(t.iter().filter_map(|t| t.device_ms));
                 let t = self.launch_foreign(&vh, &shape, &args, false, 1, true)?;
                 b.extend(t.iter().filter_map(|t| t.device_ms));

@@ -11,8 +11,8 @@ use crate::emit::EmitOptions;
 use super::analysis::PtxView;
 use super::keymap::KeyMap;
 use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
-use super::vyre_view::VyreMode;
 use super::theme::Theme;
+use super::vyre_view::VyreMode;
 
 pub mod code;
 pub mod detail;

@@ -161,10 +161,26 @@ pub fn compare(ours: &str, vyre: &str) -> Comparison {
 /// The counts table and register declarations as text (the diff is not included).
 pub fn table(c: &Comparison) -> String {
     let rows: [(&str, u32, u32); 12] = [
-        ("ld.global", c.ours.counts.ld_global, c.vyre.counts.ld_global),
-        ("st.global", c.ours.counts.st_global, c.vyre.counts.st_global),
-        ("ld.shared", c.ours.counts.ld_shared, c.vyre.counts.ld_shared),
-        ("st.shared", c.ours.counts.st_shared, c.vyre.counts.st_shared),
+        (
+            "ld.global",
+            c.ours.counts.ld_global,
+            c.vyre.counts.ld_global,
+        ),
+        (
+            "st.global",
+            c.ours.counts.st_global,
+            c.vyre.counts.st_global,
+        ),
+        (
+            "ld.shared",
+            c.ours.counts.ld_shared,
+            c.vyre.counts.ld_shared,
+        ),
+        (
+            "st.shared",
+            c.ours.counts.st_shared,
+            c.vyre.counts.st_shared,
+        ),
         ("atomic", c.ours.counts.atomic, c.vyre.counts.atomic),
         ("arith", c.ours.counts.arith, c.vyre.counts.arith),
         ("control", c.ours.counts.control, c.vyre.counts.control),
@@ -174,12 +190,12 @@ pub fn table(c: &Comparison) -> String {
         ("other", c.ours.counts.other, c.vyre.counts.other),
         ("total", c.ours.counts.total, c.vyre.counts.total),
     ];
-    let mut s = format!("{:<12} {:>10} {:>10} {:>8}\n", "class", "vyrescope", "vyre", "delta");
+    let mut s = format!(
+        "{:<12} {:>10} {:>10} {:>8}\n",
+        "class", "vyrescope", "vyre", "delta"
+    );
     for (name, a, b) in rows {
-        s += &format!(
-            "{name:<12} {a:>10} {b:>10} {:>+8}\n",
-            b as i64 - a as i64
-        );
+        s += &format!("{name:<12} {a:>10} {b:>10} {:>+8}\n", b as i64 - a as i64);
     }
     s += &format!(
         "{:<12} {:>10} {:>10} {:>+8}\n",

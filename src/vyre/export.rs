@@ -192,7 +192,9 @@ fn stmt(
             env.declare(name, ty, Some(value));
         }
         StmtKind::Assign { name, value } => {
-            let ty = env.var_ty(name).ok_or_else(|| internal(id, "unknown variable"))?;
+            let ty = env
+                .var_ty(name)
+                .ok_or_else(|| internal(id, "unknown variable"))?;
             match cx.guarded_atomic(value, env, id)? {
                 Some((ok, atomic)) => out.push(v::Node::if_then_else(
                     ok,

@@ -77,14 +77,15 @@ fn guarded<T>(
 
 /// The adapter vyre's CUDA backend describes: subgroup operations with a 32-lane warp.
 fn cuda_caps() -> AdapterCaps {
-    let mut caps = AdapterCaps::default();
-    caps.backend = "cuda";
-    caps.supports_subgroup_ops = true;
-    caps.subgroup_size = 32;
-    caps.max_workgroup_size = [1024, 1024, 64];
-    caps.max_invocations_per_workgroup = 1024;
-    caps.max_shared_memory_bytes = 48 * 1024;
-    caps
+    AdapterCaps {
+        backend: "cuda",
+        supports_subgroup_ops: true,
+        subgroup_size: 32,
+        max_workgroup_size: [1024, 1024, 64],
+        max_invocations_per_workgroup: 1024,
+        max_shared_memory_bytes: 48 * 1024,
+        ..AdapterCaps::default()
+    }
 }
 
 /// The ULP budget vyre's emitter gets: our format bounds f32 transcendentals (`exp`, `sin`,
@@ -95,7 +96,9 @@ pub const ULP_BUDGET: u32 = 2;
 /// vyre's validator for a CUDA-like backend (subgroup operations, warp shuffles, shared
 /// memory), so that subgroup operations are accepted as vyre's CUDA backend accepts them.
 pub fn validate(program: &v::Program) -> Vec<v::ValidationError> {
-    use vyre_foundation::validate::{validate_with_options, BackendCapabilities, ValidationOptions};
+    use vyre_foundation::validate::{
+        validate_with_options, BackendCapabilities, ValidationOptions,
+    };
     let caps = BackendCapabilities {
         supports_subgroup_ops: true,
         has_warp_shuffle: true,

@@ -4,7 +4,10 @@ use std::process::Command;
 
 #[test]
 fn vyre_commands_explain_the_feature() {
-    let vadd = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/programs/vadd_f32.json");
+    let vadd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/programs/vadd_f32.json"
+    );
     for args in [
         vec!["export", "--vyre", vadd, "--text"],
         vec!["emit", "--vyre", vadd],
@@ -17,7 +20,10 @@ fn vyre_commands_explain_the_feature() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains("built without vyre support"), "{args:?}: {err}");
+        assert!(
+            err.contains("built without vyre support"),
+            "{args:?}: {err}"
+        );
         assert!(err.contains("--features vyre"), "{args:?}: {err}");
     }
 }

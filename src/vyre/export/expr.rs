@@ -6,8 +6,8 @@ use super::ops;
 use super::proof::Env;
 use super::{has_atomic, sixty_four, unary_is_predicate, ExportError};
 use crate::ir::{
-    Access, AtomicOp, AtomicOrder, Axis, BinOp, Builtin, Expr, Literal, Program, ReduceOp,
-    Scalar, ScalarType, UnOp,
+    Access, AtomicOp, AtomicOrder, Axis, BinOp, Builtin, Expr, Literal, Program, ReduceOp, Scalar,
+    ScalarType, UnOp,
 };
 
 /// Conversion context.
@@ -189,10 +189,9 @@ impl<'p> Cx<'p> {
                 }
                 self.atomic(e, env, node)?
             }
-            Expr::Shuffle { value, lane } => v::Expr::subgroup_shuffle(
-                self.expr(value, env, node)?,
-                self.expr(lane, env, node)?,
-            ),
+            Expr::Shuffle { value, lane } => {
+                v::Expr::subgroup_shuffle(self.expr(value, env, node)?, self.expr(lane, env, node)?)
+            }
             Expr::SubgroupReduce(op, x) => v::Expr::subgroup_reduce(
                 match op {
                     ReduceOp::Add => v::SubgroupReduceOp::Add,
@@ -238,7 +237,11 @@ impl<'p> Cx<'p> {
         } else {
             i
         };
-        Ok(v::Expr::select(ok, widen(v::Expr::load(buffer, at)), zero(ty)))
+        Ok(v::Expr::select(
+            ok,
+            widen(v::Expr::load(buffer, at)),
+            zero(ty),
+        ))
     }
 
     fn binary(
@@ -314,11 +317,7 @@ impl<'p> Cx<'p> {
                 ));
             }
             let is_zero = bin(v::BinOp::Eq, y.clone(), v::Expr::LitU32(0));
-            return Ok(v::Expr::select(
-                is_zero,
-                v::Expr::LitU32(0),
-                bin(vop, x, y),
-            ));
+            return Ok(v::Expr::select(is_zero, v::Expr::LitU32(0), bin(vop, x, y)));
         }
         let r = bin(vop, x, y);
         // vyre's validator types every bitwise, remainder and mulhi result as u32 whatever
@@ -326,7 +325,11 @@ impl<'p> Cx<'p> {
         // mismatch there (V093); a cast to the operands' own type keeps the value.
         let u32_typed = matches!(
             vop,
-            v::BinOp::BitAnd | v::BinOp::BitOr | v::BinOp::BitXor | v::BinOp::Mod | v::BinOp::MulHigh
+            v::BinOp::BitAnd
+                | v::BinOp::BitOr
+                | v::BinOp::BitXor
+                | v::BinOp::Mod
+                | v::BinOp::MulHigh
         );
         Ok(match ta {
             Some(t @ (ScalarType::I32 | ScalarType::F32)) if u32_typed => {

@@ -130,11 +130,7 @@ pub fn int_unary(
             v::Expr::select(
                 bin(v::BinOp::Gt, x.clone(), zero(t)),
                 one(t),
-                v::Expr::select(
-                    bin(v::BinOp::Lt, x, zero(t)),
-                    v::Expr::LitI32(-1),
-                    zero(t),
-                ),
+                v::Expr::select(bin(v::BinOp::Lt, x, zero(t)), v::Expr::LitI32(-1), zero(t)),
             )
         }
         _ => return Ok(None),

@@ -34,10 +34,10 @@ impl<'p> Env<'p> {
             StmtKind::Assign { name, .. } => {
                 assigned.insert(name.clone());
             }
-            StmtKind::Let { name, .. } | StmtKind::Loop { var: name, .. } => {
-                if !bound.insert(name.clone()) {
-                    assigned.insert(name.clone());
-                }
+            StmtKind::Let { name, .. } | StmtKind::Loop { var: name, .. }
+                if !bound.insert(name.clone()) =>
+            {
+                assigned.insert(name.clone());
             }
             _ => {}
         });
@@ -91,7 +91,10 @@ impl<'p> Env<'p> {
         let lo = range_of(from, self).map_or(0, |r| r.lo);
         let hi = range_of(to, self).map_or(Range::FULL.hi, |r| r.hi);
         let subject = Subject::Reg(var.to_string());
-        let mut facts = vec![Fact::In(subject.clone(), Range::new(lo, hi.saturating_sub(1)))];
+        let mut facts = vec![Fact::In(
+            subject.clone(),
+            Range::new(lo, hi.saturating_sub(1)),
+        )];
         if let Expr::Len(b) = to {
             if self.program.buffer(b).is_some_and(|d| d.count.is_none()) {
                 facts.push(Fact::BelowLen(subject, b.clone()));
@@ -190,5 +193,11 @@ impl RangeEnv for Env<'_> {
 /// True when `list` has a statement that ends the invocation on every path (used by the
 /// early-return rewrite).
 pub fn is_bare_return(then: &[Stmt]) -> bool {
-    matches!(then, [Stmt { kind: StmtKind::Return, .. }])
+    matches!(
+        then,
+        [Stmt {
+            kind: StmtKind::Return,
+            ..
+        }]
+    )
 }
