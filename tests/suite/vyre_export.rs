@@ -497,3 +497,18 @@ fn inspector_v_cycles_the_ptx_pane_through_vyre_views() {
     let s = String::from_utf8(out).unwrap();
     assert!(s.contains("no vyre PTX: cannot export"), "{s}");
 }
+
+#[test]
+fn race_programs_export_and_vyres_ptx_assembles() {
+    let bin = ptxas();
+    for f in vyrescope::cli::selftest::VYRE_RACE_PROGRAMS {
+        let p = vyrescope::ir::load_program(&root().join(f)).unwrap();
+        assert!(p.run.is_some(), "{f}: the race needs a run section");
+        let k = vyre_ptx(&export(&p).unwrap(), 90).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(!k.grid_sync, "{f}");
+        assert_eq!(k.params.len(), p.host_buffers().len(), "{f}");
+        if let Some(b) = &bin {
+            assemble(b, &k.ptx, 90, false).unwrap_or_else(|e| panic!("{f}: {e}"));
+        }
+    }
+}
