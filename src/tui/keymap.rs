@@ -231,7 +231,7 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
     (
         Command::VyreView,
         "vyre",
-        "PTX pane: ours / vyre's PTX / compare",
+        "PTX pane: ours/vyre/diff",
         Group::General,
         &["v"],
     ),
