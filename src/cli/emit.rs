@@ -65,8 +65,11 @@ pub fn run(a: &Args) -> i32 {
         unroll: !a.no_unroll,
         grid_barrier: a.grid_barrier,
     };
+    // vyre's kernel is made for the same workgroup size as ours.
+    let mut for_vyre = p.clone();
+    for_vyre.workgroup_size = opts.workgroup_size;
     if a.vyre {
-        return match super::vyre_emit::vyre_text(&p, a.sm) {
+        return match super::vyre_emit::vyre_text(&for_vyre, a.sm) {
             Ok(text) => output(a, text),
             Err(e) => super::fail(format!("{}: {e}", a.file.display())),
         };
@@ -76,7 +79,7 @@ pub fn run(a: &Args) -> i32 {
         Err(e) => return super::fail(e),
     };
     if a.compare_vyre {
-        return match super::vyre_emit::compare_text(&p, &k.ptx, a.sm, a.json) {
+        return match super::vyre_emit::compare_text(&for_vyre, &k.ptx, a.sm, a.json) {
             Ok(text) => output(a, text),
             Err(e) => super::fail(format!("{}: {e}", a.file.display())),
         };

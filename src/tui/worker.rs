@@ -215,7 +215,10 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         }
         Job::Vyre { key, program, ptx } => {
             report(Reply::Started("making vyre's PTX", 0));
-            let r = super::vyre_view::make(&program, &ptx.kernel.ptx, key.1.sm).map(Box::new);
+            // vyre's kernel for the same workgroup size as ours (the tuned one).
+            let mut p = (*program).clone();
+            p.workgroup_size = key.1.workgroup_size;
+            let r = super::vyre_view::make(&p, &ptx.kernel.ptx, key.1.sm).map(Box::new);
             report(Reply::Vyre(key, r));
         }
         Job::Validate { files } => {
