@@ -29,6 +29,7 @@ macro_rules! errln {
 pub mod bench_kernel;
 pub mod check;
 pub mod emit;
+pub mod export;
 pub mod fault_test;
 pub mod gpu_arg;
 pub mod gpu_worker;
@@ -46,6 +47,7 @@ pub mod sass;
 pub mod selftest;
 pub mod tui;
 pub mod tune;
+pub mod vyre_emit;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]
@@ -82,6 +84,8 @@ pub enum Command {
     Run(run::Args),
     /// Emit PTX (with --map: JSON source map; --resources: ptxas figures).
     Emit(emit::Args),
+    /// Export a Program as a vyre Program (wire bytes or `vyre_ir` text; feature `vyre`).
+    Export(export::Args),
     /// SASS of a Program's kernel with the PTX line and IR node of every instruction.
     Sass(sass::Args),
     /// Occupancy of a Program's kernel, or calculator mode with --regs.
@@ -127,6 +131,7 @@ impl Command {
             Command::Tune(a) => a.json,
             Command::BenchKernel(a) => a.json,
             Command::FaultTest(a) => a.json,
+            Command::Emit(a) => a.json,
             _ => false,
         }
     }
@@ -171,6 +176,7 @@ pub fn main() -> i32 {
         Some(Command::Import(a)) => import::run(&a),
         Some(Command::Run(a)) => run::run(&a),
         Some(Command::Emit(a)) => emit::run(&a),
+        Some(Command::Export(a)) => export::run(&a),
         Some(Command::Sass(a)) => sass::run(&a),
         Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Plan(a)) => plan::run(&a),

@@ -26,6 +26,7 @@ pub mod dispatch;
 pub(crate) mod driver;
 pub mod execute;
 pub mod fault;
+pub mod foreign;
 pub mod fuzz;
 pub mod jit;
 pub mod parity;
@@ -35,6 +36,8 @@ pub mod probe;
 pub mod selftest;
 pub mod telemetry;
 pub mod tune;
+#[cfg(feature = "vyre")]
+pub mod vyre_race;
 pub mod worker;
 
 pub use cache::CacheStats;

@@ -35,6 +35,7 @@ pub mod terminal;
 pub mod theme;
 pub mod update;
 pub mod views;
+pub mod vyre_view;
 pub mod worker;
 
 use action::Cmd;

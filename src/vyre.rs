@@ -5,8 +5,13 @@
 //! This module is the only user of the vyre crates; it is compiled only with `--features vyre`
 //! so the default build stays lean.
 
+pub mod compare;
+pub mod export;
 pub mod files;
 pub mod import;
+pub mod ptx;
 
+pub use export::{export, ExportError};
 pub use files::install;
 pub use import::{import_program, Imported};
+pub use ptx::{vyre_ptx, VyrePtx, VyrePtxError};

@@ -39,6 +39,17 @@ pub struct Args {
     /// `generation` (counter plus generation word, the earlier lowering), for comparison.
     #[arg(long, default_value = "flip", value_name = "KIND")]
     pub grid_barrier: GridBarrier,
+    /// Print vyre's own PTX for the Program (exported to vyre, then lowered and emitted by
+    /// vyre's crates) instead of ours (needs the `vyre` feature).
+    #[arg(long, conflicts_with_all = ["compare_vyre", "map", "resources", "lineinfo"])]
+    pub vyre: bool,
+    /// Compare our PTX with vyre's: instruction counts by class, register declarations,
+    /// lines, and a line diff (needs the `vyre` feature).
+    #[arg(long, conflicts_with_all = ["map", "resources"])]
+    pub compare_vyre: bool,
+    /// With --compare-vyre: one JSON object {"ours","vyre","diff"} instead of text.
+    #[arg(long, requires = "compare_vyre")]
+    pub json: bool,
 }
 
 /// Runs `emit`.
@@ -54,10 +65,25 @@ pub fn run(a: &Args) -> i32 {
         unroll: !a.no_unroll,
         grid_barrier: a.grid_barrier,
     };
+    // vyre's kernel is made for the same workgroup size as ours.
+    let mut for_vyre = p.clone();
+    for_vyre.workgroup_size = opts.workgroup_size;
+    if a.vyre {
+        return match super::vyre_emit::vyre_text(&for_vyre, a.sm) {
+            Ok(text) => output(a, text),
+            Err(e) => super::fail(format!("{}: {e}", a.file.display())),
+        };
+    }
     let k = match emit(&p, &opts) {
         Ok(k) => k,
         Err(e) => return super::fail(e),
     };
+    if a.compare_vyre {
+        return match super::vyre_emit::compare_text(&for_vyre, &k.ptx, a.sm, a.json) {
+            Ok(text) => output(a, text),
+            Err(e) => super::fail(format!("{}: {e}", a.file.display())),
+        };
+    }
     let text = if a.resources {
         match ptxas::offline_resources(&k.ptx, a.sm) {
             Ok(r) => format!(
@@ -74,6 +100,11 @@ pub fn run(a: &Args) -> i32 {
     } else {
         k.ptx
     };
+    output(a, text)
+}
+
+/// Writes `text` to `-o` or stdout.
+fn output(a: &Args, text: String) -> i32 {
     match &a.output {
         Some(path) => {
             // Atomic: a failed write leaves a previous file whole (see util::atomic_write).

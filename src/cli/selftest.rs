@@ -60,10 +60,80 @@ pub struct Args {
     /// Per-launch timeout of a fuzz Program, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000, requires = "fuzz")]
     pub timeout: u64,
+    /// Race our kernels against vyre's own (feature `vyre`): every PROGRAM (default: vadd,
+    /// saxpy, a reduction and a global-atomic histogram) exported to vyre, emitted by vyre's
+    /// crates, both kernels verified against the reference interpreter and timed side by
+    /// side in interleaved rounds.
+    #[arg(long, conflicts_with = "fuzz")]
+    pub vyre: bool,
+    /// With --vyre: the Programs to race (comma-separated files).
+    #[arg(long, value_name = "FILES", value_delimiter = ',', requires = "vyre")]
+    pub vyre_programs: Vec<PathBuf>,
+    /// With --vyre: invocations per Program (inputs with an explicit length scale along).
+    #[arg(long, value_name = "N", default_value_t = 1 << 24, requires = "vyre")]
+    pub vyre_elements: u64,
+    /// With --vyre: timed rounds (each launches ours once and vyre's once).
+    #[arg(long, value_name = "N", default_value_t = 50, requires = "vyre")]
+    pub vyre_rounds: u32,
+}
+
+/// The Programs `selftest --vyre` races by default.
+pub const VYRE_RACE_PROGRAMS: [&str; 4] = [
+    "fixtures/programs/vadd_f32.json",
+    "fixtures/programs/saxpy_f32.json",
+    "fixtures/programs/reduce_sum_f32.json",
+    "benches/gpu/vyre/histogram_global_u32.json",
+];
+
+#[cfg(not(feature = "vyre"))]
+fn run_vyre(_a: &Args) -> i32 {
+    super::fail(super::vyre_emit::FEATURE_OFF)
+}
+
+#[cfg(feature = "vyre")]
+fn run_vyre(a: &Args) -> i32 {
+    let files: Vec<PathBuf> = if a.vyre_programs.is_empty() {
+        VYRE_RACE_PROGRAMS.iter().map(PathBuf::from).collect()
+    } else {
+        a.vyre_programs.clone()
+    };
+    let gpu = match a.gpu.ordinal() {
+        Ok(n) => n,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match Runtime::open(gpu) {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let rep = rt.vyre_race(&files, Some(a.vyre_elements), a.vyre_rounds);
+    if a.json {
+        match serde_json::to_string_pretty(&rep) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        let d = rt.caps();
+        outln!(
+            "vyre race on {} (sm_{}{}), {} rounds, medians of CUDA-event device times\n",
+            d.name,
+            d.cc_major,
+            d.cc_minor,
+            a.vyre_rounds
+        );
+        out!("{}", crate::runtime::vyre_race::race_table(&rep));
+    }
+    if rep.passed {
+        0
+    } else {
+        1
+    }
 }
 
 /// Runs `selftest`.
 pub fn run(a: &Args) -> i32 {
+    if a.vyre {
+        return run_vyre(a);
+    }
     if let Some(n) = a.fuzz {
         return run_fuzz(a, n);
     }

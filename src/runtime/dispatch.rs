@@ -180,6 +180,10 @@ impl ResidentSet {
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
+
+    pub(crate) fn generation_of(&self) -> u64 {
+        self.generation
+    }
 }
 
 /// Device buffers kept for reuse, by size.

@@ -83,6 +83,8 @@ pub enum Command {
     Tune,
     /// Cycle the SASS pane: beside the PTX pane, instead of it, hidden.
     SassPane,
+    /// Cycle the PTX pane: ours, vyre's PTX, the comparison (feature `vyre`).
+    VyreView,
     /// Switch the target sm.
     CycleSm,
     /// Switch the device profile.

@@ -12,6 +12,7 @@ use super::analysis::PtxView;
 use super::keymap::KeyMap;
 use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
 use super::theme::Theme;
+use super::vyre_view::VyreMode;
 
 pub mod code;
 pub mod detail;
@@ -226,6 +227,9 @@ impl App {
 
     /// Lines in the PTX pane.
     pub fn ptx_len(&self) -> usize {
+        if self.code.vyre_mode != VyreMode::Off {
+            return self.code.vyre_lines().map_or(0, |l| l.len());
+        }
         self.ptx_view().map_or(0, |p| p.len())
     }
 
@@ -267,6 +271,10 @@ impl App {
 
     /// Node of the PTX line under the PTX cursor.
     pub fn ptx_node(&self) -> Option<&str> {
+        // vyre's lines have no source map.
+        if self.code.vyre_mode != VyreMode::Off {
+            return None;
+        }
         self.ptx_view()?.corr.node_at(self.code.ptx.cursor)
     }
 
@@ -304,6 +312,10 @@ impl App {
             Focus::Ir => self.programs.doc.as_ref().map_or(0, |d| {
                 d.ir.iter().map(|l| width(&l.code)).max().unwrap_or(0)
             }),
+            Focus::Ptx if self.code.vyre_mode != VyreMode::Off => self
+                .code
+                .vyre_lines()
+                .map_or(0, |l| l.iter().map(|s| width(s)).max().unwrap_or(0)),
             Focus::Ptx => self.ptx_view().map_or(0, |p| {
                 (0..p.len()).map(|i| width(p.line(i))).max().unwrap_or(0)
             }),
@@ -332,6 +344,9 @@ impl App {
                 .ir
                 .get(i)
                 .map(|l| l.code.as_str()),
+            Focus::Ptx if self.code.vyre_mode != VyreMode::Off => {
+                self.code.vyre_lines()?.get(i).map(String::as_str)
+            }
             Focus::Ptx => self.ptx_view().filter(|p| i < p.len()).map(|p| p.line(i)),
             Focus::Sass => self.sass_view().filter(|v| i < v.len()).map(|v| v.line(i)),
             _ => None,

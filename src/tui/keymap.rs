@@ -229,6 +229,13 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
         &["s"],
     ),
     (
+        Command::VyreView,
+        "vyre",
+        "PTX pane: ours/vyre/diff",
+        Group::General,
+        &["v"],
+    ),
+    (
         Command::Zoom,
         "zoom",
         "maximize focused pane",
@@ -546,6 +553,12 @@ impl Command {
         TABLE.iter().find(|r| r.0 == self)
     }
 
+    /// False for commands of a feature this build lacks (the vyre views without `vyre`):
+    /// they get no key and no help line.
+    pub fn available(self) -> bool {
+        self != Command::VyreView || cfg!(feature = "vyre")
+    }
+
     /// Name in the config file's `keys` object.
     pub fn name(self) -> &'static str {
         self.row().map_or("?", |r| r.1)
@@ -578,6 +591,7 @@ impl Default for KeyMap {
     fn default() -> Self {
         let bindings = TABLE
             .iter()
+            .filter(|row| row.0.available())
             .map(|(cmd, _, _, _, keys)| {
                 // The default table is written by hand and checked by a unit test, so a
                 // bad entry there is a programming error caught in CI, not user input.

@@ -167,6 +167,7 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
             program::reanalyze(app, out);
         }
         Command::SassPane => program::cycle_sass(app, out),
+        Command::VyreView => program::cycle_vyre(app, out),
         Command::CycleDevice => program::cycle_device(app, out),
         Command::Dispatch => program::gpu_job(app, false, out),
         Command::Tune => program::gpu_job(app, true, out),

@@ -47,6 +47,15 @@ pub enum Job {
         /// The emitted kernel.
         ptx: Arc<PtxView>,
     },
+    /// vyre's PTX for the Program and its comparison with ours (feature `vyre`; no GPU).
+    Vyre {
+        /// Cache key (document id, emit options).
+        key: ResKey,
+        /// The Program.
+        program: Arc<Program>,
+        /// Our emitted kernel.
+        ptx: Arc<PtxView>,
+    },
     /// Validate listed files (index in the program list, path) in the background.
     Validate {
         /// Entries to check.
@@ -119,6 +128,7 @@ impl Job {
             Job::Estimate { .. } => "estimating",
             Job::Resources { .. } => "measuring resources",
             Job::Sass { .. } => "assembling SASS",
+            Job::Vyre { .. } => "making vyre's PTX",
             Job::Probe => "probing device",
             Job::Dispatch { .. } => "dispatching",
             Job::Reference { .. } => "running the reference interpreter",
@@ -148,6 +158,8 @@ pub enum Reply {
     Resources(ResKey, Resources),
     /// SASS listing made (or why not).
     Sass(ResKey, Result<Box<crate::sass::SassListing>, String>),
+    /// vyre's view made (or why not).
+    Vyre(ResKey, Result<Box<super::vyre_view::VyreText>, String>),
     /// Probe finished.
     Probed(Result<DeviceCaps, String>),
     /// Reference run finished (no GPU).
@@ -202,6 +214,14 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                 .map(Box::new)
                 .map_err(|e| e.to_string());
             report(Reply::Sass(key, r));
+        }
+        Job::Vyre { key, program, ptx } => {
+            report(Reply::Started("making vyre's PTX", 0));
+            // vyre's kernel for the same workgroup size as ours (the tuned one).
+            let mut p = (*program).clone();
+            p.workgroup_size = key.1.workgroup_size;
+            let r = super::vyre_view::make(&p, &ptx.kernel.ptx, key.1.sm).map(Box::new);
+            report(Reply::Vyre(key, r));
         }
         Job::Validate { files, root } => {
             report(Reply::Started("checking files", files.len()));
@@ -284,6 +304,7 @@ impl Job {
                 | Job::Estimate { .. }
                 | Job::Reference { .. }
                 | Job::Sass { .. }
+                | Job::Vyre { .. }
         )
     }
 }

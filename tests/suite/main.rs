@@ -53,6 +53,10 @@ mod tui_tmux;
 mod tui_update;
 mod validate_props;
 #[cfg(feature = "vyre")]
+mod vyre_export;
+#[cfg(feature = "vyre")]
 mod vyre_import;
+#[cfg(not(feature = "vyre"))]
+mod vyre_off;
 #[cfg(not(feature = "vyre"))]
 mod vyre_without_feature;

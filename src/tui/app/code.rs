@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use crate::occupancy::KernelResources;
 use crate::tui::analysis::{Emission, Resources};
 use crate::tui::sass_view::{SassMode, SassState};
+use crate::tui::vyre_view::{VyreMode, VyreState};
 use crate::tui::worker::ResKey;
 
 use super::{Focus, PaneState};
@@ -30,6 +31,10 @@ pub struct CodeView {
     pub sass_listings: HashMap<ResKey, SassState>,
     /// The key of the current emission (set with it), for [`CodeView::sass_state`].
     pub sass_key: Option<ResKey>,
+    /// What the PTX pane shows: ours, vyre's PTX, or the comparison (feature `vyre`).
+    pub vyre_mode: VyreMode,
+    /// vyre views per (document, emit options), made on the worker.
+    pub vyre_views: HashMap<ResKey, VyreState>,
     /// Active search text (applies to the pane it was typed in).
     pub search: Option<(Focus, String)>,
     /// Workgroup override (None: the program's own).
@@ -58,6 +63,8 @@ impl Default for CodeView {
             sass: PaneState::default(),
             sass_mode: SassMode::Off,
             sass_listings: HashMap::new(),
+            vyre_mode: VyreMode::Off,
+            vyre_views: HashMap::new(),
             sass_key: None,
             search: None,
             workgroup: None,
@@ -80,7 +87,21 @@ impl CodeView {
         self.search = None;
     }
 
-    /// The SASS state of the current emission (None: not asked for).
+    /// The vyre view of the current emission (None: not asked for).
+    pub fn vyre_state(&self) -> Option<&VyreState> {
+        self.vyre_views.get(self.sass_key.as_ref()?)
+    }
+
+    /// The lines the PTX pane shows in a vyre mode (None in ours, or while not ready).
+    pub fn vyre_lines(&self) -> Option<&[String]> {
+        match (self.vyre_mode, self.vyre_state()?) {
+            (VyreMode::Off, _) => None,
+            (m, VyreState::Ready(t)) => Some(t.lines(m)),
+            _ => None,
+        }
+    }
+
+    /// The SASS state of the current emission.
     pub fn sass_state(&self) -> Option<&SassState> {
         self.sass_listings.get(self.sass_key.as_ref()?)
     }

@@ -8,6 +8,7 @@ use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
 use crate::tui::pipeline::{origin_names, rename_nodes};
 use crate::tui::sass_view::{SassMode, SassState};
+use crate::tui::vyre_view::{VyreMode, VyreState};
 use crate::tui::worker::{Job, ResKey};
 
 use super::nav;
@@ -289,6 +290,47 @@ pub(super) fn request_sass(app: &mut App, out: &mut Vec<Cmd>) {
     app.code.sass_listings.insert(key, state);
 }
 
+/// Queues vyre's view of the current emission when a vyre mode is on and it is not made.
+pub(super) fn request_vyre(app: &mut App, out: &mut Vec<Cmd>) {
+    let (Some(doc), Some(em)) = (app.programs.doc.as_ref(), app.code.emission.as_ref()) else {
+        return;
+    };
+    let key: ResKey = (doc.id, em.opts.clone());
+    if app.code.vyre_mode == VyreMode::Off || app.code.vyre_views.contains_key(&key) {
+        return;
+    }
+    if app.code.vyre_views.len() >= 64 {
+        app.code.vyre_views.clear();
+    }
+    let state = match &em.ptx {
+        Ok(ptx) => {
+            out.push(app.jobs.queue(Job::Vyre {
+                key: key.clone(),
+                program: doc.program.clone(),
+                ptx: ptx.clone(),
+            }));
+            VyreState::Pending
+        }
+        Err(e) => VyreState::Failed(format!("no PTX of ours to compare: {e}")),
+    };
+    app.code.vyre_views.insert(key, state);
+}
+
+/// `v`: the PTX pane shows ours, vyre's PTX, or the comparison (feature `vyre`).
+pub(super) fn cycle_vyre(app: &mut App, out: &mut Vec<Cmd>) {
+    app.code.vyre_mode = app.code.vyre_mode.next();
+    app.screen.info(match app.code.vyre_mode {
+        VyreMode::Off => "PTX pane: vyrescope's PTX",
+        VyreMode::Ptx => "PTX pane: vyre's PTX (exported to vyre, emitted by vyre's crates)",
+        VyreMode::Compare => "PTX pane: vyrescope vs vyre (counts, registers, diff)",
+    });
+    app.code.ptx = crate::tui::app::PaneState::default();
+    if app.code.sass_mode == SassMode::Replace || !app.pane_shown(Focus::Ptx) {
+        app.code.sass_mode = SassMode::Off;
+    }
+    request_vyre(app, out);
+}
+
 /// `s`: the SASS pane beside the PTX pane, instead of it, or hidden.
 pub(super) fn cycle_sass(app: &mut App, out: &mut Vec<Cmd>) {
     app.code.sass_mode = app.code.sass_mode.next();
@@ -316,6 +358,7 @@ pub(super) fn cycle_sass(app: &mut App, out: &mut Vec<Cmd>) {
 pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
     refresh_estimate(app, out);
     request_sass(app, out);
+    request_vyre(app, out);
     nav::keep_visible(app, Focus::Ptx);
     nav::keep_visible(app, Focus::Detail);
     if app.screen.focus == Focus::Ptx {

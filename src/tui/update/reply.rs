@@ -6,6 +6,7 @@ use crate::tui::app::{App, Focus, Tab};
 use std::sync::Arc;
 
 use crate::tui::sass_view::{SassState, SassView};
+use crate::tui::vyre_view::VyreState;
 use crate::tui::worker::Reply;
 
 use super::{nav, program};
@@ -50,6 +51,14 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 Focus::Ptx => nav::sync_from_ptx(app),
                 _ => nav::sync_from_ir(app),
             }
+        }
+        Reply::Vyre(key, r) => {
+            let state = match r {
+                Ok(t) => VyreState::Ready(Arc::new(*t)),
+                Err(e) => VyreState::Failed(e),
+            };
+            app.code.vyre_views.insert(key, state);
+            nav::keep_visible(app, Focus::Ptx);
         }
         Reply::Probed(Ok(caps)) => {
             app.screen.info(format!("live device: {}", caps.name));

@@ -8,9 +8,13 @@ use ratatui::layout::Rect;
 use super::code_view::{self, CodeView, Mark};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
+use crate::tui::vyre_view::{VyreMode, VyreState};
 
 /// Draws the PTX pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
+    if app.code.vyre_mode != VyreMode::Off {
+        return draw_vyre(buf, area, app, hl);
+    }
     let opts = app.emit_options();
     let node = app.selected_node();
     let mut detail = format!(
@@ -69,6 +73,56 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             generation: app.code.generation,
             len: view.len(),
             gutter_width: code_view::digits(view.len()),
+            line: &line,
+            gutter: &gutter,
+            mark: &mark,
+        },
+    );
+}
+
+/// The PTX pane in a vyre mode: vyre's PTX, or the comparison (no source map: vyre's PTX
+/// has none, so nothing is marked but the cursor line).
+fn draw_vyre(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
+    let mode = app.code.vyre_mode;
+    let mut detail = format!("sm_{}", app.emit_options().sm);
+    detail.push_str(&code_view::hscroll_note(app, Focus::Ptx));
+    let name = format!("PTX · {}", mode.title());
+    let title = super::title(app, &name, detail);
+    let inner = super::framed(buf, area, app, Focus::Ptx, title);
+    let lines = match app.code.vyre_state() {
+        Some(VyreState::Ready(t)) => t.lines(mode),
+        Some(VyreState::Failed(e)) => {
+            return super::empty_note(buf, inner, app.theme.error, &format!("no vyre PTX: {e}"))
+        }
+        Some(VyreState::Pending) => {
+            return super::empty_note(buf, inner, app.theme.dim, "making vyre's PTX...")
+        }
+        None if app.programs.doc.is_some() => {
+            return super::empty_note(buf, inner, app.theme.dim, "emitting...")
+        }
+        None => return super::empty_note(buf, inner, app.theme.dim, "no program open"),
+    };
+    let focused = app.screen.focus == Focus::Ptx;
+    let line = |i: usize| lines.get(i).map_or("", String::as_str);
+    let gutter = |i: usize| (i + 1).to_string();
+    let mark = |i: usize| Mark::of(focused && i == app.code.ptx.cursor, false);
+    code_view::draw(
+        buf,
+        inner,
+        app,
+        hl,
+        &CodeView {
+            pane: Focus::Ptx,
+            // The comparison is a table and a diff, not PTX: left unhighlighted.
+            lang: if mode == VyreMode::Ptx {
+                Lang::Ptx
+            } else {
+                Lang::Sass
+            },
+            // Another text than ours: its own highlight-cache generation.
+            generation: app.code.generation ^ (1 << 62) ^ (mode as u64) << 60,
+            len: lines.len(),
+            gutter_width: code_view::digits(lines.len()),
             line: &line,
             gutter: &gutter,
             mark: &mark,

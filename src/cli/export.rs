@@ -1,0 +1,84 @@
+//! `vyrescope export --vyre FILE.json [-o OUT.vyre | --text [-o OUT.txt]]`
+
+use std::path::PathBuf;
+
+/// Export a Program to another compiler's format (vyre; needs the `vyre` feature).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  vyrescope export --vyre fixtures/programs/vadd_f32.json -o vadd.vyre\n  vyrescope export --vyre fixtures/programs/vadd_f32.json --text -o vadd.txt\n  vyrescope export --vyre fixtures/programs/vadd_f32.json --text"
+)]
+pub struct Args {
+    /// Program file (format-1 JSON).
+    pub file: PathBuf,
+    /// Write a vyre Program (wire bytes, or with --text the `vyre_ir v0.1` hex envelope).
+    #[arg(long)]
+    pub vyre: bool,
+    /// Write vyre's text envelope instead of wire bytes.
+    #[arg(long)]
+    pub text: bool,
+    /// Output file (needed for wire bytes; text goes to stdout without it).
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `export`.
+pub fn run(a: &Args) -> i32 {
+    if !a.vyre {
+        return super::fail(
+            "export needs a target format\n  Fix: pass --vyre (the only target so far)",
+        );
+    }
+    run_vyre(a)
+}
+
+#[cfg(not(feature = "vyre"))]
+fn run_vyre(_a: &Args) -> i32 {
+    super::fail(super::vyre_emit::FEATURE_OFF)
+}
+
+#[cfg(feature = "vyre")]
+fn run_vyre(a: &Args) -> i32 {
+    let p = match crate::ir::load_program(&a.file) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    let vp = match crate::vyre::export(&p) {
+        Ok(v) => v,
+        Err(e) => return super::fail(format!("{}: {e}", a.file.display())),
+    };
+    let bytes = if a.text {
+        vp.to_text()
+            .map(String::into_bytes)
+            .map_err(|e| e.to_string())
+    } else {
+        vp.to_wire().map_err(|e| e.to_string())
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            return super::fail(format!(
+                "{}: vyre could not encode the exported Program: {e}\n  Fix: report this with the Program file",
+                a.file.display()
+            ))
+        }
+    };
+    match &a.output {
+        Some(path) => {
+            // Atomic: a failed write leaves a previous file whole (see util::write_atomic).
+            if let Err(e) = crate::util::write_atomic(path, &bytes) {
+                return super::fail(format!(
+                    "cannot write {}: {e}\n  Fix: check the folder exists and is writable, and that the path names a regular file",
+                    path.display()
+                ));
+            }
+            0
+        }
+        None if a.text => {
+            super::write_stdout(&String::from_utf8_lossy(&bytes));
+            0
+        }
+        None => super::fail(
+            "wire bytes are binary and were not written to the terminal\n  Fix: pass -o OUT.vyre, or --text for the hex envelope",
+        ),
+    }
+}

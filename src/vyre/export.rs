@@ -1,0 +1,306 @@
+//! Export: a vyrescope Program as a vyre `Program` (vyre-foundation 0.7.2), so a kernel
+//! tuned here goes back into a vyre project as wire bytes or the `vyre_ir v0.1` text.
+//!
+//! What maps one to one: buffers (access, element type, binding, workgroup `count`), the
+//! workgroup size, `let assign store if loop block return barrier`, literals of 32-bit and
+//! `bool` types, variables, builtins except `nwg`, `load len` and the operators vyre has
+//! (every binary and unary operator of the format), `select cast fma`, atomics on `u32`
+//! global buffers with the order carried over, `shuffle subgroup_reduce ballot`.
+//!
+//! Where vyre computes something else, the export adds what makes vyre compute our result
+//! (docs/vyre.md lists every case):
+//! - a load whose index is not proven in range becomes `select(i < len, load, 0)` (vyre's
+//!   PTX reads element 0 instead of giving 0); a workgroup load also clamps its index, since
+//!   vyre does not check shared accesses at all;
+//! - a store or atomic not proven in range runs under `if i < len` (vyre's PTX writes element
+//!   0 or, for atomics, does not check); an atomic is then hoisted into `let x = 0; if .. {x =
+//!   atomic}`, which is why such an atomic must be the whole value of its `let` or `assign`;
+//! - `u32` division by a divisor not known to be nonzero becomes `select(d == 0, 0, a / d)`
+//!   (vyre gives `u32::MAX`);
+//! - an early `if c { return }` in the top-level body becomes `if !c { rest }` (vyre's PTX
+//!   refuses a `return` under a condition that varies between threads).
+//!
+//! What vyre cannot express is an [`ExportError`] naming the node, the construct and why.
+
+mod expr;
+mod ops;
+pub mod proof;
+
+use vyre_foundation::ir as v;
+
+use crate::ir::{Access, BarrierScope, ElemType, Expr, Program, Stmt, StmtKind, UnOp};
+use proof::Env;
+
+/// Why a Program cannot be exported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot export `{node}` to vyre: {construct}: {why}\n  Fix: {fix}")]
+pub struct ExportError {
+    /// Node id of the statement (`body[1].then[0]`), `buffers[i]`, or `program`.
+    pub node: String,
+    /// The construct (`f64 buffer`, `nwg builtin`, ...).
+    pub construct: String,
+    /// Why vyre cannot express it.
+    pub why: String,
+    /// What to do instead.
+    pub fix: String,
+}
+
+impl ExportError {
+    fn new(node: &str, construct: impl Into<String>, why: impl Into<String>, fix: &str) -> Self {
+        ExportError {
+            node: node.to_string(),
+            construct: construct.into(),
+            why: why.into(),
+            fix: fix.to_string(),
+        }
+    }
+}
+
+/// Converts `program` (which must validate) into a vyre Program.
+pub fn export(program: &Program) -> Result<v::Program, ExportError> {
+    let diags = crate::validate::validate(program);
+    if let Some(d) = diags
+        .iter()
+        .find(|d| d.severity == crate::diagnostic::Severity::Error)
+    {
+        return Err(ExportError::new(
+            d.node.as_ref().map_or("program", |n| n.as_str()),
+            "invalid Program",
+            format!("{} {}", d.code, d.message),
+            "fix the Program first (`vyrescope check` lists every error)",
+        ));
+    }
+    let p = crate::ir::elaborate(program);
+    let mut buffers = Vec::with_capacity(p.buffers.len());
+    for (i, b) in p.buffers.iter().enumerate() {
+        let node = format!("buffers[{i}]");
+        let dt = data_type(b.elem, &node)?;
+        let binding = b.binding.unwrap_or(0);
+        let decl = match b.access {
+            Access::Read => v::BufferDecl::read(&b.name, binding, dt),
+            Access::ReadWrite => v::BufferDecl::read_write(&b.name, binding, dt),
+            Access::Write => {
+                v::BufferDecl::storage(&b.name, binding, v::BufferAccess::WriteOnly, dt)
+            }
+            Access::Uniform => v::BufferDecl::uniform(&b.name, binding, dt),
+            Access::Workgroup => v::BufferDecl::workgroup(&b.name, b.count.unwrap_or(1), dt),
+        };
+        buffers.push(decl);
+    }
+    let mut env = Env::new(&p);
+    let mut cx = expr::Cx::new(&p);
+    let entry = stmts(&p.body, &mut env, &mut cx, true)?;
+    Ok(v::Program::wrapped(buffers, p.workgroup_size, entry))
+}
+
+/// vyre's element type for ours.
+fn data_type(e: ElemType, node: &str) -> Result<v::DataType, ExportError> {
+    Ok(match e {
+        ElemType::Bool => v::DataType::Bool,
+        ElemType::U8 => v::DataType::U8,
+        ElemType::I8 => v::DataType::I8,
+        ElemType::U16 => v::DataType::U16,
+        ElemType::I16 => v::DataType::I16,
+        ElemType::U32 => v::DataType::U32,
+        ElemType::I32 => v::DataType::I32,
+        ElemType::F16 => v::DataType::F16,
+        ElemType::F32 => v::DataType::F32,
+        ElemType::U64 | ElemType::I64 | ElemType::F64 => {
+            return Err(sixty_four(node, &format!("{e} buffer")))
+        }
+    })
+}
+
+/// The refusal of every 64-bit type.
+fn sixty_four(node: &str, construct: &str) -> ExportError {
+    ExportError::new(
+        node,
+        construct,
+        "vyre 0.7.2 has no 64-bit literal expressions (only opaque extension nodes that other \
+         decoders need registered) and its PTX emitter has no f64 registers, so the export \
+         keeps to 32-bit types",
+        "use 32-bit types (u32, i32, f32) in the Program you export",
+    )
+}
+
+/// Converts a statement list. `top` is true for the kernel's top-level body, the only place
+/// where the early-return rewrite is exact (nothing runs after it).
+fn stmts(
+    list: &[Stmt],
+    env: &mut Env,
+    cx: &mut expr::Cx,
+    top: bool,
+) -> Result<Vec<v::Node>, ExportError> {
+    let mut out = Vec::new();
+    for (k, s) in list.iter().enumerate() {
+        if top {
+            if let StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } = &s.kind
+            {
+                if proof::is_bare_return(then) && otherwise.is_empty() {
+                    // `if c { return } rest` == `if !c { rest }` at the top level.
+                    let c = cx.expr(cond, env, &s.id)?;
+                    env.push();
+                    env.assume(cond, false);
+                    let rest = stmts(&list[k + 1..], env, cx, true)?;
+                    env.pop();
+                    out.push(v::Node::if_then(not(c), rest));
+                    return Ok(out);
+                }
+            }
+        }
+        stmt(s, env, cx, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn not(c: v::Expr) -> v::Expr {
+    v::Expr::UnOp {
+        op: v::UnOp::LogicalNot,
+        operand: Box::new(c),
+    }
+}
+
+fn stmt(
+    s: &Stmt,
+    env: &mut Env,
+    cx: &mut expr::Cx,
+    out: &mut Vec<v::Node>,
+) -> Result<(), ExportError> {
+    let id = s.id.as_str();
+    match &s.kind {
+        StmtKind::Let { name, value } => {
+            let ty = env.ty(value).ok_or_else(|| internal(id, "untyped let"))?;
+            cx.check_type(ty, id)?;
+            match cx.guarded_atomic(value, env, id)? {
+                Some((ok, atomic)) => {
+                    out.push(v::Node::let_bind(name.as_str(), expr::zero(ty)));
+                    out.push(v::Node::if_then(
+                        ok,
+                        vec![v::Node::assign(name.as_str(), atomic)],
+                    ));
+                }
+                None => {
+                    let e = cx.expr(value, env, id)?;
+                    out.push(v::Node::let_bind(name.as_str(), e));
+                }
+            }
+            env.declare(name, ty, Some(value));
+        }
+        StmtKind::Assign { name, value } => {
+            let ty = env
+                .var_ty(name)
+                .ok_or_else(|| internal(id, "unknown variable"))?;
+            match cx.guarded_atomic(value, env, id)? {
+                Some((ok, atomic)) => out.push(v::Node::if_then_else(
+                    ok,
+                    vec![v::Node::assign(name.as_str(), atomic)],
+                    vec![v::Node::assign(name.as_str(), expr::zero(ty))],
+                )),
+                None => {
+                    let e = cx.expr(value, env, id)?;
+                    out.push(v::Node::assign(name.as_str(), e));
+                }
+            }
+        }
+        StmtKind::Store {
+            buffer,
+            index,
+            value,
+        } => {
+            let decl = env
+                .program()
+                .buffer(buffer)
+                .ok_or_else(|| internal(id, "unknown buffer"))?;
+            let i = cx.expr(index, env, id)?;
+            let mut val = cx.expr(value, env, id)?;
+            if decl.elem.is_narrow() {
+                val = v::Expr::cast(data_type(decl.elem, id)?, val);
+            }
+            if env.in_range(buffer, index) {
+                out.push(v::Node::store(buffer.as_str(), i, val));
+            } else {
+                let ok = cx.below_len(buffer, i.clone(), env);
+                out.push(v::Node::if_then(
+                    ok,
+                    vec![v::Node::store(buffer.as_str(), i, val)],
+                ));
+            }
+        }
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+            ..
+        } => {
+            let c = cx.expr(cond, env, id)?;
+            env.push();
+            env.assume(cond, true);
+            let t = stmts(then, env, cx, false)?;
+            env.pop();
+            env.push();
+            env.assume(cond, false);
+            let o = stmts(otherwise, env, cx, false)?;
+            env.pop();
+            out.push(if o.is_empty() {
+                v::Node::if_then(c, t)
+            } else {
+                v::Node::if_then_else(c, t, o)
+            });
+        }
+        StmtKind::Loop {
+            var,
+            from,
+            to,
+            body,
+        } => {
+            let f = cx.expr(from, env, id)?;
+            let t = cx.expr(to, env, id)?;
+            env.push();
+            env.declare(var, crate::ir::ScalarType::U32, None);
+            env.assume_loop(var, from, to);
+            let b = stmts(body, env, cx, false)?;
+            env.pop();
+            out.push(v::Node::loop_for(var.as_str(), f, t, b));
+        }
+        StmtKind::Barrier(scope) => out.push(v::Node::Barrier {
+            ordering: match scope {
+                BarrierScope::Workgroup => v::MemoryOrdering::SeqCst,
+                BarrierScope::Grid => v::MemoryOrdering::GridSync,
+            },
+        }),
+        StmtKind::Return => out.push(v::Node::Return),
+        StmtKind::Block(list) => {
+            env.push();
+            let b = stmts(list, env, cx, false)?;
+            env.pop();
+            out.push(v::Node::block(b));
+        }
+    }
+    Ok(())
+}
+
+fn internal(node: &str, what: &str) -> ExportError {
+    ExportError::new(
+        node,
+        "internal",
+        format!("{what} in a Program the validator accepted"),
+        "report this bug with the Program file",
+    )
+}
+
+/// True for the unary operators whose result is `bool` (used by the expression converter).
+pub(crate) fn unary_is_predicate(op: UnOp) -> bool {
+    matches!(op, UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite | UnOp::LNot)
+}
+
+/// True when `e` contains an atomic.
+pub(crate) fn has_atomic(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x, Expr::Atomic { .. }));
+    found
+}

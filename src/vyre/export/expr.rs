@@ -1,0 +1,456 @@
+//! Expressions of the export (see the parent module for the semantic adaptations).
+
+use vyre_foundation::ir as v;
+
+use super::ops;
+use super::proof::Env;
+use super::{has_atomic, sixty_four, unary_is_predicate, ExportError};
+use crate::ir::{
+    Access, AtomicOp, AtomicOrder, Axis, BinOp, Builtin, Expr, Literal, Program, ReduceOp, Scalar,
+    ScalarType, UnOp,
+};
+
+/// Conversion context.
+pub struct Cx<'p> {
+    program: &'p Program,
+}
+
+/// The zero of a 32-bit or `bool` type.
+pub fn zero(t: ScalarType) -> v::Expr {
+    match t {
+        ScalarType::I32 => v::Expr::LitI32(0),
+        ScalarType::F32 => v::Expr::LitF32(0.0),
+        ScalarType::Bool => v::Expr::LitBool(false),
+        _ => v::Expr::LitU32(0),
+    }
+}
+
+fn scalar_dt(t: ScalarType) -> Option<v::DataType> {
+    Some(match t {
+        ScalarType::Bool => v::DataType::Bool,
+        ScalarType::U32 => v::DataType::U32,
+        ScalarType::I32 => v::DataType::I32,
+        ScalarType::F32 => v::DataType::F32,
+        ScalarType::U64 | ScalarType::I64 | ScalarType::F64 => return None,
+    })
+}
+
+pub(super) fn bin(op: v::BinOp, a: v::Expr, b: v::Expr) -> v::Expr {
+    v::Expr::BinOp {
+        op,
+        left: Box::new(a),
+        right: Box::new(b),
+    }
+}
+
+fn axis(a: Axis) -> u8 {
+    a.index() as u8
+}
+
+impl<'p> Cx<'p> {
+    /// A context for `program` (elaborated).
+    pub fn new(program: &'p Program) -> Self {
+        Cx { program }
+    }
+
+    /// Refuses the types vyre's export cannot carry.
+    pub fn check_type(&self, t: ScalarType, node: &str) -> Result<(), ExportError> {
+        match scalar_dt(t) {
+            Some(_) => Ok(()),
+            None => Err(sixty_four(node, &format!("{t} value"))),
+        }
+    }
+
+    /// `index < len(buffer)`, with the `count` literal for workgroup buffers.
+    pub fn below_len(&self, buffer: &str, index: v::Expr, _env: &Env) -> v::Expr {
+        let len = match self.program.buffer(buffer).and_then(|d| d.count) {
+            Some(c) => v::Expr::LitU32(c),
+            None => v::Expr::buf_len(buffer),
+        };
+        bin(v::BinOp::Lt, index, len)
+    }
+
+    /// When `value` is an atomic on a host buffer whose index is not proven in range: the
+    /// guard and the atomic, for the caller to run the atomic under the guard.
+    pub fn guarded_atomic(
+        &mut self,
+        value: &Expr,
+        env: &Env,
+        node: &str,
+    ) -> Result<Option<(v::Expr, v::Expr)>, ExportError> {
+        let Expr::Atomic { buffer, index, .. } = value else {
+            return Ok(None);
+        };
+        if env.in_range(buffer, index) {
+            return Ok(None);
+        }
+        let atomic = self.atomic(value, env, node)?;
+        let i = self.expr(index, env, node)?;
+        Ok(Some((self.below_len(buffer, i, env), atomic)))
+    }
+
+    /// The vyre expression of `e`.
+    pub fn expr(&mut self, e: &Expr, env: &Env, node: &str) -> Result<v::Expr, ExportError> {
+        Ok(match e {
+            Expr::Lit(l) => literal(*l, node)?,
+            Expr::Var(n) => {
+                if let Some(t) = env.var_ty(n) {
+                    self.check_type(t, node)?;
+                }
+                v::Expr::var(n.as_str())
+            }
+            Expr::Builtin(b) => match b {
+                Builtin::GlobalId(a) => v::Expr::InvocationId { axis: axis(*a) },
+                Builtin::LocalId(a) => v::Expr::LocalId { axis: axis(*a) },
+                Builtin::WorkgroupId(a) => v::Expr::WorkgroupId { axis: axis(*a) },
+                Builtin::Lane => v::Expr::SubgroupLocalId,
+                Builtin::SubgroupSize => v::Expr::SubgroupSize,
+                Builtin::NumWorkgroups(_) => {
+                    return Err(ExportError::new(
+                        node,
+                        "`nwg` builtin",
+                        "vyre has no number-of-workgroups builtin",
+                        "pass the workgroup count in a uniform buffer",
+                    ))
+                }
+            },
+            Expr::Load { buffer, index } => self.load(buffer, index, env, node)?,
+            Expr::Len(b) => match self.program.buffer(b).and_then(|d| d.count) {
+                Some(c) => v::Expr::LitU32(c),
+                None => v::Expr::buf_len(b.as_str()),
+            },
+            Expr::Binary(op, a, b) => self.binary(*op, a, b, env, node)?,
+            Expr::Unary(op, a) => {
+                let x = self.expr(a, env, node)?;
+                let t = env.ty(a);
+                if !unary_is_predicate(*op) {
+                    if let Some(t) = t {
+                        self.check_type(t, node)?;
+                    }
+                }
+                if let Some(t @ (ScalarType::I32 | ScalarType::U32)) = t {
+                    if let Some(r) = ops::int_unary(*op, t, x.clone(), has_atomic(a), node)? {
+                        return Ok(r);
+                    }
+                }
+                v::Expr::UnOp {
+                    op: unop(*op),
+                    operand: Box::new(x),
+                }
+            }
+            Expr::Select(c, a, b) => v::Expr::select(
+                self.expr(c, env, node)?,
+                self.expr(a, env, node)?,
+                self.expr(b, env, node)?,
+            ),
+            Expr::Cast(t, x) => {
+                let dt = scalar_dt(*t).ok_or_else(|| sixty_four(node, &format!("cast to {t}")))?;
+                v::Expr::cast(dt, self.expr(x, env, node)?)
+            }
+            Expr::Bitcast(t, x) => {
+                let from = env.ty(x);
+                let inner = self.expr(x, env, node)?;
+                match (from, *t) {
+                    (Some(f), t) if f == t => inner,
+                    (Some(ScalarType::U32), ScalarType::I32)
+                    | (Some(ScalarType::I32), ScalarType::U32) => {
+                        // vyre's same-width integer cast keeps the bits.
+                        v::Expr::cast(scalar_dt(*t).unwrap_or(v::DataType::U32), inner)
+                    }
+                    (f, t) => {
+                        return Err(ExportError::new(
+                            node,
+                            format!(
+                                "bitcast {} -> {t}",
+                                f.map_or("?".to_string(), |f| f.to_string())
+                            ),
+                            "vyre's cast converts the value; it has no reinterpretation of \
+                             float bits as an integer or back",
+                            "keep the value in one type, or compute the bits with integer ops",
+                        ))
+                    }
+                }
+            }
+            Expr::Fma(a, b, c) => v::Expr::fma(
+                self.expr(a, env, node)?,
+                self.expr(b, env, node)?,
+                self.expr(c, env, node)?,
+            ),
+            Expr::Atomic { buffer, index, .. } => {
+                if !env.in_range(buffer, index) {
+                    return Err(ExportError::new(
+                        node,
+                        "atomic inside an expression",
+                        "its index is not proven in range, and vyre's PTX does not check \
+                         atomic indices, so the export must run it under `if index < len`, \
+                         which needs the atomic as the whole value of a `let` or `assign`",
+                        "bind the atomic with its own `let`, or guard it with `if index < len`",
+                    ));
+                }
+                self.atomic(e, env, node)?
+            }
+            Expr::Shuffle { value, lane } => {
+                v::Expr::subgroup_shuffle(self.expr(value, env, node)?, self.expr(lane, env, node)?)
+            }
+            Expr::SubgroupReduce(op, x) => v::Expr::subgroup_reduce(
+                match op {
+                    ReduceOp::Add => v::SubgroupReduceOp::Add,
+                    ReduceOp::Mul => v::SubgroupReduceOp::Mul,
+                    ReduceOp::Min => v::SubgroupReduceOp::Min,
+                    ReduceOp::Max => v::SubgroupReduceOp::Max,
+                    ReduceOp::And => v::SubgroupReduceOp::And,
+                    ReduceOp::Or => v::SubgroupReduceOp::Or,
+                    ReduceOp::Xor => v::SubgroupReduceOp::Xor,
+                },
+                self.expr(x, env, node)?,
+            ),
+            Expr::Ballot(c) => v::Expr::subgroup_ballot(self.expr(c, env, node)?),
+        })
+    }
+
+    fn load(
+        &mut self,
+        buffer: &str,
+        index: &Expr,
+        env: &Env,
+        node: &str,
+    ) -> Result<v::Expr, ExportError> {
+        let decl = self
+            .program
+            .buffer(buffer)
+            .ok_or_else(|| super::internal(node, "unknown buffer"))?;
+        let ty = decl.elem.value_type();
+        self.check_type(ty, node)?;
+        let i = self.expr(index, env, node)?;
+        let widen = |e: v::Expr| match (decl.elem.is_narrow(), scalar_dt(ty)) {
+            (true, Some(dt)) => v::Expr::cast(dt, e),
+            _ => e,
+        };
+        if env.in_range(buffer, index) {
+            return Ok(widen(v::Expr::load(buffer, i)));
+        }
+        let ok = self.below_len(buffer, i.clone(), env);
+        // vyre's PTX clamps a host-buffer index to 0 itself; a workgroup index it does not
+        // check, so the export clamps it too.
+        let at = if decl.access == Access::Workgroup {
+            v::Expr::select(ok.clone(), i, v::Expr::LitU32(0))
+        } else {
+            i
+        };
+        Ok(v::Expr::select(
+            ok,
+            widen(v::Expr::load(buffer, at)),
+            zero(ty),
+        ))
+    }
+
+    fn binary(
+        &mut self,
+        op: BinOp,
+        a: &Expr,
+        b: &Expr,
+        env: &Env,
+        node: &str,
+    ) -> Result<v::Expr, ExportError> {
+        let ta = env.ty(a);
+        if let Some(t) = ta {
+            self.check_type(t, node)?;
+        }
+        let x = self.expr(a, env, node)?;
+        let y = self.expr(b, env, node)?;
+        let vop = match op {
+            BinOp::Add => v::BinOp::Add,
+            BinOp::Sub => v::BinOp::Sub,
+            BinOp::Mul => v::BinOp::Mul,
+            BinOp::Div => v::BinOp::Div,
+            BinOp::Rem => v::BinOp::Mod,
+            BinOp::Min => v::BinOp::Min,
+            BinOp::Max => v::BinOp::Max,
+            BinOp::AbsDiff => v::BinOp::AbsDiff,
+            BinOp::MulHi => v::BinOp::MulHigh,
+            BinOp::And => v::BinOp::BitAnd,
+            BinOp::Or => v::BinOp::BitOr,
+            BinOp::Xor => v::BinOp::BitXor,
+            BinOp::Shl => v::BinOp::Shl,
+            BinOp::Shr => v::BinOp::Shr,
+            BinOp::Rotl => v::BinOp::RotateLeft,
+            BinOp::Rotr => v::BinOp::RotateRight,
+            BinOp::Eq => v::BinOp::Eq,
+            BinOp::Ne => v::BinOp::Ne,
+            BinOp::Lt => v::BinOp::Lt,
+            BinOp::Le => v::BinOp::Le,
+            BinOp::Gt => v::BinOp::Gt,
+            BinOp::Ge => v::BinOp::Ge,
+            BinOp::LAnd => v::BinOp::And,
+            BinOp::LOr => v::BinOp::Or,
+        };
+        if op == BinOp::AbsDiff && ta == Some(ScalarType::I32) {
+            // vyre refuses i32 absdiff (V086); ours is the wrapping max - min.
+            if has_atomic(a) || has_atomic(b) {
+                return Err(ExportError::new(
+                    node,
+                    "i32 absdiff of an atomic's result",
+                    "the vyre form uses each operand twice, and an atomic must run once",
+                    "bind the atomic with its own `let` first",
+                ));
+            }
+            return Ok(v::Expr::select(
+                bin(v::BinOp::Lt, x.clone(), y.clone()),
+                bin(v::BinOp::Sub, y.clone(), x.clone()),
+                bin(v::BinOp::Sub, x, y),
+            ));
+        }
+        if op.is_shift() {
+            let small = crate::emit::ranges::range_of(b, env).is_some_and(|r| r.hi < 32);
+            return ops::shift(vop, ta, x, y, small, has_atomic(a) || has_atomic(b), node);
+        }
+        let nonzero_literal = matches!(b, Expr::Lit(Literal::Typed(Scalar::U32(d))) if *d != 0);
+        if op == BinOp::Div && ta == Some(ScalarType::U32) && !nonzero_literal {
+            // Ours: x / 0 = 0; vyre's PTX: u32::MAX.
+            if has_atomic(b) {
+                return Err(ExportError::new(
+                    node,
+                    "u32 division by an atomic's result",
+                    "the export evaluates the divisor twice (for its zero test), which an \
+                     atomic must not be",
+                    "bind the atomic with its own `let` first",
+                ));
+            }
+            let is_zero = bin(v::BinOp::Eq, y.clone(), v::Expr::LitU32(0));
+            return Ok(v::Expr::select(is_zero, v::Expr::LitU32(0), bin(vop, x, y)));
+        }
+        let r = bin(vop, x, y);
+        // vyre's validator types every bitwise, remainder and mulhi result as u32 whatever
+        // the operands, so an i32 or f32 one feeding another operator would be a type
+        // mismatch there (V093); a cast to the operands' own type keeps the value.
+        let u32_typed = matches!(
+            vop,
+            v::BinOp::BitAnd
+                | v::BinOp::BitOr
+                | v::BinOp::BitXor
+                | v::BinOp::Mod
+                | v::BinOp::MulHigh
+        );
+        Ok(match ta {
+            Some(t @ (ScalarType::I32 | ScalarType::F32)) if u32_typed => {
+                v::Expr::cast(scalar_dt(t).unwrap_or(v::DataType::U32), r)
+            }
+            _ => r,
+        })
+    }
+
+    /// The vyre atomic of `e` (an [`Expr::Atomic`]), without a bounds guard.
+    fn atomic(&mut self, e: &Expr, env: &Env, node: &str) -> Result<v::Expr, ExportError> {
+        let Expr::Atomic {
+            op,
+            buffer,
+            index,
+            value,
+            expected,
+            order,
+        } = e
+        else {
+            return Err(super::internal(node, "not an atomic"));
+        };
+        let decl = self
+            .program
+            .buffer(buffer)
+            .ok_or_else(|| super::internal(node, "unknown buffer"))?;
+        if decl.access == Access::Workgroup {
+            return Err(ExportError::new(
+                node,
+                format!("atomic on workgroup buffer `{buffer}`"),
+                "vyre's validator accepts atomics only on read_write host buffers (V025)",
+                "count in a global read_write u32 buffer instead",
+            ));
+        }
+        if decl.elem != crate::ir::ElemType::U32 {
+            return Err(ExportError::new(
+                node,
+                format!("atomic on {} buffer `{buffer}`", decl.elem),
+                "vyre's atomics work on u32 elements only (V014)",
+                "use a u32 buffer for the atomic",
+            ));
+        }
+        let i = self.expr(index, env, node)?;
+        let val = self.expr(value, env, node)?;
+        let exp = match expected {
+            Some(x) => Some(Box::new(self.expr(x, env, node)?)),
+            None => None,
+        };
+        Ok(v::Expr::Atomic {
+            op: match op {
+                AtomicOp::Add => v::AtomicOp::Add,
+                AtomicOp::Min => v::AtomicOp::Min,
+                AtomicOp::Max => v::AtomicOp::Max,
+                AtomicOp::And => v::AtomicOp::And,
+                AtomicOp::Or => v::AtomicOp::Or,
+                AtomicOp::Xor => v::AtomicOp::Xor,
+                AtomicOp::Exchange => v::AtomicOp::Exchange,
+                AtomicOp::Cas => v::AtomicOp::CompareExchange,
+            },
+            buffer: buffer.as_str().into(),
+            index: Box::new(i),
+            expected: exp,
+            value: Box::new(val),
+            ordering: ordering(*order),
+        })
+    }
+}
+
+/// vyre's memory ordering for our atomic order.
+pub fn ordering(o: AtomicOrder) -> v::MemoryOrdering {
+    match o {
+        AtomicOrder::Relaxed => v::MemoryOrdering::Relaxed,
+        AtomicOrder::Acquire => v::MemoryOrdering::Acquire,
+        AtomicOrder::Release => v::MemoryOrdering::Release,
+        AtomicOrder::AcqRel => v::MemoryOrdering::AcqRel,
+        AtomicOrder::SeqCst => v::MemoryOrdering::SeqCst,
+    }
+}
+
+fn literal(l: Literal, node: &str) -> Result<v::Expr, ExportError> {
+    Ok(match l {
+        Literal::Typed(Scalar::Bool(b)) => v::Expr::LitBool(b),
+        Literal::Typed(Scalar::U32(x)) => v::Expr::LitU32(x),
+        Literal::Typed(Scalar::I32(x)) => v::Expr::LitI32(x),
+        Literal::Typed(Scalar::F32(x)) => v::Expr::LitF32(x),
+        Literal::Typed(s) => return Err(sixty_four(node, &format!("{} literal", s.ty()))),
+        // The export runs on an elaborated Program: no bare literal is left.
+        Literal::Int(_) | Literal::Float(_) => {
+            return Err(super::internal(node, "bare literal after elaboration"))
+        }
+    })
+}
+
+fn unop(op: UnOp) -> v::UnOp {
+    match op {
+        UnOp::Neg => v::UnOp::Negate,
+        UnOp::Not => v::UnOp::BitNot,
+        UnOp::LNot => v::UnOp::LogicalNot,
+        UnOp::Popcount => v::UnOp::Popcount,
+        UnOp::Clz => v::UnOp::Clz,
+        UnOp::Ctz => v::UnOp::Ctz,
+        UnOp::Brev => v::UnOp::ReverseBits,
+        UnOp::Abs => v::UnOp::Abs,
+        UnOp::Sign => v::UnOp::Sign,
+        UnOp::Sqrt => v::UnOp::Sqrt,
+        UnOp::Rsqrt => v::UnOp::InverseSqrt,
+        UnOp::Rcp => v::UnOp::Reciprocal,
+        UnOp::Exp => v::UnOp::Exp,
+        UnOp::Exp2 => v::UnOp::Exp2,
+        UnOp::Log => v::UnOp::Log,
+        UnOp::Log2 => v::UnOp::Log2,
+        UnOp::Sin => v::UnOp::Sin,
+        UnOp::Cos => v::UnOp::Cos,
+        UnOp::Tan => v::UnOp::Tan,
+        UnOp::Tanh => v::UnOp::Tanh,
+        UnOp::Floor => v::UnOp::Floor,
+        UnOp::Ceil => v::UnOp::Ceil,
+        UnOp::Round => v::UnOp::Round,
+        UnOp::Trunc => v::UnOp::Trunc,
+        UnOp::IsNan => v::UnOp::IsNan,
+        UnOp::IsInf => v::UnOp::IsInf,
+        UnOp::IsFinite => v::UnOp::IsFinite,
+    }
+}
