@@ -100,6 +100,12 @@ pub struct EmitOptions {
     pub unroll: bool,
     /// How grid barriers are lowered (see [`grid_sync`]); the default is the flip counter.
     pub grid_barrier: grid_sync::GridBarrier,
+    /// Give a group of bounds-checked accesses one range test and an unchecked fast copy
+    /// (see [`version`]) instead of one check per access. Off by default: on an H200 it
+    /// measured no faster (stencil5_f32 1.012x, vadd_f32 1.006x the time of one check per
+    /// access, BENCHMARKS.md); `emit --version-bounds` and `bench-kernel --version-bounds`
+    /// turn it on for comparison.
+    pub version_bounds: bool,
 }
 
 impl EmitOptions {
@@ -111,6 +117,7 @@ impl EmitOptions {
             lineinfo: false,
             unroll: true,
             grid_barrier: grid_sync::GridBarrier::default(),
+            version_bounds: false,
         }
     }
 }

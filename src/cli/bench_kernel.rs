@@ -31,6 +31,10 @@ pub struct Args {
     /// size already verified.
     #[arg(long)]
     pub no_verify: bool,
+    /// Versioned bounds checks (one range test per group of accesses and an unchecked fast
+    /// copy) instead of one check per access, for side-by-side measurement.
+    #[arg(long)]
+    pub version_bounds: bool,
     /// Workgroup size override, `X,Y,Z`.
     #[arg(long, value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
@@ -90,6 +94,7 @@ pub fn run(a: &Args) -> i32 {
         repeat: a.repeat,
         full_reps: a.full_reps,
         verify,
+        version_bounds: a.version_bounds,
     };
     let bench = match rt.bench_program(&program, base, &opts) {
         Ok(b) => b,

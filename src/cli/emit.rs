@@ -35,6 +35,10 @@ pub struct Args {
     /// Keep every loop rolled (no unrolling of small constant-trip loops), for comparison.
     #[arg(long)]
     pub no_unroll: bool,
+    /// Versioned bounds checks (one range test per group of accesses and an unchecked fast
+    /// copy) instead of one check per access, for comparison.
+    #[arg(long)]
+    pub version_bounds: bool,
     /// Lowering of grid barriers: `flip` (one flipping arrival counter, the default) or
     /// `generation` (counter plus generation word, the earlier lowering), for comparison.
     #[arg(long, default_value = "flip", value_name = "KIND")]
@@ -64,6 +68,7 @@ pub fn run(a: &Args) -> i32 {
         lineinfo: a.lineinfo,
         unroll: !a.no_unroll,
         grid_barrier: a.grid_barrier,
+        version_bounds: a.version_bounds,
     };
     // vyre's kernel is made for the same workgroup size as ours.
     let mut for_vyre = p.clone();

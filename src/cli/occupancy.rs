@@ -286,6 +286,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
         lineinfo: false,
         unroll: true,
         grid_barrier: Default::default(),
+        version_bounds: false,
     };
     let kernel = match emit(&program, &opts) {
         Ok(k) => k,

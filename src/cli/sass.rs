@@ -41,6 +41,7 @@ pub fn run(a: &Args) -> i32 {
         lineinfo: true,
         unroll: !a.no_unroll,
         grid_barrier: Default::default(),
+        version_bounds: false,
     };
     let k = match emit(&p, &opts) {
         Ok(k) => k,

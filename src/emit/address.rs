@@ -169,32 +169,13 @@ impl Writer<'_> {
         }
         let a = if host {
             let base = self.buffer_ptr_reg(&d.name);
-            // `mul.wide` + `add.s64` rather than one `mad.wide.u32`: ptxas (CUDA 13, sm_90)
-            // turns the latter into a shift, a high multiply and a 64-bit add pair (or
-            // LEA + LEA.HI.X) per address, the former into one IMAD.WIDE.U32.
-            // The byte offset is shared by every buffer of this element size (as nvcc does).
-            let ix = Val::Reg {
-                name: index_reg.clone(),
-                ty: crate::ir::ScalarType::U32,
-                fresh: false,
-            };
-            let key = self.op_key(&format!("mul.wide {size}"), &[&ix]);
-            let off = match self.reuse(&key) {
-                Some(v) => v.text(),
-                None => {
-                    let off = self.reg_class(RegClass::B64);
-                    self.ins(format!("mul.wide.u32 {off}, {index_reg}, {size}"));
-                    let v = Val::Reg {
-                        name: off.clone(),
-                        ty: crate::ir::ScalarType::U64,
-                        fresh: false,
-                    };
-                    self.remember(key, &v);
-                    off
-                }
-            };
+            // One `mad.wide.u32` per address. nvcc's form (`mul.wide.u32` once per index and
+            // `add.s64` per buffer) gives ptxas 13 shorter SASS (one IMAD.WIDE.U32 with the base
+            // in a register pair), but measured side by side on an H200 it was slower on every
+            // timed fixture it changed (warp_scan_u32 1.023x, reduce_sum_f32 1.015x, stencil5_f32
+            // 1.006x; BENCHMARKS.md, session 5), so the emitter keeps this form.
             let a = self.reg_class(RegClass::B64);
-            self.ins(format!("add.s64 {a}, {base}, {off}"));
+            self.ins(format!("mad.wide.u32 {a}, {index_reg}, {size}, {base}"));
             a
         } else {
             let base = self.shared_base_reg(&d.name);

@@ -1,8 +1,9 @@
 //! Buffer access: kernel parameters, addresses, bounds checks, loads, stores and atomics.
 //!
 //! Host buffers: the pointer parameter is converted with `cvta.to.global` once in the
-//! prologue; an element address is `mul.wide.u32 off, idx, size` + `add.s64 a, base, off`
-//! (32-bit index math, a 64-bit address; ptxas makes the pair one IMAD.WIDE.U32). Read-only (`read`, `uniform`) buffers load through `ld.global.nc`.
+//! prologue; an element address is one `mad.wide.u32 idx, size, base` (32-bit index math, a
+//! 64-bit address; nvcc's `mul.wide` + `add.s64` pair measured slower, see `address.rs`).
+//! Read-only (`read`, `uniform`) buffers load through `ld.global.nc`.
 //! Workgroup buffers are `.shared` arrays addressed with 32-bit registers.
 //!
 //! Bounds: a load outside `[0, len)` gives 0 (the destination is zeroed, then the load is

@@ -25,7 +25,13 @@ const SHORT_EXPR_NODES: usize = 24;
 impl Writer<'_> {
     /// Lowers a statement list in order.
     pub fn stmts(&mut self, list: &[Stmt]) -> R<()> {
-        self.stmts_versioned(list)
+        if self.opts.version_bounds {
+            return self.stmts_versioned(list);
+        }
+        for s in list {
+            self.stmt_then_facts(s)?;
+        }
+        Ok(())
     }
 
     /// Lowers one statement of a list and adds the facts it establishes for the rest.

@@ -69,6 +69,8 @@ pub struct BenchOptions {
     pub full_reps: u32,
     /// The reference check.
     pub verify: Verify,
+    /// Emit with versioned bounds checks instead of one check per access (for comparison).
+    pub version_bounds: bool,
 }
 
 /// Warm dispatch host overhead vs a bare cudarc launch, compared like for like: launch +
@@ -241,7 +243,11 @@ impl Runtime {
             }
         }
         let PreparedRun { shape, buffers } = prepare(p, base, o.workgroup)?;
-        let c = self.compile_program(p, shape.workgroup_size, &JitOptions::default())?;
+        let jit = JitOptions {
+            version_bounds: o.version_bounds,
+            ..JitOptions::default()
+        };
+        let c = self.compile_program(p, shape.workgroup_size, &jit)?;
         let opts = DispatchOptions {
             useful_invocations: Some(shape.invocations()),
             ..DispatchOptions::default()

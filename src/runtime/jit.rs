@@ -27,6 +27,9 @@ pub struct JitOptions {
     pub opt_level: Option<u32>,
     /// How the emitter lowers grid barriers (see `emit::grid_sync`).
     pub grid_barrier: GridBarrier,
+    /// The emitter's versioned bounds checks (`EmitOptions::version_bounds`), for
+    /// side-by-side measurement.
+    pub version_bounds: bool,
 }
 
 impl JitOptions {
@@ -245,6 +248,7 @@ impl Runtime {
             lineinfo: options.lineinfo,
             unroll: true,
             grid_barrier: options.grid_barrier,
+            version_bounds: options.version_bounds,
         };
         let key = program_key(program, &eopts);
         let (emitted, ptx_cached) = match self.ptx_cache.get(key) {
@@ -283,5 +287,6 @@ pub fn program_key(program: &Program, opts: &EmitOptions) -> u64 {
         &opts.sm.to_le_bytes(),
         &[opts.lineinfo as u8],
         opts.grid_barrier.name().as_bytes(),
+        &[opts.version_bounds as u8],
     ])
 }

@@ -209,6 +209,7 @@ impl App {
             lineinfo: false,
             unroll: true,
             grid_barrier: Default::default(),
+            version_bounds: false,
         }
     }
 

@@ -140,6 +140,7 @@ fn program_file_without_ptxas_estimates_registers() {
             lineinfo: false,
             unroll: true,
             grid_barrier: Default::default(),
+            version_bounds: false,
         },
     )
     .unwrap()

@@ -15,6 +15,7 @@ fn opts(p: &Program, sm: u32, lineinfo: bool) -> EmitOptions {
         lineinfo,
         unroll: true,
         grid_barrier: Default::default(),
+        version_bounds: false,
     }
 }
 

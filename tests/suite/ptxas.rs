@@ -36,7 +36,7 @@ fn check(
     name: &str,
     p: &Program,
     sm: u32,
-    (lineinfo, unroll, grid_barrier): (bool, bool, GridBarrier),
+    (lineinfo, unroll, grid_barrier, version_bounds): (bool, bool, GridBarrier, bool),
     failures: &mut Vec<String>,
 ) {
     let o = EmitOptions {
@@ -45,12 +45,13 @@ fn check(
         lineinfo,
         unroll,
         grid_barrier,
+        version_bounds,
     };
     match emit(p, &o) {
         Ok(k) => {
             if let Err(e) = assemble(bin, &k.ptx, sm, lineinfo) {
                 failures.push(format!(
-                    "{name} sm_{sm} lineinfo={lineinfo} unroll={unroll} grid_barrier={}: {e}",
+                    "{name} sm_{sm} lineinfo={lineinfo} unroll={unroll} grid_barrier={} version_bounds={version_bounds}: {e}",
                     grid_barrier.name()
                 ));
             }
@@ -68,12 +69,15 @@ fn every_fixture_assembles_for_sm80_and_sm90() {
     for (f, p) in &fx {
         for sm in [80, 90] {
             // Line info with the default (unrolled) code, the rolled loops of `--no-unroll`,
-            // and the earlier grid-barrier lowering of `--grid-barrier generation`.
+            // the earlier grid-barrier lowering of `--grid-barrier generation` and the
+            // versioned bounds checks of `--version-bounds`.
             for mode in [
-                (false, true, GridBarrier::Flip),
-                (true, true, GridBarrier::Flip),
-                (false, false, GridBarrier::Flip),
-                (false, true, GridBarrier::Generation),
+                (false, true, GridBarrier::Flip, false),
+                (true, true, GridBarrier::Flip, false),
+                (false, false, GridBarrier::Flip, false),
+                (false, true, GridBarrier::Generation, false),
+                (false, true, GridBarrier::Flip, true),
+                (true, false, GridBarrier::Flip, true),
             ] {
                 check(&bin, &f.display().to_string(), p, sm, mode, &mut failures);
             }
@@ -404,7 +408,7 @@ fn every_construct_assembles_on_every_target() {
                             name,
                             &p,
                             sm,
-                            (sm == 90, sm != 80, GridBarrier::Flip),
+                            (sm == 90, sm != 80, GridBarrier::Flip, sm == 80),
                             &mut f,
                         );
                     }

@@ -30,6 +30,7 @@ fn estimate_tracks_ptxas_on_every_fixture() {
             lineinfo: false,
             unroll: true,
             grid_barrier: Default::default(),
+            version_bounds: false,
         };
         let k = emit(&p, &opts).unwrap();
         let exact = offline_resources(&k.ptx, 90).unwrap();

@@ -20,6 +20,7 @@ use vyrescope::vyre::{compare, export, vyre_ptx};
 const EXPORT: &[(&str, Option<(&str, &str)>)] = &[
     ("atomics_mixed", Some(("buffers[4]", "u64 buffer"))),
     ("atomics_mixed_relaxed", Some(("buffers[4]", "u64 buffer"))),
+    ("bounds_fast_path", None),
     ("f16_storage", None),
     ("float_specials", Some(("buffers[5]", "i64 buffer"))),
     ("grid_barrier_loop_u32", None),
@@ -50,6 +51,7 @@ const EXPORT: &[(&str, Option<(&str, &str)>)] = &[
 /// vyre's PTX for the exported fixtures: `None` = emitted and accepted by ptxas, else the
 /// stage and a piece of vyre's message.
 const VYRE_PTX: &[(&str, Option<(&str, &str)>)] = &[
+    ("bounds_fast_path", None),
     ("f16_storage", None),
     (
         "grid_barrier_loop_u32",
