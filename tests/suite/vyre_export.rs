@@ -514,3 +514,60 @@ fn race_programs_export_and_vyres_ptx_assembles() {
         }
     }
 }
+
+/// JSON -> vyre -> JSON: every fixture vyre can express comes back through the import as a
+/// Program that computes the same thing. The Programs are not equal node for node (the export
+/// writes our bounds and division semantics out as guards, the import writes vyre's clamps
+/// and early exit out; both documented in docs/vyre.md), so the check is on results: both run
+/// on the reference interpreter with the fixture's own inputs (random data), every buffer
+/// compared byte for byte.
+#[test]
+fn fixtures_round_trip_through_vyre_with_the_same_results() {
+    let mut checked = 0;
+    for (name, original, v) in exported() {
+        let imported = vyrescope::vyre::import_program(&v, &name);
+        let errors: Vec<String> = imported
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == vyrescope::diagnostic::Severity::Error)
+            .map(|d| d.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:?}");
+        let mut back = imported.program;
+        back.run = original.run.clone();
+        let base = root().join("fixtures/programs");
+        let run = |p: &vyrescope::ir::Program| {
+            let mut prepared = vyrescope::inputs::prepare(p, &base, None, None)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            vyrescope::interp::run_with(
+                p,
+                &prepared.shape,
+                &mut prepared.buffers,
+                &vyrescope::interp::Options::default(),
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut bufs: Vec<(String, Vec<u8>)> = prepared
+                .buffers
+                .into_iter()
+                .map(|b| (b.name, b.data))
+                .collect();
+            bufs.sort();
+            bufs
+        };
+        let (want, got) = (run(&original), run(&back));
+        assert_eq!(
+            want.iter().map(|b| &b.0).collect::<Vec<_>>(),
+            got.iter().map(|b| &b.0).collect::<Vec<_>>(),
+            "{name}: buffers"
+        );
+        for ((buf, w), (_, g)) in want.iter().zip(&got) {
+            assert!(w.iter().any(|&x| x != 0) || g.iter().any(|&x| x != 0) || w.is_empty());
+            assert!(
+                w == g,
+                "{name}: buffer `{buf}` differs after JSON -> vyre -> JSON"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 13, "{checked} fixtures round-tripped");
+}

@@ -106,8 +106,32 @@ impl Cx {
                 value,
             } => {
                 let index = self.expr(index, &format!("{vp}.index"), id)?;
-                let value = self.expr(value, &format!("{vp}.value"), id)?;
+                // vyre stores into an f16 (or 8/16-bit integer) buffer a value cast to that
+                // type; the format stores the f32 (u32/i32) value and converts it on the way
+                // (round to nearest even; the low bits), which is what vyre's cast does, so the
+                // cast is dropped rather than refused.
                 let buffer = self.buffer_name(buffer.as_str());
+                let elem = self
+                    .scratch
+                    .buffers
+                    .iter()
+                    .find(|b| b.name == buffer)
+                    .map(|b| b.elem);
+                let (value, vpath) = match value {
+                    vyre_foundation::ir::Expr::Cast {
+                        target:
+                            target @ (DataType::F16
+                            | DataType::U8
+                            | DataType::I8
+                            | DataType::U16
+                            | DataType::I16),
+                        value: inner,
+                    } if elem.is_some() && elem_type(target) == elem => {
+                        (&**inner, format!("{vp}.value.value"))
+                    }
+                    v => (v, format!("{vp}.value")),
+                };
+                let value = self.expr(value, &vpath, id)?;
                 // With every lane kept alive vyre predicates the store (an out-of-range one
                 // does nothing, as here); otherwise it clamps the index to element 0.
                 let index = if self.full_workgroup {
