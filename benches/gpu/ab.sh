@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Two builds of vyrescope side by side on the GPU (e.g. before and after an emitter change):
-# per fixture, ROUNDS interleaved rounds of `bench-kernel --repeat 20` with each binary (which
+# Two builds of vyrescope, or one build with two sets of emitter flags, side by side on the
+# GPU (e.g. before and after an emitter change): per fixture, ROUNDS interleaved rounds of `bench-kernel --repeat 20` with each binary (which
 # goes first alternates), the first round of each verified against the reference
 # interpreter; prints the median device time of each and the ratio B / A.
 # Usage, from the repository root:  benches/gpu/ab.sh BIN_A BIN_B [OUT_DIR] [ROUNDS]
+# BIN_A / BIN_B may carry bench-kernel flags, e.g. the versioned bounds checks against one
+# check per access: benches/gpu/ab.sh target/release/vyrescope \
+#   "target/release/vyrescope --version-bounds" /tmp/vab 5
 set -euo pipefail
 A=$1
 B=$2
@@ -17,13 +20,16 @@ CASES=(
   "saxpy_f32|--elements 67108864"
   "reduce_sum_f32|--elements 67108864"
   "histogram_u8|--elements 67108864"
+  "bounds_fast_path|"
 )
 failed=0
-side() { # round fixture args label binary
+side() { # round fixture args label "binary [flags]"
   local check="--no-verify --full-reps 0"
   [ "$1" = 1 ] && check="--full-reps 1"
+  local bin flags
+  read -r bin flags <<< "$5"
   # shellcheck disable=SC2086
-  "$5" bench-kernel "fixtures/programs/$2.json" $3 $check --repeat 20 --json \
+  "$bin" bench-kernel "fixtures/programs/$2.json" $3 $flags $check --repeat 20 --json \
     > "$DIR/$2.$4.r$1.json" || { echo "FAILED: $2 $4 round $1" >&2; failed=1; }
 }
 for r in $(seq 1 "$ROUNDS"); do

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::runtime::bench::{BenchOptions, Verify};
-use crate::runtime::Runtime;
 
 /// Benchmark one Program's emitted kernel on the GPU.
 #[derive(Debug, clap::Args)]
@@ -81,11 +80,7 @@ pub fn run(a: &Args) -> i32 {
             program.name
         ));
     }
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
+    let mut rt = match a.gpu.open() {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

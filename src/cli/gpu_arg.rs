@@ -31,4 +31,9 @@ impl GpuArg {
             )),
         }
     }
+
+    /// Opens the live GPU this option names (the ordinal as [`GpuArg::ordinal`] reads it).
+    pub fn open(&self) -> Result<crate::runtime::Runtime, String> {
+        crate::runtime::Runtime::open(self.ordinal()?).map_err(|e| e.to_string())
+    }
 }

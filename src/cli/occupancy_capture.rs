@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use crate::runtime::capture::to_csv;
-use crate::runtime::Runtime;
 
 /// Capture the driver's occupancy answers for many kernels into a CSV table.
 #[derive(Debug, clap::Args)]
@@ -28,11 +27,7 @@ const STATIC_SMEM: [u32; 3] = [0, 4096, 20000];
 
 /// Runs `occupancy-capture`.
 pub fn run(a: &Args) -> i32 {
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
+    let mut rt = match a.gpu.open() {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

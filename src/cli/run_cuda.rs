@@ -13,11 +13,7 @@ use crate::runtime::Runtime;
 /// Runs `program` on the GPU as `a` asks; returns the exit code (1 on parity failure).
 pub fn run(a: &Args, program: &Program) -> i32 {
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
+    let mut rt = match a.gpu.open() {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

@@ -13,7 +13,6 @@ use crate::megakernel::gate::evidence_csv;
 use crate::runtime::pipeline_gpu::{
     run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport,
 };
-use crate::runtime::Runtime;
 
 fn forms(a: &Args) -> Forms {
     match (a.separate, a.megakernel, a.both) {
@@ -26,12 +25,8 @@ fn forms(a: &Args) -> Forms {
 /// Runs the pipeline on the GPU; `prepared` holds the initial contents and receives the final
 /// contents of the last form run (for `--dump`). Returns the exit code.
 pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
-        Ok(rt) => rt,
+    let mut rt = match a.gpu.open() {
+        Ok(r) => r,
         Err(e) => return super::fail(e),
     };
     let opts = PipelineGpuOptions {

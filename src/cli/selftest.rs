@@ -97,11 +97,7 @@ fn run_vyre(a: &Args) -> i32 {
     } else {
         a.vyre_programs.clone()
     };
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
+    let mut rt = match a.gpu.open() {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
@@ -144,11 +140,7 @@ pub fn run(a: &Args) -> i32 {
             a.fixtures.display()
         ));
     }
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
+    let mut rt = match a.gpu.open() {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
@@ -230,11 +222,7 @@ pub fn run(a: &Args) -> i32 {
 /// `selftest --fuzz N`: the differential fuzz (`runtime::fuzz`), findings printed as they
 /// come, then the summary line; exit 1 on any finding.
 fn run_fuzz(a: &Args, n: u64) -> i32 {
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
+    let mut rt = match a.gpu.open() {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use crate::occupancy::tune::{parse_candidates, render_json, render_text, CacheMode};
 use crate::runtime::tune::TuneRequest;
-use crate::runtime::Runtime;
 
 /// Time candidate workgroup sizes on the GPU and report the fastest.
 #[derive(Debug, clap::Args)]
@@ -54,11 +53,7 @@ pub fn run(a: &Args) -> i32 {
         Ok(c) => c,
         Err(e) => return super::fail(e),
     };
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match Runtime::open(gpu) {
+    let mut rt = match a.gpu.open() {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

@@ -39,6 +39,26 @@ pub struct Counts {
     pub total: u32,
 }
 
+impl Counts {
+    /// Every class with its row name, in table order, then the total.
+    pub fn named(&self) -> [(&'static str, u32); 12] {
+        [
+            ("ld.global", self.ld_global),
+            ("st.global", self.st_global),
+            ("ld.shared", self.ld_shared),
+            ("st.shared", self.st_shared),
+            ("atomic", self.atomic),
+            ("arith", self.arith),
+            ("control", self.control),
+            ("sync", self.sync),
+            ("warp", self.warp),
+            ("param", self.param),
+            ("other", self.other),
+            ("total", self.total),
+        ]
+    }
+}
+
 /// The figures of one module.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Figures {
@@ -160,41 +180,11 @@ pub fn compare(ours: &str, vyre: &str) -> Comparison {
 
 /// The counts table and register declarations as text (the diff is not included).
 pub fn table(c: &Comparison) -> String {
-    let rows: [(&str, u32, u32); 12] = [
-        (
-            "ld.global",
-            c.ours.counts.ld_global,
-            c.vyre.counts.ld_global,
-        ),
-        (
-            "st.global",
-            c.ours.counts.st_global,
-            c.vyre.counts.st_global,
-        ),
-        (
-            "ld.shared",
-            c.ours.counts.ld_shared,
-            c.vyre.counts.ld_shared,
-        ),
-        (
-            "st.shared",
-            c.ours.counts.st_shared,
-            c.vyre.counts.st_shared,
-        ),
-        ("atomic", c.ours.counts.atomic, c.vyre.counts.atomic),
-        ("arith", c.ours.counts.arith, c.vyre.counts.arith),
-        ("control", c.ours.counts.control, c.vyre.counts.control),
-        ("sync", c.ours.counts.sync, c.vyre.counts.sync),
-        ("warp", c.ours.counts.warp, c.vyre.counts.warp),
-        ("param", c.ours.counts.param, c.vyre.counts.param),
-        ("other", c.ours.counts.other, c.vyre.counts.other),
-        ("total", c.ours.counts.total, c.vyre.counts.total),
-    ];
     let mut s = format!(
         "{:<12} {:>10} {:>10} {:>8}\n",
         "class", "vyrescope", "vyre", "delta"
     );
-    for (name, a, b) in rows {
+    for ((name, a), (_, b)) in c.ours.counts.named().into_iter().zip(c.vyre.counts.named()) {
         s += &format!("{name:<12} {a:>10} {b:>10} {:>+8}\n", b as i64 - a as i64);
     }
     s += &format!(
