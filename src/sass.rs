@@ -31,11 +31,16 @@ use crate::emit::EmittedKernel;
 use crate::util::hash_parts;
 
 pub mod classify;
+pub mod control;
+pub mod liveness;
 pub mod parse;
+pub mod pressure;
 pub mod render;
 pub mod tools;
 
 pub use classify::{classify, Class, Mix};
+pub use control::Control;
+pub use liveness::Live;
 pub use parse::{Disassembly, Label};
 pub use tools::{find_nvdisasm, SassError, NVDISASM_MISSING};
 
@@ -56,6 +61,11 @@ pub struct SassInstruction {
     pub class: Class,
     /// The ptxas subroutine it belongs to, if not the kernel body.
     pub routine: Option<String>,
+    /// Its scheduling control bits (stall, yield, dependency barriers, reuse), decoded from
+    /// the instruction word (`docs/sass.md`).
+    pub control: Option<Control>,
+    /// Registers live at it (`nvdisasm --print-life-ranges`).
+    pub live: Option<Live>,
 }
 
 /// The instruction mix of one IR node.
@@ -67,6 +77,8 @@ pub struct NodeCost {
     pub mix: Mix,
     /// All its instructions.
     pub total: u32,
+    /// Most general registers live at any of its instructions (its register pressure).
+    pub peak_live: Option<u32>,
 }
 
 /// Versions of the tools that made a listing.
@@ -95,6 +107,8 @@ pub struct SassListing {
     pub padding: u32,
     /// Per-node instruction mix, in order of first instruction.
     pub costs: Vec<NodeCost>,
+    /// Most general registers live at any instruction of the kernel.
+    pub peak_live: Option<u32>,
     /// Mix of the instructions no node owns.
     pub unowned: Mix,
     /// Registers, spills, shared memory (`ptxas -v`).
@@ -119,6 +133,8 @@ impl SassListing {
 #[derive(Debug, Clone)]
 struct Assembled {
     disassembly: Disassembly,
+    /// Live registers per instruction address.
+    live: HashMap<u32, Live>,
     resources: OfflineResources,
     tools: ToolVersions,
 }
@@ -177,35 +193,57 @@ fn assemble(
         .prefix("vyrescope-sass-")
         .tempdir()
         .map_err(|e| SassError::Nvdisasm(format!("cannot create a temp folder: {e}")))?;
-    let res = (|| {
+    let res: Result<(String, String), SassError> = (|| {
         let path = dir.path().join("kernel.cubin");
         std::fs::write(&path, &cubin).map_err(|e| SassError::Nvdisasm(e.to_string()))?;
-        let mut cmd = Command::new(nvdisasm);
-        cmd.args(["-c", "-g", "-gp"]).arg(&path);
-        let (ok, out) = run_limited(
-            &mut cmd,
-            &dir.path().join("sass.txt"),
-            tools::NVDISASM_TIMEOUT,
-            "nvdisasm",
-        )
-        .map_err(SassError::Nvdisasm)?;
-        if !ok {
-            return Err(SassError::Nvdisasm(
-                out.lines().take(5).collect::<Vec<_>>().join(" | "),
-            ));
-        }
-        Ok(out)
+        // `-hex` adds the instruction words (the control bits); life ranges need a run of
+        // their own, since `--print-life-ranges` drops the line annotations.
+        let listing = run_nvdisasm(nvdisasm, &path, &["-c", "-g", "-gp", "-hex"], dir.path())?;
+        let life = run_nvdisasm(
+            nvdisasm,
+            &path,
+            &["-c", "-plr", "-lrm", "count"],
+            dir.path(),
+        )?;
+        Ok((listing, life))
     })();
     let _ = dir.close();
-    let disassembly = parse::parse(&res?);
+    let (listing, life) = res?;
+    let disassembly = parse::parse(&listing);
     if disassembly.instructions.is_empty() {
         return Err(SassError::Parse("no instructions in the listing".into()));
     }
+    let live = liveness::parse(&life);
     Ok(Assembled {
         disassembly,
+        live,
         resources,
         tools,
     })
+}
+
+/// One nvdisasm run over `cubin` with `args`, its output through the time-limited runner.
+fn run_nvdisasm(
+    nvdisasm: &std::path::Path,
+    cubin: &std::path::Path,
+    args: &[&str],
+    dir: &std::path::Path,
+) -> Result<String, SassError> {
+    let mut cmd = Command::new(nvdisasm);
+    cmd.args(args).arg(cubin);
+    let (ok, out) = run_limited(
+        &mut cmd,
+        &dir.join("sass.txt"),
+        tools::NVDISASM_TIMEOUT,
+        "nvdisasm",
+    )
+    .map_err(SassError::Nvdisasm)?;
+    if !ok {
+        return Err(SassError::Nvdisasm(
+            out.lines().take(5).collect::<Vec<_>>().join(" | "),
+        ));
+    }
+    Ok(out)
 }
 
 /// Attributes every instruction to a PTX line and a node (see the module docs).
@@ -246,6 +284,7 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
                 .map(str::to_string),
         };
         let class = classify(&i.text);
+        let live = a.live.get(&i.address).copied();
         match &node {
             Some(n) => {
                 let at = match costs.iter().position(|c| &c.node == n) {
@@ -255,12 +294,17 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
                             node: n.clone(),
                             mix: Mix::default(),
                             total: 0,
+                            peak_live: None,
                         });
                         costs.len() - 1
                     }
                 };
                 costs[at].mix.add(class);
                 costs[at].total += 1;
+                if let Some(l) = live {
+                    let peak = &mut costs[at].peak_live;
+                    *peak = Some(peak.map_or(l.gpr, |p| p.max(l.gpr)));
+                }
             }
             None => unowned.add(class),
         }
@@ -272,8 +316,14 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
             node,
             class,
             routine: i.routine.clone(),
+            control: i.words.map(|(_, high)| Control::from_high_word(high)),
+            live,
         });
     }
+    let peak_live = instructions
+        .iter()
+        .filter_map(|i| i.live.map(|l| l.gpr))
+        .max();
     SassListing {
         sm,
         arch: ptxas_arch(sm),
@@ -285,6 +335,7 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
         instructions,
         labels: d.labels.clone(),
         padding: d.padding,
+        peak_live,
         costs,
         unowned,
         resources: a.resources.clone(),

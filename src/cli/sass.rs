@@ -26,6 +26,10 @@ pub struct Args {
     /// Keep every loop rolled (as `emit --no-unroll`).
     #[arg(long)]
     pub no_unroll: bool,
+    /// Device profile for the register-pressure lints (h200, h100-sxm, a100, sm86, sm89 or
+    /// a DeviceCaps JSON file; default h200).
+    #[arg(long)]
+    pub device: Option<String>,
 }
 
 /// Runs `sass`.
@@ -51,13 +55,38 @@ pub fn run(a: &Args) -> i32 {
         Ok(l) => l,
         Err(e) => return super::fail(e),
     };
+    let (caps, _) = match super::occupancy::resolve_device(a.device.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
+    let wg = opts.workgroup_size;
+    let block = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
+    let lints = sass::pressure::lint(&listing, &caps, block, listing.resources.shared_bytes);
     let text = if a.json {
-        match serde_json::to_string_pretty(&listing.to_json()) {
+        let mut v = listing.to_json();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("lints".into(), serde_json::json!(lints));
+        }
+        match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
             Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
         }
     } else {
-        sass::render::text(&listing)
+        let mut t = sass::render::text(&listing);
+        for d in &lints {
+            let node = d
+                .node
+                .as_ref()
+                .map_or("program".to_string(), |n| n.to_string());
+            t.push_str(&format!(
+                "// {} {} at {node}: {}\n//   Fix: {}\n",
+                format!("{:?}", d.severity).to_lowercase(),
+                d.code,
+                d.message,
+                d.fix
+            ));
+        }
+        t
     };
     super::write_stdout(&crate::util::terminal_safe(&text));
     0

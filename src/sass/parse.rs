@@ -25,6 +25,9 @@ pub struct RawInstr {
     pub ir_line: Option<u32>,
     /// The ptxas subroutine this instruction belongs to (None: the kernel itself).
     pub routine: Option<String>,
+    /// The instruction's two 64-bit words (low, high) when the listing has them
+    /// (`nvdisasm -hex`).
+    pub words: Option<(u64, u64)>,
 }
 
 /// A label or function start and the address it names.
@@ -49,13 +52,28 @@ pub struct Disassembly {
     pub padding: u32,
 }
 
-/// `/*01d0*/  BRA ...` gives (0x1d0, `BRA ...`).
-fn instruction(line: &str) -> Option<(u32, String)> {
+/// `/*01d0*/  BRA ... ;  /* 0x... */` gives (0x1d0, `BRA ...`, the low word if printed).
+fn instruction(line: &str) -> Option<(u32, String, Option<u64>)> {
     let rest = line.trim_start().strip_prefix("/*")?;
     let (hex, text) = rest.split_once("*/")?;
     let address = u32::from_str_radix(hex, 16).ok()?;
+    let (text, word) = match text.rsplit_once("/* 0x") {
+        Some((before, w)) => (before, hex_word(w)),
+        None => (text, None),
+    };
     let text = text.trim().trim_end_matches(';').trim_end();
-    Some((address, text.to_string()))
+    Some((address, text.to_string(), word))
+}
+
+/// `0123abcd */` (what follows `/* 0x`) gives the word.
+fn hex_word(rest: &str) -> Option<u64> {
+    let digits = rest.split_once("*/")?.0.trim();
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// A line holding only `/* 0x... */`: the high word of the instruction before it.
+fn word_line(line: &str) -> Option<u64> {
+    hex_word(line.trim_start().strip_prefix("/* 0x")?)
 }
 
 /// `//## File "x", line 12` (possibly followed by inlining notes) gives ("x", 12).
@@ -87,18 +105,25 @@ pub fn parse(text: &str) -> Disassembly {
     let (mut ptx, mut ir): (Option<u32>, Option<u32>) = (None, None);
     let mut routine: Option<String> = None;
     let mut pending: Vec<String> = Vec::new();
+    let mut low_word: Option<u64> = None;
     for line in text.lines() {
-        if let Some((address, text)) = instruction(line) {
+        if let Some((address, text, low)) = instruction(line) {
             for name in pending.drain(..) {
                 d.labels.push(Label { address, name });
             }
+            low_word = low;
             d.instructions.push(RawInstr {
                 address,
                 text,
                 ptx_line: ptx,
                 ir_line: ir,
                 routine: routine.clone(),
+                words: None,
             });
+        } else if let Some(high) = word_line(line) {
+            if let (Some(low), Some(last)) = (low_word.take(), d.instructions.last_mut()) {
+                last.words = Some((low, high));
+            }
         } else if let Some((file, n)) = annotation(line) {
             if file == PTX_FILE {
                 ptx = Some(n);

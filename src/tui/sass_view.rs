@@ -4,7 +4,11 @@
 
 use std::sync::Arc;
 
+use crate::sass::control::NOTATION_WIDTH;
 use crate::sass::SassListing;
+
+/// Narrowest pane interior that shows the control-bit and live-register columns.
+pub const ANNOTATED_MIN_WIDTH: u16 = 64;
 
 /// Where the SASS pane goes (`s` cycles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,6 +42,9 @@ impl SassMode {
 pub struct SassRow {
     /// `0070  ULDC UR4, c[0x0][0x218]`, or `.L_x_0:` for a label.
     pub text: String,
+    /// The same with the control bits and the live registers after the address
+    /// (`0070  B------:R-:W-:-:S01   4  ULDC UR4, c[0x0][0x218]`), for wide panes.
+    pub annotated: String,
     /// PTX line (1-based) of the instruction.
     pub ptx_line: Option<u32>,
     /// Owning node.
@@ -60,14 +67,24 @@ impl SassView {
         let mut labels = listing.labels.iter().peekable();
         for i in &listing.instructions {
             while let Some(l) = labels.next_if(|l| l.address <= i.address) {
+                let text = format!("{}:", l.name);
                 rows.push(SassRow {
-                    text: format!("{}:", l.name),
+                    annotated: text.clone(),
+                    text,
                     ptx_line: None,
                     node: None,
                 });
             }
+            let control = i.control.map_or("?".to_string(), |c| c.notation());
+            let live = i.live.map_or("?".to_string(), |l| l.gpr.to_string());
             rows.push(SassRow {
                 text: format!("{:04x}  {}", i.address, i.text),
+                annotated: format!(
+                    "{:04x}  {control:<w$}  {live:>3}  {}",
+                    i.address,
+                    i.text,
+                    w = NOTATION_WIDTH
+                ),
                 ptx_line: i.ptx_line,
                 node: i.node.clone(),
             });
@@ -88,6 +105,11 @@ impl SassView {
     /// Text of row `i`.
     pub fn line(&self, i: usize) -> &str {
         self.rows.get(i).map_or("", |r| r.text.as_str())
+    }
+
+    /// Text of row `i` with the control and live-register columns.
+    pub fn annotated_line(&self, i: usize) -> &str {
+        self.rows.get(i).map_or("", |r| r.annotated.as_str())
     }
 
     /// Node of row `i`.

@@ -42,6 +42,7 @@ mod ptxas;
 mod reg_estimate;
 mod runtime_without_gpu;
 mod sass_cli;
+mod sass_control;
 mod sass_map;
 mod sass_tui;
 mod selftest_fuzz;

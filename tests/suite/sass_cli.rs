@@ -127,7 +127,8 @@ fn text_has_a_gutter_of_ptx_line_and_node() {
                 || (l.contains("LEA R") && l.ends_with(", 0x7"))),
         "workgroup 128:\n{text}"
     );
-    assert!(text.contains("// instruction mix per statement"));
+    assert!(text.contains("// instruction mix and peak live registers per statement"));
+    assert!(text.contains("// peak live registers: "), "{text}");
 }
 
 #[test]

@@ -47,7 +47,7 @@ fn pinned(l: &SassListing) -> bool {
     l.tools.ptxas == "13.0.88" && l.tools.nvdisasm == "13.2.78"
 }
 
-fn kernel(p: &vyrescope::ir::Program, sm: u32) -> EmittedKernel {
+pub fn kernel(p: &vyrescope::ir::Program, sm: u32) -> EmittedKernel {
     let opts = EmitOptions {
         sm,
         lineinfo: true,

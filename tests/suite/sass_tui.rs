@@ -196,3 +196,26 @@ fn the_replayed_binary_says_what_to_install() {
     assert!(s.contains("not found"), "{s}");
     assert!(s.contains("Fix: run"), "{s}");
 }
+
+#[test]
+fn a_wide_sass_pane_shows_control_bits_and_live_registers() {
+    if !crate::sass_map::tools_present() {
+        return;
+    }
+    let (mut a, hl) = app(&[fixture("vadd_f32.json")], 160, 40);
+    press(&mut a, &[Command::SassPane, Command::SassPane]);
+    assert_eq!(a.code.sass_mode, SassMode::Replace);
+    let ar = areas(160, 40, &a);
+    assert!(ar.sass.width >= vyrescope::tui::sass_view::ANNOTATED_MIN_WIDTH + 2);
+    ir_to(&mut a, "body[1].then[0]");
+    let s = screen(&mut a, &hl);
+    // The IMAD that combines the two S2R results waits on their scoreboard 0 and yields.
+    assert!(s.contains("B0-----:R-:W-:Y:S05"), "{s}");
+    assert!(s.contains("live peak"), "{s}");
+    check("sass_annotated_160x40", &a, &s);
+    // Narrow: the plain rows.
+    let (mut n, hl) = app(&[fixture("vadd_f32.json")], 80, 24);
+    press(&mut n, &[Command::SassPane]);
+    let s = screen(&mut n, &hl);
+    assert!(!s.contains(":R-:W"), "{s}");
+}

@@ -9,7 +9,7 @@ use ratatui::layout::Rect;
 use super::code_view::{self, CodeView, Mark};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
-use crate::tui::sass_view::SassState;
+use crate::tui::sass_view::{SassState, ANNOTATED_MIN_WIDTH};
 
 /// Draws the SASS pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
@@ -22,15 +22,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         // narrow panes cut the title from the right.
         detail = match node.and_then(|n| l.cost_of(n)) {
             Some(c) => format!(
-                "{}: {} of {} instr, {} mem · ",
+                "{}: {} of {} instr, {} mem{} · ",
                 c.node,
                 c.total,
                 l.instructions.len(),
-                c.mix.memory
+                c.mix.memory,
+                c.peak_live.map_or(String::new(), |p| format!(", {p} live"))
             ),
             None => format!("{} instr · ", l.instructions.len()),
         };
         detail.push_str(&format!("{} · {} regs", l.arch, l.resources.registers));
+        if let Some(peak) = l.peak_live {
+            detail.push_str(&format!(" · {peak} live peak"));
+        }
         if l.resources.spill_stores + l.resources.spill_loads > 0 {
             detail.push_str(&format!(
                 " · spills {}B/{}B",
@@ -66,7 +70,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let focused = app.screen.focus == Focus::Sass;
     // With the PTX pane focused, the instructions of its cursor line stand out.
     let ptx_line = (app.screen.focus == Focus::Ptx).then_some(app.code.ptx.cursor as u32 + 1);
-    let line = |i: usize| view.line(i);
+    // Wide panes show the control bits and live registers after the address.
+    let annotated = inner.width >= ANNOTATED_MIN_WIDTH;
+    let line = |i: usize| match annotated {
+        true => view.annotated_line(i),
+        false => view.line(i),
+    };
     let gutter = |i: usize| {
         view.rows
             .get(i)
