@@ -211,7 +211,8 @@ fn a_wide_sass_pane_shows_control_bits_and_live_registers() {
     let s = screen(&mut a, &hl);
     // The IMAD that combines the two S2R results waits on their scoreboard 0 and yields.
     assert!(s.contains("B0-----:R-:W-:Y:S05"), "{s}");
-    assert!(s.contains("live peak"), "{s}");
+    // The selected statement's live-register peak is in the title.
+    assert!(s.contains("8 mem, 9 live"), "{s}");
     check("sass_annotated_160x40", &a, &s);
     // Narrow: the plain rows.
     let (mut n, hl) = app(&[fixture("vadd_f32.json")], 80, 24);

@@ -33,7 +33,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         };
         detail.push_str(&format!("{} · {} regs", l.arch, l.resources.registers));
         if let Some(peak) = l.peak_live {
-            detail.push_str(&format!(" · {peak} live peak"));
+            // Short: the statement's own live count comes first and wide titles still fit.
+            detail.push_str(&format!(" · peak {peak} live"));
         }
         if l.resources.spill_stores + l.resources.spill_loads > 0 {
             detail.push_str(&format!(
