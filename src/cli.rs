@@ -28,6 +28,7 @@ macro_rules! errln {
 
 pub mod bench_kernel;
 pub mod check;
+pub mod diff;
 pub mod emit;
 pub mod export;
 pub mod fault_test;
@@ -88,6 +89,8 @@ pub enum Command {
     Export(export::Args),
     /// SASS of a Program's kernel with the PTX line and IR node of every instruction.
     Sass(sass::Args),
+    /// Compare two lowerings (variants of a Program, or two Programs) statement by statement.
+    Diff(diff::Args),
     /// Occupancy of a Program's kernel, or calculator mode with --regs.
     Occupancy(occupancy::Args),
     /// Plan a pipeline's fused (megakernel) execution: groups, waves, barriers, breaks.
@@ -132,6 +135,8 @@ impl Command {
             Command::BenchKernel(a) => a.json,
             Command::FaultTest(a) => a.json,
             Command::Emit(a) => a.json,
+            Command::Sass(a) => a.json,
+            Command::Diff(a) => a.json,
             _ => false,
         }
     }
@@ -178,6 +183,7 @@ pub fn main() -> i32 {
         Some(Command::Emit(a)) => emit::run(&a),
         Some(Command::Export(a)) => export::run(&a),
         Some(Command::Sass(a)) => sass::run(&a),
+        Some(Command::Diff(a)) => diff::run(&a),
         Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Plan(a)) => plan::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),

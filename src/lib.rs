@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod compare;
 pub mod diagnostic;
 pub mod diagnostics;
 pub mod emit;

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("sass", 5),
     ("vyre", 5),
     ("megakernel", 6),
+    ("compare", 6),
     ("runtime", 7),
     ("tui", 8),
     ("cli", 9),

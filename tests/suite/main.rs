@@ -8,6 +8,7 @@ mod tui_pipeline;
 mod atomic_order;
 mod ci_script;
 mod cli_check;
+mod cli_diff;
 mod cli_occupancy;
 mod cli_plan;
 mod cli_run;
