@@ -203,12 +203,28 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let a = parse(&["vyrescope", "run", "p.json", "--backend", "cuda", "--verify", "--fuel", "123456789012"]);
+        let a = parse(&[
+            "vyrescope",
+            "run",
+            "p.json",
+            "--backend",
+            "cuda",
+            "--verify",
+            "--fuel",
+            "123456789012",
+        ]);
         let req = super::request(&a);
         assert!(req.verify);
         assert_eq!(req.fuel, Some(123_456_789_012));
         assert_eq!(req.reference_options().fuel, 123_456_789_012);
-        let a = parse(&["vyrescope", "run", "p.json", "--backend", "cuda", "--verify"]);
+        let a = parse(&[
+            "vyrescope",
+            "run",
+            "p.json",
+            "--backend",
+            "cuda",
+            "--verify",
+        ]);
         assert_eq!(
             super::request(&a).reference_options().fuel,
             crate::interp::DEFAULT_FUEL

@@ -145,7 +145,10 @@ pub fn prepare_pipeline_rooted(
 /// buffer's contents: a plan depends on shapes, not on data, so planning (or listing) a
 /// pipeline of gigabytes of buffers allocates nothing of them. The same errors as
 /// [`prepare_pipeline`] for lengths, bindings and shapes.
-pub fn pipeline_shapes(pipeline: &Pipeline, base_dir: &Path) -> Result<Vec<LaunchShape>, InputError> {
+pub fn pipeline_shapes(
+    pipeline: &Pipeline,
+    base_dir: &Path,
+) -> Result<Vec<LaunchShape>, InputError> {
     let files = FileRoot::program_folder(base_dir);
     let (_, steps) = lengths_and_steps(pipeline, &files)?;
     Ok(steps.into_iter().map(|s| s.shape).collect())

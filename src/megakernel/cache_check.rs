@@ -38,18 +38,32 @@ pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Resul
             return Err(format!("group {g}'s waves are not its steps"));
         }
         if group.barriers.len() + 1 != group.waves.len() {
-            return Err(format!("group {g} has {} waves and {} separations", group.waves.len(), group.barriers.len()));
+            return Err(format!(
+                "group {g} has {} waves and {} separations",
+                group.waves.len(),
+                group.barriers.len()
+            ));
         }
         if group.step_grids.len() != group.steps.len() {
-            return Err(format!("group {g} lists {} grids for {} steps", group.step_grids.len(), group.steps.len()));
+            return Err(format!(
+                "group {g} lists {} grids for {} steps",
+                group.step_grids.len(),
+                group.steps.len()
+            ));
         }
         for (w, wave) in group.waves.iter().enumerate() {
             for &s in wave {
                 if s != next {
-                    return Err(format!("group {g} runs step {s} where step {next} comes next"));
+                    return Err(format!(
+                        "group {g} runs step {s} where step {next} comes next"
+                    ));
                 }
-                let shape = shapes.get(s).ok_or_else(|| format!("group {g} names step {s}, which the pipeline lacks"))?;
-                if group.step_grids[s - group.steps[0]] != shape.grid || group.workgroup_size != shape.workgroup_size {
+                let shape = shapes
+                    .get(s)
+                    .ok_or_else(|| format!("group {g} names step {s}, which the pipeline lacks"))?;
+                if group.step_grids[s - group.steps[0]] != shape.grid
+                    || group.workgroup_size != shape.workgroup_size
+                {
                     return Err(format!("step {s}'s launch shape differs from the plan's"));
                 }
                 place[s] = Some((g, w));
@@ -68,15 +82,22 @@ pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Resul
             }
             let grids = |s: Option<usize>| s.and_then(|s| shapes.get(s)).map(|x| x.grid);
             if b.kind == DepKind::Workgroup && grids(last) != grids(first) {
-                return Err(format!("group {g} has a workgroup barrier between steps of different grids"));
+                return Err(format!(
+                    "group {g} has a workgroup barrier between steps of different grids"
+                ));
             }
             if b.kind == DepKind::None {
-                return Err(format!("group {g} has a wave boundary without a separation"));
+                return Err(format!(
+                    "group {g} has a wave boundary without a separation"
+                ));
             }
         }
     }
     if next != shapes.len() {
-        return Err(format!("its groups cover {next} of the {} steps", shapes.len()));
+        return Err(format!(
+            "its groups cover {next} of the {} steps",
+            shapes.len()
+        ));
     }
     for d in fresh {
         let (Some((ga, wa)), Some((gb, wb))) = (place[d.from], place[d.to]) else {

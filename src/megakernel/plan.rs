@@ -550,9 +550,7 @@ fn first_from<'d>(
     start: usize,
     ok: impl Fn(DepKind) -> bool,
 ) -> Option<&'d Dependence> {
-    into.iter()
-        .find(|d| d.from >= start && ok(d.kind))
-        .copied()
+    into.iter().find(|d| d.from >= start && ok(d.kind)).copied()
 }
 
 fn explain(d: Option<&Dependence>) -> String {

@@ -365,9 +365,14 @@ mod tests {
         let f = std::fs::File::create(&huge).unwrap();
         f.set_len(MAX_THEME_BYTES + 1).unwrap();
         for p in [&fifo, &zero, &huge] {
-            let e = load_syntax_theme(p.to_str().unwrap()).unwrap_err().to_string();
+            let e = load_syntax_theme(p.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("Fix:"), "{e}");
-            assert!(e.contains("not a regular file") || e.contains("limit") || e.contains("bytes"), "{e}");
+            assert!(
+                e.contains("not a regular file") || e.contains("limit") || e.contains("bytes"),
+                "{e}"
+            );
         }
     }
 

@@ -96,7 +96,9 @@ fn nested_clamped_loads_import_linear_in_depth_and_keep_vyres_result() {
     let json = program_to_json(&p).unwrap();
     assert!(json.len() < 40_000, "{} bytes of JSON", json.len());
     let text = print_program(&p).text();
-    assert!(text.matches("let ").count() >= 20, "{text}");
+    // One `let` per level or two (a small index is copied), never a copy per level.
+    let lets = text.matches("let _vy").count();
+    assert!((8..=24).contains(&lets), "{lets} lets\n{text}");
     // vyre's result: every out-of-range index reads element 0. A tenth of the values are
     // out of range, so both the clamp and the chain are exercised.
     let a = seeded(LEN as usize, LEN + LEN / 10, 0x5eed_0003);
@@ -144,6 +146,9 @@ fn import_refuses_to_write_over_its_input() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("is the input file") && err.contains("Fix: "), "{err}");
+    assert!(
+        err.contains("is the input file") && err.contains("Fix: "),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }

@@ -59,7 +59,8 @@ impl Cx {
         for (i, n) in nodes.iter().enumerate() {
             let vp = format!("{vpath}[{i}]");
             let id = format!("{prefix}[{}]", out.len());
-            let (hoisted, diags, regions) = (self.hoisted.len(), self.diags.len(), self.regions.len());
+            let (hoisted, diags, regions) =
+                (self.hoisted.len(), self.diags.len(), self.regions.len());
             let Some(mut s) = self.node(n, &vp, &id) else {
                 self.hoisted.truncate(hoisted);
                 continue;
