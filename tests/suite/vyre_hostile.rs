@@ -103,12 +103,12 @@ fn nested_clamped_loads_import_linear_in_depth_and_keep_vyres_result() {
     // out of range, so both the clamp and the chain are exercised.
     let a = seeded(LEN as usize, LEN + LEN / 10, 0x5eed_0003);
     let out = run(&p, &a, t.path());
-    for i in 0..LEN as usize {
+    for (i, &got) in out.iter().enumerate() {
         let mut v = i as u32;
         for _ in 0..24 {
             v = if v < LEN { a[v as usize] } else { a[0] };
         }
-        assert_eq!(out[i], v, "out[{i}]");
+        assert_eq!(got, v, "out[{i}]");
     }
 }
 
@@ -121,13 +121,12 @@ fn nested_u32_divisions_bind_the_divisor_once_and_keep_vyres_result() {
     // Small values, so quotients (and divisions by zero) happen all along the chain.
     let a = seeded(LEN as usize, 7, 0x5eed_0004);
     let out = run(&p, &a, t.path());
-    for i in 0..LEN as usize {
-        let x = a[i];
+    for (i, (&x, &got)) in a.iter().zip(&out).enumerate() {
         let mut d = x;
         for _ in 0..24 {
-            d = if d == 0 { u32::MAX } else { x / d };
+            d = x.checked_div(d).unwrap_or(u32::MAX);
         }
-        assert_eq!(out[i], d, "out[{i}]");
+        assert_eq!(got, d, "out[{i}]");
     }
 }
 
