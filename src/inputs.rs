@@ -56,7 +56,7 @@ pub const FOOTPRINT_COPIES: u64 = 2;
 
 /// Largest invocation count of one dispatch (2^40); beyond it no backend here can run or
 /// verify the result in reasonable time.
-pub const MAX_INVOCATIONS: u128 = 1 << 40;
+pub use crate::shape::MAX_INVOCATIONS;
 
 pub use crate::shape::LaunchShape;
 
@@ -64,43 +64,8 @@ impl LaunchShape {
     /// Checks that every dimension is positive, `gid` fits `u32` on every axis and the
     /// invocation count stays within [`MAX_INVOCATIONS`].
     pub fn check(&self) -> Result<(), InputError> {
-        for (a, axis) in ["x", "y", "z"].into_iter().enumerate() {
-            if self.workgroup_size[a] == 0 || self.grid[a] == 0 {
-                return Err(InputError {
-                    message: format!(
-                        "launch shape has a zero dimension: workgroup_size {:?}, grid {:?}",
-                        self.workgroup_size, self.grid
-                    ),
-                    fix: "every workgroup and grid dimension must be at least 1 (set `run.elements` > 0 or pass --grid X,Y,Z)".into(),
-                });
-            }
-            if self.workgroup_size[a] as u64 * self.grid[a] as u64 > 1 << 32 {
-                return Err(InputError {
-                    message: format!(
-                        "grid.{0} * workgroup_size.{0} = {1} invocations along {0}; global ids are u32",
-                        axis,
-                        self.workgroup_size[a] as u64 * self.grid[a] as u64
-                    ),
-                    fix: "use at most 2^32 invocations per axis (spread the work over y and z)".into(),
-                });
-            }
-        }
-        let total: u128 = self
-            .workgroup_size
-            .iter()
-            .chain(&self.grid)
-            .map(|&x| x as u128)
-            .product();
-        if total > MAX_INVOCATIONS {
-            return Err(InputError {
-                message: format!(
-                    "the dispatch has {total} invocations (workgroup_size {:?} x grid {:?}), more than the limit 2^40",
-                    self.workgroup_size, self.grid
-                ),
-                fix: "use a smaller grid or fewer elements".into(),
-            });
-        }
-        Ok(())
+        self.check_dispatch()
+            .map_err(|(message, fix)| InputError { message, fix })
     }
 }
 

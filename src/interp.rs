@@ -97,6 +97,9 @@ pub struct InterpStats {
     pub node_evals: u64,
     /// Invocations run.
     pub invocations: u64,
+    /// Fuel spent ([`Options::fuel`] counts it): what a pipeline's later steps have left.
+    #[serde(skip)]
+    pub fuel_used: u64,
 }
 
 /// Why the interpreter stopped.
@@ -353,6 +356,7 @@ fn run_units(
     Ok(InterpStats {
         node_evals: fuel.evals.load(Ordering::Relaxed),
         invocations: shape.invocations(),
+        fuel_used: fuel.used.load(Ordering::Relaxed),
     })
 }
 

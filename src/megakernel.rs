@@ -76,6 +76,7 @@ pub struct FusedGroupSpec {
 }
 
 pub mod cache;
+pub mod cache_check;
 pub mod deps;
 pub mod plan;
 

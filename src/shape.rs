@@ -12,6 +12,10 @@ pub const MAX_WORKGROUP_DIMS: [u32; 3] = [1024, 1024, 64];
 /// Most workgroups along each grid axis (CUDA: 2^31 - 1, 65535, 65535).
 pub const MAX_GRID_DIMS: [u32; 3] = [i32::MAX as u32, 65535, 65535];
 
+/// Most invocations of one dispatch: what the reference interpreter (and a verifying run)
+/// can get through; more is refused before anything is allocated.
+pub const MAX_INVOCATIONS: u128 = 1 << 40;
+
 /// Workgroup size and grid of one dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct LaunchShape {
@@ -36,6 +40,48 @@ impl LaunchShape {
     pub fn invocations(&self) -> u64 {
         self.threads_per_workgroup()
             .saturating_mul(self.workgroups())
+    }
+
+    /// Checks what a run needs of the shape: every dimension positive, `gid` fits `u32` on
+    /// every axis and the invocation count stays within [`MAX_INVOCATIONS`]; the error is
+    /// `(message, fix)`. `run`, `plan` and pipeline `check` all ask this.
+    pub fn check_dispatch(&self) -> Result<(), (String, String)> {
+        for (a, axis) in ["x", "y", "z"].into_iter().enumerate() {
+            if self.workgroup_size[a] == 0 || self.grid[a] == 0 {
+                return Err((
+                    format!(
+                        "launch shape has a zero dimension: workgroup_size {:?}, grid {:?}",
+                        self.workgroup_size, self.grid
+                    ),
+                    "every workgroup and grid dimension must be at least 1 (set `run.elements` > 0 or pass --grid X,Y,Z)".into(),
+                ));
+            }
+            let along = u64::from(self.workgroup_size[a]) * u64::from(self.grid[a]);
+            if along > 1 << 32 {
+                return Err((
+                    format!(
+                        "grid.{axis} * workgroup_size.{axis} = {along} invocations along {axis}; global ids are u32"
+                    ),
+                    "use at most 2^32 invocations per axis (spread the work over y and z)".into(),
+                ));
+            }
+        }
+        let total: u128 = self
+            .workgroup_size
+            .iter()
+            .chain(&self.grid)
+            .map(|&x| u128::from(x))
+            .product();
+        if total > MAX_INVOCATIONS {
+            return Err((
+                format!(
+                    "the dispatch has {total} invocations (workgroup_size {:?} x grid {:?}), more than the limit 2^40",
+                    self.workgroup_size, self.grid
+                ),
+                "use a smaller grid or fewer elements".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the shape against CUDA's limits ([`MAX_WORKGROUP_DIMS`],

@@ -9,13 +9,15 @@ pub mod confine;
 pub mod hash;
 pub mod json_keys;
 pub mod read_limited;
+pub mod same_file;
 pub mod stderr;
 pub mod terminal;
 
 pub use atomic_write::write_atomic;
 pub use confine::{confine, ConfineError};
-pub use hash::{fnv1a, hash_parts};
+pub use hash::{build_id, fnv1a, hash_parts};
 pub use json_keys::{find_duplicate_key, DuplicateKey};
 pub use read_limited::{read_limited, ReadError, ReadErrorKind};
+pub use same_file::{refuse_overwrite, same_file};
 pub use stderr::{stderr_line, write_stderr};
 pub use terminal::terminal_safe;

@@ -112,6 +112,9 @@ pub fn run(a: &Args) -> i32 {
 fn output(a: &Args, text: String) -> i32 {
     match &a.output {
         Some(path) => {
+            if let Err(e) = crate::util::refuse_overwrite(path, [a.file.as_path()], "-o") {
+                return super::fail(e);
+            }
             // Atomic: a failed write leaves a previous file whole (see util::atomic_write).
             if let Err(e) = crate::util::write_atomic(path, text.as_bytes()) {
                 return super::fail(format!(

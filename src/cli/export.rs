@@ -64,6 +64,9 @@ fn run_vyre(a: &Args) -> i32 {
     };
     match &a.output {
         Some(path) => {
+            if let Err(e) = crate::util::refuse_overwrite(path, [a.file.as_path()], "-o") {
+                return super::fail(e);
+            }
             // Atomic: a failed write leaves a previous file whole (see util::write_atomic).
             if let Err(e) = crate::util::write_atomic(path, &bytes) {
                 return super::fail(format!(

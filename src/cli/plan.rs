@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::inputs::pipeline::prepare_pipeline;
+use crate::inputs::pipeline::pipeline_shapes;
 use crate::ir::Pipeline;
 use crate::megakernel::cache::{plan_cached, PlanCache};
 use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, DEFAULT_REGISTERS};
@@ -45,11 +45,11 @@ pub fn run(a: &Args) -> i32 {
         Err(msg) => return super::fail(msg.trim_start_matches("error: ")),
     };
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let prepared = match prepare_pipeline(&pipeline, base) {
-        Ok(p) => p,
+    // Shapes only: a plan never looks at the buffers' contents.
+    let shapes = match pipeline_shapes(&pipeline, base) {
+        Ok(s) => s,
         Err(e) => return super::fail(e),
     };
-    let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
     let (caps, device_note) = match super::occupancy::resolve_device(a.device.as_deref()) {
         Ok(c) => c,
         Err(e) => return super::fail(e),

@@ -10,6 +10,22 @@ use crate::report::RunReport;
 use crate::runtime::execute::RunRequest;
 use crate::runtime::Runtime;
 
+/// The GPU run `a` asks for; `--fuel` goes to the reference run that `--verify` makes.
+pub fn request(a: &Args) -> RunRequest {
+    RunRequest {
+        root: a.root.clone(),
+        workgroup: a.workgroup,
+        grid: a.grid,
+        repeat: a.repeat.max(1),
+        verify: a.verify,
+        timeout: a.timeout_ms.map(Duration::from_millis),
+        lineinfo: a.lineinfo,
+        sm: a.sm,
+        device_timing: !a.no_device_timing,
+        fuel: a.fuel,
+    }
+}
+
 /// Runs `program` on the GPU as `a` asks; returns the exit code (1 on parity failure).
 pub fn run(a: &Args, program: &Program) -> i32 {
     let base = a.file.parent().unwrap_or(Path::new("."));
@@ -32,17 +48,7 @@ pub fn run(a: &Args, program: &Program) -> i32 {
             Err(e) => return super::fail(e),
         }
     }
-    let req = RunRequest {
-        root: a.root.clone(),
-        workgroup: a.workgroup,
-        grid: a.grid,
-        repeat: a.repeat.max(1),
-        verify: a.verify,
-        timeout: a.timeout_ms.map(Duration::from_millis),
-        lineinfo: a.lineinfo,
-        sm: a.sm,
-        device_timing: !a.no_device_timing,
-    };
+    let req = request(a);
     let run = match rt.run_program(program, base, &req) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
@@ -182,4 +188,46 @@ pub fn execute(
         )
         .map_err(|e| e.to_string())?;
     Ok((rep.full_ms, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn fuel_reaches_the_reference_run_of_verify() {
+        let parse = |args: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(args).unwrap();
+            match cli.command {
+                Some(crate::cli::Command::Run(a)) => a,
+                other => panic!("{other:?}"),
+            }
+        };
+        let a = parse(&[
+            "vyrescope",
+            "run",
+            "p.json",
+            "--backend",
+            "cuda",
+            "--verify",
+            "--fuel",
+            "123456789012",
+        ]);
+        let req = super::request(&a);
+        assert!(req.verify);
+        assert_eq!(req.fuel, Some(123_456_789_012));
+        assert_eq!(req.reference_options().fuel, 123_456_789_012);
+        let a = parse(&[
+            "vyrescope",
+            "run",
+            "p.json",
+            "--backend",
+            "cuda",
+            "--verify",
+        ]);
+        assert_eq!(
+            super::request(&a).reference_options().fuel,
+            crate::interp::DEFAULT_FUEL
+        );
+    }
 }

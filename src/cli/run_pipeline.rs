@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::run::{dump_named, Args, Backend};
-use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
+use crate::inputs::pipeline::{prepare_pipeline_rooted, PreparedPipeline};
 use crate::interp::{self, pipeline::StepRun};
 use crate::report::{element_text, OutputSummary, FIRST_ELEMENTS};
 use crate::validate::pipeline::load_pipeline;
@@ -63,7 +63,8 @@ pub fn run(a: &Args) -> i32 {
         errln!("{d}");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let mut prepared = match prepare_pipeline(pipeline, base) {
+    // `file` contents may come from `--root DIR`, as for a Program.
+    let mut prepared = match prepare_pipeline_rooted(pipeline, super::run::file_root(a, base)) {
         Ok(p) => p,
         Err(e) => return super::fail(e),
     };

@@ -121,6 +121,11 @@ pub fn run(a: &Args) -> i32 {
     let screen = tui::replay::replay(&mut app, &hl, &mut gpu, first, keys, a.size);
     match a.snapshot.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
+            if let Err(e) =
+                crate::util::refuse_overwrite(p, a.files.iter().map(|f| f.as_path()), "--snapshot")
+            {
+                return super::fail(e);
+            }
             if let Err(e) = tui::export::write_atomic(p, screen.as_bytes()) {
                 return super::fail(tui::TuiError::Snapshot {
                     path: p.display().to_string(),

@@ -253,7 +253,7 @@ impl Writer<'_> {
         let t = self.expr(to)?;
         if let (Some(a), Some(b)) = (f.imm(), t.imm()) {
             let (a, b) = (a.to_bits() as u32, b.to_bits() as u32);
-            if self.opts.unroll && super::unroll::should_unroll(a, b, body) {
+            if self.opts.unroll && super::unroll::should_unroll(a, b, body, self.unroll_factor) {
                 return self.unrolled(var, a, b, body);
             }
         }

@@ -12,7 +12,9 @@
 //! - at most [`MAX_TRIPS`] iterations;
 //! - at most [`MAX_UNROLLED_NODES`] IR nodes after unrolling: trip count x [`body_size`]
 //!   (statements plus expression nodes of the body, nested loops with literal bounds counted
-//!   with their own trip count).
+//!   with their own trip count), times the trip counts of the unrolled loops around it: the
+//!   budget is one for a whole nest, so nested loops whose bounds fold to constants only
+//!   while unrolling cannot multiply it.
 //!
 //! The copies are exactly the iterations the loop would run, in order, so the semantics are
 //! unchanged: a `return` in a copy ends the thread as it would in the loop, and barriers stay
@@ -32,10 +34,18 @@ pub const MAX_TRIPS: u32 = 16;
 /// Most IR nodes (trip count x body size) an unrolled loop may expand to.
 pub const MAX_UNROLLED_NODES: usize = 320;
 
-/// True when `loop from a to b { body }` is unrolled.
-pub fn should_unroll(a: u32, b: u32, body: &[Stmt]) -> bool {
+/// True when `loop from a to b { body }` is unrolled inside unrolled loops whose trip counts
+/// multiply to `factor` (1 outside any): the loop's copies count once per enclosing copy,
+/// so nested loops whose bounds only fold to constants while unrolling (`let n = 4; loop i
+/// from 0 to n`, invisible to [`body_size`]) share one budget instead of each having its
+/// own (12 such levels of 4 would otherwise write 4^12 copies).
+pub fn should_unroll(a: u32, b: u32, body: &[Stmt], factor: usize) -> bool {
     let trips = b.saturating_sub(a);
-    trips <= MAX_TRIPS && (trips as usize).saturating_mul(body_size(body)) <= MAX_UNROLLED_NODES
+    trips <= MAX_TRIPS
+        && factor
+            .saturating_mul(trips as usize)
+            .saturating_mul(body_size(body))
+            <= MAX_UNROLLED_NODES
 }
 
 /// Statements plus expression nodes of `list`; a nested loop with literal bounds counts
@@ -103,6 +113,8 @@ impl Writer<'_> {
         }
         let node = self.owners[self.owner].clone();
         self.comment(format!("unrolled: {trips} copies"));
+        let factor = self.unroll_factor;
+        self.unroll_factor = factor.saturating_mul(trips as usize);
         for k in a..b {
             self.comment(format!("{node}: {var} = {k}"));
             let saved = self.copy_tag.clone();
@@ -112,8 +124,12 @@ impl Writer<'_> {
                 w.stmts(body)
             });
             self.copy_tag = saved;
-            r?;
+            if let Err(e) = r {
+                self.unroll_factor = factor;
+                return Err(e);
+            }
         }
+        self.unroll_factor = factor;
         Ok(())
     }
 }
@@ -150,11 +166,14 @@ mod tests {
     #[test]
     fn limits() {
         let b = body(r#"[{"store": "a", "index": "k", "value": "k"}]"#);
-        assert!(should_unroll(0, 8, &b));
-        assert!(should_unroll(5, 5, &b), "zero trips");
-        assert!(should_unroll(9, 3, &b), "from > to: zero trips");
-        assert!(should_unroll(0, MAX_TRIPS, &b));
-        assert!(!should_unroll(0, MAX_TRIPS + 1, &b), "too many trips");
+        assert!(should_unroll(0, 8, &b, 1));
+        assert!(should_unroll(5, 5, &b, 1), "zero trips");
+        assert!(should_unroll(9, 3, &b, 1), "from > to: zero trips");
+        assert!(should_unroll(0, MAX_TRIPS, &b, 1));
+        assert!(!should_unroll(0, MAX_TRIPS + 1, &b, 1), "too many trips");
+        // Inside unrolled loops of 16 x 4 copies, 8 more copies of 3 nodes exceed 320.
+        assert!(should_unroll(0, 4, &b, 16));
+        assert!(!should_unroll(0, 8, &b, 64), "the enclosing copies count");
         // 16 trips of a body of 21+ nodes exceed 320.
         let big = body(
             r#"[{"store": "a", "index": "k", "value":
@@ -162,7 +181,7 @@ mod tests {
                    {"shl": ["k", {"add": [1, {"add": [2, {"add": [3, 4]}]}]}]}]}]}]}}]"#,
         );
         assert!(body_size(&big) * 16 > MAX_UNROLLED_NODES);
-        assert!(!should_unroll(0, 16, &big));
-        assert!(should_unroll(0, 4, &big));
+        assert!(!should_unroll(0, 16, &big, 1));
+        assert!(should_unroll(0, 4, &big, 1));
     }
 }

@@ -166,6 +166,9 @@ pub(super) struct Writer<'p> {
     pub zero_unless: HashMap<String, String>,
     /// Suffix of labels written inside unrolled loop copies (`_u3`), keeping them unique.
     pub copy_tag: String,
+    /// Product of the trip counts of the unrolled loops around the code being written: what
+    /// one more unrolled IR node costs in emitted copies (see `unroll.rs`).
+    pub unroll_factor: usize,
     /// Predicate guarding side effects of a predicated short body.
     pub guard: Option<String>,
     /// Accesses whose bounds check had to be combined with [`Writer::guard`].
@@ -244,6 +247,7 @@ impl<'p> Writer<'p> {
             mutable: HashSet::new(),
             zero_unless: HashMap::new(),
             copy_tag: String::new(),
+            unroll_factor: 1,
             guard: None,
             guard_checks: 0,
             divergent: 0,

@@ -127,12 +127,45 @@ pub fn prepare_pipeline_rooted(
     pipeline: &Pipeline,
     files: FileRoot<'_>,
 ) -> Result<PreparedPipeline, InputError> {
+    let (lens, steps) = lengths_and_steps(pipeline, &files)?;
+    let mut buffers = Vec::with_capacity(pipeline.buffers.len());
+    for (b, len) in pipeline.buffers.iter().zip(lens) {
+        let data = buffer_bytes(&b.name, b.elem, len, &b.contents.source, &files)?;
+        buffers.push(PipelineData {
+            name: b.name.clone(),
+            elem: b.elem,
+            transient: b.transient,
+            data,
+        });
+    }
+    Ok(PreparedPipeline { buffers, steps })
+}
+
+/// Every step's launch shape, as [`prepare_pipeline`] computes it, without building any
+/// buffer's contents: a plan depends on shapes, not on data, so planning (or listing) a
+/// pipeline of gigabytes of buffers allocates nothing of them. The same errors as
+/// [`prepare_pipeline`] for lengths, bindings and shapes.
+pub fn pipeline_shapes(
+    pipeline: &Pipeline,
+    base_dir: &Path,
+) -> Result<Vec<LaunchShape>, InputError> {
+    let files = FileRoot::program_folder(base_dir);
+    let (_, steps) = lengths_and_steps(pipeline, &files)?;
+    Ok(steps.into_iter().map(|s| s.shape).collect())
+}
+
+/// Each buffer's length (checked against the limits before anything is allocated) and each
+/// step's launch shape and bindings.
+fn lengths_and_steps(
+    pipeline: &Pipeline,
+    files: &FileRoot<'_>,
+) -> Result<(Vec<usize>, Vec<PreparedStep>), InputError> {
     // Lengths first, so that absurd requests fail before anything is allocated.
     let mut lens = Vec::with_capacity(pipeline.buffers.len());
     let mut total: u128 = 0;
     for b in &pipeline.buffers {
         let c = &b.contents;
-        let Some(len) = explicit_len(&b.name, b.elem, &c.source, c.len, &files)? else {
+        let Some(len) = explicit_len(&b.name, b.elem, &c.source, c.len, files)? else {
             return Err(InputError {
                 message: format!("buffers.{}: no length (`len` is missing)", b.name),
                 fix: format!("add \"len\": N to buffers.{}", b.name),
@@ -165,18 +198,7 @@ pub fn prepare_pipeline_rooted(
         let shape = step_shape(i, s, &binding, &lens)?;
         steps.push(PreparedStep { shape, binding });
     }
-
-    let mut buffers = Vec::with_capacity(pipeline.buffers.len());
-    for (b, len) in pipeline.buffers.iter().zip(lens) {
-        let data = buffer_bytes(&b.name, b.elem, len, &b.contents.source, &files)?;
-        buffers.push(PipelineData {
-            name: b.name.clone(),
-            elem: b.elem,
-            transient: b.transient,
-            data,
-        });
-    }
-    Ok(PreparedPipeline { buffers, steps })
+    Ok((lens, steps))
 }
 
 /// The pipeline buffer behind every host buffer of step `i`'s Program.

@@ -112,7 +112,17 @@ fn resolve(raw: RawPipeline, file: &str, base_dir: &Path) -> Result<Pipeline, Pa
                         "put the Program in the pipeline's folder (or below it) and give its path relative to the pipeline file, e.g. \"programs/scale.json\"".into(),
                     ));
                 }
-                let p = load_program(&base_dir.join(&rel)).map_err(|e| {
+                // Lexically inside is not enough: a symbolic link on the way may point
+                // anywhere, so the resolved file must be inside the folder too.
+                let confined = crate::util::confine(base_dir, base_dir, &rel, &where_)
+                    .map_err(|e| {
+                        at(
+                            where_.clone(),
+                            format!("step {i}: program `{rel}` does not load: {}", e.message),
+                            "put the Program itself (not a link to a file elsewhere) in the pipeline's folder or below it".into(),
+                        )
+                    })?;
+                let p = load_program(&confined).map_err(|e| {
                     let inner = if e.path.is_empty() {
                         String::new()
                     } else {

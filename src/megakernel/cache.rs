@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ir::{program_to_json, Pipeline};
 use crate::shape::LaunchShape;
-use crate::util::{hash_parts, write_atomic};
+use crate::util::{build_id, hash_parts, read_limited, write_atomic, ReadErrorKind};
 
+use super::deps::analyse;
 use super::plan::{plan, CacheStatus, Plan, PlanError, PlanOptions};
 
 /// A plan cache directory.
@@ -27,6 +28,10 @@ struct Entry {
     key: String,
     plan: Plan,
 }
+
+/// Largest plan cache file read: a plan lists its groups, waves and dependences (a few KiB
+/// for real pipelines; a 10,000-step chain is a few MiB).
+pub const MAX_ENTRY_BYTES: u64 = 64 << 20;
 
 /// Entries the cache keeps: storing one more removes the least recently written ones.
 /// A plan file is a few KiB, so the cache stays around a megabyte.
@@ -102,16 +107,21 @@ impl PlanCache {
 
     /// The cached plan of `key`: `Ok(None)` when absent, or unreadable as a plan of this key
     /// (a stale or corrupt entry is a miss and gets overwritten).
+    ///
+    /// The file is read like every other input: only a regular file of at most
+    /// [`MAX_ENTRY_BYTES`] (a FIFO, a link to a device or a huge file is a warning, never a
+    /// hang or an allocation of its size).
     pub fn load(&self, key: u64) -> Result<Option<Plan>, String> {
         let p = self.path(key);
-        match std::fs::read_to_string(&p) {
-            Ok(text) => Ok(serde_json::from_str::<Entry>(&text)
+        match read_limited(&p, MAX_ENTRY_BYTES, "plan cache entry") {
+            Ok(bytes) => Ok(serde_json::from_slice::<Entry>(&bytes)
                 .ok()
                 .filter(|e| e.key == format!("{key:016x}"))
                 .map(|e| e.plan)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.kind == ReadErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!(
-                "plan cache {}: {e}\n  Fix: check that the file is readable, or delete it",
+                "plan cache: {}; planned afresh\n  Fix: delete {} (the next plan rewrites it)",
+                e.message,
                 p.display()
             )),
         }
@@ -202,7 +212,7 @@ pub fn plan_key(pipeline: &Pipeline, shapes: &[LaunchShape], opts: &PlanOptions)
     let opts = serde_json::to_string(opts).unwrap_or_default();
     hash_parts(&[
         b"vyrescope plan",
-        env!("CARGO_PKG_VERSION").as_bytes(),
+        build_id().as_bytes(),
         text.as_bytes(),
         shapes.as_bytes(),
         opts.as_bytes(),
@@ -222,12 +232,25 @@ pub fn plan_cached(
     if let Some(c) = cache {
         match c.load(key) {
             Ok(Some(mut p)) => {
-                p.cache = CacheStatus::Hit;
-                return Ok(Cached {
-                    plan: p,
-                    warning: None,
-                    evicted: 0,
-                });
+                // An entry is a claim about this pipeline: it is used only when the fresh
+                // dependences agree with it and its barriers order every one of them.
+                let deps = analyse(pipeline, shapes)?;
+                match super::cache_check::check_plan(&p, &deps, shapes) {
+                    Ok(()) => {
+                        p.cache = CacheStatus::Hit;
+                        return Ok(Cached {
+                            plan: p,
+                            warning: None,
+                            evicted: 0,
+                        });
+                    }
+                    Err(why) => {
+                        warning = Some(format!(
+                            "plan cache entry {} disagrees with the pipeline: {why}; planned afresh\n  Fix: nothing to do (the entry is rewritten); a cache entry edited by hand is never used",
+                            c.path(key).display()
+                        ))
+                    }
+                }
             }
             Ok(None) => {}
             Err(w) => warning = Some(w),

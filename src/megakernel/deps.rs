@@ -54,6 +54,22 @@ pub enum DepError {
         /// Steps in the pipeline.
         steps: usize,
     },
+    /// More steps than [`MAX_STEPS`].
+    #[error("dependence analysis: the pipeline has {steps} steps, more than the {max} a plan accepts\n  Fix: split the pipeline into several of at most {max} steps", max = MAX_STEPS)]
+    TooManySteps {
+        /// Steps in the pipeline.
+        steps: usize,
+    },
+    /// More step pairs to compare than [`MAX_PAIR_ANALYSES`].
+    #[error("dependence analysis: pipeline buffer `{buffer}` is written by {writers} of the {steps} steps that use it, more step pairs to compare than the {max} a plan accepts\n  Fix: let fewer steps write `{buffer}` in place (write each step's result to its own buffer), or split the pipeline", max = MAX_PAIR_ANALYSES)]
+    TooManyPairs {
+        /// The buffer with the most pairs when the limit was reached.
+        buffer: String,
+        /// Steps writing it.
+        writers: usize,
+        /// Steps using it.
+        steps: usize,
+    },
     /// A Program accesses a host buffer that the step does not bind.
     #[error("steps[{step}].bind: the Program's buffer `{buffer}` is accessed but not bound to a pipeline buffer\n  Fix: add \"{buffer}\": \"<pipeline buffer>\" to the step's `bind`")]
     Unbound {
@@ -77,25 +93,38 @@ struct StepTouches {
     by_buffer: BTreeMap<String, Vec<Touch>>,
 }
 
-/// All pairwise dependences of a pipeline.
+/// Most steps a pipeline may have for the dependence analysis (and so for a plan): far
+/// beyond real pipelines, and what keeps the per-step tables of a hostile file small.
+pub const MAX_STEPS: usize = 65_536;
+
+/// Most step pairs the analysis compares (pairs that share a buffer one of them writes): a
+/// chain of steps each reading the one before needs about one per step; only many steps
+/// writing one buffer in place need more (every such pair is compared, since a barrier
+/// between two of them does not order the others across workgroups).
+pub const MAX_PAIR_ANALYSES: usize = 500_000;
+
+/// The dependences between the steps of a pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DepTable {
     /// Steps in the pipeline.
     pub steps: usize,
-    /// One entry per pair `from < to`, ordered by `(from, to)`.
+    /// One entry per pair `from < to` that shares a pipeline buffer one of them writes (the
+    /// only pairs that can depend), ordered by `(from, to)`; every other pair has no
+    /// dependence and no entry.
     pub pairs: Vec<Dependence>,
 }
 
 impl DepTable {
-    /// The dependence of `to` on `from` (`from < to`); `None` for any other pair.
+    /// The dependence of `to` on `from` (`from < to`) when the pair shares a written buffer;
+    /// `None` for any other pair (which has no dependence).
     pub fn get(&self, from: usize, to: usize) -> Option<&Dependence> {
         if from >= to || to >= self.steps {
             return None;
         }
-        // Row `from` starts after the rows of all earlier steps: sum over f < from of (n-1-f).
-        let n = self.steps;
-        let row = from * (2 * n - from - 1) / 2;
-        self.pairs.get(row + (to - from - 1))
+        self.pairs
+            .binary_search_by(|d| (d.from, d.to).cmp(&(from, to)))
+            .ok()
+            .and_then(|i| self.pairs.get(i))
     }
 
     /// The kind of the dependence of `to` on `from` (`None` kind for pairs out of order).
@@ -113,6 +142,11 @@ pub fn analyse(pipeline: &Pipeline, shapes: &[LaunchShape]) -> Result<DepTable, 
             steps: pipeline.steps.len(),
         });
     }
+    if pipeline.steps.len() > MAX_STEPS {
+        return Err(DepError::TooManySteps {
+            steps: pipeline.steps.len(),
+        });
+    }
     let touches = pipeline
         .steps
         .iter()
@@ -120,13 +154,50 @@ pub fn analyse(pipeline: &Pipeline, shapes: &[LaunchShape]) -> Result<DepTable, 
         .map(|(i, _)| step_touches(pipeline, i))
         .collect::<Result<Vec<_>, _>>()?;
     let n = pipeline.steps.len();
-    let mut pairs = Vec::with_capacity(n * n.saturating_sub(1) / 2);
-    for a in 0..n {
-        for b in a + 1..n {
-            pairs.push(pair(a, b, &touches[a], &touches[b], shapes[a], shapes[b]));
+    let pairs = candidate_pairs(&touches)?
+        .into_iter()
+        .map(|(a, b)| pair(a, b, &touches[a], &touches[b], shapes[a], shapes[b]))
+        .collect();
+    Ok(DepTable { steps: n, pairs })
+}
+
+/// The pairs `a < b` that share a pipeline buffer one of them writes, sorted: per buffer,
+/// each writer with every other step touching it. Linear in the steps for chains; a pipeline
+/// that needs more than [`MAX_PAIR_ANALYSES`] is refused.
+fn candidate_pairs(touches: &[StepTouches]) -> Result<Vec<(usize, usize)>, DepError> {
+    // Per buffer: (step, writes) of every step touching it, in step order.
+    let mut users: BTreeMap<&str, Vec<(usize, bool)>> = BTreeMap::new();
+    for (i, t) in touches.iter().enumerate() {
+        for (buf, xs) in &t.by_buffer {
+            users
+                .entry(buf.as_str())
+                .or_default()
+                .push((i, xs.iter().any(|x| x.write)));
         }
     }
-    Ok(DepTable { steps: n, pairs })
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (buf, list) in &users {
+        let writers = list.iter().filter(|(_, w)| *w).count();
+        // Pairs with a writer: writers x others, minus writer pairs counted twice.
+        let count = writers * (list.len() - 1) - writers * writers.saturating_sub(1) / 2;
+        if pairs.len().saturating_add(count) > MAX_PAIR_ANALYSES {
+            return Err(DepError::TooManyPairs {
+                buffer: (*buf).to_string(),
+                writers,
+                steps: list.len(),
+            });
+        }
+        for (k, &(a, wa)) in list.iter().enumerate() {
+            for &(b, wb) in &list[k + 1..] {
+                if wa || wb {
+                    pairs.push((a, b));
+                }
+            }
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    Ok(pairs)
 }
 
 fn step_touches(pipeline: &Pipeline, i: usize) -> Result<StepTouches, DepError> {

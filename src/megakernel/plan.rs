@@ -415,10 +415,9 @@ fn can_join(
             alone.occupancy_pct
         ));
     }
-    let mut with = group.to_vec();
-    with.push(s);
-    let needs_grid = build_group(caps, deps, res, &with).grid_barriers() > 0;
-    if needs_grid && !caps.cooperative_launch {
+    // Only a device without cooperative launch cares, and building the group is linear in
+    // it: asking on every device made planning a long chain cubic.
+    if !caps.cooperative_launch && needs_grid_barrier(caps, deps, res, group, s) {
         return Err(format!(
             "step {s} needs a grid barrier and {} has no cooperative launch",
             caps.name
@@ -441,20 +440,14 @@ fn can_join(
 fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize]) -> Group {
     let mut waves: Vec<Vec<usize>> = vec![vec![m[0]]];
     let mut barriers = Vec::new();
+    let incoming = incoming(deps, m);
     // Index into `m` where the current grid segment / barrier region / wave starts.
     let (mut seg, mut region, mut wave) = (0usize, 0usize, 0usize);
     for j in 1..m.len() {
         let b = m[j];
-        let find = |from: usize, kind: DepKind| {
-            m[from..j]
-                .iter()
-                .find(|&&a| deps.kind(a, b) == kind)
-                .and_then(|&a| deps.get(a, b))
-        };
-        let any_in_wave = m[wave..j]
-            .iter()
-            .find(|&&a| deps.kind(a, b) != DepKind::None)
-            .and_then(|&a| deps.get(a, b));
+        let into: &[&Dependence] = incoming.get(&b).map_or(&[], Vec::as_slice);
+        let find = |from: usize, kind: DepKind| first_from(into, m[from], |k| k == kind);
+        let any_in_wave = first_from(into, m[wave], |k| k != DepKind::None);
         let prev = m[j - 1];
         let (kind, reason) = if let Some(d) = find(seg, DepKind::Grid) {
             (DepKind::Grid, explain(Some(d)))
@@ -511,6 +504,53 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),
         occupancy_pct: f.occupancy_pct,
     }
+}
+
+/// Whether the group `group` with step `s` added needs a grid barrier.
+fn needs_grid_barrier(
+    caps: &DeviceCaps,
+    deps: &DepTable,
+    res: &[StepRes],
+    group: &[usize],
+    s: usize,
+) -> bool {
+    let mut with = group.to_vec();
+    with.push(s);
+    build_group(caps, deps, res, &with).grid_barriers() > 0
+}
+
+/// The dependences of each step of `m` (steps in increasing order) on earlier steps of `m`,
+/// by the later step, each list in increasing `from`: what a group's waves are built from,
+/// without asking the table about every pair of the group.
+fn incoming<'d>(
+    deps: &'d DepTable,
+    m: &[usize],
+) -> std::collections::HashMap<usize, Vec<&'d Dependence>> {
+    let members: std::collections::HashSet<usize> = m.iter().copied().collect();
+    let mut by_to: std::collections::HashMap<usize, Vec<&Dependence>> =
+        std::collections::HashMap::new();
+    // The table is ordered by (from, to), so each list comes out ordered by `from`, and the
+    // pairs from the group's steps are one slice of it (groups are runs of steps).
+    let (Some(&lo), Some(&hi)) = (m.iter().min(), m.iter().max()) else {
+        return by_to;
+    };
+    let start = deps.pairs.partition_point(|d| d.from < lo);
+    let end = deps.pairs.partition_point(|d| d.from <= hi);
+    for d in deps.pairs.get(start..end).unwrap_or(&[]) {
+        if d.kind != DepKind::None && members.contains(&d.from) && members.contains(&d.to) {
+            by_to.entry(d.to).or_default().push(d);
+        }
+    }
+    by_to
+}
+
+/// The dependence of smallest `from` at or after step `start` whose kind `ok` accepts.
+fn first_from<'d>(
+    into: &[&'d Dependence],
+    start: usize,
+    ok: impl Fn(DepKind) -> bool,
+) -> Option<&'d Dependence> {
+    into.iter().find(|d| d.from >= start && ok(d.kind)).copied()
 }
 
 fn explain(d: Option<&Dependence>) -> String {

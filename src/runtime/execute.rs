@@ -34,6 +34,18 @@ pub struct RunRequest {
     pub device_timing: bool,
     /// Folder `file` inputs may come from (`--root DIR`); None: the Program's folder only.
     pub root: Option<std::path::PathBuf>,
+    /// Fuel of the reference run that verifies (`--fuel`); None: the interpreter's default.
+    pub fuel: Option<u64>,
+}
+
+impl RunRequest {
+    /// The reference interpreter's options for verifying this run: `--fuel` when given.
+    pub fn reference_options(&self) -> crate::interp::Options {
+        crate::interp::Options {
+            fuel: self.fuel.unwrap_or(crate::interp::DEFAULT_FUEL),
+            ..crate::interp::Options::default()
+        }
+    }
 }
 
 impl Default for RunRequest {
@@ -48,6 +60,7 @@ impl Default for RunRequest {
             timeout: None,
             lineinfo: false,
             device_timing: true,
+            fuel: None,
         }
     }
 }
@@ -162,7 +175,7 @@ impl Runtime {
         let mut buffers = prepared.buffers;
         let reference = if req.verify {
             let mut r = buffers.clone();
-            let opts = crate::interp::Options::default();
+            let opts = req.reference_options();
             let (_, sums) = crate::interp::run_with_sums(program, &shape, &mut r, &opts)?;
             Some((r, sums))
         } else {

@@ -124,8 +124,15 @@ pub fn load_syntax_theme(name_or_file: &str) -> Result<SynTheme, ThemeError> {
     if !path.exists() {
         return Err(err("no built-in theme by that name and no such file".into()));
     }
-    ThemeSet::get_theme(path).map_err(|e| err(e.to_string()))
+    // Read like every other input: a regular file, bounded (a FIFO must not hang the
+    // inspector, a link to /dev/zero must not fill memory).
+    let bytes = crate::util::read_limited(path, MAX_THEME_BYTES, "theme file")
+        .map_err(|e| err(e.message))?;
+    ThemeSet::load_from_reader(&mut Cursor::new(bytes)).map_err(|e| err(e.to_string()))
 }
+
+/// Largest `.tmTheme` file read (real ones are a few KiB to a few dozen).
+pub const MAX_THEME_BYTES: u64 = 1 << 20;
 
 impl Theme {
     /// The UI palette of a syntax theme.
@@ -342,6 +349,30 @@ mod tests {
         .unwrap();
         for s in [m.text, m.cursor, m.error, m.correlated, m.status] {
             assert!(s.fg.is_none() && s.bg.is_none());
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifo_device_and_huge_theme_files_are_refused_without_reading() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo.tmTheme");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let zero = t.path().join("zero.tmTheme");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let huge = t.path().join("huge.tmTheme");
+        let f = std::fs::File::create(&huge).unwrap();
+        f.set_len(MAX_THEME_BYTES + 1).unwrap();
+        for p in [&fifo, &zero, &huge] {
+            let e = load_syntax_theme(p.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("Fix:"), "{e}");
+            assert!(
+                e.contains("not a regular file") || e.contains("limit") || e.contains("bytes"),
+                "{e}"
+            );
         }
     }
 

@@ -32,6 +32,15 @@ pub fn confine(base: &Path, root: &Path, rel: &str, what: &str) -> Result<PathBu
             fix: "name a raw little-endian file relative to the Program's folder".into(),
         });
     }
+    // The parent of a bare file name (`prog.json`) is the empty path: the current folder.
+    let here = |p: &Path| {
+        if p.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            p.to_path_buf()
+        }
+    };
+    let (base, root) = (here(base), here(root));
     let joined = base.join(rel);
     let canon_root = root.canonicalize().map_err(|e| ConfineError {
         message: format!("{what}: cannot resolve the folder {}: {e}", root.display()),

@@ -4,6 +4,12 @@
 const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// The identity of this build: the version and a hash of its sources (computed by
+/// `build.rs`). Cache keys hold it, so that no build ever reads an entry another wrote.
+pub fn build_id() -> &'static str {
+    concat!(env!("CARGO_PKG_VERSION"), "+", env!("VYRESCOPE_BUILD_HASH"))
+}
+
 /// 64-bit FNV-1a of `bytes`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes

@@ -10,7 +10,7 @@
 //! | V103 | error | bound buffers have different element types |
 //! | V104 | error | one pipeline buffer is bound twice in one step (aliasing inside a dispatch) |
 //! | V105 | error | a transient buffer is read before any step writes it |
-//! | V106 | error | a step's `grid` is beyond CUDA's grid limits |
+//! | V106 | error | a step's `grid` is beyond CUDA's grid limits, or runs more invocations than `run` accepts |
 //! | V107 | info | a step's Program has `run.inputs`; the pipeline's buffers replace them |
 //! | V108 | warning | a pipeline buffer no step binds |
 //!
@@ -92,6 +92,20 @@ pub fn validate_pipeline(pipeline: &Pipeline) -> Vec<Diagnostic> {
                     ),
                     "use a smaller grid (or `elements` and a larger workgroup_size)",
                 ));
+            } else {
+                // What `run` and `plan` refuse, `check` refuses too.
+                let shape = crate::shape::LaunchShape {
+                    workgroup_size: step.workgroup(),
+                    grid: g,
+                };
+                if let Err((message, fix)) = shape.check_dispatch() {
+                    out.push(Diagnostic::error(
+                        "V106",
+                        at("grid"),
+                        format!("step {i}: {message}"),
+                        &fix,
+                    ));
+                }
             }
         }
         if step

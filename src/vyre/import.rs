@@ -30,7 +30,12 @@ use crate::ir::{
 };
 
 mod expr;
+mod size;
 mod stmt;
+
+/// The most statement and expression nodes an imported Program may have (error `VY004`
+/// beyond): far above any real kernel, far below what would exhaust memory later.
+pub const MAX_IMPORTED_NODES: usize = 1_000_000;
 
 /// Element count given to runtime-sized buffers (vyre `count` 0) in the imported `run`
 /// section; `vyrescope run --len`-style overrides or an edited `run` section change it.
@@ -67,6 +72,20 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
         _ => cx.list(entry, "entry", "body", &mut body),
     }
     crate::ir::parse::assign_ids(&mut body, "body");
+    let nodes = size::program_nodes(&body);
+    if nodes > MAX_IMPORTED_NODES {
+        cx.error(
+            "VY004",
+            None,
+            format!(
+                "the converted Program would have {nodes} statement and expression nodes, more \
+                 than the {MAX_IMPORTED_NODES} an import accepts"
+            ),
+            "split the vyre Program into smaller kernels, or bind repeated sub-expressions \
+             with `let` in vyre",
+        );
+        body.clear();
+    }
     let run = cx.run_section();
     let mut doc = format!(
         "Imported from a vyre Program (vyre 0.7.2 wire format); statement ids differ from vyre's \
@@ -143,6 +162,11 @@ struct Cx {
     guarded_divisions: usize,
     renamed: BTreeSet<String>,
     diags: Vec<Diagnostic>,
+    /// `let` statements binding a guarded expression once (see [`Cx::bind_once`]), waiting to
+    /// be placed before the statement being converted.
+    hoisted: Vec<Stmt>,
+    /// Variables made by [`Cx::bind_once`] so far (for fresh names).
+    bound: usize,
 }
 
 impl Cx {
@@ -181,6 +205,8 @@ impl Cx {
             guarded_divisions: 0,
             renamed: BTreeSet::new(),
             diags: Vec::new(),
+            hoisted: Vec::new(),
+            bound: 0,
         }
     }
 

@@ -26,6 +26,7 @@ mod fixtures_reference;
 mod fuzz;
 mod gpu_worker;
 mod hostile_files;
+mod hostile_inputs;
 mod interp_props;
 mod invalid_fixtures;
 mod ir_print;
@@ -56,6 +57,8 @@ mod tui_update;
 mod validate_props;
 #[cfg(feature = "vyre")]
 mod vyre_export;
+#[cfg(feature = "vyre")]
+mod vyre_hostile;
 #[cfg(feature = "vyre")]
 mod vyre_import;
 #[cfg(not(feature = "vyre"))]

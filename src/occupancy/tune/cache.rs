@@ -43,15 +43,32 @@ pub enum CacheError {
     },
 }
 
-/// FNV-1a (64-bit) of this crate's version and the Program text: stable across runs and Rust
-/// versions (unlike `DefaultHasher`), and a new vyrescope version (new emitter) starts fresh.
+/// FNV-1a (64-bit) of this build's identity ([`crate::util::build_id`]: version and source
+/// hash) and the Program text: stable across runs and Rust versions (unlike `DefaultHasher`),
+/// and another build (another emitter) starts fresh.
 pub fn program_hash(program_text: &str) -> u64 {
-    let version = env!("CARGO_PKG_VERSION").as_bytes();
+    let version = crate::util::build_id().as_bytes();
     let mut bytes = Vec::with_capacity(version.len() + 1 + program_text.len());
     bytes.extend_from_slice(version);
     bytes.push(0);
     bytes.extend_from_slice(program_text.as_bytes());
     crate::util::fnv1a(&bytes)
+}
+
+/// Largest tuning cache file read: a result has one row per candidate workgroup (a few
+/// dozen), far below this.
+pub const MAX_ENTRY_BYTES: u64 = 1 << 20;
+
+/// Whether a cached row could have come from a tuning run: a launchable workgroup size and
+/// finite, non-negative numbers.
+fn plausible_row(r: &TuneRow) -> bool {
+    let threads = r.workgroup.iter().map(|&d| u64::from(d)).product::<u64>();
+    let finite = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v >= 0.0);
+    r.workgroup.iter().all(|&d| d > 0)
+        && threads <= 1024
+        && finite(r.median_ms)
+        && finite(r.speedup_vs_default)
+        && (0.0..=100.0).contains(&r.occupancy_pct)
 }
 
 /// Rows found in the cache and candidates still to time.
@@ -114,15 +131,27 @@ impl TuneCache {
 
     /// The cached result of `key`; `None` when absent or unreadable as a result (a corrupt
     /// entry is treated as a miss and overwritten by the next store).
+    ///
+    /// The file is read like every other input (a regular file of at most
+    /// [`MAX_ENTRY_BYTES`]): a FIFO, a device or a huge file is an error, never a hang. A
+    /// row that no tuning run writes (an empty or oversized workgroup, a negative or
+    /// non-finite time) makes the whole entry a miss.
     pub fn load(&self, key: &TuneKey) -> Result<Option<TuneResult>, CacheError> {
         let p = self.path(key);
-        match std::fs::read_to_string(&p) {
-            Ok(text) => Ok(serde_json::from_str::<TuneResult>(&text)
-                .ok()
-                .filter(|r| r.device == key.device && r.driver == key.driver)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&p, e)),
-        }
+        let bytes = match crate::util::read_limited(&p, MAX_ENTRY_BYTES, "tuning cache entry") {
+            Ok(b) => b,
+            Err(e) if e.kind == crate::util::ReadErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(CacheError::Io {
+                    path: p.display().to_string(),
+                    reason: e.message,
+                })
+            }
+        };
+        Ok(serde_json::from_slice::<TuneResult>(&bytes)
+            .ok()
+            .filter(|r| r.device == key.device && r.driver == key.driver)
+            .filter(|r| r.rows.iter().all(plausible_row)))
     }
 
     /// Splits `candidates` into cached rows and ones to time (all missing with

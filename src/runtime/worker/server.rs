@@ -198,6 +198,7 @@ impl Worker<'_> {
             timeout: job.timeout_ms.map(Duration::from_millis),
             lineinfo: job.lineinfo,
             device_timing: job.device_timing,
+            fuel: None,
         };
         let run = self
             .watched_run(&program, &job.base_dir, &req, 0, 0)

@@ -285,6 +285,7 @@ impl Cx {
                     } else {
                         // vyre's kernel gives u32::MAX for x / 0; the format gives 0.
                         self.guarded_divisions += 1;
+                        let r = self.bind_once(r);
                         let zero = bin(BinOp::Eq, r.clone(), lit(Scalar::U32(0)));
                         return Some(Expr::Select(
                             Box::new(zero),

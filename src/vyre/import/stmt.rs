@@ -59,9 +59,20 @@ impl Cx {
         for (i, n) in nodes.iter().enumerate() {
             let vp = format!("{vpath}[{i}]");
             let id = format!("{prefix}[{}]", out.len());
-            let Some(s) = self.node(n, &vp, &id) else {
+            let (hoisted, diags, regions) =
+                (self.hoisted.len(), self.diags.len(), self.regions.len());
+            let Some(mut s) = self.node(n, &vp, &id) else {
+                self.hoisted.truncate(hoisted);
                 continue;
             };
+            let lets = self.hoisted.split_off(hoisted);
+            if !lets.is_empty() {
+                // The `let`s go first, so the statement (and what was said about it) moves.
+                let moved = format!("{prefix}[{}]", out.len() + lets.len());
+                self.renumber(&id, &moved, diags, regions);
+                s.id = NodeId::new(moved);
+                out.extend(lets);
+            }
             if let StmtKind::If {
                 cond,
                 then,
@@ -321,6 +332,7 @@ impl Cx {
             );
             return None;
         }
+        let index = self.bind_once(index);
         let cond = Expr::Binary(
             BinOp::Lt,
             Box::new(index.clone()),
@@ -334,6 +346,53 @@ impl Cx {
             ),
             true,
         ))
+    }
+
+    /// `e` where a guard needs it twice: `e` itself when it is small (see
+    /// [`size::MAX_COPIED_NODES`]), else a fresh variable bound to `e` by a `let` placed before
+    /// the statement being converted. `e` must be pure; within one statement nothing changes
+    /// a variable, loads do not fault, so evaluating it first gives the same value.
+    pub(super) fn bind_once(&mut self, e: Expr) -> Expr {
+        if size::expr_nodes(&e) <= size::MAX_COPIED_NODES {
+            return e;
+        }
+        let name = loop {
+            let n = format!("_vy{}", self.bound);
+            self.bound += 1;
+            if self.used_vars.insert(n.clone()) {
+                break n;
+            }
+        };
+        if let Some(t) = self.type_of(&e) {
+            self.var_types.insert(name.clone(), t);
+        }
+        self.hoisted.push(Stmt {
+            id: NodeId::new(String::new()),
+            kind: StmtKind::Let {
+                name: name.clone(),
+                value: e,
+            },
+        });
+        Expr::Var(name)
+    }
+
+    /// Node ids `from` (and below it) said since diagnostic `diags` and region `regions`
+    /// become `to`.
+    fn renumber(&mut self, from: &str, to: &str, diags: usize, regions: usize) {
+        let moved = |id: &str| -> Option<String> {
+            let rest = id.strip_prefix(from)?;
+            (rest.is_empty() || rest.starts_with('.')).then(|| format!("{to}{rest}"))
+        };
+        for d in &mut self.diags[diags..] {
+            if let Some(m) = d.node.as_ref().and_then(|n| moved(n.as_str())) {
+                d.node = Some(NodeId::new(m));
+            }
+        }
+        for r in &mut self.regions[regions..] {
+            if let Some(m) = moved(&r.0) {
+                r.0 = m;
+            }
+        }
     }
 
     /// True when a fact says `index < len(buffer)` here.

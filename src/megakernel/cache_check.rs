@@ -1,0 +1,127 @@
+//! The check a cached plan must pass before it is used: a cache file is input like any other
+//! (it may be edited, damaged or written by another build), so its plan is compared with the
+//! dependences computed afresh for the pipeline, and its structure with the launch shapes.
+//! A plan that fails is never run; the planner plans afresh.
+
+use crate::shape::LaunchShape;
+
+use super::deps::DepTable;
+use super::plan::{GroupKind, Plan};
+use super::DepKind;
+
+/// `Ok` when `plan` is a plan of a pipeline with dependences `deps` and launch shapes
+/// `shapes`: its groups cover the steps in order, each group's waves are its steps, its
+/// dependences are the fresh ones, and between the two steps of every dependence inside a
+/// group there is a separation at least as strong as the dependence. The error says the
+/// first disagreement.
+pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Result<(), String> {
+    let fresh: Vec<_> = deps
+        .pairs
+        .iter()
+        .filter(|d| d.kind != DepKind::None)
+        .collect();
+    if plan.dependences.len() != fresh.len()
+        || plan.dependences.iter().zip(&fresh).any(|(a, b)| a != *b)
+    {
+        return Err(format!(
+            "its {} dependences are not the {} the analysis finds",
+            plan.dependences.len(),
+            fresh.len()
+        ));
+    }
+    // Where each step runs: (group, wave).
+    let mut place: Vec<Option<(usize, usize)>> = vec![None; shapes.len()];
+    let mut next = 0usize;
+    for (g, group) in plan.groups.iter().enumerate() {
+        let flat: Vec<usize> = group.waves.iter().flatten().copied().collect();
+        if flat != group.steps || group.steps.is_empty() {
+            return Err(format!("group {g}'s waves are not its steps"));
+        }
+        if group.barriers.len() + 1 != group.waves.len() {
+            return Err(format!(
+                "group {g} has {} waves and {} separations",
+                group.waves.len(),
+                group.barriers.len()
+            ));
+        }
+        if group.step_grids.len() != group.steps.len() {
+            return Err(format!(
+                "group {g} lists {} grids for {} steps",
+                group.step_grids.len(),
+                group.steps.len()
+            ));
+        }
+        for (w, wave) in group.waves.iter().enumerate() {
+            for &s in wave {
+                if s != next {
+                    return Err(format!(
+                        "group {g} runs step {s} where step {next} comes next"
+                    ));
+                }
+                let shape = shapes
+                    .get(s)
+                    .ok_or_else(|| format!("group {g} names step {s}, which the pipeline lacks"))?;
+                if group.step_grids[s - group.steps[0]] != shape.grid
+                    || group.workgroup_size != shape.workgroup_size
+                {
+                    return Err(format!("step {s}'s launch shape differs from the plan's"));
+                }
+                place[s] = Some((g, w));
+                next += 1;
+            }
+        }
+        let grid = group.barriers.iter().any(|b| b.kind == DepKind::Grid);
+        if grid != (group.kind == GroupKind::Megakernel) || (grid && group.coresident_blocks == 0) {
+            return Err(format!("group {g}'s kind does not match its barriers"));
+        }
+        for (w, b) in group.barriers.iter().enumerate() {
+            let last = group.waves[w].last().copied();
+            let first = group.waves.get(w + 1).and_then(|n| n.first()).copied();
+            if b.after_step != last.unwrap_or(usize::MAX) {
+                return Err(format!("group {g}'s separation {w} is not after its wave"));
+            }
+            let grids = |s: Option<usize>| s.and_then(|s| shapes.get(s)).map(|x| x.grid);
+            if b.kind == DepKind::Workgroup && grids(last) != grids(first) {
+                return Err(format!(
+                    "group {g} has a workgroup barrier between steps of different grids"
+                ));
+            }
+            if b.kind == DepKind::None {
+                return Err(format!(
+                    "group {g} has a wave boundary without a separation"
+                ));
+            }
+        }
+    }
+    if next != shapes.len() {
+        return Err(format!(
+            "its groups cover {next} of the {} steps",
+            shapes.len()
+        ));
+    }
+    for d in fresh {
+        let (Some((ga, wa)), Some((gb, wb))) = (place[d.from], place[d.to]) else {
+            return Err(format!("step {} or {} is in no group", d.from, d.to));
+        };
+        if ga != gb {
+            continue; // separate launches: the launch boundary orders everything
+        }
+        let strongest = plan.groups[ga]
+            .barriers
+            .get(wa..wb)
+            .and_then(|bs| bs.iter().map(|b| b.kind).max());
+        if wa >= wb || strongest.is_none_or(|k| k < d.kind) {
+            return Err(format!(
+                "step {} needs a {} separation after step {}, which the plan lacks",
+                d.to,
+                d.kind.name(),
+                d.from
+            ));
+        }
+    }
+    let barriers: usize = plan.groups.iter().map(|g| g.grid_barriers()).sum();
+    if barriers != plan.grid_barriers || plan.launches != plan.groups.len() {
+        return Err("its totals do not match its groups".to_string());
+    }
+    Ok(())
+}
