@@ -13,7 +13,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 /// Convert a vyre Program file (wire or `vyre_ir` text) into Program JSON.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope import fixtures/vyre/saxpy.vyre -o saxpy.json\n  vyrescope import fixtures/vyre/saxpy.vyre.txt --json\n\nNeeds a build with `--features vyre`. Every other command also opens vyre files directly;\nsee docs/vyre.md for what maps to what."
+    after_help = "Examples:\n  vyrescope import fixtures/vyre/saxpy_f32.vyre -o saxpy.json\n  vyrescope import fixtures/vyre/saxpy_f32.vyre.txt --json\n\nNeeds a build with `--features vyre`. Every other command also opens vyre files directly;\nsee docs/vyre.md for what maps to what."
 )]
 pub struct Args {
     /// vyre wire file (`VYRE` header) or text file (`vyre_ir v0.1`).
