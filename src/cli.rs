@@ -48,6 +48,7 @@ pub mod sass;
 pub mod selftest;
 pub mod tui;
 pub mod tune;
+pub mod unknown_command;
 pub mod vyre_emit;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
@@ -197,6 +198,15 @@ pub fn main() -> i32 {
         None => {
             if cli.files.is_empty() {
                 errln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
+                return 2;
+            }
+            let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(|c| c.get_name().to_string())
+                .collect();
+            if let Some(e) = unknown_command::unknown_command(&cli.files[0], &commands) {
+                errln!("{e}");
                 return 2;
             }
             tui::open(&cli.files, &cli.inspector)

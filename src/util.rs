@@ -8,6 +8,7 @@ pub mod atomic_write;
 pub mod confine;
 pub mod hash;
 pub mod json_keys;
+pub mod os;
 pub mod read_limited;
 pub mod same_file;
 pub mod stderr;

@@ -166,9 +166,10 @@ pub fn describe(e: &Estimate) -> String {
         return s;
     }
     s.push_str(&format!(
-        "block {}: {} blocks/SM, {} of {} warps/SM = {:.1}% occupancy, limited by {}\n",
+        "block {}: {} block{}/SM, {} of {} warps/SM = {:.1}% occupancy, limited by {}\n",
         e.block_threads,
         e.blocks_per_sm,
+        if e.blocks_per_sm == 1 { "" } else { "s" },
         e.active_warps_per_sm,
         e.max_warps_per_sm,
         e.occupancy_pct,

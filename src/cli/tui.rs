@@ -41,7 +41,7 @@ pub struct Args {
     #[command(flatten)]
     pub opts: InspectorOpts,
     /// Keys to replay headlessly, space-separated (`j j Tab r`, `/ld.global Enter`); may
-    /// start with `-` (`--keys "- -"`, the zoom-out key).
+    /// start with `-` (`--keys "- -"`: `-` is the key that makes the workgroup 32 smaller).
     #[arg(long, value_name = "KEYS", allow_hyphen_values = true)]
     pub keys: Option<String>,
     /// Where the replay writes the final screen (default, or `-`: stdout).
@@ -89,6 +89,13 @@ fn options(files: &[PathBuf], o: &InspectorOpts) -> Options {
 
 /// Opens the interactive inspector (the no-subcommand path).
 pub fn open(files: &[PathBuf], o: &InspectorOpts) -> i32 {
+    // Without a terminal the inspector would write its escapes into a file or pipe.
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return super::fail(
+            "the inspector needs a terminal, and standard output is not one\n  Fix: run it in a terminal, or replay keys headlessly: `vyrescope tui FILE --keys \"...\" --snapshot OUT.txt`",
+        );
+    }
     match tui::run(&options(files, o)) {
         Ok(()) => 0,
         Err(e) => super::fail(e),
@@ -113,6 +120,9 @@ pub fn run(a: &Args) -> i32 {
         }
         return open(&a.files, &a.opts);
     };
+    if let Err(e) = tui::input::check_script(keys) {
+        return super::fail(e);
+    }
     let (mut app, hl, first) = match tui::setup(&opts) {
         Ok(v) => v,
         Err(e) => return super::fail(e),

@@ -73,6 +73,72 @@ pub fn script_keys(script: &str) -> Vec<KeySpec> {
     out
 }
 
+/// Key names a `--keys` script may use (besides single characters and the `C-`, `M-`,
+/// `S-` prefixes): the list a misspelt name is compared with.
+pub const KEY_NAMES: &[&str] = &[
+    "Tab",
+    "S-Tab",
+    "Enter",
+    "Esc",
+    "Up",
+    "Down",
+    "Left",
+    "Right",
+    "PgUp",
+    "PgDn",
+    "Home",
+    "End",
+    "Space",
+    "Backspace",
+    "Delete",
+    "F1",
+    "F2",
+    "F3",
+    "F4",
+    "F5",
+    "F6",
+    "F7",
+    "F8",
+    "F9",
+    "F10",
+    "F11",
+    "F12",
+];
+
+/// True when `tok` can only be meant as a key name: a capital letter followed by letters,
+/// digits or `-` (`Tabb`, `PgDown`), or a modifier prefix (`C-`, `Ctrl-`, `M-`, `Alt-`, `S-`,
+/// `Shift-`). Other tokens (`/ld.global`, `abc`) are text to type.
+fn looks_like_key_name(tok: &str) -> bool {
+    let mut chars = tok.chars();
+    let capital = chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && tok.len() > 1
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let lower = tok.to_ascii_lowercase();
+    let prefixed = ["c-", "ctrl-", "m-", "alt-", "s-", "shift-"]
+        .iter()
+        .any(|p| lower.starts_with(p) && lower.len() > p.len());
+    capital || prefixed
+}
+
+/// Checks a `--keys` script before it is played: a token that looks like a key name but is
+/// none (`Tabb`, `PgDown`, `C-xx`) is refused with the closest names, instead of being typed
+/// letter by letter.
+pub fn check_script(script: &str) -> Result<(), String> {
+    for tok in script.split_whitespace() {
+        if KeySpec::parse(tok).is_err() && looks_like_key_name(tok) {
+            let lower = tok.to_ascii_lowercase();
+            let mut names: Vec<&str> = KEY_NAMES.to_vec();
+            names.sort_by_key(|n| strsim::osa_distance(&lower, &n.to_ascii_lowercase()));
+            return Err(format!(
+                "--keys: `{}` is not a key name\n  Fix: use one of {} (closest first), C-x / M-x for Ctrl / Alt with a key, or a single character; text to type must not start with a capital letter followed by letters",
+                crate::util::terminal_safe(tok),
+                names[..6].join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +153,22 @@ mod tests {
         assert_eq!(k.len(), 2 + 5 + 2);
         assert_eq!(k[7], KeySpec::key(KeyCode::Enter));
         assert_eq!(k[8], KeySpec::ctrl('c'));
+    }
+
+    #[test]
+    fn misspelt_key_names_are_refused() {
+        for bad in ["Tabb", "PgDonw", "Entr", "C-xx", "F13"] {
+            let e = check_script(&format!("j {bad} k")).unwrap_err();
+            assert!(e.contains(&format!("`{bad}` is not a key name")), "{e}");
+        }
+        let e = check_script("Tabb").unwrap_err();
+        assert!(e.contains("Tab,"), "{e}");
+        for good in [
+            "Tab S-Tab PgDn PgDown C-c Esc j G /ld.global Enter",
+            "- - +",
+            "F5",
+        ] {
+            assert_eq!(check_script(good), Ok(()), "{good}");
+        }
     }
 }

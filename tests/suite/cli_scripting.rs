@@ -539,3 +539,44 @@ fn workgroup_overrunning_a_workgroup_buffer_is_an_error() {
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     assert!(!o.stdout.contains("L012"));
 }
+
+/// A mistyped subcommand is an unknown command naming the closest one, not a Program for
+/// the inspector; without a terminal the inspector refuses to start instead of writing
+/// escapes into the pipe; a misspelt `--keys` name is refused.
+#[test]
+fn mistyped_commands_and_no_terminal_are_clear_errors() {
+    let t = tmp();
+    let o = vy_in(t.path(), &["chek", "prog.json"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("unknown command `chek`") && o.stderr.contains("did you mean `check`?"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !o.stdout.contains('\u{1b}'),
+        "escapes on stdout: {:?}",
+        o.stdout
+    );
+
+    let fixture = root().join("fixtures/programs/vadd_f32.json");
+    let f = fixture.to_str().unwrap();
+    // stdout is a pipe here.
+    let o = vy(&[f, "--device", "h200"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("needs a terminal"), "{}", o.stderr);
+    assert!(o.stderr.contains("Fix:"), "{}", o.stderr);
+    assert!(
+        !o.stdout.contains('\u{1b}'),
+        "escapes on stdout: {:?}",
+        o.stdout
+    );
+
+    let o = vy(&["tui", f, "--keys", "j Tabb"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("`Tabb` is not a key name"),
+        "{}",
+        o.stderr
+    );
+}

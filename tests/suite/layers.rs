@@ -1,7 +1,7 @@
 //! The module layers hold: a module imports only modules of lower layers (a source scan of
 //! `crate::<module>` paths), and each outside crate with a boundary stays inside its module
 //! (cudarc in `runtime`, ratatui/crossterm/syntect in `tui`, clap in `cli`; `unsafe` only in
-//! `runtime/driver`). docs/architecture.md shows the same table.
+//! `runtime/driver` and `util/os.rs`). docs/architecture.md shows the same table.
 
 use std::path::{Path, PathBuf};
 
@@ -141,9 +141,12 @@ fn outside_crates_stay_behind_their_boundary() {
         }
         let in_driver =
             file.starts_with("runtime/driver") || file == Path::new("runtime/driver.rs");
-        if code.contains("unsafe ") && !in_driver {
+        // util/os.rs: the libc calls std lacks (PR_SET_PDEATHSIG, poll + FIONREAD on the
+        // terminal), each behind a safe function.
+        let in_os = file == Path::new("util/os.rs");
+        if code.contains("unsafe ") && !in_driver && !in_os {
             bad.push(format!(
-                "{}: `unsafe` outside runtime/driver",
+                "{}: `unsafe` outside runtime/driver and util/os.rs",
                 file.display()
             ));
         }

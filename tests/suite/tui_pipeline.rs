@@ -198,6 +198,40 @@ fn run_without_gpu_runs_the_reference_pipeline() {
     let s = screen(&mut a, &hl);
     assert!(s.contains("no GPU: ran the reference interpreter"), "{s}");
     assert!(s.contains("need a GPU"), "{s}");
+    // One bar, the interpreter's: nothing was compared, so nothing says "verified".
+    assert!(s.contains("reference only, nothing verified"), "{s}");
+    assert!(
+        !s.replace("nothing verified", "").contains("verified"),
+        "{s}"
+    );
+}
+
+/// On a pipeline the workgroup keys and `t` change nothing, and say so: no new workgroup is
+/// claimed, no emission is queued, no run starts.
+#[test]
+fn workgroup_keys_and_tune_say_they_do_not_apply_to_a_pipeline() {
+    let (mut a, _hl) = app(&[pipeline("workgroup_rotate.json")], 120, 40);
+    let before = a.workgroup();
+    for c in [
+        Command::WgDouble,
+        Command::WgHalve,
+        Command::WgPlus,
+        Command::WgMinus,
+    ] {
+        a.screen.message = None;
+        press(&mut a, &[c]);
+        let msg = a.screen.message.clone().map(|m| m.1).unwrap_or_default();
+        assert!(msg.contains("do not apply to a pipeline"), "{c:?}: {msg}");
+        assert_eq!(a.workgroup(), before, "{c:?}");
+        assert_eq!(a.code.workgroup, None, "{c:?}");
+    }
+    press(&mut a, &[Command::Tune]);
+    let msg = a.screen.message.clone().map(|m| m.1).unwrap_or_default();
+    assert!(msg.contains("tune sweeps are for Programs"), "{msg}");
+    assert!(
+        a.jobs.session.pipeline_runs.is_empty(),
+        "t ran the pipeline"
+    );
 }
 
 /// A GPU run's separate and fused device times are drawn side by side, the longer bar full.

@@ -241,7 +241,7 @@ fn real_binary_in_tmux() {
     let _ = std::fs::remove_file(&stty_out);
 }
 
-/// SIGTERM, SIGHUP and SIGINT sent with `kill` end the inspector the way `q` does: the
+/// SIGTERM, SIGHUP, SIGINT and SIGQUIT sent with `kill` end the inspector the way `q` does: the
 /// terminal is back in cooked mode and off the alternate screen. Runs on its own tmux server
 /// (`-L`), so it does not race the other tmux test's server.
 #[test]
@@ -280,7 +280,7 @@ fn signals_restore_the_terminal() {
         }
     }
     let _kill = KillServer(tmp.path().to_path_buf(), socket.clone());
-    for sig in ["TERM", "HUP", "INT"] {
+    for sig in ["TERM", "HUP", "INT", "QUIT"] {
         let session = format!("sig{sig}");
         let pid_file = tmp.path().join(format!("{sig}.pid"));
         let stty_out = tmp.path().join(format!("{sig}.stty"));
@@ -342,5 +342,145 @@ fn signals_restore_the_terminal() {
         );
         // The session stays until the server is killed: ending the last one would end the
         // server while the next new-session talks to it.
+    }
+}
+
+/// True while `pid` is a live process (a zombie waiting for its reaper counts as gone: it
+/// runs nothing and holds no GPU context).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        !matches!(state, Some("Z" | "X"))
+    })
+}
+
+/// Live processes whose parent is `pid`, with their command lines.
+fn children(pid: u32) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) && alive(child) {
+            let cmd = std::fs::read(format!("/proc/{child}/cmdline"))
+                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                .unwrap_or_default();
+            out.push((child, cmd));
+        }
+    }
+    out
+}
+
+/// Closing the terminal (`tmux kill-session`: the pane's pty goes away) ends the inspector
+/// and its GPU worker process within two seconds. Before the fix the inspector spun at a
+/// full core reading end of file from the dead terminal, and its worker outlived it.
+#[test]
+fn a_closed_terminal_ends_the_inspector_and_its_worker() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("tmux is required in CI (install it in .ci/run)");
+        }
+        eprintln!("NOTICE: tmux not installed; skipping the closed-terminal test");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_vyrescope");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = format!("vyrescope-close-{}", std::process::id());
+    let tm = |args: &[&str]| -> (bool, String, String) {
+        let out = Command::new("tmux")
+            .env("TMUX_TMPDIR", tmp.path())
+            .env("HOME", tmp.path())
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    struct KillServer(PathBuf, String);
+    impl Drop for KillServer {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux")
+                .env("TMUX_TMPDIR", &self.0)
+                .args(["-L", &self.1, "kill-server"])
+                .output();
+        }
+    }
+    let _kill = KillServer(tmp.path().to_path_buf(), socket.clone());
+    let pid_file = tmp.path().join("inspector.pid");
+    // A second session keeps the server up after the first one is killed.
+    let (ok, _, err) = tm(&["new-session", "-d", "-s", "keep", "sleep 60"]);
+    assert!(ok, "tmux new-session failed: {err}");
+    let cmd = format!(
+        "sh -c 'echo $$ > {pid}; exec env HOME={home} VYRESCOPE_CONFIG=/nonexistent TERM=xterm-256color {bin} {fix} --device h200'",
+        pid = pid_file.display(),
+        home = tmp.path().display(),
+        fix = fixture.display(),
+    );
+    let (ok, _, err) = tm(&[
+        "new-session",
+        "-d",
+        "-s",
+        "closing",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    assert!(ok, "tmux new-session failed: {err}");
+    let screen = || tm(&["capture-pane", "-p", "-t", "closing"]).1;
+    let t = Instant::now();
+    while !screen().contains("IR vadd_f32") {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting for the inspector; screen:\n{}",
+            screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The device probe starts the GPU worker process; give it a moment to appear (on a
+    // machine without a CUDA driver it may already have answered and stayed idle).
+    let t = Instant::now();
+    let mut workers = children(pid);
+    while workers.is_empty() && t.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(100));
+        workers = children(pid);
+    }
+    assert!(alive(pid), "the inspector ended before the terminal closed");
+    let (ok, _, err) = tm(&["kill-session", "-t", "closing"]);
+    assert!(ok, "tmux kill-session failed: {err}");
+    let t = Instant::now();
+    while alive(pid) || workers.iter().any(|(w, _)| alive(*w)) {
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "2 s after the terminal closed: inspector {pid} alive: {}, workers still alive: {:?}",
+            alive(pid),
+            workers
+                .iter()
+                .filter(|(w, _)| alive(*w))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

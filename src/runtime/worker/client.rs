@@ -494,13 +494,19 @@ impl GpuWorker {
                 )));
             }
         };
-        let mut child = Command::new(&exe)
-            .arg("gpu-worker")
+        let mut cmd = Command::new(&exe);
+        cmd.arg("gpu-worker")
             .arg("--gpu")
             .arg(self.device.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        // A worker busy in a kernel does not read its stdin, so it would not notice its
+        // parent's end by the closed pipe: the kernel ends it with the parent instead (the
+        // inspector killed by a closed terminal or a signal must not leave a GPU context
+        // behind). Tied to the spawning thread, which is the one that uses the worker.
+        crate::util::os::die_with_parent(&mut cmd);
+        let mut child = cmd
             .spawn()
             .map_err(|e| {
                 RuntimeError::Worker(format!(

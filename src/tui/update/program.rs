@@ -63,7 +63,29 @@ fn max_threads(app: &App) -> u32 {
         .map_or(1024, |d| d.max_threads_per_block.max(1))
 }
 
+/// What the workgroup keys and `t` say on a pipeline, where they change nothing: each fused
+/// kernel runs with its plan's workgroup size.
+pub(super) const PIPELINE_WORKGROUP: &str =
+    "workgroup keys do not apply to a pipeline: its fused kernels use the plan's workgroup size";
+
+/// True (after saying so) when a pipeline is open, so a workgroup change would be a claim
+/// nothing uses.
+fn refuse_on_pipeline(app: &mut App) -> bool {
+    let pipeline = app
+        .programs
+        .doc
+        .as_ref()
+        .is_some_and(|d| d.pipeline.is_some());
+    if pipeline {
+        app.screen.info(PIPELINE_WORKGROUP);
+    }
+    pipeline
+}
+
 pub(super) fn tune_x(app: &mut App, f: impl Fn(u32) -> u32, out: &mut Vec<Cmd>) {
+    if refuse_on_pipeline(app) {
+        return;
+    }
     let [x, y, z] = app.workgroup();
     let limit = (max_threads(app) / (y * z).max(1)).max(1);
     let nx = f(x).clamp(1, limit);
@@ -76,6 +98,9 @@ pub(super) fn tune_x(app: &mut App, f: impl Fn(u32) -> u32, out: &mut Vec<Cmd>) 
 }
 
 pub(super) fn set_workgroup(app: &mut App, wg: [u32; 3], out: &mut Vec<Cmd>) {
+    if refuse_on_pipeline(app) {
+        return;
+    }
     let threads = wg.iter().map(|v| *v as u64).product::<u64>();
     let max = max_threads(app) as u64;
     if threads > max {
@@ -131,15 +156,18 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             .error("the program has validation errors (see Diagnostics)");
     }
     if let Some(pv) = &doc.pipeline {
+        if tune {
+            // A sweep would time workgroup sizes the fused kernels never use; say so and
+            // run nothing (it used to rerun the pipeline silently).
+            return app
+                .screen
+                .info("tune sweeps are for Programs (a pipeline's fused kernels use the plan's workgroup size); r runs the pipeline");
+        }
         let job = Job::Pipeline {
             file: pv.file.clone(),
             plan: pv.plan.as_ref().ok().cloned(),
-            gpu: app.jobs.devices.live.is_some() && !tune,
+            gpu: app.jobs.devices.live.is_some(),
         };
-        if tune {
-            app.screen
-                .info("tune sweeps are for Programs; r runs the pipeline");
-        }
         if app.detail.tab != Tab::Run {
             app.detail.switch(Tab::Run.index());
         }

@@ -106,8 +106,12 @@ pub fn text(app: &App, area: Rect) -> Vec<Line<'static>> {
         Span::styled(format!("block {}: ", occ.current), t.title),
         Span::raw(match &occ.current_row {
             Some(r) => format!(
-                "{:.1}% ({} blocks/SM, {} warps)",
-                r.occupancy_pct, r.blocks_per_sm, r.active_warps_per_sm
+                "{:.1}% ({} block{}/SM, {} warp{})",
+                r.occupancy_pct,
+                r.blocks_per_sm,
+                if r.blocks_per_sm == 1 { "" } else { "s" },
+                r.active_warps_per_sm,
+                if r.active_warps_per_sm == 1 { "" } else { "s" },
             ),
             None => "not launchable".into(),
         }),

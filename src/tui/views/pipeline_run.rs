@@ -49,7 +49,10 @@ fn bar(ms: f64, max: f64, width: usize) -> String {
 fn run_lines<'a>(app: &App, r: &'a PipelineRun, width: usize, selected: bool) -> Vec<Line<'a>> {
     let t = &app.theme;
     let head_style = if selected { t.cursor } else { t.title };
-    let verdict = if r.verified {
+    let verdict = if r.separate_ms.is_none() && r.fused_ms.is_none() {
+        // The interpreter alone: there is no second result to verify it against.
+        Span::styled("reference only, nothing verified", t.dim)
+    } else if r.verified {
         Span::styled("verified", t.ok)
     } else {
         Span::styled("MISMATCH", t.error)

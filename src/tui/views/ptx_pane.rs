@@ -34,7 +34,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             .iter()
             .map(|r| r[1].saturating_sub(r[0]) + 1)
             .sum();
-        detail.push_str(&format!(" · {n}: {lines} lines"));
+        let word = if lines == 1 { "line" } else { "lines" };
+        detail.push_str(&format!(" · {n}: {lines} {word}"));
     }
     let inner = super::framed(buf, area, app, Focus::Ptx, super::title(app, "PTX", detail));
     let view = match app.code.emission.as_ref().map(|e| &e.ptx) {

@@ -1,0 +1,125 @@
+//! The few operating-system calls the standard library does not offer, behind safe
+//! functions: tying a child process's life to its parent's (`PR_SET_PDEATHSIG`) and asking
+//! whether a terminal's input is still open. The only `unsafe` outside `runtime/driver`: each
+//! block is one libc call on values owned here.
+
+use std::process::Command;
+use std::time::Duration;
+
+/// What the terminal's input holds after waiting for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputState {
+    /// Nothing arrived within the wait.
+    Idle,
+    /// Bytes are waiting to be read.
+    Ready,
+    /// The terminal is gone: hung up, an error, or readable with nothing to read (a read
+    /// would return end of file). Reading from it again would only spin.
+    Closed,
+}
+
+/// Makes `cmd`'s child receive SIGKILL when the thread that spawns it ends (on Linux; a
+/// no-op elsewhere), so a worker process never outlives the program that started it, even
+/// when that program is killed without a chance to clean up. A parent that died between the
+/// fork and the call is caught too: the child then exits at once.
+pub fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id();
+        // Safety: the closure runs between fork and exec and calls only async-signal-safe
+        // functions (prctl, getppid, _exit) on plain integers.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
+
+/// Waits up to `timeout` for input on terminal descriptor `fd` and says what is there,
+/// without reading it. A hung-up terminal (its window closed, `tmux kill-session`) reports
+/// [`InputState::Closed`]: poll flags it as hung up or in error, or as readable with zero
+/// bytes waiting. A signal that interrupts the wait reports [`InputState::Idle`], so the
+/// caller looks at its signal flags at once.
+#[cfg(unix)]
+pub fn terminal_input(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> InputState {
+    use std::os::fd::AsRawFd;
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // Safety: one pollfd that lives across the call; count 1.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            InputState::Idle
+        } else {
+            InputState::Closed
+        };
+    }
+    if n == 0 {
+        return InputState::Idle;
+    }
+    if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+        return InputState::Closed;
+    }
+    if pfd.revents & (libc::POLLIN | libc::POLLHUP) == 0 {
+        return InputState::Idle;
+    }
+    let mut waiting: libc::c_int = 0;
+    // Safety: FIONREAD writes one c_int into `waiting`, which lives across the call.
+    let r = unsafe { libc::ioctl(pfd.fd, libc::FIONREAD, &mut waiting) };
+    // Bytes still waiting are read first (a pipe reports a hang-up with data left in it);
+    // readable with nothing waiting means a read returns 0 (end of file), and a terminal
+    // that no longer answers FIONREAD is hung up.
+    if r == 0 && waiting > 0 {
+        InputState::Ready
+    } else {
+        InputState::Closed
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_pipe_reports_idle_ready_and_closed() {
+        let (r, mut w) = std::io::pipe().unwrap();
+        assert_eq!(
+            terminal_input(r.as_fd(), Duration::from_millis(10)),
+            InputState::Idle
+        );
+        w.write_all(b"q").unwrap();
+        assert_eq!(
+            terminal_input(r.as_fd(), Duration::from_millis(10)),
+            InputState::Ready
+        );
+        drop(w);
+        // Data still waiting: not closed until it is read.
+        assert_eq!(
+            terminal_input(r.as_fd(), Duration::from_millis(10)),
+            InputState::Ready
+        );
+        let mut buf = [0u8; 1];
+        std::io::Read::read(&mut &r, &mut buf).unwrap();
+        assert_eq!(
+            terminal_input(r.as_fd(), Duration::from_millis(10)),
+            InputState::Closed
+        );
+    }
+}
