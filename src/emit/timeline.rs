@@ -262,7 +262,7 @@ impl Writer<'_> {
             },
             _ => NO_WORKGROUP.to_string(),
         };
-        self.timeline_record(None, open.unit, &open.start, &wg);
+        self.timeline_record(None, open.unit, &open.start, &wg, true);
     }
 
     /// Before a `ret` (under `guard`) and at the epilogue: the block-lifetime record of a
@@ -271,10 +271,18 @@ impl Writer<'_> {
         let Some(start) = self.timeline.as_ref().and_then(|s| s.kernel_start.clone()) else {
             return;
         };
-        self.timeline_record(guard, 0, &start, &NO_WORKGROUP.to_string());
+        // One record per block, always slot 0: several `ret`s (one per path) never count up.
+        self.timeline_record(guard, 0, &start, &NO_WORKGROUP.to_string(), false);
     }
 
-    fn timeline_record(&mut self, guard: Option<&str>, unit: u32, start: &str, wg: &str) {
+    fn timeline_record(
+        &mut self,
+        guard: Option<&str>,
+        unit: u32,
+        start: &str,
+        wg: &str,
+        count_up: bool,
+    ) {
         let Some(s) = self.timeline.as_ref() else {
             return;
         };
@@ -311,7 +319,9 @@ impl Writer<'_> {
         self.ins(format!(
             "@{p} st.global.v4.u32 [{addr}+16], {{{u}, {w}, {smid}, {count}}}"
         ));
-        self.ins(format!("add.s32 {count}, {count}, 1"));
+        if count_up {
+            self.ins(format!("add.s32 {count}, {count}, 1"));
+        }
     }
 
     /// The spec this kernel records, if any.

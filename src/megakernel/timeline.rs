@@ -25,9 +25,9 @@ pub fn fused_spec(kernel: &FusedKernel) -> TimelineSpec {
             continue;
         }
         let step = step_of(kernel, s);
-        if step.is_some() {
-            last_step = step;
-        }
+        // Made-up statements between steps that do not wait (a workgroup barrier) are no unit.
+        let Some(k) = step else { continue };
+        last_step = Some(k);
         let (marked, trips, wg_var, workgroups) = match virtual_body(s) {
             Some(v) => v,
             None => (s, 1, None, None),

@@ -20,7 +20,7 @@ pub struct StepSummary {
     pub end_us: f64,
     /// Sum of its slices' durations less the waits inside them (us).
     pub busy_us: f64,
-    /// Time spent in waits inside the step or right after it (us).
+    /// Time blocks spent in the waits inside the step or right after it, summed (us).
     pub wait_us: f64,
     /// Slices (workgroups run).
     pub slices: u64,
@@ -92,6 +92,9 @@ pub struct Summary {
     pub waves: Option<Waves>,
     /// Records lost to ring overflow.
     pub dropped: u64,
+    /// Smallest positive difference between any two recorded stamps (ns): an upper bound of
+    /// the `%globaltimer` tick on this card.
+    pub timer_step_ns: Option<u64>,
 }
 
 /// Total length of the union of `iv` (sorted in place).
@@ -179,15 +182,29 @@ pub fn summarize(capture: &Capture, d: &Decoded) -> Summary {
     for s in d.slices.iter().filter(|s| !s.is_wait()) {
         steps.entry(s.step).or_default().push(s);
     }
+    // Waits nested in a step slice of the same block (a wait inside a step's body).
+    let mut work_of: HashMap<(u32, u32), Vec<(u64, u64)>> = HashMap::new();
+    for s in d.slices.iter().filter(|s| !s.is_wait()) {
+        work_of
+            .entry((s.launch, s.block))
+            .or_default()
+            .push((s.start_ns, s.end_ns));
+    }
+    let nested = |w: &Slice| {
+        work_of
+            .get(&(w.launch, w.block))
+            .is_some_and(|v| v.iter().any(|&(a, b)| a <= w.start_ns && w.end_ns <= b))
+    };
     let steps = steps
         .into_iter()
         .map(|(step, v)| {
-            let waits_in: u64 = d
-                .slices
-                .iter()
-                .filter(|w| w.is_wait() && w.step == step)
-                .map(|w| w.dur_ns())
-                .sum();
+            let (mut waits_in, mut waits_all) = (0u64, 0u64);
+            for w in d.slices.iter().filter(|w| w.is_wait() && w.step == step) {
+                waits_all += w.dur_ns();
+                if nested(w) {
+                    waits_in += w.dur_ns();
+                }
+            }
             let last = v.iter().max_by_key(|s| (s.end_ns, s.workgroup)).copied();
             let longest = v.iter().map(|s| s.dur_ns()).max().unwrap_or(0);
             let total: u64 = v.iter().map(|s| s.dur_ns()).sum();
@@ -196,7 +213,7 @@ pub fn summarize(capture: &Capture, d: &Decoded) -> Summary {
                 start_us: rel(v.iter().map(|s| s.start_ns).min().unwrap_or(t0)),
                 end_us: rel(v.iter().map(|s| s.end_ns).max().unwrap_or(t0)),
                 busy_us: total.saturating_sub(waits_in) as f64 / US,
-                wait_us: waits_in as f64 / US,
+                wait_us: waits_all as f64 / US,
                 slices: v.len() as u64,
                 critical: CriticalSlice {
                     workgroup: last.map_or(0, |s| s.workgroup),
@@ -252,7 +269,15 @@ pub fn summarize(capture: &Capture, d: &Decoded) -> Summary {
         waits,
         waves,
         dropped: d.dropped,
+        timer_step_ns: timer_step(&d.slices),
     }
+}
+
+fn timer_step(slices: &[Slice]) -> Option<u64> {
+    let mut t: Vec<u64> = slices.iter().flat_map(|s| [s.start_ns, s.end_ns]).collect();
+    t.sort_unstable();
+    t.dedup();
+    t.windows(2).map(|w| w[1] - w[0]).min()
 }
 
 /// Waves of a single Program: the most blocks running at once is the resident count.
@@ -309,6 +334,9 @@ impl Summary {
                 w.waves,
                 w.last_wave_occupancy * 100.0
             ));
+        }
+        if let Some(t) = self.timer_step_ns {
+            s.push_str(&format!("  smallest step between stamps: {t} ns\n"));
         }
         if self.dropped > 0 {
             s.push_str(&format!(

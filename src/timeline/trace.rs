@@ -61,11 +61,44 @@ pub fn slice_name(s: &Slice) -> String {
 
 /// The trace of `capture` as Chrome trace-event JSON.
 pub fn chrome_trace(capture: &Capture, d: &Decoded) -> Value {
+    chrome_trace_parts(&[("", capture, d)])
+}
+
+/// One trace of several captures (the separate and fused forms of a pipeline): part `i`
+/// (labelled `label`) gets processes `2i + 1` (GPU) and `2i + 2` (host).
+pub fn chrome_trace_parts(parts: &[(&str, &Capture, &Decoded)]) -> Value {
+    let mut events = Vec::new();
+    let mut launches = Vec::new();
+    let mut dropped = 0;
+    for (i, (label, capture, d)) in parts.iter().enumerate() {
+        let base = 2 * i as u32;
+        events.extend(part_events(label, capture, d, base));
+        launches.extend(capture.launches.iter().map(|l| json!({"form": label, "kernel": l.kernel, "grid": l.grid, "device_ms": l.device_ms})));
+        dropped += d.dropped;
+    }
+    json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "generator": "vyrescope",
+            "launches": launches,
+            "dropped_records": dropped,
+        },
+    })
+}
+
+fn part_events(label: &str, capture: &Capture, d: &Decoded, base: u32) -> Vec<Value> {
+    let (gpu, host) = (base + 1, base + 2);
+    let prefix = if label.is_empty() {
+        String::new()
+    } else {
+        format!("{label}: ")
+    };
     let t0 = d.slices.iter().map(|s| s.start_ns).min().unwrap_or(0);
     let slots = block_slots(d);
     let mut events = vec![
-        json!({"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "GPU (%globaltimer)"}}),
-        json!({"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "host (dispatch phases)"}}),
+        json!({"ph": "M", "pid": gpu, "name": "process_name", "args": {"name": format!("{prefix}GPU (%globaltimer)")}}),
+        json!({"ph": "M", "pid": host, "name": "process_name", "args": {"name": format!("{prefix}host (dispatch phases)")}}),
     ];
     let mut tracks: BTreeMap<u32, String> = BTreeMap::new();
     for s in &d.slices {
@@ -89,7 +122,7 @@ pub fn chrome_trace(capture: &Capture, d: &Decoded) -> Value {
         };
         let mut ev = json!({
             "ph": "X",
-            "pid": 1,
+            "pid": gpu,
             "tid": tid,
             "name": slice_name(s),
             "cat": cat,
@@ -111,23 +144,15 @@ pub fn chrome_trace(capture: &Capture, d: &Decoded) -> Value {
         events.push(ev);
     }
     for (tid, name) in tracks {
-        events.push(json!({"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": name}}));
-        events.push(json!({"ph": "M", "pid": 1, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}));
+        events.push(json!({"ph": "M", "pid": gpu, "tid": tid, "name": "thread_name", "args": {"name": name}}));
+        events.push(json!({"ph": "M", "pid": gpu, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}));
     }
-    events.push(json!({"ph": "M", "pid": 2, "tid": 0, "name": "thread_name", "args": {"name": "dispatch"}}));
+    events.push(json!({"ph": "M", "pid": host, "tid": 0, "name": "thread_name", "args": {"name": "dispatch"}}));
     for h in &capture.host {
         events.push(json!({
-            "ph": "X", "pid": 2, "tid": 0, "name": h.name, "cat": "host",
+            "ph": "X", "pid": host, "tid": 0, "name": h.name, "cat": "host",
             "ts": h.start_ms * 1e3, "dur": h.dur_ms * 1e3,
         }));
     }
-    json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {
-            "generator": "vyrescope",
-            "launches": capture.launches.iter().map(|l| json!({"kernel": l.kernel, "grid": l.grid, "device_ms": l.device_ms})).collect::<Vec<_>>(),
-            "dropped_records": d.dropped,
-        },
-    })
+    events
 }
