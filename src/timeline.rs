@@ -208,10 +208,7 @@ pub fn check(capture: &Capture, d: &Decoded) -> Vec<String> {
         problems.push(format!("{} slices end before they start", d.reversed));
     }
     if d.malformed > d.reversed {
-        problems.push(format!(
-            "{} records name no unit",
-            d.malformed - d.reversed
-        ));
+        problems.push(format!("{} records name no unit", d.malformed - d.reversed));
     }
     for (li, l) in capture.launches.iter().enumerate() {
         let mine: Vec<&Slice> = d.slices.iter().filter(|s| s.launch == li as u32).collect();

@@ -85,7 +85,11 @@ pub fn run(a: &Args) -> i32 {
         };
     }
     let emitted = if a.timeline {
-        crate::emit::emit_timeline(&p, &opts, &crate::emit::timeline::TimelineSpec::kernel(None))
+        crate::emit::emit_timeline(
+            &p,
+            &opts,
+            &crate::emit::timeline::TimelineSpec::kernel(None),
+        )
     } else {
         emit(&p, &opts)
     };

@@ -232,9 +232,7 @@ pub fn run(a: &Args) -> i32 {
         return super::run_cuda::run(a, &program);
     }
     if a.timeline || a.trace.is_some() {
-        return super::fail(
-            "--timeline and --trace record GPU time\n  Fix: add --backend cuda",
-        );
+        return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     let mut prepared =

@@ -148,7 +148,10 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
             }
         }
         if let Some(out) = &a.trace {
-            outln!("trace: {} (open in ui.perfetto.dev or chrome://tracing)", out.display());
+            outln!(
+                "trace: {} (open in ui.perfetto.dev or chrome://tracing)",
+                out.display()
+            );
         }
     }
     if ok {

@@ -311,7 +311,9 @@ impl Writer<'_> {
         let (off, addr) = (self.reg_class(RegClass::B64), self.reg_class(RegClass::B64));
         self.ins(format!("mul.wide.u32 {off}, {slot}, {RECORD_BYTES}"));
         self.ins(format!("add.s64 {addr}, {base}, {off}"));
-        self.ins(format!("@{p} st.global.v2.u64 [{addr}], {{{start}, {end}}}"));
+        self.ins(format!(
+            "@{p} st.global.v2.u64 [{addr}], {{{start}, {end}}}"
+        ));
         // Vector stores take registers only.
         let (u, w) = (self.reg_class(RegClass::B32), self.reg_class(RegClass::B32));
         self.ins(format!("mov.u32 {u}, {unit}"));

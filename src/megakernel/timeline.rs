@@ -90,7 +90,9 @@ fn visit(s: &Stmt, f: &mut dyn FnMut(&Stmt)) {
         StmtKind::If {
             then, otherwise, ..
         } => then.iter().chain(otherwise).for_each(|c| visit(c, f)),
-        StmtKind::Loop { body, .. } | StmtKind::Block(body) => body.iter().for_each(|c| visit(c, f)),
+        StmtKind::Loop { body, .. } | StmtKind::Block(body) => {
+            body.iter().for_each(|c| visit(c, f))
+        }
         _ => {}
     }
 }

@@ -290,8 +290,8 @@ pub fn pipeline_launches(
         if spec.persistent_blocks.is_some() {
             spec.persistent_blocks = Some(launch.shape.grid[0]);
         }
-        let fused = crate::megakernel::fuse_group(pipeline, &shapes, &spec)
-            .map_err(|e| e.to_string())?;
+        let fused =
+            crate::megakernel::fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
         out.push(TimelineLaunch {
             spec: fused_spec(&fused),
             program: fused.program,

@@ -164,10 +164,7 @@ pub fn summarize(capture: &Capture, d: &Decoded) -> Summary {
     }
     let mut per_sm: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
     for (sm, work, waits) in per_block.values() {
-        per_sm
-            .entry(*sm)
-            .or_default()
-            .extend(subtract(work, waits));
+        per_sm.entry(*sm).or_default().extend(subtract(work, waits));
     }
     let sms = per_sm.len() as u32;
     let counted = capture.device_sms.unwrap_or(sms).max(sms);
@@ -313,7 +310,9 @@ impl Summary {
             self.kernel_ms, self.sms, self.bubble_pct, self.sms_counted
         );
         for st in &self.steps {
-            let name = st.step.map_or("kernel".to_string(), |k| format!("step {k}"));
+            let name = st
+                .step
+                .map_or("kernel".to_string(), |k| format!("step {k}"));
             s.push_str(&format!(
                 "  {name:<8} {:>10.2} .. {:>10.2} us  busy {:>10.2} us  wait {:>8.2} us  {} workgroups; last: wg {} on SM {} ({:.2} us, longest {:.2} us)\n",
                 st.start_us, st.end_us, st.busy_us, st.wait_us, st.slices,

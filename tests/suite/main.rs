@@ -45,6 +45,7 @@ mod sass_cli;
 mod sass_map;
 mod sass_tui;
 mod selftest_fuzz;
+mod timeline;
 mod tui_gpu;
 mod tui_screens;
 mod tui_scroll;
