@@ -142,6 +142,9 @@ fn subtract(work: &[(u64, u64)], waits: &[(u64, u64)]) -> Vec<(u64, u64)> {
 
 const US: f64 = 1e3;
 
+/// One block's SM, work intervals and wait intervals (ns).
+type BlockTimes = (u32, Vec<(u64, u64)>, Vec<(u64, u64)>);
+
 /// Summarises a decoded capture.
 pub fn summarize(capture: &Capture, d: &Decoded) -> Summary {
     let t0 = d.slices.iter().map(|s| s.start_ns).min().unwrap_or(0);
@@ -150,8 +153,7 @@ pub fn summarize(capture: &Capture, d: &Decoded) -> Summary {
     let rel = |t: u64| (t - t0) as f64 / US;
 
     // Per block: its work and wait intervals; per SM: the union of working time.
-    let mut per_block: BTreeMap<(u32, u32), (u32, Vec<(u64, u64)>, Vec<(u64, u64)>)> =
-        BTreeMap::new();
+    let mut per_block: BTreeMap<(u32, u32), BlockTimes> = BTreeMap::new();
     for s in &d.slices {
         let e = per_block
             .entry((s.launch, s.block))
