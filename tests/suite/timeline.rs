@@ -450,3 +450,42 @@ fn chrome_trace_has_one_slice_per_record_on_sm_slot_tracks() {
         }
     }
 }
+
+fn cli(args: &[&str], home: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .args(args)
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .output()
+        .expect("run vyrescope")
+}
+
+#[test]
+fn cli_emit_timeline_and_refusals() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let f = "fixtures/programs/vadd_f32.json";
+    let out = cli(&["emit", f, "--timeline"], tmp.path());
+    let ptx = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(ptx.contains("param_timeline") && ptx.contains("%globaltimer"));
+    let plain = cli(&["emit", f], tmp.path());
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("globaltimer"));
+    // A timeline needs the GPU backend.
+    let out = cli(&["run", f, "--timeline"], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--backend cuda") && err.contains("Fix:"));
+    let out = cli(
+        &["run", "fixtures/pipelines/chain.json", "--trace", "t.json"],
+        tmp.path(),
+    );
+    assert!(!out.status.success());
+    // The trace never overwrites the input file (checked before any GPU work).
+    let copy = tmp.path().join("p.json");
+    std::fs::copy(f, &copy).expect("copy");
+    let c = copy.to_str().expect("utf-8 path");
+    let before = std::fs::read(&copy).expect("read");
+    let out = cli(&["run", c, "--backend", "cuda", "--trace", c], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("input file"), "{err}");
+    assert_eq!(std::fs::read(&copy).expect("read"), before);
+}
