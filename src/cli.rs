@@ -44,6 +44,7 @@ pub mod run;
 pub mod run_cuda;
 pub mod run_pipeline;
 pub mod run_pipeline_cuda;
+pub mod run_timeline;
 pub mod sass;
 pub mod selftest;
 pub mod tui;

@@ -80,6 +80,7 @@ mod regs;
 pub mod source_map;
 mod stmt;
 mod subgroup;
+pub mod timeline;
 pub mod unroll;
 mod version;
 mod writer;
@@ -152,6 +153,10 @@ pub struct KernelAbi {
     pub grid_sync_words: u32,
     /// Block shape the kernel was emitted for (it must be launched with exactly this).
     pub workgroup_size: [u32; 3],
+    /// Timeline records (`emit --timeline`): the kernel then takes one more `.u64`, the
+    /// zeroed record buffer ([`timeline`]), after every other parameter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<timeline::TimelineSpec>,
 }
 
 /// Where the PTX lines of one node came from.
@@ -273,6 +278,30 @@ pub fn ptx_isa(sm: u32) -> Result<&'static str, EmitError> {
 
 /// Emits PTX for `program` (validated and elaborated inside).
 pub fn emit(program: &Program, opts: &EmitOptions) -> Result<EmittedKernel, EmitError> {
+    emit_inner(program, opts, None)
+}
+
+/// Emits PTX for `program` instrumented to record the units of `spec` (see [`timeline`]).
+pub fn emit_timeline(
+    program: &Program,
+    opts: &EmitOptions,
+    spec: &timeline::TimelineSpec,
+) -> Result<EmittedKernel, EmitError> {
+    let slots = spec.slots_per_block;
+    if slots == 0 || !slots.is_power_of_two() || slots > timeline::MAX_SLOTS {
+        return Err(EmitError::Internal(format!(
+            "timeline of {slots} record slots per block (a power of two up to {} expected)",
+            timeline::MAX_SLOTS
+        )));
+    }
+    emit_inner(program, opts, Some(spec.clone()))
+}
+
+fn emit_inner(
+    program: &Program,
+    opts: &EmitOptions,
+    timeline: Option<timeline::TimelineSpec>,
+) -> Result<EmittedKernel, EmitError> {
     let isa = ptx_isa(opts.sm)?;
     let [x, y, z] = opts.workgroup_size;
     if x == 0
@@ -297,8 +326,11 @@ pub fn emit(program: &Program, opts: &EmitOptions) -> Result<EmittedKernel, Emit
     let prog = crate::ir::elaborate(program);
     let printed = crate::ir::print::print_program(program);
     let mut w = Writer::new(&prog, opts, printed);
+    w.timeline = timeline.map(timeline::State::new);
+    w.timeline_setup();
     w.stmts(&prog.body)?;
     w.leave_node(EPILOGUE);
+    w.timeline_kernel_end(None);
     w.ins("ret");
     Ok(assemble(w, isa))
 }
@@ -308,6 +340,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let prog = w.prog;
     let opts = w.opts;
     let grid_sync = w.special.contains_key("has_grid_barrier");
+    let timeline = w.timeline_spec().cloned();
     let hosts = prog.host_buffers();
     let params: Vec<AbiParam> = hosts
         .iter()
@@ -371,6 +404,14 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
             grid_sync::GRID_SYNC_WORDS
         ));
     }
+    if let Some(t) = &timeline {
+        out.push(format!(
+            "//   {:<24} .u64  timeline records: {} x {} bytes per block, zeroed",
+            timeline::TIMELINE_PARAM,
+            t.slots_per_block,
+            timeline::RECORD_BYTES
+        ));
+    }
     for (n, e, c) in &shared {
         out.push(format!(
             "// shared:    {} {e}[{c}] ({} bytes)",
@@ -397,6 +438,9 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     }
     if grid_sync {
         plist.push(format!("\t.param .u64 {}", grid_sync::GRID_SYNC_PARAM));
+    }
+    if timeline.is_some() {
+        plist.push(format!("\t.param .u64 {}", timeline::TIMELINE_PARAM));
     }
     let n = plist.len();
     for (i, p) in plist.into_iter().enumerate() {
@@ -473,6 +517,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
                 0
             },
             workgroup_size: opts.workgroup_size,
+            timeline,
         },
         stats,
     }

@@ -17,6 +17,7 @@ pub mod runtime;
 pub mod sass;
 pub mod semantics;
 pub mod shape;
+pub mod timeline;
 pub mod tui;
 pub mod util;
 pub mod validate;

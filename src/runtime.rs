@@ -35,6 +35,7 @@ pub mod pipeline_gpu;
 pub mod probe;
 pub mod selftest;
 pub mod telemetry;
+pub mod timeline_run;
 pub mod tune;
 #[cfg(feature = "vyre")]
 pub mod vyre_race;

@@ -54,6 +54,11 @@ pub struct Args {
     /// With --compare-vyre: one JSON object {"ours","vyre","diff"} instead of text.
     #[arg(long, requires = "compare_vyre")]
     pub json: bool,
+    /// Instrument the kernel for `run --timeline`: thread 0 of each block stamps
+    /// `%globaltimer`/`%smid` at its start and end into one more parameter,
+    /// `param_timeline` (see docs/timeline.md).
+    #[arg(long, conflicts_with_all = ["vyre", "compare_vyre"])]
+    pub timeline: bool,
 }
 
 /// Runs `emit`.
@@ -79,7 +84,16 @@ pub fn run(a: &Args) -> i32 {
             Err(e) => super::fail(format!("{}: {e}", a.file.display())),
         };
     }
-    let k = match emit(&p, &opts) {
+    let emitted = if a.timeline {
+        crate::emit::emit_timeline(
+            &p,
+            &opts,
+            &crate::emit::timeline::TimelineSpec::kernel(None),
+        )
+    } else {
+        emit(&p, &opts)
+    };
+    let k = match emitted {
         Ok(k) => k,
         Err(e) => return super::fail(e),
     };

@@ -118,6 +118,19 @@ pub struct Args {
     /// cuda: the GPU to run on (`--gpu N`).
     #[command(flatten)]
     pub gpu: super::gpu_arg::GpuArg,
+    /// cuda: record a timeline (thread 0 of each block stamps each unit of work: a
+    /// Program's blocks, a fused kernel's steps, virtual workgroups and waits) and print its
+    /// summary and consistency check (see docs/timeline.md).
+    #[arg(long)]
+    pub timeline: bool,
+    /// cuda: write the timeline as Chrome trace-event JSON (Perfetto, chrome://tracing);
+    /// implies --timeline.
+    #[arg(long, value_name = "OUT.json")]
+    pub trace: Option<PathBuf>,
+    /// cuda, with --timeline: time N instrumented and N plain rounds side by side and print
+    /// the overhead.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub timeline_rounds: u32,
 }
 
 /// How pipelines choose the persistent grid of a cooperative group.
@@ -213,7 +226,13 @@ pub fn run(a: &Args) -> i32 {
         errln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
     if a.backend == Backend::Cuda {
+        if a.timeline || a.trace.is_some() {
+            return super::run_timeline::program(a, &program);
+        }
         return super::run_cuda::run(a, &program);
+    }
+    if a.timeline || a.trace.is_some() {
+        return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     let mut prepared =

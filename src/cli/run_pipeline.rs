@@ -84,6 +84,9 @@ pub fn run(a: &Args) -> i32 {
         }
         return code;
     }
+    if a.timeline || a.trace.is_some() {
+        return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
+    }
     let opts = interp::Options {
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
         ..interp::Options::default()

@@ -69,7 +69,9 @@ impl Writer<'_> {
         let prev = self.enter_node(&s.id);
         let code = self.printed_code(&s.id);
         self.comment(format!("{}: {code}", s.id));
+        let open = self.timeline_open(s.id.as_ref());
         let r = self.stmt_kind(s);
+        self.timeline_close(open);
         self.leave_node(prev);
         r
     }
@@ -119,6 +121,7 @@ impl Writer<'_> {
             }
             StmtKind::Return => {
                 let g = self.guard.clone();
+                self.timeline_kernel_end(g.as_deref());
                 self.ins_pred(g.as_deref(), "ret");
                 self.returned = true;
                 Ok(())

@@ -188,6 +188,8 @@ pub(super) struct Writer<'p> {
     label_seq: HashMap<usize, u32>,
     /// What the run being emitted as a versioned fast path may rely on (`version.rs`).
     pub fast: Option<super::version::FastPath>,
+    /// Timeline instrumentation (`emit --timeline`); None for plain emission.
+    pub timeline: Option<super::timeline::State>,
 }
 
 impl<'p> Writer<'p> {
@@ -260,6 +262,7 @@ impl<'p> Writer<'p> {
             stats: EmitStats::default(),
             label_seq: HashMap::new(),
             fast: None,
+            timeline: None,
         }
     }
 

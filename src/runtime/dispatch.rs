@@ -307,7 +307,7 @@ impl Runtime {
     }
 
     /// Device pointers of a resident set (binding order).
-    fn resident_ptrs(&mut self, set: &ResidentSet) -> Result<Vec<u64>> {
+    pub(crate) fn resident_ptrs(&mut self, set: &ResidentSet) -> Result<Vec<u64>> {
         let sess = self.sess()?;
         if set.generation != sess.generation {
             return Err(RuntimeError::StaleResident);

@@ -98,7 +98,7 @@ impl PipelineGpuReport {
 }
 
 /// The pipeline buffers as the runtime takes them (all read-write, so all read back).
-fn host_buffers(p: &PreparedPipeline) -> Vec<HostBuffer> {
+pub(crate) fn host_buffers(p: &PreparedPipeline) -> Vec<HostBuffer> {
     p.buffers
         .iter()
         .enumerate()

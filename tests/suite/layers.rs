@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("report", 4),
     ("diagnostics", 5),
     ("sass", 5),
+    ("timeline", 5),
     ("vyre", 5),
     ("megakernel", 6),
     ("compare", 6),

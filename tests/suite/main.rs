@@ -48,6 +48,7 @@ mod sass_control;
 mod sass_map;
 mod sass_tui;
 mod selftest_fuzz;
+mod timeline;
 mod tui_gpu;
 mod tui_screens;
 mod tui_scroll;

@@ -1,0 +1,265 @@
+//! `run FILE --backend cuda --timeline [--trace OUT.json] [--timeline-rounds N]`: the
+//! Program (or each form of the pipeline) run instrumented (`runtime::timeline_run`); prints
+//! the timeline summary and the consistency check, writes the Chrome trace, and with
+//! `--timeline-rounds N` times N instrumented and N plain rounds side by side (the overhead).
+//! Exits 1 when the check finds a problem or a result differs from the reference interpreter.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::run::Args;
+use crate::emit::timeline::TimelineSpec;
+use crate::inputs::pipeline::PreparedPipeline;
+use crate::ir::{Pipeline, Program};
+use crate::runtime::dispatch::DispatchOptions;
+use crate::runtime::jit::JitOptions;
+use crate::runtime::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch, TimelineRun};
+use crate::runtime::Runtime;
+use crate::timeline::{self, Decoded};
+
+/// Refuses a trace path that names the input file (it would be overwritten).
+fn check_trace_path(a: &Args) -> Result<(), String> {
+    let Some(out) = &a.trace else { return Ok(()) };
+    let same = match (std::fs::canonicalize(out), std::fs::canonicalize(&a.file)) {
+        (Ok(o), Ok(i)) => o == i,
+        _ => out == &a.file,
+    };
+    if same {
+        return Err(format!(
+            "--trace {} names the input file\n  Fix: give the trace its own file, e.g. trace.json",
+            out.display()
+        ));
+    }
+    Ok(())
+}
+
+/// One recorded form: its label, the run, the decoded records, the summary, the problems.
+struct Form {
+    label: &'static str,
+    run: TimelineRun,
+    decoded: Decoded,
+    summary: timeline::Summary,
+    problems: Vec<String>,
+}
+
+fn record(
+    rt: &mut Runtime,
+    label: &'static str,
+    launches: &[TimelineLaunch],
+    buffers: &mut [crate::inputs::HostBuffer],
+    a: &Args,
+    jit: &JitOptions,
+) -> Result<Form, String> {
+    let opts = DispatchOptions {
+        timeout: a.timeout_ms.map(std::time::Duration::from_millis),
+        ..DispatchOptions::default()
+    };
+    let rounds = a.timeline_rounds.max(1);
+    let plain = if a.timeline_rounds > 0 { rounds } else { 0 };
+    let run = rt
+        .run_timeline(launches, buffers, rounds, plain, &opts, jit)
+        .map_err(|e| e.to_string())?;
+    let decoded = timeline::decode(&run.capture).map_err(|e| e.to_string())?;
+    let summary = timeline::summarize(&run.capture, &decoded);
+    let problems = timeline::check(&run.capture, &decoded);
+    Ok(Form {
+        label,
+        run,
+        decoded,
+        summary,
+        problems,
+    })
+}
+
+fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: bool) -> i32 {
+    if let Some(out) = &a.trace {
+        let parts: Vec<_> = forms
+            .iter()
+            .map(|f| (f.label, &f.run.capture, &f.decoded))
+            .collect();
+        let trace = timeline::trace::chrome_trace_parts(&parts);
+        let text = match serde_json::to_string(&trace) {
+            Ok(t) => t,
+            Err(e) => return super::fail(e),
+        };
+        if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
+            return super::fail(format!(
+                "cannot write {}: {e}\n  Fix: give --trace a writable file path",
+                out.display()
+            ));
+        }
+    }
+    let ok = parity_ok && forms.iter().all(|f| f.problems.is_empty());
+    let caps = rt.caps();
+    if a.json {
+        let fj: Vec<Value> = forms
+            .iter()
+            .map(|f| {
+                json!({
+                    "form": f.label,
+                    "kernels": f.run.kernels.iter().map(|k| k.kernel_name.clone()).collect::<Vec<_>>(),
+                    "timeline": f.summary,
+                    "check": {"passed": f.problems.is_empty(), "problems": f.problems},
+                    "overhead": f.run.overhead(),
+                })
+            })
+            .collect();
+        if let Some(o) = extra.as_object_mut() {
+            o.insert("device".into(), json!({"name": caps.name, "sm_count": caps.sm_count, "driver_version": caps.driver_version}));
+            if forms.len() == 1 {
+                o.insert("timeline".into(), json!(forms[0].summary));
+                o.insert("check".into(), fj[0]["check"].clone());
+                o.insert("overhead".into(), fj[0]["overhead"].clone());
+            } else {
+                o.insert("forms".into(), json!(fj));
+            }
+        }
+        match serde_json::to_string_pretty(&extra) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        outln!("device: {} ({} SMs)", caps.name, caps.sm_count);
+        for f in forms {
+            if !f.label.is_empty() {
+                outln!("{}:", f.label);
+            }
+            out!("{}", f.summary.to_text());
+            match f.problems.is_empty() {
+                true => outln!(
+                    "  check: ok ({} slices, every (step, workgroup) once, waits inside their kernel)",
+                    f.decoded.slices.len()
+                ),
+                false => {
+                    for p in &f.problems {
+                        outln!("  check FAILED: {p}");
+                    }
+                }
+            }
+            if let Some(o) = f.run.overhead() {
+                outln!(
+                    "  overhead: instrumented {:.4} ms vs plain {:.4} ms (median of {}): {:.3}x",
+                    o.instrumented_ms,
+                    o.plain_ms,
+                    f.run.plain_ms.len(),
+                    o.ratio
+                );
+            }
+        }
+        if let Some(out) = &a.trace {
+            outln!(
+                "trace: {} (open in ui.perfetto.dev or chrome://tracing)",
+                out.display()
+            );
+        }
+    }
+    if ok {
+        0
+    } else {
+        1
+    }
+}
+
+/// `run PROGRAM --backend cuda --timeline`.
+pub fn program(a: &Args, program: &Program) -> i32 {
+    if let Err(e) = check_trace_path(a) {
+        return super::fail(e);
+    }
+    let base = a.file.parent().unwrap_or(Path::new("."));
+    let prepared = match crate::inputs::prepare_rooted(
+        program,
+        super::run::file_root(a, base),
+        a.workgroup,
+        a.grid,
+    ) {
+        Ok(p) => p,
+        Err(e) => return super::fail(e),
+    };
+    let mut rt = match a.gpu.open() {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let mut buffers = prepared.buffers.clone();
+    let launch = TimelineLaunch {
+        program: program.clone(),
+        shape: prepared.shape,
+        buffers: (0..buffers.len()).collect(),
+        spec: TimelineSpec::kernel(None),
+    };
+    let jit = JitOptions {
+        grid_barrier: a.grid_barrier,
+        ..JitOptions::default()
+    };
+    let form = match record(&mut rt, "", &[launch], &mut buffers, a, &jit) {
+        Ok(f) => f,
+        Err(e) => return super::fail(e),
+    };
+    // The instrumented kernel must compute what the plain one does.
+    let mut parity = Value::Null;
+    let mut parity_ok = true;
+    if a.verify {
+        let mut r = prepared.buffers.clone();
+        let opts = crate::interp::Options::default();
+        match crate::interp::run_with_sums(program, &prepared.shape, &mut r, &opts) {
+            Ok((_, sums)) => {
+                let p = crate::runtime::parity::compare_with(
+                    &buffers,
+                    &r,
+                    crate::runtime::execute::tolerance_for(program),
+                    Some(&sums),
+                );
+                parity_ok = p.passed;
+                if !a.json {
+                    outln!(
+                        "parity: {} ({}, {} elements)",
+                        if p.passed { "ok" } else { "FAILED" },
+                        p.mode,
+                        p.compared
+                    );
+                }
+                parity = json!(p);
+            }
+            Err(e) => return super::fail(e),
+        }
+    }
+    let extra = json!({"program": program.name, "backend": "cuda", "parity": parity});
+    finish(a, &rt, &[form], extra, parity_ok)
+}
+
+/// `run PIPELINE --backend cuda --timeline [--separate | --megakernel | --both]`.
+pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
+    if let Err(e) = check_trace_path(a) {
+        return super::fail(e);
+    }
+    let mut rt = match a.gpu.open() {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let jit = JitOptions {
+        grid_barrier: a.grid_barrier,
+        ..JitOptions::default()
+    };
+    let mut which = Vec::new();
+    if !a.megakernel {
+        which.push(("separate", PipelineForm::Separate));
+    }
+    if !a.separate {
+        which.push(("fused", PipelineForm::Fused));
+    }
+    let initial = crate::runtime::pipeline_gpu::host_buffers(prepared);
+    let mut forms = Vec::new();
+    for (label, form) in which {
+        let launches = match pipeline_launches(&mut rt, pipeline, prepared, form, &jit) {
+            Ok(l) => l,
+            Err(e) => return super::fail(e),
+        };
+        let mut bufs = initial.clone();
+        match record(&mut rt, label, &launches, &mut bufs, a, &jit) {
+            Ok(f) => forms.push(f),
+            Err(e) => return super::fail(e),
+        }
+    }
+    let extra = json!({"pipeline": pipeline.name, "backend": "cuda"});
+    finish(a, &rt, &forms, extra, true)
+}

@@ -1,0 +1,162 @@
+//! Which statements of a fused kernel the timeline records ([`fused_spec`]): each step's
+//! top-level statement (or, for a step that runs in a loop over virtual workgroups, the
+//! guarded body of each iteration, with the virtual workgroup id) and every wait that
+//! `emit::timeline::wait_kind` recognises, at any depth.
+//!
+//! It reads the structure `fuse` builds (see its module docs): top-level statements are
+//! the step bodies and the separations; a step on virtual workgroups is
+//! `loop f{k}_t { let f{k}_v = ...; if (f{k}_v < G) {...} }` (or the `let`/`if` pair in a
+//! block when one trip suffices).
+
+use crate::emit::timeline::{wait_kind, TimelineSpec, TimelineUnit, UnitKind};
+use crate::ir::{BinOp, Expr, Literal, Scalar, Stmt, StmtKind};
+
+use super::FusedKernel;
+
+/// The timeline spec of `kernel`.
+pub fn fused_spec(kernel: &FusedKernel) -> TimelineSpec {
+    let mut units = Vec::new();
+    let mut records: u64 = 0;
+    let mut last_step: Option<u32> = None;
+    for s in &kernel.program.body {
+        if let Some(w) = wait_kind(&s.kind) {
+            units.push(unit(s, UnitKind::Wait(w), last_step, None, None));
+            records += 1;
+            continue;
+        }
+        let step = step_of(kernel, s);
+        // Made-up statements between steps that do not wait (a workgroup barrier) are no unit.
+        let Some(k) = step else { continue };
+        last_step = Some(k);
+        let (marked, trips, wg_var, workgroups) = match virtual_body(s) {
+            Some(v) => v,
+            None => (s, 1, None, None),
+        };
+        units.push(unit(marked, UnitKind::Step, step, wg_var, workgroups));
+        records += trips;
+        // Waits inside a step (counted once per enclosing literal-trip loop iteration).
+        records += waits_inside(marked, step, trips, &mut units);
+    }
+    TimelineSpec {
+        units,
+        slots_per_block: TimelineSpec::slots_for(records),
+    }
+}
+
+fn unit(
+    s: &Stmt,
+    kind: UnitKind,
+    step: Option<u32>,
+    workgroup_var: Option<String>,
+    workgroups: Option<u32>,
+) -> TimelineUnit {
+    TimelineUnit {
+        node: s.id.to_string(),
+        kind,
+        step,
+        workgroup_var,
+        workgroups,
+    }
+}
+
+/// The pipeline step a top-level statement comes from: the first statement inside it that
+/// [`FusedKernel::node_origin`] maps, else the `f{k}_` prefix of a made-up variable.
+fn step_of(kernel: &FusedKernel, s: &Stmt) -> Option<u32> {
+    let mut found = None;
+    visit(s, &mut |x| {
+        if found.is_none() {
+            found = kernel.node_origin.get(&x.id).map(|(k, _)| *k as u32);
+        }
+    });
+    if found.is_some() {
+        return found;
+    }
+    visit(s, &mut |x| {
+        if let (None, StmtKind::Let { name, .. } | StmtKind::Loop { var: name, .. }) =
+            (found, &x.kind)
+        {
+            found = name
+                .strip_prefix('f')
+                .and_then(|r| r.split_once('_'))
+                .and_then(|(k, _)| k.parse().ok());
+        }
+    });
+    found
+}
+
+fn visit(s: &Stmt, f: &mut dyn FnMut(&Stmt)) {
+    f(s);
+    match &s.kind {
+        StmtKind::If {
+            then, otherwise, ..
+        } => then.iter().chain(otherwise).for_each(|c| visit(c, f)),
+        StmtKind::Loop { body, .. } | StmtKind::Block(body) => {
+            body.iter().for_each(|c| visit(c, f))
+        }
+        _ => {}
+    }
+}
+
+/// A step on virtual workgroups: (the guarded `if`, trips per block, the virtual id
+/// variable, the step's workgroup count).
+fn virtual_body(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
+    let (pair, trips) = match &s.kind {
+        StmtKind::Loop { to, body, var, .. } if var.starts_with('f') && var.ends_with("_t") => {
+            (body.as_slice(), u32_of(to)? as u64)
+        }
+        StmtKind::Block(body) => (body.as_slice(), 1),
+        _ => return None,
+    };
+    let [let_v, guard] = pair else { return None };
+    let StmtKind::Let { name, .. } = &let_v.kind else {
+        return None;
+    };
+    if !(name.starts_with('f') && name.ends_with("_v")) {
+        return None;
+    }
+    let StmtKind::If { cond, .. } = &guard.kind else {
+        return None;
+    };
+    let workgroups = match cond {
+        Expr::Binary(BinOp::Lt, a, b) if matches!(&**a, Expr::Var(v) if v == name) => u32_of(b),
+        _ => None,
+    };
+    Some((guard, trips, Some(name.clone()), workgroups))
+}
+
+fn u32_of(e: &Expr) -> Option<u32> {
+    match e {
+        Expr::Lit(Literal::Typed(Scalar::U32(v))) => Some(*v),
+        Expr::Lit(Literal::Int(v)) => u32::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+/// Adds a unit for every wait nested in `s` and returns how many records they write per
+/// block: `trips` times the trip count of each enclosing loop (a loop whose trip count is
+/// not a literal counts 64 times; the record ring keeps the latest should that be short).
+fn waits_inside(s: &Stmt, step: Option<u32>, trips: u64, units: &mut Vec<TimelineUnit>) -> u64 {
+    let mut records = 0u64;
+    let children: Vec<(&Stmt, u64)> = match &s.kind {
+        StmtKind::If {
+            then, otherwise, ..
+        } => then.iter().chain(otherwise).map(|c| (c, trips)).collect(),
+        StmtKind::Block(body) => body.iter().map(|c| (c, trips)).collect(),
+        StmtKind::Loop { from, to, body, .. } => {
+            let n = match (u32_of(from), u32_of(to)) {
+                (Some(a), Some(b)) => b.saturating_sub(a) as u64,
+                _ => 64,
+            };
+            body.iter().map(|c| (c, trips.saturating_mul(n))).collect()
+        }
+        _ => vec![],
+    };
+    for (c, t) in children {
+        if let Some(w) = wait_kind(&c.kind) {
+            units.push(unit(c, UnitKind::Wait(w), step, None, None));
+            records = records.saturating_add(t);
+        }
+        records = records.saturating_add(waits_inside(c, step, t, units));
+    }
+    records
+}

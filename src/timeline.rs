@@ -1,0 +1,258 @@
+//! Timeline records read back from instrumented kernels (see `emit::timeline`): decoding
+//! into slices, the consistency check `selftest` runs, the summary (`summary`) and the
+//! Chrome trace-event export (`trace`).
+//!
+//! Pure host code: it takes the raw record buffers and what was launched, so it is tested on
+//! recorded buffers without a GPU.
+
+use serde::Serialize;
+
+use crate::emit::timeline::{TimelineSpec, UnitKind, NO_WORKGROUP, RECORD_BYTES};
+
+pub mod summary;
+pub mod trace;
+
+pub use summary::{summarize, Summary};
+
+/// The record buffer of one launch and what it was recorded from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaunchRecords {
+    /// Kernel name.
+    pub kernel: String,
+    /// What the kernel recorded.
+    pub spec: TimelineSpec,
+    /// Launch grid.
+    pub grid: [u32; 3],
+    /// Device time of the launch (CUDA events), when measured.
+    pub device_ms: Option<f64>,
+    /// The raw buffer: `blocks * slots * 32` bytes.
+    #[serde(skip)]
+    pub bytes: Vec<u8>,
+}
+
+impl LaunchRecords {
+    /// Blocks of the launch.
+    pub fn blocks(&self) -> u64 {
+        self.grid.iter().map(|&g| g as u64).product()
+    }
+}
+
+/// A host-side phase of the dispatch (upload, JIT, launch, readback), in host time from the
+/// start of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostPhase {
+    /// Phase name.
+    pub name: String,
+    /// Start (ms after the run began).
+    pub start_ms: f64,
+    /// Duration (ms).
+    pub dur_ms: f64,
+}
+
+/// Everything one timeline run captured.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Capture {
+    /// Launches in order (one for a Program, one per step or fused group for a pipeline).
+    pub launches: Vec<LaunchRecords>,
+    /// Host phases.
+    pub host: Vec<HostPhase>,
+    /// Streaming multiprocessors of the device (for the bubble fraction), when known.
+    pub device_sms: Option<u32>,
+}
+
+/// One recorded unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Slice {
+    /// Index of the launch in [`Capture::launches`].
+    pub launch: u32,
+    /// Linear block index.
+    pub block: u32,
+    /// SM the block ran on.
+    pub sm: u32,
+    /// Unit index in the launch's spec.
+    pub unit: u32,
+    /// What the unit is.
+    pub kind: UnitKind,
+    /// Pipeline step, if any.
+    pub step: Option<u32>,
+    /// (Virtual) workgroup: the block itself unless it ran virtual workgroups.
+    pub workgroup: u32,
+    /// Start, ns of `%globaltimer`.
+    pub start_ns: u64,
+    /// End, ns of `%globaltimer`.
+    pub end_ns: u64,
+}
+
+impl Slice {
+    /// Duration in ns (0 for a malformed slice).
+    pub fn dur_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// Whether the slice is a wait.
+    pub fn is_wait(&self) -> bool {
+        matches!(self.kind, UnitKind::Wait(_))
+    }
+}
+
+/// Decoded records of a capture.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Decoded {
+    /// Slices ordered by start (then launch, block).
+    pub slices: Vec<Slice>,
+    /// Records lost because a block wrote more than its slots (the ring kept the latest).
+    pub dropped: u64,
+    /// Records that name no unit of the spec or end before they start (not in `slices`).
+    pub malformed: u64,
+    /// Slices whose end precedes their start (counted in `malformed`).
+    pub reversed: u64,
+}
+
+/// A record buffer that does not fit its launch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("timeline records of launch {launch} (`{kernel}`): {message}\n  Fix: {fix}")]
+pub struct TimelineError {
+    /// Launch index.
+    pub launch: usize,
+    /// Kernel name.
+    pub kernel: String,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+fn word(b: &[u8], i: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[i * 4..i * 4 + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// Decodes every launch's records; records may sit in any order in a block's ring.
+pub fn decode(capture: &Capture) -> Result<Decoded, TimelineError> {
+    let mut out = Decoded::default();
+    for (li, l) in capture.launches.iter().enumerate() {
+        let slots = l.spec.slots_per_block as u64;
+        let want = l.spec.buffer_bytes(l.blocks());
+        if l.bytes.len() as u64 != want {
+            return Err(TimelineError {
+                launch: li,
+                kernel: l.kernel.clone(),
+                message: format!(
+                    "{} bytes, but {} blocks x {slots} slots x {RECORD_BYTES} bytes = {want}",
+                    l.bytes.len(),
+                    l.blocks()
+                ),
+                fix: "pass the buffer read back from this launch, unchanged".into(),
+            });
+        }
+        for (block, region) in l
+            .bytes
+            .chunks_exact((slots * RECORD_BYTES as u64) as usize)
+            .enumerate()
+        {
+            let mut top_seq: Option<u32> = None;
+            for rec in region.chunks_exact(RECORD_BYTES as usize) {
+                let start = word(rec, 0) as u64 | (word(rec, 1) as u64) << 32;
+                if start == 0 {
+                    continue;
+                }
+                let end = word(rec, 2) as u64 | (word(rec, 3) as u64) << 32;
+                let (unit, wg, sm, seq) = (word(rec, 4), word(rec, 5), word(rec, 6), word(rec, 7));
+                top_seq = Some(top_seq.map_or(seq, |t| t.max(seq)));
+                let Some(u) = l.spec.units.get(unit as usize) else {
+                    out.malformed += 1;
+                    continue;
+                };
+                if end < start {
+                    out.malformed += 1;
+                    out.reversed += 1;
+                    continue;
+                }
+                let workgroup = if wg == NO_WORKGROUP { block as u32 } else { wg };
+                // A virtual workgroup past the step's count ran no work (its guard was false).
+                if u.workgroup_var.is_some() && u.workgroups.is_some_and(|g| workgroup >= g) {
+                    continue;
+                }
+                out.slices.push(Slice {
+                    launch: li as u32,
+                    block: block as u32,
+                    sm,
+                    unit,
+                    kind: u.kind,
+                    step: u.step,
+                    workgroup,
+                    start_ns: start,
+                    end_ns: end,
+                });
+            }
+            if let Some(t) = top_seq {
+                out.dropped += (t as u64 + 1).saturating_sub(slots);
+            }
+        }
+    }
+    out.slices
+        .sort_by_key(|s| (s.start_ns, s.launch, s.block, s.unit, s.workgroup));
+    Ok(out)
+}
+
+/// Checks a decoded capture: every (step, workgroup) of every launch present exactly once,
+/// no record lost or malformed, every wait inside its launch's span. Returns the problems
+/// (empty: consistent).
+pub fn check(capture: &Capture, d: &Decoded) -> Vec<String> {
+    let mut problems = Vec::new();
+    if d.dropped > 0 {
+        problems.push(format!("{} records dropped (ring overflow)", d.dropped));
+    }
+    if d.reversed > 0 {
+        problems.push(format!("{} slices end before they start", d.reversed));
+    }
+    if d.malformed > d.reversed {
+        problems.push(format!("{} records name no unit", d.malformed - d.reversed));
+    }
+    for (li, l) in capture.launches.iter().enumerate() {
+        let mine: Vec<&Slice> = d.slices.iter().filter(|s| s.launch == li as u32).collect();
+        let lo = mine.iter().map(|s| s.start_ns).min().unwrap_or(0);
+        let hi = mine.iter().map(|s| s.end_ns).max().unwrap_or(0);
+        for (ui, u) in l.spec.units.iter().enumerate() {
+            if matches!(u.kind, UnitKind::Wait(_)) {
+                let outside = mine
+                    .iter()
+                    .filter(|s| s.unit == ui as u32 && (s.start_ns < lo || s.end_ns > hi))
+                    .count();
+                if outside > 0 {
+                    problems.push(format!(
+                        "launch {li} `{}`: {outside} waits at {} outside the kernel's span",
+                        l.kernel, u.node
+                    ));
+                }
+                continue;
+            }
+            let expected = match (&u.workgroup_var, u.workgroups) {
+                (Some(_), Some(g)) => g as u64,
+                _ => l.blocks(),
+            };
+            let mut seen = vec![0u32; expected as usize];
+            let mut stray = 0u64;
+            for s in mine.iter().filter(|s| s.unit == ui as u32) {
+                match seen.get_mut(s.workgroup as usize) {
+                    Some(c) => *c += 1,
+                    None => stray += 1,
+                }
+            }
+            let missing = seen.iter().filter(|&&c| c == 0).count();
+            let twice = seen.iter().filter(|&&c| c > 1).count();
+            if missing + twice > 0 || stray > 0 {
+                let what = match u.step {
+                    Some(k) => format!("step {k}"),
+                    None => "the kernel".into(),
+                };
+                problems.push(format!(
+                    "launch {li} `{}`: {what}: {missing} of {expected} workgroups missing, {twice} recorded more than once, {stray} out of range",
+                    l.kernel
+                ));
+            }
+        }
+    }
+    problems
+}

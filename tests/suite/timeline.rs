@@ -1,0 +1,491 @@
+//! The timeline (issue 23): ptxas accepts the instrumented PTX of every Program fixture, every
+//! pipeline step and every fused kernel of the pipeline fixtures' plans; plain emission does
+//! not change; the fused spec lists each step and each wait; decoding, the check, the
+//! summary and the Chrome trace work on recorded buffers written here from seeded random
+//! data, with records out of order in their rings, wrapped rings and malformed records.
+
+use std::path::Path;
+
+use vyrescope::emit::ptxas::{assemble, find_ptxas};
+use vyrescope::emit::timeline::{
+    TimelineSpec, TimelineUnit, UnitKind, WaitKind, NO_WORKGROUP, RECORD_BYTES,
+};
+use vyrescope::emit::{emit, emit_timeline, EmitOptions};
+use vyrescope::inputs::pipeline::prepare_pipeline;
+use vyrescope::inputs::prng::SplitMix64;
+use vyrescope::inputs::LaunchShape;
+use vyrescope::megakernel::plan::{plan, PlanOptions};
+use vyrescope::megakernel::timeline::fused_spec;
+use vyrescope::megakernel::{fuse_group, FusedKernel};
+use vyrescope::occupancy::profiles;
+use vyrescope::timeline::{check, decode, summarize, trace, Capture, LaunchRecords};
+use vyrescope::validate::pipeline::load_pipeline;
+
+use crate::support::fixtures::fixtures;
+
+fn pipeline_fixtures() -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir("fixtures/pipelines")
+        .expect("fixtures/pipelines")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every fused kernel of the fixture's plan on the bundled H200 profile.
+fn fused_kernels(path: &Path) -> Vec<FusedKernel> {
+    let loaded = load_pipeline(path);
+    let p = loaded.pipeline.expect("valid pipeline fixture");
+    let prepared = prepare_pipeline(&p, path.parent().expect("folder")).expect("prepare");
+    let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
+    let opts = PlanOptions::new(profiles::load("h200").expect("bundled h200"));
+    let pl = plan(&p, &shapes, &opts).expect("plan");
+    pl.groups
+        .iter()
+        .map(|g| fuse_group(&p, &shapes, &g.spec()).expect("fuse"))
+        .collect()
+}
+
+fn opts_for(p: &vyrescope::ir::Program, wg: [u32; 3]) -> EmitOptions {
+    EmitOptions {
+        workgroup_size: wg,
+        ..EmitOptions::for_program(p)
+    }
+}
+
+#[test]
+fn instrumented_ptx_assembles_for_every_fixture_and_plain_ptx_is_unchanged() {
+    let mut kernels: Vec<(String, String)> = Vec::new();
+    for (path, p) in fixtures() {
+        let o = EmitOptions::for_program(&p);
+        let plain = emit(&p, &o).expect("emit");
+        let k = emit_timeline(&p, &o, &TimelineSpec::kernel(None)).expect("timeline emit");
+        assert!(
+            k.ptx.contains(".param .u64 param_timeline"),
+            "{}",
+            path.display()
+        );
+        assert!(k.ptx.contains("%globaltimer") && k.ptx.contains("%smid"));
+        assert_eq!(k.abi.timeline, Some(TimelineSpec::kernel(None)));
+        // Emitting the instrumented kernel leaves no trace in the plain one.
+        assert_eq!(emit(&p, &o).expect("emit").ptx, plain.ptx);
+        assert!(!plain.ptx.contains("globaltimer") && plain.abi.timeline.is_none());
+        kernels.push((path.display().to_string(), k.ptx));
+    }
+    let mut fused_units = 0;
+    for path in pipeline_fixtures() {
+        let loaded = load_pipeline(&path);
+        let pipe = loaded.pipeline.expect("valid");
+        let prepared = prepare_pipeline(&pipe, path.parent().expect("folder")).expect("prepare");
+        for (k, (step, ps)) in pipe.steps.iter().zip(&prepared.steps).enumerate() {
+            let o = opts_for(&step.program, ps.shape.workgroup_size);
+            let spec = TimelineSpec::kernel(Some(k as u32));
+            let e = emit_timeline(&step.program, &o, &spec).expect("step");
+            kernels.push((format!("{} step {k}", path.display()), e.ptx));
+        }
+        for f in fused_kernels(&path) {
+            let spec = fused_spec(&f);
+            fused_units += spec.units.len();
+            let o = opts_for(&f.program, f.shape.workgroup_size);
+            let e = emit_timeline(&f.program, &o, &spec).expect("fused");
+            assert_eq!(e.abi.timeline.as_ref(), Some(&spec));
+            kernels.push((
+                format!("{} fused {}", path.display(), f.program.name),
+                e.ptx,
+            ));
+        }
+    }
+    assert!(fused_units > 0);
+    let Some(ptxas) = find_ptxas() else {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("ptxas is required in CI: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)");
+        }
+        eprintln!("NOTICE: ptxas not found; instrumented PTX not assembled");
+        return;
+    };
+    for (what, ptx) in &kernels {
+        if let Err(e) = assemble(&ptxas, ptx, 90, false) {
+            panic!("{what}: ptxas refused the instrumented PTX: {e}");
+        }
+    }
+}
+
+#[test]
+fn fused_spec_lists_every_step_and_grid_barrier() {
+    let path = Path::new("fixtures/pipelines/reduce_total_normalize.json");
+    let kernels = fused_kernels(path);
+    let loaded = load_pipeline(path);
+    let steps = loaded.pipeline.expect("valid").steps.len();
+    let mut seen_steps = Vec::new();
+    let mut waits = 0;
+    let mut barriers = 0;
+    for f in &kernels {
+        let spec = fused_spec(f);
+        for u in &spec.units {
+            match u.kind {
+                UnitKind::Step => seen_steps.push(u.step.expect("step unit has a step")),
+                UnitKind::Wait(WaitKind::GridBarrier) => waits += 1,
+                UnitKind::Kernel => panic!("no kernel unit in a fused kernel"),
+            }
+        }
+        f.program.walk_stmts(&mut |s| {
+            barriers += vyrescope::emit::timeline::wait_kind(&s.kind).is_some() as usize
+        });
+        assert!(spec.slots_per_block.is_power_of_two());
+        assert!(spec.slots_per_block as usize >= spec.units.len());
+    }
+    seen_steps.sort();
+    assert_eq!(seen_steps, (0..steps as u32).collect::<Vec<_>>());
+    assert_eq!(waits, barriers);
+    assert!(
+        waits > 0,
+        "the fixture separates its steps by grid barriers"
+    );
+}
+
+/// Writes record `(unit, wg, sm, seq, start, end)` into slot `slot` of `block`'s ring.
+fn put(buf: &mut [u8], slots: u32, block: u32, slot: u32, r: (u32, u32, u32, u32, u64, u64)) {
+    let at = ((block * slots + slot) * RECORD_BYTES) as usize;
+    let words = [
+        r.4 as u32,
+        (r.4 >> 32) as u32,
+        r.5 as u32,
+        (r.5 >> 32) as u32,
+        r.0,
+        r.1,
+        r.2,
+        r.3,
+    ];
+    for (i, w) in words.iter().enumerate() {
+        buf[at + i * 4..at + i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// A fused launch of `blocks` blocks: step 0 on virtual workgroups (`vwg` of them), a grid
+/// barrier, step 1 once per block. Records are written with seeded random times, each
+/// block's records at shuffled slots.
+fn recorded(seed: u64, blocks: u32, vwg: u32) -> (Capture, u64) {
+    let trips = vwg.div_ceil(blocks);
+    let records = trips + 2;
+    let spec = TimelineSpec {
+        units: vec![
+            TimelineUnit {
+                node: "body[0].body[1]".into(),
+                kind: UnitKind::Step,
+                step: Some(0),
+                workgroup_var: Some("f0_v".into()),
+                workgroups: Some(vwg),
+            },
+            TimelineUnit {
+                node: "body[1]".into(),
+                kind: UnitKind::Wait(WaitKind::GridBarrier),
+                step: Some(0),
+                workgroup_var: None,
+                workgroups: None,
+            },
+            TimelineUnit {
+                node: "body[2]".into(),
+                kind: UnitKind::Step,
+                step: Some(1),
+                workgroup_var: None,
+                workgroups: None,
+            },
+        ],
+        slots_per_block: TimelineSpec::slots_for(records as u64),
+    };
+    let slots = spec.slots_per_block;
+    let mut rng = SplitMix64::new(seed);
+    let base = 1_700_000_000_000_000_000u64 + rng.next_u64() % 1_000_000;
+    let mut bytes = vec![0u8; spec.buffer_bytes(blocks as u64) as usize];
+    let mut last_end = 0;
+    for b in 0..blocks {
+        let sm = b % 7;
+        let mut t = base + rng.next_u64() % 500;
+        let mut recs = Vec::new();
+        for trip in 0..trips {
+            let d = 100 + rng.next_u64() % 900;
+            recs.push((0, trip * blocks + b, sm, 0, t, t + d));
+            t += d + rng.next_u64() % 50;
+        }
+        // Every block leaves the barrier at the same instant.
+        let leave = base + 1_000_000;
+        recs.push((1, NO_WORKGROUP, sm, 0, t, leave));
+        let d = 200 + rng.next_u64() % 300;
+        recs.push((2, NO_WORKGROUP, sm, 0, leave + 10, leave + 10 + d));
+        last_end = last_end.max(leave + 10 + d);
+        // Shuffle the slot order (records are decoded by time, not by slot).
+        let mut order: Vec<u32> = (0..recs.len() as u32).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        for (seq, r) in recs.into_iter().enumerate() {
+            let r = (r.0, r.1, r.2, seq as u32, r.4, r.5);
+            put(&mut bytes, slots, b, order[seq], r);
+        }
+    }
+    let capture = Capture {
+        launches: vec![LaunchRecords {
+            kernel: "p_fused_0_1".into(),
+            spec,
+            grid: [blocks, 1, 1],
+            device_ms: Some(1.0),
+            bytes,
+        }],
+        host: vec![],
+        device_sms: Some(8),
+    };
+    (capture, last_end - base)
+}
+
+#[test]
+fn decode_check_and_summary_of_recorded_buffers() {
+    for seed in [1u64, 2, 3, 99] {
+        let (cap, _) = recorded(seed, 12, 40);
+        let d = decode(&cap).expect("decode");
+        // 40 virtual workgroups of step 0 (the 8 idle iterations dropped), 12 waits, 12 of step 1.
+        assert_eq!(d.slices.len(), 40 + 12 + 12, "seed {seed}");
+        assert!(d.slices.windows(2).all(|w| w[0].start_ns <= w[1].start_ns));
+        assert_eq!((d.dropped, d.malformed), (0, 0));
+        assert_eq!(check(&cap, &d), Vec::<String>::new(), "seed {seed}");
+        let s = summarize(&cap, &d);
+        assert_eq!(s.steps.len(), 2);
+        assert_eq!(s.steps[0].slices, 40);
+        assert_eq!(s.steps[1].slices, 12);
+        assert_eq!(s.waits.len(), 1);
+        assert_eq!(s.waits[0].blocks, 12);
+        assert_eq!(s.sms, 7);
+        assert_eq!(s.sms_counted, 8);
+        // Step 1's slices start after every wait ended.
+        assert!(s.steps[1].start_us >= s.steps[0].end_us);
+        // The summed step-0 time equals its slices' durations (no nested waits).
+        let sum0: u64 = d
+            .slices
+            .iter()
+            .filter(|x| x.step == Some(0) && !x.is_wait())
+            .map(|x| x.dur_ns())
+            .sum();
+        assert!((s.steps[0].busy_us - sum0 as f64 / 1e3).abs() < 1e-6);
+        assert!(s.bubble_pct > 0.0 && s.bubble_pct < 100.0);
+        assert!(s.waves.is_none());
+    }
+}
+
+#[test]
+fn bubble_fraction_of_a_known_layout() {
+    // Two SMs, one block each: SM 0 works 0..100 ns, SM 1 works 0..50 and waits 50..100.
+    let spec = TimelineSpec {
+        units: vec![
+            TimelineUnit {
+                node: "body[0]".into(),
+                kind: UnitKind::Step,
+                step: Some(0),
+                workgroup_var: None,
+                workgroups: None,
+            },
+            TimelineUnit {
+                node: "body[1]".into(),
+                kind: UnitKind::Wait(WaitKind::GridBarrier),
+                step: Some(0),
+                workgroup_var: None,
+                workgroups: None,
+            },
+        ],
+        slots_per_block: 2,
+    };
+    let mut bytes = vec![0u8; spec.buffer_bytes(2) as usize];
+    let t = 5_000;
+    put(&mut bytes, 2, 0, 0, (0, NO_WORKGROUP, 0, 0, t, t + 100));
+    put(&mut bytes, 2, 1, 1, (0, NO_WORKGROUP, 1, 0, t, t + 50));
+    put(
+        &mut bytes,
+        2,
+        1,
+        0,
+        (1, NO_WORKGROUP, 1, 1, t + 50, t + 100),
+    );
+    let cap = Capture {
+        launches: vec![LaunchRecords {
+            kernel: "k".into(),
+            spec,
+            grid: [2, 1, 1],
+            device_ms: None,
+            bytes,
+        }],
+        host: vec![],
+        device_sms: Some(4),
+    };
+    let d = decode(&cap).expect("decode");
+    let s = summarize(&cap, &d);
+    // Busy 150 of 4 SMs x 100 ns.
+    assert!((s.bubble_pct - 62.5).abs() < 1e-9, "{}", s.bubble_pct);
+    assert_eq!(s.timer_step_ns, Some(50));
+}
+
+#[test]
+fn wrapped_reversed_and_foreign_records_are_reported() {
+    let (mut cap, _) = recorded(7, 4, 4);
+    let slots = cap.launches[0].spec.slots_per_block;
+    // Block 0 wrote twice its slots: the counter in its latest record says so.
+    put(
+        &mut cap.launches[0].bytes,
+        slots,
+        0,
+        0,
+        (2, NO_WORKGROUP, 0, 2 * slots - 1, 10_000, 10_500),
+    );
+    // Block 1: one record ending before it starts, block 2: a unit the spec lacks.
+    put(
+        &mut cap.launches[0].bytes,
+        slots,
+        1,
+        0,
+        (0, 1, 1, 0, 9_000, 8_000),
+    );
+    put(
+        &mut cap.launches[0].bytes,
+        slots,
+        2,
+        0,
+        (9, 2, 2, 0, 9_000, 9_100),
+    );
+    let d = decode(&cap).expect("decode");
+    assert_eq!(d.dropped, slots as u64);
+    assert_eq!(d.reversed, 1);
+    assert_eq!(d.malformed, 2);
+    let problems = check(&cap, &d);
+    assert!(
+        problems.iter().any(|p| p.contains("dropped")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("end before")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("name no unit")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("missing")),
+        "{problems:?}"
+    );
+    // A buffer of the wrong size is an error naming the launch, with a fix.
+    cap.launches[0].bytes.pop();
+    let e = decode(&cap).expect_err("short buffer").to_string();
+    assert!(e.contains("launch 0") && e.contains("Fix:"), "{e}");
+}
+
+#[test]
+fn single_program_waves() {
+    // 10 blocks, at most 4 at once: 3 waves, the last half full.
+    let spec = TimelineSpec::kernel(None);
+    let mut bytes = vec![0u8; spec.buffer_bytes(10) as usize];
+    for b in 0..10u32 {
+        let wave = (b / 4) as u64;
+        let t = 1_000 + wave * 100;
+        put(&mut bytes, 1, b, 0, (0, NO_WORKGROUP, b % 4, 0, t, t + 100));
+    }
+    let cap = Capture {
+        launches: vec![LaunchRecords {
+            kernel: "k".into(),
+            spec,
+            grid: [10, 1, 1],
+            device_ms: None,
+            bytes,
+        }],
+        host: vec![],
+        device_sms: None,
+    };
+    let d = decode(&cap).expect("decode");
+    assert!(check(&cap, &d).is_empty());
+    let w = summarize(&cap, &d)
+        .waves
+        .expect("waves of a single Program");
+    assert_eq!((w.blocks, w.resident, w.waves), (10, 4, 3));
+    assert!((w.last_wave_occupancy - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn chrome_trace_has_one_slice_per_record_on_sm_slot_tracks() {
+    let (cap, span) = recorded(11, 9, 30);
+    let d = decode(&cap).expect("decode");
+    let v = trace::chrome_trace(&cap, &d);
+    let text = serde_json::to_string(&v).expect("json");
+    let back: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let ev = back["traceEvents"].as_array().expect("events");
+    let slices: Vec<_> = ev.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), d.slices.len());
+    for e in &slices {
+        assert!(e["dur"].as_f64().expect("dur") >= 0.0);
+        let end = e["ts"].as_f64().expect("ts") + e["dur"].as_f64().expect("dur");
+        assert!(end <= span as f64 / 1e3 + 1e-6);
+    }
+    assert_eq!(
+        slices.iter().filter(|e| e["cat"] == "wait").count(),
+        9,
+        "one wait per block"
+    );
+    assert!(slices
+        .iter()
+        .any(|e| e["name"] == "step 0 wg 29" && e["args"]["step"] == 0));
+    // Every track a slice uses is named `SM n slot k`, and blocks of one SM that overlap
+    // sit on different slots.
+    for e in &slices {
+        let tid = &e["tid"];
+        assert!(ev.iter().any(|m| m["ph"] == "M"
+            && m["name"] == "thread_name"
+            && &m["tid"] == tid
+            && m["args"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("SM "))));
+    }
+    let slots = trace::block_slots(&d);
+    for a in &d.slices {
+        for b in &d.slices {
+            let overlap = a.start_ns < b.end_ns && b.start_ns < a.end_ns;
+            if a.sm == b.sm && a.block != b.block && overlap {
+                assert_ne!(slots[&(a.launch, a.block)], slots[&(b.launch, b.block)]);
+            }
+        }
+    }
+}
+
+fn cli(args: &[&str], home: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .args(args)
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .output()
+        .expect("run vyrescope")
+}
+
+#[test]
+fn cli_emit_timeline_and_refusals() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let f = "fixtures/programs/vadd_f32.json";
+    let out = cli(&["emit", f, "--timeline"], tmp.path());
+    let ptx = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(ptx.contains("param_timeline") && ptx.contains("%globaltimer"));
+    let plain = cli(&["emit", f], tmp.path());
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("globaltimer"));
+    // A timeline needs the GPU backend.
+    let out = cli(&["run", f, "--timeline"], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--backend cuda") && err.contains("Fix:"));
+    let out = cli(
+        &["run", "fixtures/pipelines/chain.json", "--trace", "t.json"],
+        tmp.path(),
+    );
+    assert!(!out.status.success());
+    // The trace never overwrites the input file (checked before any GPU work).
+    let copy = tmp.path().join("p.json");
+    std::fs::copy(f, &copy).expect("copy");
+    let c = copy.to_str().expect("utf-8 path");
+    let before = std::fs::read(&copy).expect("read");
+    let out = cli(&["run", c, "--backend", "cuda", "--trace", c], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("input file"), "{err}");
+    assert_eq!(std::fs::read(&copy).expect("read"), before);
+}
