@@ -32,6 +32,7 @@ mod ir_write;
 mod layers;
 mod megakernel_forward;
 mod megakernel_fuse;
+mod megakernel_mixed;
 mod occupancy_h200_table;
 mod occupancy_model;
 mod pipeline_cli;
