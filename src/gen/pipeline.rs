@@ -72,8 +72,7 @@ impl Builder {
         name: &str,
         wg: u32,
         grid: usize,
-        decls: &[(&str, &str)],
-        bind: &[(&str, &str)],
+        bufs: &[(&str, &str, &str)],
         extra_decls: &str,
         body: &str,
     ) -> Result<(), String> {
@@ -81,7 +80,7 @@ impl Builder {
         let pname = format!("s{k}_{name}");
         let text = format!(
             r#"{{"format": 1, "name": "{pname}", "workgroup_size": [{wg}, 1, 1], "buffers": [{}{extra_decls}], "body": [{body}]}}"#,
-            u32_decls(decls)
+            u32_decls(&bufs.iter().map(|&(n, a, _)| (n, a)).collect::<Vec<_>>())
         );
         let program = parse_program(&text, &pname)
             .map_err(|e| format!("generated step {k} ({pname}) does not parse: {e}"))?;
@@ -89,9 +88,9 @@ impl Builder {
         self.steps.push(Step {
             program,
             program_path: None,
-            bind: bind
+            bind: bufs
                 .iter()
-                .map(|(p, b)| (p.to_string(), b.to_string()))
+                .map(|(p, _, b)| (p.to_string(), b.to_string()))
                 .collect(),
             workgroup_size: None,
             grid: Some([grid, 1, 1]),
@@ -132,8 +131,11 @@ impl Builder {
         let (a, b, dst) = self.pick3();
         let wg = self.rng.pick(&MAP_SIZES);
         let mut value = self.value_expr();
-        let mut decls = vec![("a", "read"), ("b", "read"), ("dst", "write")];
-        let mut bind = vec![("a", a.as_str()), ("b", b.as_str()), ("dst", dst.as_str())];
+        let mut bufs = vec![
+            ("a", "read", a.as_str()),
+            ("b", "read", b.as_str()),
+            ("dst", "write", dst.as_str()),
+        ];
         let small = (!self.small.is_empty() && self.rng.chance(1, 2))
             .then(|| self.small[self.rng.below(self.small.len())].clone());
         if let Some(s) = &small {
@@ -142,8 +144,7 @@ impl Builder {
                 r#"{{"add": [{value}, {{"load": "s", "index": {{"rem": [{{"load": "a", "index": "i"}}, {}]}}}}]}}"#,
                 s.len
             );
-            decls.push(("s", "read"));
-            bind.push(("s", s.name.as_str()));
+            bufs.push(("s", "read", s.name.as_str()));
         }
         let body = format!(
             r#"{{"let": "i", "value": {{"gid": "x"}}}},
@@ -151,7 +152,7 @@ impl Builder {
                  {{"store": "dst", "index": "i", "value": {value}}}]}}"#
         );
         let grid = self.n.div_ceil(wg as usize);
-        self.step("map", wg, grid, &decls, &bind, "", &body)
+        self.step("map", wg, grid, &bufs, "", &body)
     }
 
     /// `dst[i] = a[i ± 1] + b[i]` (the missing neighbour reads 0).
@@ -170,8 +171,7 @@ impl Builder {
             "neighbour",
             wg,
             grid,
-            &[("a", "read"), ("b", "read"), ("dst", "write")],
-            &[("a", &a), ("b", &b), ("dst", &dst)],
+            &[("a", "read", &a), ("b", "read", &b), ("dst", "write", &dst)],
             "",
             &body,
         )
@@ -209,8 +209,7 @@ impl Builder {
             "block_reduce",
             wg,
             grid,
-            &[("src", "read"), ("part", "write")],
-            &[("src", &src), ("part", &part)],
+            &[("src", "read", &src), ("part", "write", &part)],
             &tile,
             &body,
         )?;
@@ -261,8 +260,7 @@ impl Builder {
             "fold",
             wg,
             1,
-            &[("src", "read"), ("total", "write")],
-            &[("src", &src.name), ("total", &total)],
+            &[("src", "read", &src.name), ("total", "write", &total)],
             "",
             &body,
         )?;
@@ -292,8 +290,7 @@ impl Builder {
             "histogram",
             wg,
             grid,
-            &[("src", "read"), ("hist", "read_write")],
-            &[("src", &src), ("hist", &hist)],
+            &[("src", "read", &src), ("hist", "read_write", &hist)],
             "",
             &body,
         )?;
