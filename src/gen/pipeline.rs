@@ -99,12 +99,15 @@ impl Builder {
         Ok(())
     }
 
-    /// Two distinct data buffers to read and a third to write.
+    /// Two distinct data buffers to read and a third to write (3 or more data buffers).
     fn pick3(&mut self) -> (String, String, String) {
         let d = self.data.len();
         let dst = self.rng.below(d);
-        let a = (dst + 1 + self.rng.below(d - 1)) % d;
-        let b = (dst + 1 + self.rng.below(d - 1)) % d;
+        // A step binds each pipeline buffer once (no aliasing within a dispatch).
+        let others: Vec<usize> = (0..d).filter(|&i| i != dst).collect();
+        let ai = self.rng.below(others.len());
+        let a = others[ai];
+        let b = others[(ai + 1 + self.rng.below(others.len() - 1)) % others.len()];
         (
             self.data[a].name.clone(),
             self.data[b].name.clone(),

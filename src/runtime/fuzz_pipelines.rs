@@ -179,13 +179,15 @@ pub fn pipeline_json(p: &Pipeline) -> Result<String, String> {
         }
         buffers.insert(b.name.clone(), Value::Object(o));
     }
+    // Programs are spliced in as written: a statement's first key is its kind, an order that
+    // a `serde_json::Value` (sorted keys) would lose.
     let mut steps = Vec::new();
-    for s in &p.steps {
-        let prog = crate::ir::write::program_to_json(&s.program).map_err(|e| e.to_string())?;
-        let prog: Value = serde_json::from_str(&prog).map_err(|e| e.to_string())?;
+    let mut programs = Vec::new();
+    for (k, s) in p.steps.iter().enumerate() {
+        programs.push(crate::ir::write::program_to_json(&s.program).map_err(|e| e.to_string())?);
         let bind: Map<String, Value> = s.bind.iter().map(|(a, b)| (a.clone(), json!(b))).collect();
         let mut o = Map::new();
-        o.insert("program".into(), prog);
+        o.insert("program".into(), json!(format!("{PLACEHOLDER}{k}")));
         o.insert("bind".into(), Value::Object(bind));
         if let Some(g) = s.grid {
             o.insert("grid".into(), json!(g));
@@ -199,8 +201,16 @@ pub fn pipeline_json(p: &Pipeline) -> Result<String, String> {
         "buffers": buffers,
         "steps": steps,
     });
-    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())
+    let mut text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+    for (k, prog) in programs.iter().enumerate().rev() {
+        text = text.replace(&format!("\"{PLACEHOLDER}{k}\""), prog);
+    }
+    Ok(text)
 }
+
+/// Stands for step k's Program in the text before it is spliced in (no generated name
+/// contains it).
+const PLACEHOLDER: &str = "@program-of-step-";
 
 /// Writes `<dir>/pipeline_<seed>.json` and, when planned, `<dir>/pipeline_<seed>.plan.json`.
 pub fn write_pipeline_case(
