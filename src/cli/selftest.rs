@@ -47,31 +47,36 @@ pub struct Args {
     /// Differential fuzzing instead of the fixtures: run N generated Programs on the GPU and
     /// on the reference interpreter and compare them; every Program that differs or fails
     /// is written to --out for `vyrescope run FILE --backend cuda` to replay.
-    #[arg(long, value_name = "N", conflicts_with = "fuzz_pipelines")]
+    #[arg(long, value_name = "N", group = "fuzzing")]
     pub fuzz: Option<u64>,
     /// Pipeline fuzzing instead of the fixtures: N generated pipelines (chains and DAGs of
     /// race-free steps with mixed workgroup sizes, reductions, neighbour reads) run as
     /// separate launches and as their megakernel plan on the GPU, both compared with the
     /// reference interpreter; a failing pipeline is written to --out with its plan.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", group = "fuzzing")]
     pub fuzz_pipelines: Option<u64>,
     /// Seed of the first fuzz Program (Program k uses SEED + k; a reported seed S
     /// regenerates alone with `--fuzz 1 --seed S`).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, requires = "fuzzing")]
     pub seed: u64,
     /// Folder for failing fuzz Programs [default: ~/.cache/vyrescope/fuzz, else the temp
     /// folder].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "fuzzing")]
     pub out: Option<PathBuf>,
     /// Per-launch timeout of a fuzz Program (per launch sequence of a fuzz pipeline), in
     /// milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 10_000,
+        requires = "fuzzing"
+    )]
     pub timeout: u64,
     /// Race our kernels against vyre's own (feature `vyre`): every PROGRAM (default: vadd,
     /// saxpy, a reduction and a global-atomic histogram) exported to vyre, emitted by vyre's
     /// crates, both kernels verified against the reference interpreter and timed side by
     /// side in interleaved rounds.
-    #[arg(long, conflicts_with = "fuzz")]
+    #[arg(long, conflicts_with = "fuzzing")]
     pub vyre: bool,
     /// With --vyre: the Programs to race (comma-separated files).
     #[arg(long, value_name = "FILES", value_delimiter = ',', requires = "vyre")]
