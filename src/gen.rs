@@ -12,12 +12,16 @@
 //! - [`wild_program`]: structurally anything the model can hold (random names, types,
 //!   buffers, operators, nesting), mostly invalid; for "never panics" properties.
 //! - [`mutate`]: a valid Program with one random change that is likely to break a rule.
+//! - [`random_pipeline`]: race-free pipelines of several steps (mixed workgroup sizes,
+//!   reductions, neighbour reads, histograms) for the fused-versus-separate checks.
 
 mod mutate;
+mod pipeline;
 mod valid;
 mod wild;
 
 pub use mutate::{mutate, mutate_with};
+pub use pipeline::random_pipeline;
 pub use valid::{standard_buffers, valid_program, valid_program_with};
 pub use wild::{wild_program, wild_program_with};
 

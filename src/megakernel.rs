@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 pub mod fuse;
 pub mod gate;
 pub mod launch;
+pub mod mixed;
 pub mod timeline;
 
 pub use fuse::{fuse_group, ForwardReport, FuseError, FusedKernel};

@@ -28,6 +28,7 @@ pub mod execute;
 pub mod fault;
 pub mod foreign;
 pub mod fuzz;
+pub mod fuzz_pipelines;
 pub mod jit;
 pub mod parity;
 pub mod pipeline;

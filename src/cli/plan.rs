@@ -172,6 +172,19 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
             g.coresident_blocks,
             g.occupancy_pct
         );
+        if g.mixed_workgroup_sizes() {
+            let sizes: Vec<String> = g
+                .steps
+                .iter()
+                .zip(&g.step_workgroup_sizes)
+                .map(|(s, w)| format!("step {s} {}x{}x{}", w[0], w[1], w[2]))
+                .collect();
+            let _ = writeln!(
+                o,
+                "  mixed workgroup sizes in one launch ({}): smaller steps mask the block's extra threads",
+                sizes.join(", ")
+            );
+        }
         for (wi, wave) in g.waves.iter().enumerate() {
             let steps: Vec<String> = wave.iter().map(|&s| format!("{s} ({})", name(s))).collect();
             let _ = writeln!(o, "  wave {wi}: step {}", steps.join(", step "));

@@ -17,7 +17,7 @@ use crate::runtime::Runtime;
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1"
+    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1\n  vyrescope selftest --fuzz-pipelines 500 --seed 1"
 )]
 pub struct Args {
     /// Directory of Program fixtures (`*.json`).
@@ -47,24 +47,36 @@ pub struct Args {
     /// Differential fuzzing instead of the fixtures: run N generated Programs on the GPU and
     /// on the reference interpreter and compare them; every Program that differs or fails
     /// is written to --out for `vyrescope run FILE --backend cuda` to replay.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", group = "fuzzing")]
     pub fuzz: Option<u64>,
+    /// Pipeline fuzzing instead of the fixtures: N generated pipelines (chains and DAGs of
+    /// race-free steps with mixed workgroup sizes, reductions, neighbour reads) run as
+    /// separate launches and as their megakernel plan on the GPU, both compared with the
+    /// reference interpreter; a failing pipeline is written to --out with its plan.
+    #[arg(long, value_name = "N", group = "fuzzing")]
+    pub fuzz_pipelines: Option<u64>,
     /// Seed of the first fuzz Program (Program k uses SEED + k; a reported seed S
     /// regenerates alone with `--fuzz 1 --seed S`).
-    #[arg(long, default_value_t = 1, requires = "fuzz")]
+    #[arg(long, default_value_t = 1, requires = "fuzzing")]
     pub seed: u64,
     /// Folder for failing fuzz Programs [default: ~/.cache/vyrescope/fuzz, else the temp
     /// folder].
-    #[arg(long, value_name = "DIR", requires = "fuzz")]
+    #[arg(long, value_name = "DIR", requires = "fuzzing")]
     pub out: Option<PathBuf>,
-    /// Per-launch timeout of a fuzz Program, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10_000, requires = "fuzz")]
+    /// Per-launch timeout of a fuzz Program (per launch sequence of a fuzz pipeline), in
+    /// milliseconds.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 10_000,
+        requires = "fuzzing"
+    )]
     pub timeout: u64,
     /// Race our kernels against vyre's own (feature `vyre`): every PROGRAM (default: vadd,
     /// saxpy, a reduction and a global-atomic histogram) exported to vyre, emitted by vyre's
     /// crates, both kernels verified against the reference interpreter and timed side by
     /// side in interleaved rounds.
-    #[arg(long, conflicts_with = "fuzz")]
+    #[arg(long, conflicts_with = "fuzzing")]
     pub vyre: bool,
     /// With --vyre: the Programs to race (comma-separated files).
     #[arg(long, value_name = "FILES", value_delimiter = ',', requires = "vyre")]
@@ -132,6 +144,9 @@ pub fn run(a: &Args) -> i32 {
     }
     if let Some(n) = a.fuzz {
         return run_fuzz(a, n);
+    }
+    if let Some(n) = a.fuzz_pipelines {
+        return run_fuzz_pipelines(a, n);
     }
     let files = fixture_files(&a.fixtures);
     if files.is_empty() {
@@ -285,6 +300,75 @@ fn run_fuzz(a: &Args, n: u64) -> i32 {
     } else {
         1
     }
+}
+
+/// `selftest --fuzz-pipelines N` (`runtime::fuzz_pipelines`); exit 1 on any finding.
+fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
+    use crate::runtime::fuzz_pipelines::{
+        default_pipeline_out_dir, pipeline_summary, PipelineFuzzOptions,
+    };
+    let mut rt = match a.gpu.open() {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let opts = PipelineFuzzOptions {
+        count: n,
+        seed: a.seed,
+        out: a.out.clone().unwrap_or_else(default_pipeline_out_dir),
+        timeout: std::time::Duration::from_millis(a.timeout.max(1)),
+    };
+    let json = a.json;
+    if !json {
+        let d = rt.caps();
+        outln!(
+            "fuzz-pipelines: {n} generated pipelines from seed {} on {} (sm_{}{}), separate and fused, against the reference interpreter",
+            a.seed,
+            d.name,
+            d.cc_major,
+            d.cc_minor
+        );
+    }
+    let rep = rt.fuzz_pipelines(&opts, &mut |done, finding| {
+        if json {
+            return;
+        }
+        if let Some(f) = finding {
+            outln!(
+                "{} seed {}: {}",
+                f.kind.to_uppercase(),
+                f.seed,
+                crate::util::terminal_safe(&f.detail)
+            );
+            if let Some(file) = &f.file {
+                outln!(
+                    "  replay: vyrescope run {} --backend cuda --both",
+                    file.display()
+                );
+            }
+        }
+        if done % 100 == 0 {
+            outln!("  {done} / {n} done");
+        }
+    });
+    if json {
+        match serde_json::to_string_pretty(&rep) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        outln!("{}", pipeline_summary(&rep));
+        if !rep.findings.is_empty() {
+            outln!(
+                "failing pipelines and their plans are in {}",
+                rep.out.display()
+            );
+        }
+        outln!(
+            "selftest --fuzz-pipelines {}",
+            if rep.passed { "PASSED" } else { "FAILED" }
+        );
+    }
+    i32::from(!rep.passed)
 }
 
 /// Every pipeline fixture in `dir` in both forms, verified (empty when `dir` is missing).

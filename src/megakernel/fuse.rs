@@ -20,12 +20,16 @@
 //!   guarded, so every thread still reaches the separations (see [`rewrite::lower_returns`]);
 //! - a step whose grid differs from the launch grid (a persistent grid, or steps of different
 //!   grids) runs in a loop over virtual workgroups with `gid`, `wgid`, `nwg` replaced by the
-//!   virtual ones (see [`rewrite::VirtualLoop`]).
+//!   virtual ones (see [`rewrite::VirtualLoop`]);
+//! - the block is the largest workgroup size of the group; a smaller step runs on virtual
+//!   workgroups of its own size and masks the extra threads (see [`mask`] and
+//!   `super::mixed`).
 //!
 //! The fused Program is validated; a Program the validator rejects is a [`FuseError`] naming
 //! the step and its own node.
 
 mod forward;
+mod mask;
 mod rewrite;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -47,8 +51,9 @@ use rewrite::{Renamer, VirtualLoop, SYNTHETIC};
 pub struct FusedKernel {
     /// The fused Program (valid: the validator reports no error on it).
     pub program: Program,
-    /// Its launch: the group's workgroup size; the grid is `[persistent_blocks, 1, 1]`, or the
-    /// steps' common grid, or `[most workgroups of any step, 1, 1]` when the grids differ.
+    /// Its launch: the group's largest workgroup size; the grid is `[persistent_blocks, 1, 1]`, or the
+    /// steps' common grid (one workgroup size), or `[most workgroups of any step, 1, 1]` when the grids
+    /// or workgroup sizes differ.
     pub shape: LaunchShape,
     /// `buffers[i]` is the pipeline buffer behind the fused Program's host buffer `i` (binding
     /// `i`; the buffer has the same name).
@@ -271,8 +276,8 @@ fn forward_input(
     input
 }
 
-/// The spec must name existing steps with one separation between each pair, and all steps
-/// must share one valid workgroup size.
+/// The spec must name existing steps with one separation between each pair, and the steps'
+/// workgroup sizes must be able to share one block (`super::mixed`).
 fn check_spec(
     pipeline: &Pipeline,
     shapes: &[LaunchShape],
@@ -352,19 +357,39 @@ fn check_spec(
             ));
         }
     }
-    let wg = shapes[spec.steps[0]].workgroup_size;
-    for &k in &spec.steps {
-        let s = shapes[k];
-        if s.workgroup_size != wg {
+    let sizes: Vec<(usize, [u32; 3], bool)> = spec
+        .steps
+        .iter()
+        .map(|&k| {
+            let sub = crate::megakernel::mixed::uses_subgroup_ops(&pipeline.steps[k].program);
+            (k, shapes[k].workgroup_size, sub)
+        })
+        .collect();
+    crate::megakernel::mixed::check_sizes(&sizes).map_err(|why| {
+        err(
+            format!("{group}: {why}"),
+            "fuse only steps whose workgroup sizes can share a block (see `vyrescope plan`)",
+        )
+    })?;
+    for (sep, w) in spec.separations.iter().zip(spec.steps.windows(2)) {
+        let weak = matches!(sep.kind, DepKind::Invocation | DepKind::Workgroup);
+        let (a, b) = (shapes[w[0]].workgroup_size, shapes[w[1]].workgroup_size);
+        if weak && a != b {
             return Err(err(
                 format!(
-                    "{group}: step {k} runs workgroups of {:?} but step {} of {wg:?}",
-                    s.workgroup_size, spec.steps[0]
+                    "{group}: a `{}` separation between steps {} and {} of different workgroup \
+                     sizes ({a:?} and {b:?})",
+                    sep.kind.name(),
+                    w[0],
+                    w[1]
                 ),
-                "fuse only steps with one workgroup size (set `workgroup_size` on the steps)",
+                "separate steps of different workgroup sizes by a grid barrier",
             ));
         }
-        s.check()
+    }
+    for &k in &spec.steps {
+        shapes[k]
+            .check()
             .map_err(|e| err(format!("{group}: step {k}: {}", e.message), e.fix))?;
     }
     Ok(())
@@ -377,6 +402,12 @@ fn launch_shape(
     group: &str,
 ) -> Result<LaunchShape, FuseError> {
     let first = shapes[spec.steps[0]];
+    let block =
+        crate::megakernel::mixed::block_size(spec.steps.iter().map(|&k| shapes[k].workgroup_size));
+    let one_size = spec
+        .steps
+        .iter()
+        .all(|&k| shapes[k].workgroup_size == first.workgroup_size);
     let grid = match spec.persistent_blocks {
         Some(0) => {
             return Err(err(
@@ -385,7 +416,7 @@ fn launch_shape(
             ))
         }
         Some(p) => [p, 1, 1],
-        None if spec.steps.iter().all(|&k| shapes[k].grid == first.grid) => first.grid,
+        None if one_size && spec.steps.iter().all(|&k| shapes[k].grid == first.grid) => first.grid,
         None => {
             let most = spec
                 .steps
@@ -412,7 +443,7 @@ fn launch_shape(
         ));
     }
     let shape = LaunchShape {
-        workgroup_size: first.workgroup_size,
+        workgroup_size: block,
         grid,
     };
     shape
@@ -500,7 +531,9 @@ fn step_stmt(
     group: &str,
 ) -> Result<Stmt, FuseError> {
     let mut stmts = program.body.clone();
-    let wrapped = step_shape.grid != launch.grid;
+    // A step smaller than the block runs on virtual workgroups of its own size, masked.
+    let smaller = step_shape.workgroup_size != launch.workgroup_size;
+    let wrapped = step_shape.grid != launch.grid || smaller;
     let prefix = format!("f{k}_");
     let mut virtual_loop = None;
     if wrapped {
@@ -533,7 +566,7 @@ fn step_stmt(
             grid: step_shape.grid,
             workgroups,
             launch_workgroups: p,
-            workgroup_size: launch.workgroup_size,
+            workgroup_size: step_shape.workgroup_size,
             used: rewrite::used_ids(&stmts),
         });
     }
@@ -556,6 +589,9 @@ fn step_stmt(
         let alive = format!("{prefix}alive");
         stmts = rewrite::lower_returns(stmts, &alive);
         stmts.insert(0, rewrite::let_(&alive, rewrite::bool_lit(true)));
+    }
+    if smaller {
+        stmts = mask::mask(stmts, step_shape.workgroup_size[0]);
     }
     let mut wrapped = match virtual_loop {
         Some(v) => v.wrap(stmts),

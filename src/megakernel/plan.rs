@@ -12,7 +12,8 @@
 //! # Grouping
 //! Steps are taken in pipeline order; a step joins the current group unless (each a recorded
 //! fusion break with its reason): it or the group uses its own grid barrier (it must stay its
-//! own cooperative launch); its workgroup size differs (virtual workgroups are blocks);
+//! own cooperative launch); its workgroup size cannot share a block with the group's (see
+//! `super::mixed`: the block is the largest size and smaller steps mask the extra threads);
 //! the fused shared memory (the sum of the steps' workgroup buffers) does not fit a block;
 //! the fused kernel would not launch; its estimated occupancy (registers: the maximum of the
 //! steps', shared memory: the sum) falls below [`PlanOptions::min_occupancy_pct`] while the
@@ -102,10 +103,14 @@ pub struct Group {
     pub waves: Vec<Vec<usize>>,
     /// The separation at each wave boundary (`invocation`: none needed).
     pub barriers: Vec<Separation>,
-    /// Threads per block.
+    /// Threads per block: the largest workgroup size of the group's steps.
     pub workgroup_size: [u32; 3],
     /// Each step's grid (workgroups), in `steps` order.
     pub step_grids: Vec<[u32; 3]>,
+    /// Each step's own workgroup size, in `steps` order. When they differ the group is a
+    /// mixed-size launch: a step smaller than the block masks the block's extra threads.
+    #[serde(default)]
+    pub step_workgroup_sizes: Vec<[u32; 3]>,
     /// Registers per thread assumed for the fused kernel (the maximum of its steps').
     pub registers: u32,
     /// Shared memory per block (the sum of the steps' workgroup buffers).
@@ -117,6 +122,13 @@ pub struct Group {
 }
 
 impl Group {
+    /// True when the group's steps run different workgroup sizes in one launch.
+    pub fn mixed_workgroup_sizes(&self) -> bool {
+        self.step_workgroup_sizes
+            .iter()
+            .any(|w| *w != self.workgroup_size)
+    }
+
     /// Grid barriers inside the group.
     pub fn grid_barriers(&self) -> usize {
         self.barriers
@@ -138,6 +150,12 @@ impl Group {
                 .position(|&x| x == s)
                 .and_then(|i| self.step_grids.get(i))
         };
+        let wg_of = |s: usize| {
+            self.steps
+                .iter()
+                .position(|&x| x == s)
+                .and_then(|i| self.step_workgroup_sizes.get(i))
+        };
         let mut separations: Vec<Separation> = Vec::new();
         for (w, wave) in self.waves.iter().enumerate() {
             for (i, &s) in wave.iter().enumerate() {
@@ -151,7 +169,7 @@ impl Group {
                     let mut b = b.clone();
                     let next = self.waves.get(w + 1).and_then(|n| n.first()).copied();
                     if b.kind == DepKind::Invocation
-                        && next.is_some_and(|n| grid_of(n) != grid_of(s))
+                        && next.is_some_and(|n| grid_of(n) != grid_of(s) || wg_of(n) != wg_of(s))
                     {
                         b.kind = DepKind::None;
                     }
@@ -232,6 +250,8 @@ struct StepRes {
     regs: u32,
     smem: u64,
     grid_barrier: bool,
+    /// Uses `shuffle`, `subgroup_reduce` or `ballot` (see `mixed::subgroup_exact`).
+    subgroup_ops: bool,
 }
 
 /// The fused resources of a set of steps.
@@ -251,7 +271,8 @@ fn fused(caps: &DeviceCaps, steps: &[StepRes]) -> Fused {
         .max()
         .unwrap_or(DEFAULT_REGISTERS);
     let smem: u64 = steps.iter().map(|s| s.smem).sum();
-    let threads = steps.first().map_or(1, |s| s.threads);
+    // Mixed workgroup sizes run as blocks of the largest.
+    let threads = steps.iter().map(|s| s.threads).max().unwrap_or(1);
     let res = KernelResources {
         regs_per_thread: regs,
         ..KernelResources::default()
@@ -298,6 +319,7 @@ pub fn plan(
                 .unwrap_or(DEFAULT_REGISTERS),
             smem: workgroup_bytes(&step.program),
             grid_barrier: has_grid_barrier(&step.program),
+            subgroup_ops: super::mixed::uses_subgroup_ops(&step.program),
         })
         .collect();
 
@@ -372,13 +394,12 @@ fn can_join(
             "step {g} has its own grid barrier, so it stays its own cooperative launch"
         ));
     }
-    let first = res[group[0]];
-    if me.wg != first.wg {
-        return Err(format!(
-            "workgroup size {:?} differs from the group's {:?} (virtual workgroups run as blocks of one size)",
-            me.wg, first.wg
-        ));
-    }
+    let sizes: Vec<(usize, [u32; 3], bool)> = group
+        .iter()
+        .chain([&s])
+        .map(|&g| (g, res[g].wg, res[g].subgroup_ops))
+        .collect();
+    super::mixed::check_sizes(&sizes)?;
     let parts: Vec<StepRes> = group.iter().map(|&g| res[g]).collect();
     let mut all = parts.clone();
     all.push(me);
@@ -452,13 +473,13 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         let (kind, reason) = if let Some(d) = find(seg, DepKind::Grid) {
             (DepKind::Grid, explain(Some(d)))
         } else if let Some(d) = find(region, DepKind::Workgroup) {
-            if res[prev].grid == res[b].grid {
+            if res[prev].grid == res[b].grid && res[prev].wg == res[b].wg {
                 (DepKind::Workgroup, explain(Some(d)))
             } else {
                 (
                     DepKind::Grid,
                     format!(
-                        "{} (a workgroup barrier, but between steps {prev} and {b} of different grids, which fused emission separates by a grid barrier)",
+                        "{} (a workgroup barrier, but between steps {prev} and {b} of different grids or workgroup sizes, which fused emission separates by a grid barrier)",
                         explain(Some(d))
                     ),
                 )
@@ -497,8 +518,9 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         steps: m.to_vec(),
         waves,
         barriers,
-        workgroup_size: parts[0].wg,
+        workgroup_size: super::mixed::block_size(parts.iter().map(|p| p.wg)),
         step_grids: parts.iter().map(|p| p.grid).collect(),
+        step_workgroup_sizes: parts.iter().map(|p| p.wg).collect(),
         registers: f.regs,
         shared_bytes: f.smem,
         coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),

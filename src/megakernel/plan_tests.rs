@@ -177,7 +177,7 @@ fn workgroup_barriers_are_shared_by_overlapping_dependences() {
 }
 
 #[test]
-fn different_workgroup_sizes_break_fusion() {
+fn different_workgroup_sizes_share_one_launch() {
     let small = [128, 1, 1];
     let plan = plan_of(
         vec![
@@ -187,12 +187,73 @@ fn different_workgroup_sizes_break_fusion() {
         &[S, shape(small, [32, 1, 1])],
         &h200(),
     );
-    assert_eq!(plan.launches, 2);
-    assert_eq!(plan.fusion_breaks.len(), 1);
-    assert_eq!(plan.fusion_breaks[0].step, 1);
-    assert!(plan.fusion_breaks[0].reason.contains("workgroup size"));
-    assert!(plan.groups.iter().all(|g| g.kind == GroupKind::Launch));
+    assert_eq!(plan.launches, 1, "{:?}", plan.fusion_breaks);
+    let g = &plan.groups[0];
+    assert!(g.mixed_workgroup_sizes());
+    assert_eq!(g.workgroup_size, [256, 1, 1]);
+    assert_eq!(g.step_workgroup_sizes, vec![WG, small]);
+    // Steps of different launch shapes: the dependence is `grid`, so is the separation.
+    assert_eq!(g.barriers.len(), 1);
+    assert_eq!(g.barriers[0].kind, DepKind::Grid);
+    assert_eq!(g.kind, GroupKind::Megakernel);
+    // The spec fused emission gets keeps that grid barrier.
+    assert_eq!(g.spec().separations[0].kind, DepKind::Grid);
+}
+
+#[test]
+fn mixed_sizes_without_dependence_need_no_barrier() {
+    let small = [32, 1, 1];
+    let plan = plan_of(
+        vec![
+            (copy("a", WG, GID, GID), &[("src", "x"), ("dst", "y")]),
+            (copy("b", small, GID, GID), &[("src", "z"), ("dst", "w")]),
+        ],
+        &[S, shape(small, [4, 1, 1])],
+        &h200(),
+    );
+    assert_eq!(plan.launches, 1);
     assert_eq!(plan.grid_barriers, 0);
+    assert_eq!(plan.groups[0].kind, GroupKind::Launch);
+    assert!(plan.groups[0].mixed_workgroup_sizes());
+}
+
+#[test]
+fn unmappable_mixed_sizes_break_fusion() {
+    // A multi-dimensional workgroup next to a one-dimensional one.
+    let square = [16, 16, 1];
+    let plan = plan_of(
+        vec![
+            (copy("a", WG, GID, GID), &[("src", "x"), ("dst", "y")]),
+            (copy("b", square, "0", "0"), &[("src", "y"), ("dst", "z")]),
+        ],
+        &[S, shape(square, [1, 1, 1])],
+        &h200(),
+    );
+    assert_eq!(plan.launches, 2);
+    assert_eq!(plan.fusion_breaks[0].step, 1);
+    assert!(
+        plan.fusion_breaks[0].reason.contains("multi-dimensional"),
+        "{}",
+        plan.fusion_breaks[0].reason
+    );
+    // A 48-thread step with a subgroup reduction in a block of 256.
+    let sub = program(
+        "sub",
+        [48, 1, 1],
+        &[("src", "read"), ("dst", "read_write")],
+        r#"[{"store": "dst", "index": {"gid": "x"}, "value": {"subgroup_reduce": "add", "value": {"load": "src", "index": {"gid": "x"}}}}]"#,
+    );
+    let plan = plan_of(
+        vec![
+            (copy("a", WG, GID, GID), &[("src", "x"), ("dst", "y")]),
+            (sub, &[("src", "y"), ("dst", "z")]),
+        ],
+        &[S, shape([48, 1, 1], [10, 1, 1])],
+        &h200(),
+    );
+    assert_eq!(plan.launches, 2);
+    let why = &plan.fusion_breaks[0].reason;
+    assert!(why.contains("step 1") && why.contains("subgroup"), "{why}");
 }
 
 #[test]

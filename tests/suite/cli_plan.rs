@@ -87,13 +87,15 @@ fn fixtures_show_each_barrier_kind() {
         .contains("partial"));
     assert!(red["coresident_blocks"].as_u64().unwrap() > 0);
     assert_eq!(red["shared_bytes"], 1024);
+    // Workgroup sizes 256 and 128 share one launch of 256-thread blocks.
     let pair = json(&["fixtures/pipelines/independent_pair.json"], &cache);
-    assert_eq!(pair["launches"], 2);
-    assert_eq!(pair["fusion_breaks"][0]["step"], 1);
-    assert!(pair["fusion_breaks"][0]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("workgroup size"));
+    assert_eq!(pair["launches"], 1);
+    let g = &pair["groups"][0];
+    assert_eq!(g["workgroup_size"], serde_json::json!([256, 1, 1]));
+    assert_eq!(
+        g["step_workgroup_sizes"],
+        serde_json::json!([[256, 1, 1], [128, 1, 1]])
+    );
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -118,7 +120,7 @@ fn human_output_lists_waves_barriers_and_breaks() {
     );
     assert_eq!(code, 0);
     assert!(
-        out.contains("fusion breaks:\n  before step 1: workgroup size"),
+        out.contains("mixed workgroup sizes in one launch (step 0 256x1x1, step 1 128x1x1)"),
         "{out}"
     );
 }

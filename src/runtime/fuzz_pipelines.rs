@@ -1,0 +1,384 @@
+//! `selftest --fuzz-pipelines`: generated pipelines ([`crate::gen::random_pipeline`]: chains
+//! and DAGs of race-free steps with mixed workgroup sizes, neighbour reads, reductions,
+//! folds and histograms) planned, fused and run on the GPU in both forms (separate launches
+//! and the megakernel plan), each compared with the reference interpreter running the steps
+//! one by one.
+//!
+//! The watchdog: every launch sequence runs under the per-sequence timeout of the runtime
+//! (which, like `selftest --fuzz`, turns a kernel that does not finish into a `timeout`
+//! error and stops fuzzing when the context cannot be used any more). Every failing pipeline
+//! is written to the out folder with its plan, so `vyrescope run FILE --backend cuda --both`
+//! and `vyrescope plan FILE` replay it.
+//!
+//! [`fused_on_interpreter`] is the same comparison without a GPU: every fused kernel of the
+//! plan runs on the interpreter; the tests run it over a few hundred seeds.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::pipeline_gpu::{run_pipeline_forms, Forms, PipelineGpuOptions};
+use super::Runtime;
+use crate::emit::grid_sync::GridBarrier;
+use crate::gen::random_pipeline;
+use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
+use crate::inputs::HostBuffer;
+use crate::interp;
+use crate::ir::{Access, Fill, InputSource, Pipeline};
+use crate::megakernel::fuse_group;
+use crate::megakernel::plan::{plan, Plan, PlanOptions};
+use crate::occupancy::DeviceCaps;
+
+/// What to fuzz.
+#[derive(Debug, Clone)]
+pub struct PipelineFuzzOptions {
+    /// Pipelines to generate.
+    pub count: u64,
+    /// Seed of the first pipeline; pipeline `k` uses `seed + k`.
+    pub seed: u64,
+    /// Folder the failing pipelines and their plans are written to.
+    pub out: PathBuf,
+    /// Per-sequence timeout (the watchdog).
+    pub timeout: Duration,
+}
+
+/// One pipeline that failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PipelineFinding {
+    /// The pipeline's seed.
+    pub seed: u64,
+    /// "mismatch", "timeout", "fault" or "error".
+    pub kind: String,
+    /// What failed.
+    pub detail: String,
+    /// The pipeline file written for replay.
+    pub file: Option<PathBuf>,
+}
+
+/// The outcome of a pipeline fuzz run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PipelineFuzzReport {
+    /// Pipelines generated.
+    pub pipelines: u64,
+    /// Pipelines whose both forms equalled the interpreter.
+    pub agreed: u64,
+    /// Launches over all agreeing pipelines run separately / fused.
+    pub separate_launches: u64,
+    /// See `separate_launches`.
+    pub fused_launches: u64,
+    /// Fused groups that mixed workgroup sizes.
+    pub mixed_groups: u64,
+    /// Every failure.
+    pub findings: Vec<PipelineFinding>,
+    /// Where failing pipelines are written.
+    pub out: PathBuf,
+    /// True when there is no finding.
+    pub passed: bool,
+}
+
+/// The default out folder: `~/.cache/vyrescope/fuzz-pipelines`, else the temp folder.
+pub fn default_pipeline_out_dir() -> PathBuf {
+    dirs::cache_dir()
+        .map(|d| d.join("vyrescope").join("fuzz-pipelines"))
+        .unwrap_or_else(|| std::env::temp_dir().join("vyrescope-fuzz-pipelines"))
+}
+
+fn prepare(p: &Pipeline) -> Result<PreparedPipeline, String> {
+    // Generated pipelines read no files; the folder only anchors the (unused) file rule.
+    prepare_pipeline(p, &std::env::temp_dir()).map_err(|e| e.to_string())
+}
+
+/// Plans `p` for `caps` (its steps' shapes from `prepared`).
+pub fn plan_for(
+    p: &Pipeline,
+    prepared: &PreparedPipeline,
+    caps: &DeviceCaps,
+) -> Result<Plan, String> {
+    let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+    plan(p, &shapes, &PlanOptions::new(caps.clone())).map_err(|e| e.to_string())
+}
+
+/// Runs `p` as its plan's fused kernels on the interpreter and as separate steps, and
+/// compares every buffer bit for bit; returns the plan. The error names the buffer and the
+/// first element that differs.
+pub fn fused_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, String> {
+    let initial = prepare(p)?;
+    let mut reference = initial.clone();
+    interp::pipeline::run_pipeline(p, &mut reference, &interp::Options::default())
+        .map_err(|e| format!("reference: {e}"))?;
+    let plan = plan_for(p, &initial, caps)?;
+    let shapes: Vec<_> = initial.steps.iter().map(|s| s.shape).collect();
+    let mut mem = initial;
+    for (gi, g) in plan.groups.iter().enumerate() {
+        let k = fuse_group(p, &shapes, &g.spec()).map_err(|e| format!("group {gi}: {e}"))?;
+        let mut bufs = Vec::new();
+        for (slot, name) in k.buffers.iter().enumerate() {
+            let b = mem
+                .buffers
+                .iter()
+                .find(|b| &b.name == name)
+                .ok_or_else(|| format!("group {gi}: no buffer `{name}`"))?;
+            bufs.push(HostBuffer {
+                name: name.clone(),
+                elem: b.elem,
+                access: Access::ReadWrite,
+                binding: slot as u32,
+                data: b.data.clone(),
+            });
+        }
+        interp::run(&k.program, &k.shape, &mut bufs)
+            .map_err(|e| format!("group {gi} (fused): {e}"))?;
+        for hb in bufs {
+            if let Some(b) = mem.buffers.iter_mut().find(|b| b.name == hb.name) {
+                b.data = hb.data;
+            }
+        }
+    }
+    for (want, got) in reference.buffers.iter().zip(&mem.buffers) {
+        if want.transient || want.data == got.data {
+            continue;
+        }
+        let size = want.elem.size_bytes();
+        let at = (0..want.data.len() / size)
+            .find(|&i| want.data[i * size..(i + 1) * size] != got.data[i * size..(i + 1) * size])
+            .unwrap_or(0);
+        return Err(format!(
+            "buffer `{}` differs first at element {at} (fused kernels against the steps one by one)",
+            want.name
+        ));
+    }
+    Ok(plan)
+}
+
+/// `p` as a pipeline file with inline Programs (what `vyrescope run` reads back).
+pub fn pipeline_json(p: &Pipeline) -> Result<String, String> {
+    let mut buffers = Map::new();
+    for b in &p.buffers {
+        let mut o = Map::new();
+        o.insert("type".into(), json!(b.elem.to_string()));
+        if let Some(n) = b.contents.len {
+            o.insert("len".into(), json!(n));
+        }
+        match &b.contents.source {
+            InputSource::Fill(Fill::Random { seed, range }) => {
+                o.insert("fill".into(), json!("random"));
+                o.insert("seed".into(), json!(seed));
+                if let Some((lo, hi)) = range {
+                    o.insert("range".into(), json!([lo, hi]));
+                }
+            }
+            InputSource::Fill(Fill::Zeros) => {
+                o.insert("fill".into(), json!("zeros"));
+            }
+            other => return Err(format!("buffer `{}`: cannot write {other:?}", b.name)),
+        }
+        if b.transient {
+            o.insert("transient".into(), json!(true));
+        }
+        buffers.insert(b.name.clone(), Value::Object(o));
+    }
+    // Programs are spliced in as written: a statement's first key is its kind, an order that
+    // a `serde_json::Value` (sorted keys) would lose.
+    let mut steps = Vec::new();
+    let mut programs = Vec::new();
+    for (k, s) in p.steps.iter().enumerate() {
+        programs.push(crate::ir::write::program_to_json(&s.program).map_err(|e| e.to_string())?);
+        let bind: Map<String, Value> = s.bind.iter().map(|(a, b)| (a.clone(), json!(b))).collect();
+        let mut o = Map::new();
+        o.insert("program".into(), json!(format!("{PLACEHOLDER}{k}")));
+        o.insert("bind".into(), Value::Object(bind));
+        if let Some(g) = s.grid {
+            o.insert("grid".into(), json!(g));
+        }
+        steps.push(Value::Object(o));
+    }
+    let v = json!({
+        "format": 1,
+        "pipeline": p.name,
+        "doc": p.doc,
+        "buffers": buffers,
+        "steps": steps,
+    });
+    let mut text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+    for (k, prog) in programs.iter().enumerate().rev() {
+        text = text.replace(&format!("\"{PLACEHOLDER}{k}\""), prog);
+    }
+    Ok(text)
+}
+
+/// Stands for step k's Program in the text before it is spliced in (no generated name
+/// contains it).
+const PLACEHOLDER: &str = "@program-of-step-";
+
+/// Writes `<dir>/pipeline_<seed>.json` and, when planned, `<dir>/pipeline_<seed>.plan.json`.
+pub fn write_pipeline_case(
+    dir: &Path,
+    seed: u64,
+    p: &Pipeline,
+    plan: Option<&Plan>,
+) -> Result<PathBuf, String> {
+    let fix = "Fix: pass --out DIR with a writable folder";
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create {}: {e}\n  {fix}", dir.display()))?;
+    let path = dir.join(format!("pipeline_{seed:016x}.json"));
+    let text = pipeline_json(p)?;
+    crate::util::write_atomic(&path, format!("{text}\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}\n  {fix}", path.display()))?;
+    if let Some(plan) = plan {
+        let plan_path = dir.join(format!("pipeline_{seed:016x}.plan.json"));
+        let text = serde_json::to_string_pretty(plan).map_err(|e| e.to_string())?;
+        crate::util::write_atomic(&plan_path, format!("{text}\n").as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}\n  {fix}", plan_path.display()))?;
+    }
+    Ok(path)
+}
+
+fn kind_of(detail: &str) -> &'static str {
+    let d = detail.to_ascii_lowercase();
+    if d.contains("timed out") || d.contains("timeout") {
+        "timeout"
+    } else if d.contains("fault") || d.contains("illegal") {
+        "fault"
+    } else {
+        "error"
+    }
+}
+
+impl Runtime {
+    /// Runs the pipeline fuzz; `each` sees every finding as it happens and the count done.
+    pub fn fuzz_pipelines(
+        &mut self,
+        o: &PipelineFuzzOptions,
+        each: &mut dyn FnMut(u64, Option<&PipelineFinding>),
+    ) -> PipelineFuzzReport {
+        let mut rep = PipelineFuzzReport {
+            pipelines: 0,
+            agreed: 0,
+            separate_launches: 0,
+            fused_launches: 0,
+            mixed_groups: 0,
+            findings: Vec::new(),
+            out: o.out.clone(),
+            passed: true,
+        };
+        let opts = PipelineGpuOptions {
+            forms: Forms::Both,
+            repeat: 1,
+            timeout: Some(o.timeout),
+            fuel: interp::Options::default().fuel,
+            measure_topology: false,
+            grid_barrier: GridBarrier::default(),
+        };
+        let caps = self.caps().clone();
+        for k in 0..o.count {
+            let seed = o.seed.wrapping_add(k);
+            rep.pipelines += 1;
+            let p = match random_pipeline(seed) {
+                Ok(p) => p,
+                Err(e) => {
+                    rep.findings.push(PipelineFinding {
+                        seed,
+                        kind: "error".into(),
+                        detail: e,
+                        file: None,
+                    });
+                    each(k + 1, rep.findings.last());
+                    continue;
+                }
+            };
+            let mut prepared = match prepare(&p) {
+                Ok(x) => x,
+                Err(e) => {
+                    let file = write_pipeline_case(&o.out, seed, &p, None).ok();
+                    rep.findings.push(PipelineFinding {
+                        seed,
+                        kind: "error".into(),
+                        detail: e,
+                        file,
+                    });
+                    each(k + 1, rep.findings.last());
+                    continue;
+                }
+            };
+            let planned = plan_for(&p, &prepared, &caps).ok();
+            let outcome = run_pipeline_forms(self, &p, &mut prepared, &opts);
+            let found = match outcome {
+                Ok(r) if r.verified() => {
+                    rep.agreed += 1;
+                    rep.separate_launches += r.separate.as_ref().map_or(0, |f| f.launches) as u64;
+                    rep.fused_launches += r.megakernel.as_ref().map_or(0, |f| f.launches) as u64;
+                    rep.mixed_groups += r.plan.as_ref().map_or(0, |pl| {
+                        pl.groups
+                            .iter()
+                            .filter(|g| g.mixed_workgroup_sizes())
+                            .count()
+                    }) as u64;
+                    None
+                }
+                Ok(r) => {
+                    let which = |f: &Option<super::pipeline_gpu::FormReport>| {
+                        f.as_ref().is_some_and(|f| !f.parity.passed)
+                    };
+                    Some((
+                        "mismatch",
+                        format!(
+                            "differs from the interpreter: separate {}, fused {}",
+                            if which(&r.separate) { "DIFFERS" } else { "ok" },
+                            if which(&r.megakernel) {
+                                "DIFFERS"
+                            } else {
+                                "ok"
+                            }
+                        ),
+                    ))
+                }
+                Err(e) => {
+                    let line = e.lines().next().unwrap_or_default().to_string();
+                    Some((kind_of(&e), line))
+                }
+            };
+            match found {
+                Some((kind, detail)) => {
+                    let (file, detail) =
+                        match write_pipeline_case(&o.out, seed, &p, planned.as_ref()) {
+                            Ok(f) => (Some(f), detail),
+                            Err(w) => (None, format!("{detail} (not written: {w})")),
+                        };
+                    let stop = kind == "timeout" || kind == "fault";
+                    rep.findings.push(PipelineFinding {
+                        seed,
+                        kind: kind.into(),
+                        detail: if stop {
+                            format!("{detail} (fuzzing stopped: the context may be unusable)")
+                        } else {
+                            detail
+                        },
+                        file,
+                    });
+                    each(k + 1, rep.findings.last());
+                    if stop {
+                        break;
+                    }
+                }
+                None => each(k + 1, None),
+            }
+        }
+        rep.passed = rep.findings.is_empty();
+        rep
+    }
+}
+
+/// The summary line.
+pub fn pipeline_summary(rep: &PipelineFuzzReport) -> String {
+    format!(
+        "fuzz-pipelines: {} pipelines, {} agreed in both forms ({} separate launches, {} fused launches, {} mixed-size groups), {} mismatches or failures",
+        rep.pipelines,
+        rep.agreed,
+        rep.separate_launches,
+        rep.fused_launches,
+        rep.mixed_groups,
+        rep.findings.len()
+    )
+}

@@ -1,0 +1,132 @@
+//! The pipeline generator of `selftest --fuzz-pipelines` and its CPU-side check: generated
+//! pipelines are the same for the same seed, validate, plan, and their fused kernels run on
+//! the reference interpreter end bit for bit like the steps run one by one. Also the
+//! `hist_equalize` fixture: one launch of mixed workgroup sizes, equal to the host result.
+
+use std::path::Path;
+
+use vyrescope::gen::random_pipeline;
+use vyrescope::inputs::pipeline::prepare_pipeline;
+use vyrescope::interp;
+use vyrescope::ir::{load_pipeline, parse_pipeline};
+use vyrescope::occupancy::profiles;
+use vyrescope::runtime::fuzz_pipelines::{
+    fused_on_interpreter, pipeline_json, write_pipeline_case,
+};
+use vyrescope::validate::pipeline::has_error;
+use vyrescope::validate::pipeline::validate_pipeline;
+
+#[test]
+fn generator_is_deterministic_per_seed() {
+    for seed in [0u64, 1, 77, u64::MAX] {
+        let a = pipeline_json(&random_pipeline(seed).unwrap()).unwrap();
+        let b = pipeline_json(&random_pipeline(seed).unwrap()).unwrap();
+        assert_eq!(a, b, "seed {seed}");
+    }
+    let a = pipeline_json(&random_pipeline(5).unwrap()).unwrap();
+    let b = pipeline_json(&random_pipeline(6).unwrap()).unwrap();
+    assert_ne!(a, b);
+}
+
+#[test]
+fn generated_pipelines_validate_plan_and_fuse_exactly() {
+    let caps = profiles::load("h200").unwrap();
+    let (mut mixed, mut fused_steps, mut steps, mut barriers) = (0, 0, 0, 0);
+    for seed in 0..240u64 {
+        let p = random_pipeline(0xfeed_0000 + seed).unwrap();
+        let diags = validate_pipeline(&p);
+        assert!(!has_error(&diags), "seed {seed}: {diags:?}");
+        let plan = fused_on_interpreter(&p, &caps).unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}: {e}\n{}",
+                pipeline_json(&p).unwrap_or_default()
+            )
+        });
+        steps += p.steps.len();
+        fused_steps += plan
+            .groups
+            .iter()
+            .filter(|g| g.steps.len() > 1)
+            .map(|g| g.steps.len())
+            .sum::<usize>();
+        mixed += plan
+            .groups
+            .iter()
+            .filter(|g| g.mixed_workgroup_sizes())
+            .count();
+        barriers += plan.grid_barriers;
+    }
+    // The generator must exercise what it is for: fusion, mixed sizes, grid barriers.
+    assert!(mixed >= 100, "only {mixed} mixed-size groups");
+    assert!(
+        fused_steps * 2 >= steps,
+        "{fused_steps} of {steps} steps fused"
+    );
+    assert!(barriers >= 100, "{barriers} grid barriers");
+}
+
+#[test]
+fn written_pipelines_read_back_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = profiles::load("h200").unwrap();
+    for seed in [3u64, 0xdead_beef] {
+        let p = random_pipeline(seed).unwrap();
+        let plan = fused_on_interpreter(&p, &caps).unwrap();
+        let f = write_pipeline_case(&dir.path().join("out"), seed, &p, Some(&plan)).unwrap();
+        let back = load_pipeline(&f).unwrap();
+        assert_eq!(pipeline_json(&back).unwrap(), pipeline_json(&p).unwrap());
+        let plan_file = f.with_extension("plan.json");
+        let text = std::fs::read_to_string(&plan_file).unwrap();
+        assert!(text.contains("\"groups\""), "{text}");
+        // Unwritable destination: a clear error with a fix.
+        let file = dir.path().join("plain");
+        std::fs::write(&file, b"x").unwrap();
+        let e = write_pipeline_case(&file, seed, &p, None).unwrap_err();
+        assert!(e.contains("Fix: pass --out DIR"), "{e}");
+    }
+}
+
+#[test]
+fn hist_equalize_fixture_is_one_mixed_launch_and_exact() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/hist_equalize.json");
+    let p = load_pipeline(&path).unwrap();
+    let caps = profiles::load("h200").unwrap();
+    let plan = fused_on_interpreter(&p, &caps).unwrap();
+    assert_eq!(plan.launches, 1, "{:?}", plan.fusion_breaks);
+    assert!(plan.groups[0].mixed_workgroup_sizes());
+    assert_eq!(plan.groups[0].workgroup_size, [256, 1, 1]);
+
+    // The host computation from the fixture's (random) input.
+    let mut done = prepare_pipeline(&p, path.parent().unwrap()).unwrap();
+    let u32s = |name: &str, pp: &vyrescope::inputs::pipeline::PreparedPipeline| -> Vec<u32> {
+        let b = pp.buffers.iter().find(|b| b.name == name).unwrap();
+        b.data
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let x = u32s("x", &done);
+    assert_eq!(x.len(), 1 << 20);
+    assert!(x.iter().any(|&v| v > 1 << 20), "random input expected");
+    interp::pipeline::run_pipeline(&p, &mut done, &interp::Options::default()).unwrap();
+    let mut hist = [0u32; 256];
+    for &v in &x {
+        hist[(v & 255) as usize] += 1;
+    }
+    assert_eq!(u32s("hist", &done), hist.to_vec());
+    let mut cdf = [0u32; 256];
+    let mut acc = 0;
+    for (c, h) in cdf.iter_mut().zip(hist) {
+        acc += h;
+        *c = acc;
+    }
+    assert_eq!(u32s("cdf", &done), cdf.to_vec());
+    let want: Vec<u32> = x
+        .iter()
+        .map(|&v| cdf[(v & 255) as usize].wrapping_mul(255) / x.len() as u32)
+        .collect();
+    assert_eq!(u32s("y", &done), want);
+    // Parses again from its own text (the inline form `selftest` writes is not used here).
+    let text = std::fs::read_to_string(&path).unwrap();
+    parse_pipeline(&text, "hist_equalize.json", path.parent().unwrap()).unwrap();
+}

@@ -1,0 +1,249 @@
+//! Mixed workgroup sizes in one fused launch: steps of 256, 64, 32 and 1 threads share blocks
+//! of the largest size, the smaller ones masking the extra threads. Each case runs its steps one
+//! by one on the reference interpreter, then the fused Program once (ordinary and persistent
+//! grids), and every pipeline buffer must end bit for bit the same from random inputs; the
+//! fused PTX must assemble with ptxas (see `megakernel_fuse::check`).
+
+use vyrescope::ir::ElemType;
+use vyrescope::megakernel::{fuse_group, DepKind};
+
+use super::megakernel_fuse::{check, prog, rnd, Case, PERSISTENT};
+
+/// Elements: not a multiple of any workgroup size, so every step has a partial workgroup.
+const N: usize = 4096 + 77;
+
+fn grid(wg: usize) -> [u32; 3] {
+    [N.div_ceil(wg) as u32, 1, 1]
+}
+
+/// u32 host buffers `(name, access)`, bindings in order.
+fn bufs(list: &[(&str, &str)]) -> String {
+    list.iter()
+        .enumerate()
+        .map(|(i, (n, a))| {
+            format!(r#"{{"name": "{n}", "binding": {i}, "access": "{a}", "type": "u32"}}"#)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn histogram_one_thread_cdf_then_map() {
+    let hist = prog(
+        "hist",
+        [256, 1, 1],
+        &bufs(&[("x", "read"), ("h", "read_write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "x"}]}, "then": [
+             {"let": "old", "value": {"atomic": "add", "buffer": "h",
+               "index": {"and": [{"load": "x", "index": "i"}, 255]}, "value": 1}}]}"#,
+    );
+    let cdf = prog(
+        "cdf",
+        [1, 1, 1],
+        &bufs(&[("h", "read"), ("c", "write")]),
+        r#"{"let": "acc", "value": 0},
+           {"loop": "k", "from": 0, "to": 256, "body": [
+             {"assign": "acc", "value": {"add": ["acc", {"load": "h", "index": "k"}]}},
+             {"store": "c", "index": "k", "value": "acc"}]}"#,
+    );
+    let map = prog(
+        "map",
+        [256, 1, 1],
+        &bufs(&[("x", "read"), ("c", "read"), ("y", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "y"}]}, "then": [
+             {"store": "y", "index": "i", "value": {"div": [
+               {"mul": [{"load": "c", "index": {"and": [{"load": "x", "index": "i"}, 255]}}, 255]},
+               {"len": "x"}]}}]}"#,
+    );
+    let case = Case {
+        name: "hist_equalize",
+        buffers: vec![
+            ("x", ElemType::U32, N, rnd(101, 0.0, 1.0e6)),
+            ("h", ElemType::U32, 256, rnd(102, 0.0, 3.0)),
+            ("c", ElemType::U32, 256, rnd(103, 0.0, 1.0e6)),
+            ("y", ElemType::U32, N, rnd(104, 0.0, 1.0e6)),
+        ],
+        steps: vec![
+            (hist, vec![("x", "x"), ("h", "h")], grid(256)),
+            (cdf, vec![("h", "h"), ("c", "c")], [1, 1, 1]),
+            (map, vec![("x", "x"), ("c", "c"), ("y", "y")], grid(256)),
+        ],
+        seps: vec![DepKind::Grid, DepKind::Grid],
+        transient: vec![],
+    };
+    check(&case, &PERSISTENT);
+}
+
+/// A 32-thread tree reduction per workgroup (workgroup barriers in a loop, a workgroup-uniform
+/// return before them) between 256- and 64-thread steps, then two 32-thread steps separated by
+/// a workgroup barrier only.
+#[test]
+fn barriers_returns_and_shared_memory_in_smaller_steps() {
+    let scale = prog(
+        "scale",
+        [256, 1, 1],
+        &bufs(&[("x", "read"), ("y", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "y"}]}, "then": [
+             {"store": "y", "index": "i", "value": {"add": [{"mul": [{"load": "x", "index": "i"}, 3]}, 1]}}]}"#,
+    );
+    let block_sum = prog(
+        "block_sum32",
+        [32, 1, 1],
+        &format!(
+            r#"{}, {{"name": "tile", "access": "workgroup", "type": "u32", "count": 32}}"#,
+            bufs(&[("y", "read"), ("sums", "write")])
+        ),
+        r#"{"if": {"eq": [{"rem": [{"wgid": "x"}, 5]}, 3]}, "then": [{"return": {}}]},
+           {"store": "tile", "index": {"lid": "x"}, "value": {"load": "y", "index": {"gid": "x"}}},
+           {"barrier": "workgroup"},
+           {"loop": "r", "from": 0, "to": 5, "body": [
+             {"let": "h", "value": {"shr": [16, "r"]}},
+             {"if": {"lt": [{"lid": "x"}, "h"]}, "then": [
+               {"store": "tile", "index": {"lid": "x"}, "value": {"add": [
+                 {"load": "tile", "index": {"lid": "x"}},
+                 {"load": "tile", "index": {"add": [{"lid": "x"}, "h"]}}]}}]},
+             {"barrier": "workgroup"}]},
+           {"if": {"eq": [{"lid": "x"}, 0]}, "then": [
+             {"store": "sums", "index": {"wgid": "x"}, "value": {"load": "tile", "index": 0}}]}"#,
+    );
+    let add_sums = prog(
+        "add_sums",
+        [64, 1, 1],
+        &bufs(&[("y", "read"), ("sums", "read"), ("z", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "z"}]}, "then": [
+             {"store": "z", "index": "i", "value": {"xor": [{"load": "y", "index": "i"},
+               {"load": "sums", "index": {"div": ["i", 32]}}]}}]}"#,
+    );
+    let double = prog(
+        "double32",
+        [32, 1, 1],
+        &bufs(&[("z", "read"), ("w", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"store": "w", "index": "i", "value": {"mul": [{"load": "z", "index": "i"}, 2]}}"#,
+    );
+    let rotate = prog(
+        "rotate32",
+        [32, 1, 1],
+        &bufs(&[("w", "read"), ("out", "write")]),
+        r#"{"let": "j", "value": {"add": [{"mul": [{"wgid": "x"}, 32]}, {"rem": [{"add": [{"lid": "x"}, 7]}, 32]}]}},
+           {"store": "out", "index": {"gid": "x"}, "value": {"add": [{"load": "w", "index": "j"}, {"lid": "x"}]}}"#,
+    );
+    let case = Case {
+        name: "mixed_barriers",
+        buffers: vec![
+            ("x", ElemType::U32, N, rnd(111, 0.0, 1.0e6)),
+            ("y", ElemType::U32, N, rnd(112, 0.0, 1.0e6)),
+            ("sums", ElemType::U32, N.div_ceil(32), rnd(113, 0.0, 1.0e6)),
+            ("z", ElemType::U32, N, rnd(114, 0.0, 1.0e6)),
+            ("w", ElemType::U32, N, rnd(115, 0.0, 1.0e6)),
+            ("out", ElemType::U32, N, rnd(116, 0.0, 1.0e6)),
+        ],
+        steps: vec![
+            (scale, vec![("x", "x"), ("y", "y")], grid(256)),
+            (block_sum, vec![("y", "y"), ("sums", "sums")], grid(32)),
+            (
+                add_sums,
+                vec![("y", "y"), ("sums", "sums"), ("z", "z")],
+                grid(64),
+            ),
+            (double, vec![("z", "z"), ("w", "w")], grid(32)),
+            (rotate, vec![("w", "w"), ("out", "out")], grid(32)),
+        ],
+        seps: vec![
+            DepKind::Grid,
+            DepKind::Grid,
+            DepKind::Grid,
+            DepKind::Workgroup,
+        ],
+        transient: vec![],
+    };
+    check(&case, &PERSISTENT);
+}
+
+/// A 64-thread step reducing over its subgroups next to a 256-thread step: whole subgroups are
+/// masked, so the reduction sees exactly its own lanes.
+#[test]
+fn subgroup_operations_in_a_smaller_step() {
+    let scale = prog(
+        "scale",
+        [256, 1, 1],
+        &bufs(&[("x", "read"), ("y", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "y"}]}, "then": [
+             {"store": "y", "index": "i", "value": {"sub": [{"load": "x", "index": "i"}, 5]}}]}"#,
+    );
+    let warp_sum = prog(
+        "warp_sum64",
+        [64, 1, 1],
+        &bufs(&[("y", "read"), ("z", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"let": "s", "value": {"subgroup_reduce": "add", "value": {"load": "y", "index": "i"}}},
+           {"if": {"lt": ["i", {"len": "z"}]}, "then": [
+             {"store": "z", "index": "i", "value": {"add": ["s", {"lane": {}}]}}]}"#,
+    );
+    let case = Case {
+        name: "mixed_subgroups",
+        buffers: vec![
+            ("x", ElemType::U32, N, rnd(121, 0.0, 1.0e6)),
+            ("y", ElemType::U32, N, rnd(122, 0.0, 1.0e6)),
+            ("z", ElemType::U32, N, rnd(123, 0.0, 1.0e6)),
+        ],
+        steps: vec![
+            (scale, vec![("x", "x"), ("y", "y")], grid(256)),
+            (warp_sum, vec![("y", "y"), ("z", "z")], grid(64)),
+        ],
+        seps: vec![DepKind::Grid],
+        transient: vec![],
+    };
+    check(&case, &PERSISTENT);
+}
+
+#[test]
+fn weak_separations_between_sizes_and_unmappable_sizes_are_errors() {
+    let small = prog(
+        "small",
+        [32, 1, 1],
+        &bufs(&[("x", "read"), ("y", "write")]),
+        r#"{"store": "y", "index": {"gid": "x"}, "value": {"load": "x", "index": {"gid": "x"}}}"#,
+    );
+    let big = prog(
+        "big",
+        [128, 1, 1],
+        &bufs(&[("x", "read"), ("y", "write")]),
+        r#"{"store": "y", "index": {"gid": "x"}, "value": {"load": "x", "index": {"gid": "x"}}}"#,
+    );
+    let mut case = Case {
+        name: "bad_mixed",
+        buffers: vec![
+            ("a", ElemType::U32, N, rnd(131, 0.0, 9.0)),
+            ("b", ElemType::U32, N, rnd(132, 0.0, 9.0)),
+            ("c", ElemType::U32, N, rnd(133, 0.0, 9.0)),
+        ],
+        steps: vec![
+            (big, vec![("x", "a"), ("y", "b")], grid(128)),
+            (small, vec![("x", "b"), ("y", "c")], grid(32)),
+        ],
+        seps: vec![DepKind::Invocation],
+        transient: vec![],
+    };
+    let (pipeline, shapes) = case.pipeline();
+    let e = fuse_group(&pipeline, &shapes, &case.spec(None)).expect_err("invocation across sizes");
+    let text = e.to_string();
+    assert!(
+        text.contains("different workgroup sizes") && text.contains("Fix:"),
+        "{text}"
+    );
+    case.seps = vec![DepKind::Workgroup];
+    let (pipeline, shapes) = case.pipeline();
+    assert!(fuse_group(&pipeline, &shapes, &case.spec(None)).is_err());
+    // With a grid barrier the same pair fuses, into blocks of 128.
+    case.seps = vec![DepKind::Grid];
+    let (pipeline, shapes) = case.pipeline();
+    let k = fuse_group(&pipeline, &shapes, &case.spec(None)).expect("grid barrier: fuses");
+    assert_eq!(k.shape.workgroup_size, [128, 1, 1]);
+    check(&case, &[None, Some(5)]);
+}
