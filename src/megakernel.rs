@@ -76,8 +76,10 @@ pub struct FusedGroupSpec {
 }
 
 pub mod cache;
+pub mod dataflow;
 pub mod deps;
 pub mod plan;
+pub mod tiles;
 
 #[cfg(test)]
 pub(crate) mod test_support;

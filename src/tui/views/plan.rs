@@ -33,12 +33,17 @@ pub struct Boundary {
 pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
     let mut v = Vec::new();
     for (g, group) in plan.groups.iter().enumerate() {
-        for b in &group.barriers {
+        for (i, b) in group.barriers.iter().enumerate() {
+            // The dataflow label, worded as `plan` prints it.
+            let reason = match group.dataflow.boundaries.get(i) {
+                Some(d) => format!("{}\ndataflow: {}", b.reason, d.describe()),
+                None => b.reason.clone(),
+            };
             v.push(Boundary {
                 group: g,
                 after_step: b.after_step,
                 kind: kind_name(b.kind).into(),
-                reason: b.reason.clone(),
+                reason,
             });
         }
         if let (Some(next), Some(&last)) = (plan.groups.get(g + 1), group.steps.last()) {
