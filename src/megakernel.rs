@@ -80,6 +80,7 @@ pub mod dataflow;
 pub mod deps;
 pub mod plan;
 pub mod tiles;
+pub mod validate;
 
 #[cfg(test)]
 pub(crate) mod test_support;
