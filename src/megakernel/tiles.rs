@@ -79,6 +79,8 @@ impl ProducerSet {
     /// `producers` workgroups (empty when none).
     pub fn producers_of(self, q: u64, producers: u64) -> std::ops::RangeInclusive<u64> {
         let top = producers.saturating_sub(1);
+        // An empty `RangeInclusive`, the return type of every arm.
+        #[allow(clippy::reversed_empty_ranges)]
         let none = 1..=0;
         if producers == 0 {
             return none;
