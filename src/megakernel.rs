@@ -79,8 +79,11 @@ pub struct FusedGroupSpec {
 
 pub mod cache;
 pub mod cache_check;
+pub mod dataflow;
 pub mod deps;
 pub mod plan;
+pub mod tiles;
+pub mod validate;
 
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -185,6 +185,13 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
                 sizes.join(", ")
             );
         }
+        if g.dataflow.blocks > 0 {
+            let _ = writeln!(
+                o,
+                "  dataflow grid: {} blocks ({})",
+                g.dataflow.blocks, g.dataflow.blocks_reason
+            );
+        }
         for (wi, wave) in g.waves.iter().enumerate() {
             let steps: Vec<String> = wave.iter().map(|&s| format!("{s} ({})", name(s))).collect();
             let _ = writeln!(o, "  wave {wi}: step {}", steps.join(", step "));
@@ -195,6 +202,9 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
                     DepKind::Invocation | DepKind::None => "no barrier",
                 };
                 let _ = writeln!(o, "    -- {what} after step {}: {}", b.after_step, b.reason);
+                if let Some(d) = g.dataflow.boundaries.get(wi) {
+                    let _ = writeln!(o, "       dataflow: {}", d.describe());
+                }
             }
         }
     }

@@ -35,6 +35,7 @@ use crate::ir::Pipeline;
 use crate::occupancy::{estimate, DeviceCaps, KernelResources};
 use crate::shape::LaunchShape;
 
+use super::dataflow::{group_sync, GroupSync};
 use super::deps::{analyse, DepError, DepTable, Dependence};
 use super::{DepKind, FusedGroupSpec, Separation};
 
@@ -119,6 +120,9 @@ pub struct Group {
     pub coresident_blocks: u32,
     /// Estimated occupancy (percent of warp slots).
     pub occupancy_pct: f64,
+    /// What each boundary waits for under a dataflow schedule, and its persistent grid
+    /// (`super::dataflow`). Required, so a cached plan from before it is a miss.
+    pub dataflow: GroupSync,
 }
 
 impl Group {
@@ -338,10 +342,13 @@ pub fn plan(
         }
     }
 
-    let groups: Vec<Group> = members
+    let mut groups: Vec<Group> = members
         .iter()
         .map(|m| build_group(caps, &deps, &res, m))
         .collect();
+    for g in &mut groups {
+        g.dataflow = group_sync(pipeline, shapes, &deps, caps, g)?;
+    }
     let grid_barriers = groups.iter().map(Group::grid_barriers).sum();
     let persistent: Vec<u32> = groups
         .iter()
@@ -525,6 +532,7 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         shared_bytes: f.smem,
         coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),
         occupancy_pct: f.occupancy_pct,
+        dataflow: GroupSync::default(),
     }
 }
 

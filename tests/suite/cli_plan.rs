@@ -179,3 +179,29 @@ fn register_counts_change_the_plan() {
     );
     assert_eq!(v["launches"], 1, "{v}");
 }
+
+/// The dataflow view: the fold after per-workgroup partials is run by the last producer, the
+/// total is a broadcast of its one writer, and text and JSON use the same label names.
+#[test]
+fn dataflow_labels_name_fold_and_broadcast_in_text_and_json() {
+    let cache = cache_dir("dataflow");
+    let file = "fixtures/pipelines/reduce_total_normalize.json";
+    let v = json(&[file, "--no-cache"], &cache);
+    let g = &v["groups"][0]["dataflow"];
+    assert_eq!(g["boundaries"][0]["label"], "last_arriver_fold", "{g}");
+    assert_eq!(g["boundaries"][0]["waits"][0]["producers"]["kind"], "all");
+    assert_eq!(g["boundaries"][1]["label"], "broadcast", "{g}");
+    assert_eq!(g["boundaries"][1]["waits"][0]["producers"]["first"], 0);
+    assert!(g["blocks"].as_u64().is_some_and(|b| b > 0), "{g}");
+    let (code, text, err) = plan(&[file, "--no-cache"], &cache);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("dataflow: last_arriver_fold: step 1 waits for step 0 workgroups all"),
+        "{text}"
+    );
+    assert!(
+        text.contains("dataflow: broadcast: step 2 waits for step 1 workgroups 0"),
+        "{text}"
+    );
+    assert!(text.contains("dataflow grid: "), "{text}");
+}

@@ -27,18 +27,25 @@ pub struct Boundary {
     pub kind: String,
     /// Why.
     pub reason: String,
+    /// The dataflow label and waits, worded as `plan` prints them (empty between launches).
+    pub dataflow: String,
 }
 
 /// The plan's boundaries in execution order (the tab's selectable rows).
 pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
     let mut v = Vec::new();
     for (g, group) in plan.groups.iter().enumerate() {
-        for b in &group.barriers {
+        for (i, b) in group.barriers.iter().enumerate() {
             v.push(Boundary {
                 group: g,
                 after_step: b.after_step,
                 kind: kind_name(b.kind).into(),
                 reason: b.reason.clone(),
+                dataflow: group
+                    .dataflow
+                    .boundaries
+                    .get(i)
+                    .map_or_else(String::new, |d| d.describe()),
             });
         }
         if let (Some(next), Some(&last)) = (plan.groups.get(g + 1), group.steps.last()) {
@@ -53,6 +60,7 @@ pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
                 after_step: last,
                 kind: "launch".into(),
                 reason,
+                dataflow: String::new(),
             });
         }
     }
@@ -206,6 +214,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             Span::styled(b.reason.clone(), t.text),
         ])),
         None => lines.push(Line::from(Span::styled("one wave: no boundaries", t.dim))),
+    }
+    if let Some(b) = selected.filter(|b| !b.dataflow.is_empty()) {
+        lines.push(Line::from(vec![
+            Span::styled("dataflow: ", t.key),
+            Span::styled(b.dataflow.clone(), t.text),
+        ]));
     }
     if plan.fusion_breaks.is_empty() {
         lines.push(Line::from(Span::styled("fusion breaks: none", t.dim)));

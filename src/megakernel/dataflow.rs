@@ -1,0 +1,166 @@
+//! The dataflow view of a fused group: at each wave boundary, what every consumer step waits
+//! for ([`tiles::TileDep`] producer sets on every earlier step of the group it conflicts
+//! with), the label of the cheapest synchronisation that covers it, and the persistent grid a
+//! dataflow schedule would use.
+//!
+//! Counters do not compose like grid barriers: a grid barrier orders everything before it
+//! for every later step, a counter only what its waiters asked for. So each step waits for
+//! every earlier step of the group it has a grid-kind dependence on (not only those since the
+//! last barrier), and its waits sit at the boundary before its own wave.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ir::Pipeline;
+use crate::occupancy::DeviceCaps;
+use crate::shape::LaunchShape;
+
+use super::deps::{DepError, DepTable};
+use super::plan::Group;
+use super::tiles::{tile_dep, SyncLabel, TileDep};
+use super::DepKind;
+
+/// Blocks per SM of a dataflow persistent grid: few enough that every wait and the
+/// remaining all-to-all points involve few blocks, enough that a block waiting on a counter
+/// leaves another on its SM to run.
+pub const DATAFLOW_BLOCKS_PER_SM: u32 = 2;
+
+/// The synchronisation at one wave boundary of a group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundarySync {
+    /// The step after which the boundary sits (as in the group's `barriers`).
+    pub after_step: usize,
+    /// The cheapest synchronisation covering every wait (`none`, `invocation`, `workgroup`,
+    /// `broadcast`, `counter`, `last_arriver_fold`, `all_to_all`).
+    pub label: SyncLabel,
+    /// What each step of the next wave waits for.
+    pub waits: Vec<TileDep>,
+}
+
+impl BoundarySync {
+    /// The boundary as one line, as `plan` and the Plan tab show it: the label, then each
+    /// wait (`counter: step 1 waits for step 0 workgroups w-1..w+1`).
+    pub fn describe(&self) -> String {
+        let waits: Vec<String> = self
+            .waits
+            .iter()
+            .map(|t| {
+                format!(
+                    "step {} waits for step {} workgroups {} ({})",
+                    t.to,
+                    t.from,
+                    t.producers.describe(),
+                    t.label.name()
+                )
+            })
+            .collect();
+        if waits.is_empty() {
+            self.label.name().to_string()
+        } else {
+            format!("{}: {}", self.label.name(), waits.join("; "))
+        }
+    }
+}
+
+/// The dataflow view of a group (`plan --json`: `dataflow`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GroupSync {
+    /// One per entry of the group's `barriers`, in order.
+    pub boundaries: Vec<BoundarySync>,
+    /// Blocks of the persistent grid a dataflow schedule runs on (0 for an ordinary launch).
+    pub blocks: u32,
+    /// Why that many.
+    pub blocks_reason: String,
+}
+
+fn base_label(kind: DepKind) -> SyncLabel {
+    match kind {
+        DepKind::None => SyncLabel::None,
+        DepKind::Invocation => SyncLabel::Invocation,
+        DepKind::Workgroup => SyncLabel::Workgroup,
+        DepKind::Grid => SyncLabel::AllToAll,
+    }
+}
+
+/// The dataflow view of group `g` of a plan of `pipeline` (`shapes[i]`: step i's launch).
+pub fn group_sync(
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    deps: &DepTable,
+    caps: &DeviceCaps,
+    g: &Group,
+) -> Result<GroupSync, DepError> {
+    let grid_of = |s: usize| shapes.get(s).map(|x| x.grid);
+    let mut boundaries = Vec::with_capacity(g.barriers.len());
+    let mut before: Vec<usize> = g.waves.first().cloned().unwrap_or_default();
+    for (w, barrier) in g.barriers.iter().enumerate() {
+        let next = g.waves.get(w + 1).cloned().unwrap_or_default();
+        let mut waits = Vec::new();
+        for &b in &next {
+            for &a in &before {
+                let kind = deps.kind(a.min(b), a.max(b));
+                // Same-grid workgroup and invocation dependences stay block-local: the same
+                // virtual workgroup of both steps runs on the same block, in program order.
+                let cross = kind == DepKind::Grid
+                    || (kind == DepKind::Workgroup && grid_of(a) != grid_of(b));
+                if a < b && cross {
+                    waits.push(tile_dep(pipeline, shapes, a, b)?);
+                }
+            }
+        }
+        let label = if waits.is_empty() {
+            match barrier.kind {
+                // A grid barrier whose dependences are all block-local after all.
+                DepKind::Grid => SyncLabel::Workgroup,
+                k => base_label(k),
+            }
+        } else {
+            let worst = waits
+                .iter()
+                .map(|t| t.label)
+                .max()
+                .unwrap_or(SyncLabel::None);
+            // A block-local barrier still needs its `bar.sync` besides any waits.
+            worst.max(base_label(barrier.kind.min(DepKind::Workgroup)))
+        };
+        boundaries.push(BoundarySync {
+            after_step: barrier.after_step,
+            label,
+            waits,
+        });
+        before.extend(next);
+    }
+    let most = g
+        .steps
+        .iter()
+        .filter_map(|&s| shapes.get(s))
+        .map(|s| s.workgroups())
+        .max()
+        .unwrap_or(1);
+    let per_sm = caps.sm_count.saturating_mul(DATAFLOW_BLOCKS_PER_SM);
+    let persistent = boundaries.iter().any(|b| b.label > SyncLabel::Workgroup);
+    let (blocks, blocks_reason) = if !persistent {
+        (
+            0,
+            "no cross-workgroup wait: one ordinary launch".to_string(),
+        )
+    } else {
+        let cap = u64::from(per_sm.min(g.coresident_blocks).max(1));
+        let blocks = u32::try_from(cap.min(most)).unwrap_or(u32::MAX);
+        let why = if u64::from(blocks) == most {
+            format!("the largest step has {most} workgroups, fewer than {} ({DATAFLOW_BLOCKS_PER_SM} per SM x {} SMs, {} co-resident)", per_sm.min(g.coresident_blocks), caps.sm_count, g.coresident_blocks)
+        } else if per_sm <= g.coresident_blocks {
+            format!("{DATAFLOW_BLOCKS_PER_SM} blocks per SM x {} SMs: fewer blocks are cheaper to synchronise; every block is co-resident ({} fit)", caps.sm_count, g.coresident_blocks)
+        } else {
+            format!(
+                "the {} co-resident blocks (fewer than {DATAFLOW_BLOCKS_PER_SM} per SM fit)",
+                g.coresident_blocks
+            )
+        };
+        (blocks, why)
+    };
+    Ok(GroupSync {
+        boundaries,
+        blocks,
+        blocks_reason,
+    })
+}

@@ -1,0 +1,371 @@
+//! The plan validator: a dataflow schedule (tasks on blocks, waits on completion counters) is
+//! checked before it may run.
+//!
+//! A [`Schedule`] is what a dataflow megakernel does: every block of a persistent grid runs
+//! its list of tasks (one task = one virtual workgroup of one step) in order; a task first
+//! waits until the completion counter of every producer task it needs has reached the
+//! launch's target, runs, then adds one to its own counter. [`validate`] refuses a schedule
+//! unless:
+//! - every task of every step is assigned exactly once;
+//! - every wait names a producer step that runs before its consumer step;
+//! - the waits cover the required producer sets ([`super::tiles::TileDep`]) of every consumer
+//!   workgroup (a dropped wait or a producer set that is too small breaks the semantics);
+//! - running it, with every block resident and any interleaving, finishes: the simulation
+//!   runs every block as far as its waits allow until no block can move; a block left waiting
+//!   is a deadlock (a cycle, a wait that nothing satisfies, or a block waiting on a task
+//!   assigned after it to itself), reported with the task and what it waits for;
+//! - counters are reset between launches: the simulation runs two launches back to back, and
+//!   a wait satisfied by a count left from the previous launch, before its producer ran in
+//!   this one, is refused.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::tiles::{ProducerSet, TileDep};
+
+/// How completion counters start each launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CounterReset {
+    /// The runtime zeroes the counters before every launch; a wait targets 1.
+    Zeroed,
+    /// Counters are never zeroed; launch `e` (from 1) waits for the count `e`.
+    Epoch,
+    /// Neither (a broken schedule the validator must refuse): counters keep their counts
+    /// and a wait targets 1.
+    Kept,
+}
+
+/// One task: virtual workgroup `workgroup` of step `step`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Task {
+    /// Pipeline step index.
+    pub step: usize,
+    /// Virtual workgroup of that step.
+    pub workgroup: u64,
+}
+
+/// Every task of `consumer` waits for the counters of `producers` tasks of `producer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wait {
+    /// The waiting step.
+    pub consumer: usize,
+    /// The step waited for.
+    pub producer: usize,
+    /// Which of its workgroups.
+    pub producers: ProducerSet,
+}
+
+/// A dataflow schedule of one fused group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// `(step, workgroups)` of the group's steps in execution order.
+    pub steps: Vec<(usize, u64)>,
+    /// Each block's tasks in the order it runs them.
+    pub blocks: Vec<Vec<Task>>,
+    /// Every wait.
+    pub waits: Vec<Wait>,
+    /// How counters start each launch.
+    pub reset: CounterReset,
+}
+
+/// Why a schedule may not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("dataflow schedule: {message}\n  Fix: {fix}")]
+pub struct ScheduleError {
+    /// What is wrong, naming the task, step or wait.
+    pub message: String,
+    /// What to do.
+    pub fix: String,
+}
+
+fn fail<T>(message: String, fix: &str) -> Result<T, ScheduleError> {
+    Err(ScheduleError {
+        message,
+        fix: fix.to_string(),
+    })
+}
+
+const FIX_PLANNER: &str =
+    "this is a planner bug: run the pipeline with `--sync barrier` and report the pipeline file";
+
+impl Schedule {
+    /// The schedule a dataflow megakernel runs: the group's steps in order, virtual
+    /// workgroup `g` of every step on block `g % blocks`, each block taking its tasks step by
+    /// step; the waits of `deps` (those with a non-empty producer set).
+    pub fn round_robin(
+        steps: &[(usize, u64)],
+        blocks: u32,
+        deps: &[TileDep],
+        reset: CounterReset,
+    ) -> Schedule {
+        let n = u64::from(blocks.max(1));
+        let mut lists: Vec<Vec<Task>> = vec![Vec::new(); n as usize];
+        for &(step, wgs) in steps {
+            for g in 0..wgs {
+                lists[(g % n) as usize].push(Task { step, workgroup: g });
+            }
+        }
+        Schedule {
+            steps: steps.to_vec(),
+            blocks: lists,
+            waits: deps
+                .iter()
+                .filter(|d| d.producers != ProducerSet::Empty)
+                .map(|d| Wait {
+                    consumer: d.to,
+                    producer: d.from,
+                    producers: d.producers,
+                })
+                .collect(),
+            reset,
+        }
+    }
+
+    fn workgroups(&self, step: usize) -> Option<u64> {
+        self.steps.iter().find(|s| s.0 == step).map(|s| s.1)
+    }
+
+    fn position(&self, step: usize) -> Option<usize> {
+        self.steps.iter().position(|s| s.0 == step)
+    }
+}
+
+/// Checks `s` against the producer sets it must honour (see the module docs).
+pub fn validate(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
+    check_assignment(s)?;
+    check_waits(s)?;
+    check_coverage(s, required)?;
+    simulate(s)
+}
+
+fn check_assignment(s: &Schedule) -> Result<(), ScheduleError> {
+    let mut seen: BTreeMap<Task, usize> = BTreeMap::new();
+    for (b, list) in s.blocks.iter().enumerate() {
+        for &t in list {
+            let Some(wgs) = s.workgroups(t.step) else {
+                return fail(
+                    format!(
+                        "block {b} runs a task of step {}, which is not in the group",
+                        t.step
+                    ),
+                    FIX_PLANNER,
+                );
+            };
+            if t.workgroup >= wgs {
+                return fail(
+                    format!(
+                        "block {b} runs workgroup {} of step {}, which has {wgs}",
+                        t.workgroup, t.step
+                    ),
+                    FIX_PLANNER,
+                );
+            }
+            if let Some(other) = seen.insert(t, b) {
+                return fail(
+                    format!(
+                        "workgroup {} of step {} is assigned twice (blocks {other} and {b})",
+                        t.workgroup, t.step
+                    ),
+                    FIX_PLANNER,
+                );
+            }
+        }
+    }
+    let total: u64 = s.steps.iter().map(|x| x.1).sum();
+    if seen.len() as u64 != total {
+        return fail(
+            format!("{} of {total} tasks are assigned to a block", seen.len()),
+            FIX_PLANNER,
+        );
+    }
+    Ok(())
+}
+
+fn check_waits(s: &Schedule) -> Result<(), ScheduleError> {
+    for w in &s.waits {
+        match (s.position(w.producer), s.position(w.consumer)) {
+            (Some(p), Some(c)) if p < c => {}
+            (Some(_), Some(_)) => {
+                return fail(
+                    format!(
+                        "step {} waits for step {}, which does not run before it",
+                        w.consumer, w.producer
+                    ),
+                    FIX_PLANNER,
+                )
+            }
+            _ => {
+                return fail(
+                    format!(
+                        "a wait of step {} on step {} names a step outside the group",
+                        w.consumer, w.producer
+                    ),
+                    FIX_PLANNER,
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
+    for d in required
+        .iter()
+        .filter(|d| d.producers != ProducerSet::Empty)
+    {
+        let (Some(ga), Some(gb)) = (s.workgroups(d.from), s.workgroups(d.to)) else {
+            return fail(
+                format!(
+                    "step {} depends on step {}, but the schedule lacks one of them",
+                    d.to, d.from
+                ),
+                FIX_PLANNER,
+            );
+        };
+        let have: Vec<ProducerSet> = s
+            .waits
+            .iter()
+            .filter(|w| w.consumer == d.to && w.producer == d.from)
+            .map(|w| w.producers)
+            .collect();
+        for q in 0..gb {
+            let need = d.producers.producers_of(q, ga);
+            if need.is_empty() {
+                continue;
+            }
+            // Producer workgroups of `need` that no wait covers.
+            let missing = need
+                .clone()
+                .find(|p| !have.iter().any(|h| h.producers_of(q, ga).contains(p)));
+            if let Some(p) = missing {
+                return fail(
+                    format!(
+                        "workgroup {q} of step {} needs workgroup {p} of step {} ({}), but no wait covers it",
+                        d.to, d.from, d.reason
+                    ),
+                    FIX_PLANNER,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs two launches of `s` with every block resident (see the module docs).
+fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
+    let index: BTreeMap<usize, usize> = s.steps.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
+    let mut counters: Vec<Vec<u64>> = s.steps.iter().map(|x| vec![0; x.1 as usize]).collect();
+    for launch in 1..=2u64 {
+        if s.reset == CounterReset::Zeroed {
+            counters.iter_mut().for_each(|c| c.fill(0));
+        }
+        let target = if s.reset == CounterReset::Epoch {
+            launch
+        } else {
+            1
+        };
+        // Tasks that ran in this launch, per step; and how many counters reached the target.
+        let mut done: Vec<Vec<bool>> = s.steps.iter().map(|x| vec![false; x.1 as usize]).collect();
+        let mut next = vec![0usize; s.blocks.len()];
+        loop {
+            let mut moved = false;
+            for (b, list) in s.blocks.iter().enumerate() {
+                while let Some(&t) = list.get(next[b]) {
+                    match ready(s, &index, &counters, &done, target, t)? {
+                        true => {}
+                        false => break,
+                    }
+                    let i = index[&t.step];
+                    counters[i][t.workgroup as usize] += 1;
+                    done[i][t.workgroup as usize] = true;
+                    next[b] += 1;
+                    moved = true;
+                }
+            }
+            if next.iter().zip(&s.blocks).all(|(n, l)| *n == l.len()) {
+                break;
+            }
+            if !moved {
+                return fail(deadlock(s, &index, &counters, target, &next), FIX_PLANNER);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether task `t` may run; an error when a wait would pass on a count the producer did
+/// not make in this launch.
+fn ready(
+    s: &Schedule,
+    index: &BTreeMap<usize, usize>,
+    counters: &[Vec<u64>],
+    done: &[Vec<bool>],
+    target: u64,
+    t: Task,
+) -> Result<bool, ScheduleError> {
+    for w in s.waits.iter().filter(|w| w.consumer == t.step) {
+        let p = index[&w.producer];
+        let ga = s.steps[p].1;
+        for x in w.producers.producers_of(t.workgroup, ga) {
+            if counters[p][x as usize] < target {
+                return Ok(false);
+            }
+            if !done[p][x as usize] {
+                return fail(
+                    format!(
+                        "workgroup {} of step {} would pass its wait on workgroup {x} of step {} with the count of the previous launch, before that workgroup ran again",
+                        t.workgroup, t.step, w.producer
+                    ),
+                    "reset the completion counters between launches (zero them, or wait for the launch's epoch)",
+                );
+            }
+        }
+    }
+    Ok(true)
+}
+
+fn deadlock(
+    s: &Schedule,
+    index: &BTreeMap<usize, usize>,
+    counters: &[Vec<u64>],
+    target: u64,
+    next: &[usize],
+) -> String {
+    for (b, list) in s.blocks.iter().enumerate() {
+        let Some(&t) = list.get(next[b]) else {
+            continue;
+        };
+        for w in s.waits.iter().filter(|w| w.consumer == t.step) {
+            let p = index[&w.producer];
+            let ga = s.steps[p].1;
+            for x in w.producers.producers_of(t.workgroup, ga) {
+                if counters[p][x as usize] >= target {
+                    continue;
+                }
+                let producer = Task {
+                    step: w.producer,
+                    workgroup: x,
+                };
+                let own_later = list[next[b]..].contains(&producer);
+                return format!(
+                    "deadlock: block {b} waits at workgroup {} of step {} for workgroup {x} of step {}{}",
+                    t.workgroup,
+                    t.step,
+                    w.producer,
+                    if own_later {
+                        ", a task assigned after it to the same block"
+                    } else {
+                        ", which never finishes"
+                    }
+                );
+            }
+        }
+    }
+    "deadlock: no block can move".to_string()
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;
