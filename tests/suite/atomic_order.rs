@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vyrescope::emit::ptxas::{assemble, find_ptxas};
+use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::inputs::prepare;
 use vyrescope::ir::print::print_program;
@@ -252,12 +252,7 @@ fn atomic_orders_lower_to_their_sem() {
 
 #[test]
 fn every_order_assembles_for_sm70_sm80_and_sm90() {
-    let Some(bin) = find_ptxas() else {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "ptxas is required in CI"
-        );
-        eprintln!("NOTICE: ptxas not found; skipping");
+    let Some(bin) = crate::support::tools::ptxas("the atomic-order assembly check") else {
         return;
     };
     let mut failures = Vec::new();

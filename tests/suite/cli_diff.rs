@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+    crate::support::cli::command()
 }
 
 fn path(rel: &str) -> PathBuf {

@@ -1,20 +1,13 @@
 //! `vyrescope occupancy` as a user runs it: calculator mode, JSON rows, the default device
 //! notice, Program files through ptxas, and refusals with a Fix.
 
-use std::process::Command;
-
 fn vy(args: &[&str], ptxas: Option<&str>) -> (i32, String, String) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_vyrescope"));
-    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    let mut c = crate::support::cli::in_root();
+    c.args(args);
     if let Some(p) = ptxas {
         c.env("VYRESCOPE_PTXAS", p);
     }
-    let o = c.output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    crate::support::cli::output(&mut c)
 }
 
 #[test]
@@ -171,8 +164,7 @@ fn program_file_without_ptxas_estimates_registers() {
 
 #[test]
 fn program_file_through_ptxas() {
-    let Some(bin) = vyrescope::emit::ptxas::find_ptxas() else {
-        println!("NOTICE: ptxas not found; skipping the Program-file occupancy check");
+    let Some(bin) = crate::support::tools::ptxas("the Program-file occupancy check") else {
         return;
     };
     let bin = bin.to_string_lossy().into_owned();

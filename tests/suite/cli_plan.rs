@@ -3,20 +3,13 @@
 //! its refusals (a Program instead of a pipeline, bad --regs).
 
 use std::path::Path;
-use std::process::Command;
 
 fn plan(args: &[&str], cache: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("plan")
-        .args(args)
-        .env("XDG_CACHE_HOME", cache)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    crate::support::cli::output(
+        crate::support::cli::in_root()
+            .arg("plan")
+            .args(args)
+            .env("XDG_CACHE_HOME", cache),
     )
 }
 

@@ -8,8 +8,7 @@ use vyrescope::ir::load_program;
 
 #[test]
 fn ptxas_error_maps_to_the_ir_statement() {
-    let Some(bin) = ptxas::find_ptxas() else {
-        println!("NOTICE: ptxas not found (VYRESCOPE_PTXAS / PATH); skipping the ptxas round trip");
+    let Some(bin) = crate::support::tools::ptxas("the ptxas round trip") else {
         return;
     };
     let root = env!("CARGO_MANIFEST_DIR");

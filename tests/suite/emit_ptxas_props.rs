@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vyrescope::emit::ptxas::{assemble, find_ptxas};
+use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::gen::{valid_program, Config};
 use vyrescope::ir::{parse_program, Program};
@@ -22,18 +22,7 @@ const PROGRAMS: u64 = 300;
 const BATCH: usize = 25;
 
 fn ptxas() -> Option<PathBuf> {
-    match find_ptxas() {
-        Some(p) => Some(p),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("ptxas is required in CI: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)")
-        }
-        None => {
-            eprintln!(
-                "NOTICE: ptxas not found (VYRESCOPE_PTXAS / PATH); skipping emit_ptxas_props"
-            );
-            None
-        }
-    }
+    crate::support::tools::ptxas("emit_ptxas_props")
 }
 
 /// The PTX of `p` for `sm`, checked valid first (only valid Programs are promised to assemble).

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+    crate::support::cli::command()
 }
 
 /// Runs the binary with a deadline (a blocked process fails the test instead of hanging it).

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use vyrescope::emit::ptxas::{assemble, find_ptxas};
+use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::inputs::contents::fill_bytes;
 use vyrescope::inputs::{HostBuffer, LaunchShape};
@@ -146,8 +146,7 @@ pub(crate) fn run_bound(
 }
 
 fn check_ptx(k: &FusedKernel, what: &str) {
-    let Some(ptxas) = find_ptxas() else {
-        eprintln!("NOTICE: ptxas not found (VYRESCOPE_PTXAS / PATH); skipping {what}");
+    let Some(ptxas) = crate::support::tools::ptxas(what) else {
         return;
     };
     let kernel = emit(&k.program, &EmitOptions::for_program(&k.program))

@@ -10,13 +10,12 @@ use vyrescope::occupancy::{compare_rows, profiles, table};
 fn estimator_matches_every_h200_driver_row() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let csv = root.join("fixtures/devices/h200-occupancy.csv");
-    if !csv.exists() {
-        println!(
-            "NOTICE: {} is absent; skipping the driver comparison (the GPU capture has not landed yet)",
-            csv.display()
-        );
-        return;
-    }
+    // The capture is committed: its absence is a failure, never a silent skip.
+    assert!(
+        csv.exists(),
+        "{} is missing: run `vyrescope occupancy-capture --out fixtures/devices/h200-occupancy.csv` on an H200 and commit it",
+        csv.display()
+    );
     let caps = profiles::load(root.join("fixtures/devices/h200.json").to_str().unwrap()).unwrap();
     let text = std::fs::read_to_string(&csv).unwrap();
     let rows = table::parse_csv(&text, "h200-occupancy.csv").unwrap();

@@ -1,7 +1,6 @@
 //! `check`, `print` and `run` on pipeline files as a user runs them: the built binary.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -10,15 +9,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn vyrescope(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::support::cli::run(args)
 }
 
 #[test]

@@ -12,23 +12,12 @@ use crate::support;
 use support::fixtures::fixtures;
 
 use vyrescope::emit::grid_sync::GridBarrier;
-use vyrescope::emit::ptxas::{assemble, find_ptxas, offline_resources, parse_verbose};
+use vyrescope::emit::ptxas::{assemble, offline_resources, parse_verbose};
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::ir::{parse_program, Program};
 
 fn ptxas() -> Option<PathBuf> {
-    match find_ptxas() {
-        Some(p) => Some(p),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("ptxas is required in CI: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)")
-        }
-        None => {
-            eprintln!(
-                "NOTICE: ptxas not found (VYRESCOPE_PTXAS / PATH); skipping the ptxas checks"
-            );
-            None
-        }
-    }
+    crate::support::tools::ptxas("the ptxas checks")
 }
 
 fn check(

@@ -1,18 +1,8 @@
 //! Without a CUDA driver every GPU command fails with one clear error (message + Fix line),
 //! exit code 1 and no panic; on a machine with a driver the same commands must not say so.
 
-use std::process::Command;
-
 fn vyrescope(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
-        .args(args)
-        .output()
-        .expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::support::cli::run(args)
 }
 
 #[test]

@@ -6,11 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vyrescope::emit::ptxas::find_ptxas;
-use vyrescope::sass::find_nvdisasm;
-
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+    crate::support::cli::command()
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -44,7 +41,10 @@ fn json_instruction_count_matches_nvdisasm_on_the_emitted_cubin() {
     if !crate::sass_map::tools_present() {
         return;
     }
-    let (ptxas, nvdisasm) = (find_ptxas().unwrap(), find_nvdisasm().unwrap());
+    let (ptxas, nvdisasm) = (
+        vyrescope::emit::ptxas::find_ptxas().expect("checked above"),
+        vyrescope::sass::find_nvdisasm().expect("checked above"),
+    );
     let tmp = tempfile::tempdir().unwrap();
     for (name, sm) in [
         ("vadd_f32", 90),

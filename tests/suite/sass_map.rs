@@ -1,7 +1,8 @@
 //! The SASS view's three-way map (SASS instruction -> PTX line -> IR node) on every fixture,
 //! for sm_90 and sm_80, and the SASS text of a few fixtures against snapshots
-//! (`tests/snapshots/sass/`, made with the pinned ptxas 13.0.88 and nvdisasm 13.2.78: other
-//! versions schedule differently, so the snapshots are only compared with those versions).
+//! (`tests/snapshots/sass/`, made with the ptxas and nvdisasm that `scripts/install-*.sh` pin:
+//! other versions schedule differently, so the snapshots are only compared with those versions,
+//! and CI, which installs them, fails on any other).
 //!
 //! Needs ptxas and nvdisasm (`scripts/install-ptxas.sh`, `scripts/install-nvdisasm.sh`):
 //! without them the tests print a notice and pass, except in CI (`CI=true`), where a missing
@@ -12,39 +13,12 @@ use std::path::Path;
 use crate::support;
 use support::fixtures::fixtures;
 
-use vyrescope::emit::ptxas::find_ptxas;
 use vyrescope::emit::{emit, EmitOptions, EmittedKernel};
-use vyrescope::sass::{disassemble, find_nvdisasm, render, Class, Mix, SassListing};
+use vyrescope::sass::{disassemble, render, Class, Mix, SassListing};
 
-/// Whether both tools are there (a failure in CI when not).
+/// Whether both tools are there (a NOTICE when not; a failure in CI).
 pub fn tools_present() -> bool {
-    let missing: Vec<&str> = [
-        ("ptxas", find_ptxas().is_none()),
-        ("nvdisasm", find_nvdisasm().is_none()),
-    ]
-    .iter()
-    .filter(|(_, m)| *m)
-    .map(|(n, _)| *n)
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "{} required in CI: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh) VYRESCOPE_NVDISASM=$(scripts/install-nvdisasm.sh)",
-            missing.join(" and ")
-        );
-    }
-    eprintln!(
-        "NOTICE: {} not found (VYRESCOPE_PTXAS / VYRESCOPE_NVDISASM / PATH); skipping the SASS checks",
-        missing.join(" and ")
-    );
-    false
-}
-
-/// Whether the tools are the pinned versions the snapshots were made with.
-fn pinned(l: &SassListing) -> bool {
-    l.tools.ptxas == "13.0.88" && l.tools.nvdisasm == "13.2.78"
+    support::tools::sass_tools("the SASS checks")
 }
 
 pub fn kernel(p: &vyrescope::ir::Program, sm: u32) -> EmittedKernel {
@@ -209,11 +183,11 @@ fn sass_text_snapshots() {
         let p = vyrescope::ir::load_program(&dir.join(format!("fixtures/programs/{name}.json")))
             .unwrap();
         let l = disassemble(&kernel(&p, 90), 90).unwrap();
-        if !pinned(&l) {
-            eprintln!(
-                "NOTICE: ptxas {} / nvdisasm {} are not the pinned 13.0.88 / 13.2.78; SASS snapshots not compared",
-                l.tools.ptxas, l.tools.nvdisasm
-            );
+        if !support::tools::sass_snapshots_comparable(
+            &l.tools.ptxas,
+            &l.tools.nvdisasm,
+            "the SASS text snapshots",
+        ) {
             return;
         }
         let path = dir.join(format!("tests/snapshots/sass/{name}.txt"));

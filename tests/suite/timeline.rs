@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use vyrescope::emit::ptxas::{assemble, find_ptxas};
+use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::timeline::{
     TimelineSpec, TimelineUnit, UnitKind, WaitKind, NO_WORKGROUP, RECORD_BYTES,
 };
@@ -97,11 +97,7 @@ fn instrumented_ptx_assembles_for_every_fixture_and_plain_ptx_is_unchanged() {
         }
     }
     assert!(fused_units > 0);
-    let Some(ptxas) = find_ptxas() else {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("ptxas is required in CI: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)");
-        }
-        eprintln!("NOTICE: ptxas not found; instrumented PTX not assembled");
+    let Some(ptxas) = crate::support::tools::ptxas("assembling the instrumented PTX") else {
         return;
     };
     for (what, ptx) in &kernels {

@@ -140,11 +140,7 @@ fn byte_index_after_visible(s: &str, n: usize) -> usize {
 
 #[test]
 fn real_binary_in_tmux() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("tmux is required in CI (install it in .ci/run)");
-        }
-        eprintln!("NOTICE: tmux not installed; skipping the end-to-end inspector test");
+    if !crate::support::tools::tmux("the end-to-end inspector test") {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_vyrescope");
@@ -246,11 +242,7 @@ fn real_binary_in_tmux() {
 /// (`-L`), so it does not race the other tmux test's server.
 #[test]
 fn signals_restore_the_terminal() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("tmux is required in CI (install it in .ci/run)");
-        }
-        eprintln!("NOTICE: tmux not installed; skipping the inspector signal test");
+    if !crate::support::tools::tmux("the inspector signal test") {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_vyrescope");
@@ -387,11 +379,7 @@ fn children(pid: u32) -> Vec<(u32, String)> {
 /// full core reading end of file from the dead terminal, and its worker outlived it.
 #[test]
 fn a_closed_terminal_ends_the_inspector_and_its_worker() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("tmux is required in CI (install it in .ci/run)");
-        }
-        eprintln!("NOTICE: tmux not installed; skipping the closed-terminal test");
+    if !crate::support::tools::tmux("the closed-terminal test") {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_vyrescope");

@@ -11,7 +11,7 @@ use crate::support;
 use support::fixtures::fixtures;
 
 use vyre_foundation::ir::Program as VProgram;
-use vyrescope::emit::ptxas::{assemble, find_ptxas};
+use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::ir::parse_program;
 use vyrescope::vyre::{compare, export, vyre_ptx};
@@ -133,16 +133,7 @@ fn exported_fixtures_round_trip_through_wire_and_text() {
 }
 
 fn ptxas() -> Option<PathBuf> {
-    match find_ptxas() {
-        Some(p) => Some(p),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("ptxas is required in CI: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)")
-        }
-        None => {
-            eprintln!("NOTICE: ptxas not found; skipping the vyre ptxas checks");
-            None
-        }
-    }
+    crate::support::tools::ptxas("the vyre ptxas checks")
 }
 
 #[test]

@@ -362,10 +362,7 @@ fn buf<'a>(bufs: &'a [HostBuffer], name: &str) -> &'a HostBuffer {
 #[test]
 fn supported_fixtures_convert_validate_assemble_and_round_trip() {
     vyrescope::vyre::install();
-    let ptxas = vyrescope::emit::ptxas::find_ptxas();
-    if ptxas.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("ptxas is required in CI");
-    }
+    let ptxas = crate::support::tools::ptxas("assembling the imported fixtures");
     for (stem, _, supported) in fixtures() {
         if !supported {
             continue;

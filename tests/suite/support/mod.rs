@@ -1,4 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod cli;
 pub mod fixtures;
 pub mod snapshot;
+pub mod tools;
