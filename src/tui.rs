@@ -28,6 +28,7 @@ pub mod highlight;
 pub mod input;
 pub mod keymap;
 pub mod layout;
+pub mod pin;
 pub mod pipeline;
 pub mod replay;
 pub mod sass_view;

@@ -81,6 +81,16 @@ pub enum Command {
     Dispatch,
     /// Run the tune sweep over workgroup sizes.
     Tune,
+    /// Pin the current lowering to diff against (again on the pinned one: unpin).
+    Pin,
+    /// Pin the tune sweep's best candidate (switches to its workgroup size).
+    PinBest,
+    /// Show the PTX and SASS panes as a diff against the pin (toggle).
+    PinDiff,
+    /// Go back to the pinned lowering's options, pinning the current ones.
+    PinSwap,
+    /// Unroll small constant-trip loops (toggle).
+    Unroll,
     /// Cycle the SASS pane: beside the PTX pane, instead of it, hidden.
     SassPane,
     /// Cycle the PTX pane: ours, vyre's PTX, the comparison (feature `vyre`).

@@ -207,7 +207,7 @@ impl App {
             sm: self.code.sm,
             workgroup_size: self.workgroup(),
             lineinfo: false,
-            unroll: true,
+            unroll: self.code.unroll,
             grid_barrier: Default::default(),
             version_bounds: false,
         }
@@ -228,6 +228,9 @@ impl App {
 
     /// Lines in the PTX pane.
     pub fn ptx_len(&self) -> usize {
+        if let Some(d) = self.code.pin_ptx() {
+            return d.rows.len();
+        }
         if self.code.vyre_mode != VyreMode::Off {
             return self.code.vyre_lines().map_or(0, |l| l.len());
         }
@@ -267,11 +270,17 @@ impl App {
 
     /// Node of the SASS row under the SASS cursor.
     pub fn sass_node(&self) -> Option<&str> {
+        if let Some(d) = self.code.pin_sass() {
+            return d.rows.get(self.code.sass.cursor)?.node.as_deref();
+        }
         self.sass_view()?.node_at(self.code.sass.cursor)
     }
 
     /// Node of the PTX line under the PTX cursor.
     pub fn ptx_node(&self) -> Option<&str> {
+        if let Some(d) = self.code.pin_ptx() {
+            return d.rows.get(self.code.ptx.cursor)?.node.as_deref();
+        }
         // vyre's lines have no source map.
         if self.code.vyre_mode != VyreMode::Off {
             return None;
@@ -313,6 +322,9 @@ impl App {
             Focus::Ir => self.programs.doc.as_ref().map_or(0, |d| {
                 d.ir.iter().map(|l| width(&l.code)).max().unwrap_or(0)
             }),
+            Focus::Ptx if self.code.pin_ptx().is_some() => self.code.pin_ptx().map_or(0, |d| {
+                d.rows.iter().map(|r| width(&r.text)).max().unwrap_or(0) + 2
+            }),
             Focus::Ptx if self.code.vyre_mode != VyreMode::Off => self
                 .code
                 .vyre_lines()
@@ -330,7 +342,10 @@ impl App {
             Focus::List => self.programs.entries.len(),
             Focus::Ir => self.ir_len(),
             Focus::Ptx => self.ptx_len(),
-            Focus::Sass => self.sass_view().map_or(0, |v| v.len()),
+            Focus::Sass => match self.code.pin_sass() {
+                Some(d) => d.rows.len(),
+                None => self.sass_view().map_or(0, |v| v.len()),
+            },
             Focus::Detail => super::views::tab_rows::row_count(self),
         }
     }
@@ -345,10 +360,16 @@ impl App {
                 .ir
                 .get(i)
                 .map(|l| l.code.as_str()),
+            Focus::Ptx if self.code.pin_ptx().is_some() => {
+                self.code.pin_ptx()?.rows.get(i).map(|r| r.text.as_str())
+            }
             Focus::Ptx if self.code.vyre_mode != VyreMode::Off => {
                 self.code.vyre_lines()?.get(i).map(String::as_str)
             }
             Focus::Ptx => self.ptx_view().filter(|p| i < p.len()).map(|p| p.line(i)),
+            Focus::Sass if self.code.pin_sass().is_some() => {
+                self.code.pin_sass()?.rows.get(i).map(|r| r.text.as_str())
+            }
             Focus::Sass => self.sass_view().filter(|v| i < v.len()).map(|v| v.line(i)),
             _ => None,
         }

@@ -15,6 +15,7 @@ use super::export;
 use super::views::help;
 
 mod nav;
+mod pin;
 mod program;
 mod reply;
 
@@ -166,6 +167,11 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
             app.screen.info(format!("target sm_{}", app.code.sm));
             program::reanalyze(app, out);
         }
+        Command::Pin => pin::pin(app, out),
+        Command::PinBest => pin::pin_best(app, out),
+        Command::PinDiff => pin::toggle_diff(app, out),
+        Command::PinSwap => pin::swap(app, out),
+        Command::Unroll => pin::toggle_unroll(app, out),
         Command::SassPane => program::cycle_sass(app, out),
         Command::VyreView => program::cycle_vyre(app, out),
         Command::CycleDevice => program::cycle_device(app, out),

@@ -19,6 +19,7 @@ pub mod diagnostics;
 pub mod help;
 pub mod ir_pane;
 pub mod occupancy;
+pub mod pin_diff;
 pub mod pipeline_run;
 pub mod plan;
 pub mod program_list;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::occupancy::KernelResources;
 use crate::tui::analysis::{Emission, Resources};
+use crate::tui::pin::{Pin, PinView};
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
 use crate::tui::worker::ResKey;
@@ -51,6 +52,18 @@ pub struct CodeView {
     /// Bumped on every estimate request; an estimate that comes back for an older one is
     /// dropped.
     pub estimate_gen: u64,
+    /// Unroll small constant-trip loops (`u` toggles).
+    pub unroll: bool,
+    /// The pinned lowering (`p`).
+    pub pin: Option<Pin>,
+    /// The PTX and SASS panes show the diff against the pin (`D`).
+    pub pin_diff: bool,
+    /// The diff of the current lowering against the pin (made when either side changes).
+    pub pin_view: Option<std::sync::Arc<PinView>>,
+    /// Pin the next emission when it arrives (the tune sweep's best candidate, `b`).
+    pub pin_next: bool,
+    /// Bumped whenever the diff against the pin is remade (its highlight-cache generation).
+    pub pin_gen: u64,
 }
 
 impl Default for CodeView {
@@ -73,6 +86,12 @@ impl Default for CodeView {
             resources: HashMap::new(),
             fixed_resources: None,
             estimate_gen: 0,
+            unroll: true,
+            pin: None,
+            pin_diff: false,
+            pin_view: None,
+            pin_next: false,
+            pin_gen: 0,
         }
     }
 }
@@ -99,6 +118,22 @@ impl CodeView {
             (m, VyreState::Ready(t)) => Some(t.lines(m)),
             _ => None,
         }
+    }
+
+    /// The PTX diff rows while the PTX pane shows the diff against the pin.
+    pub fn pin_ptx(&self) -> Option<&crate::tui::pin::LineDiff> {
+        self.pin_view
+            .as_ref()
+            .filter(|_| self.pin_diff)
+            .map(|v| &v.ptx)
+    }
+
+    /// The SASS diff rows while the SASS pane shows the diff (None until both are assembled).
+    pub fn pin_sass(&self) -> Option<&crate::tui::pin::LineDiff> {
+        self.pin_view
+            .as_ref()
+            .filter(|_| self.pin_diff)
+            .and_then(|v| v.sass.as_ref())
     }
 
     /// The SASS state of the current emission.

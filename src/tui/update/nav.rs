@@ -110,6 +110,9 @@ pub fn sync_from_ir(app: &mut App) {
     let Some(node) = app.ir_node().map(str::to_string) else {
         return;
     };
+    if pin_sync(app, &node, Focus::Ir) {
+        return;
+    }
     let Some(view) = app.ptx_view().cloned() else {
         return;
     };
@@ -142,6 +145,12 @@ fn sass_to_node(app: &mut App, node: &str) {
 /// SASS cursor moved: the IR cursor goes to the instruction's statement, the PTX cursor to
 /// the instruction's own PTX line.
 pub fn sync_from_sass(app: &mut App) {
+    if app.code.pin_sass().is_some() {
+        if let Some(node) = app.sass_node().map(str::to_string) {
+            pin_sync(app, &node, Focus::Sass);
+        }
+        return;
+    }
     let Some(view) = app.sass_view().cloned() else {
         return;
     };
@@ -171,6 +180,9 @@ pub fn sync_from_ptx(app: &mut App) {
     let Some(node) = app.ptx_node().map(str::to_string) else {
         return;
     };
+    if pin_sync(app, &node, Focus::Ptx) {
+        return;
+    }
     let Some(line) = app.programs.doc.as_ref().and_then(|d| d.ir_line_of(&node)) else {
         return;
     };
@@ -189,6 +201,39 @@ pub fn sync_from_ptx(app: &mut App) {
     }
 }
 
+/// While the panes show the diff against the pin, moves every pane but `from` to `node`
+/// (its rows in the diffs, its line in the IR); false when no diff is shown.
+fn pin_sync(app: &mut App, node: &str, from: Focus) -> bool {
+    let Some(v) = app.code.pin_view.clone().filter(|_| app.code.pin_diff) else {
+        return false;
+    };
+    if from != Focus::Ptx {
+        if let Some((a, b)) = v.ptx.span_of(node) {
+            app.code.ptx.cursor = a;
+            reveal(app, Focus::Ptx, a, b);
+        }
+    }
+    if from != Focus::Sass {
+        match v.sass.as_ref() {
+            Some(d) => {
+                if let Some((a, b)) = d.span_of(node) {
+                    app.code.sass.cursor = a;
+                    reveal(app, Focus::Sass, a, b);
+                }
+            }
+            // The pin's SASS is not assembled yet: the pane shows the plain listing.
+            None => sass_to_node(app, node),
+        }
+    }
+    if from != Focus::Ir {
+        if let Some(line) = app.programs.doc.as_ref().and_then(|d| d.ir_line_of(node)) {
+            app.code.ir.cursor = line;
+            reveal(app, Focus::Ir, line, line);
+        }
+    }
+    true
+}
+
 pub(super) fn jump_block(app: &mut App, forward: bool) {
     let f = app.screen.focus;
     let len = app.pane_len(f);
@@ -202,8 +247,14 @@ pub(super) fn jump_block(app: &mut App, forward: bool) {
                     .is_some_and(|v| !v.corr.lines_of(&node).is_empty());
                 has.then_some(node.to_string())
             }
-            Focus::Ptx => app.ptx_view()?.corr.node_at(i).map(str::to_string),
-            Focus::Sass => app.sass_view()?.node_at(i).map(str::to_string),
+            Focus::Ptx => match app.code.pin_ptx() {
+                Some(d) => d.rows.get(i)?.node.clone(),
+                None => app.ptx_view()?.corr.node_at(i).map(str::to_string),
+            },
+            Focus::Sass => match app.code.pin_sass() {
+                Some(d) => d.rows.get(i)?.node.clone(),
+                None => app.sass_view()?.node_at(i).map(str::to_string),
+            },
             _ => None,
         }
     };

@@ -387,6 +387,7 @@ pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
     refresh_estimate(app, out);
     request_sass(app, out);
     request_vyre(app, out);
+    super::pin::refresh(app, out);
     nav::keep_visible(app, Focus::Ptx);
     nav::keep_visible(app, Focus::Detail);
     if app.screen.focus == Focus::Ptx {

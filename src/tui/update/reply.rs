@@ -45,6 +45,8 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 Err(e) => SassState::Failed(e),
             };
             app.code.sass_listings.insert(key, state);
+            // Either side of a diff against the pin may just have been assembled.
+            super::pin::refresh(app, out);
             nav::keep_visible(app, Focus::Sass);
             match app.screen.focus {
                 Focus::Sass => nav::sync_from_sass(app),

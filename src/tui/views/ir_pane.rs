@@ -10,6 +10,8 @@ use crate::tui::highlight::{Highlighter, Lang};
 
 /// Columns of the cost column: ` 123/45m`.
 const COST_WIDTH: usize = 8;
+/// Columns of the change column against the pin: ` p+12 s-10`.
+const PIN_WIDTH: usize = 10;
 
 /// Draws the IR pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
@@ -58,7 +60,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let costs = app
         .sass_view()
         .filter(|_| app.pane_shown(Focus::Sass) && inner.width >= 36);
-    let cost_w = if costs.is_some() { COST_WIDTH } else { 0 };
+    // While the panes show the diff against the pin, the column shows each statement's change
+    // instead: PTX lines (p) and SASS instructions (s), `=` when neither changed.
+    let pin = app
+        .code
+        .pin_view
+        .as_ref()
+        .filter(|_| app.code.pin_diff && inner.width >= 36);
+    let cost_w = match (pin, costs) {
+        (Some(_), _) => PIN_WIDTH,
+        (None, Some(_)) => COST_WIDTH,
+        (None, None) => 0,
+    };
     let gutter_width = longest.min(inner.width as usize / 3);
     let focused = app.screen.focus == Focus::Ir;
     let sel = if focused { None } else { app.selected_node() };
@@ -71,6 +84,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         } else {
             n.to_string()
         };
+        if let Some(p) = pin {
+            return format!("{id:>gutter_width$}{:>cost_w$}", p.gutter(n));
+        }
         match costs {
             Some(v) => {
                 let cost = v

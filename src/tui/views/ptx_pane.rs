@@ -12,7 +12,7 @@ use crate::tui::vyre_view::{VyreMode, VyreState};
 
 /// Draws the PTX pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
-    if app.code.vyre_mode != VyreMode::Off {
+    if app.code.vyre_mode != VyreMode::Off && app.code.pin_ptx().is_none() {
         return draw_vyre(buf, area, app, hl);
     }
     let opts = app.emit_options();
@@ -36,6 +36,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             .sum();
         let word = if lines == 1 { "line" } else { "lines" };
         detail.push_str(&format!(" · {n}: {lines} {word}"));
+    }
+    if let Some(d) = app.code.pin_ptx() {
+        let detail = super::pin_diff::title(app, d);
+        let inner = super::framed(buf, area, app, Focus::Ptx, super::title(app, "PTX", detail));
+        return super::pin_diff::draw(buf, inner, app, hl, Focus::Ptx, d);
     }
     let inner = super::framed(buf, area, app, Focus::Ptx, super::title(app, "PTX", detail));
     let view = match app.code.emission.as_ref().map(|e| &e.ptx) {

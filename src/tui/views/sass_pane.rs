@@ -43,6 +43,21 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             ));
         }
     }
+    if let Some(d) = app.code.pin_sass() {
+        // The diff's title leads with its changes; the kernel figures follow.
+        let title = super::pin_diff::title(app, d);
+        let inner = super::framed(
+            buf,
+            area,
+            app,
+            Focus::Sass,
+            super::title(app, "SASS", title),
+        );
+        return super::pin_diff::draw(buf, inner, app, hl, Focus::Sass, d);
+    }
+    if app.code.pin_diff && app.code.pin.is_some() {
+        detail.push_str(" · diff when the pin is assembled");
+    }
     let inner = super::framed(
         buf,
         area,
