@@ -72,8 +72,9 @@ fn three_way_view_at_160x48_marks_the_statement_in_all_three_panes() {
         marked += usize::from(of_node);
     }
     assert!(marked >= 10, "{marked}");
-    // The cost column in the IR gutter: 20 instructions, 8 of them memory.
-    assert!(s.contains("20/8m"), "{s}");
+    // The cost column in the IR gutter: 20 instructions, 8 of them memory, 9 registers live
+    // at the peak.
+    assert!(s.contains("20/8m 9r"), "{s}");
     a.screen.message = None;
     let s = screen(&mut a, &hl);
     check("sass_three_way_160x48", &a, &s);

@@ -8,8 +8,9 @@ use super::code_view::{self, CodeView, Mark};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
 
-/// Columns of the cost column: ` 123/45m`.
-const COST_WIDTH: usize = 8;
+/// Columns of the cost column: ` 123/45m 12r` (SASS instructions, memory instructions, peak
+/// of live registers).
+const COST_WIDTH: usize = 12;
 /// Columns of the change column against the pin: ` p+12 s-10`.
 const PIN_WIDTH: usize = 10;
 
@@ -59,7 +60,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     // pane is shown, when the pane is wide enough to keep the code readable.
     let costs = app
         .sass_view()
-        .filter(|_| app.pane_shown(Focus::Sass) && inner.width >= 36);
+        .filter(|_| app.pane_shown(Focus::Sass) && inner.width >= 40);
     // While the panes show the diff against the pin, the column shows each statement's change
     // instead: PTX lines (p) and SASS instructions (s), `=` when neither changed.
     let pin = app
@@ -89,10 +90,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         }
         match costs {
             Some(v) => {
-                let cost = v
-                    .listing
-                    .cost_of(n)
-                    .map_or(String::new(), |c| format!("{}/{}m", c.total, c.mix.memory));
+                let cost = v.listing.cost_of(n).map_or(String::new(), |c| {
+                    let peak = c.peak_live.map_or(String::new(), |p| format!(" {p}r"));
+                    format!("{}/{}m{peak}", c.total, c.mix.memory)
+                });
                 format!("{id:>gutter_width$}{cost:>cost_w$}")
             }
             None => id,
