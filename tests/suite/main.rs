@@ -56,6 +56,7 @@ mod tui_screens;
 mod tui_scroll;
 mod tui_snapshots;
 mod tui_tmux;
+mod tui_tmux_live;
 mod tui_update;
 mod validate_props;
 #[cfg(feature = "vyre")]
