@@ -94,7 +94,7 @@ pub fn run(a: &Args) -> i32 {
 }
 
 /// Parses and validates the pipeline; the printed diagnostics on failure.
-fn load(path: &Path) -> Result<Pipeline, String> {
+pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
     if !crate::ir::is_pipeline_file(path) && crate::ir::load_program(path).is_ok() {
         return Err(format!(
             "error: {} is a Program, not a pipeline\n  Fix: plan a pipeline file (top-level `pipeline` and `steps`, see fixtures/pipelines/); for one Program use `vyrescope occupancy` or `vyrescope run`",

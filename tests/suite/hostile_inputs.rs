@@ -212,7 +212,10 @@ fn the_inspector_lists_and_plans_a_pipeline_without_filling_its_buffers() {
     );
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("IR step 1/3"), "{stdout}");
-    assert!(stdout.contains("long on NVIDIA H200"), "the Plan tab:\n{stdout}");
+    assert!(
+        stdout.contains("long on NVIDIA H200"),
+        "the Plan tab:\n{stdout}"
+    );
 }
 
 fn fixture(rel: &str) -> PathBuf {

@@ -178,7 +178,13 @@ fn ir_pane(screen: &str, rows: usize) -> Vec<String> {
     screen
         .lines()
         .take(rows)
-        .map(|l| l.chars().take(cut).collect::<String>().trim_end().to_string())
+        .map(|l| {
+            l.chars()
+                .take(cut)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
         .collect()
 }
 
@@ -191,7 +197,11 @@ fn replayed(home: &Path, file: &Path, keys: &str, (w, h): (u16, u16)) -> String 
         .args(["--keys", keys, "--size", &format!("{w}x{h}")])
         .output()
         .expect("run the replay");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -202,14 +212,19 @@ fn switching_steps_redraws_the_ir_pane_as_the_replay_does() {
     let Some(tmux) = Tmux::start("steps") else {
         return;
     };
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/pipelines/workgroup_rotate.json");
+    let file =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/workgroup_rotate.json");
     let size = (120, 40);
     let stty = tmux.inspector("steps", &file.display().to_string(), size);
     let done = |step: &'static str| {
         move |s: &str| s.contains(step) && s.contains("│    ") && !s.contains("planning")
     };
-    tmux.wait("steps", "step 1", Duration::from_secs(30), done("IR step 1/2"));
+    tmux.wait(
+        "steps",
+        "step 1",
+        Duration::from_secs(30),
+        done("IR step 1/2"),
+    );
     for (key, keys, step) in [(")", ")", "IR step 2/2"), ("(", ") (", "IR step 1/2")] {
         tmux.run(&["send-keys", "-t", "steps", key]);
         tmux.wait("steps", step, Duration::from_secs(30), done(step));
@@ -217,7 +232,10 @@ fn switching_steps_redraws_the_ir_pane_as_the_replay_does() {
         std::thread::sleep(Duration::from_millis(500));
         let live = ir_pane(&tmux.screen("steps"), 24).join("\n");
         let want = ir_pane(&replayed(tmux.home(), &file, keys, size), 24).join("\n");
-        assert_eq!(live, want, "after `{keys}` the live IR pane differs from the replay");
+        assert_eq!(
+            live, want,
+            "after `{keys}` the live IR pane differs from the replay"
+        );
     }
     tmux.run(&["send-keys", "-t", "steps", "q"]);
     exited_restored(&stty, Duration::from_secs(5), "q");
