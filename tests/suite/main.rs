@@ -3,6 +3,7 @@
 
 mod support;
 mod tui_helpers;
+mod tui_marks;
 mod tui_pipeline;
 
 mod atomic_order;

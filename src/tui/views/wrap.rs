@@ -113,3 +113,26 @@ mod tests {
         }
     }
 }
+
+/// `text` cut to `cols` display columns, ending in `…` when it was cut (a row that cannot
+/// wrap says that it goes on).
+pub fn ellipsize(text: &str, cols: usize) -> String {
+    let width = |s: &str| ratatui::text::Span::raw(s).width();
+    if width(text) <= cols {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = width(c.encode_utf8(&mut [0; 4]));
+        if used + w + 1 > cols {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if cols > 0 {
+        out.push('…');
+    }
+    out
+}
