@@ -169,6 +169,8 @@ pub struct OccupancyView {
     pub headroom: Vec<String>,
     /// Where the kernel's resource figures came from.
     pub basis: String,
+    /// Registers per thread the estimate used (the Plan tab shows the same figure).
+    pub registers: u32,
 }
 
 /// One row of the Resources tab.
@@ -505,6 +507,7 @@ pub fn estimate_into(
             "{} regs/thread, {} B static shared, from {source}",
             kr.regs_per_thread, kr.static_smem_bytes
         ),
+        registers: kr.regs_per_thread,
     });
 }
 
