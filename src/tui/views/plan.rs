@@ -322,7 +322,7 @@ fn window(total: usize, width: usize, focus: &std::ops::Range<usize>) -> usize {
     // One column each side is taken by the scroll marks.
     let inner = width - 2;
     let max = total - inner;
-    let want = focus.end.saturating_sub(inner).max(0);
+    let want = focus.end.saturating_sub(inner);
     want.min(focus.start).min(max)
 }
 
