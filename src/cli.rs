@@ -37,6 +37,7 @@ pub mod gpu_worker;
 pub mod import;
 pub mod occupancy;
 pub mod occupancy_capture;
+pub mod pipeline_kernels;
 pub mod plan;
 pub mod print;
 pub mod probe;

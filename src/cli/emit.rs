@@ -9,10 +9,10 @@ use crate::ir::load_program;
 /// Emit a Program's PTX (or its source map / ptxas resources).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources\n  vyrescope emit fixtures/programs/reduce_sum_f32.json --no-unroll"
+    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources\n  vyrescope emit fixtures/programs/reduce_sum_f32.json --no-unroll\n  vyrescope emit fixtures/pipelines/reduce_total_normalize.json"
 )]
 pub struct Args {
-    /// Program file.
+    /// Program file, or a pipeline file (every plan group's fused kernel).
     pub file: PathBuf,
     /// Target SM version (70, 75, 80, 86, 89, 90).
     #[arg(long, default_value_t = 90)]
@@ -63,6 +63,9 @@ pub struct Args {
 
 /// Runs `emit`.
 pub fn run(a: &Args) -> i32 {
+    if crate::ir::is_pipeline_file(&a.file) {
+        return pipeline(a);
+    }
     let p = match load_program(&a.file) {
         Ok(p) => p,
         Err(e) => return super::fail(e),
@@ -119,6 +122,60 @@ pub fn run(a: &Args) -> i32 {
     } else {
         k.ptx
     };
+    output(a, text)
+}
+
+/// `emit PIPELINE`: every plan group's fused kernel (h200 profile), each PTX module after a
+/// `// ` line naming the group; `--map` gives `{"pipeline","device","groups":[...]}` with each
+/// group's map, `--resources` one line per group.
+fn pipeline(a: &Args) -> i32 {
+    if a.vyre || a.compare_vyre || a.timeline {
+        return super::fail(format!(
+            "{}: --vyre, --compare-vyre and --timeline take one Program, and this is a pipeline\n  Fix: give one step's Program file, or drop the option to see the fused kernels",
+            a.file.display()
+        ));
+    }
+    let how = super::pipeline_kernels::GroupEmit {
+        sm: Some(a.sm),
+        lineinfo: a.lineinfo,
+        unroll: !a.no_unroll,
+        grid_barrier: a.grid_barrier,
+        version_bounds: a.version_bounds,
+    };
+    let pk = match super::pipeline_kernels::load(&a.file, None, a.workgroup, &how) {
+        Ok(pk) => pk,
+        Err(e) => return super::fail(e),
+    };
+    let mut text = String::new();
+    let mut groups = Vec::new();
+    for g in &pk.groups {
+        let k = &g.kernel;
+        if a.resources {
+            match ptxas::offline_resources(&k.ptx, a.sm) {
+                Ok(r) => text.push_str(&format!(
+                    "group {} kernel {} ({}): {} registers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes shared, {} bytes constant, {} barriers\n",
+                    g.index, k.kernel_name, r.arch, r.registers, r.stack_frame, r.spill_stores, r.spill_loads, r.shared_bytes, r.constant_bytes, r.barriers
+                )),
+                Err(e) => return super::fail(e),
+            }
+        } else if a.map {
+            groups.push(super::pipeline_kernels::merged(
+                pk.group_json(g),
+                source_map::to_json(k),
+            ));
+        } else {
+            text.push_str(&format!("// {}\n{}", pk.header(g), k.ptx));
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+    }
+    if a.map {
+        text = match serde_json::to_string_pretty(&pk.wrap_json(groups)) {
+            Ok(s) => s + "\n",
+            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+        };
+    }
     output(a, text)
 }
 

@@ -27,7 +27,8 @@ use crate::occupancy::{
     after_help = "Examples:\n  vyrescope occupancy fixtures/programs/vadd_f32.json\n  vyrescope occupancy fixtures/programs/reduce_sum_f32.json --device a100 --workgroup 512,1,1\n  vyrescope occupancy --device h100-sxm --regs 40\n  vyrescope occupancy --device sm86 --regs 64 --static-smem 8192 --block 256 --json\n\nDevices: a100, sm86, sm89, h100-sxm, h200, or a DeviceCaps JSON file."
 )]
 pub struct Args {
-    /// Program file (omit for calculator mode with --regs).
+    /// Program file, or a pipeline file (every plan group's fused kernel); omit for
+    /// calculator mode with --regs.
     pub file: Option<PathBuf>,
     /// Device profile name or DeviceCaps JSON file (default: the bundled h200 profile).
     #[arg(long)]
@@ -275,6 +276,9 @@ fn sm_of(caps: &DeviceCaps) -> u32 {
 }
 
 fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
+    if crate::ir::is_pipeline_file(file) {
+        return pipeline_mode(a, file, note);
+    }
     let program = match load_program(file) {
         Ok(p) => p,
         Err(e) => return super::fail(e),
@@ -372,6 +376,76 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
             outln!("{d}");
         }
     }
+    code
+}
+
+/// `occupancy PIPELINE`: every plan group's fused kernel at its plan workgroup size, with
+/// the resources from `--regs`, ptxas or the estimate (as for a Program). Exit code 1 when a
+/// kernel cannot launch.
+fn pipeline_mode(a: &Args, file: &Path, note: &str) -> i32 {
+    let how = super::pipeline_kernels::GroupEmit {
+        sm: None,
+        lineinfo: false,
+        unroll: true,
+        grid_barrier: Default::default(),
+        version_bounds: false,
+    };
+    let pk = match super::pipeline_kernels::load(file, a.device.as_deref(), a.workgroup, &how) {
+        Ok(pk) => pk,
+        Err(e) => return super::fail(e),
+    };
+    let sm = sm_of(&pk.device).min(90);
+    let mut failed = false;
+    let mut groups = Vec::new();
+    let mut text = format!(
+        "pipeline: {} ({})\ndevice: {note}\n",
+        pk.pipeline.name,
+        file.display()
+    );
+    for g in &pk.groups {
+        let (res, src) = match resources_for(&g.kernel, sm, a.regs) {
+            Ok(x) => x,
+            Err(e) => return super::fail(e),
+        };
+        let wg = g.group.workgroup_size;
+        let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
+        let e = estimate(&pk.device, &res, threads, a.dynamic_smem);
+        failed |= e.launchable.is_err();
+        if a.json {
+            groups.push(super::pipeline_kernels::merged(
+                pk.group_json(g),
+                json!({
+                    "resources_source": src.text,
+                    "resources_estimated": src.estimated,
+                    "resources": res,
+                    "estimate": estimate_json(&e),
+                }),
+            ));
+            continue;
+        }
+        text.push_str(&format!(
+            "\n{}\nkernel: {} registers/thread, {} B static shared, {} B local/thread ({})\n{}",
+            pk.header(g),
+            res.regs_per_thread,
+            res.static_smem_bytes,
+            res.local_bytes,
+            if src.estimated {
+                src.text.clone()
+            } else {
+                format!("from {}", src.text)
+            },
+            describe(&e)
+        ));
+    }
+    let code = i32::from(failed);
+    if a.json {
+        let mut v = pk.wrap_json(groups);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("device_source".into(), json!(note));
+        }
+        return print_json(&v).max(code);
+    }
+    out!("{text}");
     code
 }
 

@@ -94,7 +94,7 @@ pub fn run(a: &Args) -> i32 {
 }
 
 /// Parses and validates the pipeline; the printed diagnostics on failure.
-fn load(path: &Path) -> Result<Pipeline, String> {
+pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
     if !crate::ir::is_pipeline_file(path) && crate::ir::load_program(path).is_ok() {
         return Err(format!(
             "error: {} is a Program, not a pipeline\n  Fix: plan a pipeline file (top-level `pipeline` and `steps`, see fixtures/pipelines/); for one Program use `vyrescope occupancy` or `vyrescope run`",
@@ -196,10 +196,12 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
             let steps: Vec<String> = wave.iter().map(|&s| format!("{s} ({})", name(s))).collect();
             let _ = writeln!(o, "  wave {wi}: step {}", steps.join(", step "));
             if let Some(b) = g.barriers.get(wi) {
+                // The separation's name as `plan --json` and the inspector give it.
                 let what = match b.kind {
-                    DepKind::Grid => "GRID BARRIER",
-                    DepKind::Workgroup => "workgroup barrier",
-                    DepKind::Invocation | DepKind::None => "no barrier",
+                    DepKind::Grid | DepKind::Workgroup => format!("{} barrier", b.kind.name()),
+                    DepKind::Invocation | DepKind::None => {
+                        format!("{} (no barrier)", b.kind.name())
+                    }
                 };
                 let _ = writeln!(o, "    -- {what} after step {}: {}", b.after_step, b.reason);
                 if let Some(d) = g.dataflow.boundaries.get(wi) {

@@ -12,7 +12,7 @@ use crate::sass;
     after_help = "Needs NVIDIA's ptxas and nvdisasm (no GPU): scripts/install-ptxas.sh and scripts/install-nvdisasm.sh install them; export VYRESCOPE_PTXAS / VYRESCOPE_NVDISASM to the paths they print.\n\nExamples:\n  vyrescope sass fixtures/programs/vadd_f32.json\n  vyrescope sass fixtures/programs/matmul_tiled_f32.json --sm 80 --workgroup 16,16,1\n  vyrescope sass fixtures/programs/vadd_f32.json --json"
 )]
 pub struct Args {
-    /// Program file.
+    /// Program file, or a pipeline file (every plan group's fused kernel).
     pub file: PathBuf,
     /// Target SM version (70, 75, 80, 86, 89, 90); sm_70 is assembled as sm_75.
     #[arg(long, default_value_t = 90)]
@@ -34,6 +34,9 @@ pub struct Args {
 
 /// Runs `sass`.
 pub fn run(a: &Args) -> i32 {
+    if crate::ir::is_pipeline_file(&a.file) {
+        return pipeline(a);
+    }
     let p = match load_program(&a.file) {
         Ok(p) => p,
         Err(e) => return super::fail(e),
@@ -72,22 +75,74 @@ pub fn run(a: &Args) -> i32 {
             Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
         }
     } else {
-        let mut t = sass::render::text(&listing);
-        for d in &lints {
-            let node = d
-                .node
-                .as_ref()
-                .map_or("program".to_string(), |n| n.to_string());
-            t.push_str(&format!(
-                "// {} {} at {node}: {}\n//   Fix: {}\n",
-                format!("{:?}", d.severity).to_lowercase(),
-                d.code,
-                d.message,
-                d.fix
-            ));
-        }
-        t
+        sass::render::text(&listing) + &lint_text(&lints)
     };
     super::write_stdout(&crate::util::terminal_safe(&text));
     0
+}
+
+/// `sass PIPELINE`: every plan group's fused kernel (planned for `--device`), each listing
+/// after a `// ` line naming the group; `--json` gives `{"pipeline","device","groups":[...]}`.
+fn pipeline(a: &Args) -> i32 {
+    let how = super::pipeline_kernels::GroupEmit {
+        sm: Some(a.sm),
+        lineinfo: true,
+        unroll: !a.no_unroll,
+        grid_barrier: Default::default(),
+        version_bounds: false,
+    };
+    let pk = match super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how) {
+        Ok(pk) => pk,
+        Err(e) => return super::fail(e),
+    };
+    let mut text = String::new();
+    let mut groups = Vec::new();
+    for g in &pk.groups {
+        let listing = match sass::disassemble(&g.kernel, a.sm) {
+            Ok(l) => l,
+            Err(e) => return super::fail(format!("group {}: {e}", g.index)),
+        };
+        let wg = g.group.workgroup_size;
+        let block = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
+        let lints =
+            sass::pressure::lint(&listing, &pk.device, block, listing.resources.shared_bytes);
+        if a.json {
+            let mut v = listing.to_json();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("lints".into(), serde_json::json!(lints));
+            }
+            groups.push(super::pipeline_kernels::merged(pk.group_json(g), v));
+        } else {
+            text.push_str(&format!("// {}\n", pk.header(g)));
+            text.push_str(&sass::render::text(&listing));
+            text.push_str(&lint_text(&lints));
+        }
+    }
+    if a.json {
+        text = match serde_json::to_string_pretty(&pk.wrap_json(groups)) {
+            Ok(s) => s + "\n",
+            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+        };
+    }
+    super::write_stdout(&crate::util::terminal_safe(&text));
+    0
+}
+
+/// The register-pressure lints as `//` comment lines.
+fn lint_text(lints: &[crate::diagnostic::Diagnostic]) -> String {
+    let mut t = String::new();
+    for d in lints {
+        let node = d
+            .node
+            .as_ref()
+            .map_or("program".to_string(), |n| n.to_string());
+        t.push_str(&format!(
+            "// {} {} at {node}: {}\n//   Fix: {}\n",
+            format!("{:?}", d.severity).to_lowercase(),
+            d.code,
+            d.message,
+            d.fix
+        ));
+    }
+    t
 }

@@ -149,7 +149,15 @@ pub fn pipeline_shapes(
     pipeline: &Pipeline,
     base_dir: &Path,
 ) -> Result<Vec<LaunchShape>, InputError> {
-    let files = FileRoot::program_folder(base_dir);
+    pipeline_shapes_rooted(pipeline, FileRoot::program_folder(base_dir))
+}
+
+/// [`pipeline_shapes`] with `file` inputs resolved against `files.base` and allowed anywhere
+/// inside `files.root` (`--root DIR`), as [`prepare_pipeline_rooted`] resolves them.
+pub fn pipeline_shapes_rooted(
+    pipeline: &Pipeline,
+    files: FileRoot<'_>,
+) -> Result<Vec<LaunchShape>, InputError> {
     let (_, steps) = lengths_and_steps(pipeline, &files)?;
     Ok(steps.into_iter().map(|s| s.shape).collect())
 }

@@ -361,7 +361,7 @@ fn invocation(
     let (s0, t0) = all[0];
     let Some(f0) = forms[0].filter(|f| f.exact) else {
         return Err(format!(
-            "step {s0} {} it at {} (node `{}`)",
+            "step {s0} {} it at {} (node `steps[{s0}].{}`)",
             what(t0),
             describe(&t0.index),
             t0.node
@@ -370,7 +370,7 @@ fn invocation(
     for (i, (s, t)) in all.iter().enumerate() {
         if forms[i] != Some(f0) {
             return Err(format!(
-                "step {s} {} it at {} (node `{}`) but step {s0} at {} (node `{}`)",
+                "step {s} {} it at {} (node `steps[{s}].{}`) but step {s0} at {} (node `steps[{s0}].{}`)",
                 what(t),
                 describe(&t.index),
                 t.node,
@@ -440,7 +440,7 @@ fn workgroup(
     for (i, (s, t)) in all.iter().enumerate() {
         let at = || {
             format!(
-                "step {s} {} it at {} (node `{}`)",
+                "step {s} {} it at {} (node `steps[{s}].{}`)",
                 what(t),
                 describe(&t.index),
                 t.node

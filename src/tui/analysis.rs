@@ -14,7 +14,6 @@ use crate::emit::{emit, EmitOptions, EmittedKernel, SourceMap};
 use crate::inputs::default_shape;
 use crate::ir::print::{print_program, PrintedLine};
 use crate::ir::Program;
-use crate::megakernel::cache::{Cached, PlanCache};
 use crate::occupancy::{
     estimate, suggest_block_sizes, sweep_block_sizes, DeviceCaps, FuncConfig, KernelResources,
     SweepRow,
@@ -170,6 +169,8 @@ pub struct OccupancyView {
     pub headroom: Vec<String>,
     /// Where the kernel's resource figures came from.
     pub basis: String,
+    /// Registers per thread the estimate used (the Plan tab shows the same figure).
+    pub registers: u32,
 }
 
 /// One row of the Resources tab.
@@ -281,25 +282,19 @@ impl Document {
         Ok(doc)
     }
 
-    /// For a pipeline: selects step `step` (clamped), re-plans for `device` if it changed
-    /// and shows the step's IR and the fused kernel of its group. A new id, so highlight
-    /// caches and measured resources keyed by it do not mix steps.
-    /// Returns the planning's cache outcome when it re-planned.
-    pub fn select_step(
-        &mut self,
-        step: usize,
-        device: Option<&DeviceCaps>,
-        cache: Option<&PlanCache>,
-    ) -> Option<Cached> {
-        let pv = self.pipeline.as_mut()?;
-        pv.step = step.min(pv.steps().saturating_sub(1));
-        let planned = pv.refresh(device, cache);
+    /// For a pipeline: selects step `step` (clamped) and shows its IR; the plan (when the
+    /// device `device` changed) and the fused kernel are left pending for the worker
+    /// ([`crate::tui::worker::Job::Plan`]), so the UI thread never plans or fuses.
+    pub fn begin_step(&mut self, step: usize, device: Option<&str>) {
+        let Some(pv) = self.pipeline.as_mut() else {
+            return;
+        };
+        pv.begin(step, device);
         self.show_step();
-        planned
     }
 
     /// Points `program`/`ir` at the selected step (and its fused kernel when there is one).
-    fn show_step(&mut self) {
+    pub(crate) fn show_step(&mut self) {
         let Some(pv) = self.pipeline.as_ref() else {
             return;
         };
@@ -309,9 +304,10 @@ impl Document {
             (Err(_), Some(s)) => s.program.clone(),
             (Err(_), None) => return,
         };
-        if *self.program == program {
-            return;
-        }
+        // A new id even when the program is the same (steps of one fused group share their
+        // kernel): the IR text changed, and the highlight cache is keyed by this id, so
+        // keeping it painted the previous step's line pieces over this step's lines in a
+        // live terminal (issue 24, item 16).
         let mut stmt_count = 0usize;
         program.walk_stmts(&mut |_| stmt_count += 1);
         self.stmt_count = stmt_count;
@@ -511,6 +507,7 @@ pub fn estimate_into(
             "{} regs/thread, {} B static shared, from {source}",
             kr.regs_per_thread, kr.static_smem_bytes
         ),
+        registers: kr.regs_per_thread,
     });
 }
 

@@ -96,8 +96,12 @@ impl Highlighter {
         {
             let cache = self.cache.borrow();
             if cache.generation[slot] == Some(generation) {
+                // The pieces must cover this very text: a stale entry (a caller that kept
+                // its generation for a new text) is recomputed rather than cutting the line.
                 if let Some(p) = cache.lines.get(&(lang, line)) {
-                    return p.clone();
+                    if p.last().map_or(text.is_empty(), |r| r.0.end == text.len()) {
+                        return p.clone();
+                    }
                 }
             }
         }
@@ -190,6 +194,17 @@ mod tests {
             h.pieces(Lang::Ptx, 2, i, "ret;");
         }
         assert!(h.cached() <= CACHE_LINES);
+    }
+
+    /// A line whose text changed under the same generation (a step switch that kept the
+    /// id, issue 24 item 16) is highlighted afresh, never cut to the old line's pieces.
+    #[test]
+    fn a_changed_line_under_one_generation_is_not_cut() {
+        let h = Highlighter::new(Some(load_syntax_theme("dark").unwrap()));
+        h.pieces(Lang::Ir, 7, 0, "let i: u32 = gid.x");
+        let line = "let stride: u32 = 128 >> s";
+        let p = h.pieces(Lang::Ir, 7, 0, line);
+        assert_eq!(p.last().unwrap().0.end, line.len());
     }
 
     #[test]

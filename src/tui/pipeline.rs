@@ -5,7 +5,7 @@
 //! fused forms through [`crate::tui::gpu::Gpu::run_pipeline`]).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
 use crate::emit::EmittedKernel;
-use crate::inputs::pipeline::{prepare_pipeline_rooted, PreparedPipeline};
+use crate::inputs::pipeline::{pipeline_shapes_rooted, prepare_pipeline_rooted, PreparedPipeline};
 use crate::inputs::LaunchShape;
 use crate::ir::print::{print_program_prefixed, PrintedLine};
 use crate::ir::Pipeline;
@@ -22,14 +22,20 @@ use crate::megakernel::plan::{Plan, PlanOptions};
 use crate::megakernel::{fuse_group, FusedKernel};
 use crate::occupancy::DeviceCaps;
 
-/// A loaded pipeline file: the pipeline, its buffers' initial contents and step shapes.
+/// A loaded pipeline file: the pipeline and its steps' launch shapes. Buffer contents are
+/// built only for a run ([`PipelineFile::prepare`]): listing, planning and fusing depend on
+/// shapes, not data, so a pipeline of gigabytes of buffers costs nothing to list or plan.
 #[derive(Debug, Clone)]
 pub struct PipelineFile {
     /// The parsed pipeline.
     pub pipeline: Arc<Pipeline>,
-    /// Initial buffer contents and every step's launch shape (`None`: why not, when the
-    /// inputs could not be prepared, e.g. a missing `file` input).
-    pub prepared: Result<Arc<PreparedPipeline>, String>,
+    /// Every step's launch shape, or why there is none (validation errors, a missing
+    /// `file` input, buffers over the size limit).
+    pub shapes: Result<Vec<LaunchShape>, String>,
+    /// Folder `file` inputs resolve against (the pipeline file's).
+    base: PathBuf,
+    /// Folder they must stay inside (`--root`, else `base`).
+    root: PathBuf,
 }
 
 impl PipelineFile {
@@ -46,33 +52,37 @@ impl PipelineFile {
                 |d| d.to_string(),
             ));
         };
-        let base = path.parent().unwrap_or(Path::new("."));
-        let prepared = if crate::validate::pipeline::has_error(&loaded.diagnostics) {
+        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let root = root.map_or_else(|| base.clone(), Path::to_path_buf);
+        let shapes = if crate::validate::pipeline::has_error(&loaded.diagnostics) {
             Err("the pipeline has validation errors (see Diagnostics)".to_string())
         } else {
             let files = crate::inputs::FileRoot {
-                base,
-                root: root.unwrap_or(base),
+                base: &base,
+                root: &root,
             };
-            prepare_pipeline_rooted(&pipeline, files)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
+            pipeline_shapes_rooted(&pipeline, files).map_err(|e| e.to_string())
         };
         Ok((
             PipelineFile {
                 pipeline: Arc::new(pipeline),
-                prepared,
+                shapes,
+                base,
+                root,
             },
             loaded.diagnostics,
         ))
     }
 
-    /// Every step's launch shape, when the inputs were prepared.
-    pub fn shapes(&self) -> Result<Vec<LaunchShape>, String> {
-        self.prepared
-            .as_ref()
-            .map(|p| p.steps.iter().map(|s| s.shape).collect())
-            .map_err(Clone::clone)
+    /// Every buffer's initial contents and every step's shape and bindings, for a run (on
+    /// the worker: filling may take a while).
+    pub fn prepare(&self) -> Result<PreparedPipeline, String> {
+        self.shapes.as_ref().map_err(Clone::clone)?;
+        let files = crate::inputs::FileRoot {
+            base: &self.base,
+            root: &self.root,
+        };
+        prepare_pipeline_rooted(&self.pipeline, files).map_err(|e| e.to_string())
     }
 
     /// The plan for `device`, through `cache` when given (the interactive inspector uses
@@ -88,10 +98,10 @@ impl PipelineFile {
                     .into(),
             );
         };
-        let shapes = self.shapes()?;
+        let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
         plan_cached(
             &self.pipeline,
-            &shapes,
+            shapes,
             &PlanOptions::new(device.clone()),
             cache,
         )
@@ -100,12 +110,12 @@ impl PipelineFile {
 
     /// The fused kernel of group `group` of `plan`.
     pub fn fuse(&self, plan: &Plan, group: usize) -> Result<FusedKernel, String> {
-        let shapes = self.shapes()?;
+        let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
         let g = plan
             .groups
             .get(group)
             .ok_or_else(|| format!("the plan has no group {group}"))?;
-        fuse_group(&self.pipeline, &shapes, &g.spec()).map_err(|e| e.to_string())
+        fuse_group(&self.pipeline, shapes, &g.spec()).map_err(|e| e.to_string())
     }
 
     /// Step `step`'s IR with node ids prefixed `steps[step].`.
@@ -171,6 +181,18 @@ impl PipelineView {
         self.file.pipeline.steps.len()
     }
 
+    /// Selects step `step` (clamped) with its plan (when `device` differs from the one it
+    /// was made for) and fused kernel pending: [`PipelineView::refresh`] on the worker
+    /// makes them.
+    pub fn begin(&mut self, step: usize, device: Option<&str>) {
+        self.step = step.min(self.steps().saturating_sub(1));
+        if self.planned_for.as_deref() != device {
+            self.plan = Err(PLANNING.into());
+        }
+        self.group = None;
+        self.fused = Err(PLANNING.into());
+    }
+
     /// (Re)plans for `device` when it changed, and fuses the selected step's group.
     /// Returns the planning's cache outcome when it planned.
     pub fn refresh(
@@ -198,6 +220,9 @@ impl PipelineView {
         planned
     }
 }
+
+/// What the plan and the PTX pane say while the worker plans and fuses.
+pub const PLANNING: &str = "planning and fusing on the worker...";
 
 /// One pipeline run as the Run tab charts it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

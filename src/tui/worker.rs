@@ -15,7 +15,10 @@ use crate::occupancy::DeviceCaps;
 use super::analysis::{analyze, estimate_emission, Emission, Estimated, PtxView, Resources};
 use super::app::EntryStatus;
 use super::gpu::{kernel_resources, Counters, Gpu, InputFolder, RunRecord, TuneRow};
-use super::pipeline::{reference_run, PipelineFile, PipelineRun};
+use super::pipeline::{
+    origin_names, reference_run, rename_nodes, PipelineFile, PipelineRun, PipelineView,
+};
+use crate::megakernel::cache::{Cached, PlanCache};
 use crate::megakernel::plan::Plan;
 
 /// Key of measured kernel resources: document id and emit options.
@@ -31,6 +34,20 @@ pub enum Job {
         /// Program.
         program: Arc<Program>,
         /// Options.
+        opts: EmitOptions,
+    },
+    /// A pipeline step selected: (re)plan when the device changed, fuse the step's group and
+    /// emit the fused kernel with the steps' node ids (a long pipeline takes seconds).
+    Plan {
+        /// Generation this result belongs to (stale results are dropped).
+        generation: u64,
+        /// The pipeline view with the step selected and the plan or kernel pending.
+        view: Box<PipelineView>,
+        /// Device to plan for.
+        device: Option<Box<DeviceCaps>>,
+        /// The user's plan cache (none in replays).
+        cache: Option<PlanCache>,
+        /// Emit options.
         opts: EmitOptions,
     },
     /// Measure a kernel's resources (live driver, else ptxas).
@@ -124,6 +141,7 @@ impl Job {
     pub fn label(&self) -> &'static str {
         match self {
             Job::Analyze { .. } => "emitting",
+            Job::Plan { .. } => "planning",
             Job::Validate { .. } => "checking files",
             Job::Estimate { .. } => "estimating",
             Job::Resources { .. } => "measuring resources",
@@ -154,6 +172,8 @@ pub enum Reply {
     ValidationDone,
     /// Emission finished.
     Analyzed(u64, Box<Emission>),
+    /// A pipeline step planned, fused and emitted.
+    Planned(u64, Box<Planned>),
     /// Resources measured.
     Resources(ResKey, Resources),
     /// SASS listing made (or why not).
@@ -170,6 +190,53 @@ pub enum Reply {
     PipelineRan(Result<PipelineRun, String>),
     /// Tune finished.
     Tuned(Result<Vec<TuneRow>, String>, Stats),
+}
+
+/// A pipeline step as the worker made it: the view with its plan and fused kernel, the plan
+/// cache's outcome when it planned, and the emission of the kernel the PTX pane shows.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The view (plan, group, fused kernel).
+    pub view: PipelineView,
+    /// The plan cache's outcome, when it planned.
+    pub cached: Option<Cached>,
+    /// The fused kernel's emission (or the step's own, when there is no plan).
+    pub emission: Emission,
+}
+
+/// Plans (when needed) and fuses `view`'s step for `device`, and emits the kernel with its
+/// source map renamed to the steps' node ids.
+fn plan_step(
+    mut view: PipelineView,
+    device: Option<&DeviceCaps>,
+    cache: Option<&PlanCache>,
+    opts: &EmitOptions,
+) -> Planned {
+    let cached = view.refresh(device, cache);
+    let program = match (&view.fused, view.file.pipeline.steps.get(view.step)) {
+        (Ok(f), _) => Some(&f.program),
+        (Err(_), s) => s.map(|s| &s.program),
+    };
+    let mut emission = match program {
+        Some(p) => analyze(p, opts),
+        None => Emission {
+            opts: opts.clone(),
+            ptx: Err(format!("the pipeline has no step {}", view.step)),
+            occupancy: Err("no kernel".into()),
+            resources: Vec::new(),
+            diagnostics: Vec::new(),
+        },
+    };
+    if let (Ok(f), Ok(ptx)) = (&view.fused, &emission.ptx) {
+        let mut kernel = ptx.kernel.clone();
+        rename_nodes(&mut kernel, &origin_names(f));
+        emission.ptx = Ok(Arc::new(PtxView::new(kernel)));
+    }
+    Planned {
+        view,
+        cached,
+        emission,
+    }
 }
 
 /// Cache and telemetry snapshots taken after GPU work.
@@ -202,6 +269,17 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started("emitting", 0));
             let e = analyze(&program, &opts);
             report(Reply::Analyzed(generation, Box::new(e)));
+        }
+        Job::Plan {
+            generation,
+            view,
+            device,
+            cache,
+            opts,
+        } => {
+            report(Reply::Started("planning", 0));
+            let planned = plan_step(*view, device.as_deref(), cache.as_ref(), &opts);
+            report(Reply::Planned(generation, Box::new(planned)));
         }
         Job::Resources { key, ptx } => {
             report(Reply::Started("measuring resources", 0));
@@ -269,7 +347,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         }
         Job::Pipeline { file, plan, gpu: g } => {
             report(Reply::Started(job_label(g), 0));
-            let r = file.prepared.clone().and_then(|prepared| match (g, plan) {
+            let r = file.prepare().and_then(|prepared| match (g, plan) {
                 (true, Some(plan)) => gpu.run_pipeline(&file.pipeline, &prepared, &plan),
                 (true, None) => Err("no plan for this device".into()),
                 (false, _) => reference_run(&file.pipeline, &prepared).map(|(mut run, _)| {
@@ -301,6 +379,7 @@ impl Job {
             self,
             Job::Validate { .. }
                 | Job::Analyze { .. }
+                | Job::Plan { .. }
                 | Job::Estimate { .. }
                 | Job::Reference { .. }
                 | Job::Sass { .. }

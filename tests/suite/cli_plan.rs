@@ -103,7 +103,7 @@ fn human_output_lists_waves_barriers_and_breaks() {
     assert!(out.contains("1 launch, 1 grid barrier"), "{out}");
     assert!(out.contains("megakernel"), "{out}");
     assert!(out.contains("wave 0: step 0 (partial_sums_f32)"), "{out}");
-    assert!(out.contains("GRID BARRIER after step 0"), "{out}");
+    assert!(out.contains("grid barrier after step 0"), "{out}");
     assert!(out.contains("32 per thread assumed"), "{out}");
     // --no-cache wrote nothing.
     assert!(!cache.join("vyrescope").join("plan").exists());

@@ -187,6 +187,37 @@ fn plan_does_not_fill_the_pipeline_buffers() {
     assert!(stdout.contains("long"), "{stdout}");
 }
 
+/// Item 11 (the inspector's half): opening and listing a pipeline plans it from shapes; its
+/// buffers' contents are built only when `r` runs it. The same 4 GiB of buffers in 1 GiB of
+/// address space: the replay opens the pipeline, checks the list and plans.
+#[test]
+fn the_inspector_lists_and_plans_a_pipeline_without_filling_its_buffers() {
+    let t = tempfile::tempdir().unwrap();
+    let path = chain_pipeline(t.path(), 3, 256 << 20, false);
+    let script = format!(
+        "ulimit -v 1048576; exec {} tui {} --device h200 --keys 7 --size 120x40",
+        env!("CARGO_BIN_EXE_vyrescope"),
+        path.display()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("HOME", t.path())
+        .env("VYRESCOPE_CONFIG", "/nonexistent")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("IR step 1/3"), "{stdout}");
+    assert!(
+        stdout.contains("long on NVIDIA H200"),
+        "the Plan tab:\n{stdout}"
+    );
+}
+
 fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }

@@ -3,6 +3,7 @@
 
 mod support;
 mod tui_helpers;
+mod tui_marks;
 mod tui_pin;
 mod tui_pipeline;
 
@@ -57,6 +58,7 @@ mod tui_screens;
 mod tui_scroll;
 mod tui_snapshots;
 mod tui_tmux;
+mod tui_tmux_live;
 mod tui_update;
 mod validate_props;
 #[cfg(feature = "vyre")]

@@ -129,3 +129,96 @@ fn run_text_and_refusals() {
     assert_ne!(code, 0, "the forms exclude each other");
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+/// Plan groups of `file` for h200 (from `plan --json`).
+fn plan_groups(file: &str) -> Vec<serde_json::Value> {
+    let (code, out, err) = vyrescope(&["plan", file, "--device", "h200", "--no-cache", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["groups"].as_array().unwrap().clone()
+}
+
+/// Issue 24 item 14: `emit`, `sass` and `occupancy` on a pipeline show each plan group's
+/// fused kernel (they refused with "unknown key `pipeline`" before), in text and `--json`.
+#[test]
+fn emit_sass_and_occupancy_show_every_fused_group_of_a_pipeline() {
+    for name in [
+        "reduce_total_normalize.json",
+        "stencil_pingpong.json",
+        "chain.json",
+    ] {
+        let f = fixture(name);
+        let f = f.to_str().unwrap();
+        let groups = plan_groups(f);
+        let n = groups.len();
+
+        let (code, out, err) = vyrescope(&["emit", f]);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert_eq!(out.matches(".entry ").count(), n, "{name}: {out}");
+        assert_eq!(out.matches("// pipeline ").count(), n, "{name}");
+        assert!(out.contains(&format!("group {} of {n}", n - 1)), "{out}");
+
+        let (code, out, err) = vyrescope(&["emit", f, "--map"]);
+        assert_eq!(code, 0, "{name}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let gs = v["groups"].as_array().unwrap();
+        assert_eq!(gs.len(), n);
+        for (g, want) in gs.iter().zip(&groups) {
+            assert_eq!(g["steps"], want["steps"], "{name}");
+            assert!(g["ptx"].as_str().unwrap().contains(".entry"));
+            // The map speaks in the steps' node ids, as the inspector's PTX pane does.
+            let nodes: Vec<&str> = g["map"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|e| e["node"].as_str())
+                .collect();
+            assert!(nodes.iter().any(|n| n.starts_with("steps[")), "{nodes:?}");
+        }
+
+        let (code, out, err) = vyrescope(&["occupancy", f, "--device", "h200", "--json"]);
+        assert_eq!(code, 0, "{name}: {err}{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let gs = v["groups"].as_array().unwrap();
+        assert_eq!(gs.len(), n);
+        assert!(gs
+            .iter()
+            .all(|g| g["estimate"]["occupancy_pct"].is_number()));
+        let (code, out, _) = vyrescope(&["occupancy", f, "--device", "h200"]);
+        assert_eq!(code, 0);
+        assert_eq!(out.matches("% occupancy").count(), n, "{out}");
+    }
+    let f = fixture("workgroup_rotate.json");
+    let (code, out, err) = vyrescope(&["emit", f.to_str().unwrap(), "--workgroup", "64,1,1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("does not apply to a pipeline") && err.contains("Fix:"),
+        "{err}"
+    );
+    assert!(!err.contains("unknown key"), "{err}");
+}
+
+/// `sass PIPELINE` (needs ptxas and nvdisasm; skipped with a notice without them).
+#[test]
+fn sass_shows_every_fused_group_of_a_pipeline() {
+    let f = fixture("reduce_total_normalize.json");
+    let f = f.to_str().unwrap();
+    let (code, out, err) = vyrescope(&["sass", f, "--json"]);
+    if code != 0 && (err.contains("ptxas") || err.contains("nvdisasm")) {
+        eprintln!("NOTICE: ptxas/nvdisasm missing, skipping: {err}");
+        return;
+    }
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let gs = v["groups"].as_array().unwrap();
+    assert_eq!(gs.len(), plan_groups(f).len());
+    assert!(gs[0]["instructions"]
+        .as_array()
+        .is_some_and(|i| !i.is_empty()));
+    let (code, out, _) = vyrescope(&["sass", f]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("// pipeline reduce_total_normalize, group 0"),
+        "{out}"
+    );
+}

@@ -52,7 +52,7 @@ fn plan_tab_reduce_total_normalize() {
     assert!(plan.grid_barriers >= 1, "{plan:?}");
     for needle in [
         "7 Plan",
-        "GRID",
+        "─grid",
         "group 0",
         "boundary after step",
         "co-resident blocks",

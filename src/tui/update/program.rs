@@ -2,11 +2,10 @@
 //! target sm and device changes, re-emission and re-estimation, GPU jobs, export.
 
 use crate::tui::action::Cmd;
-use crate::tui::analysis::{analyze, PtxView, INLINE_EMIT_MAX_STMTS};
+use crate::tui::analysis::{analyze, INLINE_EMIT_MAX_STMTS};
 use crate::tui::app::programs::Loaded;
 use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
-use crate::tui::pipeline::{origin_names, rename_nodes};
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
 use crate::tui::worker::{Job, ResKey};
@@ -210,10 +209,7 @@ pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
     let device = app.jobs.devices.current().cloned();
     if let Some(doc) = app.programs.doc.as_mut() {
         if let Some(step) = doc.pipeline.as_ref().map(|p| p.step) {
-            let s = &mut app.jobs.session;
-            if let Some(c) = doc.select_step(step, device.as_ref(), s.plan_cache.as_ref()) {
-                s.record_plan(&c);
-            }
+            doc.begin_step(step, device.as_ref().map(|d| d.name.as_str()));
         }
     }
     let Some(doc) = app.programs.doc.as_ref() else {
@@ -222,16 +218,18 @@ pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
     };
     let opts = app.emit_options();
     if let Some(pv) = &doc.pipeline {
-        // Fused kernels are emitted inline (a few steps' statements), so the correlation
-        // can be renamed to the steps' node ids before anything shows it.
-        let mut e = analyze(&doc.program, &opts);
-        if let (Ok(f), Ok(ptx)) = (&pv.fused, &e.ptx) {
-            let mut kernel = ptx.kernel.clone();
-            rename_nodes(&mut kernel, &origin_names(f));
-            e.ptx = Ok(std::sync::Arc::new(PtxView::new(kernel)));
-        }
-        app.code.emission = Some(e);
-        after_emission(app, out);
+        // Planning a long pipeline, fusing its group and emitting the fused kernel take
+        // seconds: the worker does them (the PTX pane says so meanwhile), so quitting and
+        // every other key keep working. The reply lands in `planned`.
+        app.code.emission = None;
+        let job = Job::Plan {
+            generation: app.code.generation,
+            view: Box::new(pv.clone()),
+            device: device.map(Box::new),
+            cache: app.jobs.session.plan_cache.clone(),
+            opts,
+        };
+        out.push(app.jobs.queue(job));
     } else if doc.stmt_count <= INLINE_EMIT_MAX_STMTS {
         app.code.emission = Some(analyze(&doc.program, &opts));
         after_emission(app, out);
@@ -244,6 +242,29 @@ pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
         };
         out.push(app.jobs.queue(job));
     }
+}
+
+/// A pipeline step planned, fused and emitted on the worker ([`Job::Plan`]): shows it, unless
+/// the step, device or options changed meanwhile (a newer job is on its way).
+pub(super) fn planned(
+    app: &mut App,
+    generation: u64,
+    p: crate::tui::worker::Planned,
+    out: &mut Vec<Cmd>,
+) {
+    if generation != app.code.generation {
+        return;
+    }
+    let Some(doc) = app.programs.doc.as_mut().filter(|d| d.pipeline.is_some()) else {
+        return;
+    };
+    doc.pipeline = Some(p.view);
+    doc.show_step();
+    if let Some(c) = &p.cached {
+        app.jobs.session.record_plan(c);
+    }
+    app.code.emission = Some(p.emission);
+    after_emission(app, out);
 }
 
 /// Re-estimates occupancy and diagnostics for the current device and the kernel's
@@ -515,12 +536,9 @@ pub(super) fn step(app: &mut App, delta: isize, out: &mut Vec<Cmd>) {
     if to == pv.step {
         return app.screen.info(format!("step {} of {n}", to + 1));
     }
-    let device = app.jobs.devices.current().cloned();
-    if let Some(doc) = app.programs.doc.as_mut() {
-        let s = &mut app.jobs.session;
-        if let Some(c) = doc.select_step(to, device.as_ref(), s.plan_cache.as_ref()) {
-            s.record_plan(&c);
-        }
+    if let Some(pv) = app.programs.doc.as_mut().and_then(|d| d.pipeline.as_mut()) {
+        // `reanalyze` shows the step's IR at once and has the worker plan and fuse.
+        pv.step = to;
     }
     app.code.ir = Default::default();
     app.code.ptx = Default::default();

@@ -35,6 +35,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 program::after_emission(app, out);
             }
         }
+        Reply::Planned(generation, p) => program::planned(app, generation, *p, out),
         Reply::Resources(key, r) => {
             app.code.resources.insert(key, r);
             program::refresh_estimate(app, out);

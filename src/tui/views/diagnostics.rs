@@ -54,13 +54,25 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 Severity::Warning => ("warn ", t.warning),
                 Severity::Info => ("info ", t.info),
             };
-            let l = Line::from(vec![
+            let mut spans = vec![
                 Span::styled(sev, style),
                 Span::styled(format!(" {} ", d.code), t.dim),
                 Span::styled(d.node.as_deref().unwrap_or("program").to_string(), t.gutter),
                 Span::raw(": "),
-                Span::raw(d.message.clone()),
-            ]);
+            ];
+            // One row per finding: a message longer than the row ends in `…` (the whole
+            // text is in the export and `vyrescope check`); the first line only.
+            let used = Line::from(spans.clone()).width();
+            let room = (list.body().width as usize).saturating_sub(used);
+            let first = d.message.lines().next().unwrap_or("");
+            let cut = d.message.len() > first.len();
+            let msg = if cut && first.chars().count() < room {
+                format!("{first} …")
+            } else {
+                super::wrap::ellipsize(first, room)
+            };
+            spans.push(Span::raw(msg));
+            let l = Line::from(spans);
             Some(l.style(list.row_style(app, i, Style::new())))
         })
         .collect();

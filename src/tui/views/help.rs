@@ -97,8 +97,39 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, scroll: usize) {
         ));
     let scroll = scroll.min(max_scroll(app, area.width, area.height));
     let all = lines(app);
+    let inside = r.height.saturating_sub(2) as usize;
+    let below = below_fold(&all, scroll + inside);
+    let block = match below {
+        Some(mark) => block.title_bottom(Line::styled(mark, app.theme.key)),
+        None => block,
+    };
     Paragraph::new(all.into_iter().skip(scroll).collect::<Vec<_>>())
         .style(app.theme.text)
         .block(block)
         .render(r, buf);
+}
+
+/// The scroll mark for help lines from `first` on when some are below the fold: the
+/// sections they hold (`↓ more: Tuning, Actions (j, PgDn) `), or just that more follows.
+pub fn below_fold(all: &[Line<'_>], first: usize) -> Option<String> {
+    if first >= all.len() {
+        return None;
+    }
+    // Section titles are the lines that do not start indented (and are not the blank
+    // separators or the closing note about overrides).
+    let sections: Vec<String> = all
+        .iter()
+        .skip(first)
+        .filter_map(|l| {
+            let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            let t = text.trim_end();
+            (!t.is_empty() && !t.starts_with(' ') && !t.starts_with("Overrides"))
+                .then(|| t.split(" (").next().unwrap_or(t).to_string())
+        })
+        .collect();
+    Some(if sections.is_empty() {
+        " ↓ more below (j, PgDn) ".to_string()
+    } else {
+        format!(" ↓ more: {} (j, PgDn) ", sections.join(", "))
+    })
 }

@@ -7,13 +7,14 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget, Wrap};
+use ratatui::widgets::{Paragraph, Widget};
 
 use crate::megakernel::plan::{GroupKind, Plan};
 use crate::megakernel::DepKind;
 use crate::tui::app::App;
 
 use super::tab_rows::{Offset, RowList};
+use super::wrap::wrap;
 
 /// One boundary of the plan: between two waves of a group, or between two groups (a new
 /// launch).
@@ -23,7 +24,7 @@ pub struct Boundary {
     pub group: usize,
     /// Step after which it sits.
     pub after_step: usize,
-    /// `none`, `workgroup`, `GRID` or `launch`.
+    /// `none`, `invocation`, `workgroup`, `grid` (as `plan --json` says) or `launch`.
     pub kind: String,
     /// Why.
     pub reason: String,
@@ -39,7 +40,7 @@ pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
             v.push(Boundary {
                 group: g,
                 after_step: b.after_step,
-                kind: kind_name(b.kind).into(),
+                kind: b.kind.name().into(),
                 reason: b.reason.clone(),
                 dataflow: group
                     .dataflow
@@ -65,15 +66,6 @@ pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
         }
     }
     v
-}
-
-fn kind_name(k: DepKind) -> &'static str {
-    match k {
-        // `invocation` needs no barrier: program order of one thread suffices.
-        DepKind::None | DepKind::Invocation => "none",
-        DepKind::Workgroup => "workgroup",
-        DepKind::Grid => "GRID",
-    }
 }
 
 fn plan_of(app: &App) -> Option<Result<&Plan, &str>> {
@@ -130,67 +122,100 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let colours = [t.ok, t.info, t.warning, t.key, t.title];
     let bounds = boundaries(plan);
     let selected = bounds.get(app.detail.pane.cursor);
-    let mut lines = vec![Line::from(vec![
-        Span::styled(format!("{} ", plan.pipeline), t.title),
-        Span::styled(
-            format!(
-                "on {}: {} group{}, {} launch{}, {} grid barrier{}",
-                plan.device,
-                plan.groups.len(),
-                plural(plan.groups.len()),
-                plan.launches,
-                if plan.launches == 1 { "" } else { "es" },
-                plan.grid_barriers,
-                plural(plan.grid_barriers)
+    let width = area.width as usize;
+    // Text wraps at the panel edge; the diagram rows never do (a wrapped box row breaks the
+    // picture): they scroll sideways to keep the selected step or boundary in view, with
+    // `‹`/`›` where they go on.
+    let mut out = wrap(
+        &[Line::from(vec![
+            Span::styled(format!("{} ", plan.pipeline), t.title),
+            Span::styled(
+                format!(
+                    "on {}: {} group{}, {} launch{}, {} grid barrier{}",
+                    plan.device,
+                    plan.groups.len(),
+                    plural(plan.groups.len()),
+                    plan.launches,
+                    if plan.launches == 1 { "" } else { "es" },
+                    plan.grid_barriers,
+                    plural(plan.grid_barriers)
+                ),
+                t.text,
             ),
-            t.text,
-        ),
-    ])];
+        ])],
+        width,
+    );
+    let own = group_of(plan, step);
     for (g, group) in plan.groups.iter().enumerate() {
         let colour = colours[g % colours.len()];
-        lines.push(Line::from(Span::styled(
-            format!(
-                "group {g}: {} wg {}x{}x{}, {} regs, {} B shared, {} co-resident blocks, {:.0}% occupancy",
-                match group.kind {
-                    GroupKind::Megakernel => "megakernel (cooperative)",
-                    GroupKind::Launch => "one launch",
-                },
-                group.workgroup_size[0],
-                group.workgroup_size[1],
-                group.workgroup_size[2],
-                group.registers,
-                group.shared_bytes,
-                group.coresident_blocks,
-                group.occupancy_pct
+        let wg = group.workgroup_size;
+        // The selected step's group shows the Occupancy tab's estimate of its fused kernel
+        // (one figure in both tabs); other groups the planner's, which assumes registers.
+        let figures = match kernel_estimate(app).filter(|_| own == Some(g)) {
+            Some((regs, pct)) => format!(
+                "{regs} regs, {pct:.0}% occupancy (this kernel's estimate, as the Occupancy tab)"
             ),
-            colour,
-        )));
+            None => format!(
+                "{} regs assumed, {:.0}% occupancy planned",
+                group.registers, group.occupancy_pct
+            ),
+        };
+        out.extend(wrap(
+            &[Line::from(Span::styled(
+                format!(
+                    "group {g}: {} wg {}x{}x{}, {} B shared, {} co-resident blocks, {figures}",
+                    kind_of(group.kind),
+                    wg[0],
+                    wg[1],
+                    wg[2],
+                    group.shared_bytes,
+                    group.coresident_blocks,
+                ),
+                colour,
+            ))],
+            width,
+        ));
         // Three rows of boxes: top edges, names with the barriers between waves, bottoms.
         let mut rows: [Vec<Span>; 3] = [vec![], vec![], vec![]];
+        let mut col = 0usize;
+        let mut focus = 0..0;
         for (w, wave) in group.waves.iter().enumerate() {
             for (i, &s) in wave.iter().enumerate() {
                 if i > 0 {
                     for r in &mut rows {
                         r.push(Span::raw(" "));
                     }
+                    col += 1;
                 }
                 let label = format!(" {s} {} ", names.get(s).map_or("?", String::as_str));
                 let width = label.chars().count();
                 let mut style = colour;
                 if s == step {
                     style = style.add_modifier(Modifier::BOLD | Modifier::REVERSED);
+                    if focus.is_empty() {
+                        focus = col..col + width + 2;
+                    }
                 }
                 rows[0].push(Span::styled(format!("┌{}┐", "─".repeat(width)), colour));
                 rows[1].push(Span::styled("│", colour));
                 rows[1].push(Span::styled(label, style));
                 rows[1].push(Span::styled("│", colour));
                 rows[2].push(Span::styled(format!("└{}┘", "─".repeat(width)), colour));
+                col += width + 2;
             }
             if let Some(b) = group.barriers.get(w) {
-                let kind = kind_name(b.kind);
                 let sel = selected.is_some_and(|x| x.group == g && x.after_step == b.after_step);
-                let text = format!(" ─{kind}─▶ ");
-                let pad = " ".repeat(text.chars().count());
+                // The arrow names the barrier (in `plan --json`'s words) and the buffer
+                // that needs it.
+                let text = match buffer_of(&b.reason) {
+                    Some(buf) => format!(" ─{} {buf}─▶ ", b.kind.name()),
+                    None => format!(" ─{}─▶ ", b.kind.name()),
+                };
+                let n = text.chars().count();
+                if sel {
+                    focus = col..col + n;
+                }
+                let pad = " ".repeat(n);
                 let style = if sel {
                     app.theme.cursor
                 } else if b.kind == DepKind::Grid {
@@ -201,48 +226,136 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 rows[0].push(Span::raw(pad.clone()));
                 rows[1].push(Span::styled(text, style));
                 rows[2].push(Span::raw(pad));
+                col += n;
             }
         }
-        lines.extend(rows.into_iter().map(Line::from));
+        let from = window(col, width, &focus);
+        out.extend(
+            rows.into_iter()
+                .map(|r| scrolled(r, from, width, col, t.key)),
+        );
     }
+    let mut text = Vec::new();
     match selected {
-        Some(b) => lines.push(Line::from(vec![
+        Some(b) => text.push(Line::from(vec![
             Span::styled(
                 format!("boundary after step {}: {} - ", b.after_step, b.kind),
                 t.key,
             ),
             Span::styled(b.reason.clone(), t.text),
         ])),
-        None => lines.push(Line::from(Span::styled("one wave: no boundaries", t.dim))),
+        None => text.push(Line::from(Span::styled("one wave: no boundaries", t.dim))),
     }
     if let Some(b) = selected.filter(|b| !b.dataflow.is_empty()) {
-        lines.push(Line::from(vec![
+        text.push(Line::from(vec![
             Span::styled("dataflow: ", t.key),
             Span::styled(b.dataflow.clone(), t.text),
         ]));
     }
     if plan.fusion_breaks.is_empty() {
-        lines.push(Line::from(Span::styled("fusion breaks: none", t.dim)));
+        text.push(Line::from(Span::styled("fusion breaks: none", t.dim)));
     } else {
-        lines.push(Line::from(Span::styled("fusion breaks:", t.warning)));
+        text.push(Line::from(Span::styled("fusion breaks:", t.warning)));
         for f in &plan.fusion_breaks {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  step {}: ", f.step), t.warning),
+            text.push(Line::from(vec![
+                Span::styled(format!("  before step {}: ", f.step), t.warning),
                 Span::styled(f.reason.clone(), t.text),
             ]));
         }
     }
-    lines.push(Line::from(Span::styled(
+    text.push(Line::from(Span::styled(
         format!(
             "co-resident blocks {}, largest shared memory {} B/block, min occupancy {:.0}%",
             plan.coresident_blocks, plan.shared_bytes, plan.min_occupancy_pct
         ),
         t.dim,
     )));
-    Paragraph::new(lines)
-        .style(Style::new())
-        .wrap(Wrap { trim: false })
-        .render(area, buf);
+    out.extend(wrap(&text, width));
+    // Below the fold: the last row says how much more there is and how to see it.
+    let rows = area.height as usize;
+    if out.len() > rows && rows > 0 {
+        let more = out.len() - (rows - 1);
+        out.truncate(rows - 1);
+        out.push(Line::from(Span::styled(
+            format!(
+                "↓ {more} more line{} below (e expands the panel)",
+                plural(more)
+            ),
+            t.key,
+        )));
+    }
+    Paragraph::new(out).style(Style::new()).render(area, buf);
+}
+
+/// A group's kind in `plan --json`'s words.
+fn kind_of(k: GroupKind) -> &'static str {
+    match k {
+        GroupKind::Megakernel => "megakernel",
+        GroupKind::Launch => "launch",
+    }
+}
+
+/// The Occupancy tab's registers and occupancy of the open kernel, when estimated.
+fn kernel_estimate(app: &App) -> Option<(u32, f64)> {
+    let occ = app.code.emission.as_ref()?.occupancy.as_ref().ok()?;
+    Some((occ.registers, occ.current_row.as_ref()?.occupancy_pct))
+}
+
+/// Group index of `step` in `plan`.
+fn group_of(plan: &Plan, step: usize) -> Option<usize> {
+    plan.groups.iter().position(|g| g.steps.contains(&step))
+}
+
+/// The buffer a separation's reason names first (`` `y` ``), if any.
+fn buffer_of(reason: &str) -> Option<&str> {
+    let start = reason.find('`')? + 1;
+    let len = reason[start..].find('`')?;
+    Some(&reason[start..start + len]).filter(|b| !b.is_empty() && !b.contains(' '))
+}
+
+/// First column to show of a `total`-column row in `width` columns, keeping `focus` in
+/// view.
+fn window(total: usize, width: usize, focus: &std::ops::Range<usize>) -> usize {
+    if total <= width || width < 3 {
+        return 0;
+    }
+    // One column each side is taken by the scroll marks.
+    let inner = width - 2;
+    let max = total - inner;
+    let want = focus.end.saturating_sub(inner);
+    want.min(focus.start).min(max)
+}
+
+/// Columns `from..from + width` of the row `spans` (`total` columns), with `‹`/`›` in the
+/// first/last column where the row goes on.
+fn scrolled(
+    spans: Vec<Span<'static>>,
+    from: usize,
+    width: usize,
+    total: usize,
+    mark: Style,
+) -> Line<'static> {
+    if total <= width {
+        return Line::from(spans);
+    }
+    let (left, right) = (from > 0, from + width.saturating_sub(2) < total);
+    let inner = width.saturating_sub(2);
+    let mut cells: Vec<Span<'static>> = Vec::new();
+    let mut at = 0usize;
+    for s in spans {
+        for c in s.content.chars() {
+            if at >= from && at < from + inner {
+                cells.push(Span::styled(c.to_string(), s.style));
+            }
+            at += 1;
+        }
+    }
+    let mut out = vec![Span::styled(if left { "‹" } else { " " }, mark)];
+    out.extend(cells);
+    if right {
+        out.push(Span::styled("›", mark));
+    }
+    Line::from(out)
 }
 
 fn plural(n: usize) -> &'static str {

@@ -49,7 +49,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             return super::empty_note(buf, inner, app.theme.error, &format!("no PTX: {e}"))
         }
         None if app.programs.doc.is_some() => {
-            return super::empty_note(buf, inner, app.theme.dim, "emitting...")
+            return super::empty_note(buf, inner, app.theme.dim, pending_note(app))
         }
         None => return super::empty_note(buf, inner, app.theme.dim, "no program open"),
     };
@@ -104,7 +104,7 @@ fn draw_vyre(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             return super::empty_note(buf, inner, app.theme.dim, "making vyre's PTX...")
         }
         None if app.programs.doc.is_some() => {
-            return super::empty_note(buf, inner, app.theme.dim, "emitting...")
+            return super::empty_note(buf, inner, app.theme.dim, pending_note(app))
         }
         None => return super::empty_note(buf, inner, app.theme.dim, "no program open"),
     };
@@ -134,4 +134,20 @@ fn draw_vyre(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             mark: &mark,
         },
     );
+}
+
+/// What the PTX pane says while its kernel is being made: a pipeline's plan and fused kernel
+/// come from the worker, a large Program's emission too.
+fn pending_note(app: &App) -> &'static str {
+    let planning = app
+        .programs
+        .doc
+        .as_ref()
+        .and_then(|d| d.pipeline.as_ref())
+        .is_some_and(|p| matches!(&p.fused, Err(e) if e == crate::tui::pipeline::PLANNING));
+    if planning {
+        crate::tui::pipeline::PLANNING
+    } else {
+        "emitting..."
+    }
 }

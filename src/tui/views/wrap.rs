@@ -68,6 +68,29 @@ pub fn wrap(lines: &[Line<'_>], cols: usize) -> Vec<Line<'static>> {
     out
 }
 
+/// `text` cut to `cols` display columns, ending in `…` when it was cut (a row that cannot
+/// wrap says that it goes on).
+pub fn ellipsize(text: &str, cols: usize) -> String {
+    let width = |s: &str| ratatui::text::Span::raw(s).width();
+    if width(text) <= cols {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = width(c.encode_utf8(&mut [0; 4]));
+        if used + w + 1 > cols {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if cols > 0 {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +134,12 @@ mod tests {
                 "cols {cols}"
             );
         }
+    }
+
+    #[test]
+    fn ellipsize_marks_a_cut() {
+        assert_eq!(super::ellipsize("short", 10), "short");
+        assert_eq!(super::ellipsize("abcdefghij", 5), "abcd…");
+        assert_eq!(super::ellipsize("abc", 0), "");
     }
 }

@@ -1,0 +1,178 @@
+//! `emit`, `sass` and `occupancy` on a pipeline file: the plan's fused kernels, one per group,
+//! as the inspector's Plan tab and PTX pane show them (planned in memory for the device
+//! profile, each group fused and emitted for the group's own workgroup size, its source map
+//! renamed to the steps' node ids `steps[k].<id>`).
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::emit::{emit, EmitOptions, EmittedKernel};
+use crate::inputs::pipeline::pipeline_shapes;
+use crate::ir::Pipeline;
+use crate::megakernel::cache::plan_cached;
+use crate::megakernel::fuse_group;
+use crate::megakernel::plan::{Group, GroupKind, PlanOptions};
+use crate::occupancy::DeviceCaps;
+
+/// One plan group's kernel.
+pub(crate) struct GroupKernel {
+    /// Group index in the plan.
+    pub index: usize,
+    /// The plan's group.
+    pub group: Group,
+    /// The emitted fused kernel, node ids renamed to `steps[k].<id>`.
+    pub kernel: EmittedKernel,
+}
+
+/// A pipeline's plan as kernels.
+pub(crate) struct PipelineKernels {
+    /// The pipeline.
+    pub pipeline: Pipeline,
+    /// The device profile it was planned for.
+    pub device: DeviceCaps,
+    /// One kernel per group, in plan order.
+    pub groups: Vec<GroupKernel>,
+}
+
+/// Options of one group's emission.
+pub(crate) struct GroupEmit {
+    /// Target sm; `None`: the device profile's (at most 90).
+    pub sm: Option<u32>,
+    /// `.loc` line info.
+    pub lineinfo: bool,
+    /// Unroll small constant loops.
+    pub unroll: bool,
+    /// Grid barrier lowering.
+    pub grid_barrier: crate::emit::grid_sync::GridBarrier,
+    /// Versioned bounds checks.
+    pub version_bounds: bool,
+}
+
+/// Plans `file` for `device` (default profile when `None`) and emits every group's kernel.
+/// `workgroup` must be `None`: a fused kernel's workgroup is the plan's.
+pub(crate) fn load(
+    file: &Path,
+    device: Option<&str>,
+    workgroup: Option<[u32; 3]>,
+    how: &GroupEmit,
+) -> Result<PipelineKernels, String> {
+    if workgroup.is_some() {
+        return Err(format!(
+            "{}: --workgroup does not apply to a pipeline: each fused kernel runs with its plan group's workgroup size\n  Fix: drop --workgroup, or give one step's Program file instead",
+            file.display()
+        ));
+    }
+    let pipeline =
+        super::plan::load(file).map_err(|m| m.trim_start_matches("error: ").to_string())?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    let shapes = pipeline_shapes(&pipeline, base).map_err(|e| e.to_string())?;
+    let (caps, _) = super::occupancy::resolve_device(device).map_err(|e| e.to_string())?;
+    let opts = PlanOptions::new(caps.clone());
+    let plan = plan_cached(&pipeline, &shapes, &opts, None)
+        .map_err(|e| e.to_string())?
+        .plan;
+    let sm = how
+        .sm
+        .unwrap_or_else(|| (caps.cc_major * 10 + caps.cc_minor).min(90));
+    let mut groups = Vec::with_capacity(plan.groups.len());
+    for (index, group) in plan.groups.into_iter().enumerate() {
+        let fused = fuse_group(&pipeline, &shapes, &group.spec())
+            .map_err(|e| format!("{}: group {index}: {e}", file.display()))?;
+        let opts = EmitOptions {
+            sm,
+            workgroup_size: fused.program.workgroup_size,
+            lineinfo: how.lineinfo,
+            unroll: how.unroll,
+            grid_barrier: how.grid_barrier,
+            version_bounds: how.version_bounds,
+        };
+        let mut kernel = emit(&fused.program, &opts)
+            .map_err(|e| format!("{}: group {index}: {e}", file.display()))?;
+        for e in &mut kernel.source_map.entries {
+            if let Some((k, id)) = fused.node_origin.get(e.node.as_str()) {
+                e.node = format!("steps[{k}].{id}");
+            }
+        }
+        groups.push(GroupKernel {
+            index,
+            group,
+            kernel,
+        });
+    }
+    Ok(PipelineKernels {
+        pipeline,
+        device: caps,
+        groups,
+    })
+}
+
+impl PipelineKernels {
+    /// One line naming group `g`: kind, steps with their Programs, workgroup and grids.
+    pub fn header(&self, g: &GroupKernel) -> String {
+        let steps: Vec<String> = g
+            .group
+            .steps
+            .iter()
+            .map(|&s| {
+                let name = self
+                    .pipeline
+                    .steps
+                    .get(s)
+                    .map_or("?", |st| st.program.name.as_str());
+                format!("{s} {name}")
+            })
+            .collect();
+        let wg = g.group.workgroup_size;
+        format!(
+            "pipeline {}, group {} of {} ({}): steps {}; kernel {}, workgroup {}x{}x{}",
+            self.pipeline.name,
+            g.index,
+            self.groups.len(),
+            kind(g),
+            steps.join(", "),
+            g.kernel.kernel_name,
+            wg[0],
+            wg[1],
+            wg[2]
+        )
+    }
+
+    /// The fields every group's JSON object starts with.
+    pub fn group_json(&self, g: &GroupKernel) -> Value {
+        json!({
+            "group": g.index,
+            "kind": g.group.kind,
+            "steps": g.group.steps,
+            "kernel": g.kernel.kernel_name,
+            "workgroup": g.group.workgroup_size,
+        })
+    }
+
+    /// `{"pipeline", "device", "groups": [...]}` around per-group objects.
+    pub fn wrap_json(&self, groups: Vec<Value>) -> Value {
+        json!({
+            "pipeline": self.pipeline.name,
+            "device": self.device.name,
+            "groups": groups,
+        })
+    }
+}
+
+/// The group's kind in the words `plan` uses.
+fn kind(g: &GroupKernel) -> &'static str {
+    match g.group.kind {
+        GroupKind::Megakernel => "megakernel",
+        GroupKind::Launch => "launch",
+    }
+}
+
+/// Merges `extra`'s fields into object `base` (the group fields first).
+pub(crate) fn merged(mut base: Value, extra: Value) -> Value {
+    if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+        for (k, v) in e {
+            b.entry(k).or_insert(v);
+        }
+    }
+    base
+}
