@@ -67,6 +67,7 @@ use crate::ir::{ElemType, Program};
 mod address;
 mod bounds;
 mod cse;
+mod dataflow;
 mod expr;
 mod fold;
 pub mod grid_sync;
@@ -340,6 +341,12 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let prog = w.prog;
     let opts = w.opts;
     let grid_sync = w.special.contains_key("has_grid_barrier");
+    // Dataflow flags and counters extend the grid-barrier scratch (see `dataflow`).
+    let sync_words: u32 = w
+        .special
+        .get("sync_words")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let timeline = w.timeline_spec().cloned();
     let hosts = prog.host_buffers();
     let params: Vec<AbiParam> = hosts
@@ -401,7 +408,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
         out.push(format!(
             "//   {:<24} .u64  grid-barrier scratch: {} zeroed u32 words; cooperative launch",
             grid_sync::GRID_SYNC_PARAM,
-            grid_sync::GRID_SYNC_WORDS
+            grid_sync::GRID_SYNC_WORDS.max(sync_words)
         ));
     }
     if let Some(t) = &timeline {
@@ -512,7 +519,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
             static_shared_bytes: shared_bytes,
             grid_sync,
             grid_sync_words: if grid_sync {
-                grid_sync::GRID_SYNC_WORDS
+                grid_sync::GRID_SYNC_WORDS.max(sync_words)
             } else {
                 0
             },

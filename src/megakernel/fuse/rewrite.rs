@@ -185,7 +185,7 @@ impl Renamer<'_> {
                     self.stmts(body)?;
                 }
                 StmtKind::Block(b) => self.stmts(b)?,
-                StmtKind::Barrier(_) | StmtKind::Return => {}
+                StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
             }
         }
         Ok(())
@@ -326,7 +326,7 @@ pub(super) fn used_ids(list: &[Stmt]) -> ([bool; 3], [bool; 3]) {
                     walk(body, note);
                 }
                 StmtKind::Block(b) => walk(b, note),
-                StmtKind::Barrier(_) | StmtKind::Return => {}
+                StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
             }
         }
     }
