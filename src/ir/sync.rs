@@ -46,6 +46,8 @@ pub enum SyncOp {
     Arrive {
         /// The step whose tasks arrive.
         step: u32,
+        /// The one-workgroup step the last arriver runs.
+        fold: u32,
         /// Counter word.
         counter: u32,
         /// Arrivals per launch (the step's workgroups).

@@ -24,6 +24,42 @@ use super::DepKind;
 /// leaves another on its SM to run.
 pub const DATAFLOW_BLOCKS_PER_SM: u32 = 2;
 
+/// How a fused persistent group separates its cross-workgroup dependences (`--sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncMode {
+    /// Each task waits only for its producers: completion flags, counters, last-arriver
+    /// folds (the default where the plan has a dataflow view).
+    #[default]
+    Dataflow,
+    /// Every `grid` boundary is an all-to-all grid barrier (the fallback, and the form to
+    /// compare against).
+    Barrier,
+}
+
+impl SyncMode {
+    /// The name `--sync` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::Dataflow => "dataflow",
+            SyncMode::Barrier => "barrier",
+        }
+    }
+}
+
+impl std::str::FromStr for SyncMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "dataflow" => Ok(SyncMode::Dataflow),
+            "barrier" => Ok(SyncMode::Barrier),
+            _ => Err(format!(
+                "unknown sync form `{s}`\n  Fix: use `dataflow` (the default) or `barrier`"
+            )),
+        }
+    }
+}
+
 /// The synchronisation at one wave boundary of a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoundarySync {
