@@ -102,9 +102,24 @@ impl Writer<'_> {
 
     fn sync_wait(&mut self, on: WaitOn, workgroup: &str) -> R<()> {
         let out = self.fresh_label("df_waited");
+        let passed = self.fresh_label("df_passed");
         let v = match on {
             WaitOn::Window { .. } => Some(self.workgroup_reg(workgroup)?),
             _ => None,
+        };
+        // A count or a fixed range is the same for every task of the step: once this block
+        // has seen it complete (in this launch), its later tasks skip the wait. `done` is
+        // false at kernel entry and set by every thread after the `bar.sync`, so the skip
+        // is uniform in the block.
+        let done = match on {
+            WaitOn::Window { .. } => None,
+            _ => {
+                let tid = self.linear_tid();
+                let d = self.reg_class(RegClass::Pred);
+                self.pro(format!("setp.ne.u32 {d}, {tid}, {tid}"));
+                self.ins(format!("@{d} bra {passed}"));
+                Some(d)
+            }
         };
         self.leader_only(&out);
         match on {
@@ -133,7 +148,8 @@ impl Writer<'_> {
                     "min.s32 {b}, {b}, {}",
                     producers.saturating_sub(1)
                 ));
-                self.flag_loop(flags, &a, &b);
+                // The task's own workgroup of the producer ran on this block, before.
+                self.flag_loop(flags, &a, &b, Some(&v));
             }
             WaitOn::Range {
                 flags,
@@ -150,16 +166,22 @@ impl Writer<'_> {
                     "mov.u32 {b}, {}",
                     last.min(producers.saturating_sub(1))
                 ));
-                self.flag_loop(flags, &a, &b);
+                self.flag_loop(flags, &a, &b, None);
             }
         }
         self.label(&out);
         self.ins("bar.sync 0");
+        if let Some(d) = done {
+            let tid = self.linear_tid();
+            self.ins(format!("setp.eq.u32 {d}, {tid}, {tid}"));
+        }
+        self.label(&passed);
         Ok(())
     }
 
-    /// Thread 0 waits for flags `flags + a ..= flags + b` (signed registers; none if a > b).
-    fn flag_loop(&mut self, flags: u32, a: &str, b: &str) {
+    /// Thread 0 waits for flags `flags + a ..= flags + b` (signed registers; none if a > b),
+    /// except `own` (a producer task that ran earlier on this very block).
+    fn flag_loop(&mut self, flags: u32, a: &str, b: &str, own: Option<&str>) {
         let head = self.fresh_label("df_flag");
         let done = self.fresh_label("df_flags_done");
         let p = self.reg_class(RegClass::B32);
@@ -168,8 +190,15 @@ impl Writer<'_> {
         let past = self.reg_class(RegClass::Pred);
         self.ins(format!("setp.gt.s32 {past}, {p}, {b}"));
         self.ins(format!("@{past} bra {done}"));
+        let skip = self.fresh_label("df_flag_next");
+        if let Some(own) = own {
+            let mine = self.reg_class(RegClass::Pred);
+            self.ins(format!("setp.eq.s32 {mine}, {p}, {own}"));
+            self.ins(format!("@{mine} bra {skip}"));
+        }
         let addr = self.sync_addr(flags, Some(&p));
         self.poll(&addr, "eq", 0);
+        self.label(&skip);
         self.ins(format!("add.s32 {p}, {p}, 1"));
         self.ins(format!("bra.uni {head}"));
         self.label(&done);
