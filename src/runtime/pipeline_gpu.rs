@@ -168,12 +168,15 @@ pub fn plan_launches(
             let mut measured = Vec::new();
             if let Some(initial) = measure {
                 let sms = rt.caps().sm_count.max(1);
+                // Up to every co-resident block, also where the estimate (a dataflow grid of
+                // two blocks per SM) is smaller.
+                let top = group.coresident_blocks.min(driver).max(used);
                 let mut candidates: Vec<u32> = [1, 2, 4]
                     .iter()
                     .map(|k| k * sms)
-                    .filter(|&b| b < used)
+                    .filter(|&b| b < top)
                     .collect();
-                candidates.push(used);
+                candidates.push(top);
                 for blocks in candidates {
                     let mut trial = spec.clone();
                     trial.persistent_blocks = Some(blocks);
