@@ -4,7 +4,7 @@
 # stencil (2^18 and a 2^20 copy), histogram equalisation (2^20, mixed workgroup sizes), each
 # `--both --repeat 30` in both sync forms (both verified against the reference interpreter),
 # then the no-regression cases (elementwise chain 2^12 / 2^26, reduction 2^26).
-# Usage: benches/gpu/dataflow.sh [BINARY] [OUTDIR]
+# Usage: [DATAFLOW_QUICK=1] benches/gpu/dataflow.sh [BINARY] [OUTDIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:-target/release/vyrescope}"
@@ -67,6 +67,12 @@ for name in softmax reduce_normalize_2p20 stencil_halo4 hist_equalize; do
 done
 one chain3_2e12 dataflow
 one reduce_2e26 dataflow
+if [ "${DATAFLOW_QUICK:-0}" = 1 ]; then # the target cases and the 2^20 copies only
+  one stencil_halo4_2e20 dataflow
+  one softmax_2e20 dataflow
+  rm -rf "$out/json"
+  exit 0
+fi
 # The persistent grid by measurement (1, 2, 4 blocks per SM and the most co-resident).
 one softmax dataflow --topology measure
 one stencil_halo4_2e20 dataflow --topology measure

@@ -26,6 +26,10 @@ type R<T> = Result<T, EmitError>;
 /// Nanoseconds a waiting thread sleeps between polls.
 const POLL_SLEEP_NS: u32 = 32;
 
+/// Widest window whose flags are polled all at once (loads in flight together, one round
+/// trip per poll); wider windows poll flag after flag.
+const PARALLEL_WINDOW: i32 = 5;
+
 impl Writer<'_> {
     /// Emits one dataflow statement (see the module docs).
     pub(super) fn sync_op(&mut self, op: &SyncOp) -> R<()> {
@@ -133,6 +137,15 @@ impl Writer<'_> {
                 producers,
                 lo,
                 hi,
+            } if i64::from(hi) - i64::from(lo) < i64::from(PARALLEL_WINDOW) => {
+                let v = v.unwrap_or_default();
+                self.window_at_once(flags, producers, (lo, hi), &v);
+            }
+            WaitOn::Window {
+                flags,
+                producers,
+                lo,
+                hi,
             } => {
                 let v = v.unwrap_or_default();
                 // Producers max(v + lo, 0) ..= min(v + hi, producers - 1), in s32 (workgroup
@@ -177,6 +190,46 @@ impl Writer<'_> {
         }
         self.label(&passed);
         Ok(())
+    }
+
+    /// Thread 0 waits for the flags of producers `v + lo ..= v + hi` inside `0..producers`,
+    /// but `v` itself (it ran earlier on this block): every flag is loaded before any is
+    /// tested, so one poll costs one round trip however wide the window.
+    fn window_at_once(&mut self, flags: u32, producers: u32, (lo, hi): (i32, i32), v: &str) {
+        let mut slots = Vec::new();
+        for o in (lo..=hi).filter(|&o| o != 0) {
+            let p = self.reg_class(RegClass::B32);
+            self.ins(format!("add.s32 {p}, {v}, {o}"));
+            // Below 0 wraps to a huge u32: one unsigned test covers both ends.
+            let inside = self.reg_class(RegClass::Pred);
+            self.ins(format!("setp.lt.u32 {inside}, {p}, {producers}"));
+            let addr = self.sync_addr(flags, Some(&p));
+            slots.push((inside, addr, self.reg_class(RegClass::B32)));
+        }
+        if slots.is_empty() {
+            return;
+        }
+        let spin = self.fresh_label("df_spin");
+        let poll = self.fresh_label("df_poll");
+        self.ins(format!("bra.uni {poll}"));
+        self.label(&spin);
+        self.ins(format!("nanosleep.u32 {POLL_SLEEP_NS}"));
+        self.label(&poll);
+        for (inside, addr, r) in &slots {
+            self.ins(format!("mov.u32 {r}, 1"));
+            self.ins(format!("@{inside} ld.acquire.gpu.global.u32 {r}, [{addr}]"));
+        }
+        let unset = self.reg_class(RegClass::Pred);
+        for (i, (_, _, r)) in slots.iter().enumerate() {
+            if i == 0 {
+                self.ins(format!("setp.eq.u32 {unset}, {r}, 0"));
+            } else {
+                let z = self.reg_class(RegClass::Pred);
+                self.ins(format!("setp.eq.u32 {z}, {r}, 0"));
+                self.ins(format!("or.pred {unset}, {unset}, {z}"));
+            }
+        }
+        self.ins(format!("@{unset} bra {spin}"));
     }
 
     /// Thread 0 waits for flags `flags + a ..= flags + b` (signed registers; none if a > b),

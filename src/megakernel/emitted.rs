@@ -24,17 +24,20 @@ fn refuse<T>(message: String) -> Result<T, ScheduleError> {
     })
 }
 
-fn collect<'a>(list: &'a [Stmt], out: &mut Vec<&'a SyncOp>) {
+/// Collects the dataflow statements of `list`, each with whether it sits inside an `if` or a
+/// loop (`nested`): a per-block count must not, or a block would count less or more than once.
+fn collect<'a>(list: &'a [Stmt], nested: bool, out: &mut Vec<(&'a SyncOp, bool)>) {
     for s in list {
         match &s.kind {
-            StmtKind::Sync(op) => out.push(op),
+            StmtKind::Sync(op) => out.push((op, nested)),
             StmtKind::If {
                 then, otherwise, ..
             } => {
-                collect(then, out);
-                collect(otherwise, out);
+                collect(then, true, out);
+                collect(otherwise, true, out);
             }
-            StmtKind::Loop { body, .. } | StmtKind::Block(body) => collect(body, out),
+            StmtKind::Loop { body, .. } => collect(body, true, out),
+            StmtKind::Block(body) => collect(body, nested, out),
             _ => {}
         }
     }
@@ -43,8 +46,8 @@ fn collect<'a>(list: &'a [Stmt], out: &mut Vec<&'a SyncOp>) {
 /// Every dataflow statement of `kernel`, in program order.
 pub fn sync_ops(kernel: &FusedKernel) -> Vec<&SyncOp> {
     let mut out = Vec::new();
-    collect(&kernel.program.body, &mut out);
-    out
+    collect(&kernel.program.body, false, &mut out);
+    out.into_iter().map(|(op, _)| op).collect()
 }
 
 /// What one step publishes: (flag words, counter word, arrivals (fold, total)).
@@ -56,17 +59,37 @@ struct Published {
 }
 
 /// The schedule `kernel` runs (`steps`: `(step, workgroups)` in execution order; the blocks
-/// are the kernel's persistent grid, virtual workgroup `g` on block `g mod blocks`).
+/// are the kernel's persistent grid, virtual workgroup `g` on block `g mod blocks`). A
+/// counter that every block adds to once after its tasks of a step (outside the step's loop)
+/// reaches the block count only when every task of the step has finished: a wait on it is a
+/// wait on all of them, and the block whose arrival is the last has finished its own.
 pub fn emitted_schedule(
     kernel: &FusedKernel,
     steps: &[(usize, u64)],
 ) -> Result<Schedule, ScheduleError> {
     let wgs = |s: usize| steps.iter().find(|x| x.0 == s).map(|x| x.1);
+    let blocks = kernel.shape.grid[0];
     let mut published: BTreeMap<usize, Published> = BTreeMap::new();
     let mut waits = Vec::new();
     let mut folds = Vec::new();
-    let ops = sync_ops(kernel);
-    for op in &ops {
+    let mut placed = Vec::new();
+    collect(&kernel.program.body, false, &mut placed);
+    let ops: Vec<&SyncOp> = placed.iter().map(|(op, _)| *op).collect();
+    for &(op, nested) in &placed {
+        let counts = matches!(
+            op,
+            SyncOp::Arrive { .. }
+                | SyncOp::Signal {
+                    counter: Some(_),
+                    ..
+                }
+        );
+        if counts && nested {
+            return refuse(format!(
+                "`{}` sits inside a loop or an `if`: a block would not count exactly once",
+                op.describe()
+            ));
+        }
         match op {
             SyncOp::Signal {
                 step,
@@ -109,9 +132,9 @@ pub fn emitted_schedule(
             words.push((c, 1, s));
         }
         if let Some(t) = p.total {
-            if u64::from(t) != n {
+            if t != blocks {
                 return refuse(format!(
-                    "step {s}'s tasks arrive expecting {t} arrivals, but it has {n} workgroups"
+                    "step {s}'s blocks arrive expecting {t} arrivals, but the launch has {blocks} blocks"
                 ));
             }
         }
@@ -180,9 +203,10 @@ pub fn emitted_schedule(
                 }
             }
             WaitOn::Count { counter, total } => {
-                if pub_.and_then(|x| x.counter) != Some(counter) || u64::from(total) != n {
+                // Every block adds one after its last task of the producer step.
+                if pub_.and_then(|x| x.counter) != Some(counter) || total != blocks {
                     return refuse(format!(
-                        "step {c} waits for step {p}'s counter to reach {total}, but step {p} does not count its {n} tasks there"
+                        "step {c} waits for step {p}'s counter to reach {total}, but each of the {blocks} blocks counts there once"
                     ));
                 }
                 ProducerSet::All
@@ -194,7 +218,6 @@ pub fn emitted_schedule(
             producers,
         });
     }
-    let blocks = kernel.shape.grid[0];
     let mut s = Schedule::round_robin_with_folds(steps, blocks, &[], CounterReset::Zeroed, &folds);
     s.waits = waits;
     Ok(s)

@@ -128,9 +128,9 @@ pub fn fuse_group(
     let shape = launch_shape(shapes, spec, &group)?;
     let (buffers, host_decls) = host_buffers(pipeline, spec, &group)?;
     let layout = match (&spec.dataflow, spec.persistent_blocks) {
-        (Some(deps), Some(_)) => {
+        (Some(deps), Some(blocks)) => {
             let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
-            Some(sync::SyncLayout::new(&spec.steps, &wgs, deps))
+            Some(sync::SyncLayout::new(&spec.steps, &wgs, deps, blocks))
         }
         (Some(_), None) => {
             return Err(err(
@@ -642,13 +642,17 @@ fn step_stmt(
         // Outside the mask: every thread of the block takes part in the waits' `bar.sync`.
         let mut task = l.before_task(k);
         task.append(&mut stmts);
-        task.extend(l.after_task(k, step_shape.workgroups()));
+        task.extend(l.after_task(k));
         stmts = task;
     }
     let mut wrapped = match virtual_loop {
         Some(v) => v.wrap(stmts),
         None => return Ok(rewrite::synth(StmtKind::Block(stmts))),
     };
+    if let Some(l) = layout {
+        // After the block's last task of the step, outside the loop: every block counts once.
+        wrapped.extend(l.after_step(k));
+    }
     Ok(if wrapped.len() == 1 {
         wrapped.remove(0)
     } else {

@@ -5,9 +5,11 @@
 //!
 //! Per dependence of step B on an earlier step A (a [`TileDep`] with producers):
 //! - B has one workgroup, A runs just before it and covers all of A: **last-arriver fold**.
-//!   A's tasks arrive on A's counter; the block whose arrival completes it runs B.
+//!   Every block arrives on A's counter after its last task of A; the block whose arrival
+//!   completes it runs B.
 //! - every workgroup of A (`all`, or a range or window as wide as A): B waits for **A's
-//!   counter** to reach A's workgroups (A's tasks add one each).
+//!   counter** to reach the launch's block count: every block adds one after its last task
+//!   of A (so a counter takes one atomic per block, not per task).
 //! - otherwise B waits for the **flags** of its producer window or range (A's tasks each set
 //!   their own flag).
 //!
@@ -39,6 +41,8 @@ pub(super) struct SyncLayout {
     waits: BTreeMap<usize, Vec<(usize, WaitOn)>>,
     /// Fold step -> the producer step whose last arriver runs it.
     folds: BTreeMap<usize, usize>,
+    /// Blocks of the launch: every one adds to a counter once per step.
+    blocks: u32,
 }
 
 /// Variable that is true in the block that runs fold step `k`.
@@ -54,7 +58,12 @@ pub(super) fn workgroup_var(k: usize) -> String {
 impl SyncLayout {
     /// The layout for steps `steps` (in execution order) with `workgroups[i]` workgroups and
     /// the required producer sets `deps`.
-    pub(super) fn new(steps: &[usize], workgroups: &[u64], deps: &[TileDep]) -> SyncLayout {
+    pub(super) fn new(
+        steps: &[usize],
+        workgroups: &[u64],
+        deps: &[TileDep],
+        blocks: u32,
+    ) -> SyncLayout {
         let pos = |s: usize| steps.iter().position(|&x| x == s);
         let wgs = |s: usize| pos(s).and_then(|i| workgroups.get(i)).copied().unwrap_or(0);
         let mut l = SyncLayout::default();
@@ -116,13 +125,14 @@ impl SyncLayout {
                 next = next.saturating_add(1);
             }
         }
+        l.blocks = blocks;
         for (from, to, need) in needs {
             let p = l.publish.get(&from).cloned().unwrap_or_default();
             let producers = u32::try_from(wgs(from)).unwrap_or(u32::MAX);
             let on = match need {
                 Need::Count => WaitOn::Count {
                     counter: p.counter.unwrap_or(0),
-                    total: producers,
+                    total: blocks,
                 },
                 Need::Flags(ProducerSet::Window { lo, hi }) => WaitOn::Window {
                     flags: p.flags.unwrap_or(0),
@@ -139,7 +149,7 @@ impl SyncLayout {
                 // Only windows and ranges get flags.
                 Need::Flags(_) => WaitOn::Count {
                     counter: p.counter.unwrap_or(0),
-                    total: producers,
+                    total: blocks,
                 },
             };
             l.waits.entry(to).or_default().push((from, on));
@@ -171,33 +181,44 @@ impl SyncLayout {
             .unwrap_or_default()
     }
 
-    /// The statements that close task `workgroup_var(k)` of step `k`: publish its flag or
-    /// count it, and arrive for a fold.
-    pub(super) fn after_task(&self, k: usize, workgroups: u64) -> Vec<Stmt> {
+    /// The statement that closes task `workgroup_var(k)` of step `k`: publish its flag.
+    pub(super) fn after_task(&self, k: usize) -> Vec<Stmt> {
+        match self.publish.get(&k).and_then(|p| p.flags) {
+            Some(flags) => vec![rewrite::synth(StmtKind::Sync(SyncOp::Signal {
+                step: k as u32,
+                flags: Some(flags),
+                counter: None,
+                workgroup: workgroup_var(k),
+            }))],
+            None => Vec::new(),
+        }
+    }
+
+    /// The statement after a block's last task of step `k` (after the loop over its virtual
+    /// workgroups, reached by every block): count the block on the step's counter, as an
+    /// arrival when the last arriver runs a fold.
+    pub(super) fn after_step(&self, k: usize) -> Vec<Stmt> {
         let Some(p) = self.publish.get(&k) else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        // An arrival counts the task itself, so the counter is not added to twice.
-        let counter = if p.fold.is_some() { None } else { p.counter };
-        if p.flags.is_some() || counter.is_some() {
-            out.push(rewrite::synth(StmtKind::Sync(SyncOp::Signal {
-                step: k as u32,
-                flags: p.flags,
-                counter,
-                workgroup: workgroup_var(k),
-            })));
-        }
-        if let (Some(f), Some(c)) = (p.fold, p.counter) {
-            out.push(rewrite::synth(StmtKind::Sync(SyncOp::Arrive {
+        let Some(c) = p.counter else {
+            return Vec::new();
+        };
+        vec![rewrite::synth(StmtKind::Sync(match p.fold {
+            Some(f) => SyncOp::Arrive {
                 step: k as u32,
                 fold: f as u32,
                 counter: c,
-                total: u32::try_from(workgroups).unwrap_or(u32::MAX),
+                total: self.blocks,
                 last: last_var(f),
-            })));
-        }
-        out
+            },
+            None => SyncOp::Signal {
+                step: k as u32,
+                flags: None,
+                counter: Some(c),
+                workgroup: workgroup_var(k),
+            },
+        }))]
     }
 
     /// `let f{k}_last = false` for every fold (at the start of the body).
