@@ -6,9 +6,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::inputs::pipeline::pipeline_shapes;
+use crate::inputs::LaunchShape;
 use crate::ir::Pipeline;
 use crate::megakernel::cache::{plan_cached, PlanCache};
-use crate::inputs::LaunchShape;
 use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, SyncMode, DEFAULT_REGISTERS};
 use crate::megakernel::DepKind;
 

@@ -122,7 +122,10 @@ pub fn print_text(r: &PipelineGpuReport) {
             }
         );
     }
-    if r.plan.as_ref().is_some_and(|p| p.groups.iter().any(|g| g.runs_dataflow())) {
+    if r.plan
+        .as_ref()
+        .is_some_and(|p| p.groups.iter().any(|g| g.runs_dataflow()))
+    {
         outln!("  sync: {}", r.sync.name());
     }
     for t in &r.topology {

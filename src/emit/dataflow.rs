@@ -150,17 +150,11 @@ impl Writer<'_> {
                 let v = v.unwrap_or_default();
                 // Producers max(v + lo, 0) ..= min(v + hi, producers - 1), in s32 (workgroup
                 // counts stay far below 2^31).
-                let (a, b) = (
-                    self.reg_class(RegClass::B32),
-                    self.reg_class(RegClass::B32),
-                );
+                let (a, b) = (self.reg_class(RegClass::B32), self.reg_class(RegClass::B32));
                 self.ins(format!("add.s32 {a}, {v}, {lo}"));
                 self.ins(format!("max.s32 {a}, {a}, 0"));
                 self.ins(format!("add.s32 {b}, {v}, {hi}"));
-                self.ins(format!(
-                    "min.s32 {b}, {b}, {}",
-                    producers.saturating_sub(1)
-                ));
+                self.ins(format!("min.s32 {b}, {b}, {}", producers.saturating_sub(1)));
                 // The task's own workgroup of the producer ran on this block, before.
                 self.flag_loop(flags, &a, &b, Some(&v));
             }
@@ -170,10 +164,7 @@ impl Writer<'_> {
                 first,
                 last,
             } => {
-                let (a, b) = (
-                    self.reg_class(RegClass::B32),
-                    self.reg_class(RegClass::B32),
-                );
+                let (a, b) = (self.reg_class(RegClass::B32), self.reg_class(RegClass::B32));
                 self.ins(format!("mov.u32 {a}, {first}"));
                 self.ins(format!(
                     "mov.u32 {b}, {}",
@@ -288,7 +279,9 @@ impl Writer<'_> {
         self.leader_only(&out);
         let addr = self.sync_addr(counter, None);
         let old = self.reg_class(RegClass::B32);
-        self.ins(format!("atom.acq_rel.gpu.global.add.u32 {old}, [{addr}], 1"));
+        self.ins(format!(
+            "atom.acq_rel.gpu.global.add.u32 {old}, [{addr}], 1"
+        ));
         self.ins(format!(
             "setp.eq.u32 {mine}, {old}, {}",
             total.saturating_sub(1)

@@ -486,7 +486,10 @@ impl<'p> Compiler<'p> {
                         ..
                     } => {
                         let Some((reg, _)) = self.lookup(last) else {
-                            return Err(err(id, format!("arrival sets undefined variable `{last}`")));
+                            return Err(err(
+                                id,
+                                format!("arrival sets undefined variable `{last}`"),
+                            ));
                         };
                         (
                             SKind::Arrive {

@@ -135,14 +135,19 @@ impl SyncOp {
                 workgroup,
             } => {
                 let what = match *on {
-                    WaitOn::Window { lo, hi, .. } => format!("flags {workgroup}{lo:+}..{workgroup}{hi:+}"),
+                    WaitOn::Window { lo, hi, .. } => {
+                        format!("flags {workgroup}{lo:+}..{workgroup}{hi:+}")
+                    }
                     WaitOn::Range { first, last, .. } => format!("flags {first}..={last}"),
                     WaitOn::Count { total, .. } => format!("counter = {total}"),
                 };
                 format!("step {consumer} waits for step {producer}: {what}")
             }
             SyncOp::Signal {
-                step, flags, counter, workgroup,
+                step,
+                flags,
+                counter,
+                workgroup,
             } => format!(
                 "step {step} workgroup {workgroup} done:{}{}",
                 if flags.is_some() { " flag" } else { "" },

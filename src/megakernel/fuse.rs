@@ -610,9 +610,7 @@ fn step_stmt(
             launch_workgroups: p,
             workgroup_size: step_shape.workgroup_size,
             used: rewrite::used_ids(&stmts),
-            fold: layout
-                .and_then(|l| l.fold_of(k))
-                .map(|_| sync::last_var(k)),
+            fold: layout.and_then(|l| l.fold_of(k)).map(|_| sync::last_var(k)),
         });
     }
     let renamer = Renamer {

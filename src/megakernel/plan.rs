@@ -35,9 +35,9 @@ use crate::ir::Pipeline;
 use crate::occupancy::{estimate, DeviceCaps, KernelResources};
 use crate::shape::LaunchShape;
 
+pub use super::dataflow::SyncMode;
 use super::dataflow::{group_sync, GroupSync};
 use super::deps::{analyse, DepError, DepTable, Dependence};
-pub use super::dataflow::SyncMode;
 use super::{DepKind, FusedGroupSpec, Separation};
 
 /// Registers per thread assumed for a step whose count is not given: what ptxas reports for

@@ -350,7 +350,12 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
                     done[i][t.workgroup as usize] = true;
                     next[b] += 1;
                     moved = true;
-                    for (k, f) in s.folds.iter().enumerate().filter(|(_, f)| f.after == t.step) {
+                    for (k, f) in s
+                        .folds
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, f)| f.after == t.step)
+                    {
                         arrivals[k] += 1;
                         if arrivals[k] == s.steps[i].1 {
                             list.insert(
@@ -368,7 +373,10 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
                 break;
             }
             if !moved {
-                return fail(deadlock(s, &lists, &index, &counters, target, &next), FIX_PLANNER);
+                return fail(
+                    deadlock(s, &lists, &index, &counters, target, &next),
+                    FIX_PLANNER,
+                );
             }
         }
         // A fold whose last arrival never came (its counter was not reset) never ran.

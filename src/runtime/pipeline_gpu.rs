@@ -168,8 +168,8 @@ pub fn plan_launches(
             let mut measured = Vec::new();
             if let Some(initial) = measure {
                 let sms = rt.caps().sm_count.max(1);
-                // Up to every co-resident block, also where the estimate (a dataflow grid of
-                // two blocks per SM) is smaller.
+                // Up to every co-resident block, also where the estimate (a dataflow grid
+                // capped by the largest step) is smaller.
                 let top = group.coresident_blocks.min(driver).max(used);
                 let mut candidates: Vec<u32> = [1, 2, 4]
                     .iter()

@@ -45,7 +45,9 @@ struct Loaded {
 }
 
 fn load(path: &Path) -> Loaded {
-    let p = load_pipeline(path).pipeline.expect("valid pipeline fixture");
+    let p = load_pipeline(path)
+        .pipeline
+        .expect("valid pipeline fixture");
     let prepared = prepare_pipeline(&p, path.parent().expect("folder")).expect("prepare");
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
     let opts = PlanOptions::new(profiles::load("h200").expect("bundled h200"));
@@ -225,6 +227,9 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
     }
 }
 
+/// A named rewrite of one dataflow statement (`None`: delete it).
+type Mutation<'a> = (&'a str, &'a dyn Fn(&SyncOp) -> Option<SyncOp>);
+
 /// Applies `f` to the `n`-th dataflow statement of `list` (pre-order); `f` returns `None` to
 /// delete it. Returns false when there is no `n`-th one.
 fn mutate_nth(list: &mut Vec<Stmt>, n: &mut usize, f: &dyn Fn(&SyncOp) -> Option<SyncOp>) -> bool {
@@ -275,13 +280,19 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
             // The schedule is the one emitted: one wait per emitted wait statement, one fold
             // per arrival, the kernel's grid as blocks.
             let ops = sync_ops(k);
-            let waits = ops.iter().filter(|o| matches!(o, SyncOp::Wait { .. })).count();
-            let arrivals = ops.iter().filter(|o| matches!(o, SyncOp::Arrive { .. })).count();
+            let waits = ops
+                .iter()
+                .filter(|o| matches!(o, SyncOp::Wait { .. }))
+                .count();
+            let arrivals = ops
+                .iter()
+                .filter(|o| matches!(o, SyncOp::Arrive { .. }))
+                .count();
             assert_eq!(s.waits.len(), waits, "{what}");
             assert_eq!(s.folds.len(), arrivals, "{what}");
             assert_eq!(s.blocks.len() as u32, k.shape.grid[0], "{what}");
             // Mutations of every dataflow statement.
-            let mutations: [(&str, &dyn Fn(&SyncOp) -> Option<SyncOp>); 4] = [
+            let mutations: [Mutation; 4] = [
                 ("dropped", &|op| match op {
                     SyncOp::Wait { .. } | SyncOp::Arrive { .. } => None,
                     other => Some(other.clone()),
@@ -290,7 +301,13 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                     SyncOp::Wait {
                         consumer,
                         producer,
-                        on: WaitOn::Window { flags, producers, lo, hi },
+                        on:
+                            WaitOn::Window {
+                                flags,
+                                producers,
+                                lo,
+                                hi,
+                            },
                         workgroup,
                     } if lo < hi => Some(SyncOp::Wait {
                         consumer: *consumer,
@@ -339,8 +356,7 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                     other => Some(other.clone()),
                 }),
             ];
-            for n in 0..ops.len() {
-                let before = &ops[n];
+            for (n, before) in ops.iter().enumerate() {
                 for (name, f) in &mutations {
                     let Some(after) = (match f(before) {
                         None => Some(None),

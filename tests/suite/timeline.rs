@@ -155,7 +155,10 @@ fn fused_spec_lists_dataflow_waits_as_waits() {
     for (file, want) in [
         ("fixtures/pipelines/softmax.json", WaitKind::FlagWait),
         ("fixtures/pipelines/stencil_halo4.json", WaitKind::FlagWait),
-        ("fixtures/pipelines/reduce_normalize.json", WaitKind::CounterWait),
+        (
+            "fixtures/pipelines/reduce_normalize.json",
+            WaitKind::CounterWait,
+        ),
     ] {
         let path = Path::new(file);
         let p = load_pipeline(path).pipeline.expect("valid");
