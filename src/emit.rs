@@ -28,9 +28,10 @@
 //! - Parameters, in binding order, per host buffer (`read`, `read_write`, `write`,
 //!   `uniform`): `.param .u64 param_<name>_ptr` (device pointer) and `.param .u32
 //!   param_<name>_len` (element count). Lengths never come from global memory.
-//! - If the kernel has a grid barrier: one more `.param .u64 param_grid_sync`, a pointer to
-//!   [`KernelAbi::grid_sync_words`] (= 2) zeroed u32 words (arrival counter, generation); the
-//!   launch must be cooperative. See [`grid_sync`].
+//! - If the kernel has a grid barrier or dataflow waits (`ir::SyncOp`): one more `.param .u64
+//!   param_grid_sync`, a pointer to [`KernelAbi::grid_sync_words`] zeroed u32 words (2 for
+//!   the grid barrier: arrival counter, generation; then the dataflow flags and counters); the
+//!   launch must be cooperative. See [`grid_sync`] and `dataflow`.
 //! - Workgroup buffers are static `.shared` arrays `wg_<name>` (no parameter).
 //! - `read`/`uniform` buffers are loaded with `ld.global.nc`.
 //!
