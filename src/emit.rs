@@ -28,9 +28,10 @@
 //! - Parameters, in binding order, per host buffer (`read`, `read_write`, `write`,
 //!   `uniform`): `.param .u64 param_<name>_ptr` (device pointer) and `.param .u32
 //!   param_<name>_len` (element count). Lengths never come from global memory.
-//! - If the kernel has a grid barrier: one more `.param .u64 param_grid_sync`, a pointer to
-//!   [`KernelAbi::grid_sync_words`] (= 2) zeroed u32 words (arrival counter, generation); the
-//!   launch must be cooperative. See [`grid_sync`].
+//! - If the kernel has a grid barrier or dataflow waits (`ir::SyncOp`): one more `.param .u64
+//!   param_grid_sync`, a pointer to [`KernelAbi::grid_sync_words`] zeroed u32 words (2 for
+//!   the grid barrier: arrival counter, generation; then the dataflow flags and counters); the
+//!   launch must be cooperative. See [`grid_sync`] and `dataflow`.
 //! - Workgroup buffers are static `.shared` arrays `wg_<name>` (no parameter).
 //! - `read`/`uniform` buffers are loaded with `ld.global.nc`.
 //!
@@ -67,6 +68,7 @@ use crate::ir::{ElemType, Program};
 mod address;
 mod bounds;
 mod cse;
+mod dataflow;
 mod expr;
 mod fold;
 pub mod grid_sync;
@@ -340,6 +342,12 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let prog = w.prog;
     let opts = w.opts;
     let grid_sync = w.special.contains_key("has_grid_barrier");
+    // Dataflow flags and counters extend the grid-barrier scratch (see `dataflow`).
+    let sync_words: u32 = w
+        .special
+        .get("sync_words")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let timeline = w.timeline_spec().cloned();
     let hosts = prog.host_buffers();
     let params: Vec<AbiParam> = hosts
@@ -401,7 +409,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
         out.push(format!(
             "//   {:<24} .u64  grid-barrier scratch: {} zeroed u32 words; cooperative launch",
             grid_sync::GRID_SYNC_PARAM,
-            grid_sync::GRID_SYNC_WORDS
+            grid_sync::GRID_SYNC_WORDS.max(sync_words)
         ));
     }
     if let Some(t) = &timeline {
@@ -512,7 +520,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
             static_shared_bytes: shared_bytes,
             grid_sync,
             grid_sync_words: if grid_sync {
-                grid_sync::GRID_SYNC_WORDS
+                grid_sync::GRID_SYNC_WORDS.max(sync_words)
             } else {
                 0
             },

@@ -75,12 +75,18 @@ pub struct FusedGroupSpec {
     /// Blocks of the persistent grid when the group has grid barriers (co-resident blocks);
     /// `None` for a group that runs as one ordinary launch.
     pub persistent_blocks: Option<u32>,
+    /// `Some` for a dataflow schedule (`--sync dataflow`): every cross-workgroup dependence
+    /// of the group with its producer set. `grid` separations then become waits on
+    /// completion flags and counters (see `fuse`); `None`: grid barriers.
+    #[serde(default)]
+    pub dataflow: Option<Vec<tiles::TileDep>>,
 }
 
 pub mod cache;
 pub mod cache_check;
 pub mod dataflow;
 pub mod deps;
+pub mod emitted;
 pub mod plan;
 pub mod tiles;
 pub mod validate;

@@ -6,9 +6,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::inputs::pipeline::pipeline_shapes;
+use crate::inputs::LaunchShape;
 use crate::ir::Pipeline;
 use crate::megakernel::cache::{plan_cached, PlanCache};
-use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, DEFAULT_REGISTERS};
+use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, SyncMode, DEFAULT_REGISTERS};
 use crate::megakernel::DepKind;
 
 /// Plan a pipeline's fused execution: groups, waves, barriers and fusion breaks.
@@ -36,6 +37,11 @@ pub struct Args {
     /// Neither read nor write the plan cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// How fused persistent groups separate cross-workgroup dependences: `dataflow`
+    /// (completion flags, counters and last-arriver folds; the default) or `barrier` (grid
+    /// barriers). The plan then lists what each boundary runs as, read from the fused kernel.
+    #[arg(long, default_value = "dataflow", value_name = "FORM")]
+    pub sync: SyncMode,
 }
 
 /// Runs `plan`.
@@ -80,13 +86,24 @@ pub fn run(a: &Args) -> i32 {
     if let Some(w) = &cached.warning {
         errln!("warning: {w}");
     }
+    let runs = runs_as(&cached.plan, &pipeline, &shapes, a.sync);
     let text = if a.json {
-        match serde_json::to_string_pretty(&cached.plan) {
+        let mut v = match serde_json::to_value(&cached.plan) {
+            Ok(v) => v,
+            Err(e) => return super::fail(e),
+        };
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("sync".into(), serde_json::json!(a.sync.name()));
+            obj.insert("runs_as".into(), serde_json::json!(runs));
+        }
+        match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
             Err(e) => return super::fail(e),
         }
     } else {
-        render(&cached.plan, &pipeline, &device_note, a.regs.len())
+        let mut t = render(&cached.plan, &pipeline, &device_note, a.regs.len());
+        t.push_str(&render_runs_as(&runs, a.sync));
+        t
     };
     // A closed stdout (`| head`) is not worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -214,6 +231,87 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
         let _ = writeln!(o, "\nfusion breaks:");
         for b in &plan.fusion_breaks {
             let _ = writeln!(o, "  before step {}: {}", b.step, b.reason);
+        }
+    }
+    o
+}
+
+/// Per group, what the fused kernel emitted under `sync` does at each cross-workgroup
+/// dependence (read back from the kernel's statements, so it is what would run): one line
+/// per wait, arrival or grid barrier; an error line when the group cannot be fused.
+pub fn runs_as(
+    plan: &Plan,
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    sync: SyncMode,
+) -> Vec<Vec<String>> {
+    use crate::ir::{StmtKind, SyncOp, WaitOn};
+    plan.groups
+        .iter()
+        .map(|g| {
+            let spec = g.spec_for(sync);
+            let kernel = match crate::megakernel::fuse_group(pipeline, shapes, &spec) {
+                Ok(k) => k,
+                Err(e) => return vec![format!("not fused: {}", e.message)],
+            };
+            let mut lines: Vec<String> = crate::megakernel::emitted::sync_ops(&kernel)
+                .into_iter()
+                .filter_map(|op| match op {
+                    SyncOp::Wait {
+                        consumer,
+                        producer,
+                        on,
+                        ..
+                    } => Some(match on {
+                        WaitOn::Count { total, .. } => format!(
+                            "step {consumer} waits for step {producer}'s counter to reach {total} (counter)"
+                        ),
+                        WaitOn::Window { lo, hi, .. } => format!(
+                            "step {consumer} workgroup w waits for the flags of step {producer} workgroups w{lo:+}..w{hi:+} (counter)"
+                        ),
+                        WaitOn::Range { first, last, .. } if first == last => format!(
+                            "step {consumer} waits for the flag of step {producer} workgroup {first} (broadcast)"
+                        ),
+                        WaitOn::Range { first, last, .. } => format!(
+                            "step {consumer} waits for the flags of step {producer} workgroups {first}..={last} (counter)"
+                        ),
+                    }),
+                    SyncOp::Arrive { step, fold, .. } => Some(format!(
+                        "the last arriving workgroup of step {step} runs step {fold} (last_arriver_fold)"
+                    )),
+                    SyncOp::Signal { .. } => None,
+                })
+                .collect();
+            let barriers = kernel
+                .program
+                .body
+                .iter()
+                .filter(|s| matches!(s.kind, StmtKind::Barrier(crate::ir::BarrierScope::Grid)))
+                .count();
+            if barriers > 0 {
+                lines.push(format!(
+                    "{barriers} grid barrier{} (all_to_all)",
+                    if barriers == 1 { "" } else { "s" }
+                ));
+            }
+            if let Some(p) = spec.persistent_blocks {
+                lines.insert(0, format!("persistent grid {p} blocks"));
+            }
+            lines
+        })
+        .collect()
+}
+
+fn render_runs_as(runs: &[Vec<String>], sync: SyncMode) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "\nsync: {}", sync.name());
+    for (gi, lines) in runs.iter().enumerate() {
+        if lines.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "  group {gi}:");
+        for l in lines {
+            let _ = writeln!(o, "    {l}");
         }
     }
     o

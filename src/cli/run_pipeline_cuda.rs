@@ -39,6 +39,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i3
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
         measure_topology: a.topology == super::run::Topology::Measure,
         grid_barrier: a.grid_barrier,
+        sync: a.sync,
     };
     let report = match run_pipeline_forms(&mut rt, pipeline, prepared, &opts) {
         Ok(r) => r,
@@ -120,6 +121,12 @@ pub fn print_text(r: &PipelineGpuReport) {
                 "miss"
             }
         );
+    }
+    if r.plan
+        .as_ref()
+        .is_some_and(|p| p.groups.iter().any(|g| g.runs_dataflow()))
+    {
+        outln!("  sync: {}", r.sync.name());
     }
     for t in &r.topology {
         outln!(

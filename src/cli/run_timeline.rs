@@ -250,7 +250,7 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     let initial = crate::runtime::pipeline_gpu::host_buffers(prepared);
     let mut forms = Vec::new();
     for (label, form) in which {
-        let launches = match pipeline_launches(&mut rt, pipeline, prepared, form, &jit) {
+        let launches = match pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync) {
             Ok(l) => l,
             Err(e) => return super::fail(e),
         };

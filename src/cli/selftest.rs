@@ -393,6 +393,7 @@ fn run_pipelines(
         fuel: crate::interp::DEFAULT_FUEL,
         measure_topology: false,
         grid_barrier: Default::default(),
+        sync: Default::default(),
     };
     files
         .into_iter()

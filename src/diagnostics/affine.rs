@@ -564,6 +564,17 @@ impl Walker {
                 self.env.pop();
             }
             StmtKind::Block(b) => self.list(b),
+            StmtKind::Sync(op) => {
+                // The last-arriver flag differs between workgroups.
+                if let (_, Some(name)) = op.vars() {
+                    for scope in self.env.iter_mut().rev() {
+                        if let Some(slot) = scope.get_mut(name) {
+                            *slot = Index::Varying;
+                            break;
+                        }
+                    }
+                }
+            }
             StmtKind::Barrier(_) | StmtKind::Return => {}
         }
     }

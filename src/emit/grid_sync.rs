@@ -83,7 +83,7 @@ impl std::str::FromStr for GridBarrier {
 }
 
 impl Writer<'_> {
-    fn grid_scratch(&mut self) -> String {
+    pub(super) fn grid_scratch(&mut self) -> String {
         if let Some(r) = self.special.get("grid_scratch") {
             return r.clone();
         }

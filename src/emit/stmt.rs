@@ -127,6 +127,7 @@ impl Writer<'_> {
                 Ok(())
             }
             StmtKind::Block(b) => self.scoped(|w| w.stmts(b)),
+            StmtKind::Sync(op) => self.sync_op(op),
         }
     }
 

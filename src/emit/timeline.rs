@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::regs::RegClass;
 use super::writer::Writer;
-use crate::ir::{BarrierScope, ScalarType, StmtKind};
+use crate::ir::{BarrierScope, ScalarType, StmtKind, SyncOp, WaitOn};
 
 /// `.param` name of the record buffer pointer.
 pub const TIMELINE_PARAM: &str = "param_timeline";
@@ -43,6 +43,10 @@ pub const MAX_SLOTS: u32 = 1 << 16;
 pub enum WaitKind {
     /// `barrier(grid)`: every block of the launch arrives before any leaves.
     GridBarrier,
+    /// A dataflow task waiting for the completion flags of its producer workgroups.
+    FlagWait,
+    /// A dataflow task waiting for a producer step's counter to count all its tasks.
+    CounterWait,
 }
 
 impl WaitKind {
@@ -50,6 +54,8 @@ impl WaitKind {
     pub fn name(self) -> &'static str {
         match self {
             WaitKind::GridBarrier => "grid barrier",
+            WaitKind::FlagWait => "flag wait",
+            WaitKind::CounterWait => "counter wait",
         }
     }
 }
@@ -59,6 +65,10 @@ impl WaitKind {
 pub fn wait_kind(kind: &StmtKind) -> Option<WaitKind> {
     match kind {
         StmtKind::Barrier(BarrierScope::Grid) => Some(WaitKind::GridBarrier),
+        StmtKind::Sync(SyncOp::Wait { on, .. }) => Some(match on {
+            WaitOn::Count { .. } => WaitKind::CounterWait,
+            WaitOn::Window { .. } | WaitOn::Range { .. } => WaitKind::FlagWait,
+        }),
         _ => None,
     }
 }

@@ -80,7 +80,7 @@ pub fn body_size(list: &[Stmt]) -> usize {
                 n += trips.saturating_mul(body_size(body));
             }
             StmtKind::Block(b) => n += body_size(b),
-            StmtKind::Barrier(_) | StmtKind::Return => {}
+            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
         }
     }
     n

@@ -150,6 +150,10 @@ fn names_used(list: &[Stmt], out: &mut HashSet<String>) {
                 names_used(body, out);
             }
             StmtKind::Block(b) => names_used(b, out),
+            StmtKind::Sync(op) => {
+                let (read, _) = op.vars();
+                out.extend(read.map(str::to_string));
+            }
             StmtKind::Barrier(_) | StmtKind::Return => {}
         }
     }

@@ -212,12 +212,17 @@ impl<'p> Writer<'p> {
             if let K::Assign { name, .. } = &s.kind {
                 assigned.insert(name.clone());
             }
+            if let K::Sync(op) = &s.kind {
+                let (read, written) = op.vars();
+                assigned.extend(written.map(str::to_string));
+                read_vars.extend(read.map(str::to_string));
+            }
             let exprs: Vec<&crate::ir::Expr> = match &s.kind {
                 K::Let { value, .. } | K::Assign { value, .. } => vec![value],
                 K::Store { index, value, .. } => vec![index, value],
                 K::If { cond, .. } => vec![cond],
                 K::Loop { from, to, .. } => vec![from, to],
-                K::Barrier(_) | K::Return | K::Block(_) => vec![],
+                K::Barrier(_) | K::Return | K::Block(_) | K::Sync(_) => vec![],
             };
             for e in exprs {
                 e.visit(&mut |e| {

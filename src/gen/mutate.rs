@@ -54,7 +54,7 @@ fn with_nth_expr(list: &mut [Stmt], k: &mut usize, f: &mut dyn FnMut(&mut Expr))
                 walk(from, k, f) || walk(to, k, f) || with_nth_expr(body, k, f)
             }
             StmtKind::Block(b) => with_nth_expr(b, k, f),
-            StmtKind::Barrier(_) | StmtKind::Return => false,
+            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => false,
         };
         if done {
             return true;

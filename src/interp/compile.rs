@@ -151,6 +151,14 @@ pub(crate) enum SKind {
     Barrier(BarrierScope),
     Return,
     Block(Vec<SCode>),
+    /// A last-arriver arrival (`SyncOp::Arrive`): each workgroup of the active lanes adds one
+    /// to arrival counter `counter`; the lanes of the workgroup whose arrival is the
+    /// `total`-th get `last` set to true.
+    Arrive {
+        last: Reg,
+        counter: u32,
+        total: u32,
+    },
 }
 
 /// A host buffer the code uses.
@@ -465,6 +473,37 @@ impl<'p> Compiler<'p> {
                 (SKind::Barrier(*scope), 1, false)
             }
             StmtKind::Return => (SKind::Return, 1, true),
+            StmtKind::Sync(op) => {
+                // Dataflow statements need the whole grid in one unit (they order work
+                // across workgroups); statement-by-statement execution then orders more than
+                // any wait does, so only an arrival does something.
+                self.has_grid_barrier = true;
+                match op {
+                    crate::ir::SyncOp::Arrive {
+                        counter,
+                        total,
+                        last,
+                        ..
+                    } => {
+                        let Some((reg, _)) = self.lookup(last) else {
+                            return Err(err(
+                                id,
+                                format!("arrival sets undefined variable `{last}`"),
+                            ));
+                        };
+                        (
+                            SKind::Arrive {
+                                last: reg,
+                                counter: *counter,
+                                total: *total,
+                            },
+                            1,
+                            false,
+                        )
+                    }
+                    _ => (SKind::Block(Vec::new()), 1, false),
+                }
+            }
             StmtKind::Block(b) => {
                 let b = self.list(b)?;
                 let may_return = b.iter().any(|s| s.may_return);

@@ -60,6 +60,8 @@ pub(crate) struct Unit {
     n: usize,
     /// Local id components of each linear local id (x, y, z).
     local: [Vec<u32>; 3],
+    /// Arrivals so far per dataflow arrival counter (this run of the unit).
+    arrivals: std::collections::HashMap<u32, u64>,
 }
 
 impl Unit {
@@ -93,6 +95,7 @@ impl Unit {
             pending: 0,
             evals: 0,
             n,
+            arrivals: std::collections::HashMap::new(),
             local: [0, 1, 2].map(|a| {
                 let [wx, wy, _] = cx.shape.workgroup_size.map(|v| v as usize);
                 (0..threads)
@@ -118,6 +121,7 @@ impl Unit {
         self.n = n;
         self.fill_specials(cx, first, count);
         self.alive[..n].fill(true);
+        self.arrivals.clear();
         self.shared.iter().for_each(Memory::clear);
         // Every invocation costs at least one step, charged in bulk before the unit runs, so a
         // huge grid of loop-free threads ends at the budget like a runaway loop does.
@@ -285,6 +289,36 @@ impl Unit {
             SKind::Barrier(scope) => self.barrier(*scope, &s.id, lanes)?,
             SKind::Return => lanes.for_each(|l| self.alive[l] = false),
             SKind::Block(b) => self.list(cx, b, lanes)?,
+            SKind::Arrive {
+                last,
+                counter,
+                total,
+            } => {
+                // Workgroups arrive in slot order; lanes are in slot order too.
+                let mut slots: Vec<u32> = Vec::new();
+                lanes.for_each(|l| {
+                    if slots.last() != Some(&self.wg_slot[l]) {
+                        slots.push(self.wg_slot[l]);
+                    }
+                });
+                let count = self.arrivals.entry(*counter).or_insert(0);
+                let mut winner = None;
+                for s in slots {
+                    *count += 1;
+                    if *count == u64::from(*total) {
+                        winner = Some(s);
+                    }
+                }
+                if let Some(w) = winner {
+                    let mut r = std::mem::take(&mut self.regs[*last as usize]);
+                    lanes.for_each(|l| {
+                        if self.wg_slot[l] == w {
+                            r[l] = 1;
+                        }
+                    });
+                    self.regs[*last as usize] = r;
+                }
+            }
         }
         Ok(())
     }

@@ -50,7 +50,9 @@ pub fn float_add_targets(p: &Program) -> BTreeSet<String> {
             }
             StmtKind::If { cond, .. } => vec![cond],
             StmtKind::Loop { from, to, .. } => vec![from, to],
-            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Block(_) => vec![],
+            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Block(_) | StmtKind::Sync(_) => {
+                vec![]
+            }
         };
         for e in exprs {
             e.visit(&mut |x| {

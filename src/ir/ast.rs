@@ -163,6 +163,9 @@ pub enum StmtKind {
     Return,
     /// `{"block": [..]}`
     Block(Vec<Stmt>),
+    /// Dataflow synchronisation of a fused persistent kernel (made by fusion only; see
+    /// [`super::sync`]).
+    Sync(super::sync::SyncOp),
 }
 
 /// A literal as written.

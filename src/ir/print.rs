@@ -263,6 +263,7 @@ impl Writer<'_> {
                 self.push(format!("{ind}barrier({scope})"), id);
             }
             StmtKind::Return => self.push(format!("{ind}return"), id),
+            StmtKind::Sync(op) => self.push(format!("{ind}sync({})", op.describe()), id),
             StmtKind::Block(body) => {
                 self.push(format!("{ind}{{"), id);
                 self.stmts(body, depth + 1);
@@ -337,6 +338,7 @@ fn collect_lets(
             StmtKind::Assign { .. }
             | StmtKind::Store { .. }
             | StmtKind::Barrier(_)
+            | StmtKind::Sync(_)
             | StmtKind::Return => {}
         }
     }

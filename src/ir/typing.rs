@@ -163,7 +163,7 @@ fn elab_list(p: &Program, list: &mut [Stmt], scopes: &mut Vec<HashMap<String, Sc
                 elab_list(p, b, scopes);
                 scopes.pop();
             }
-            StmtKind::Barrier(_) | StmtKind::Return => {}
+            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
         }
     }
 }

@@ -192,6 +192,11 @@ impl Writer<'_> {
                 });
             }
             StmtKind::Return => self.s("\"return\":{}"),
+            StmtKind::Sync(op) => {
+                // Not part of the Program format: written as a description for reading only.
+                self.key("sync");
+                self.string(&op.describe());
+            }
             StmtKind::Block(b) => {
                 self.key("block");
                 self.stmts(b)?;

@@ -31,6 +31,7 @@
 mod forward;
 mod mask;
 mod rewrite;
+mod sync;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -126,6 +127,19 @@ pub fn fuse_group(
     check_spec(pipeline, shapes, spec, &group)?;
     let shape = launch_shape(shapes, spec, &group)?;
     let (buffers, host_decls) = host_buffers(pipeline, spec, &group)?;
+    let layout = match (&spec.dataflow, spec.persistent_blocks) {
+        (Some(deps), Some(blocks)) => {
+            let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
+            Some(sync::SyncLayout::new(&spec.steps, &wgs, deps, blocks))
+        }
+        (Some(_), None) => {
+            return Err(err(
+                format!("{group}: a dataflow schedule without a persistent grid"),
+                "give `persistent_blocks` with `dataflow` (the plan's dataflow grid)",
+            ))
+        }
+        (None, _) => None,
+    };
 
     let mut taken: HashSet<String> = buffers.iter().cloned().collect();
     let mut decls = host_decls;
@@ -179,8 +193,8 @@ pub fn fuse_group(
             k,
             &step.program,
             &names,
-            shapes[k],
-            shape,
+            (shapes[k], shape),
+            layout.as_ref(),
             &group,
         )?);
         if let Some(sep) = spec.separations.get(i) {
@@ -189,11 +203,22 @@ pub fn fuse_group(
                 DepKind::Workgroup => {
                     body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Workgroup)))
                 }
+                // Dataflow: the cross-workgroup waits sit in the consumer tasks; the
+                // block-local dependences across this boundary still need the block's
+                // threads in step.
+                DepKind::Grid if layout.is_some() => {
+                    body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Workgroup)))
+                }
                 DepKind::Grid => body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Grid))),
             }
         }
     }
 
+    if let Some(l) = &layout {
+        for (n, d) in l.declarations().into_iter().enumerate() {
+            body.insert(n, d);
+        }
+    }
     let forwarding = forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
     let node_origin = renumber(&mut body);
     let first = spec.steps.first().copied().unwrap_or(0);
@@ -228,6 +253,20 @@ pub fn fuse_group(
         forwarding,
     };
     check_valid(&kernel, &group)?;
+    if let Some(deps) = &spec.dataflow {
+        // The schedule the kernel really emits, validated before anyone can launch it.
+        let steps: Vec<(usize, u64)> = spec
+            .steps
+            .iter()
+            .map(|&k| (k, shapes[k].workgroups()))
+            .collect();
+        super::emitted::check_emitted(&kernel, &steps, deps).map_err(|e| {
+            err(
+                format!("{group}: the dataflow schedule is refused: {}", e.message),
+                e.fix,
+            )
+        })?;
+    }
     Ok(kernel)
 }
 
@@ -521,19 +560,22 @@ fn host_buffers(
 /// [`renumber`]; parsed node ids are JSON paths and never contain it.
 const ORIGIN_SEP: char = '|';
 
-/// Step `k`'s body as one statement of the fused Program.
+/// Step `k`'s body as one statement of the fused Program (`shapes`: the step's launch and
+/// the fused launch); with a dataflow `layout`, every task waits for its producers first and
+/// publishes its completion last.
 fn step_stmt(
     k: usize,
     program: &Program,
     names: &HashMap<String, String>,
-    step_shape: LaunchShape,
-    launch: LaunchShape,
+    (step_shape, launch): (LaunchShape, LaunchShape),
+    layout: Option<&sync::SyncLayout>,
     group: &str,
 ) -> Result<Stmt, FuseError> {
     let mut stmts = program.body.clone();
     // A step smaller than the block runs on virtual workgroups of its own size, masked.
     let smaller = step_shape.workgroup_size != launch.workgroup_size;
-    let wrapped = step_shape.grid != launch.grid || smaller;
+    // Dataflow tasks are virtual workgroups: every step runs in the loop.
+    let wrapped = step_shape.grid != launch.grid || smaller || layout.is_some();
     let prefix = format!("f{k}_");
     let mut virtual_loop = None;
     if wrapped {
@@ -568,6 +610,7 @@ fn step_stmt(
             launch_workgroups: p,
             workgroup_size: step_shape.workgroup_size,
             used: rewrite::used_ids(&stmts),
+            fold: layout.and_then(|l| l.fold_of(k)).map(|_| sync::last_var(k)),
         });
     }
     let renamer = Renamer {
@@ -593,10 +636,21 @@ fn step_stmt(
     if smaller {
         stmts = mask::mask(stmts, step_shape.workgroup_size[0]);
     }
+    if let Some(l) = layout {
+        // Outside the mask: every thread of the block takes part in the waits' `bar.sync`.
+        let mut task = l.before_task(k);
+        task.append(&mut stmts);
+        task.extend(l.after_task(k));
+        stmts = task;
+    }
     let mut wrapped = match virtual_loop {
         Some(v) => v.wrap(stmts),
         None => return Ok(rewrite::synth(StmtKind::Block(stmts))),
     };
+    if let Some(l) = layout {
+        // After the block's last task of the step, outside the loop: every block counts once.
+        wrapped.extend(l.after_step(k));
+    }
     Ok(if wrapped.len() == 1 {
         wrapped.remove(0)
     } else {

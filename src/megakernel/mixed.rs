@@ -74,7 +74,9 @@ fn stmt_exprs(s: &Stmt) -> Vec<&Expr> {
         StmtKind::Store { index, value, .. } => vec![index, value],
         StmtKind::If { cond, .. } => vec![cond],
         StmtKind::Loop { from, to, .. } => vec![from, to],
-        StmtKind::Block(_) | StmtKind::Barrier(_) | StmtKind::Return => Vec::new(),
+        StmtKind::Block(_) | StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {
+            Vec::new()
+        }
     }
 }
 

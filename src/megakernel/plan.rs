@@ -35,6 +35,7 @@ use crate::ir::Pipeline;
 use crate::occupancy::{estimate, DeviceCaps, KernelResources};
 use crate::shape::LaunchShape;
 
+pub use super::dataflow::SyncMode;
 use super::dataflow::{group_sync, GroupSync};
 use super::deps::{analyse, DepError, DepTable, Dependence};
 use super::{DepKind, FusedGroupSpec, Separation};
@@ -186,7 +187,33 @@ impl Group {
             separations,
             persistent_blocks: (self.kind == GroupKind::Megakernel)
                 .then_some(self.coresident_blocks),
+            dataflow: None,
         }
+    }
+
+    /// True when `--sync dataflow` changes how this group runs: a persistent group whose
+    /// dataflow view has a cross-workgroup wait.
+    pub fn runs_dataflow(&self) -> bool {
+        self.kind == GroupKind::Megakernel && self.dataflow.blocks > 0
+    }
+
+    /// The group as fused emission needs it under `sync`: [`Group::spec`] for
+    /// [`SyncMode::Barrier`] (and for groups without cross-workgroup waits); for
+    /// [`SyncMode::Dataflow`] the dataflow persistent grid and every wait of the dataflow
+    /// view, which fused emission turns into completion flags and counters.
+    pub fn spec_for(&self, sync: SyncMode) -> FusedGroupSpec {
+        let mut spec = self.spec();
+        if sync == SyncMode::Dataflow && self.runs_dataflow() {
+            spec.persistent_blocks = Some(self.dataflow.blocks);
+            spec.dataflow = Some(
+                self.dataflow
+                    .boundaries
+                    .iter()
+                    .flat_map(|b| b.waits.iter().cloned())
+                    .collect(),
+            );
+        }
+        spec
     }
 }
 
@@ -231,6 +258,11 @@ impl Plan {
     /// The fused-emission description of every group.
     pub fn specs(&self) -> Vec<FusedGroupSpec> {
         self.groups.iter().map(Group::spec).collect()
+    }
+
+    /// The fused-emission description of every group under `sync`.
+    pub fn specs_for(&self, sync: SyncMode) -> Vec<FusedGroupSpec> {
+        self.groups.iter().map(|g| g.spec_for(sync)).collect()
     }
 }
 

@@ -57,6 +57,16 @@ pub struct Wait {
     pub producers: ProducerSet,
 }
 
+/// A one-workgroup step run by the last arriver of its producer step: the block whose
+/// task completes `after` (its arrival is the last) runs workgroup 0 of `step` next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fold {
+    /// The fold step (one workgroup).
+    pub step: usize,
+    /// The producer step whose tasks arrive.
+    pub after: usize,
+}
+
 /// A dataflow schedule of one fused group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
@@ -68,6 +78,9 @@ pub struct Schedule {
     pub waits: Vec<Wait>,
     /// How counters start each launch.
     pub reset: CounterReset,
+    /// Steps run by a last arriver instead of a fixed block (not in `blocks`).
+    #[serde(default)]
+    pub folds: Vec<Fold>,
 }
 
 /// Why a schedule may not run.
@@ -100,9 +113,23 @@ impl Schedule {
         deps: &[TileDep],
         reset: CounterReset,
     ) -> Schedule {
+        Schedule::round_robin_with_folds(steps, blocks, deps, reset, &[])
+    }
+
+    /// [`Schedule::round_robin`] where the steps of `folds` are run by their last arriver.
+    pub fn round_robin_with_folds(
+        steps: &[(usize, u64)],
+        blocks: u32,
+        deps: &[TileDep],
+        reset: CounterReset,
+        folds: &[Fold],
+    ) -> Schedule {
         let n = u64::from(blocks.max(1));
         let mut lists: Vec<Vec<Task>> = vec![Vec::new(); n as usize];
         for &(step, wgs) in steps {
+            if folds.iter().any(|f| f.step == step) {
+                continue;
+            }
             for g in 0..wgs {
                 lists[(g % n) as usize].push(Task { step, workgroup: g });
             }
@@ -120,6 +147,7 @@ impl Schedule {
                 })
                 .collect(),
             reset,
+            folds: folds.to_vec(),
         }
     }
 
@@ -172,6 +200,34 @@ fn check_assignment(s: &Schedule) -> Result<(), ScheduleError> {
                 );
             }
         }
+    }
+    for f in &s.folds {
+        match (s.position(f.after), s.position(f.step), s.workgroups(f.step)) {
+            (Some(a), Some(b), Some(1)) if a < b => {}
+            _ => {
+                return fail(
+                    format!(
+                        "step {} is run by the last arriver of step {}, but it is not a one-workgroup step after it",
+                        f.step, f.after
+                    ),
+                    FIX_PLANNER,
+                )
+            }
+        }
+        let t = Task {
+            step: f.step,
+            workgroup: 0,
+        };
+        if let Some(b) = seen.get(&t) {
+            return fail(
+                format!(
+                    "step {} is both run by a last arriver and assigned to block {b}",
+                    f.step
+                ),
+                FIX_PLANNER,
+            );
+        }
+        seen.insert(t, usize::MAX);
     }
     let total: u64 = s.steps.iter().map(|x| x.1).sum();
     if seen.len() as u64 != total {
@@ -229,6 +285,12 @@ fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleErro
             .iter()
             .filter(|w| w.consumer == d.to && w.producer == d.from)
             .map(|w| w.producers)
+            .chain(
+                s.folds
+                    .iter()
+                    .filter(|f| f.step == d.to && f.after == d.from)
+                    .map(|_| ProducerSet::All),
+            )
             .collect();
         for q in 0..gb {
             let need = d.producers.producers_of(q, ga);
@@ -257,6 +319,7 @@ fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleErro
 fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
     let index: BTreeMap<usize, usize> = s.steps.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
     let mut counters: Vec<Vec<u64>> = s.steps.iter().map(|x| vec![0; x.1 as usize]).collect();
+    let mut arrivals: Vec<u64> = vec![0; s.folds.len()];
     for launch in 1..=2u64 {
         if s.reset == CounterReset::Zeroed {
             counters.iter_mut().for_each(|c| c.fill(0));
@@ -268,10 +331,15 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
         };
         // Tasks that ran in this launch, per step; and how many counters reached the target.
         let mut done: Vec<Vec<bool>> = s.steps.iter().map(|x| vec![false; x.1 as usize]).collect();
-        let mut next = vec![0usize; s.blocks.len()];
+        if s.reset == CounterReset::Zeroed {
+            arrivals.fill(0);
+        }
+        // Fold tasks join the list of the block that arrives last, so lists grow.
+        let mut lists = s.blocks.clone();
+        let mut next = vec![0usize; lists.len()];
         loop {
             let mut moved = false;
-            for (b, list) in s.blocks.iter().enumerate() {
+            for (b, list) in lists.iter_mut().enumerate() {
                 while let Some(&t) = list.get(next[b]) {
                     match ready(s, &index, &counters, &done, target, t)? {
                         true => {}
@@ -282,13 +350,46 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
                     done[i][t.workgroup as usize] = true;
                     next[b] += 1;
                     moved = true;
+                    for (k, f) in s
+                        .folds
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, f)| f.after == t.step)
+                    {
+                        arrivals[k] += 1;
+                        if arrivals[k] == s.steps[i].1 {
+                            list.insert(
+                                next[b],
+                                Task {
+                                    step: f.step,
+                                    workgroup: 0,
+                                },
+                            );
+                        }
+                    }
                 }
             }
-            if next.iter().zip(&s.blocks).all(|(n, l)| *n == l.len()) {
+            if next.iter().zip(&lists).all(|(n, l)| *n == l.len()) {
                 break;
             }
             if !moved {
-                return fail(deadlock(s, &index, &counters, target, &next), FIX_PLANNER);
+                return fail(
+                    deadlock(s, &lists, &index, &counters, target, &next),
+                    FIX_PLANNER,
+                );
+            }
+        }
+        // A fold whose last arrival never came (its counter was not reset) never ran.
+        for f in &s.folds {
+            let i = index[&f.step];
+            if !done[i][0] {
+                return fail(
+                    format!(
+                        "step {} never runs in launch {launch}: no arrival of step {} was the last one (the arrival counter kept the previous launch's count)",
+                        f.step, f.after
+                    ),
+                    "reset the arrival counters between launches (zero them, or count per launch epoch)",
+                );
             }
         }
     }
@@ -328,12 +429,13 @@ fn ready(
 
 fn deadlock(
     s: &Schedule,
+    lists: &[Vec<Task>],
     index: &BTreeMap<usize, usize>,
     counters: &[Vec<u64>],
     target: u64,
     next: &[usize],
 ) -> String {
-    for (b, list) in s.blocks.iter().enumerate() {
+    for (b, list) in lists.iter().enumerate() {
         let Some(&t) = list.get(next[b]) else {
             continue;
         };

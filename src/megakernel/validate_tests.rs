@@ -224,3 +224,64 @@ fn the_plans_own_waits_validate() {
         assert!(validate(&m, &deps).is_err(), "wait {i} dropped");
     }
 }
+
+/// The same pipeline with step 4 run by the last arriver of step 3 (no wait of its own).
+fn with_fold(blocks: u32, reset: CounterReset) -> (Schedule, Vec<TileDep>) {
+    let (steps, deps) = stencil_fold_broadcast();
+    let emitted: Vec<TileDep> = deps.iter().filter(|d| d.to != 4).cloned().collect();
+    let folds = [Fold { step: 4, after: 3 }];
+    let s = Schedule::round_robin_with_folds(&steps, blocks, &emitted, reset, &folds);
+    (s, deps)
+}
+
+#[test]
+fn last_arriver_folds_pass_and_their_mutations_are_refused() {
+    for blocks in [1, 2, 7, 40, 64] {
+        let (s, deps) = with_fold(blocks, CounterReset::Zeroed);
+        validate(&s, &deps).unwrap_or_else(|e| panic!("{blocks} blocks: {e}"));
+        assert!(
+            s.blocks.iter().flatten().all(|t| t.step != 4),
+            "the fold has no block"
+        );
+        // Counters kept between launches: the second launch's fold never comes (or its
+        // consumers pass on the first launch's flag).
+        let mut kept = s.clone();
+        kept.reset = CounterReset::Kept;
+        let e = validate(&kept, &deps).expect_err("kept counters must be refused");
+        assert!(
+            e.message.contains("previous launch") || e.message.contains("never runs"),
+            "{e}"
+        );
+        // No fold and no wait: step 4 is run by nobody.
+        let mut none = s.clone();
+        none.folds.clear();
+        assert!(
+            validate(&none, &deps).is_err(),
+            "{blocks} blocks: a fold nobody runs"
+        );
+        // A fold after the wrong producer step does not cover step 4's dependence on step 3.
+        let mut wrong = s.clone();
+        wrong.folds[0].after = 2;
+        assert!(
+            validate(&wrong, &deps).is_err(),
+            "{blocks} blocks: fold after step 2"
+        );
+        // A fold of a step with more than one workgroup.
+        let mut wide = s.clone();
+        wide.folds[0] = Fold { step: 5, after: 4 };
+        assert!(
+            validate(&wide, &deps).is_err(),
+            "{blocks} blocks: fold of 40 workgroups"
+        );
+        // The fold also assigned to a block.
+        let mut twice = s.clone();
+        twice.blocks[0].push(Task {
+            step: 4,
+            workgroup: 0,
+        });
+        assert!(
+            validate(&twice, &deps).is_err(),
+            "{blocks} blocks: fold assigned twice"
+        );
+    }
+}

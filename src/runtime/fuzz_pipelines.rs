@@ -270,6 +270,7 @@ impl Runtime {
             fuel: interp::Options::default().fuel,
             measure_topology: false,
             grid_barrier: GridBarrier::default(),
+            sync: Default::default(),
         };
         let caps = self.caps().clone();
         for k in 0..o.count {

@@ -13,7 +13,7 @@ use crate::megakernel::cache::{plan_cached, PlanCache};
 use crate::megakernel::fuse_group;
 use crate::megakernel::gate::{judge, GateResult};
 use crate::megakernel::launch::{separate_launches, PipelineLaunch};
-use crate::megakernel::plan::{Plan, PlanOptions};
+use crate::megakernel::plan::{Plan, PlanOptions, SyncMode};
 use crate::runtime::dispatch::{DispatchOptions, TimingStats};
 use crate::runtime::execute::tolerance_for;
 use crate::runtime::jit::JitOptions;
@@ -81,6 +81,8 @@ pub struct PipelineGpuReport {
     pub topology: Vec<Topology>,
     /// How the fused kernels lowered their grid barriers.
     pub grid_barrier: GridBarrier,
+    /// How fused persistent groups separated cross-workgroup dependences (`--sync`).
+    pub sync: SyncMode,
     /// The runtime's telemetry after the run (plan-cache counters included).
     pub telemetry: crate::runtime::Telemetry,
     /// The speedup gate, when both forms ran.
@@ -149,11 +151,14 @@ pub fn plan_launches(
     plan: &Plan,
     measure: Option<&[HostBuffer]>,
     jit: &JitOptions,
+    sync: SyncMode,
 ) -> Result<(Vec<PipelineLaunch>, Vec<Topology>), String> {
     let mut launches = Vec::new();
     let mut topology = Vec::new();
     for (g, group) in plan.groups.iter().enumerate() {
-        let mut spec = group.spec();
+        // A dataflow group's schedule is validated inside `fuse_group`: a refused one is an
+        // error here and never launched.
+        let mut spec = group.spec_for(sync);
         let mut fused = fuse_group(pipeline, shapes, &spec).map_err(|e| e.to_string())?;
         if let Some(estimated) = spec.persistent_blocks {
             let driver = rt
@@ -163,12 +168,15 @@ pub fn plan_launches(
             let mut measured = Vec::new();
             if let Some(initial) = measure {
                 let sms = rt.caps().sm_count.max(1);
+                // Up to every co-resident block, also where the estimate (a dataflow grid
+                // capped by the largest step) is smaller.
+                let top = group.coresident_blocks.min(driver).max(used);
                 let mut candidates: Vec<u32> = [1, 2, 4]
                     .iter()
                     .map(|k| k * sms)
-                    .filter(|&b| b < used)
+                    .filter(|&b| b < top)
                     .collect();
-                candidates.push(used);
+                candidates.push(top);
                 for blocks in candidates {
                     let mut trial = spec.clone();
                     trial.persistent_blocks = Some(blocks);
@@ -230,6 +238,8 @@ pub struct PipelineGpuOptions {
     pub measure_topology: bool,
     /// How fused kernels lower their grid barriers (`--grid-barrier`).
     pub grid_barrier: GridBarrier,
+    /// Dataflow waits or grid barriers in fused persistent groups (`--sync`).
+    pub sync: SyncMode,
 }
 
 fn form_report(
@@ -292,7 +302,8 @@ pub fn run_pipeline_forms(
         }
         rt.telemetry.record_plan(&cached);
         let measure = o.measure_topology.then_some(initial.as_slice());
-        (fused, topology) = plan_launches(rt, pipeline, &shapes, &cached.plan, measure, &jit)?;
+        (fused, topology) =
+            plan_launches(rt, pipeline, &shapes, &cached.plan, measure, &jit, o.sync)?;
         plan = Some(cached.plan);
     }
     let total = o.repeat.max(1);
@@ -349,6 +360,7 @@ pub fn run_pipeline_forms(
         plan,
         topology,
         grid_barrier: o.grid_barrier,
+        sync: o.sync,
         telemetry: rt.telemetry().clone(),
         gate,
     };

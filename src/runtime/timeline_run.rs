@@ -260,6 +260,7 @@ pub fn pipeline_launches(
     prepared: &crate::inputs::pipeline::PreparedPipeline,
     form: PipelineForm,
     jit: &JitOptions,
+    sync: crate::megakernel::plan::SyncMode,
 ) -> std::result::Result<Vec<TimelineLaunch>, String> {
     use crate::megakernel::timeline::fused_spec;
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
@@ -283,10 +284,10 @@ pub fn pipeline_launches(
         crate::megakernel::cache::plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())
             .map_err(|e| e.to_string())?;
     let (launches, _) =
-        super::pipeline_gpu::plan_launches(rt, pipeline, &shapes, &cached.plan, None, jit)?;
+        super::pipeline_gpu::plan_launches(rt, pipeline, &shapes, &cached.plan, None, jit, sync)?;
     let mut out = Vec::new();
     for (group, launch) in cached.plan.groups.iter().zip(launches) {
-        let mut spec = group.spec();
+        let mut spec = group.spec_for(sync);
         if spec.persistent_blocks.is_some() {
             spec.persistent_blocks = Some(launch.shape.grid[0]);
         }

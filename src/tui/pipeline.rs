@@ -330,6 +330,7 @@ pub fn gpu_run(
         plan,
         None,
         &JitOptions::default(),
+        Default::default(),
     )?;
     let opts = DispatchOptions {
         timeout: Some(super::gpu::KERNEL_TIMEOUT),

@@ -261,6 +261,28 @@ impl<'a> Analysis<'a> {
             }
             StmtKind::Block(b) => self.nested(b, sink),
             StmtKind::Store { .. } => {}
+            StmtKind::Sync(op) => {
+                // The last-arriver flag is the same in every thread of a workgroup (all get
+                // thread 0's verdict) but true in one workgroup only.
+                if let (_, Some(name)) = op.vars() {
+                    let why = match self.scope {
+                        BarrierScope::Grid => Some(Why {
+                            shown: format!("`{name}`, true only in the last arriving workgroup"),
+                            root: "the last arriver".to_string(),
+                        }),
+                        BarrierScope::Workgroup => self.control(),
+                    };
+                    if let Some(decl) = self.walk.scopes.lookup(name).map(|v| v.decl) {
+                        self.define(decl, why);
+                    }
+                }
+                // Every dataflow statement contains a `bar.sync`.
+                if let Some(sink) = sink {
+                    if self.scope == BarrierScope::Workgroup {
+                        self.barrier(s, sink);
+                    }
+                }
+            }
         }
     }
 

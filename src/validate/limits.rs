@@ -66,7 +66,9 @@ pub fn stmt_exprs(s: &Stmt) -> Vec<(&'static str, &Expr)> {
         StmtKind::Store { index, value, .. } => vec![("index", index), ("value", value)],
         StmtKind::If { cond, .. } => vec![("if", cond)],
         StmtKind::Loop { from, to, .. } => vec![("from", from), ("to", to)],
-        StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Block(_) => Vec::new(),
+        StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Block(_) | StmtKind::Sync(_) => {
+            Vec::new()
+        }
     }
 }
 

@@ -274,6 +274,17 @@ fn stmt(
             },
         }),
         StmtKind::Return => out.push(v::Node::Return),
+        StmtKind::Sync(op) => {
+            return Err(ExportError::new(
+                id,
+                "dataflow",
+                format!(
+                    "`{}` is a dataflow wait of a fused kernel, which vyre has no node for",
+                    op.describe()
+                ),
+                "export the kernel fused with `--sync barrier` (grid barriers), or export the pipeline's steps one by one",
+            ))
+        }
         StmtKind::Block(list) => {
             env.push();
             let b = stmts(list, env, cx, false)?;

@@ -56,6 +56,8 @@ fn used(p: &Program, seen: &mut BTreeSet<String>) {
             StmtKind::Barrier(BarrierScope::Grid) => "barrier_grid",
             StmtKind::Return => "return",
             StmtKind::Block(_) => "block",
+            // Made by fusion only; no Program file spells it.
+            StmtKind::Sync(_) => "sync",
         };
         seen.insert(format!("stmt:{kind}"));
         for e in exprs {

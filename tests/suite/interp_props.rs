@@ -112,7 +112,7 @@ fn forms(p: &Program) -> BTreeSet<&'static str> {
         StmtKind::Return => {
             seen.insert("return");
         }
-        StmtKind::Block(_) => {}
+        StmtKind::Block(_) | StmtKind::Sync(_) => {}
     });
     seen
 }

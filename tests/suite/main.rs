@@ -35,6 +35,7 @@ mod invalid_fixtures;
 mod ir_print;
 mod ir_write;
 mod layers;
+mod megakernel_dataflow;
 mod megakernel_forward;
 mod megakernel_fuse;
 mod megakernel_mixed;

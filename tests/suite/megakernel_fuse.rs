@@ -104,6 +104,7 @@ impl Case {
                 })
                 .collect(),
             persistent_blocks: persistent,
+            dataflow: None,
         }
     }
 

@@ -253,3 +253,40 @@ fn step_grid_precedence() {
     let s = grid(r#", "workgroup_size": [64, 1, 1]"#, "");
     assert_eq!((s.workgroup_size, s.grid), ([64, 1, 1], [2, 1, 1]));
 }
+
+/// Relative closeness for results that go through `exp` and float sums in a different order.
+fn assert_close(got: &[f32], want: &[f32], rel: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let tol = rel * w.abs().max(f32::MIN_POSITIVE);
+        assert!((g - w).abs() <= tol, "{what}[{i}]: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn softmax_is_exp_over_the_sum() {
+    let (_, init, done) = run_fixture("softmax.json");
+    let x = f32s(&init, "x");
+    assert_eq!(x.len(), 1 << 18);
+    assert!(x.iter().any(|&v| v != 0.0), "random input expected");
+    // The maximum is exact in any order.
+    let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let e: Vec<f64> = x.iter().map(|&v| f64::from(v - m).exp()).collect();
+    let s: f64 = e.iter().sum();
+    let want: Vec<f32> = e.iter().map(|&v| (v / s) as f32).collect();
+    let y = f32s(&done, "y");
+    assert_close(&y, &want, 1e-4, "y");
+    let total: f64 = y.iter().map(|&v| f64::from(v)).sum();
+    assert!((total - 1.0).abs() < 1e-3, "softmax sums to {total}");
+}
+
+#[test]
+fn reduce_normalize_at_2_to_the_20_divides_by_the_total() {
+    let (_, init, done) = run_fixture("reduce_normalize_2p20.json");
+    let x = f32s(&init, "x");
+    assert_eq!(x.len(), 1 << 20);
+    assert!(x.iter().any(|&v| v != 0.0), "random input expected");
+    let total: f64 = x.iter().map(|&v| f64::from(v)).sum();
+    let want: Vec<f32> = x.iter().map(|&v| (f64::from(v) / total) as f32).collect();
+    assert_close(&f32s(&done, "out"), &want, 1e-4, "out");
+}

@@ -122,6 +122,9 @@ fn fused_spec_lists_every_step_and_grid_barrier() {
             match u.kind {
                 UnitKind::Step => seen_steps.push(u.step.expect("step unit has a step")),
                 UnitKind::Wait(WaitKind::GridBarrier) => waits += 1,
+                UnitKind::Wait(WaitKind::FlagWait | WaitKind::CounterWait) => {
+                    panic!("no dataflow wait in a barrier-form kernel")
+                }
                 UnitKind::Kernel => panic!("no kernel unit in a fused kernel"),
             }
         }
@@ -138,6 +141,53 @@ fn fused_spec_lists_every_step_and_grid_barrier() {
         waits > 0,
         "the fixture separates its steps by grid barriers"
     );
+}
+
+#[test]
+fn fused_spec_lists_dataflow_waits_as_waits() {
+    use vyrescope::megakernel::plan::SyncMode;
+    // Softmax under `--sync dataflow`: the exp and divide steps wait on their fold's flag
+    // inside every task; the stencil waits on its neighbours' flags.
+    for (file, want) in [
+        ("fixtures/pipelines/softmax.json", WaitKind::FlagWait),
+        ("fixtures/pipelines/stencil_halo4.json", WaitKind::FlagWait),
+        (
+            "fixtures/pipelines/reduce_normalize.json",
+            WaitKind::CounterWait,
+        ),
+    ] {
+        let path = Path::new(file);
+        let p = load_pipeline(path).pipeline.expect("valid");
+        let prepared = prepare_pipeline(&p, path.parent().expect("folder")).expect("prepare");
+        let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
+        let opts = PlanOptions::new(profiles::load("h200").expect("bundled h200"));
+        let pl = plan(&p, &shapes, &opts).expect("plan");
+        let g = &pl.groups[0];
+        let k = fuse_group(&p, &shapes, &g.spec_for(SyncMode::Dataflow)).expect("fuse");
+        let spec = fused_spec(&k);
+        let waits: Vec<WaitKind> = spec
+            .units
+            .iter()
+            .filter_map(|u| match u.kind {
+                UnitKind::Wait(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        assert!(waits.contains(&want), "{file}: {waits:?}");
+        assert!(!waits.contains(&WaitKind::GridBarrier), "{file}: {waits:?}");
+        // Every wait statement is a unit.
+        let mut stmts = 0;
+        k.program.walk_stmts(&mut |s| {
+            stmts += vyrescope::emit::timeline::wait_kind(&s.kind).is_some() as usize
+        });
+        assert_eq!(stmts, waits.len(), "{file}");
+        // The instrumented kernel assembles.
+        if let Some(ptxas) = find_ptxas() {
+            let e = emit_timeline(&k.program, &EmitOptions::for_program(&k.program), &spec)
+                .expect("timeline emit");
+            assemble(&ptxas, &e.ptx, 90, false).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
 }
 
 /// Writes record `(unit, wg, sm, seq, start, end)` into slot `slot` of `block`'s ring.

@@ -165,7 +165,7 @@ fn walk_exprs(list: &[Stmt], f: &mut dyn FnMut(&Expr)) {
                 walk_exprs(body, f);
             }
             StmtKind::Block(b) => walk_exprs(b, f),
-            StmtKind::Barrier(_) | StmtKind::Return => {}
+            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
         }
     }
 }
@@ -197,6 +197,7 @@ fn stable_defs(body: &[Stmt]) -> HashMap<String, Expr> {
                     scan(otherwise, lets, changing);
                 }
                 StmtKind::Block(b) => scan(b, lets, changing),
+                StmtKind::Sync(op) => changing.extend(op.vars().1.map(str::to_string)),
                 _ => {}
             }
         }
@@ -220,7 +221,7 @@ fn writes(list: &[Stmt]) -> (HashSet<String>, bool) {
                 StmtKind::Store { buffer, .. } => {
                     bufs.insert(buffer.clone());
                 }
-                StmtKind::Barrier(_) => *barrier = true,
+                StmtKind::Barrier(_) | StmtKind::Sync(_) => *barrier = true,
                 StmtKind::If {
                     then, otherwise, ..
                 } => {
@@ -443,7 +444,8 @@ impl Walker<'_> {
                     self.path.pop();
                 }
                 StmtKind::Block(b) => self.list(b, avail),
-                StmtKind::Barrier(_) => avail.clear(),
+                // Another workgroup's writes become visible at a wait: forget every store.
+                StmtKind::Barrier(_) | StmtKind::Sync(_) => avail.clear(),
                 StmtKind::Return => {}
             }
         }

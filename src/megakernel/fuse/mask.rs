@@ -56,7 +56,7 @@ fn mask_effects(list: &mut [Stmt], threads: u32) {
                 mask_effects(body, threads);
             }
             StmtKind::Block(b) => mask_effects(b, threads),
-            StmtKind::Barrier(_) | StmtKind::Return => {}
+            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
         }
     }
 }

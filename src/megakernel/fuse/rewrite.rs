@@ -185,7 +185,7 @@ impl Renamer<'_> {
                     self.stmts(body)?;
                 }
                 StmtKind::Block(b) => self.stmts(b)?,
-                StmtKind::Barrier(_) | StmtKind::Return => {}
+                StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
             }
         }
         Ok(())
@@ -326,7 +326,7 @@ pub(super) fn used_ids(list: &[Stmt]) -> ([bool; 3], [bool; 3]) {
                     walk(body, note);
                 }
                 StmtKind::Block(b) => walk(b, note),
-                StmtKind::Barrier(_) | StmtKind::Return => {}
+                StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
             }
         }
     }
@@ -352,6 +352,9 @@ pub(super) struct VirtualLoop<'a> {
     pub workgroup_size: [u32; 3],
     /// `(gid, wgid)` axes the body uses, from [`used_ids`].
     pub used: ([bool; 3], [bool; 3]),
+    /// A one-workgroup fold run by the last arriver: its only virtual workgroup is 0 and
+    /// it runs where this bool variable is true instead of on the workgroup `0 mod P`.
+    pub fold: Option<String>,
 }
 
 impl VirtualLoop<'_> {
@@ -420,6 +423,9 @@ impl VirtualLoop<'_> {
             }
         }
         inner.extend(body);
+        if let Some(last) = &self.fold {
+            return vec![let_(&v, u32_lit(0)), if_(Expr::Var(last.clone()), inner)];
+        }
         let guarded = vec![
             let_(&v, v_value),
             if_(

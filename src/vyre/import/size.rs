@@ -35,6 +35,6 @@ fn stmt_nodes(s: &Stmt) -> usize {
             expr_nodes(from) + expr_nodes(to) + program_nodes(body)
         }
         StmtKind::Block(b) => program_nodes(b),
-        StmtKind::Barrier(_) | StmtKind::Return => 0,
+        StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => 0,
     }
 }

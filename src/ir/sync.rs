@@ -1,0 +1,161 @@
+//! Dataflow synchronisation statements of fused persistent kernels.
+//!
+//! Only fusion makes them (`megakernel::fuse` with `--sync dataflow`); no Program file spells
+//! them. They name words of the kernel's grid-sync scratch (`emit::grid_sync`), zeroed by the
+//! runtime before every launch: words [`SYNC_FIRST_WORD`].. hold one completion flag per task
+//! (one virtual workgroup of one step) and one arrival counter per step.
+//!
+//! Semantics (what the CPU interpreter relies on): a [`SyncOp`] never changes a buffer. A
+//! Program containing one runs as one unit over the whole grid, statement by statement, so
+//! every earlier statement is finished on every thread before a later one starts, which is
+//! stronger than any wait; only [`SyncOp::Arrive`] has an observable effect (its variable).
+
+/// First scratch word a dataflow statement may use (words 0 and 1 belong to the grid barrier).
+pub const SYNC_FIRST_WORD: u32 = 2;
+
+/// One dataflow synchronisation statement (`{"sync": ..}` when printed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncOp {
+    /// Thread 0 waits until every producer task in `on` has published completion, then the
+    /// whole workgroup passes `bar.sync` (acquire at gpu scope, then cta ordering).
+    Wait {
+        /// Waiting step (pipeline step index; for messages and the schedule).
+        consumer: u32,
+        /// Step waited for.
+        producer: u32,
+        /// Which flags or which counter.
+        on: WaitOn,
+        /// `u32` variable holding the consumer's virtual workgroup id.
+        workgroup: String,
+    },
+    /// `bar.sync`, then thread 0 publishes that task `workgroup` of `step` finished: sets its
+    /// flag (`flags + workgroup`) with release semantics, and/or adds one to the step's counter.
+    Signal {
+        /// The finished step.
+        step: u32,
+        /// First flag word of the step (one word per virtual workgroup), if anyone waits on flags.
+        flags: Option<u32>,
+        /// Counter word of the step, if anyone waits on the count of all its tasks.
+        counter: Option<u32>,
+        /// `u32` variable holding the virtual workgroup id.
+        workgroup: String,
+    },
+    /// `bar.sync`, then thread 0 adds one to counter word `counter` (acquire-release); the bool
+    /// variable `last` (declared before) becomes true, in every thread of the workgroup, in the
+    /// workgroup whose arrival is the `total`-th: the last arriver, which then runs the fold.
+    Arrive {
+        /// The step whose tasks arrive.
+        step: u32,
+        /// The one-workgroup step the last arriver runs.
+        fold: u32,
+        /// Counter word.
+        counter: u32,
+        /// Arrivals per launch (the step's workgroups).
+        total: u32,
+        /// Bool variable set (or-ed) by the arrival.
+        last: String,
+    },
+}
+
+/// What a [`SyncOp::Wait`] waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOn {
+    /// Flags of producer workgroups `v + lo ..= v + hi` (`v` the consumer's workgroup), those
+    /// inside `0..producers`.
+    Window {
+        /// First flag word of the producer step.
+        flags: u32,
+        /// Producer workgroups.
+        producers: u32,
+        /// Lowest offset.
+        lo: i32,
+        /// Highest offset.
+        hi: i32,
+    },
+    /// Flags of producer workgroups `first ..= last` (clipped to `0..producers`).
+    Range {
+        /// First flag word of the producer step.
+        flags: u32,
+        /// Producer workgroups.
+        producers: u32,
+        /// First producer workgroup.
+        first: u32,
+        /// Last producer workgroup.
+        last: u32,
+    },
+    /// The producer step's counter reaches `total` (every producer task finished).
+    Count {
+        /// Counter word.
+        counter: u32,
+        /// Tasks of the producer step.
+        total: u32,
+    },
+}
+
+impl SyncOp {
+    /// Highest scratch word this statement touches.
+    pub fn top_word(&self) -> u32 {
+        match self {
+            SyncOp::Wait { on, .. } => match *on {
+                WaitOn::Window {
+                    flags, producers, ..
+                }
+                | WaitOn::Range {
+                    flags, producers, ..
+                } => flags + producers.saturating_sub(1),
+                WaitOn::Count { counter, .. } => counter,
+            },
+            SyncOp::Signal {
+                flags,
+                counter,
+                workgroup: _,
+                step: _,
+            } => flags.unwrap_or(0).max(counter.unwrap_or(0)),
+            SyncOp::Arrive { counter, .. } => *counter,
+        }
+    }
+
+    /// The variable the statement reads, and the one it assigns.
+    pub fn vars(&self) -> (Option<&str>, Option<&str>) {
+        match self {
+            SyncOp::Wait { workgroup, .. } | SyncOp::Signal { workgroup, .. } => {
+                (Some(workgroup), None)
+            }
+            SyncOp::Arrive { last, .. } => (Some(last), Some(last)),
+        }
+    }
+
+    /// One line for printing and PTX comments.
+    pub fn describe(&self) -> String {
+        match self {
+            SyncOp::Wait {
+                consumer,
+                producer,
+                on,
+                workgroup,
+            } => {
+                let what = match *on {
+                    WaitOn::Window { lo, hi, .. } => {
+                        format!("flags {workgroup}{lo:+}..{workgroup}{hi:+}")
+                    }
+                    WaitOn::Range { first, last, .. } => format!("flags {first}..={last}"),
+                    WaitOn::Count { total, .. } => format!("counter = {total}"),
+                };
+                format!("step {consumer} waits for step {producer}: {what}")
+            }
+            SyncOp::Signal {
+                step,
+                flags,
+                counter,
+                workgroup,
+            } => format!(
+                "step {step} workgroup {workgroup} done:{}{}",
+                if flags.is_some() { " flag" } else { "" },
+                if counter.is_some() { " counter" } else { "" }
+            ),
+            SyncOp::Arrive {
+                step, total, last, ..
+            } => format!("step {step} arrives (of {total}); last arriver sets {last}"),
+        }
+    }
+}

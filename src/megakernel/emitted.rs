@@ -1,0 +1,238 @@
+//! The dataflow schedule a fused kernel actually runs, read back from its statements, and
+//! the check that runs before every dataflow launch: [`check_emitted`] rebuilds the
+//! [`Schedule`] from the kernel's [`SyncOp`]s (not from the plan) and hands it to
+//! [`validate`], so a wait lost or mis-sized by emission is refused like a planner bug.
+//!
+//! Besides what the validator checks, reading back checks that every wait has a publisher:
+//! a wait on flags needs its producer step to set exactly those flags, a wait on a count
+//! needs the producer step to count every task, and no two steps share scratch words.
+
+use std::collections::BTreeMap;
+
+use crate::ir::{Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD};
+
+use super::fuse::FusedKernel;
+use super::tiles::{ProducerSet, TileDep};
+use super::validate::{validate, CounterReset, Fold, Schedule, ScheduleError, Wait};
+
+fn refuse<T>(message: String) -> Result<T, ScheduleError> {
+    Err(ScheduleError {
+        message,
+        fix: "this is a fusion bug: run the pipeline with `--sync barrier` and report the \
+              pipeline file"
+            .to_string(),
+    })
+}
+
+/// Collects the dataflow statements of `list`, each with whether it sits inside an `if` or a
+/// loop (`nested`): a per-block count must not, or a block would count less or more than once.
+fn collect<'a>(list: &'a [Stmt], nested: bool, out: &mut Vec<(&'a SyncOp, bool)>) {
+    for s in list {
+        match &s.kind {
+            StmtKind::Sync(op) => out.push((op, nested)),
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                collect(then, true, out);
+                collect(otherwise, true, out);
+            }
+            StmtKind::Loop { body, .. } => collect(body, true, out),
+            StmtKind::Block(body) => collect(body, nested, out),
+            _ => {}
+        }
+    }
+}
+
+/// Every dataflow statement of `kernel`, in program order.
+pub fn sync_ops(kernel: &FusedKernel) -> Vec<&SyncOp> {
+    let mut out = Vec::new();
+    collect(&kernel.program.body, false, &mut out);
+    out.into_iter().map(|(op, _)| op).collect()
+}
+
+/// What one step publishes: (flag words, counter word, arrivals (fold, total)).
+#[derive(Default)]
+struct Published {
+    flags: Option<u32>,
+    counter: Option<u32>,
+    total: Option<u32>,
+}
+
+/// The schedule `kernel` runs (`steps`: `(step, workgroups)` in execution order; the blocks
+/// are the kernel's persistent grid, virtual workgroup `g` on block `g mod blocks`). A
+/// counter that every block adds to once after its tasks of a step (outside the step's loop)
+/// reaches the block count only when every task of the step has finished: a wait on it is a
+/// wait on all of them, and the block whose arrival is the last has finished its own.
+pub fn emitted_schedule(
+    kernel: &FusedKernel,
+    steps: &[(usize, u64)],
+) -> Result<Schedule, ScheduleError> {
+    let wgs = |s: usize| steps.iter().find(|x| x.0 == s).map(|x| x.1);
+    let blocks = kernel.shape.grid[0];
+    let mut published: BTreeMap<usize, Published> = BTreeMap::new();
+    let mut waits = Vec::new();
+    let mut folds = Vec::new();
+    let mut placed = Vec::new();
+    collect(&kernel.program.body, false, &mut placed);
+    let ops: Vec<&SyncOp> = placed.iter().map(|(op, _)| *op).collect();
+    for &(op, nested) in &placed {
+        let counts = matches!(
+            op,
+            SyncOp::Arrive { .. }
+                | SyncOp::Signal {
+                    counter: Some(_),
+                    ..
+                }
+        );
+        if counts && nested {
+            return refuse(format!(
+                "`{}` sits inside a loop or an `if`: a block would not count exactly once",
+                op.describe()
+            ));
+        }
+        match op {
+            SyncOp::Signal {
+                step,
+                flags,
+                counter,
+                ..
+            } => {
+                let p = published.entry(*step as usize).or_default();
+                p.flags = p.flags.or(*flags);
+                if counter.is_some() {
+                    p.counter = *counter;
+                }
+            }
+            SyncOp::Arrive {
+                step,
+                fold,
+                counter,
+                total,
+                ..
+            } => {
+                let p = published.entry(*step as usize).or_default();
+                p.counter = Some(*counter);
+                p.total = Some(*total);
+                folds.push(Fold {
+                    step: *fold as usize,
+                    after: *step as usize,
+                });
+            }
+            SyncOp::Wait { .. } => {}
+        }
+    }
+    // Words: inside the zeroed scratch past the grid barrier's, no two steps sharing one.
+    let mut words: Vec<(u32, u32, usize)> = Vec::new();
+    for (&s, p) in &published {
+        let n = wgs(s).unwrap_or(0);
+        if let Some(f) = p.flags {
+            words.push((f, u32::try_from(n).unwrap_or(u32::MAX), s));
+        }
+        if let Some(c) = p.counter {
+            words.push((c, 1, s));
+        }
+        if let Some(t) = p.total {
+            if t != blocks {
+                return refuse(format!(
+                    "step {s}'s blocks arrive expecting {t} arrivals, but the launch has {blocks} blocks"
+                ));
+            }
+        }
+    }
+    words.sort();
+    for w in &words {
+        if w.0 < SYNC_FIRST_WORD {
+            return refuse(format!(
+                "step {} publishes in scratch word {}, which the grid barrier uses",
+                w.2, w.0
+            ));
+        }
+    }
+    for pair in words.windows(2) {
+        if u64::from(pair[0].0) + u64::from(pair[0].1) > u64::from(pair[1].0) {
+            return refuse(format!(
+                "steps {} and {} publish in overlapping scratch words",
+                pair[0].2, pair[1].2
+            ));
+        }
+    }
+    for op in &ops {
+        let SyncOp::Wait {
+            consumer,
+            producer,
+            on,
+            ..
+        } = op
+        else {
+            continue;
+        };
+        let (c, p) = (*consumer as usize, *producer as usize);
+        let n = wgs(p).unwrap_or(0);
+        let pub_ = published.get(&p);
+        let producers = match *on {
+            WaitOn::Window {
+                flags,
+                producers,
+                lo,
+                hi,
+            } => {
+                if pub_.and_then(|x| x.flags) != Some(flags) || u64::from(producers) != n {
+                    return refuse(format!(
+                        "step {c} waits on flags of step {p} that step {p} does not set"
+                    ));
+                }
+                ProducerSet::Window {
+                    lo: i64::from(lo),
+                    hi: i64::from(hi),
+                }
+            }
+            WaitOn::Range {
+                flags,
+                producers,
+                first,
+                last,
+            } => {
+                if pub_.and_then(|x| x.flags) != Some(flags) || u64::from(producers) != n {
+                    return refuse(format!(
+                        "step {c} waits on flags of step {p} that step {p} does not set"
+                    ));
+                }
+                ProducerSet::Range {
+                    first: u64::from(first),
+                    last: u64::from(last),
+                }
+            }
+            WaitOn::Count { counter, total } => {
+                // Every block adds one after its last task of the producer step.
+                if pub_.and_then(|x| x.counter) != Some(counter) || total != blocks {
+                    return refuse(format!(
+                        "step {c} waits for step {p}'s counter to reach {total}, but each of the {blocks} blocks counts there once"
+                    ));
+                }
+                ProducerSet::All
+            }
+        };
+        waits.push(Wait {
+            consumer: c,
+            producer: p,
+            producers,
+        });
+    }
+    let mut s = Schedule::round_robin_with_folds(steps, blocks, &[], CounterReset::Zeroed, &folds);
+    s.waits = waits;
+    Ok(s)
+}
+
+/// Refuses `kernel` unless the schedule it emits is valid for the producer sets `required`
+/// (run by fusion on every dataflow kernel, so nothing unchecked is ever launched).
+/// Counters and flags are [`CounterReset::Zeroed`]: they live in the grid-sync scratch,
+/// which the runtime zeroes before every cooperative launch.
+pub fn check_emitted(
+    kernel: &FusedKernel,
+    steps: &[(usize, u64)],
+    required: &[TileDep],
+) -> Result<Schedule, ScheduleError> {
+    let s = emitted_schedule(kernel, steps)?;
+    validate(&s, required)?;
+    Ok(s)
+}

@@ -1,0 +1,231 @@
+//! Dataflow synchronisation of a fused persistent group (`--sync dataflow`): which step
+//! publishes what, which task waits for what, and which one-workgroup fold the last arriver
+//! runs. [`SyncLayout::new`] decides it from the group's producer sets; `super::step_stmt`
+//! puts the statements around each task.
+//!
+//! Per dependence of step B on an earlier step A (a [`TileDep`] with producers):
+//! - B has one workgroup, A runs just before it and covers all of A: **last-arriver fold**.
+//!   Every block arrives on A's counter after its last task of A; the block whose arrival
+//!   completes it runs B.
+//! - every workgroup of A (`all`, or a range or window as wide as A): B waits for **A's
+//!   counter** to reach the launch's block count: every block adds one after its last task
+//!   of A (so a counter takes one atomic per block, not per task).
+//! - otherwise B waits for the **flags** of its producer window or range (A's tasks each set
+//!   their own flag).
+//!
+//! Scratch words (zeroed by the runtime before every launch) are laid out from
+//! [`SYNC_FIRST_WORD`]: for each step in order, its flags (one per workgroup) when anyone
+//! waits on them, then its counter when anyone counts it.
+
+use std::collections::BTreeMap;
+
+use crate::ir::{Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD};
+
+use super::super::tiles::{ProducerSet, TileDep};
+use super::rewrite;
+
+/// Where one step's completion goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Publish {
+    flags: Option<u32>,
+    counter: Option<u32>,
+    /// The one-workgroup step the last arriver runs after this step.
+    fold: Option<usize>,
+}
+
+/// The dataflow statements of one group.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SyncLayout {
+    publish: BTreeMap<usize, Publish>,
+    /// Waits of each consumer step: (producer step, what).
+    waits: BTreeMap<usize, Vec<(usize, WaitOn)>>,
+    /// Fold step -> the producer step whose last arriver runs it.
+    folds: BTreeMap<usize, usize>,
+    /// Blocks of the launch: every one adds to a counter once per step.
+    blocks: u32,
+}
+
+/// Variable that is true in the block that runs fold step `k`.
+pub(super) fn last_var(k: usize) -> String {
+    format!("f{k}_last")
+}
+
+/// Variable of step `k`'s virtual workgroup id (as `rewrite::VirtualLoop` names it).
+pub(super) fn workgroup_var(k: usize) -> String {
+    format!("f{k}_v")
+}
+
+impl SyncLayout {
+    /// The layout for steps `steps` (in execution order) with `workgroups[i]` workgroups and
+    /// the required producer sets `deps`.
+    pub(super) fn new(
+        steps: &[usize],
+        workgroups: &[u64],
+        deps: &[TileDep],
+        blocks: u32,
+    ) -> SyncLayout {
+        let pos = |s: usize| steps.iter().position(|&x| x == s);
+        let wgs = |s: usize| pos(s).and_then(|i| workgroups.get(i)).copied().unwrap_or(0);
+        let mut l = SyncLayout::default();
+        // What each dependence needs, before words are given out.
+        #[derive(Clone, Copy)]
+        enum Need {
+            Flags(ProducerSet),
+            Count,
+        }
+        let mut needs: Vec<(usize, usize, Need)> = Vec::new();
+        for d in deps.iter().filter(|d| d.producers != ProducerSet::Empty) {
+            let (ga, gb) = (wgs(d.from), wgs(d.to));
+            let covers_all = {
+                let r = d.producers.producers_of(0, ga);
+                d.producers == ProducerSet::All
+                    || (gb <= 1 && !r.is_empty() && *r.start() == 0 && *r.end() + 1 >= ga)
+            };
+            let adjacent = matches!((pos(d.from), pos(d.to)), (Some(a), Some(b)) if a + 1 == b);
+            let fold_taken = l.publish.get(&d.from).is_some_and(|p| p.fold.is_some());
+            if gb == 1 && covers_all && adjacent && !fold_taken && !l.folds.contains_key(&d.to) {
+                l.folds.insert(d.to, d.from);
+                l.publish.entry(d.from).or_default().fold = Some(d.to);
+                continue;
+            }
+            let window_fits = match d.producers {
+                ProducerSet::Window { lo, hi } => {
+                    i32::try_from(lo).is_ok() && i32::try_from(hi).is_ok()
+                }
+                ProducerSet::Range { first, last } => {
+                    u32::try_from(first).is_ok() && u32::try_from(last).is_ok()
+                }
+                _ => false,
+            };
+            let need = if covers_all || !window_fits {
+                Need::Count
+            } else {
+                Need::Flags(d.producers)
+            };
+            needs.push((d.from, d.to, need));
+        }
+        // Words, step by step.
+        let mut next = SYNC_FIRST_WORD;
+        for &s in steps {
+            let flags = needs
+                .iter()
+                .any(|n| n.0 == s && matches!(n.2, Need::Flags(_)));
+            let counted = needs.iter().any(|n| n.0 == s && matches!(n.2, Need::Count))
+                || l.publish.get(&s).is_some_and(|p| p.fold.is_some());
+            if !(flags || counted) {
+                continue;
+            }
+            let p = l.publish.entry(s).or_default();
+            if flags {
+                p.flags = Some(next);
+                next = next.saturating_add(u32::try_from(wgs(s)).unwrap_or(u32::MAX));
+            }
+            if counted {
+                p.counter = Some(next);
+                next = next.saturating_add(1);
+            }
+        }
+        l.blocks = blocks;
+        for (from, to, need) in needs {
+            let p = l.publish.get(&from).cloned().unwrap_or_default();
+            let producers = u32::try_from(wgs(from)).unwrap_or(u32::MAX);
+            let on = match need {
+                Need::Count => WaitOn::Count {
+                    counter: p.counter.unwrap_or(0),
+                    total: blocks,
+                },
+                Need::Flags(ProducerSet::Window { lo, hi }) => WaitOn::Window {
+                    flags: p.flags.unwrap_or(0),
+                    producers,
+                    lo: lo as i32,
+                    hi: hi as i32,
+                },
+                Need::Flags(ProducerSet::Range { first, last }) => WaitOn::Range {
+                    flags: p.flags.unwrap_or(0),
+                    producers,
+                    first: first as u32,
+                    last: last as u32,
+                },
+                // Only windows and ranges get flags.
+                Need::Flags(_) => WaitOn::Count {
+                    counter: p.counter.unwrap_or(0),
+                    total: blocks,
+                },
+            };
+            l.waits.entry(to).or_default().push((from, on));
+        }
+        l
+    }
+
+    /// The producer step whose last arriver runs fold step `k`, if `k` is one.
+    pub(super) fn fold_of(&self, k: usize) -> Option<usize> {
+        self.folds.get(&k).copied()
+    }
+
+    /// The statements that open task `workgroup_var(k)` of step `k`: its waits.
+    pub(super) fn before_task(&self, k: usize) -> Vec<Stmt> {
+        self.waits
+            .get(&k)
+            .map(|ws| {
+                ws.iter()
+                    .map(|&(from, on)| {
+                        rewrite::synth(StmtKind::Sync(SyncOp::Wait {
+                            consumer: k as u32,
+                            producer: from as u32,
+                            on,
+                            workgroup: workgroup_var(k),
+                        }))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The statement that closes task `workgroup_var(k)` of step `k`: publish its flag.
+    pub(super) fn after_task(&self, k: usize) -> Vec<Stmt> {
+        match self.publish.get(&k).and_then(|p| p.flags) {
+            Some(flags) => vec![rewrite::synth(StmtKind::Sync(SyncOp::Signal {
+                step: k as u32,
+                flags: Some(flags),
+                counter: None,
+                workgroup: workgroup_var(k),
+            }))],
+            None => Vec::new(),
+        }
+    }
+
+    /// The statement after a block's last task of step `k` (after the loop over its virtual
+    /// workgroups, reached by every block): count the block on the step's counter, as an
+    /// arrival when the last arriver runs a fold.
+    pub(super) fn after_step(&self, k: usize) -> Vec<Stmt> {
+        let Some(p) = self.publish.get(&k) else {
+            return Vec::new();
+        };
+        let Some(c) = p.counter else {
+            return Vec::new();
+        };
+        vec![rewrite::synth(StmtKind::Sync(match p.fold {
+            Some(f) => SyncOp::Arrive {
+                step: k as u32,
+                fold: f as u32,
+                counter: c,
+                total: self.blocks,
+                last: last_var(f),
+            },
+            None => SyncOp::Signal {
+                step: k as u32,
+                flags: None,
+                counter: Some(c),
+                workgroup: workgroup_var(k),
+            },
+        }))]
+    }
+
+    /// `let f{k}_last = false` for every fold (at the start of the body).
+    pub(super) fn declarations(&self) -> Vec<Stmt> {
+        self.folds
+            .keys()
+            .map(|&f| rewrite::let_(&last_var(f), rewrite::bool_lit(false)))
+            .collect()
+    }
+}
