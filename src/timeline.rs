@@ -1,14 +1,16 @@
 //! Timeline records read back from instrumented kernels (see `emit::timeline`): decoding
 //! into slices, the consistency check `selftest` runs, the summary (`summary`) and the
-//! Chrome trace-event export (`trace`).
+//! Chrome trace-event export (`trace`), and the record file that carries a capture to
+//! another machine (`file`).
 //!
 //! Pure host code: it takes the raw record buffers and what was launched, so it is tested on
 //! recorded buffers without a GPU.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::emit::timeline::{TimelineSpec, UnitKind, NO_WORKGROUP, RECORD_BYTES};
 
+pub mod file;
 pub mod summary;
 pub mod trace;
 
@@ -39,7 +41,7 @@ impl LaunchRecords {
 
 /// A host-side phase of the dispatch (upload, JIT, launch, readback), in host time from the
 /// start of the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostPhase {
     /// Phase name.
     pub name: String,
