@@ -14,7 +14,7 @@ pub mod file;
 pub mod summary;
 pub mod trace;
 
-pub use summary::{summarize, Summary};
+pub use summary::{sm_times, summarize, SmTimes, Summary};
 
 /// The record buffer of one launch and what it was recorded from.
 #[derive(Debug, Clone, PartialEq, Serialize)]

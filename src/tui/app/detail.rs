@@ -39,9 +39,14 @@ impl Detail {
         let on_panel = focus == Focus::Detail;
         match c {
             Command::PrevTab => self.switch(self.neighbour(-1)),
-            Command::Left if on_panel => self.switch(self.neighbour(-1)),
+            // On the Timeline tab Left/Right pan the lanes instead (`update::timeline`).
+            Command::Left if on_panel && self.tab != Tab::Timeline => {
+                self.switch(self.neighbour(-1))
+            }
             Command::NextTab => self.switch(self.neighbour(1)),
-            Command::Right if on_panel => self.switch(self.neighbour(1)),
+            Command::Right if on_panel && self.tab != Tab::Timeline => {
+                self.switch(self.neighbour(1))
+            }
             Command::Tab(n) if (1..=self.tabs().len()).contains(&(*n as usize)) => {
                 self.switch(*n as usize - 1)
             }
