@@ -214,8 +214,11 @@ pub fn check(capture: &Capture, d: &Decoded) -> Vec<String> {
     }
     for (li, l) in capture.launches.iter().enumerate() {
         let mine: Vec<&Slice> = d.slices.iter().filter(|s| s.launch == li as u32).collect();
-        let lo = mine.iter().map(|s| s.start_ns).min().unwrap_or(0);
-        let hi = mine.iter().map(|s| s.end_ns).max().unwrap_or(0);
+        // The kernel's span is that of its work: a span taken over the waits too would hold
+        // every wait by definition.
+        let work: Vec<&&Slice> = mine.iter().filter(|s| !s.is_wait()).collect();
+        let lo = work.iter().map(|s| s.start_ns).min().unwrap_or(0);
+        let hi = work.iter().map(|s| s.end_ns).max().unwrap_or(u64::MAX);
         for (ui, u) in l.spec.units.iter().enumerate() {
             if matches!(u.kind, UnitKind::Wait(_)) {
                 let outside = mine

@@ -237,8 +237,12 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
                     "pass the file `run --timeline-out` wrote, unchanged",
                 ));
             }
-            let blocks: u64 = l.grid.iter().map(|&g| g as u64).product();
-            let bytes = l.spec.buffer_bytes(blocks);
+            let blocks = l.grid.iter().try_fold(1u64, |a, &g| a.checked_mul(g as u64));
+            // Checked: a grid from the file must not overflow the size computation.
+            let bytes = blocks
+                .and_then(|b| b.checked_mul(slots as u64 * RECORD_BYTES as u64))
+                .unwrap_or(u64::MAX);
+            let blocks = blocks.unwrap_or(u64::MAX);
             total = total.saturating_add(bytes);
             if total > MAX_BUFFER_BYTES {
                 return Err(err(

@@ -104,7 +104,10 @@ impl TimelineData {
 /// Every form of a record file, built (the last form, a pipeline's fused one, first shown).
 pub fn from_file(path: &Path) -> Result<Vec<Arc<TimelineData>>, String> {
     let f = timeline::file::read(path).map_err(|e| e.to_string())?;
-    build_all(f, &format!("file {}", path.display()))
+    let name = path
+        .file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    build_all(f, &format!("file {name}"))
 }
 
 fn build_all(f: RecordFile, origin: &str) -> Result<Vec<Arc<TimelineData>>, String> {
@@ -449,16 +452,22 @@ pub fn cells(d: &TimelineData, lane: usize, start: u64, len: u64, width: usize) 
     let mut prev: Option<(u32, Option<u32>)> = None;
     for c in 0..width {
         let total: u64 = work[c].iter().map(|(_, v)| v).sum();
+        let col = ((c as u128 + 1) * len as u128 / width as u128
+            - c as u128 * len as u128 / width as u128) as u64;
         let top = work[c].iter().max_by_key(|(_, v)| *v).map(|(k, _)| *k);
+        // As in the bubble fraction, an SM works while any of its blocks does: a block
+        // working through half the column outweighs the others waiting (a one-workgroup
+        // fold while every other block waits is the one thing to see).
+        let step = |k: (u32, Option<u32>)| Cell::Step {
+            launch: k.0,
+            step: k.1,
+            first: prev != Some(k),
+        };
         out[c] = match top {
-            // A wait nested in a step's slice counts against it.
-            Some(k) if total > 2 * wait[c] => Cell::Step {
-                launch: k.0,
-                step: k.1,
-                first: prev != Some(k),
-            },
+            Some(k) if 2 * total >= col => step(k),
             _ if wait[c] > 0 => Cell::Wait,
-            _ => Cell::Idle,
+            Some(k) => step(k),
+            None => Cell::Idle,
         };
         prev = match out[c] {
             Cell::Step { launch, step, .. } => Some((launch, step)),

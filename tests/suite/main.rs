@@ -55,6 +55,7 @@ mod tui_gpu;
 mod tui_screens;
 mod tui_scroll;
 mod tui_snapshots;
+mod tui_timeline;
 mod tui_tmux;
 mod tui_update;
 mod validate_props;

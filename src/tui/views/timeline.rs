@@ -58,7 +58,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         let here = lane == st.lane;
         let mut spans = vec![Span::styled(
             format!(
-                "{:>4} {:>3}% {:>3}% ",
+                "{}{:>3} {:>3}% {:>3}% ",
+                if here { '▶' } else { ' ' },
                 l.sm,
                 pct(l.busy_ns),
                 pct(l.wait_ns)
@@ -181,17 +182,12 @@ fn cursor_line(app: &App, d: &TimelineData, st: &TimelineState) -> Line<'static>
         .launches
         .get(s.launch as usize)
         .map_or("", |l| l.kernel.as_str());
-    let step = match s.step {
-        Some(k) => format!("step {k}"),
-        None => "kernel".into(),
-    };
     Line::from(vec![
         Span::styled("▶ ", t.key),
         Span::styled(slice_name(s), t.title),
         Span::styled(
             format!(
-                " · {step} · workgroup {} · SM {} (block {}) · start {:.3} us · {:.3} us · {kernel}",
-                s.workgroup,
+                " · SM {} (block {}) · start {:.3} us · {:.3} us · {kernel}",
                 s.sm,
                 s.block,
                 d.rel(s.start_ns) as f64 / 1e3,
@@ -212,18 +208,37 @@ fn summary(app: &App, d: &TimelineData) -> Vec<Line<'static>> {
     let wait: u64 = d.lanes.iter().map(|l| l.wait_ns).sum();
     out.push(Line::from(Span::styled(
         format!(
-            "kernel {:.2} us (first to last stamp; CUDA events {:.2} us) · {} SMs ran blocks, of {} · SM time busy {:.1}%, waiting {:.1}%, idle {:.1}% · bubble {:.1}%",
+            "kernel {:.2} us (CUDA events {:.2} us) · bubble {:.1}% · SM time: busy {:.1}% wait {:.1}% idle {:.1}% · {}/{} SMs",
             s.kernel_ms * 1e3,
             events * 1e3,
-            s.sms,
-            s.sms_counted,
+            s.bubble_pct,
             busy as f64 * 100.0 / counted,
             wait as f64 * 100.0 / counted,
             (100.0 - (busy + wait) as f64 * 100.0 / counted).max(0.0),
-            s.bubble_pct
+            s.sms,
+            s.sms_counted
         ),
         t.text,
     )));
+    if s.steps.len() > 1 {
+        let path: Vec<String> = s
+            .steps
+            .iter()
+            .map(|st| {
+                format!(
+                    "{} wg {} (SM {}, ends {:.2} us)",
+                    st.step.map_or("kernel".into(), |k| format!("step {k}")),
+                    st.critical.workgroup,
+                    st.critical.sm,
+                    st.end_us
+                )
+            })
+            .collect();
+        out.push(Line::from(Span::styled(
+            format!("critical path: {}", path.join(" → ")),
+            t.info,
+        )));
+    }
     out.push(Line::from(Span::styled(
         "step        span us          busy Σus    wait Σus  slices  ended by (critical path)",
         t.dim,
@@ -244,25 +259,6 @@ fn summary(app: &App, d: &TimelineData) -> Vec<Line<'static>> {
                 st.critical.longest_us
             ),
             t.text,
-        )));
-    }
-    if s.steps.len() > 1 {
-        let path: Vec<String> = s
-            .steps
-            .iter()
-            .map(|st| {
-                format!(
-                    "{} wg {} (SM {}, ends {:.2} us)",
-                    st.step.map_or("kernel".into(), |k| format!("step {k}")),
-                    st.critical.workgroup,
-                    st.critical.sm,
-                    st.end_us
-                )
-            })
-            .collect();
-        out.push(Line::from(Span::styled(
-            format!("critical path: {}", path.join(" → ")),
-            t.info,
         )));
     }
     for w in &s.waits {
