@@ -78,7 +78,9 @@ impl Detail {
 
     /// The tab `step` places after the active one (wrapping; negative goes back).
     pub fn neighbour(&self, step: isize) -> usize {
-        let n = self.tabs().len() as isize;
-        (self.tab.index() as isize + step).rem_euclid(n) as usize
+        // Counted among the tabs shown: a Program's Timeline follows Telemetry there.
+        let tabs = self.tabs();
+        let here = tabs.iter().position(|t| *t == self.tab).unwrap_or(0);
+        (here as isize + step).rem_euclid(tabs.len() as isize) as usize
     }
 }
