@@ -201,8 +201,8 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
             &d.fix(),
         ));
     }
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| err(format!("not JSON: {e}"), WRITE_ONE))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}"), WRITE_ONE))?;
     if value.get("traceEvents").is_some() {
         return Err(err(
             "a Chrome trace (for Perfetto), not a timeline record file: it lacks what each launch recorded".into(),
@@ -210,7 +210,10 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
         ));
     }
     if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
-        return Err(err(format!("not a timeline record file (no `\"format\": \"{FORMAT}\"`)"), WRITE_ONE));
+        return Err(err(
+            format!("not a timeline record file (no `\"format\": \"{FORMAT}\"`)"),
+            WRITE_ONE,
+        ));
     }
     let doc: Doc = serde_path_to_error::deserialize(value).map_err(|e| {
         err(
@@ -220,7 +223,10 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
     })?;
     if doc.version != VERSION {
         return Err(err(
-            format!("version {} (this build reads version {VERSION})", doc.version),
+            format!(
+                "version {} (this build reads version {VERSION})",
+                doc.version
+            ),
             "record it again with this build's `run --timeline-out`",
         ));
     }
@@ -237,7 +243,10 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
                     "pass the file `run --timeline-out` wrote, unchanged",
                 ));
             }
-            let blocks = l.grid.iter().try_fold(1u64, |a, &g| a.checked_mul(g as u64));
+            let blocks = l
+                .grid
+                .iter()
+                .try_fold(1u64, |a, &g| a.checked_mul(g as u64));
             // Checked: a grid from the file must not overflow the size computation.
             let bytes = blocks
                 .and_then(|b| b.checked_mul(slots as u64 * RECORD_BYTES as u64))
@@ -262,8 +271,8 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
                     ));
                 }
                 let slot = r.seq & (slots - 1);
-                let at = ((r.block as u64 * slots as u64 + slot as u64) * RECORD_BYTES as u64)
-                    as usize;
+                let at =
+                    ((r.block as u64 * slots as u64 + slot as u64) * RECORD_BYTES as u64) as usize;
                 let words = [
                     r.start_ns as u32,
                     (r.start_ns >> 32) as u32,

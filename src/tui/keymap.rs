@@ -541,14 +541,14 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
     (
         Command::TimelineFit,
         "timeline_fit",
-        "Timeline: fit the whole run",
+        "Timeline: fit",
         Group::Navigation,
         &["0"],
     ),
     (
         Command::TimelineForm,
         "timeline_form",
-        "Timeline: next recorded form",
+        "Timeline: next form",
         Group::Navigation,
         &["f"],
     ),

@@ -104,9 +104,10 @@ impl TimelineData {
 /// Every form of a record file, built (the last form, a pipeline's fused one, first shown).
 pub fn from_file(path: &Path) -> Result<Vec<Arc<TimelineData>>, String> {
     let f = timeline::file::read(path).map_err(|e| e.to_string())?;
-    let name = path
-        .file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     build_all(f, &format!("file {name}"))
 }
 
@@ -185,10 +186,7 @@ pub fn record(what: &Recording) -> Result<Vec<Arc<TimelineData>>, String> {
             });
             program.name.clone()
         }
-        Recording::Pipeline {
-            pipeline,
-            prepared,
-        } => {
+        Recording::Pipeline { pipeline, prepared } => {
             let initial = crate::runtime::pipeline_gpu::host_buffers(prepared);
             for (label, form) in [
                 ("separate", PipelineForm::Separate),
@@ -429,7 +427,10 @@ pub fn cells(d: &TimelineData, lane: usize, start: u64, len: u64, width: usize) 
     let end = start + len;
     for &i in &l.slices {
         let s = &d.decoded.slices[i];
-        let (a, b) = (d.rel(s.start_ns), d.rel(s.end_ns).max(d.rel(s.start_ns) + 1));
+        let (a, b) = (
+            d.rel(s.start_ns),
+            d.rel(s.end_ns).max(d.rel(s.start_ns) + 1),
+        );
         if b <= start || a >= end {
             continue;
         }

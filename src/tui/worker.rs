@@ -261,7 +261,9 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started("dispatching", 0));
             let r = gpu.dispatch(&program, &files, &opts);
             // One more, instrumented round after the timed one (which it cannot perturb).
-            if r.as_ref().is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND) {
+            if r.as_ref()
+                .is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND)
+            {
                 report(Reply::Started("recording the timeline", 0));
                 let what = Recording::Program {
                     program: &program,

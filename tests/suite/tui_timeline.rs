@@ -106,7 +106,15 @@ pub fn fused_capture(seed: u64) -> Capture {
             order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
         }
         for (seq, (r, a, e)) in v.iter().enumerate() {
-            put(&mut bytes, slots, b, order[seq], [r[0], r[1], sm, seq as u32], *a, *e);
+            put(
+                &mut bytes,
+                slots,
+                b,
+                order[seq],
+                [r[0], r[1], sm, seq as u32],
+                *a,
+                *e,
+            );
         }
     }
     Capture {
@@ -145,8 +153,7 @@ fn pipeline(name: &str) -> PathBuf {
 fn snap(name: &str, got: &str) {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/snapshots/tui/{name}.txt"));
-    if let Err(e) = crate::support::snapshot::check(&path, got, "rendered screen", "tui_timeline")
-    {
+    if let Err(e) = crate::support::snapshot::check(&path, got, "rendered screen", "tui_timeline") {
         panic!("snapshot {name}: {e}\n--- got ---\n{got}");
     }
 }
@@ -218,13 +225,23 @@ fn a_wait_outside_its_kernel_is_reported() {
     for slot in 0..slots {
         let at = (slot * RECORD_BYTES) as usize;
         if region[at + 16] == 1 {
-            put(region, slots, 0, slot, [1, NO_WORKGROUP, w.sm, 4], w.start_ns, last + 5_000);
+            put(
+                region,
+                slots,
+                0,
+                slot,
+                [1, NO_WORKGROUP, w.sm, 4],
+                w.start_ns,
+                last + 5_000,
+            );
         }
     }
     let d = decode(&cap).expect("decode");
     let problems = check(&cap, &d);
     assert!(
-        problems.iter().any(|p| p.contains("outside the kernel's span")),
+        problems
+            .iter()
+            .any(|p| p.contains("outside the kernel's span")),
         "{problems:?}"
     );
 }
@@ -239,13 +256,22 @@ fn record_files_that_cannot_be_read_are_refused_with_a_fix() {
             r#"{"traceEvents": [], "displayTimeUnit": "ns"}"#.into(),
             "Chrome trace",
         ),
-        (r#"{"format": "other"}"#.into(), "not a timeline record file"),
-        (good.replacen("\"version\":1", "\"version\":9", 1), "version 9"),
+        (
+            r#"{"format": "other"}"#.into(),
+            "not a timeline record file",
+        ),
+        (
+            good.replacen("\"version\":1", "\"version\":9", 1),
+            "version 9",
+        ),
         (
             good.replacen("\"grid\":[24,1,1]", "\"grid\":[4000000000,4000000000,1]", 1),
             "more than",
         ),
-        (good.replacen("\"block\":0,", "\"block\":999,", 1), "block 999"),
+        (
+            good.replacen("\"block\":0,", "\"block\":999,", 1),
+            "block 999",
+        ),
         (
             good.replacen("\"slots_per_block\":16", "\"slots_per_block\":12", 1),
             "power of two",
@@ -275,7 +301,10 @@ fn record_files_that_cannot_be_read_are_refused_with_a_fix() {
         .args(["tui", "fixtures/programs/vadd_f32.json", "--timeline"])
         .arg(&bad)
         .args(["--keys", ""])
-        .env("VYRESCOPE_CONFIG", "/nonexistent/vyrescope-test-config.json")
+        .env(
+            "VYRESCOPE_CONFIG",
+            "/nonexistent/vyrescope-test-config.json",
+        )
         .output()
         .expect("run");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -302,7 +331,10 @@ fn timeline_tab_of_a_fused_pipeline() {
     press(&mut a, &[Command::Expand]);
     let s = screen(&mut a, &hl);
     for needle in ["grid barrier at body[1]", "check: ok", "  11 "] {
-        assert!(s.contains(needle), "expanded Timeline tab lacks {needle}:\n{s}");
+        assert!(
+            s.contains(needle),
+            "expanded Timeline tab lacks {needle}:\n{s}"
+        );
     }
     snap("timeline_fused_expanded_120x40", &s);
 }
@@ -368,7 +400,11 @@ fn cursor_walks_lanes_and_slices_and_moves_the_panes_to_its_step() {
     press(&mut a, &[Command::Enter]);
     assert_eq!(a.screen.focus, Focus::Ir, "Enter goes to the step's IR");
     assert_eq!(
-        a.programs.doc.as_ref().and_then(|d| d.pipeline.as_ref()).map(|p| p.step),
+        a.programs
+            .doc
+            .as_ref()
+            .and_then(|d| d.pipeline.as_ref())
+            .map(|p| p.step),
         Some(2)
     );
     press(&mut a, &[Command::Home]);
@@ -395,4 +431,35 @@ fn without_a_timeline_the_tab_says_how_to_get_one() {
         .is_some_and(|m| m.1.contains("no timeline yet")));
     // The workgroup did not change: + was the Timeline's zoom here.
     assert_eq!(a.workgroup(), [256, 1, 1]);
+}
+
+/// A real capture: `reduce_total_normalize` on the NVIDIA H200 (driver 580.159.04), both
+/// forms, 132 SMs, 1056 persistent blocks in the fused form.
+const H200: &str = "tests/data/reduce_total_normalize.h200.rec.json";
+
+#[test]
+fn the_h200_capture_opens_consistent_in_both_forms() {
+    let forms = vyrescope::tui::timeline::from_file(Path::new(H200)).expect("record file");
+    assert_eq!(forms.len(), 2);
+    for f in &forms {
+        assert!(f.problems.is_empty(), "{}: {:?}", f.label, f.problems);
+        assert_eq!(f.summary.sms_counted, 132);
+    }
+    assert_eq!(forms[1].label, "fused");
+    assert_eq!(forms[1].decoded.slices.len(), 2625);
+    let (mut a, hl) = app(&[pipeline("reduce_total_normalize.json")], 120, 40);
+    a.timeline.set(forms);
+    press(&mut a, &[Command::Tab(8), Command::Expand]);
+    a.screen.focus = Focus::Detail;
+    let s = screen(&mut a, &hl);
+    assert!(
+        s.contains("on 132/132 SMs") && s.contains("check: ok (2625 slices"),
+        "{s}"
+    );
+    snap("timeline_h200_fused_expanded_120x40", &s);
+    // `f` shows the separate launches: three kernels, one per step.
+    press(&mut a, &[Command::TimelineForm]);
+    let d = a.timeline.current().expect("form");
+    assert_eq!(d.label, "separate");
+    assert_eq!(d.capture.launches.len(), 3);
 }

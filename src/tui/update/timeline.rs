@@ -14,7 +14,8 @@ use super::{nav, program};
 /// Applies `c` if it is a Timeline key now; false: not taken (the ordinary meaning applies).
 pub(super) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
     use Command::*;
-    let on_tab = app.screen.focus == Focus::Detail && app.detail.tab == crate::tui::app::Tab::Timeline;
+    let on_tab =
+        app.screen.focus == Focus::Detail && app.detail.tab == crate::tui::app::Tab::Timeline;
     let ours = matches!(
         c,
         WgPlus
@@ -37,8 +38,9 @@ pub(super) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
         return false;
     }
     if app.timeline.current().is_none() {
-        app.screen
-            .info("no timeline yet: press r on a GPU machine, or open a record file with --timeline");
+        app.screen.info(
+            "no timeline yet: press r on a GPU machine, or open a record file with --timeline",
+        );
         return true;
     }
     let page = lane_page(app);

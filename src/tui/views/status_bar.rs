@@ -24,7 +24,17 @@ pub fn hints(app: &App) -> Vec<Command> {
         }
         // Zoom, pan, lanes, slices: the tab's own keys (`update::timeline`).
         Focus::Detail if app.detail.tab == crate::tui::app::Tab::Timeline => {
-            return vec![WgPlus, WgMinus, TimelineFit, Right, Down, NextBlock, Enter, TimelineForm, Expand];
+            return vec![
+                WgPlus,
+                WgMinus,
+                TimelineFit,
+                Right,
+                Down,
+                NextBlock,
+                Enter,
+                TimelineForm,
+                Expand,
+            ];
         }
         Focus::Detail => vec![Right, Expand, Export],
     };

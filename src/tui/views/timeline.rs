@@ -18,19 +18,23 @@ use crate::tui::timeline::{cells, Cell, TimelineData, TimelineState};
 /// Columns of the lane gutter (`  SM busy wait `).
 const GUTTER: u16 = 16;
 
-/// Lanes shown in a content area `height` rows high with `lanes` lanes: about half the rows,
-/// the rest for the header, axis, cursor line and summary.
-pub fn lane_rows(height: u16, lanes: usize) -> usize {
+/// Lanes shown in a content area `height` rows high with `lanes` lanes and a summary of
+/// `summary` lines: at least half the rows (the rest for the header, axis, cursor line and
+/// the summary's first lines), more when the whole summary fits below.
+pub fn lane_rows(height: u16, lanes: usize, summary: usize) -> usize {
     let h = height.saturating_sub(3) as usize;
-    lanes.min((h / 2).max(2)).min(h)
+    lanes
+        .min((h / 2).max(h.saturating_sub(summary)).max(2))
+        .min(h)
 }
 
 /// Lanes shown now (the detail panel's content at the current size).
 pub fn lane_page(app: &App) -> usize {
     let a = crate::tui::layout::areas(app.screen.size.0, app.screen.size.1, app);
     let content = super::tab_rows::content(a.detail);
-    let n = app.timeline.current().map_or(0, |d| d.lanes.len());
-    lane_rows(content.height, n)
+    app.timeline.current().map_or(1, |d| {
+        lane_rows(content.height, d.lanes.len(), summary(app, d).len())
+    })
 }
 
 /// How to get a timeline, shown while there is none.
@@ -50,7 +54,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let (start, len) = st.window();
     let width = area.width.saturating_sub(GUTTER) as usize;
     let mut lines = vec![header(app, d, st), axis(app, start, len, width)];
-    let rows = lane_rows(area.height, d.lanes.len());
+    let below = summary(app, d);
+    let rows = lane_rows(area.height, d.lanes.len(), below.len());
     let colours = [t.ok, t.info, t.warning, t.key, t.title];
     for lane in st.lane_scroll..(st.lane_scroll + rows).min(d.lanes.len()) {
         let l = &d.lanes[lane];
@@ -69,7 +74,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         spans.push(Span::styled("│", t.border));
         // The cursor slice's columns, on its own lane.
         let marked = st.cursor().filter(|_| here).map(|s| {
-            let col = |x: u64| (x.saturating_sub(start) as u128 * width as u128 / len as u128) as usize;
+            let col =
+                |x: u64| (x.saturating_sub(start) as u128 * width as u128 / len as u128) as usize;
             let (a, b) = (d.rel(s.start_ns), d.rel(s.end_ns));
             (a < start + len && b >= start).then(|| (col(a), col(b.max(a + 1) - 1).min(width - 1)))
         });
@@ -78,7 +84,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 Cell::Idle => (' ', t.text),
                 Cell::Wait => ('░', t.dim),
                 Cell::Step {
-                    launch, step, first, ..
+                    launch,
+                    step,
+                    first,
+                    ..
                 } => {
                     let g = match (first, step) {
                         (true, Some(k)) => char::from_digit(k % 10, 10).unwrap_or('█'),
@@ -97,7 +106,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         lines.push(Line::from(spans));
     }
     lines.push(cursor_line(app, d, st));
-    lines.extend(summary(app, d));
+    lines.extend(below);
     Paragraph::new(lines).render(area, buf);
 }
 
@@ -120,8 +129,12 @@ fn header(app: &App, d: &TimelineData, st: &TimelineState) -> Line<'static> {
     } else {
         format!("{} form", d.label)
     };
-    let forms = match (st.forms.len(), app.keymap.first_key(crate::tui::action::Command::TimelineForm)) {
-        (n, Some(k)) if n > 1 => format!(" · form {}/{n} ({k} next)", st.form + 1),
+    let forms = match (
+        st.forms.len(),
+        app.keymap
+            .first_key(crate::tui::action::Command::TimelineForm),
+    ) {
+        (n, Some(k)) if n > 1 => format!(" · form {}/{n}, {k}: next", st.form + 1),
         _ => String::new(),
     };
     let view = if len >= d.span {
@@ -133,10 +146,10 @@ fn header(app: &App, d: &TimelineData, st: &TimelineState) -> Line<'static> {
         Span::styled(format!("{form} "), t.title),
         Span::styled(
             format!(
-                "{} · {} us shown from {} us ({view}){forms}",
+                "· {} · {}..{} us ({view}){forms}",
                 d.origin,
-                time_label(len, len),
-                time_label(start, len)
+                time_label(start, len),
+                time_label(start + len, len)
             ),
             t.text,
         ),
@@ -208,15 +221,15 @@ fn summary(app: &App, d: &TimelineData) -> Vec<Line<'static>> {
     let wait: u64 = d.lanes.iter().map(|l| l.wait_ns).sum();
     out.push(Line::from(Span::styled(
         format!(
-            "kernel {:.2} us (CUDA events {:.2} us) · bubble {:.1}% · SM time: busy {:.1}% wait {:.1}% idle {:.1}% · {}/{} SMs",
+            "kernel {:.2} us on {}/{} SMs · bubble {:.1}% · SM time: busy {:.1}% wait {:.1}% idle {:.1}% · CUDA events {:.2} us",
             s.kernel_ms * 1e3,
-            events * 1e3,
+            s.sms,
+            s.sms_counted,
             s.bubble_pct,
             busy as f64 * 100.0 / counted,
             wait as f64 * 100.0 / counted,
             (100.0 - (busy + wait) as f64 * 100.0 / counted).max(0.0),
-            s.sms,
-            s.sms_counted
+            events * 1e3
         ),
         t.text,
     )));
@@ -226,7 +239,7 @@ fn summary(app: &App, d: &TimelineData) -> Vec<Line<'static>> {
             .iter()
             .map(|st| {
                 format!(
-                    "{} wg {} (SM {}, ends {:.2} us)",
+                    "{} wg {} (SM {}, {:.2} us)",
                     st.step.map_or("kernel".into(), |k| format!("step {k}")),
                     st.critical.workgroup,
                     st.critical.sm,
@@ -292,10 +305,7 @@ fn summary(app: &App, d: &TimelineData) -> Vec<Line<'static>> {
             t.ok,
         )
     } else {
-        Span::styled(
-            format!("check FAILED: {}", d.problems.join("; ")),
-            t.error,
-        )
+        Span::styled(format!("check FAILED: {}", d.problems.join("; ")), t.error)
     };
     out.push(Line::from(check));
     out
