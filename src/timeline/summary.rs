@@ -327,7 +327,9 @@ pub fn sm_times(d: &Decoded) -> BTreeMap<u32, SmTimes> {
             e.1.push((s.start_ns, s.end_ns));
         }
     }
-    let mut per_sm: BTreeMap<u32, (Vec<(u64, u64)>, Vec<(u64, u64)>)> = BTreeMap::new();
+    // Per SM: work intervals (less its blocks' own waits) and wait intervals.
+    type Intervals = Vec<(u64, u64)>;
+    let mut per_sm: BTreeMap<u32, (Intervals, Intervals)> = BTreeMap::new();
     for (sm, work, waits) in per_block.values() {
         let e = per_sm.entry(*sm).or_default();
         e.0.extend(subtract(work, waits));

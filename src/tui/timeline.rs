@@ -410,6 +410,9 @@ pub enum Cell {
     },
 }
 
+/// (launch, step): what a column of a lane is coloured and numbered by.
+type StepKey = (u32, Option<u32>);
+
 /// The `width` columns of lane `lane` over the window (`start`, `len`) ns after the first
 /// record: each column is what the SM's blocks mostly did in its time.
 pub fn cells(d: &TimelineData, lane: usize, start: u64, len: u64, width: usize) -> Vec<Cell> {
@@ -422,7 +425,7 @@ pub fn cells(d: &TimelineData, lane: usize, start: u64, len: u64, width: usize) 
     }
     // Per column: wait time and time per (launch, step).
     let mut wait = vec![0u64; width];
-    let mut work: Vec<Vec<((u32, Option<u32>), u64)>> = vec![Vec::new(); width];
+    let mut work: Vec<Vec<(StepKey, u64)>> = vec![Vec::new(); width];
     let col_of = |t: u64| ((t as u128 * width as u128) / len as u128) as usize;
     let end = start + len;
     for &i in &l.slices {
@@ -450,7 +453,7 @@ pub fn cells(d: &TimelineData, lane: usize, start: u64, len: u64, width: usize) 
             }
         }
     }
-    let mut prev: Option<(u32, Option<u32>)> = None;
+    let mut prev: Option<StepKey> = None;
     for c in 0..width {
         let total: u64 = work[c].iter().map(|(_, v)| v).sum();
         let col = ((c as u128 + 1) * len as u128 / width as u128
@@ -459,7 +462,7 @@ pub fn cells(d: &TimelineData, lane: usize, start: u64, len: u64, width: usize) 
         // As in the bubble fraction, an SM works while any of its blocks does: a block
         // working through half the column outweighs the others waiting (a one-workgroup
         // fold while every other block waits is the one thing to see).
-        let step = |k: (u32, Option<u32>)| Cell::Step {
+        let step = |k: StepKey| Cell::Step {
             launch: k.0,
             step: k.1,
             first: prev != Some(k),

@@ -34,7 +34,7 @@ pub(super) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
             | End
             | Enter
     );
-    if !matches!(c, TimelineFit | TimelineForm) && !(on_tab && ours) {
+    if !(matches!(c, TimelineFit | TimelineForm) || (on_tab && ours)) {
         return false;
     }
     if app.timeline.current().is_none() {
