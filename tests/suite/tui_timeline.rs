@@ -457,6 +457,31 @@ fn the_h200_capture_opens_consistent_in_both_forms() {
         "{s}"
     );
     snap("timeline_h200_fused_expanded_120x40", &s);
+    // The same through the command line, as docs/timeline.md shows it.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .args([
+            "tui",
+            "fixtures/pipelines/reduce_total_normalize.json",
+            "--timeline",
+            H200,
+        ])
+        .args(["--keys", "8 S-Tab e", "--size", "120x40"])
+        .env(
+            "VYRESCOPE_CONFIG",
+            "/nonexistent/vyrescope-test-config.json",
+        )
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("fused form") && text.contains("critical path"),
+        "{text}"
+    );
     // `f` shows the separate launches: three kernels, one per step.
     press(&mut a, &[Command::TimelineForm]);
     let d = a.timeline.current().expect("form");
