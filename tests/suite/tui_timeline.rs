@@ -488,3 +488,93 @@ fn the_h200_capture_opens_consistent_in_both_forms() {
     assert_eq!(d.label, "separate");
     assert_eq!(d.capture.launches.len(), 3);
 }
+
+/// A GPU whose dispatches succeed and whose timeline recording gives `forms` (or fails).
+struct Recorder(Result<Capture, String>);
+
+impl vyrescope::tui::gpu::Gpu for Recorder {
+    fn probe(&mut self) -> Result<vyrescope::occupancy::DeviceCaps, String> {
+        vyrescope::occupancy::profiles::load("h200").map_err(|e| e.to_string())
+    }
+    fn live_resources(
+        &mut self,
+        _: &vyrescope::emit::EmittedKernel,
+    ) -> Option<Result<vyrescope::occupancy::KernelResources, String>> {
+        None
+    }
+    fn dispatch(
+        &mut self,
+        p: &vyrescope::ir::Program,
+        _: &vyrescope::tui::gpu::InputFolder,
+        o: &vyrescope::emit::EmitOptions,
+    ) -> Result<vyrescope::tui::gpu::RunRecord, String> {
+        Ok(vyrescope::tui::gpu::RunRecord {
+            program: p.name.clone(),
+            grid: [16, 1, 1],
+            workgroup: o.workgroup_size,
+            sm: o.sm,
+            device_ms: 0.01,
+            jit_ms: 0.0,
+            parity: None,
+            backend: vyrescope::tui::gpu::GPU_BACKEND.into(),
+        })
+    }
+    fn tune(
+        &mut self,
+        _: &vyrescope::ir::Program,
+        _: &vyrescope::tui::gpu::InputFolder,
+        _: &vyrescope::emit::EmitOptions,
+        _: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<vyrescope::tui::gpu::TuneRow>, String> {
+        Err("no tune here".into())
+    }
+    fn cache_stats(&mut self) -> Result<vyrescope::tui::gpu::Counters, String> {
+        Ok(vec![])
+    }
+    fn telemetry(&mut self) -> Result<vyrescope::tui::gpu::Counters, String> {
+        Ok(vec![])
+    }
+    fn timeline(
+        &mut self,
+        _: &vyrescope::tui::timeline::Recording,
+    ) -> Result<Vec<std::sync::Arc<vyrescope::tui::timeline::TimelineData>>, String> {
+        let cap = self.0.clone()?;
+        let d =
+            vyrescope::tui::timeline::TimelineData::build("", "recorded after r on a fake", cap)?;
+        Ok(vec![std::sync::Arc::new(d)])
+    }
+}
+
+#[test]
+fn r_on_a_gpu_records_the_timeline_after_the_timed_run() {
+    use vyrescope::tui::action::Action;
+    use vyrescope::tui::replay::apply;
+    let (mut a, hl) = app(&[fixture("vadd_f32.json")], 120, 40);
+    a.jobs.devices.live = vyrescope::occupancy::profiles::load("h200").ok();
+    apply(
+        &mut a,
+        &mut Recorder(Ok(fused_capture(9))),
+        Action::Command(Command::Dispatch),
+    );
+    assert_eq!(a.jobs.session.runs.len(), 1, "the timed run is listed");
+    assert!(a.jobs.busy.is_none(), "the job finished once");
+    assert!(a.timeline.current().is_some(), "and its timeline recorded");
+    press(&mut a, &[Command::Tab(7)]);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("recorded after r on a fake"), "{s}");
+    // A recording that fails says so in the tab; the dispatch still counts.
+    apply(
+        &mut a,
+        &mut Recorder(Err("cooperative launch refused".into())),
+        Action::Command(Command::Dispatch),
+    );
+    assert_eq!(a.jobs.session.runs.len(), 2);
+    // `r` shows the Run tab; the Timeline tab is one key away.
+    assert_eq!(a.detail.tab, Tab::Run);
+    press(&mut a, &[Command::Tab(7)]);
+    let s = screen(&mut a, &hl);
+    assert!(
+        s.contains("The last recording failed: cooperative launch refused"),
+        "{s}"
+    );
+}
