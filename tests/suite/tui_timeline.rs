@@ -578,3 +578,27 @@ fn r_on_a_gpu_records_the_timeline_after_the_timed_run() {
         "{s}"
     );
 }
+
+#[test]
+fn a_click_on_a_lane_puts_the_cursor_on_the_slice_there() {
+    use vyrescope::tui::action::Action;
+    let (mut a, _) = timeline_app(120, 40);
+    let areas = vyrescope::tui::layout::areas(120, 40, &a);
+    let content = vyrescope::tui::views::tab_rows::content(areas.detail);
+    // Lane 2 (third lane row), near the right end: step 2's slices.
+    let (x, y) = (content.x + content.width - 8, content.y + 2 + 2);
+    update(&mut a, Action::Click(x, y));
+    assert_eq!(a.timeline.lane, 2);
+    assert_eq!(a.timeline.cursor().and_then(|s| s.step), Some(2));
+    let step = a
+        .programs
+        .doc
+        .as_ref()
+        .and_then(|d| d.pipeline.as_ref())
+        .map(|p| p.step);
+    assert_eq!(step, Some(2), "the clicked slice's step is selected");
+    // The tab bar and the header rows are no lanes: the tab stays.
+    update(&mut a, Action::Click(content.x + 20, content.y));
+    assert_eq!(a.detail.tab, Tab::Timeline);
+    assert_eq!(a.timeline.lane, 2);
+}

@@ -333,6 +333,10 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
             }
             return;
         }
+        // A click on a Timeline lane puts the cursor on the slice there.
+        if super::timeline::click(app, x, y, out) {
+            return;
+        }
         // A click on a list's row selects it (headers and text are not rows).
         let hit = tab_rows::current(app).into_iter().find_map(|l| {
             let rows = l.rows();

@@ -7,7 +7,7 @@
 
 use crate::tui::action::{Cmd, Command};
 use crate::tui::app::{App, Focus};
-use crate::tui::views::timeline::lane_page;
+use crate::tui::views::timeline::{lane_page, GUTTER};
 
 use super::{nav, program};
 
@@ -74,6 +74,52 @@ pub(super) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
         }
         _ => return false,
     }
+    if app.timeline.cursor().map(|s| s.step) != before {
+        follow(app, out);
+    }
+    true
+}
+
+/// A click at (`x`, `y`) on a lane of the Timeline tab: the cursor goes to that lane's
+/// slice nearest the clicked time. False when the click is elsewhere.
+pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) -> bool {
+    if app.detail.tab != crate::tui::app::Tab::Timeline {
+        return false;
+    }
+    let a = crate::tui::layout::areas(app.screen.size.0, app.screen.size.1, app);
+    let content = crate::tui::views::tab_rows::content(a.detail);
+    let page = lane_page(app);
+    let (top, left) = (content.y + 2, content.x + GUTTER);
+    let width = content.width.saturating_sub(GUTTER);
+    if y < top || x < left || width == 0 {
+        return false;
+    }
+    let st = &mut app.timeline;
+    let lane = st.lane_scroll + usize::from(y - top);
+    let Some(d) = st.current().cloned() else {
+        return false;
+    };
+    if usize::from(y - top) >= page || lane >= d.lanes.len() {
+        return false;
+    }
+    let (start, len) = st.window();
+    let t = d.t0 + start + (u128::from(x - left) * u128::from(len) / u128::from(width)) as u64;
+    let before = st.cursor().map(|s| s.step);
+    st.lane = lane;
+    st.slice = d.lanes[lane]
+        .slices
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, &i)| {
+            let s = &d.decoded.slices[i];
+            // Inside a slice is nearest; otherwise the distance to its nearer end.
+            if s.start_ns <= t && t < s.end_ns {
+                0
+            } else {
+                s.start_ns.abs_diff(t).min(s.end_ns.abs_diff(t))
+            }
+        })
+        .map_or(0, |(k, _)| k);
     if app.timeline.cursor().map(|s| s.step) != before {
         follow(app, out);
     }

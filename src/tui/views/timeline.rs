@@ -15,8 +15,8 @@ use crate::timeline::trace::slice_name;
 use crate::tui::app::App;
 use crate::tui::timeline::{cells, Cell, TimelineData, TimelineState};
 
-/// Columns of the lane gutter (`  SM busy wait `).
-const GUTTER: u16 = 16;
+/// Columns of the lane gutter (`  SM busy wait │`).
+pub const GUTTER: u16 = 16;
 
 /// Lanes shown in a content area `height` rows high with `lanes` lanes and a summary of
 /// `summary` lines: at least half the rows (the rest for the header, axis, cursor line and
