@@ -434,7 +434,8 @@ fn without_a_timeline_the_tab_says_how_to_get_one() {
 }
 
 /// A real capture: `reduce_total_normalize` on the NVIDIA H200 (driver 580.159.04), both
-/// forms, 132 SMs, 1056 persistent blocks in the fused form.
+/// forms, 132 SMs, 1056 persistent blocks in the fused form (made from that run's Chrome
+/// trace and the fused kernel's spec; see docs/timeline.md).
 const H200: &str = "tests/data/reduce_total_normalize.h200.rec.json";
 
 #[test]
