@@ -603,3 +603,23 @@ fn a_click_on_a_lane_puts_the_cursor_on_the_slice_there() {
     assert_eq!(a.detail.tab, Tab::Timeline);
     assert_eq!(a.timeline.lane, 2);
 }
+
+#[test]
+fn small_screens_draw_without_panicking() {
+    for (w, h) in [(60, 16), (80, 24), (61, 17), (200, 60)] {
+        let (mut a, hl) = timeline_app(w, h);
+        press(
+            &mut a,
+            &[
+                Command::WgPlus,
+                Command::WgPlus,
+                Command::Down,
+                Command::NextBlock,
+            ],
+        );
+        // Drawing is what is tested here: no panic at any size.
+        let _ = screen(&mut a, &hl);
+        press(&mut a, &[Command::Expand, Command::End, Command::PageDown]);
+        let _ = screen(&mut a, &hl);
+    }
+}

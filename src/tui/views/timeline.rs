@@ -53,6 +53,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     };
     let (start, len) = st.window();
     let width = area.width.saturating_sub(GUTTER) as usize;
+    if width == 0 {
+        return super::empty_note(buf, area, t.dim, "too narrow for the lanes: press e");
+    }
     let mut lines = vec![header(app, d, st), axis(app, start, len, width)];
     let below = summary(app, d);
     let rows = lane_rows(area.height, d.lanes.len(), below.len());
