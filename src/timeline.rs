@@ -1,18 +1,20 @@
 //! Timeline records read back from instrumented kernels (see `emit::timeline`): decoding
 //! into slices, the consistency check `selftest` runs, the summary (`summary`) and the
-//! Chrome trace-event export (`trace`).
+//! Chrome trace-event export (`trace`), and the record file that carries a capture to
+//! another machine (`file`).
 //!
 //! Pure host code: it takes the raw record buffers and what was launched, so it is tested on
 //! recorded buffers without a GPU.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::emit::timeline::{TimelineSpec, UnitKind, NO_WORKGROUP, RECORD_BYTES};
 
+pub mod file;
 pub mod summary;
 pub mod trace;
 
-pub use summary::{summarize, Summary};
+pub use summary::{sm_times, summarize, SmTimes, Summary};
 
 /// The record buffer of one launch and what it was recorded from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,7 +41,7 @@ impl LaunchRecords {
 
 /// A host-side phase of the dispatch (upload, JIT, launch, readback), in host time from the
 /// start of the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostPhase {
     /// Phase name.
     pub name: String,
@@ -212,8 +214,11 @@ pub fn check(capture: &Capture, d: &Decoded) -> Vec<String> {
     }
     for (li, l) in capture.launches.iter().enumerate() {
         let mine: Vec<&Slice> = d.slices.iter().filter(|s| s.launch == li as u32).collect();
-        let lo = mine.iter().map(|s| s.start_ns).min().unwrap_or(0);
-        let hi = mine.iter().map(|s| s.end_ns).max().unwrap_or(0);
+        // The kernel's span is that of its work: a span taken over the waits too would hold
+        // every wait by definition.
+        let work: Vec<&&Slice> = mine.iter().filter(|s| !s.is_wait()).collect();
+        let lo = work.iter().map(|s| s.start_ns).min().unwrap_or(0);
+        let hi = work.iter().map(|s| s.end_ns).max().unwrap_or(u64::MAX);
         for (ui, u) in l.spec.units.iter().enumerate() {
             if matches!(u.kind, UnitKind::Wait(_)) {
                 let outside = mine

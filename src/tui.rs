@@ -34,6 +34,7 @@ pub mod replay;
 pub mod sass_view;
 pub mod terminal;
 pub mod theme;
+pub mod timeline;
 pub mod update;
 pub mod views;
 pub mod vyre_view;
@@ -63,6 +64,8 @@ pub struct Options {
     pub plan_cache: bool,
     /// Folder `file` inputs may come from (`--root DIR`); `None`: each Program's own folder.
     pub root: Option<PathBuf>,
+    /// A timeline record file (`run --timeline-out`) for the Timeline tab.
+    pub timeline: Option<PathBuf>,
 }
 
 /// Why the inspector could not start or run.
@@ -95,6 +98,10 @@ pub enum TuiError {
     /// Terminal I/O.
     #[error("terminal error: {0}\n  Fix: run in an interactive terminal (or use --keys/--snapshot for scripts)")]
     Io(#[from] std::io::Error),
+    /// A timeline record file that cannot be read (the message names it and ends with a
+    /// `Fix:`).
+    #[error("--timeline: {0}")]
+    Timeline(String),
     /// Writing a snapshot failed.
     #[error("cannot write snapshot {path}: {source}\n  Fix: choose a writable path")]
     Snapshot {
@@ -139,6 +146,11 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
     if files.is_empty() {
         return Err(TuiError::NoFiles);
     }
+    // Read before anything starts: a bad file is refused with its reason.
+    let recorded = match &opts.timeline {
+        Some(p) => Some(timeline::from_file(p).map_err(TuiError::Timeline)?),
+        None => None,
+    };
     let mut app = App::new(files, keymap, ui);
     app.programs.root = opts.root.clone();
     if opts.plan_cache {
@@ -172,6 +184,9 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
                 device,
             });
         }
+    }
+    if let Some(forms) = recorded {
+        app.timeline.set(forms);
     }
     let mut cmds = update::start(&mut app);
     if let Some(wg) = opts.workgroup {

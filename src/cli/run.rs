@@ -133,10 +133,21 @@ pub struct Args {
     /// implies --timeline.
     #[arg(long, value_name = "OUT.json")]
     pub trace: Option<PathBuf>,
+    /// cuda: write the timeline's records (with what each launch recorded) as JSON, for
+    /// `vyrescope FILE --timeline REC.json` to open on any machine; implies --timeline.
+    #[arg(long, value_name = "REC.json")]
+    pub timeline_out: Option<PathBuf>,
     /// cuda, with --timeline: time N instrumented and N plain rounds side by side and print
     /// the overhead.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub timeline_rounds: u32,
+}
+
+impl Args {
+    /// `--timeline`, or an option that implies it (`--trace`, `--timeline-out`).
+    pub fn wants_timeline(&self) -> bool {
+        self.timeline || self.trace.is_some() || self.timeline_out.is_some()
+    }
 }
 
 /// How pipelines choose the persistent grid of a cooperative group.
@@ -232,12 +243,12 @@ pub fn run(a: &Args) -> i32 {
         errln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
     if a.backend == Backend::Cuda {
-        if a.timeline || a.trace.is_some() {
+        if a.wants_timeline() {
             return super::run_timeline::program(a, &program);
         }
         return super::run_cuda::run(a, &program);
     }
-    if a.timeline || a.trace.is_some() {
+    if a.wants_timeline() {
         return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));

@@ -84,7 +84,7 @@ pub fn run(a: &Args) -> i32 {
         }
         return code;
     }
-    if a.timeline || a.trace.is_some() {
+    if a.wants_timeline() {
         return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
     }
     let opts = interp::Options {

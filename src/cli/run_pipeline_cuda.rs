@@ -25,7 +25,7 @@ fn forms(a: &Args) -> Forms {
 /// Runs the pipeline on the GPU; `prepared` holds the initial contents and receives the final
 /// contents of the last form run (for `--dump`). Returns the exit code.
 pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
-    if a.timeline || a.trace.is_some() {
+    if a.wants_timeline() {
         return super::run_timeline::pipeline(a, pipeline, prepared);
     }
     let mut rt = match a.gpu.open() {

@@ -1,8 +1,9 @@
-//! `run FILE --backend cuda --timeline [--trace OUT.json] [--timeline-rounds N]`: the
-//! Program (or each form of the pipeline) run instrumented (`runtime::timeline_run`); prints
-//! the timeline summary and the consistency check, writes the Chrome trace, and with
-//! `--timeline-rounds N` times N instrumented and N plain rounds side by side (the overhead).
-//! Exits 1 when the check finds a problem or a result differs from the reference interpreter.
+//! `run FILE --backend cuda --timeline [--trace OUT.json] [--timeline-out REC.json]
+//! [--timeline-rounds N]`: the Program (or each form of the pipeline) run instrumented
+//! (`runtime::timeline_run`); prints the timeline summary and the consistency check, writes
+//! the Chrome trace and the record file (`timeline::file`), and with `--timeline-rounds N`
+//! times N instrumented and N plain rounds side by side (the overhead). Exits 1 when the
+//! check finds a problem or a result differs from the reference interpreter.
 
 use std::path::Path;
 
@@ -18,18 +19,29 @@ use crate::runtime::timeline_run::{pipeline_launches, PipelineForm, TimelineLaun
 use crate::runtime::Runtime;
 use crate::timeline::{self, Decoded};
 
-/// Refuses a trace path that names the input file (it would be overwritten).
+/// Refuses a `--trace` or `--timeline-out` path that names the input file (it would be
+/// overwritten) or both name one file.
 fn check_trace_path(a: &Args) -> Result<(), String> {
-    let Some(out) = &a.trace else { return Ok(()) };
-    let same = match (std::fs::canonicalize(out), std::fs::canonicalize(&a.file)) {
+    let same = |x: &Path, y: &Path| match (std::fs::canonicalize(x), std::fs::canonicalize(y)) {
         (Ok(o), Ok(i)) => o == i,
-        _ => out == &a.file,
+        _ => x == y,
     };
-    if same {
-        return Err(format!(
-            "--trace {} names the input file\n  Fix: give the trace its own file, e.g. trace.json",
-            out.display()
-        ));
+    for (opt, out) in [("--trace", &a.trace), ("--timeline-out", &a.timeline_out)] {
+        let Some(out) = out else { continue };
+        if same(out, &a.file) {
+            return Err(format!(
+                "{opt} {} names the input file\n  Fix: give it its own file, e.g. trace.json",
+                out.display()
+            ));
+        }
+    }
+    if let (Some(t), Some(r)) = (&a.trace, &a.timeline_out) {
+        if same(t, r) {
+            return Err(format!(
+                "--trace and --timeline-out both name {}\n  Fix: give each its own file, e.g. --trace t.json --timeline-out rec.json",
+                t.display()
+            ));
+        }
     }
     Ok(())
 }
@@ -90,8 +102,22 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
             ));
         }
     }
-    let ok = parity_ok && forms.iter().all(|f| f.problems.is_empty());
     let caps = rt.caps();
+    if let Some(out) = &a.timeline_out {
+        let parts: Vec<_> = forms.iter().map(|f| (f.label, &f.run.capture)).collect();
+        let source = a.file.display().to_string();
+        let text = match timeline::file::to_json(Some(&caps.name), &source, &parts) {
+            Ok(t) => t,
+            Err(e) => return super::fail(e),
+        };
+        if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
+            return super::fail(format!(
+                "cannot write {}: {e}\n  Fix: give --timeline-out a writable file path",
+                out.display()
+            ));
+        }
+    }
+    let ok = parity_ok && forms.iter().all(|f| f.problems.is_empty());
     if a.json {
         let fj: Vec<Value> = forms
             .iter()
@@ -150,6 +176,14 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
         if let Some(out) = &a.trace {
             outln!(
                 "trace: {} (open in ui.perfetto.dev or chrome://tracing)",
+                out.display()
+            );
+        }
+        if let Some(out) = &a.timeline_out {
+            outln!(
+                "records: {} (open with `vyrescope {} --timeline {}`)",
+                out.display(),
+                a.file.display(),
                 out.display()
             );
         }

@@ -1,5 +1,6 @@
 //! `vyrescope selftest`: every fixture on the live GPU with verification, the occupancy
-//! estimator against the driver, and the fault-recovery check; exit 1 on any failure.
+//! estimator against the driver, the fault-recovery check and the timeline check of every
+//! pipeline fixture (`selftest_timeline`); exit 1 on any failure.
 
 use std::path::{Path, PathBuf};
 
@@ -164,7 +165,8 @@ pub fn run(a: &Args) -> i32 {
     let pipelines_ok = pipelines
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(|r| r.verified()));
-    let passed = rep.passed && pipelines_ok;
+    let timelines = super::selftest_timeline::run(&mut rt, &a.pipelines, a.root.as_deref());
+    let passed = rep.passed && pipelines_ok && timelines.iter().all(|c| c.ok());
     if a.json {
         let pl: Vec<serde_json::Value> = pipelines
             .iter()
@@ -173,7 +175,7 @@ pub fn run(a: &Args) -> i32 {
                 Err(e) => serde_json::json!({"file": f.display().to_string(), "error": e}),
             })
             .collect();
-        let v = serde_json::json!({"report": rep, "pipelines": pl, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
+        let v = serde_json::json!({"report": rep, "pipelines": pl, "timelines": timelines, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
             Err(e) => return super::fail(e),
@@ -224,6 +226,9 @@ pub fn run(a: &Args) -> i32 {
                     Err(e) => outln!("  FAIL {}: {e}", f.display()),
                 }
             }
+        }
+        if !timelines.is_empty() {
+            out!("{}", super::selftest_timeline::text(&timelines));
         }
         outln!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
     }

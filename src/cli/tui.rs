@@ -26,6 +26,10 @@ pub struct InspectorOpts {
     /// Program file's folder), for dispatches, reference runs, tune sweeps and pipelines.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Open a timeline record file (`run --backend cuda --timeline --timeline-out
+    /// REC.json`) in the Timeline tab, no GPU needed.
+    #[arg(long, value_name = "REC.json")]
+    pub timeline: Option<PathBuf>,
 }
 
 /// Open the inspector; with --keys, replay keys headlessly and write the final screen.
@@ -84,6 +88,7 @@ fn options(files: &[PathBuf], o: &InspectorOpts) -> Options {
         // `tui::run` turns it on for the interactive inspector; replays stay in memory.
         plan_cache: false,
         root: o.root.clone(),
+        timeline: o.timeline.clone(),
     }
 }
 

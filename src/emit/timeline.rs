@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::regs::RegClass;
 use super::writer::Writer;
@@ -38,7 +38,7 @@ pub const NO_WORKGROUP: u32 = u32::MAX;
 pub const MAX_SLOTS: u32 = 1 << 16;
 
 /// A kind of wait a block can spend time in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitKind {
     /// `barrier(grid)`: every block of the launch arrives before any leaves.
@@ -74,7 +74,7 @@ pub fn wait_kind(kind: &StmtKind) -> Option<WaitKind> {
 }
 
 /// What one unit of a timeline is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "wait")]
 pub enum UnitKind {
     /// A whole block of a plain Program.
@@ -86,7 +86,7 @@ pub enum UnitKind {
 }
 
 /// One instrumented statement.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TimelineUnit {
     /// Node id of the statement (`body[2]`, `body[1].body[1]`); empty for [`UnitKind::Kernel`].
     pub node: String,
@@ -102,7 +102,7 @@ pub struct TimelineUnit {
 }
 
 /// What to record: the units and the record slots each block owns.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TimelineSpec {
     /// Units; a record's `unit` word indexes this list.
     pub units: Vec<TimelineUnit>,

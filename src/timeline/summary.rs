@@ -304,6 +304,54 @@ fn waves_of(blocks: u64, slices: &[Slice]) -> Waves {
     }
 }
 
+/// Time one SM spent working and waiting (ns), for the per-SM lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct SmTimes {
+    /// Union over its blocks of step time, less the waits inside it.
+    pub busy_ns: u64,
+    /// Union over its blocks of wait time, less the time another of its blocks worked.
+    pub wait_ns: u64,
+}
+
+/// Busy and waiting time of every SM that ran a block, by SM id (the bubble fraction's
+/// figures, per SM).
+pub fn sm_times(d: &Decoded) -> BTreeMap<u32, SmTimes> {
+    let mut per_block: BTreeMap<(u32, u32), BlockTimes> = BTreeMap::new();
+    for s in &d.slices {
+        let e = per_block
+            .entry((s.launch, s.block))
+            .or_insert((s.sm, vec![], vec![]));
+        if s.is_wait() {
+            e.2.push((s.start_ns, s.end_ns));
+        } else {
+            e.1.push((s.start_ns, s.end_ns));
+        }
+    }
+    // Per SM: work intervals (less its blocks' own waits) and wait intervals.
+    type Intervals = Vec<(u64, u64)>;
+    let mut per_sm: BTreeMap<u32, (Intervals, Intervals)> = BTreeMap::new();
+    for (sm, work, waits) in per_block.values() {
+        let e = per_sm.entry(*sm).or_default();
+        e.0.extend(subtract(work, waits));
+        e.1.extend(waits.iter().copied());
+    }
+    per_sm
+        .into_iter()
+        .map(|(sm, (mut busy, waits))| {
+            let busy_ns = union_len(&mut busy);
+            // Waiting counts only where no block of the SM worked.
+            let mut only_wait = subtract(&waits, &busy);
+            (
+                sm,
+                SmTimes {
+                    busy_ns,
+                    wait_ns: union_len(&mut only_wait),
+                },
+            )
+        })
+        .collect()
+}
+
 impl Summary {
     /// A few lines for `run --timeline` in text mode.
     pub fn to_text(&self) -> String {

@@ -107,6 +107,10 @@ pub enum Command {
     ExportTo,
     /// Open another program file.
     Open,
+    /// Timeline tab: show the whole span.
+    TimelineFit,
+    /// Timeline tab: show the next recorded form (a pipeline's separate launches / fused).
+    TimelineForm,
 }
 
 /// One state change.

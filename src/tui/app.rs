@@ -87,11 +87,13 @@ pub enum Tab {
     Telemetry,
     /// A pipeline's megakernel plan (shown only while a pipeline is open).
     Plan,
+    /// Per-SM lanes of a recorded timeline and its summary.
+    Timeline,
 }
 
 impl Tab {
     /// Tabs in display order (number keys follow it).
-    pub const ALL: [Tab; 7] = [
+    pub const ALL: [Tab; 8] = [
         Tab::Occupancy,
         Tab::Resources,
         Tab::Diagnostics,
@@ -99,14 +101,26 @@ impl Tab {
         Tab::Cache,
         Tab::Telemetry,
         Tab::Plan,
+        Tab::Timeline,
     ];
 
-    /// Tabs shown: all of them for a pipeline, all but Plan (the last) for a Program.
+    /// The tabs of a Program: all but Plan.
+    const PROGRAM: [Tab; 7] = [
+        Tab::Occupancy,
+        Tab::Resources,
+        Tab::Diagnostics,
+        Tab::Run,
+        Tab::Cache,
+        Tab::Telemetry,
+        Tab::Timeline,
+    ];
+
+    /// Tabs shown: all of them for a pipeline, all but Plan for a Program.
     pub fn visible(pipeline: bool) -> &'static [Tab] {
         if pipeline {
             &Tab::ALL
         } else {
-            &Tab::ALL[..Tab::ALL.len() - 1]
+            &Tab::PROGRAM
         }
     }
 
@@ -120,6 +134,7 @@ impl Tab {
             Tab::Cache => "Cache",
             Tab::Telemetry => "Telemetry",
             Tab::Plan => "Plan",
+            Tab::Timeline => "Timeline",
         }
     }
 
@@ -168,6 +183,8 @@ pub struct App {
     pub keymap: KeyMap,
     /// Styles.
     pub theme: Theme,
+    /// The Timeline tab: recorded forms, zoom, pan and cursor.
+    pub timeline: super::timeline::TimelineState,
     /// Where `x` exports ([`crate::tui::export::export_dir`]; tests point it elsewhere).
     pub export_dir: Option<PathBuf>,
 }
@@ -185,6 +202,7 @@ impl App {
             jobs: Jobs::default(),
             keymap,
             theme,
+            timeline: Default::default(),
             export_dir: super::export::export_dir(),
         }
     }

@@ -133,6 +133,19 @@ pub fn tab_data(app: &App, tab: Tab) -> Value {
                 Ok(plan) => json!(**plan),
                 Err(e) => json!({ "error": e }),
             }),
+        // Every recorded form's summary and check (the lanes are the records themselves:
+        // `run --timeline-out` writes those).
+        Tab::Timeline => json!(app
+            .timeline
+            .forms
+            .iter()
+            .map(|d| json!({
+                "form": d.label,
+                "origin": d.origin,
+                "timeline": d.summary,
+                "check": {"passed": d.problems.is_empty(), "problems": d.problems},
+            }))
+            .collect::<Vec<_>>()),
         Tab::Telemetry => result(
             &app.jobs
                 .session

@@ -92,6 +92,15 @@ pub trait Gpu: Send {
         let _ = (pipeline, prepared, plan);
         Err("this GPU seam runs no pipelines".into())
     }
+    /// Records one instrumented round for the Timeline tab (after a dispatch or pipeline
+    /// run). The default records nothing (test fakes).
+    fn timeline(
+        &mut self,
+        what: &super::timeline::Recording,
+    ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, String> {
+        let _ = what;
+        Err("this GPU seam records no timelines".into())
+    }
 }
 
 /// The [`Gpu`] of the CPU analysis thread, which never gets GPU jobs: every request says
@@ -448,6 +457,14 @@ impl Gpu for WorkerGpu {
         // In-process (not through the worker process): the worker protocol carries single
         // Programs only. A kernel fault here ends the inspector's CUDA context, not the UI.
         super::pipeline::gpu_run(pipeline, prepared, plan)
+    }
+
+    /// In-process too, for the same reason as pipelines.
+    fn timeline(
+        &mut self,
+        what: &super::timeline::Recording,
+    ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, String> {
+        super::timeline::record(what)
     }
 
     fn telemetry(&mut self) -> Result<Counters, String> {

@@ -573,6 +573,20 @@ const TABLE: &[(Command, &str, &str, Group, &[&str])] = &[
         &["X"],
     ),
     (Command::Open, "open", "open file", Group::Actions, &["o"]),
+    (
+        Command::TimelineFit,
+        "timeline_fit",
+        "Timeline: fit",
+        Group::Navigation,
+        &["0"],
+    ),
+    (
+        Command::TimelineForm,
+        "timeline_form",
+        "Timeline: next form",
+        Group::Navigation,
+        &["f"],
+    ),
 ];
 
 impl Command {

@@ -18,6 +18,7 @@ mod nav;
 mod pin;
 mod program;
 mod reply;
+mod timeline;
 
 pub use nav::{sync_from_ir, sync_from_ptx};
 
@@ -110,8 +111,14 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         }
         return;
     }
+    // The Timeline tab's own meaning of the navigation and zoom keys comes first.
+    if timeline::command(app, c, out) {
+        return;
+    }
     match c {
         Command::Quit => out.push(Cmd::Quit),
+        // Taken by `timeline::command`.
+        Command::TimelineFit | Command::TimelineForm => {}
         Command::Help => app.overlay.open = Some(Overlay::Help(0)),
         // Taken by `Screen::update` and `Detail::update`.
         Command::FocusNext

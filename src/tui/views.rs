@@ -32,6 +32,7 @@ pub mod status_bar;
 pub mod tab_rows;
 pub mod tabs;
 pub mod telemetry;
+pub mod timeline;
 pub mod wrap;
 
 /// Draws the whole screen.

@@ -18,6 +18,7 @@ use super::gpu::{kernel_resources, Counters, Gpu, InputFolder, RunRecord, TuneRo
 use super::pipeline::{
     origin_names, reference_run, rename_nodes, PipelineFile, PipelineRun, PipelineView,
 };
+use super::timeline::Recording;
 use crate::megakernel::cache::{Cached, PlanCache};
 use crate::megakernel::plan::Plan;
 
@@ -188,6 +189,9 @@ pub enum Reply {
     Dispatched(Result<RunRecord, String>, Stats),
     /// Pipeline run finished.
     PipelineRan(Result<PipelineRun, String>),
+    /// The timeline recorded after a GPU dispatch or pipeline run (its forms), or why not;
+    /// the job's own reply follows.
+    Timeline(Result<Vec<Arc<super::timeline::TimelineData>>, String>),
     /// Tune finished.
     Tuned(Result<Vec<TuneRow>, String>, Stats),
 }
@@ -334,6 +338,18 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         } => {
             report(Reply::Started("dispatching", 0));
             let r = gpu.dispatch(&program, &files, &opts);
+            // One more, instrumented round after the timed one (which it cannot perturb).
+            if r.as_ref()
+                .is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND)
+            {
+                report(Reply::Started("recording the timeline", 0));
+                let what = Recording::Program {
+                    program: &program,
+                    files: &files,
+                    opts: &opts,
+                };
+                report(Reply::Timeline(gpu.timeline(&what)));
+            }
             report(Reply::Dispatched(r, Stats::now(gpu)));
         }
         Job::Reference {
@@ -348,7 +364,18 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         Job::Pipeline { file, plan, gpu: g } => {
             report(Reply::Started(job_label(g), 0));
             let r = file.prepare().and_then(|prepared| match (g, plan) {
-                (true, Some(plan)) => gpu.run_pipeline(&file.pipeline, &prepared, &plan),
+                (true, Some(plan)) => {
+                    let r = gpu.run_pipeline(&file.pipeline, &prepared, &plan);
+                    if r.is_ok() {
+                        report(Reply::Started("recording the timeline", 0));
+                        let what = Recording::Pipeline {
+                            pipeline: &file.pipeline,
+                            prepared: &prepared,
+                        };
+                        report(Reply::Timeline(gpu.timeline(&what)));
+                    }
+                    r
+                }
                 (true, None) => Err("no plan for this device".into()),
                 (false, _) => reference_run(&file.pipeline, &prepared).map(|(mut run, _)| {
                     run.note = "no GPU: ran the reference interpreter".into();

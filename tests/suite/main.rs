@@ -58,6 +58,7 @@ mod tui_gpu;
 mod tui_screens;
 mod tui_scroll;
 mod tui_snapshots;
+mod tui_timeline;
 mod tui_tmux;
 mod tui_tmux_live;
 mod tui_update;

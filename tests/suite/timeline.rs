@@ -534,4 +534,36 @@ fn cli_emit_timeline_and_refusals() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("input file"), "{err}");
     assert_eq!(std::fs::read(&copy).expect("read"), before);
+    // Nor does the record file, and the two never share a file.
+    let out = cli(
+        &["run", c, "--backend", "cuda", "--timeline-out", c],
+        tmp.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("input file"), "{err}");
+    assert_eq!(std::fs::read(&copy).expect("read"), before);
+    let t = tmp.path().join("t.json");
+    let t = t.to_str().expect("utf-8 path");
+    let out = cli(
+        &[
+            "run",
+            c,
+            "--backend",
+            "cuda",
+            "--trace",
+            t,
+            "--timeline-out",
+            t,
+        ],
+        tmp.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("both name"), "{err}");
+    // --timeline-out needs the GPU backend too.
+    let out = cli(&["run", f, "--timeline-out", t], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--backend cuda"),
+        "{err}"
+    );
 }

@@ -190,8 +190,17 @@ fn navigation_is_clamped_and_paged() {
             Command::Right,
         ],
     );
+    // The last tab, Timeline, keeps Left/Right for panning its lanes; `>` goes on.
+    assert_eq!(a.detail.tab, vyrescope::tui::app::Tab::Timeline);
+    press(&mut a, &[Command::Right, Command::NextTab]);
     assert_eq!(a.detail.tab.index(), 0, "wraps after the last tab");
     press(&mut a, &[Command::Left]);
+    assert_eq!(
+        a.detail.tab,
+        vyrescope::tui::app::Tab::Timeline,
+        "wraps back"
+    );
+    press(&mut a, &[Command::PrevTab]);
     assert_eq!(a.detail.tab.index(), 5);
 }
 

@@ -39,9 +39,14 @@ impl Detail {
         let on_panel = focus == Focus::Detail;
         match c {
             Command::PrevTab => self.switch(self.neighbour(-1)),
-            Command::Left if on_panel => self.switch(self.neighbour(-1)),
+            // On the Timeline tab Left/Right pan the lanes instead (`update::timeline`).
+            Command::Left if on_panel && self.tab != Tab::Timeline => {
+                self.switch(self.neighbour(-1))
+            }
             Command::NextTab => self.switch(self.neighbour(1)),
-            Command::Right if on_panel => self.switch(self.neighbour(1)),
+            Command::Right if on_panel && self.tab != Tab::Timeline => {
+                self.switch(self.neighbour(1))
+            }
             Command::Tab(n) if (1..=self.tabs().len()).contains(&(*n as usize)) => {
                 self.switch(*n as usize - 1)
             }
@@ -73,7 +78,9 @@ impl Detail {
 
     /// The tab `step` places after the active one (wrapping; negative goes back).
     pub fn neighbour(&self, step: isize) -> usize {
-        let n = self.tabs().len() as isize;
-        (self.tab.index() as isize + step).rem_euclid(n) as usize
+        // Counted among the tabs shown: a Program's Timeline follows Telemetry there.
+        let tabs = self.tabs();
+        let here = tabs.iter().position(|t| *t == self.tab).unwrap_or(0);
+        (here as isize + step).rem_euclid(tabs.len() as isize) as usize
     }
 }

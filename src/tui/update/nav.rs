@@ -379,9 +379,13 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
     let r = a.of(f);
     if f == Focus::Detail {
         if y == r.y + 1 {
-            if let Some(i) = tabs::tab_at(r, x) {
+            if let Some(i) = tabs::tab_at(r, x, app.detail.tabs()) {
                 app.detail.switch(i);
             }
+            return;
+        }
+        // A click on a Timeline lane puts the cursor on the slice there.
+        if super::timeline::click(app, x, y, out) {
             return;
         }
         // A click on a list's row selects it (headers and text are not rows).

@@ -16,6 +16,17 @@ use super::{nav, program};
 pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
     match r {
         Reply::Started(..) | Reply::Progress(..) => return,
+        // Part of a dispatch or pipeline job, whose own reply follows.
+        Reply::Timeline(r) => {
+            match r {
+                Ok(forms) => app.timeline.set(forms),
+                Err(e) => {
+                    app.timeline.set(Vec::new());
+                    app.timeline.error = Some(e);
+                }
+            }
+            return;
+        }
         Reply::Validated(i, path, status, pipeline) => {
             app.programs.checked(i, &path, status, pipeline);
             return;

@@ -55,6 +55,35 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         "  Left Right Home End (C-a C-e) move; C-u C-k delete to start/end; C-w a word".to_string(),
     ));
     out.push(Line::raw(""));
+    out.push(Line::styled(
+        "Timeline tab (detail panel focused)".to_string(),
+        t.title,
+    ));
+    let k = |c: Command| {
+        app.keymap
+            .first_key(c)
+            .map_or_else(|| "-".to_string(), |k| k.to_string())
+    };
+    out.push(Line::raw(format!(
+        "  {}/{} zoom in/out, {} fit; {}/{} pan, {}/{} pan a window",
+        k(Command::WgPlus),
+        k(Command::WgMinus),
+        k(Command::TimelineFit),
+        k(Command::Left),
+        k(Command::Right),
+        k(Command::ScrollLeft),
+        k(Command::ScrollRight)
+    )));
+    out.push(Line::raw(format!(
+        "  {}/{} SM lane, {}/{} slice, {}/{} first/last; Enter: step in IR",
+        k(Command::Up),
+        k(Command::Down),
+        k(Command::PrevBlock),
+        k(Command::NextBlock),
+        k(Command::Home),
+        k(Command::End)
+    )));
+    out.push(Line::raw(""));
     let cfg = config_path().map_or("(no config dir)".into(), |p| p.display().to_string());
     out.push(Line::styled(
         format!("Overrides: {cfg}  (keys by command name, styles by field)"),

@@ -22,6 +22,20 @@ pub fn hints(app: &App) -> Vec<Command> {
         Focus::Detail if app.detail.tab == crate::tui::app::Tab::Diagnostics => {
             vec![Enter, Right, Expand]
         }
+        // Zoom, pan, lanes, slices: the tab's own keys (`update::timeline`).
+        Focus::Detail if app.detail.tab == crate::tui::app::Tab::Timeline => {
+            return vec![
+                WgPlus,
+                WgMinus,
+                TimelineFit,
+                Right,
+                Down,
+                NextBlock,
+                Enter,
+                TimelineForm,
+                Expand,
+            ];
+        }
         Focus::Detail => vec![Right, Expand, Export],
     };
     v.extend([WgHalve, WgDouble, Dispatch, Tune]);
@@ -42,10 +56,22 @@ pub fn hints(app: &App) -> Vec<Command> {
 /// `KEY word` spans for `cmd` (its first key), or nothing when it is unbound.
 fn hint(app: &App, cmd: Command, lead: &str) -> Vec<Span<'static>> {
     let t = &app.theme;
+    let on_timeline =
+        app.screen.focus == Focus::Detail && app.detail.tab == crate::tui::app::Tab::Timeline;
     match app.keymap.first_key(cmd) {
         Some(k) => vec![
             Span::styled(format!("{lead}{k}"), t.key),
-            Span::styled(format!(" {}", short(cmd)), t.dim),
+            Span::styled(
+                format!(
+                    " {}",
+                    if on_timeline {
+                        timeline_short(cmd)
+                    } else {
+                        short(cmd)
+                    }
+                ),
+                t.dim,
+            ),
         ],
         None => Vec::new(),
     }
@@ -121,5 +147,20 @@ fn short(c: Command) -> &'static str {
         Command::Help => "help",
         Command::Quit => "quit",
         other => other.name(),
+    }
+}
+
+/// Hint words of the Timeline tab's keys (`update::timeline`).
+fn timeline_short(c: Command) -> &'static str {
+    match c {
+        Command::WgPlus => "zoom",
+        Command::WgMinus => "out",
+        Command::TimelineFit => "fit",
+        Command::Right => "pan",
+        Command::Down => "SM",
+        Command::NextBlock => "slice",
+        Command::Enter => "IR",
+        Command::TimelineForm => "form",
+        other => short(other),
     }
 }

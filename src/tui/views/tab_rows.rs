@@ -201,6 +201,8 @@ pub fn lists(app: &App, content: Rect) -> Vec<RowList> {
         Tab::Cache => counter_list(&app.jobs.session.cache_rows(), content),
         Tab::Telemetry => counter_list(&app.jobs.session.telemetry_rows(), content),
         Tab::Plan => super::plan::list(app, content).into_iter().collect(),
+        // The lanes keep their own cursor (`app.timeline`); nothing here scrolls.
+        Tab::Timeline => Vec::new(),
     };
     let mut first = 0;
     for l in &mut v {

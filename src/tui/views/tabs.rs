@@ -49,10 +49,11 @@ fn bar_line(app: &App) -> Line<'static> {
     Line::from(spans)
 }
 
-/// Index of the tab whose title is at column `x` of the bar in panel `area`.
-pub fn tab_at(area: Rect, x: u16) -> Option<usize> {
+/// Index of the tab (of `tabs`, the ones shown) whose title is at column `x` of the bar in
+/// panel `area`.
+pub fn tab_at(area: Rect, x: u16, tabs: &[Tab]) -> Option<usize> {
     let mut at = area.x + 1;
-    for (i, t) in Tab::ALL.iter().enumerate() {
+    for (i, t) in tabs.iter().enumerate() {
         let w = label(i, *t).chars().count() as u16;
         if x >= at && x < at + w {
             return Some(i);
@@ -71,6 +72,7 @@ fn draw_tab(frame: &mut Frame, area: Rect, app: &App) {
         Tab::Cache => super::cache::draw(frame.buffer_mut(), area, app),
         Tab::Telemetry => super::telemetry::draw(frame.buffer_mut(), area, app),
         Tab::Plan => super::plan::draw(frame.buffer_mut(), area, app),
+        Tab::Timeline => super::timeline::draw(frame.buffer_mut(), area, app),
     }
 }
 

@@ -1,0 +1,144 @@
+//! `selftest`'s timeline check: every pipeline fixture once in each form (separate launches,
+//! the plan's fused kernels) with the timeline recorded, and the consistency check on each
+//! capture: every (step, workgroup) slice exactly once, no slice ending before it starts,
+//! waits inside their kernel's span, no record dropped.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::inputs::pipeline::prepare_pipeline_rooted;
+use crate::inputs::FileRoot;
+use crate::runtime::dispatch::DispatchOptions;
+use crate::runtime::jit::JitOptions;
+use crate::runtime::timeline_run::{pipeline_launches, PipelineForm};
+use crate::runtime::Runtime;
+use crate::validate::pipeline::load_pipeline;
+
+/// One form of one fixture, recorded and checked.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineCheck {
+    /// Pipeline file.
+    pub file: PathBuf,
+    /// `separate` or `fused`.
+    pub form: &'static str,
+    /// Launches recorded.
+    pub launches: usize,
+    /// Slices decoded.
+    pub slices: usize,
+    /// Kernel time, first stamp to last (ms).
+    pub kernel_ms: f64,
+    /// The check's problems, or the error that stopped the recording.
+    pub problems: Vec<String>,
+}
+
+impl TimelineCheck {
+    /// Whether the capture is consistent.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Records and checks every pipeline fixture of `dir` (none when `dir` is missing).
+pub fn run(rt: &mut Runtime, dir: &Path, root: Option<&Path>) -> Vec<TimelineCheck> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        for (label, form) in [
+            ("separate", PipelineForm::Separate),
+            ("fused", PipelineForm::Fused),
+        ] {
+            let mut c = TimelineCheck {
+                file: f.clone(),
+                form: label,
+                launches: 0,
+                slices: 0,
+                kernel_ms: 0.0,
+                problems: Vec::new(),
+            };
+            if let Err(e) = one(rt, &f, root, form, &mut c) {
+                c.problems.push(e);
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn one(
+    rt: &mut Runtime,
+    f: &Path,
+    root: Option<&Path>,
+    form: PipelineForm,
+    c: &mut TimelineCheck,
+) -> Result<(), String> {
+    let loaded = load_pipeline(f);
+    let pipeline = loaded
+        .pipeline
+        .as_ref()
+        .filter(|_| loaded.is_valid())
+        .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
+    let base = f.parent().unwrap_or(Path::new("."));
+    let files = FileRoot {
+        base,
+        root: root.unwrap_or(base),
+    };
+    let prepared = prepare_pipeline_rooted(pipeline, files).map_err(|e| e.to_string())?;
+    let jit = JitOptions::default();
+    let launches = pipeline_launches(
+        rt,
+        pipeline,
+        &prepared,
+        form,
+        &jit,
+        crate::megakernel::dataflow::SyncMode::default(),
+    )?;
+    let mut bufs = crate::runtime::pipeline_gpu::host_buffers(&prepared);
+    let opts = DispatchOptions {
+        timeout: Some(std::time::Duration::from_secs(10)),
+        ..DispatchOptions::default()
+    };
+    let run = rt
+        .run_timeline(&launches, &mut bufs, 1, 0, &opts, &jit)
+        .map_err(|e| e.to_string())?;
+    let d = crate::timeline::decode(&run.capture).map_err(|e| e.to_string())?;
+    c.launches = launches.len();
+    c.slices = d.slices.len();
+    c.kernel_ms = crate::timeline::summarize(&run.capture, &d).kernel_ms;
+    c.problems = crate::timeline::check(&run.capture, &d);
+    Ok(())
+}
+
+/// The report's lines (text mode).
+pub fn text(checks: &[TimelineCheck]) -> String {
+    let mut s = String::from(
+        "\ntimeline (each pipeline fixture once per form, instrumented; every (step, workgroup) slice once, none reversed, waits inside their kernel):\n",
+    );
+    for c in checks {
+        let name = c.file.file_name().map_or_else(
+            || c.file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        s.push_str(&format!(
+            "  {:4}  {:<28} {:<8} {:>2} launch{} {:>6} slices {:>10.4} ms\n",
+            if c.ok() { "ok" } else { "FAIL" },
+            name,
+            c.form,
+            c.launches,
+            if c.launches == 1 { " " } else { "es" },
+            c.slices,
+            c.kernel_ms
+        ));
+        for p in &c.problems {
+            s.push_str(&format!("        {}\n", crate::util::terminal_safe(p)));
+        }
+    }
+    s
+}
