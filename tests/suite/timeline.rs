@@ -182,7 +182,9 @@ fn fused_spec_lists_dataflow_waits_as_waits() {
         });
         assert_eq!(stmts, waits.len(), "{file}");
         // The instrumented kernel assembles.
-        if let Some(ptxas) = find_ptxas() {
+        if let Some(ptxas) =
+            crate::support::tools::ptxas("assembling instrumented dataflow kernels")
+        {
             let e = emit_timeline(&k.program, &EmitOptions::for_program(&k.program), &spec)
                 .expect("timeline emit");
             assemble(&ptxas, &e.ptx, 90, false).unwrap_or_else(|e| panic!("{file}: {e}"));

@@ -22,11 +22,7 @@ struct Tmux {
 impl Tmux {
     /// None (after a notice) when tmux is missing outside CI.
     fn start(name: &str) -> Option<Tmux> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("tmux is required in CI (install it in .ci/run)");
-            }
-            eprintln!("NOTICE: tmux not installed; skipping {name}");
+        if !crate::support::tools::tmux(name) {
             return None;
         }
         Some(Tmux {
