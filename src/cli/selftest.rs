@@ -73,6 +73,15 @@ pub struct Args {
         requires = "fuzzing"
     )]
     pub timeout: u64,
+    /// With --fuzz-pipelines: how the fused kernels synchronise (`barrier`, the default, or
+    /// `dataflow`).
+    #[arg(
+        long,
+        value_name = "FORM",
+        default_value = "barrier",
+        requires = "fuzz_pipelines"
+    )]
+    pub sync: crate::megakernel::dataflow::SyncMode,
     /// Race our kernels against vyre's own (feature `vyre`): every PROGRAM (default: vadd,
     /// saxpy, a reduction and a global-atomic histogram) exported to vyre, emitted by vyre's
     /// crates, both kernels verified against the reference interpreter and timed side by
@@ -321,16 +330,18 @@ fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
         seed: a.seed,
         out: a.out.clone().unwrap_or_else(default_pipeline_out_dir),
         timeout: std::time::Duration::from_millis(a.timeout.max(1)),
+        sync: a.sync,
     };
     let json = a.json;
     if !json {
         let d = rt.caps();
         outln!(
-            "fuzz-pipelines: {n} generated pipelines from seed {} on {} (sm_{}{}), separate and fused, against the reference interpreter",
+            "fuzz-pipelines: {n} generated pipelines from seed {} on {} (sm_{}{}), separate and fused (--sync {}), against the reference interpreter",
             a.seed,
             d.name,
             d.cc_major,
-            d.cc_minor
+            d.cc_minor,
+            a.sync.name()
         );
     }
     let rep = rt.fuzz_pipelines(&opts, &mut |done, finding| {

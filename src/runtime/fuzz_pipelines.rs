@@ -42,6 +42,8 @@ pub struct PipelineFuzzOptions {
     pub out: PathBuf,
     /// Per-sequence timeout (the watchdog).
     pub timeout: Duration,
+    /// How the fused kernels synchronise.
+    pub sync: crate::megakernel::dataflow::SyncMode,
 }
 
 /// One pipeline that failed.
@@ -270,7 +272,7 @@ impl Runtime {
             fuel: interp::Options::default().fuel,
             measure_topology: false,
             grid_barrier: GridBarrier::default(),
-            sync: Default::default(),
+            sync: o.sync,
         };
         let caps = self.caps().clone();
         for k in 0..o.count {
