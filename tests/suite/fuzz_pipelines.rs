@@ -130,3 +130,67 @@ fn hist_equalize_fixture_is_one_mixed_launch_and_exact() {
     let text = std::fs::read_to_string(&path).unwrap();
     parse_pipeline(&text, "hist_equalize.json", path.parent().unwrap()).unwrap();
 }
+
+/// A last-arriver fold runs on whichever block arrives last, not on the block its virtual
+/// workgroup 0 would have: every dependence on or of a fold step must therefore be a real
+/// wait (or the fold itself), never left block-local. Generated pipelines 12, 24, 246, 347,
+/// 391 and 490 (seed 1 of `selftest --fuzz-pipelines 500` on an H200) had a fold followed by
+/// a one-workgroup step with a workgroup dependence on it that ran on block 0 without
+/// waiting, and differed on the GPU; the interpreter, which runs a dataflow kernel as one
+/// whole-grid unit, could not see it.
+#[test]
+fn megakernel_dataflow_folds_wait_for_their_block_local_dependences() {
+    use vyrescope::ir::SyncOp;
+    use vyrescope::megakernel::dataflow::SyncMode;
+    use vyrescope::megakernel::emitted::sync_ops;
+    use vyrescope::megakernel::fuse_group;
+    use vyrescope::runtime::fuzz_pipelines::plan_for;
+    let caps = profiles::load("h200").unwrap();
+    let mut folds_seen = 0;
+    let seeds = [12u64, 24, 246, 347, 391, 490].into_iter().chain(0..160);
+    for seed in seeds {
+        let p = random_pipeline(seed).unwrap();
+        let prepared = prepare_pipeline(&p, &std::env::temp_dir()).unwrap();
+        let plan = plan_for(&p, &prepared, &caps).unwrap();
+        let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+        for g in plan.groups.iter().filter(|g| g.runs_dataflow()) {
+            let k = fuse_group(&p, &shapes, &g.spec_for(SyncMode::Dataflow)).unwrap();
+            let mut waits = Vec::new();
+            let mut folds = Vec::new();
+            for op in sync_ops(&k) {
+                match *op {
+                    SyncOp::Wait {
+                        consumer, producer, ..
+                    } => waits.push((producer as usize, consumer as usize)),
+                    SyncOp::Arrive { step, fold, .. } => folds.push((step as usize, fold as usize)),
+                    SyncOp::Signal { .. } => {}
+                }
+            }
+            folds_seen += folds.len();
+            let is_fold = |s: usize| folds.iter().any(|f| f.1 == s);
+            for d in plan
+                .dependences
+                .iter()
+                .filter(|d| g.steps.contains(&d.from) && g.steps.contains(&d.to) && d.from < d.to)
+            {
+                if !(is_fold(d.from) || is_fold(d.to)) {
+                    continue;
+                }
+                let pair = (d.from, d.to);
+                assert!(
+                    waits.contains(&pair) || folds.contains(&pair),
+                    "seed {seed}: step {} depends on step {} ({:?}: {}), one of them is a \
+                     last-arriver fold, but it does not wait for it",
+                    d.to,
+                    d.from,
+                    d.kind,
+                    d.reason
+                );
+            }
+        }
+    }
+    assert!(
+        folds_seen > 6,
+        "only {folds_seen} folds: the check saw too little"
+    );
+}
