@@ -118,8 +118,8 @@ pub struct Args {
     /// cuda, pipelines: how a fused persistent kernel separates cross-workgroup dependences:
     /// `barrier` (an all-to-all grid barrier at every such boundary; the default) or
     /// `dataflow` (each task waits only for its producers' completion flags or counters; a
-    /// one-workgroup fold runs on the last arriving producer; experimental: 6 of 500
-    /// generated pipelines gave wrong results on an H200), to compare the two.
+    /// one-workgroup fold runs on the last arriving producer; opt-in, see
+    /// docs/megakernel.md), to compare the two.
     #[arg(long, default_value = "barrier", value_name = "FORM")]
     pub sync: crate::megakernel::plan::SyncMode,
     /// cuda: the GPU to run on (`--gpu N`).
