@@ -414,23 +414,37 @@ fn run_pipelines(
     files
         .into_iter()
         .map(|f| {
-            let r = (|| {
-                let loaded = load_pipeline(&f);
-                let pipeline = loaded
-                    .pipeline
-                    .as_ref()
-                    .filter(|_| loaded.is_valid())
-                    .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
-                let base = f.parent().unwrap_or(Path::new("."));
-                let files = FileRoot {
-                    base,
-                    root: root.unwrap_or(base),
-                };
-                let mut prepared =
-                    prepare_pipeline_rooted(pipeline, files).map_err(|e| e.to_string())?;
-                run_pipeline_forms(rt, pipeline, &mut prepared, &opts)
-            })();
+            let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
+                run_pipeline_forms(rt, &pipeline, &mut prepared, &opts)
+            });
             (f, r)
         })
         .collect()
+}
+
+/// A pipeline fixture loaded, validated and with its buffers made (`file` inputs from its
+/// folder, or anywhere under `root`): what every pipeline check of selftest starts from.
+pub(super) fn load_fixture(
+    f: &Path,
+    root: Option<&Path>,
+) -> Result<
+    (
+        crate::ir::Pipeline,
+        crate::inputs::pipeline::PreparedPipeline,
+    ),
+    String,
+> {
+    let loaded = load_pipeline(f);
+    let valid = loaded.is_valid();
+    let pipeline = loaded
+        .pipeline
+        .filter(|_| valid)
+        .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
+    let base = f.parent().unwrap_or(Path::new("."));
+    let files = FileRoot {
+        base,
+        root: root.unwrap_or(base),
+    };
+    let prepared = prepare_pipeline_rooted(&pipeline, files).map_err(|e| e.to_string())?;
+    Ok((pipeline, prepared))
 }

@@ -7,13 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::inputs::pipeline::prepare_pipeline_rooted;
-use crate::inputs::FileRoot;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
 use crate::runtime::timeline_run::{pipeline_launches, PipelineForm};
 use crate::runtime::Runtime;
-use crate::validate::pipeline::load_pipeline;
 
 /// One form of one fixture, recorded and checked.
 #[derive(Debug, Clone, Serialize)]
@@ -79,18 +76,8 @@ fn one(
     form: PipelineForm,
     c: &mut TimelineCheck,
 ) -> Result<(), String> {
-    let loaded = load_pipeline(f);
-    let pipeline = loaded
-        .pipeline
-        .as_ref()
-        .filter(|_| loaded.is_valid())
-        .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
-    let base = f.parent().unwrap_or(Path::new("."));
-    let files = FileRoot {
-        base,
-        root: root.unwrap_or(base),
-    };
-    let prepared = prepare_pipeline_rooted(pipeline, files).map_err(|e| e.to_string())?;
+    let (pipeline, prepared) = super::selftest::load_fixture(f, root)?;
+    let pipeline = &pipeline;
     let jit = JitOptions::default();
     let launches = pipeline_launches(
         rt,

@@ -161,15 +161,7 @@ impl LineDiff {
 
     /// The first and last row of `node`, if it has any.
     pub fn span_of(&self, node: &str) -> Option<(usize, usize)> {
-        let first = self
-            .rows
-            .iter()
-            .position(|r| r.node.as_deref() == Some(node))?;
-        let last = self
-            .rows
-            .iter()
-            .rposition(|r| r.node.as_deref() == Some(node))?;
-        Some((first, last))
+        super::sass_view::span_of(&self.rows, node, |r| r.node.as_deref())
     }
 }
 

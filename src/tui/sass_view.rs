@@ -119,15 +119,7 @@ impl SassView {
 
     /// First and last row of `node`.
     pub fn span_of(&self, node: &str) -> Option<(usize, usize)> {
-        let first = self
-            .rows
-            .iter()
-            .position(|r| r.node.as_deref() == Some(node))?;
-        let last = self
-            .rows
-            .iter()
-            .rposition(|r| r.node.as_deref() == Some(node))?;
-        Some((first, last))
+        span_of(&self.rows, node, |r| r.node.as_deref())
     }
 
     /// First row of PTX line `line` (1-based).
@@ -145,4 +137,16 @@ pub enum SassState {
     Ready(Arc<SassView>),
     /// Why there is none (a missing tool says what to install).
     Failed(String),
+}
+
+/// First and last of `rows` whose statement (`node_of`) is `node`: the span the panes
+/// reveal and mark for a selected statement.
+pub fn span_of<T>(
+    rows: &[T],
+    node: &str,
+    node_of: impl Fn(&T) -> Option<&str>,
+) -> Option<(usize, usize)> {
+    let first = rows.iter().position(|r| node_of(r) == Some(node))?;
+    let last = rows.iter().rposition(|r| node_of(r) == Some(node))?;
+    Some((first, last))
 }
