@@ -411,15 +411,32 @@ fn run_pipelines(
         grid_barrier: Default::default(),
         sync: Default::default(),
     };
-    files
-        .into_iter()
-        .map(|f| {
+    let mut out = Vec::new();
+    for f in files {
+        let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
+            run_pipeline_forms(rt, &pipeline, &mut prepared, &opts)
+        });
+        // Every fixture with a group that can run dataflow runs its fused form again with
+        // dataflow waits (the default form is the grid barrier), verified the same way.
+        let dataflow = r.as_ref().is_ok_and(|r| {
+            r.plan
+                .as_ref()
+                .is_some_and(|p| p.groups.iter().any(|g| g.runs_dataflow()))
+        });
+        out.push((f.clone(), r));
+        if dataflow {
+            let opts = PipelineGpuOptions {
+                forms: Forms::Megakernel,
+                sync: crate::megakernel::dataflow::SyncMode::Dataflow,
+                ..opts.clone()
+            };
             let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
                 run_pipeline_forms(rt, &pipeline, &mut prepared, &opts)
             });
-            (f, r)
-        })
-        .collect()
+            out.push((f, r));
+        }
+    }
+    out
 }
 
 /// A pipeline fixture loaded, validated and with its buffers made (`file` inputs from its

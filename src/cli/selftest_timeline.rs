@@ -1,5 +1,6 @@
 //! `selftest`'s timeline check: every pipeline fixture once in each form (separate launches,
-//! the plan's fused kernels) with the timeline recorded, and the consistency check on each
+//! the plan's fused kernels with grid barriers, and with dataflow waits; a plan without a
+//! dataflow group fuses the same in both) with the timeline recorded, and the consistency check on each
 //! capture: every (step, workgroup) slice exactly once, no slice ending before it starts,
 //! waits inside their kernel's span, no record dropped.
 
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::megakernel::dataflow::SyncMode;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
 use crate::runtime::timeline_run::{pipeline_launches, PipelineForm};
@@ -17,7 +19,7 @@ use crate::runtime::Runtime;
 pub struct TimelineCheck {
     /// Pipeline file.
     pub file: PathBuf,
-    /// `separate` or `fused`.
+    /// `separate`, `fused` (grid barriers) or `dataflow` (fused with dataflow waits).
     pub form: &'static str,
     /// Launches recorded.
     pub launches: usize,
@@ -48,9 +50,10 @@ pub fn run(rt: &mut Runtime, dir: &Path, root: Option<&Path>) -> Vec<TimelineChe
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        for (label, form) in [
-            ("separate", PipelineForm::Separate),
-            ("fused", PipelineForm::Fused),
+        for (label, form, sync) in [
+            ("separate", PipelineForm::Separate, SyncMode::Barrier),
+            ("fused", PipelineForm::Fused, SyncMode::Barrier),
+            ("dataflow", PipelineForm::Fused, SyncMode::Dataflow),
         ] {
             let mut c = TimelineCheck {
                 file: f.clone(),
@@ -60,7 +63,7 @@ pub fn run(rt: &mut Runtime, dir: &Path, root: Option<&Path>) -> Vec<TimelineChe
                 kernel_ms: 0.0,
                 problems: Vec::new(),
             };
-            if let Err(e) = one(rt, &f, root, form, &mut c) {
+            if let Err(e) = one(rt, &f, root, (form, sync), &mut c) {
                 c.problems.push(e);
             }
             out.push(c);
@@ -73,20 +76,13 @@ fn one(
     rt: &mut Runtime,
     f: &Path,
     root: Option<&Path>,
-    form: PipelineForm,
+    (form, sync): (PipelineForm, SyncMode),
     c: &mut TimelineCheck,
 ) -> Result<(), String> {
     let (pipeline, prepared) = super::selftest::load_fixture(f, root)?;
     let pipeline = &pipeline;
     let jit = JitOptions::default();
-    let launches = pipeline_launches(
-        rt,
-        pipeline,
-        &prepared,
-        form,
-        &jit,
-        crate::megakernel::dataflow::SyncMode::default(),
-    )?;
+    let launches = pipeline_launches(rt, pipeline, &prepared, form, &jit, sync)?;
     let mut bufs = crate::runtime::pipeline_gpu::host_buffers(&prepared);
     let opts = DispatchOptions {
         timeout: Some(std::time::Duration::from_secs(10)),

@@ -24,6 +24,11 @@ pub fn fused_spec(kernel: &FusedKernel) -> TimelineSpec {
             records += 1;
             continue;
         }
+        // The fold flags' `let f{k}_last = false` at the top are bookkeeping, not step work.
+        if matches!(&s.kind, StmtKind::Let { name, .. } if name.starts_with('f') && name.ends_with("_last"))
+        {
+            continue;
+        }
         let step = step_of(kernel, s);
         // Made-up statements between steps that do not wait (a workgroup barrier) are no unit.
         let Some(k) = step else { continue };
@@ -107,7 +112,13 @@ fn virtual_body(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
         StmtKind::Block(body) => (body.as_slice(), 1),
         _ => return None,
     };
-    let [let_v, guard] = pair else { return None };
+    // A step's block may end with its arrival (`after_step`): no wait, so no unit.
+    let [let_v, guard, rest @ ..] = pair else {
+        return None;
+    };
+    if rest.iter().any(|r| wait_kind(&r.kind).is_some()) {
+        return None;
+    }
     let StmtKind::Let { name, .. } = &let_v.kind else {
         return None;
     };
@@ -119,6 +130,9 @@ fn virtual_body(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
     };
     let workgroups = match cond {
         Expr::Binary(BinOp::Lt, a, b) if matches!(&**a, Expr::Var(v) if v == name) => u32_of(b),
+        // A last-arriver fold (`let f{k}_v = 0; if (f{k}_last) {...}`): one workgroup, run
+        // by whichever block arrives last.
+        Expr::Var(last) if last.starts_with('f') && last.ends_with("_last") => Some(1),
         _ => None,
     };
     Some((guard, trips, Some(name.clone()), workgroups))

@@ -27,6 +27,7 @@ use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use crate::inputs::HostBuffer;
 use crate::interp;
 use crate::ir::{Access, Fill, InputSource, Pipeline};
+use crate::megakernel::dataflow::SyncMode;
 use crate::megakernel::fuse_group;
 use crate::megakernel::plan::{plan, Plan, PlanOptions};
 use crate::occupancy::DeviceCaps;
@@ -106,6 +107,17 @@ pub fn plan_for(
 /// compares every buffer bit for bit; returns the plan. The error names the buffer and the
 /// first element that differs.
 pub fn fused_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, String> {
+    fused_on_interpreter_in(p, caps, SyncMode::Barrier)
+}
+
+/// [`fused_on_interpreter`] with the groups fused in `sync` form (dataflow groups then run
+/// their counters, flags and last-arriver folds on the interpreter, which executes the whole
+/// grid statement by statement: it checks the rewriting, not the waits' ordering).
+pub fn fused_on_interpreter_in(
+    p: &Pipeline,
+    caps: &DeviceCaps,
+    sync: SyncMode,
+) -> Result<Plan, String> {
     let initial = prepare(p)?;
     let mut reference = initial.clone();
     interp::pipeline::run_pipeline(p, &mut reference, &interp::Options::default())
@@ -114,7 +126,8 @@ pub fn fused_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, Str
     let shapes: Vec<_> = initial.steps.iter().map(|s| s.shape).collect();
     let mut mem = initial;
     for (gi, g) in plan.groups.iter().enumerate() {
-        let k = fuse_group(p, &shapes, &g.spec()).map_err(|e| format!("group {gi}: {e}"))?;
+        let k = fuse_group(p, &shapes, &g.spec_for(sync))
+            .map_err(|e| format!("group {gi} ({sync:?}): {e}"))?;
         let mut bufs = Vec::new();
         for (slot, name) in k.buffers.iter().enumerate() {
             let b = mem
@@ -131,7 +144,7 @@ pub fn fused_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, Str
             });
         }
         interp::run(&k.program, &k.shape, &mut bufs)
-            .map_err(|e| format!("group {gi} (fused): {e}"))?;
+            .map_err(|e| format!("group {gi} (fused, {sync:?}): {e}"))?;
         for hb in bufs {
             if let Some(b) = mem.buffers.iter_mut().find(|b| b.name == hb.name) {
                 b.data = hb.data;
@@ -147,7 +160,7 @@ pub fn fused_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, Str
             .find(|&i| want.data[i * size..(i + 1) * size] != got.data[i * size..(i + 1) * size])
             .unwrap_or(0);
         return Err(format!(
-            "buffer `{}` differs first at element {at} (fused kernels against the steps one by one)",
+            "buffer `{}` differs first at element {at} (fused kernels, {sync:?} form, against the steps one by one)",
             want.name
         ));
     }

@@ -9,9 +9,10 @@ use vyrescope::gen::random_pipeline;
 use vyrescope::inputs::pipeline::prepare_pipeline;
 use vyrescope::interp;
 use vyrescope::ir::{load_pipeline, parse_pipeline};
+use vyrescope::megakernel::dataflow::SyncMode;
 use vyrescope::occupancy::profiles;
 use vyrescope::runtime::fuzz_pipelines::{
-    fused_on_interpreter, pipeline_json, write_pipeline_case,
+    fused_on_interpreter, fused_on_interpreter_in, pipeline_json, write_pipeline_case,
 };
 use vyrescope::validate::pipeline::has_error;
 use vyrescope::validate::pipeline::validate_pipeline;
@@ -32,6 +33,7 @@ fn generator_is_deterministic_per_seed() {
 fn generated_pipelines_validate_plan_and_fuse_exactly() {
     let caps = profiles::load("h200").unwrap();
     let (mut mixed, mut fused_steps, mut steps, mut barriers) = (0, 0, 0, 0);
+    let mut dataflow = 0;
     for seed in 0..240u64 {
         let p = random_pipeline(0xfeed_0000 + seed).unwrap();
         let diags = validate_pipeline(&p);
@@ -55,7 +57,21 @@ fn generated_pipelines_validate_plan_and_fuse_exactly() {
             .filter(|g| g.mixed_workgroup_sizes())
             .count();
         barriers += plan.grid_barriers;
+        // The same groups in dataflow form: counters, flags and last-arriver folds.
+        if seed % 2 == 0 && plan.groups.iter().any(|g| g.runs_dataflow()) {
+            fused_on_interpreter_in(&p, &caps, SyncMode::Dataflow).unwrap_or_else(|e| {
+                panic!(
+                    "seed {seed}: {e}\n{}",
+                    pipeline_json(&p).unwrap_or_default()
+                )
+            });
+            dataflow += 1;
+        }
     }
+    assert!(
+        dataflow >= 40,
+        "only {dataflow} pipelines ran in dataflow form"
+    );
     // The generator must exercise what it is for: fusion, mixed sizes, grid barriers.
     assert!(mixed >= 100, "only {mixed} mixed-size groups");
     assert!(
@@ -141,7 +157,6 @@ fn hist_equalize_fixture_is_one_mixed_launch_and_exact() {
 #[test]
 fn megakernel_dataflow_folds_wait_for_their_block_local_dependences() {
     use vyrescope::ir::SyncOp;
-    use vyrescope::megakernel::dataflow::SyncMode;
     use vyrescope::megakernel::emitted::sync_ops;
     use vyrescope::megakernel::fuse_group;
     use vyrescope::runtime::fuzz_pipelines::plan_for;

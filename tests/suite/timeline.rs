@@ -175,6 +175,15 @@ fn fused_spec_lists_dataflow_waits_as_waits() {
             .collect();
         assert!(waits.contains(&want), "{file}: {waits:?}");
         assert!(!waits.contains(&WaitKind::GridBarrier), "{file}: {waits:?}");
+        // A one-workgroup step (a fold, run by the last arriver under dataflow) is expected
+        // once, not once per block: the capture check counts its workgroups from this.
+        for u in spec.units.iter().filter(|u| u.kind == UnitKind::Step) {
+            let st = u.step.expect("step unit has a step") as usize;
+            if shapes[st].workgroups() == 1 {
+                assert_eq!(u.workgroups, Some(1), "{file}: step {st} at {}", u.node);
+                assert!(u.workgroup_var.is_some(), "{file}: step {st}");
+            }
+        }
         // Every wait statement is a unit.
         let mut stmts = 0;
         k.program.walk_stmts(&mut |s| {

@@ -79,7 +79,7 @@ fn wait_for(session: &str, what: &str, f: impl Fn(&str) -> bool) -> String {
             return s;
         }
         assert!(
-            t.elapsed() < Duration::from_secs(20),
+            t.elapsed() < Duration::from_secs(60),
             "timed out waiting for {what}; screen:\n{s}"
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -217,7 +217,7 @@ fn real_binary_in_tmux() {
     let t = Instant::now();
     while !stty_out.exists() || std::fs::read_to_string(&stty_out).map_or(true, |s| s.is_empty()) {
         assert!(
-            t.elapsed() < Duration::from_secs(20),
+            t.elapsed() < Duration::from_secs(60),
             "the inspector did not exit on q"
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -299,7 +299,7 @@ fn signals_restore_the_terminal() {
         let t = Instant::now();
         while !screen().contains("IR vadd_f32") {
             assert!(
-                t.elapsed() < Duration::from_secs(20),
+                t.elapsed() < Duration::from_secs(60),
                 "timed out waiting for the inspector; screen:\n{}",
                 screen()
             );
@@ -314,7 +314,7 @@ fn signals_restore_the_terminal() {
         let t = Instant::now();
         while std::fs::read_to_string(&stty_out).map_or(true, |s| s.is_empty()) {
             assert!(
-                t.elapsed() < Duration::from_secs(20),
+                t.elapsed() < Duration::from_secs(60),
                 "the inspector did not exit on SIG{sig}; screen:\n{}",
                 screen()
             );
@@ -436,7 +436,7 @@ fn a_closed_terminal_ends_the_inspector_and_its_worker() {
     let t = Instant::now();
     while !screen().contains("IR vadd_f32") {
         assert!(
-            t.elapsed() < Duration::from_secs(20),
+            t.elapsed() < Duration::from_secs(60),
             "timed out waiting for the inspector; screen:\n{}",
             screen()
         );
