@@ -1,6 +1,7 @@
 //! vyrescope: a CUDA/PTX backend for vyre-style compute Programs and a terminal inspector.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod cli;
 pub mod compare;
 pub mod diagnostic;

@@ -9,9 +9,9 @@ use std::collections::{HashMap, HashSet};
 
 use super::bounds::Facts;
 use super::cse::Cache;
-use super::ranges::Range;
 use super::regs::{RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
+use crate::analysis::ranges::Range;
 use crate::ir::print::Printed;
 use crate::ir::{Builtin, Program, Scalar, ScalarType};
 

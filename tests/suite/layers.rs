@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("semantics", 2),
     ("shape", 2),
     ("validate", 3),
+    ("analysis", 3),
     ("inputs", 3),
     ("occupancy", 3),
     ("interp", 4),
