@@ -8,6 +8,7 @@ pub mod diagnostic;
 pub mod diagnostics;
 pub mod emit;
 pub mod gen;
+pub mod harness;
 pub mod inputs;
 pub mod interp;
 pub mod ir;

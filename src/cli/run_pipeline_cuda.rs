@@ -1,18 +1,16 @@
 //! `vyrescope run PIPELINE.json --backend cuda [--separate | --megakernel | --both]`: the
 //! pipeline on the GPU as separate launches and/or as its megakernel plan, each checked
-//! against the reference interpreter (`runtime::pipeline_gpu`), with `--both --repeat N`
+//! against the reference interpreter (`harness::pipeline`), with `--both --repeat N`
 //! timing both forms interleaved and the speedup gate's verdict.
 
 use std::path::Path;
 
 use super::run::Args;
+use crate::harness::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport};
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::interp;
 use crate::ir::Pipeline;
 use crate::megakernel::gate::evidence_csv;
-use crate::runtime::pipeline_gpu::{
-    run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport,
-};
 
 fn forms(a: &Args) -> Forms {
     match (a.separate, a.megakernel, a.both) {

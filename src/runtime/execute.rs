@@ -103,7 +103,7 @@ pub struct RunSummary {
     pub jit_ms: f64,
 }
 
-pub(super) fn exprs_of(program: &Program) -> Vec<&Expr> {
+pub(crate) fn exprs_of(program: &Program) -> Vec<&Expr> {
     let mut out = Vec::new();
     program.walk_stmts(&mut |s| match &s.kind {
         StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => out.push(value),

@@ -27,8 +27,9 @@ const LAYERS: &[(&str, u32)] = &[
     ("megakernel", 6),
     ("compare", 6),
     ("runtime", 7),
-    ("tui", 8),
-    ("cli", 9),
+    ("harness", 8),
+    ("tui", 9),
+    ("cli", 10),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::dispatch::TimingStats;
-use super::driver::{self, Geometry};
-use super::execute::tolerance_for;
-use super::parity::{self, ParityReport};
-use super::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError, GENERIC_FIX};
 use crate::inputs::HostBuffer;
 use crate::inputs::{self, PreparedRun};
 use crate::ir::{Access, BarrierScope, Expr, InputSource, Literal, Program, StmtKind};
+use crate::runtime::dispatch::TimingStats;
+use crate::runtime::driver::{self, Geometry};
+use crate::runtime::execute::tolerance_for;
+use crate::runtime::parity::{self, ParityReport};
+use crate::runtime::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError, GENERIC_FIX};
 
 /// Device and full-dispatch times of one Program at one size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -183,7 +183,7 @@ pub fn can_sample(program: &Program) -> bool {
         grid_barrier |= matches!(s.kind, StmtKind::Barrier(BarrierScope::Grid));
     });
     let mut host_atomic = false;
-    for e in super::execute::exprs_of(program) {
+    for e in crate::runtime::execute::exprs_of(program) {
         e.visit(&mut |e| {
             if let Expr::Atomic { buffer, .. } = e {
                 host_atomic |= program.buffer(buffer).is_some_and(|b| b.access.is_host());
@@ -438,7 +438,7 @@ impl Runtime {
     }
 }
 
-fn set_id(set: &super::ResidentSet) -> u64 {
+fn set_id(set: &crate::runtime::ResidentSet) -> u64 {
     set.id()
 }
 

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::jit::JitOptions;
-use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
+use crate::runtime::jit::JitOptions;
+use crate::runtime::{Result, Runtime, RuntimeError, GENERIC_FIX};
 
 /// CSV header of the capture.
 pub const CSV_HEADER: &str =
@@ -89,7 +89,7 @@ impl Runtime {
     /// when `dynamic_smem` exceeds the default 48 KiB).
     pub fn driver_occupancy(
         &mut self,
-        h: &super::KernelHandle,
+        h: &crate::runtime::KernelHandle,
         block: u32,
         dynamic_smem: u32,
     ) -> Result<u32> {

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::execute::RunRequest;
-use super::{Runtime, RuntimeError};
 use crate::gen::{valid_program, Config};
 use crate::ir::Program;
+use crate::runtime::execute::RunRequest;
+use crate::runtime::{Runtime, RuntimeError};
 
 /// What to fuzz.
 #[derive(Debug, Clone)]
