@@ -183,13 +183,11 @@ pub fn can_sample(program: &Program) -> bool {
         grid_barrier |= matches!(s.kind, StmtKind::Barrier(BarrierScope::Grid));
     });
     let mut host_atomic = false;
-    for e in crate::runtime::execute::exprs_of(program) {
-        e.visit(&mut |e| {
-            if let Expr::Atomic { buffer, .. } = e {
-                host_atomic |= program.buffer(buffer).is_some_and(|b| b.access.is_host());
-            }
-        });
-    }
+    program.walk_exprs(&mut |e| {
+        if let Expr::Atomic { buffer, .. } = e {
+            host_atomic |= program.buffer(buffer).is_some_and(|b| b.access.is_host());
+        }
+    });
     !grid_barrier && !host_atomic
 }
 

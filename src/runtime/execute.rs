@@ -11,7 +11,7 @@ use super::jit::CompiledProgram;
 use super::parity::{self, ParityReport, Tolerance};
 use super::{DispatchOptions, JitOptions, Result, Runtime};
 use crate::inputs::{self, HostBuffer, LaunchShape};
-use crate::ir::{Expr, Program, ScalarType, StmtKind};
+use crate::ir::{Expr, Program, ScalarType};
 
 /// How to run a Program.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,43 +103,23 @@ pub struct RunSummary {
     pub jit_ms: f64,
 }
 
-pub(crate) fn exprs_of(program: &Program) -> Vec<&Expr> {
-    let mut out = Vec::new();
-    program.walk_stmts(&mut |s| match &s.kind {
-        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => out.push(value),
-        StmtKind::Store { index, value, .. } => {
-            out.push(index);
-            out.push(value);
-        }
-        StmtKind::If { cond, .. } => out.push(cond),
-        StmtKind::Loop { from, to, .. } => {
-            out.push(from);
-            out.push(to);
-        }
-        _ => {}
-    });
-    out
-}
-
 /// The parity bound for `program`: exact unless it uses approximate ops; then the sum of
 /// the emitter's published per-op bounds (both float widths, to be safe) doubled for error
 /// carried through later exact arithmetic, and the largest absolute bound.
 pub fn tolerance_for(program: &Program) -> Option<Tolerance> {
     let mut ulps = 0u64;
     let mut abs = 0f64;
-    for e in exprs_of(program) {
-        e.visit(&mut |x| {
-            if let Expr::Unary(op, _) = x {
-                if op.is_approximate() {
-                    for ty in [ScalarType::F32, ScalarType::F64] {
-                        let t = crate::emit::precision::tolerance(*op, ty);
-                        ulps += t.max_ulp as u64;
-                        abs = abs.max(t.max_abs);
-                    }
+    program.walk_exprs(&mut |x| {
+        if let Expr::Unary(op, _) = x {
+            if op.is_approximate() {
+                for ty in [ScalarType::F32, ScalarType::F64] {
+                    let t = crate::emit::precision::tolerance(*op, ty);
+                    ulps += t.max_ulp as u64;
+                    abs = abs.max(t.max_abs);
                 }
             }
-        });
-    }
+        }
+    });
     (ulps > 0).then_some(Tolerance {
         max_ulps: ulps * 2,
         abs,
