@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::dispatch::DispatchReport;
 use super::jit::CompiledProgram;
@@ -13,8 +13,9 @@ use super::{DispatchOptions, JitOptions, Result, Runtime};
 use crate::inputs::{self, HostBuffer, LaunchShape};
 use crate::ir::{Expr, Program, ScalarType};
 
-/// How to run a Program.
-#[derive(Debug, Clone, PartialEq)]
+/// How to run a Program: the one request type of every executor (the reference
+/// interpreter, an in-process runtime, the GPU worker, whose `RunJob` carries it as is).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRequest {
     /// Workgroup size override.
     pub workgroup: Option<[u32; 3]>,
@@ -26,16 +27,34 @@ pub struct RunRequest {
     pub repeat: u32,
     /// Compare with the reference interpreter.
     pub verify: bool,
-    /// Per-launch timeout.
+    /// Per-launch timeout (whole milliseconds on the wire, as `timeout_ms`).
+    #[serde(rename = "timeout_ms", with = "millis", default)]
     pub timeout: Option<Duration>,
     /// JIT with line info.
     pub lineinfo: bool,
     /// Time launches with CUDA events (off: `device_ms` is absent).
     pub device_timing: bool,
     /// Folder `file` inputs may come from (`--root DIR`); None: the Program's folder only.
+    #[serde(default)]
     pub root: Option<std::path::PathBuf>,
     /// Fuel of the reference run that verifies (`--fuel`); None: the interpreter's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuel: Option<u64>,
+}
+
+/// `Option<Duration>` as optional whole milliseconds (the worker protocol's `timeout_ms`).
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        d.map(|t| t.as_millis() as u64).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
 }
 
 impl RunRequest {
