@@ -3,6 +3,8 @@
 //! `bench-kernel`, `occupancy --capture`, timelines, pipeline runs), built on the runtime's
 //! API one layer down.
 //!
+//! - [`executor`]: the one Executor seam (reference interpreter, in-process CUDA, GPU
+//!   worker process) that `run` and the inspector dispatch through.
 //! - [`selftest`]: every fixture on the live GPU, the occupancy estimator against the driver,
 //!   the fault-recovery check; [`capture`]: the driver's occupancy table.
 //! - [`fuzz`] and [`fuzz_pipelines`]: differential fuzzing of generated Programs and pipelines
@@ -27,6 +29,7 @@
 
 pub mod bench;
 pub mod capture;
+pub mod executor;
 pub mod fuzz;
 pub mod fuzz_pipelines;
 pub mod pipeline;

@@ -229,7 +229,7 @@ pub fn run(a: &Args) -> i32 {
             outln!("\npipelines (separate launches and megakernel plan, each verified):");
             for (f, r) in &pipelines {
                 match r {
-                    Ok(r) => super::run_pipeline_cuda::print_text(r),
+                    Ok(r) => super::run_pipeline::print_text(r),
                     Err(e) => outln!("  FAIL {}: {e}", f.display()),
                 }
             }
