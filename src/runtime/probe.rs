@@ -132,32 +132,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates_match_known_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(59), (1970, 3, 1));
-        // 2000-02-29 is day 11016; 2024-12-31 is day 20088.
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(20_088), (2024, 12, 31));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    }
-
-    #[test]
-    fn probe_without_driver_is_one_clear_error() {
-        // On CI machines there is no libcuda; on GPU machines the probe succeeds.
-        match probe(0) {
-            Ok(caps) => assert_eq!(caps.source, "probed"),
-            Err(RuntimeError::NoDriver { lib, .. }) => assert_eq!(lib, "libcuda.so.1"),
-            Err(RuntimeError::NoDevice { .. }) => {}
-            Err(e) => panic!("unexpected error: {e}"),
-        }
-    }
-}
-
 impl Runtime {
     /// Blocks per SM from the driver for kernel `h` (raising its dynamic shared limit first
     /// when `dynamic_smem` exceeds the default 48 KiB).
@@ -185,5 +159,31 @@ impl Runtime {
             .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
         f.max_active_blocks(block, dynamic_smem)
             .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_match_known_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(59), (1970, 3, 1));
+        // 2000-02-29 is day 11016; 2024-12-31 is day 20088.
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_088), (2024, 12, 31));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn probe_without_driver_is_one_clear_error() {
+        // On CI machines there is no libcuda; on GPU machines the probe succeeds.
+        match probe(0) {
+            Ok(caps) => assert_eq!(caps.source, "probed"),
+            Err(RuntimeError::NoDriver { lib, .. }) => assert_eq!(lib, "libcuda.so.1"),
+            Err(RuntimeError::NoDevice { .. }) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
     }
 }
