@@ -56,3 +56,33 @@ pub fn walk_exprs(list: &[Stmt], f: &mut dyn FnMut(&Expr)) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order the walks promise: statements pre-order (a statement before its bodies),
+    /// each statement's own expressions in source order, each expression pre-order.
+    #[test]
+    fn walks_visit_own_expressions_then_bodies_in_source_order() {
+        let text = r#"{"format": 1, "name": "k", "workgroup_size": [32, 1, 1],
+            "buffers": [{"name": "a", "type": "u32", "access": "read_write", "binding": 0}],
+            "body": [
+              {"let": "x", "value": 1},
+              {"if": "x", "then": [{"store": "a", "index": 2, "value": 3}],
+               "else": [{"assign": "x", "value": 4}]},
+              {"loop": "i", "from": 5, "to": 6, "body": [{"block": [{"let": "y", "value": 7}]}]},
+              {"barrier": "workgroup"}
+            ]}"#;
+        let p = crate::ir::parse_program(text, "k.json").expect("parses");
+        let mut seen = Vec::new();
+        p.walk_exprs(&mut |e| match e {
+            Expr::Lit(crate::ir::Literal::Int(v)) => seen.push(v.to_string()),
+            Expr::Var(n) => seen.push(n.clone()),
+            _ => {}
+        });
+        assert_eq!(seen, ["1", "x", "2", "3", "4", "5", "6", "7"]);
+        let own: Vec<usize> = p.body.iter().map(|s| s.exprs().count()).collect();
+        assert_eq!(own, [1, 1, 2, 0]);
+    }
+}
