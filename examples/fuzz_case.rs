@@ -6,8 +6,8 @@ fn main() {
     let dir = std::path::PathBuf::from(args.next().expect("usage: fuzz_case DIR SEED..."));
     for s in args {
         let seed: u64 = s.parse().expect("a seed is a decimal u64");
-        let p = vyrescope::runtime::fuzz::fuzz_program(seed);
-        let path = vyrescope::runtime::fuzz::write_case(&dir, seed, &p).expect("write");
+        let p = vyrescope::harness::fuzz::fuzz_program(seed);
+        let path = vyrescope::harness::fuzz::write_case(&dir, seed, &p).expect("write");
         println!("{}", path.display());
     }
 }

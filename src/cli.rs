@@ -44,7 +44,6 @@ pub mod probe;
 pub mod run;
 pub mod run_cuda;
 pub mod run_pipeline;
-pub mod run_pipeline_cuda;
 pub mod run_timeline;
 pub mod sass;
 pub mod selftest;

@@ -3,12 +3,12 @@
 //!
 //! The rule sets: [`launch`] (will this launch run on this device: `L...`), [`compile`]
 //! (ptxas / driver JIT logs mapped back to IR nodes: `C...`) and [`perf`] (lints on why it may
-//! be slow: `P...`); [`affine`] is the index analysis the launch and performance rules share; [`wg_overrun`]
-//! (`L012`, part of the launch rules) proves workgroup-buffer writes past their count.
+//! be slow: `P...`); [`wg_overrun`] (`L012`, part of the launch rules) proves
+//! workgroup-buffer writes past their count. The index analysis the launch and performance
+//! rules share is [`crate::analysis::affine`], one layer down.
 
 pub use crate::diagnostic::{Diagnostic, Severity};
 
-pub mod affine;
 pub mod compile;
 pub mod launch;
 pub mod perf;

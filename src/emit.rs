@@ -48,7 +48,7 @@
 //!   the counter as a constant (`EmitOptions::unroll`, `emit --no-unroll` to compare);
 //! - `fold.rs`: operations on constants are evaluated at emission time by the interpreter's
 //!   own scalar operators, and exact integer identities (`x + 0`, `x * 1`) drop;
-//! - [`ranges`] + `bounds.rs`: value ranges of `u32` expressions and the facts of enclosing
+//! - [`crate::analysis::ranges`] + `bounds.rs`: value ranges of `u32` expressions and the facts of enclosing
 //!   guards, early returns, loop bounds and `select` conditions prove accesses in bounds;
 //!   unproven accesses keep their checks;
 //! - `stmt.rs`: short `if` bodies are predicated (every access under the guard) unless an
@@ -76,7 +76,6 @@ mod math;
 mod memory;
 pub mod precision;
 pub mod ptxas;
-pub mod ranges;
 pub mod reg_estimate;
 mod regs;
 pub mod source_map;

@@ -3,6 +3,7 @@
 //!
 //! A Program is parsed from format version 1 (`docs/program-format.md`). Every statement
 //! carries its node id, the JSON path of the statement in the file (`body[1].then[0]`).
+//! [`walk`] holds the one definition of a statement's expressions and of their visiting order.
 
 pub mod ast;
 pub mod foreign;
@@ -16,6 +17,7 @@ pub mod run_spec;
 pub mod sync;
 pub mod types;
 pub mod typing;
+pub mod walk;
 pub mod write;
 
 pub use ast::*;
@@ -26,4 +28,5 @@ pub use run_spec::*;
 pub use sync::{SyncOp, WaitOn, SYNC_FIRST_WORD};
 pub use types::*;
 pub use typing::{elaborate, expr_type, is_bare};
+pub use walk::walk_exprs;
 pub use write::program_to_json;

@@ -1,12 +1,14 @@
 //! vyrescope: a CUDA/PTX backend for vyre-style compute Programs and a terminal inspector.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod cli;
 pub mod compare;
 pub mod diagnostic;
 pub mod diagnostics;
 pub mod emit;
 pub mod gen;
+pub mod harness;
 pub mod inputs;
 pub mod interp;
 pub mod ir;

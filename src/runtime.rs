@@ -8,7 +8,10 @@
 //! `jit` loads PTX with logs and reads [`KernelResources`]; `dispatch` moves buffers, launches
 //! and times; `parity` compares against the reference interpreter; `cache` and `telemetry`
 //! keep the statistics; `fault` holds the raw-PTX fault kernels used to test recovery;
-//! `selftest`, `capture`, `bench` and `tune` are the GPU-side halves of the CLI commands.
+//! `execute` runs one Program (inputs, JIT, dispatch, parity) and `pipeline` one list of
+//! launches over resident pipeline buffers; `worker` runs GPU work in a replaceable process.
+//! The command harnesses built on this API (`selftest`, `fuzz`, `bench`, `tune`, ...) live one
+//! layer up, in [`crate::harness`].
 //!
 //! Recovery: a sticky kernel fault (illegal address, trap) or a timeout leaves the CUDA
 //! context unusable, so the runtime drops the whole [`Session`] (everything allocated in the
@@ -18,28 +21,18 @@ use std::collections::HashMap;
 
 use crate::occupancy::DeviceCaps;
 
-pub mod bench;
 pub mod cache;
-pub mod capture;
 pub(crate) mod copies;
 pub mod dispatch;
 pub(crate) mod driver;
 pub mod execute;
 pub mod fault;
 pub mod foreign;
-pub mod fuzz;
-pub mod fuzz_pipelines;
 pub mod jit;
 pub mod parity;
 pub mod pipeline;
-pub mod pipeline_gpu;
 pub mod probe;
-pub mod selftest;
 pub mod telemetry;
-pub mod timeline_run;
-pub mod tune;
-#[cfg(feature = "vyre")]
-pub mod vyre_race;
 pub mod worker;
 
 pub use cache::CacheStats;

@@ -4,11 +4,11 @@
 //!
 //! Sizes: `--elements N` resizes a 1-D fixture (the default, 2^26); `--scale S` multiplies a
 //! fixture's grid by S on every axis it spans, with its buffers and sizes (see
-//! `runtime::bench::with_scale`), so a 2-D fixture computes every element at the new size.
+//! `harness::bench::with_scale`), so a 2-D fixture computes every element at the new size.
 
 use std::path::{Path, PathBuf};
 
-use crate::runtime::bench::{BenchOptions, Verify};
+use crate::harness::bench::{BenchOptions, Verify};
 
 /// Benchmark one Program's emitted kernel on the GPU.
 #[derive(Debug, clap::Args)]
@@ -63,18 +63,18 @@ pub fn run(a: &Args) -> i32 {
     };
     let base = a.file.parent().unwrap_or(Path::new("."));
     let program = match a.scale {
-        Some(s) => match crate::runtime::bench::with_scale(&program, s) {
+        Some(s) => match crate::harness::bench::with_scale(&program, s) {
             Ok(p) => p,
             Err(e) => return super::fail(e),
         },
-        None => crate::runtime::bench::with_elements(&program, a.elements.unwrap_or(1 << 26)),
+        None => crate::harness::bench::with_elements(&program, a.elements.unwrap_or(1 << 26)),
     };
     let verify = match (a.no_verify, a.sample) {
         (true, _) => Verify::Off,
         (false, Some(n)) => Verify::Sampled(n),
         (false, None) => Verify::Full,
     };
-    if matches!(verify, Verify::Sampled(_)) && !crate::runtime::bench::can_sample(&program) {
+    if matches!(verify, Verify::Sampled(_)) && !crate::harness::bench::can_sample(&program) {
         return super::fail(format!(
             "`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable\n  Fix: leave out --sample",
             program.name

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::runtime::capture::to_csv;
+use crate::harness::capture::to_csv;
 
 /// Capture the driver's occupancy answers for many kernels into a CSV table.
 #[derive(Debug, clap::Args)]

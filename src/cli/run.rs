@@ -1,12 +1,11 @@
 //! `vyrescope run FILE --backend reference|...`
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use crate::diagnostics::Severity;
-use crate::inputs::{self, HostBuffer, PreparedRun};
-use crate::interp;
-use crate::ir::{load_program, Program};
+use crate::harness::executor::{Execution, Executor};
+use crate::inputs::{self, HostBuffer};
+use crate::ir::load_program;
 use crate::report::RunReport;
 
 /// Where a Program runs.
@@ -160,29 +159,6 @@ pub enum Topology {
     Measure,
 }
 
-/// Runs `program` on `backend` over `prepared`, in place; returns (elapsed ms, node evals).
-pub fn execute(
-    backend: Backend,
-    program: &Program,
-    prepared: &mut PreparedRun,
-    fuel: Option<u64>,
-    gpu: u32,
-) -> Result<(f64, Option<u64>), String> {
-    match backend {
-        Backend::Reference => {
-            let opts = interp::Options {
-                fuel: fuel.unwrap_or(interp::DEFAULT_FUEL),
-                ..interp::Options::default()
-            };
-            let t = Instant::now();
-            let stats = interp::run_with(program, &prepared.shape, &mut prepared.buffers, &opts)
-                .map_err(|e| e.to_string())?;
-            Ok((t.elapsed().as_secs_f64() * 1e3, Some(stats.node_evals)))
-        }
-        Backend::Cuda => super::run_cuda::execute(gpu, program, prepared),
-    }
-}
-
 /// Writes each buffer as `dir/<name><suffix>` (see [`dump_named`]).
 pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), String> {
     let named: Vec<(&str, &[u8])> = buffers
@@ -253,33 +229,35 @@ pub fn run(a: &Args) -> i32 {
         return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let mut prepared =
-        match inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid) {
-            Ok(p) => p,
-            Err(e) => return super::fail(e),
-        };
     if let Some(dir) = &a.dump {
+        // The initial contents, prepared as the executor prepares them (seeded, so equal).
+        let prepared =
+            match inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid) {
+                Ok(p) => p,
+                Err(e) => return super::fail(e),
+            };
         if let Err(e) = dump(dir, &prepared.buffers, ".in.bin") {
             return super::fail(e);
         }
     }
-    let (elapsed_ms, node_evals) =
-        match execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu) {
-            Ok(r) => r,
-            Err(e) => return super::fail(e),
-        };
+    let req = super::run_cuda::request(a);
+    let run = match Executor::Reference.run_program(&program, base, &req) {
+        Ok(Execution::Reference(r)) => r,
+        Ok(_) => return super::fail("internal: the reference executor ran elsewhere"),
+        Err(e) => return super::fail(e),
+    };
     if let Some(dir) = &a.dump {
-        if let Err(e) = dump(dir, &prepared.buffers, ".bin") {
+        if let Err(e) = dump(dir, &run.buffers, ".bin") {
             return super::fail(e);
         }
     }
     let report = RunReport::new(
         &program.name,
         a.backend.name(),
-        &prepared.shape,
-        &prepared.buffers,
-        elapsed_ms,
-        node_evals,
+        &run.shape,
+        &run.buffers,
+        run.elapsed_ms,
+        Some(run.node_evals),
     );
     if a.json {
         match serde_json::to_string_pretty(&report) {
@@ -287,7 +265,7 @@ pub fn run(a: &Args) -> i32 {
             Err(e) => return super::fail(e),
         }
     } else {
-        out!("{}", report.to_text(&prepared.buffers));
+        out!("{}", report.to_text(&run.buffers));
     }
     0
 }

@@ -5,10 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::run::Args;
+use crate::harness::executor::{Execution, Executor};
 use crate::ir::Program;
 use crate::report::RunReport;
 use crate::runtime::execute::RunRequest;
-use crate::runtime::Runtime;
 
 /// The GPU run `a` asks for; `--fuel` goes to the reference run that `--verify` makes.
 pub fn request(a: &Args) -> RunRequest {
@@ -49,8 +49,9 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         }
     }
     let req = request(a);
-    let run = match rt.run_program(program, base, &req) {
-        Ok(r) => r,
+    let run = match Executor::InProcess(&mut rt).run_program(program, base, &req) {
+        Ok(Execution::InProcess(r)) => r,
+        Ok(_) => return super::fail("internal: the in-process executor ran elsewhere"),
         Err(e) => return super::fail(e),
     };
     if let Some(dir) = &a.dump {
@@ -166,28 +167,6 @@ pub fn run(a: &Args, program: &Program) -> i32 {
     } else {
         1
     }
-}
-
-/// Runs `prepared` on the GPU in place (no verification); returns (full dispatch ms, None).
-pub fn execute(
-    gpu: u32,
-    program: &Program,
-    prepared: &mut crate::inputs::PreparedRun,
-) -> Result<(f64, Option<u64>), String> {
-    let mut rt = Runtime::open(gpu).map_err(|e| e.to_string())?;
-    let c = rt
-        .compile_program(program, prepared.shape.workgroup_size, &Default::default())
-        .map_err(|e| e.to_string())?;
-    let rep = rt
-        .dispatch(
-            &c.handle,
-            &c.emitted.abi,
-            &prepared.shape,
-            &mut prepared.buffers,
-            &Default::default(),
-        )
-        .map_err(|e| e.to_string())?;
-    Ok((rep.full_ms, None))
 }
 
 #[cfg(test)]

@@ -1,15 +1,22 @@
-//! `vyrescope run PIPELINE.json`: validate the pipeline, prepare its buffers and run every
-//! step in order on the reference interpreter; report each step and the final non-transient
-//! buffers (text or `--json`), optionally dumping initial and final contents.
+//! `vyrescope run PIPELINE.json`: validate the pipeline, prepare its buffers and run it
+//! through the executor `--backend` names. On the reference interpreter every step runs in
+//! order; the report lists each step and the final non-transient buffers (text or `--json`).
+//! With `--backend cuda [--separate | --megakernel | --both]` the pipeline runs on the GPU as
+//! separate launches and/or as its megakernel plan, each checked against the reference
+//! interpreter (`harness::pipeline`), with `--both --repeat N` timing both forms interleaved
+//! and the speedup gate's verdict. Either may dump initial and final contents.
 
 use std::path::Path;
-use std::time::Instant;
 
 use serde::Serialize;
 
 use super::run::{dump_named, Args, Backend};
+use crate::harness::executor::{Executor, PipelineExecution};
+use crate::harness::pipeline::{Forms, PipelineGpuOptions, PipelineGpuReport};
 use crate::inputs::pipeline::{prepare_pipeline_rooted, PreparedPipeline};
 use crate::interp::{self, pipeline::StepRun};
+use crate::ir::Pipeline;
+use crate::megakernel::gate::evidence_csv;
 use crate::report::{element_text, OutputSummary, FIRST_ELEMENTS};
 use crate::validate::pipeline::load_pipeline;
 
@@ -74,7 +81,7 @@ pub fn run(a: &Args) -> i32 {
         }
     }
     if a.backend == Backend::Cuda {
-        let code = super::run_pipeline_cuda::run(a, pipeline, &mut prepared);
+        let code = run_cuda(a, pipeline, &mut prepared);
         if code == 0 {
             if let Some(dir) = &a.dump {
                 if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
@@ -87,16 +94,12 @@ pub fn run(a: &Args) -> i32 {
     if a.wants_timeline() {
         return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
     }
-    let opts = interp::Options {
-        fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
-        ..interp::Options::default()
-    };
-    let t = Instant::now();
-    let steps = match interp::pipeline::run_pipeline(pipeline, &mut prepared, &opts) {
-        Ok(s) => s,
-        Err(e) => return super::fail(e),
-    };
-    let elapsed_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (steps, elapsed_ms) =
+        match Executor::Reference.run_pipeline(pipeline, &mut prepared, &options(a)) {
+            Ok(PipelineExecution::Reference { steps, elapsed_ms }) => (steps, elapsed_ms),
+            Ok(_) => return super::fail("internal: the reference executor ran elsewhere"),
+            Err(e) => return super::fail(e),
+        };
     if let Some(dir) = &a.dump {
         // Transient buffers have no meaningful final contents: nobody may read them.
         if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
@@ -160,4 +163,153 @@ pub fn run(a: &Args) -> i32 {
         }
     }
     0
+}
+
+fn forms(a: &Args) -> Forms {
+    match (a.separate, a.megakernel, a.both) {
+        (true, false, false) => Forms::Separate,
+        (false, true, false) => Forms::Megakernel,
+        _ => Forms::Both,
+    }
+}
+
+/// What `a` asks of a pipeline run (the reference interpreter uses only the fuel).
+fn options(a: &Args) -> PipelineGpuOptions {
+    PipelineGpuOptions {
+        forms: forms(a),
+        repeat: a.repeat,
+        timeout: a.timeout_ms.map(std::time::Duration::from_millis),
+        fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
+        measure_topology: a.topology == super::run::Topology::Measure,
+        grid_barrier: a.grid_barrier,
+        sync: a.sync,
+    }
+}
+
+/// Runs the pipeline on the GPU; `prepared` holds the initial contents and receives the final
+/// contents of the last form run (for `--dump`). Returns the exit code.
+fn run_cuda(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
+    if a.wants_timeline() {
+        return super::run_timeline::pipeline(a, pipeline, prepared);
+    }
+    let mut rt = match a.gpu.open() {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let report = match Executor::InProcess(&mut rt).run_pipeline(pipeline, prepared, &options(a)) {
+        Ok(PipelineExecution::Gpu(r)) => r,
+        Ok(_) => return super::fail("internal: the in-process executor ran elsewhere"),
+        Err(e) => return super::fail(e),
+    };
+    if let (Some(path), Some(s), Some(m)) = (&a.gate_csv, &report.separate, &report.megakernel) {
+        if let Err(e) = crate::util::write_atomic(
+            Path::new(path),
+            evidence_csv(&s.samples_ms, &m.samples_ms).as_bytes(),
+        ) {
+            return super::fail(format!(
+                "cannot write {}: {e}\n  Fix: give --gate-csv a writable file path",
+                path.display()
+            ));
+        }
+    }
+    if a.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => return super::fail(e),
+        }
+    } else {
+        print_text(&report);
+    }
+    if report.verified() {
+        0
+    } else {
+        errln!(
+            "error: a GPU result differs from the reference interpreter\n  Fix: this is a bug in the fused kernel, the emitter or the interpreter; report it with the pipeline file"
+        );
+        1
+    }
+}
+
+/// The report as text (also used by `selftest`).
+pub fn print_text(r: &PipelineGpuReport) {
+    outln!(
+        "{} on {} ({} repetition{} per form)",
+        r.pipeline,
+        r.device,
+        r.repeat,
+        if r.repeat == 1 { "" } else { "s" }
+    );
+    for (name, f) in [("separate", &r.separate), ("megakernel", &r.megakernel)] {
+        let Some(f) = f else { continue };
+        outln!(
+            "  {name:<10} {} launch{}: median {:.4} ms (min {:.4}, max {:.4}); {} ({}, {} elements)",
+            f.launches,
+            if f.launches == 1 { "" } else { "es" },
+            f.device_ms.median_ms,
+            f.device_ms.min_ms,
+            f.device_ms.max_ms,
+            if f.parity.passed { "verified" } else { "MISMATCH" },
+            f.parity.mode,
+            f.parity.compared
+        );
+        for m in &f.parity.first {
+            outln!(
+                "    {}[{}]: gpu {} reference {}",
+                m.buffer,
+                m.index,
+                m.gpu,
+                m.reference
+            );
+        }
+    }
+    if let Some(p) = &r.plan {
+        outln!(
+            "  plan: {} group{}, {} grid barrier{}, {} fusion break{} (plan cache: {})",
+            p.groups.len(),
+            if p.groups.len() == 1 { "" } else { "s" },
+            p.grid_barriers,
+            if p.grid_barriers == 1 { "" } else { "s" },
+            p.fusion_breaks.len(),
+            if p.fusion_breaks.len() == 1 { "" } else { "s" },
+            if p.cache == crate::megakernel::plan::CacheStatus::Hit {
+                "hit"
+            } else {
+                "miss"
+            }
+        );
+    }
+    if r.plan
+        .as_ref()
+        .is_some_and(|p| p.groups.iter().any(|g| g.runs_dataflow()))
+    {
+        outln!("  sync: {}", r.sync.name());
+    }
+    for t in &r.topology {
+        outln!(
+            "  group {}: persistent grid {} blocks (estimated {}, driver allows {})",
+            t.group,
+            t.used_blocks,
+            t.estimated_blocks,
+            t.driver_blocks
+        );
+        if !t.measured_ms.is_empty() {
+            let tried: Vec<String> = t
+                .measured_ms
+                .iter()
+                .map(|(b, ms)| format!("{b} blocks {ms:.4} ms"))
+                .collect();
+            outln!("    measured: {}", tried.join(", "));
+        }
+    }
+    if let Some(g) = &r.gate {
+        outln!(
+            "  speedup {:.2}x (interval {:.2}..{:.2}, {} + {} samples): {}",
+            g.speedup,
+            g.speedup_low,
+            g.speedup_high,
+            g.separate_samples,
+            g.fused_samples,
+            g.verdict.text()
+        );
+    }
 }

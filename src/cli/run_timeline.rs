@@ -1,6 +1,6 @@
 //! `run FILE --backend cuda --timeline [--trace OUT.json] [--timeline-out REC.json]
 //! [--timeline-rounds N]`: the Program (or each form of the pipeline) run instrumented
-//! (`runtime::timeline_run`); prints the timeline summary and the consistency check, writes
+//! (`harness::timeline_run`); prints the timeline summary and the consistency check, writes
 //! the Chrome trace and the record file (`timeline::file`), and with `--timeline-rounds N`
 //! times N instrumented and N plain rounds side by side (the overhead). Exits 1 when the
 //! check finds a problem or a result differs from the reference interpreter.
@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 
 use super::run::Args;
 use crate::emit::timeline::TimelineSpec;
+use crate::harness::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch, TimelineRun};
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::ir::{Pipeline, Program};
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
-use crate::runtime::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch, TimelineRun};
 use crate::runtime::Runtime;
 use crate::timeline::{self, Decoded};
 
@@ -281,7 +281,7 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     if !a.separate {
         which.push(("fused", PipelineForm::Fused));
     }
-    let initial = crate::runtime::pipeline_gpu::host_buffers(prepared);
+    let initial = crate::harness::pipeline::host_buffers(prepared);
     let mut forms = Vec::new();
     for (label, form) in which {
         let launches = match pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync) {

@@ -4,15 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::harness::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport};
 use crate::inputs::pipeline::prepare_pipeline_rooted;
 use crate::inputs::FileRoot;
-use crate::runtime::pipeline_gpu::{
-    run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport,
-};
 use crate::validate::pipeline::load_pipeline;
 
-use crate::runtime::fuzz::{default_out_dir, summary as fuzz_summary, FuzzOptions};
-use crate::runtime::selftest::{fixture_files, fixture_table};
+use crate::harness::fuzz::{default_out_dir, summary as fuzz_summary, FuzzOptions};
+use crate::harness::selftest::{fixture_files, fixture_table};
 use crate::runtime::Runtime;
 
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
@@ -138,7 +136,7 @@ fn run_vyre(a: &Args) -> i32 {
             d.cc_minor,
             a.vyre_rounds
         );
-        out!("{}", crate::runtime::vyre_race::race_table(&rep));
+        out!("{}", crate::harness::vyre_race::race_table(&rep));
     }
     if rep.passed {
         0
@@ -231,7 +229,7 @@ pub fn run(a: &Args) -> i32 {
             outln!("\npipelines (separate launches and megakernel plan, each verified):");
             for (f, r) in &pipelines {
                 match r {
-                    Ok(r) => super::run_pipeline_cuda::print_text(r),
+                    Ok(r) => super::run_pipeline::print_text(r),
                     Err(e) => outln!("  FAIL {}: {e}", f.display()),
                 }
             }
@@ -248,7 +246,7 @@ pub fn run(a: &Args) -> i32 {
     }
 }
 
-/// `selftest --fuzz N`: the differential fuzz (`runtime::fuzz`), findings printed as they
+/// `selftest --fuzz N`: the differential fuzz (`harness::fuzz`), findings printed as they
 /// come, then the summary line; exit 1 on any finding.
 fn run_fuzz(a: &Args, n: u64) -> i32 {
     let mut rt = match a.gpu.open() {
@@ -316,9 +314,9 @@ fn run_fuzz(a: &Args, n: u64) -> i32 {
     }
 }
 
-/// `selftest --fuzz-pipelines N` (`runtime::fuzz_pipelines`); exit 1 on any finding.
+/// `selftest --fuzz-pipelines N` (`harness::fuzz_pipelines`); exit 1 on any finding.
 fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
-    use crate::runtime::fuzz_pipelines::{
+    use crate::harness::fuzz_pipelines::{
         default_pipeline_out_dir, pipeline_summary, PipelineFuzzOptions,
     };
     let mut rt = match a.gpu.open() {

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::harness::timeline_run::{pipeline_launches, PipelineForm};
 use crate::megakernel::dataflow::SyncMode;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
-use crate::runtime::timeline_run::{pipeline_launches, PipelineForm};
 use crate::runtime::Runtime;
 
 /// One form of one fixture, recorded and checked.
@@ -83,7 +83,7 @@ fn one(
     let pipeline = &pipeline;
     let jit = JitOptions::default();
     let launches = pipeline_launches(rt, pipeline, &prepared, form, &jit, sync)?;
-    let mut bufs = crate::runtime::pipeline_gpu::host_buffers(&prepared);
+    let mut bufs = crate::harness::pipeline::host_buffers(&prepared);
     let opts = DispatchOptions {
         timeout: Some(std::time::Duration::from_secs(10)),
         ..DispatchOptions::default()

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::harness::tune::TuneRequest;
 use crate::occupancy::tune::{parse_candidates, render_json, render_text, CacheMode};
-use crate::runtime::tune::TuneRequest;
 
 /// Time candidate workgroup sizes on the GPU and report the fastest.
 #[derive(Debug, clap::Args)]

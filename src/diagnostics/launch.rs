@@ -8,8 +8,8 @@
 //! unsupported, `L011` buffer longer than a `u32` index reaches, `L012` a workgroup-buffer
 //! write past its count at this workgroup size ([`super::wg_overrun`]).
 
-use super::affine::accesses;
 use super::Diagnostic;
+use crate::analysis::affine::accesses;
 use crate::ir::{Access as BufAccess, BarrierScope, Program, StmtKind};
 use crate::occupancy::{
     estimate, max_threads_for_regs, DeviceCaps, KernelResources, Limiter, Unlaunchable,

@@ -8,8 +8,8 @@
 
 use std::collections::HashSet;
 
-use super::affine::accesses;
 use super::Diagnostic;
+use crate::analysis::affine::accesses;
 use crate::inputs::LaunchShape;
 use crate::ir::{NodeId, Program};
 use crate::occupancy::{estimate, DeviceCaps, Estimate, KernelResources, Limiter};

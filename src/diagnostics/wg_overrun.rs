@@ -3,7 +3,7 @@
 //! On the GPU such a write lands in whatever shared memory follows (or faults), and the
 //! result silently changes; the interpreter refuses it only at run time.
 //!
-//! The proof uses the affine index analysis ([`super::affine`]): an index that is a known
+//! The proof uses the affine index analysis ([`crate::analysis::affine`]): an index that is a known
 //! linear form of `lid`/`lane` plus a known constant takes its largest value at the largest
 //! ids the workgroup size allows. Only writes in statements every thread reaches are judged
 //! (not under an `if`, not after an `if` that may `return`): a guard such as
@@ -11,8 +11,8 @@
 
 use std::collections::HashSet;
 
-use super::affine::{accesses, Coef, Index};
 use super::Diagnostic;
+use crate::analysis::affine::{accesses, Coef, Index};
 use crate::ir::{Access as BufAccess, NodeId, Program, Stmt, StmtKind};
 
 /// Index of `lid.x` in [`Index::Affine`]'s coefficients (`gid.x gid.y gid.z lid.x lid.y

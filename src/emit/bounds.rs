@@ -19,8 +19,8 @@
 //! on every thread, but every memory access there runs under the guard predicate, so facts
 //! from the guard only ever justify accesses of threads for which they hold.
 
-use super::ranges::{builtin_base, range_of, Fact, Range, RangeEnv, Subject};
 use super::writer::Writer;
+use crate::analysis::ranges::{builtin_base, range_of, Fact, Range, RangeEnv, Subject};
 use crate::ir::{Builtin, ElemType, Expr, ScalarType, Stmt, StmtKind};
 
 /// One fact in scope.
@@ -162,7 +162,7 @@ impl<'p> Writer<'p> {
 
     /// Adds the facts that hold when `cond` is `truth` to the innermost scope.
     pub(super) fn assume(&mut self, cond: &Expr, truth: bool) {
-        let facts = super::ranges::implied(cond, truth, &self.env(false));
+        let facts = crate::analysis::ranges::implied(cond, truth, &self.env(false));
         for f in facts {
             self.facts.add(f, false);
         }

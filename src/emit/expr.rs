@@ -198,7 +198,7 @@ impl Writer<'_> {
                     | Expr::Ballot(_)
             )
         });
-        let facts = super::ranges::implied(c, truth, &self.env(true));
+        let facts = crate::analysis::ranges::implied(c, truth, &self.env(true));
         if !local || facts.is_empty() {
             return self.expr(arm);
         }

@@ -143,7 +143,8 @@ impl Writer<'_> {
                 return Ok(Check::Elided);
             }
             if conditional
-                && super::ranges::range_of(index, &self.env(true)).is_some_and(|r| r.hi < count)
+                && crate::analysis::ranges::range_of(index, &self.env(true))
+                    .is_some_and(|r| r.hi < count)
             {
                 self.stats.bounds_checks_elided += 1;
                 return Ok(Check::Pred(self.select_pred()));

@@ -10,9 +10,9 @@
 //! `@!p bra` to named labels.
 
 use super::bounds::always_returns;
-use super::ranges::{Fact, Range, Subject};
 use super::writer::{mov_suffix, Val, VarInfo, Writer};
 use super::EmitError;
+use crate::analysis::ranges::{Fact, Range, Subject};
 use crate::ir::{BarrierScope, Expr, ScalarType, Stmt, StmtKind};
 
 type R<T> = Result<T, EmitError>;

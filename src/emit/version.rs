@@ -33,10 +33,10 @@
 
 use std::collections::HashSet;
 
-use super::ranges::{range_of, RangeEnv, Subject};
 use super::regs::RegClass;
 use super::writer::{mov_suffix, Val, Writer};
 use super::EmitError;
+use crate::analysis::ranges::{range_of, RangeEnv, Subject};
 use crate::ir::{BinOp, Expr, Scalar, ScalarType, Stmt, StmtKind};
 
 type R<T> = Result<T, EmitError>;

@@ -9,9 +9,9 @@ use std::collections::{HashMap, HashSet};
 
 use super::bounds::Facts;
 use super::cse::Cache;
-use super::ranges::Range;
 use super::regs::{RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
+use crate::analysis::ranges::Range;
 use crate::ir::print::Printed;
 use crate::ir::{Builtin, Program, Scalar, ScalarType};
 
@@ -217,14 +217,7 @@ impl<'p> Writer<'p> {
                 assigned.extend(written.map(str::to_string));
                 read_vars.extend(read.map(str::to_string));
             }
-            let exprs: Vec<&crate::ir::Expr> = match &s.kind {
-                K::Let { value, .. } | K::Assign { value, .. } => vec![value],
-                K::Store { index, value, .. } => vec![index, value],
-                K::If { cond, .. } => vec![cond],
-                K::Loop { from, to, .. } => vec![from, to],
-                K::Barrier(_) | K::Return | K::Block(_) | K::Sync(_) => vec![],
-            };
-            for e in exprs {
+            for e in s.exprs() {
                 e.visit(&mut |e| {
                     if let crate::ir::Expr::Var(n) = e {
                         read_vars.insert(n.clone());

@@ -41,20 +41,18 @@ fn with_nth_expr(list: &mut [Stmt], k: &mut usize, f: &mut dyn FnMut(&mut Expr))
         }
     }
     for s in list {
+        // The statement's own expressions first, then its nested statements: the order
+        // `Program::walk_exprs` counts them in.
+        if s.exprs_mut().any(|e| walk(e, k, f)) {
+            return true;
+        }
         let done = match &mut s.kind {
-            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => walk(value, k, f),
-            StmtKind::Store { index, value, .. } => walk(index, k, f) || walk(value, k, f),
             StmtKind::If {
-                cond,
-                then,
-                otherwise,
-                ..
-            } => walk(cond, k, f) || with_nth_expr(then, k, f) || with_nth_expr(otherwise, k, f),
-            StmtKind::Loop { from, to, body, .. } => {
-                walk(from, k, f) || walk(to, k, f) || with_nth_expr(body, k, f)
-            }
+                then, otherwise, ..
+            } => with_nth_expr(then, k, f) || with_nth_expr(otherwise, k, f),
+            StmtKind::Loop { body, .. } => with_nth_expr(body, k, f),
             StmtKind::Block(b) => with_nth_expr(b, k, f),
-            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => false,
+            _ => false,
         };
         if done {
             return true;
@@ -65,21 +63,7 @@ fn with_nth_expr(list: &mut [Stmt], k: &mut usize, f: &mut dyn FnMut(&mut Expr))
 
 fn count_exprs(p: &Program) -> usize {
     let mut n = 0;
-    p.walk_stmts(&mut |s| match &s.kind {
-        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
-            value.visit(&mut |_| n += 1)
-        }
-        StmtKind::Store { index, value, .. } => {
-            index.visit(&mut |_| n += 1);
-            value.visit(&mut |_| n += 1);
-        }
-        StmtKind::If { cond, .. } => cond.visit(&mut |_| n += 1),
-        StmtKind::Loop { from, to, .. } => {
-            from.visit(&mut |_| n += 1);
-            to.visit(&mut |_| n += 1);
-        }
-        _ => {}
-    });
+    p.walk_exprs(&mut |_| n += 1);
     n
 }
 

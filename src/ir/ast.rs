@@ -687,7 +687,7 @@ impl Program {
     }
 }
 
-fn walk_list<'a>(list: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+pub(super) fn walk_list<'a>(list: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for s in list {
         f(s);
         match &s.kind {

@@ -1,6 +1,6 @@
 //! Dependence typing between the steps of a pipeline: for steps A before B that share a
 //! pipeline buffer one of them writes, the weakest sufficient [`DepKind`], proven by the
-//! affine index analysis of `crate::diagnostics::affine` (its exact mode) over every load,
+//! affine index analysis of `crate::analysis::affine` (its exact mode) over every load,
 //! store and atomic. Anything not proven is [`DepKind::Grid`], with a reason saying what could
 //! not be proven.
 //!
@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::diagnostics::affine::{accesses_exact, Index, IDS};
+use crate::analysis::affine::{accesses_exact, Index, IDS};
 use crate::ir::{Access as BufAccess, NodeId, Pipeline};
 use crate::shape::LaunchShape;
 

@@ -23,7 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::diagnostics::affine::{accesses_exact, Index, IDS};
+use crate::analysis::affine::{accesses_exact, Index, IDS};
 use crate::ir::{Access as BufAccess, Pipeline};
 use crate::shape::LaunchShape;
 

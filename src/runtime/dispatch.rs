@@ -378,6 +378,45 @@ impl Runtime {
         }
     }
 
+    /// `warmup` then `iters` launches of `ptx`'s kernel `name` straight through cudarc, over
+    /// the resident set `set` in the emitter's ABI (pointer and count per buffer), with or
+    /// without CUDA events around each: the bare baseline of the dispatch overhead benchmark.
+    /// Returns the host time of each of the `iters` launches (µs).
+    #[allow(clippy::too_many_arguments)]
+    pub fn bare_launch_loop(
+        &mut self,
+        ptx: &str,
+        name: &str,
+        shape: &LaunchShape,
+        set: &ResidentSet,
+        warmup: u32,
+        iters: u32,
+        events: bool,
+    ) -> Result<Vec<f64>> {
+        let sess = self.sess()?;
+        let bufs = sess
+            .pool
+            .resident
+            .get(&set.id())
+            .ok_or(RuntimeError::StaleResident)?;
+        let mut args: Vec<u64> = Vec::new();
+        for (b, &n) in bufs.iter().zip(&set.lens) {
+            args.push(b.ptr());
+            args.push(n);
+        }
+        let geo = Geometry {
+            grid: shape.grid,
+            block: shape.workgroup_size,
+            dynamic_smem: 0,
+        };
+        let mut run = |n: u32| {
+            driver::bare_cudarc_launch_loop(ptx, name, &geo, &sess.stream, &mut args, n, events)
+                .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
+        };
+        run(warmup)?;
+        run(iters)
+    }
+
     /// Launches `h` `launches` times on resident buffers and returns each launch's times.
     pub fn launch_resident(
         &mut self,

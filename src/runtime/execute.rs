@@ -4,17 +4,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::dispatch::DispatchReport;
 use super::jit::CompiledProgram;
 use super::parity::{self, ParityReport, Tolerance};
 use super::{DispatchOptions, JitOptions, Result, Runtime};
 use crate::inputs::{self, HostBuffer, LaunchShape};
-use crate::ir::{Expr, Program, ScalarType, StmtKind};
+use crate::ir::{Expr, Program, ScalarType};
 
-/// How to run a Program.
-#[derive(Debug, Clone, PartialEq)]
+/// How to run a Program: the one request type of every executor (the reference
+/// interpreter, an in-process runtime, the GPU worker, whose `RunJob` carries it as is).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRequest {
     /// Workgroup size override.
     pub workgroup: Option<[u32; 3]>,
@@ -26,16 +27,34 @@ pub struct RunRequest {
     pub repeat: u32,
     /// Compare with the reference interpreter.
     pub verify: bool,
-    /// Per-launch timeout.
+    /// Per-launch timeout (whole milliseconds on the wire, as `timeout_ms`).
+    #[serde(rename = "timeout_ms", with = "millis", default)]
     pub timeout: Option<Duration>,
     /// JIT with line info.
     pub lineinfo: bool,
     /// Time launches with CUDA events (off: `device_ms` is absent).
     pub device_timing: bool,
     /// Folder `file` inputs may come from (`--root DIR`); None: the Program's folder only.
+    #[serde(default)]
     pub root: Option<std::path::PathBuf>,
     /// Fuel of the reference run that verifies (`--fuel`); None: the interpreter's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuel: Option<u64>,
+}
+
+/// `Option<Duration>` as optional whole milliseconds (the worker protocol's `timeout_ms`).
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        d.map(|t| t.as_millis() as u64).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
 }
 
 impl RunRequest {
@@ -103,43 +122,23 @@ pub struct RunSummary {
     pub jit_ms: f64,
 }
 
-pub(super) fn exprs_of(program: &Program) -> Vec<&Expr> {
-    let mut out = Vec::new();
-    program.walk_stmts(&mut |s| match &s.kind {
-        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => out.push(value),
-        StmtKind::Store { index, value, .. } => {
-            out.push(index);
-            out.push(value);
-        }
-        StmtKind::If { cond, .. } => out.push(cond),
-        StmtKind::Loop { from, to, .. } => {
-            out.push(from);
-            out.push(to);
-        }
-        _ => {}
-    });
-    out
-}
-
 /// The parity bound for `program`: exact unless it uses approximate ops; then the sum of
 /// the emitter's published per-op bounds (both float widths, to be safe) doubled for error
 /// carried through later exact arithmetic, and the largest absolute bound.
 pub fn tolerance_for(program: &Program) -> Option<Tolerance> {
     let mut ulps = 0u64;
     let mut abs = 0f64;
-    for e in exprs_of(program) {
-        e.visit(&mut |x| {
-            if let Expr::Unary(op, _) = x {
-                if op.is_approximate() {
-                    for ty in [ScalarType::F32, ScalarType::F64] {
-                        let t = crate::emit::precision::tolerance(*op, ty);
-                        ulps += t.max_ulp as u64;
-                        abs = abs.max(t.max_abs);
-                    }
+    program.walk_exprs(&mut |x| {
+        if let Expr::Unary(op, _) = x {
+            if op.is_approximate() {
+                for ty in [ScalarType::F32, ScalarType::F64] {
+                    let t = crate::emit::precision::tolerance(*op, ty);
+                    ulps += t.max_ulp as u64;
+                    abs = abs.max(t.max_abs);
                 }
             }
-        });
-    }
+        }
+    });
     (ulps > 0).then_some(Tolerance {
         max_ulps: ulps * 2,
         abs,

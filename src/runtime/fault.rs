@@ -177,7 +177,7 @@ fn dispatch_ok(w: &mut GpuWorker, before: Option<u32>, expect: Expect) -> (Strin
         std::path::PathBuf::from("."),
     );
     // A broken recovery shows as an error here rather than a check that never ends.
-    job.timeout_ms = Some(10_000);
+    job.request.timeout = Some(std::time::Duration::from_millis(10_000));
     match w.run_job(&job, &mut |_| {}) {
         Err(e) => (first_line(&e), false),
         Ok(run) => {

@@ -132,6 +132,36 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+impl Runtime {
+    /// Blocks per SM from the driver for kernel `h` (raising its dynamic shared limit first
+    /// when `dynamic_smem` exceeds the default 48 KiB).
+    pub fn driver_occupancy(
+        &mut self,
+        h: &super::KernelHandle,
+        block: u32,
+        dynamic_smem: u32,
+    ) -> Result<u32> {
+        let cached = self
+            .sess()?
+            .modules
+            .peek(h.key)
+            .map(|k| (k.function, k.info.max_dynamic_smem));
+        let (f, default_dyn) = match cached {
+            Some(c) => c,
+            None => {
+                let (f, info) = self.kernel(h)?;
+                (f, info.max_dynamic_smem)
+            }
+        };
+        // The attribute is set to exactly what this launch needs (or back to the default),
+        // the configuration the estimator models ("raised as needed").
+        f.set_max_dynamic_smem(dynamic_smem.max(default_dyn))
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        f.max_active_blocks(block, dynamic_smem)
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::emit::{ptxas, EmitOptions, EmittedKernel};
+use crate::harness::executor::{Execution, Executor};
 use crate::ir::Program;
 use crate::occupancy::{profiles, DeviceCaps, KernelResources};
 use crate::runtime::execute::RunRequest;
@@ -237,26 +238,59 @@ pub fn reference_dispatch(
     files: &InputFolder,
     opts: &EmitOptions,
 ) -> Result<RunRecord, String> {
-    let mut prepared =
-        crate::inputs::prepare_rooted(program, files.file_root(), Some(opts.workgroup_size), None)
-            .map_err(|e| e.to_string())?;
-    let t = std::time::Instant::now();
-    crate::interp::run_with(
-        program,
-        &prepared.shape,
-        &mut prepared.buffers,
-        &crate::interp::Options::default(),
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(RunRecord {
-        program: program.name.clone(),
-        grid: prepared.shape.grid,
-        workgroup: prepared.shape.workgroup_size,
-        sm: opts.sm,
-        device_ms: t.elapsed().as_secs_f64() * 1e3,
-        jit_ms: 0.0,
-        parity: None,
-        backend: REFERENCE_BACKEND.into(),
+    let req = RunRequest {
+        root: files.root.clone(),
+        workgroup: Some(opts.workgroup_size),
+        ..RunRequest::default()
+    };
+    run_record(Executor::Reference, program, files, opts, &req)
+}
+
+/// One run of `program` through `exec` as `req` asks, as the Run tab lists it: the one place
+/// the inspector turns any executor's result into a [`RunRecord`].
+fn run_record(
+    mut exec: Executor<'_>,
+    program: &Program,
+    files: &InputFolder,
+    opts: &EmitOptions,
+    req: &RunRequest,
+) -> Result<RunRecord, String> {
+    let gpu_ms = |d: &Option<crate::runtime::TimingStats>| d.as_ref().map_or(0.0, |d| d.median_ms);
+    let jit_ms = |info: &crate::runtime::KernelInfo| if info.cached { 0.0 } else { info.jit_ms };
+    let run = exec
+        .run_program(program, &files.base, req)
+        .map_err(|e| e.to_string())?;
+    Ok(match run {
+        Execution::Reference(run) => RunRecord {
+            program: program.name.clone(),
+            grid: run.shape.grid,
+            workgroup: run.shape.workgroup_size,
+            sm: opts.sm,
+            device_ms: run.elapsed_ms,
+            jit_ms: 0.0,
+            parity: None,
+            backend: REFERENCE_BACKEND.into(),
+        },
+        Execution::InProcess(run) => RunRecord {
+            program: program.name.clone(),
+            grid: run.shape.grid,
+            workgroup: run.shape.workgroup_size,
+            sm: opts.sm,
+            device_ms: gpu_ms(&run.report.device_ms),
+            jit_ms: jit_ms(&run.compiled.info),
+            parity: run.parity.as_ref().map(parity_of),
+            backend: GPU_BACKEND.into(),
+        },
+        Execution::Worker(run) => RunRecord {
+            program: run.program,
+            grid: run.shape.grid,
+            workgroup: run.shape.workgroup_size,
+            sm: run.sm,
+            device_ms: gpu_ms(&run.dispatch.device_ms),
+            jit_ms: jit_ms(&run.info),
+            parity: run.parity.as_ref().map(parity_of),
+            backend: GPU_BACKEND.into(),
+        },
     })
 }
 
@@ -371,24 +405,13 @@ impl Gpu for WorkerGpu {
             timeout: Some(KERNEL_TIMEOUT),
             ..RunRequest::default()
         };
-        let run = self
-            .worker
-            .run_program(program, &files.base, &req)
-            .map_err(|e| e.to_string())?;
-        Ok(RunRecord {
-            program: run.program,
-            grid: run.shape.grid,
-            workgroup: run.shape.workgroup_size,
-            sm: run.sm,
-            device_ms: run.dispatch.device_ms.as_ref().map_or(0.0, |d| d.median_ms),
-            jit_ms: if run.info.cached {
-                0.0
-            } else {
-                run.info.jit_ms
-            },
-            parity: run.parity.as_ref().map(parity_of),
-            backend: GPU_BACKEND.into(),
-        })
+        run_record(
+            Executor::Worker(&mut self.worker),
+            program,
+            files,
+            opts,
+            &req,
+        )
     }
 
     /// Each candidate verified, 10 timed launches, in the GPU worker.

@@ -323,7 +323,7 @@ pub fn gpu_run(
     let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
     let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
-    let (fused, _) = crate::runtime::pipeline_gpu::plan_launches(
+    let (fused, _) = crate::harness::pipeline::plan_launches(
         &mut rt,
         pipeline,
         &shapes,

@@ -147,8 +147,8 @@ pub enum Recording<'a> {
 /// Records one instrumented round on GPU 0 (in this process, like the inspector's pipeline
 /// runs: the worker protocol carries single plain Programs) and builds its forms.
 pub fn record(what: &Recording) -> Result<Vec<Arc<TimelineData>>, String> {
+    use crate::harness::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch};
     use crate::runtime::dispatch::DispatchOptions;
-    use crate::runtime::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch};
     use crate::runtime::JitOptions;
     let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
     let opts = DispatchOptions {
@@ -187,7 +187,7 @@ pub fn record(what: &Recording) -> Result<Vec<Arc<TimelineData>>, String> {
             program.name.clone()
         }
         Recording::Pipeline { pipeline, prepared } => {
-            let initial = crate::runtime::pipeline_gpu::host_buffers(prepared);
+            let initial = crate::harness::pipeline::host_buffers(prepared);
             for (label, form) in [
                 ("separate", PipelineForm::Separate),
                 ("fused", PipelineForm::Fused),

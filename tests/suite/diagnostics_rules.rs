@@ -451,7 +451,7 @@ fn invalid_launch_shapes_get_one_quick_error_and_no_analysis() {
 
 #[test]
 fn warp_analysis_samples_a_bounded_number_of_warps() {
-    use vyrescope::diagnostics::affine::{accesses, MAX_SAMPLED_WARPS};
+    use vyrescope::analysis::affine::{accesses, MAX_SAMPLED_WARPS};
     // Strided index 3*gid.x: every warp has the same pattern, so sampling loses nothing.
     let p = program(
         r#"{"name":"a","binding":0,"access":"read","type":"f32"}"#,

@@ -491,7 +491,7 @@ fn differential_programs_stay_inside_the_semantics() {
     use vyrescope::ir::{elaborate, expr_type, Access, Expr, Literal, Scalar, StmtKind, UnOp};
     let (mut trig, mut bitcasts, mut wg_reads) = (0, 0, 0);
     for seed in 0..400u64 {
-        let p = elaborate(&vyrescope::runtime::fuzz::fuzz_program(seed));
+        let p = elaborate(&vyrescope::harness::fuzz::fuzz_program(seed));
         // Variable names are fresh per Program, so one table serves every scope.
         let mut vars = std::collections::HashMap::new();
         let wg: Vec<String> = p

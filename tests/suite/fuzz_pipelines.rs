@@ -6,14 +6,14 @@
 use std::path::Path;
 
 use vyrescope::gen::random_pipeline;
+use vyrescope::harness::fuzz_pipelines::{
+    fused_on_interpreter, fused_on_interpreter_in, pipeline_json, write_pipeline_case,
+};
 use vyrescope::inputs::pipeline::prepare_pipeline;
 use vyrescope::interp;
 use vyrescope::ir::{load_pipeline, parse_pipeline};
 use vyrescope::megakernel::dataflow::SyncMode;
 use vyrescope::occupancy::profiles;
-use vyrescope::runtime::fuzz_pipelines::{
-    fused_on_interpreter, fused_on_interpreter_in, pipeline_json, write_pipeline_case,
-};
 use vyrescope::validate::pipeline::has_error;
 use vyrescope::validate::pipeline::validate_pipeline;
 
@@ -156,10 +156,10 @@ fn hist_equalize_fixture_is_one_mixed_launch_and_exact() {
 /// whole-grid unit, could not see it.
 #[test]
 fn megakernel_dataflow_folds_wait_for_their_block_local_dependences() {
+    use vyrescope::harness::fuzz_pipelines::plan_for;
     use vyrescope::ir::SyncOp;
     use vyrescope::megakernel::emitted::sync_ops;
     use vyrescope::megakernel::fuse_group;
-    use vyrescope::runtime::fuzz_pipelines::plan_for;
     let caps = profiles::load("h200").unwrap();
     let mut folds_seen = 0;
     let seeds = [12u64, 24, 246, 347, 391, 490].into_iter().chain(0..160);

@@ -281,7 +281,7 @@ fn a_malformed_program_is_reported_through_the_worker_with_its_location() {
         "broken.json",
         std::path::PathBuf::from("."),
     );
-    job.timeout_ms = Some(1000);
+    job.request.timeout = Some(std::time::Duration::from_millis(1000));
     let e = w.run_job(&job, &mut |_| {}).expect_err("does not parse");
     let text = e.to_string();
     assert!(text.starts_with("broken.json:2:"), "{text}");

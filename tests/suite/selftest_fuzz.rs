@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use vyrescope::harness::fuzz::{fuzz_program, write_case};
 use vyrescope::inputs::prepare;
 use vyrescope::report::OutputSummary;
-use vyrescope::runtime::fuzz::{fuzz_program, write_case};
 
 #[test]
 fn written_fuzz_programs_replay_with_run() {

@@ -375,7 +375,7 @@ fn params_words_follow_vyres_abi() {
         grid: [10, 1, 1],
     };
     let w =
-        vyrescope::runtime::vyre_race::params_words(&[buf("a", 0, 7), buf("c", 3, 1000)], &shape);
+        vyrescope::harness::vyre_race::params_words(&[buf("a", 0, 7), buf("c", 3, 1000)], &shape);
     assert_eq!(w, vec![1280, 7, 0, 0, 1000]);
 }
 

@@ -26,7 +26,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ir::{BinOp, Expr, Literal, NodeId, Scalar, ScalarType, Stmt, StmtKind};
+use crate::ir::{walk_exprs, BinOp, Expr, Literal, NodeId, Scalar, ScalarType, Stmt, StmtKind};
 
 use super::rewrite::{children_mut, let_, synth, SYNTHETIC};
 
@@ -137,36 +137,6 @@ fn zero(ty: ScalarType) -> Scalar {
         ScalarType::I64 => Scalar::I64(0),
         ScalarType::F32 => Scalar::F32(0.0),
         ScalarType::F64 => Scalar::F64(0.0),
-    }
-}
-
-/// Every expression of `list`, statements in order.
-fn walk_exprs(list: &[Stmt], f: &mut dyn FnMut(&Expr)) {
-    for s in list {
-        match &s.kind {
-            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => value.visit(f),
-            StmtKind::Store { index, value, .. } => {
-                index.visit(f);
-                value.visit(f);
-            }
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-                ..
-            } => {
-                cond.visit(f);
-                walk_exprs(then, f);
-                walk_exprs(otherwise, f);
-            }
-            StmtKind::Loop { from, to, body, .. } => {
-                from.visit(f);
-                to.visit(f);
-                walk_exprs(body, f);
-            }
-            StmtKind::Block(b) => walk_exprs(b, f),
-            StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
-        }
     }
 }
 

@@ -285,15 +285,10 @@ impl GpuWorker {
             program: text,
             file: format!("{}.json", program.name),
             base_dir: base_dir.to_path_buf(),
-            root: req.root.clone(),
-            workgroup: req.workgroup,
-            grid: req.grid,
-            sm: req.sm,
-            repeat: req.repeat.max(1),
-            verify: req.verify,
-            timeout_ms: req.timeout.map(|t| t.as_millis() as u64),
-            lineinfo: req.lineinfo,
-            device_timing: req.device_timing,
+            request: RunRequest {
+                repeat: req.repeat.max(1),
+                ..req.clone()
+            },
         };
         self.run_job(&job, &mut |_| {})
     }

@@ -17,6 +17,7 @@ use crate::inputs::LaunchShape;
 use crate::occupancy::DeviceCaps;
 use crate::runtime::cache::CacheReport;
 use crate::runtime::dispatch::{DispatchReport, LaunchTiming};
+use crate::runtime::execute::RunRequest;
 use crate::runtime::jit::KernelInfo;
 use crate::runtime::parity::ParityReport;
 use crate::runtime::{RuntimeError, Telemetry};
@@ -75,7 +76,9 @@ impl Request {
     }
 }
 
-/// A Program run.
+/// A Program run: the Program, where its `file` inputs live, and the same [`RunRequest`] an
+/// in-process run takes (flattened: its fields sit beside `program`, `file` and `base_dir`
+/// on the wire, `timeout` as `timeout_ms`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunJob {
     /// The Program as format-1 JSON text (`ir::program_to_json` or the file's own text).
@@ -84,25 +87,9 @@ pub struct RunJob {
     pub file: String,
     /// Directory that `file` inputs are relative to.
     pub base_dir: PathBuf,
-    /// Folder `file` inputs may come from (`--root DIR`); None: `base_dir` only.
-    #[serde(default)]
-    pub root: Option<PathBuf>,
-    /// Workgroup size override.
-    pub workgroup: Option<[u32; 3]>,
-    /// Grid override.
-    pub grid: Option<[u32; 3]>,
-    /// Target sm to emit for (None = the device's own).
-    pub sm: Option<u32>,
-    /// Launches (the first is read back and verified; all are timed).
-    pub repeat: u32,
-    /// Compare with the reference interpreter.
-    pub verify: bool,
-    /// Per-launch timeout (ms).
-    pub timeout_ms: Option<u64>,
-    /// JIT with line info.
-    pub lineinfo: bool,
-    /// Time launches with CUDA events.
-    pub device_timing: bool,
+    /// How to run it.
+    #[serde(flatten)]
+    pub request: RunRequest,
 }
 
 impl RunJob {
@@ -112,15 +99,10 @@ impl RunJob {
             program: program_text,
             file: file.to_string(),
             base_dir,
-            root: None,
-            workgroup: None,
-            grid: None,
-            sm: None,
-            repeat: 1,
-            verify: true,
-            timeout_ms: None,
-            lineinfo: false,
-            device_timing: true,
+            request: RunRequest {
+                verify: true,
+                ..RunRequest::default()
+            },
         }
     }
 }
@@ -463,10 +445,10 @@ mod tests {
             "a b.json",
             PathBuf::from("/tmp/x"),
         );
-        job.workgroup = Some([128, 2, 1]);
-        job.sm = Some(80);
-        job.timeout_ms = Some(250);
-        job.device_timing = false;
+        job.request.workgroup = Some([128, 2, 1]);
+        job.request.sm = Some(80);
+        job.request.timeout = Some(std::time::Duration::from_millis(250));
+        job.request.device_timing = false;
         for r in [
             Request::Probe,
             Request::Run(job.clone()),

@@ -189,16 +189,8 @@ impl Worker<'_> {
         let program = parse(&job.program, &job.file)?;
         self.runtime()?;
         let req = RunRequest {
-            root: job.root.clone(),
-            workgroup: job.workgroup,
-            grid: job.grid,
-            sm: job.sm,
-            repeat: job.repeat.max(1),
-            verify: job.verify,
-            timeout: job.timeout_ms.map(Duration::from_millis),
-            lineinfo: job.lineinfo,
-            device_timing: job.device_timing,
-            fuel: None,
+            repeat: job.request.repeat.max(1),
+            ..job.request.clone()
         };
         let run = self
             .watched_run(&program, &job.base_dir, &req, 0, 0)
@@ -221,7 +213,7 @@ impl Worker<'_> {
             program: program.name.clone(),
             kernel: run.compiled.emitted.kernel_name.clone(),
             shape: run.shape,
-            sm: job.sm.unwrap_or(caps.cc_major * 10 + caps.cc_minor),
+            sm: job.request.sm.unwrap_or(caps.cc_major * 10 + caps.cc_minor),
             device: caps.name.clone(),
             device_sm: caps.cc_major * 10 + caps.cc_minor,
             dispatch: run.report,

@@ -301,7 +301,7 @@ impl<'p> Cx<'p> {
             ));
         }
         if op.is_shift() {
-            let small = crate::emit::ranges::range_of(b, env).is_some_and(|r| r.hi < 32);
+            let small = crate::analysis::ranges::range_of(b, env).is_some_and(|r| r.hi < 32);
             return ops::shift(vop, ta, x, y, small, has_atomic(a) || has_atomic(b), node);
         }
         let nonzero_literal = matches!(b, Expr::Lit(Literal::Typed(Scalar::U32(d))) if *d != 0);

@@ -1,14 +1,14 @@
 //! Bounds proofs for the export: which accesses are certainly in range, so that the exported
 //! vyre Program can leave out the guard that gives our format's out-of-range result.
 //!
-//! It reuses the emitter's interval analysis ([`crate::emit::ranges`]) with a simpler,
+//! It reuses the interval analysis the emitter uses ([`crate::analysis::ranges`]) with a simpler,
 //! scoped environment: facts come from `if` conditions (their `then` and `else` arms) and
 //! from loop bounds; a variable is a fact subject only when the Program never assigns it
 //! (its value is fixed once bound), and names are scoped like the Program's own scopes.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::emit::ranges::{builtin_base, implied, range_of, Fact, Range, RangeEnv, Subject};
+use crate::analysis::ranges::{builtin_base, implied, range_of, Fact, Range, RangeEnv, Subject};
 use crate::ir::{Builtin, ElemType, Expr, Program, ScalarType, Stmt, StmtKind};
 
 /// Scoped facts and variable types while the export walks a Program.

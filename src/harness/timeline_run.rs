@@ -10,13 +10,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::dispatch::{DispatchOptions, LaunchMode};
-use super::jit::JitOptions;
-use super::{Result, Runtime, RuntimeError};
 use crate::emit::timeline::TimelineSpec;
 use crate::emit::{EmitOptions, EmittedKernel};
 use crate::inputs::{HostBuffer, LaunchShape};
 use crate::ir::{Access, ElemType, Program};
+use crate::runtime::dispatch::{DispatchOptions, LaunchMode};
+use crate::runtime::jit::JitOptions;
+use crate::runtime::{Result, Runtime, RuntimeError};
 use crate::timeline::{Capture, HostPhase, LaunchRecords};
 
 /// One launch of a timeline run.
@@ -62,8 +62,8 @@ impl TimelineRun {
         if self.plain_ms.is_empty() || self.instrumented_ms.is_empty() {
             return None;
         }
-        let p = super::TimingStats::of(&self.plain_ms).median_ms;
-        let i = super::TimingStats::of(&self.instrumented_ms).median_ms;
+        let p = crate::runtime::TimingStats::of(&self.plain_ms).median_ms;
+        let i = crate::runtime::TimingStats::of(&self.instrumented_ms).median_ms;
         Some(Overhead {
             plain_ms: p,
             instrumented_ms: i,
@@ -284,7 +284,7 @@ pub fn pipeline_launches(
         crate::megakernel::cache::plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())
             .map_err(|e| e.to_string())?;
     let (launches, _) =
-        super::pipeline_gpu::plan_launches(rt, pipeline, &shapes, &cached.plan, None, jit, sync)?;
+        super::pipeline::plan_launches(rt, pipeline, &shapes, &cached.plan, None, jit, sync)?;
     let mut out = Vec::new();
     for (group, launch) in cached.plan.groups.iter().zip(launches) {
         let mut spec = group.spec_for(sync);

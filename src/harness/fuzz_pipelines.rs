@@ -19,8 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::pipeline_gpu::{run_pipeline_forms, Forms, PipelineGpuOptions};
-use super::Runtime;
+use super::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions};
 use crate::emit::grid_sync::GridBarrier;
 use crate::gen::random_pipeline;
 use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
@@ -31,6 +30,7 @@ use crate::megakernel::dataflow::SyncMode;
 use crate::megakernel::fuse_group;
 use crate::megakernel::plan::{plan, Plan, PlanOptions};
 use crate::occupancy::DeviceCaps;
+use crate::runtime::Runtime;
 
 /// What to fuzz.
 #[derive(Debug, Clone)]
@@ -334,7 +334,7 @@ impl Runtime {
                     None
                 }
                 Ok(r) => {
-                    let which = |f: &Option<super::pipeline_gpu::FormReport>| {
+                    let which = |f: &Option<super::pipeline::FormReport>| {
                         f.as_ref().is_some_and(|f| !f.parity.passed)
                     };
                     Some((

@@ -7,14 +7,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::dispatch::TimingStats;
-use super::driver::{self, Geometry};
-use super::execute::tolerance_for;
-use super::parity::{self, ParityReport};
-use super::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError, GENERIC_FIX};
 use crate::inputs::HostBuffer;
 use crate::inputs::{self, PreparedRun};
 use crate::ir::{Access, BarrierScope, Expr, InputSource, Literal, Program, StmtKind};
+use crate::runtime::dispatch::TimingStats;
+use crate::runtime::execute::tolerance_for;
+use crate::runtime::parity::{self, ParityReport};
+use crate::runtime::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError};
 
 /// Device and full-dispatch times of one Program at one size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -183,13 +182,11 @@ pub fn can_sample(program: &Program) -> bool {
         grid_barrier |= matches!(s.kind, StmtKind::Barrier(BarrierScope::Grid));
     });
     let mut host_atomic = false;
-    for e in super::execute::exprs_of(program) {
-        e.visit(&mut |e| {
-            if let Expr::Atomic { buffer, .. } = e {
-                host_atomic |= program.buffer(buffer).is_some_and(|b| b.access.is_host());
-            }
-        });
-    }
+    program.walk_exprs(&mut |e| {
+        if let Expr::Atomic { buffer, .. } = e {
+            host_atomic |= program.buffer(buffer).is_some_and(|b| b.access.is_host());
+        }
+    });
     !grid_barrier && !host_atomic
 }
 
@@ -370,42 +367,9 @@ impl Runtime {
             };
             let untimed = ours(self, false)?;
             let timed = ours(self, true)?;
-            let ptrs = {
-                let sess = self.sess()?;
-                let bufs = sess
-                    .pool
-                    .resident
-                    .get(&set_id(&set))
-                    .ok_or(RuntimeError::StaleResident)?;
-                bufs.iter().map(|b| b.ptr()).collect::<Vec<_>>()
-            };
-            let mut args: Vec<u64> = Vec::new();
-            for (p, &n) in ptrs.iter().zip(&set.lens) {
-                args.push(*p);
-                args.push(n);
-            }
-            let geo = Geometry {
-                grid: shape.grid,
-                block: shape.workgroup_size,
-                dynamic_smem: 0,
-            };
-            let sess = self.sess()?;
-            let mut bare = |events: bool| {
-                let mut run = |n: u32| {
-                    driver::bare_cudarc_launch_loop(
-                        &c.emitted.ptx,
-                        &c.emitted.kernel_name,
-                        &geo,
-                        &sess.stream,
-                        &mut args,
-                        n,
-                        events,
-                    )
-                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
-                };
-                run(200)?;
-                run(iters)
-            };
+            let (ptx, name) = (&c.emitted.ptx, &c.emitted.kernel_name);
+            let mut bare =
+                |events: bool| self.bare_launch_loop(ptx, name, &shape, &set, 200, iters, events);
             let bare_untimed = bare(false)?;
             let bare_timed = bare(true)?;
             Ok::<_, RuntimeError>((untimed, bare_untimed, timed, bare_timed))
@@ -436,10 +400,6 @@ impl Runtime {
             bare_cudarc_timed_us: bt,
         })
     }
-}
-
-fn set_id(set: &super::ResidentSet) -> u64 {
-    set.id()
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::capture::dynamic_sizes;
-use super::execute::RunRequest;
-use super::fault::FaultStep;
-use super::{KernelHandle, KernelInfo, Runtime};
 use crate::occupancy::table::{compare_rows, TableRow};
 use crate::occupancy::DeviceCaps;
+use crate::runtime::execute::RunRequest;
+use crate::runtime::fault::FaultStep;
+use crate::runtime::{KernelHandle, KernelInfo, Runtime};
 
 /// One fixture's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -241,9 +241,9 @@ impl Runtime {
         let fault_steps = if faults {
             // Through a GPU worker process: a sticky fault there leaves this process's
             // context (and the rest of the selftest) untouched.
-            let mut w = super::GpuWorker::new();
+            let mut w = crate::runtime::GpuWorker::new();
             w.set_device(self.ordinal());
-            super::fault::fault_check(&mut w)
+            crate::runtime::fault::fault_check(&mut w)
         } else {
             Vec::new()
         };

@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use super::execute::RunRequest;
-use super::{Result, Runtime, RuntimeError};
 use crate::ir::Program;
 use crate::occupancy::estimate::estimate;
 use crate::occupancy::tune::{
     program_hash, CacheMode, TuneCache, TuneKey, TuneResult, TuneRow, TuneStatus,
 };
+use crate::runtime::execute::RunRequest;
+use crate::runtime::{Result, Runtime, RuntimeError};
 
 /// What to tune.
 #[derive(Debug, Clone)]

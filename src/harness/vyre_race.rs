@@ -16,11 +16,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::dispatch::TimingStats;
-use super::execute::tolerance_for;
-use super::parity::{self, ParityReport};
-use super::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError};
 use crate::inputs::{self, HostBuffer, PreparedRun};
+use crate::runtime::dispatch::TimingStats;
+use crate::runtime::execute::tolerance_for;
+use crate::runtime::parity::{self, ParityReport};
+use crate::runtime::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError};
 
 /// One Program's race.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::jit::JitOptions;
-use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
+use crate::runtime::jit::JitOptions;
+use crate::runtime::{Result, Runtime};
 
 /// CSV header of the capture.
 pub const CSV_HEADER: &str =
@@ -85,34 +85,6 @@ pub fn register_hungry_ptx(name: &str, static_smem: u32) -> String {
 }
 
 impl Runtime {
-    /// Blocks per SM from the driver for kernel `h` (raising its dynamic shared limit first
-    /// when `dynamic_smem` exceeds the default 48 KiB).
-    pub fn driver_occupancy(
-        &mut self,
-        h: &super::KernelHandle,
-        block: u32,
-        dynamic_smem: u32,
-    ) -> Result<u32> {
-        let cached = self
-            .sess()?
-            .modules
-            .peek(h.key)
-            .map(|k| (k.function, k.info.max_dynamic_smem));
-        let (f, default_dyn) = match cached {
-            Some(c) => c,
-            None => {
-                let (f, info) = self.kernel(h)?;
-                (f, info.max_dynamic_smem)
-            }
-        };
-        // The attribute is set to exactly what this launch needs (or back to the default),
-        // the configuration the estimator models ("raised as needed").
-        f.set_max_dynamic_smem(dynamic_smem.max(default_dyn))
-            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-        f.max_active_blocks(block, dynamic_smem)
-            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
-    }
-
     /// Captures the occupancy table: register caps `caps_regs`, static shared sizes
     /// `static_sizes`; every multiple-of-32 block size the kernel allows; dynamic shared
     /// sizes from 0 to what fits next to the static part.

@@ -1,0 +1,40 @@
+//! Command harnesses: the GPU-side halves of the commands that orchestrate many runs
+//! (`selftest`, `selftest --fuzz`, `selftest --fuzz-pipelines`, `selftest --vyre`, `tune`,
+//! `bench-kernel`, `occupancy --capture`, timelines, pipeline runs), built on the runtime's
+//! API one layer down.
+//!
+//! - [`executor`]: the one Executor seam (reference interpreter, in-process CUDA, GPU
+//!   worker process) that `run` and the inspector dispatch through.
+//! - [`selftest`]: every fixture on the live GPU, the occupancy estimator against the driver,
+//!   the fault-recovery check; [`capture`]: the driver's occupancy table.
+//! - [`fuzz`] and [`fuzz_pipelines`]: differential fuzzing of generated Programs and pipelines
+//!   against the reference interpreter.
+//! - [`bench`]: kernel and dispatch-overhead benchmarks; [`tune`]: timed workgroup sizes with
+//!   the tune cache; [`vyre_race`] (feature `vyre`): our kernel against vyre's.
+//! - [`pipeline`]: a pipeline as separate launches and/or its megakernel plan, each form
+//!   checked against the interpreter and judged by the speedup gate (the launch list itself
+//!   runs in `runtime::pipeline`); [`timeline_run`]: instrumented launches read back into a
+//!   `timeline::Capture`.
+//!
+//! Invariants:
+//! - A harness decides *what* to run and how to judge it; *how* a kernel is compiled,
+//!   launched, timed and recovered after a fault is the runtime's. Harnesses hold no driver
+//!   handles of their own and never use `cudarc` or `unsafe` (the layers test checks both).
+//! - Every GPU result a harness reports as correct was compared with the reference
+//!   interpreter by the runtime's parity rules (`runtime::parity`); a harness never has its
+//!   own notion of "close enough".
+//! - Harnesses return data (reports, tables, findings), never print: the `cli` and the `tui`
+//!   render them, so both show the same figures.
+//! - Layer 8: above `runtime` (and everything below it), below `tui` and `cli`.
+
+pub mod bench;
+pub mod capture;
+pub mod executor;
+pub mod fuzz;
+pub mod fuzz_pipelines;
+pub mod pipeline;
+pub mod selftest;
+pub mod timeline_run;
+pub mod tune;
+#[cfg(feature = "vyre")]
+pub mod vyre_race;
