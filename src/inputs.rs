@@ -484,6 +484,8 @@ pub fn prepare_file(
     Ok((program, run))
 }
 
+crate::util::problem::into_problem!(InputError; fix);
+
 #[cfg(test)]
 mod tests;
 

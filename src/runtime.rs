@@ -490,3 +490,5 @@ impl Runtime {
         }
     }
 }
+
+crate::util::problem::into_problem!(RuntimeError);

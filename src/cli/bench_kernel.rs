@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::runtime::bench::{BenchOptions, Verify};
+use crate::util::Problem;
 
 /// Benchmark one Program's emitted kernel on the GPU.
 #[derive(Debug, clap::Args)]
@@ -56,17 +57,11 @@ pub struct Args {
 }
 
 /// Runs `bench-kernel`.
-pub fn run(a: &Args) -> i32 {
-    let program = match crate::ir::load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+pub fn run(a: &Args) -> super::Outcome {
+    let program = crate::ir::load_program(&a.file)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
     let program = match a.scale {
-        Some(s) => match crate::runtime::bench::with_scale(&program, s) {
-            Ok(p) => p,
-            Err(e) => return super::fail(e),
-        },
+        Some(s) => crate::runtime::bench::with_scale(&program, s)?,
         None => crate::runtime::bench::with_elements(&program, a.elements.unwrap_or(1 << 26)),
     };
     let verify = match (a.no_verify, a.sample) {
@@ -75,15 +70,12 @@ pub fn run(a: &Args) -> i32 {
         (false, None) => Verify::Full,
     };
     if matches!(verify, Verify::Sampled(_)) && !crate::runtime::bench::can_sample(&program) {
-        return super::fail(format!(
+        return Err(Problem::from(format!(
             "`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable\n  Fix: leave out --sample",
             program.name
-        ));
+        )));
     }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let opts = BenchOptions {
         workgroup: a.workgroup,
         repeat: a.repeat,
@@ -91,14 +83,11 @@ pub fn run(a: &Args) -> i32 {
         verify,
         version_bounds: a.version_bounds,
     };
-    let bench = match rt.bench_program(&program, base, &opts) {
-        Ok(b) => b,
-        Err(e) => return super::fail(e),
-    };
+    let bench = rt.bench_program(&program, base, &opts)?;
     let overhead = if a.overhead {
         match rt.bench_overhead(&program, base, 1024, 2000) {
             Ok(o) => Some(o),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     } else {
         None
@@ -113,7 +102,7 @@ pub fn run(a: &Args) -> i32 {
         let v = serde_json::json!({"kernel": bench, "overhead": overhead, "device": rt.caps().name, "telemetry": rt.telemetry()});
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!(
@@ -157,5 +146,5 @@ pub fn run(a: &Args) -> i32 {
             );
         }
     }
-    code
+    Ok(code)
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::util::Problem;
+
 /// Export a Program to another compiler's format (vyre; needs the `vyre` feature).
 #[derive(Debug, clap::Args)]
 #[command(
@@ -22,29 +24,26 @@ pub struct Args {
 }
 
 /// Runs `export`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if !a.vyre {
-        return super::fail(
+        return Err(Problem::from(
             "export needs a target format\n  Fix: pass --vyre (the only target so far)",
-        );
+        ));
     }
     run_vyre(a)
 }
 
 #[cfg(not(feature = "vyre"))]
-fn run_vyre(_a: &Args) -> i32 {
-    super::fail(super::vyre_emit::FEATURE_OFF)
+fn run_vyre(_a: &Args) -> super::Outcome {
+    Err(Problem::from(super::vyre_emit::FEATURE_OFF))
 }
 
 #[cfg(feature = "vyre")]
-fn run_vyre(a: &Args) -> i32 {
-    let p = match crate::ir::load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+fn run_vyre(a: &Args) -> super::Outcome {
+    let p = crate::ir::load_program(&a.file)?;
     let vp = match crate::vyre::export(&p) {
         Ok(v) => v,
-        Err(e) => return super::fail(format!("{}: {e}", a.file.display())),
+        Err(e) => return Err(Problem::from(format!("{}: {e}", a.file.display()))),
     };
     let bytes = if a.text {
         vp.to_text()
@@ -56,23 +55,23 @@ fn run_vyre(a: &Args) -> i32 {
     let bytes = match bytes {
         Ok(b) => b,
         Err(e) => {
-            return super::fail(format!(
+            return Err(Problem::from(format!(
                 "{}: vyre could not encode the exported Program: {e}\n  Fix: report this with the Program file",
                 a.file.display()
-            ))
+            )))
         }
     };
     match &a.output {
         Some(path) => {
             if let Err(e) = crate::util::refuse_overwrite(path, [a.file.as_path()], "-o") {
-                return super::fail(e);
+                return Err(Problem::from(e));
             }
             // Atomic: a failed write leaves a previous file whole (see util::write_atomic).
             if let Err(e) = crate::util::write_atomic(path, &bytes) {
-                return super::fail(format!(
+                return Err(Problem::from(format!(
                     "cannot write {}: {e}\n  Fix: check the folder exists and is writable, and that the path names a regular file",
                     path.display()
-                ));
+                )));
             }
             0
         }
@@ -80,8 +79,8 @@ fn run_vyre(a: &Args) -> i32 {
             super::write_stdout(&String::from_utf8_lossy(&bytes));
             0
         }
-        None => super::fail(
+        None => Err(Problem::from(
             "wire bytes are binary and were not written to the terminal\n  Fix: pass -o OUT.vyre, or --text for the hex envelope",
-        ),
+        )),
     }
 }

@@ -11,6 +11,7 @@ use crate::ir::Pipeline;
 use crate::megakernel::cache::{plan_cached, PlanCache};
 use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, SyncMode, DEFAULT_REGISTERS};
 use crate::megakernel::DepKind;
+use crate::util::Problem;
 
 /// Plan a pipeline's fused execution: groups, waves, barriers and fusion breaks.
 #[derive(Debug, clap::Args)]
@@ -45,33 +46,27 @@ pub struct Args {
 }
 
 /// Runs `plan`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     let pipeline = match load(&a.file) {
         Ok(p) => p,
-        Err(msg) => return super::fail(msg.trim_start_matches("error: ")),
+        Err(msg) => return Err(Problem::from(msg.trim_start_matches("error: "))),
     };
     let base = a.file.parent().unwrap_or(Path::new("."));
     // Shapes only: a plan never looks at the buffers' contents.
-    let shapes = match pipeline_shapes(&pipeline, base) {
-        Ok(s) => s,
-        Err(e) => return super::fail(e),
-    };
-    let (caps, device_note) = match super::occupancy::resolve_device(a.device.as_deref()) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+    let shapes = pipeline_shapes(&pipeline, base)?;
+    let (caps, device_note) = super::occupancy::resolve_device(a.device.as_deref())?;
     if !(0.0..=100.0).contains(&a.min_occupancy) {
-        return super::fail(format!(
+        return Err(Problem::from(format!(
             "--min-occupancy {} is not a percentage\n  Fix: give a value from 0 to 100, e.g. --min-occupancy 25",
             a.min_occupancy
-        ));
+        )));
     }
     if a.regs.len() > pipeline.steps.len() || a.regs.iter().any(|&r| r == 0 || r > 255) {
-        return super::fail(format!(
+        return Err(Problem::from(format!(
             "--regs {:?}: expected at most {} counts (one per step) from 1 to 255\n  Fix: give one register count per step in order, e.g. --regs 18,20",
             a.regs,
             pipeline.steps.len()
-        ));
+        )));
     }
     let opts = PlanOptions {
         device: caps,
@@ -79,26 +74,20 @@ pub fn run(a: &Args) -> i32 {
         min_occupancy_pct: a.min_occupancy,
     };
     let cache = if a.no_cache { None } else { PlanCache::user() };
-    let cached = match plan_cached(&pipeline, &shapes, &opts, cache.as_ref()) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+    let cached = plan_cached(&pipeline, &shapes, &opts, cache.as_ref())?;
     if let Some(w) = &cached.warning {
         errln!("warning: {w}");
     }
     let runs = runs_as(&cached.plan, &pipeline, &shapes, a.sync);
     let text = if a.json {
-        let mut v = match serde_json::to_value(&cached.plan) {
-            Ok(v) => v,
-            Err(e) => return super::fail(e),
-        };
+        let mut v = serde_json::to_value(&cached.plan).map_err(Problem::bug)?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert("sync".into(), serde_json::json!(a.sync.name()));
             obj.insert("runs_as".into(), serde_json::json!(runs));
         }
         match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         let mut t = render(&cached.plan, &pipeline, &device_note, a.regs.len());
@@ -107,7 +96,7 @@ pub fn run(a: &Args) -> i32 {
     };
     // A closed stdout (`| head`) is not worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    0
+    Ok(0)
 }
 
 /// Parses and validates the pipeline; the printed diagnostics on failure.

@@ -4,6 +4,7 @@ use crate::util::terminal_safe;
 use std::path::PathBuf;
 
 use crate::ir::{load_program, print::print_program};
+use crate::util::Problem;
 
 /// Print a Program's IR text (a pipeline: its buffers, then every step's Program with node ids
 /// `steps[i].body[..]`).
@@ -18,16 +19,16 @@ pub struct Args {
 }
 
 /// Runs `print`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     let printed = if crate::ir::is_pipeline_file(&a.file) {
         match crate::ir::load_pipeline(&a.file) {
             Ok(p) => crate::ir::pipeline_print::print_pipeline(&p),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     } else {
         match load_program(&a.file) {
             Ok(p) => print_program(&p),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     };
     // `doc` and names come from the file: escape any terminal control characters in them.
@@ -36,5 +37,5 @@ pub fn run(a: &Args) -> i32 {
     } else {
         super::write_stdout(&terminal_safe(&printed.text_with_gutter()));
     }
-    0
+    Ok(0)
 }

@@ -8,6 +8,7 @@ use crate::inputs::{self, HostBuffer, PreparedRun};
 use crate::interp;
 use crate::ir::{load_program, Program};
 use crate::report::RunReport;
+use crate::util::Problem;
 
 /// Where a Program runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -228,17 +229,14 @@ pub fn file_root<'a>(a: &'a Args, base: &'a Path) -> inputs::FileRoot<'a> {
 }
 
 /// Runs `run`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return super::run_pipeline::run(a);
     }
-    let program = match load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let program = load_program(&a.file)?;
     let diags = crate::validate::validate(&program);
     if diags.iter().any(|d| d.severity == Severity::Error) {
-        return super::invalid_file(&a.file, "Program", &diags);
+        return Err(Problem::invalid_file(&a.file, "Program", &diags));
     }
     for d in &diags {
         errln!("{}", crate::util::terminal_safe(&d.to_string()));
@@ -250,27 +248,21 @@ pub fn run(a: &Args) -> i32 {
         return super::run_cuda::run(a, &program);
     }
     if a.wants_timeline() {
-        return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
+        return Err(Problem::from(
+            "--timeline and --trace record GPU time\n  Fix: add --backend cuda",
+        ));
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let mut prepared =
-        match inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid) {
-            Ok(p) => p,
-            Err(e) => return super::fail(e),
-        };
+    let mut prepared = inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid)?;
     if let Some(dir) = &a.dump {
         if let Err(e) = dump(dir, &prepared.buffers, ".in.bin") {
-            return super::fail(e);
+            return Err(Problem::from(e));
         }
     }
-    let (elapsed_ms, node_evals) =
-        match execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu) {
-            Ok(r) => r,
-            Err(e) => return super::fail(e),
-        };
+    let (elapsed_ms, node_evals) = execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu)?;
     if let Some(dir) = &a.dump {
         if let Err(e) = dump(dir, &prepared.buffers, ".bin") {
-            return super::fail(e);
+            return Err(Problem::from(e));
         }
     }
     let report = RunReport::new(
@@ -284,10 +276,10 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         out!("{}", report.to_text(&prepared.buffers));
     }
-    0
+    Ok(0)
 }

@@ -11,6 +11,7 @@ use super::run::{dump_named, Args, Backend};
 use crate::inputs::pipeline::{prepare_pipeline_rooted, PreparedPipeline};
 use crate::interp::{self, pipeline::StepRun};
 use crate::report::{element_text, OutputSummary, FIRST_ELEMENTS};
+use crate::util::Problem;
 use crate::validate::pipeline::load_pipeline;
 
 /// `run --json` for a pipeline.
@@ -49,58 +50,58 @@ fn dump_buffers(dir: &Path, p: &PreparedPipeline, suffix: &str, all: bool) -> Re
 }
 
 /// Runs `run` on a pipeline file.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if a.workgroup.is_some() || a.grid.is_some() {
-        return super::fail(
+        return Err(Problem::from(
             "--workgroup/--grid do not apply to a pipeline\n  Fix: set `workgroup_size`, `grid` or `elements` on the steps in the pipeline file",
-        );
+        ));
     }
     let loaded = load_pipeline(&a.file);
     let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
-        return super::invalid_file(&a.file, "pipeline", &loaded.diagnostics);
+        return Err(Problem::invalid_file(
+            &a.file,
+            "pipeline",
+            &loaded.diagnostics,
+        ));
     };
     for d in &loaded.diagnostics {
         errln!("{d}");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     // `file` contents may come from `--root DIR`, as for a Program.
-    let mut prepared = match prepare_pipeline_rooted(pipeline, super::run::file_root(a, base)) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let mut prepared = prepare_pipeline_rooted(pipeline, super::run::file_root(a, base))?;
     if let Some(dir) = &a.dump {
         if let Err(e) = dump_buffers(dir, &prepared, ".in.bin", true) {
-            return super::fail(e);
+            return Err(Problem::from(e));
         }
     }
     if a.backend == Backend::Cuda {
         let code = super::run_pipeline_cuda::run(a, pipeline, &mut prepared);
-        if code == 0 {
+        if code == Ok(0) {
             if let Some(dir) = &a.dump {
                 if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
-                    return super::fail(e);
+                    return Err(Problem::from(e));
                 }
             }
         }
         return code;
     }
     if a.wants_timeline() {
-        return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
+        return Err(Problem::from(
+            "--timeline and --trace record GPU time\n  Fix: add --backend cuda",
+        ));
     }
     let opts = interp::Options {
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
         ..interp::Options::default()
     };
     let t = Instant::now();
-    let steps = match interp::pipeline::run_pipeline(pipeline, &mut prepared, &opts) {
-        Ok(s) => s,
-        Err(e) => return super::fail(e),
-    };
+    let steps = interp::pipeline::run_pipeline(pipeline, &mut prepared, &opts)?;
     let elapsed_ms = t.elapsed().as_secs_f64() * 1e3;
     if let Some(dir) = &a.dump {
         // Transient buffers have no meaningful final contents: nobody may read them.
         if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
-            return super::fail(e);
+            return Err(Problem::from(e));
         }
     }
     let report = PipelineReport {
@@ -119,7 +120,7 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!(
@@ -159,5 +160,5 @@ pub fn run(a: &Args) -> i32 {
             );
         }
     }
-    0
+    Ok(0)
 }

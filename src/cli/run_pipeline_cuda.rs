@@ -13,6 +13,7 @@ use crate::megakernel::gate::evidence_csv;
 use crate::runtime::pipeline_gpu::{
     run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport,
 };
+use crate::util::Problem;
 
 fn forms(a: &Args) -> Forms {
     match (a.separate, a.megakernel, a.both) {
@@ -24,14 +25,11 @@ fn forms(a: &Args) -> Forms {
 
 /// Runs the pipeline on the GPU; `prepared` holds the initial contents and receives the final
 /// contents of the last form run (for `--dump`). Returns the exit code.
-pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
+pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> super::Outcome {
     if a.wants_timeline() {
         return super::run_timeline::pipeline(a, pipeline, prepared);
     }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let opts = PipelineGpuOptions {
         forms: forms(a),
         repeat: a.repeat,
@@ -41,36 +39,33 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i3
         grid_barrier: a.grid_barrier,
         sync: a.sync,
     };
-    let report = match run_pipeline_forms(&mut rt, pipeline, prepared, &opts) {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let report = run_pipeline_forms(&mut rt, pipeline, prepared, &opts)?;
     if let (Some(path), Some(s), Some(m)) = (&a.gate_csv, &report.separate, &report.megakernel) {
         if let Err(e) = crate::util::write_atomic(
             Path::new(path),
             evidence_csv(&s.samples_ms, &m.samples_ms).as_bytes(),
         ) {
-            return super::fail(format!(
+            return Err(Problem::from(format!(
                 "cannot write {}: {e}\n  Fix: give --gate-csv a writable file path",
                 path.display()
-            ));
+            )));
         }
     }
     if a.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         print_text(&report);
     }
     if report.verified() {
-        0
+        Ok(0)
     } else {
         errln!(
             "error: a GPU result differs from the reference interpreter\n  Fix: this is a bug in the fused kernel, the emitter or the interpreter; report it with the pipeline file"
         );
-        1
+        Ok(1)
     }
 }
 

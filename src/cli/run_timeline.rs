@@ -18,6 +18,7 @@ use crate::runtime::jit::JitOptions;
 use crate::runtime::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch, TimelineRun};
 use crate::runtime::Runtime;
 use crate::timeline::{self, Decoded};
+use crate::util::Problem;
 
 /// Refuses a `--trace` or `--timeline-out` path that names the input file (it would be
 /// overwritten) or both name one file.
@@ -84,37 +85,38 @@ fn record(
     })
 }
 
-fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: bool) -> i32 {
+fn finish(
+    a: &Args,
+    rt: &Runtime,
+    forms: &[Form],
+    mut extra: Value,
+    parity_ok: bool,
+) -> super::Outcome {
     if let Some(out) = &a.trace {
         let parts: Vec<_> = forms
             .iter()
             .map(|f| (f.label, &f.run.capture, &f.decoded))
             .collect();
         let trace = timeline::trace::chrome_trace_parts(&parts);
-        let text = match serde_json::to_string(&trace) {
-            Ok(t) => t,
-            Err(e) => return super::fail(e),
-        };
+        let text = serde_json::to_string(&trace).map_err(Problem::bug)?;
         if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
-            return super::fail(format!(
+            return Err(Problem::from(format!(
                 "cannot write {}: {e}\n  Fix: give --trace a writable file path",
                 out.display()
-            ));
+            )));
         }
     }
     let caps = rt.caps();
     if let Some(out) = &a.timeline_out {
         let parts: Vec<_> = forms.iter().map(|f| (f.label, &f.run.capture)).collect();
         let source = a.file.display().to_string();
-        let text = match timeline::file::to_json(Some(&caps.name), &source, &parts) {
-            Ok(t) => t,
-            Err(e) => return super::fail(e),
-        };
+        let text =
+            timeline::file::to_json(Some(&caps.name), &source, &parts).map_err(Problem::bug)?;
         if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
-            return super::fail(format!(
+            return Err(Problem::from(format!(
                 "cannot write {}: {e}\n  Fix: give --timeline-out a writable file path",
                 out.display()
-            ));
+            )));
         }
     }
     let ok = parity_ok && forms.iter().all(|f| f.problems.is_empty());
@@ -143,7 +145,7 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
         }
         match serde_json::to_string_pretty(&extra) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!("device: {} ({} SMs)", caps.name, caps.sm_count);
@@ -189,31 +191,25 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
         }
     }
     if ok {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 
 /// `run PROGRAM --backend cuda --timeline`.
-pub fn program(a: &Args, program: &Program) -> i32 {
+pub fn program(a: &Args, program: &Program) -> super::Outcome {
     if let Err(e) = check_trace_path(a) {
-        return super::fail(e);
+        return Err(Problem::from(e));
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let prepared = match crate::inputs::prepare_rooted(
+    let prepared = crate::inputs::prepare_rooted(
         program,
         super::run::file_root(a, base),
         a.workgroup,
         a.grid,
-    ) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    )?;
+    let mut rt = a.gpu.open()?;
     let mut buffers = prepared.buffers.clone();
     let launch = TimelineLaunch {
         program: program.clone(),
@@ -225,10 +221,7 @@ pub fn program(a: &Args, program: &Program) -> i32 {
         grid_barrier: a.grid_barrier,
         ..JitOptions::default()
     };
-    let form = match record(&mut rt, "", &[launch], &mut buffers, a, &jit) {
-        Ok(f) => f,
-        Err(e) => return super::fail(e),
-    };
+    let form = record(&mut rt, "", &[launch], &mut buffers, a, &jit)?;
     // The instrumented kernel must compute what the plain one does.
     let mut parity = Value::Null;
     let mut parity_ok = true;
@@ -254,7 +247,7 @@ pub fn program(a: &Args, program: &Program) -> i32 {
                 }
                 parity = json!(p);
             }
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     }
     let extra = json!({"program": program.name, "backend": "cuda", "parity": parity});
@@ -262,14 +255,11 @@ pub fn program(a: &Args, program: &Program) -> i32 {
 }
 
 /// `run PIPELINE --backend cuda --timeline [--separate | --megakernel | --both]`.
-pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
+pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> super::Outcome {
     if let Err(e) = check_trace_path(a) {
-        return super::fail(e);
+        return Err(Problem::from(e));
     }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let jit = JitOptions {
         grid_barrier: a.grid_barrier,
         ..JitOptions::default()
@@ -284,14 +274,11 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     let initial = crate::runtime::pipeline_gpu::host_buffers(prepared);
     let mut forms = Vec::new();
     for (label, form) in which {
-        let launches = match pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync) {
-            Ok(l) => l,
-            Err(e) => return super::fail(e),
-        };
+        let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync)?;
         let mut bufs = initial.clone();
         match record(&mut rt, label, &launches, &mut bufs, a, &jit) {
             Ok(f) => forms.push(f),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     }
     let extra = json!({"pipeline": pipeline.name, "backend": "cuda"});

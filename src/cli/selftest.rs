@@ -14,6 +14,7 @@ use crate::validate::pipeline::load_pipeline;
 use crate::runtime::fuzz::{default_out_dir, summary as fuzz_summary, FuzzOptions};
 use crate::runtime::selftest::{fixture_files, fixture_table};
 use crate::runtime::Runtime;
+use crate::util::Problem;
 
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
@@ -108,26 +109,23 @@ pub const VYRE_RACE_PROGRAMS: [&str; 4] = [
 ];
 
 #[cfg(not(feature = "vyre"))]
-fn run_vyre(_a: &Args) -> i32 {
-    super::fail(super::vyre_emit::FEATURE_OFF)
+fn run_vyre(_a: &Args) -> super::Outcome {
+    Err(Problem::from(super::vyre_emit::FEATURE_OFF))
 }
 
 #[cfg(feature = "vyre")]
-fn run_vyre(a: &Args) -> i32 {
+fn run_vyre(a: &Args) -> super::Outcome {
     let files: Vec<PathBuf> = if a.vyre_programs.is_empty() {
         VYRE_RACE_PROGRAMS.iter().map(PathBuf::from).collect()
     } else {
         a.vyre_programs.clone()
     };
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let rep = rt.vyre_race(&files, Some(a.vyre_elements), a.vyre_rounds);
     if a.json {
         match serde_json::to_string_pretty(&rep) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     } else {
         let d = rt.caps();
@@ -148,7 +146,7 @@ fn run_vyre(a: &Args) -> i32 {
 }
 
 /// Runs `selftest`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if a.vyre {
         return run_vyre(a);
     }
@@ -160,15 +158,12 @@ pub fn run(a: &Args) -> i32 {
     }
     let files = fixture_files(&a.fixtures);
     if files.is_empty() {
-        return super::fail(format!(
+        return Err(Problem::from(format!(
             "no *.json fixtures in {}\n  Fix: pass --fixtures DIR",
             a.fixtures.display()
-        ));
+        )));
     }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let rep = rt.selftest(&files, a.repeat, !a.no_faults, a.root.as_deref());
     let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat, a.root.as_deref());
     let pipelines_ok = pipelines
@@ -187,7 +182,7 @@ pub fn run(a: &Args) -> i32 {
         let v = serde_json::json!({"report": rep, "pipelines": pl, "timelines": timelines, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         let d = &rep.device;
@@ -242,19 +237,16 @@ pub fn run(a: &Args) -> i32 {
         outln!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
     }
     if passed {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 
 /// `selftest --fuzz N`: the differential fuzz (`runtime::fuzz`), findings printed as they
 /// come, then the summary line; exit 1 on any finding.
-fn run_fuzz(a: &Args, n: u64) -> i32 {
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+fn run_fuzz(a: &Args, n: u64) -> super::Outcome {
+    let mut rt = a.gpu.open()?;
     let opts = FuzzOptions {
         count: n,
         seed: a.seed,
@@ -297,7 +289,7 @@ fn run_fuzz(a: &Args, n: u64) -> i32 {
     if json {
         match serde_json::to_string_pretty(&rep) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!("{}", fuzz_summary(&rep));
@@ -310,21 +302,18 @@ fn run_fuzz(a: &Args, n: u64) -> i32 {
         );
     }
     if rep.passed {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 
 /// `selftest --fuzz-pipelines N` (`runtime::fuzz_pipelines`); exit 1 on any finding.
-fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
+fn run_fuzz_pipelines(a: &Args, n: u64) -> super::Outcome {
     use crate::runtime::fuzz_pipelines::{
         default_pipeline_out_dir, pipeline_summary, PipelineFuzzOptions,
     };
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let opts = PipelineFuzzOptions {
         count: n,
         seed: a.seed,
@@ -369,7 +358,7 @@ fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
     if json {
         match serde_json::to_string_pretty(&rep) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!("{}", pipeline_summary(&rep));
@@ -384,7 +373,7 @@ fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
             if rep.passed { "PASSED" } else { "FAILED" }
         );
     }
-    i32::from(!rep.passed)
+    Ok(i32::from(!rep.passed))
 }
 
 /// Every pipeline fixture in `dir` in both forms, verified (empty when `dir` is missing).

@@ -700,6 +700,8 @@ impl KeyMap {
     }
 }
 
+crate::util::problem::into_problem!(KeyParseError);
+
 #[cfg(test)]
 mod tests {
     use super::*;
