@@ -70,10 +70,10 @@ pub fn run(a: &Args) -> super::Outcome {
         (false, None) => Verify::Full,
     };
     if matches!(verify, Verify::Sampled(_)) && !crate::runtime::bench::can_sample(&program) {
-        return Err(Problem::from(format!(
-            "`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable\n  Fix: leave out --sample",
-            program.name
-        )));
+        return Err(Problem::new(
+            format!("`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable", program.name),
+            "leave out --sample",
+        ));
     }
     let mut rt = a.gpu.open()?;
     let opts = BenchOptions {
@@ -85,9 +85,9 @@ pub fn run(a: &Args) -> super::Outcome {
     };
     let bench = rt.bench_program(&program, base, &opts)?;
     let overhead = if a.overhead {
-        match rt.bench_overhead(&program, base, 1024, 2000) {
-            Ok(o) => Some(o),
-            Err(e) => return Err(Problem::from(e)),
+        {
+            let o = rt.bench_overhead(&program, base, 1024, 2000)?;
+            Some(o)
         }
     } else {
         None

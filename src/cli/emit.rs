@@ -82,7 +82,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if a.vyre {
         return match super::vyre_emit::vyre_text(&for_vyre, a.sm) {
             Ok(text) => output(a, text),
-            Err(e) => Err(Problem::from(format!("{}: {e}", a.file.display()))),
+            Err(e) => Err(Problem::from(e).context(a.file.display())),
         };
     }
     let emitted = if a.timeline {
@@ -98,7 +98,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if a.compare_vyre {
         return match super::vyre_emit::compare_text(&for_vyre, &k.ptx, a.sm, a.json) {
             Ok(text) => output(a, text),
-            Err(e) => Err(Problem::from(format!("{}: {e}", a.file.display()))),
+            Err(e) => Err(Problem::from(e).context(a.file.display())),
         };
     }
     let text = if a.resources {
@@ -125,10 +125,12 @@ pub fn run(a: &Args) -> super::Outcome {
 /// group's map, `--resources` one line per group.
 fn pipeline(a: &Args) -> super::Outcome {
     if a.vyre || a.compare_vyre || a.timeline {
-        return Err(Problem::from(format!(
-            "{}: --vyre, --compare-vyre and --timeline take one Program, and this is a pipeline\n  Fix: give one step's Program file, or drop the option to see the fused kernels",
-            a.file.display()
-        )));
+        let file = a.file.display();
+        return Err(Problem::new(
+            format!("{file}: --vyre, --compare-vyre and --timeline take one Program, and this is a pipeline"),
+            "give one step's Program file, or drop the option to see the fused kernels",
+        )
+        .at(file.to_string()));
     }
     let how = super::pipeline_kernels::GroupEmit {
         sm: Some(a.sm),
@@ -175,15 +177,13 @@ fn pipeline(a: &Args) -> super::Outcome {
 fn output(a: &Args, text: String) -> super::Outcome {
     match &a.output {
         Some(path) => {
-            if let Err(e) = crate::util::refuse_overwrite(path, [a.file.as_path()], "-o") {
-                return Err(Problem::from(e));
-            }
+            crate::util::refuse_overwrite(path, [a.file.as_path()], "-o")?;
             // Atomic: a failed write leaves a previous file whole (see util::atomic_write).
             if let Err(e) = crate::util::write_atomic(path, text.as_bytes()) {
-                return Err(Problem::from(format!(
-                    "cannot write {}: {e}\n  Fix: check the folder exists and is writable, and that the path names a regular file",
-                    path.display()
-                )));
+                return Err(Problem::new(
+                    format!("cannot write {}: {e}", path.display()),
+                    "check the folder exists and is writable, and that the path names a regular file",
+                ));
             }
         }
         // The PTX carries the Program's `doc` in a comment: no raw control characters to a

@@ -23,9 +23,9 @@ pub struct Args {
 /// Runs `fault-test`; exit 1 when any step did not behave as expected.
 pub fn run(a: &Args) -> super::Outcome {
     let mut w = GpuWorker::new();
-    match a.gpu.ordinal() {
-        Ok(n) => w.set_device(n),
-        Err(e) => return Err(Problem::from(e)),
+    {
+        let n = a.gpu.ordinal()?;
+        w.set_device(n)
     }
     // Fails with the one-line no-driver error where there is no GPU.
     let caps = w.probe()?;

@@ -42,12 +42,15 @@ pub fn run(a: &Args) -> super::Outcome {
     match crate::ir::load_source(&a.file) {
         Ok(crate::ir::Source::Foreign(..)) => {}
         Ok(crate::ir::Source::Json(_)) => {
-            return Err(Problem::from(format!(
-                "{}: not a vyre file (no `VYRE` wire header, no `vyre_ir v0.1` text header)\n  \
-                 Fix: pass a file written by vyre's `Program::to_wire` or `Program::to_text`; \
+            return Err(Problem::new(
+                format!(
+                    "{}: not a vyre file (no `VYRE` wire header, no `vyre_ir v0.1` text header)",
+                    a.file.display()
+                ),
+                "pass a file written by vyre's `Program::to_wire` or `Program::to_text`; \
                  Program JSON needs no import",
-                a.file.display()
-            )))
+            )
+            .at(a.file.display().to_string()))
         }
         Err(e) => return Err(Problem::from(e)),
     }
@@ -72,14 +75,12 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     let json = crate::ir::program_to_json(program)?;
     if let Some(out) = &a.out {
-        if let Err(e) = crate::util::refuse_overwrite(out, [a.file.as_path()], "-o") {
-            return Err(Problem::from(e));
-        }
+        crate::util::refuse_overwrite(out, [a.file.as_path()], "-o")?;
         if let Err(e) = crate::util::write_atomic(out, format!("{json}\n").as_bytes()) {
-            return Err(Problem::from(format!(
-                "cannot write {}: {e}\n  Fix: check that the folder exists and is writable",
-                out.display()
-            )));
+            return Err(Problem::new(
+                format!("cannot write {}: {e}", out.display()),
+                "check that the folder exists and is writable",
+            ));
         }
     }
     let valid = loaded.is_valid();

@@ -114,8 +114,9 @@ fn print_json(v: &serde_json::Value) -> super::Outcome {
 
 fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> super::Outcome {
     let Some(regs) = a.regs else {
-        return Err(Problem::from(
-            "calculator mode needs --regs N (or give a Program FILE)\n  Fix: run `vyrescope occupancy --device h200 --regs 32`, or `vyrescope occupancy FILE`",
+        return Err(Problem::new(
+            "calculator mode needs --regs N (or give a Program FILE)",
+            "run `vyrescope occupancy --device h200 --regs 32`, or `vyrescope occupancy FILE`",
         ));
     };
     let res = KernelResources {
@@ -232,7 +233,7 @@ fn resources_for(
     kernel: &EmittedKernel,
     sm: u32,
     regs: Option<u32>,
-) -> Result<(KernelResources, ResourceSource), String> {
+) -> Result<(KernelResources, ResourceSource), Problem> {
     if let Some(n) = regs {
         let res = KernelResources {
             regs_per_thread: n,
@@ -262,10 +263,10 @@ fn resources_for(
                 estimated: true,
             },
         )),
-        Err(e) => Err(format!(
+        Err(e) => Err(Problem::from(format!(
             "no kernel resources for `{}`: {e}",
             kernel.kernel_name
-        )),
+        ))),
     }
 }
 

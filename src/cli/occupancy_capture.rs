@@ -32,10 +32,10 @@ pub fn run(a: &Args) -> super::Outcome {
     let rows = rt.capture_occupancy(&REG_CAPS, &STATIC_SMEM)?;
     let csv = to_csv(&rows);
     if let Err(e) = crate::util::write_atomic(&a.out, csv.as_bytes()) {
-        return Err(Problem::from(format!(
-            "cannot write {}: {e}\n  Fix: choose a writable path",
-            a.out.display()
-        )));
+        return Err(Problem::new(
+            format!("cannot write {}: {e}", a.out.display()),
+            "choose a writable path",
+        ));
     }
     let mut regs: Vec<u32> = rows.iter().map(|r| r.regs_per_thread).collect();
     regs.sort_unstable();

@@ -47,26 +47,26 @@ pub struct Args {
 
 /// Runs `plan`.
 pub fn run(a: &Args) -> super::Outcome {
-    let pipeline = match load(&a.file) {
-        Ok(p) => p,
-        Err(msg) => return Err(Problem::from(msg.trim_start_matches("error: "))),
-    };
+    let pipeline = load(&a.file)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
     // Shapes only: a plan never looks at the buffers' contents.
     let shapes = pipeline_shapes(&pipeline, base)?;
     let (caps, device_note) = super::occupancy::resolve_device(a.device.as_deref())?;
     if !(0.0..=100.0).contains(&a.min_occupancy) {
-        return Err(Problem::from(format!(
-            "--min-occupancy {} is not a percentage\n  Fix: give a value from 0 to 100, e.g. --min-occupancy 25",
-            a.min_occupancy
-        )));
+        return Err(Problem::new(
+            format!("--min-occupancy {} is not a percentage", a.min_occupancy),
+            "give a value from 0 to 100, e.g. --min-occupancy 25",
+        ));
     }
     if a.regs.len() > pipeline.steps.len() || a.regs.iter().any(|&r| r == 0 || r > 255) {
-        return Err(Problem::from(format!(
-            "--regs {:?}: expected at most {} counts (one per step) from 1 to 255\n  Fix: give one register count per step in order, e.g. --regs 18,20",
-            a.regs,
-            pipeline.steps.len()
-        )));
+        return Err(Problem::new(
+            format!(
+                "--regs {:?}: expected at most {} counts (one per step) from 1 to 255",
+                a.regs,
+                pipeline.steps.len()
+            ),
+            "give one register count per step in order, e.g. --regs 18,20",
+        ));
     }
     let opts = PlanOptions {
         device: caps,
@@ -99,12 +99,12 @@ pub fn run(a: &Args) -> super::Outcome {
     Ok(0)
 }
 
-/// Parses and validates the pipeline; the printed diagnostics on failure.
-pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
+/// Parses and validates the pipeline; on failure a problem that lists the error diagnostics.
+pub(crate) fn load(path: &Path) -> Result<Pipeline, Problem> {
     if !crate::ir::is_pipeline_file(path) && crate::ir::load_program(path).is_ok() {
-        return Err(format!(
-            "error: {} is a Program, not a pipeline\n  Fix: plan a pipeline file (top-level `pipeline` and `steps`, see fixtures/pipelines/); for one Program use `vyrescope occupancy` or `vyrescope run`",
-            path.display()
+        return Err(Problem::new(
+            format!("{} is a Program, not a pipeline", path.display()),
+            "plan a pipeline file (top-level `pipeline` and `steps`, see fixtures/pipelines/); for one Program use `vyrescope occupancy` or `vyrescope run`",
         ));
     }
     let loaded = crate::validate::pipeline::load_pipeline(path);
@@ -112,7 +112,7 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
     match loaded.pipeline {
         Some(p) if ok => Ok(p),
         _ => {
-            let mut msg = format!("error: {} cannot be planned:", path.display());
+            let mut msg = format!("{} cannot be planned:", path.display());
             for d in loaded
                 .diagnostics
                 .iter()
@@ -120,7 +120,8 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
             {
                 let _ = write!(msg, "\n  {}", d.to_string().replace('\n', "\n  "));
             }
-            Err(msg)
+            // Several findings, each with its own `Fix:` line, in one message.
+            Err(Problem::from(msg))
         }
     }
 }

@@ -4,7 +4,6 @@ use crate::util::terminal_safe;
 use std::path::PathBuf;
 
 use crate::ir::{load_program, print::print_program};
-use crate::util::Problem;
 
 /// Print a Program's IR text (a pipeline: its buffers, then every step's Program with node ids
 /// `steps[i].body[..]`).
@@ -21,15 +20,9 @@ pub struct Args {
 /// Runs `print`.
 pub fn run(a: &Args) -> super::Outcome {
     let printed = if crate::ir::is_pipeline_file(&a.file) {
-        match crate::ir::load_pipeline(&a.file) {
-            Ok(p) => crate::ir::pipeline_print::print_pipeline(&p),
-            Err(e) => return Err(Problem::from(e)),
-        }
+        crate::ir::pipeline_print::print_pipeline(&crate::ir::load_pipeline(&a.file)?)
     } else {
-        match load_program(&a.file) {
-            Ok(p) => print_program(&p),
-            Err(e) => return Err(Problem::from(e)),
-        }
+        print_program(&load_program(&a.file)?)
     };
     // `doc` and names come from the file: escape any terminal control characters in them.
     if a.no_gutter {

@@ -168,7 +168,7 @@ pub fn execute(
     prepared: &mut PreparedRun,
     fuel: Option<u64>,
     gpu: u32,
-) -> Result<(f64, Option<u64>), String> {
+) -> Result<(f64, Option<u64>), Problem> {
     match backend {
         Backend::Reference => {
             let opts = interp::Options {
@@ -176,8 +176,7 @@ pub fn execute(
                 ..interp::Options::default()
             };
             let t = Instant::now();
-            let stats = interp::run_with(program, &prepared.shape, &mut prepared.buffers, &opts)
-                .map_err(|e| e.to_string())?;
+            let stats = interp::run_with(program, &prepared.shape, &mut prepared.buffers, &opts)?;
             Ok((t.elapsed().as_secs_f64() * 1e3, Some(stats.node_evals)))
         }
         Backend::Cuda => super::run_cuda::execute(gpu, program, prepared),
@@ -185,7 +184,7 @@ pub fn execute(
 }
 
 /// Writes each buffer as `dir/<name><suffix>` (see [`dump_named`]).
-pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), String> {
+pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), Problem> {
     let named: Vec<(&str, &[u8])> = buffers
         .iter()
         .map(|b| (b.name.as_str(), b.data.as_slice()))
@@ -197,11 +196,11 @@ pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), Stri
 /// for Programs and pipelines. Each file is written atomically (util::write_atomic): a failed
 /// dump never leaves a half-written file, and an existing link, device or folder of that name
 /// is refused rather than written through.
-pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result<(), String> {
+pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result<(), Problem> {
     std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "cannot create {}: {e}\n  Fix: choose a writable --dump directory",
-            dir.display()
+        Problem::new(
+            format!("cannot create {}: {e}", dir.display()),
+            "choose a writable --dump directory",
         )
     })?;
     for (name, data) in buffers {
@@ -211,11 +210,11 @@ pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result
 }
 
 /// Writes one `--dump` file atomically, with the `Fix:` message every dump error carries.
-pub fn dump_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn dump_file(path: &Path, bytes: &[u8]) -> Result<(), Problem> {
     crate::util::write_atomic(path, bytes).map_err(|e| {
-        format!(
-            "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
-            path.display()
+        Problem::new(
+            format!("cannot write {}: {e}", path.display()),
+            "choose a writable --dump directory",
         )
     })
 }
@@ -248,22 +247,19 @@ pub fn run(a: &Args) -> super::Outcome {
         return super::run_cuda::run(a, &program);
     }
     if a.wants_timeline() {
-        return Err(Problem::from(
-            "--timeline and --trace record GPU time\n  Fix: add --backend cuda",
+        return Err(Problem::new(
+            "--timeline and --trace record GPU time",
+            "add --backend cuda",
         ));
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     let mut prepared = inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid)?;
     if let Some(dir) = &a.dump {
-        if let Err(e) = dump(dir, &prepared.buffers, ".in.bin") {
-            return Err(Problem::from(e));
-        }
+        dump(dir, &prepared.buffers, ".in.bin")?;
     }
     let (elapsed_ms, node_evals) = execute(a.backend, &program, &mut prepared, a.fuel, a.gpu.gpu)?;
     if let Some(dir) = &a.dump {
-        if let Err(e) = dump(dir, &prepared.buffers, ".bin") {
-            return Err(Problem::from(e));
-        }
+        dump(dir, &prepared.buffers, ".bin")?;
     }
     let report = RunReport::new(
         &program.name,

@@ -39,9 +39,7 @@ pub fn run(a: &Args, program: &Program) -> super::Outcome {
             a.grid,
         ) {
             Ok(p) => {
-                if let Err(e) = super::run::dump(dir, &p.buffers, ".in.bin") {
-                    return Err(Problem::from(e));
-                }
+                super::run::dump(dir, &p.buffers, ".in.bin")?;
             }
             Err(e) => return Err(Problem::from(e)),
         }
@@ -49,16 +47,11 @@ pub fn run(a: &Args, program: &Program) -> super::Outcome {
     let req = request(a);
     let run = rt.run_program(program, base, &req)?;
     if let Some(dir) = &a.dump {
-        if let Err(e) = super::run::dump(dir, &run.buffers, ".bin") {
-            return Err(Problem::from(e));
-        }
+        super::run::dump(dir, &run.buffers, ".bin")?;
         let ptx = dir.join(format!("{}.ptx", run.compiled.emitted.kernel_name));
         let log = dir.join("jit.log");
-        if let Err(e) = super::run::dump_file(&ptx, run.compiled.emitted.ptx.as_bytes())
-            .and_then(|_| super::run::dump_file(&log, run.compiled.info.info_log.as_bytes()))
-        {
-            return Err(Problem::from(e));
-        }
+        super::run::dump_file(&ptx, run.compiled.emitted.ptx.as_bytes())
+            .and_then(|_| super::run::dump_file(&log, run.compiled.info.info_log.as_bytes()))?;
     }
     let report = RunReport::new(
         &program.name,
@@ -165,20 +158,16 @@ pub fn execute(
     gpu: u32,
     program: &Program,
     prepared: &mut crate::inputs::PreparedRun,
-) -> Result<(f64, Option<u64>), String> {
-    let mut rt = Runtime::open(gpu).map_err(|e| e.to_string())?;
-    let c = rt
-        .compile_program(program, prepared.shape.workgroup_size, &Default::default())
-        .map_err(|e| e.to_string())?;
-    let rep = rt
-        .dispatch(
-            &c.handle,
-            &c.emitted.abi,
-            &prepared.shape,
-            &mut prepared.buffers,
-            &Default::default(),
-        )
-        .map_err(|e| e.to_string())?;
+) -> Result<(f64, Option<u64>), Problem> {
+    let mut rt = Runtime::open(gpu)?;
+    let c = rt.compile_program(program, prepared.shape.workgroup_size, &Default::default())?;
+    let rep = rt.dispatch(
+        &c.handle,
+        &c.emitted.abi,
+        &prepared.shape,
+        &mut prepared.buffers,
+        &Default::default(),
+    )?;
     Ok((rep.full_ms, None))
 }
 

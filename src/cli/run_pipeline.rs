@@ -39,7 +39,7 @@ fn ser_outputs<S: serde::Serializer>(
     m.end()
 }
 
-fn dump_buffers(dir: &Path, p: &PreparedPipeline, suffix: &str, all: bool) -> Result<(), String> {
+fn dump_buffers(dir: &Path, p: &PreparedPipeline, suffix: &str, all: bool) -> Result<(), Problem> {
     let named: Vec<(&str, &[u8])> = p
         .buffers
         .iter()
@@ -52,8 +52,9 @@ fn dump_buffers(dir: &Path, p: &PreparedPipeline, suffix: &str, all: bool) -> Re
 /// Runs `run` on a pipeline file.
 pub fn run(a: &Args) -> super::Outcome {
     if a.workgroup.is_some() || a.grid.is_some() {
-        return Err(Problem::from(
-            "--workgroup/--grid do not apply to a pipeline\n  Fix: set `workgroup_size`, `grid` or `elements` on the steps in the pipeline file",
+        return Err(Problem::new(
+            "--workgroup/--grid do not apply to a pipeline",
+            "set `workgroup_size`, `grid` or `elements` on the steps in the pipeline file",
         ));
     }
     let loaded = load_pipeline(&a.file);
@@ -71,24 +72,21 @@ pub fn run(a: &Args) -> super::Outcome {
     // `file` contents may come from `--root DIR`, as for a Program.
     let mut prepared = prepare_pipeline_rooted(pipeline, super::run::file_root(a, base))?;
     if let Some(dir) = &a.dump {
-        if let Err(e) = dump_buffers(dir, &prepared, ".in.bin", true) {
-            return Err(Problem::from(e));
-        }
+        dump_buffers(dir, &prepared, ".in.bin", true)?;
     }
     if a.backend == Backend::Cuda {
         let code = super::run_pipeline_cuda::run(a, pipeline, &mut prepared);
         if code == Ok(0) {
             if let Some(dir) = &a.dump {
-                if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
-                    return Err(Problem::from(e));
-                }
+                dump_buffers(dir, &prepared, ".bin", false)?;
             }
         }
         return code;
     }
     if a.wants_timeline() {
-        return Err(Problem::from(
-            "--timeline and --trace record GPU time\n  Fix: add --backend cuda",
+        return Err(Problem::new(
+            "--timeline and --trace record GPU time",
+            "add --backend cuda",
         ));
     }
     let opts = interp::Options {
@@ -100,9 +98,7 @@ pub fn run(a: &Args) -> super::Outcome {
     let elapsed_ms = t.elapsed().as_secs_f64() * 1e3;
     if let Some(dir) = &a.dump {
         // Transient buffers have no meaningful final contents: nobody may read them.
-        if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
-            return Err(Problem::from(e));
-        }
+        dump_buffers(dir, &prepared, ".bin", false)?;
     }
     let report = PipelineReport {
         pipeline: &pipeline.name,

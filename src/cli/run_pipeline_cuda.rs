@@ -45,10 +45,10 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
             Path::new(path),
             evidence_csv(&s.samples_ms, &m.samples_ms).as_bytes(),
         ) {
-            return Err(Problem::from(format!(
-                "cannot write {}: {e}\n  Fix: give --gate-csv a writable file path",
-                path.display()
-            )));
+            return Err(Problem::new(
+                format!("cannot write {}: {e}", path.display()),
+                "give --gate-csv a writable file path",
+            ));
         }
     }
     if a.json {

@@ -22,7 +22,7 @@ use crate::util::Problem;
 
 /// Refuses a `--trace` or `--timeline-out` path that names the input file (it would be
 /// overwritten) or both name one file.
-fn check_trace_path(a: &Args) -> Result<(), String> {
+fn check_trace_path(a: &Args) -> Result<(), Problem> {
     let same = |x: &Path, y: &Path| match (std::fs::canonicalize(x), std::fs::canonicalize(y)) {
         (Ok(o), Ok(i)) => o == i,
         _ => x == y,
@@ -30,17 +30,17 @@ fn check_trace_path(a: &Args) -> Result<(), String> {
     for (opt, out) in [("--trace", &a.trace), ("--timeline-out", &a.timeline_out)] {
         let Some(out) = out else { continue };
         if same(out, &a.file) {
-            return Err(format!(
-                "{opt} {} names the input file\n  Fix: give it its own file, e.g. trace.json",
-                out.display()
+            return Err(Problem::new(
+                format!("{opt} {} names the input file", out.display()),
+                "give it its own file, e.g. trace.json",
             ));
         }
     }
     if let (Some(t), Some(r)) = (&a.trace, &a.timeline_out) {
         if same(t, r) {
-            return Err(format!(
-                "--trace and --timeline-out both name {}\n  Fix: give each its own file, e.g. --trace t.json --timeline-out rec.json",
-                t.display()
+            return Err(Problem::new(
+                format!("--trace and --timeline-out both name {}", t.display()),
+                "give each its own file, e.g. --trace t.json --timeline-out rec.json",
             ));
         }
     }
@@ -63,17 +63,15 @@ fn record(
     buffers: &mut [crate::inputs::HostBuffer],
     a: &Args,
     jit: &JitOptions,
-) -> Result<Form, String> {
+) -> Result<Form, Problem> {
     let opts = DispatchOptions {
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         ..DispatchOptions::default()
     };
     let rounds = a.timeline_rounds.max(1);
     let plain = if a.timeline_rounds > 0 { rounds } else { 0 };
-    let run = rt
-        .run_timeline(launches, buffers, rounds, plain, &opts, jit)
-        .map_err(|e| e.to_string())?;
-    let decoded = timeline::decode(&run.capture).map_err(|e| e.to_string())?;
+    let run = rt.run_timeline(launches, buffers, rounds, plain, &opts, jit)?;
+    let decoded = timeline::decode(&run.capture)?;
     let summary = timeline::summarize(&run.capture, &decoded);
     let problems = timeline::check(&run.capture, &decoded);
     Ok(Form {
@@ -100,10 +98,10 @@ fn finish(
         let trace = timeline::trace::chrome_trace_parts(&parts);
         let text = serde_json::to_string(&trace).map_err(Problem::bug)?;
         if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
-            return Err(Problem::from(format!(
-                "cannot write {}: {e}\n  Fix: give --trace a writable file path",
-                out.display()
-            )));
+            return Err(Problem::new(
+                format!("cannot write {}: {e}", out.display()),
+                "give --trace a writable file path",
+            ));
         }
     }
     let caps = rt.caps();
@@ -113,10 +111,10 @@ fn finish(
         let text =
             timeline::file::to_json(Some(&caps.name), &source, &parts).map_err(Problem::bug)?;
         if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
-            return Err(Problem::from(format!(
-                "cannot write {}: {e}\n  Fix: give --timeline-out a writable file path",
-                out.display()
-            )));
+            return Err(Problem::new(
+                format!("cannot write {}: {e}", out.display()),
+                "give --timeline-out a writable file path",
+            ));
         }
     }
     let ok = parity_ok && forms.iter().all(|f| f.problems.is_empty());
@@ -199,9 +197,7 @@ fn finish(
 
 /// `run PROGRAM --backend cuda --timeline`.
 pub fn program(a: &Args, program: &Program) -> super::Outcome {
-    if let Err(e) = check_trace_path(a) {
-        return Err(Problem::from(e));
-    }
+    check_trace_path(a)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
     let prepared = crate::inputs::prepare_rooted(
         program,
@@ -256,9 +252,7 @@ pub fn program(a: &Args, program: &Program) -> super::Outcome {
 
 /// `run PIPELINE --backend cuda --timeline [--separate | --megakernel | --both]`.
 pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> super::Outcome {
-    if let Err(e) = check_trace_path(a) {
-        return Err(Problem::from(e));
-    }
+    check_trace_path(a)?;
     let mut rt = a.gpu.open()?;
     let jit = JitOptions {
         grid_barrier: a.grid_barrier,
@@ -276,9 +270,9 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     for (label, form) in which {
         let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync)?;
         let mut bufs = initial.clone();
-        match record(&mut rt, label, &launches, &mut bufs, a, &jit) {
-            Ok(f) => forms.push(f),
-            Err(e) => return Err(Problem::from(e)),
+        {
+            let f = record(&mut rt, label, &launches, &mut bufs, a, &jit)?;
+            forms.push(f)
         }
     }
     let extra = json!({"pipeline": pipeline.name, "backend": "cuda"});

@@ -86,7 +86,7 @@ fn pipeline(a: &Args) -> super::Outcome {
     for g in &pk.groups {
         let listing = match sass::disassemble(&g.kernel, a.sm) {
             Ok(l) => l,
-            Err(e) => return Err(Problem::from(format!("group {}: {e}", g.index))),
+            Err(e) => return Err(Problem::from(e).context(format_args!("group {}", g.index))),
         };
         let wg = g.group.workgroup_size;
         let block = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);

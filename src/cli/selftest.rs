@@ -110,7 +110,7 @@ pub const VYRE_RACE_PROGRAMS: [&str; 4] = [
 
 #[cfg(not(feature = "vyre"))]
 fn run_vyre(_a: &Args) -> super::Outcome {
-    Err(Problem::from(super::vyre_emit::FEATURE_OFF))
+    Err(super::vyre_emit::feature_off())
 }
 
 #[cfg(feature = "vyre")]
@@ -123,9 +123,9 @@ fn run_vyre(a: &Args) -> super::Outcome {
     let mut rt = a.gpu.open()?;
     let rep = rt.vyre_race(&files, Some(a.vyre_elements), a.vyre_rounds);
     if a.json {
-        match serde_json::to_string_pretty(&rep) {
-            Ok(s) => outln!("{s}"),
-            Err(e) => return Err(Problem::from(e)),
+        {
+            let s = serde_json::to_string_pretty(&rep)?;
+            outln!("{s}")
         }
     } else {
         let d = rt.caps();
@@ -158,10 +158,10 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     let files = fixture_files(&a.fixtures);
     if files.is_empty() {
-        return Err(Problem::from(format!(
-            "no *.json fixtures in {}\n  Fix: pass --fixtures DIR",
-            a.fixtures.display()
-        )));
+        return Err(Problem::new(
+            format!("no *.json fixtures in {}", a.fixtures.display()),
+            "pass --fixtures DIR",
+        ));
     }
     let mut rt = a.gpu.open()?;
     let rep = rt.selftest(&files, a.repeat, !a.no_faults, a.root.as_deref());

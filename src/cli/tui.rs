@@ -98,8 +98,9 @@ pub fn open(files: &[PathBuf], o: &InspectorOpts) -> super::Outcome {
     // Without a terminal the inspector would write its escapes into a file or pipe.
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
-        return Err(Problem::from(
-            "the inspector needs a terminal, and standard output is not one\n  Fix: run it in a terminal, or replay keys headlessly: `vyrescope tui FILE --keys \"...\" --snapshot OUT.txt`",
+        return Err(Problem::new(
+            "the inspector needs a terminal, and standard output is not one",
+            "run it in a terminal, or replay keys headlessly: `vyrescope tui FILE --keys \"...\" --snapshot OUT.txt`",
         ));
     }
     match tui::run(&options(files, o)) {
@@ -122,23 +123,20 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     let Some(keys) = &a.keys else {
         if a.snapshot.is_some() {
-            return Err(Problem::from("--snapshot needs --keys (the keys to replay)\n  Fix: add --keys \"\" for the first screen"));
+            return Err(Problem::new(
+                "--snapshot needs --keys (the keys to replay)",
+                "add --keys \"\" for the first screen",
+            ));
         }
         return open(&a.files, &a.opts);
     };
-    if let Err(e) = tui::input::check_script(keys) {
-        return Err(Problem::from(e));
-    }
+    tui::input::check_script(keys)?;
     let (mut app, hl, first) = tui::setup(&opts)?;
     let mut gpu = tui::gpu::WorkerGpu::new();
     let screen = tui::replay::replay(&mut app, &hl, &mut gpu, first, keys, a.size);
     match a.snapshot.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
-            if let Err(e) =
-                crate::util::refuse_overwrite(p, a.files.iter().map(|f| f.as_path()), "--snapshot")
-            {
-                return Err(Problem::from(e));
-            }
+            crate::util::refuse_overwrite(p, a.files.iter().map(|f| f.as_path()), "--snapshot")?;
             if let Err(e) = tui::export::write_atomic(p, screen.as_bytes()) {
                 return Err(Problem::from(tui::TuiError::Snapshot {
                     path: p.display().to_string(),

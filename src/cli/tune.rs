@@ -38,13 +38,10 @@ pub struct Args {
 
 /// Runs `tune`.
 pub fn run(a: &Args) -> super::Outcome {
-    let text = match crate::util::read_limited(
-        &a.file,
-        crate::ir::parse::MAX_FILE_BYTES,
-        "Program file",
-    ) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => return Err(Problem::from(e)),
+    let text = {
+        let b =
+            crate::util::read_limited(&a.file, crate::ir::parse::MAX_FILE_BYTES, "Program file")?;
+        String::from_utf8_lossy(&b).into_owned()
     };
     let program = crate::ir::parse_program(&text, &a.file.display().to_string())?;
     let candidates = parse_candidates(&a.candidates)?;
