@@ -85,10 +85,7 @@ pub fn run(a: &Args) -> super::Outcome {
     };
     let bench = rt.bench_program(&program, base, &opts)?;
     let overhead = if a.overhead {
-        {
-            let o = rt.bench_overhead(&program, base, 1024, 2000)?;
-            Some(o)
-        }
+        Some(rt.bench_overhead(&program, base, 1024, 2000)?)
     } else {
         None
     };

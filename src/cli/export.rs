@@ -75,11 +75,11 @@ fn run_vyre(a: &Args) -> super::Outcome {
                     "check the folder exists and is writable, and that the path names a regular file",
                 ));
             }
-            0
+            Ok(0)
         }
         None if a.text => {
             super::write_stdout(&String::from_utf8_lossy(&bytes));
-            0
+            Ok(0)
         }
         None => Err(Problem::new(
             "wire bytes are binary and were not written to the terminal",

@@ -23,10 +23,7 @@ pub struct Args {
 /// Runs `fault-test`; exit 1 when any step did not behave as expected.
 pub fn run(a: &Args) -> super::Outcome {
     let mut w = GpuWorker::new();
-    {
-        let n = a.gpu.ordinal()?;
-        w.set_device(n)
-    }
+    w.set_device(a.gpu.ordinal()?);
     // Fails with the one-line no-driver error where there is no GPU.
     let caps = w.probe()?;
     let steps = fault_check(&mut w);

@@ -270,10 +270,7 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     for (label, form) in which {
         let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync)?;
         let mut bufs = initial.clone();
-        {
-            let f = record(&mut rt, label, &launches, &mut bufs, a, &jit)?;
-            forms.push(f)
-        }
+        forms.push(record(&mut rt, label, &launches, &mut bufs, a, &jit)?);
     }
     let extra = json!({"pipeline": pipeline.name, "backend": "cuda"});
     finish(a, &rt, &forms, extra, true)

@@ -123,10 +123,8 @@ fn run_vyre(a: &Args) -> super::Outcome {
     let mut rt = a.gpu.open()?;
     let rep = rt.vyre_race(&files, Some(a.vyre_elements), a.vyre_rounds);
     if a.json {
-        {
-            let s = serde_json::to_string_pretty(&rep)?;
-            outln!("{s}")
-        }
+        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
+        outln!("{s}");
     } else {
         let d = rt.caps();
         outln!(
@@ -138,11 +136,7 @@ fn run_vyre(a: &Args) -> super::Outcome {
         );
         out!("{}", crate::runtime::vyre_race::race_table(&rep));
     }
-    if rep.passed {
-        0
-    } else {
-        1
-    }
+    Ok(i32::from(!rep.passed))
 }
 
 /// Runs `selftest`.
@@ -404,7 +398,7 @@ fn run_pipelines(
         .into_iter()
         .map(|f| {
             let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
-                run_pipeline_forms(rt, &pipeline, &mut prepared, &opts)
+                run_pipeline_forms(rt, &pipeline, &mut prepared, &opts).map_err(String::from)
             });
             (f, r)
         })

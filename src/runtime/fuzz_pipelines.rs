@@ -338,6 +338,7 @@ impl Runtime {
                     ))
                 }
                 Err(e) => {
+                    let e = e.to_string();
                     let line = e.lines().next().unwrap_or_default().to_string();
                     Some((kind_of(&e), line))
                 }

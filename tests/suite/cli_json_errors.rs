@@ -55,6 +55,7 @@ fn every_json_command_answers_one_json_value_on_a_missing_file() {
     let d = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
     let fixture = fixture.to_str().unwrap();
+    let variant = format!("{fixture}@wg=64");
     let cases: Vec<(Vec<&str>, i32)> = vec![
         (vec!["run", "missing.json", "--json"], 1),
         (
@@ -85,14 +86,7 @@ fn every_json_command_answers_one_json_value_on_a_missing_file() {
         (vec!["probe", "--json"], 1),
         (vec!["sass", fixture, "--json"], 1),
         (
-            vec![
-                "diff",
-                fixture,
-                &format!("{fixture}@wg=64"),
-                "--level",
-                "sass",
-                "--json",
-            ],
+            vec!["diff", fixture, &variant, "--level", "sass", "--json"],
             1,
         ),
         // Bad options: a usage error (2) or a refused value (1).
