@@ -234,7 +234,7 @@ pub fn report(p: &Problem, json: bool) -> i32 {
     if json {
         outln!("{}", p.to_json());
     } else {
-        for n in &p.notes {
+        for n in p.notes() {
             errln!("{}", crate::util::terminal_safe(n));
         }
         errln!("error: {}", crate::util::terminal_safe(&p.to_string()));

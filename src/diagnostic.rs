@@ -115,10 +115,13 @@ impl crate::util::Problem {
             format!("correct the errors above (`vyrescope check {name}`)"),
         )
         .at(name.clone());
-        p.notes = diags.iter().map(|d| d.to_string()).collect();
+        let mut findings = crate::util::Findings {
+            notes: diags.iter().map(|d| d.to_string()).collect(),
+            first: None,
+        };
         if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
             let place = d.node.as_deref().unwrap_or("program");
-            p.first_finding = Some((
+            findings.first = Some((
                 format!(
                     "{name} is not a valid {what}: [{}] {place}: {}",
                     d.code, d.message
@@ -129,6 +132,7 @@ impl crate::util::Problem {
                 p = p.on_node(n.to_string());
             }
         }
+        p.findings = Some(Box::new(findings));
         p
     }
 }

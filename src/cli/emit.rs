@@ -82,7 +82,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if a.vyre {
         return match super::vyre_emit::vyre_text(&for_vyre, a.sm) {
             Ok(text) => output(a, text),
-            Err(e) => Err(Problem::from(e).context(a.file.display())),
+            Err(e) => Err(e.context(a.file.display())),
         };
     }
     let emitted = if a.timeline {
@@ -98,7 +98,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if a.compare_vyre {
         return match super::vyre_emit::compare_text(&for_vyre, &k.ptx, a.sm, a.json) {
             Ok(text) => output(a, text),
-            Err(e) => Err(Problem::from(e).context(a.file.display())),
+            Err(e) => Err(e.context(a.file.display())),
         };
     }
     let text = if a.resources {

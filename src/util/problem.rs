@@ -53,14 +53,22 @@ pub struct Problem {
     pub node: Option<String>,
     /// How the command ends.
     pub exit: ExitClass,
-    /// Lines shown above the error in text form only (the findings of an invalid file).
-    pub notes: Vec<String>,
-    /// The first finding among `notes` as (message, fix): the JSON form, which has no room
-    /// for notes, reports it in place of `message`/`fix` (which point at the notes).
-    pub first_finding: Option<(String, String)>,
+    /// The findings behind the problem (an invalid file's diagnostics), when there are any;
+    /// boxed, as most problems have none and every `Result` carries the size of this type.
+    pub findings: Option<Box<Findings>>,
     /// Set when `message` already holds its fixes (a legacy text of several findings, each
     /// with its `Fix:` line): the text form then prints `message` alone.
     fix_in_message: bool,
+}
+
+/// The findings behind a [`Problem`] (the diagnostics of an invalid file).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Findings {
+    /// Lines shown above the error in text form only.
+    pub notes: Vec<String>,
+    /// The first error among `notes` as (message, fix): the JSON form, which has no room for
+    /// notes, reports it in place of the problem's `message`/`fix` (which point at the notes).
+    pub first: Option<(String, String)>,
 }
 
 impl Problem {
@@ -107,13 +115,18 @@ impl Problem {
     /// the conversion to this type.
     pub fn context(mut self, prefix: impl fmt::Display) -> Self {
         self.message = format!("{prefix}: {}", self.message);
-        if let Some((m, _)) = &mut self.first_finding {
+        if let Some((m, _)) = self.findings.as_mut().and_then(|f| f.first.as_mut()) {
             *m = format!("{prefix}: {m}");
         }
         if self.location.is_none() {
             self.location = location_of(&self.message).map(str::to_string);
         }
         self
+    }
+
+    /// The lines shown above the error in text form (none for most problems).
+    pub fn notes(&self) -> &[String] {
+        self.findings.as_ref().map_or(&[], |f| &f.notes)
     }
 
     /// The process exit code.
@@ -124,7 +137,7 @@ impl Problem {
     /// The JSON form: `{"error", "fix", "location", "node", "exit"}` (`location` and `node`
     /// null when unknown; `exit` is the exit class's name).
     pub fn to_json(&self) -> serde_json::Value {
-        let (error, fix) = match &self.first_finding {
+        let (error, fix) = match self.findings.as_ref().and_then(|f| f.first.as_ref()) {
             Some((m, f)) => (m.as_str(), f.as_str()),
             None => (self.message.trim_end(), self.fix.as_str()),
         };
