@@ -700,8 +700,6 @@ impl KeyMap {
     }
 }
 
-crate::util::problem::into_problem!(KeyParseError);
-
 #[cfg(test)]
 mod tests {
     use super::*;
