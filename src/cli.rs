@@ -1,13 +1,14 @@
 //! Command line (the only `clap` user): parse arguments, call the library, print.
 //!
-//! Each subcommand lives in `cli/<name>.rs` with its `Args` and a `run` returning the exit
-//! code. Errors are printed as one message with a `Fix:` line and exit code 1; when the
-//! command was given `--json`, the error is instead one JSON object on stdout,
-//! `{"error", "fix", "location"}`, with the same exit code (see [`fail`]).
-
-use std::sync::atomic::{AtomicBool, Ordering};
+//! Each subcommand lives in `cli/<name>.rs` with its `Args` and a `run` returning an
+//! [`Outcome`]: its exit code, or the [`Problem`] that stopped it. [`report`] prints a problem
+//! as one message with a `Fix:` line on stderr, or, when the command was given `--json`, as one
+//! JSON object on stdout, `{"error", "fix", "location", "node", "exit"}`; the exit code is the
+//! problem's class (1 failure, 2 usage) either way.
 
 use clap::{Parser, Subcommand};
+
+use crate::util::{ExitClass, Problem};
 
 /// `print!` for the CLI: through [`write_stdout`], so a closed pipe ends the process quietly.
 macro_rules! out {
@@ -120,8 +121,10 @@ pub enum Command {
     GpuWorker(gpu_worker::Args),
 }
 
-/// Set once the command line asked for `--json`: [`fail`] then writes JSON to stdout.
-static JSON_ERRORS: AtomicBool = AtomicBool::new(false);
+/// What a subcommand returns: the exit code of a command that ran to its end (0, or 1 when
+/// it found something wrong and said so), or the [`Problem`] that stopped it, which [`main`]
+/// prints through [`report`].
+pub type Outcome = Result<i32, Problem>;
 
 impl Command {
     /// True when this command was given `--json`.
@@ -154,7 +157,6 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
             // A usage error of a `--json` command line is JSON too (help and version stay text).
             if e.use_stderr() && std::env::args().skip(1).any(|a| a == "--json") {
                 let text = e.kind().to_string();
@@ -164,21 +166,18 @@ pub fn main() -> i32 {
                     .next()
                     .unwrap_or("")
                     .trim_start_matches("error: ");
-                print_json_error(
-                    &format!("{text}: {detail}"),
+                let p = Problem::usage(
+                    format!("{text}: {detail}"),
                     "see `vyrescope <command> --help` for the options",
-                    None,
                 );
-                return code;
+                return report(&p, true);
             }
             let _ = e.print();
-            return code;
+            return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    if cli.command.as_ref().is_some_and(Command::json) {
-        JSON_ERRORS.store(true, Ordering::Relaxed);
-    }
-    match cli.command {
+    let json = cli.command.as_ref().is_some_and(Command::json);
+    let outcome = match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
         Some(Command::Import(a)) => import::run(&a),
@@ -197,105 +196,49 @@ pub fn main() -> i32 {
         Some(Command::BenchKernel(a)) => bench_kernel::run(&a),
         Some(Command::Tui(a)) => tui::run(&a),
         Some(Command::GpuWorker(a)) => gpu_worker::run(&a),
-        None => {
-            if cli.files.is_empty() {
-                errln!("error: no Program files given\n  Fix: run `vyrescope FILE...` or see `vyrescope --help`");
-                return 2;
-            }
-            let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
-                .get_subcommands()
-                .filter(|c| !c.is_hide_set())
-                .map(|c| c.get_name().to_string())
-                .collect();
-            if let Some(e) = unknown_command::unknown_command(&cli.files[0], &commands) {
-                errln!("{e}");
-                return 2;
-            }
-            tui::open(&cli.files, &cli.inspector)
-        }
-    }
-}
-
-/// Prints an error (message already holds its `Fix:` line) and returns exit code 1. Errors
-/// quote names and text from the input, so terminal controls in them are escaped. Under
-/// `--json` the error goes to stdout as `{"error", "fix", "location"}` instead (the exit code
-/// is the same: scripts read the code, not the format).
-pub fn fail(e: impl std::fmt::Display) -> i32 {
-    let text = e.to_string();
-    if JSON_ERRORS.load(Ordering::Relaxed) {
-        let (message, fix, location) = split_error(&text);
-        print_json_error(message, fix, location);
-    } else {
-        errln!("error: {}", crate::util::terminal_safe(&text));
-    }
-    1
-}
-
-/// Reports that `file` is not valid: its diagnostics and one closing error in text, or the
-/// first error diagnostic as the JSON error under `--json`. Returns exit code 1.
-pub fn invalid_file(
-    file: &std::path::Path,
-    what: &str,
-    diags: &[crate::diagnostic::Diagnostic],
-) -> i32 {
-    let first = diags
-        .iter()
-        .find(|d| d.severity == crate::diagnostic::Severity::Error);
-    if JSON_ERRORS.load(Ordering::Relaxed) {
-        if let Some(d) = first {
-            let place = d.node.as_deref().unwrap_or("program");
-            print_json_error(
-                &format!(
-                    "{} is not a valid {what}: [{}] {place}: {}",
-                    file.display(),
-                    d.code,
-                    d.message
-                ),
-                &d.fix,
-                Some(&file.display().to_string()),
-            );
-            return 1;
-        }
-    }
-    for d in diags {
-        errln!("{}", crate::util::terminal_safe(&d.to_string()));
-    }
-    fail(format!(
-        "{} is not a valid {what}\n  Fix: correct the errors above (`vyrescope check {}`)",
-        file.display(),
-        file.display()
-    ))
-}
-
-/// Splits an error text into (message, fix, location): the fix after the first
-/// `\n  Fix: `; the location is a leading `FILE:LINE:COLUMN` or `FILE.json` place.
-pub fn split_error(text: &str) -> (&str, &str, Option<&str>) {
-    let (message, fix) = match text.split_once("\n  Fix: ") {
-        Some((m, f)) => (m, f.trim_end()),
-        // Several findings in one error (`plan`): the whole text, and the first fix.
-        None => match text.find("Fix: ") {
-            Some(i) => (
-                text.trim_end(),
-                text[i + 5..].lines().next().unwrap_or("").trim_end(),
-            ),
-            None => (text.trim_end(), ""),
-        },
+        None => inspector(&cli.files, &cli.inspector),
     };
-    let location = message.split_once(": ").map(|(p, _)| p).filter(|p| {
-        let parts: Vec<&str> = p.rsplitn(3, ':').collect();
-        let numbered = parts.len() == 3
-            && parts[0].chars().all(|c| c.is_ascii_digit())
-            && parts[1].chars().all(|c| c.is_ascii_digit())
-            && !parts[0].is_empty();
-        !p.contains(' ') && (numbered || p.ends_with(".json"))
-    });
-    (message, fix, location)
+    match outcome {
+        Ok(code) => code,
+        Err(p) => report(&p, json),
+    }
 }
 
-/// Writes `{"error", "fix", "location"}` as one line on stdout.
-fn print_json_error(message: &str, fix: &str, location: Option<&str>) {
-    let v = serde_json::json!({"error": message, "fix": fix, "location": location});
-    outln!("{v}");
+/// `vyrescope FILE...` without a subcommand: the inspector, unless the first word is a
+/// mistyped command.
+fn inspector(files: &[std::path::PathBuf], opts: &tui::InspectorOpts) -> Outcome {
+    let Some(first) = files.first() else {
+        return Err(Problem::usage(
+            "no Program files given",
+            "run `vyrescope FILE...` or see `vyrescope --help`",
+        ));
+    };
+    let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_string())
+        .collect();
+    if let Some(e) = unknown_command::unknown_command(first, &commands) {
+        return Err(Problem::from(e.trim_start_matches("error: ")).with_exit(ExitClass::Usage));
+    }
+    tui::open(files, opts)
+}
+
+/// The one place a [`Problem`] is printed; returns its exit code (the same with and without
+/// `--json`: scripts read the code, not the format). Text: its notes (diagnostics), then
+/// `error: message` and its `Fix:` line on stderr, with terminal controls escaped (errors
+/// quote names and text from the input). JSON: one object on stdout,
+/// `{"error", "fix", "location", "node", "exit"}`.
+pub fn report(p: &Problem, json: bool) -> i32 {
+    if json {
+        outln!("{}", p.to_json());
+    } else {
+        for n in p.notes() {
+            errln!("{}", crate::util::terminal_safe(n));
+        }
+        errln!("error: {}", crate::util::terminal_safe(&p.to_string()));
+    }
+    p.exit_code()
 }
 
 /// Writes `text` to stdout. `print!` panics when the reader of a pipe has gone (`run --json |

@@ -319,3 +319,5 @@ pub fn run(
 pub fn file_of(spec: &str) -> &Path {
     Path::new(variant::split(spec).0)
 }
+
+crate::util::problem::into_problem!(CompareError);

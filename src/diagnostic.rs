@@ -104,3 +104,35 @@ impl std::fmt::Display for Diagnostic {
         )
     }
 }
+
+impl crate::util::Problem {
+    /// `file` is not a valid `what`: in text form its diagnostics above one closing error that
+    /// points at them; in JSON form the first error diagnostic (with its node and fix).
+    pub fn invalid_file(file: &std::path::Path, what: &str, diags: &[Diagnostic]) -> Self {
+        let name = file.display().to_string();
+        let mut p = crate::util::Problem::new(
+            format!("{name} is not a valid {what}"),
+            format!("correct the errors above (`vyrescope check {name}`)"),
+        )
+        .at(name.clone());
+        let mut findings = crate::util::Findings {
+            notes: diags.iter().map(|d| d.to_string()).collect(),
+            first: None,
+        };
+        if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
+            let place = d.node.as_deref().unwrap_or("program");
+            findings.first = Some((
+                format!(
+                    "{name} is not a valid {what}: [{}] {place}: {}",
+                    d.code, d.message
+                ),
+                d.fix.clone(),
+            ));
+            if let Some(n) = &d.node {
+                p = p.on_node(n.to_string());
+            }
+        }
+        p.findings = Some(Box::new(findings));
+        p
+    }
+}

@@ -529,3 +529,5 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
         stats,
     }
 }
+
+crate::util::problem::into_problem!(EmitError);

@@ -471,18 +471,19 @@ pub fn grid_for_elements(elements: u64, workgroup_x: u32) -> Result<[u32; 3], In
 
 /// Loads a Program file and prepares its run (`file` inputs relative to the file's folder).
 ///
-/// The Program is returned as parsed (not validated); errors are rendered as text with a
-/// `Fix:` line.
+/// The Program is returned as parsed (not validated).
 pub fn prepare_file(
     path: &Path,
     workgroup: Option<[u32; 3]>,
     grid: Option<[u32; 3]>,
-) -> Result<(Program, PreparedRun), String> {
-    let program = crate::ir::load_program(path).map_err(|e| e.to_string())?;
+) -> Result<(Program, PreparedRun), crate::util::Problem> {
+    let program = crate::ir::load_program(path)?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let run = prepare(&program, base, workgroup, grid).map_err(|e| e.to_string())?;
+    let run = prepare(&program, base, workgroup, grid)?;
     Ok((program, run))
 }
+
+crate::util::problem::into_problem!(InputError; fix);
 
 #[cfg(test)]
 mod tests;

@@ -360,5 +360,15 @@ fn run_units(
     })
 }
 
+impl From<InterpError> for crate::util::Problem {
+    fn from(e: InterpError) -> Self {
+        let mut p = crate::util::Problem::with_known_fix(&e.to_string(), &e.fix);
+        if let Some(node) = &e.node {
+            p = p.on_node(node.to_string());
+        }
+        p
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -483,3 +483,5 @@ impl Runtime {
         }
     }
 }
+
+crate::util::problem::into_problem!(RuntimeError);

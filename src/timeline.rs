@@ -261,3 +261,5 @@ pub fn check(capture: &Capture, d: &Decoded) -> Vec<String> {
     }
     problems
 }
+
+crate::util::problem::into_problem!(TimelineError; fix);

@@ -221,3 +221,5 @@ pub fn run(opts: &Options) -> Result<(), TuiError> {
     })?;
     terminal::run(app, hl, first, Box::new(gpu::WorkerGpu::new()), opts.watch)
 }
+
+crate::util::problem::into_problem!(TuiError);

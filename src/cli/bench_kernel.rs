@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::harness::bench::{BenchOptions, Verify};
+use crate::util::Problem;
 
 /// Benchmark one Program's emitted kernel on the GPU.
 #[derive(Debug, clap::Args)]
@@ -56,17 +57,11 @@ pub struct Args {
 }
 
 /// Runs `bench-kernel`.
-pub fn run(a: &Args) -> i32 {
-    let program = match crate::ir::load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+pub fn run(a: &Args) -> super::Outcome {
+    let program = crate::ir::load_program(&a.file)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
     let program = match a.scale {
-        Some(s) => match crate::harness::bench::with_scale(&program, s) {
-            Ok(p) => p,
-            Err(e) => return super::fail(e),
-        },
+        Some(s) => crate::harness::bench::with_scale(&program, s)?,
         None => crate::harness::bench::with_elements(&program, a.elements.unwrap_or(1 << 26)),
     };
     let verify = match (a.no_verify, a.sample) {
@@ -75,15 +70,12 @@ pub fn run(a: &Args) -> i32 {
         (false, None) => Verify::Full,
     };
     if matches!(verify, Verify::Sampled(_)) && !crate::harness::bench::can_sample(&program) {
-        return super::fail(format!(
-            "`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable\n  Fix: leave out --sample",
-            program.name
+        return Err(Problem::new(
+            format!("`{}` has a grid barrier or atomics on host buffers: its workgroups are not independent, so a sampled reference run would not be comparable", program.name),
+            "leave out --sample",
         ));
     }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let opts = BenchOptions {
         workgroup: a.workgroup,
         repeat: a.repeat,
@@ -91,15 +83,9 @@ pub fn run(a: &Args) -> i32 {
         verify,
         version_bounds: a.version_bounds,
     };
-    let bench = match rt.bench_program(&program, base, &opts) {
-        Ok(b) => b,
-        Err(e) => return super::fail(e),
-    };
+    let bench = rt.bench_program(&program, base, &opts)?;
     let overhead = if a.overhead {
-        match rt.bench_overhead(&program, base, 1024, 2000) {
-            Ok(o) => Some(o),
-            Err(e) => return super::fail(e),
-        }
+        Some(rt.bench_overhead(&program, base, 1024, 2000)?)
     } else {
         None
     };
@@ -113,7 +99,7 @@ pub fn run(a: &Args) -> i32 {
         let v = serde_json::json!({"kernel": bench, "overhead": overhead, "device": rt.caps().name, "telemetry": rt.telemetry()});
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!(
@@ -157,5 +143,5 @@ pub fn run(a: &Args) -> i32 {
             );
         }
     }
-    code
+    Ok(code)
 }

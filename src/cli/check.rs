@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
+use crate::util::Problem;
 
 /// Parse and validate Program and pipeline files; exit 0 when all are valid.
 #[derive(Debug, clap::Args)]
@@ -36,7 +37,7 @@ struct FileReport {
 }
 
 /// Runs `check`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     let mut reports = Vec::new();
     for f in &a.files {
         // A pipeline file (top-level `steps`/`pipeline`) is checked as a whole: its own rules
@@ -56,7 +57,7 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         match serde_json::to_string_pretty(&reports) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         for r in &reports {
@@ -69,9 +70,9 @@ pub fn run(a: &Args) -> i32 {
         }
     }
     if reports.iter().all(|r| r.valid) {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 

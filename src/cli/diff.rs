@@ -1,6 +1,7 @@
 //! `vyrescope diff OLD NEW [--level ir|ptx|sass] [--sm N] [--device D] [--json]`
 
 use crate::compare::{self, Comparison, Level, StatementFigures, StatementRow, Totals};
+use crate::util::Problem;
 
 /// Compare two lowerings statement by statement.
 #[derive(Debug, clap::Args)]
@@ -38,30 +39,24 @@ pub enum LevelArg {
 }
 
 /// Runs `diff`.
-pub fn run(a: &Args) -> i32 {
-    let (caps, _) = match super::occupancy::resolve_device(a.device.as_deref()) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+pub fn run(a: &Args) -> super::Outcome {
+    let (caps, _) = super::occupancy::resolve_device(a.device.as_deref())?;
     let level = match a.level {
         LevelArg::Ir => Level::Ir,
         LevelArg::Ptx => Level::Ptx,
         LevelArg::Sass => Level::Sass,
     };
-    let c = match compare::run(&a.old, &a.new, level, a.sm, &caps) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+    let c = compare::run(&a.old, &a.new, level, a.sm, &caps)?;
     let out = if a.json {
         match serde_json::to_string_pretty(&c) {
             Ok(s) => s + "\n",
-            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         text(&c)
     };
     super::write_stdout(&crate::util::terminal_safe(&out));
-    0
+    Ok(0)
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use crate::emit::grid_sync::GridBarrier;
 use crate::emit::{emit, ptxas, source_map, EmitOptions};
 use crate::ir::load_program;
+use crate::util::Problem;
 
 /// Emit a Program's PTX (or its source map / ptxas resources).
 #[derive(Debug, clap::Args)]
@@ -62,14 +63,11 @@ pub struct Args {
 }
 
 /// Runs `emit`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return pipeline(a);
     }
-    let p = match load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let p = load_program(&a.file)?;
     let opts = EmitOptions {
         sm: a.sm,
         workgroup_size: a.workgroup.unwrap_or(p.workgroup_size),
@@ -84,7 +82,7 @@ pub fn run(a: &Args) -> i32 {
     if a.vyre {
         return match super::vyre_emit::vyre_text(&for_vyre, a.sm) {
             Ok(text) => output(a, text),
-            Err(e) => super::fail(format!("{}: {e}", a.file.display())),
+            Err(e) => Err(e.context(a.file.display())),
         };
     }
     let emitted = if a.timeline {
@@ -96,14 +94,11 @@ pub fn run(a: &Args) -> i32 {
     } else {
         emit(&p, &opts)
     };
-    let k = match emitted {
-        Ok(k) => k,
-        Err(e) => return super::fail(e),
-    };
+    let k = emitted?;
     if a.compare_vyre {
         return match super::vyre_emit::compare_text(&for_vyre, &k.ptx, a.sm, a.json) {
             Ok(text) => output(a, text),
-            Err(e) => super::fail(format!("{}: {e}", a.file.display())),
+            Err(e) => Err(e.context(a.file.display())),
         };
     }
     let text = if a.resources {
@@ -112,12 +107,12 @@ pub fn run(a: &Args) -> i32 {
                 "kernel {} ({}): {} registers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes shared, {} bytes constant, {} barriers\n",
                 k.kernel_name, r.arch, r.registers, r.stack_frame, r.spill_stores, r.spill_loads, r.shared_bytes, r.constant_bytes, r.barriers
             ),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     } else if a.map {
         match serde_json::to_string_pretty(&source_map::to_json(&k)) {
             Ok(s) => s + "\n",
-            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         k.ptx
@@ -128,12 +123,14 @@ pub fn run(a: &Args) -> i32 {
 /// `emit PIPELINE`: every plan group's fused kernel (h200 profile), each PTX module after a
 /// `// ` line naming the group; `--map` gives `{"pipeline","device","groups":[...]}` with each
 /// group's map, `--resources` one line per group.
-fn pipeline(a: &Args) -> i32 {
+fn pipeline(a: &Args) -> super::Outcome {
     if a.vyre || a.compare_vyre || a.timeline {
-        return super::fail(format!(
-            "{}: --vyre, --compare-vyre and --timeline take one Program, and this is a pipeline\n  Fix: give one step's Program file, or drop the option to see the fused kernels",
-            a.file.display()
-        ));
+        let file = a.file.display();
+        return Err(Problem::new(
+            format!("{file}: --vyre, --compare-vyre and --timeline take one Program, and this is a pipeline"),
+            "give one step's Program file, or drop the option to see the fused kernels",
+        )
+        .at(file.to_string()));
     }
     let how = super::pipeline_kernels::GroupEmit {
         sm: Some(a.sm),
@@ -142,10 +139,7 @@ fn pipeline(a: &Args) -> i32 {
         grid_barrier: a.grid_barrier,
         version_bounds: a.version_bounds,
     };
-    let pk = match super::pipeline_kernels::load(&a.file, None, a.workgroup, &how) {
-        Ok(pk) => pk,
-        Err(e) => return super::fail(e),
-    };
+    let pk = super::pipeline_kernels::load(&a.file, None, a.workgroup, &how)?;
     let mut text = String::new();
     let mut groups = Vec::new();
     for g in &pk.groups {
@@ -156,7 +150,7 @@ fn pipeline(a: &Args) -> i32 {
                     "group {} kernel {} ({}): {} registers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes shared, {} bytes constant, {} barriers\n",
                     g.index, k.kernel_name, r.arch, r.registers, r.stack_frame, r.spill_stores, r.spill_loads, r.shared_bytes, r.constant_bytes, r.barriers
                 )),
-                Err(e) => return super::fail(e),
+                Err(e) => return Err(Problem::from(e)),
             }
         } else if a.map {
             groups.push(super::pipeline_kernels::merged(
@@ -173,24 +167,22 @@ fn pipeline(a: &Args) -> i32 {
     if a.map {
         text = match serde_json::to_string_pretty(&pk.wrap_json(groups)) {
             Ok(s) => s + "\n",
-            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+            Err(e) => return Err(Problem::bug(e)),
         };
     }
     output(a, text)
 }
 
 /// Writes `text` to `-o` or stdout.
-fn output(a: &Args, text: String) -> i32 {
+fn output(a: &Args, text: String) -> super::Outcome {
     match &a.output {
         Some(path) => {
-            if let Err(e) = crate::util::refuse_overwrite(path, [a.file.as_path()], "-o") {
-                return super::fail(e);
-            }
+            crate::util::refuse_overwrite(path, [a.file.as_path()], "-o")?;
             // Atomic: a failed write leaves a previous file whole (see util::atomic_write).
             if let Err(e) = crate::util::write_atomic(path, text.as_bytes()) {
-                return super::fail(format!(
-                    "cannot write {}: {e}\n  Fix: check the folder exists and is writable, and that the path names a regular file",
-                    path.display()
+                return Err(Problem::new(
+                    format!("cannot write {}: {e}", path.display()),
+                    "check the folder exists and is writable, and that the path names a regular file",
                 ));
             }
         }
@@ -198,5 +190,5 @@ fn output(a: &Args, text: String) -> i32 {
         // terminal.
         None => super::write_stdout(&crate::util::terminal_safe(&text)),
     }
-    0
+    Ok(0)
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::util::Problem;
+
 /// Export a Program to another compiler's format (vyre; needs the `vyre` feature).
 #[derive(Debug, clap::Args)]
 #[command(
@@ -22,29 +24,27 @@ pub struct Args {
 }
 
 /// Runs `export`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if !a.vyre {
-        return super::fail(
-            "export needs a target format\n  Fix: pass --vyre (the only target so far)",
-        );
+        return Err(Problem::new(
+            "export needs a target format",
+            "pass --vyre (the only target so far)",
+        ));
     }
     run_vyre(a)
 }
 
 #[cfg(not(feature = "vyre"))]
-fn run_vyre(_a: &Args) -> i32 {
-    super::fail(super::vyre_emit::FEATURE_OFF)
+fn run_vyre(_a: &Args) -> super::Outcome {
+    Err(super::vyre_emit::feature_off())
 }
 
 #[cfg(feature = "vyre")]
-fn run_vyre(a: &Args) -> i32 {
-    let p = match crate::ir::load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+fn run_vyre(a: &Args) -> super::Outcome {
+    let p = crate::ir::load_program(&a.file)?;
     let vp = match crate::vyre::export(&p) {
         Ok(v) => v,
-        Err(e) => return super::fail(format!("{}: {e}", a.file.display())),
+        Err(e) => return Err(Problem::from(e).context(a.file.display())),
     };
     let bytes = if a.text {
         vp.to_text()
@@ -56,32 +56,34 @@ fn run_vyre(a: &Args) -> i32 {
     let bytes = match bytes {
         Ok(b) => b,
         Err(e) => {
-            return super::fail(format!(
-                "{}: vyre could not encode the exported Program: {e}\n  Fix: report this with the Program file",
-                a.file.display()
+            return Err(Problem::new(
+                format!(
+                    "{}: vyre could not encode the exported Program: {e}",
+                    a.file.display()
+                ),
+                "report this with the Program file",
             ))
         }
     };
     match &a.output {
         Some(path) => {
-            if let Err(e) = crate::util::refuse_overwrite(path, [a.file.as_path()], "-o") {
-                return super::fail(e);
-            }
+            crate::util::refuse_overwrite(path, [a.file.as_path()], "-o")?;
             // Atomic: a failed write leaves a previous file whole (see util::write_atomic).
             if let Err(e) = crate::util::write_atomic(path, &bytes) {
-                return super::fail(format!(
-                    "cannot write {}: {e}\n  Fix: check the folder exists and is writable, and that the path names a regular file",
-                    path.display()
+                return Err(Problem::new(
+                    format!("cannot write {}: {e}", path.display()),
+                    "check the folder exists and is writable, and that the path names a regular file",
                 ));
             }
-            0
+            Ok(0)
         }
         None if a.text => {
             super::write_stdout(&String::from_utf8_lossy(&bytes));
-            0
+            Ok(0)
         }
-        None => super::fail(
-            "wire bytes are binary and were not written to the terminal\n  Fix: pass -o OUT.vyre, or --text for the hex envelope",
-        ),
+        None => Err(Problem::new(
+            "wire bytes are binary and were not written to the terminal",
+            "pass -o OUT.vyre, or --text for the hex envelope",
+        )),
     }
 }

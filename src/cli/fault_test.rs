@@ -4,6 +4,7 @@
 
 use crate::runtime::fault::fault_check;
 use crate::runtime::GpuWorker;
+use crate::util::Problem;
 
 /// Make kernels fault on purpose and check that later dispatches still work.
 #[derive(Debug, clap::Args)]
@@ -20,17 +21,11 @@ pub struct Args {
 }
 
 /// Runs `fault-test`; exit 1 when any step did not behave as expected.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     let mut w = GpuWorker::new();
-    match a.gpu.ordinal() {
-        Ok(n) => w.set_device(n),
-        Err(e) => return super::fail(e),
-    }
+    w.set_device(a.gpu.ordinal()?);
     // Fails with the one-line no-driver error where there is no GPU.
-    let caps = match w.probe() {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+    let caps = w.probe()?;
     let steps = fault_check(&mut w);
     let passed = steps.iter().all(|s| s.ok);
     if a.json {
@@ -42,7 +37,7 @@ pub fn run(a: &Args) -> i32 {
         });
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!(
@@ -71,8 +66,8 @@ pub fn run(a: &Args) -> i32 {
         );
     }
     if passed {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }

@@ -13,16 +13,13 @@ pub struct Args {
 }
 
 /// Runs the worker until end of input (or a sticky fault, after which it exits).
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     let stdin = std::io::stdin();
     let mut input = BufReader::new(stdin.lock());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
+    let gpu = a.gpu.ordinal()?;
     let code = crate::runtime::worker::server::serve(&mut input, &mut out, gpu);
     let _ = out.flush();
-    code
+    Ok(code)
 }

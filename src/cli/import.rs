@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::util::Problem;
 
 /// Convert a vyre Program file (wire or `vyre_ir` text) into Program JSON.
 #[derive(Debug, clap::Args)]
@@ -37,42 +38,48 @@ struct Report<'a> {
 
 /// Runs `import`: exit 0 when the Program converted completely and validates, 1 otherwise
 /// (the JSON is still written when only the validator objects, so that it can be edited).
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     match crate::ir::load_source(&a.file) {
         Ok(crate::ir::Source::Foreign(..)) => {}
         Ok(crate::ir::Source::Json(_)) => {
-            return super::fail(format!(
-                "{}: not a vyre file (no `VYRE` wire header, no `vyre_ir v0.1` text header)\n  \
-                 Fix: pass a file written by vyre's `Program::to_wire` or `Program::to_text`; \
+            return Err(Problem::new(
+                format!(
+                    "{}: not a vyre file (no `VYRE` wire header, no `vyre_ir v0.1` text header)",
+                    a.file.display()
+                ),
+                "pass a file written by vyre's `Program::to_wire` or `Program::to_text`; \
                  Program JSON needs no import",
-                a.file.display()
-            ))
+            )
+            .at(a.file.display().to_string()))
         }
-        Err(e) => return super::fail(e),
+        Err(e) => return Err(Problem::from(e)),
     }
     let loaded = crate::validate::load(&a.file);
     let Some(program) = loaded.program.as_ref() else {
-        return super::invalid_file(&a.file, "vyre file", &loaded.diagnostics);
+        return Err(Problem::invalid_file(
+            &a.file,
+            "vyre file",
+            &loaded.diagnostics,
+        ));
     };
     let incomplete = loaded
         .diagnostics
         .iter()
         .any(|d| d.severity == Severity::Error && d.code.starts_with("VY"));
     if incomplete {
-        return super::invalid_file(&a.file, "vyre file for import", &loaded.diagnostics);
+        return Err(Problem::invalid_file(
+            &a.file,
+            "vyre file for import",
+            &loaded.diagnostics,
+        ));
     }
-    let json = match crate::ir::program_to_json(program) {
-        Ok(j) => j,
-        Err(e) => return super::fail(e),
-    };
+    let json = crate::ir::program_to_json(program)?;
     if let Some(out) = &a.out {
-        if let Err(e) = crate::util::refuse_overwrite(out, [a.file.as_path()], "-o") {
-            return super::fail(e);
-        }
+        crate::util::refuse_overwrite(out, [a.file.as_path()], "-o")?;
         if let Err(e) = crate::util::write_atomic(out, format!("{json}\n").as_bytes()) {
-            return super::fail(format!(
-                "cannot write {}: {e}\n  Fix: check that the folder exists and is writable",
-                out.display()
+            return Err(Problem::new(
+                format!("cannot write {}: {e}", out.display()),
+                "check that the folder exists and is writable",
             ));
         }
     }
@@ -84,10 +91,7 @@ pub fn run(a: &Args) -> i32 {
             valid,
             diagnostics: &loaded.diagnostics,
         };
-        let head = match serde_json::to_string(&report) {
-            Ok(s) => s,
-            Err(e) => return super::fail(e),
-        };
+        let head = serde_json::to_string(&report).map_err(Problem::bug)?;
         // The Program goes in as written (its key order matters to the parser: a statement's
         // first key names its kind), not through a key-sorting `serde_json::Value`.
         let program = if a.out.is_some() {
@@ -109,8 +113,8 @@ pub fn run(a: &Args) -> i32 {
         }
     }
     if valid {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }

@@ -20,6 +20,7 @@ use crate::occupancy::{
     estimate, profiles, suggest_block_sizes, sweep_block_sizes, DeviceCaps, Estimate, FuncConfig,
     KernelResources, SweepRow,
 };
+use crate::util::Problem;
 
 /// Show occupancy: of a Program's kernel, or for given resources (calculator mode).
 #[derive(Debug, clap::Args)]
@@ -55,11 +56,8 @@ pub struct Args {
 }
 
 /// Runs `occupancy`.
-pub fn run(a: &Args) -> i32 {
-    let (caps, device_note) = match resolve_device(a.device.as_deref()) {
-        Ok(x) => x,
-        Err(e) => return super::fail(e),
-    };
+pub fn run(a: &Args) -> super::Outcome {
+    let (caps, device_note) = resolve_device(a.device.as_deref())?;
     match &a.file {
         None => calculator(a, &caps, &device_note),
         Some(f) => program_mode(a, f, &caps, &device_note),
@@ -104,21 +102,22 @@ fn estimate_json(e: &Estimate) -> serde_json::Value {
     v
 }
 
-fn print_json(v: &serde_json::Value) -> i32 {
+fn print_json(v: &serde_json::Value) -> super::Outcome {
     match serde_json::to_string_pretty(v) {
         Ok(s) => {
             outln!("{s}");
-            0
+            Ok(0)
         }
-        Err(e) => super::fail(format!("{e}\n  Fix: report this bug")),
+        Err(e) => Err(Problem::bug(e)),
     }
 }
 
-fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
+fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> super::Outcome {
     let Some(regs) = a.regs else {
-        return super::fail(
-            "calculator mode needs --regs N (or give a Program FILE)\n  Fix: run `vyrescope occupancy --device h200 --regs 32`, or `vyrescope occupancy FILE`",
-        );
+        return Err(Problem::new(
+            "calculator mode needs --regs N (or give a Program FILE)",
+            "run `vyrescope occupancy --device h200 --regs 32`, or `vyrescope occupancy FILE`",
+        ));
     };
     let res = KernelResources {
         regs_per_thread: regs,
@@ -129,7 +128,7 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
         let e = estimate(caps, &res, b, a.dynamic_smem);
         let code = if e.launchable.is_ok() { 0 } else { 1 };
         if a.json {
-            return print_json(&estimate_json(&e)).max(code);
+            return print_json(&estimate_json(&e)).map(|c| c.max(code));
         }
         outln!("device: {note}");
         outln!(
@@ -138,7 +137,7 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
             a.dynamic_smem
         );
         out!("{}", describe(&e));
-        return code;
+        return Ok(code);
     }
     let rows = sweep_block_sizes(caps, &res, a.dynamic_smem, &FuncConfig::default());
     if a.json {
@@ -153,7 +152,7 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> i32 {
         a.dynamic_smem
     );
     out!("{}", sweep_table(&rows));
-    0
+    Ok(0)
 }
 
 /// One estimate explained: blocks, warps, the limits, headroom, or why it cannot launch.
@@ -234,7 +233,7 @@ fn resources_for(
     kernel: &EmittedKernel,
     sm: u32,
     regs: Option<u32>,
-) -> Result<(KernelResources, ResourceSource), String> {
+) -> Result<(KernelResources, ResourceSource), Problem> {
     if let Some(n) = regs {
         let res = KernelResources {
             regs_per_thread: n,
@@ -264,10 +263,10 @@ fn resources_for(
                 estimated: true,
             },
         )),
-        Err(e) => Err(format!(
+        Err(e) => Err(Problem::from(format!(
             "no kernel resources for `{}`: {e}",
             kernel.kernel_name
-        )),
+        ))),
     }
 }
 
@@ -275,14 +274,11 @@ fn sm_of(caps: &DeviceCaps) -> u32 {
     caps.cc_major * 10 + caps.cc_minor
 }
 
-fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
+fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::Outcome {
     if crate::ir::is_pipeline_file(file) {
         return pipeline_mode(a, file, note);
     }
-    let program = match load_program(file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let program = load_program(file)?;
     let wg = a.workgroup.unwrap_or(program.workgroup_size);
     let sm = sm_of(caps);
     let opts = EmitOptions {
@@ -293,14 +289,8 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
         grid_barrier: Default::default(),
         version_bounds: false,
     };
-    let kernel = match emit(&program, &opts) {
-        Ok(k) => k,
-        Err(e) => return super::fail(e),
-    };
-    let (res, res_source) = match resources_for(&kernel, sm, a.regs) {
-        Ok(x) => x,
-        Err(e) => return super::fail(e),
-    };
+    let kernel = emit(&program, &opts)?;
+    let (res, res_source) = resources_for(&kernel, sm, a.regs)?;
     let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
     let e = estimate(caps, &res, threads, a.dynamic_smem);
     // The PTX is emitted for one workgroup size (`.maxntid`); other sizes would be emitted
@@ -341,7 +331,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
             "suggestion": suggest_block_sizes(&rows),
             "diagnostics": diags,
         }))
-        .max(code);
+        .map(|c| c.max(code));
     }
     outln!("program: {} ({})", program.name, file.display());
     outln!("device: {note}");
@@ -376,13 +366,13 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> i32 {
             outln!("{d}");
         }
     }
-    code
+    Ok(code)
 }
 
 /// `occupancy PIPELINE`: every plan group's fused kernel at its plan workgroup size, with
 /// the resources from `--regs`, ptxas or the estimate (as for a Program). Exit code 1 when a
 /// kernel cannot launch.
-fn pipeline_mode(a: &Args, file: &Path, note: &str) -> i32 {
+fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
     let how = super::pipeline_kernels::GroupEmit {
         sm: None,
         lineinfo: false,
@@ -390,10 +380,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> i32 {
         grid_barrier: Default::default(),
         version_bounds: false,
     };
-    let pk = match super::pipeline_kernels::load(file, a.device.as_deref(), a.workgroup, &how) {
-        Ok(pk) => pk,
-        Err(e) => return super::fail(e),
-    };
+    let pk = super::pipeline_kernels::load(file, a.device.as_deref(), a.workgroup, &how)?;
     let sm = sm_of(&pk.device).min(90);
     let mut failed = false;
     let mut groups = Vec::new();
@@ -403,10 +390,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> i32 {
         file.display()
     );
     for g in &pk.groups {
-        let (res, src) = match resources_for(&g.kernel, sm, a.regs) {
-            Ok(x) => x,
-            Err(e) => return super::fail(e),
-        };
+        let (res, src) = resources_for(&g.kernel, sm, a.regs)?;
         let wg = g.group.workgroup_size;
         let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
         let e = estimate(&pk.device, &res, threads, a.dynamic_smem);
@@ -443,10 +427,10 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> i32 {
         if let Some(o) = v.as_object_mut() {
             o.insert("device_source".into(), json!(note));
         }
-        return print_json(&v).max(code);
+        return print_json(&v).map(|c| c.max(code));
     }
     out!("{text}");
-    code
+    Ok(code)
 }
 
 #[cfg(test)]

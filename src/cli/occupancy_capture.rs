@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::harness::capture::to_csv;
+use crate::util::Problem;
 
 /// Capture the driver's occupancy answers for many kernels into a CSV table.
 #[derive(Debug, clap::Args)]
@@ -26,20 +27,14 @@ const REG_CAPS: [u32; 22] = [
 const STATIC_SMEM: [u32; 3] = [0, 4096, 20000];
 
 /// Runs `occupancy-capture`.
-pub fn run(a: &Args) -> i32 {
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
-    let rows = match rt.capture_occupancy(&REG_CAPS, &STATIC_SMEM) {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+pub fn run(a: &Args) -> super::Outcome {
+    let mut rt = a.gpu.open()?;
+    let rows = rt.capture_occupancy(&REG_CAPS, &STATIC_SMEM)?;
     let csv = to_csv(&rows);
     if let Err(e) = crate::util::write_atomic(&a.out, csv.as_bytes()) {
-        return super::fail(format!(
-            "cannot write {}: {e}\n  Fix: choose a writable path",
-            a.out.display()
+        return Err(Problem::new(
+            format!("cannot write {}: {e}", a.out.display()),
+            "choose a writable path",
         ));
     }
     let mut regs: Vec<u32> = rows.iter().map(|r| r.regs_per_thread).collect();
@@ -51,5 +46,5 @@ pub fn run(a: &Args) -> i32 {
         regs,
         a.out.display()
     );
-    0
+    Ok(0)
 }

@@ -14,6 +14,7 @@ use crate::megakernel::cache::plan_cached;
 use crate::megakernel::fuse_group;
 use crate::megakernel::plan::{Group, GroupKind, PlanOptions};
 use crate::occupancy::DeviceCaps;
+use crate::util::Problem;
 
 /// One plan group's kernel.
 pub(crate) struct GroupKernel {
@@ -56,22 +57,19 @@ pub(crate) fn load(
     device: Option<&str>,
     workgroup: Option<[u32; 3]>,
     how: &GroupEmit,
-) -> Result<PipelineKernels, String> {
+) -> Result<PipelineKernels, Problem> {
     if workgroup.is_some() {
-        return Err(format!(
-            "{}: --workgroup does not apply to a pipeline: each fused kernel runs with its plan group's workgroup size\n  Fix: drop --workgroup, or give one step's Program file instead",
-            file.display()
+        return Err(Problem::new(
+            format!("{}: --workgroup does not apply to a pipeline: each fused kernel runs with its plan group's workgroup size", file.display()),
+            "drop --workgroup, or give one step's Program file instead",
         ));
     }
-    let pipeline =
-        super::plan::load(file).map_err(|m| m.trim_start_matches("error: ").to_string())?;
+    let pipeline = super::plan::load(file)?;
     let base = file.parent().unwrap_or(Path::new("."));
-    let shapes = pipeline_shapes(&pipeline, base).map_err(|e| e.to_string())?;
-    let (caps, _) = super::occupancy::resolve_device(device).map_err(|e| e.to_string())?;
+    let shapes = pipeline_shapes(&pipeline, base)?;
+    let (caps, _) = super::occupancy::resolve_device(device)?;
     let opts = PlanOptions::new(caps.clone());
-    let plan = plan_cached(&pipeline, &shapes, &opts, None)
-        .map_err(|e| e.to_string())?
-        .plan;
+    let plan = plan_cached(&pipeline, &shapes, &opts, None)?.plan;
     let sm = how
         .sm
         .unwrap_or_else(|| (caps.cc_major * 10 + caps.cc_minor).min(90));

@@ -11,6 +11,7 @@ use crate::ir::Pipeline;
 use crate::megakernel::cache::{plan_cached, PlanCache};
 use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, SyncMode, DEFAULT_REGISTERS};
 use crate::megakernel::DepKind;
+use crate::util::Problem;
 
 /// Plan a pipeline's fused execution: groups, waves, barriers and fusion breaks.
 #[derive(Debug, clap::Args)]
@@ -45,32 +46,26 @@ pub struct Args {
 }
 
 /// Runs `plan`.
-pub fn run(a: &Args) -> i32 {
-    let pipeline = match load(&a.file) {
-        Ok(p) => p,
-        Err(msg) => return super::fail(msg.trim_start_matches("error: ")),
-    };
+pub fn run(a: &Args) -> super::Outcome {
+    let pipeline = load(&a.file)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
     // Shapes only: a plan never looks at the buffers' contents.
-    let shapes = match pipeline_shapes(&pipeline, base) {
-        Ok(s) => s,
-        Err(e) => return super::fail(e),
-    };
-    let (caps, device_note) = match super::occupancy::resolve_device(a.device.as_deref()) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+    let shapes = pipeline_shapes(&pipeline, base)?;
+    let (caps, device_note) = super::occupancy::resolve_device(a.device.as_deref())?;
     if !(0.0..=100.0).contains(&a.min_occupancy) {
-        return super::fail(format!(
-            "--min-occupancy {} is not a percentage\n  Fix: give a value from 0 to 100, e.g. --min-occupancy 25",
-            a.min_occupancy
+        return Err(Problem::new(
+            format!("--min-occupancy {} is not a percentage", a.min_occupancy),
+            "give a value from 0 to 100, e.g. --min-occupancy 25",
         ));
     }
     if a.regs.len() > pipeline.steps.len() || a.regs.iter().any(|&r| r == 0 || r > 255) {
-        return super::fail(format!(
-            "--regs {:?}: expected at most {} counts (one per step) from 1 to 255\n  Fix: give one register count per step in order, e.g. --regs 18,20",
-            a.regs,
-            pipeline.steps.len()
+        return Err(Problem::new(
+            format!(
+                "--regs {:?}: expected at most {} counts (one per step) from 1 to 255",
+                a.regs,
+                pipeline.steps.len()
+            ),
+            "give one register count per step in order, e.g. --regs 18,20",
         ));
     }
     let opts = PlanOptions {
@@ -79,26 +74,20 @@ pub fn run(a: &Args) -> i32 {
         min_occupancy_pct: a.min_occupancy,
     };
     let cache = if a.no_cache { None } else { PlanCache::user() };
-    let cached = match plan_cached(&pipeline, &shapes, &opts, cache.as_ref()) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+    let cached = plan_cached(&pipeline, &shapes, &opts, cache.as_ref())?;
     if let Some(w) = &cached.warning {
         errln!("warning: {w}");
     }
     let runs = runs_as(&cached.plan, &pipeline, &shapes, a.sync);
     let text = if a.json {
-        let mut v = match serde_json::to_value(&cached.plan) {
-            Ok(v) => v,
-            Err(e) => return super::fail(e),
-        };
+        let mut v = serde_json::to_value(&cached.plan).map_err(Problem::bug)?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert("sync".into(), serde_json::json!(a.sync.name()));
             obj.insert("runs_as".into(), serde_json::json!(runs));
         }
         match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         let mut t = render(&cached.plan, &pipeline, &device_note, a.regs.len());
@@ -107,15 +96,15 @@ pub fn run(a: &Args) -> i32 {
     };
     // A closed stdout (`| head`) is not worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    0
+    Ok(0)
 }
 
-/// Parses and validates the pipeline; the printed diagnostics on failure.
-pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
+/// Parses and validates the pipeline; on failure a problem that lists the error diagnostics.
+pub(crate) fn load(path: &Path) -> Result<Pipeline, Problem> {
     if !crate::ir::is_pipeline_file(path) && crate::ir::load_program(path).is_ok() {
-        return Err(format!(
-            "error: {} is a Program, not a pipeline\n  Fix: plan a pipeline file (top-level `pipeline` and `steps`, see fixtures/pipelines/); for one Program use `vyrescope occupancy` or `vyrescope run`",
-            path.display()
+        return Err(Problem::new(
+            format!("{} is a Program, not a pipeline", path.display()),
+            "plan a pipeline file (top-level `pipeline` and `steps`, see fixtures/pipelines/); for one Program use `vyrescope occupancy` or `vyrescope run`",
         ));
     }
     let loaded = crate::validate::pipeline::load_pipeline(path);
@@ -123,7 +112,7 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
     match loaded.pipeline {
         Some(p) if ok => Ok(p),
         _ => {
-            let mut msg = format!("error: {} cannot be planned:", path.display());
+            let mut msg = format!("{} cannot be planned:", path.display());
             for d in loaded
                 .diagnostics
                 .iter()
@@ -131,7 +120,8 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline, String> {
             {
                 let _ = write!(msg, "\n  {}", d.to_string().replace('\n', "\n  "));
             }
-            Err(msg)
+            // Several findings, each with its own `Fix:` line, in one message.
+            Err(Problem::from(msg))
         }
     }
 }

@@ -18,17 +18,11 @@ pub struct Args {
 }
 
 /// Runs `print`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     let printed = if crate::ir::is_pipeline_file(&a.file) {
-        match crate::ir::load_pipeline(&a.file) {
-            Ok(p) => crate::ir::pipeline_print::print_pipeline(&p),
-            Err(e) => return super::fail(e),
-        }
+        crate::ir::pipeline_print::print_pipeline(&crate::ir::load_pipeline(&a.file)?)
     } else {
-        match load_program(&a.file) {
-            Ok(p) => print_program(&p),
-            Err(e) => return super::fail(e),
-        }
+        print_program(&load_program(&a.file)?)
     };
     // `doc` and names come from the file: escape any terminal control characters in them.
     if a.no_gutter {
@@ -36,5 +30,5 @@ pub fn run(a: &Args) -> i32 {
     } else {
         super::write_stdout(&terminal_safe(&printed.text_with_gutter()));
     }
-    0
+    Ok(0)
 }

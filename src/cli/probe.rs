@@ -1,6 +1,7 @@
 //! `vyrescope probe [--json]`: the live device's capabilities.
 
 use crate::runtime::probe::probe;
+use crate::util::Problem;
 
 /// Probe a CUDA device and print its capabilities.
 #[derive(Debug, clap::Args)]
@@ -17,22 +18,16 @@ pub struct Args {
 }
 
 /// Runs `probe`.
-pub fn run(a: &Args) -> i32 {
-    let gpu = match a.gpu.ordinal() {
-        Ok(n) => n,
-        Err(e) => return super::fail(e),
-    };
-    let caps = match probe(gpu) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+pub fn run(a: &Args) -> super::Outcome {
+    let gpu = a.gpu.ordinal()?;
+    let caps = probe(gpu)?;
     if a.json {
         return match serde_json::to_string_pretty(&caps) {
             Ok(s) => {
                 outln!("{s}");
-                0
+                Ok(0)
             }
-            Err(e) => super::fail(e),
+            Err(e) => Err(Problem::bug(e)),
         };
     }
     let kib = |b: u32| format!("{} B ({} KiB)", b, b / 1024);
@@ -84,5 +79,5 @@ pub fn run(a: &Args) -> i32 {
     for (k, v) in rows {
         outln!("{k:>24}  {v}");
     }
-    0
+    Ok(0)
 }

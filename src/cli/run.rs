@@ -7,6 +7,7 @@ use crate::harness::executor::{Execution, Executor};
 use crate::inputs::{self, HostBuffer};
 use crate::ir::load_program;
 use crate::report::RunReport;
+use crate::util::Problem;
 
 /// Where a Program runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -160,7 +161,7 @@ pub enum Topology {
 }
 
 /// Writes each buffer as `dir/<name><suffix>` (see [`dump_named`]).
-pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), String> {
+pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), Problem> {
     let named: Vec<(&str, &[u8])> = buffers
         .iter()
         .map(|b| (b.name.as_str(), b.data.as_slice()))
@@ -172,11 +173,11 @@ pub fn dump(dir: &Path, buffers: &[HostBuffer], suffix: &str) -> Result<(), Stri
 /// for Programs and pipelines. Each file is written atomically (util::write_atomic): a failed
 /// dump never leaves a half-written file, and an existing link, device or folder of that name
 /// is refused rather than written through.
-pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result<(), String> {
+pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result<(), Problem> {
     std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "cannot create {}: {e}\n  Fix: choose a writable --dump directory",
-            dir.display()
+        Problem::new(
+            format!("cannot create {}: {e}", dir.display()),
+            "choose a writable --dump directory",
         )
     })?;
     for (name, data) in buffers {
@@ -186,11 +187,11 @@ pub fn dump_named(dir: &Path, buffers: &[(&str, &[u8])], suffix: &str) -> Result
 }
 
 /// Writes one `--dump` file atomically, with the `Fix:` message every dump error carries.
-pub fn dump_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn dump_file(path: &Path, bytes: &[u8]) -> Result<(), Problem> {
     crate::util::write_atomic(path, bytes).map_err(|e| {
-        format!(
-            "cannot write {}: {e}\n  Fix: choose a writable --dump directory",
-            path.display()
+        Problem::new(
+            format!("cannot write {}: {e}", path.display()),
+            "choose a writable --dump directory",
         )
     })
 }
@@ -204,17 +205,14 @@ pub fn file_root<'a>(a: &'a Args, base: &'a Path) -> inputs::FileRoot<'a> {
 }
 
 /// Runs `run`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return super::run_pipeline::run(a);
     }
-    let program = match load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let program = load_program(&a.file)?;
     let diags = crate::validate::validate(&program);
     if diags.iter().any(|d| d.severity == Severity::Error) {
-        return super::invalid_file(&a.file, "Program", &diags);
+        return Err(Problem::invalid_file(&a.file, "Program", &diags));
     }
     for d in &diags {
         errln!("{}", crate::util::terminal_safe(&d.to_string()));
@@ -226,30 +224,29 @@ pub fn run(a: &Args) -> i32 {
         return super::run_cuda::run(a, &program);
     }
     if a.wants_timeline() {
-        return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
+        return Err(Problem::new(
+            "--timeline and --trace record GPU time",
+            "add --backend cuda",
+        ));
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     if let Some(dir) = &a.dump {
         // The initial contents, prepared as the executor prepares them (seeded, so equal).
-        let prepared =
-            match inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid) {
-                Ok(p) => p,
-                Err(e) => return super::fail(e),
-            };
-        if let Err(e) = dump(dir, &prepared.buffers, ".in.bin") {
-            return super::fail(e);
-        }
+        let prepared = inputs::prepare_rooted(&program, file_root(a, base), a.workgroup, a.grid)?;
+        dump(dir, &prepared.buffers, ".in.bin")?;
     }
     let req = super::run_cuda::request(a);
     let run = match Executor::Reference.run_program(&program, base, &req) {
         Ok(Execution::Reference(r)) => r,
-        Ok(_) => return super::fail("internal: the reference executor ran elsewhere"),
-        Err(e) => return super::fail(e),
+        Ok(_) => {
+            return Err(crate::util::Problem::bug(
+                "internal: the reference executor ran elsewhere",
+            ))
+        }
+        Err(e) => return Err(e.into()),
     };
     if let Some(dir) = &a.dump {
-        if let Err(e) = dump(dir, &run.buffers, ".bin") {
-            return super::fail(e);
-        }
+        dump(dir, &run.buffers, ".bin")?;
     }
     let report = RunReport::new(
         &program.name,
@@ -262,10 +259,10 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         out!("{}", report.to_text(&run.buffers));
     }
-    0
+    Ok(0)
 }

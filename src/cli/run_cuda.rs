@@ -9,6 +9,7 @@ use crate::harness::executor::{Execution, Executor};
 use crate::ir::Program;
 use crate::report::RunReport;
 use crate::runtime::execute::RunRequest;
+use crate::util::Problem;
 
 /// The GPU run `a` asks for; `--fuel` goes to the reference run that `--verify` makes.
 pub fn request(a: &Args) -> RunRequest {
@@ -27,12 +28,9 @@ pub fn request(a: &Args) -> RunRequest {
 }
 
 /// Runs `program` on the GPU as `a` asks; returns the exit code (1 on parity failure).
-pub fn run(a: &Args, program: &Program) -> i32 {
+pub fn run(a: &Args, program: &Program) -> super::Outcome {
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     if let Some(dir) = &a.dump {
         match crate::inputs::prepare_rooted(
             program,
@@ -41,30 +39,27 @@ pub fn run(a: &Args, program: &Program) -> i32 {
             a.grid,
         ) {
             Ok(p) => {
-                if let Err(e) = super::run::dump(dir, &p.buffers, ".in.bin") {
-                    return super::fail(e);
-                }
+                super::run::dump(dir, &p.buffers, ".in.bin")?;
             }
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     }
     let req = request(a);
     let run = match Executor::InProcess(&mut rt).run_program(program, base, &req) {
         Ok(Execution::InProcess(r)) => r,
-        Ok(_) => return super::fail("internal: the in-process executor ran elsewhere"),
-        Err(e) => return super::fail(e),
+        Ok(_) => {
+            return Err(crate::util::Problem::bug(
+                "internal: the in-process executor ran elsewhere",
+            ))
+        }
+        Err(e) => return Err(e.into()),
     };
     if let Some(dir) = &a.dump {
-        if let Err(e) = super::run::dump(dir, &run.buffers, ".bin") {
-            return super::fail(e);
-        }
+        super::run::dump(dir, &run.buffers, ".bin")?;
         let ptx = dir.join(format!("{}.ptx", run.compiled.emitted.kernel_name));
         let log = dir.join("jit.log");
-        if let Err(e) = super::run::dump_file(&ptx, run.compiled.emitted.ptx.as_bytes())
-            .and_then(|_| super::run::dump_file(&log, run.compiled.info.info_log.as_bytes()))
-        {
-            return super::fail(e);
-        }
+        super::run::dump_file(&ptx, run.compiled.emitted.ptx.as_bytes())
+            .and_then(|_| super::run::dump_file(&log, run.compiled.info.info_log.as_bytes()))?;
     }
     let report = RunReport::new(
         &program.name,
@@ -76,10 +71,7 @@ pub fn run(a: &Args, program: &Program) -> i32 {
     );
     let passed = run.parity.as_ref().is_none_or(|p| p.passed);
     if a.json {
-        let mut v = match serde_json::to_value(&report) {
-            Ok(v) => v,
-            Err(e) => return super::fail(e),
-        };
+        let mut v = serde_json::to_value(&report).map_err(Problem::bug)?;
         if let Some(obj) = v.as_object_mut() {
             let caps = rt.caps();
             obj.insert("device".into(), serde_json::json!({"name": caps.name, "cc": format!("{}.{}", caps.cc_major, caps.cc_minor), "sm_count": caps.sm_count, "driver_version": caps.driver_version}));
@@ -104,7 +96,7 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         }
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         out!("{}", report.to_text(&run.buffers));
@@ -163,9 +155,9 @@ pub fn run(a: &Args, program: &Program) -> i32 {
         }
     }
     if passed {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 

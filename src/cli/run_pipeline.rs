@@ -18,6 +18,7 @@ use crate::interp::{self, pipeline::StepRun};
 use crate::ir::Pipeline;
 use crate::megakernel::gate::evidence_csv;
 use crate::report::{element_text, OutputSummary, FIRST_ELEMENTS};
+use crate::util::Problem;
 use crate::validate::pipeline::load_pipeline;
 
 /// `run --json` for a pipeline.
@@ -45,7 +46,7 @@ fn ser_outputs<S: serde::Serializer>(
     m.end()
 }
 
-fn dump_buffers(dir: &Path, p: &PreparedPipeline, suffix: &str, all: bool) -> Result<(), String> {
+fn dump_buffers(dir: &Path, p: &PreparedPipeline, suffix: &str, all: bool) -> Result<(), Problem> {
     let named: Vec<(&str, &[u8])> = p
         .buffers
         .iter()
@@ -56,55 +57,58 @@ fn dump_buffers(dir: &Path, p: &PreparedPipeline, suffix: &str, all: bool) -> Re
 }
 
 /// Runs `run` on a pipeline file.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if a.workgroup.is_some() || a.grid.is_some() {
-        return super::fail(
-            "--workgroup/--grid do not apply to a pipeline\n  Fix: set `workgroup_size`, `grid` or `elements` on the steps in the pipeline file",
-        );
+        return Err(Problem::new(
+            "--workgroup/--grid do not apply to a pipeline",
+            "set `workgroup_size`, `grid` or `elements` on the steps in the pipeline file",
+        ));
     }
     let loaded = load_pipeline(&a.file);
     let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
-        return super::invalid_file(&a.file, "pipeline", &loaded.diagnostics);
+        return Err(Problem::invalid_file(
+            &a.file,
+            "pipeline",
+            &loaded.diagnostics,
+        ));
     };
     for d in &loaded.diagnostics {
         errln!("{d}");
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     // `file` contents may come from `--root DIR`, as for a Program.
-    let mut prepared = match prepare_pipeline_rooted(pipeline, super::run::file_root(a, base)) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let mut prepared = prepare_pipeline_rooted(pipeline, super::run::file_root(a, base))?;
     if let Some(dir) = &a.dump {
-        if let Err(e) = dump_buffers(dir, &prepared, ".in.bin", true) {
-            return super::fail(e);
-        }
+        dump_buffers(dir, &prepared, ".in.bin", true)?;
     }
     if a.backend == Backend::Cuda {
-        let code = run_cuda(a, pipeline, &mut prepared);
+        let code = run_cuda(a, pipeline, &mut prepared)?;
         if code == 0 {
             if let Some(dir) = &a.dump {
-                if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
-                    return super::fail(e);
-                }
+                dump_buffers(dir, &prepared, ".bin", false)?;
             }
         }
-        return code;
+        return Ok(code);
     }
     if a.wants_timeline() {
-        return super::fail("--timeline and --trace record GPU time\n  Fix: add --backend cuda");
+        return Err(Problem::new(
+            "--timeline and --trace record GPU time",
+            "add --backend cuda",
+        ));
     }
     let (steps, elapsed_ms) =
         match Executor::Reference.run_pipeline(pipeline, &mut prepared, &options(a)) {
             Ok(PipelineExecution::Reference { steps, elapsed_ms }) => (steps, elapsed_ms),
-            Ok(_) => return super::fail("internal: the reference executor ran elsewhere"),
-            Err(e) => return super::fail(e),
+            Ok(_) => {
+                return Err(crate::util::Problem::bug(
+                    "internal: the reference executor ran elsewhere",
+                ))
+            }
+            Err(e) => return Err(e.into()),
         };
     if let Some(dir) = &a.dump {
         // Transient buffers have no meaningful final contents: nobody may read them.
-        if let Err(e) = dump_buffers(dir, &prepared, ".bin", false) {
-            return super::fail(e);
-        }
+        dump_buffers(dir, &prepared, ".bin", false)?;
     }
     let report = PipelineReport {
         pipeline: &pipeline.name,
@@ -122,7 +126,7 @@ pub fn run(a: &Args) -> i32 {
     if a.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!(
@@ -162,7 +166,7 @@ pub fn run(a: &Args) -> i32 {
             );
         }
     }
-    0
+    Ok(0)
 }
 
 fn forms(a: &Args) -> Forms {
@@ -188,45 +192,46 @@ fn options(a: &Args) -> PipelineGpuOptions {
 
 /// Runs the pipeline on the GPU; `prepared` holds the initial contents and receives the final
 /// contents of the last form run (for `--dump`). Returns the exit code.
-fn run_cuda(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
+fn run_cuda(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> super::Outcome {
     if a.wants_timeline() {
         return super::run_timeline::pipeline(a, pipeline, prepared);
     }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let report = match Executor::InProcess(&mut rt).run_pipeline(pipeline, prepared, &options(a)) {
         Ok(PipelineExecution::Gpu(r)) => r,
-        Ok(_) => return super::fail("internal: the in-process executor ran elsewhere"),
-        Err(e) => return super::fail(e),
+        Ok(_) => {
+            return Err(crate::util::Problem::bug(
+                "internal: the in-process executor ran elsewhere",
+            ))
+        }
+        Err(e) => return Err(e.into()),
     };
     if let (Some(path), Some(s), Some(m)) = (&a.gate_csv, &report.separate, &report.megakernel) {
         if let Err(e) = crate::util::write_atomic(
             Path::new(path),
             evidence_csv(&s.samples_ms, &m.samples_ms).as_bytes(),
         ) {
-            return super::fail(format!(
-                "cannot write {}: {e}\n  Fix: give --gate-csv a writable file path",
-                path.display()
+            return Err(crate::util::Problem::new(
+                format!("cannot write {}: {e}", path.display()),
+                "give --gate-csv a writable file path",
             ));
         }
     }
     if a.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(crate::util::Problem::bug(e)),
         }
     } else {
         print_text(&report);
     }
     if report.verified() {
-        0
+        Ok(0)
     } else {
         errln!(
             "error: a GPU result differs from the reference interpreter\n  Fix: this is a bug in the fused kernel, the emitter or the interpreter; report it with the pipeline file"
         );
-        1
+        Ok(1)
     }
 }
 

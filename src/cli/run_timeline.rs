@@ -18,10 +18,11 @@ use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
 use crate::runtime::Runtime;
 use crate::timeline::{self, Decoded};
+use crate::util::Problem;
 
 /// Refuses a `--trace` or `--timeline-out` path that names the input file (it would be
 /// overwritten) or both name one file.
-fn check_trace_path(a: &Args) -> Result<(), String> {
+fn check_trace_path(a: &Args) -> Result<(), Problem> {
     let same = |x: &Path, y: &Path| match (std::fs::canonicalize(x), std::fs::canonicalize(y)) {
         (Ok(o), Ok(i)) => o == i,
         _ => x == y,
@@ -29,17 +30,17 @@ fn check_trace_path(a: &Args) -> Result<(), String> {
     for (opt, out) in [("--trace", &a.trace), ("--timeline-out", &a.timeline_out)] {
         let Some(out) = out else { continue };
         if same(out, &a.file) {
-            return Err(format!(
-                "{opt} {} names the input file\n  Fix: give it its own file, e.g. trace.json",
-                out.display()
+            return Err(Problem::new(
+                format!("{opt} {} names the input file", out.display()),
+                "give it its own file, e.g. trace.json",
             ));
         }
     }
     if let (Some(t), Some(r)) = (&a.trace, &a.timeline_out) {
         if same(t, r) {
-            return Err(format!(
-                "--trace and --timeline-out both name {}\n  Fix: give each its own file, e.g. --trace t.json --timeline-out rec.json",
-                t.display()
+            return Err(Problem::new(
+                format!("--trace and --timeline-out both name {}", t.display()),
+                "give each its own file, e.g. --trace t.json --timeline-out rec.json",
             ));
         }
     }
@@ -62,17 +63,15 @@ fn record(
     buffers: &mut [crate::inputs::HostBuffer],
     a: &Args,
     jit: &JitOptions,
-) -> Result<Form, String> {
+) -> Result<Form, Problem> {
     let opts = DispatchOptions {
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         ..DispatchOptions::default()
     };
     let rounds = a.timeline_rounds.max(1);
     let plain = if a.timeline_rounds > 0 { rounds } else { 0 };
-    let run = rt
-        .run_timeline(launches, buffers, rounds, plain, &opts, jit)
-        .map_err(|e| e.to_string())?;
-    let decoded = timeline::decode(&run.capture).map_err(|e| e.to_string())?;
+    let run = rt.run_timeline(launches, buffers, rounds, plain, &opts, jit)?;
+    let decoded = timeline::decode(&run.capture)?;
     let summary = timeline::summarize(&run.capture, &decoded);
     let problems = timeline::check(&run.capture, &decoded);
     Ok(Form {
@@ -84,21 +83,24 @@ fn record(
     })
 }
 
-fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: bool) -> i32 {
+fn finish(
+    a: &Args,
+    rt: &Runtime,
+    forms: &[Form],
+    mut extra: Value,
+    parity_ok: bool,
+) -> super::Outcome {
     if let Some(out) = &a.trace {
         let parts: Vec<_> = forms
             .iter()
             .map(|f| (f.label, &f.run.capture, &f.decoded))
             .collect();
         let trace = timeline::trace::chrome_trace_parts(&parts);
-        let text = match serde_json::to_string(&trace) {
-            Ok(t) => t,
-            Err(e) => return super::fail(e),
-        };
+        let text = serde_json::to_string(&trace).map_err(Problem::bug)?;
         if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
-            return super::fail(format!(
-                "cannot write {}: {e}\n  Fix: give --trace a writable file path",
-                out.display()
+            return Err(Problem::new(
+                format!("cannot write {}: {e}", out.display()),
+                "give --trace a writable file path",
             ));
         }
     }
@@ -106,14 +108,12 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
     if let Some(out) = &a.timeline_out {
         let parts: Vec<_> = forms.iter().map(|f| (f.label, &f.run.capture)).collect();
         let source = a.file.display().to_string();
-        let text = match timeline::file::to_json(Some(&caps.name), &source, &parts) {
-            Ok(t) => t,
-            Err(e) => return super::fail(e),
-        };
+        let text =
+            timeline::file::to_json(Some(&caps.name), &source, &parts).map_err(Problem::bug)?;
         if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
-            return super::fail(format!(
-                "cannot write {}: {e}\n  Fix: give --timeline-out a writable file path",
-                out.display()
+            return Err(Problem::new(
+                format!("cannot write {}: {e}", out.display()),
+                "give --timeline-out a writable file path",
             ));
         }
     }
@@ -143,7 +143,7 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
         }
         match serde_json::to_string_pretty(&extra) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!("device: {} ({} SMs)", caps.name, caps.sm_count);
@@ -189,31 +189,23 @@ fn finish(a: &Args, rt: &Runtime, forms: &[Form], mut extra: Value, parity_ok: b
         }
     }
     if ok {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 
 /// `run PROGRAM --backend cuda --timeline`.
-pub fn program(a: &Args, program: &Program) -> i32 {
-    if let Err(e) = check_trace_path(a) {
-        return super::fail(e);
-    }
+pub fn program(a: &Args, program: &Program) -> super::Outcome {
+    check_trace_path(a)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
-    let prepared = match crate::inputs::prepare_rooted(
+    let prepared = crate::inputs::prepare_rooted(
         program,
         super::run::file_root(a, base),
         a.workgroup,
         a.grid,
-    ) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    )?;
+    let mut rt = a.gpu.open()?;
     let mut buffers = prepared.buffers.clone();
     let launch = TimelineLaunch {
         program: program.clone(),
@@ -225,10 +217,7 @@ pub fn program(a: &Args, program: &Program) -> i32 {
         grid_barrier: a.grid_barrier,
         ..JitOptions::default()
     };
-    let form = match record(&mut rt, "", &[launch], &mut buffers, a, &jit) {
-        Ok(f) => f,
-        Err(e) => return super::fail(e),
-    };
+    let form = record(&mut rt, "", &[launch], &mut buffers, a, &jit)?;
     // The instrumented kernel must compute what the plain one does.
     let mut parity = Value::Null;
     let mut parity_ok = true;
@@ -254,7 +243,7 @@ pub fn program(a: &Args, program: &Program) -> i32 {
                 }
                 parity = json!(p);
             }
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::from(e)),
         }
     }
     let extra = json!({"program": program.name, "backend": "cuda", "parity": parity});
@@ -262,14 +251,9 @@ pub fn program(a: &Args, program: &Program) -> i32 {
 }
 
 /// `run PIPELINE --backend cuda --timeline [--separate | --megakernel | --both]`.
-pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> i32 {
-    if let Err(e) = check_trace_path(a) {
-        return super::fail(e);
-    }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> super::Outcome {
+    check_trace_path(a)?;
+    let mut rt = a.gpu.open()?;
     let jit = JitOptions {
         grid_barrier: a.grid_barrier,
         ..JitOptions::default()
@@ -284,15 +268,9 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     let initial = crate::harness::pipeline::host_buffers(prepared);
     let mut forms = Vec::new();
     for (label, form) in which {
-        let launches = match pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync) {
-            Ok(l) => l,
-            Err(e) => return super::fail(e),
-        };
+        let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync)?;
         let mut bufs = initial.clone();
-        match record(&mut rt, label, &launches, &mut bufs, a, &jit) {
-            Ok(f) => forms.push(f),
-            Err(e) => return super::fail(e),
-        }
+        forms.push(record(&mut rt, label, &launches, &mut bufs, a, &jit)?);
     }
     let extra = json!({"pipeline": pipeline.name, "backend": "cuda"});
     finish(a, &rt, &forms, extra, true)

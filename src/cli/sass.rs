@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use crate::emit::{emit, EmitOptions};
 use crate::ir::load_program;
 use crate::sass;
+use crate::util::Problem;
 
 /// Show a Program's SASS (machine code) with the PTX line and IR node of every instruction.
 #[derive(Debug, clap::Args)]
@@ -33,14 +34,11 @@ pub struct Args {
 }
 
 /// Runs `sass`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return pipeline(a);
     }
-    let p = match load_program(&a.file) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
+    let p = load_program(&a.file)?;
     // The same PTX as `emit --lineinfo`, so the IR lines come along with the PTX lines.
     let opts = EmitOptions {
         sm: a.sm,
@@ -50,18 +48,9 @@ pub fn run(a: &Args) -> i32 {
         grid_barrier: Default::default(),
         version_bounds: false,
     };
-    let k = match emit(&p, &opts) {
-        Ok(k) => k,
-        Err(e) => return super::fail(e),
-    };
-    let listing = match sass::disassemble(&k, a.sm) {
-        Ok(l) => l,
-        Err(e) => return super::fail(e),
-    };
-    let (caps, _) = match super::occupancy::resolve_device(a.device.as_deref()) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
+    let k = emit(&p, &opts)?;
+    let listing = sass::disassemble(&k, a.sm)?;
+    let (caps, _) = super::occupancy::resolve_device(a.device.as_deref())?;
     let wg = opts.workgroup_size;
     let block = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
     let lints = sass::pressure::lint(&listing, &caps, block, listing.resources.shared_bytes);
@@ -72,18 +61,18 @@ pub fn run(a: &Args) -> i32 {
         }
         match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
-            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         sass::render::text(&listing) + &lint_text(&lints)
     };
     super::write_stdout(&crate::util::terminal_safe(&text));
-    0
+    Ok(0)
 }
 
 /// `sass PIPELINE`: every plan group's fused kernel (planned for `--device`), each listing
 /// after a `// ` line naming the group; `--json` gives `{"pipeline","device","groups":[...]}`.
-fn pipeline(a: &Args) -> i32 {
+fn pipeline(a: &Args) -> super::Outcome {
     let how = super::pipeline_kernels::GroupEmit {
         sm: Some(a.sm),
         lineinfo: true,
@@ -91,16 +80,13 @@ fn pipeline(a: &Args) -> i32 {
         grid_barrier: Default::default(),
         version_bounds: false,
     };
-    let pk = match super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how) {
-        Ok(pk) => pk,
-        Err(e) => return super::fail(e),
-    };
+    let pk = super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how)?;
     let mut text = String::new();
     let mut groups = Vec::new();
     for g in &pk.groups {
         let listing = match sass::disassemble(&g.kernel, a.sm) {
             Ok(l) => l,
-            Err(e) => return super::fail(format!("group {}: {e}", g.index)),
+            Err(e) => return Err(Problem::from(e).context(format_args!("group {}", g.index))),
         };
         let wg = g.group.workgroup_size;
         let block = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
@@ -121,11 +107,11 @@ fn pipeline(a: &Args) -> i32 {
     if a.json {
         text = match serde_json::to_string_pretty(&pk.wrap_json(groups)) {
             Ok(s) => s + "\n",
-            Err(e) => return super::fail(format!("{e}\n  Fix: report this bug")),
+            Err(e) => return Err(Problem::bug(e)),
         };
     }
     super::write_stdout(&crate::util::terminal_safe(&text));
-    0
+    Ok(0)
 }
 
 /// The register-pressure lints as `//` comment lines.

@@ -12,6 +12,7 @@ use crate::validate::pipeline::load_pipeline;
 use crate::harness::fuzz::{default_out_dir, summary as fuzz_summary, FuzzOptions};
 use crate::harness::selftest::{fixture_files, fixture_table};
 use crate::runtime::Runtime;
+use crate::util::Problem;
 
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
@@ -106,27 +107,22 @@ pub const VYRE_RACE_PROGRAMS: [&str; 4] = [
 ];
 
 #[cfg(not(feature = "vyre"))]
-fn run_vyre(_a: &Args) -> i32 {
-    super::fail(super::vyre_emit::FEATURE_OFF)
+fn run_vyre(_a: &Args) -> super::Outcome {
+    Err(super::vyre_emit::feature_off())
 }
 
 #[cfg(feature = "vyre")]
-fn run_vyre(a: &Args) -> i32 {
+fn run_vyre(a: &Args) -> super::Outcome {
     let files: Vec<PathBuf> = if a.vyre_programs.is_empty() {
         VYRE_RACE_PROGRAMS.iter().map(PathBuf::from).collect()
     } else {
         a.vyre_programs.clone()
     };
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let rep = rt.vyre_race(&files, Some(a.vyre_elements), a.vyre_rounds);
     if a.json {
-        match serde_json::to_string_pretty(&rep) {
-            Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
-        }
+        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
+        outln!("{s}");
     } else {
         let d = rt.caps();
         outln!(
@@ -138,15 +134,11 @@ fn run_vyre(a: &Args) -> i32 {
         );
         out!("{}", crate::harness::vyre_race::race_table(&rep));
     }
-    if rep.passed {
-        0
-    } else {
-        1
-    }
+    Ok(i32::from(!rep.passed))
 }
 
 /// Runs `selftest`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     if a.vyre {
         return run_vyre(a);
     }
@@ -158,15 +150,12 @@ pub fn run(a: &Args) -> i32 {
     }
     let files = fixture_files(&a.fixtures);
     if files.is_empty() {
-        return super::fail(format!(
-            "no *.json fixtures in {}\n  Fix: pass --fixtures DIR",
-            a.fixtures.display()
+        return Err(Problem::new(
+            format!("no *.json fixtures in {}", a.fixtures.display()),
+            "pass --fixtures DIR",
         ));
     }
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let rep = rt.selftest(&files, a.repeat, !a.no_faults, a.root.as_deref());
     let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat, a.root.as_deref());
     let pipelines_ok = pipelines
@@ -185,7 +174,7 @@ pub fn run(a: &Args) -> i32 {
         let v = serde_json::json!({"report": rep, "pipelines": pl, "timelines": timelines, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         let d = &rep.device;
@@ -240,19 +229,16 @@ pub fn run(a: &Args) -> i32 {
         outln!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
     }
     if passed {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 
 /// `selftest --fuzz N`: the differential fuzz (`harness::fuzz`), findings printed as they
 /// come, then the summary line; exit 1 on any finding.
-fn run_fuzz(a: &Args, n: u64) -> i32 {
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+fn run_fuzz(a: &Args, n: u64) -> super::Outcome {
+    let mut rt = a.gpu.open()?;
     let opts = FuzzOptions {
         count: n,
         seed: a.seed,
@@ -295,7 +281,7 @@ fn run_fuzz(a: &Args, n: u64) -> i32 {
     if json {
         match serde_json::to_string_pretty(&rep) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!("{}", fuzz_summary(&rep));
@@ -308,21 +294,18 @@ fn run_fuzz(a: &Args, n: u64) -> i32 {
         );
     }
     if rep.passed {
-        0
+        Ok(0)
     } else {
-        1
+        Ok(1)
     }
 }
 
-/// `selftest --fuzz-pipelines N` (`harness::fuzz_pipelines`); exit 1 on any finding.
-fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
+/// `selftest --fuzz-pipelines N` (`runtime::fuzz_pipelines`); exit 1 on any finding.
+fn run_fuzz_pipelines(a: &Args, n: u64) -> super::Outcome {
     use crate::harness::fuzz_pipelines::{
         default_pipeline_out_dir, pipeline_summary, PipelineFuzzOptions,
     };
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let mut rt = a.gpu.open()?;
     let opts = PipelineFuzzOptions {
         count: n,
         seed: a.seed,
@@ -367,7 +350,7 @@ fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
     if json {
         match serde_json::to_string_pretty(&rep) {
             Ok(s) => outln!("{s}"),
-            Err(e) => return super::fail(e),
+            Err(e) => return Err(Problem::bug(e)),
         }
     } else {
         outln!("{}", pipeline_summary(&rep));
@@ -382,7 +365,7 @@ fn run_fuzz_pipelines(a: &Args, n: u64) -> i32 {
             if rep.passed { "PASSED" } else { "FAILED" }
         );
     }
-    i32::from(!rep.passed)
+    Ok(i32::from(!rep.passed))
 }
 
 /// Every pipeline fixture in `dir` in both forms, verified (empty when `dir` is missing).
@@ -412,7 +395,7 @@ fn run_pipelines(
     let mut out = Vec::new();
     for f in files {
         let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
-            run_pipeline_forms(rt, &pipeline, &mut prepared, &opts)
+            run_pipeline_forms(rt, &pipeline, &mut prepared, &opts).map_err(|e| e.to_string())
         });
         // Every fixture with a group that can run dataflow runs its fused form again with
         // dataflow waits (the default form is the grid barrier), verified the same way.
@@ -429,7 +412,7 @@ fn run_pipelines(
                 ..opts.clone()
             };
             let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
-                run_pipeline_forms(rt, &pipeline, &mut prepared, &opts)
+                run_pipeline_forms(rt, &pipeline, &mut prepared, &opts).map_err(String::from)
             });
             out.push((f, r));
         }

@@ -13,6 +13,7 @@ use crate::megakernel::dataflow::SyncMode;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
 use crate::runtime::Runtime;
+use crate::util::Problem;
 
 /// One form of one fixture, recorded and checked.
 #[derive(Debug, Clone, Serialize)]
@@ -64,7 +65,7 @@ pub fn run(rt: &mut Runtime, dir: &Path, root: Option<&Path>) -> Vec<TimelineChe
                 problems: Vec::new(),
             };
             if let Err(e) = one(rt, &f, root, (form, sync), &mut c) {
-                c.problems.push(e);
+                c.problems.push(e.to_string());
             }
             out.push(c);
         }
@@ -78,7 +79,7 @@ fn one(
     root: Option<&Path>,
     (form, sync): (PipelineForm, SyncMode),
     c: &mut TimelineCheck,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     let (pipeline, prepared) = super::selftest::load_fixture(f, root)?;
     let pipeline = &pipeline;
     let jit = JitOptions::default();
@@ -88,10 +89,8 @@ fn one(
         timeout: Some(std::time::Duration::from_secs(10)),
         ..DispatchOptions::default()
     };
-    let run = rt
-        .run_timeline(&launches, &mut bufs, 1, 0, &opts, &jit)
-        .map_err(|e| e.to_string())?;
-    let d = crate::timeline::decode(&run.capture).map_err(|e| e.to_string())?;
+    let run = rt.run_timeline(&launches, &mut bufs, 1, 0, &opts, &jit)?;
+    let d = crate::timeline::decode(&run.capture)?;
     c.launches = launches.len();
     c.slices = d.slices.len();
     c.kernel_ms = crate::timeline::summarize(&run.capture, &d).kernel_ms;

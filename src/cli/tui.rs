@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::tui::{self, Options};
+use crate::util::Problem;
 
 /// Inspector options shared by `vyrescope FILE...` and `vyrescope tui`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -93,62 +94,57 @@ fn options(files: &[PathBuf], o: &InspectorOpts) -> Options {
 }
 
 /// Opens the interactive inspector (the no-subcommand path).
-pub fn open(files: &[PathBuf], o: &InspectorOpts) -> i32 {
+pub fn open(files: &[PathBuf], o: &InspectorOpts) -> super::Outcome {
     // Without a terminal the inspector would write its escapes into a file or pipe.
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
-        return super::fail(
-            "the inspector needs a terminal, and standard output is not one\n  Fix: run it in a terminal, or replay keys headlessly: `vyrescope tui FILE --keys \"...\" --snapshot OUT.txt`",
-        );
+        return Err(Problem::new(
+            "the inspector needs a terminal, and standard output is not one",
+            "run it in a terminal, or replay keys headlessly: `vyrescope tui FILE --keys \"...\" --snapshot OUT.txt`",
+        ));
     }
     match tui::run(&options(files, o)) {
-        Ok(()) => 0,
-        Err(e) => super::fail(e),
+        Ok(()) => Ok(0),
+        Err(e) => Err(Problem::from(e)),
     }
 }
 
 /// Runs `tui`.
-pub fn run(a: &Args) -> i32 {
+pub fn run(a: &Args) -> super::Outcome {
     let opts = options(&a.files, &a.opts);
     if let Some(n) = a.bench_frames {
         return match tui::bench::run(&opts, n.max(1)) {
             Ok(f) => {
                 outln!("{}", serde_json::to_string_pretty(&f).unwrap_or_default());
-                0
+                Ok(0)
             }
-            Err(e) => super::fail(e),
+            Err(e) => Err(Problem::from(e)),
         };
     }
     let Some(keys) = &a.keys else {
         if a.snapshot.is_some() {
-            return super::fail("--snapshot needs --keys (the keys to replay)\n  Fix: add --keys \"\" for the first screen");
+            return Err(Problem::new(
+                "--snapshot needs --keys (the keys to replay)",
+                "add --keys \"\" for the first screen",
+            ));
         }
         return open(&a.files, &a.opts);
     };
-    if let Err(e) = tui::input::check_script(keys) {
-        return super::fail(e);
-    }
-    let (mut app, hl, first) = match tui::setup(&opts) {
-        Ok(v) => v,
-        Err(e) => return super::fail(e),
-    };
+    tui::input::check_script(keys)?;
+    let (mut app, hl, first) = tui::setup(&opts)?;
     let mut gpu = tui::gpu::WorkerGpu::new();
     let screen = tui::replay::replay(&mut app, &hl, &mut gpu, first, keys, a.size);
     match a.snapshot.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
-            if let Err(e) =
-                crate::util::refuse_overwrite(p, a.files.iter().map(|f| f.as_path()), "--snapshot")
-            {
-                return super::fail(e);
-            }
+            crate::util::refuse_overwrite(p, a.files.iter().map(|f| f.as_path()), "--snapshot")?;
             if let Err(e) = tui::export::write_atomic(p, screen.as_bytes()) {
-                return super::fail(tui::TuiError::Snapshot {
+                return Err(Problem::from(tui::TuiError::Snapshot {
                     path: p.display().to_string(),
                     source: e,
-                });
+                }));
             }
         }
         None => out!("{screen}"),
     }
-    0
+    Ok(0)
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::harness::tune::TuneRequest;
 use crate::occupancy::tune::{parse_candidates, render_json, render_text, CacheMode};
+use crate::util::Problem;
 
 /// Time candidate workgroup sizes on the GPU and report the fastest.
 #[derive(Debug, clap::Args)]
@@ -36,27 +37,15 @@ pub struct Args {
 }
 
 /// Runs `tune`.
-pub fn run(a: &Args) -> i32 {
-    let text = match crate::util::read_limited(
-        &a.file,
-        crate::ir::parse::MAX_FILE_BYTES,
-        "Program file",
-    ) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => return super::fail(e),
+pub fn run(a: &Args) -> super::Outcome {
+    let text = {
+        let b =
+            crate::util::read_limited(&a.file, crate::ir::parse::MAX_FILE_BYTES, "Program file")?;
+        String::from_utf8_lossy(&b).into_owned()
     };
-    let program = match crate::ir::parse_program(&text, &a.file.display().to_string()) {
-        Ok(p) => p,
-        Err(e) => return super::fail(e),
-    };
-    let candidates = match parse_candidates(&a.candidates) {
-        Ok(c) => c,
-        Err(e) => return super::fail(e),
-    };
-    let mut rt = match a.gpu.open() {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let program = crate::ir::parse_program(&text, &a.file.display().to_string())?;
+    let candidates = parse_candidates(&a.candidates)?;
+    let mut rt = a.gpu.open()?;
     let req = TuneRequest {
         program: &program,
         program_text: &text,
@@ -78,8 +67,8 @@ pub fn run(a: &Args) -> i32 {
             } else {
                 out!("{}", render_text(&r));
             }
-            0
+            Ok(0)
         }
-        Err(e) => super::fail(e),
+        Err(e) => Err(Problem::from(e)),
     }
 }

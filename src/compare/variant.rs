@@ -106,6 +106,8 @@ impl Variant {
     }
 }
 
+crate::util::problem::into_problem!(VariantError; fix);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -263,6 +263,8 @@ pub fn parse_verbose(log: &str) -> Result<OfflineResources, PtxasError> {
     Ok(r)
 }
 
+crate::util::problem::into_problem!(PtxasError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

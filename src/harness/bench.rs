@@ -14,6 +14,7 @@ use crate::runtime::dispatch::TimingStats;
 use crate::runtime::execute::tolerance_for;
 use crate::runtime::parity::{self, ParityReport};
 use crate::runtime::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError};
+use crate::util::Problem;
 
 /// Device and full-dispatch times of one Program at one size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -122,14 +123,15 @@ pub fn with_elements(program: &Program, elements: u64) -> Program {
 /// input's `data` that equals the invocation count of a scaled axis (the fixture's sizes,
 /// such as `dims = [512, 512]` on a 32 x 32 grid of 16 x 16 workgroups) is scaled with it.
 /// A run section without a `grid` scales its `elements` (see [`with_elements`]).
-pub fn with_scale(program: &Program, scale: u32) -> std::result::Result<Program, String> {
-    let fix = "Fix: use a smaller --scale";
+pub fn with_scale(program: &Program, scale: u32) -> std::result::Result<Program, Problem> {
+    let fix = "use a smaller --scale";
     let run = program.run.clone().unwrap_or_default();
     let Some(grid) = run.grid else {
         let elements = run.elements.unwrap_or(1).saturating_mul(scale as u64);
         if elements > u32::MAX as u64 {
-            return Err(format!(
-                "--scale {scale} gives {elements} elements, more than u32 indices reach\n  {fix}"
+            return Err(Problem::new(
+                format!("--scale {scale} gives {elements} elements, more than u32 indices reach"),
+                fix,
             ));
         }
         return Ok(with_elements(program, elements));
@@ -144,7 +146,12 @@ pub fn with_scale(program: &Program, scale: u32) -> std::result::Result<Program,
             new_grid[a] = grid[a]
                 .checked_mul(scale)
                 .filter(|&g| g <= crate::shape::MAX_GRID_DIMS[a])
-                .ok_or_else(|| format!("--scale {scale} makes grid axis {a} too large\n  {fix}"))?;
+                .ok_or_else(|| {
+                    Problem::new(
+                        format!("--scale {scale} makes grid axis {a} too large"),
+                        fix,
+                    )
+                })?;
             factor *= scale as u64;
             extents.push(grid[a] as i128 * program.workgroup_size[a] as i128);
         }
@@ -154,7 +161,9 @@ pub fn with_scale(program: &Program, scale: u32) -> std::result::Result<Program,
             *len = len
                 .checked_mul(factor)
                 .filter(|&l| l <= u32::MAX as u64)
-                .ok_or_else(|| format!("--scale {scale} makes `{name}` too long\n  {fix}"))?;
+                .ok_or_else(|| {
+                    Problem::new(format!("--scale {scale} makes `{name}` too long"), fix)
+                })?;
         }
         let uniform = program
             .buffer(name)
@@ -467,7 +476,9 @@ mod tests {
             .and_then(|r| r.elements)
             .expect("elements");
         assert_eq!(v.run.and_then(|r| r.elements), Some(old * 4));
-        let e = with_scale(&fixture("stencil5_f32"), 1 << 12).expect_err("too large");
+        let e = with_scale(&fixture("stencil5_f32"), 1 << 12)
+            .expect_err("too large")
+            .to_string();
         assert!(e.contains("Fix:"), "{e}");
     }
 

@@ -18,6 +18,7 @@ use crate::gen::{valid_program, Config};
 use crate::ir::Program;
 use crate::runtime::execute::RunRequest;
 use crate::runtime::{Runtime, RuntimeError};
+use crate::util::Problem;
 
 /// What to fuzz.
 #[derive(Debug, Clone)]
@@ -116,21 +117,14 @@ fn failure_kind(e: &RuntimeError) -> &'static str {
 /// Writes `program` as `<dir>/fuzz_<seed>.json` (created if missing; atomic, so an existing
 /// file of that name is replaced whole or not at all). The file holds the Program with its
 /// `run` section, so `vyrescope run FILE --backend cuda` replays the launch exactly.
-pub fn write_case(dir: &Path, seed: u64, program: &Program) -> Result<PathBuf, String> {
-    let json = crate::ir::write::program_to_json(program).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "cannot create {}: {e}\n  Fix: pass --out DIR with a writable folder",
-            dir.display()
-        )
-    })?;
+pub fn write_case(dir: &Path, seed: u64, program: &Program) -> Result<PathBuf, Problem> {
+    let json = crate::ir::write::program_to_json(program)?;
+    let fix = "pass --out DIR with a writable folder";
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Problem::new(format!("cannot create {}: {e}", dir.display()), fix))?;
     let path = dir.join(format!("fuzz_{seed:016x}.json"));
-    crate::util::write_atomic(&path, format!("{json}\n").as_bytes()).map_err(|e| {
-        format!(
-            "cannot write {}: {e}\n  Fix: pass --out DIR with a writable folder",
-            path.display()
-        )
-    })?;
+    crate::util::write_atomic(&path, format!("{json}\n").as_bytes())
+        .map_err(|e| Problem::new(format!("cannot write {}: {e}", path.display()), fix))?;
     Ok(path)
 }
 
@@ -343,7 +337,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("plain");
         std::fs::write(&file, b"x").unwrap();
-        let e = write_case(&file, 7, &fuzz_program(7)).unwrap_err();
+        let e = write_case(&file, 7, &fuzz_program(7))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("plain") && e.contains("Fix: pass --out DIR"),
             "{e}"

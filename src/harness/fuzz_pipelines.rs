@@ -31,6 +31,7 @@ use crate::megakernel::fuse_group;
 use crate::megakernel::plan::{plan, Plan, PlanOptions};
 use crate::occupancy::DeviceCaps;
 use crate::runtime::Runtime;
+use crate::util::Problem;
 
 /// What to fuzz.
 #[derive(Debug, Clone)]
@@ -233,19 +234,19 @@ pub fn write_pipeline_case(
     seed: u64,
     p: &Pipeline,
     plan: Option<&Plan>,
-) -> Result<PathBuf, String> {
-    let fix = "Fix: pass --out DIR with a writable folder";
+) -> Result<PathBuf, Problem> {
+    let fix = "pass --out DIR with a writable folder";
     std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create {}: {e}\n  {fix}", dir.display()))?;
+        .map_err(|e| Problem::new(format!("cannot create {}: {e}", dir.display()), fix))?;
     let path = dir.join(format!("pipeline_{seed:016x}.json"));
     let text = pipeline_json(p)?;
     crate::util::write_atomic(&path, format!("{text}\n").as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}\n  {fix}", path.display()))?;
+        .map_err(|e| Problem::new(format!("cannot write {}: {e}", path.display()), fix))?;
     if let Some(plan) = plan {
         let plan_path = dir.join(format!("pipeline_{seed:016x}.plan.json"));
-        let text = serde_json::to_string_pretty(plan).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string_pretty(plan).map_err(Problem::bug)?;
         crate::util::write_atomic(&plan_path, format!("{text}\n").as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}\n  {fix}", plan_path.display()))?;
+            .map_err(|e| Problem::new(format!("cannot write {}: {e}", plan_path.display()), fix))?;
     }
     Ok(path)
 }
@@ -351,6 +352,7 @@ impl Runtime {
                     ))
                 }
                 Err(e) => {
+                    let e = e.to_string();
                     let line = e.lines().next().unwrap_or_default().to_string();
                     Some((kind_of(&e), line))
                 }

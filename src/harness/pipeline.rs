@@ -152,18 +152,16 @@ pub fn plan_launches(
     measure: Option<&[HostBuffer]>,
     jit: &JitOptions,
     sync: SyncMode,
-) -> Result<(Vec<PipelineLaunch>, Vec<Topology>), String> {
+) -> Result<(Vec<PipelineLaunch>, Vec<Topology>), crate::util::Problem> {
     let mut launches = Vec::new();
     let mut topology = Vec::new();
     for (g, group) in plan.groups.iter().enumerate() {
         // A dataflow group's schedule is validated inside `fuse_group`: a refused one is an
         // error here and never launched.
         let mut spec = group.spec_for(sync);
-        let mut fused = fuse_group(pipeline, shapes, &spec).map_err(|e| e.to_string())?;
+        let mut fused = fuse_group(pipeline, shapes, &spec)?;
         if let Some(estimated) = spec.persistent_blocks {
-            let driver = rt
-                .coresident_blocks(&fused.program, fused.shape.workgroup_size, jit)
-                .map_err(|e| e.to_string())?;
+            let driver = rt.coresident_blocks(&fused.program, fused.shape.workgroup_size, jit)?;
             let mut used = estimated.min(driver).max(1);
             let mut measured = Vec::new();
             if let Some(initial) = measure {
@@ -180,12 +178,11 @@ pub fn plan_launches(
                 for blocks in candidates {
                     let mut trial = spec.clone();
                     trial.persistent_blocks = Some(blocks);
-                    let k = fuse_group(pipeline, shapes, &trial).map_err(|e| e.to_string())?;
-                    let launch = k.launch(pipeline).map_err(|e| e.to_string())?;
+                    let k = fuse_group(pipeline, shapes, &trial)?;
+                    let launch = k.launch(pipeline)?;
                     let mut bufs = initial.to_vec();
-                    let rep = rt
-                        .run_pipeline(&[launch], &mut bufs, 5, &DispatchOptions::default(), jit)
-                        .map_err(|e| e.to_string())?;
+                    let rep =
+                        rt.run_pipeline(&[launch], &mut bufs, 5, &DispatchOptions::default(), jit)?;
                     measured.push((blocks, rep.total_ms.median_ms));
                 }
                 if let Some(&(best, _)) = measured.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
@@ -194,7 +191,7 @@ pub fn plan_launches(
             }
             if used != estimated {
                 spec.persistent_blocks = Some(used);
-                fused = fuse_group(pipeline, shapes, &spec).map_err(|e| e.to_string())?;
+                fused = fuse_group(pipeline, shapes, &spec)?;
             }
             topology.push(Topology {
                 group: g,
@@ -204,7 +201,7 @@ pub fn plan_launches(
                 measured_ms: measured,
             });
         }
-        launches.push(fused.launch(pipeline).map_err(|e| e.to_string())?);
+        launches.push(fused.launch(pipeline)?);
     }
     Ok((launches, topology))
 }
@@ -266,7 +263,7 @@ pub fn run_pipeline_forms(
     pipeline: &Pipeline,
     prepared: &mut PreparedPipeline,
     o: &PipelineGpuOptions,
-) -> Result<PipelineGpuReport, String> {
+) -> Result<PipelineGpuReport, crate::util::Problem> {
     let which = o.forms;
     // The oracle first: the steps in order on the reference interpreter.
     let mut reference = prepared.clone();
@@ -274,7 +271,7 @@ pub fn run_pipeline_forms(
         fuel: o.fuel,
         ..interp::Options::default()
     };
-    interp::pipeline::run_pipeline(pipeline, &mut reference, &fuel).map_err(|e| e.to_string())?;
+    interp::pipeline::run_pipeline(pipeline, &mut reference, &fuel)?;
     let expected = comparable(&reference, host_buffers(&reference));
     let tol = pipeline_tolerance(pipeline);
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
@@ -286,7 +283,7 @@ pub fn run_pipeline_forms(
         grid_barrier: o.grid_barrier,
         ..JitOptions::default()
     };
-    let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
+    let separate = separate_launches(pipeline, &shapes)?;
     let mut plan = None;
     let mut topology = Vec::new();
     let mut fused = Vec::new();
@@ -295,8 +292,7 @@ pub fn run_pipeline_forms(
     if which != Forms::Separate {
         let plan_opts = PlanOptions::new(rt.caps().clone());
         let cache = PlanCache::user();
-        let cached = plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())
-            .map_err(|e| e.to_string())?;
+        let cached = plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())?;
         if let Some(w) = &cached.warning {
             crate::util::stderr_line(&format!("warning: {w}"));
         }
@@ -323,9 +319,7 @@ pub fn run_pipeline_forms(
                 continue;
             }
             let mut bufs = initial.clone();
-            let rep = rt
-                .run_pipeline(launches, &mut bufs, n, &opts, &jit)
-                .map_err(|e| e.to_string())?;
+            let rep = rt.run_pipeline(launches, &mut bufs, n, &opts, &jit)?;
             let entry = &mut results[slot];
             entry.0.extend_from_slice(&rep.samples_ms);
             if entry.1.is_none() {

@@ -261,12 +261,11 @@ pub fn pipeline_launches(
     form: PipelineForm,
     jit: &JitOptions,
     sync: crate::megakernel::plan::SyncMode,
-) -> std::result::Result<Vec<TimelineLaunch>, String> {
+) -> std::result::Result<Vec<TimelineLaunch>, crate::util::Problem> {
     use crate::megakernel::timeline::fused_spec;
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
     if form == PipelineForm::Separate {
-        let launches = crate::megakernel::launch::separate_launches(pipeline, &shapes)
-            .map_err(|e| e.to_string())?;
+        let launches = crate::megakernel::launch::separate_launches(pipeline, &shapes)?;
         return Ok(launches
             .into_iter()
             .enumerate()
@@ -281,8 +280,7 @@ pub fn pipeline_launches(
     let plan_opts = crate::megakernel::plan::PlanOptions::new(rt.caps().clone());
     let cache = crate::megakernel::cache::PlanCache::user();
     let cached =
-        crate::megakernel::cache::plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())
-            .map_err(|e| e.to_string())?;
+        crate::megakernel::cache::plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())?;
     let (launches, _) =
         super::pipeline::plan_launches(rt, pipeline, &shapes, &cached.plan, None, jit, sync)?;
     let mut out = Vec::new();
@@ -291,8 +289,7 @@ pub fn pipeline_launches(
         if spec.persistent_blocks.is_some() {
             spec.persistent_blocks = Some(launch.shape.grid[0]);
         }
-        let fused =
-            crate::megakernel::fuse_group(pipeline, &shapes, &spec).map_err(|e| e.to_string())?;
+        let fused = crate::megakernel::fuse_group(pipeline, &shapes, &spec)?;
         out.push(TimelineLaunch {
             spec: fused_spec(&fused),
             program: fused.program,

@@ -488,3 +488,14 @@ impl<'de> Deserialize<'de> for RawBuffer {
         d.deserialize_map(V).map(RawBuffer)
     }
 }
+
+impl From<ParseError> for crate::util::Problem {
+    /// The place of the error is its location; the JSON path of the value, its node.
+    fn from(e: ParseError) -> Self {
+        let mut p = crate::util::Problem::with_known_fix(&e.to_string(), &e.fix).at(e.place());
+        if !e.path.is_empty() {
+            p = p.on_node(e.path.clone());
+        }
+        p
+    }
+}

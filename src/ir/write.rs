@@ -484,6 +484,8 @@ impl Writer<'_> {
     }
 }
 
+crate::util::problem::into_problem!(WriteError; fix);
+
 #[cfg(test)]
 mod tests {
     use super::*;

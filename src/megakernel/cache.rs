@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ir::{program_to_json, Pipeline};
 use crate::shape::LaunchShape;
-use crate::util::{build_id, hash_parts, read_limited, write_atomic, ReadErrorKind};
+use crate::util::{build_id, hash_parts, read_limited, write_atomic, Problem, ReadErrorKind};
 
 use super::deps::analyse;
 use super::plan::{plan, CacheStatus, Plan, PlanError, PlanOptions};
@@ -111,7 +111,7 @@ impl PlanCache {
     /// The file is read like every other input: only a regular file of at most
     /// [`MAX_ENTRY_BYTES`] (a FIFO, a link to a device or a huge file is a warning, never a
     /// hang or an allocation of its size).
-    pub fn load(&self, key: u64) -> Result<Option<Plan>, String> {
+    pub fn load(&self, key: u64) -> Result<Option<Plan>, Problem> {
         let p = self.path(key);
         match read_limited(&p, MAX_ENTRY_BYTES, "plan cache entry") {
             Ok(bytes) => Ok(serde_json::from_slice::<Entry>(&bytes)
@@ -119,21 +119,20 @@ impl PlanCache {
                 .filter(|e| e.key == format!("{key:016x}"))
                 .map(|e| e.plan)),
             Err(e) if e.kind == ReadErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!(
-                "plan cache: {}; planned afresh\n  Fix: delete {} (the next plan rewrites it)",
-                e.message,
-                p.display()
+            Err(e) => Err(Problem::new(
+                format!("plan cache: {}; planned afresh", e.message),
+                format!("delete {} (the next plan rewrites it)", p.display()),
             )),
         }
     }
 
     /// Stores `plan` under `key` (atomically: a crash never leaves half a file), then
     /// evicts the least recently written entries beyond [`MAX_ENTRIES`]; returns how many.
-    pub fn store(&self, key: u64, plan: &Plan) -> Result<u32, String> {
+    pub fn store(&self, key: u64, plan: &Plan) -> Result<u32, Problem> {
         let fail = |p: &Path, e: &dyn std::fmt::Display| {
-            format!(
-                "plan cache {}: {e}\n  Fix: check that the directory is writable (or set XDG_CACHE_HOME), or delete it",
-                p.display()
+            Problem::new(
+                format!("plan cache {}: {e}", p.display()),
+                "check that the directory is writable (or set XDG_CACHE_HOME), or delete it",
             )
         };
         std::fs::create_dir_all(&self.dir).map_err(|e| fail(&self.dir, &e))?;
@@ -253,7 +252,7 @@ pub fn plan_cached(
                 }
             }
             Ok(None) => {}
-            Err(w) => warning = Some(w),
+            Err(w) => warning = Some(w.to_string()),
         }
     }
     let p = plan(pipeline, shapes, opts)?;
@@ -261,7 +260,7 @@ pub fn plan_cached(
     if let Some(c) = cache {
         match c.store(key, &p) {
             Ok(n) => evicted = n,
-            Err(w) => warning = Some(w),
+            Err(w) => warning = Some(w.to_string()),
         }
     }
     Ok(Cached {

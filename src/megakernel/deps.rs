@@ -580,3 +580,5 @@ mod tests;
 #[cfg(test)]
 #[path = "deps_props.rs"]
 mod props;
+
+crate::util::problem::into_problem!(DepError);

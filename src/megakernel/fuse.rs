@@ -742,3 +742,5 @@ fn check_valid(kernel: &FusedKernel, group: &str) -> Result<(), FuseError> {
          its own grid cannot be fused",
     ))
 }
+
+crate::util::problem::into_problem!(FuseError; fix);

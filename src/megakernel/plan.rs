@@ -625,3 +625,5 @@ fn explain(d: Option<&Dependence>) -> String {
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+crate::util::problem::into_problem!(PlanError);

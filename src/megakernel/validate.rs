@@ -471,3 +471,5 @@ fn deadlock(
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;
+
+crate::util::problem::into_problem!(ScheduleError; fix);

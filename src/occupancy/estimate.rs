@@ -643,3 +643,5 @@ pub fn estimate_with(
         launchable: c.why,
     }
 }
+
+crate::util::problem::into_problem!(Unlaunchable);

@@ -325,6 +325,8 @@ fn check_ranges(caps: &DeviceCaps) -> Result<(), (String, String)> {
     Ok(())
 }
 
+crate::util::problem::into_problem!(ProfileError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

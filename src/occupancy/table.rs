@@ -174,6 +174,8 @@ pub fn compare_rows(caps: &DeviceCaps, rows: &[TableRow]) -> Comparison {
     }
 }
 
+crate::util::problem::into_problem!(TableError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

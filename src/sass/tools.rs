@@ -102,6 +102,8 @@ pub fn parse_version(text: &str) -> Option<String> {
     (!v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')).then(|| v.to_string())
 }
 
+crate::util::problem::into_problem!(SassError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

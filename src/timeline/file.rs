@@ -313,3 +313,5 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
         forms,
     })
 }
+
+crate::util::problem::into_problem!(FileError; fix);

@@ -142,6 +142,8 @@ impl Config {
     }
 }
 
+crate::util::problem::into_problem!(ConfigError; fix);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -198,3 +198,5 @@ pub fn export(app: &App, path: PathBuf) -> Result<PathBuf, ExportError> {
     write_atomic(&path, text.as_bytes()).map_err(io)?;
     Ok(path)
 }
+
+crate::util::problem::into_problem!(ExportError);

@@ -24,6 +24,7 @@ use super::pipeline::PipelineRun;
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::ir::Pipeline;
 use crate::megakernel::plan::Plan;
+use crate::util::Problem;
 
 /// Why the live panels are empty before the first probe.
 pub const NO_RUNTIME: &str = "no dispatch yet - press r to run on the GPU";
@@ -56,11 +57,13 @@ impl InputFolder {
 /// or a headless replay) and runs jobs against it; `update` never sees it.
 pub trait Gpu: Send {
     /// Probes the live device.
-    fn probe(&mut self) -> Result<DeviceCaps, String>;
+    fn probe(&mut self) -> Result<DeviceCaps, Problem>;
     /// Resources of `kernel` from the live driver; `None` when no device was probed (the
     /// caller then asks `ptxas`).
-    fn live_resources(&mut self, kernel: &EmittedKernel)
-        -> Option<Result<KernelResources, String>>;
+    fn live_resources(
+        &mut self,
+        kernel: &EmittedKernel,
+    ) -> Option<Result<KernelResources, Problem>>;
     /// Emits `program` for `opts`' target sm and workgroup, dispatches it and verifies it
     /// against the reference interpreter; `files` resolves `file` inputs.
     fn dispatch(
@@ -68,7 +71,7 @@ pub trait Gpu: Send {
         program: &Program,
         files: &InputFolder,
         opts: &EmitOptions,
-    ) -> Result<RunRecord, String>;
+    ) -> Result<RunRecord, Problem>;
     /// Times every workgroup-size candidate for `opts`' target sm; `progress(done, total)`
     /// is called after each.
     fn tune(
@@ -77,11 +80,11 @@ pub trait Gpu: Send {
         files: &InputFolder,
         opts: &EmitOptions,
         progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<Vec<TuneRow>, String>;
+    ) -> Result<Vec<TuneRow>, Problem>;
     /// PTX and module cache statistics.
-    fn cache_stats(&mut self) -> Result<Counters, String>;
+    fn cache_stats(&mut self) -> Result<Counters, Problem>;
     /// Runtime telemetry counters.
-    fn telemetry(&mut self) -> Result<Counters, String>;
+    fn telemetry(&mut self) -> Result<Counters, Problem>;
     /// Runs a pipeline as separate launches and as `plan`'s fused kernels, both verified
     /// against the reference interpreter. The default has no GPU (test fakes).
     fn run_pipeline(
@@ -89,7 +92,7 @@ pub trait Gpu: Send {
         pipeline: &Pipeline,
         prepared: &PreparedPipeline,
         plan: &Plan,
-    ) -> Result<PipelineRun, String> {
+    ) -> Result<PipelineRun, Problem> {
         let _ = (pipeline, prepared, plan);
         Err("this GPU seam runs no pipelines".into())
     }
@@ -98,7 +101,7 @@ pub trait Gpu: Send {
     fn timeline(
         &mut self,
         what: &super::timeline::Recording,
-    ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, String> {
+    ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, Problem> {
         let _ = what;
         Err("this GPU seam records no timelines".into())
     }
@@ -111,10 +114,10 @@ pub struct CpuOnly;
 const CPU_ONLY: &str = "internal: a GPU job reached the CPU analysis thread";
 
 impl Gpu for CpuOnly {
-    fn probe(&mut self) -> Result<DeviceCaps, String> {
+    fn probe(&mut self) -> Result<DeviceCaps, Problem> {
         Err(CPU_ONLY.into())
     }
-    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
+    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, Problem>> {
         None
     }
     fn dispatch(
@@ -122,7 +125,7 @@ impl Gpu for CpuOnly {
         _: &Program,
         _: &InputFolder,
         _: &EmitOptions,
-    ) -> Result<RunRecord, String> {
+    ) -> Result<RunRecord, Problem> {
         Err(CPU_ONLY.into())
     }
     fn tune(
@@ -131,13 +134,13 @@ impl Gpu for CpuOnly {
         _: &InputFolder,
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
-    ) -> Result<Vec<TuneRow>, String> {
+    ) -> Result<Vec<TuneRow>, Problem> {
         Err(CPU_ONLY.into())
     }
-    fn cache_stats(&mut self) -> Result<Counters, String> {
+    fn cache_stats(&mut self) -> Result<Counters, Problem> {
         Err(CPU_ONLY.into())
     }
-    fn telemetry(&mut self) -> Result<Counters, String> {
+    fn telemetry(&mut self) -> Result<Counters, Problem> {
         Err(CPU_ONLY.into())
     }
 }
@@ -165,7 +168,7 @@ pub fn kernel_resources(gpu: &mut dyn Gpu, kernel: &EmittedKernel, sm: u32) -> R
     let mut why = String::from("no GPU probed");
     match gpu.live_resources(kernel) {
         Some(Ok(r)) => return Ok((r, "live driver".into())),
-        Some(Err(e)) => why = format!("live driver: {}", e.lines().next().unwrap_or("")),
+        Some(Err(e)) => why = format!("live driver: {}", e.message.lines().next().unwrap_or("")),
         None => {}
     }
     match ptxas::offline_resources(&kernel.ptx, sm) {
@@ -243,7 +246,7 @@ pub fn reference_dispatch(
         workgroup: Some(opts.workgroup_size),
         ..RunRequest::default()
     };
-    run_record(Executor::Reference, program, files, opts, &req)
+    run_record(Executor::Reference, program, files, opts, &req).map_err(|e| e.to_string())
 }
 
 /// One run of `program` through `exec` as `req` asks, as the Run tab lists it: the one place
@@ -254,7 +257,7 @@ fn run_record(
     files: &InputFolder,
     opts: &EmitOptions,
     req: &RunRequest,
-) -> Result<RunRecord, String> {
+) -> Result<RunRecord, Problem> {
     let gpu_ms = |d: &Option<crate::runtime::TimingStats>| d.as_ref().map_or(0.0, |d| d.median_ms);
     let jit_ms = |info: &crate::runtime::KernelInfo| if info.cached { 0.0 } else { info.jit_ms };
     let run = exec
@@ -371,20 +374,20 @@ fn tune_rows(program: &Program, rows: Vec<TuneRow>) -> Vec<TuneRow> {
 }
 
 impl Gpu for WorkerGpu {
-    fn probe(&mut self) -> Result<DeviceCaps, String> {
-        self.worker.probe().map_err(|e| e.to_string())
+    fn probe(&mut self) -> Result<DeviceCaps, Problem> {
+        self.worker.probe().map_err(Problem::from)
     }
 
     fn live_resources(
         &mut self,
         kernel: &EmittedKernel,
-    ) -> Option<Result<KernelResources, String>> {
+    ) -> Option<Result<KernelResources, Problem>> {
         self.worker.caps()?;
         Some(
             self.worker
                 .kernel_resources(&kernel.ptx, &kernel.kernel_name)
                 .map(|info| info.resources)
-                .map_err(|e| e.to_string()),
+                .map_err(Problem::from),
         )
     }
 
@@ -395,7 +398,7 @@ impl Gpu for WorkerGpu {
         program: &Program,
         files: &InputFolder,
         opts: &EmitOptions,
-    ) -> Result<RunRecord, String> {
+    ) -> Result<RunRecord, Problem> {
         let req = RunRequest {
             root: files.root.clone(),
             workgroup: Some(opts.workgroup_size),
@@ -421,8 +424,8 @@ impl Gpu for WorkerGpu {
         files: &InputFolder,
         opts: &EmitOptions,
         progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<Vec<TuneRow>, String> {
-        let caps = self.worker.probe().map_err(|e| e.to_string())?;
+    ) -> Result<Vec<TuneRow>, Problem> {
+        let caps = self.worker.probe()?;
         let req = SweepRequest {
             sm: Some(opts.sm),
             candidates: candidates(program, caps.max_threads_per_block),
@@ -436,8 +439,7 @@ impl Gpu for WorkerGpu {
                 if p.total > 0 && !p.device && p.done > 0 {
                     progress(p.done as usize, p.total as usize);
                 }
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         let rows = outcomes
             .into_iter()
             .map(|o| match o.result {
@@ -464,8 +466,8 @@ impl Gpu for WorkerGpu {
         Ok(tune_rows(program, rows))
     }
 
-    fn cache_stats(&mut self) -> Result<Counters, String> {
-        let s = self.worker.stats().map_err(|e| e.to_string())?;
+    fn cache_stats(&mut self) -> Result<Counters, Problem> {
+        let s = self.worker.stats()?;
         Ok(counters_of(&s.cache))
     }
 
@@ -476,23 +478,23 @@ impl Gpu for WorkerGpu {
         pipeline: &Pipeline,
         prepared: &PreparedPipeline,
         plan: &Plan,
-    ) -> Result<PipelineRun, String> {
+    ) -> Result<PipelineRun, Problem> {
         // In-process (not through the worker process): the worker protocol carries single
         // Programs only. A kernel fault here ends the inspector's CUDA context, not the UI.
-        super::pipeline::gpu_run(pipeline, prepared, plan)
+        Ok(super::pipeline::gpu_run(pipeline, prepared, plan)?)
     }
 
     /// In-process too, for the same reason as pipelines.
     fn timeline(
         &mut self,
         what: &super::timeline::Recording,
-    ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, String> {
-        super::timeline::record(what)
+    ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, Problem> {
+        Ok(super::timeline::record(what)?)
     }
 
-    fn telemetry(&mut self) -> Result<Counters, String> {
+    fn telemetry(&mut self) -> Result<Counters, Problem> {
         let w = &mut self.worker;
-        let s = w.stats().map_err(|e| e.to_string())?;
+        let s = w.stats()?;
         let mut rows = counters_of(&s.telemetry);
         rows.push((
             "worker.pid".into(),

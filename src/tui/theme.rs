@@ -290,6 +290,8 @@ impl Theme {
     }
 }
 
+crate::util::problem::into_problem!(ThemeError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

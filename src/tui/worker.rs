@@ -256,8 +256,8 @@ impl Stats {
     /// Reads both from `gpu`.
     pub fn now(gpu: &mut dyn Gpu) -> Self {
         Stats {
-            cache: gpu.cache_stats(),
-            telemetry: gpu.telemetry(),
+            cache: gpu.cache_stats().map_err(String::from),
+            telemetry: gpu.telemetry().map_err(String::from),
         }
     }
 }
@@ -329,7 +329,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         }
         Job::Probe => {
             report(Reply::Started("probing device", 0));
-            report(Reply::Probed(gpu.probe()));
+            report(Reply::Probed(gpu.probe().map_err(String::from)));
         }
         Job::Dispatch {
             program,
@@ -337,7 +337,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             opts,
         } => {
             report(Reply::Started("dispatching", 0));
-            let r = gpu.dispatch(&program, &files, &opts);
+            let r = gpu.dispatch(&program, &files, &opts).map_err(String::from);
             // One more, instrumented round after the timed one (which it cannot perturb).
             if r.as_ref()
                 .is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND)
@@ -348,7 +348,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                     files: &files,
                     opts: &opts,
                 };
-                report(Reply::Timeline(gpu.timeline(&what)));
+                report(Reply::Timeline(gpu.timeline(&what).map_err(String::from)));
             }
             report(Reply::Dispatched(r, Stats::now(gpu)));
         }
@@ -365,14 +365,16 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started(job_label(g), 0));
             let r = file.prepare().and_then(|prepared| match (g, plan) {
                 (true, Some(plan)) => {
-                    let r = gpu.run_pipeline(&file.pipeline, &prepared, &plan);
+                    let r = gpu
+                        .run_pipeline(&file.pipeline, &prepared, &plan)
+                        .map_err(String::from);
                     if r.is_ok() {
                         report(Reply::Started("recording the timeline", 0));
                         let what = Recording::Pipeline {
                             pipeline: &file.pipeline,
                             prepared: &prepared,
                         };
-                        report(Reply::Timeline(gpu.timeline(&what)));
+                        report(Reply::Timeline(gpu.timeline(&what).map_err(String::from)));
                     }
                     r
                 }
@@ -390,9 +392,11 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             opts,
         } => {
             report(Reply::Started("tuning", 0));
-            let r = gpu.tune(&program, &files, &opts, &mut |d, t| {
-                report(Reply::Progress(d, t))
-            });
+            let r = gpu
+                .tune(&program, &files, &opts, &mut |d, t| {
+                    report(Reply::Progress(d, t))
+                })
+                .map_err(String::from);
             report(Reply::Tuned(r, Stats::now(gpu)));
         }
     }

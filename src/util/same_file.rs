@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use super::Problem;
+
 /// True when `a` and `b` name one existing file (the same device and inode on Unix, else the
 /// same canonical path), whatever the spelling (`./x`, a link, `../dir/x`).
 pub fn same_file(a: &Path, b: &Path) -> bool {
@@ -19,18 +21,21 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// `Err` with a message and a `Fix:` when `output` is one of `inputs`; `flag` names the
-/// option that gave the output (`-o`, `--snapshot`).
+/// A [`Problem`] when `output` is one of `inputs`; `flag` names the option that gave the
+/// output (`-o`, `--snapshot`).
 pub fn refuse_overwrite<'a>(
     output: &Path,
     inputs: impl IntoIterator<Item = &'a Path>,
     flag: &str,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     match inputs.into_iter().find(|i| same_file(output, i)) {
-        Some(input) => Err(format!(
-            "{flag} {} is the input file {}: writing the result would replace what it was made from\n  Fix: write to another path",
-            output.display(),
-            input.display()
+        Some(input) => Err(Problem::new(
+            format!(
+                "{flag} {} is the input file {}: writing the result would replace what it was made from",
+                output.display(),
+                input.display()
+            ),
+            "write to another path",
         )),
         None => Ok(()),
     }
@@ -56,7 +61,9 @@ mod tests {
             std::os::unix::fs::symlink(&a, &l).unwrap();
             assert!(same_file(&a, &l));
         }
-        let e = refuse_overwrite(&a, [b.as_path(), a.as_path()], "-o").unwrap_err();
+        let e = refuse_overwrite(&a, [b.as_path(), a.as_path()], "-o")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("Fix: ") && e.contains("a.json"), "{e}");
         assert!(refuse_overwrite(&b, [a.as_path()], "-o").is_ok());
     }

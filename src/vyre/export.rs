@@ -315,3 +315,9 @@ pub(crate) fn has_atomic(e: &Expr) -> bool {
     e.visit(&mut |x| found |= matches!(x, Expr::Atomic { .. }));
     found
 }
+
+impl From<ExportError> for crate::util::Problem {
+    fn from(e: ExportError) -> Self {
+        crate::util::Problem::with_known_fix(&e.to_string(), &e.fix).on_node(e.node.clone())
+    }
+}

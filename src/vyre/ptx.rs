@@ -179,3 +179,5 @@ fn param_buffers(ptx: &str, program: &v::Program) -> Vec<String> {
         })
         .collect()
 }
+
+crate::util::problem::into_problem!(VyrePtxError; fix);

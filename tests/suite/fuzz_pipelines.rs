@@ -98,7 +98,8 @@ fn written_pipelines_read_back_the_same() {
         let file = dir.path().join("plain");
         std::fs::write(&file, b"x").unwrap();
         let e = write_pipeline_case(&file, seed, &p, None).unwrap_err();
-        assert!(e.contains("Fix: pass --out DIR"), "{e}");
+        assert!(e.to_string().contains("Fix: pass --out DIR"), "{e}");
+        assert_eq!(e.fix, "pass --out DIR with a writable folder");
     }
 }
 

@@ -313,10 +313,10 @@ fn the_inspector_backend_dispatches_through_the_worker() {
     let run = gpu.dispatch(&program, &files, &opts);
     match in_process() {
         Err(local) => {
-            assert_eq!(probe, Err(local.clone()));
-            assert_eq!(run.map(|_| ()), Err(local.clone()));
-            assert_eq!(gpu.telemetry(), Err(local.clone()));
-            assert_eq!(gpu.cache_stats(), Err(local));
+            assert_eq!(probe.map_err(String::from), Err(local.clone()));
+            assert_eq!(run.map(|_| ()).map_err(String::from), Err(local.clone()));
+            assert_eq!(gpu.telemetry().map_err(String::from), Err(local.clone()));
+            assert_eq!(gpu.cache_stats().map_err(String::from), Err(local));
         }
         Ok(_) => {
             let caps = probe.expect("probe");

@@ -11,6 +11,7 @@ mod atomic_order;
 mod ci_script;
 mod cli_check;
 mod cli_diff;
+mod cli_json_errors;
 mod cli_occupancy;
 mod cli_plan;
 mod cli_run;

@@ -12,6 +12,7 @@ use vyrescope::tui::app::Tab;
 use vyrescope::tui::gpu::{Counters, Gpu, InputFolder, Parity, RunRecord, TuneRow};
 use vyrescope::tui::replay::perform;
 use vyrescope::tui::worker::Job;
+use vyrescope::util::Problem;
 
 /// What the fake was asked, and what it answers: a record with times drawn from `seed`.
 struct FakeGpu {
@@ -31,10 +32,10 @@ impl FakeGpu {
 }
 
 impl Gpu for FakeGpu {
-    fn probe(&mut self) -> Result<DeviceCaps, String> {
+    fn probe(&mut self) -> Result<DeviceCaps, Problem> {
         Err(NO_DRIVER.into())
     }
-    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
+    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, Problem>> {
         None
     }
     fn dispatch(
@@ -42,7 +43,7 @@ impl Gpu for FakeGpu {
         program: &Program,
         files: &InputFolder,
         opts: &EmitOptions,
-    ) -> Result<RunRecord, String> {
+    ) -> Result<RunRecord, Problem> {
         self.asked
             .push((program.name.clone(), files.base.clone(), opts.clone()));
         let device_ms = 0.05 + self.next();
@@ -68,14 +69,14 @@ impl Gpu for FakeGpu {
         _: &InputFolder,
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
-    ) -> Result<Vec<TuneRow>, String> {
+    ) -> Result<Vec<TuneRow>, Problem> {
         Err("not asked in this test".into())
     }
-    fn cache_stats(&mut self) -> Result<Counters, String> {
+    fn cache_stats(&mut self) -> Result<Counters, Problem> {
         self.stats_reads += 1;
         Ok(vec![("ptx.hits".into(), self.stats_reads.to_string())])
     }
-    fn telemetry(&mut self) -> Result<Counters, String> {
+    fn telemetry(&mut self) -> Result<Counters, Problem> {
         Ok(vec![("launches".into(), "5".into())])
     }
 }

@@ -16,6 +16,7 @@ use vyrescope::tui::replay::{apply, buffer_text, perform, render};
 use vyrescope::tui::update::refresh_estimate;
 use vyrescope::tui::worker::{Job, Reply, Stats};
 use vyrescope::tui::{setup, Options};
+use vyrescope::util::Problem;
 
 /// Fixture path.
 pub fn fixture(name: &str) -> PathBuf {
@@ -43,10 +44,10 @@ pub const NO_DRIVER: &str = "no CUDA driver found (libcuda.so.1): test machine\n
 pub struct NoGpu;
 
 impl Gpu for NoGpu {
-    fn probe(&mut self) -> Result<DeviceCaps, String> {
+    fn probe(&mut self) -> Result<DeviceCaps, Problem> {
         Err(NO_DRIVER.into())
     }
-    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, String>> {
+    fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, Problem>> {
         None
     }
     fn dispatch(
@@ -54,7 +55,7 @@ impl Gpu for NoGpu {
         _: &Program,
         _: &InputFolder,
         _: &EmitOptions,
-    ) -> Result<RunRecord, String> {
+    ) -> Result<RunRecord, Problem> {
         Err(NO_DRIVER.into())
     }
     fn tune(
@@ -63,13 +64,13 @@ impl Gpu for NoGpu {
         _: &InputFolder,
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
-    ) -> Result<Vec<TuneRow>, String> {
+    ) -> Result<Vec<TuneRow>, Problem> {
         Err(NO_DRIVER.into())
     }
-    fn cache_stats(&mut self) -> Result<Counters, String> {
+    fn cache_stats(&mut self) -> Result<Counters, Problem> {
         Err(NO_DRIVER.into())
     }
-    fn telemetry(&mut self) -> Result<Counters, String> {
+    fn telemetry(&mut self) -> Result<Counters, Problem> {
         Err(NO_DRIVER.into())
     }
 }

@@ -17,6 +17,7 @@ use vyrescope::timeline::file::{parse, read, to_json};
 use vyrescope::timeline::{check, decode, summarize, Capture, LaunchRecords};
 use vyrescope::tui::action::Command;
 use vyrescope::tui::app::{App, Focus, Tab};
+use vyrescope::util::Problem;
 
 fn put(buf: &mut [u8], slots: u32, block: u32, slot: u32, r: [u32; 4], start: u64, end: u64) {
     let at = ((block * slots + slot) * RECORD_BYTES) as usize;
@@ -494,13 +495,13 @@ fn the_h200_capture_opens_consistent_in_both_forms() {
 struct Recorder(Result<Capture, String>);
 
 impl vyrescope::tui::gpu::Gpu for Recorder {
-    fn probe(&mut self) -> Result<vyrescope::occupancy::DeviceCaps, String> {
-        vyrescope::occupancy::profiles::load("h200").map_err(|e| e.to_string())
+    fn probe(&mut self) -> Result<vyrescope::occupancy::DeviceCaps, Problem> {
+        vyrescope::occupancy::profiles::load("h200").map_err(Problem::from)
     }
     fn live_resources(
         &mut self,
         _: &vyrescope::emit::EmittedKernel,
-    ) -> Option<Result<vyrescope::occupancy::KernelResources, String>> {
+    ) -> Option<Result<vyrescope::occupancy::KernelResources, Problem>> {
         None
     }
     fn dispatch(
@@ -508,7 +509,7 @@ impl vyrescope::tui::gpu::Gpu for Recorder {
         p: &vyrescope::ir::Program,
         _: &vyrescope::tui::gpu::InputFolder,
         o: &vyrescope::emit::EmitOptions,
-    ) -> Result<vyrescope::tui::gpu::RunRecord, String> {
+    ) -> Result<vyrescope::tui::gpu::RunRecord, Problem> {
         Ok(vyrescope::tui::gpu::RunRecord {
             program: p.name.clone(),
             grid: [16, 1, 1],
@@ -526,19 +527,19 @@ impl vyrescope::tui::gpu::Gpu for Recorder {
         _: &vyrescope::tui::gpu::InputFolder,
         _: &vyrescope::emit::EmitOptions,
         _: &mut dyn FnMut(usize, usize),
-    ) -> Result<Vec<vyrescope::tui::gpu::TuneRow>, String> {
+    ) -> Result<Vec<vyrescope::tui::gpu::TuneRow>, Problem> {
         Err("no tune here".into())
     }
-    fn cache_stats(&mut self) -> Result<vyrescope::tui::gpu::Counters, String> {
+    fn cache_stats(&mut self) -> Result<vyrescope::tui::gpu::Counters, Problem> {
         Ok(vec![])
     }
-    fn telemetry(&mut self) -> Result<vyrescope::tui::gpu::Counters, String> {
+    fn telemetry(&mut self) -> Result<vyrescope::tui::gpu::Counters, Problem> {
         Ok(vec![])
     }
     fn timeline(
         &mut self,
         _: &vyrescope::tui::timeline::Recording,
-    ) -> Result<Vec<std::sync::Arc<vyrescope::tui::timeline::TimelineData>>, String> {
+    ) -> Result<Vec<std::sync::Arc<vyrescope::tui::timeline::TimelineData>>, Problem> {
         let cap = self.0.clone()?;
         let d =
             vyrescope::tui::timeline::TimelineData::build("", "recorded after r on a fake", cap)?;

@@ -209,6 +209,8 @@ impl TuneCache {
     }
 }
 
+crate::util::problem::into_problem!(CacheError);
+
 #[cfg(test)]
 mod tests {
     use super::super::TuneStatus;

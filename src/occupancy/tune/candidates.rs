@@ -72,6 +72,8 @@ pub fn parse_candidates(text: &str) -> Result<Vec<[u32; 3]>, CandidateError> {
     Ok(out)
 }
 
+crate::util::problem::into_problem!(CandidateError);
+
 #[cfg(test)]
 mod tests {
     use super::*;
