@@ -17,6 +17,7 @@
 
 use ratatui::layout::Rect;
 use ratatui::Frame;
+use serde_json::Value;
 
 use super::action::{Cmd, Command};
 use super::app::{App, Focus};
@@ -42,6 +43,12 @@ pub trait Component: Sync {
 
     /// Draws the pane into `area`.
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, hl: &Highlighter);
+
+    /// Name of what it shows, in export file names (`<program>.<name>.json`).
+    fn export_name(&self, app: &App) -> String;
+
+    /// What `x` exports while it has the focus.
+    fn data(&self, app: &App) -> Value;
 }
 
 /// The component of pane `f`.

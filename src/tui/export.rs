@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::app::{App, Focus, Tab};
+use super::app::App;
+use super::component::focused;
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
@@ -30,14 +31,9 @@ pub enum ExportError {
     },
 }
 
-/// Name of the current view (part of the default file name).
+/// Name of the current view (part of the default file name): the focused component's.
 pub fn view_name(app: &App) -> String {
-    match app.screen.focus {
-        Focus::Detail => app.detail.tab.title().to_lowercase(),
-        Focus::List => "programs".into(),
-        Focus::Ir | Focus::Ptx => "ptx".into(),
-        Focus::Sass => "sass".into(),
-    }
+    focused(app).export_name(app)
 }
 
 /// Where exports go by default: `<data dir>/vyrescope/exports` (the data dir follows
@@ -57,7 +53,7 @@ pub fn default_path(app: &App) -> Option<PathBuf> {
     )
 }
 
-/// The JSON of the current view.
+/// The JSON of the current view: the options, and the data of the focused component.
 pub fn view_data(app: &App) -> Value {
     let opts = app.emit_options();
     let mut v = json!({
@@ -68,31 +64,7 @@ pub fn view_data(app: &App) -> Value {
         "workgroup_size": opts.workgroup_size,
         "device": app.jobs.devices.label(),
     });
-    let data = match app.screen.focus {
-        Focus::List => json!(app
-            .programs.entries
-            .iter()
-            .map(|e| json!({"file": e.path.display().to_string(), "status": format!("{:?}", e.status)}))
-            .collect::<Vec<_>>()),
-        Focus::Ir | Focus::Ptx => match app.code.emission.as_ref().map(|e| &e.ptx) {
-            Some(Ok(p)) => json!({
-                "kernel": p.kernel.kernel_name,
-                "ptx": p.kernel.ptx,
-                "map": p.kernel.source_map.entries,
-                "abi": p.kernel.abi,
-                "stats": p.kernel.stats,
-            }),
-            Some(Err(e)) => json!({"error": e}),
-            None => json!({"error": "emission in progress"}),
-        },
-        Focus::Sass => match app.code.sass_state() {
-            Some(crate::tui::sass_view::SassState::Ready(v)) => v.listing.to_json(),
-            Some(crate::tui::sass_view::SassState::Failed(e)) => json!({"error": e}),
-            _ => json!({"error": "SASS not assembled (yet)"}),
-        },
-        Focus::Detail => tab_data(app, app.detail.tab),
-    };
-    v["data"] = data;
+    v["data"] = focused(app).data(app);
     v
 }
 
@@ -102,11 +74,6 @@ pub fn result<T: serde::Serialize>(r: &Result<T, String>) -> Value {
         Ok(v) => json!(v),
         Err(e) => json!({"unavailable": e}),
     }
-}
-
-/// The JSON of one detail tab (its component says what).
-pub fn tab_data(app: &App, tab: Tab) -> Value {
-    crate::tui::component::tabs::tab(tab).data(app)
 }
 
 /// The counters as a JSON object.

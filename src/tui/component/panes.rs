@@ -3,11 +3,13 @@
 
 use ratatui::layout::Rect;
 use ratatui::Frame;
+use serde_json::{json, Value};
 
 use super::{tabs, with_global, Component, Hint};
 use crate::tui::action::{Cmd, Command};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::Highlighter;
+use crate::tui::sass_view::SassState;
 use crate::tui::update::{nav, program};
 use crate::tui::views;
 
@@ -30,6 +32,34 @@ impl Component for List {
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _: &Highlighter) {
         views::program_list::draw(frame.buffer_mut(), area, app);
+    }
+
+    fn export_name(&self, _: &App) -> String {
+        "programs".into()
+    }
+
+    fn data(&self, app: &App) -> Value {
+        json!(app
+            .programs
+            .entries
+            .iter()
+            .map(|e| json!({"file": e.path.display().to_string(), "status": format!("{:?}", e.status)}))
+            .collect::<Vec<_>>())
+    }
+}
+
+/// The emitted kernel as the IR and PTX panes export it: PTX, source map, ABI and stats.
+fn ptx_data(app: &App) -> Value {
+    match app.code.emission.as_ref().map(|e| &e.ptx) {
+        Some(Ok(p)) => json!({
+            "kernel": p.kernel.kernel_name,
+            "ptx": p.kernel.ptx,
+            "map": p.kernel.source_map.entries,
+            "abi": p.kernel.abi,
+            "stats": p.kernel.stats,
+        }),
+        Some(Err(e)) => json!({"error": e}),
+        None => json!({"error": "emission in progress"}),
     }
 }
 
@@ -68,6 +98,14 @@ impl Component for Ir {
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, hl: &Highlighter) {
         views::ir_pane::draw(frame.buffer_mut(), area, app, hl);
     }
+
+    fn export_name(&self, _: &App) -> String {
+        "ptx".into()
+    }
+
+    fn data(&self, app: &App) -> Value {
+        ptx_data(app)
+    }
 }
 
 /// The PTX pane: scrolls sideways.
@@ -85,6 +123,14 @@ impl Component for Ptx {
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, hl: &Highlighter) {
         views::ptx_pane::draw(frame.buffer_mut(), area, app, hl);
     }
+
+    fn export_name(&self, _: &App) -> String {
+        "ptx".into()
+    }
+
+    fn data(&self, app: &App) -> Value {
+        ptx_data(app)
+    }
 }
 
 /// The SASS pane (its rows do not scroll sideways: they fit their columns).
@@ -98,6 +144,18 @@ impl Component for Sass {
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, hl: &Highlighter) {
         views::sass_pane::draw(frame.buffer_mut(), area, app, hl);
+    }
+
+    fn export_name(&self, _: &App) -> String {
+        "sass".into()
+    }
+
+    fn data(&self, app: &App) -> Value {
+        match app.code.sass_state() {
+            Some(SassState::Ready(v)) => v.listing.to_json(),
+            Some(SassState::Failed(e)) => json!({"error": e}),
+            _ => json!({"error": "SASS not assembled (yet)"}),
+        }
     }
 }
 
@@ -127,5 +185,13 @@ impl Component for Detail {
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _: &Highlighter) {
         views::tabs::draw(frame, area, app);
+    }
+
+    fn export_name(&self, app: &App) -> String {
+        app.detail.tab.title().to_lowercase()
+    }
+
+    fn data(&self, app: &App) -> Value {
+        tabs::tab(app.detail.tab).data(app)
     }
 }
