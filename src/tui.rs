@@ -5,7 +5,9 @@
 //! - [`app::App`]: all state, composed of sub-states; [`action::Action`]: every possible
 //!   change; [`update::update`]: the only function that applies one, returning
 //!   [`action::Cmd`]s (worker jobs, quit) for the shell to perform.
-//! - [`views`]: draw from `&App` only; [`layout`] places panes for draw, mouse and paging.
+//! - [`component`]: each pane and detail tab as a component: its own keys, its status-bar
+//!   hints and its drawing; the tab registry. [`views`]: draw from `&App` only; [`layout`]
+//!   places panes for draw, mouse and paging.
 //! - [`worker`]: slow work (large emissions, probe, dispatch, tune) on a thread, reporting
 //!   through a channel; [`gpu::Gpu`] is the one seam to the CUDA runtime, an instance made
 //!   by [`run`] (or the replay's caller) and owned by the worker thread.
@@ -21,6 +23,7 @@ pub mod action;
 pub mod analysis;
 pub mod app;
 pub mod bench;
+pub mod component;
 pub mod config;
 pub mod export;
 pub mod gpu;
@@ -117,6 +120,27 @@ pub fn no_color() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
+/// Reads the first program where [`update::start`] asks the worker to: in place, before the
+/// terminal is taken over (Ctrl-C still ends the process there, as it does any command), so
+/// the first frame shows it laid out as every later one. The commands its reply returns take
+/// the load's place, in order; files opened or reloaded later are read on the worker.
+fn read_first_file(app: &mut App, cmds: Vec<Cmd>) -> Vec<Cmd> {
+    let mut out = Vec::new();
+    for cmd in cmds {
+        match cmd {
+            Cmd::Job(job @ worker::Job::Load { .. }) => {
+                let mut replies = Vec::new();
+                worker::execute(job, &mut gpu::CpuOnly, &mut |r| replies.push(r));
+                for r in replies {
+                    out.extend(update::update(app, action::Action::Worker(r)));
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Builds the state for `opts`: config, keymap, theme, files, device; the first program is
 /// opened. Returns the commands the shell performs first (the device probe, and any
 /// emission or measurement that opening queued).
@@ -188,7 +212,8 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
     if let Some(forms) = recorded {
         app.timeline.set(forms);
     }
-    let mut cmds = update::start(&mut app);
+    let start = update::start(&mut app);
+    let mut cmds = read_first_file(&mut app, start);
     if let Some(wg) = opts.workgroup {
         app.code.workgroup = Some(wg);
         cmds.extend(update::reanalyze(&mut app));

@@ -140,14 +140,18 @@ pub enum Action {
     FileChanged,
     /// Time passed (spinner, expiring status messages).
     Tick,
+    /// What the shell's write of a [`Cmd::Export`] did.
+    Exported(super::export::Exported),
 }
 
 /// Work for the shell, returned by [`crate::tui::update::update`] (which itself touches no
-/// thread, GPU or terminal).
+/// file, thread, GPU or terminal).
 #[derive(Debug, Clone)]
 pub enum Cmd {
     /// Run this job on the worker; its replies come back as [`Action::Worker`].
     Job(Job),
+    /// Write an export (the shell answers with [`Action::Exported`]).
+    Export(super::export::ExportJob),
     /// Leave the inspector.
     Quit,
 }

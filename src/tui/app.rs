@@ -68,9 +68,9 @@ impl Focus {
     }
 }
 
-/// Detail tabs. Adding one: a variant here (and in `ALL`), a view file under `views/`, one
-/// arm in `views::tabs::draw_tab`, one in `views::tab_rows::lists` and one in
-/// `export::tab_data`.
+/// Detail tabs. Adding one: a variant here (and in `ALL`), its title, a view file under
+/// `views/` and its component in `component::tabs::TABS` (keys, hints, drawing, rows,
+/// export).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tab {
     /// Occupancy vs block size.
@@ -354,7 +354,8 @@ impl App {
         }
     }
 
-    /// Lines of the text in pane `f` (IR or PTX).
+    /// Lines of pane `f` (the list's files, the code panes' lines; 0 for the detail panel,
+    /// whose rows its tab's component measures).
     pub fn pane_len(&self, f: Focus) -> usize {
         match f {
             Focus::List => self.programs.entries.len(),
@@ -364,7 +365,9 @@ impl App {
                 Some(d) => d.rows.len(),
                 None => self.sass_view().map_or(0, |v| v.len()),
             },
-            Focus::Detail => super::views::tab_rows::row_count(self),
+            // The detail panel's rows are its active tab's, which the tab's component
+            // measures at the current layout (`component::tabs::row_count`).
+            Focus::Detail => 0,
         }
     }
 

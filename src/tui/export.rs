@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::app::{App, Focus, Tab};
+use super::app::App;
+use super::component::focused;
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
@@ -30,14 +31,9 @@ pub enum ExportError {
     },
 }
 
-/// Name of the current view (part of the default file name).
+/// Name of the current view (part of the default file name): the focused component's.
 pub fn view_name(app: &App) -> String {
-    match app.screen.focus {
-        Focus::Detail => app.detail.tab.title().to_lowercase(),
-        Focus::List => "programs".into(),
-        Focus::Ir | Focus::Ptx => "ptx".into(),
-        Focus::Sass => "sass".into(),
-    }
+    focused(app).export_name(app)
 }
 
 /// Where exports go by default: `<data dir>/vyrescope/exports` (the data dir follows
@@ -57,7 +53,7 @@ pub fn default_path(app: &App) -> Option<PathBuf> {
     )
 }
 
-/// The JSON of the current view.
+/// The JSON of the current view: the options, and the data of the focused component.
 pub fn view_data(app: &App) -> Value {
     let opts = app.emit_options();
     let mut v = json!({
@@ -68,96 +64,20 @@ pub fn view_data(app: &App) -> Value {
         "workgroup_size": opts.workgroup_size,
         "device": app.jobs.devices.label(),
     });
-    let data = match app.screen.focus {
-        Focus::List => json!(app
-            .programs.entries
-            .iter()
-            .map(|e| json!({"file": e.path.display().to_string(), "status": format!("{:?}", e.status)}))
-            .collect::<Vec<_>>()),
-        Focus::Ir | Focus::Ptx => match app.code.emission.as_ref().map(|e| &e.ptx) {
-            Some(Ok(p)) => json!({
-                "kernel": p.kernel.kernel_name,
-                "ptx": p.kernel.ptx,
-                "map": p.kernel.source_map.entries,
-                "abi": p.kernel.abi,
-                "stats": p.kernel.stats,
-            }),
-            Some(Err(e)) => json!({"error": e}),
-            None => json!({"error": "emission in progress"}),
-        },
-        Focus::Sass => match app.code.sass_state() {
-            Some(crate::tui::sass_view::SassState::Ready(v)) => v.listing.to_json(),
-            Some(crate::tui::sass_view::SassState::Failed(e)) => json!({"error": e}),
-            _ => json!({"error": "SASS not assembled (yet)"}),
-        },
-        Focus::Detail => tab_data(app, app.detail.tab),
-    };
-    v["data"] = data;
+    v["data"] = focused(app).data(app);
     v
 }
 
-fn result<T: serde::Serialize>(r: &Result<T, String>) -> Value {
+/// A result as JSON: the value, or `{"unavailable": why}`.
+pub fn result<T: serde::Serialize>(r: &Result<T, String>) -> Value {
     match r {
         Ok(v) => json!(v),
         Err(e) => json!({"unavailable": e}),
     }
 }
 
-/// The JSON of one detail tab.
-pub fn tab_data(app: &App, tab: Tab) -> Value {
-    let em = app.code.emission.as_ref();
-    match tab {
-        Tab::Occupancy => em.map_or(Value::Null, |e| result(&e.occupancy)),
-        Tab::Resources => em.map_or(Value::Null, |e| json!(e.resources)),
-        Tab::Diagnostics => json!(app.diagnostics()),
-        Tab::Run => json!({
-            "runs": app.jobs.session.runs,
-            "pipeline_runs": app.jobs.session.pipeline_runs,
-            "last_error": app.jobs.session.run_error,
-            "tune": app.jobs.session.tune.as_ref().map(result),
-        }),
-        Tab::Cache => result(
-            &app.jobs
-                .session
-                .cache
-                .as_ref()
-                .map(|c| counters_json(c))
-                .map_err(Clone::clone),
-        ),
-        Tab::Plan => app
-            .programs
-            .doc
-            .as_ref()
-            .and_then(|d| d.pipeline.as_ref())
-            .map_or(Value::Null, |p| match &p.plan {
-                Ok(plan) => json!(**plan),
-                Err(e) => json!({ "error": e }),
-            }),
-        // Every recorded form's summary and check (the lanes are the records themselves:
-        // `run --timeline-out` writes those).
-        Tab::Timeline => json!(app
-            .timeline
-            .forms
-            .iter()
-            .map(|d| json!({
-                "form": d.label,
-                "origin": d.origin,
-                "timeline": d.summary,
-                "check": {"passed": d.problems.is_empty(), "problems": d.problems},
-            }))
-            .collect::<Vec<_>>()),
-        Tab::Telemetry => result(
-            &app.jobs
-                .session
-                .telemetry
-                .as_ref()
-                .map(|c| counters_json(c))
-                .map_err(Clone::clone),
-        ),
-    }
-}
-
-fn counters_json(c: &[(String, String)]) -> Value {
+/// The counters as a JSON object.
+pub fn counters_json(c: &[(String, String)]) -> Value {
     let mut m = serde_json::Map::new();
     for (k, v) in c {
         m.insert(
@@ -183,20 +103,70 @@ pub fn exists(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
 }
 
-/// Exports the current view to `path`, creating the default export folder when that is
-/// where it goes; returns where it went.
-pub fn export(app: &App, path: PathBuf) -> Result<PathBuf, ExportError> {
-    let io = |source| ExportError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    if let Some(dir) = app.export_dir.as_ref().filter(|d| path.starts_with(d)) {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
+/// An export for the shell to write ([`crate::tui::action::Cmd::Export`]): `update` makes
+/// the text, the shell does the file work and answers with
+/// [`crate::tui::action::Action::Exported`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportJob {
+    /// Where it goes.
+    pub path: PathBuf,
+    /// The JSON text.
+    pub text: String,
+    /// The default export folder, to create first when the path is inside it.
+    pub folder: Option<PathBuf>,
+    /// The user agreed to replace a file that is there.
+    pub replace: bool,
+}
+
+/// What writing an export did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exported {
+    /// Written there.
+    Written(PathBuf),
+    /// Not written: a file is there and the user was not asked yet.
+    Exists(PathBuf),
+    /// Not written (message with Fix).
+    Failed(String),
+}
+
+/// The export of the current view to `path` (`replace`: the user agreed to replace a file
+/// that is there).
+pub fn job(app: &App, path: PathBuf, replace: bool) -> ExportJob {
+    let folder = app.export_dir.clone().filter(|d| path.starts_with(d));
     let mut text = serde_json::to_string_pretty(&view_data(app)).unwrap_or_default();
     text.push('\n');
-    write_atomic(&path, text.as_bytes()).map_err(io)?;
-    Ok(path)
+    ExportJob {
+        path,
+        text,
+        folder,
+        replace,
+    }
+}
+
+/// Writes `job` (the shell's side): asks back when a file is there and the user did not
+/// agree yet, creates the default export folder when the path is in it.
+pub fn write(job: ExportJob) -> Exported {
+    if !job.replace && exists(&job.path) {
+        return Exported::Exists(job.path);
+    }
+    let failed = |source| {
+        Exported::Failed(
+            ExportError::Io {
+                path: job.path.display().to_string(),
+                source,
+            }
+            .to_string(),
+        )
+    };
+    if let Some(dir) = &job.folder {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return failed(e);
+        }
+    }
+    match write_atomic(&job.path, job.text.as_bytes()) {
+        Ok(()) => Exported::Written(job.path),
+        Err(e) => failed(e),
+    }
 }
 
 crate::util::problem::into_problem!(ExportError);

@@ -1,9 +1,10 @@
-//! Where every pane goes for a terminal size and the zoom/expand state. Drawing, mouse hit
-//! tests and page sizes all use this one function, so they always agree.
+//! Where every pane goes for a terminal size and the zoom/expand state, the detail panel's
+//! content area and its tab bar's labels. Drawing, mouse hit tests and page sizes all use
+//! these, so they always agree.
 
 use ratatui::layout::Rect;
 
-use super::app::{App, Focus};
+use super::app::{App, Focus, Tab};
 
 /// Screen regions; a hidden pane has a zero-sized rect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,6 +50,33 @@ impl Areas {
             x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
         })
     }
+}
+
+/// The detail panel's content area (inside its borders, below the tab bar).
+pub fn detail_content(panel: Rect) -> Rect {
+    if panel.width < 2 || panel.height < 3 {
+        return Rect::new(panel.x, panel.y, 0, 0);
+    }
+    Rect::new(panel.x + 1, panel.y + 2, panel.width - 2, panel.height - 3)
+}
+
+/// The label of tab `t`, shown `i`-th in the tab bar.
+pub fn tab_label(i: usize, t: Tab) -> String {
+    format!(" {} {} ", i + 1, t.title())
+}
+
+/// Index of the tab (of `tabs`, the ones shown) whose label is at column `x` of the tab bar
+/// of the detail panel in `area`.
+pub fn tab_at(area: Rect, x: u16, tabs: &[Tab]) -> Option<usize> {
+    let mut at = area.x + 1;
+    for (i, t) in tabs.iter().enumerate() {
+        let w = tab_label(i, *t).chars().count() as u16;
+        if x >= at && x < at + w {
+            return Some(i);
+        }
+        at += w + 1;
+    }
+    None
 }
 
 /// The smallest screen the inspector draws its panes on (columns, rows); below it only a
@@ -129,4 +157,18 @@ pub fn areas(width: u16, height: u16, app: &App) -> Areas {
         a.ptx = right;
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_is_inside_the_borders_below_the_tab_bar() {
+        assert_eq!(
+            detail_content(Rect::new(0, 14, 80, 9)),
+            Rect::new(1, 16, 78, 6)
+        );
+        assert!(detail_content(Rect::new(0, 0, 80, 2)).is_empty());
+    }
 }

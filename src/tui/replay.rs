@@ -27,6 +27,10 @@ pub fn perform(app: &mut App, gpu: &mut dyn Gpu, cmds: Vec<Cmd>) -> bool {
         for cmd in std::mem::take(&mut queue) {
             match cmd {
                 Cmd::Quit => quit = true,
+                Cmd::Export(job) => {
+                    let done = super::export::write(job);
+                    queue.extend(update(app, Action::Exported(done)));
+                }
                 Cmd::Job(job) => {
                     let mut replies = Vec::new();
                     execute(job, gpu, &mut |r| replies.push(r));

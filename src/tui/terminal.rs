@@ -214,15 +214,22 @@ impl Shell {
     fn perform(&mut self, app: &mut App, mut cmds: Vec<Cmd>) {
         while !cmds.is_empty() {
             let mut gone = false;
+            let mut next = Vec::new();
             for cmd in std::mem::take(&mut cmds) {
                 match cmd {
                     Cmd::Quit => self.quit = true,
                     Cmd::Job(job) => gone |= !self.worker.submit(job),
+                    // A small write: done here, its outcome goes back through `update`.
+                    Cmd::Export(job) => {
+                        let done = super::export::write(job);
+                        next.extend(update(app, Action::Exported(done)));
+                    }
                 }
             }
             if gone {
-                cmds = update(app, Action::WorkerGone);
+                next.extend(update(app, Action::WorkerGone));
             }
+            cmds = next;
         }
     }
 }

@@ -5,20 +5,22 @@
 //! own fields applies it (`Screen`, `Detail`, `Jobs`, each with its own `update`), then the
 //! command table here handles what spans sub-states, with small named functions per concern
 //! in `update/` (navigation and search, the program and its emission, worker replies). None
-//! of them touch the terminal, a thread or the GPU: work that may be slow is returned as
-//! [`Cmd::Job`] for the shell to run.
+//! of them touch the terminal, a file, a thread or the GPU: reading files and other work
+//! that may be slow is returned as [`Cmd::Job`] for the worker, an export's write as
+//! [`Cmd::Export`] for the shell. The focused pane's component
+//! ([`crate::tui::component`]) gets each command first.
 
 use super::action::{Action, Cmd, Command};
 use super::app::overlay::Handled;
 use super::app::{App, Focus, Overlay, PromptKind, SM_TARGETS};
+use super::component;
 use super::export;
-use super::views::help;
 
-mod nav;
+pub(crate) mod nav;
 mod pin;
-mod program;
+pub(crate) mod program;
 mod reply;
-mod timeline;
+pub(crate) mod timeline;
 
 pub use nav::{sync_from_ir, sync_from_ptx};
 
@@ -27,7 +29,9 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
     let mut out = Vec::new();
     // The help screen's scroll limit depends on the whole state; only measured when open.
     let help_max = match app.overlay.open {
-        Some(Overlay::Help(_)) => help::max_scroll(app, app.screen.size.0, app.screen.size.1),
+        Some(Overlay::Help(_)) => {
+            component::help::max_scroll(app, app.screen.size.0, app.screen.size.1)
+        }
         _ => 0,
     };
     match app.overlay.update(&action, help_max) {
@@ -38,7 +42,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         }
         Handled::Overwrite(path, yes) => {
             if yes {
-                program::write_export(app, path);
+                program::write_export(app, path, &mut out);
             } else {
                 app.screen
                     .info(format!("kept {} (not exported)", path.display()));
@@ -56,7 +60,6 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         app.screen.message = None;
     }
     // The sub-states' own parts (their actions do not overlap, so the order is free).
-    let focus = app.screen.focus;
     out.extend(app.screen.update(&action));
     if let Action::Command(c @ (Command::FocusNext | Command::FocusPrev)) = &action {
         let c = *c;
@@ -69,7 +72,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
             app.screen.cycle_focus(c == Command::FocusNext);
         }
     }
-    out.extend(app.detail.update(&action, focus));
+    out.extend(app.detail.update(&action));
     out.extend(app.jobs.update(&action));
     // A folded program list takes no focus: Tab goes on to the next pane.
     if app.screen.focus == Focus::List && super::layout::list_collapsed(app) {
@@ -99,6 +102,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Cmd> {
         Action::HWheel(x, y, delta) => nav::hwheel(app, x, y, delta),
         Action::Worker(r) => reply::reply(app, r, &mut out),
         Action::FileChanged => program::reload(app, true, &mut out),
+        Action::Exported(e) => program::exported(app, e),
     }
     out
 }
@@ -111,14 +115,17 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         }
         return;
     }
-    // The Timeline tab's own meaning of the navigation and zoom keys comes first.
-    if timeline::command(app, c, out) {
+    // The focused component's own meaning of a key comes first (the Timeline tab's zoom and
+    // pan keys, the detail panel's Left/Right, Enter on the list...).
+    if component::focused(app).command(app, c, out) {
         return;
     }
     match c {
         Command::Quit => out.push(Cmd::Quit),
-        // Taken by `timeline::command`.
-        Command::TimelineFit | Command::TimelineForm => {}
+        // The Timeline tab's keys that need no focus on it (they say when there is none).
+        Command::TimelineFit | Command::TimelineForm => {
+            timeline::command(app, c, out);
+        }
         Command::Help => app.overlay.open = Some(Overlay::Help(0)),
         // Taken by `Screen::update` and `Detail::update`.
         Command::FocusNext
@@ -128,9 +135,8 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         | Command::PrevTab
         | Command::NextTab
         | Command::Tab(_) => {}
-        // The detail panel took Left/Right (tabs); in a code pane they scroll sideways.
-        Command::Left | Command::ScrollLeft => nav::hscroll(app, app.screen.focus, -1),
-        Command::Right | Command::ScrollRight => nav::hscroll(app, app.screen.focus, 1),
+        // The code panes' components scroll sideways; elsewhere these do nothing.
+        Command::Left | Command::ScrollLeft | Command::Right | Command::ScrollRight => {}
         Command::Up => nav::move_cursor(app, -1),
         Command::Down => nav::move_cursor(app, 1),
         Command::PageUp => {
@@ -143,7 +149,8 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         }
         Command::Home => nav::move_cursor(app, isize::MIN / 2),
         Command::End => nav::move_cursor(app, isize::MAX / 2),
-        Command::Enter => program::enter(app, out),
+        // The list's and the Diagnostics tab's components took it; elsewhere nothing.
+        Command::Enter => {}
         // The screen drops the message and zoom/expand; the search goes here.
         Command::Escape => app.code.search = None,
         Command::NextBlock => nav::jump_block(app, true),
@@ -186,7 +193,7 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         Command::Tune => program::gpu_job(app, true, out),
         Command::Reload => program::reload(app, false, out),
         Command::Export => match export::target(app) {
-            Ok(p) => program::export_view(app, p),
+            Ok(p) => program::export_view(app, p, out),
             Err(e) => app.screen.error(e.to_string()),
         },
         Command::ExportTo => {

@@ -1,6 +1,7 @@
 //! Drawing: every view borrows the [`App`] (and the highlighter's cache) and writes into the
-//! frame; nothing here changes state. [`draw`] is the whole screen, used by the terminal
-//! loop, the headless replay and the snapshot tests alike.
+//! frame; nothing here changes state. [`draw`] is the whole screen (each pane drawn by its
+//! component, [`super::component`]), used by the terminal loop, the headless replay and the
+//! snapshot tests alike.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -44,20 +45,12 @@ pub fn draw(frame: &mut Frame, app: &App, hl: &Highlighter) {
     if super::layout::too_small(area.width, area.height) {
         return too_small(buf, area, app);
     }
-    if !a.list.is_empty() {
-        program_list::draw(buf, a.list, app);
-    }
-    if !a.ir.is_empty() {
-        ir_pane::draw(buf, a.ir, app, hl);
-    }
-    if !a.ptx.is_empty() {
-        ptx_pane::draw(buf, a.ptx, app, hl);
-    }
-    if !a.sass.is_empty() {
-        sass_pane::draw(buf, a.sass, app, hl);
-    }
-    if !a.detail.is_empty() {
-        tabs::draw(frame, a.detail, app);
+    // Each pane's component draws it (hidden panes have empty areas).
+    for f in Focus::ALL {
+        let r = a.of(f);
+        if !r.is_empty() {
+            super::component::pane(f).draw(frame, r, app, hl);
+        }
     }
     status_bar::draw(frame.buffer_mut(), a.status, app);
     match &app.overlay.open {

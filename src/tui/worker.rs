@@ -12,7 +12,10 @@ use crate::emit::EmitOptions;
 use crate::ir::Program;
 use crate::occupancy::DeviceCaps;
 
-use super::analysis::{analyze, estimate_emission, Emission, Estimated, PtxView, Resources};
+use super::analysis::{
+    analyze, estimate_emission, Document, Emission, Estimated, PtxView, Resources,
+};
+use super::app::programs::LoadKind;
 use super::app::EntryStatus;
 use super::gpu::{kernel_resources, Counters, Gpu, InputFolder, RunRecord, TuneRow};
 use super::pipeline::{
@@ -73,6 +76,26 @@ pub enum Job {
         program: Arc<Program>,
         /// Our emitted kernel.
         ptx: Arc<PtxView>,
+    },
+    /// Load a Program or pipeline file for the panes, to open it or reload it: reading and
+    /// checking a long pipeline takes seconds, which the UI thread must never wait for
+    /// (quitting keeps working meanwhile).
+    Load {
+        /// Request number (a newer open or reload makes this one's result stale).
+        id: u64,
+        /// Index of the file in the program list.
+        index: usize,
+        /// The file.
+        path: PathBuf,
+        /// Folder `file` inputs must stay inside (`--root`).
+        root: Option<PathBuf>,
+        /// An open or a reload (they differ in what a failure leaves open).
+        kind: LoadKind,
+    },
+    /// Find the files a typed path names (`o`): the file, or a folder's Program files.
+    Expand {
+        /// The path as typed.
+        typed: String,
     },
     /// Validate listed files (index in the program list, path) in the background.
     Validate {
@@ -143,6 +166,8 @@ impl Job {
         match self {
             Job::Analyze { .. } => "emitting",
             Job::Plan { .. } => "planning",
+            Job::Load { .. } => "loading",
+            Job::Expand { .. } => "finding files",
             Job::Validate { .. } => "checking files",
             Job::Estimate { .. } => "estimating",
             Job::Resources { .. } => "measuring resources",
@@ -169,6 +194,10 @@ pub enum Reply {
     Validated(usize, PathBuf, EntryStatus, bool),
     /// An estimate for request `id`.
     Estimated(u64, Box<Estimated>),
+    /// The files a [`Job::Expand`] found (or why there are none).
+    Expanded(Result<Vec<PathBuf>, String>),
+    /// A file of a [`Job::Load`] read (or why it could not be).
+    Loaded(Box<LoadedFile>),
     /// Every file of a [`Job::Validate`] is checked.
     ValidationDone,
     /// Emission finished.
@@ -194,6 +223,19 @@ pub enum Reply {
     Timeline(Result<Vec<Arc<super::timeline::TimelineData>>, String>),
     /// Tune finished.
     Tuned(Result<Vec<TuneRow>, String>, Stats),
+}
+
+/// What a [`Job::Load`] read: the request it answers and the document or the error.
+#[derive(Debug, Clone)]
+pub struct LoadedFile {
+    /// The request number.
+    pub id: u64,
+    /// Index of the file in the program list.
+    pub index: usize,
+    /// An open or a reload.
+    pub kind: LoadKind,
+    /// The document, or why it could not be loaded (message with Fix).
+    pub doc: Result<Document, String>,
 }
 
 /// A pipeline step as the worker made it: the view with its plan and fused kernel, the plan
@@ -241,6 +283,20 @@ fn plan_step(
         cached,
         emission,
     }
+}
+
+/// The files a typed path names: the file itself, or a folder's Program files; an error
+/// says why there are none.
+fn expand_typed(typed: &str) -> Result<Vec<PathBuf>, String> {
+    let path = PathBuf::from(typed);
+    if !path.exists() {
+        return Err(format!("{typed}: no such file or directory"));
+    }
+    let found = super::app::expand_paths(&[path]);
+    if found.is_empty() {
+        return Err(format!("{typed}: no *.json files there"));
+    }
+    Ok(found)
 }
 
 /// Cache and telemetry snapshots taken after GPU work.
@@ -304,6 +360,26 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             p.workgroup_size = key.1.workgroup_size;
             let r = super::vyre_view::make(&p, &ptx.kernel.ptx, key.1.sm).map(Box::new);
             report(Reply::Vyre(key, r));
+        }
+        Job::Load {
+            id,
+            index,
+            path,
+            root,
+            kind,
+        } => {
+            report(Reply::Started("loading", 0));
+            let doc = Document::load(&path, root.as_deref());
+            report(Reply::Loaded(Box::new(LoadedFile {
+                id,
+                index,
+                kind,
+                doc,
+            })));
+        }
+        Job::Expand { typed } => {
+            report(Reply::Started("finding files", 0));
+            report(Reply::Expanded(expand_typed(&typed)));
         }
         Job::Validate { files, root } => {
             report(Reply::Started("checking files", files.len()));
@@ -408,7 +484,9 @@ impl Job {
     pub fn is_cpu(&self) -> bool {
         matches!(
             self,
-            Job::Validate { .. }
+            Job::Load { .. }
+                | Job::Expand { .. }
+                | Job::Validate { .. }
                 | Job::Analyze { .. }
                 | Job::Plan { .. }
                 | Job::Estimate { .. }

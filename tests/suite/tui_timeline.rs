@@ -586,7 +586,7 @@ fn a_click_on_a_lane_puts_the_cursor_on_the_slice_there() {
     use vyrescope::tui::action::Action;
     let (mut a, _) = timeline_app(120, 40);
     let areas = vyrescope::tui::layout::areas(120, 40, &a);
-    let content = vyrescope::tui::views::tab_rows::content(areas.detail);
+    let content = vyrescope::tui::layout::detail_content(areas.detail);
     // Lane 2 (third lane row), near the right end: step 2's slices.
     let (x, y) = (content.x + content.width - 8, content.y + 2 + 2);
     update(&mut a, Action::Click(x, y));

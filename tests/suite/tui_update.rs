@@ -507,3 +507,47 @@ fn live_probe_sets_the_target_sm_unless_the_user_chose_one() {
     assert_eq!(b.code.sm, 80);
     assert!(b.jobs.devices.live.is_some());
 }
+
+#[test]
+fn files_are_read_and_exports_written_outside_update() {
+    use vyrescope::tui::action::Cmd;
+    use vyrescope::tui::replay::perform;
+    use vyrescope::tui::worker::Job;
+    let (mut a, _) = app(
+        &[fixture("vadd_f32.json"), fixture("saxpy_f32.json")],
+        120,
+        40,
+    );
+    let name = |a: &vyrescope::tui::app::App| a.programs.doc.as_ref().unwrap().program.name.clone();
+    assert_eq!(name(&a), "vadd_f32");
+    // Enter on the list asks the worker to read the file; the state waits for its reply.
+    a.screen.focus = Focus::List;
+    a.programs.list.cursor = 1;
+    let first = vyrescope::tui::update::update(&mut a, Action::Command(Command::Enter));
+    assert!(matches!(
+        first.as_slice(),
+        [Cmd::Job(Job::Load { index: 1, .. })]
+    ));
+    assert_eq!(name(&a), "vadd_f32");
+    // A newer request makes the older one stale: its reply changes nothing.
+    a.programs.list.cursor = 0;
+    let second = vyrescope::tui::update::update(&mut a, Action::Command(Command::Enter));
+    perform(&mut a, &mut NoGpu, first);
+    assert_eq!(name(&a), "vadd_f32");
+    a.programs.list.cursor = 1;
+    perform(&mut a, &mut NoGpu, second);
+    assert_eq!(
+        (name(&a), a.programs.current),
+        ("vadd_f32".to_string(), Some(0))
+    );
+    // An export is a command for the shell: nothing is written until it is performed.
+    let tmp = tempfile::tempdir().unwrap();
+    a.export_dir = Some(tmp.path().to_path_buf());
+    a.screen.focus = Focus::Ptx;
+    let cmds = vyrescope::tui::update::update(&mut a, Action::Command(Command::Export));
+    assert!(matches!(cmds.as_slice(), [Cmd::Export(_)]));
+    assert!(!tmp.path().join("vadd_f32.ptx.json").exists());
+    perform(&mut a, &mut NoGpu, cmds);
+    assert!(tmp.path().join("vadd_f32.ptx.json").is_file());
+    assert_eq!(a.screen.message.as_ref().map(|m| m.0), Some(Level::Info));
+}

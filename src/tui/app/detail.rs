@@ -1,7 +1,7 @@
 //! The detail panel sub-state: the active tab, its cursor and the scroll offsets of its
 //! lists.
 
-use super::{Focus, PaneState, Tab};
+use super::{PaneState, Tab};
 use crate::tui::action::{Action, Cmd, Command};
 
 /// Detail panel state.
@@ -30,23 +30,15 @@ impl Default for Detail {
 }
 
 impl Detail {
-    /// Applies the tab commands: next/previous tab (Left/Right too while the panel has
-    /// `focus`), or a tab by number. Needs no command.
-    pub fn update(&mut self, action: &Action, focus: Focus) -> Vec<Cmd> {
+    /// Applies the tab commands: next/previous tab, or a tab by number (Left/Right on the
+    /// focused panel are its component's: `component::panes::Detail`). Needs no command.
+    pub fn update(&mut self, action: &Action) -> Vec<Cmd> {
         let Action::Command(c) = action else {
             return Vec::new();
         };
-        let on_panel = focus == Focus::Detail;
         match c {
             Command::PrevTab => self.switch(self.neighbour(-1)),
-            // On the Timeline tab Left/Right pan the lanes instead (`update::timeline`).
-            Command::Left if on_panel && self.tab != Tab::Timeline => {
-                self.switch(self.neighbour(-1))
-            }
             Command::NextTab => self.switch(self.neighbour(1)),
-            Command::Right if on_panel && self.tab != Tab::Timeline => {
-                self.switch(self.neighbour(1))
-            }
             Command::Tab(n) if (1..=self.tabs().len()).contains(&(*n as usize)) => {
                 self.switch(*n as usize - 1)
             }

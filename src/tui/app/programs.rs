@@ -1,5 +1,6 @@
 //! The program list sub-state: the files, the list cursor, and the open program (or why it
-//! could not be opened).
+//! could not be opened). Files are read on the worker ([`crate::tui::worker::Job::Load`]);
+//! this state only takes what it read.
 
 use std::path::PathBuf;
 
@@ -75,6 +76,18 @@ impl EntryStatus {
     }
 }
 
+/// What a load is for: they differ in what a failure leaves open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadKind {
+    /// Open the file (a failure closes the open program and shows why).
+    Open,
+    /// Reload the open program (a failure keeps the last good version).
+    Reload {
+        /// The file changed on disk (`--watch`), rather than `R`.
+        from_watch: bool,
+    },
+}
+
 /// How a (re)load went, for the caller's status message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Loaded {
@@ -102,6 +115,10 @@ pub struct Programs {
     /// Folder every Program's `file` inputs must stay inside (`--root`); `None`: each
     /// Program's own folder.
     pub root: Option<PathBuf>,
+    /// Request number of the newest load (open or reload) handed to the worker.
+    pub load_id: u64,
+    /// The entry being loaded now (the background check leaves it to the load).
+    pub loading: Option<usize>,
 }
 
 impl Programs {
@@ -120,14 +137,31 @@ impl Programs {
         first
     }
 
-    /// Opens the entry under the list cursor: on failure the document is closed and the
+    /// Starts a load of entry `i` (the worker reads it): its request number and path, or
+    /// `None` when there is no such entry. An older load still in flight becomes stale.
+    pub fn request_load(&mut self, i: usize) -> Option<(u64, PathBuf)> {
+        let path = self.entries.get(i)?.path.clone();
+        self.load_id += 1;
+        self.loading = Some(i);
+        Some((self.load_id, path))
+    }
+
+    /// Whether a load's reply answers the newest request (older ones are dropped).
+    pub fn is_current_load(&mut self, id: u64) -> bool {
+        if id != self.load_id {
+            return false;
+        }
+        self.loading = None;
+        true
+    }
+
+    /// Opens entry `i` as the worker loaded it: on failure the document is closed and the
     /// error kept for the panes to show.
-    pub fn open_selected(&mut self) -> Loaded {
-        let i = self.list.cursor;
-        let Some(entry) = self.entries.get(i) else {
+    pub fn opened(&mut self, i: usize, doc: Result<Document, String>) -> Loaded {
+        if i >= self.entries.len() {
             return Loaded::Nothing;
-        };
-        let loaded = match Document::load(&entry.path, self.root.as_deref()) {
+        }
+        let loaded = match doc {
             Ok(doc) => {
                 self.entries[i].status = EntryStatus::of(&doc.validation);
                 self.entries[i].pipeline = doc.pipeline.is_some();
@@ -146,12 +180,13 @@ impl Programs {
         loaded
     }
 
-    /// Reloads the open program from disk; on failure the last good version stays open.
-    pub fn reload(&mut self) -> Loaded {
-        let Some(i) = self.current else {
+    /// Takes entry `i` as the worker reloaded it; on failure the last good version stays
+    /// open.
+    pub fn reloaded(&mut self, i: usize, doc: Result<Document, String>) -> Loaded {
+        if self.current != Some(i) || i >= self.entries.len() {
             return Loaded::Nothing;
-        };
-        match Document::load(&self.entries[i].path, self.root.as_deref()) {
+        }
+        match doc {
             Ok(doc) => {
                 self.entries[i].status = EntryStatus::of(&doc.validation);
                 self.doc = Some(doc);
@@ -188,7 +223,7 @@ impl Programs {
             .iter()
             .enumerate()
             .skip(first)
-            .filter(|(_, e)| e.status == EntryStatus::Pending)
+            .filter(|(i, e)| e.status == EntryStatus::Pending && self.loading != Some(*i))
             .map(|(i, e)| (i, e.path.clone()))
             .collect()
     }

@@ -5,9 +5,9 @@ use ratatui::layout::Position;
 
 use crate::tui::action::Cmd;
 use crate::tui::app::{App, Focus};
-use crate::tui::layout::{areas, Areas};
-use crate::tui::views::tab_rows::{self, RowList};
-use crate::tui::views::tabs;
+use crate::tui::component::tabs as tab_rows;
+use crate::tui::layout::{areas, tab_at, Areas};
+use crate::tui::views::tab_rows::RowList;
 
 use super::program;
 
@@ -33,9 +33,17 @@ pub(super) fn move_cursor(app: &mut App, delta: isize) {
     set_cursor(app, f, app.pane(f).cursor as isize + delta);
 }
 
+/// Lines (cursor positions) of pane `f`: the detail panel's are its active tab's rows.
+fn len(app: &App, f: Focus) -> usize {
+    match f {
+        Focus::Detail => tab_rows::row_count(app),
+        _ => app.pane_len(f),
+    }
+}
+
 /// Puts pane `f`'s cursor on `line` (clamped), keeps it visible and syncs the other pane.
 pub(super) fn set_cursor(app: &mut App, f: Focus, line: isize) {
-    let len = app.pane_len(f);
+    let len = len(app, f);
     let cur = line.clamp(0, len.saturating_sub(1) as isize) as usize;
     app.pane_mut(f).cursor = cur;
     keep_visible(app, f);
@@ -75,7 +83,7 @@ fn keep_detail_visible(app: &mut App) {
     for l in &lists {
         let page = l.page();
         let max = l.max_scroll();
-        let s = l.offset.get_mut(app);
+        let s = l.offset.get_mut(&mut app.detail);
         if l.holds(cur) {
             let row = cur - l.first;
             if !l.select || row < *s {
@@ -379,7 +387,7 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
     let r = a.of(f);
     if f == Focus::Detail {
         if y == r.y + 1 {
-            if let Some(i) = tabs::tab_at(r, x, app.detail.tabs()) {
+            if let Some(i) = tab_at(r, x, app.detail.tabs()) {
                 app.detail.switch(i);
             }
             return;
@@ -419,7 +427,7 @@ pub const HSCROLL_STEP: usize = 8;
 /// Scrolls code pane `f` sideways by `steps` steps of [`HSCROLL_STEP`] columns, stopping
 /// where the longest line's last few columns still show. Other panes do not scroll
 /// sideways.
-pub(super) fn hscroll(app: &mut App, f: Focus, steps: isize) {
+pub(crate) fn hscroll(app: &mut App, f: Focus, steps: isize) {
     if !matches!(f, Focus::Ir | Focus::Ptx) {
         return;
     }

@@ -1,14 +1,17 @@
-//! The open program and its emission: opening and reloading, prompts' results, workgroup,
-//! target sm and device changes, re-emission and re-estimation, GPU jobs, export.
+//! The open program and its emission: opening and reloading (the worker reads the files),
+//! prompts' results, workgroup, target sm and device changes, re-emission and
+//! re-estimation, GPU jobs, export (the shell writes it).
+
+use std::path::PathBuf;
 
 use crate::tui::action::Cmd;
-use crate::tui::analysis::{analyze, INLINE_EMIT_MAX_STMTS};
-use crate::tui::app::programs::Loaded;
-use crate::tui::app::{expand_paths, App, Focus, PromptKind, Tab, SM_TARGETS};
+use crate::tui::analysis::{analyze, Document, INLINE_EMIT_MAX_STMTS};
+use crate::tui::app::programs::{LoadKind, Loaded};
+use crate::tui::app::{App, Focus, PromptKind, Tab, SM_TARGETS};
 use crate::tui::export;
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
-use crate::tui::worker::{Job, ResKey};
+use crate::tui::worker::{Job, LoadedFile, ResKey};
 
 use super::nav;
 
@@ -31,27 +34,12 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
             Ok(wg) => set_workgroup(app, wg, out),
             Err(e) => app.screen.error(e),
         },
-        PromptKind::Open => {
-            let path = std::path::PathBuf::from(&text);
-            if !path.exists() {
-                return app
-                    .screen
-                    .error(format!("{text}: no such file or directory"));
-            }
-            let new = expand_paths(&[path]);
-            if new.is_empty() {
-                return app.screen.error(format!("{text}: no *.json files there"));
-            }
-            let first = app.programs.add(new);
-            app.programs.list.cursor = first;
-            nav::keep_visible(app, Focus::List);
-            open_selected(app, out);
-            check_files(app, first, out);
-        }
+        // The worker looks at the file system; `expanded` takes what it found.
+        PromptKind::Open => out.push(app.jobs.queue(Job::Expand { typed: text })),
         PromptKind::ExportPath if text.is_empty() => {
             app.screen.error("no path typed: nothing exported")
         }
-        PromptKind::ExportPath => export_view(app, std::path::PathBuf::from(text)),
+        PromptKind::ExportPath => export_view(app, std::path::PathBuf::from(text), out),
     }
 }
 
@@ -418,6 +406,19 @@ pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
     }
 }
 
+/// The files an `o` prompt's path named ([`Job::Expand`]): listed, the first one opened.
+pub(super) fn expanded(app: &mut App, found: Result<Vec<PathBuf>, String>, out: &mut Vec<Cmd>) {
+    let new = match found {
+        Ok(new) => new,
+        Err(e) => return app.screen.error(e),
+    };
+    let first = app.programs.add(new);
+    app.programs.list.cursor = first;
+    nav::keep_visible(app, Focus::List);
+    open_selected(app, out);
+    check_files(app, first, out);
+}
+
 /// Queues the background check of the unchecked entries from `first` on.
 pub(super) fn check_files(app: &mut App, first: usize, out: &mut Vec<Cmd>) {
     let files = app.programs.to_check(first);
@@ -427,9 +428,49 @@ pub(super) fn check_files(app: &mut App, first: usize, out: &mut Vec<Cmd>) {
     }
 }
 
-/// Opens the program under the list cursor (resets the code panes).
-pub(super) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
-    if app.programs.open_selected() == Loaded::Nothing {
+/// Opens the program under the list cursor: the worker reads it, then [`loaded`] shows it.
+pub(crate) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
+    load(app, app.programs.list.cursor, LoadKind::Open, out);
+}
+
+/// Reloads the open program from disk (on the worker) keeping cursors, tab and tuning.
+pub(super) fn reload(app: &mut App, from_watch: bool, out: &mut Vec<Cmd>) {
+    match app.programs.current {
+        Some(i) => load(app, i, LoadKind::Reload { from_watch }, out),
+        None => app.screen.error("no program open"),
+    }
+}
+
+/// Asks the worker to read entry `i` (nothing when there is no such entry).
+fn load(app: &mut App, i: usize, kind: LoadKind, out: &mut Vec<Cmd>) {
+    let Some((id, path)) = app.programs.request_load(i) else {
+        return;
+    };
+    let root = app.programs.root.clone();
+    out.push(app.jobs.queue(Job::Load {
+        id,
+        index: i,
+        path,
+        root,
+        kind,
+    }));
+}
+
+/// A file the worker read ([`Job::Load`]): opens or reloads it, unless a newer load was asked
+/// for meanwhile.
+pub(super) fn loaded(app: &mut App, file: LoadedFile, out: &mut Vec<Cmd>) {
+    if !app.programs.is_current_load(file.id) {
+        return;
+    }
+    match file.kind {
+        LoadKind::Open => opened(app, file.index, file.doc, out),
+        LoadKind::Reload { from_watch } => reloaded(app, file.index, file.doc, from_watch, out),
+    }
+}
+
+/// Shows a newly opened program (resets the code panes).
+fn opened(app: &mut App, i: usize, doc: Result<Document, String>, out: &mut Vec<Cmd>) {
+    if app.programs.opened(i, doc) == Loaded::Nothing {
         return;
     }
     app.code.reset_for_new_program();
@@ -451,9 +492,16 @@ pub(super) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
     nav::keep_visible(app, Focus::Ir);
 }
 
-/// Reloads the open program from disk keeping cursors, tab and tuning.
-pub(super) fn reload(app: &mut App, from_watch: bool, out: &mut Vec<Cmd>) {
-    match app.programs.reload() {
+/// Shows the reloaded program keeping the reader's place; a failed reload keeps the last
+/// good version and says what to fix.
+fn reloaded(
+    app: &mut App,
+    i: usize,
+    doc: Result<Document, String>,
+    from_watch: bool,
+    out: &mut Vec<Cmd>,
+) {
+    match app.programs.reloaded(i, doc) {
         Loaded::Nothing => app.screen.error("no program open"),
         Loaded::Ok => {
             let (ir, ptx) = (app.code.ir, app.code.ptx);
@@ -479,47 +527,47 @@ pub(super) fn reload(app: &mut App, from_watch: bool, out: &mut Vec<Cmd>) {
     }
 }
 
-pub(super) fn enter(app: &mut App, out: &mut Vec<Cmd>) {
-    match app.screen.focus {
-        Focus::List => open_selected(app, out),
-        Focus::Detail if app.detail.tab == Tab::Diagnostics => {
-            let node = app
-                .diagnostics()
-                .get(app.detail.pane.cursor)
-                .and_then(|d| d.node.clone());
-            let line = node
-                .as_deref()
-                .and_then(|n| app.programs.doc.as_ref()?.ir_line_of(n));
-            match (node, line) {
-                (Some(_), Some(l)) => {
-                    app.screen.focus = Focus::Ir;
-                    app.screen.restore();
-                    nav::set_cursor(app, Focus::Ir, l as isize);
-                }
-                (Some(n), None) => app.screen.error(format!("node {n} is not in the IR text")),
-                (None, _) => app
-                    .screen
-                    .info("this diagnostic is about the whole program"),
-            }
+/// Enter on the Diagnostics tab: the IR cursor goes to the diagnostic's node.
+pub(crate) fn jump_to_diagnostic(app: &mut App) {
+    let node = app
+        .diagnostics()
+        .get(app.detail.pane.cursor)
+        .and_then(|d| d.node.clone());
+    let line = node
+        .as_deref()
+        .and_then(|n| app.programs.doc.as_ref()?.ir_line_of(n));
+    match (node, line) {
+        (Some(_), Some(l)) => {
+            app.screen.focus = Focus::Ir;
+            app.screen.restore();
+            nav::set_cursor(app, Focus::Ir, l as isize);
         }
-        _ => {}
+        (Some(n), None) => app.screen.error(format!("node {n} is not in the IR text")),
+        (None, _) => app
+            .screen
+            .info("this diagnostic is about the whole program"),
     }
 }
 
-/// Exports the current view to `path`, asking first when a file is there already.
-pub(super) fn export_view(app: &mut App, path: std::path::PathBuf) {
-    if export::exists(&path) {
-        app.overlay.open = Some(crate::tui::app::Overlay::ConfirmOverwrite(path));
-        return;
-    }
-    write_export(app, path);
+/// Exports the current view to `path`: the shell writes it, asking back first when a file
+/// is there ([`exported`]).
+pub(super) fn export_view(app: &mut App, path: std::path::PathBuf, out: &mut Vec<Cmd>) {
+    out.push(Cmd::Export(export::job(app, path, false)));
 }
 
 /// Writes the export (the user chose the path and agreed to replace what is there).
-pub(super) fn write_export(app: &mut App, path: std::path::PathBuf) {
-    match export::export(app, path) {
-        Ok(p) => app.screen.info(format!("exported {}", p.display())),
-        Err(e) => app.screen.error(e.to_string()),
+pub(super) fn write_export(app: &mut App, path: std::path::PathBuf, out: &mut Vec<Cmd>) {
+    out.push(Cmd::Export(export::job(app, path, true)));
+}
+
+/// What the shell's export write did: says so, or asks before replacing a file.
+pub(super) fn exported(app: &mut App, e: export::Exported) {
+    match e {
+        export::Exported::Written(p) => app.screen.info(format!("exported {}", p.display())),
+        export::Exported::Exists(p) => {
+            app.overlay.open = Some(crate::tui::app::Overlay::ConfirmOverwrite(p))
+        }
+        export::Exported::Failed(e) => app.screen.error(e),
     }
 }
 

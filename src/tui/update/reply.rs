@@ -32,6 +32,8 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
             return;
         }
         Reply::ValidationDone => {}
+        Reply::Loaded(file) => program::loaded(app, *file, out),
+        Reply::Expanded(found) => program::expanded(app, found, out),
         Reply::Estimated(id, est) => {
             if id == app.code.estimate_gen {
                 if let Some(em) = app.code.emission.as_mut() {

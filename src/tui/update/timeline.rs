@@ -12,7 +12,7 @@ use crate::tui::views::timeline::{lane_page, GUTTER};
 use super::{nav, program};
 
 /// Applies `c` if it is a Timeline key now; false: not taken (the ordinary meaning applies).
-pub(super) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
+pub(crate) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
     use Command::*;
     let on_tab =
         app.screen.focus == Focus::Detail && app.detail.tab == crate::tui::app::Tab::Timeline;
@@ -87,7 +87,7 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) -> bool {
         return false;
     }
     let a = crate::tui::layout::areas(app.screen.size.0, app.screen.size.1, app);
-    let content = crate::tui::views::tab_rows::content(a.detail);
+    let content = crate::tui::layout::detail_content(a.detail);
     let page = lane_page(app);
     let (top, left) = (content.y + 2, content.x + GUTTER);
     let width = content.width.saturating_sub(GUTTER);

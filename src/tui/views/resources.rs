@@ -12,7 +12,9 @@ use crate::tui::app::App;
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let (Some(e), Some(list)) = (
         app.code.emission.as_ref(),
-        super::tab_rows::lists(app, area).into_iter().next(),
+        crate::tui::component::tabs::lists(app, area)
+            .into_iter()
+            .next(),
     ) else {
         return super::empty_note(buf, area, app.theme.dim, "no program open");
     };

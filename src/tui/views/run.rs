@@ -61,7 +61,7 @@ pub fn split(app: &App, area: Rect) -> RunAreas {
 }
 
 /// The tab's lists in cursor order: the dispatch history, then the tune table's candidates
-/// (numbered by [`super::tab_rows::lists`]).
+/// (numbered by [`crate::tui::component::tabs::lists`]).
 pub fn row_lists(app: &App, area: Rect) -> Vec<RowList> {
     if super::pipeline_run::active(app) {
         return super::pipeline_run::list(app, area);
@@ -107,7 +107,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         return super::empty_note(buf, area, t.dim, &msg);
     }
     let parts = split(app, area);
-    let lists = super::tab_rows::lists(app, area);
+    let lists = crate::tui::component::tabs::lists(app, area);
     if let Some(list) = lists.iter().find(|l| l.offset == Offset::Main) {
         let rows: Vec<Row> = list
             .visible(app)

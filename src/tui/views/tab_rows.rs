@@ -1,8 +1,9 @@
 //! The scrollable lists of the detail tabs: how many rows each has, where it is drawn and how
 //! far it is scrolled. One tab may hold several lists (the Run tab: the dispatch history, then
 //! the tune table); the detail cursor counts through them in order, and each list keeps its
-//! own scroll offset, so scrolling one leaves the other where it was. Drawing, paging,
-//! keeping the cursor in view and mouse hits all use [`lists`], so they agree at every size.
+//! own scroll offset, so scrolling one leaves the other where it was. Each tab's component
+//! says which lists it has ([`crate::tui::component::tabs::lists`]); drawing, paging, keeping
+//! the cursor in view and mouse hits all use that, so they agree at every size.
 
 use std::ops::Range;
 
@@ -10,8 +11,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
-use crate::tui::app::{App, Focus, Tab};
-use crate::tui::layout::areas;
+use crate::tui::app::{App, Detail, Focus};
 
 /// Which scroll offset of the [`App`] a list uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,11 +31,11 @@ impl Offset {
         }
     }
 
-    /// The stored offset, to change.
-    pub fn get_mut(self, app: &mut App) -> &mut usize {
+    /// The stored offset in the detail panel's state, to change.
+    pub fn get_mut(self, detail: &mut Detail) -> &mut usize {
         match self {
-            Offset::Main => &mut app.detail.pane.scroll,
-            Offset::Tune => &mut app.detail.tune_scroll,
+            Offset::Main => &mut detail.pane.scroll,
+            Offset::Tune => &mut detail.tune_scroll,
         }
     }
 }
@@ -175,61 +175,6 @@ impl RowList {
     }
 }
 
-/// The detail panel's content area (inside its borders, below the tab bar).
-pub fn content(panel: Rect) -> Rect {
-    if panel.width < 2 || panel.height < 3 {
-        return Rect::new(panel.x, panel.y, 0, 0);
-    }
-    Rect::new(panel.x + 1, panel.y + 2, panel.width - 2, panel.height - 3)
-}
-
-/// The active tab's lists when its content is drawn in `content`, in cursor order.
-pub fn lists(app: &App, content: Rect) -> Vec<RowList> {
-    let mut v = match app.detail.tab {
-        Tab::Occupancy => super::occupancy::text_list(app, content)
-            .into_iter()
-            .collect(),
-        Tab::Resources => app
-            .code
-            .emission
-            .as_ref()
-            .map(|e| RowList::rows_in(content, true, e.resources.len(), Offset::Main))
-            .into_iter()
-            .collect(),
-        Tab::Diagnostics => super::diagnostics::list(app, content).into_iter().collect(),
-        Tab::Run => super::run::row_lists(app, content),
-        Tab::Cache => counter_list(&app.jobs.session.cache_rows(), content),
-        Tab::Telemetry => counter_list(&app.jobs.session.telemetry_rows(), content),
-        Tab::Plan => super::plan::list(app, content).into_iter().collect(),
-        // The lanes keep their own cursor (`app.timeline`); nothing here scrolls.
-        Tab::Timeline => Vec::new(),
-    };
-    let mut first = 0;
-    for l in &mut v {
-        l.first = first;
-        first += l.positions();
-    }
-    v
-}
-
-fn counter_list(data: &Result<Vec<(String, String)>, String>, content: Rect) -> Vec<RowList> {
-    match data {
-        Ok(r) if !r.is_empty() => vec![RowList::rows_in(content, false, r.len(), Offset::Main)],
-        _ => Vec::new(),
-    }
-}
-
-/// The active tab's lists where the layout puts the detail panel now.
-pub fn current(app: &App) -> Vec<RowList> {
-    let panel = areas(app.screen.size.0, app.screen.size.1, app).detail;
-    lists(app, content(panel))
-}
-
-/// Detail-cursor positions of the active tab.
-pub fn row_count(app: &App) -> usize {
-    current(app).iter().map(RowList::positions).sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,11 +197,5 @@ mod tests {
         assert_eq!(t.positions(), 7);
         assert_eq!(RowList::text_in(Rect::new(0, 0, 20, 4), 3).positions(), 1);
         assert_eq!(RowList::text_in(Rect::new(0, 0, 20, 4), 0).positions(), 0);
-    }
-
-    #[test]
-    fn content_is_inside_the_borders_below_the_tab_bar() {
-        assert_eq!(content(Rect::new(0, 14, 80, 9)), Rect::new(1, 16, 78, 6));
-        assert!(content(Rect::new(0, 0, 80, 2)).is_empty());
     }
 }

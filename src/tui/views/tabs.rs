@@ -1,6 +1,6 @@
-//! The detail panel: a tab bar and the active tab's view. The tab set is [`Tab::ALL`]; each
-//! tab is one file in `views/`, one arm in [`draw_tab`] and one in
-//! [`super::tab_rows::lists`] (its scrollable rows).
+//! The detail panel: a tab bar and the active tab's view. The tab set is
+//! [`crate::tui::app::Tab::ALL`]; each tab draws itself through its component
+//! ([`crate::tui::component::tabs::TABS`]).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -9,7 +9,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::Frame;
 
-use crate::tui::app::{App, Focus, Tab};
+use crate::tui::app::{App, Focus};
+use crate::tui::layout::tab_label;
 
 /// Draws the panel (bar + content) into `area`.
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
@@ -25,14 +26,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     }
     let bar = Rect::new(inner.x, inner.y, inner.width, 1);
     Paragraph::new(bar_line(app)).render(bar, frame.buffer_mut());
-    let content = super::tab_rows::content(area);
+    let content = crate::tui::layout::detail_content(area);
     if !content.is_empty() {
         draw_tab(frame, content, app);
     }
-}
-
-fn label(i: usize, t: Tab) -> String {
-    format!(" {} {} ", i + 1, t.title())
 }
 
 fn bar_line(app: &App) -> Line<'static> {
@@ -43,37 +40,14 @@ fn bar_line(app: &App) -> Line<'static> {
         } else {
             app.theme.tab
         };
-        spans.push(Span::styled(label(i, *t), style));
+        spans.push(Span::styled(tab_label(i, *t), style));
         spans.push(Span::styled("│", app.theme.border));
     }
     Line::from(spans)
 }
 
-/// Index of the tab (of `tabs`, the ones shown) whose title is at column `x` of the bar in
-/// panel `area`.
-pub fn tab_at(area: Rect, x: u16, tabs: &[Tab]) -> Option<usize> {
-    let mut at = area.x + 1;
-    for (i, t) in tabs.iter().enumerate() {
-        let w = label(i, *t).chars().count() as u16;
-        if x >= at && x < at + w {
-            return Some(i);
-        }
-        at += w + 1;
-    }
-    None
-}
-
 fn draw_tab(frame: &mut Frame, area: Rect, app: &App) {
-    match app.detail.tab {
-        Tab::Occupancy => super::occupancy::draw(frame, area, app),
-        Tab::Resources => super::resources::draw(frame.buffer_mut(), area, app),
-        Tab::Diagnostics => super::diagnostics::draw(frame.buffer_mut(), area, app),
-        Tab::Run => super::run::draw(frame, area, app),
-        Tab::Cache => super::cache::draw(frame.buffer_mut(), area, app),
-        Tab::Telemetry => super::telemetry::draw(frame.buffer_mut(), area, app),
-        Tab::Plan => super::plan::draw(frame.buffer_mut(), area, app),
-        Tab::Timeline => super::timeline::draw(frame.buffer_mut(), area, app),
-    }
+    crate::tui::component::tabs::tab(app.detail.tab).draw(frame, area, app);
 }
 
 /// A two-column list of named counters (scrolled like every tab list), or why there are none.
@@ -98,7 +72,10 @@ pub fn counters(
             return super::empty_note(buf, area, app.theme.dim, &format!("{what} empty: {e}"))
         }
     };
-    let Some(list) = super::tab_rows::lists(app, area).into_iter().next() else {
+    let Some(list) = crate::tui::component::tabs::lists(app, area)
+        .into_iter()
+        .next()
+    else {
         return;
     };
     let w = rows

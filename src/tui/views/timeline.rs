@@ -31,7 +31,7 @@ pub fn lane_rows(height: u16, lanes: usize, summary: usize) -> usize {
 /// Lanes shown now (the detail panel's content at the current size).
 pub fn lane_page(app: &App) -> usize {
     let a = crate::tui::layout::areas(app.screen.size.0, app.screen.size.1, app);
-    let content = super::tab_rows::content(a.detail);
+    let content = crate::tui::layout::detail_content(a.detail);
     app.timeline.current().map_or(1, |d| {
         lane_rows(content.height, d.lanes.len(), summary(app, d).len())
     })

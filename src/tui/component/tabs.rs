@@ -1,0 +1,358 @@
+//! The detail tabs as components, and [`TABS`], the registry the tab bar, the number keys,
+//! paging, mouse hits, export and help read. Adding a tab: its variant of
+//! [`crate::tui::app::Tab`] (in `Tab::ALL`), a view file under `views/`, and one
+//! [`TabComponent`] here, listed in [`TABS`].
+
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::Frame;
+use serde_json::{json, Value};
+
+use super::{with_global, words, Hint};
+use crate::tui::action::{Cmd, Command};
+use crate::tui::app::{App, Tab};
+use crate::tui::export::{counters_json, result};
+use crate::tui::layout::{areas, detail_content};
+use crate::tui::update::{program, timeline};
+use crate::tui::views;
+use crate::tui::views::tab_rows::{Offset, RowList};
+
+/// One detail tab.
+pub trait TabComponent: Sync {
+    /// The tab it is.
+    fn tab(&self) -> Tab;
+
+    /// Applies `c` when it is one of the tab's own keys now (the detail panel has the
+    /// focus and this tab is shown); false: not taken.
+    fn command(&self, _app: &mut App, _c: Command, _out: &mut Vec<Cmd>) -> bool {
+        false
+    }
+
+    /// What the status bar hints while the tab has the focus.
+    fn hints(&self, app: &App) -> Vec<Hint> {
+        use Command::*;
+        with_global(app, &[Right, Expand, Export])
+    }
+
+    /// Draws the tab's content into `area` (inside the panel, below the tab bar).
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App);
+
+    /// The tab's scrollable lists when its content is drawn in `content`, in cursor order
+    /// (their first positions are numbered by [`lists`]).
+    fn lists(&self, _app: &App, _content: Rect) -> Vec<RowList> {
+        Vec::new()
+    }
+
+    /// What `x` exports on this tab.
+    fn data(&self, app: &App) -> Value;
+
+    /// Lines the help overlay shows about the tab's own keys (after the keymap's).
+    fn help(&self, _app: &App) -> Vec<Line<'static>> {
+        Vec::new()
+    }
+}
+
+/// Every tab, in [`Tab::ALL`]'s order.
+pub const TABS: &[&dyn TabComponent] = &[
+    &Occupancy,
+    &Resources,
+    &Diagnostics,
+    &Run,
+    &Cache,
+    &Telemetry,
+    &Plan,
+    &Timeline,
+];
+
+/// The component of tab `t`.
+pub fn tab(t: Tab) -> &'static dyn TabComponent {
+    TABS.iter()
+        .copied()
+        .find(|c| c.tab() == t)
+        .unwrap_or(TABS[0])
+}
+
+/// The active tab's lists when its content is drawn in `content`, in cursor order, each
+/// knowing the detail-cursor position of its first row.
+pub fn lists(app: &App, content: Rect) -> Vec<RowList> {
+    let mut v = tab(app.detail.tab).lists(app, content);
+    let mut first = 0;
+    for l in &mut v {
+        l.first = first;
+        first += l.positions();
+    }
+    v
+}
+
+/// The active tab's lists where the layout puts the detail panel now.
+pub fn current(app: &App) -> Vec<RowList> {
+    let panel = areas(app.screen.size.0, app.screen.size.1, app).detail;
+    lists(app, detail_content(panel))
+}
+
+/// Detail-cursor positions of the active tab.
+pub fn row_count(app: &App) -> usize {
+    current(app).iter().map(RowList::positions).sum()
+}
+
+fn counter_list(data: &Result<Vec<(String, String)>, String>, content: Rect) -> Vec<RowList> {
+    match data {
+        Ok(r) if !r.is_empty() => vec![RowList::rows_in(content, false, r.len(), Offset::Main)],
+        _ => Vec::new(),
+    }
+}
+
+/// Occupancy vs block size: text that scrolls.
+pub struct Occupancy;
+
+impl TabComponent for Occupancy {
+    fn tab(&self) -> Tab {
+        Tab::Occupancy
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::occupancy::draw(frame, area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        views::occupancy::text_list(app, content)
+            .into_iter()
+            .collect()
+    }
+    fn data(&self, app: &App) -> Value {
+        app.code
+            .emission
+            .as_ref()
+            .map_or(Value::Null, |e| result(&e.occupancy))
+    }
+}
+
+/// Registers, spills, shared, const and stack of the kernel.
+pub struct Resources;
+
+impl TabComponent for Resources {
+    fn tab(&self) -> Tab {
+        Tab::Resources
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::resources::draw(frame.buffer_mut(), area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        app.code
+            .emission
+            .as_ref()
+            .map(|e| RowList::rows_in(content, true, e.resources.len(), Offset::Main))
+            .into_iter()
+            .collect()
+    }
+    fn data(&self, app: &App) -> Value {
+        app.code
+            .emission
+            .as_ref()
+            .map_or(Value::Null, |e| json!(e.resources))
+    }
+}
+
+/// Validator, launch, compile and performance diagnostics: Enter jumps to the node.
+pub struct Diagnostics;
+
+impl TabComponent for Diagnostics {
+    fn tab(&self) -> Tab {
+        Tab::Diagnostics
+    }
+    fn command(&self, app: &mut App, c: Command, _: &mut Vec<Cmd>) -> bool {
+        if c != Command::Enter {
+            return false;
+        }
+        program::jump_to_diagnostic(app);
+        true
+    }
+    fn hints(&self, app: &App) -> Vec<Hint> {
+        use Command::*;
+        with_global(app, &[Enter, Right, Expand])
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::diagnostics::draw(frame.buffer_mut(), area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        views::diagnostics::list(app, content).into_iter().collect()
+    }
+    fn data(&self, app: &App) -> Value {
+        json!(app.diagnostics())
+    }
+}
+
+/// Dispatch history and tune sweeps (two lists).
+pub struct Run;
+
+impl TabComponent for Run {
+    fn tab(&self) -> Tab {
+        Tab::Run
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::run::draw(frame, area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        views::run::row_lists(app, content)
+    }
+    fn data(&self, app: &App) -> Value {
+        let s = &app.jobs.session;
+        json!({
+            "runs": s.runs,
+            "pipeline_runs": s.pipeline_runs,
+            "last_error": s.run_error,
+            "tune": s.tune.as_ref().map(result),
+        })
+    }
+}
+
+/// PTX and module caches.
+pub struct Cache;
+
+impl TabComponent for Cache {
+    fn tab(&self) -> Tab {
+        Tab::Cache
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::cache::draw(frame.buffer_mut(), area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        counter_list(&app.jobs.session.cache_rows(), content)
+    }
+    fn data(&self, app: &App) -> Value {
+        let c = app.jobs.session.cache.as_ref();
+        result(&c.map(|c| counters_json(c)).map_err(Clone::clone))
+    }
+}
+
+/// Runtime counters since start.
+pub struct Telemetry;
+
+impl TabComponent for Telemetry {
+    fn tab(&self) -> Tab {
+        Tab::Telemetry
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::telemetry::draw(frame.buffer_mut(), area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        counter_list(&app.jobs.session.telemetry_rows(), content)
+    }
+    fn data(&self, app: &App) -> Value {
+        let c = app.jobs.session.telemetry.as_ref();
+        result(&c.map(|c| counters_json(c)).map_err(Clone::clone))
+    }
+}
+
+/// A pipeline's megakernel plan.
+pub struct Plan;
+
+impl TabComponent for Plan {
+    fn tab(&self) -> Tab {
+        Tab::Plan
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::plan::draw(frame.buffer_mut(), area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        views::plan::list(app, content).into_iter().collect()
+    }
+    fn data(&self, app: &App) -> Value {
+        app.programs
+            .doc
+            .as_ref()
+            .and_then(|d| d.pipeline.as_ref())
+            .map_or(Value::Null, |p| match &p.plan {
+                Ok(plan) => json!(**plan),
+                Err(e) => json!({ "error": e }),
+            })
+    }
+}
+
+/// Per-SM lanes of a recorded timeline: zoom, pan, lanes and slices have keys of their own
+/// (`update::timeline`); the lanes keep their own cursor, so nothing here is a row list.
+pub struct Timeline;
+
+impl TabComponent for Timeline {
+    fn tab(&self) -> Tab {
+        Tab::Timeline
+    }
+    fn command(&self, app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
+        timeline::command(app, c, out)
+    }
+    fn hints(&self, _: &App) -> Vec<Hint> {
+        use Command::*;
+        let mut v = vec![
+            (WgPlus, "zoom"),
+            (WgMinus, "out"),
+            (TimelineFit, "fit"),
+            (Right, "pan"),
+            (Down, "SM"),
+            (NextBlock, "slice"),
+            (Enter, "IR"),
+            (TimelineForm, "form"),
+        ];
+        v.extend(words(&[Expand]));
+        v
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::timeline::draw(frame.buffer_mut(), area, app);
+    }
+    fn data(&self, app: &App) -> Value {
+        // Every recorded form's summary and check (the lanes are the records themselves:
+        // `run --timeline-out` writes those).
+        json!(app
+            .timeline
+            .forms
+            .iter()
+            .map(|d| json!({
+                "form": d.label,
+                "origin": d.origin,
+                "timeline": d.summary,
+                "check": {"passed": d.problems.is_empty(), "problems": d.problems},
+            }))
+            .collect::<Vec<_>>())
+    }
+    fn help(&self, app: &App) -> Vec<Line<'static>> {
+        let k = |c: Command| {
+            app.keymap
+                .first_key(c)
+                .map_or_else(|| "-".to_string(), |k| k.to_string())
+        };
+        vec![
+            Line::raw(""),
+            Line::styled(
+                "Timeline tab (detail panel focused)".to_string(),
+                app.theme.title,
+            ),
+            Line::raw(format!(
+                "  {}/{} zoom in/out, {} fit; {}/{} pan, {}/{} pan a window",
+                k(Command::WgPlus),
+                k(Command::WgMinus),
+                k(Command::TimelineFit),
+                k(Command::Left),
+                k(Command::Right),
+                k(Command::ScrollLeft),
+                k(Command::ScrollRight)
+            )),
+            Line::raw(format!(
+                "  {}/{} SM lane, {}/{} slice, {}/{} first/last; Enter: step in IR",
+                k(Command::Up),
+                k(Command::Down),
+                k(Command::PrevBlock),
+                k(Command::NextBlock),
+                k(Command::Home),
+                k(Command::End)
+            )),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_has_every_tab_once_in_order() {
+        let listed: Vec<Tab> = TABS.iter().map(|c| c.tab()).collect();
+        assert_eq!(listed, Tab::ALL.to_vec());
+    }
+}
