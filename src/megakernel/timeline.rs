@@ -130,8 +130,8 @@ fn virtual_body(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
     };
     let workgroups = match cond {
         Expr::Binary(BinOp::Lt, a, b) if matches!(&**a, Expr::Var(v) if v == name) => u32_of(b),
-        // A last-arriver fold (`let f{k}_v = 0; if (f{k}_last) {...}`): one workgroup, run
-        // by whichever block arrives last.
+        // A last-arriver fold (`let f{k}_v = select(f{k}_last, 0, 1); if (f{k}_last) {...}`):
+        // one workgroup, run by whichever block arrives last.
         Expr::Var(last) if last.starts_with('f') && last.ends_with("_last") => Some(1),
         _ => None,
     };

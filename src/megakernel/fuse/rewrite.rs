@@ -424,7 +424,15 @@ impl VirtualLoop<'_> {
         }
         inner.extend(body);
         if let Some(last) = &self.fold {
-            return vec![let_(&v, u32_lit(0)), if_(Expr::Var(last.clone()), inner)];
+            // Only the last arriver runs the fold as virtual workgroup 0; the others get the
+            // out-of-range id 1, so the timeline drops their (empty) slice like any guarded
+            // trip past a step's workgroups.
+            let id = Expr::Select(
+                Box::new(Expr::Var(last.clone())),
+                Box::new(u32_lit(0)),
+                Box::new(u32_lit(1)),
+            );
+            return vec![let_(&v, id), if_(Expr::Var(last.clone()), inner)];
         }
         let guarded = vec![
             let_(&v, v_value),
