@@ -392,11 +392,23 @@ fn run_pipelines(
         grid_barrier: Default::default(),
         sync: Default::default(),
     };
+    let dataflow_opts = PipelineGpuOptions {
+        forms: Forms::Megakernel,
+        sync: crate::megakernel::dataflow::SyncMode::Dataflow,
+        ..opts.clone()
+    };
     let mut out = Vec::new();
     for f in files {
-        let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
-            run_pipeline_forms(rt, &pipeline, &mut prepared, &opts).map_err(|e| e.to_string())
-        });
+        let (pipeline, prepared) = match load_fixture(&f, root) {
+            Ok(l) => l,
+            Err(e) => {
+                out.push((f, Err(e)));
+                continue;
+            }
+        };
+        // The runs write into their buffers: each form starts from the initial contents.
+        let r =
+            run_pipeline_forms(rt, &pipeline, &mut prepared.clone(), &opts).map_err(String::from);
         // Every fixture with a group that can run dataflow runs its fused form again with
         // dataflow waits (the default form is the grid barrier), verified the same way.
         let dataflow = r.as_ref().is_ok_and(|r| {
@@ -406,14 +418,9 @@ fn run_pipelines(
         });
         out.push((f.clone(), r));
         if dataflow {
-            let opts = PipelineGpuOptions {
-                forms: Forms::Megakernel,
-                sync: crate::megakernel::dataflow::SyncMode::Dataflow,
-                ..opts.clone()
-            };
-            let r = load_fixture(&f, root).and_then(|(pipeline, mut prepared)| {
-                run_pipeline_forms(rt, &pipeline, &mut prepared, &opts).map_err(String::from)
-            });
+            let mut prepared = prepared;
+            let r = run_pipeline_forms(rt, &pipeline, &mut prepared, &dataflow_opts)
+                .map_err(String::from);
             out.push((f, r));
         }
     }

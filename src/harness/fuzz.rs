@@ -166,16 +166,7 @@ impl Runtime {
                         None
                     }
                     Some(p) => {
-                        let first = p
-                            .first
-                            .first()
-                            .map(|m| {
-                                format!(
-                                    "; first {}[{}] gpu {} ref {}",
-                                    m.buffer, m.index, m.gpu, m.reference
-                                )
-                            })
-                            .unwrap_or_default();
+                        let first = p.first_text();
                         Some((
                             "mismatch",
                             format!(

@@ -125,16 +125,7 @@ impl Runtime {
                         true,
                     ),
                     Some(p) => {
-                        let first = p
-                            .first
-                            .first()
-                            .map(|m| {
-                                format!(
-                                    "; first {}[{}] gpu {} ref {}",
-                                    m.buffer, m.index, m.gpu, m.reference
-                                )
-                            })
-                            .unwrap_or_default();
+                        let first = p.first_text();
                         (
                             format!("FAIL {} of {} differ{first}", p.mismatches, p.compared),
                             false,

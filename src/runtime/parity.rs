@@ -74,6 +74,22 @@ pub struct ParityReport {
     pub passed: bool,
 }
 
+impl ParityReport {
+    /// `"; first BUF[I] gpu G ref R"` for the first differing element, or `""`: the tail of a
+    /// one-line mismatch message.
+    pub fn first_text(&self) -> String {
+        self.first
+            .first()
+            .map(|m| {
+                format!(
+                    "; first {}[{}] gpu {} ref {}",
+                    m.buffer, m.index, m.gpu, m.reference
+                )
+            })
+            .unwrap_or_default()
+    }
+}
+
 fn f32_ordered(b: u32) -> i64 {
     if b & 0x8000_0000 != 0 {
         -((b & 0x7fff_ffff) as i64)
