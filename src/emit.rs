@@ -29,9 +29,11 @@
 //!   `uniform`): `.param .u64 param_<name>_ptr` (device pointer) and `.param .u32
 //!   param_<name>_len` (element count). Lengths never come from global memory.
 //! - If the kernel has a grid barrier or dataflow waits (`ir::SyncOp`): one more `.param .u64
-//!   param_grid_sync`, a pointer to [`KernelAbi::grid_sync_words`] zeroed u32 words (2 for
-//!   the grid barrier: arrival counter, generation; then the dataflow flags and counters); the
-//!   launch must be cooperative. See [`grid_sync`] and `dataflow`.
+//!   param_grid_sync`, a pointer to [`KernelAbi::grid_sync_words`] u32 words, zeroed when
+//!   allocated (2 for the grid barrier: arrival counter, generation; then the dataflow
+//!   counters and flags); the launch must be cooperative. See [`grid_sync`] and `dataflow`.
+//! - If the kernel has dataflow flags: then `.param .u32 param_sync_epoch`, the launch's
+//!   epoch (never 0, one more than the previous launch's; [`KernelAbi::sync_epoch`]).
 //! - Workgroup buffers are static `.shared` arrays `wg_<name>` (no parameter).
 //! - `read`/`uniform` buffers are loaded with `ld.global.nc`.
 //!
@@ -152,6 +154,18 @@ pub struct KernelAbi {
     pub grid_sync: bool,
     /// Scratch words the grid barrier needs (0 without one).
     pub grid_sync_words: u32,
+    /// True when the kernel takes `param_sync_epoch` (`.u32`, after the scratch pointer):
+    /// its dataflow flags hold the launch's epoch, which must differ from every earlier
+    /// launch's since the scratch was last zeroed and never be 0.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sync_epoch: bool,
+    /// One past the highest scratch word used as a dataflow counter (0: none). A counter's
+    /// low 31 bits must be clear when the launch starts (`dataflow`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sync_counters_end: u32,
+    /// The lowest scratch word used as a dataflow flag, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_flags_start: Option<u32>,
     /// Block shape the kernel was emitted for (it must be launched with exactly this).
     pub workgroup_size: [u32; 3],
     /// Timeline records (`emit --timeline`): the kernel then takes one more `.u64`, the
@@ -347,6 +361,10 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
         .get("sync_words")
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
+    let word = |key: &str| w.special.get(key).and_then(|s| s.parse::<u32>().ok());
+    let sync_flags_start = word("sync_flags_start");
+    let sync_counters_end = word("sync_counters_end").unwrap_or(0);
+    let sync_epoch = w.special.contains_key("sync_epoch");
     let timeline = w.timeline_spec().cloned();
     let hosts = prog.host_buffers();
     let params: Vec<AbiParam> = hosts
@@ -411,6 +429,12 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
             grid_sync::GRID_SYNC_WORDS.max(sync_words)
         ));
     }
+    if sync_epoch {
+        out.push(format!(
+            "//   {:<24} .u32  launch epoch: what a dataflow flag holds once set",
+            dataflow::SYNC_EPOCH_PARAM
+        ));
+    }
     if let Some(t) = &timeline {
         out.push(format!(
             "//   {:<24} .u64  timeline records: {} x {} bytes per block, zeroed",
@@ -445,6 +469,9 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     }
     if grid_sync {
         plist.push(format!("\t.param .u64 {}", grid_sync::GRID_SYNC_PARAM));
+    }
+    if sync_epoch {
+        plist.push(format!("\t.param .u32 {}", dataflow::SYNC_EPOCH_PARAM));
     }
     if timeline.is_some() {
         plist.push(format!("\t.param .u64 {}", timeline::TIMELINE_PARAM));
@@ -523,6 +550,9 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
             } else {
                 0
             },
+            sync_epoch,
+            sync_counters_end,
+            sync_flags_start,
             workgroup_size: opts.workgroup_size,
             timeline,
         },
@@ -531,3 +561,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
 }
 
 crate::util::problem::into_problem!(EmitError);
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}

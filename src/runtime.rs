@@ -120,7 +120,7 @@ pub enum RuntimeError {
         recover_ms: f64,
     },
     /// A grid barrier needs more blocks resident at once than the device holds.
-    #[error("kernel `{kernel}` has a grid barrier and needs all {grid_blocks} workgroups resident at once, but only {max_blocks} fit ({per_sm} per SM x {sms} SMs at {block} threads)\n  Fix: launch at most {max_blocks} workgroups (--grid {max_blocks}) and loop over the data inside the kernel")]
+    #[error("kernel `{kernel}` has a grid barrier and needs all {grid_blocks} workgroups resident at once, but only {max_blocks} fit ({per_sm} per SM x {sms} SMs at {block} threads and {regs} registers per thread)\n  Fix: launch at most {max_blocks} workgroups (--grid {max_blocks}) and loop over the data inside the kernel")]
     CoResidency {
         /// Kernel name.
         kernel: String,
@@ -134,6 +134,8 @@ pub enum RuntimeError {
         sms: u32,
         /// Threads per block.
         block: u32,
+        /// Registers per thread of the loaded kernel.
+        regs: u32,
     },
     /// The launch is impossible on this device or with this kernel.
     #[error("{0}")]

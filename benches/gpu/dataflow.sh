@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Dataflow megakernels (`--sync dataflow`) against grid barriers (`--sync barrier`) and
 # separate launches on one GPU: softmax (2^18), reduce + normalise (2^20), the 4-step halo
-# stencil (2^18 and a 2^20 copy), histogram equalisation (2^20, mixed workgroup sizes), each
+# stencil (2^18 and a 2^20 copy), histogram equalisation (2^20, mixed workgroup sizes; with
+# one seq_cst atomic per element and with a shared-memory histogram), each
 # `--both --repeat 30` in both sync forms (both verified against the reference interpreter),
 # then the no-regression cases (elementwise chain 2^12 / 2^26, reduction 2^26).
-# Usage: [DATAFLOW_QUICK=1] benches/gpu/dataflow.sh [BINARY] [OUTDIR]
+# Usage: [DATAFLOW_QUICK=1] [DATAFLOW_ONLY="softmax ..."] benches/gpu/dataflow.sh [BINARY] [OUTDIR]
+# (DATAFLOW_ONLY: just those fixtures in both sync forms, e.g. to compare two builds.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:-target/release/vyrescope}"
@@ -30,7 +32,7 @@ p["pipeline"] = dst.rsplit("/", 1)[1][:-5]
 json.dump(p, open(dst, "w"), indent=1)
 PY
 }
-for f in softmax reduce_normalize_2p20 stencil_halo4 hist_equalize; do
+for f in softmax reduce_normalize_2p20 stencil_halo4 hist_equalize hist_equalize_shared; do
   cp "fixtures/pipelines/$f.json" "$work/$f.json"
 done
 scale fixtures/pipelines/stencil_halo4.json stencil_halo4_2e20 1048576
@@ -61,10 +63,11 @@ for t in r.get("topology", []):
     print(f'  group {t["group"]}: {t["used_blocks"]} blocks (estimated {t["estimated_blocks"]}, driver {t["driver_blocks"]}) measured {t["measured_ms"]}')
 PY
 }
-for name in softmax reduce_normalize_2p20 stencil_halo4 hist_equalize; do
+for name in ${DATAFLOW_ONLY:-softmax reduce_normalize_2p20 stencil_halo4 hist_equalize hist_equalize_shared}; do
   one "$name" dataflow
   one "$name" barrier
 done
+[ -n "${DATAFLOW_ONLY:-}" ] && { rm -rf "$out/json"; exit 0; }
 one chain3_2e12 dataflow
 one reduce_2e26 dataflow
 if [ "${DATAFLOW_QUICK:-0}" = 1 ]; then # the target cases and the 2^20 copies only

@@ -95,7 +95,7 @@ impl Writer<'_> {
         g
     }
 
-    fn grid_blocks(&mut self) -> String {
+    pub(super) fn grid_blocks(&mut self) -> String {
         if let Some(r) = self.special.get("grid_blocks") {
             return r.clone();
         }
@@ -117,7 +117,7 @@ impl Writer<'_> {
 
     /// What this workgroup adds to the flip counter: `0x80000001 - blocks` for workgroup 0
     /// (all of `%ctaid` zero), 1 for the others. Computed once in the prologue.
-    fn grid_flip_increment(&mut self) -> String {
+    pub(super) fn grid_flip_increment(&mut self) -> String {
         if let Some(r) = self.special.get("grid_flip_inc") {
             return r.clone();
         }

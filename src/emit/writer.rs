@@ -183,6 +183,8 @@ pub(super) struct Writer<'p> {
     pub buf_len: HashMap<String, String>,
     pub shared_base: HashMap<String, String>,
     pub special: HashMap<&'static str, String>,
+    /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
+    pub counter_base: HashMap<u32, String>,
     pub stats: EmitStats,
     /// Per-owner counter for helper labels (`$L_body2_k3`).
     label_seq: HashMap<usize, u32>,
@@ -256,6 +258,7 @@ impl<'p> Writer<'p> {
             buf_ptr: HashMap::new(),
             buf_len: HashMap::new(),
             shared_base: HashMap::new(),
+            counter_base: HashMap::new(),
             special: HashMap::new(),
             stats: EmitStats::default(),
             label_seq: HashMap::new(),
@@ -391,6 +394,7 @@ impl<'p> Writer<'p> {
             buf_ptr: self.buf_ptr.clone(),
             buf_len: self.buf_len.clone(),
             shared_base: self.shared_base.clone(),
+            counter_base: self.counter_base.clone(),
             special: self.special.clone(),
             zero_unless: self.zero_unless.clone(),
             mutable: self.mutable.clone(),
@@ -412,6 +416,7 @@ impl<'p> Writer<'p> {
         self.buf_ptr = cp.buf_ptr;
         self.buf_len = cp.buf_len;
         self.shared_base = cp.shared_base;
+        self.counter_base = cp.counter_base;
         self.special = cp.special;
         self.zero_unless = cp.zero_unless;
         self.mutable = cp.mutable;
@@ -563,6 +568,7 @@ pub(super) struct Checkpoint {
     buf_ptr: HashMap<String, String>,
     buf_len: HashMap<String, String>,
     shared_base: HashMap<String, String>,
+    counter_base: HashMap<u32, String>,
     special: HashMap<&'static str, String>,
     zero_unless: HashMap<String, String>,
     mutable: HashSet<String>,

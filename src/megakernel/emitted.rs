@@ -55,6 +55,8 @@ pub fn sync_ops(kernel: &FusedKernel) -> Vec<&SyncOp> {
 struct Published {
     flags: Option<u32>,
     counter: Option<u32>,
+    /// Words from `counter` on that the step's counting uses (more for a spread arrival).
+    counter_words: u32,
     total: Option<u32>,
 }
 
@@ -101,6 +103,7 @@ pub fn emitted_schedule(
                 p.flags = p.flags.or(*flags);
                 if counter.is_some() {
                     p.counter = *counter;
+                    p.counter_words = 1;
                 }
             }
             SyncOp::Arrive {
@@ -112,6 +115,7 @@ pub fn emitted_schedule(
             } => {
                 let p = published.entry(*step as usize).or_default();
                 p.counter = Some(*counter);
+                p.counter_words = op.top_word().saturating_sub(*counter).saturating_add(1);
                 p.total = Some(*total);
                 folds.push(Fold {
                     step: *fold as usize,
@@ -129,7 +133,7 @@ pub fn emitted_schedule(
             words.push((f, u32::try_from(n).unwrap_or(u32::MAX), s));
         }
         if let Some(c) = p.counter {
-            words.push((c, 1, s));
+            words.push((c, p.counter_words.max(1), s));
         }
         if let Some(t) = p.total {
             if t != blocks {
@@ -218,15 +222,16 @@ pub fn emitted_schedule(
             producers,
         });
     }
-    let mut s = Schedule::round_robin_with_folds(steps, blocks, &[], CounterReset::Zeroed, &folds);
+    let mut s = Schedule::round_robin_with_folds(steps, blocks, &[], CounterReset::Epoch, &folds);
     s.waits = waits;
     Ok(s)
 }
 
 /// Refuses `kernel` unless the schedule it emits is valid for the producer sets `required`
 /// (run by fusion on every dataflow kernel, so nothing unchecked is ever launched).
-/// Counters and flags are [`CounterReset::Zeroed`]: they live in the grid-sync scratch,
-/// which the runtime zeroes before every cooperative launch.
+/// Counters and flags are [`CounterReset::Epoch`]: they live in the grid-sync scratch, which
+/// is not cleared between launches; a flag holds its launch's epoch and a counter flips its
+/// top bit once per launch (`emit::dataflow`), so no wait sees an earlier launch's value.
 pub fn check_emitted(
     kernel: &FusedKernel,
     steps: &[(usize, u64)],

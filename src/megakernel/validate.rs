@@ -357,7 +357,14 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
                         .filter(|(_, f)| f.after == t.step)
                     {
                         arrivals[k] += 1;
-                        if arrivals[k] == s.steps[i].1 {
+                        // Epoch counters are never cleared: this launch's last arrival
+                        // completes `launch` rounds of arrivals.
+                        let rounds = if s.reset == CounterReset::Epoch {
+                            launch
+                        } else {
+                            1
+                        };
+                        if arrivals[k] == s.steps[i].1 * rounds {
                             list.insert(
                                 next[b],
                                 Task {

@@ -120,6 +120,19 @@ pub(crate) struct ReadyLaunch {
     pub cooperative: bool,
     /// Threads launched.
     pub slots: u64,
+    /// The kernel's scratch use, for [`Runtime::arm_grid_sync`] (None without a scratch).
+    pub sync: Option<SyncUse>,
+}
+
+/// How a cooperative kernel uses the grid-sync scratch (from its `KernelAbi`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SyncUse {
+    /// Index in `args` of the `param_sync_epoch` slot, when the kernel takes one.
+    pub epoch_arg: Option<usize>,
+    /// One past the highest counter word (0: none).
+    pub counters_end: u32,
+    /// The lowest flag word, if any.
+    pub flags_start: Option<u32>,
 }
 
 /// One launch's times.
@@ -194,8 +207,13 @@ pub(crate) struct BufferPool {
     /// Buffers of resident sets, by set id.
     pub(crate) resident: HashMap<u64, Vec<DeviceBuffer>>,
     next_id: u64,
-    /// Grid-barrier scratch.
+    /// Grid-barrier scratch (zeroed when allocated, never between launches: see
+    /// [`Runtime::arm_grid_sync`]).
     pub(crate) scratch: Option<DeviceBuffer>,
+    /// The epoch the last dataflow launch got (0: none since the scratch was zeroed).
+    pub(crate) sync_epoch: u32,
+    /// The lowest scratch word any launch used as a dataflow flag since it was zeroed.
+    pub(crate) flags_low: Option<u32>,
 }
 
 impl BufferPool {
@@ -475,7 +493,7 @@ impl Runtime {
             .min(ready.slots);
         let mut out = Vec::with_capacity(launches as usize);
         for _ in 0..launches.max(1) {
-            self.clear_grid_sync(&ready)?;
+            self.arm_grid_sync(&mut ready)?;
             let mode = LaunchMode {
                 cooperative: ready.cooperative,
                 timeout: opts.timeout,
@@ -548,31 +566,67 @@ impl Runtime {
                 sess.pool.scratch = None;
                 let s = DeviceBuffer::alloc(words * 4)
                     .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+                s.memset_async(0, &sess.stream)
+                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
                 sess.pool.scratch = Some(s);
+                sess.pool.sync_epoch = 0;
+                sess.pool.flags_low = None;
                 self.telemetry.allocations += 1;
                 self.telemetry.allocated_bytes += (words * 4) as u64;
             }
             let p = self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr());
             args.push(p);
         }
+        let sync = abi.grid_sync.then(|| SyncUse {
+            epoch_arg: abi.sync_epoch.then(|| {
+                // Set by `arm_grid_sync` before each launch.
+                args.push(0);
+                args.len() - 1
+            }),
+            counters_end: abi.sync_counters_end,
+            flags_start: abi.sync_flags_start,
+        });
         Ok(ReadyLaunch {
             f,
             geo,
             args,
             cooperative: abi.grid_sync,
             slots: product(shape.grid) * product(shape.workgroup_size),
+            sync,
         })
     }
 
-    /// Zeroes the grid-barrier words before a cooperative launch (each launch starts its
-    /// barrier count afresh); nothing for an ordinary launch.
-    pub(crate) fn clear_grid_sync(&mut self, ready: &ReadyLaunch) -> Result<()> {
-        if ready.cooperative {
-            let sess = self.sess()?;
-            if let Some(s) = sess.pool.scratch.as_ref() {
+    /// Readies the grid-sync scratch for the next launch of `ready` (call it right before
+    /// every launch of a prepared kernel). Nothing is cleared in the common case: the grid
+    /// barrier's words come back to a working state after every barrier, a dataflow flag
+    /// holds its launch's epoch (so `ready` gets a fresh one here), and a counter's low bits
+    /// come back to zero after every launch (`emit::dataflow`). The scratch is zeroed only
+    /// when this kernel counts on a word an earlier launch used as a flag (flags and
+    /// counters share one scratch across kernels), or when the epochs wrap around.
+    pub(crate) fn arm_grid_sync(&mut self, ready: &mut ReadyLaunch) -> Result<()> {
+        let Some(sync) = ready.sync else {
+            return Ok(());
+        };
+        let sess = self.sess()?;
+        let pool = &mut sess.pool;
+        let flag_under_counter = pool.flags_low.is_some_and(|low| sync.counters_end > low);
+        let wraps = sync.epoch_arg.is_some() && pool.sync_epoch == u32::MAX;
+        if flag_under_counter || wraps {
+            if let Some(s) = pool.scratch.as_ref() {
                 s.memset_async(0, &sess.stream)
                     .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
             }
+            pool.sync_epoch = 0;
+            pool.flags_low = None;
+        }
+        if let Some(i) = sync.epoch_arg {
+            pool.sync_epoch += 1;
+            if let Some(slot) = ready.args.get_mut(i) {
+                *slot = u64::from(pool.sync_epoch);
+            }
+        }
+        if let Some(f) = sync.flags_start {
+            pool.flags_low = Some(pool.flags_low.map_or(f, |l| l.min(f)));
         }
         Ok(())
     }
@@ -599,6 +653,9 @@ impl Runtime {
                 per_sm,
                 sms,
                 block,
+                regs: f
+                    .attr(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
+                    .map_or(0, |r| r.max(0) as u32),
             });
         }
         Ok(())

@@ -143,6 +143,17 @@ impl Runtime {
         Ok((handle, info))
     }
 
+    /// Blocks of `threads` threads (no dynamic shared memory) of loaded kernel `h` that the
+    /// driver keeps resident at once on the whole device
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor` times the SM count).
+    pub fn resident_blocks(&mut self, h: &KernelHandle, threads: u32) -> Result<u64> {
+        let (f, _) = self.kernel_for_launch(h)?;
+        let per_sm = f
+            .max_active_blocks(threads, 0)
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        Ok(u64::from(per_sm) * u64::from(self.caps().sm_count))
+    }
+
     /// The function and resources for a launch of `h`: an uncounted cache lookup, falling
     /// back to [`Runtime::kernel`] (a counted load) when the module is gone.
     pub(crate) fn kernel_for_launch(

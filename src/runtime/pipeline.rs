@@ -163,7 +163,7 @@ impl Runtime {
         for (k, launch) in ready.iter_mut().enumerate() {
             let name = names.get(k).copied().unwrap_or("kernel");
             let _step = profiler_range(&format!("vyrescope launch {k}: {name}"));
-            self.clear_grid_sync(launch)?;
+            self.arm_grid_sync(launch)?;
             let sess = self.sess()?;
             if let Err(e) = driver::launch(
                 launch.f,

@@ -198,7 +198,7 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
                     );
                     assert!(
                         e.ptx.contains("st.release.gpu")
-                            || e.ptx.contains("red.release.gpu")
+                            || e.ptx.contains("atom.release.gpu")
                             || e.ptx.contains("atom.acq_rel.gpu"),
                         "{what}: no publishing store"
                     );
@@ -344,12 +344,14 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                         counter,
                         total,
                         last,
+                        spread,
                     } => Some(SyncOp::Arrive {
                         step: *step,
                         fold: *fold,
                         counter: *counter,
                         total: total + 1,
                         last: last.clone(),
+                        spread: *spread,
                     }),
                     other => Some(other.clone()),
                 }),

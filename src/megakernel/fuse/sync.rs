@@ -7,19 +7,29 @@
 //! - B has one workgroup, A runs just before it and covers all of A: **last-arriver fold**.
 //!   Every block arrives on A's counter after its last task of A; the block whose arrival
 //!   completes it runs B.
+//! - A has one workgroup (and is not a fold run just before B): B waits for its one **flag**
+//!   (a broadcast).
 //! - every workgroup of A (`all`, or a range or window as wide as A): B waits for **A's
 //!   counter** to reach the launch's block count: every block adds one after its last task
 //!   of A (so a counter takes one atomic per block, not per task).
 //! - otherwise B waits for the **flags** of its producer window or range (A's tasks each set
 //!   their own flag).
 //!
-//! Scratch words (zeroed by the runtime before every launch) are laid out from
-//! [`SYNC_FIRST_WORD`]: for each step in order, its flags (one per workgroup) when anyone
-//! waits on them, then its counter when anyone counts it.
+//! Scratch words (never cleared between launches: `emit::dataflow`) are laid out from
+//! [`SYNC_FIRST_WORD`]: each counted step's counter (or a spread fold's counters), in step
+//! order; then, from [`SYNC_FLAG_FIRST_WORD`] (or after the counters, if there are more), the
+//! flags (one per workgroup) of each step someone waits on by flags.
 
 use std::collections::BTreeMap;
 
-use crate::ir::{Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD};
+use crate::ir::{
+    spread_word, Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD, SYNC_FLAG_FIRST_WORD,
+};
+
+/// Sub-counters of a spread last-arriver fold (`SyncOp::Arrive::spread`): with 1056 blocks,
+/// 66 arrivals on each and 16 on the top counter, instead of 1056 on one word. Only grids of
+/// more than twice as many blocks spread.
+pub const FOLD_SPREAD: u32 = 16;
 
 use super::super::tiles::{ProducerSet, TileDep};
 use super::rewrite;
@@ -31,6 +41,8 @@ struct Publish {
     counter: Option<u32>,
     /// The one-workgroup step the last arriver runs after this step.
     fold: Option<usize>,
+    /// Sub-counters of the fold's arrival (0: one counter).
+    spread: u32,
 }
 
 /// The dataflow statements of one group.
@@ -97,32 +109,44 @@ impl SyncLayout {
                 }
                 _ => false,
             };
-            let need = if covers_all || !window_fits {
+            let need = if ga == 1 {
+                // All of a one-workgroup step is its one flag: a broadcast, set once and
+                // polled only by its consumers, instead of a counter every block must add
+                // to (1056 atomics on one word cost more than the wait they guard).
+                Need::Flags(ProducerSet::Range { first: 0, last: 0 })
+            } else if covers_all || !window_fits {
                 Need::Count
             } else {
                 Need::Flags(d.producers)
             };
             needs.push((d.from, d.to, need));
         }
-        // Words, step by step.
+        // Words: counters first, step by step, then flags (a word keeps one use: a flag
+        // holds an epoch, a counter needs its low bits clear; `emit::dataflow`).
         let mut next = SYNC_FIRST_WORD;
+        for &s in steps {
+            let waited = needs.iter().any(|n| n.0 == s && matches!(n.2, Need::Count));
+            let folded = l.publish.get(&s).is_some_and(|p| p.fold.is_some());
+            if waited || folded {
+                let p = l.publish.entry(s).or_default();
+                p.counter = Some(next);
+                // A counter someone waits on stays one word: each block's wait reads the
+                // top bit its own arrival saw, and a spread arrival does not see the top's.
+                if folded && !waited && u64::from(blocks) > 2 * u64::from(FOLD_SPREAD) {
+                    p.spread = FOLD_SPREAD;
+                    next = spread_word(next, FOLD_SPREAD - 1);
+                }
+                next = next.saturating_add(1);
+            }
+        }
+        let mut next = next.max(SYNC_FLAG_FIRST_WORD);
         for &s in steps {
             let flags = needs
                 .iter()
                 .any(|n| n.0 == s && matches!(n.2, Need::Flags(_)));
-            let counted = needs.iter().any(|n| n.0 == s && matches!(n.2, Need::Count))
-                || l.publish.get(&s).is_some_and(|p| p.fold.is_some());
-            if !(flags || counted) {
-                continue;
-            }
-            let p = l.publish.entry(s).or_default();
             if flags {
-                p.flags = Some(next);
+                l.publish.entry(s).or_default().flags = Some(next);
                 next = next.saturating_add(u32::try_from(wgs(s)).unwrap_or(u32::MAX));
-            }
-            if counted {
-                p.counter = Some(next);
-                next = next.saturating_add(1);
             }
         }
         l.blocks = blocks;
@@ -211,6 +235,7 @@ impl SyncLayout {
                 counter: c,
                 total: self.blocks,
                 last: last_var(f),
+                spread: p.spread,
             },
             None => SyncOp::Signal {
                 step: k as u32,
