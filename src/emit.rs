@@ -256,6 +256,24 @@ pub enum EmitError {
     Internal(String),
 }
 
+/// `ptx` (an emitted kernel) with `.minnctapersm blocks` after its `.maxntid`: ptxas then
+/// keeps registers low enough for `blocks` blocks of that size per SM (spilling if it must),
+/// as CUDA's `__launch_bounds__` second argument does. Unchanged when `blocks` is 0 or the
+/// entry already has one.
+pub fn with_min_blocks_per_sm(ptx: &str, blocks: u32) -> String {
+    if blocks == 0 || ptx.contains(".minnctapersm") {
+        return ptx.to_string();
+    }
+    let mut out = String::with_capacity(ptx.len() + 24);
+    for line in ptx.split_inclusive('\n') {
+        out.push_str(line);
+        if line.starts_with(".maxntid ") {
+            out.push_str(&format!(".minnctapersm {blocks}\n"));
+        }
+    }
+    out
+}
+
 /// PTX entry symbol of the kernel named `name` (a valid kernel name, `[A-Za-z_][A-Za-z0-9_]*`).
 /// PTX identifiers that start with `_` need a second character, and `WARP_SZ` is a predefined
 /// PTX identifier, so those two names get a `_kernel` suffix; every other name is used as is.

@@ -90,28 +90,6 @@ fn record_buffer(spec: &TimelineSpec, shape: &LaunchShape, i: usize) -> Result<H
     })
 }
 
-/// The most registers per thread at which every block of `shape`'s grid is resident on
-/// `sms` SMs of `regs_per_sm` registers (allocated per warp in steps of 8 per thread);
-/// 0 when nothing needs capping (an existing cap already at or below it).
-fn register_cap(shape: &LaunchShape, sms: u32, regs_per_sm: u32, existing: u32) -> u32 {
-    let blocks: u64 = shape.grid.iter().map(|&g| u64::from(g)).product();
-    let threads: u64 = shape
-        .workgroup_size
-        .iter()
-        .map(|&w| u64::from(w))
-        .product::<u64>()
-        .max(1);
-    let per_sm = blocks.div_ceil(u64::from(sms.max(1))).max(1);
-    let warps = threads.div_ceil(32) * per_sm;
-    let cap = (u64::from(regs_per_sm) / (warps * 32)) / 8 * 8;
-    let cap = u32::try_from(cap.min(255)).unwrap_or(255);
-    if cap < 16 || (existing != 0 && existing <= cap) {
-        0
-    } else {
-        cap
-    }
-}
-
 impl Runtime {
     /// Runs `launches` in order over `buffers` (read back after the first round), records
     /// their timelines, then times `rounds - 1` more instrumented rounds and `plain_rounds`
@@ -137,7 +115,6 @@ impl Runtime {
         let caps = self.caps();
         let sm = caps.cc_major * 10 + caps.cc_minor;
         let device_sms = caps.sm_count;
-        let regs_per_sm = caps.regs_per_sm;
         let mut kernels = Vec::new();
         let mut handles = Vec::new();
         let mut plain = Vec::new();
@@ -156,19 +133,18 @@ impl Runtime {
             let (mut h, _) = self.load_kernel(&k.ptx, &k.kernel_name, jit)?;
             // A cooperative grid was sized from the plain kernel's residency; recording
             // costs registers, and a persistent grid that no longer fits is refused. So the
-            // instrumented kernel is held to the registers that keep the grid resident (it
+            // instrumented kernel is built for that many blocks per SM (`.minnctapersm`; it
             // may spill a little: a timeline measures the schedule, not register pressure).
             if k.abi.grid_sync {
                 let blocks: u64 = l.shape.grid.iter().map(|&g| u64::from(g)).product();
                 let threads = l.shape.workgroup_size.iter().product::<u32>();
-                let mut cap = register_cap(&l.shape, device_sms, regs_per_sm, jit.max_registers);
-                while cap >= 16 && self.resident_blocks(&h, threads)? < blocks {
-                    let capped = JitOptions {
-                        max_registers: cap,
-                        ..*jit
-                    };
-                    h = self.load_kernel(&k.ptx, &k.kernel_name, &capped)?.0;
-                    cap -= 8;
+                if self.resident_blocks(&h, threads)? < blocks {
+                    let per_sm = blocks.div_ceil(u64::from(device_sms.max(1)));
+                    let ptx = crate::emit::with_min_blocks_per_sm(
+                        &k.ptx,
+                        u32::try_from(per_sm).unwrap_or(u32::MAX),
+                    );
+                    h = self.load_kernel(&ptx, &k.kernel_name, jit)?.0;
                 }
             }
             handles.push(h);
@@ -338,30 +314,4 @@ pub fn pipeline_launches(
         });
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shape(grid: u32, wg: u32) -> LaunchShape {
-        LaunchShape {
-            grid: [grid, 1, 1],
-            workgroup_size: [wg, 1, 1],
-        }
-    }
-
-    #[test]
-    fn register_cap_keeps_a_full_persistent_grid_resident() {
-        // 1056 blocks of 256 threads on 132 SMs: 8 per SM, 2048 threads, 32 registers.
-        assert_eq!(register_cap(&shape(1056, 256), 132, 65536, 0), 32);
-        // 264 blocks: 2 per SM, 128 registers.
-        assert_eq!(register_cap(&shape(264, 256), 132, 65536, 0), 128);
-        // Small grids: capped at 255.
-        assert_eq!(register_cap(&shape(132, 32), 132, 65536, 0), 255);
-        // An existing, tighter cap stays.
-        assert_eq!(register_cap(&shape(1056, 256), 132, 65536, 24), 0);
-        // Too many threads per SM to be resident at all: no cap (the launch refuses).
-        assert_eq!(register_cap(&shape(2112, 1024), 132, 65536, 0), 0);
-    }
 }

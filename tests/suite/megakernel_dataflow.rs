@@ -408,3 +408,48 @@ fn a_dataflow_plan_the_validator_refuses_never_fuses() {
     assert!(e.to_string().contains("Fix:"), "{e}");
     assert!(e.message.contains("no wait covers it"), "{e}");
 }
+
+#[test]
+fn instrumented_dataflow_kernels_built_for_their_grid_fit_it() {
+    // A timeline run holds an instrumented cooperative kernel to `.minnctapersm` blocks per
+    // SM when recording costs it residency (on an H200, hist_equalize and
+    // reduce_normalize_2p20 went from 8 to 6 blocks per SM at 36-38 registers).
+    let Some(ptxas) = crate::support::tools::ptxas("assembling instrumented fused kernels") else {
+        return;
+    };
+    let caps = profiles::load("h200").expect("bundled h200");
+    let mut checked = 0;
+    for path in pipeline_fixtures() {
+        let l = load(&path);
+        for (g, k) in kernels(&l, SyncMode::Dataflow).iter().enumerate() {
+            if !l.plan.groups[g].runs_dataflow() {
+                continue;
+            }
+            let what = format!("{} group {g}", l.name);
+            let spec = vyrescope::megakernel::timeline::fused_spec(k);
+            let opts = EmitOptions {
+                workgroup_size: k.shape.workgroup_size,
+                ..EmitOptions::for_program(&k.program)
+            };
+            let t = vyrescope::emit::emit_timeline(&k.program, &opts, &spec)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let per_sm = u64::from(k.shape.grid[0]).div_ceil(u64::from(caps.sm_count)) as u32;
+            let ptx = vyrescope::emit::with_min_blocks_per_sm(&t.ptx, per_sm);
+            assert!(ptx.contains(&format!(".minnctapersm {per_sm}")), "{what}");
+            let log = assemble(&ptxas, &ptx, 90, false).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let regs = vyrescope::emit::ptxas::parse_verbose(&log)
+                .unwrap_or_else(|e| panic!("{what}: {e}"))
+                .registers;
+            let threads: u32 = k.shape.workgroup_size.iter().product();
+            // Registers are given out per warp in steps of 8 per thread.
+            let per_warp = regs.div_ceil(8) * 8 * 32;
+            let fits = caps.regs_per_sm / (per_warp * threads.div_ceil(32));
+            assert!(
+                fits >= per_sm,
+                "{what}: {regs} registers give {fits} blocks per SM, the grid needs {per_sm}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "{checked} dataflow kernels checked");
+}
