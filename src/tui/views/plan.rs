@@ -251,6 +251,20 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             Span::styled("dataflow: ", t.key),
             Span::styled(b.dataflow.clone(), t.text),
         ]));
+        // Which form runs it: the inspector, like `run`, uses grid barriers; the dataflow
+        // form's persistent grid and why are what `plan --sync dataflow` prints.
+        if let Some(group) = plan.groups.get(b.group).filter(|g| g.runs_dataflow()) {
+            text.push(Line::from(vec![
+                Span::styled("sync: ", t.key),
+                Span::styled(
+                    format!(
+                        "runs with grid barriers (the default); `--sync dataflow` runs {} blocks: {}",
+                        group.dataflow.blocks, group.dataflow.blocks_reason
+                    ),
+                    t.text,
+                ),
+            ]));
+        }
     }
     if plan.fusion_breaks.is_empty() {
         text.push(Line::from(Span::styled("fusion breaks: none", t.dim)));
