@@ -32,6 +32,7 @@ pub mod jit;
 pub mod parity;
 pub mod pipeline;
 pub mod probe;
+pub(crate) mod scratch;
 pub mod telemetry;
 pub mod worker;
 

@@ -18,6 +18,7 @@ use super::copies::{download_from, upload_into};
 use super::driver::nvtx;
 use super::driver::{self, DeviceBuffer, DriverError, Event, Function, Geometry};
 use super::jit::KernelHandle;
+use super::scratch::{ScratchState, SyncUse};
 use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
 use crate::emit::KernelAbi;
 use crate::inputs::{HostBuffer, LaunchShape};
@@ -124,17 +125,6 @@ pub(crate) struct ReadyLaunch {
     pub sync: Option<SyncUse>,
 }
 
-/// How a cooperative kernel uses the grid-sync scratch (from its `KernelAbi`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SyncUse {
-    /// Index in `args` of the `param_sync_epoch` slot, when the kernel takes one.
-    pub epoch_arg: Option<usize>,
-    /// One past the highest counter word (0: none).
-    pub counters_end: u32,
-    /// The lowest flag word, if any.
-    pub flags_start: Option<u32>,
-}
-
 /// One launch's times.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct LaunchTiming {
@@ -207,13 +197,11 @@ pub(crate) struct BufferPool {
     /// Buffers of resident sets, by set id.
     pub(crate) resident: HashMap<u64, Vec<DeviceBuffer>>,
     next_id: u64,
-    /// Grid-barrier scratch (zeroed when allocated, never between launches: see
+    /// Grid-barrier scratch (zeroed when allocated, not between launches: see
     /// [`Runtime::arm_grid_sync`]).
     pub(crate) scratch: Option<DeviceBuffer>,
-    /// The epoch the last dataflow launch got (0: none since the scratch was zeroed).
-    pub(crate) sync_epoch: u32,
-    /// The lowest scratch word any launch used as a dataflow flag since it was zeroed.
-    pub(crate) flags_low: Option<u32>,
+    /// What the scratch has held since it was zeroed.
+    pub(crate) scratch_state: ScratchState,
 }
 
 impl BufferPool {
@@ -569,8 +557,7 @@ impl Runtime {
                 s.memset_async(0, &sess.stream)
                     .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
                 sess.pool.scratch = Some(s);
-                sess.pool.sync_epoch = 0;
-                sess.pool.flags_low = None;
+                sess.pool.scratch_state = ScratchState::zeroed();
                 self.telemetry.allocations += 1;
                 self.telemetry.allocated_bytes += (words * 4) as u64;
             }
@@ -597,36 +584,24 @@ impl Runtime {
     }
 
     /// Readies the grid-sync scratch for the next launch of `ready` (call it right before
-    /// every launch of a prepared kernel). Nothing is cleared in the common case: the grid
-    /// barrier's words come back to a working state after every barrier, a dataflow flag
-    /// holds its launch's epoch (so `ready` gets a fresh one here), and a counter's low bits
-    /// come back to zero after every launch (`emit::dataflow`). The scratch is zeroed only
-    /// when this kernel counts on a word an earlier launch used as a flag (flags and
-    /// counters share one scratch across kernels), or when the epochs wrap around.
+    /// every launch of a prepared kernel): gives it a fresh epoch, and zeroes the scratch in
+    /// the rare cases `scratch::ScratchState::arm` names.
     pub(crate) fn arm_grid_sync(&mut self, ready: &mut ReadyLaunch) -> Result<()> {
         let Some(sync) = ready.sync else {
             return Ok(());
         };
         let sess = self.sess()?;
-        let pool = &mut sess.pool;
-        let flag_under_counter = pool.flags_low.is_some_and(|low| sync.counters_end > low);
-        let wraps = sync.epoch_arg.is_some() && pool.sync_epoch == u32::MAX;
-        if flag_under_counter || wraps {
-            if let Some(s) = pool.scratch.as_ref() {
+        let armed = sess.pool.scratch_state.arm(&sync);
+        if armed.clear {
+            if let Some(s) = sess.pool.scratch.as_ref() {
                 s.memset_async(0, &sess.stream)
                     .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
             }
-            pool.sync_epoch = 0;
-            pool.flags_low = None;
         }
-        if let Some(i) = sync.epoch_arg {
-            pool.sync_epoch += 1;
+        if let (Some(i), Some(e)) = (sync.epoch_arg, armed.epoch) {
             if let Some(slot) = ready.args.get_mut(i) {
-                *slot = u64::from(pool.sync_epoch);
+                *slot = u64::from(e);
             }
-        }
-        if let Some(f) = sync.flags_start {
-            pool.flags_low = Some(pool.flags_low.map_or(f, |l| l.min(f)));
         }
         Ok(())
     }
