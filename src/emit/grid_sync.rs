@@ -1,7 +1,8 @@
 //! The grid barrier: every workgroup of a cooperative launch waits until all have arrived.
 //!
-//! Scratch (the kernel's last parameter, [`GRID_SYNC_WORDS`] u32 words, zeroed before the
-//! launch). Two lowerings, chosen by [`GridBarrier`] (`EmitOptions::grid_barrier`):
+//! Scratch (the kernel's grid-sync parameter, [`GRID_SYNC_WORDS`] u32 words, zeroed when the
+//! runtime allocates it; both lowerings leave it ready for the next barrier and the next
+//! launch, so it is not cleared between launches). Two lowerings, chosen by [`GridBarrier`] (`EmitOptions::grid_barrier`):
 //!
 //! **Flip** (the default). Word 0 is an arrival counter whose top bit flips once per
 //! barrier. Per barrier:
