@@ -178,6 +178,7 @@ fn every_fixture_runs_like_its_steps_in_both_sync_forms() {
 fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
     // Without ptxas (outside CI) only the PTX text is checked.
     let ptxas = crate::support::tools::ptxas("assembling the fused kernels");
+    let mut spread_folds = 0;
     for path in pipeline_fixtures() {
         let l = load(&path);
         for sync in [SyncMode::Barrier, SyncMode::Dataflow] {
@@ -205,6 +206,33 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
                     assert!(e.abi.grid_sync, "{what}: a dataflow kernel is cooperative");
                     let top = sync_ops(k).iter().map(|o| o.top_word()).max().unwrap_or(0);
                     assert!(e.abi.grid_sync_words > top, "{what}: scratch too small");
+                    // Nothing clears the scratch between launches: flags compare with the
+                    // launch's epoch (a parameter), counters flip, and a word is either.
+                    let ops = sync_ops(k);
+                    let flagged = ops.iter().any(|o| o.words().0.is_some());
+                    assert_eq!(e.abi.sync_epoch, flagged, "{what}: epoch parameter");
+                    assert_eq!(
+                        e.ptx.contains(".param .u32 param_sync_epoch"),
+                        flagged,
+                        "{what}"
+                    );
+                    if let Some(first) = e.abi.sync_flags_start {
+                        assert!(
+                            e.abi.sync_counters_end <= first,
+                            "{what}: a counter among flags"
+                        );
+                    }
+                    assert!(
+                        !e.ptx.contains("red.release"),
+                        "{what}: a counter add without its old value"
+                    );
+                    for op in &ops {
+                        if let SyncOp::Arrive { spread, total, .. } = op {
+                            // Only a fold over more than 32 blocks arrives through sub-counters.
+                            assert!(*spread == 0 || *total > 32, "{what}: {}", op.describe());
+                            spread_folds += usize::from(*spread > 0);
+                        }
+                    }
                     assert!(
                         !k.program.body.iter().any(|s| matches!(
                             s.kind,
@@ -223,6 +251,8 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
             }
         }
     }
+    // softmax, reduce_normalize_2p20 and the histograms fold over 1024-1056 blocks.
+    assert!(spread_folds >= 3, "{spread_folds} spread folds");
 }
 
 /// A named rewrite of one dataflow statement (`None`: delete it).
