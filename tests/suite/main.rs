@@ -70,6 +70,8 @@ mod vyre_export;
 mod vyre_hostile;
 #[cfg(feature = "vyre")]
 mod vyre_import;
+#[cfg(feature = "vyre")]
+mod vyre_roundtrip;
 #[cfg(not(feature = "vyre"))]
 mod vyre_off;
 #[cfg(not(feature = "vyre"))]
