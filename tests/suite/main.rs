@@ -70,9 +70,9 @@ mod vyre_export;
 mod vyre_hostile;
 #[cfg(feature = "vyre")]
 mod vyre_import;
-#[cfg(feature = "vyre")]
-mod vyre_roundtrip;
 #[cfg(not(feature = "vyre"))]
 mod vyre_off;
+#[cfg(feature = "vyre")]
+mod vyre_roundtrip;
 #[cfg(not(feature = "vyre"))]
 mod vyre_without_feature;

@@ -55,7 +55,10 @@ impl<'p> Cx<'p> {
     pub fn new(program: &'p Program) -> Self {
         let mut barrier = false;
         program.walk_stmts(&mut |s| barrier |= matches!(s.kind, crate::ir::StmtKind::Barrier(_)));
-        let shared = program.buffers.iter().any(|b| b.access == Access::Workgroup);
+        let shared = program
+            .buffers
+            .iter()
+            .any(|b| b.access == Access::Workgroup);
         Cx {
             program,
             full_workgroup: shared || barrier,

@@ -106,8 +106,8 @@ impl Cx {
                 // One of the export's guards: the plain construct it encodes.
                 Some(f) => self.unfold(f, vp, sid)?,
                 None => Expr::Select(
-                Box::new(self.expr(cond, &format!("{vp}.cond"), sid)?),
-                Box::new(self.expr(true_val, &format!("{vp}.true_val"), sid)?),
+                    Box::new(self.expr(cond, &format!("{vp}.cond"), sid)?),
+                    Box::new(self.expr(true_val, &format!("{vp}.true_val"), sid)?),
                     Box::new(self.expr(false_val, &format!("{vp}.false_val"), sid)?),
                 ),
             },
@@ -364,7 +364,10 @@ impl Cx {
     /// remainder or mulhi result whose type is already `target` (a cast that changes nothing).
     fn same_type_cast(&self, target: &DataType, v: &Expr) -> bool {
         let shaped = match v {
-            Expr::Load { buffer, .. } => self.scratch.buffer(buffer).is_some_and(|d| d.elem.is_narrow()),
+            Expr::Load { buffer, .. } => self
+                .scratch
+                .buffer(buffer)
+                .is_some_and(|d| d.elem.is_narrow()),
             Expr::Binary(op, _, _) => matches!(
                 op,
                 BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Rem | BinOp::MulHi

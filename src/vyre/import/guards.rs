@@ -71,9 +71,7 @@ pub(super) fn same(a: &VExpr, b: &VExpr) -> bool {
                 value: y,
             },
         ) => s == t && same(x, y),
-        (E::Fma { a, b, c }, E::Fma { a: x, b: y, c: z }) => {
-            same(a, x) && same(b, y) && same(c, z)
-        }
+        (E::Fma { a, b, c }, E::Fma { a: x, b: y, c: z }) => same(a, x) && same(b, y) && same(c, z),
         _ => false,
     }
 }
@@ -176,8 +174,12 @@ impl Cx {
             } else {
                 same(index, i)
             };
-            return (widen_ok && at_ok && is_zero(f, ty) && !has_special(i))
-                .then_some(Folded::Load { buffer: b, index: i });
+            return (widen_ok && at_ok && is_zero(f, ty) && !has_special(i)).then_some(
+                Folded::Load {
+                    buffer: b,
+                    index: i,
+                },
+            );
         }
         if let Some((d, zero)) = binop(c, VBin::Eq) {
             let (a, d2) = binop(f, VBin::Div)?;
@@ -242,7 +244,11 @@ impl Cx {
                 if self.type_of(&x) == Some(ScalarType::U32) {
                     bin(op, x, y)
                 } else {
-                    let vop = if op == BinOp::Shl { VBin::Shl } else { VBin::Shr };
+                    let vop = if op == BinOp::Shl {
+                        VBin::Shl
+                    } else {
+                        VBin::Shr
+                    };
                     let s = self.binop(&vop, x, y.clone(), vp)?;
                     Expr::Select(
                         Box::new(bin(BinOp::Lt, y, lit(32))),
