@@ -12,7 +12,7 @@
 //! - a load whose index is not proven in range becomes `select(i < len, load, 0)` (vyre's
 //!   PTX reads element 0 instead of giving 0); a workgroup load also clamps its index, since
 //!   vyre does not check shared accesses at all;
-//! - a store or atomic not proven in range runs under `if i < len` (vyre's PTX writes element
+//! - a store or atomic not proven in range runs under `if len > i` (vyre's PTX writes element
 //!   0 or, for atomics, does not check); an atomic is then hoisted into `let x = 0; if .. {x =
 //!   atomic}`, which is why such an atomic must be the whole value of its `let` or `assign`;
 //! - `u32` division by a divisor not known to be nonzero becomes `select(d == 0, 0, a / d)`
