@@ -12,7 +12,7 @@
 //! - a load whose index is not proven in range becomes `select(i < len, load, 0)` (vyre's
 //!   PTX reads element 0 instead of giving 0); a workgroup load also clamps its index, since
 //!   vyre does not check shared accesses at all;
-//! - a store or atomic not proven in range runs under `if i < len` (vyre's PTX writes element
+//! - a store or atomic not proven in range runs under `if len > i` (vyre's PTX writes element
 //!   0 or, for atomics, does not check); an atomic is then hoisted into `let x = 0; if .. {x =
 //!   atomic}`, which is why such an atomic must be the whole value of its `let` or `assign`;
 //! - `u32` division by a divisor not known to be nonzero becomes `select(d == 0, 0, a / d)`
@@ -71,6 +71,28 @@ pub fn export(program: &Program) -> Result<v::Program, ExportError> {
         ));
     }
     let p = crate::ir::elaborate(program);
+    let whole = build(&p, None)?;
+    // A first statement that is the import's early exit past vyre's dispatch count: vyre's
+    // kernel ends those invocations by itself, so the exported Program leaves it out (and
+    // the import writes it again).
+    if let Some(StmtKind::If {
+        cond,
+        then,
+        otherwise,
+        ..
+    }) = p.body.first().map(|s| &s.kind)
+    {
+        let exit = crate::vyre::import::dispatch_exit(&whole);
+        if proof::is_bare_return(then) && otherwise.is_empty() && exit.as_ref() == Some(cond) {
+            return build(&p, Some(cond));
+        }
+    }
+    Ok(whole)
+}
+
+/// The vyre Program of `p` (elaborated, valid); with `vyre_exit`, the first statement (`if
+/// vyre_exit { return }`, which vyre's kernel does by itself) is left out.
+fn build(p: &Program, vyre_exit: Option<&Expr>) -> Result<v::Program, ExportError> {
     let mut buffers = Vec::with_capacity(p.buffers.len());
     for (i, b) in p.buffers.iter().enumerate() {
         let node = format!("buffers[{i}]");
@@ -87,9 +109,16 @@ pub fn export(program: &Program) -> Result<v::Program, ExportError> {
         };
         buffers.push(decl);
     }
-    let mut env = Env::new(&p);
-    let mut cx = expr::Cx::new(&p);
-    let entry = stmts(&p.body, &mut env, &mut cx, true)?;
+    let mut env = Env::new(p);
+    let mut cx = expr::Cx::new(p);
+    let body = match vyre_exit {
+        Some(c) => {
+            env.assume(c, false);
+            &p.body[1..]
+        }
+        None => &p.body[..],
+    };
+    let entry = stmts(body, &mut env, &mut cx, true)?;
     Ok(v::Program::wrapped(buffers, p.workgroup_size, entry))
 }
 
@@ -216,15 +245,21 @@ fn stmt(
                 .program()
                 .buffer(buffer)
                 .ok_or_else(|| internal(id, "unknown buffer"))?;
-            let i = cx.expr(index, env, id)?;
             let mut val = cx.expr(value, env, id)?;
             if decl.elem.is_narrow() {
                 val = v::Expr::cast(data_type(decl.elem, id)?, val);
             }
+            if let Some(j) = cx.vyre_store_index(buffer, index) {
+                // The import's form of vyre's store, which clamps its index itself.
+                let j = cx.expr(j, env, id)?;
+                out.push(v::Node::store(buffer.as_str(), j, val));
+                return Ok(());
+            }
+            let i = cx.expr(index, env, id)?;
             if env.in_range(buffer, index) {
                 out.push(v::Node::store(buffer.as_str(), i, val));
             } else {
-                let ok = cx.below_len(buffer, i.clone(), env);
+                let ok = cx.len_above(buffer, i.clone());
                 out.push(v::Node::if_then(
                     ok,
                     vec![v::Node::store(buffer.as_str(), i, val)],

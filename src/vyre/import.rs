@@ -30,6 +30,7 @@ use crate::ir::{
 };
 
 mod expr;
+mod guards;
 mod size;
 mod stmt;
 
@@ -112,6 +113,15 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
         program,
         diagnostics: cx.diags,
     }
+}
+
+/// The condition of the early exit the import puts first in `vyre`'s converted body (`None`
+/// when vyre's kernel keeps every lane alive and has none): the export leaves out a first
+/// statement `if cond { return }`, since vyre's kernel does the same by itself.
+pub fn dispatch_exit(vyre: &VyreProgram) -> Option<Expr> {
+    let mut cx = Cx::new(vyre);
+    cx.buffers(vyre);
+    (!cx.full_workgroup).then(|| cx.exit_cond())
 }
 
 /// `s` as an identifier `[A-Za-z_][A-Za-z0-9_]*`: other characters become `_`, a leading digit
@@ -375,20 +385,25 @@ impl Cx {
         }
     }
 
-    /// `if gid.x >= max(len(..)) { return }`: vyre's kernels without shared memory or barriers
-    /// end invocations past the dispatch element count first thing.
-    fn early_exit(&mut self) -> Stmt {
+    /// `gid.x >= max(len(..))`: the condition of [`Cx::early_exit`].
+    fn exit_cond(&self) -> Expr {
         let count = self
             .count_buffers()
             .iter()
             .map(|b| Expr::Len(b.name.clone()))
             .reduce(|a, b| Expr::Binary(BinOp::Max, Box::new(a), Box::new(b)))
             .unwrap_or(Expr::Lit(Literal::Typed(Scalar::U32(1))));
-        let cond = Expr::Binary(
+        Expr::Binary(
             BinOp::Ge,
             Box::new(Expr::Builtin(Builtin::GlobalId(crate::ir::Axis::X))),
             Box::new(count),
-        );
+        )
+    }
+
+    /// `if gid.x >= max(len(..)) { return }`: vyre's kernels without shared memory or barriers
+    /// end invocations past the dispatch element count first thing.
+    fn early_exit(&mut self) -> Stmt {
+        let cond = self.exit_cond();
         self.info(
             "VY012",
             "vyre's kernel has no shared memory and no barrier, so it ends every invocation whose \

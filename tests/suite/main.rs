@@ -72,5 +72,7 @@ mod vyre_hostile;
 mod vyre_import;
 #[cfg(not(feature = "vyre"))]
 mod vyre_off;
+#[cfg(feature = "vyre")]
+mod vyre_roundtrip;
 #[cfg(not(feature = "vyre"))]
 mod vyre_without_feature;

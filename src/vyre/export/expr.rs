@@ -13,6 +13,9 @@ use crate::ir::{
 /// Conversion context.
 pub struct Cx<'p> {
     program: &'p Program,
+    /// vyre's kernel keeps every lane alive (shared memory or a barrier), so it predicates
+    /// global stores instead of clamping their index (see the import).
+    full_workgroup: bool,
 }
 
 /// The zero of a 32-bit or `bool` type.
@@ -50,7 +53,76 @@ fn axis(a: Axis) -> u8 {
 impl<'p> Cx<'p> {
     /// A context for `program` (elaborated).
     pub fn new(program: &'p Program) -> Self {
-        Cx { program }
+        let mut barrier = false;
+        program.walk_stmts(&mut |s| barrier |= matches!(s.kind, crate::ir::StmtKind::Barrier(_)));
+        let shared = program
+            .buffers
+            .iter()
+            .any(|b| b.access == Access::Workgroup);
+        Cx {
+            program,
+            full_workgroup: shared || barrier,
+        }
+    }
+
+    /// `len(buffer) > index` (the `count` literal for a workgroup buffer): the guard of a
+    /// store or an atomic, written with the length first so that the import tells it from a
+    /// Program's own `if i < len(b)` and folds it back into the plain store or atomic.
+    pub fn len_above(&self, buffer: &str, index: v::Expr) -> v::Expr {
+        let len = match self.program.buffer(buffer).and_then(|d| d.count) {
+            Some(c) => v::Expr::LitU32(c),
+            None => v::Expr::buf_len(buffer),
+        };
+        bin(v::BinOp::Gt, len, index)
+    }
+
+    /// `i` when `index` is `select(i < len(buffer), i, 0)` on a host buffer with `i` free
+    /// of atomics: the import's form of vyre's load, whose index vyre clamps to element 0
+    /// itself, so `load(buffer, i)` in vyre computes exactly this load.
+    fn vyre_index<'e>(&self, buffer: &str, index: &'e Expr) -> Option<&'e Expr> {
+        let host = self
+            .program
+            .buffer(buffer)
+            .is_some_and(|d| d.access.is_host());
+        let Expr::Select(c, i, zero) = index else {
+            return None;
+        };
+        let Expr::Binary(BinOp::Lt, j, len) = &**c else {
+            return None;
+        };
+        let ok = host
+            && matches!(&**len, Expr::Len(b) if b == buffer)
+            && j == i
+            && matches!(**zero, Expr::Lit(Literal::Typed(Scalar::U32(0))))
+            && !has_atomic(i);
+        ok.then_some(&**i)
+    }
+
+    /// Like [`Cx::vyre_index`] for a store: vyre clamps a store's index only in kernels that
+    /// do not keep every lane alive (it predicates the store in the others).
+    pub fn vyre_store_index<'e>(&self, buffer: &str, index: &'e Expr) -> Option<&'e Expr> {
+        if self.full_workgroup {
+            return None;
+        }
+        self.vyre_index(buffer, index)
+    }
+
+    /// `a / d` when `e` is `select(d == 0, 4294967295, a / d)` on `u32` with `d` free of
+    /// atomics: the import's form of vyre's division, which gives `u32::MAX` for `d == 0`.
+    fn vyre_division<'e>(&self, e: &'e Expr, env: &Env) -> Option<(&'e Expr, &'e Expr)> {
+        let Expr::Select(c, max, q) = e else {
+            return None;
+        };
+        let (Expr::Binary(BinOp::Eq, d, zero), Expr::Binary(BinOp::Div, a, d2)) = (&**c, &**q)
+        else {
+            return None;
+        };
+        let ok = matches!(**zero, Expr::Lit(Literal::Typed(Scalar::U32(0))))
+            && matches!(**max, Expr::Lit(Literal::Typed(Scalar::U32(u32::MAX))))
+            && d == d2
+            && !has_atomic(d)
+            && env.ty(a) == Some(ScalarType::U32);
+        ok.then_some((&**a, &**d))
     }
 
     /// Refuses the types vyre's export cannot carry.
@@ -86,7 +158,7 @@ impl<'p> Cx<'p> {
         }
         let atomic = self.atomic(value, env, node)?;
         let i = self.expr(index, env, node)?;
-        Ok(Some((self.below_len(buffer, i, env), atomic)))
+        Ok(Some((self.len_above(buffer, i), atomic)))
     }
 
     /// The vyre expression of `e`.
@@ -137,6 +209,16 @@ impl<'p> Cx<'p> {
                     op: unop(*op),
                     operand: Box::new(x),
                 }
+            }
+            Expr::Select(..) if self.vyre_division(e, env).is_some() => {
+                let Some((a, d)) = self.vyre_division(e, env) else {
+                    return Err(super::internal(node, "division form"));
+                };
+                bin(
+                    v::BinOp::Div,
+                    self.expr(a, env, node)?,
+                    self.expr(d, env, node)?,
+                )
             }
             Expr::Select(c, a, b) => v::Expr::select(
                 self.expr(c, env, node)?,
@@ -221,11 +303,16 @@ impl<'p> Cx<'p> {
             .ok_or_else(|| super::internal(node, "unknown buffer"))?;
         let ty = decl.elem.value_type();
         self.check_type(ty, node)?;
-        let i = self.expr(index, env, node)?;
         let widen = |e: v::Expr| match (decl.elem.is_narrow(), scalar_dt(ty)) {
             (true, Some(dt)) => v::Expr::cast(dt, e),
             _ => e,
         };
+        if let Some(j) = self.vyre_index(buffer, index) {
+            // The import's form of vyre's load, which clamps its index itself.
+            let j = self.expr(j, env, node)?;
+            return Ok(widen(v::Expr::load(buffer, j)));
+        }
+        let i = self.expr(index, env, node)?;
         if env.in_range(buffer, index) {
             return Ok(widen(v::Expr::load(buffer, i)));
         }

@@ -102,13 +102,22 @@ impl Cx {
                 cond,
                 true_val,
                 false_val,
-            } => Expr::Select(
-                Box::new(self.expr(cond, &format!("{vp}.cond"), sid)?),
-                Box::new(self.expr(true_val, &format!("{vp}.true_val"), sid)?),
-                Box::new(self.expr(false_val, &format!("{vp}.false_val"), sid)?),
-            ),
+            } => match self.folded(cond, true_val, false_val) {
+                // One of the export's guards: the plain construct it encodes.
+                Some(f) => self.unfold(f, vp, sid)?,
+                None => Expr::Select(
+                    Box::new(self.expr(cond, &format!("{vp}.cond"), sid)?),
+                    Box::new(self.expr(true_val, &format!("{vp}.true_val"), sid)?),
+                    Box::new(self.expr(false_val, &format!("{vp}.false_val"), sid)?),
+                ),
+            },
             VExpr::Cast { target, value } => {
                 let v = self.expr(value, &format!("{vp}.value"), sid)?;
+                if self.same_type_cast(target, &v) {
+                    // The export's cast of a widened narrow load or of a bitwise result
+                    // (vyre types those u32): the value already has the type.
+                    return Some(v);
+                }
                 let Some(t) = scalar_type(target) else {
                     return self.refuse(
                         vp,
@@ -264,7 +273,7 @@ impl Cx {
         );
     }
 
-    fn binop(&mut self, op: &VBin, l: Expr, r: Expr, vp: &str) -> Option<Expr> {
+    pub(super) fn binop(&mut self, op: &VBin, l: Expr, r: Expr, vp: &str) -> Option<Expr> {
         let lt = self.type_of(&l);
         let ours =
             match op {
@@ -304,7 +313,7 @@ impl Cx {
                     } else {
                         BinOp::Shr
                     };
-                    let small = matches!(r, Expr::Lit(Literal::Typed(Scalar::U32(v))) if v < 32);
+                    let small = below_32(&r);
                     if matches!(lt, Some(ScalarType::U32 | ScalarType::I32)) && !small {
                         // vyre's kernel takes a 32-bit shift amount modulo 32 (`and 31`).
                         self.masked_shifts += 1;
@@ -337,6 +346,35 @@ impl Cx {
                 ),
             };
         Some(bin(ours, l, r))
+    }
+}
+
+/// True when shift amount `r` is certainly below 32 (a literal, or an `and` with one below
+/// 32), so vyre's amount modulo 32 is the amount itself.
+fn below_32(r: &Expr) -> bool {
+    let small = |e: &Expr| matches!(e, Expr::Lit(Literal::Typed(Scalar::U32(v))) if *v < 32);
+    match r {
+        Expr::Binary(BinOp::And, a, b) => small(a) || small(b),
+        other => small(other),
+    }
+}
+
+impl Cx {
+    /// True for a cast to `target` of `v` that is a narrow buffer's load or a bitwise,
+    /// remainder or mulhi result whose type is already `target` (a cast that changes nothing).
+    fn same_type_cast(&self, target: &DataType, v: &Expr) -> bool {
+        let shaped = match v {
+            Expr::Load { buffer, .. } => self
+                .scratch
+                .buffer(buffer)
+                .is_some_and(|d| d.elem.is_narrow()),
+            Expr::Binary(op, _, _) => matches!(
+                op,
+                BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Rem | BinOp::MulHi
+            ),
+            _ => false,
+        };
+        shaped && self.type_of(v).is_some() && self.type_of(v) == scalar_type(target)
     }
 }
 

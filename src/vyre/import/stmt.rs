@@ -56,12 +56,51 @@ impl Cx {
                 self.facts.extend(f);
             }
         }
+        self.items(nodes, vpath, prefix, out);
+        self.facts.truncate(facts);
+    }
+
+    /// The loop of [`Cx::list`], without its scope of facts: the export's early-return
+    /// wrapper continues the list it ends.
+    fn items(&mut self, nodes: &[VNode], vpath: &str, prefix: &str, out: &mut Vec<Stmt>) {
+        let mut skip = false;
         for (i, n) in nodes.iter().enumerate() {
+            if std::mem::take(&mut skip) {
+                continue;
+            }
             let vp = format!("{vpath}[{i}]");
             let id = format!("{prefix}[{}]", out.len());
+            if prefix == "body" && i + 1 == nodes.len() {
+                if let Some(rest) = self.early_return(n, &vp, &id, out) {
+                    self.items(rest, &format!("{vp}.then"), prefix, out);
+                    continue;
+                }
+            }
             let (hoisted, diags, regions) =
                 (self.hoisted.len(), self.diags.len(), self.regions.len());
-            let Some(mut s) = self.node(n, &vp, &id) else {
+            let converted = match (n, nodes.get(i + 1)) {
+                // The export's guarded atomic in a `let`: `let x = 0; if len(b) > i { x =
+                // atomic }` is `let x = atomic`.
+                (VNode::Let { name, value }, Some(next))
+                    if matches!(value, vyre_foundation::ir::Expr::LitU32(0))
+                        && guards::guarded_atomic(self, next, false)
+                            .is_some_and(|(x, _)| x == name.as_str()) =>
+                {
+                    skip = true;
+                    let vnext = format!("{vpath}[{}]", i + 1);
+                    guards::guarded_atomic(self, next, false).and_then(|(_, atomic)| {
+                        let value = self.guarded_atomic_value(next, atomic, &vnext, &id)?;
+                        let name = self.var(name.as_str());
+                        self.var_types.insert(name.clone(), ScalarType::U32);
+                        Some(Stmt {
+                            id: NodeId::new(id.clone()),
+                            kind: StmtKind::Let { name, value },
+                        })
+                    })
+                }
+                _ => self.node(n, &vp, &id),
+            };
+            let Some(mut s) = converted else {
                 self.hoisted.truncate(hoisted);
                 continue;
             };
@@ -90,7 +129,63 @@ impl Cx {
             }
             out.push(s);
         }
-        self.facts.truncate(facts);
+    }
+
+    /// The export's early-return wrapper: the last statement of the top-level body `if !c {
+    /// rest }` is `if c { return }` followed by `rest` (nothing runs after it). Pushes the
+    /// `if c { return }` and gives `rest`, unless `rest` declares a name the body already
+    /// has (the two would then share one scope).
+    fn early_return<'a>(
+        &mut self,
+        n: &'a VNode,
+        vp: &str,
+        id: &str,
+        out: &mut Vec<Stmt>,
+    ) -> Option<&'a [VNode]> {
+        let VNode::If {
+            cond,
+            then,
+            otherwise,
+        } = n
+        else {
+            return None;
+        };
+        let c = guards::negated(cond)?;
+        let declared: HashSet<&str> = out
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Let { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let clash = then.iter().any(|t| match t {
+            VNode::Let { name, .. } => self
+                .var_names
+                .get(name.as_str())
+                .is_some_and(|ours| declared.contains(ours.as_str())),
+            _ => false,
+        });
+        if !otherwise.is_empty() || clash {
+            return None;
+        }
+        let hoisted = self.hoisted.len();
+        let cond = self.expr(c, &format!("{vp}.cond.operand"), id)?;
+        out.extend(self.hoisted.split_off(hoisted));
+        let f = self.exit_facts(&cond);
+        self.facts.extend(f);
+        out.push(Stmt {
+            id: NodeId::new(format!("body[{}]", out.len())),
+            kind: StmtKind::If {
+                cond,
+                then: vec![Stmt {
+                    id: NodeId::new(String::new()),
+                    kind: StmtKind::Return,
+                }],
+                otherwise: Vec::new(),
+                has_else: false,
+            },
+        });
+        Some(then)
     }
 
     fn node(&mut self, n: &VNode, vp: &str, id: &str) -> Option<Stmt> {
@@ -115,50 +210,23 @@ impl Cx {
                 buffer,
                 index,
                 value,
-            } => {
-                let index = self.expr(index, &format!("{vp}.index"), id)?;
-                // vyre stores into an f16 (or 8/16-bit integer) buffer a value cast to that
-                // type; the format stores the f32 (u32/i32) value and converts it on the way
-                // (round to nearest even; the low bits), which is what vyre's cast does, so the
-                // cast is dropped rather than refused.
-                let buffer = self.buffer_name(buffer.as_str());
-                let elem = self
-                    .scratch
-                    .buffers
-                    .iter()
-                    .find(|b| b.name == buffer)
-                    .map(|b| b.elem);
-                let (value, vpath) = match value {
-                    vyre_foundation::ir::Expr::Cast {
-                        target:
-                            target @ (DataType::F16
-                            | DataType::U8
-                            | DataType::I8
-                            | DataType::U16
-                            | DataType::I16),
-                        value: inner,
-                    } if elem.is_some() && elem_type(target) == elem => {
-                        (&**inner, format!("{vp}.value.value"))
-                    }
-                    v => (v, format!("{vp}.value")),
-                };
-                let value = self.expr(value, &vpath, id)?;
-                // With every lane kept alive vyre predicates the store (an out-of-range one
-                // does nothing, as here); otherwise it clamps the index to element 0.
-                let index = if self.full_workgroup {
-                    index
-                } else {
-                    match self.clamped(&buffer, index, &format!("{vp}.index"))? {
-                        (i, true) => {
-                            self.clamped_stores += 1;
-                            i
-                        }
-                        (i, false) => i,
-                    }
-                };
-                StmtKind::Store {
-                    buffer,
-                    index,
+            } => self.store(buffer.as_str(), index, value, vp, id, true)?,
+            VNode::If {
+                cond,
+                then,
+                otherwise,
+            } if guards::guarded_store(self, cond, then, otherwise).is_some() => {
+                let (b, index, value) = guards::guarded_store(self, cond, then, otherwise)?;
+                self.store(b, index, value, &format!("{vp}.then[0]"), id, false)?
+            }
+            VNode::If {
+                then, otherwise, ..
+            } if guards::guarded_atomic(self, n, true).is_some() => {
+                let (name, atomic) = guards::guarded_atomic(self, n, true)?;
+                let _ = (then, otherwise);
+                let value = self.guarded_atomic_value(n, atomic, vp, id)?;
+                StmtKind::Assign {
+                    name: self.var(name),
                     value,
                 }
             }
@@ -248,6 +316,85 @@ impl Cx {
         Some(Stmt {
             id: NodeId::new(id.to_string()),
             kind,
+        })
+    }
+
+    /// The atomic `atomic` of the export's guarded form `guard` (at vyre path `vp`), converted knowing that the guard's bound holds (no warning about an
+    /// unchecked index).
+    fn guarded_atomic_value(
+        &mut self,
+        guard: &VNode,
+        atomic: &vyre_foundation::ir::Expr,
+        vp: &str,
+        id: &str,
+    ) -> Option<Expr> {
+        let VNode::If { cond, .. } = guard else {
+            return None;
+        };
+        let cond = self.expr(cond, &format!("{vp}.cond"), id)?;
+        let facts = self.facts.len();
+        let f = self.guard_facts(&cond);
+        self.facts.extend(f);
+        let value = self.expr(atomic, &format!("{vp}.then[0].value"), id);
+        self.facts.truncate(facts);
+        value
+    }
+
+    /// Our store for vyre's `store(buffer, index, value)` at vyre path `vp`; `clamp` false
+    /// where the store is known to run in range only (under the export's guard).
+    fn store(
+        &mut self,
+        buffer: &str,
+        index: &vyre_foundation::ir::Expr,
+        value: &vyre_foundation::ir::Expr,
+        vp: &str,
+        id: &str,
+        clamp: bool,
+    ) -> Option<StmtKind> {
+        let index = self.expr(index, &format!("{vp}.index"), id)?;
+        // vyre stores into an f16 (or 8/16-bit integer) buffer a value cast to that
+        // type; the format stores the f32 (u32/i32) value and converts it on the way
+        // (round to nearest even; the low bits), which is what vyre's cast does, so the
+        // cast is dropped rather than refused.
+        let buffer = self.buffer_name(buffer);
+        let elem = self
+            .scratch
+            .buffers
+            .iter()
+            .find(|b| b.name == buffer)
+            .map(|b| b.elem);
+        let (value, vpath) = match value {
+            vyre_foundation::ir::Expr::Cast {
+                target:
+                    target @ (DataType::F16
+                    | DataType::U8
+                    | DataType::I8
+                    | DataType::U16
+                    | DataType::I16),
+                value: inner,
+            } if elem.is_some() && elem_type(target) == elem => {
+                (&**inner, format!("{vp}.value.value"))
+            }
+            v => (v, format!("{vp}.value")),
+        };
+        let value = self.expr(value, &vpath, id)?;
+        // With every lane kept alive vyre predicates the store (an out-of-range one
+        // does nothing, as here); otherwise it clamps the index to element 0.
+        let index = if self.full_workgroup || !clamp {
+            index
+        } else {
+            match self.clamped(&buffer, index, &format!("{vp}.index"))? {
+                (i, true) => {
+                    self.clamped_stores += 1;
+                    i
+                }
+                (i, false) => i,
+            }
+        };
+        Some(StmtKind::Store {
+            buffer,
+            index,
+            value,
         })
     }
 
