@@ -49,12 +49,14 @@ pub fn should_unroll(a: u32, b: u32, body: &[Stmt], factor: usize) -> bool {
 }
 
 /// Statements plus expression nodes of `list`; a nested loop with literal bounds counts
-/// its body once per iteration (it may be unrolled too).
+/// its body once per iteration (it may be unrolled too). Saturates: nested loops with large
+/// literal trip counts multiply past `usize` (found by the fuzz test), and any size above
+/// [`MAX_UNROLLED_NODES`] means the same.
 pub fn body_size(list: &[Stmt]) -> usize {
     let mut n = 0usize;
     for s in list {
-        n += 1;
-        let mut exprs = |e: &Expr| e.visit(&mut |_| n += 1);
+        n = n.saturating_add(1);
+        let mut exprs = |e: &Expr| e.visit(&mut |_| n = n.saturating_add(1));
         match &s.kind {
             StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => exprs(value),
             StmtKind::Store { index, value, .. } => {
@@ -68,7 +70,9 @@ pub fn body_size(list: &[Stmt]) -> usize {
                 ..
             } => {
                 exprs(cond);
-                n += body_size(then) + body_size(otherwise);
+                n = n
+                    .saturating_add(body_size(then))
+                    .saturating_add(body_size(otherwise));
             }
             StmtKind::Loop { from, to, body, .. } => {
                 exprs(from);
@@ -77,9 +81,9 @@ pub fn body_size(list: &[Stmt]) -> usize {
                     (Some(a), Some(b)) => b.saturating_sub(a).max(1) as usize,
                     _ => 1,
                 };
-                n += trips.saturating_mul(body_size(body));
+                n = n.saturating_add(trips.saturating_mul(body_size(body)));
             }
-            StmtKind::Block(b) => n += body_size(b),
+            StmtKind::Block(b) => n = n.saturating_add(body_size(b)),
             StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
         }
     }
@@ -183,5 +187,30 @@ mod tests {
         assert!(body_size(&big) * 16 > MAX_UNROLLED_NODES);
         assert!(!should_unroll(0, 16, &big, 1));
         assert!(should_unroll(0, 4, &big, 1));
+    }
+}
+
+#[cfg(test)]
+mod saturation_tests {
+    use super::*;
+    use crate::ir::parse_program;
+
+    #[test]
+    fn nested_huge_literal_loops_saturate_instead_of_overflowing() {
+        // Three nested loops of 2^32 - 1 trips around a store, and a statement before them:
+        // the size product passes usize::MAX (the fuzz test's overflow).
+        let loop_ = |body: &str| {
+            format!(r#"{{"loop": "k", "from": 0, "to": 4294967295, "body": [{body}]}}"#)
+        };
+        let store = r#"{"store": "out", "index": 0, "value": 1}"#;
+        let body = loop_(&loop_(&loop_(store)));
+        let json = format!(
+            r#"{{"format": 1, "name": "n", "workgroup_size": [1,1,1],
+                "buffers": [{{"name": "out", "binding": 0, "access": "write", "type": "u32"}}],
+                "body": [{{"let": "a", "value": 1}}, {body}]}}"#
+        );
+        let p = parse_program(&json, "n.json").expect("parses");
+        assert_eq!(body_size(&p.body), usize::MAX);
+        assert!(!should_unroll(0, 4, &p.body, 1));
     }
 }
