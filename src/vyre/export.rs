@@ -15,6 +15,8 @@
 //! - a store or atomic not proven in range runs under `if len > i` (vyre's PTX writes element
 //!   0 or, for atomics, does not check); an atomic is then hoisted into `let x = 0; if .. {x =
 //!   atomic}`, which is why such an atomic must be the whole value of its `let` or `assign`;
+//!   a guarded store's value or index with an atomic or a subgroup operation is bound before
+//!   the guard, since our format evaluates both in every invocation;
 //! - `u32` division by a divisor not known to be nonzero becomes `select(d == 0, 0, a / d)`
 //!   (vyre gives `u32::MAX`);
 //! - an early `if c { return }` in the top-level body becomes `if !c { rest }` (vyre's PTX
@@ -255,10 +257,20 @@ fn stmt(
                 out.push(v::Node::store(buffer.as_str(), j, val));
                 return Ok(());
             }
-            let i = cx.expr(index, env, id)?;
+            let mut i = cx.expr(index, env, id)?;
             if env.in_range(buffer, index) {
                 out.push(v::Node::store(buffer.as_str(), i, val));
             } else {
+                // In our semantics the value and the index are evaluated by every
+                // invocation, in range or not, and the guard below reads the index once more:
+                // an atomic or a subgroup operation in either runs first, bound to a name,
+                // so the guard neither skips it nor runs it twice.
+                if has_effects(index) {
+                    i = bind(env.program(), id, "index", i, out);
+                }
+                if has_effects(value) {
+                    val = bind(env.program(), id, "value", val, out);
+                }
                 let ok = cx.len_above(buffer, i.clone());
                 out.push(v::Node::if_then(
                     ok,
@@ -342,6 +354,62 @@ fn internal(node: &str, what: &str) -> ExportError {
 /// True for the unary operators whose result is `bool` (used by the expression converter).
 pub(crate) fn unary_is_predicate(op: UnOp) -> bool {
     matches!(op, UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite | UnOp::LNot)
+}
+
+/// True when `e` contains an atomic or a subgroup operation: evaluating it a second time, or
+/// in fewer invocations, changes results.
+fn has_effects(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        found |= matches!(
+            x,
+            Expr::Atomic { .. }
+                | Expr::Shuffle { .. }
+                | Expr::SubgroupReduce(..)
+                | Expr::Ballot(..)
+        )
+    });
+    found
+}
+
+/// Binds `e` to a fresh name (`let`, pushed to `out`) and returns the name's use. The name is
+/// one no statement of `p` declares: `vs_<what>_<node>`, with underscores added until free.
+fn bind(p: &Program, node: &str, what: &str, e: v::Expr, out: &mut Vec<v::Node>) -> v::Expr {
+    let mut declared = std::collections::HashSet::new();
+    collect_names(&p.body, &mut declared);
+    let clean: String = node
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let mut name = format!("vs_{what}_{clean}");
+    while declared.contains(&name) {
+        name.push('_');
+    }
+    out.push(v::Node::let_bind(name.as_str(), e));
+    v::Expr::var(name.as_str())
+}
+
+/// Every name a `let` or a loop of `list` declares, at any depth.
+fn collect_names(list: &[Stmt], names: &mut std::collections::HashSet<String>) {
+    for s in list {
+        match &s.kind {
+            StmtKind::Let { name, .. } => {
+                names.insert(name.clone());
+            }
+            StmtKind::Loop { var, body, .. } => {
+                names.insert(var.clone());
+                collect_names(body, names);
+            }
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                collect_names(then, names);
+                collect_names(otherwise, names);
+            }
+            StmtKind::Block(b) => collect_names(b, names),
+            _ => {}
+        }
+    }
 }
 
 /// True when `e` contains an atomic.

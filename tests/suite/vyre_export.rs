@@ -235,6 +235,51 @@ fn loads_stores_and_atomics_get_our_bounds_semantics_unless_proven() {
 }
 
 #[test]
+fn a_guarded_store_still_runs_its_value_and_index_once_in_every_invocation() {
+    // In our semantics a store out of range is dropped, but its value is still evaluated: an
+    // atomic (proven in range by the `if`) or a subgroup operation in the value of a store
+    // whose own index is not proven must run before the store's guard, not under it (the
+    // guard would skip it, or leave lanes out of the subgroup operation).
+    let rw = r#"{"name": "a", "binding": 0, "access": "read_write", "type": "u32"},
+        {"name": "b", "binding": 1, "access": "read_write", "type": "u32"}"#;
+    for value in [
+        r#"{"atomic": "add", "buffer": "a", "index": "i", "value": 1}"#,
+        r#"{"subgroup_reduce": "add", "value": "i"}"#,
+    ] {
+        let p = program(
+            &format!(
+                r#"[{{"let": "i", "value": {{"gid": "x"}}}},
+                    {{"if": {{"lt": ["i", {{"len": "a"}}]}}, "then": [
+                      {{"store": "b", "index": {{"mul": ["i", 2]}}, "value": {value}}}]}}]"#
+            ),
+            rw,
+        );
+        let d = debug(&p);
+        let effect = if value.contains("atomic") {
+            "Atomic"
+        } else {
+            "SubgroupReduce"
+        };
+        // The last `If` is the store's guard; the operation is bound before it.
+        let guard = d.rfind("If {").expect("a guard");
+        assert!(d[..guard].contains(effect), "{d}");
+        assert!(!d[guard..].contains(effect), "{d}");
+        assert!(d[..guard].contains("vs_value_body_1__then_0_"), "{d}");
+    }
+    // An index with an atomic is bound too: the guard reads it once more.
+    let p = program(
+        r#"[{"let": "i", "value": {"gid": "x"}},
+            {"if": {"lt": ["i", {"len": "a"}]}, "then": [
+              {"store": "b", "index": {"atomic": "add", "buffer": "a", "index": "i", "value": 1}, "value": 3}]}]"#,
+        r#"{"name": "a", "binding": 0, "access": "read_write", "type": "u32"},
+        {"name": "b", "binding": 1, "access": "read_write", "type": "u32"}"#,
+    );
+    let d = debug(&p);
+    assert_eq!(d.matches("Atomic").count(), 1, "{d}");
+    assert!(d.contains("vs_index_body_1__then_0_"), "{d}");
+}
+
+#[test]
 fn division_shifts_and_early_return_keep_our_results() {
     // u32 division by a variable: select(d == 0, 0, a / d); by a nonzero literal: plain.
     let p = program(
