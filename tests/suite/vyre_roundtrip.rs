@@ -55,7 +55,7 @@ const NOT_EXACT: &[(&str, &str)] = &[
     ),
     (
         "subgroup_ops",
-        "the import keeps vyre's dispatch early exit `if gid.x >= max(len(..)) { return }` (vyre's kernel ends those invocations; no proof yet that they have no effect here); a store of a subgroup operation keeps its guard (vyre evaluates the value only where the guard holds)",
+        "the import keeps vyre's dispatch early exit `if gid.x >= max(len(..)) { return }` (vyre's kernel ends those invocations; no proof yet that they have no effect here); a store of a subgroup operation whose index is not proven comes back with its value bound first (`let vs_value_<node> = ..`: the export evaluates it before the store's guard, in every lane, as our format does)",
     ),
     (
         "vadd_f32",
