@@ -29,6 +29,7 @@ use crate::ir::{
     Literal, NodeId, Program, RunSpec, Scalar, ScalarType, Stmt, StmtKind,
 };
 
+mod exit;
 mod expr;
 mod guards;
 mod size;
@@ -72,6 +73,26 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
         }
         _ => cx.list(entry, "entry", "body", &mut body),
     }
+    // The exit repeats what the Program does when nothing past the count has an effect:
+    // leave it out then, so an import after an export gives the exported Program back.
+    let mut exit_kept = !cx.full_workgroup;
+    if exit_kept {
+        let counted: Vec<String> = cx.count_buffers().iter().map(|b| b.name.clone()).collect();
+        if body.len() > 1 && exit::redundant(&body[1..], &counted) {
+            body.remove(0);
+            exit_kept = false;
+            cx.diags.retain(|d| d.code != "VY012");
+            cx.info(
+                "VY012",
+                "vyre's kernel ends every invocation whose global x id is at least the dispatch \
+                 element count; no such invocation has an effect here (each store and atomic \
+                 is guarded by, or indexes with gid.x, a counted buffer), so the Program needs \
+                 no early exit of its own"
+                    .into(),
+                "nothing to do; the results equal vyre's",
+            );
+        }
+    }
     crate::ir::parse::assign_ids(&mut body, "body");
     let nodes = size::program_nodes(&body);
     if nodes > MAX_IMPORTED_NODES {
@@ -91,10 +112,10 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
     let mut doc = format!(
         "Imported from a vyre Program (vyre 0.7.2 wire format); statement ids differ from vyre's \
          entry positions{}.",
-        if cx.full_workgroup {
-            ""
-        } else {
+        if exit_kept {
             " (body[0] is vyre's early exit past the dispatch element count)"
+        } else {
+            ""
         }
     );
     for (ours, generator, theirs) in &cx.regions {

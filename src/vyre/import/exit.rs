@@ -1,0 +1,258 @@
+//! Whether vyre's early exit may be left out of an imported Program. vyre's kernels without
+//! shared memory or barriers end every invocation whose global x id is at least the dispatch
+//! count, `max(len(B))` over the counted buffers `B`; the import writes that exit as
+//! `body[0]`. When no invocation at or past the count can change anything, the exit only
+//! repeats what the Program already does, and an import after an export then gives back the
+//! exported Program itself.
+//!
+//! The proof is syntactic and conservative. Past the count (`gid.x >= max(len(B))`, so
+//! `gid.x >= len(B)` for every counted `B`), an invocation has no effect when:
+//! - it runs no subgroup operation (its lane would join the others' shuffles and reductions);
+//! - each of its stores and atomics is dead: it indexes a counted buffer with `gid.x` itself
+//!   (out of range: a store is dropped, an atomic does nothing and gives 0), or it sits under
+//!   a fact `gid.x < len(B)` for a counted `B`: an enclosing `if` whose condition has that
+//!   conjunct, or an earlier `if gid.x >= len(B) { return }` in the same or an enclosing list.
+//!
+//! `gid.x` may also be a variable bound once by `let v = gid.x` and never assigned.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::ir::{Axis, BinOp, Builtin, Expr, Stmt, StmtKind};
+
+/// True when `body` (the imported body after the exit) has no effect in any invocation at or
+/// past the dispatch count over the buffers `counted`.
+pub(super) fn redundant(body: &[Stmt], counted: &[String]) -> bool {
+    let mut lets: HashMap<String, (usize, bool)> = HashMap::new();
+    names(body, &mut lets);
+    let gid_vars: BTreeSet<String> = lets
+        .into_iter()
+        .filter(|(_, (declared, gid))| *declared == 1 && *gid)
+        .map(|(n, _)| n)
+        .collect();
+    let p = Proof {
+        counted,
+        gid_vars: &gid_vars,
+    };
+    p.list(body, false)
+}
+
+/// How often each name is declared (`let`, loop variable, assignment counts as a second
+/// declaration so the name is never taken for `gid.x`), and whether its one `let` is `gid.x`.
+fn names(list: &[Stmt], out: &mut HashMap<String, (usize, bool)>) {
+    for s in list {
+        match &s.kind {
+            StmtKind::Let { name, value } => {
+                let e = out.entry(name.clone()).or_insert((0, false));
+                e.0 += 1;
+                e.1 = matches!(value, Expr::Builtin(Builtin::GlobalId(Axis::X)));
+            }
+            StmtKind::Assign { name, .. } => out.entry(name.clone()).or_insert((0, false)).0 += 2,
+            StmtKind::Loop { var, body, .. } => {
+                out.entry(var.clone()).or_insert((0, false)).0 += 2;
+                names(body, out);
+            }
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                names(then, out);
+                names(otherwise, out);
+            }
+            StmtKind::Block(b) => names(b, out),
+            _ => {}
+        }
+    }
+}
+
+struct Proof<'a> {
+    counted: &'a [String],
+    gid_vars: &'a BTreeSet<String>,
+}
+
+impl Proof<'_> {
+    fn is_gid(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Builtin(Builtin::GlobalId(Axis::X)) => true,
+            Expr::Var(n) => self.gid_vars.contains(n),
+            _ => false,
+        }
+    }
+
+    fn counted(&self, b: &str) -> bool {
+        self.counted.iter().any(|c| c == b)
+    }
+
+    /// True when `cond` holding implies `gid.x < len(B)` for a counted `B`.
+    fn bounds(&self, cond: &Expr) -> bool {
+        match cond {
+            Expr::Binary(BinOp::Lt, a, b) => {
+                self.is_gid(a) && matches!(&**b, Expr::Len(x) if self.counted(x))
+            }
+            Expr::Binary(BinOp::Gt, a, b) => {
+                self.is_gid(b) && matches!(&**a, Expr::Len(x) if self.counted(x))
+            }
+            Expr::Binary(BinOp::LAnd, a, b) => self.bounds(a) || self.bounds(b),
+            _ => false,
+        }
+    }
+
+    /// True when `cond` being false implies `gid.x < len(B)` for a counted `B`.
+    fn bounds_when_false(&self, cond: &Expr) -> bool {
+        match cond {
+            Expr::Binary(BinOp::Ge, a, b) => {
+                self.is_gid(a) && matches!(&**b, Expr::Len(x) if self.counted(x))
+            }
+            Expr::Binary(BinOp::Le, a, b) => {
+                self.is_gid(b) && matches!(&**a, Expr::Len(x) if self.counted(x))
+            }
+            Expr::Binary(BinOp::LOr, a, b) => {
+                self.bounds_when_false(a) || self.bounds_when_false(b)
+            }
+            _ => false,
+        }
+    }
+
+    /// True when every effect in `e` is dead past the count (`bounded`: a fact holds here).
+    fn expr(&self, e: &Expr, bounded: bool) -> bool {
+        let mut ok = true;
+        e.visit(&mut |x| match x {
+            Expr::Shuffle { .. } | Expr::SubgroupReduce(..) | Expr::Ballot(..) => ok = false,
+            Expr::Atomic { buffer, index, .. } => {
+                ok &= bounded || (self.counted(buffer) && self.is_gid(index));
+            }
+            _ => {}
+        });
+        ok
+    }
+
+    fn list(&self, list: &[Stmt], bounded: bool) -> bool {
+        let mut bounded = bounded;
+        for s in list {
+            if !self.stmt(s, bounded) {
+                return false;
+            }
+            // `if gid.x >= len(B) { return }`: the rest of the list runs below the count.
+            if let StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } = &s.kind
+            {
+                let returns = matches!(then.as_slice(), [t] if matches!(t.kind, StmtKind::Return));
+                if returns && otherwise.is_empty() && self.bounds_when_false(cond) {
+                    bounded = true;
+                }
+            }
+        }
+        true
+    }
+
+    fn stmt(&self, s: &Stmt, bounded: bool) -> bool {
+        match &s.kind {
+            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
+                self.expr(value, bounded)
+            }
+            StmtKind::Store {
+                buffer,
+                index,
+                value,
+            } => {
+                let dead = bounded || (self.counted(buffer) && self.is_gid(index));
+                dead && self.expr(index, bounded) && self.expr(value, bounded)
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                self.expr(cond, bounded)
+                    && self.list(then, bounded || self.bounds(cond))
+                    && self.list(otherwise, bounded || self.bounds_when_false(cond))
+            }
+            StmtKind::Loop { from, to, body, .. } => {
+                self.expr(from, bounded) && self.expr(to, bounded) && self.list(body, bounded)
+            }
+            StmtKind::Block(b) => self.list(b, bounded),
+            StmtKind::Return => true,
+            // Not in a kernel that has the exit; refuse anything else to stay sound.
+            StmtKind::Barrier(_) | StmtKind::Sync(_) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::parse_program;
+
+    fn body(json: &str) -> Vec<Stmt> {
+        let text = format!(
+            r#"{{"format": 1, "name": "t", "workgroup_size": [64, 1, 1], "buffers": [
+                {{"name": "a", "binding": 0, "access": "read_write", "type": "u32"}},
+                {{"name": "out", "binding": 1, "access": "read_write", "type": "u32"}}],
+                "body": {json}}}"#
+        );
+        parse_program(&text, "t.json").expect("parses").body
+    }
+
+    fn proves(json: &str) -> bool {
+        redundant(&body(json), &["out".to_string()])
+    }
+
+    #[test]
+    fn dead_stores_and_atomics_prove_the_exit_redundant() {
+        // Guarded by the counted buffer's length, directly or through `let i = gid.x`.
+        assert!(proves(
+            r#"[{"let": "i", "value": {"gid": "x"}},
+                {"if": {"lt": ["i", {"len": "out"}]}, "then": [
+                  {"store": "out", "index": "i", "value": {"load": "a", "index": "i"}}]}]"#
+        ));
+        // Indexed by gid.x itself: out of range past the count.
+        assert!(proves(
+            r#"[{"store": "out", "index": {"gid": "x"}, "value": 1}]"#
+        ));
+        // An early return on the counted length covers the rest of the list.
+        assert!(proves(
+            r#"[{"let": "i", "value": {"gid": "x"}},
+                {"if": {"ge": ["i", {"len": "out"}]}, "then": [{"return": {}}]},
+                {"store": "a", "index": 0, "value": {"atomic": "add", "buffer": "out", "index": 0, "value": 1}}]"#
+        ));
+    }
+
+    #[test]
+    fn live_effects_keep_the_exit() {
+        // A store of an uncounted buffer, or at a fixed index: it would run past the count.
+        assert!(!proves(
+            r#"[{"store": "a", "index": {"gid": "x"}, "value": 1}]"#
+        ));
+        assert!(!proves(r#"[{"store": "out", "index": 0, "value": 1}]"#));
+        // vyre's clamped store writes element 0 past the count.
+        assert!(!proves(
+            r#"[{"let": "i", "value": {"gid": "x"}},
+                {"store": "out", "index": {"select": [{"lt": ["i", {"len": "out"}]}, "i", 0]}, "value": 1}]"#
+        ));
+        // An atomic outside the guard, in a let.
+        assert!(!proves(
+            r#"[{"let": "o", "value": {"atomic": "add", "buffer": "out", "index": 0, "value": 1}}]"#
+        ));
+        // A variable that is assigned is no longer gid.x.
+        assert!(!proves(
+            r#"[{"let": "i", "value": {"gid": "x"}}, {"assign": "i", "value": 0},
+                {"if": {"lt": ["i", {"len": "out"}]}, "then": [
+                  {"store": "out", "index": "i", "value": 1}]}]"#
+        ));
+        // A subgroup operation: the lane would take part in it.
+        assert!(!proves(
+            r#"[{"let": "i", "value": {"gid": "x"}},
+                {"if": {"lt": ["i", {"len": "out"}]}, "then": [
+                  {"store": "out", "index": "i", "value": {"subgroup_reduce": "add", "value": "i"}}]}]"#
+        ));
+        // The guard's conjunct must be the counted buffer's length.
+        assert!(!proves(
+            r#"[{"let": "i", "value": {"gid": "x"}},
+                {"if": {"lt": ["i", {"len": "a"}]}, "then": [
+                  {"store": "out", "index": 0, "value": 1}]}]"#
+        ));
+    }
+}
