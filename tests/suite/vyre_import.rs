@@ -1037,3 +1037,67 @@ fn random_vyre_programs_import_without_panics_and_round_trip() {
         "{complete} complete, {refused} refused"
     );
 }
+
+#[test]
+fn a_left_out_early_exit_changes_no_result_past_the_count() {
+    // Where the import proves vyre's early exit redundant and leaves it out, running the
+    // Program with the exit put back, on a grid two workgroups larger than the dispatch
+    // count (invocations past it exist), must give the same buffers byte for byte.
+    use vyrescope::ir::{NodeId, Stmt, StmtKind};
+    vyrescope::vyre::install();
+    let mut dropped = 0;
+    for (stem, vp, supported) in fixtures() {
+        if !supported {
+            continue;
+        }
+        let Some(cond) = vyrescope::vyre::import::dispatch_exit(&vp) else {
+            continue;
+        };
+        let p = vyrescope::vyre::import_program(&vp, stem).program;
+        let has_exit = matches!(
+            p.body.first().map(|s| &s.kind),
+            Some(StmtKind::If { cond: c, .. }) if *c == cond
+        );
+        if has_exit {
+            continue;
+        }
+        dropped += 1;
+        let mut with_exit = p.clone();
+        with_exit.body.insert(
+            0,
+            Stmt {
+                id: NodeId::new(""),
+                kind: StmtKind::If {
+                    cond,
+                    then: vec![Stmt {
+                        id: NodeId::new(""),
+                        kind: StmtKind::Return,
+                    }],
+                    otherwise: Vec::new(),
+                    has_else: false,
+                },
+            },
+        );
+        let with_exit = parse_program(&program_to_json(&with_exit).unwrap(), "exit.json")
+            .unwrap_or_else(|e| panic!("{stem}: {e}"));
+        let base = prepare(&p, &dir(), None, None).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        let mut grid = base.shape.grid;
+        grid[0] += 2;
+        let run = |q: &Program| {
+            let prepared =
+                prepare(q, &dir(), None, Some(grid)).unwrap_or_else(|e| panic!("{stem}: {e}"));
+            let mut bufs = prepared.buffers;
+            vyrescope::interp::run(q, &prepared.shape, &mut bufs)
+                .unwrap_or_else(|e| panic!("{stem}: {e}"));
+            bufs
+        };
+        let (a, b) = (run(&p), run(&with_exit));
+        assert!(
+            a.iter().any(|h| h.data.iter().any(|&x| x != 0)),
+            "{stem}: no data"
+        );
+        assert_eq!(a, b, "{stem}: the left-out exit changes results");
+    }
+    // vadd and saxpy at least (their stores index the counted buffer with gid.x).
+    assert!(dropped >= 2, "{dropped} imports left the exit out");
+}
