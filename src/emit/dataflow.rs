@@ -148,14 +148,21 @@ impl Writer<'_> {
         self.ins(format!("@{p} bra {out}"));
     }
 
-    /// Thread 0 polls the u32 at `addr` until it equals `want` (a register).
-    fn poll_equal(&mut self, addr: &str, want: &str) {
+    /// Opens a poll loop: jumps to the first poll, which the caller emits next, and places
+    /// the `nanosleep` before each later one. Returns the label a failed poll branches to.
+    fn spin_head(&mut self) -> String {
         let spin = self.fresh_label("df_spin");
         let poll = self.fresh_label("df_poll");
         self.ins(format!("bra.uni {poll}"));
         self.label(&spin);
         self.ins(format!("nanosleep.u32 {POLL_SLEEP_NS}"));
         self.label(&poll);
+        spin
+    }
+
+    /// Thread 0 polls the u32 at `addr` until it equals `want` (a register).
+    fn poll_equal(&mut self, addr: &str, want: &str) {
+        let spin = self.spin_head();
         let now = self.reg_class(RegClass::B32);
         self.ins(format!("ld.acquire.gpu.global.u32 {now}, [{addr}]"));
         let wait = self.reg_class(RegClass::Pred);
@@ -197,12 +204,7 @@ impl Writer<'_> {
                         ))
                     })?;
                 let addr = self.sync_addr(counter, None);
-                let spin = self.fresh_label("df_spin");
-                let poll = self.fresh_label("df_poll");
-                self.ins(format!("bra.uni {poll}"));
-                self.label(&spin);
-                self.ins(format!("nanosleep.u32 {POLL_SLEEP_NS}"));
-                self.label(&poll);
+                let spin = self.spin_head();
                 let now = self.reg_class(RegClass::B32);
                 self.ins(format!("ld.acquire.gpu.global.u32 {now}, [{addr}]"));
                 let diff = self.reg_class(RegClass::B32);
@@ -281,12 +283,7 @@ impl Writer<'_> {
             return;
         }
         let epoch = self.sync_epoch();
-        let spin = self.fresh_label("df_spin");
-        let poll = self.fresh_label("df_poll");
-        self.ins(format!("bra.uni {poll}"));
-        self.label(&spin);
-        self.ins(format!("nanosleep.u32 {POLL_SLEEP_NS}"));
-        self.label(&poll);
+        let spin = self.spin_head();
         for (inside, addr, r) in &slots {
             self.ins(format!("mov.u32 {r}, {epoch}"));
             self.ins(format!("@{inside} ld.acquire.gpu.global.u32 {r}, [{addr}]"));

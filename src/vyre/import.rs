@@ -145,6 +145,22 @@ pub fn dispatch_exit(vyre: &VyreProgram) -> Option<Expr> {
     (!cx.full_workgroup).then(|| cx.exit_cond())
 }
 
+/// `if cond { return }` with node id `id` (its `return` gets its id when ids are assigned).
+fn return_if(cond: Expr, id: String) -> Stmt {
+    Stmt {
+        id: NodeId::new(id),
+        kind: StmtKind::If {
+            cond,
+            then: vec![Stmt {
+                id: NodeId::new(String::new()),
+                kind: StmtKind::Return,
+            }],
+            otherwise: Vec::new(),
+            has_else: false,
+        },
+    }
+}
+
 /// `s` as an identifier `[A-Za-z_][A-Za-z0-9_]*`: other characters become `_`, a leading digit
 /// gets a `_` in front.
 pub fn identifier(s: &str) -> String {
@@ -433,18 +449,7 @@ impl Cx {
                 .into(),
             "nothing to do; it keeps the results equal to vyre's",
         );
-        Stmt {
-            id: NodeId::new(String::new()),
-            kind: StmtKind::If {
-                cond,
-                then: vec![Stmt {
-                    id: NodeId::new(String::new()),
-                    kind: StmtKind::Return,
-                }],
-                otherwise: Vec::new(),
-                has_else: false,
-            },
-        }
+        return_if(cond, String::new())
     }
 
     /// A `run` section: one invocation per element of the largest counted buffer, inputs

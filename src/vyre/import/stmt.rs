@@ -173,18 +173,7 @@ impl Cx {
         out.extend(self.hoisted.split_off(hoisted));
         let f = self.exit_facts(&cond);
         self.facts.extend(f);
-        out.push(Stmt {
-            id: NodeId::new(format!("body[{}]", out.len())),
-            kind: StmtKind::If {
-                cond,
-                then: vec![Stmt {
-                    id: NodeId::new(String::new()),
-                    kind: StmtKind::Return,
-                }],
-                otherwise: Vec::new(),
-                has_else: false,
-            },
-        });
+        out.push(super::return_if(cond, format!("body[{}]", out.len())));
         Some(then)
     }
 
