@@ -60,6 +60,11 @@ pub struct Args {
     /// `param_timeline` (see docs/timeline.md).
     #[arg(long, conflicts_with_all = ["vyre", "compare_vyre"])]
     pub timeline: bool,
+    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `barrier`
+    /// (grid barriers; the default) or `dataflow` (completion flags, counters and last-arriver
+    /// folds), as `run --megakernel --sync` runs them.
+    #[arg(long, default_value = "barrier", value_name = "FORM")]
+    pub sync: crate::megakernel::plan::SyncMode,
 }
 
 /// Runs `emit`.
@@ -67,6 +72,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return pipeline(a);
     }
+    super::pipeline_kernels::refuse_sync_on_program(&a.file, a.sync)?;
     let p = load_program(&a.file)?;
     let opts = EmitOptions {
         sm: a.sm,
@@ -138,6 +144,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         unroll: !a.no_unroll,
         grid_barrier: a.grid_barrier,
         version_bounds: a.version_bounds,
+        sync: a.sync,
     };
     let pk = super::pipeline_kernels::load(&a.file, None, a.workgroup, &how)?;
     let mut text = String::new();

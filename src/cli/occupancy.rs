@@ -53,6 +53,11 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `barrier`
+    /// (grid barriers; the default) or `dataflow` (completion flags, counters and last-arriver
+    /// folds), as `run --megakernel --sync` runs them.
+    #[arg(long, default_value = "barrier", value_name = "FORM")]
+    pub sync: crate::megakernel::plan::SyncMode,
 }
 
 /// Runs `occupancy`.
@@ -278,6 +283,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
     if crate::ir::is_pipeline_file(file) {
         return pipeline_mode(a, file, note);
     }
+    super::pipeline_kernels::refuse_sync_on_program(file, a.sync)?;
     let program = load_program(file)?;
     let wg = a.workgroup.unwrap_or(program.workgroup_size);
     let sm = sm_of(caps);
@@ -379,6 +385,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
         unroll: true,
         grid_barrier: Default::default(),
         version_bounds: false,
+        sync: a.sync,
     };
     let pk = super::pipeline_kernels::load(file, a.device.as_deref(), a.workgroup, &how)?;
     let sm = sm_of(&pk.device).min(90);

@@ -12,7 +12,7 @@ use crate::inputs::pipeline::pipeline_shapes;
 use crate::ir::Pipeline;
 use crate::megakernel::cache::plan_cached;
 use crate::megakernel::fuse_group;
-use crate::megakernel::plan::{Group, GroupKind, PlanOptions};
+use crate::megakernel::plan::{Group, GroupKind, PlanOptions, SyncMode};
 use crate::occupancy::DeviceCaps;
 use crate::util::Problem;
 
@@ -48,6 +48,25 @@ pub(crate) struct GroupEmit {
     pub grid_barrier: crate::emit::grid_sync::GridBarrier,
     /// Versioned bounds checks.
     pub version_bounds: bool,
+    /// How persistent groups separate cross-workgroup dependences (grid barriers or dataflow
+    /// waits), as `run --megakernel --sync` runs them.
+    pub sync: SyncMode,
+}
+
+/// Refuses `--sync dataflow` on a Program file: the form exists only in fused kernels, and
+/// a Program's kernel would silently come out the same.
+pub(crate) fn refuse_sync_on_program(file: &Path, sync: SyncMode) -> Result<(), Problem> {
+    if sync == SyncMode::Barrier {
+        return Ok(());
+    }
+    Err(Problem::new(
+        format!(
+            "{}: --sync {} applies to pipelines: it chooses how a fused kernel waits between steps, and a Program is one kernel",
+            file.display(),
+            sync.name()
+        ),
+        "drop --sync, or give a pipeline file",
+    ))
 }
 
 /// Plans `file` for `device` (default profile when `None`) and emits every group's kernel.
@@ -75,7 +94,7 @@ pub(crate) fn load(
         .unwrap_or_else(|| (caps.cc_major * 10 + caps.cc_minor).min(90));
     let mut groups = Vec::with_capacity(plan.groups.len());
     for (index, group) in plan.groups.into_iter().enumerate() {
-        let fused = fuse_group(&pipeline, &shapes, &group.spec())
+        let fused = fuse_group(&pipeline, &shapes, &group.spec_for(how.sync))
             .map_err(|e| format!("{}: group {index}: {e}", file.display()))?;
         let opts = EmitOptions {
             sm,

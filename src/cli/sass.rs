@@ -31,6 +31,11 @@ pub struct Args {
     /// a DeviceCaps JSON file; default h200).
     #[arg(long)]
     pub device: Option<String>,
+    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `barrier`
+    /// (grid barriers; the default) or `dataflow` (completion flags, counters and last-arriver
+    /// folds), as `run --megakernel --sync` runs them.
+    #[arg(long, default_value = "barrier", value_name = "FORM")]
+    pub sync: crate::megakernel::plan::SyncMode,
 }
 
 /// Runs `sass`.
@@ -38,6 +43,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return pipeline(a);
     }
+    super::pipeline_kernels::refuse_sync_on_program(&a.file, a.sync)?;
     let p = load_program(&a.file)?;
     // The same PTX as `emit --lineinfo`, so the IR lines come along with the PTX lines.
     let opts = EmitOptions {
@@ -79,6 +85,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         unroll: !a.no_unroll,
         grid_barrier: Default::default(),
         version_bounds: false,
+        sync: a.sync,
     };
     let pk = super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how)?;
     let mut text = String::new();

@@ -198,6 +198,54 @@ fn emit_sass_and_occupancy_show_every_fused_group_of_a_pipeline() {
     assert!(!err.contains("unknown key"), "{err}");
 }
 
+/// `emit`, `sass` and `occupancy --sync dataflow` show the kernel `run --sync dataflow`
+/// launches (completion flags, the launch epoch, polls), `--sync barrier` the grid-barrier
+/// one; on a Program file, `--sync dataflow` is refused rather than ignored.
+#[test]
+fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
+    let f = fixture("reduce_normalize_2p20.json");
+    let f = f.to_str().unwrap();
+    let (code, dataflow, err) = vyrescope(&["emit", f, "--sync", "dataflow"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, barrier, err) = vyrescope(&["emit", f, "--sync", "barrier"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, default, _) = vyrescope(&["emit", f]);
+    assert_eq!(default, barrier, "barrier is the default form");
+    assert!(
+        dataflow.contains("param_sync_epoch")
+            && dataflow.contains("// dataflow: step 2 waits for step 1"),
+        "{dataflow}"
+    );
+    assert!(!barrier.contains("param_sync_epoch") && !barrier.contains("// dataflow:"));
+    let (code, out, err) = vyrescope(&[
+        "occupancy",
+        f,
+        "--device",
+        "h200",
+        "--sync",
+        "dataflow",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["groups"].as_array().map(Vec::len), Some(1), "{out}");
+    if crate::support::tools::sass_tools("sass --sync dataflow on a pipeline") {
+        let (code, out, err) = vyrescope(&["sass", f, "--sync", "dataflow"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("NANOSLEEP"), "the flag poll: {out}");
+    }
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
+    for cmd in ["emit", "sass", "occupancy"] {
+        let (code, out, err) = vyrescope(&[cmd, program.to_str().unwrap(), "--sync", "dataflow"]);
+        assert_eq!(code, 1, "{cmd}: {out}");
+        assert!(
+            err.contains("--sync dataflow applies to pipelines")
+                && err.contains("Fix: drop --sync"),
+            "{cmd}: {err}"
+        );
+    }
+}
+
 /// `sass PIPELINE` (needs ptxas and nvdisasm; skipped with a notice without them).
 #[test]
 fn sass_shows_every_fused_group_of_a_pipeline() {
