@@ -33,6 +33,8 @@ mod mask;
 mod rewrite;
 mod sync;
 
+pub use sync::{FOLD_SPREAD, FOLD_SPREAD_FROM_BLOCKS};
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::launch::PipelineLaunch;

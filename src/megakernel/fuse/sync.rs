@@ -26,10 +26,18 @@ use crate::ir::{
     spread_word, Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD, SYNC_FLAG_FIRST_WORD,
 };
 
-/// Sub-counters of a spread last-arriver fold (`SyncOp::Arrive::spread`): with 1056 blocks,
-/// 66 arrivals on each and 16 on the top counter, instead of 1056 on one word. Only grids of
-/// more than twice as many blocks spread.
+/// Sub-counters of a spread last-arriver fold (`SyncOp::Arrive::spread`): with 2112 blocks,
+/// 132 arrivals on each and 16 on the top counter, instead of 2112 on one word.
 pub const FOLD_SPREAD: u32 = 16;
+
+/// Persistent grids from this many blocks on arrive through [`FOLD_SPREAD`] sub-counters.
+/// On an H200 (`benches/gpu/fold_arrival.cu`, every block arriving at once) the last
+/// arrival reached the fold after 0.70 / 0.83 / 1.15 / 1.98 / 3.49 us on one counter with
+/// 264 / 528 / 1024 / 2112 / 4224 blocks, and after 1.28 / 1.28 / 1.34 / 1.57 / 1.89 us
+/// spread (two acquire-release round trips), so one counter wins up to about 1500 blocks.
+/// The fused kernels agreed: at 1024-1056 blocks one counter shortened the kernel span of
+/// softmax by 1.0 us, reduce + normalise by 0.6 us and hist_equalize_shared by 0.5 us.
+pub const FOLD_SPREAD_FROM_BLOCKS: u32 = 1536;
 
 use super::super::tiles::{ProducerSet, TileDep};
 use super::rewrite;
@@ -132,7 +140,7 @@ impl SyncLayout {
                 p.counter = Some(next);
                 // A counter someone waits on stays one word: each block's wait reads the
                 // top bit its own arrival saw, and a spread arrival does not see the top's.
-                if folded && !waited && u64::from(blocks) > 2 * u64::from(FOLD_SPREAD) {
+                if folded && !waited && blocks >= FOLD_SPREAD_FROM_BLOCKS {
                     p.spread = FOLD_SPREAD;
                     next = spread_word(next, FOLD_SPREAD - 1);
                 }
