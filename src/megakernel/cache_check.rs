@@ -51,6 +51,15 @@ pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Resul
                 group.steps.len()
             ));
         }
+        if !group.step_workgroup_sizes.is_empty()
+            && group.step_workgroup_sizes.len() != group.steps.len()
+        {
+            return Err(format!(
+                "group {g} lists {} workgroup sizes for {} steps",
+                group.step_workgroup_sizes.len(),
+                group.steps.len()
+            ));
+        }
         for (w, wave) in group.waves.iter().enumerate() {
             for &s in wave {
                 if s != next {
@@ -61,9 +70,14 @@ pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Resul
                 let shape = shapes
                     .get(s)
                     .ok_or_else(|| format!("group {g} names step {s}, which the pipeline lacks"))?;
-                if group.step_grids[s - group.steps[0]] != shape.grid
-                    || group.workgroup_size != shape.workgroup_size
-                {
+                // A mixed-size group's block is its largest step's workgroup; each step keeps
+                // its own size (`step_workgroup_sizes`; empty in entries that predate it).
+                let i = s - group.steps[0];
+                let wg = group
+                    .step_workgroup_sizes
+                    .get(i)
+                    .unwrap_or(&group.workgroup_size);
+                if group.step_grids[i] != shape.grid || *wg != shape.workgroup_size {
                     return Err(format!("step {s}'s launch shape differs from the plan's"));
                 }
                 place[s] = Some((g, w));

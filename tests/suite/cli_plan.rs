@@ -62,6 +62,33 @@ fn chain_is_one_launch_and_the_second_run_hits_the_cache() {
     let _ = std::fs::remove_dir_all(&cache);
 }
 
+/// A group of mixed workgroup sizes (hist_equalize_shared: 256, 32, 256 in one launch) is
+/// cached like any other: the second run hits, silently. The entry check compared every
+/// step with the group's block size, so such an entry always "disagreed with the pipeline":
+/// a warning on every run after the first, and no cache.
+#[test]
+fn a_mixed_workgroup_size_plan_is_cached_without_a_warning() {
+    let cache = cache_dir("mixed");
+    let f = "fixtures/pipelines/hist_equalize_shared.json";
+    let v = json(&[f, "--device", "h200"], &cache);
+    assert_eq!(v["cache"], "miss");
+    assert!(
+        v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["step_workgroup_sizes"][1] == serde_json::json!([32, 1, 1])),
+        "{v}"
+    );
+    let (code, out, err) = plan(&[f, "--device", "h200", "--json"], &cache);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    let again: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(again["cache"], "hit");
+    assert_eq!(again["groups"], v["groups"]);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
 #[test]
 fn fixtures_show_each_barrier_kind() {
     let cache = cache_dir("kinds");
