@@ -69,6 +69,8 @@ pub struct Options {
     pub root: Option<PathBuf>,
     /// A timeline record file (`run --timeline-out`) for the Timeline tab.
     pub timeline: Option<PathBuf>,
+    /// Grid barriers or dataflow waits in a pipeline's fused persistent kernels (`--sync`).
+    pub sync: crate::megakernel::plan::SyncMode,
 }
 
 /// Why the inspector could not start or run.
@@ -177,6 +179,7 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
     };
     let mut app = App::new(files, keymap, ui);
     app.programs.root = opts.root.clone();
+    app.programs.sync = opts.sync;
     if opts.plan_cache {
         app.jobs.session.plan_cache = crate::megakernel::cache::PlanCache::user();
     }

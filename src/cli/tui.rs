@@ -31,6 +31,11 @@ pub struct InspectorOpts {
     /// REC.json`) in the Timeline tab, no GPU needed.
     #[arg(long, value_name = "REC.json")]
     pub timeline: Option<PathBuf>,
+    /// How a pipeline's fused persistent kernels wait between steps: `barrier` (grid
+    /// barriers; the default) or `dataflow` (completion flags, counters and last-arriver
+    /// folds), for the PTX pane, the GPU run (r) and its timeline, as `run --sync` does.
+    #[arg(long, default_value = "barrier", value_name = "FORM")]
+    pub sync: crate::megakernel::plan::SyncMode,
 }
 
 /// Open the inspector; with --keys, replay keys headlessly and write the final screen.
@@ -90,6 +95,7 @@ fn options(files: &[PathBuf], o: &InspectorOpts) -> Options {
         plan_cache: false,
         root: o.root.clone(),
         timeline: o.timeline.clone(),
+        sync: o.sync,
     }
 }
 

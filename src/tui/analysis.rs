@@ -265,6 +265,15 @@ impl Document {
         }
     }
 
+    /// This document with its pipeline's fused kernels waiting as `sync` says (`--sync`;
+    /// a Program document is unchanged).
+    pub fn with_sync(mut self, sync: crate::megakernel::plan::SyncMode) -> Self {
+        if let Some(pv) = self.pipeline.as_mut() {
+            pv.sync = sync;
+        }
+        self
+    }
+
     /// Loads a pipeline file: step 0 selected, not planned yet (planning needs the device,
     /// which the caller knows: see [`Document::select_step`]).
     fn load_pipeline(path: &Path, root: Option<&Path>) -> Result<Self, String> {

@@ -23,7 +23,7 @@ use super::analysis::Resources;
 use super::pipeline::PipelineRun;
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::ir::Pipeline;
-use crate::megakernel::plan::Plan;
+use crate::megakernel::plan::{Plan, SyncMode};
 use crate::util::Problem;
 
 /// Why the live panels are empty before the first probe.
@@ -92,8 +92,9 @@ pub trait Gpu: Send {
         pipeline: &Pipeline,
         prepared: &PreparedPipeline,
         plan: &Plan,
+        sync: SyncMode,
     ) -> Result<PipelineRun, Problem> {
-        let _ = (pipeline, prepared, plan);
+        let _ = (pipeline, prepared, plan, sync);
         Err("this GPU seam runs no pipelines".into())
     }
     /// Records one instrumented round for the Timeline tab (after a dispatch or pipeline
@@ -478,10 +479,11 @@ impl Gpu for WorkerGpu {
         pipeline: &Pipeline,
         prepared: &PreparedPipeline,
         plan: &Plan,
+        sync: SyncMode,
     ) -> Result<PipelineRun, Problem> {
         // In-process (not through the worker process): the worker protocol carries single
         // Programs only. A kernel fault here ends the inspector's CUDA context, not the UI.
-        Ok(super::pipeline::gpu_run(pipeline, prepared, plan)?)
+        Ok(super::pipeline::gpu_run(pipeline, prepared, plan, sync)?)
     }
 
     /// In-process too, for the same reason as pipelines.

@@ -18,7 +18,7 @@ use crate::inputs::LaunchShape;
 use crate::ir::print::{print_program_prefixed, PrintedLine};
 use crate::ir::Pipeline;
 use crate::megakernel::cache::{plan_cached, Cached, PlanCache};
-use crate::megakernel::plan::{Plan, PlanOptions};
+use crate::megakernel::plan::{Plan, PlanOptions, SyncMode};
 use crate::megakernel::{fuse_group, FusedKernel};
 use crate::occupancy::DeviceCaps;
 
@@ -108,14 +108,14 @@ impl PipelineFile {
         .map_err(|e| e.to_string())
     }
 
-    /// The fused kernel of group `group` of `plan`.
-    pub fn fuse(&self, plan: &Plan, group: usize) -> Result<FusedKernel, String> {
+    /// The fused kernel of group `group` of `plan`, its waits lowered as `sync` says.
+    pub fn fuse(&self, plan: &Plan, group: usize, sync: SyncMode) -> Result<FusedKernel, String> {
         let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
         let g = plan
             .groups
             .get(group)
             .ok_or_else(|| format!("the plan has no group {group}"))?;
-        fuse_group(&self.pipeline, shapes, &g.spec()).map_err(|e| e.to_string())
+        fuse_group(&self.pipeline, shapes, &g.spec_for(sync)).map_err(|e| e.to_string())
     }
 
     /// Step `step`'s IR with node ids prefixed `steps[step].`.
@@ -161,6 +161,9 @@ pub struct PipelineView {
     pub group: Option<usize>,
     /// The fused kernel of that group, or why there is none.
     pub fused: Result<Arc<FusedKernel>, String>,
+    /// How fused persistent groups wait between steps (`--sync`): the PTX pane, the GPU
+    /// run and its timeline all use it.
+    pub sync: SyncMode,
 }
 
 impl PipelineView {
@@ -173,6 +176,7 @@ impl PipelineView {
             plan: Err("not planned yet".into()),
             group: None,
             fused: Err("not planned yet".into()),
+            sync: SyncMode::default(),
         }
     }
 
@@ -213,7 +217,7 @@ impl PipelineView {
         }
         self.group = self.plan.as_ref().ok().and_then(|p| group_of(p, self.step));
         self.fused = match (&self.plan, self.group) {
-            (Ok(p), Some(g)) => self.file.fuse(p, g).map(Arc::new),
+            (Ok(p), Some(g)) => self.file.fuse(p, g, self.sync).map(Arc::new),
             (Ok(_), None) => Err(format!("step {} is in no group of the plan", self.step)),
             (Err(e), _) => Err(e.clone()),
         };
@@ -313,6 +317,7 @@ pub fn gpu_run(
     pipeline: &Pipeline,
     prepared: &PreparedPipeline,
     plan: &Plan,
+    sync: SyncMode,
 ) -> Result<PipelineRun, String> {
     use crate::megakernel::launch::separate_launches;
     use crate::runtime::dispatch::{DispatchOptions, TimingStats};
@@ -330,7 +335,7 @@ pub fn gpu_run(
         plan,
         None,
         &JitOptions::default(),
-        Default::default(),
+        sync,
     )?;
     let opts = DispatchOptions {
         timeout: Some(super::gpu::KERNEL_TIMEOUT),

@@ -141,6 +141,8 @@ pub enum Recording<'a> {
         pipeline: &'a Pipeline,
         /// Its inputs and step shapes.
         prepared: &'a PreparedPipeline,
+        /// Grid barriers or dataflow waits in the fused kernels (the form `r` ran).
+        sync: crate::megakernel::plan::SyncMode,
     },
 }
 
@@ -186,15 +188,23 @@ pub fn record(what: &Recording) -> Result<Vec<Arc<TimelineData>>, String> {
             });
             program.name.clone()
         }
-        Recording::Pipeline { pipeline, prepared } => {
+        Recording::Pipeline {
+            pipeline,
+            prepared,
+            sync,
+        } => {
             let initial = crate::harness::pipeline::host_buffers(prepared);
+            // The fused form is labelled as `run --timeline` labels it: `dataflow` when its
+            // waits are dataflow waits.
+            let fused = match sync {
+                crate::megakernel::plan::SyncMode::Barrier => "fused",
+                crate::megakernel::plan::SyncMode::Dataflow => "dataflow",
+            };
             for (label, form) in [
                 ("separate", PipelineForm::Separate),
-                ("fused", PipelineForm::Fused),
+                (fused, PipelineForm::Fused),
             ] {
-                // The form `r` ran: the default synchronisation.
-                let sync = crate::megakernel::dataflow::SyncMode::default();
-                let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, sync)?;
+                let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, *sync)?;
                 let mut bufs = initial.clone();
                 let run = rt
                     .run_timeline(&launches, &mut bufs, 1, 0, &opts, &jit)

@@ -148,6 +148,8 @@ pub enum Job {
         plan: Option<Arc<Plan>>,
         /// A live GPU was probed.
         gpu: bool,
+        /// Grid barriers or dataflow waits in the fused kernels (`--sync`).
+        sync: crate::megakernel::plan::SyncMode,
     },
     /// Tune sweep.
     Tune {
@@ -437,18 +439,24 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             let r = super::gpu::reference_dispatch(&program, &files, &opts);
             report(Reply::Referenced(r));
         }
-        Job::Pipeline { file, plan, gpu: g } => {
+        Job::Pipeline {
+            file,
+            plan,
+            gpu: g,
+            sync,
+        } => {
             report(Reply::Started(job_label(g), 0));
             let r = file.prepare().and_then(|prepared| match (g, plan) {
                 (true, Some(plan)) => {
                     let r = gpu
-                        .run_pipeline(&file.pipeline, &prepared, &plan)
+                        .run_pipeline(&file.pipeline, &prepared, &plan, sync)
                         .map_err(String::from);
                     if r.is_ok() {
                         report(Reply::Started("recording the timeline", 0));
                         let what = Recording::Pipeline {
                             pipeline: &file.pipeline,
                             prepared: &prepared,
+                            sync,
                         };
                         report(Reply::Timeline(gpu.timeline(&what).map_err(String::from)));
                     }

@@ -246,6 +246,51 @@ fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
     }
 }
 
+/// The inspector's `--sync dataflow` (replayed headlessly): the PTX pane shows the dataflow
+/// kernel (its launch-epoch parameter is found) and the Plan tab says the group runs with
+/// dataflow waits; without it, the grid-barrier kernel and "runs with grid barriers".
+#[test]
+fn inspector_sync_dataflow_shows_and_runs_the_dataflow_kernel() {
+    let f = fixture("reduce_normalize_2p20.json");
+    let f = f.to_str().unwrap();
+    let screen = |sync: &str, keys: &str| {
+        let (code, out, err) = vyrescope(&[
+            "tui",
+            f,
+            "--sync",
+            sync,
+            "--device",
+            "h200",
+            "--size",
+            "160x50",
+            "--keys",
+            keys,
+            "--snapshot",
+            "-",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let search = "Tab Tab /param_sync_epoch Enter";
+    let dataflow = screen("dataflow", search);
+    assert!(
+        dataflow.contains("param_sync_epoch") && !dataflow.contains("not found"),
+        "{dataflow}"
+    );
+    let barrier = screen("barrier", search);
+    assert!(barrier.contains("not found: param_sync_epoch"), "{barrier}");
+    let plan = screen("dataflow", "7 j");
+    assert!(
+        plan.contains("sync: runs with dataflow waits (--sync dataflow)"),
+        "{plan}"
+    );
+    let plan = screen("barrier", "7 j");
+    assert!(
+        plan.contains("sync: runs with grid barriers (the default)"),
+        "{plan}"
+    );
+}
+
 /// `sass PIPELINE` (needs ptxas and nvdisasm; skipped with a notice without them).
 #[test]
 fn sass_shows_every_fused_group_of_a_pipeline() {

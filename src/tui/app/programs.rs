@@ -115,6 +115,8 @@ pub struct Programs {
     /// Folder every Program's `file` inputs must stay inside (`--root`); `None`: each
     /// Program's own folder.
     pub root: Option<PathBuf>,
+    /// How pipelines opened here fuse (`--sync`): set on each pipeline document as it opens.
+    pub sync: crate::megakernel::plan::SyncMode,
     /// Request number of the newest load (open or reload) handed to the worker.
     pub load_id: u64,
     /// The entry being loaded now (the background check leaves it to the load).
@@ -161,7 +163,7 @@ impl Programs {
         if i >= self.entries.len() {
             return Loaded::Nothing;
         }
-        let loaded = match doc {
+        let loaded = match doc.map(|d| d.with_sync(self.sync)) {
             Ok(doc) => {
                 self.entries[i].status = EntryStatus::of(&doc.validation);
                 self.entries[i].pipeline = doc.pipeline.is_some();
@@ -186,7 +188,7 @@ impl Programs {
         if self.current != Some(i) || i >= self.entries.len() {
             return Loaded::Nothing;
         }
-        match doc {
+        match doc.map(|d| d.with_sync(self.sync)) {
             Ok(doc) => {
                 self.entries[i].status = EntryStatus::of(&doc.validation);
                 self.doc = Some(doc);

@@ -154,6 +154,7 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             file: pv.file.clone(),
             plan: pv.plan.as_ref().ok().cloned(),
             gpu: app.jobs.devices.live.is_some(),
+            sync: pv.sync,
         };
         if app.detail.tab != Tab::Run {
             app.detail.switch(Tab::Run.index());

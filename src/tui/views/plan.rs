@@ -251,18 +251,29 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             Span::styled("dataflow: ", t.key),
             Span::styled(b.dataflow.clone(), t.text),
         ]));
-        // Which form runs it: the inspector, like `run`, uses grid barriers; the dataflow
-        // form's persistent grid and why are what `plan --sync dataflow` prints.
+        // Which form runs it (`--sync`, like `run`'s): grid barriers by default; the
+        // dataflow form's persistent grid and why are what `plan --sync dataflow` prints.
         if let Some(group) = plan.groups.get(b.group).filter(|g| g.runs_dataflow()) {
+            let dataflow = app
+                .programs
+                .doc
+                .as_ref()
+                .and_then(|d| d.pipeline.as_ref())
+                .is_some_and(|pv| pv.sync == crate::megakernel::plan::SyncMode::Dataflow);
+            let how = if dataflow {
+                format!(
+                    "runs with dataflow waits (--sync dataflow) on {} blocks: {}",
+                    group.dataflow.blocks, group.dataflow.blocks_reason
+                )
+            } else {
+                format!(
+                    "runs with grid barriers (the default); `--sync dataflow` runs {} blocks: {}",
+                    group.dataflow.blocks, group.dataflow.blocks_reason
+                )
+            };
             text.push(Line::from(vec![
                 Span::styled("sync: ", t.key),
-                Span::styled(
-                    format!(
-                        "runs with grid barriers (the default); `--sync dataflow` runs {} blocks: {}",
-                        group.dataflow.blocks, group.dataflow.blocks_reason
-                    ),
-                    t.text,
-                ),
+                Span::styled(how, t.text),
             ]));
         }
     }
