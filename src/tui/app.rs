@@ -9,6 +9,7 @@ use crate::diagnostics::Diagnostic;
 use crate::emit::EmitOptions;
 
 use super::analysis::PtxView;
+use super::component::tabs;
 use super::keymap::KeyMap;
 use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
 use super::theme::Theme;
@@ -68,79 +69,36 @@ impl Focus {
     }
 }
 
-/// Detail tabs. Adding one: a variant here (and in `ALL`), its title, a view file under
-/// `views/` and its component in `component::tabs::TABS` (keys, hints, drawing, rows,
-/// export).
+/// A detail tab's identity: the title its component in
+/// [`crate::tui::component::tabs::TABS`] gives it. The registry is the one list of tabs (their
+/// order, titles, keys, rows, drawing, export and help); this is only a handle on one of
+/// them, so adding a tab does not touch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tab {
-    /// Occupancy vs block size.
-    Occupancy,
-    /// Registers, spills, shared, const, stack.
-    Resources,
-    /// Validator, launch, compile and performance diagnostics.
-    Diagnostics,
-    /// Dispatch history and tune sweeps.
-    Run,
-    /// PTX and module caches.
-    Cache,
-    /// Runtime counters since start.
-    Telemetry,
-    /// A pipeline's megakernel plan (shown only while a pipeline is open).
-    Plan,
-    /// Per-SM lanes of a recorded timeline and its summary.
-    Timeline,
-}
+pub struct Tab(pub &'static str);
 
 impl Tab {
-    /// Tabs in display order (number keys follow it).
-    pub const ALL: [Tab; 8] = [
-        Tab::Occupancy,
-        Tab::Resources,
-        Tab::Diagnostics,
-        Tab::Run,
-        Tab::Cache,
-        Tab::Telemetry,
-        Tab::Plan,
-        Tab::Timeline,
-    ];
-
-    /// The tabs of a Program: all but Plan.
-    const PROGRAM: [Tab; 7] = [
-        Tab::Occupancy,
-        Tab::Resources,
-        Tab::Diagnostics,
-        Tab::Run,
-        Tab::Cache,
-        Tab::Telemetry,
-        Tab::Timeline,
-    ];
-
-    /// Tabs shown: all of them for a pipeline, all but Plan for a Program.
-    pub fn visible(pipeline: bool) -> &'static [Tab] {
-        if pipeline {
-            &Tab::ALL
-        } else {
-            &Tab::PROGRAM
-        }
-    }
-
-    /// Title.
+    /// Title (tab bar, help, export file names).
     pub fn title(self) -> &'static str {
-        match self {
-            Tab::Occupancy => "Occupancy",
-            Tab::Resources => "Resources",
-            Tab::Diagnostics => "Diagnostics",
-            Tab::Run => "Run",
-            Tab::Cache => "Cache",
-            Tab::Telemetry => "Telemetry",
-            Tab::Plan => "Plan",
-            Tab::Timeline => "Timeline",
-        }
+        self.0
     }
 
-    /// Position in [`Tab::ALL`].
+    /// Every registered tab, in display order (number keys follow the shown ones).
+    pub fn all() -> Vec<Tab> {
+        tabs::TABS.iter().map(|c| c.id()).collect()
+    }
+
+    /// Position in the registry.
     pub fn index(self) -> usize {
-        Tab::ALL.iter().position(|t| *t == self).unwrap_or(0)
+        tabs::TABS.iter().position(|c| c.id() == self).unwrap_or(0)
+    }
+
+    /// Tabs shown: those whose component shows for a pipeline (`pipeline`) or a Program.
+    pub fn visible(pipeline: bool) -> Vec<Tab> {
+        tabs::TABS
+            .iter()
+            .filter(|c| c.shown(pipeline))
+            .map(|c| c.id())
+            .collect()
     }
 }
 
@@ -183,8 +141,6 @@ pub struct App {
     pub keymap: KeyMap,
     /// Styles.
     pub theme: Theme,
-    /// The Timeline tab: recorded forms, zoom, pan and cursor.
-    pub timeline: super::timeline::TimelineState,
     /// Where `x` exports ([`crate::tui::export::export_dir`]; tests point it elsewhere).
     pub export_dir: Option<PathBuf>,
 }
@@ -202,7 +158,6 @@ impl App {
             jobs: Jobs::default(),
             keymap,
             theme,
-            timeline: Default::default(),
             export_dir: super::export::export_dir(),
         }
     }

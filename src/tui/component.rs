@@ -25,6 +25,7 @@ use super::highlight::Highlighter;
 
 pub mod help;
 pub mod panes;
+pub mod state;
 pub mod tabs;
 
 /// A command the status bar hints, with the word shown beside its key.

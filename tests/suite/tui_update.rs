@@ -7,6 +7,7 @@ use crate::tui_helpers as helpers;
 use helpers::*;
 use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{Focus, Level, Overlay};
+use vyrescope::tui::component::tabs::{self, TabComponent};
 use vyrescope::tui::layout::areas;
 use vyrescope::tui::worker::Reply;
 
@@ -191,15 +192,11 @@ fn navigation_is_clamped_and_paged() {
         ],
     );
     // The last tab, Timeline, keeps Left/Right for panning its lanes; `>` goes on.
-    assert_eq!(a.detail.tab, vyrescope::tui::app::Tab::Timeline);
+    assert_eq!(a.detail.tab, tabs::Timeline.id());
     press(&mut a, &[Command::Right, Command::NextTab]);
     assert_eq!(a.detail.tab.index(), 0, "wraps after the last tab");
     press(&mut a, &[Command::Left]);
-    assert_eq!(
-        a.detail.tab,
-        vyrescope::tui::app::Tab::Timeline,
-        "wraps back"
-    );
+    assert_eq!(a.detail.tab, tabs::Timeline.id(), "wraps back");
     press(&mut a, &[Command::PrevTab]);
     assert_eq!(a.detail.tab.index(), 5);
 }

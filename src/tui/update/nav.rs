@@ -83,7 +83,9 @@ fn keep_detail_visible(app: &mut App) {
     for l in &lists {
         let page = l.page();
         let max = l.max_scroll();
-        let s = l.offset.get_mut(&mut app.detail);
+        let Some(s) = l.offset.get_mut(&mut app.detail) else {
+            continue;
+        };
         if l.holds(cur) {
             let row = cur - l.first;
             if !l.select || row < *s {
@@ -387,7 +389,7 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
     let r = a.of(f);
     if f == Focus::Detail {
         if y == r.y + 1 {
-            if let Some(i) = tab_at(r, x, app.detail.tabs()) {
+            if let Some(i) = tab_at(r, x, &app.detail.tabs()) {
                 app.detail.switch(i);
             }
             return;

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use crate::tui::action::Cmd;
 use crate::tui::analysis::{analyze, Document, INLINE_EMIT_MAX_STMTS};
 use crate::tui::app::programs::{LoadKind, Loaded};
-use crate::tui::app::{App, Focus, PromptKind, Tab, SM_TARGETS};
+use crate::tui::app::{App, Focus, PromptKind, SM_TARGETS};
+use crate::tui::component::tabs::{self, TabComponent};
 use crate::tui::export;
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
@@ -155,17 +156,13 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             plan: pv.plan.as_ref().ok().cloned(),
             gpu: app.jobs.devices.live.is_some(),
         };
-        if app.detail.tab != Tab::Run {
-            app.detail.switch(Tab::Run.index());
-        }
+        app.detail.show(tabs::Run.id());
         out.push(app.jobs.queue(job));
         return;
     }
     let (program, files, opts) = (doc.program.clone(), doc.input_folder(), app.emit_options());
     // Re-running from the Run tab keeps its cursor and scroll offsets.
-    if app.detail.tab != Tab::Run {
-        app.detail.switch(Tab::Run.index());
-    }
+    app.detail.show(tabs::Run.id());
     let job = if tune {
         Job::Tune {
             program,
