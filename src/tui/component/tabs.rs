@@ -378,3 +378,6 @@ impl TabComponent for Timeline {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests;
