@@ -19,6 +19,7 @@ pub mod code;
 pub mod detail;
 pub mod jobs;
 pub mod overlay;
+pub mod panes;
 pub mod programs;
 pub mod screen;
 
@@ -26,6 +27,7 @@ pub use code::CodeView;
 pub use detail::Detail;
 pub use jobs::{Busy, Devices, Jobs, Session};
 pub use overlay::{Edit, Overlay, Overlays, Prompt, PromptKind};
+pub use panes::Panes;
 pub use programs::{Entry, EntryStatus, Programs};
 pub use screen::Screen;
 
@@ -127,8 +129,10 @@ pub enum Level {
 pub struct App {
     /// Program files and the open program.
     pub programs: Programs,
-    /// IR/PTX panes, emission and its options.
+    /// The emission the code panes show, and its options.
     pub code: CodeView,
+    /// The list and code panes' cursors and scroll offsets.
+    pub panes: Panes,
     /// Detail panel.
     pub detail: Detail,
     /// Help and prompts.
@@ -152,6 +156,7 @@ impl App {
         App {
             programs: Programs::new(paths),
             code: CodeView::default(),
+            panes: Panes::default(),
             detail: Detail::default(),
             overlay: Overlays::default(),
             screen: Screen::default(),
@@ -216,7 +221,7 @@ impl App {
             .doc
             .as_ref()?
             .ir
-            .get(self.code.ir.cursor)?
+            .get(self.panes.ir.cursor)?
             .node
             .as_deref()
     }
@@ -244,21 +249,21 @@ impl App {
     /// Node of the SASS row under the SASS cursor.
     pub fn sass_node(&self) -> Option<&str> {
         if let Some(d) = self.code.pin_sass() {
-            return d.rows.get(self.code.sass.cursor)?.node.as_deref();
+            return d.rows.get(self.panes.sass.cursor)?.node.as_deref();
         }
-        self.sass_view()?.node_at(self.code.sass.cursor)
+        self.sass_view()?.node_at(self.panes.sass.cursor)
     }
 
     /// Node of the PTX line under the PTX cursor.
     pub fn ptx_node(&self) -> Option<&str> {
         if let Some(d) = self.code.pin_ptx() {
-            return d.rows.get(self.code.ptx.cursor)?.node.as_deref();
+            return d.rows.get(self.panes.ptx.cursor)?.node.as_deref();
         }
         // vyre's lines have no source map.
         if self.code.vyre_mode != VyreMode::Off {
             return None;
         }
-        self.ptx_view()?.corr.node_at(self.code.ptx.cursor)
+        self.ptx_view()?.corr.node_at(self.panes.ptx.cursor)
     }
 
     /// The node whose lines are correlated now: the focused code pane's cursor node (the
@@ -354,10 +359,10 @@ impl App {
     /// Mutable pane state of `f`.
     pub fn pane_mut(&mut self, f: Focus) -> &mut PaneState {
         match f {
-            Focus::List => &mut self.programs.list,
-            Focus::Ir => &mut self.code.ir,
-            Focus::Ptx => &mut self.code.ptx,
-            Focus::Sass => &mut self.code.sass,
+            Focus::List => &mut self.panes.list,
+            Focus::Ir => &mut self.panes.ir,
+            Focus::Ptx => &mut self.panes.ptx,
+            Focus::Sass => &mut self.panes.sass,
             Focus::Detail => &mut self.detail.pane,
         }
     }
@@ -365,10 +370,10 @@ impl App {
     /// Pane state of `f`.
     pub fn pane(&self, f: Focus) -> PaneState {
         match f {
-            Focus::List => self.programs.list,
-            Focus::Ir => self.code.ir,
-            Focus::Ptx => self.code.ptx,
-            Focus::Sass => self.code.sass,
+            Focus::List => self.panes.list,
+            Focus::Ir => self.panes.ir,
+            Focus::Ptx => self.panes.ptx,
+            Focus::Sass => self.panes.sass,
             Focus::Detail => self.detail.pane,
         }
     }

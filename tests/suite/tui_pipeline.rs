@@ -118,9 +118,9 @@ fn fused_ptx_lines_select_the_steps_ir_lines() {
             if !node.starts_with(&prefix) {
                 continue;
             }
-            a.code.ptx.cursor = line;
+            a.panes.ptx.cursor = line;
             sync_from_ptx(&mut a);
-            let ir = a.code.ir.cursor;
+            let ir = a.panes.ir.cursor;
             assert_eq!(
                 a.programs.doc.as_ref().unwrap().ir[ir].node.as_deref(),
                 Some(node.as_str()),
@@ -294,13 +294,13 @@ fn step_ir_lines_select_fused_ptx_lines() {
     let mut mapped = 0;
     for (line, node) in nodes {
         assert!(node.starts_with("steps[1]."), "{node}");
-        a.code.ir.cursor = line;
+        a.panes.ir.cursor = line;
         sync_from_ir(&mut a);
         let corr = &a.ptx_view().unwrap().corr;
         if !corr.lines_of(&node).is_empty() {
             mapped += 1;
             assert_eq!(
-                corr.node_at(a.code.ptx.cursor),
+                corr.node_at(a.panes.ptx.cursor),
                 Some(node.as_str()),
                 "IR line {line}"
             );

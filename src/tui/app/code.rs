@@ -11,7 +11,7 @@ use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
 use crate::tui::worker::ResKey;
 
-use super::{Focus, PaneState};
+use super::Focus;
 
 /// Code panes and emission options.
 #[derive(Debug)]
@@ -20,12 +20,6 @@ pub struct CodeView {
     pub emission: Option<Emission>,
     /// Bumped on every new emission request; highlight cache key and stale-result filter.
     pub generation: u64,
-    /// IR pane.
-    pub ir: PaneState,
-    /// PTX pane.
-    pub ptx: PaneState,
-    /// SASS pane.
-    pub sass: PaneState,
     /// Where the SASS pane goes.
     pub sass_mode: SassMode,
     /// SASS listings per (document, emit options), assembled on the worker.
@@ -71,9 +65,6 @@ impl Default for CodeView {
         CodeView {
             emission: None,
             generation: 0,
-            ir: PaneState::default(),
-            ptx: PaneState::default(),
-            sass: PaneState::default(),
             sass_mode: SassMode::Off,
             sass_listings: HashMap::new(),
             vyre_mode: VyreMode::Off,
@@ -97,12 +88,10 @@ impl Default for CodeView {
 }
 
 impl CodeView {
-    /// A freshly opened program: panes at the top, no search, the program's own workgroup.
+    /// A freshly opened program: no search, the program's own workgroup (the panes' cursors
+    /// are [`super::Panes::reset_code`]'s).
     pub fn reset_for_new_program(&mut self) {
         self.workgroup = None;
-        self.ir = PaneState::default();
-        self.ptx = PaneState::default();
-        self.sass = PaneState::default();
         self.search = None;
     }
 

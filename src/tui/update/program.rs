@@ -358,7 +358,7 @@ pub(super) fn cycle_vyre(app: &mut App, out: &mut Vec<Cmd>) {
         VyreMode::Ptx => "PTX pane: vyre's PTX (exported to vyre, emitted by vyre's crates)",
         VyreMode::Compare => "PTX pane: vyrescope vs vyre (counts, registers, diff)",
     });
-    app.code.ptx = crate::tui::app::PaneState::default();
+    app.panes.ptx = crate::tui::app::PaneState::default();
     if app.code.sass_mode == SassMode::Replace || !app.pane_shown(Focus::Ptx) {
         app.code.sass_mode = SassMode::Off;
     }
@@ -410,7 +410,7 @@ pub(super) fn expanded(app: &mut App, found: Result<Vec<PathBuf>, String>, out: 
         Err(e) => return app.screen.error(e),
     };
     let first = app.programs.add(new);
-    app.programs.list.cursor = first;
+    app.panes.list.cursor = first;
     nav::keep_visible(app, Focus::List);
     open_selected(app, out);
     check_files(app, first, out);
@@ -427,7 +427,7 @@ pub(super) fn check_files(app: &mut App, first: usize, out: &mut Vec<Cmd>) {
 
 /// Opens the program under the list cursor: the worker reads it, then [`loaded`] shows it.
 pub(crate) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
-    load(app, app.programs.list.cursor, LoadKind::Open, out);
+    load(app, app.panes.list.cursor, LoadKind::Open, out);
 }
 
 /// Reloads the open program from disk (on the worker) keeping cursors, tab and tuning.
@@ -471,6 +471,7 @@ fn opened(app: &mut App, i: usize, doc: Result<Document, String>, out: &mut Vec<
         return;
     }
     app.code.reset_for_new_program();
+    app.panes.reset_code();
     app.detail.pane = Default::default();
     let pipeline = app
         .programs
@@ -479,7 +480,7 @@ fn opened(app: &mut App, i: usize, doc: Result<Document, String>, out: &mut Vec<
         .is_some_and(|d| d.pipeline.is_some());
     app.detail.set_pipeline(pipeline);
     // Start on the first statement, so the PTX correlation shows from the first frame.
-    app.code.ir.cursor = app
+    app.panes.ir.cursor = app
         .programs
         .doc
         .as_ref()
@@ -501,11 +502,11 @@ fn reloaded(
     match app.programs.reloaded(i, doc) {
         Loaded::Nothing => app.screen.error("no program open"),
         Loaded::Ok => {
-            let (ir, ptx) = (app.code.ir, app.code.ptx);
+            let (ir, ptx) = (app.panes.ir, app.panes.ptx);
             reanalyze(app, out);
             // Keep the reader's place: same lines, clamped to the new lengths.
-            app.code.ir = ir;
-            app.code.ptx = ptx;
+            app.panes.ir = ir;
+            app.panes.ptx = ptx;
             for f in [Focus::Ir, Focus::Ptx] {
                 nav::keep_visible(app, f);
             }
@@ -585,9 +586,9 @@ pub(super) fn step(app: &mut App, delta: isize, out: &mut Vec<Cmd>) {
         // `reanalyze` shows the step's IR at once and has the worker plan and fuse.
         pv.step = to;
     }
-    app.code.ir = Default::default();
-    app.code.ptx = Default::default();
-    app.code.ir.cursor = app
+    app.panes.ir = Default::default();
+    app.panes.ptx = Default::default();
+    app.panes.ir.cursor = app
         .programs
         .doc
         .as_ref()
