@@ -1,6 +1,8 @@
 //! The inspector's whole state, composed of sub-states (one file each under `app/`): the
-//! program list, the code view, the detail panel, the overlay, the screen and the GPU
-//! session. Only [`crate::tui::update::update`] changes it; views borrow it to draw.
+//! shared model (the program list and open program, the emission and its options, the GPU
+//! session and results) and the view state of the components that show it (the list and
+//! code panes' cursors, the detail panel with its tabs' own states, the overlay, the
+//! screen). Only [`crate::tui::update::update`] changes it; views borrow it to draw.
 
 use std::path::PathBuf;
 use std::sync::Arc;
