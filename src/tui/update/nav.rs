@@ -308,7 +308,7 @@ fn smart_match(hay: &str, needle: &str) -> bool {
 
 /// Moves to the next (or previous) match; `inclusive` also accepts the cursor line.
 pub(super) fn search_step(app: &mut App, forward: bool, inclusive: bool) {
-    let Some((f, q)) = app.code.search.clone() else {
+    let Some((f, q)) = app.panes.search.clone() else {
         return app.screen.info("no search: press / first");
     };
     let len = app.pane_len(f);

@@ -20,7 +20,7 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
     match kind {
         PromptKind::Search => {
             if text.is_empty() {
-                app.code.search = None;
+                app.panes.search = None;
                 return;
             }
             let f = if matches!(app.screen.focus, Focus::Ir | Focus::Ptx) {
@@ -28,7 +28,7 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
             } else {
                 Focus::Ptx
             };
-            app.code.search = Some((f, text));
+            app.panes.search = Some((f, text));
             nav::search_step(app, true, true);
         }
         PromptKind::Workgroup => match crate::shape::parse_workgroup(&text) {
