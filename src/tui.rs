@@ -213,7 +213,7 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
         }
     }
     if let Some(forms) = recorded {
-        app.timeline.set(forms);
+        update::timeline::set(&mut app, forms);
     }
     let start = update::start(&mut app);
     let mut cmds = read_first_file(&mut app, start);

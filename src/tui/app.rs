@@ -1,6 +1,8 @@
 //! The inspector's whole state, composed of sub-states (one file each under `app/`): the
-//! program list, the code view, the detail panel, the overlay, the screen and the GPU
-//! session. Only [`crate::tui::update::update`] changes it; views borrow it to draw.
+//! shared model (the program list and open program, the emission and its options, the GPU
+//! session and results) and the view state of the components that show it (the list and
+//! code panes' cursors, the detail panel with its tabs' own states, the overlay, the
+//! screen). Only [`crate::tui::update::update`] changes it; views borrow it to draw.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,6 +11,7 @@ use crate::diagnostics::Diagnostic;
 use crate::emit::EmitOptions;
 
 use super::analysis::PtxView;
+use super::component::tabs;
 use super::keymap::KeyMap;
 use super::sass_view::{SassMode, SassState, SassView, THREE_WAY_MIN_WIDTH};
 use super::theme::Theme;
@@ -18,6 +21,7 @@ pub mod code;
 pub mod detail;
 pub mod jobs;
 pub mod overlay;
+pub mod panes;
 pub mod programs;
 pub mod screen;
 
@@ -25,6 +29,7 @@ pub use code::CodeView;
 pub use detail::Detail;
 pub use jobs::{Busy, Devices, Jobs, Session};
 pub use overlay::{Edit, Overlay, Overlays, Prompt, PromptKind};
+pub use panes::Panes;
 pub use programs::{Entry, EntryStatus, Programs};
 pub use screen::Screen;
 
@@ -68,79 +73,36 @@ impl Focus {
     }
 }
 
-/// Detail tabs. Adding one: a variant here (and in `ALL`), its title, a view file under
-/// `views/` and its component in `component::tabs::TABS` (keys, hints, drawing, rows,
-/// export).
+/// A detail tab's identity: the title its component in
+/// [`crate::tui::component::tabs::TABS`] gives it. The registry is the one list of tabs (their
+/// order, titles, keys, rows, drawing, export and help); this is only a handle on one of
+/// them, so adding a tab does not touch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tab {
-    /// Occupancy vs block size.
-    Occupancy,
-    /// Registers, spills, shared, const, stack.
-    Resources,
-    /// Validator, launch, compile and performance diagnostics.
-    Diagnostics,
-    /// Dispatch history and tune sweeps.
-    Run,
-    /// PTX and module caches.
-    Cache,
-    /// Runtime counters since start.
-    Telemetry,
-    /// A pipeline's megakernel plan (shown only while a pipeline is open).
-    Plan,
-    /// Per-SM lanes of a recorded timeline and its summary.
-    Timeline,
-}
+pub struct Tab(pub &'static str);
 
 impl Tab {
-    /// Tabs in display order (number keys follow it).
-    pub const ALL: [Tab; 8] = [
-        Tab::Occupancy,
-        Tab::Resources,
-        Tab::Diagnostics,
-        Tab::Run,
-        Tab::Cache,
-        Tab::Telemetry,
-        Tab::Plan,
-        Tab::Timeline,
-    ];
-
-    /// The tabs of a Program: all but Plan.
-    const PROGRAM: [Tab; 7] = [
-        Tab::Occupancy,
-        Tab::Resources,
-        Tab::Diagnostics,
-        Tab::Run,
-        Tab::Cache,
-        Tab::Telemetry,
-        Tab::Timeline,
-    ];
-
-    /// Tabs shown: all of them for a pipeline, all but Plan for a Program.
-    pub fn visible(pipeline: bool) -> &'static [Tab] {
-        if pipeline {
-            &Tab::ALL
-        } else {
-            &Tab::PROGRAM
-        }
-    }
-
-    /// Title.
+    /// Title (tab bar, help, export file names).
     pub fn title(self) -> &'static str {
-        match self {
-            Tab::Occupancy => "Occupancy",
-            Tab::Resources => "Resources",
-            Tab::Diagnostics => "Diagnostics",
-            Tab::Run => "Run",
-            Tab::Cache => "Cache",
-            Tab::Telemetry => "Telemetry",
-            Tab::Plan => "Plan",
-            Tab::Timeline => "Timeline",
-        }
+        self.0
     }
 
-    /// Position in [`Tab::ALL`].
+    /// Every registered tab, in display order (number keys follow the shown ones).
+    pub fn all() -> Vec<Tab> {
+        tabs::TABS.iter().map(|c| c.id()).collect()
+    }
+
+    /// Position in the registry.
     pub fn index(self) -> usize {
-        Tab::ALL.iter().position(|t| *t == self).unwrap_or(0)
+        tabs::TABS.iter().position(|c| c.id() == self).unwrap_or(0)
+    }
+
+    /// Tabs shown: those whose component shows for a pipeline (`pipeline`) or a Program.
+    pub fn visible(pipeline: bool) -> Vec<Tab> {
+        tabs::TABS
+            .iter()
+            .filter(|c| c.shown(pipeline))
+            .map(|c| c.id())
+            .collect()
     }
 }
 
@@ -169,8 +131,10 @@ pub enum Level {
 pub struct App {
     /// Program files and the open program.
     pub programs: Programs,
-    /// IR/PTX panes, emission and its options.
+    /// The emission the code panes show, and its options.
     pub code: CodeView,
+    /// The list and code panes' cursors and scroll offsets.
+    pub panes: Panes,
     /// Detail panel.
     pub detail: Detail,
     /// Help and prompts.
@@ -183,8 +147,6 @@ pub struct App {
     pub keymap: KeyMap,
     /// Styles.
     pub theme: Theme,
-    /// The Timeline tab: recorded forms, zoom, pan and cursor.
-    pub timeline: super::timeline::TimelineState,
     /// Where `x` exports ([`crate::tui::export::export_dir`]; tests point it elsewhere).
     pub export_dir: Option<PathBuf>,
 }
@@ -196,13 +158,13 @@ impl App {
         App {
             programs: Programs::new(paths),
             code: CodeView::default(),
+            panes: Panes::default(),
             detail: Detail::default(),
             overlay: Overlays::default(),
             screen: Screen::default(),
             jobs: Jobs::default(),
             keymap,
             theme,
-            timeline: Default::default(),
             export_dir: super::export::export_dir(),
         }
     }
@@ -261,7 +223,7 @@ impl App {
             .doc
             .as_ref()?
             .ir
-            .get(self.code.ir.cursor)?
+            .get(self.panes.ir.cursor)?
             .node
             .as_deref()
     }
@@ -289,21 +251,21 @@ impl App {
     /// Node of the SASS row under the SASS cursor.
     pub fn sass_node(&self) -> Option<&str> {
         if let Some(d) = self.code.pin_sass() {
-            return d.rows.get(self.code.sass.cursor)?.node.as_deref();
+            return d.rows.get(self.panes.sass.cursor)?.node.as_deref();
         }
-        self.sass_view()?.node_at(self.code.sass.cursor)
+        self.sass_view()?.node_at(self.panes.sass.cursor)
     }
 
     /// Node of the PTX line under the PTX cursor.
     pub fn ptx_node(&self) -> Option<&str> {
         if let Some(d) = self.code.pin_ptx() {
-            return d.rows.get(self.code.ptx.cursor)?.node.as_deref();
+            return d.rows.get(self.panes.ptx.cursor)?.node.as_deref();
         }
         // vyre's lines have no source map.
         if self.code.vyre_mode != VyreMode::Off {
             return None;
         }
-        self.ptx_view()?.corr.node_at(self.code.ptx.cursor)
+        self.ptx_view()?.corr.node_at(self.panes.ptx.cursor)
     }
 
     /// The node whose lines are correlated now: the focused code pane's cursor node (the
@@ -399,10 +361,10 @@ impl App {
     /// Mutable pane state of `f`.
     pub fn pane_mut(&mut self, f: Focus) -> &mut PaneState {
         match f {
-            Focus::List => &mut self.programs.list,
-            Focus::Ir => &mut self.code.ir,
-            Focus::Ptx => &mut self.code.ptx,
-            Focus::Sass => &mut self.code.sass,
+            Focus::List => &mut self.panes.list,
+            Focus::Ir => &mut self.panes.ir,
+            Focus::Ptx => &mut self.panes.ptx,
+            Focus::Sass => &mut self.panes.sass,
             Focus::Detail => &mut self.detail.pane,
         }
     }
@@ -410,10 +372,10 @@ impl App {
     /// Pane state of `f`.
     pub fn pane(&self, f: Focus) -> PaneState {
         match f {
-            Focus::List => self.programs.list,
-            Focus::Ir => self.code.ir,
-            Focus::Ptx => self.code.ptx,
-            Focus::Sass => self.code.sass,
+            Focus::List => self.panes.list,
+            Focus::Ir => self.panes.ir,
+            Focus::Ptx => self.panes.ptx,
+            Focus::Sass => self.panes.sass,
             Focus::Detail => self.detail.pane,
         }
     }

@@ -94,7 +94,7 @@ pub fn run(opts: &Options, frames: usize) -> Result<Figures, TuiError> {
     let first_frame_ms = t0.elapsed().as_secs_f64() * 1e3;
     perform(&mut app, &mut gpu, first);
     for i in 0..app.programs.entries.len() {
-        app.programs.list.cursor = i;
+        app.panes.list.cursor = i;
         let cmds = open_selected(&mut app);
         perform(&mut app, &mut gpu, cmds);
         render(&mut app, &hl, w, h);

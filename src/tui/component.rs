@@ -1,14 +1,20 @@
 //! The inspector's panes and detail tabs as components, in the manner of gitui's: each one
 //! says which keys it gives a meaning of its own (and applies them), which commands the
-//! status bar hints while it has the focus, and draws itself. The state of each lives in
-//! its sub-state of [`App`]; the component is its behaviour.
+//! status bar hints while it has the focus, and draws itself. The component is the
+//! behaviour; its view state is its own struct, apart from the shared model in [`App`]
+//! (programs, emission, GPU session, results): the panes' cursors in
+//! [`crate::tui::app::Panes`], the detail panel's cursor and active tab in
+//! [`crate::tui::app::Detail`], and each tab's own state (the Timeline's zoom and lanes, the
+//! Run tab's tune scroll) in [`state::TabStates`], built from the tab registry.
 //!
 //! - [`pane`]: the component of a focusable pane ([`Focus`]); the detail panel's hands on
 //!   to the active tab's.
-//! - [`tabs::TABS`]: the tab registry. A tab is one [`tabs::TabComponent`] there (keys,
-//!   hints, drawing, scrollable rows, export, help lines) plus its variant of
-//!   [`crate::tui::app::Tab`]; the tab bar, the number keys, paging, mouse hits, export and
-//!   help all read the registry.
+//! - [`tabs::TABS`]: the tab registry, the one list of tabs. A tab is one
+//!   [`tabs::TabComponent`] there (title, when it is shown, keys, hints, drawing, scrollable
+//!   rows, export, help lines, its own state); its identity ([`crate::tui::app::Tab`]) is
+//!   its title, and the tab bar, the number keys, `<`/`>`, paging, mouse hits, export, help
+//!   and the tab states all read the registry.
+//! - [`state`]: the tabs' own view states, one container read by type.
 //! - [`help`]: the help overlay's text: the keymap's bindings and the lines of the tabs
 //!   that give keys their own meaning.
 //!
@@ -25,6 +31,7 @@ use super::highlight::Highlighter;
 
 pub mod help;
 pub mod panes;
+pub mod state;
 pub mod tabs;
 
 /// A command the status bar hints, with the word shown beside its key.

@@ -152,7 +152,7 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         // The list's and the Diagnostics tab's components took it; elsewhere nothing.
         Command::Enter => {}
         // The screen drops the message and zoom/expand; the search goes here.
-        Command::Escape => app.code.search = None,
+        Command::Escape => app.panes.search = None,
         Command::NextBlock => nav::jump_block(app, true),
         Command::PrevBlock => nav::jump_block(app, false),
         Command::PrevStep => program::step(app, -1, out),

@@ -62,7 +62,7 @@ fn three_way_view_at_160x48_marks_the_statement_in_all_three_panes() {
     let v = a.sass_view().unwrap().clone();
     let buf = render(&mut a, &hl, 160, 48);
     let corr = a.theme.correlated.bg.unwrap();
-    let (scroll, page) = (a.code.sass.scroll, ar.page(Focus::Sass));
+    let (scroll, page) = (a.panes.sass.scroll, ar.page(Focus::Sass));
     let mut marked = 0;
     for row in scroll..(scroll + page).min(v.len()) {
         let y = ar.sass.y + 1 + (row - scroll) as u16;
@@ -101,31 +101,31 @@ fn sass_pane_at_80x24_replaces_ptx_and_drives_the_other_panes() {
     press(&mut a, &[Command::Home]);
     let mut seen = Vec::new();
     loop {
-        let at = a.code.sass.cursor;
+        let at = a.panes.sass.cursor;
         press(&mut a, &[Command::NextBlock]);
-        if a.code.sass.cursor == at {
+        if a.panes.sass.cursor == at {
             break;
         }
         let v = a.sass_view().unwrap().clone();
-        let row = &v.rows[a.code.sass.cursor];
+        let row = &v.rows[a.panes.sass.cursor];
         let node = row.node.clone().expect("a block has a statement");
         assert_eq!(a.ir_node(), Some(node.as_str()));
-        assert_eq!(Some(a.code.ptx.cursor as u32 + 1), row.ptx_line);
+        assert_eq!(Some(a.panes.ptx.cursor as u32 + 1), row.ptx_line);
         seen.push(node);
     }
     assert!(seen.len() >= 2, "{seen:?}");
     assert!(seen.windows(2).all(|w| w[0] != w[1]), "{seen:?}");
     // `{` goes back to the first row of the previous block.
-    let before = a.code.sass.cursor;
+    let before = a.panes.sass.cursor;
     press(&mut a, &[Command::PrevBlock]);
-    assert!(a.code.sass.cursor < before);
+    assert!(a.panes.sass.cursor < before);
     // The IR cursor drives the SASS cursor to the statement's first instruction.
     press(&mut a, &[Command::FocusPrev]);
     assert_eq!(a.screen.focus, Focus::Ir);
     press(&mut a, &[Command::Home]);
     ir_to(&mut a, "body[1]");
     let v = a.sass_view().unwrap().clone();
-    assert_eq!(v.span_of("body[1]").map(|s| s.0), Some(a.code.sass.cursor));
+    assert_eq!(v.span_of("body[1]").map(|s| s.0), Some(a.panes.sass.cursor));
     // Back to the top for the snapshot, SASS focused.
     press(&mut a, &[Command::FocusNext, Command::Home]);
     a.screen.message = None;

@@ -8,7 +8,7 @@ use vyrescope::emit::{EmitOptions, EmittedKernel};
 use vyrescope::ir::Program;
 use vyrescope::occupancy::{DeviceCaps, KernelResources};
 use vyrescope::tui::action::{Action, Cmd, Command};
-use vyrescope::tui::app::Tab;
+use vyrescope::tui::component::tabs::{self, TabComponent};
 use vyrescope::tui::gpu::{Counters, Gpu, InputFolder, Parity, RunRecord, TuneRow};
 use vyrescope::tui::replay::perform;
 use vyrescope::tui::worker::Job;
@@ -97,7 +97,7 @@ fn a_fake_gpu_drives_a_dispatch_through_update_into_the_run_tab() {
         matches!(&cmds[..], [Cmd::Job(Job::Dispatch { .. })]),
         "{cmds:?}"
     );
-    assert_eq!(a.detail.tab, Tab::Run);
+    assert_eq!(a.detail.tab, tabs::Run.id());
     assert_eq!(a.jobs.pending, 1);
     assert!(a.jobs.busy.is_some());
     assert!(a.jobs.session.runs.is_empty());

@@ -219,3 +219,28 @@ pub fn fake_tune_rows(app: &mut App, rows: Vec<TuneRow>) {
     };
     update(app, Action::Worker(Reply::Tuned(Ok(rows), stats)));
 }
+
+/// The Timeline tab's state (kept among the detail panel's tab states).
+pub fn timeline(app: &App) -> &vyrescope::tui::timeline::TimelineState {
+    app.detail
+        .states
+        .get()
+        .expect("the Timeline tab keeps a state")
+}
+
+/// The Timeline tab's state, to change.
+pub fn timeline_mut(app: &mut App) -> &mut vyrescope::tui::timeline::TimelineState {
+    app.detail
+        .states
+        .get_mut()
+        .expect("the Timeline tab keeps a state")
+}
+
+/// The Run tab's tune-table scroll offset (the tab's own state).
+pub fn tune_scroll(app: &App) -> usize {
+    app.detail
+        .states
+        .get::<vyrescope::tui::views::run::RunState>()
+        .expect("the Run tab keeps a state")
+        .tune_scroll
+}

@@ -79,7 +79,7 @@ fn a_pinned_workgroup_change_shows_as_a_ptx_diff_with_statement_deltas() {
     // Removed rows are drawn in the error colour, added ones in the ok colour.
     let buf = render(&mut a, &hl, 120, 36);
     let ar = areas(120, 36, &a);
-    let scroll = a.code.ptx.scroll;
+    let scroll = a.panes.ptx.scroll;
     for (i, r) in v.ptx.rows.iter().enumerate().skip(scroll).take(8) {
         let y = ar.ptx.y + 1 + (i - scroll) as u16;
         let fg = buf[(ar.ptx.x + 12, y)].fg;
@@ -105,7 +105,7 @@ fn a_pinned_workgroup_change_shows_as_a_ptx_diff_with_statement_deltas() {
     for _ in 0..first {
         press(&mut a, &[Command::Down]);
     }
-    assert_eq!(a.code.ptx.cursor, first);
+    assert_eq!(a.panes.ptx.cursor, first);
     a.screen.message = None;
     let s = screen(&mut a, &hl);
     crate::support::snapshot::check(
@@ -139,7 +139,7 @@ fn the_ir_cursor_and_the_diff_rows_follow_each_other() {
         .expect("a statement whose lowering changed");
     ir_to(&mut a, &node);
     let (first, last) = v.ptx.span_of(&node).unwrap();
-    assert_eq!(a.code.ptx.cursor, first);
+    assert_eq!(a.panes.ptx.cursor, first);
     assert_eq!(a.ptx_node(), Some(node.as_str()));
     assert!(last >= first);
     // From the PTX pane, the IR cursor follows the row's statement.
@@ -154,10 +154,14 @@ fn the_ir_cursor_and_the_diff_rows_follow_each_other() {
             .as_deref()
             .and_then(|n| a.programs.doc.as_ref().unwrap().ir_line_of(n));
         if let Some(line) = line {
-            assert_eq!(a.code.ir.cursor, line, "row {} of {n:?}", a.code.ptx.cursor);
+            assert_eq!(
+                a.panes.ir.cursor, line,
+                "row {} of {n:?}",
+                a.panes.ptx.cursor
+            );
             seen += 1;
         }
-        if a.code.ptx.cursor + 1 >= v.ptx.rows.len() {
+        if a.panes.ptx.cursor + 1 >= v.ptx.rows.len() {
             break;
         }
     }
@@ -243,5 +247,5 @@ fn the_sass_pane_diffs_against_the_pinned_sass() {
         .map(|(n, _)| n.clone())
         .unwrap();
     ir_to(&mut a, &node);
-    assert_eq!(a.code.sass.cursor, sass.span_of(&node).unwrap().0);
+    assert_eq!(a.panes.sass.cursor, sass.span_of(&node).unwrap().0);
 }

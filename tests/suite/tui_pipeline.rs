@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use helpers::*;
 use vyrescope::tui::action::Command;
-use vyrescope::tui::app::{App, Focus, Tab};
+use vyrescope::tui::app::{App, Focus};
+use vyrescope::tui::component::tabs::{self, TabComponent};
 use vyrescope::tui::highlight::Highlighter;
 use vyrescope::tui::update::sync_from_ptx;
 
@@ -30,7 +31,7 @@ fn plan_tab(file: &str) -> (App, Highlighter, String) {
     let (mut a, hl) = app(&[pipeline(file)], 120, 40);
     assert!(a.programs.doc.as_ref().unwrap().pipeline.is_some());
     press(&mut a, &[Command::Tab(7)]);
-    assert_eq!(a.detail.tab, Tab::Plan);
+    assert_eq!(a.detail.tab, tabs::Plan.id());
     let s = screen(&mut a, &hl);
     (a, hl, s)
 }
@@ -76,7 +77,7 @@ fn plan_tab_workgroup_rotate() {
 fn programs_have_no_plan_tab() {
     let (mut a, hl) = app(&[fixture("vadd_f32.json")], 120, 40);
     press(&mut a, &[Command::Tab(7)]);
-    assert_ne!(a.detail.tab, Tab::Plan);
+    assert_ne!(a.detail.tab, tabs::Plan.id());
     assert!(!screen(&mut a, &hl).contains("Plan"));
 }
 
@@ -117,9 +118,9 @@ fn fused_ptx_lines_select_the_steps_ir_lines() {
             if !node.starts_with(&prefix) {
                 continue;
             }
-            a.code.ptx.cursor = line;
+            a.panes.ptx.cursor = line;
             sync_from_ptx(&mut a);
-            let ir = a.code.ir.cursor;
+            let ir = a.panes.ir.cursor;
             assert_eq!(
                 a.programs.doc.as_ref().unwrap().ir[ir].node.as_deref(),
                 Some(node.as_str()),
@@ -190,7 +191,7 @@ fn mixed_directory_lists_both_kinds() {
 fn run_without_gpu_runs_the_reference_pipeline() {
     let (mut a, hl) = app(&[pipeline("workgroup_rotate.json")], 120, 40);
     press(&mut a, &[Command::Dispatch]);
-    assert_eq!(a.detail.tab, Tab::Run);
+    assert_eq!(a.detail.tab, tabs::Run.id());
     let runs = &a.jobs.session.pipeline_runs;
     assert_eq!(runs.len(), 1, "{:?}", a.jobs.session.run_error);
     assert_eq!(runs[0].backend, "reference interpreter");
@@ -293,13 +294,13 @@ fn step_ir_lines_select_fused_ptx_lines() {
     let mut mapped = 0;
     for (line, node) in nodes {
         assert!(node.starts_with("steps[1]."), "{node}");
-        a.code.ir.cursor = line;
+        a.panes.ir.cursor = line;
         sync_from_ir(&mut a);
         let corr = &a.ptx_view().unwrap().corr;
         if !corr.lines_of(&node).is_empty() {
             mapped += 1;
             assert_eq!(
-                corr.node_at(a.code.ptx.cursor),
+                corr.node_at(a.panes.ptx.cursor),
                 Some(node.as_str()),
                 "IR line {line}"
             );
@@ -359,7 +360,7 @@ fn plan_cache_counts_show_in_the_cache_and_telemetry_tabs() {
         "one plan file"
     );
     press(&mut a, &[Command::Tab(5)]);
-    assert_eq!(a.detail.tab, Tab::Cache);
+    assert_eq!(a.detail.tab, tabs::Cache.id());
     let s = screen(&mut a, &hl);
     for needle in [
         "plan_cache.hits",
@@ -374,7 +375,7 @@ fn plan_cache_counts_show_in_the_cache_and_telemetry_tabs() {
         "{s}"
     );
     press(&mut a, &[Command::Tab(6)]);
-    assert_eq!(a.detail.tab, Tab::Telemetry);
+    assert_eq!(a.detail.tab, tabs::Telemetry.id());
     let s = screen(&mut a, &hl);
     assert!(
         s.lines()

@@ -153,11 +153,11 @@ fn code_panes_scroll_sideways() {
     };
     let before = screen(&mut a, &hl);
     press(&mut a, &[Command::ScrollRight]);
-    assert_eq!(a.code.ptx.hscroll, 8);
+    assert_eq!(a.panes.ptx.hscroll, 8);
     let after = screen(&mut a, &hl);
     assert!(after.lines().next().unwrap().contains("col 9"), "{after}");
     // Every text row moved 8 columns left; the line-number gutter stayed.
-    let line = a.code.ptx.scroll;
+    let line = a.panes.ptx.scroll;
     let text = a.ptx_view().unwrap().line(line).replace('\t', "    ");
     let shown = row_of(&after, ar.ptx.y + 1);
     let gutter = shown.find('‹').expect("scrolled gutter mark");
@@ -173,13 +173,13 @@ fn code_panes_scroll_sideways() {
     for _ in 0..1000 {
         press(&mut a, &[Command::Right]);
     }
-    assert_eq!(a.code.ptx.hscroll, width - 8);
+    assert_eq!(a.panes.ptx.hscroll, width - 8);
     press(&mut a, &[Command::Left, Command::ScrollLeft]);
-    assert_eq!(a.code.ptx.hscroll, width - 24);
+    assert_eq!(a.panes.ptx.hscroll, width - 24);
     for _ in 0..1000 {
         press(&mut a, &[Command::ScrollLeft]);
     }
-    assert_eq!(a.code.ptx.hscroll, 0);
+    assert_eq!(a.panes.ptx.hscroll, 0);
     // A search match past the right edge is scrolled into view.
     let longest = (0..a.ptx_len())
         .max_by_key(|i| {
@@ -211,7 +211,7 @@ fn code_panes_scroll_sideways() {
     let line = a
         .ptx_view()
         .unwrap()
-        .line(a.code.ptx.cursor)
+        .line(a.panes.ptx.cursor)
         .replace('\t', "    ");
     let fold = !q.chars().any(char::is_uppercase);
     let (hay, needle) = if fold {
@@ -222,7 +222,7 @@ fn code_panes_scroll_sideways() {
     let start = hay[..hay.find(&needle).expect("cursor on a match")]
         .chars()
         .count();
-    let h = a.code.ptx.hscroll;
+    let h = a.panes.ptx.hscroll;
     assert!(
         h <= start && start + q.chars().count() <= h + visible,
         "match {q:?} at column {start} not in view (scrolled to {h}, {visible} columns)"
@@ -234,7 +234,7 @@ fn code_panes_scroll_sideways() {
     // Shift + wheel over the IR pane scrolls it sideways.
     let ir = areas(80, 24, &a).ir;
     update(&mut a, Action::HWheel(ir.x + 3, ir.y + 3, 1));
-    assert!(a.code.ir.hscroll > 0 || a.pane_width(Focus::Ir) <= 8);
+    assert!(a.panes.ir.hscroll > 0 || a.pane_width(Focus::Ir) <= 8);
     // The detail panel keeps Left/Right for its tabs.
     a.screen.focus = Focus::Detail;
     press(&mut a, &[Command::Right]);

@@ -131,19 +131,19 @@ fn tune_table_scrolls_to_every_candidate_keeps_header_best_and_survives_reruns()
     assert_eq!(buf[(bar_x, tune.rows().y)].symbol(), "│");
 
     // Re-running the tune sweep keeps the selection and the scroll position.
-    let before = (a.detail.pane.cursor, a.detail.tune_scroll);
+    let before = (a.detail.pane.cursor, tune_scroll(&a));
     press(&mut a, &[Command::PageUp]);
-    let mid = (a.detail.pane.cursor, a.detail.tune_scroll);
+    let mid = (a.detail.pane.cursor, tune_scroll(&a));
     assert!(
         mid.0 < before.0 && mid.1 < before.1,
         "{before:?} -> {mid:?}"
     );
     fake_tune_rows(&mut a, rows.clone());
-    assert_eq!((a.detail.pane.cursor, a.detail.tune_scroll), mid);
+    assert_eq!((a.detail.pane.cursor, tune_scroll(&a)), mid);
     // A dispatch selects the new run; the tune table stays where it was.
     fake_dispatch(&mut a, 0.02, true);
     assert_eq!(a.detail.pane.cursor, a.jobs.session.runs.len() - 1);
-    assert_eq!(a.detail.tune_scroll, mid.1);
+    assert_eq!(tune_scroll(&a), mid.1);
 
     // End / Home reach both ends; a click selects the candidate under it.
     press(&mut a, &[Command::End]);

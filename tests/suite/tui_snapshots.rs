@@ -55,12 +55,12 @@ fn layout_80x24() {
     let ar = areas(80, 24, &a);
     let ir_border = &buf[(ar.ir.x, ar.ir.y)];
     assert!(ir_border.modifier.contains(Modifier::BOLD));
-    let cur_row = ar.ir.y + 1 + (a.code.ir.cursor - a.code.ir.scroll) as u16;
+    let cur_row = ar.ir.y + 1 + (a.panes.ir.cursor - a.panes.ir.scroll) as u16;
     assert_eq!(
         buf[(ar.ir.x + ar.ir.width - 3, cur_row)].bg,
         a.theme.cursor.bg.unwrap()
     );
-    let ptx_row = ar.ptx.y + 1 + (a.code.ptx.cursor - a.code.ptx.scroll) as u16;
+    let ptx_row = ar.ptx.y + 1 + (a.panes.ptx.cursor - a.panes.ptx.scroll) as u16;
     assert_eq!(
         buf[(ar.ptx.x + ar.ptx.width - 3, ptx_row)].bg,
         a.theme.correlated.bg.unwrap()

@@ -16,7 +16,8 @@ use vyrescope::inputs::prng::SplitMix64;
 use vyrescope::timeline::file::{parse, read, to_json};
 use vyrescope::timeline::{check, decode, summarize, Capture, LaunchRecords};
 use vyrescope::tui::action::Command;
-use vyrescope::tui::app::{App, Focus, Tab};
+use vyrescope::tui::app::{App, Focus};
+use vyrescope::tui::component::tabs::{self, TabComponent};
 use vyrescope::util::Problem;
 
 fn put(buf: &mut [u8], slots: u32, block: u32, slot: u32, r: [u32; 4], start: u64, end: u64) {
@@ -164,10 +165,9 @@ fn timeline_app(w: u16, h: u16) -> (App, vyrescope::tui::highlight::Highlighter)
     let tmp = tempfile::tempdir().expect("temp dir");
     let rec = record_file(tmp.path());
     let (mut a, hl) = app(&[pipeline("reduce_total_normalize.json")], w, h);
-    a.timeline
-        .set(vyrescope::tui::timeline::from_file(&rec).expect("record file"));
+    timeline_mut(&mut a).set(vyrescope::tui::timeline::from_file(&rec).expect("record file"));
     press(&mut a, &[Command::Tab(8)]);
-    assert_eq!(a.detail.tab, Tab::Timeline);
+    assert_eq!(a.detail.tab, tabs::Timeline.id());
     a.screen.focus = Focus::Detail;
     (a, hl)
 }
@@ -343,45 +343,45 @@ fn timeline_tab_of_a_fused_pipeline() {
 #[test]
 fn zoom_pan_and_fit() {
     let (mut a, _) = timeline_app(120, 40);
-    let span = a.timeline.current().expect("form").span;
-    assert_eq!(a.timeline.window(), (0, span));
+    let span = timeline(&a).current().expect("form").span;
+    assert_eq!(timeline(&a).window(), (0, span));
     press(&mut a, &[Command::WgPlus]);
-    let (_, len) = a.timeline.window();
+    let (_, len) = timeline(&a).window();
     assert_eq!(len, span / 2, "+ zooms in twice as close");
     press(&mut a, &[Command::WgPlus, Command::Right]);
-    let (s1, l1) = a.timeline.window();
+    let (s1, l1) = timeline(&a).window();
     assert_eq!(l1, span / 4);
     press(&mut a, &[Command::Right]);
-    let (s2, _) = a.timeline.window();
+    let (s2, _) = timeline(&a).window();
     assert!(s2 > s1, "l pans later: {s1} -> {s2}");
     press(&mut a, &[Command::Left, Command::Left, Command::Left]);
-    assert!(a.timeline.window().0 < s1);
+    assert!(timeline(&a).window().0 < s1);
     // Panning never leaves the recorded span.
     press(&mut a, &[Command::ScrollRight; 20]);
-    let (s, l) = a.timeline.window();
+    let (s, l) = timeline(&a).window();
     assert_eq!(s + l, span);
     press(&mut a, &[Command::WgMinus]);
-    assert_eq!(a.timeline.window().1, span / 2);
+    assert_eq!(timeline(&a).window().1, span / 2);
     press(&mut a, &[Command::TimelineFit]);
-    assert_eq!(a.timeline.window(), (0, span));
+    assert_eq!(timeline(&a).window(), (0, span));
     // The tab stays: Left/Right pan here instead of switching tabs, and the workgroup keys
     // zoom instead of changing the workgroup.
-    assert_eq!(a.detail.tab, Tab::Timeline);
+    assert_eq!(a.detail.tab, tabs::Timeline.id());
 }
 
 #[test]
 fn cursor_walks_lanes_and_slices_and_moves_the_panes_to_its_step() {
     let (mut a, hl) = timeline_app(120, 40);
-    let first = *a.timeline.cursor().expect("a slice");
+    let first = *timeline(&a).cursor().expect("a slice");
     assert_eq!(first.step, Some(0));
     press(&mut a, &[Command::Down]);
-    assert_eq!(a.timeline.lane, 1);
-    assert_ne!(a.timeline.cursor().expect("slice").sm, first.sm);
+    assert_eq!(timeline(&a).lane, 1);
+    assert_ne!(timeline(&a).cursor().expect("slice").sm, first.sm);
     press(&mut a, &[Command::Up, Command::Up]);
-    assert_eq!(a.timeline.lane, 0, "clamped at the first lane");
+    assert_eq!(timeline(&a).lane, 0, "clamped at the first lane");
     // Lane 0 (SM 0) holds block 0, which ran the fold (step 1): walk to it.
     let mut guard = 0;
-    while a.timeline.cursor().and_then(|s| s.step) != Some(1) {
+    while timeline(&a).cursor().and_then(|s| s.step) != Some(1) {
         press(&mut a, &[Command::NextBlock]);
         guard += 1;
         assert!(guard < 100, "no step-1 slice on SM 0");
@@ -397,7 +397,7 @@ fn cursor_walks_lanes_and_slices_and_moves_the_panes_to_its_step() {
     assert!(s.contains("IR step 2/3"), "{s}");
     assert!(s.contains("▶ step 1 wg 0"), "{s}");
     press(&mut a, &[Command::End]);
-    assert_eq!(a.timeline.cursor().and_then(|s| s.step), Some(2));
+    assert_eq!(timeline(&a).cursor().and_then(|s| s.step), Some(2));
     press(&mut a, &[Command::Enter]);
     assert_eq!(a.screen.focus, Focus::Ir, "Enter goes to the step's IR");
     assert_eq!(
@@ -410,14 +410,14 @@ fn cursor_walks_lanes_and_slices_and_moves_the_panes_to_its_step() {
     );
     press(&mut a, &[Command::Home]);
     // Away from the tab the keys keep their ordinary meaning.
-    assert_eq!(a.timeline.cursor().and_then(|s| s.step), Some(2));
+    assert_eq!(timeline(&a).cursor().and_then(|s| s.step), Some(2));
 }
 
 #[test]
 fn without_a_timeline_the_tab_says_how_to_get_one() {
     let (mut a, hl) = app(&[fixture("vadd_f32.json")], 120, 40);
     press(&mut a, &[Command::Tab(7)]);
-    assert_eq!(a.detail.tab, Tab::Timeline, "a Program's seventh tab");
+    assert_eq!(a.detail.tab, tabs::Timeline.id(), "a Program's seventh tab");
     let s = screen(&mut a, &hl);
     assert!(
         s.contains("No timeline yet") && s.contains("--timeline-out"),
@@ -450,7 +450,7 @@ fn the_h200_capture_opens_consistent_in_both_forms() {
     assert_eq!(forms[1].label, "fused");
     assert_eq!(forms[1].decoded.slices.len(), 2625);
     let (mut a, hl) = app(&[pipeline("reduce_total_normalize.json")], 120, 40);
-    a.timeline.set(forms);
+    timeline_mut(&mut a).set(forms);
     press(&mut a, &[Command::Tab(8), Command::Expand]);
     a.screen.focus = Focus::Detail;
     let s = screen(&mut a, &hl);
@@ -486,7 +486,7 @@ fn the_h200_capture_opens_consistent_in_both_forms() {
     );
     // `f` shows the separate launches: three kernels, one per step.
     press(&mut a, &[Command::TimelineForm]);
-    let d = a.timeline.current().expect("form");
+    let d = timeline(&a).current().expect("form");
     assert_eq!(d.label, "separate");
     assert_eq!(d.capture.launches.len(), 3);
 }
@@ -560,7 +560,10 @@ fn r_on_a_gpu_records_the_timeline_after_the_timed_run() {
     );
     assert_eq!(a.jobs.session.runs.len(), 1, "the timed run is listed");
     assert!(a.jobs.busy.is_none(), "the job finished once");
-    assert!(a.timeline.current().is_some(), "and its timeline recorded");
+    assert!(
+        timeline(&a).current().is_some(),
+        "and its timeline recorded"
+    );
     press(&mut a, &[Command::Tab(7)]);
     let s = screen(&mut a, &hl);
     assert!(s.contains("recorded after r on a fake"), "{s}");
@@ -572,7 +575,7 @@ fn r_on_a_gpu_records_the_timeline_after_the_timed_run() {
     );
     assert_eq!(a.jobs.session.runs.len(), 2);
     // `r` shows the Run tab; the Timeline tab is one key away.
-    assert_eq!(a.detail.tab, Tab::Run);
+    assert_eq!(a.detail.tab, tabs::Run.id());
     press(&mut a, &[Command::Tab(7)]);
     let s = screen(&mut a, &hl);
     assert!(
@@ -590,8 +593,8 @@ fn a_click_on_a_lane_puts_the_cursor_on_the_slice_there() {
     // Lane 2 (third lane row), near the right end: step 2's slices.
     let (x, y) = (content.x + content.width - 8, content.y + 2 + 2);
     update(&mut a, Action::Click(x, y));
-    assert_eq!(a.timeline.lane, 2);
-    assert_eq!(a.timeline.cursor().and_then(|s| s.step), Some(2));
+    assert_eq!(timeline(&a).lane, 2);
+    assert_eq!(timeline(&a).cursor().and_then(|s| s.step), Some(2));
     let step = a
         .programs
         .doc
@@ -601,8 +604,8 @@ fn a_click_on_a_lane_puts_the_cursor_on_the_slice_there() {
     assert_eq!(step, Some(2), "the clicked slice's step is selected");
     // The tab bar and the header rows are no lanes: the tab stays.
     update(&mut a, Action::Click(content.x + 20, content.y));
-    assert_eq!(a.detail.tab, Tab::Timeline);
-    assert_eq!(a.timeline.lane, 2);
+    assert_eq!(a.detail.tab, tabs::Timeline.id());
+    assert_eq!(timeline(&a).lane, 2);
 }
 
 #[test]

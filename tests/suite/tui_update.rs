@@ -7,6 +7,7 @@ use crate::tui_helpers as helpers;
 use helpers::*;
 use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{Focus, Level, Overlay};
+use vyrescope::tui::component::tabs::{self, TabComponent};
 use vyrescope::tui::layout::areas;
 use vyrescope::tui::worker::Reply;
 
@@ -50,7 +51,7 @@ fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
             .collect();
         press(&mut a, &[Command::Home]);
         for (i, node) in doc_lines.iter().enumerate() {
-            assert_eq!(a.code.ir.cursor, i, "{}", f.display());
+            assert_eq!(a.panes.ir.cursor, i, "{}", f.display());
             if let Some(node) = node {
                 // Independently: the first line of the node's first map range.
                 let entry = view
@@ -61,9 +62,9 @@ fn ir_cursor_selects_every_statements_ptx_and_scrolls_to_it() {
                     .find(|e| &e.node == node);
                 if let Some(e) = entry {
                     let first = e.lines.iter().map(|r| r[0]).min().unwrap() as usize - 1;
-                    assert_eq!(a.code.ptx.cursor, first, "{} {node}", f.display());
+                    assert_eq!(a.panes.ptx.cursor, first, "{} {node}", f.display());
                     assert!(
-                        a.code.ptx.scroll <= first && first < a.code.ptx.scroll + page,
+                        a.panes.ptx.scroll <= first && first < a.panes.ptx.scroll + page,
                         "{} {node}: not in view",
                         f.display()
                     );
@@ -91,7 +92,7 @@ fn ptx_cursor_selects_the_producing_statement() {
             for _ in 0..target {
                 update(&mut a, Action::Command(Command::Down));
             }
-            assert_eq!(a.code.ptx.cursor, target);
+            assert_eq!(a.panes.ptx.cursor, target);
             // Independently: which map entry covers this 1-based line?
             let line = target as u32 + 1;
             let owner = view
@@ -110,7 +111,7 @@ fn ptx_cursor_selects_the_producing_statement() {
             if let Some(node) = owner {
                 let ir_line = a.programs.doc.as_ref().unwrap().ir_line_of(&node);
                 if let Some(l) = ir_line {
-                    assert_eq!(a.code.ir.cursor, l, "{} {node}", f.display());
+                    assert_eq!(a.panes.ir.cursor, l, "{} {node}", f.display());
                     assert_eq!(a.ir_node(), Some(node.as_str()));
                 }
             }
@@ -126,26 +127,26 @@ fn next_block_visits_distinct_statements_in_order() {
     let mut last = usize::MAX;
     for _ in 0..200 {
         press(&mut a, &[Command::NextBlock]);
-        if a.code.ptx.cursor == last {
+        if a.panes.ptx.cursor == last {
             break;
         }
-        assert!(last == usize::MAX || a.code.ptx.cursor > last);
-        last = a.code.ptx.cursor;
+        assert!(last == usize::MAX || a.panes.ptx.cursor > last);
+        last = a.panes.ptx.cursor;
         let node = a.ptx_node().map(str::to_string);
         assert!(node.is_some());
         // A block starts where the owner changes.
         let v = a.ptx_view().unwrap();
         assert_ne!(
-            v.corr.node_at(a.code.ptx.cursor.wrapping_sub(1)),
+            v.corr.node_at(a.panes.ptx.cursor.wrapping_sub(1)),
             node.as_deref()
         );
         seen.push(node);
     }
     assert!(seen.len() >= 3, "{seen:?}");
     // And back.
-    let here = a.code.ptx.cursor;
+    let here = a.panes.ptx.cursor;
     press(&mut a, &[Command::PrevBlock]);
-    assert!(a.code.ptx.cursor < here);
+    assert!(a.panes.ptx.cursor < here);
 }
 
 #[test]
@@ -155,15 +156,17 @@ fn navigation_is_clamped_and_paged() {
     let len = a.ptx_len();
     let page = areas(80, 24, &a).page(Focus::Ptx);
     press(&mut a, &[Command::Home, Command::Up]);
-    assert_eq!((a.code.ptx.cursor, a.code.ptx.scroll), (0, 0));
+    assert_eq!((a.panes.ptx.cursor, a.panes.ptx.scroll), (0, 0));
     press(&mut a, &[Command::PageDown]);
-    assert_eq!(a.code.ptx.cursor, page);
-    assert!(a.code.ptx.scroll <= a.code.ptx.cursor && a.code.ptx.cursor < a.code.ptx.scroll + page);
+    assert_eq!(a.panes.ptx.cursor, page);
+    assert!(
+        a.panes.ptx.scroll <= a.panes.ptx.cursor && a.panes.ptx.cursor < a.panes.ptx.scroll + page
+    );
     press(&mut a, &[Command::End, Command::Down]);
-    assert_eq!(a.code.ptx.cursor, len - 1);
-    assert_eq!(a.code.ptx.scroll, len - page);
+    assert_eq!(a.panes.ptx.cursor, len - 1);
+    assert_eq!(a.panes.ptx.scroll, len - page);
     press(&mut a, &[Command::PageUp]);
-    assert_eq!(a.code.ptx.cursor, len - 1 - page);
+    assert_eq!(a.panes.ptx.cursor, len - 1 - page);
     // Focus cycles through the three panes and back: with one file open the program list is
     // folded away and takes no focus.
     let start = a.screen.focus;
@@ -191,15 +194,11 @@ fn navigation_is_clamped_and_paged() {
         ],
     );
     // The last tab, Timeline, keeps Left/Right for panning its lanes; `>` goes on.
-    assert_eq!(a.detail.tab, vyrescope::tui::app::Tab::Timeline);
+    assert_eq!(a.detail.tab, tabs::Timeline.id());
     press(&mut a, &[Command::Right, Command::NextTab]);
     assert_eq!(a.detail.tab.index(), 0, "wraps after the last tab");
     press(&mut a, &[Command::Left]);
-    assert_eq!(
-        a.detail.tab,
-        vyrescope::tui::app::Tab::Timeline,
-        "wraps back"
-    );
+    assert_eq!(a.detail.tab, tabs::Timeline.id(), "wraps back");
     press(&mut a, &[Command::PrevTab]);
     assert_eq!(a.detail.tab.index(), 5);
 }
@@ -220,16 +219,16 @@ fn search_finds_matches_in_order_and_wraps() {
         .filter(|&i| v.line(i).contains("ld.global"))
         .collect();
     assert!(want.len() >= 2);
-    let mut got = vec![a.code.ptx.cursor];
+    let mut got = vec![a.panes.ptx.cursor];
     for _ in 1..want.len() {
         press(&mut a, &[Command::SearchNext]);
-        got.push(a.code.ptx.cursor);
+        got.push(a.panes.ptx.cursor);
     }
     assert_eq!(got, want);
     press(&mut a, &[Command::SearchNext]);
-    assert_eq!(a.code.ptx.cursor, want[0], "wraps to the first match");
+    assert_eq!(a.panes.ptx.cursor, want[0], "wraps to the first match");
     press(&mut a, &[Command::SearchPrev]);
-    assert_eq!(a.code.ptx.cursor, *want.last().unwrap());
+    assert_eq!(a.panes.ptx.cursor, *want.last().unwrap());
 }
 
 #[test]
@@ -321,7 +320,7 @@ fn reload_keeps_cursor_tab_and_picks_up_changes() {
     std::fs::write(&file, &text).unwrap();
     let (mut a, _) = app(std::slice::from_ref(&file), 120, 40);
     press(&mut a, &[Command::Down, Command::Tab(2)]);
-    let (cursor, tab) = (a.code.ir.cursor, a.detail.tab);
+    let (cursor, tab) = (a.panes.ir.cursor, a.detail.tab);
     std::fs::write(
         &file,
         text.replace("\"name\": \"saxpy_f32\"", "\"name\": \"saxpy_renamed\""),
@@ -332,7 +331,7 @@ fn reload_keeps_cursor_tab_and_picks_up_changes() {
         a.programs.doc.as_ref().unwrap().program.name,
         "saxpy_renamed"
     );
-    assert_eq!((a.code.ir.cursor, a.detail.tab), (cursor, tab));
+    assert_eq!((a.panes.ir.cursor, a.detail.tab), (cursor, tab));
     // A broken file keeps the last good version and says why.
     std::fs::write(&file, "{").unwrap();
     update(&mut a, Action::FileChanged);
@@ -443,17 +442,17 @@ fn mouse_click_focuses_and_selects_wheel_scrolls() {
     let ar = areas(120, 40, &a);
     update(&mut a, Action::Click(ar.ptx.x + 5, ar.ptx.y + 4));
     assert_eq!(a.screen.focus, Focus::Ptx);
-    assert_eq!(a.code.ptx.cursor, a.code.ptx.scroll + 3);
-    let before = a.code.ptx.cursor;
+    assert_eq!(a.panes.ptx.cursor, a.panes.ptx.scroll + 3);
+    let before = a.panes.ptx.cursor;
     update(&mut a, Action::Wheel(ar.ptx.x + 5, ar.ptx.y + 4, 1));
-    assert_eq!(a.code.ptx.cursor, before + 3);
+    assert_eq!(a.panes.ptx.cursor, before + 3);
     // Tab bar click.
     let x = ar.detail.x + 1 + " 1 Occupancy ".len() as u16 + 2;
     update(&mut a, Action::Click(x, ar.detail.y + 1));
     assert_eq!(a.detail.tab.index(), 1);
     update(&mut a, Action::Click(ar.ir.x + 3, ar.ir.y + 2));
     assert_eq!(a.screen.focus, Focus::Ir);
-    assert_eq!(a.code.ir.cursor, a.code.ir.scroll + 1);
+    assert_eq!(a.panes.ir.cursor, a.panes.ir.scroll + 1);
 }
 
 #[test]
@@ -522,7 +521,7 @@ fn files_are_read_and_exports_written_outside_update() {
     assert_eq!(name(&a), "vadd_f32");
     // Enter on the list asks the worker to read the file; the state waits for its reply.
     a.screen.focus = Focus::List;
-    a.programs.list.cursor = 1;
+    a.panes.list.cursor = 1;
     let first = vyrescope::tui::update::update(&mut a, Action::Command(Command::Enter));
     assert!(matches!(
         first.as_slice(),
@@ -530,11 +529,11 @@ fn files_are_read_and_exports_written_outside_update() {
     ));
     assert_eq!(name(&a), "vadd_f32");
     // A newer request makes the older one stale: its reply changes nothing.
-    a.programs.list.cursor = 0;
+    a.panes.list.cursor = 0;
     let second = vyrescope::tui::update::update(&mut a, Action::Command(Command::Enter));
     perform(&mut a, &mut NoGpu, first);
     assert_eq!(name(&a), "vadd_f32");
-    a.programs.list.cursor = 1;
+    a.panes.list.cursor = 1;
     perform(&mut a, &mut NoGpu, second);
     assert_eq!(
         (name(&a), a.programs.current),

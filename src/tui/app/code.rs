@@ -1,6 +1,7 @@
-//! The code view sub-state: the IR and PTX panes, the emission they show, the search, and
-//! the options it was emitted for (workgroup override, target sm) with the kernel resources
-//! measured so far.
+//! The code view sub-state: the emission the IR, PTX and SASS panes show (their cursors and
+//! the search are the panes' own, [`super::Panes`]), what the PTX and SASS panes show of it,
+//! and the options it was emitted for (workgroup override, target sm) with the kernel
+//! resources measured so far.
 
 use std::collections::HashMap;
 
@@ -11,21 +12,13 @@ use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
 use crate::tui::worker::ResKey;
 
-use super::{Focus, PaneState};
-
-/// Code panes and emission options.
+/// The emission and its options.
 #[derive(Debug)]
 pub struct CodeView {
     /// Emission for the current options (None while the worker emits).
     pub emission: Option<Emission>,
     /// Bumped on every new emission request; highlight cache key and stale-result filter.
     pub generation: u64,
-    /// IR pane.
-    pub ir: PaneState,
-    /// PTX pane.
-    pub ptx: PaneState,
-    /// SASS pane.
-    pub sass: PaneState,
     /// Where the SASS pane goes.
     pub sass_mode: SassMode,
     /// SASS listings per (document, emit options), assembled on the worker.
@@ -36,8 +29,6 @@ pub struct CodeView {
     pub vyre_mode: VyreMode,
     /// vyre views per (document, emit options), made on the worker.
     pub vyre_views: HashMap<ResKey, VyreState>,
-    /// Active search text (applies to the pane it was typed in).
-    pub search: Option<(Focus, String)>,
     /// Workgroup override (None: the program's own).
     pub workgroup: Option<[u32; 3]>,
     /// Target sm.
@@ -71,15 +62,11 @@ impl Default for CodeView {
         CodeView {
             emission: None,
             generation: 0,
-            ir: PaneState::default(),
-            ptx: PaneState::default(),
-            sass: PaneState::default(),
             sass_mode: SassMode::Off,
             sass_listings: HashMap::new(),
             vyre_mode: VyreMode::Off,
             vyre_views: HashMap::new(),
             sass_key: None,
-            search: None,
             workgroup: None,
             sm: 90,
             sm_pinned: false,
@@ -97,13 +84,10 @@ impl Default for CodeView {
 }
 
 impl CodeView {
-    /// A freshly opened program: panes at the top, no search, the program's own workgroup.
+    /// A freshly opened program: the program's own workgroup (the panes' cursors and the
+    /// search are [`super::Panes::reset_code`]'s).
     pub fn reset_for_new_program(&mut self) {
         self.workgroup = None;
-        self.ir = PaneState::default();
-        self.ptx = PaneState::default();
-        self.sass = PaneState::default();
-        self.search = None;
     }
 
     /// The vyre view of the current emission (None: not asked for).

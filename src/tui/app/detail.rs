@@ -1,31 +1,34 @@
-//! The detail panel sub-state: the active tab, its cursor and the scroll offsets of its
-//! lists.
+//! The detail panel sub-state: the active tab, its cursor and the scroll offset of its
+//! first list, and the tabs' own view states ([`TabStates`], built from the registry).
 
 use super::{PaneState, Tab};
 use crate::tui::action::{Action, Cmd, Command};
+use crate::tui::component::state::TabStates;
 
 /// Detail panel state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Detail {
     /// Active detail tab.
     pub tab: Tab,
     /// The cursor counts through the active tab's lists in order (on the Run tab: the
     /// dispatches, then the tune candidates); `scroll` is the first list's offset.
     pub pane: PaneState,
-    /// First visible row of the Run tab's tune table (it scrolls apart from the history).
-    pub tune_scroll: usize,
-    /// A pipeline is open: the Plan tab is shown too.
+    /// A pipeline is open: the tabs shown only for one (Plan) are shown too.
     pub pipeline: bool,
+    /// Each tab's own view state (what its component keeps beyond the cursor).
+    pub states: TabStates,
 }
 
 impl Default for Detail {
     fn default() -> Self {
-        Detail {
-            tab: Tab::Occupancy,
+        let mut d = Detail {
+            tab: Tab(""),
             pane: PaneState::default(),
-            tune_scroll: 0,
             pipeline: false,
-        }
+            states: TabStates::default(),
+        };
+        d.switch(0);
+        d
     }
 }
 
@@ -48,11 +51,11 @@ impl Detail {
     }
 
     /// The tabs shown now ([`Tab::visible`]).
-    pub fn tabs(&self) -> &'static [Tab] {
+    pub fn tabs(&self) -> Vec<Tab> {
         Tab::visible(self.pipeline)
     }
 
-    /// Says whether a pipeline is open; closing one leaves the Plan tab for the first.
+    /// Says whether a pipeline is open; closing one leaves a pipeline's tab for the first.
     pub fn set_pipeline(&mut self, pipeline: bool) {
         self.pipeline = pipeline;
         if !self.tabs().contains(&self.tab) {
@@ -63,9 +66,20 @@ impl Detail {
     /// Shows tab `i` of the shown tabs (clamped) from its top.
     pub fn switch(&mut self, i: usize) {
         let tabs = self.tabs();
-        self.tab = tabs[i.min(tabs.len() - 1)];
+        if let Some(t) = tabs.get(i.min(tabs.len().saturating_sub(1))) {
+            self.tab = *t;
+        }
         self.pane = PaneState::default();
-        self.tune_scroll = 0;
+        self.states.switched();
+    }
+
+    /// Shows tab `t` from its top, unless it is shown already (or not shown at all).
+    pub fn show(&mut self, t: Tab) {
+        if self.tab != t {
+            if let Some(i) = self.tabs().iter().position(|s| *s == t) {
+                self.switch(i);
+            }
+        }
     }
 
     /// The tab `step` places after the active one (wrapping; negative goes back).
@@ -73,6 +87,6 @@ impl Detail {
         // Counted among the tabs shown: a Program's Timeline follows Telemetry there.
         let tabs = self.tabs();
         let here = tabs.iter().position(|t| *t == self.tab).unwrap_or(0);
-        (here as isize + step).rem_euclid(tabs.len() as isize) as usize
+        (here as isize + step).rem_euclid(tabs.len().max(1) as isize) as usize
     }
 }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use crate::diagnostics::{Diagnostic, Severity};
 
-use super::PaneState;
 use crate::tui::analysis::Document;
 
 /// One file of the program list.
@@ -104,8 +103,6 @@ pub enum Loaded {
 pub struct Programs {
     /// Program files.
     pub entries: Vec<Entry>,
-    /// Program list cursor.
-    pub list: PaneState,
     /// Index of the open program in `entries`.
     pub current: Option<usize>,
     /// The open program.

@@ -1,26 +1,47 @@
-//! The detail tabs as components, and [`TABS`], the registry the tab bar, the number keys,
-//! paging, mouse hits, export and help read. Adding a tab: its variant of
-//! [`crate::tui::app::Tab`] (in `Tab::ALL`), a view file under `views/`, and one
-//! [`TabComponent`] here, listed in [`TABS`].
+//! The detail tabs as components, and [`TABS`], the registry: the one list of tabs. The tab
+//! bar, the number keys, Left/Right and Tab cycling, paging, mouse hits, export, help and
+//! the tabs' own view states ([`super::state::TabStates`]) all read it, and a tab's identity
+//! ([`Tab`]) is the title its component gives. Adding a tab: one [`TabComponent`] here,
+//! listed in [`TABS`] where it goes in the bar (its drawing may live in a view module under
+//! `views/`, which the component names).
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::Frame;
 use serde_json::{json, Value};
 
+use super::state::TabState;
 use super::{with_global, words, Hint};
 use crate::tui::action::{Cmd, Command};
 use crate::tui::app::{App, Tab};
 use crate::tui::export::{counters_json, result};
 use crate::tui::layout::{areas, detail_content};
+use crate::tui::timeline::TimelineState;
 use crate::tui::update::{program, timeline};
 use crate::tui::views;
+use crate::tui::views::run::RunState;
 use crate::tui::views::tab_rows::{Offset, RowList};
 
 /// One detail tab.
 pub trait TabComponent: Sync {
-    /// The tab it is.
-    fn tab(&self) -> Tab;
+    /// Title (tab bar, help, export file names); it is also the tab's identity.
+    fn title(&self) -> &'static str;
+
+    /// The tab's identity.
+    fn id(&self) -> Tab {
+        Tab(self.title())
+    }
+
+    /// Whether the tab is shown for a pipeline (`pipeline`) or for a Program.
+    fn shown(&self, _pipeline: bool) -> bool {
+        true
+    }
+
+    /// A fresh view state of the tab's own, when it keeps one beyond the panel's cursor
+    /// (held in [`super::state::TabStates`], read back by its type).
+    fn state(&self) -> Option<Box<dyn TabState>> {
+        None
+    }
 
     /// Applies `c` when it is one of the tab's own keys now (the detail panel has the
     /// focus and this tab is shown); false: not taken.
@@ -52,7 +73,7 @@ pub trait TabComponent: Sync {
     }
 }
 
-/// Every tab, in [`Tab::ALL`]'s order.
+/// Every tab, in the order of the tab bar and the number keys.
 pub const TABS: &[&dyn TabComponent] = &[
     &Occupancy,
     &Resources,
@@ -68,7 +89,7 @@ pub const TABS: &[&dyn TabComponent] = &[
 pub fn tab(t: Tab) -> &'static dyn TabComponent {
     TABS.iter()
         .copied()
-        .find(|c| c.tab() == t)
+        .find(|c| c.id() == t)
         .unwrap_or(TABS[0])
 }
 
@@ -106,8 +127,8 @@ fn counter_list(data: &Result<Vec<(String, String)>, String>, content: Rect) -> 
 pub struct Occupancy;
 
 impl TabComponent for Occupancy {
-    fn tab(&self) -> Tab {
-        Tab::Occupancy
+    fn title(&self) -> &'static str {
+        "Occupancy"
     }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
         views::occupancy::draw(frame, area, app);
@@ -129,8 +150,8 @@ impl TabComponent for Occupancy {
 pub struct Resources;
 
 impl TabComponent for Resources {
-    fn tab(&self) -> Tab {
-        Tab::Resources
+    fn title(&self) -> &'static str {
+        "Resources"
     }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
         views::resources::draw(frame.buffer_mut(), area, app);
@@ -155,8 +176,8 @@ impl TabComponent for Resources {
 pub struct Diagnostics;
 
 impl TabComponent for Diagnostics {
-    fn tab(&self) -> Tab {
-        Tab::Diagnostics
+    fn title(&self) -> &'static str {
+        "Diagnostics"
     }
     fn command(&self, app: &mut App, c: Command, _: &mut Vec<Cmd>) -> bool {
         if c != Command::Enter {
@@ -184,8 +205,11 @@ impl TabComponent for Diagnostics {
 pub struct Run;
 
 impl TabComponent for Run {
-    fn tab(&self) -> Tab {
-        Tab::Run
+    fn title(&self) -> &'static str {
+        "Run"
+    }
+    fn state(&self) -> Option<Box<dyn TabState>> {
+        Some(Box::<RunState>::default())
     }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
         views::run::draw(frame, area, app);
@@ -208,8 +232,8 @@ impl TabComponent for Run {
 pub struct Cache;
 
 impl TabComponent for Cache {
-    fn tab(&self) -> Tab {
-        Tab::Cache
+    fn title(&self) -> &'static str {
+        "Cache"
     }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
         views::cache::draw(frame.buffer_mut(), area, app);
@@ -227,8 +251,8 @@ impl TabComponent for Cache {
 pub struct Telemetry;
 
 impl TabComponent for Telemetry {
-    fn tab(&self) -> Tab {
-        Tab::Telemetry
+    fn title(&self) -> &'static str {
+        "Telemetry"
     }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
         views::telemetry::draw(frame.buffer_mut(), area, app);
@@ -246,8 +270,11 @@ impl TabComponent for Telemetry {
 pub struct Plan;
 
 impl TabComponent for Plan {
-    fn tab(&self) -> Tab {
-        Tab::Plan
+    fn title(&self) -> &'static str {
+        "Plan"
+    }
+    fn shown(&self, pipeline: bool) -> bool {
+        pipeline
     }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
         views::plan::draw(frame.buffer_mut(), area, app);
@@ -267,13 +294,19 @@ impl TabComponent for Plan {
     }
 }
 
+/// Zoom, pan, the cursor lane and slice, and the recorded forms they show.
+impl TabState for TimelineState {}
+
 /// Per-SM lanes of a recorded timeline: zoom, pan, lanes and slices have keys of their own
 /// (`update::timeline`); the lanes keep their own cursor, so nothing here is a row list.
 pub struct Timeline;
 
 impl TabComponent for Timeline {
-    fn tab(&self) -> Tab {
-        Tab::Timeline
+    fn title(&self) -> &'static str {
+        "Timeline"
+    }
+    fn state(&self) -> Option<Box<dyn TabState>> {
+        Some(Box::<TimelineState>::default())
     }
     fn command(&self, app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
         timeline::command(app, c, out)
@@ -299,10 +332,10 @@ impl TabComponent for Timeline {
     fn data(&self, app: &App) -> Value {
         // Every recorded form's summary and check (the lanes are the records themselves:
         // `run --timeline-out` writes those).
-        json!(app
-            .timeline
-            .forms
-            .iter()
+        let forms = app.detail.states.get::<TimelineState>().map(|s| &s.forms);
+        json!(forms
+            .into_iter()
+            .flatten()
             .map(|d| json!({
                 "form": d.label,
                 "origin": d.origin,
@@ -347,12 +380,4 @@ impl TabComponent for Timeline {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_registry_has_every_tab_once_in_order() {
-        let listed: Vec<Tab> = TABS.iter().map(|c| c.tab()).collect();
-        assert_eq!(listed, Tab::ALL.to_vec());
-    }
-}
+mod tests;

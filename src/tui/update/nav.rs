@@ -83,7 +83,9 @@ fn keep_detail_visible(app: &mut App) {
     for l in &lists {
         let page = l.page();
         let max = l.max_scroll();
-        let s = l.offset.get_mut(&mut app.detail);
+        let Some(s) = l.offset.get_mut(&mut app.detail) else {
+            continue;
+        };
         if l.holds(cur) {
             let row = cur - l.first;
             if !l.select || row < *s {
@@ -135,7 +137,7 @@ pub fn sync_from_ir(app: &mut App) {
         first.saturating_sub(1),
         last.saturating_sub(1).min(view.len().saturating_sub(1)),
     );
-    app.code.ptx.cursor = first;
+    app.panes.ptx.cursor = first;
     reveal(app, Focus::Ptx, first, last.max(first));
     sass_to_node(app, &node);
 }
@@ -146,7 +148,7 @@ fn sass_to_node(app: &mut App, node: &str) {
     let Some((first, last)) = app.sass_view().and_then(|v| v.span_of(node)) else {
         return;
     };
-    app.code.sass.cursor = first;
+    app.panes.sass.cursor = first;
     reveal(app, Focus::Sass, first, last);
 }
 
@@ -162,13 +164,13 @@ pub fn sync_from_sass(app: &mut App) {
     let Some(view) = app.sass_view().cloned() else {
         return;
     };
-    let Some(row) = view.rows.get(app.code.sass.cursor) else {
+    let Some(row) = view.rows.get(app.panes.sass.cursor) else {
         return;
     };
     if let Some(line) = row.ptx_line {
         let l = (line as usize).saturating_sub(1);
         if l < app.ptx_len() {
-            app.code.ptx.cursor = l;
+            app.panes.ptx.cursor = l;
             reveal(app, Focus::Ptx, l, l);
         }
     }
@@ -179,7 +181,7 @@ pub fn sync_from_sass(app: &mut App) {
     else {
         return;
     };
-    app.code.ir.cursor = line;
+    app.panes.ir.cursor = line;
     reveal(app, Focus::Ir, line, line);
 }
 
@@ -194,15 +196,15 @@ pub fn sync_from_ptx(app: &mut App) {
     let Some(line) = app.programs.doc.as_ref().and_then(|d| d.ir_line_of(&node)) else {
         return;
     };
-    app.code.ir.cursor = line;
+    app.panes.ir.cursor = line;
     reveal(app, Focus::Ir, line, line);
     // The SASS of the PTX line itself when it has any, else of its statement.
     let row = app
         .sass_view()
-        .and_then(|v| v.row_of_ptx_line(app.code.ptx.cursor as u32 + 1));
+        .and_then(|v| v.row_of_ptx_line(app.panes.ptx.cursor as u32 + 1));
     match row {
         Some(r) => {
-            app.code.sass.cursor = r;
+            app.panes.sass.cursor = r;
             reveal(app, Focus::Sass, r, r);
         }
         None => sass_to_node(app, &node),
@@ -217,7 +219,7 @@ fn pin_sync(app: &mut App, node: &str, from: Focus) -> bool {
     };
     if from != Focus::Ptx {
         if let Some((a, b)) = v.ptx.span_of(node) {
-            app.code.ptx.cursor = a;
+            app.panes.ptx.cursor = a;
             reveal(app, Focus::Ptx, a, b);
         }
     }
@@ -225,7 +227,7 @@ fn pin_sync(app: &mut App, node: &str, from: Focus) -> bool {
         match v.sass.as_ref() {
             Some(d) => {
                 if let Some((a, b)) = d.span_of(node) {
-                    app.code.sass.cursor = a;
+                    app.panes.sass.cursor = a;
                     reveal(app, Focus::Sass, a, b);
                 }
             }
@@ -235,7 +237,7 @@ fn pin_sync(app: &mut App, node: &str, from: Focus) -> bool {
     }
     if from != Focus::Ir {
         if let Some(line) = app.programs.doc.as_ref().and_then(|d| d.ir_line_of(node)) {
-            app.code.ir.cursor = line;
+            app.panes.ir.cursor = line;
             reveal(app, Focus::Ir, line, line);
         }
     }
@@ -306,7 +308,7 @@ fn smart_match(hay: &str, needle: &str) -> bool {
 
 /// Moves to the next (or previous) match; `inclusive` also accepts the cursor line.
 pub(super) fn search_step(app: &mut App, forward: bool, inclusive: bool) {
-    let Some((f, q)) = app.code.search.clone() else {
+    let Some((f, q)) = app.panes.search.clone() else {
         return app.screen.info("no search: press / first");
     };
     let len = app.pane_len(f);
@@ -387,7 +389,7 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
     let r = a.of(f);
     if f == Focus::Detail {
         if y == r.y + 1 {
-            if let Some(i) = tab_at(r, x, app.detail.tabs()) {
+            if let Some(i) = tab_at(r, x, &app.detail.tabs()) {
                 app.detail.switch(i);
             }
             return;

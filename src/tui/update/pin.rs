@@ -92,10 +92,10 @@ pub(super) fn toggle_diff(app: &mut App, out: &mut Vec<Cmd>) {
     }
     app.code.pin_diff = !app.code.pin_diff;
     // Row numbers mean other lines now: start at the selected statement again.
-    app.code.ptx.cursor = 0;
-    app.code.sass.cursor = 0;
-    app.code.ptx.scroll = 0;
-    app.code.sass.scroll = 0;
+    app.panes.ptx.cursor = 0;
+    app.panes.sass.cursor = 0;
+    app.panes.ptx.scroll = 0;
+    app.panes.sass.scroll = 0;
     refresh(app, out);
     let what = match (&app.code.pin_view, app.code.pin_diff) {
         (Some(v), true) => format!(

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use crate::tui::action::Cmd;
 use crate::tui::analysis::{analyze, Document, INLINE_EMIT_MAX_STMTS};
 use crate::tui::app::programs::{LoadKind, Loaded};
-use crate::tui::app::{App, Focus, PromptKind, Tab, SM_TARGETS};
+use crate::tui::app::{App, Focus, PromptKind, SM_TARGETS};
+use crate::tui::component::tabs::{self, TabComponent};
 use crate::tui::export;
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
@@ -19,7 +20,7 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
     match kind {
         PromptKind::Search => {
             if text.is_empty() {
-                app.code.search = None;
+                app.panes.search = None;
                 return;
             }
             let f = if matches!(app.screen.focus, Focus::Ir | Focus::Ptx) {
@@ -27,7 +28,7 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
             } else {
                 Focus::Ptx
             };
-            app.code.search = Some((f, text));
+            app.panes.search = Some((f, text));
             nav::search_step(app, true, true);
         }
         PromptKind::Workgroup => match crate::shape::parse_workgroup(&text) {
@@ -156,17 +157,13 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
             gpu: app.jobs.devices.live.is_some(),
             sync: pv.sync,
         };
-        if app.detail.tab != Tab::Run {
-            app.detail.switch(Tab::Run.index());
-        }
+        app.detail.show(tabs::Run.id());
         out.push(app.jobs.queue(job));
         return;
     }
     let (program, files, opts) = (doc.program.clone(), doc.input_folder(), app.emit_options());
     // Re-running from the Run tab keeps its cursor and scroll offsets.
-    if app.detail.tab != Tab::Run {
-        app.detail.switch(Tab::Run.index());
-    }
+    app.detail.show(tabs::Run.id());
     let job = if tune {
         Job::Tune {
             program,
@@ -362,7 +359,7 @@ pub(super) fn cycle_vyre(app: &mut App, out: &mut Vec<Cmd>) {
         VyreMode::Ptx => "PTX pane: vyre's PTX (exported to vyre, emitted by vyre's crates)",
         VyreMode::Compare => "PTX pane: vyrescope vs vyre (counts, registers, diff)",
     });
-    app.code.ptx = crate::tui::app::PaneState::default();
+    app.panes.ptx = crate::tui::app::PaneState::default();
     if app.code.sass_mode == SassMode::Replace || !app.pane_shown(Focus::Ptx) {
         app.code.sass_mode = SassMode::Off;
     }
@@ -414,7 +411,7 @@ pub(super) fn expanded(app: &mut App, found: Result<Vec<PathBuf>, String>, out: 
         Err(e) => return app.screen.error(e),
     };
     let first = app.programs.add(new);
-    app.programs.list.cursor = first;
+    app.panes.list.cursor = first;
     nav::keep_visible(app, Focus::List);
     open_selected(app, out);
     check_files(app, first, out);
@@ -431,7 +428,7 @@ pub(super) fn check_files(app: &mut App, first: usize, out: &mut Vec<Cmd>) {
 
 /// Opens the program under the list cursor: the worker reads it, then [`loaded`] shows it.
 pub(crate) fn open_selected(app: &mut App, out: &mut Vec<Cmd>) {
-    load(app, app.programs.list.cursor, LoadKind::Open, out);
+    load(app, app.panes.list.cursor, LoadKind::Open, out);
 }
 
 /// Reloads the open program from disk (on the worker) keeping cursors, tab and tuning.
@@ -475,6 +472,7 @@ fn opened(app: &mut App, i: usize, doc: Result<Document, String>, out: &mut Vec<
         return;
     }
     app.code.reset_for_new_program();
+    app.panes.reset_code();
     app.detail.pane = Default::default();
     let pipeline = app
         .programs
@@ -483,7 +481,7 @@ fn opened(app: &mut App, i: usize, doc: Result<Document, String>, out: &mut Vec<
         .is_some_and(|d| d.pipeline.is_some());
     app.detail.set_pipeline(pipeline);
     // Start on the first statement, so the PTX correlation shows from the first frame.
-    app.code.ir.cursor = app
+    app.panes.ir.cursor = app
         .programs
         .doc
         .as_ref()
@@ -505,11 +503,11 @@ fn reloaded(
     match app.programs.reloaded(i, doc) {
         Loaded::Nothing => app.screen.error("no program open"),
         Loaded::Ok => {
-            let (ir, ptx) = (app.code.ir, app.code.ptx);
+            let (ir, ptx) = (app.panes.ir, app.panes.ptx);
             reanalyze(app, out);
             // Keep the reader's place: same lines, clamped to the new lengths.
-            app.code.ir = ir;
-            app.code.ptx = ptx;
+            app.panes.ir = ir;
+            app.panes.ptx = ptx;
             for f in [Focus::Ir, Focus::Ptx] {
                 nav::keep_visible(app, f);
             }
@@ -589,9 +587,9 @@ pub(super) fn step(app: &mut App, delta: isize, out: &mut Vec<Cmd>) {
         // `reanalyze` shows the step's IR at once and has the worker plan and fuse.
         pv.step = to;
     }
-    app.code.ir = Default::default();
-    app.code.ptx = Default::default();
-    app.code.ir.cursor = app
+    app.panes.ir = Default::default();
+    app.panes.ptx = Default::default();
+    app.panes.ir.cursor = app
         .programs
         .doc
         .as_ref()

@@ -2,13 +2,16 @@
 //! sweeps land in the state here.
 
 use crate::tui::action::Cmd;
-use crate::tui::app::{App, Focus, Tab};
+use crate::tui::app::{App, Focus};
+use crate::tui::component::tabs::{self, TabComponent};
+use crate::tui::timeline::TimelineState;
 use std::sync::Arc;
 
 use crate::tui::sass_view::{SassState, SassView};
 use crate::tui::vyre_view::VyreState;
 use crate::tui::worker::Reply;
 
+use super::timeline::set as set_timeline;
 use super::{nav, program};
 
 /// Applies worker reply `r`; a final reply (not progress, which
@@ -19,10 +22,12 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         // Part of a dispatch or pipeline job, whose own reply follows.
         Reply::Timeline(r) => {
             match r {
-                Ok(forms) => app.timeline.set(forms),
+                Ok(forms) => set_timeline(app, forms),
                 Err(e) => {
-                    app.timeline.set(Vec::new());
-                    app.timeline.error = Some(e);
+                    set_timeline(app, Vec::new());
+                    if let Some(t) = app.detail.states.get_mut::<TimelineState>() {
+                        t.error = Some(e);
+                    }
                 }
             }
             return;
@@ -163,7 +168,7 @@ fn dispatched(app: &mut App, r: Result<crate::tui::gpu::RunRecord, String>) {
                 });
             app.jobs.session.runs.push(run);
             app.jobs.session.run_error = None;
-            if app.detail.tab == Tab::Run {
+            if app.detail.tab == tabs::Run.id() {
                 // Select the new dispatch (the history's rows come first).
                 app.detail.pane.cursor = app.jobs.session.runs.len() - 1;
             }

@@ -5,17 +5,20 @@
 //! form. A cursor that lands on another step of an open pipeline selects that step in the
 //! IR and PTX panes; Enter also moves the focus there.
 
+use std::sync::Arc;
+
 use crate::tui::action::{Cmd, Command};
 use crate::tui::app::{App, Focus};
-use crate::tui::views::timeline::{lane_page, GUTTER};
+use crate::tui::component::tabs::{self, TabComponent};
+use crate::tui::timeline::{TimelineData, TimelineState};
+use crate::tui::views::timeline::{lane_page, state, GUTTER};
 
 use super::{nav, program};
 
 /// Applies `c` if it is a Timeline key now; false: not taken (the ordinary meaning applies).
 pub(crate) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
     use Command::*;
-    let on_tab =
-        app.screen.focus == Focus::Detail && app.detail.tab == crate::tui::app::Tab::Timeline;
+    let on_tab = app.screen.focus == Focus::Detail && app.detail.tab == tabs::Timeline.id();
     let ours = matches!(
         c,
         WgPlus
@@ -37,14 +40,16 @@ pub(crate) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
     if !(matches!(c, TimelineFit | TimelineForm) || (on_tab && ours)) {
         return false;
     }
-    if app.timeline.current().is_none() {
+    if state(app).and_then(TimelineState::current).is_none() {
         app.screen.info(
             "no timeline yet: press r on a GPU machine, or open a record file with --timeline",
         );
         return true;
     }
     let page = lane_page(app);
-    let st = &mut app.timeline;
+    let Some(st) = app.detail.states.get_mut::<TimelineState>() else {
+        return false;
+    };
     let before = st.cursor().map(|s| s.step);
     match c {
         WgPlus => st.zoom(true),
@@ -74,16 +79,23 @@ pub(crate) fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
         }
         _ => return false,
     }
-    if app.timeline.cursor().map(|s| s.step) != before {
+    if state(app).and_then(TimelineState::cursor).map(|s| s.step) != before {
         follow(app, out);
     }
     true
 }
 
+/// Shows recorded `forms` on the Timeline tab (from the GPU after `r`, or a record file).
+pub(crate) fn set(app: &mut App, forms: Vec<Arc<TimelineData>>) {
+    if let Some(t) = app.detail.states.get_mut::<TimelineState>() {
+        t.set(forms);
+    }
+}
+
 /// A click at (`x`, `y`) on a lane of the Timeline tab: the cursor goes to that lane's
 /// slice nearest the clicked time. False when the click is elsewhere.
 pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) -> bool {
-    if app.detail.tab != crate::tui::app::Tab::Timeline {
+    if app.detail.tab != tabs::Timeline.id() {
         return false;
     }
     let a = crate::tui::layout::areas(app.screen.size.0, app.screen.size.1, app);
@@ -94,7 +106,9 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) -> bool {
     if y < top || x < left || width == 0 {
         return false;
     }
-    let st = &mut app.timeline;
+    let Some(st) = app.detail.states.get_mut::<TimelineState>() else {
+        return false;
+    };
     let lane = st.lane_scroll + usize::from(y - top);
     let Some(d) = st.current().cloned() else {
         return false;
@@ -120,7 +134,7 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) -> bool {
             }
         })
         .map_or(0, |(k, _)| k);
-    if app.timeline.cursor().map(|s| s.step) != before {
+    if state(app).and_then(TimelineState::cursor).map(|s| s.step) != before {
         follow(app, out);
     }
     true
@@ -130,7 +144,10 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) -> bool {
 /// Program in the IR pane, the fused kernel holding it in the PTX pane); the IR cursor goes
 /// to the step's first statement and the PTX pane follows.
 fn follow(app: &mut App, out: &mut Vec<Cmd>) {
-    let Some(step) = app.timeline.cursor().and_then(|s| s.step) else {
+    let Some(step) = state(app)
+        .and_then(TimelineState::cursor)
+        .and_then(|s| s.step)
+    else {
         return first_statement(app);
     };
     let current = app

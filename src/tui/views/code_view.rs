@@ -97,7 +97,7 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
     let hscroll = app.pane(view.pane).hscroll;
     // The search underlines matches only in the pane it was typed in.
     let search = app
-        .code
+        .panes
         .search
         .as_ref()
         .filter(|(f, _)| *f == view.pane)

@@ -17,8 +17,8 @@ const PIN_WIDTH: usize = 10;
 /// Draws the IR pane into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let mut detail = match (&app.programs.doc, app.ir_node()) {
-        (Some(_), Some(n)) => format!("{}/{} {n}", app.code.ir.cursor + 1, app.ir_len()),
-        (Some(_), None) => format!("{}/{}", app.code.ir.cursor + 1, app.ir_len()),
+        (Some(_), Some(n)) => format!("{}/{} {n}", app.panes.ir.cursor + 1, app.ir_len()),
+        (Some(_), None) => format!("{}/{}", app.panes.ir.cursor + 1, app.ir_len()),
         (None, _) => String::new(),
     };
     detail.push_str(&code_view::hscroll_note(app, Focus::Ir));
@@ -103,7 +103,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         let node = doc.ir.get(i).and_then(|l| l.node.as_deref());
         let correlated = sel.is_some() && node == sel;
         Mark::of(
-            i == app.code.ir.cursor && (focused || sel.is_none() || correlated),
+            i == app.panes.ir.cursor && (focused || sel.is_none() || correlated),
             correlated,
         )
     };

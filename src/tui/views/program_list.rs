@@ -26,7 +26,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         .entries
         .iter()
         .enumerate()
-        .skip(app.programs.list.scroll)
+        .skip(app.panes.list.scroll)
         .take(rows)
         .map(|(i, e)| {
             let (badge, style) = match &e.status {
@@ -56,7 +56,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 Span::styled(if e.pipeline { "⇶" } else { " " }, t.title),
                 Span::raw(name),
             ]);
-            if i == app.programs.list.cursor && app.screen.focus == Focus::List {
+            if i == app.panes.list.cursor && app.screen.focus == Focus::List {
                 line = line.style(t.cursor);
             }
             line

@@ -59,11 +59,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     // With the SASS pane focused, the PTX line of its cursor instruction is marked too
     // (prologue instructions have a line but no statement).
     let sass_line = (app.screen.focus == Focus::Sass)
-        .then(|| app.sass_view()?.rows.get(app.code.sass.cursor)?.ptx_line)
+        .then(|| app.sass_view()?.rows.get(app.panes.sass.cursor)?.ptx_line)
         .flatten();
     let mark = |i: usize| {
         Mark::of(
-            focused && i == app.code.ptx.cursor,
+            focused && i == app.panes.ptx.cursor,
             node.is_some_and(|n| view.corr.is_line_of(i, n))
                 || sass_line.is_some_and(|l| l as usize == i + 1),
         )
@@ -111,7 +111,7 @@ fn draw_vyre(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let focused = app.screen.focus == Focus::Ptx;
     let line = |i: usize| lines.get(i).map_or("", String::as_str);
     let gutter = |i: usize| (i + 1).to_string();
-    let mark = |i: usize| Mark::of(focused && i == app.code.ptx.cursor, false);
+    let mark = |i: usize| Mark::of(focused && i == app.panes.ptx.cursor, false);
     code_view::draw(
         buf,
         inner,

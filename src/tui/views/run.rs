@@ -9,6 +9,21 @@ use ratatui::Frame;
 
 use super::tab_rows::{Offset, RowList};
 use crate::tui::app::App;
+use crate::tui::component::state::TabState;
+
+/// The Run tab's own view state: the tune table scrolls apart from the history (whose
+/// offset is the panel's, `app.detail.pane.scroll`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunState {
+    /// First visible row of the tune table.
+    pub tune_scroll: usize,
+}
+
+impl TabState for RunState {
+    fn switched(&mut self) {
+        self.tune_scroll = 0;
+    }
+}
 
 fn dims(v: [u32; 3]) -> String {
     format!("{},{},{}", v[0], v[1], v[2])

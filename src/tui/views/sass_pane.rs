@@ -85,7 +85,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     };
     let focused = app.screen.focus == Focus::Sass;
     // With the PTX pane focused, the instructions of its cursor line stand out.
-    let ptx_line = (app.screen.focus == Focus::Ptx).then_some(app.code.ptx.cursor as u32 + 1);
+    let ptx_line = (app.screen.focus == Focus::Ptx).then_some(app.panes.ptx.cursor as u32 + 1);
     // Wide panes show the control bits and live registers after the address.
     let annotated = inner.width >= ANNOTATED_MIN_WIDTH;
     let line = |i: usize| match annotated {
@@ -102,7 +102,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         let row = view.rows.get(i);
         let of_node = node.is_some() && row.and_then(|r| r.node.as_deref()) == node;
         let of_line = ptx_line.is_some() && row.and_then(|r| r.ptx_line) == ptx_line;
-        Mark::of(focused && i == app.code.sass.cursor, of_node || of_line)
+        Mark::of(focused && i == app.panes.sass.cursor, of_node || of_line)
     };
     let ptx_len = app.ptx_len().max(1);
     code_view::draw(

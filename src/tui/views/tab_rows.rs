@@ -11,6 +11,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
+use super::run::RunState;
 use crate::tui::app::{App, Detail, Focus};
 
 /// Which scroll offset of the [`App`] a list uses.
@@ -18,7 +19,7 @@ use crate::tui::app::{App, Detail, Focus};
 pub enum Offset {
     /// `app.detail.pane.scroll`: the tab's main list.
     Main,
-    /// `app.detail.tune_scroll`: the Run tab's tune table.
+    /// The Run tab's tune table ([`RunState::tune_scroll`], the tab's own state).
     Tune,
 }
 
@@ -27,15 +28,23 @@ impl Offset {
     pub fn get(self, app: &App) -> usize {
         match self {
             Offset::Main => app.detail.pane.scroll,
-            Offset::Tune => app.detail.tune_scroll,
+            Offset::Tune => app
+                .detail
+                .states
+                .get::<RunState>()
+                .map_or(0, |s| s.tune_scroll),
         }
     }
 
-    /// The stored offset in the detail panel's state, to change.
-    pub fn get_mut(self, detail: &mut Detail) -> &mut usize {
+    /// The stored offset in the detail panel's state, to change (None: the tab keeps no
+    /// state of that type).
+    pub fn get_mut(self, detail: &mut Detail) -> Option<&mut usize> {
         match self {
-            Offset::Main => &mut detail.pane.scroll,
-            Offset::Tune => &mut detail.tune_scroll,
+            Offset::Main => Some(&mut detail.pane.scroll),
+            Offset::Tune => detail
+                .states
+                .get_mut::<RunState>()
+                .map(|s| &mut s.tune_scroll),
         }
     }
 }

@@ -1,6 +1,6 @@
-//! The detail panel: a tab bar and the active tab's view. The tab set is
-//! [`crate::tui::app::Tab::ALL`]; each tab draws itself through its component
-//! ([`crate::tui::component::tabs::TABS`]).
+//! The detail panel: a tab bar and the active tab's view. The tab set is the registry's
+//! ([`crate::tui::component::tabs::TABS`], those shown now); each tab draws itself through
+//! its component there.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

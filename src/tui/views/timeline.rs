@@ -28,11 +28,16 @@ pub fn lane_rows(height: u16, lanes: usize, summary: usize) -> usize {
         .min(h)
 }
 
+/// The Timeline tab's state (its component keeps it among the panel's tab states).
+pub fn state(app: &App) -> Option<&TimelineState> {
+    app.detail.states.get::<TimelineState>()
+}
+
 /// Lanes shown now (the detail panel's content at the current size).
 pub fn lane_page(app: &App) -> usize {
     let a = crate::tui::layout::areas(app.screen.size.0, app.screen.size.1, app);
     let content = crate::tui::layout::detail_content(a.detail);
-    app.timeline.current().map_or(1, |d| {
+    state(app).and_then(TimelineState::current).map_or(1, |d| {
         lane_rows(content.height, d.lanes.len(), summary(app, d).len())
     })
 }
@@ -43,7 +48,14 @@ pub const HOW_TO: &str = "No timeline yet. On a machine with a GPU press r: afte
 /// Draws the tab into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
-    let st = &app.timeline;
+    let fallback;
+    let st = match state(app) {
+        Some(s) => s,
+        None => {
+            fallback = TimelineState::default();
+            &fallback
+        }
+    };
     let Some(d) = st.current() else {
         let msg = match &st.error {
             Some(e) => format!("The last recording failed: {e}\n\n{HOW_TO}"),
