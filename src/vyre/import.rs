@@ -31,7 +31,9 @@ use crate::ir::{
 
 mod exit;
 mod expr;
+mod forms;
 mod guards;
+mod shifts;
 mod size;
 mod stmt;
 
@@ -73,12 +75,16 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
         }
         _ => cx.list(entry, "entry", "body", &mut body),
     }
+    // The amounts range analysis proves below 32 need no mask (the export's own proof).
+    let program_wg = vyre.workgroup_size.map(|d| d.max(1));
+    let unmasked = shifts::settle(&cx.scratch, program_wg, &mut body);
+    cx.masked_shifts = cx.masked_shifts.saturating_sub(unmasked);
     // The exit repeats what the Program does when nothing past the count has an effect:
     // leave it out then, so an import after an export gives the exported Program back.
     let mut exit_kept = !cx.full_workgroup;
     if exit_kept {
         let counted: Vec<String> = cx.count_buffers().iter().map(|b| b.name.clone()).collect();
-        if body.len() > 1 && exit::redundant(&body[1..], &counted) {
+        if body.len() > 1 && exit::redundant(&cx.scratch, program_wg, &body[1..], &counted) {
             body.remove(0);
             exit_kept = false;
             cx.diags.retain(|d| d.code != "VY012");

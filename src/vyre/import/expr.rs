@@ -58,8 +58,14 @@ impl Cx {
         None
     }
 
-    /// Converts vyre expression `e` at vyre path `vp`, inside our statement `sid`.
+    /// Converts vyre expression `e` at vyre path `vp`, inside our statement `sid`; the
+    /// export's `u32` form of an `i32` operator becomes the operator (see `forms`).
     pub(super) fn expr(&mut self, e: &VExpr, vp: &str, sid: &str) -> Option<Expr> {
+        let ours = self.converted(e, vp, sid)?;
+        Some(self.i32_form(ours))
+    }
+
+    fn converted(&mut self, e: &VExpr, vp: &str, sid: &str) -> Option<Expr> {
         Some(match e {
             VExpr::LitU32(v) => lit(Scalar::U32(*v)),
             VExpr::LitI32(v) => lit(Scalar::I32(*v)),
@@ -112,6 +118,9 @@ impl Cx {
                 ),
             },
             VExpr::Cast { target, value } => {
+                if let Some(b) = self.bitcast(target, value, vp, sid) {
+                    return b;
+                }
                 let v = self.expr(value, &format!("{vp}.value"), sid)?;
                 if self.same_type_cast(target, &v) {
                     // The export's cast of a widened narrow load or of a bitwise result
@@ -317,7 +326,9 @@ impl Cx {
                     if matches!(lt, Some(ScalarType::U32 | ScalarType::I32)) && !small {
                         // vyre's kernel takes a 32-bit shift amount modulo 32 (`and 31`).
                         self.masked_shifts += 1;
-                        let masked = bin(BinOp::And, r, lit(Scalar::U32(31)));
+                        // Marked, so that `shifts::settle` leaves it out where the amount
+                        // is proven below 32 once the whole body is known.
+                        let masked = bin(BinOp::And, r, super::shifts::MARK);
                         return Some(bin(op, l, masked));
                     }
                     op
@@ -360,6 +371,55 @@ fn below_32(r: &Expr) -> bool {
 }
 
 impl Cx {
+    /// The export's bitcast between `u32` and `i32`: `cast<T>(cast<S>(x))` with `x` already
+    /// of type `S` (a cast that keeps the value, then one that keeps the bits), unless the
+    /// inner cast is the export's widening of a narrow load or its cast of a bitwise,
+    /// remainder or mulhi result (the one [`Cx::same_type_cast`] takes away). `Some(None)`
+    /// when a part is refused.
+    fn bitcast(
+        &mut self,
+        target: &DataType,
+        value: &VExpr,
+        vp: &str,
+        sid: &str,
+    ) -> Option<Option<Expr>> {
+        let VExpr::Cast {
+            target: inner,
+            value: x,
+        } = value
+        else {
+            return None;
+        };
+        let (t, s) = (scalar_type(target)?, scalar_type(inner)?);
+        let ints = [ScalarType::U32, ScalarType::I32];
+        if t == s || !ints.contains(&t) || !ints.contains(&s) {
+            return None;
+        }
+        let kept = match &**x {
+            VExpr::Load { buffer, .. } => self
+                .scratch
+                .buffer(&self.buffer_name(buffer.as_str()))
+                .is_some_and(|d| d.elem.is_narrow()),
+            VExpr::BinOp { op, .. } => matches!(
+                op,
+                VBin::BitAnd | VBin::BitOr | VBin::BitXor | VBin::Mod | VBin::MulHigh
+            ),
+            _ => false,
+        };
+        if kept {
+            return None;
+        }
+        // Converting `x` twice would repeat its diagnostics: convert it once, here.
+        let Some(e) = self.expr(x, &format!("{vp}.value.value"), sid) else {
+            return Some(None);
+        };
+        Some(Some(if self.type_of(&e) == Some(s) {
+            Expr::Bitcast(t, Box::new(e))
+        } else {
+            Expr::Cast(t, Box::new(self.i32_form(Expr::Cast(s, Box::new(e)))))
+        }))
+    }
+
     /// True for a cast to `target` of `v` that is a narrow buffer's load or a bitwise,
     /// remainder or mulhi result whose type is already `target` (a cast that changes nothing).
     fn same_type_cast(&self, target: &DataType, v: &Expr) -> bool {
