@@ -220,6 +220,8 @@ struct Cx {
     hoisted: Vec<Stmt>,
     /// Variables made by [`Cx::bind_once`] so far (for fresh names).
     bound: usize,
+    /// How often each vyre variable is read (see [`guards::bound_store`]).
+    var_uses: HashMap<String, usize>,
 }
 
 impl Cx {
@@ -228,6 +230,8 @@ impl Cx {
         let mut barrier = false;
         let mut special = false;
         stmt::scan(&vyre.entry, &mut assigned, &mut barrier, &mut special);
+        let mut var_uses = HashMap::new();
+        guards::var_uses(&vyre.entry, &mut var_uses);
         let shared = vyre
             .buffers
             .iter()
@@ -260,6 +264,7 @@ impl Cx {
             diags: Vec::new(),
             hoisted: Vec::new(),
             bound: 0,
+            var_uses,
         }
     }
 

@@ -10,24 +10,70 @@ use crate::ir::{AtomicOp, AtomicOrder, Axis, ReduceOp, UnOp};
 
 /// True when `e` has an atomic or a subgroup operation anywhere.
 pub(super) fn has_special(e: &VExpr) -> bool {
+    any_node(e, &mut |x| {
+        matches!(
+            x,
+            VExpr::Atomic { .. }
+                | VExpr::SubgroupBallot { .. }
+                | VExpr::SubgroupShuffle { .. }
+                | VExpr::SubgroupReduce { .. }
+                | VExpr::SubgroupLocalId
+                | VExpr::SubgroupSize
+        )
+    })
+}
+
+/// True when `e` has an atomic or a collective subgroup operation (a shuffle, reduction or
+/// ballot): an expression whose evaluation may not be repeated, skipped in some lanes or
+/// moved. The lane id and the subgroup size are plain values.
+pub(super) fn moves(e: &VExpr) -> bool {
+    any_node(e, &mut |x| {
+        matches!(
+            x,
+            VExpr::Atomic { .. }
+                | VExpr::SubgroupBallot { .. }
+                | VExpr::SubgroupShuffle { .. }
+                | VExpr::SubgroupReduce { .. }
+        )
+    })
+}
+
+/// True when `e` has an atomic anywhere.
+pub(super) fn has_atomic(e: &VExpr) -> bool {
+    any_node(e, &mut |x| matches!(x, VExpr::Atomic { .. }))
+}
+
+/// True when `p` holds for `e` or one of its sub-expressions (pre-order, stopping at the
+/// first).
+pub(super) fn any_node(e: &VExpr, p: &mut dyn FnMut(&VExpr) -> bool) -> bool {
+    if p(e) {
+        return true;
+    }
     match e {
-        VExpr::Atomic { .. }
-        | VExpr::SubgroupBallot { .. }
-        | VExpr::SubgroupShuffle { .. }
-        | VExpr::SubgroupReduce { .. }
-        | VExpr::SubgroupLocalId
-        | VExpr::SubgroupSize => true,
-        VExpr::Load { index, .. } => has_special(index),
-        VExpr::BinOp { left, right, .. } => has_special(left) || has_special(right),
-        VExpr::UnOp { operand, .. } => has_special(operand),
-        VExpr::Call { args, .. } => args.iter().any(has_special),
+        VExpr::Load { index, .. } => any_node(index, p),
+        VExpr::BinOp { left, right, .. } => any_node(left, p) || any_node(right, p),
+        VExpr::UnOp { operand, .. } => any_node(operand, p),
+        VExpr::Call { args, .. } => args.iter().any(|a| any_node(a, p)),
         VExpr::Select {
             cond,
             true_val,
             false_val,
-        } => has_special(cond) || has_special(true_val) || has_special(false_val),
-        VExpr::Cast { value, .. } => has_special(value),
-        VExpr::Fma { a, b, c } => has_special(a) || has_special(b) || has_special(c),
+        } => any_node(cond, p) || any_node(true_val, p) || any_node(false_val, p),
+        VExpr::Cast { value, .. } => any_node(value, p),
+        VExpr::Fma { a, b, c } => any_node(a, p) || any_node(b, p) || any_node(c, p),
+        VExpr::Atomic {
+            index,
+            expected,
+            value,
+            ..
+        } => {
+            any_node(index, p)
+                || expected.as_deref().is_some_and(|x| any_node(x, p))
+                || any_node(value, p)
+        }
+        VExpr::SubgroupBallot { cond } => any_node(cond, p),
+        VExpr::SubgroupShuffle { value, lane } => any_node(value, p) || any_node(lane, p),
+        VExpr::SubgroupReduce { value, .. } => any_node(value, p),
         _ => false,
     }
 }
