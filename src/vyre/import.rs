@@ -92,8 +92,8 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
                 "VY012",
                 "vyre's kernel ends every invocation whose global x id is at least the dispatch \
                  element count; no such invocation has an effect here (each store and atomic \
-                 is guarded by, or indexes with gid.x, a counted buffer), so the Program needs \
-                 no early exit of its own"
+                 is guarded by gid.x < len of a counted buffer, or indexes one at or above \
+                 gid.x without wrapping), so the Program needs no early exit of its own"
                     .into(),
                 "nothing to do; the results equal vyre's",
             );

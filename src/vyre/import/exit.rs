@@ -324,6 +324,27 @@ mod tests {
     }
 
     #[test]
+    fn indices_at_or_above_gid_without_wrap_prove_the_exit_redundant() {
+        // `t < 256` keeps `t * 32 + 5` below 2^32, so it is at least gid.x.
+        assert!(proves(
+            r#"[{"let": "t", "value": {"gid": "x"}},
+                {"if": {"ge": ["t", 256]}, "then": [{"return": {}}]},
+                {"let": "base", "value": {"mul": ["t", 32]}},
+                {"store": "out", "index": {"add": ["base", 5]}, "value": 1}]"#
+        ));
+        // Unbounded, `gid.x * 2` wraps (gid.x = 2^31 stores to element 0).
+        assert!(!proves(
+            r#"[{"store": "out", "index": {"mul": [{"gid": "x"}, 2]}, "value": 1}]"#
+        ));
+        // Below 256 but on a buffer vyre does not count.
+        assert!(!proves(
+            r#"[{"let": "t", "value": {"gid": "x"}},
+                {"if": {"ge": ["t", 256]}, "then": [{"return": {}}]},
+                {"store": "a", "index": {"mul": ["t", 2]}, "value": 1}]"#
+        ));
+    }
+
+    #[test]
     fn live_effects_keep_the_exit() {
         // A store of an uncounted buffer, or at a fixed index: it would run past the count.
         assert!(!proves(
