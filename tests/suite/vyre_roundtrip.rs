@@ -36,11 +36,11 @@ const NOT_EXACT: &[(&str, &str)] = &[
     ),
     (
         "subgroup_ops",
-        "its shuffles, reductions and ballot run in every lane: in a warp that straddles the dispatch count, vyre's lanes past it have ended and take no part (a shuffle from one reads the reader's own value, a reduction leaves its slot out, docs/semantics.md), while without the exit they would take part, so the exit changes the stored values unless the count is a multiple of 32, which the run-time buffer lengths do not say",
+        "its shuffles, reductions and ballot run in every lane: in a warp that straddles the dispatch count, vyre's lanes past it have ended and take no part (a shuffle from one reads the reader's own value, a reduction gives its slot the identity, docs/semantics.md), while without the exit they take part with `v = x[i] = 0` (out of range): `subgroup_min(v)` then gives 0, and `shuffle(v, lane ^ 1)` reads 0 instead of the reader's own value, so the exit changes the stored values unless the count is a multiple of 32, which the run-time buffer lengths do not say",
     ),
     (
         "warp_scan_u32",
-        "its shuffles run in every lane: in a warp that straddles the dispatch count, vyre's lanes past it have ended and a shuffle from one reads the reader's own value (docs/semantics.md), while without the exit it would read that lane's sum, so the exit changes the scan unless the count is a multiple of 32, which the run-time buffer lengths do not say",
+        "its shuffles run in every lane: in a warp that straddles the dispatch count, vyre's lanes past it have ended, so the warp total `shuffle(v, subgroup_size - 1)` that lane 0 stores reads lane 0's own value (docs/semantics.md: a shuffle from an ended lane), while without the exit it reads lane 31's sum; the exit changes `totals` unless the count is a multiple of 32, which the run-time buffer lengths do not say",
     ),
 ];
 
