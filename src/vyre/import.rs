@@ -31,7 +31,9 @@ use crate::ir::{
 
 mod exit;
 mod expr;
+mod forms;
 mod guards;
+mod shifts;
 mod size;
 mod stmt;
 
@@ -73,12 +75,16 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
         }
         _ => cx.list(entry, "entry", "body", &mut body),
     }
+    // The amounts range analysis proves below 32 need no mask (the export's own proof).
+    let program_wg = vyre.workgroup_size.map(|d| d.max(1));
+    let unmasked = shifts::settle(&cx.scratch, program_wg, &mut body);
+    cx.masked_shifts = cx.masked_shifts.saturating_sub(unmasked);
     // The exit repeats what the Program does when nothing past the count has an effect:
     // leave it out then, so an import after an export gives the exported Program back.
     let mut exit_kept = !cx.full_workgroup;
     if exit_kept {
         let counted: Vec<String> = cx.count_buffers().iter().map(|b| b.name.clone()).collect();
-        if body.len() > 1 && exit::redundant(&body[1..], &counted) {
+        if body.len() > 1 && exit::redundant(&cx.scratch, program_wg, &body[1..], &counted) {
             body.remove(0);
             exit_kept = false;
             cx.diags.retain(|d| d.code != "VY012");
@@ -86,8 +92,8 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
                 "VY012",
                 "vyre's kernel ends every invocation whose global x id is at least the dispatch \
                  element count; no such invocation has an effect here (each store and atomic \
-                 is guarded by, or indexes with gid.x, a counted buffer), so the Program needs \
-                 no early exit of its own"
+                 is guarded by gid.x < len of a counted buffer, or indexes one at or above \
+                 gid.x without wrapping), so the Program needs no early exit of its own"
                     .into(),
                 "nothing to do; the results equal vyre's",
             );
@@ -214,6 +220,8 @@ struct Cx {
     hoisted: Vec<Stmt>,
     /// Variables made by [`Cx::bind_once`] so far (for fresh names).
     bound: usize,
+    /// How often each vyre variable is read (see [`guards::bound_store`]).
+    var_uses: HashMap<String, usize>,
 }
 
 impl Cx {
@@ -222,6 +230,8 @@ impl Cx {
         let mut barrier = false;
         let mut special = false;
         stmt::scan(&vyre.entry, &mut assigned, &mut barrier, &mut special);
+        let mut var_uses = HashMap::new();
+        guards::var_uses(&vyre.entry, &mut var_uses);
         let shared = vyre
             .buffers
             .iter()
@@ -254,6 +264,7 @@ impl Cx {
             diags: Vec::new(),
             hoisted: Vec::new(),
             bound: 0,
+            var_uses,
         }
     }
 

@@ -67,6 +67,8 @@ mod validate_props;
 #[cfg(feature = "vyre")]
 mod vyre_export;
 #[cfg(feature = "vyre")]
+mod vyre_fixed_point;
+#[cfg(feature = "vyre")]
 mod vyre_hostile;
 #[cfg(feature = "vyre")]
 mod vyre_import;

@@ -234,10 +234,15 @@ impl<'p> Cx<'p> {
                 let inner = self.expr(x, env, node)?;
                 match (from, *t) {
                     (Some(f), t) if f == t => inner,
-                    (Some(ScalarType::U32), ScalarType::I32)
-                    | (Some(ScalarType::I32), ScalarType::U32) => {
-                        // vyre's same-width integer cast keeps the bits.
-                        v::Expr::cast(scalar_dt(*t).unwrap_or(v::DataType::U32), inner)
+                    (
+                        Some(f @ (ScalarType::U32 | ScalarType::I32)),
+                        ScalarType::I32 | ScalarType::U32,
+                    ) => {
+                        // vyre's same-width integer cast keeps the bits. The cast to the
+                        // value's own type first changes nothing in vyre and tells the import
+                        // this is a bitcast, not our `cast` (which vyre writes alike).
+                        let own = v::Expr::cast(scalar_dt(f).unwrap_or(v::DataType::U32), inner);
+                        v::Expr::cast(scalar_dt(*t).unwrap_or(v::DataType::U32), own)
                     }
                     (f, t) => {
                         return Err(ExportError::new(

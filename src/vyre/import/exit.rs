@@ -17,25 +17,45 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::ir::{Axis, BinOp, Builtin, Expr, Stmt, StmtKind};
+use crate::analysis::ranges::range_of;
+use crate::ir::{Axis, BinOp, Builtin, Expr, Program, ScalarType, Stmt, StmtKind};
+use crate::vyre::export::proof::Env;
 
 /// True when `body` (the imported body after the exit) has no effect in any invocation at or
-/// past the dispatch count over the buffers `counted`.
-pub(super) fn redundant(body: &[Stmt], counted: &[String]) -> bool {
+/// past the dispatch count over the buffers `counted`; `scratch` holds the Program's buffers
+/// and `wg` its workgroup size (for the range analysis).
+pub(super) fn redundant(
+    scratch: &Program,
+    wg: [u32; 3],
+    body: &[Stmt],
+    counted: &[String],
+) -> bool {
     let mut lets: HashMap<String, (usize, bool)> = HashMap::new();
     names(body, &mut lets);
+    let once: BTreeSet<String> = lets
+        .iter()
+        .filter(|(_, (declared, _))| *declared == 1)
+        .map(|(n, _)| n.clone())
+        .collect();
     let gid_vars: BTreeSet<String> = lets
         .into_iter()
         .filter(|(_, (declared, gid))| *declared == 1 && *gid)
         .map(|(n, _)| n)
         .collect();
-    let p = Proof {
+    let snapshot = Program {
+        body: body.to_vec(),
+        workgroup_size: wg,
+        ..scratch.clone()
+    };
+    let mut p = Proof {
         counted,
         gid_vars: &gid_vars,
+        once: &once,
+        at_least_gid: BTreeSet::new(),
+        env: Env::new(&snapshot),
     };
     p.list(body, false)
 }
-
 /// How often each name is declared (`let`, loop variable, assignment counts as a second
 /// declaration so the name is never taken for `gid.x`), and whether its one `let` is `gid.x`.
 fn names(list: &[Stmt], out: &mut HashMap<String, (usize, bool)>) {
@@ -66,6 +86,12 @@ fn names(list: &[Stmt], out: &mut HashMap<String, (usize, bool)>) {
 struct Proof<'a> {
     counted: &'a [String],
     gid_vars: &'a BTreeSet<String>,
+    /// Names declared once and never assigned (their value is fixed once bound).
+    once: &'a BTreeSet<String>,
+    /// Of those, the ones bound to a value proven at least `gid.x` (see [`Proof::at_least_gid`]).
+    at_least_gid: BTreeSet<String>,
+    /// The export's scoped range analysis over the imported Program.
+    env: Env<'a>,
 }
 
 impl Proof<'_> {
@@ -77,8 +103,43 @@ impl Proof<'_> {
         }
     }
 
+    /// True when `u32` expression `e` is at least `gid.x` in every invocation: `gid.x`
+    /// itself, a variable bound to such a value, or a sum or product with such an operand
+    /// (the other factor at least 1) that range analysis proves never wraps. An index like
+    /// that is at least the dispatch count past it, so out of range of every counted buffer.
+    fn at_least_gid(&self, e: &Expr) -> bool {
+        let range = |x: &Expr| range_of(x, &self.env);
+        match e {
+            Expr::Var(n) if self.at_least_gid.contains(n) => true,
+            _ if self.is_gid(e) => true,
+            Expr::Binary(BinOp::Add, a, b) => {
+                let no_wrap = match (range(a), range(b)) {
+                    (Some(x), Some(y)) => x.hi + y.hi <= u64::from(u32::MAX),
+                    _ => false,
+                };
+                no_wrap && (self.at_least_gid(a) || self.at_least_gid(b))
+            }
+            Expr::Binary(BinOp::Mul, a, b) => {
+                let (Some(x), Some(y)) = (range(a), range(b)) else {
+                    return false;
+                };
+                let no_wrap =
+                    x.hi.checked_mul(y.hi)
+                        .is_some_and(|p| p <= u64::from(u32::MAX));
+                no_wrap
+                    && ((self.at_least_gid(a) && y.lo >= 1) || (self.at_least_gid(b) && x.lo >= 1))
+            }
+            _ => false,
+        }
+    }
+
     fn counted(&self, b: &str) -> bool {
         self.counted.iter().any(|c| c == b)
+    }
+
+    /// True when a store or atomic on `buffer` at `index` is dead past the count.
+    fn dead(&self, buffer: &str, index: &Expr, bounded: bool) -> bool {
+        bounded || (self.counted(buffer) && self.at_least_gid(index))
     }
 
     /// True when `cond` holding implies `gid.x < len(B)` for a counted `B`.
@@ -116,21 +177,26 @@ impl Proof<'_> {
         let mut ok = true;
         e.visit(&mut |x| match x {
             Expr::Shuffle { .. } | Expr::SubgroupReduce(..) | Expr::Ballot(..) => ok = false,
-            Expr::Atomic { buffer, index, .. } => {
-                ok &= bounded || (self.counted(buffer) && self.is_gid(index));
-            }
+            Expr::Atomic { buffer, index, .. } => ok &= self.dead(buffer, index, bounded),
             _ => {}
         });
         ok
     }
 
-    fn list(&self, list: &[Stmt], bounded: bool) -> bool {
+    /// A nested list, in a scope of its own.
+    fn scoped(&mut self, list: &[Stmt], bounded: bool) -> bool {
+        self.env.push();
+        let ok = self.list(list, bounded);
+        self.env.pop();
+        ok
+    }
+
+    fn list(&mut self, list: &[Stmt], bounded: bool) -> bool {
         let mut bounded = bounded;
         for s in list {
             if !self.stmt(s, bounded) {
                 return false;
             }
-            // `if gid.x >= len(B) { return }`: the rest of the list runs below the count.
             if let StmtKind::If {
                 cond,
                 then,
@@ -139,26 +205,40 @@ impl Proof<'_> {
             } = &s.kind
             {
                 let returns = matches!(then.as_slice(), [t] if matches!(t.kind, StmtKind::Return));
-                if returns && otherwise.is_empty() && self.bounds_when_false(cond) {
-                    bounded = true;
+                if returns && otherwise.is_empty() {
+                    // `if c { return }`: the rest of the list runs where `c` is false, and
+                    // with `c` = `gid.x >= len(B)`, below the count.
+                    bounded |= self.bounds_when_false(cond);
+                    self.env.assume(cond, false);
                 }
             }
         }
         true
     }
 
-    fn stmt(&self, s: &Stmt, bounded: bool) -> bool {
+    fn stmt(&mut self, s: &Stmt, bounded: bool) -> bool {
         match &s.kind {
-            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
-                self.expr(value, bounded)
+            StmtKind::Let { name, value } => {
+                if !self.expr(value, bounded) {
+                    return false;
+                }
+                if self.once.contains(name) && self.at_least_gid(value) {
+                    self.at_least_gid.insert(name.clone());
+                }
+                if let Some(ty) = self.env.ty(value) {
+                    self.env.declare(name, ty, Some(value));
+                }
+                true
             }
+            StmtKind::Assign { value, .. } => self.expr(value, bounded),
             StmtKind::Store {
                 buffer,
                 index,
                 value,
             } => {
-                let dead = bounded || (self.counted(buffer) && self.is_gid(index));
-                dead && self.expr(index, bounded) && self.expr(value, bounded)
+                self.dead(buffer, index, bounded)
+                    && self.expr(index, bounded)
+                    && self.expr(value, bounded)
             }
             StmtKind::If {
                 cond,
@@ -166,14 +246,36 @@ impl Proof<'_> {
                 otherwise,
                 ..
             } => {
-                self.expr(cond, bounded)
-                    && self.list(then, bounded || self.bounds(cond))
-                    && self.list(otherwise, bounded || self.bounds_when_false(cond))
+                if !self.expr(cond, bounded) {
+                    return false;
+                }
+                self.env.push();
+                self.env.assume(cond, true);
+                let t = self.list(then, bounded || self.bounds(cond));
+                self.env.pop();
+                self.env.push();
+                self.env.assume(cond, false);
+                let o = t && self.list(otherwise, bounded || self.bounds_when_false(cond));
+                self.env.pop();
+                o
             }
-            StmtKind::Loop { from, to, body, .. } => {
-                self.expr(from, bounded) && self.expr(to, bounded) && self.list(body, bounded)
+            StmtKind::Loop {
+                var,
+                from,
+                to,
+                body,
+            } => {
+                if !(self.expr(from, bounded) && self.expr(to, bounded)) {
+                    return false;
+                }
+                self.env.push();
+                self.env.declare(var, ScalarType::U32, None);
+                self.env.assume_loop(var, from, to);
+                let ok = self.list(body, bounded);
+                self.env.pop();
+                ok
             }
-            StmtKind::Block(b) => self.list(b, bounded),
+            StmtKind::Block(b) => self.scoped(b, bounded),
             StmtKind::Return => true,
             // Not in a kernel that has the exit; refuse anything else to stay sound.
             StmtKind::Barrier(_) | StmtKind::Sync(_) => false,
@@ -186,18 +288,19 @@ mod tests {
     use super::*;
     use crate::ir::parse_program;
 
-    fn body(json: &str) -> Vec<Stmt> {
+    fn program(json: &str) -> Program {
         let text = format!(
             r#"{{"format": 1, "name": "t", "workgroup_size": [64, 1, 1], "buffers": [
                 {{"name": "a", "binding": 0, "access": "read_write", "type": "u32"}},
                 {{"name": "out", "binding": 1, "access": "read_write", "type": "u32"}}],
                 "body": {json}}}"#
         );
-        parse_program(&text, "t.json").expect("parses").body
+        parse_program(&text, "t.json").expect("parses")
     }
 
     fn proves(json: &str) -> bool {
-        redundant(&body(json), &["out".to_string()])
+        let p = program(json);
+        redundant(&p, [64, 1, 1], &p.body, &["out".to_string()])
     }
 
     #[test]
@@ -217,6 +320,27 @@ mod tests {
             r#"[{"let": "i", "value": {"gid": "x"}},
                 {"if": {"ge": ["i", {"len": "out"}]}, "then": [{"return": {}}]},
                 {"store": "a", "index": 0, "value": {"atomic": "add", "buffer": "out", "index": 0, "value": 1}}]"#
+        ));
+    }
+
+    #[test]
+    fn indices_at_or_above_gid_without_wrap_prove_the_exit_redundant() {
+        // `t < 256` keeps `t * 32 + 5` below 2^32, so it is at least gid.x.
+        assert!(proves(
+            r#"[{"let": "t", "value": {"gid": "x"}},
+                {"if": {"ge": ["t", 256]}, "then": [{"return": {}}]},
+                {"let": "base", "value": {"mul": ["t", 32]}},
+                {"store": "out", "index": {"add": ["base", 5]}, "value": 1}]"#
+        ));
+        // Unbounded, `gid.x * 2` wraps (gid.x = 2^31 stores to element 0).
+        assert!(!proves(
+            r#"[{"store": "out", "index": {"mul": [{"gid": "x"}, 2]}, "value": 1}]"#
+        ));
+        // Below 256 but on a buffer vyre does not count.
+        assert!(!proves(
+            r#"[{"let": "t", "value": {"gid": "x"}},
+                {"if": {"ge": ["t", 256]}, "then": [{"return": {}}]},
+                {"store": "a", "index": {"mul": ["t", 2]}, "value": 1}]"#
         ));
     }
 

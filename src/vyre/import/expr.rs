@@ -10,24 +10,70 @@ use crate::ir::{AtomicOp, AtomicOrder, Axis, ReduceOp, UnOp};
 
 /// True when `e` has an atomic or a subgroup operation anywhere.
 pub(super) fn has_special(e: &VExpr) -> bool {
+    any_node(e, &mut |x| {
+        matches!(
+            x,
+            VExpr::Atomic { .. }
+                | VExpr::SubgroupBallot { .. }
+                | VExpr::SubgroupShuffle { .. }
+                | VExpr::SubgroupReduce { .. }
+                | VExpr::SubgroupLocalId
+                | VExpr::SubgroupSize
+        )
+    })
+}
+
+/// True when `e` has an atomic or a collective subgroup operation (a shuffle, reduction or
+/// ballot): an expression whose evaluation may not be repeated, skipped in some lanes or
+/// moved. The lane id and the subgroup size are plain values.
+pub(super) fn moves(e: &VExpr) -> bool {
+    any_node(e, &mut |x| {
+        matches!(
+            x,
+            VExpr::Atomic { .. }
+                | VExpr::SubgroupBallot { .. }
+                | VExpr::SubgroupShuffle { .. }
+                | VExpr::SubgroupReduce { .. }
+        )
+    })
+}
+
+/// True when `e` has an atomic anywhere.
+pub(super) fn has_atomic(e: &VExpr) -> bool {
+    any_node(e, &mut |x| matches!(x, VExpr::Atomic { .. }))
+}
+
+/// True when `p` holds for `e` or one of its sub-expressions (pre-order, stopping at the
+/// first).
+pub(super) fn any_node(e: &VExpr, p: &mut dyn FnMut(&VExpr) -> bool) -> bool {
+    if p(e) {
+        return true;
+    }
     match e {
-        VExpr::Atomic { .. }
-        | VExpr::SubgroupBallot { .. }
-        | VExpr::SubgroupShuffle { .. }
-        | VExpr::SubgroupReduce { .. }
-        | VExpr::SubgroupLocalId
-        | VExpr::SubgroupSize => true,
-        VExpr::Load { index, .. } => has_special(index),
-        VExpr::BinOp { left, right, .. } => has_special(left) || has_special(right),
-        VExpr::UnOp { operand, .. } => has_special(operand),
-        VExpr::Call { args, .. } => args.iter().any(has_special),
+        VExpr::Load { index, .. } => any_node(index, p),
+        VExpr::BinOp { left, right, .. } => any_node(left, p) || any_node(right, p),
+        VExpr::UnOp { operand, .. } => any_node(operand, p),
+        VExpr::Call { args, .. } => args.iter().any(|a| any_node(a, p)),
         VExpr::Select {
             cond,
             true_val,
             false_val,
-        } => has_special(cond) || has_special(true_val) || has_special(false_val),
-        VExpr::Cast { value, .. } => has_special(value),
-        VExpr::Fma { a, b, c } => has_special(a) || has_special(b) || has_special(c),
+        } => any_node(cond, p) || any_node(true_val, p) || any_node(false_val, p),
+        VExpr::Cast { value, .. } => any_node(value, p),
+        VExpr::Fma { a, b, c } => any_node(a, p) || any_node(b, p) || any_node(c, p),
+        VExpr::Atomic {
+            index,
+            expected,
+            value,
+            ..
+        } => {
+            any_node(index, p)
+                || expected.as_deref().is_some_and(|x| any_node(x, p))
+                || any_node(value, p)
+        }
+        VExpr::SubgroupBallot { cond } => any_node(cond, p),
+        VExpr::SubgroupShuffle { value, lane } => any_node(value, p) || any_node(lane, p),
+        VExpr::SubgroupReduce { value, .. } => any_node(value, p),
         _ => false,
     }
 }
@@ -58,8 +104,14 @@ impl Cx {
         None
     }
 
-    /// Converts vyre expression `e` at vyre path `vp`, inside our statement `sid`.
+    /// Converts vyre expression `e` at vyre path `vp`, inside our statement `sid`; the
+    /// export's `u32` form of an `i32` operator becomes the operator (see `forms`).
     pub(super) fn expr(&mut self, e: &VExpr, vp: &str, sid: &str) -> Option<Expr> {
+        let ours = self.converted(e, vp, sid)?;
+        Some(self.i32_form(ours))
+    }
+
+    fn converted(&mut self, e: &VExpr, vp: &str, sid: &str) -> Option<Expr> {
         Some(match e {
             VExpr::LitU32(v) => lit(Scalar::U32(*v)),
             VExpr::LitI32(v) => lit(Scalar::I32(*v)),
@@ -112,6 +164,9 @@ impl Cx {
                 ),
             },
             VExpr::Cast { target, value } => {
+                if let Some(b) = self.bitcast(target, value, vp, sid) {
+                    return b;
+                }
                 let v = self.expr(value, &format!("{vp}.value"), sid)?;
                 if self.same_type_cast(target, &v) {
                     // The export's cast of a widened narrow load or of a bitwise result
@@ -317,7 +372,9 @@ impl Cx {
                     if matches!(lt, Some(ScalarType::U32 | ScalarType::I32)) && !small {
                         // vyre's kernel takes a 32-bit shift amount modulo 32 (`and 31`).
                         self.masked_shifts += 1;
-                        let masked = bin(BinOp::And, r, lit(Scalar::U32(31)));
+                        // Marked, so that `shifts::settle` leaves it out where the amount
+                        // is proven below 32 once the whole body is known.
+                        let masked = bin(BinOp::And, r, super::shifts::MARK);
                         return Some(bin(op, l, masked));
                     }
                     op
@@ -360,6 +417,55 @@ fn below_32(r: &Expr) -> bool {
 }
 
 impl Cx {
+    /// The export's bitcast between `u32` and `i32`: `cast<T>(cast<S>(x))` with `x` already
+    /// of type `S` (a cast that keeps the value, then one that keeps the bits), unless the
+    /// inner cast is the export's widening of a narrow load or its cast of a bitwise,
+    /// remainder or mulhi result (the one [`Cx::same_type_cast`] takes away). `Some(None)`
+    /// when a part is refused.
+    fn bitcast(
+        &mut self,
+        target: &DataType,
+        value: &VExpr,
+        vp: &str,
+        sid: &str,
+    ) -> Option<Option<Expr>> {
+        let VExpr::Cast {
+            target: inner,
+            value: x,
+        } = value
+        else {
+            return None;
+        };
+        let (t, s) = (scalar_type(target)?, scalar_type(inner)?);
+        let ints = [ScalarType::U32, ScalarType::I32];
+        if t == s || !ints.contains(&t) || !ints.contains(&s) {
+            return None;
+        }
+        let kept = match &**x {
+            VExpr::Load { buffer, .. } => self
+                .scratch
+                .buffer(&self.buffer_name(buffer.as_str()))
+                .is_some_and(|d| d.elem.is_narrow()),
+            VExpr::BinOp { op, .. } => matches!(
+                op,
+                VBin::BitAnd | VBin::BitOr | VBin::BitXor | VBin::Mod | VBin::MulHigh
+            ),
+            _ => false,
+        };
+        if kept {
+            return None;
+        }
+        // Converting `x` twice would repeat its diagnostics: convert it once, here.
+        let Some(e) = self.expr(x, &format!("{vp}.value.value"), sid) else {
+            return Some(None);
+        };
+        Some(Some(if self.type_of(&e) == Some(s) {
+            Expr::Bitcast(t, Box::new(e))
+        } else {
+            Expr::Cast(t, Box::new(self.i32_form(Expr::Cast(s, Box::new(e)))))
+        }))
+    }
+
     /// True for a cast to `target` of `v` that is a narrow buffer's load or a bitwise,
     /// remainder or mulhi result whose type is already `target` (a cast that changes nothing).
     fn same_type_cast(&self, target: &DataType, v: &Expr) -> bool {

@@ -9,7 +9,7 @@
 
 use vyre_foundation::ir::{BinOp as VBin, DataType, Expr as VExpr, UnOp as VUn};
 
-use super::expr::has_special;
+use super::expr::{any_node, has_atomic, has_special, moves};
 use super::*;
 
 /// True when `a` and `b` are the same vyre expression, node for node (`f32` literals by
@@ -335,10 +335,87 @@ pub(super) fn guarded_store<'a>(
     else {
         return None;
     };
+    // The index runs twice (guard and store), the value in fewer lanes than ours: neither
+    // may hold an atomic or a collective operation (the lane id is a plain value).
     let ok = otherwise.is_empty()
         && cx.is_len(len, buffer.as_str())
         && same(i, index)
-        && !has_special(i)
-        && !has_special(value);
+        && !moves(i)
+        && !moves(value);
     ok.then_some((buffer.as_str(), index, value))
+}
+
+/// The export's guarded store of a bound value, `let vs_value_<node> = v; if len(b) > i {
+/// store(b, i, vs_value_<node>) }` (`let_node` and `guard`): the store's buffer and index.
+/// The export binds a value with a collective subgroup operation (or an atomic) before the
+/// guard because the format evaluates a store's value in every lane; `store(b, i, v)` in the
+/// format does just that. Folded only for a value without atomics (so that evaluating it
+/// after the index, as the format's store does, changes nothing; the index has neither
+/// atomics nor collective operations) and a name used by that store alone, never assigned.
+pub(super) fn bound_store<'a>(
+    cx: &Cx,
+    let_node: &'a VNode,
+    guard: &'a VNode,
+) -> Option<(&'a str, &'a VExpr, &'a VExpr)> {
+    let VNode::Let { name, value: v } = let_node else {
+        return None;
+    };
+    let VNode::If {
+        cond,
+        then,
+        otherwise,
+    } = guard
+    else {
+        return None;
+    };
+    let (b, i, stored) = guarded_store(cx, cond, then, otherwise)?;
+    let n = name.as_str();
+    let ok = n.starts_with("vs_value_")
+        && matches!(stored, VExpr::Var(x) if x.as_str() == n)
+        && cx.var_uses.get(n) == Some(&1)
+        && !cx.assigned.contains(n)
+        && !has_atomic(v);
+    ok.then_some((b, i, v))
+}
+
+/// How often each variable is read in `nodes` (declarations and assignments aside).
+pub(super) fn var_uses(nodes: &[VNode], out: &mut HashMap<String, usize>) {
+    let mut count = |e: &VExpr| {
+        any_node(e, &mut |x| {
+            if let VExpr::Var(n) = x {
+                *out.entry(n.as_str().to_string()).or_insert(0) += 1;
+            }
+            false
+        });
+    };
+    let mut nested: Vec<&[VNode]> = Vec::new();
+    for n in nodes {
+        match n {
+            VNode::Let { value, .. } | VNode::Assign { value, .. } => count(value),
+            VNode::Store { index, value, .. } => {
+                count(index);
+                count(value);
+            }
+            VNode::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                count(cond);
+                nested.push(then);
+                nested.push(otherwise);
+            }
+            VNode::Loop { from, to, body, .. } => {
+                count(from);
+                count(to);
+                nested.push(body);
+            }
+            VNode::Block(body) => nested.push(body),
+            VNode::Region { body, .. } => nested.push(body),
+            _ => {}
+        }
+    }
+    for list in nested {
+        var_uses(list, out);
+    }
 }

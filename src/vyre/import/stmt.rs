@@ -98,6 +98,25 @@ impl Cx {
                         })
                     })
                 }
+                // The export's store of a value bound before its guard: `let v = x; if
+                // len(b) > i { b[i] = v }` is `b[i] = x`.
+                (_, Some(next)) if guards::bound_store(self, n, next).is_some() => {
+                    skip = true;
+                    let vnext = format!("{vpath}[{}]", i + 1);
+                    guards::bound_store(self, n, next).and_then(|(b, index, value)| {
+                        let kind = self.store_parts(
+                            b,
+                            (index, &format!("{vnext}.then[0].index")),
+                            (value, &format!("{vp}.value")),
+                            &id,
+                            false,
+                        )?;
+                        Some(Stmt {
+                            id: NodeId::new(id.clone()),
+                            kind,
+                        })
+                    })
+                }
                 _ => self.node(n, &vp, &id),
             };
             let Some(mut s) = converted else {
@@ -340,7 +359,25 @@ impl Cx {
         id: &str,
         clamp: bool,
     ) -> Option<StmtKind> {
-        let index = self.expr(index, &format!("{vp}.index"), id)?;
+        self.store_parts(
+            buffer,
+            (index, &format!("{vp}.index")),
+            (value, &format!("{vp}.value")),
+            id,
+            clamp,
+        )
+    }
+
+    /// [`Cx::store`] with the index and the value at vyre paths of their own.
+    fn store_parts(
+        &mut self,
+        buffer: &str,
+        (index, ip): (&vyre_foundation::ir::Expr, &str),
+        (value, vp): (&vyre_foundation::ir::Expr, &str),
+        id: &str,
+        clamp: bool,
+    ) -> Option<StmtKind> {
+        let index = self.expr(index, ip, id)?;
         // vyre stores into an f16 (or 8/16-bit integer) buffer a value cast to that
         // type; the format stores the f32 (u32/i32) value and converts it on the way
         // (round to nearest even; the low bits), which is what vyre's cast does, so the
@@ -361,10 +398,8 @@ impl Cx {
                     | DataType::U16
                     | DataType::I16),
                 value: inner,
-            } if elem.is_some() && elem_type(target) == elem => {
-                (&**inner, format!("{vp}.value.value"))
-            }
-            v => (v, format!("{vp}.value")),
+            } if elem.is_some() && elem_type(target) == elem => (&**inner, format!("{vp}.value")),
+            v => (v, vp.to_string()),
         };
         let value = self.expr(value, &vpath, id)?;
         // With every lane kept alive vyre predicates the store (an out-of-range one
