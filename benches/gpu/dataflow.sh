@@ -5,8 +5,10 @@
 # one seq_cst atomic per element and with a shared-memory histogram), each
 # `--both --repeat 30` in both sync forms (both verified against the reference interpreter),
 # then the no-regression cases (elementwise chain 2^12 / 2^26, reduction 2^26).
-# Usage: [DATAFLOW_QUICK=1] [DATAFLOW_ONLY="softmax ..."] benches/gpu/dataflow.sh [BINARY] [OUTDIR]
-# (DATAFLOW_ONLY: just those fixtures in both sync forms, e.g. to compare two builds.)
+# Usage: [DATAFLOW_QUICK=1] [DATAFLOW_ONLY="softmax ..."] [DATAFLOW_REPEAT=N] benches/gpu/dataflow.sh [BINARY] [OUTDIR]
+# (DATAFLOW_ONLY: just those fixtures in both sync forms, e.g. to compare two builds; the
+# scaled copies such as chain3_2e12 count too. DATAFLOW_REPEAT: repetitions per form, 30 by
+# default; more narrows the gate's interval.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:-target/release/vyrescope}"
@@ -45,7 +47,7 @@ one() { # one NAME SYNC [extra args]
   local name="$1" sync="$2"; shift 2
   local tag="$name.$sync${1:+.measure}"
   echo "== $tag"
-  timeout 150 "$bin" run "$work/$name.json" --backend cuda --both --repeat 30 --sync "$sync" \
+  timeout 150 "$bin" run "$work/$name.json" --backend cuda --both --repeat "${DATAFLOW_REPEAT:-30}" --sync "$sync" \
     --fuel 1099511627776 --timeout 5000 "$@" --json > "$out/json/$tag.json" \
     || echo "FAILED (exit $?): $tag"
   tar czf "$out/dataflow-json.tgz" -C "$out" json
