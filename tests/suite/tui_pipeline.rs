@@ -270,6 +270,10 @@ fn run_tab_charts_separate_against_fused() {
         "{fused}"
     );
     assert!(s.contains("verified"));
+    // Under `--sync dataflow` the fused form is the dataflow kernel, and says so.
+    a.programs.sync = vyrescope::megakernel::plan::SyncMode::Dataflow;
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("dataflow ( 1 launches)"), "{s}");
 }
 
 /// The other way: the IR cursor on a step's statement highlights fused PTX lines of exactly

@@ -107,8 +107,12 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 Ok(run) => {
                     app.screen.info(match (run.separate_ms, run.fused_ms) {
                         (Some(s), Some(f)) => format!(
-                            "pipeline on {}: separate {s:.4} ms, fused {f:.4} ms{}",
+                            "pipeline on {}: separate {s:.4} ms, {} {f:.4} ms{}",
                             run.backend,
+                            match app.programs.sync {
+                                crate::megakernel::plan::SyncMode::Barrier => "fused",
+                                crate::megakernel::plan::SyncMode::Dataflow => "dataflow",
+                            },
                             if run.verified { "" } else { " - MISMATCH" }
                         ),
                         _ => format!(
