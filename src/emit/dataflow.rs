@@ -180,13 +180,23 @@ impl Writer<'_> {
         // A count or a fixed range is the same for every task of the step: once this block
         // has seen it complete (in this launch), its later tasks skip the wait. `done` is
         // false at kernel entry and set by every thread after the `bar.sync`, so the skip
-        // is uniform in the block.
+        // is uniform in the block. It belongs to the wait statement, not to this copy of
+        // it: the copies of an unrolled task loop share it, so only the block's first task
+        // of the step polls (each poll is an L2 round trip, about 0.4 us on an H200).
         let done = match on {
             WaitOn::Window { .. } => None,
             _ => {
-                let tid = self.linear_tid();
-                let d = self.reg_class(RegClass::Pred);
-                self.pro(format!("setp.ne.u32 {d}, {tid}, {tid}"));
+                let key = format!("{on:?} {workgroup}");
+                let d = match self.wait_done.get(&key) {
+                    Some(d) => d.clone(),
+                    None => {
+                        let tid = self.linear_tid();
+                        let d = self.reg_class(RegClass::Pred);
+                        self.pro(format!("setp.ne.u32 {d}, {tid}, {tid}"));
+                        self.wait_done.insert(key, d.clone());
+                        d
+                    }
+                };
                 self.ins(format!("@{d} bra {passed}"));
                 Some(d)
             }

@@ -185,6 +185,10 @@ pub(super) struct Writer<'p> {
     pub special: HashMap<&'static str, String>,
     /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
     pub counter_base: HashMap<u32, String>,
+    /// Dataflow waits that are the same for every task of a step (a count, a fixed range of
+    /// flags): the predicate "this block has seen it complete", one per wait statement, so
+    /// that the copies of an unrolled task loop share it (`emit::dataflow`).
+    pub wait_done: HashMap<String, String>,
     pub stats: EmitStats,
     /// Per-owner counter for helper labels (`$L_body2_k3`).
     label_seq: HashMap<usize, u32>,
@@ -259,6 +263,7 @@ impl<'p> Writer<'p> {
             buf_len: HashMap::new(),
             shared_base: HashMap::new(),
             counter_base: HashMap::new(),
+            wait_done: HashMap::new(),
             special: HashMap::new(),
             stats: EmitStats::default(),
             label_seq: HashMap::new(),
@@ -395,6 +400,7 @@ impl<'p> Writer<'p> {
             buf_len: self.buf_len.clone(),
             shared_base: self.shared_base.clone(),
             counter_base: self.counter_base.clone(),
+            wait_done: self.wait_done.clone(),
             special: self.special.clone(),
             zero_unless: self.zero_unless.clone(),
             mutable: self.mutable.clone(),
@@ -417,6 +423,7 @@ impl<'p> Writer<'p> {
         self.buf_len = cp.buf_len;
         self.shared_base = cp.shared_base;
         self.counter_base = cp.counter_base;
+        self.wait_done = cp.wait_done;
         self.special = cp.special;
         self.zero_unless = cp.zero_unless;
         self.mutable = cp.mutable;
@@ -569,6 +576,7 @@ pub(super) struct Checkpoint {
     buf_len: HashMap<String, String>,
     shared_base: HashMap<String, String>,
     counter_base: HashMap<u32, String>,
+    wait_done: HashMap<String, String>,
     special: HashMap<&'static str, String>,
     zero_unless: HashMap<String, String>,
     mutable: HashSet<String>,

@@ -260,6 +260,54 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
     );
 }
 
+/// A wait that is the same for every task of a step (a count, a fixed range of flags) is
+/// polled once per block: every copy of it in an unrolled task loop skips on one shared
+/// "seen it" predicate. Each copy used to have its own, so a block with four tasks of
+/// reduce_normalize_2p20's normalise step polled the broadcast flag four times (an L2
+/// round trip each).
+#[test]
+fn unrolled_copies_of_a_fixed_wait_share_one_skip_predicate() {
+    let mut checked = 0;
+    for path in pipeline_fixtures() {
+        let l = load(&path);
+        for k in kernels(&l, SyncMode::Dataflow) {
+            let fixed: std::collections::HashSet<String> = sync_ops(&k)
+                .iter()
+                .filter_map(|op| match op {
+                    SyncOp::Wait {
+                        on: on @ (WaitOn::Count { .. } | WaitOn::Range { .. }),
+                        workgroup,
+                        ..
+                    } => Some(format!("{on:?} {workgroup}")),
+                    _ => None,
+                })
+                .collect();
+            if fixed.is_empty() {
+                continue;
+            }
+            let e = emit(&k.program, &EmitOptions::for_program(&k.program)).unwrap();
+            let skips: Vec<&str> = e
+                .ptx
+                .lines()
+                .filter(|line| line.contains("_df_passed") && line.contains(" bra "))
+                .filter_map(|line| line.split_whitespace().next())
+                .collect();
+            let distinct: std::collections::HashSet<&str> = skips.iter().copied().collect();
+            assert!(
+                distinct.len() <= fixed.len(),
+                "{}: {} skip predicates for {} fixed waits ({} copies)",
+                l.name,
+                distinct.len(),
+                fixed.len(),
+                skips.len()
+            );
+            checked += usize::from(skips.len() > distinct.len());
+        }
+    }
+    // reduce_normalize_2p20 and hist_equalize(_shared) unroll a task loop around one.
+    assert!(checked >= 2, "{checked} kernels with a shared skip");
+}
+
 /// A persistent grid of [`FOLD_SPREAD_FROM_BLOCKS`] blocks or more arrives at a last-arriver
 /// fold through [`FOLD_SPREAD`] sub-counters; the fixtures' own grids arrive on one counter.
 /// Forced to 2112 blocks (what 128-thread workgroups give on an H200), softmax and reduce +
