@@ -41,6 +41,15 @@ impl SyncMode {
             SyncMode::Barrier => "barrier",
         }
     }
+
+    /// What the fused form of a pipeline is called when it runs this way (the timeline's
+    /// forms, the inspector's Run tab): `fused` with grid barriers, `dataflow` with waits.
+    pub fn fused_label(self) -> &'static str {
+        match self {
+            SyncMode::Dataflow => "dataflow",
+            SyncMode::Barrier => "fused",
+        }
+    }
 }
 
 impl std::str::FromStr for SyncMode {

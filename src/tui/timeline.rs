@@ -196,13 +196,9 @@ pub fn record(what: &Recording) -> Result<Vec<Arc<TimelineData>>, String> {
             let initial = crate::harness::pipeline::host_buffers(prepared);
             // The fused form is labelled as `run --timeline` labels it: `dataflow` when its
             // waits are dataflow waits.
-            let fused = match sync {
-                crate::megakernel::plan::SyncMode::Barrier => "fused",
-                crate::megakernel::plan::SyncMode::Dataflow => "dataflow",
-            };
             for (label, form) in [
                 ("separate", PipelineForm::Separate),
-                (fused, PipelineForm::Fused),
+                (sync.fused_label(), PipelineForm::Fused),
             ] {
                 let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, *sync)?;
                 let mut bufs = initial.clone();

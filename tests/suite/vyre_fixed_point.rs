@@ -9,11 +9,10 @@ use vyre_foundation::ir::{
     BinOp as VB, BufferDecl as VBuf, DataType as DT, Expr as E, Node as N, Program as VP,
 };
 
-use vyrescope::diagnostic::Severity;
 use vyrescope::inputs::prepare;
 use vyrescope::ir::print::print_program;
-use vyrescope::ir::{parse_program, NodeId, Program, Stmt, StmtKind};
-use vyrescope::vyre::{export, import_program};
+use vyrescope::ir::{parse_program, Program, StmtKind};
+use vyrescope::vyre::export;
 
 fn bin(op: VB, a: E, b: E) -> E {
     E::BinOp {
@@ -25,16 +24,9 @@ fn bin(op: VB, a: E, b: E) -> E {
 
 /// The imported Program's body as text (no errors allowed).
 fn imported(v: &VP) -> (Program, String) {
-    let got = import_program(v, "t");
-    let errors: Vec<String> = got
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .map(|d| d.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
-    let text = print_program(&got.program).text();
-    (got.program, text)
+    let program = crate::support::vyre::import_clean(v, "t", "t");
+    let text = print_program(&program).text();
+    (program, text)
 }
 
 /// `let i = gid.x; if i < len(out) { body }` over `a` (read, u32) and `out` (output, u32).
@@ -228,24 +220,9 @@ fn the_early_exit_goes_for_indices_at_or_above_gid_only_without_wrap() {
     );
     let (back, kept) = trip(&p);
     assert!(!kept, "{}", print_program(&back).text());
-    let mut with_exit = back.clone();
     let v = export(&p).expect("exports");
     let cond = vyrescope::vyre::import::dispatch_exit(&v).expect("an exit");
-    with_exit.body.insert(
-        0,
-        Stmt {
-            id: NodeId::new(""),
-            kind: StmtKind::If {
-                cond,
-                then: vec![Stmt {
-                    id: NodeId::new(""),
-                    kind: StmtKind::Return,
-                }],
-                otherwise: Vec::new(),
-                has_else: false,
-            },
-        },
-    );
+    let with_exit = crate::support::vyre::with_exit_first(&back, cond);
     assert_eq!(run(&back), run(&with_exit));
     assert_eq!(run(&back), run(&p));
     // Without the bound, `t * 4 + 3` wraps for t >= 2^30 (and could store in range): kept.

@@ -1043,7 +1043,7 @@ fn a_left_out_early_exit_changes_no_result_past_the_count() {
     // Where the import proves vyre's early exit redundant and leaves it out, running the
     // Program with the exit put back, on a grid two workgroups larger than the dispatch
     // count (invocations past it exist), must give the same buffers byte for byte.
-    use vyrescope::ir::{NodeId, Stmt, StmtKind};
+    use vyrescope::ir::StmtKind;
     vyrescope::vyre::install();
     let mut dropped = 0;
     for (stem, vp, supported) in fixtures() {
@@ -1062,22 +1062,7 @@ fn a_left_out_early_exit_changes_no_result_past_the_count() {
             continue;
         }
         dropped += 1;
-        let mut with_exit = p.clone();
-        with_exit.body.insert(
-            0,
-            Stmt {
-                id: NodeId::new(""),
-                kind: StmtKind::If {
-                    cond,
-                    then: vec![Stmt {
-                        id: NodeId::new(""),
-                        kind: StmtKind::Return,
-                    }],
-                    otherwise: Vec::new(),
-                    has_else: false,
-                },
-            },
-        );
+        let with_exit = crate::support::vyre::with_exit_first(&p, cond);
         let with_exit = parse_program(&program_to_json(&with_exit).unwrap(), "exit.json")
             .unwrap_or_else(|e| panic!("{stem}: {e}"));
         let base = prepare(&p, &dir(), None, None).unwrap_or_else(|e| panic!("{stem}: {e}"));

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use vyrescope::diagnostic::Severity;
 use vyrescope::ir::print::print_program;
 use vyrescope::ir::{elaborate, Program};
-use vyrescope::vyre::{export, import_program};
+use vyrescope::vyre::export;
 
 use crate::support::fixtures::fixtures;
 
@@ -60,15 +60,7 @@ fn printed(p: &Program) -> String {
 /// `import(export(p))`, failing on an export refusal or an import error.
 fn trip(p: &Program, what: &str) -> Program {
     let v = export(p).unwrap_or_else(|e| panic!("{what}: export: {e}"));
-    let got = import_program(&v, &p.name);
-    let errors: Vec<String> = got
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .map(|d| d.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{what}: import: {errors:?}");
-    got.program
+    crate::support::vyre::import_clean(&v, &p.name, what)
 }
 
 fn stem(f: &Path) -> String {

@@ -109,10 +109,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                         (Some(s), Some(f)) => format!(
                             "pipeline on {}: separate {s:.4} ms, {} {f:.4} ms{}",
                             run.backend,
-                            match app.programs.sync {
-                                crate::megakernel::plan::SyncMode::Barrier => "fused",
-                                crate::megakernel::plan::SyncMode::Dataflow => "dataflow",
-                            },
+                            app.programs.sync.fused_label(),
                             if run.verified { "" } else { " - MISMATCH" }
                         ),
                         _ => format!(

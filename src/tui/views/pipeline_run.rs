@@ -74,12 +74,12 @@ fn run_lines<'a>(app: &App, r: &'a PipelineRun, width: usize, selected: bool) ->
                 Span::raw(format!(" {s:.4} ms")),
             ]));
             // The fused form is the one `--sync` chose (fixed for the session).
-            let fused = match app.programs.sync {
-                crate::megakernel::plan::SyncMode::Barrier => "fused   ",
-                crate::megakernel::plan::SyncMode::Dataflow => "dataflow",
-            };
+            let fused = app.programs.sync.fused_label();
             v.push(Line::from(vec![
-                Span::styled(format!("  {fused} ({:>2} launches) ", r.launches.1), t.dim),
+                Span::styled(
+                    format!("  {fused:<8} ({:>2} launches) ", r.launches.1),
+                    t.dim,
+                ),
                 Span::styled(bar(f, max, bars), t.ok),
                 Span::raw(format!(" {f:.4} ms  x{speedup:.2}")),
             ]));

@@ -254,13 +254,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         // Which form runs it (`--sync`, like `run`'s): grid barriers by default; the
         // dataflow form's persistent grid and why are what `plan --sync dataflow` prints.
         if let Some(group) = plan.groups.get(b.group).filter(|g| g.runs_dataflow()) {
-            let dataflow = app
-                .programs
-                .doc
-                .as_ref()
-                .and_then(|d| d.pipeline.as_ref())
-                .is_some_and(|pv| pv.sync == crate::megakernel::plan::SyncMode::Dataflow);
-            let how = if dataflow {
+            let how = if app.programs.sync == crate::megakernel::plan::SyncMode::Dataflow {
                 format!(
                     "runs with dataflow waits (--sync dataflow) on {} blocks: {}",
                     group.dataflow.blocks, group.dataflow.blocks_reason

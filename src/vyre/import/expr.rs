@@ -8,19 +8,13 @@ use vyre_foundation::ir::{
 use super::*;
 use crate::ir::{AtomicOp, AtomicOrder, Axis, ReduceOp, UnOp};
 
-/// True when `e` has an atomic or a subgroup operation anywhere.
+/// True when `e` has an atomic or a subgroup operation anywhere: what [`moves`] finds, or
+/// the lane id or the subgroup size.
 pub(super) fn has_special(e: &VExpr) -> bool {
-    any_node(e, &mut |x| {
-        matches!(
-            x,
-            VExpr::Atomic { .. }
-                | VExpr::SubgroupBallot { .. }
-                | VExpr::SubgroupShuffle { .. }
-                | VExpr::SubgroupReduce { .. }
-                | VExpr::SubgroupLocalId
-                | VExpr::SubgroupSize
-        )
-    })
+    moves(e)
+        || any_node(e, &mut |x| {
+            matches!(x, VExpr::SubgroupLocalId | VExpr::SubgroupSize)
+        })
 }
 
 /// True when `e` has an atomic or a collective subgroup operation (a shuffle, reduction or

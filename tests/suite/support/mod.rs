@@ -4,3 +4,5 @@ pub mod cli;
 pub mod fixtures;
 pub mod snapshot;
 pub mod tools;
+#[cfg(feature = "vyre")]
+pub mod vyre;
