@@ -179,6 +179,11 @@ pub fn plan_launches(
                     let mut trial = spec.clone();
                     trial.persistent_blocks = Some(blocks);
                     let k = fuse_group(pipeline, shapes, &trial)?;
+                    // Each grid has its own kernel (task loops, prefetched loads): one the
+                    // driver cannot keep resident at this size is not a candidate.
+                    if rt.coresident_blocks(&k.program, k.shape.workgroup_size, jit)? < blocks {
+                        continue;
+                    }
                     let launch = k.launch(pipeline)?;
                     let mut bufs = initial.to_vec();
                     let rep =
@@ -192,6 +197,18 @@ pub fn plan_launches(
             if used != estimated {
                 spec.persistent_blocks = Some(used);
                 fused = fuse_group(pipeline, shapes, &spec)?;
+                // Another grid gives other task loops (and prefetched loads), so the kernel
+                // may hold more registers: shrink until the driver keeps the grid resident.
+                for _ in 0..4 {
+                    let fits =
+                        rt.coresident_blocks(&fused.program, fused.shape.workgroup_size, jit)?;
+                    if fits >= used {
+                        break;
+                    }
+                    used = fits.max(1);
+                    spec.persistent_blocks = Some(used);
+                    fused = fuse_group(pipeline, shapes, &spec)?;
+                }
             }
             topology.push(Topology {
                 group: g,

@@ -30,6 +30,7 @@
 
 mod forward;
 mod mask;
+mod prefetch;
 mod rewrite;
 mod sync;
 
@@ -41,7 +42,8 @@ use super::launch::PipelineLaunch;
 use crate::inputs::LaunchShape;
 use crate::ir::parse::assign_ids;
 use crate::ir::{
-    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, Stmt, StmtKind,
+    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, ScalarType, Stmt,
+    StmtKind,
 };
 use crate::shape::MAX_GRID_DIMS;
 
@@ -129,6 +131,12 @@ pub fn fuse_group(
     check_spec(pipeline, shapes, spec, &group)?;
     let shape = launch_shape(shapes, spec, &group)?;
     let (buffers, host_decls) = host_buffers(pipeline, spec, &group)?;
+    // Buffers no step of the group writes: their loads may be issued ahead of a task.
+    let read_only: HashMap<String, ScalarType> = host_decls
+        .iter()
+        .filter(|d| d.access == Access::Read)
+        .map(|d| (d.name.clone(), d.elem.value_type()))
+        .collect();
     let layout = match (&spec.dataflow, spec.persistent_blocks) {
         (Some(deps), Some(blocks)) => {
             let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
@@ -197,6 +205,9 @@ pub fn fuse_group(
             &names,
             (shapes[k], shape),
             layout.as_ref(),
+            &prefetch::ReadOnly {
+                buffers: &read_only,
+            },
             &group,
         )?);
         if let Some(sep) = spec.separations.get(i) {
@@ -571,6 +582,7 @@ fn step_stmt(
     names: &HashMap<String, String>,
     (step_shape, launch): (LaunchShape, LaunchShape),
     layout: Option<&sync::SyncLayout>,
+    read_only: &prefetch::ReadOnly,
     group: &str,
 ) -> Result<Stmt, FuseError> {
     let mut stmts = program.body.clone();
@@ -635,6 +647,15 @@ fn step_stmt(
         stmts = rewrite::lower_returns(stmts, &alive);
         stmts.insert(0, rewrite::let_(&alive, rewrite::bool_lit(true)));
     }
+    // Loads that cannot depend on the group's writes go ahead of the block's first task of a
+    // step that waits: they are in flight during the wait. Only there: ahead of steps that
+    // do not wait they bought little and cost registers (see prefetch.rs).
+    let mut prologue = Vec::new();
+    if let (Some(v), Some(l)) = (virtual_loop.as_ref(), layout) {
+        if v.fold.is_none() && !smaller && !l.before_task(k).is_empty() {
+            prologue = prefetch::prefetch(&mut stmts, read_only, v);
+        }
+    }
     if smaller {
         stmts = mask::mask(stmts, step_shape.workgroup_size[0]);
     }
@@ -646,7 +667,10 @@ fn step_stmt(
         stmts = task;
     }
     let mut wrapped = match virtual_loop {
-        Some(v) => v.wrap(stmts),
+        Some(v) => {
+            prologue.extend(v.wrap(stmts));
+            prologue
+        }
         None => return Ok(rewrite::synth(StmtKind::Block(stmts))),
     };
     if let Some(l) = layout {

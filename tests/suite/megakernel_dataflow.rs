@@ -18,7 +18,7 @@ use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use vyrescope::inputs::{HostBuffer, LaunchShape};
 use vyrescope::interp::{self, pipeline::run_pipeline};
-use vyrescope::ir::{Pipeline, Stmt, StmtKind, SyncOp, WaitOn};
+use vyrescope::ir::{Access, Expr, Pipeline, Stmt, StmtKind, SyncOp, WaitOn};
 use vyrescope::megakernel::emitted::{check_emitted, sync_ops};
 use vyrescope::megakernel::fuse::{FOLD_SPREAD, FOLD_SPREAD_FROM_BLOCKS};
 use vyrescope::megakernel::plan::{plan, Plan, PlanOptions, SyncMode};
@@ -598,4 +598,85 @@ fn instrumented_dataflow_kernels_built_for_their_grid_fit_it() {
         }
     }
     assert!(checked >= 4, "{checked} dataflow kernels checked");
+}
+
+/// The prefetch lets (`fN_preJ_T`) of every fused kernel, with whether each sits inside a
+/// loop, in statement order.
+fn prefetch_lets(list: &[Stmt], in_loop: bool, out: &mut Vec<(String, Expr, bool)>) {
+    for s in list {
+        match &s.kind {
+            StmtKind::Let { name, value } => {
+                let rest = name.split_once("_pre");
+                let is_pre = rest.is_some_and(|(head, tail)| {
+                    head.strip_prefix('f')
+                        .is_some_and(|k| k.chars().all(|c| c.is_ascii_digit()))
+                        && tail.split('_').all(|p| p.parse::<u32>().is_ok())
+                });
+                if is_pre {
+                    out.push((name.clone(), value.clone(), in_loop));
+                }
+            }
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                prefetch_lets(then, in_loop, out);
+                prefetch_lets(otherwise, in_loop, out);
+            }
+            StmtKind::Block(b) => prefetch_lets(b, in_loop, out),
+            StmtKind::Loop { body, .. } => prefetch_lets(body, true, out),
+            _ => {}
+        }
+    }
+}
+
+/// Loads that cannot depend on the group's writes are issued ahead of a dataflow step's
+/// waits: only buffers the fused kernel declares `read` (no step of the group writes them),
+/// never inside the task loop, for each of the block's tasks (hist_equalize_shared's map step loads `x` for its four tasks before waiting for
+/// the cdf, never `cdf` itself). The interpreter runs of every fixture
+/// (`every_fixture_runs_like_its_steps_in_both_sync_forms`) check that the results do not
+/// change.
+#[test]
+fn prefetched_loads_read_only_buffers_ahead_of_the_tasks() {
+    let mut with = Vec::new();
+    for path in pipeline_fixtures() {
+        let l = load(&path);
+        for sync in [SyncMode::Dataflow, SyncMode::Barrier] {
+            for k in kernels(&l, sync) {
+                let mut lets = Vec::new();
+                prefetch_lets(&k.program.body, false, &mut lets);
+                for (name, value, in_loop) in &lets {
+                    assert!(!in_loop, "{}: {name} is inside a loop", k.program.name);
+                    value.visit(&mut |e| {
+                        if let Expr::Load { buffer, .. } = e {
+                            let decl = k.program.buffer(buffer).expect("declared");
+                            assert_eq!(
+                                decl.access,
+                                Access::Read,
+                                "{}: {name} prefetches `{buffer}`, which the group writes",
+                                k.program.name
+                            );
+                        }
+                    });
+                }
+                if !lets.is_empty() {
+                    with.push((k.program.name.clone(), sync, lets));
+                }
+            }
+        }
+    }
+    let find = |kernel: &str, sync: SyncMode| {
+        with.iter()
+            .find(|(n, s, _)| n == kernel && *s == sync)
+            .map(|(_, _, lets)| lets.clone())
+            .unwrap_or_else(|| panic!("{kernel} ({}) prefetches nothing", sync.name()))
+    };
+    let map = find("hist_equalize_shared_fused_0_2", SyncMode::Dataflow);
+    let names: Vec<&str> = map.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, ["f2_pre0_0", "f2_pre0_1", "f2_pre0_2", "f2_pre0_3"]);
+    // The normalise step waits for the total and runs four tasks per block: their x ahead.
+    let normalise = find("reduce_normalize_2p20_fused_0_2", SyncMode::Dataflow);
+    let names: Vec<&str> = normalise.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, ["f2_pre0_0", "f2_pre0_1", "f2_pre0_2", "f2_pre0_3"]);
+    // Only ahead of a wait: grid-barrier kernels have none.
+    assert!(with.iter().all(|(_, s, _)| *s == SyncMode::Dataflow));
 }

@@ -368,6 +368,52 @@ impl VirtualLoop<'_> {
         }
     }
 
+    /// The virtual workgroup of task copy `t` (counting from 0) on this block, as the loop
+    /// computes it: `t * P + wgid.x`.
+    pub fn virtual_id(&self, t: u32) -> Expr {
+        let phys = Expr::Builtin(Builtin::WorkgroupId(Axis::X));
+        if self.workgroups.div_ceil(self.launch_workgroups) == 1 {
+            phys
+        } else {
+            bin(
+                BinOp::Add,
+                u32_lit(t.wrapping_mul(self.launch_workgroups)),
+                phys,
+            )
+        }
+    }
+
+    /// The step's `wgid` and `gid` per axis for the linear virtual workgroup `v`.
+    pub fn id_exprs(&self, v: &Expr) -> ([Expr; 3], [Expr; 3]) {
+        let [gx, gy, gz] = self.grid;
+        // Linear virtual id -> x/y/z in the step's grid (x fastest, like CUDA's blocks).
+        let wgid = [
+            if gy == 1 && gz == 1 {
+                v.clone()
+            } else {
+                bin(BinOp::Rem, v.clone(), u32_lit(gx))
+            },
+            bin(
+                BinOp::Rem,
+                bin(BinOp::Div, v.clone(), u32_lit(gx)),
+                u32_lit(gy),
+            ),
+            bin(BinOp::Div, v.clone(), u32_lit(gx.saturating_mul(gy))),
+        ];
+        let gid = [0, 1, 2].map(|a| self.gid_expr(a, &wgid[a]));
+        (wgid, gid)
+    }
+
+    /// `gid` along axis `a` from the workgroup id `wgid` along it.
+    fn gid_expr(&self, a: usize, wgid: &Expr) -> Expr {
+        let axes = [Axis::X, Axis::Y, Axis::Z];
+        bin(
+            BinOp::Add,
+            bin(BinOp::Mul, wgid.clone(), u32_lit(self.workgroup_size[a])),
+            Expr::Builtin(Builtin::LocalId(axes[a])),
+        )
+    }
+
     /// Wraps `body` (already renamed) in the loop: every physical workgroup `w` of the launch
     /// runs virtual workgroups `v = t * P + w` for `t` in `0..ceil(G / P)` while `v < G`.
     /// The trip count is a literal and `v` derives from `wgid` only, so the loop and the
@@ -393,33 +439,16 @@ impl VirtualLoop<'_> {
                 phys,
             )
         };
-        let [gx, gy, _] = self.grid;
         let (gid_used, wgid_used) = self.used;
+        let (wgid_of, _) = self.id_exprs(&Expr::Var(v.clone()));
         let mut inner = Vec::new();
         for (a, _) in wgid_used.iter().enumerate().filter(|(_, &u)| u) {
-            let vv = Expr::Var(v.clone());
-            // Linear virtual id -> x/y/z in the step's grid (x fastest, like CUDA's blocks).
-            let value = match a {
-                0 if gy == 1 && self.grid[2] == 1 => vv,
-                0 => bin(BinOp::Rem, vv, u32_lit(gx)),
-                1 => bin(BinOp::Rem, bin(BinOp::Div, vv, u32_lit(gx)), u32_lit(gy)),
-                _ => bin(BinOp::Div, vv, u32_lit(gx.saturating_mul(gy))),
-            };
-            inner.push(let_(&ids.wgid[a], value));
+            inner.push(let_(&ids.wgid[a], wgid_of[a].clone()));
         }
-        let axes = [Axis::X, Axis::Y, Axis::Z];
+        let wgid_vars = ids.wgid.clone().map(Expr::Var);
         for a in 0..3 {
             if gid_used[a] {
-                let value = bin(
-                    BinOp::Add,
-                    bin(
-                        BinOp::Mul,
-                        Expr::Var(ids.wgid[a].clone()),
-                        u32_lit(self.workgroup_size[a]),
-                    ),
-                    Expr::Builtin(Builtin::LocalId(axes[a])),
-                );
-                inner.push(let_(&ids.gid[a], value));
+                inner.push(let_(&ids.gid[a], self.gid_expr(a, &wgid_vars[a])));
             }
         }
         inner.extend(body);

@@ -1,0 +1,300 @@
+//! Prefetch of read-only loads ahead of a dataflow step's waits.
+//!
+//! A block of a persistent grid runs the virtual workgroups `v, v + P, v + 2P, ...` of a step
+//! one after another, and a dataflow task first waits for its producers. A task then pays its
+//! loads' round trips only after the wait, even for data that never depended on the
+//! producer, and the block's later tasks pay theirs in turn (the copies of the task loop are
+//! separated by `bar.sync`s). hist_equalize's map step, for instance, loads `x[i]` and then
+//! `cdf[x[i] & 255]`: two dependent L2 round trips per task, four tasks per block, all after
+//! the cdf's broadcast.
+//!
+//! This rewrite issues, before the block's first task of a step that waits, every load that
+//! cannot depend on anything the group writes, for every task copy of the block: a load of a
+//! buffer no step of the group writes (the fused declaration is `read`), at an index computed
+//! only from the virtual ids, `lid`, `lane`, literals, `len` and variables bound once at the
+//! top of the step to such values. Its value is the same at any point of the launch, so
+//! loading it early changes no result (an out-of-range index still reads 0); the loads are in
+//! flight while the block waits, and each task reads its prefetched register (`select` on the
+//! copy's counter, which folds to one register once the task loop is unrolled). Loads inside
+//! loops stay where they are (their index may change per iteration), and so does any load
+//! whose index reads a variable that is ever assigned.
+//!
+//! Only dataflow steps that wait before their tasks are rewritten, on virtual workgroups of
+//! the block's own size (a masked smaller step keeps its loads), holding at most
+//! [`MAX_PREFETCHED`] values per thread. On an H200 the kernel span of reduce_normalize_2p20
+//! fell from 12.8-12.9 to 11.2-11.4 us and hist_equalize_shared's from 13.2-13.3 to 12.3-12.4
+//! us. Prefetching also ahead of steps that do not wait but run several tasks per block was
+//! measured and not kept: it lengthened reduce_normalize_2p20's dataflow span back to 12.7-12.9
+//! us and raised hist_equalize's kernel from 31 to 48 registers (5 blocks per SM instead of 8).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ir::{BinOp, Builtin, Expr, Literal, Scalar, ScalarType, Stmt, StmtKind};
+
+use super::rewrite::{bin, children_mut, let_, u32_lit, VirtualLoop};
+
+/// Most prefetched values per thread (task copies x loads): registers held from the
+/// prologue to the task that reads them, kept low so that the block's residency holds.
+pub(super) const MAX_PREFETCHED: usize = 8;
+
+/// What the rewrite may read: the group's read-only buffers and their element types.
+pub(super) struct ReadOnly<'a> {
+    /// Fused buffer name -> value type, for every buffer no step of the group writes.
+    pub buffers: &'a HashMap<String, ScalarType>,
+}
+
+/// Rewrites `body` (one step, renamed, before the virtual loop wraps it) so that its
+/// hoistable loads read prefetched registers, and returns the prologue that loads them (to
+/// go before the loop). Empty when nothing qualifies.
+pub(super) fn prefetch(body: &mut [Stmt], ro: &ReadOnly, vl: &VirtualLoop) -> Vec<Stmt> {
+    let ids = vl.ids();
+    let mut known: HashMap<String, Option<Expr>> = HashMap::new();
+    for a in 0..3 {
+        known.insert(ids.wgid[a].clone(), None);
+        known.insert(ids.gid[a].clone(), None);
+    }
+    let assigned = assigned_or_redeclared(body);
+    // Variables bound once at the top level to a hoistable value: substituted by value.
+    for s in body.iter() {
+        if let StmtKind::Let { name, value } = &s.kind {
+            if !assigned.contains(name) && hoistable(value, ro, &known) {
+                known.insert(name.clone(), Some(value.clone()));
+            }
+        }
+    }
+    let mut found: Vec<(String, Expr)> = Vec::new();
+    for s in body.iter() {
+        collect_stmt(s, ro, &known, &mut found);
+    }
+    let trips = vl.workgroups.div_ceil(vl.launch_workgroups) as usize;
+    found.truncate(MAX_PREFETCHED / trips.max(1));
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let name = |j: usize, t: usize| format!("{}pre{j}_{t}", vl.prefix);
+    let mut prologue = Vec::new();
+    for t in 0..trips {
+        let v = vl.virtual_id(t as u32);
+        let (wgid, gid) = vl.id_exprs(&v);
+        let mut copy_of: HashMap<&str, Expr> = HashMap::new();
+        for a in 0..3 {
+            copy_of.insert(&ids.wgid[a], wgid[a].clone());
+            copy_of.insert(&ids.gid[a], gid[a].clone());
+        }
+        for (j, (buffer, index)) in found.iter().enumerate() {
+            let load = Expr::Load {
+                buffer: buffer.clone(),
+                index: Box::new(substitute(index, &known, &copy_of)),
+            };
+            let ty = ro.buffers[buffer];
+            // A block without this copy (v past the step's workgroups) loads nothing.
+            let guarded = Expr::Select(
+                Box::new(bin(BinOp::Lt, v.clone(), u32_lit(vl.workgroups))),
+                Box::new(load),
+                Box::new(Expr::Lit(Literal::Typed(Scalar::from_bits(ty, 0)))),
+            );
+            prologue.push(let_(&name(j, t), guarded));
+        }
+    }
+    let counter = Expr::Var(format!("{}t", vl.prefix));
+    let reads: Vec<Expr> = (0..found.len())
+        .map(|j| {
+            // Copy t of the task loop reads pre{j}_t: a chain of selects on the counter,
+            // each of which folds away in an unrolled copy.
+            let mut e = Expr::Var(name(j, trips - 1));
+            for t in (0..trips - 1).rev() {
+                e = Expr::Select(
+                    Box::new(bin(BinOp::Eq, counter.clone(), u32_lit(t as u32))),
+                    Box::new(Expr::Var(name(j, t))),
+                    Box::new(e),
+                );
+            }
+            e
+        })
+        .collect();
+    for s in body.iter_mut() {
+        replace_stmt(s, &found, &reads);
+    }
+    prologue
+}
+
+/// Names assigned anywhere in `list`, loop counters, and names declared more than once.
+fn assigned_or_redeclared(list: &[Stmt]) -> HashSet<String> {
+    fn walk(list: &[Stmt], seen: &mut HashSet<String>, out: &mut HashSet<String>) {
+        for s in list {
+            match &s.kind {
+                StmtKind::Let { name, .. } if !seen.insert(name.clone()) => {
+                    out.insert(name.clone());
+                }
+                StmtKind::Assign { name, .. } => {
+                    out.insert(name.clone());
+                }
+                StmtKind::Loop { var, body, .. } => {
+                    out.insert(var.clone());
+                    walk(body, seen, out);
+                }
+                StmtKind::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, seen, out);
+                    walk(otherwise, seen, out);
+                }
+                StmtKind::Block(b) => walk(b, seen, out),
+                _ => {}
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut out = HashSet::new();
+    walk(list, &mut seen, &mut out);
+    out
+}
+
+/// True when `e` has the same value wherever in the step it is evaluated: built from
+/// literals, `len`, the per-invocation ids, known variables and loads of read-only buffers.
+fn hoistable(e: &Expr, ro: &ReadOnly, known: &HashMap<String, Option<Expr>>) -> bool {
+    match e {
+        Expr::Lit(_) | Expr::Len(_) => true,
+        Expr::Var(v) => known.contains_key(v),
+        // After renaming, gid/wgid/nwg of a virtual-workgroup step are variables or literals;
+        // these are the thread's own and do not change.
+        Expr::Builtin(b) => matches!(
+            b,
+            Builtin::LocalId(_) | Builtin::Lane | Builtin::SubgroupSize
+        ),
+        Expr::Load { buffer, index } => {
+            ro.buffers.contains_key(buffer) && hoistable(index, ro, known)
+        }
+        Expr::Binary(_, a, b) => hoistable(a, ro, known) && hoistable(b, ro, known),
+        Expr::Unary(_, a) | Expr::Cast(_, a) | Expr::Bitcast(_, a) => hoistable(a, ro, known),
+        Expr::Select(a, b, c) | Expr::Fma(a, b, c) => {
+            hoistable(a, ro, known) && hoistable(b, ro, known) && hoistable(c, ro, known)
+        }
+        Expr::Atomic { .. } | Expr::Shuffle { .. } | Expr::SubgroupReduce(..) | Expr::Ballot(_) => {
+            false
+        }
+    }
+}
+
+/// The outermost hoistable loads of `e`, in evaluation order, without repeats.
+fn collect_expr(
+    e: &Expr,
+    ro: &ReadOnly,
+    known: &HashMap<String, Option<Expr>>,
+    out: &mut Vec<(String, Expr)>,
+) {
+    if let Expr::Load { buffer, index } = e {
+        if hoistable(e, ro, known) {
+            let key = (buffer.clone(), index.as_ref().clone());
+            if !out.contains(&key) {
+                out.push(key);
+            }
+            return;
+        }
+    }
+    let mut copy = e.clone();
+    for c in children_mut(&mut copy) {
+        collect_expr(c, ro, known, out);
+    }
+}
+
+/// Loads of `s` and of the branches under it; loop bodies are left alone.
+fn collect_stmt(
+    s: &Stmt,
+    ro: &ReadOnly,
+    known: &HashMap<String, Option<Expr>>,
+    out: &mut Vec<(String, Expr)>,
+) {
+    match &s.kind {
+        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
+            collect_expr(value, ro, known, out)
+        }
+        StmtKind::Store { index, value, .. } => {
+            collect_expr(index, ro, known, out);
+            collect_expr(value, ro, known, out);
+        }
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+            ..
+        } => {
+            collect_expr(cond, ro, known, out);
+            for s in then.iter().chain(otherwise) {
+                collect_stmt(s, ro, known, out);
+            }
+        }
+        StmtKind::Block(b) => {
+            for s in b {
+                collect_stmt(s, ro, known, out);
+            }
+        }
+        StmtKind::Loop { .. } | StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
+    }
+}
+
+/// `e` with the virtual ids of one task copy and the known variables' values in place.
+fn substitute(
+    e: &Expr,
+    known: &HashMap<String, Option<Expr>>,
+    copy_of: &HashMap<&str, Expr>,
+) -> Expr {
+    if let Expr::Var(v) = e {
+        if let Some(x) = copy_of.get(v.as_str()) {
+            return x.clone();
+        }
+        if let Some(Some(value)) = known.get(v) {
+            return substitute(value, known, copy_of);
+        }
+        return e.clone();
+    }
+    let mut out = e.clone();
+    for c in children_mut(&mut out) {
+        *c = substitute(c, known, copy_of);
+    }
+    out
+}
+
+fn replace_expr(e: &mut Expr, found: &[(String, Expr)], reads: &[Expr]) {
+    if let Expr::Load { buffer, index } = e {
+        if let Some(j) = found
+            .iter()
+            .position(|(b, i)| b == buffer && i == index.as_ref())
+        {
+            *e = reads[j].clone();
+            return;
+        }
+    }
+    for c in children_mut(e) {
+        replace_expr(c, found, reads);
+    }
+}
+
+fn replace_stmt(s: &mut Stmt, found: &[(String, Expr)], reads: &[Expr]) {
+    match &mut s.kind {
+        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
+            replace_expr(value, found, reads)
+        }
+        StmtKind::Store { index, value, .. } => {
+            replace_expr(index, found, reads);
+            replace_expr(value, found, reads);
+        }
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+            ..
+        } => {
+            replace_expr(cond, found, reads);
+            for s in then.iter_mut().chain(otherwise.iter_mut()) {
+                replace_stmt(s, found, reads);
+            }
+        }
+        StmtKind::Block(b) => {
+            for s in b {
+                replace_stmt(s, found, reads);
+            }
+        }
+        StmtKind::Loop { .. } | StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
+    }
+}
