@@ -11,8 +11,10 @@ use vyrescope::harness::fuzz_pipelines::{
 };
 use vyrescope::inputs::pipeline::prepare_pipeline;
 use vyrescope::interp;
-use vyrescope::ir::{load_pipeline, parse_pipeline};
+use vyrescope::ir::{load_pipeline, parse_pipeline, Pipeline, StmtKind};
 use vyrescope::megakernel::dataflow::SyncMode;
+use vyrescope::megakernel::fuse_group;
+use vyrescope::megakernel::plan::Plan;
 use vyrescope::occupancy::profiles;
 use vyrescope::validate::pipeline::has_error;
 use vyrescope::validate::pipeline::validate_pipeline;
@@ -29,11 +31,31 @@ fn generator_is_deterministic_per_seed() {
     assert_ne!(a, b);
 }
 
+/// Groups of `plan` whose dataflow kernel issues loads ahead of a wait (`fN_preJ_T` lets).
+fn prefetching_groups(p: &Pipeline, plan: &Plan) -> usize {
+    let prepared = prepare_pipeline(p, &std::env::temp_dir()).expect("prepare");
+    let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+    plan.groups
+        .iter()
+        .filter(|g| g.runs_dataflow())
+        .filter(|g| {
+            let k = fuse_group(p, &shapes, &g.spec_for(SyncMode::Dataflow)).expect("fuses");
+            let mut any = false;
+            k.program.walk_stmts(&mut |s| {
+                if let StmtKind::Let { name, .. } = &s.kind {
+                    any |= name.starts_with('f') && name.contains("_pre");
+                }
+            });
+            any
+        })
+        .count()
+}
+
 #[test]
 fn generated_pipelines_validate_plan_and_fuse_exactly() {
     let caps = profiles::load("h200").unwrap();
     let (mut mixed, mut fused_steps, mut steps, mut barriers) = (0, 0, 0, 0);
-    let mut dataflow = 0;
+    let (mut dataflow, mut prefetched) = (0, 0);
     for seed in 0..240u64 {
         let p = random_pipeline(0xfeed_0000 + seed).unwrap();
         let diags = validate_pipeline(&p);
@@ -59,19 +81,23 @@ fn generated_pipelines_validate_plan_and_fuse_exactly() {
         barriers += plan.grid_barriers;
         // The same groups in dataflow form: counters, flags and last-arriver folds.
         if seed % 2 == 0 && plan.groups.iter().any(|g| g.runs_dataflow()) {
-            fused_on_interpreter_in(&p, &caps, SyncMode::Dataflow).unwrap_or_else(|e| {
+            let df = fused_on_interpreter_in(&p, &caps, SyncMode::Dataflow).unwrap_or_else(|e| {
                 panic!(
                     "seed {seed}: {e}\n{}",
                     pipeline_json(&p).unwrap_or_default()
                 )
             });
             dataflow += 1;
+            prefetched += prefetching_groups(&p, &df);
         }
     }
     assert!(
         dataflow >= 40,
         "only {dataflow} pipelines ran in dataflow form"
     );
+    // Loads issued ahead of a wait (fuse/prefetch.rs) are in some of them, so the exact
+    // comparison above covers that rewrite too.
+    assert!(prefetched >= 20, "only {prefetched} groups prefetch");
     // The generator must exercise what it is for: fusion, mixed sizes, grid barriers.
     assert!(mixed >= 100, "only {mixed} mixed-size groups");
     assert!(
