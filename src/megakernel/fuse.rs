@@ -42,8 +42,8 @@ use super::launch::PipelineLaunch;
 use crate::inputs::LaunchShape;
 use crate::ir::parse::assign_ids;
 use crate::ir::{
-    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, ScalarType, Stmt,
-    StmtKind,
+    Access, Axis, BarrierScope, BinOp, BufferDecl, Builtin, Expr, NodeId, Pipeline, Program,
+    RunSpec, ScalarType, Stmt, StmtKind,
 };
 use crate::shape::MAX_GRID_DIMS;
 
@@ -137,6 +137,28 @@ pub fn fuse_group(
         .filter(|d| d.access == Access::Read)
         .map(|d| (d.name.clone(), d.elem.value_type()))
         .collect();
+    // Per position in the group: the host buffers no step from there on writes (their
+    // writers, if any, ran before, so after a step's waits their contents are settled).
+    let settled: Vec<HashMap<String, ScalarType>> = (0..spec.steps.len())
+        .map(|i| {
+            let later: HashSet<&str> = spec.steps[i..]
+                .iter()
+                .flat_map(|&k| {
+                    let step = &pipeline.steps[k];
+                    step.program
+                        .buffers
+                        .iter()
+                        .filter(|b| b.access.is_host() && b.access.is_writable())
+                        .map(move |b| step.bound(&b.name).unwrap_or(&b.name))
+                })
+                .collect();
+            host_decls
+                .iter()
+                .filter(|d| !later.contains(d.name.as_str()))
+                .map(|d| (d.name.clone(), d.elem.value_type()))
+                .collect()
+        })
+        .collect();
     let layout = match (&spec.dataflow, spec.persistent_blocks) {
         (Some(deps), Some(blocks)) => {
             let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
@@ -205,9 +227,7 @@ pub fn fuse_group(
             &names,
             (shapes[k], shape),
             layout.as_ref(),
-            &prefetch::ReadOnly {
-                buffers: &read_only,
-            },
+            (&read_only, &settled[i]),
             &group,
         )?);
         if let Some(sep) = spec.separations.get(i) {
@@ -582,7 +602,7 @@ fn step_stmt(
     names: &HashMap<String, String>,
     (step_shape, launch): (LaunchShape, LaunchShape),
     layout: Option<&sync::SyncLayout>,
-    read_only: &prefetch::ReadOnly,
+    (read_only, settled): (&HashMap<String, ScalarType>, &HashMap<String, ScalarType>),
     group: &str,
 ) -> Result<Stmt, FuseError> {
     let mut stmts = program.body.clone();
@@ -649,11 +669,43 @@ fn step_stmt(
     }
     // Loads that cannot depend on the group's writes go ahead of the block's first task of a
     // step that waits: they are in flight during the wait. Only there: ahead of steps that
-    // do not wait they bought little and cost registers (see prefetch.rs).
+    // do not wait they bought little and cost registers (see prefetch.rs). Fixed waits (the
+    // same for every task) then move out of the task loop, and the loads that needed them
+    // go right after, for every task of the block at once.
     let mut prologue = Vec::new();
+    let mut waits_hoisted = false;
     if let (Some(v), Some(l)) = (virtual_loop.as_ref(), layout) {
-        if v.fold.is_none() && !smaller && !l.before_task(k).is_empty() {
-            prologue = prefetch::prefetch(&mut stmts, read_only, v);
+        let waits = l.before_task(k);
+        if v.fold.is_none() && !smaller && !waits.is_empty() {
+            let ro = prefetch::Loadable {
+                buffers: read_only,
+                tag: "pre",
+                defined: &[],
+            };
+            let (pre, names) = prefetch::prefetch(&mut stmts, &ro, v);
+            prologue = pre;
+            if v.workgroups > v.launch_workgroups && waits.iter().all(sync::is_fixed_wait) {
+                let first = format!("{prefix}first");
+                prologue.push(rewrite::let_(
+                    &first,
+                    Expr::Builtin(Builtin::WorkgroupId(Axis::X)),
+                ));
+                prologue.push(rewrite::if_(
+                    rewrite::bin(
+                        BinOp::Lt,
+                        Expr::Var(first.clone()),
+                        rewrite::u32_lit(v.workgroups),
+                    ),
+                    l.before_first_task(k, &first),
+                ));
+                let after = prefetch::Loadable {
+                    buffers: settled,
+                    tag: "post",
+                    defined: &names,
+                };
+                prologue.extend(prefetch::prefetch(&mut stmts, &after, v).0);
+                waits_hoisted = true;
+            }
         }
     }
     if smaller {
@@ -661,7 +713,11 @@ fn step_stmt(
     }
     if let Some(l) = layout {
         // Outside the mask: every thread of the block takes part in the waits' `bar.sync`.
-        let mut task = l.before_task(k);
+        let mut task = if waits_hoisted {
+            Vec::new()
+        } else {
+            l.before_task(k)
+        };
         task.append(&mut stmts);
         task.extend(l.after_task(k));
         stmts = task;

@@ -260,14 +260,36 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
     );
 }
 
+/// Fixed waits (a count, a fixed range of flags) in loops, with whether each is inside one.
+fn fixed_waits(list: &[Stmt], in_loop: bool, out: &mut Vec<bool>) {
+    for s in list {
+        match &s.kind {
+            StmtKind::Sync(SyncOp::Wait {
+                on: WaitOn::Count { .. } | WaitOn::Range { .. },
+                ..
+            }) => out.push(in_loop),
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                fixed_waits(then, in_loop, out);
+                fixed_waits(otherwise, in_loop, out);
+            }
+            StmtKind::Block(b) => fixed_waits(b, in_loop, out),
+            StmtKind::Loop { body, .. } => fixed_waits(body, true, out),
+            _ => {}
+        }
+    }
+}
+
 /// A wait that is the same for every task of a step (a count, a fixed range of flags) is
-/// polled once per block: every copy of it in an unrolled task loop skips on one shared
-/// "seen it" predicate. Each copy used to have its own, so a block with four tasks of
-/// reduce_normalize_2p20's normalise step polled the broadcast flag four times (an L2
-/// round trip each).
+/// polled once per block. Where the block runs several tasks of the step, fusion puts the
+/// wait before the task loop (reduce_normalize_2p20's normalise step and hist_equalize's
+/// map step used to poll the broadcast flag four times per block, an L2 round trip each);
+/// where a fixed wait stays in an unrolled loop (a masked smaller step), its copies skip on
+/// one shared "seen it" predicate.
 #[test]
-fn unrolled_copies_of_a_fixed_wait_share_one_skip_predicate() {
-    let mut checked = 0;
+fn a_fixed_wait_is_polled_once_per_block() {
+    let mut hoisted = Vec::new();
     for path in pipeline_fixtures() {
         let l = load(&path);
         for k in kernels(&l, SyncMode::Dataflow) {
@@ -301,11 +323,23 @@ fn unrolled_copies_of_a_fixed_wait_share_one_skip_predicate() {
                 fixed.len(),
                 skips.len()
             );
-            checked += usize::from(skips.len() > distinct.len());
+            let mut where_ = Vec::new();
+            fixed_waits(&k.program.body, false, &mut where_);
+            if where_.iter().all(|in_loop| !in_loop) {
+                hoisted.push(k.program.name.clone());
+            }
         }
     }
-    // reduce_normalize_2p20 and hist_equalize(_shared) unroll a task loop around one.
-    assert!(checked >= 2, "{checked} kernels with a shared skip");
+    for multi_task in [
+        "reduce_normalize_2p20_fused_0_2",
+        "hist_equalize_fused_0_2",
+        "hist_equalize_shared_fused_0_2",
+    ] {
+        assert!(
+            hoisted.iter().any(|n| n == multi_task),
+            "{multi_task}: a fixed wait is still inside the task loop ({hoisted:?})"
+        );
+    }
 }
 
 /// A persistent grid of [`FOLD_SPREAD_FROM_BLOCKS`] blocks or more arrives at a last-arriver
@@ -679,4 +713,59 @@ fn prefetched_loads_read_only_buffers_ahead_of_the_tasks() {
     assert_eq!(names, ["f2_pre0_0", "f2_pre0_1", "f2_pre0_2", "f2_pre0_3"]);
     // Only ahead of a wait: grid-barrier kernels have none.
     assert!(with.iter().all(|(_, s, _)| *s == SyncMode::Dataflow));
+}
+
+/// hist_equalize_shared's map step runs four tasks per block after the cdf's broadcast: its
+/// block loads the tasks' `x` first, waits once, then looks the four `cdf` entries up
+/// together (`f2_post*`, after the wait: the cdf step wrote them), and the task loop only
+/// stores. A load the wait guards never moves above it.
+#[test]
+fn loads_that_need_a_fixed_wait_follow_it_for_every_task() {
+    let path = pipeline_fixtures()
+        .into_iter()
+        .find(|p| p.ends_with("hist_equalize_shared.json"))
+        .expect("fixture");
+    let l = load(&path);
+    let k = kernels(&l, SyncMode::Dataflow).remove(0);
+    let step = k
+        .program
+        .body
+        .iter()
+        .find_map(|s| match &s.kind {
+            StmtKind::Block(b)
+                if b.iter().any(
+                    |s| matches!(&s.kind, StmtKind::Let { name, .. } if name.starts_with("f2_")),
+                ) =>
+            {
+                Some(b)
+            }
+            _ => None,
+        })
+        .expect("step 2's block");
+    let pos = |what: &dyn Fn(&Stmt) -> bool| step.iter().position(what);
+    let is_let = |s: &Stmt, prefix: &str| matches!(&s.kind, StmtKind::Let { name, .. } if name.starts_with(prefix));
+    let wait = pos(&|s| {
+        let mut w = Vec::new();
+        fixed_waits(std::slice::from_ref(s), false, &mut w);
+        !w.is_empty()
+    })
+    .expect("the broadcast wait in the step's block");
+    let last_pre = step.iter().rposition(|s| is_let(s, "f2_pre")).expect("pre");
+    let first_post = pos(&|s| is_let(s, "f2_post")).expect("post");
+    let task_loop = pos(&|s| matches!(s.kind, StmtKind::Loop { .. })).expect("loop");
+    assert!(last_pre < wait && wait < first_post && first_post < task_loop);
+    for s in &step[first_post..task_loop] {
+        if let StmtKind::Let { value, .. } = &s.kind {
+            let mut bufs = Vec::new();
+            value.visit(&mut |e| {
+                if let Expr::Load { buffer, .. } = e {
+                    bufs.push(buffer.clone());
+                }
+            });
+            assert_eq!(bufs, ["cdf"], "{value:?}");
+        }
+    }
+    let mut inside = Vec::new();
+    fixed_waits(&step[task_loop..], false, &mut inside);
+    assert!(inside.is_empty(), "the task loop still waits");
 }

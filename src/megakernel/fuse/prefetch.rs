@@ -37,21 +37,34 @@ use super::rewrite::{bin, children_mut, let_, u32_lit, VirtualLoop};
 /// prologue to the task that reads them, kept low so that the block's residency holds.
 pub(super) const MAX_PREFETCHED: usize = 8;
 
-/// What the rewrite may read: the group's read-only buffers and their element types.
-pub(super) struct ReadOnly<'a> {
-    /// Fused buffer name -> value type, for every buffer no step of the group writes.
+/// What one pass of the rewrite may load ahead of the tasks.
+pub(super) struct Loadable<'a> {
+    /// Fused buffer name -> value type, for every buffer whose loads may move.
     pub buffers: &'a HashMap<String, ScalarType>,
+    /// Name of the made-up variables (`pre`: `f2_pre0_3`).
+    pub tag: &'a str,
+    /// Variables defined before the prologue (an earlier pass's) that indices may read.
+    pub defined: &'a [String],
 }
 
 /// Rewrites `body` (one step, renamed, before the virtual loop wraps it) so that its
 /// hoistable loads read prefetched registers, and returns the prologue that loads them (to
-/// go before the loop). Empty when nothing qualifies.
-pub(super) fn prefetch(body: &mut [Stmt], ro: &ReadOnly, vl: &VirtualLoop) -> Vec<Stmt> {
+/// go before the loop) with the names it defines. Empty when nothing qualifies.
+pub(super) fn prefetch(
+    body: &mut [Stmt],
+    ro: &Loadable,
+    vl: &VirtualLoop,
+) -> (Vec<Stmt>, Vec<String>) {
     let ids = vl.ids();
+    let counter = format!("{}t", vl.prefix);
     let mut known: HashMap<String, Option<Expr>> = HashMap::new();
     for a in 0..3 {
         known.insert(ids.wgid[a].clone(), None);
         known.insert(ids.gid[a].clone(), None);
+    }
+    known.insert(counter.clone(), None);
+    for d in ro.defined {
+        known.insert(d.clone(), None);
     }
     let assigned = assigned_or_redeclared(body);
     // Variables bound once at the top level to a hoistable value: substituted by value.
@@ -69,10 +82,11 @@ pub(super) fn prefetch(body: &mut [Stmt], ro: &ReadOnly, vl: &VirtualLoop) -> Ve
     let trips = vl.workgroups.div_ceil(vl.launch_workgroups) as usize;
     found.truncate(MAX_PREFETCHED / trips.max(1));
     if found.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
-    let name = |j: usize, t: usize| format!("{}pre{j}_{t}", vl.prefix);
+    let name = |j: usize, t: usize| format!("{}{}{j}_{t}", vl.prefix, ro.tag);
     let mut prologue = Vec::new();
+    let mut names = Vec::new();
     for t in 0..trips {
         let v = vl.virtual_id(t as u32);
         let (wgid, gid) = vl.id_exprs(&v);
@@ -81,6 +95,7 @@ pub(super) fn prefetch(body: &mut [Stmt], ro: &ReadOnly, vl: &VirtualLoop) -> Ve
             copy_of.insert(&ids.wgid[a], wgid[a].clone());
             copy_of.insert(&ids.gid[a], gid[a].clone());
         }
+        copy_of.insert(&counter, u32_lit(t as u32));
         for (j, (buffer, index)) in found.iter().enumerate() {
             let load = Expr::Load {
                 buffer: buffer.clone(),
@@ -94,9 +109,10 @@ pub(super) fn prefetch(body: &mut [Stmt], ro: &ReadOnly, vl: &VirtualLoop) -> Ve
                 Box::new(Expr::Lit(Literal::Typed(Scalar::from_bits(ty, 0)))),
             );
             prologue.push(let_(&name(j, t), guarded));
+            names.push(name(j, t));
         }
     }
-    let counter = Expr::Var(format!("{}t", vl.prefix));
+    let counter = Expr::Var(counter);
     let reads: Vec<Expr> = (0..found.len())
         .map(|j| {
             // Copy t of the task loop reads pre{j}_t: a chain of selects on the counter,
@@ -115,7 +131,7 @@ pub(super) fn prefetch(body: &mut [Stmt], ro: &ReadOnly, vl: &VirtualLoop) -> Ve
     for s in body.iter_mut() {
         replace_stmt(s, &found, &reads);
     }
-    prologue
+    (prologue, names)
 }
 
 /// Names assigned anywhere in `list`, loop counters, and names declared more than once.
@@ -152,7 +168,7 @@ fn assigned_or_redeclared(list: &[Stmt]) -> HashSet<String> {
 
 /// True when `e` has the same value wherever in the step it is evaluated: built from
 /// literals, `len`, the per-invocation ids, known variables and loads of read-only buffers.
-fn hoistable(e: &Expr, ro: &ReadOnly, known: &HashMap<String, Option<Expr>>) -> bool {
+fn hoistable(e: &Expr, ro: &Loadable, known: &HashMap<String, Option<Expr>>) -> bool {
     match e {
         Expr::Lit(_) | Expr::Len(_) => true,
         Expr::Var(v) => known.contains_key(v),
@@ -179,7 +195,7 @@ fn hoistable(e: &Expr, ro: &ReadOnly, known: &HashMap<String, Option<Expr>>) -> 
 /// The outermost hoistable loads of `e`, in evaluation order, without repeats.
 fn collect_expr(
     e: &Expr,
-    ro: &ReadOnly,
+    ro: &Loadable,
     known: &HashMap<String, Option<Expr>>,
     out: &mut Vec<(String, Expr)>,
 ) {
@@ -201,7 +217,7 @@ fn collect_expr(
 /// Loads of `s` and of the branches under it; loop bodies are left alone.
 fn collect_stmt(
     s: &Stmt,
-    ro: &ReadOnly,
+    ro: &Loadable,
     known: &HashMap<String, Option<Expr>>,
     out: &mut Vec<(String, Expr)>,
 ) {

@@ -66,6 +66,19 @@ pub(super) struct SyncLayout {
 }
 
 /// Variable that is true in the block that runs fold step `k`.
+/// True for a wait statement whose producers do not depend on the task (a counter, or a
+/// fixed range of flags such as a broadcast), as opposed to a window around the task's own
+/// workgroup.
+pub(super) fn is_fixed_wait(s: &Stmt) -> bool {
+    matches!(
+        &s.kind,
+        StmtKind::Sync(SyncOp::Wait {
+            on: WaitOn::Count { .. } | WaitOn::Range { .. },
+            ..
+        })
+    )
+}
+
 pub(super) fn last_var(k: usize) -> String {
     format!("f{k}_last")
 }
@@ -211,6 +224,20 @@ impl SyncLayout {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Step `k`'s waits once for all the block's tasks, before its first (`first`: the
+    /// variable holding that task's virtual workgroup). Only for fixed waits
+    /// ([`is_fixed_wait`]): they are the same for every task of the step, so waiting before
+    /// the first task is waiting before each.
+    pub(super) fn before_first_task(&self, k: usize, first: &str) -> Vec<Stmt> {
+        let mut waits = self.before_task(k);
+        for w in &mut waits {
+            if let StmtKind::Sync(SyncOp::Wait { workgroup, .. }) = &mut w.kind {
+                *workgroup = first.to_string();
+            }
+        }
+        waits
     }
 
     /// The statement that closes task `workgroup_var(k)` of step `k`: publish its flag.
