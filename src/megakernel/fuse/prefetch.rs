@@ -19,6 +19,10 @@
 //! loops stay where they are (their index may change per iteration), and so does any load
 //! whose index reads a variable that is ever assigned.
 //!
+//! A second pass (`fuse.rs`) runs where a step's waits are all fixed and move before its task
+//! loop: given the buffers no step from this one on writes, it issues right after the waits
+//! the loads that needed them, again for every task of the block.
+//!
 //! Only dataflow steps that wait before their tasks are rewritten, on virtual workgroups of
 //! the block's own size (a masked smaller step keeps its loads), holding at most
 //! [`MAX_PREFETCHED`] values per thread. On an H200 the kernel span of reduce_normalize_2p20
