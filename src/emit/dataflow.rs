@@ -34,7 +34,7 @@
 use super::regs::RegClass;
 use super::writer::Writer;
 use super::EmitError;
-use crate::ir::{spread_word, Expr, SyncOp, WaitOn, SPREAD_STRIDE};
+use crate::ir::{spread_word, Axis, BlockTasks, Builtin, Expr, SyncOp, WaitOn, SPREAD_STRIDE};
 
 /// PTX parameter name of the launch's epoch (a `.u32` after the grid-sync scratch).
 pub const SYNC_EPOCH_PARAM: &str = "param_sync_epoch";
@@ -86,7 +86,14 @@ impl Writer<'_> {
             SyncOp::Signal {
                 flags,
                 counter,
+                tasks: Some(tasks),
+                ..
+            } => self.sync_signal_block(*flags, *counter, *tasks),
+            SyncOp::Signal {
+                flags,
+                counter,
                 workgroup,
+                tasks: None,
                 ..
             } => self.sync_signal(*flags, *counter, workgroup),
             SyncOp::Arrive {
@@ -350,6 +357,51 @@ impl Writer<'_> {
         if let (Some(f), Some(v), Some(epoch)) = (flags, v, epoch) {
             let addr = self.sync_addr(f, Some(&v));
             self.ins(format!("st.release.gpu.global.u32 [{addr}], {epoch}"));
+        }
+        if let (Some(c), Some(inc)) = (counter, inc) {
+            let addr = self.sync_addr(c, None);
+            let base = self.counter_base(c);
+            self.ins(format!(
+                "atom.release.gpu.global.add.u32 {base}, [{addr}], {inc}"
+            ));
+        }
+        self.label(&out);
+        Ok(())
+    }
+
+    /// A block's tasks of a step published together: one `bar.sync`, one fence by thread 0,
+    /// then a relaxed store of the epoch to each task's flag. A fence followed by a strong
+    /// store is a release pattern, so every flag publishes the whole block's writes (all its
+    /// tasks are done) with one memory barrier instead of one per task.
+    fn sync_signal_block(
+        &mut self,
+        flags: Option<u32>,
+        counter: Option<u32>,
+        tasks: BlockTasks,
+    ) -> R<()> {
+        let out = self.fresh_label("df_signalled");
+        let epoch = flags.map(|_| self.sync_epoch());
+        let inc = counter.map(|_| self.grid_flip_increment());
+        let block = self.expr(&Expr::Builtin(Builtin::WorkgroupId(Axis::X)))?;
+        let block = self.in_reg(&block);
+        self.ins("bar.sync 0");
+        self.leader_only(&out);
+        if let (Some(f), Some(epoch)) = (flags, epoch) {
+            self.ins("fence.acq_rel.gpu");
+            let trips = tasks.count.div_ceil(tasks.stride.max(1));
+            for t in 0..trips {
+                let v = self.reg_class(RegClass::B32);
+                self.ins(format!(
+                    "add.u32 {v}, {block}, {}",
+                    t.wrapping_mul(tasks.stride)
+                ));
+                let has = self.reg_class(RegClass::Pred);
+                self.ins(format!("setp.lt.u32 {has}, {v}, {}", tasks.count));
+                let addr = self.sync_addr(f, Some(&v));
+                self.ins(format!(
+                    "@{has} st.relaxed.gpu.global.u32 [{addr}], {epoch}"
+                ));
+            }
         }
         if let (Some(c), Some(inc)) = (counter, inc) {
             let addr = self.sync_addr(c, None);

@@ -47,6 +47,8 @@ pub enum SyncOp {
     },
     /// `bar.sync`, then thread 0 publishes that task `workgroup` of `step` finished: sets its
     /// flag (`flags + workgroup`) with release semantics, and/or adds one to the step's counter.
+    /// With `tasks`, once after the block's last task of the step instead: the flags of all
+    /// the block's tasks, behind one fence.
     Signal {
         /// The finished step.
         step: u32,
@@ -54,8 +56,11 @@ pub enum SyncOp {
         flags: Option<u32>,
         /// Counter word of the step, if anyone waits on the count of all its tasks.
         counter: Option<u32>,
-        /// `u32` variable holding the virtual workgroup id.
+        /// `u32` variable holding the virtual workgroup id (unused with `tasks`).
         workgroup: String,
+        /// Publish every task of this block at once: the virtual workgroups `wgid.x + t *
+        /// stride` below `count` (the loop over virtual workgroups' assignment).
+        tasks: Option<BlockTasks>,
     },
     /// `bar.sync`, then thread 0 adds one to counter word `counter` (acquire-release); the bool
     /// variable `last` (declared before) becomes true, in every thread of the workgroup, in the
@@ -78,6 +83,16 @@ pub enum SyncOp {
         /// 1.9 us spread; fusion spreads only grids of 1536 blocks or more).
         spread: u32,
     },
+}
+
+/// The tasks of one step that a block runs: virtual workgroups `wgid.x + t * stride` for
+/// `t = 0, 1, ...` while below `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockTasks {
+    /// The persistent grid's blocks.
+    pub stride: u32,
+    /// The step's workgroups.
+    pub count: u32,
 }
 
 /// What a [`SyncOp::Wait`] waits for.
@@ -133,7 +148,14 @@ impl SyncOp {
                 counter,
                 workgroup: _,
                 step: _,
-            } => flags.unwrap_or(0).max(counter.unwrap_or(0)),
+                tasks,
+            } => {
+                let last_flag = match (flags, tasks) {
+                    (Some(f), Some(t)) => f.saturating_add(t.count.saturating_sub(1)),
+                    (f, _) => f.unwrap_or(0),
+                };
+                last_flag.max(counter.unwrap_or(0))
+            }
             SyncOp::Arrive {
                 counter, spread, ..
             } => {
@@ -170,6 +192,7 @@ impl SyncOp {
     /// The variable the statement reads, and the one it assigns.
     pub fn vars(&self) -> (Option<&str>, Option<&str>) {
         match self {
+            SyncOp::Signal { tasks: Some(_), .. } => (None, None),
             SyncOp::Wait { workgroup, .. } | SyncOp::Signal { workgroup, .. } => {
                 (Some(workgroup), None)
             }
@@ -200,11 +223,29 @@ impl SyncOp {
                 flags,
                 counter,
                 workgroup,
-            } => format!(
-                "step {step} workgroup {workgroup} done:{}{}",
-                if flags.is_some() { " flag" } else { "" },
-                if counter.is_some() { " counter" } else { "" }
-            ),
+                tasks,
+            } => {
+                let who = match tasks {
+                    Some(t) => format!(
+                        "the block's tasks (wgid.x + t*{} below {})",
+                        t.stride, t.count
+                    ),
+                    None => format!("workgroup {workgroup}"),
+                };
+                format!(
+                    "step {step} {who} done:{}{}",
+                    if flags.is_some() {
+                        if tasks.is_some() {
+                            " flags"
+                        } else {
+                            " flag"
+                        }
+                    } else {
+                        ""
+                    },
+                    if counter.is_some() { " counter" } else { "" }
+                )
+            }
             SyncOp::Arrive {
                 step,
                 total,

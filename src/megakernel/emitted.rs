@@ -85,12 +85,31 @@ pub fn emitted_schedule(
                     counter: Some(_),
                     ..
                 }
+                | SyncOp::Signal { tasks: Some(_), .. }
         );
         if counts && nested {
             return refuse(format!(
                 "`{}` sits inside a loop or an `if`: a block would not count exactly once",
                 op.describe()
             ));
+        }
+        // Flags set for all of a block's tasks must name exactly the tasks the loop over
+        // virtual workgroups gave that block.
+        if let SyncOp::Signal {
+            step,
+            tasks: Some(t),
+            ..
+        } = op
+        {
+            if t.stride != blocks || Some(u64::from(t.count)) != wgs(*step as usize) {
+                return refuse(format!(
+                    "`{}` names the tasks of {} blocks over {} workgroups, but the launch has {blocks} blocks and step {step} {} workgroups",
+                    op.describe(),
+                    t.stride,
+                    t.count,
+                    wgs(*step as usize).map_or("no".to_string(), |n| n.to_string())
+                ));
+            }
         }
         match op {
             SyncOp::Signal {

@@ -6,7 +6,9 @@
 //! It reads the structure `fuse` builds (see its module docs): top-level statements are
 //! the step bodies and the separations; a step on virtual workgroups is
 //! `loop f{k}_t { let f{k}_v = ...; if (f{k}_v < G) {...} }` (or the `let`/`if` pair in a
-//! block when one trip suffices).
+//! block when one trip suffices), possibly in a block after a prologue (loads issued ahead
+//! of a wait, fixed waits moved out of the loop: their waits are recorded once per block)
+//! and before the block's own publication (an arrival, its tasks' flags).
 
 use crate::emit::timeline::{wait_kind, TimelineSpec, TimelineUnit, UnitKind};
 use crate::ir::{BinOp, Expr, Literal, Scalar, Stmt, StmtKind};
@@ -33,10 +35,19 @@ pub fn fused_spec(kernel: &FusedKernel) -> TimelineSpec {
         // Made-up statements between steps that do not wait (a workgroup barrier) are no unit.
         let Some(k) = step else { continue };
         last_step = Some(k);
-        let (marked, trips, wg_var, workgroups) = match virtual_body(s) {
+        let (marked, trips, wg_var, workgroups, before) = match virtual_body(s) {
             Some(v) => v,
-            None => (s, 1, None, None),
+            None => (s, 1, None, None, &[][..]),
         };
+        // Waits of the step's prologue (fixed waits moved out of the task loop): once per
+        // block, before its tasks.
+        for b in before {
+            if let Some(w) = wait_kind(&b.kind) {
+                units.push(unit(b, UnitKind::Wait(w), step, None, None));
+                records += 1;
+            }
+            records += waits_inside(b, step, 1, &mut units);
+        }
         units.push(unit(marked, UnitKind::Step, step, wg_var, workgroups));
         records += trips;
         // Waits inside a step (counted once per enclosing literal-trip loop iteration).
@@ -103,15 +114,43 @@ fn visit(s: &Stmt, f: &mut dyn FnMut(&Stmt)) {
 }
 
 /// A step on virtual workgroups: (the guarded `if`, trips per block, the virtual id
-/// variable, the step's workgroup count).
-fn virtual_body(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
-    let (pair, trips) = match &s.kind {
-        StmtKind::Loop { to, body, var, .. } if var.starts_with('f') && var.ends_with("_t") => {
-            (body.as_slice(), u32_of(to)? as u64)
+/// variable, the step's workgroup count, the statements of the step's block before its
+/// task loop). Those come from fusion's prologue (loads issued ahead of a wait, and fixed
+/// waits moved out of the loop); the statements after the loop (a block's arrival, its
+/// tasks' flags) do no task's work.
+type Virtual<'a> = (&'a Stmt, u64, Option<String>, Option<u32>, &'a [Stmt]);
+
+fn virtual_body(s: &Stmt) -> Option<Virtual<'_>> {
+    match &s.kind {
+        StmtKind::Loop { .. } => task_loop(s).map(|(g, t, v, w)| (g, t, v, w, &[][..])),
+        StmtKind::Block(body) => {
+            if let Some((g, t, v, w)) = task_pair(body, 1) {
+                return Some((g, t, v, w, &[]));
+            }
+            (0..body.len()).find_map(|i| {
+                let found = match &body[i].kind {
+                    StmtKind::Loop { .. } => task_loop(&body[i]),
+                    _ => task_pair(&body[i..], 1),
+                };
+                found.map(|(g, t, v, w)| (g, t, v, w, &body[..i]))
+            })
         }
-        StmtKind::Block(body) => (body.as_slice(), 1),
-        _ => return None,
-    };
+        _ => None,
+    }
+}
+
+/// `loop f{k}_t { let f{k}_v = ...; if (f{k}_v < G) {...} }`.
+fn task_loop(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
+    match &s.kind {
+        StmtKind::Loop { to, body, var, .. } if var.starts_with('f') && var.ends_with("_t") => {
+            task_pair(body, u32_of(to)? as u64)
+        }
+        _ => None,
+    }
+}
+
+/// `let f{k}_v = ...; if (f{k}_v < G) {...}` at the start of `pair`.
+fn task_pair(pair: &[Stmt], trips: u64) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
     // A step's block may end with its arrival (`after_step`): no wait, so no unit.
     let [let_v, guard, rest @ ..] = pair else {
         return None;

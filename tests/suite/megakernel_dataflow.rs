@@ -18,7 +18,7 @@ use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use vyrescope::inputs::{HostBuffer, LaunchShape};
 use vyrescope::interp::{self, pipeline::run_pipeline};
-use vyrescope::ir::{Access, Expr, Pipeline, Stmt, StmtKind, SyncOp, WaitOn};
+use vyrescope::ir::{Access, BlockTasks, Expr, Pipeline, Stmt, StmtKind, SyncOp, WaitOn};
 use vyrescope::megakernel::emitted::{check_emitted, sync_ops};
 use vyrescope::megakernel::fuse::{FOLD_SPREAD, FOLD_SPREAD_FROM_BLOCKS};
 use vyrescope::megakernel::plan::{plan, Plan, PlanOptions, SyncMode};
@@ -193,7 +193,8 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
                     .filter(|o| matches!(o, SyncOp::Wait { .. }))
                     .count();
                 if dataflow {
-                    // Each wait polls with acquire; each task publishes with release.
+                    // Each wait polls with acquire; each task publishes with release (or a
+                    // block publishes its tasks with one fence before relaxed stores).
                     assert!(
                         e.ptx.matches("ld.acquire.gpu.global.u32").count() >= waits,
                         "{what}"
@@ -201,9 +202,24 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
                     assert!(
                         e.ptx.contains("st.release.gpu")
                             || e.ptx.contains("atom.release.gpu")
-                            || e.ptx.contains("atom.acq_rel.gpu"),
+                            || e.ptx.contains("atom.acq_rel.gpu")
+                            || e.ptx.contains("fence.acq_rel.gpu"),
                         "{what}: no publishing store"
                     );
+                    let batched = sync_ops(k)
+                        .iter()
+                        .filter(|o| matches!(o, SyncOp::Signal { tasks: Some(_), .. }))
+                        .count();
+                    if batched > 0 {
+                        let fences = e.ptx.matches("fence.acq_rel.gpu;").count();
+                        assert!(
+                            fences >= batched,
+                            "{what}: {fences} fences, {batched} batched"
+                        );
+                        for line in e.ptx.lines().filter(|l| l.contains("st.relaxed.gpu")) {
+                            assert!(line.trim_start().starts_with('@'), "{what}: {line}");
+                        }
+                    }
                     assert!(e.abi.grid_sync, "{what}: a dataflow kernel is cooperative");
                     let top = sync_ops(k).iter().map(|o| o.top_word()).max().unwrap_or(0);
                     assert!(e.abi.grid_sync_words > top, "{what}: scratch too small");
@@ -470,7 +486,7 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
             assert_eq!(s.folds.len(), arrivals, "{what}");
             assert_eq!(s.blocks.len() as u32, k.shape.grid[0], "{what}");
             // Mutations of every dataflow statement.
-            let mutations: [Mutation; 4] = [
+            let mutations: [Mutation; 6] = [
                 ("dropped", &|op| match op {
                     SyncOp::Wait { .. } | SyncOp::Arrive { .. } => None,
                     other => Some(other.clone()),
@@ -533,6 +549,34 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                         last: last.clone(),
                         spread: *spread,
                     }),
+                    other => Some(other.clone()),
+                }),
+                // A block publishing its tasks' flags names one task too few, or the wrong
+                // ones (another grid's assignment).
+                ("block's tasks miscounted", &|op| match op {
+                    SyncOp::Signal { tasks: Some(t), .. } => {
+                        let mut m = op.clone();
+                        if let SyncOp::Signal { tasks, .. } = &mut m {
+                            *tasks = Some(BlockTasks {
+                                count: t.count - 1,
+                                ..*t
+                            });
+                        }
+                        Some(m)
+                    }
+                    other => Some(other.clone()),
+                }),
+                ("block's tasks strided wrong", &|op| match op {
+                    SyncOp::Signal { tasks: Some(t), .. } => {
+                        let mut m = op.clone();
+                        if let SyncOp::Signal { tasks, .. } = &mut m {
+                            *tasks = Some(BlockTasks {
+                                stride: t.stride + 1,
+                                ..*t
+                            });
+                        }
+                        Some(m)
+                    }
                     other => Some(other.clone()),
                 }),
             ];

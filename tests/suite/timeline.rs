@@ -155,6 +155,16 @@ fn fused_spec_lists_dataflow_waits_as_waits() {
             "fixtures/pipelines/reduce_normalize.json",
             WaitKind::CounterWait,
         ),
+        // Several tasks per block: the fixed wait before the task loop (with loads ahead
+        // of it), the stencil's flags published per block after the loop.
+        (
+            "fixtures/pipelines/hist_equalize_shared.json",
+            WaitKind::FlagWait,
+        ),
+        (
+            "fixtures/pipelines/stencil_halo4_2p20.json",
+            WaitKind::FlagWait,
+        ),
     ] {
         let path = Path::new(file);
         let p = load_pipeline(path).pipeline.expect("valid");
@@ -183,6 +193,17 @@ fn fused_spec_lists_dataflow_waits_as_waits() {
                 assert_eq!(u.workgroups, Some(1), "{file}: step {st} at {}", u.node);
                 assert!(u.workgroup_var.is_some(), "{file}: step {st}");
             }
+        }
+        // Every step on virtual workgroups records each task, whatever its block holds
+        // around the task loop.
+        for u in spec.units.iter().filter(|u| u.kind == UnitKind::Step) {
+            let st = u.step.expect("step unit has a step") as usize;
+            assert_eq!(
+                u.workgroups.map(u64::from),
+                Some(shapes[st].workgroups()),
+                "{file}: step {st} at {} is recorded per block",
+                u.node
+            );
         }
         // Every wait statement is a unit.
         let mut stmts = 0;

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 
 use crate::ir::{
-    spread_word, Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD, SYNC_FLAG_FIRST_WORD,
+    spread_word, BlockTasks, Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD, SYNC_FLAG_FIRST_WORD,
 };
 
 /// Sub-counters of a spread last-arriver fold (`SyncOp::Arrive::spread`): with 2112 blocks,
@@ -51,6 +51,9 @@ struct Publish {
     fold: Option<usize>,
     /// Sub-counters of the fold's arrival (0: one counter).
     spread: u32,
+    /// The step's workgroups, when its flags are set once per block after the block's last
+    /// task (more tasks than blocks) instead of after each task.
+    batched: Option<u32>,
 }
 
 /// The dataflow statements of one group.
@@ -166,7 +169,16 @@ impl SyncLayout {
                 .iter()
                 .any(|n| n.0 == s && matches!(n.2, Need::Flags(_)));
             if flags {
-                l.publish.entry(s).or_default().flags = Some(next);
+                let p = l.publish.entry(s).or_default();
+                p.flags = Some(next);
+                // A block with several tasks of the step publishes them together, behind one
+                // fence, after its last: its consumers' first tasks need its neighbours' tasks
+                // of the same round anyway, and each task's own `bar.sync` + release store
+                // cost a memory barrier (on an H200, the 2^20 stencil with four tasks per
+                // block: BENCHMARKS.md, session 11).
+                if wgs(s) > u64::from(blocks) {
+                    p.batched = u32::try_from(wgs(s)).ok();
+                }
                 next = next.saturating_add(u32::try_from(wgs(s)).unwrap_or(u32::MAX));
             }
         }
@@ -242,14 +254,19 @@ impl SyncLayout {
 
     /// The statement that closes task `workgroup_var(k)` of step `k`: publish its flag.
     pub(super) fn after_task(&self, k: usize) -> Vec<Stmt> {
-        match self.publish.get(&k).and_then(|p| p.flags) {
-            Some(flags) => vec![rewrite::synth(StmtKind::Sync(SyncOp::Signal {
-                step: k as u32,
+        match self.publish.get(&k) {
+            Some(Publish {
                 flags: Some(flags),
+                batched: None,
+                ..
+            }) => vec![rewrite::synth(StmtKind::Sync(SyncOp::Signal {
+                step: k as u32,
+                flags: Some(*flags),
                 counter: None,
                 workgroup: workgroup_var(k),
+                tasks: None,
             }))],
-            None => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
@@ -260,10 +277,23 @@ impl SyncLayout {
         let Some(p) = self.publish.get(&k) else {
             return Vec::new();
         };
+        let mut out = Vec::new();
+        if let (Some(flags), Some(count)) = (p.flags, p.batched) {
+            out.push(rewrite::synth(StmtKind::Sync(SyncOp::Signal {
+                step: k as u32,
+                flags: Some(flags),
+                counter: None,
+                workgroup: workgroup_var(k),
+                tasks: Some(BlockTasks {
+                    stride: self.blocks,
+                    count,
+                }),
+            })));
+        }
         let Some(c) = p.counter else {
-            return Vec::new();
+            return out;
         };
-        vec![rewrite::synth(StmtKind::Sync(match p.fold {
+        out.push(rewrite::synth(StmtKind::Sync(match p.fold {
             Some(f) => SyncOp::Arrive {
                 step: k as u32,
                 fold: f as u32,
@@ -277,8 +307,10 @@ impl SyncLayout {
                 flags: None,
                 counter: Some(c),
                 workgroup: workgroup_var(k),
+                tasks: None,
             },
-        }))]
+        })));
+        out
     }
 
     /// `let f{k}_last = false` for every fold (at the start of the body).
