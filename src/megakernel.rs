@@ -80,6 +80,11 @@ pub struct FusedGroupSpec {
     /// completion flags and counters (see `fuse`); `None`: grid barriers.
     #[serde(default)]
     pub dataflow: Option<Vec<tiles::TileDep>>,
+    /// Keep every load in its task: no loads issued ahead of a dataflow wait (`fuse`'s
+    /// prefetch). The runtime sets it when the prefetching kernel would keep fewer blocks
+    /// resident than the kernel without (its registers).
+    #[serde(default)]
+    pub no_prefetch: bool,
 }
 
 pub mod cache;

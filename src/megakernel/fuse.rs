@@ -227,7 +227,7 @@ pub fn fuse_group(
             &names,
             (shapes[k], shape),
             layout.as_ref(),
-            (&read_only, &settled[i]),
+            (!spec.no_prefetch).then_some((&read_only, &settled[i])),
             &group,
         )?);
         if let Some(sep) = spec.separations.get(i) {
@@ -589,6 +589,9 @@ fn host_buffers(
     Ok((names, decls))
 }
 
+/// Buffers whose loads fusion may issue ahead of a step's tasks, with their value types.
+type Loadable = HashMap<String, ScalarType>;
+
 /// Separator between the step index and the step's own node id in the ids carried until
 /// [`renumber`]; parsed node ids are JSON paths and never contain it.
 const ORIGIN_SEP: char = '|';
@@ -602,7 +605,7 @@ fn step_stmt(
     names: &HashMap<String, String>,
     (step_shape, launch): (LaunchShape, LaunchShape),
     layout: Option<&sync::SyncLayout>,
-    (read_only, settled): (&HashMap<String, ScalarType>, &HashMap<String, ScalarType>),
+    loadable: Option<(&Loadable, &Loadable)>,
     group: &str,
 ) -> Result<Stmt, FuseError> {
     let mut stmts = program.body.clone();
@@ -676,7 +679,9 @@ fn step_stmt(
     let mut waits_hoisted = false;
     if let (Some(v), Some(l)) = (virtual_loop.as_ref(), layout) {
         let waits = l.before_task(k);
-        if v.fold.is_none() && !smaller && !waits.is_empty() {
+        if let (true, Some((read_only, settled))) =
+            (v.fold.is_none() && !smaller && !waits.is_empty(), loadable)
+        {
             let ro = prefetch::Loadable {
                 buffers: read_only,
                 tag: "pre",

@@ -188,6 +188,7 @@ impl Group {
             persistent_blocks: (self.kind == GroupKind::Megakernel)
                 .then_some(self.coresident_blocks),
             dataflow: None,
+            no_prefetch: false,
         }
     }
 

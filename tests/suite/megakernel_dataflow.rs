@@ -757,6 +757,22 @@ fn prefetched_loads_read_only_buffers_ahead_of_the_tasks() {
     assert_eq!(names, ["f2_pre0_0", "f2_pre0_1", "f2_pre0_2", "f2_pre0_3"]);
     // Only ahead of a wait: grid-barrier kernels have none.
     assert!(with.iter().all(|(_, s, _)| *s == SyncMode::Dataflow));
+    // `no_prefetch` (what the runtime picks when the loads would cost residency) keeps
+    // every load in its task, and the fixed wait in the task loop.
+    let path = pipeline_fixtures()
+        .into_iter()
+        .find(|p| p.ends_with("hist_equalize_shared.json"))
+        .expect("fixture");
+    let l = load(&path);
+    let mut spec = l.plan.groups[0].spec_for(SyncMode::Dataflow);
+    spec.no_prefetch = true;
+    let k = fuse_group(&l.pipeline, &l.shapes, &spec).expect("fuses");
+    let mut lets = Vec::new();
+    prefetch_lets(&k.program.body, false, &mut lets);
+    assert!(lets.is_empty(), "{lets:?}");
+    let mut waits = Vec::new();
+    fixed_waits(&k.program.body, false, &mut waits);
+    assert!(waits.iter().all(|&in_loop| in_loop), "{waits:?}");
 }
 
 /// hist_equalize_shared's map step runs four tasks per block after the cdf's broadcast: its

@@ -105,6 +105,7 @@ impl Case {
                 .collect(),
             persistent_blocks: persistent,
             dataflow: None,
+            no_prefetch: false,
         }
     }
 
