@@ -42,13 +42,13 @@ use super::launch::PipelineLaunch;
 use crate::inputs::LaunchShape;
 use crate::ir::parse::assign_ids;
 use crate::ir::{
-    Access, Axis, BarrierScope, BinOp, BufferDecl, Builtin, Expr, NodeId, Pipeline, Program,
-    RunSpec, ScalarType, Stmt, StmtKind,
+    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, Stmt, StmtKind,
 };
 use crate::shape::MAX_GRID_DIMS;
 
 use super::{DepKind, FusedGroupSpec};
 pub use forward::ForwardReport;
+use prefetch::ValueTypes;
 use rewrite::{Renamer, VirtualLoop, SYNTHETIC};
 
 /// One fused kernel: an ordinary Program plus how it maps back onto the pipeline.
@@ -132,14 +132,14 @@ pub fn fuse_group(
     let shape = launch_shape(shapes, spec, &group)?;
     let (buffers, host_decls) = host_buffers(pipeline, spec, &group)?;
     // Buffers no step of the group writes: their loads may be issued ahead of a task.
-    let read_only: HashMap<String, ScalarType> = host_decls
+    let read_only: ValueTypes = host_decls
         .iter()
         .filter(|d| d.access == Access::Read)
         .map(|d| (d.name.clone(), d.elem.value_type()))
         .collect();
     // Per position in the group: the host buffers no step from there on writes (their
     // writers, if any, ran before, so after a step's waits their contents are settled).
-    let settled: Vec<HashMap<String, ScalarType>> = (0..spec.steps.len())
+    let settled: Vec<ValueTypes> = (0..spec.steps.len())
         .map(|i| {
             let later: HashSet<&str> = spec.steps[i..]
                 .iter()
@@ -589,9 +589,6 @@ fn host_buffers(
     Ok((names, decls))
 }
 
-/// Buffers whose loads fusion may issue ahead of a step's tasks, with their value types.
-type Loadable = HashMap<String, ScalarType>;
-
 /// Separator between the step index and the step's own node id in the ids carried until
 /// [`renumber`]; parsed node ids are JSON paths and never contain it.
 const ORIGIN_SEP: char = '|';
@@ -605,7 +602,7 @@ fn step_stmt(
     names: &HashMap<String, String>,
     (step_shape, launch): (LaunchShape, LaunchShape),
     layout: Option<&sync::SyncLayout>,
-    loadable: Option<(&Loadable, &Loadable)>,
+    loadable: Option<(&ValueTypes, &ValueTypes)>,
     group: &str,
 ) -> Result<Stmt, FuseError> {
     let mut stmts = program.body.clone();
@@ -671,46 +668,12 @@ fn step_stmt(
         stmts.insert(0, rewrite::let_(&alive, rewrite::bool_lit(true)));
     }
     // Loads that cannot depend on the group's writes go ahead of the block's first task of a
-    // step that waits: they are in flight during the wait. Only there: ahead of steps that
-    // do not wait they bought little and cost registers (see prefetch.rs). Fixed waits (the
-    // same for every task) then move out of the task loop, and the loads that needed them
-    // go right after, for every task of the block at once.
+    // step that waits (and fixed waits out of the task loop): see prefetch.rs.
     let mut prologue = Vec::new();
     let mut waits_hoisted = false;
-    if let (Some(v), Some(l)) = (virtual_loop.as_ref(), layout) {
-        let waits = l.before_task(k);
-        if let (true, Some((read_only, settled))) =
-            (v.fold.is_none() && !smaller && !waits.is_empty(), loadable)
-        {
-            let ro = prefetch::Loadable {
-                buffers: read_only,
-                tag: "pre",
-                defined: &[],
-            };
-            let (pre, names) = prefetch::prefetch(&mut stmts, &ro, v);
-            prologue = pre;
-            if v.workgroups > v.launch_workgroups && waits.iter().all(sync::is_fixed_wait) {
-                let first = format!("{prefix}first");
-                prologue.push(rewrite::let_(
-                    &first,
-                    Expr::Builtin(Builtin::WorkgroupId(Axis::X)),
-                ));
-                prologue.push(rewrite::if_(
-                    rewrite::bin(
-                        BinOp::Lt,
-                        Expr::Var(first.clone()),
-                        rewrite::u32_lit(v.workgroups),
-                    ),
-                    l.before_first_task(k, &first),
-                ));
-                let after = prefetch::Loadable {
-                    buffers: settled,
-                    tag: "post",
-                    defined: &names,
-                };
-                prologue.extend(prefetch::prefetch(&mut stmts, &after, v).0);
-                waits_hoisted = true;
-            }
+    if let (Some(v), Some(l), Some(buffers)) = (virtual_loop.as_ref(), layout, loadable) {
+        if v.fold.is_none() && !smaller {
+            (prologue, waits_hoisted) = prefetch::ahead_of_waits(&mut stmts, v, l, k, buffers);
         }
     }
     if smaller {

@@ -33,18 +33,63 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ir::{BinOp, Builtin, Expr, Literal, Scalar, ScalarType, Stmt, StmtKind};
+use crate::ir::{Axis, BinOp, Builtin, Expr, Literal, Scalar, ScalarType, Stmt, StmtKind};
 
-use super::rewrite::{bin, children_mut, let_, u32_lit, VirtualLoop};
+use super::rewrite::{bin, children_mut, if_, let_, u32_lit, VirtualLoop};
+use super::sync::{is_fixed_wait, SyncLayout};
 
 /// Most prefetched values per thread (task copies x loads): registers held from the
 /// prologue to the task that reads them, kept low so that the block's residency holds.
 pub(super) const MAX_PREFETCHED: usize = 8;
 
+/// Fused buffer name -> value type.
+pub(super) type ValueTypes = HashMap<String, ScalarType>;
+
+/// The prologue of step `k`'s task loop `vl` in a dataflow group (`stmts`: the step's body,
+/// renamed, rewritten in place) and whether its waits moved into it. `buffers`: those no step
+/// of the group writes, and those no step from `k` on writes. Nothing for a step without
+/// waits. Its loads ahead of the waits come first; where every wait is fixed and the block
+/// runs several tasks, the waits follow once (only in blocks with a task of the step), then
+/// the loads that needed them.
+pub(super) fn ahead_of_waits(
+    stmts: &mut [Stmt],
+    vl: &VirtualLoop,
+    layout: &SyncLayout,
+    k: usize,
+    (read_only, settled): (&ValueTypes, &ValueTypes),
+) -> (Vec<Stmt>, bool) {
+    let waits = layout.before_task(k);
+    if waits.is_empty() {
+        return (Vec::new(), false);
+    }
+    let ro = Loadable {
+        buffers: read_only,
+        tag: "pre",
+        defined: &[],
+    };
+    let (mut prologue, names) = prefetch(stmts, &ro, vl);
+    if vl.workgroups <= vl.launch_workgroups || !waits.iter().all(is_fixed_wait) {
+        return (prologue, false);
+    }
+    let first = format!("{}first", vl.prefix);
+    prologue.push(let_(&first, Expr::Builtin(Builtin::WorkgroupId(Axis::X))));
+    prologue.push(if_(
+        bin(BinOp::Lt, Expr::Var(first.clone()), u32_lit(vl.workgroups)),
+        layout.before_first_task(k, &first),
+    ));
+    let after = Loadable {
+        buffers: settled,
+        tag: "post",
+        defined: &names,
+    };
+    prologue.extend(prefetch(stmts, &after, vl).0);
+    (prologue, true)
+}
+
 /// What one pass of the rewrite may load ahead of the tasks.
 pub(super) struct Loadable<'a> {
     /// Fused buffer name -> value type, for every buffer whose loads may move.
-    pub buffers: &'a HashMap<String, ScalarType>,
+    pub buffers: &'a ValueTypes,
     /// Name of the made-up variables (`pre`: `f2_pre0_3`).
     pub tag: &'a str,
     /// Variables defined before the prologue (an earlier pass's) that indices may read.
