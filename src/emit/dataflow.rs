@@ -359,11 +359,7 @@ impl Writer<'_> {
             self.ins(format!("st.release.gpu.global.u32 [{addr}], {epoch}"));
         }
         if let (Some(c), Some(inc)) = (counter, inc) {
-            let addr = self.sync_addr(c, None);
-            let base = self.counter_base(c);
-            self.ins(format!(
-                "atom.release.gpu.global.add.u32 {base}, [{addr}], {inc}"
-            ));
+            self.count_block(c, &inc);
         }
         self.label(&out);
         Ok(())
@@ -404,14 +400,20 @@ impl Writer<'_> {
             }
         }
         if let (Some(c), Some(inc)) = (counter, inc) {
-            let addr = self.sync_addr(c, None);
-            let base = self.counter_base(c);
-            self.ins(format!(
-                "atom.release.gpu.global.add.u32 {base}, [{addr}], {inc}"
-            ));
+            self.count_block(c, &inc);
         }
         self.label(&out);
         Ok(())
+    }
+
+    /// Thread 0 counts its block on counter word `counter` (release: after the block's
+    /// writes), keeping what the add returned for the block's later waits on it.
+    fn count_block(&mut self, counter: u32, inc: &str) {
+        let addr = self.sync_addr(counter, None);
+        let base = self.counter_base(counter);
+        self.ins(format!(
+            "atom.release.gpu.global.add.u32 {base}, [{addr}], {inc}"
+        ));
     }
 
     fn sync_arrive(&mut self, counter: u32, last: &str, spread: u32) -> R<()> {

@@ -125,9 +125,7 @@ pub(super) fn prefetch(
         }
     }
     let mut found: Vec<(String, Expr)> = Vec::new();
-    for s in body.iter() {
-        collect_stmt(s, ro, &known, &mut found);
-    }
+    exprs_outside_loops(body, &mut |e| collect_expr(e, ro, &known, &mut found));
     let trips = vl.workgroups.div_ceil(vl.launch_workgroups) as usize;
     found.truncate(MAX_PREFETCHED / trips.max(1));
     if found.is_empty() {
@@ -177,9 +175,7 @@ pub(super) fn prefetch(
             e
         })
         .collect();
-    for s in body.iter_mut() {
-        replace_stmt(s, &found, &reads);
-    }
+    exprs_outside_loops(body, &mut |e| replace_expr(e, &found, &reads));
     (prologue, names)
 }
 
@@ -243,13 +239,13 @@ fn hoistable(e: &Expr, ro: &Loadable, known: &HashMap<String, Option<Expr>>) -> 
 
 /// The outermost hoistable loads of `e`, in evaluation order, without repeats.
 fn collect_expr(
-    e: &Expr,
+    e: &mut Expr,
     ro: &Loadable,
     known: &HashMap<String, Option<Expr>>,
     out: &mut Vec<(String, Expr)>,
 ) {
     if let Expr::Load { buffer, index } = e {
-        if hoistable(e, ro, known) {
+        if ro.buffers.contains_key(buffer.as_str()) && hoistable(index, ro, known) {
             let key = (buffer.clone(), index.as_ref().clone());
             if !out.contains(&key) {
                 out.push(key);
@@ -257,44 +253,35 @@ fn collect_expr(
             return;
         }
     }
-    let mut copy = e.clone();
-    for c in children_mut(&mut copy) {
+    for c in children_mut(e) {
         collect_expr(c, ro, known, out);
     }
 }
 
-/// Loads of `s` and of the branches under it; loop bodies are left alone.
-fn collect_stmt(
-    s: &Stmt,
-    ro: &Loadable,
-    known: &HashMap<String, Option<Expr>>,
-    out: &mut Vec<(String, Expr)>,
-) {
-    match &s.kind {
-        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
-            collect_expr(value, ro, known, out)
-        }
-        StmtKind::Store { index, value, .. } => {
-            collect_expr(index, ro, known, out);
-            collect_expr(value, ro, known, out);
-        }
-        StmtKind::If {
-            cond,
-            then,
-            otherwise,
-            ..
-        } => {
-            collect_expr(cond, ro, known, out);
-            for s in then.iter().chain(otherwise) {
-                collect_stmt(s, ro, known, out);
+/// Calls `f` on every expression of `list` and of the branches under it, in evaluation
+/// order; loop bodies are left alone (an index there may change per iteration).
+fn exprs_outside_loops(list: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
+    for s in list {
+        match &mut s.kind {
+            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => f(value),
+            StmtKind::Store { index, value, .. } => {
+                f(index);
+                f(value);
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                f(cond);
+                exprs_outside_loops(then, f);
+                exprs_outside_loops(otherwise, f);
+            }
+            StmtKind::Block(b) => exprs_outside_loops(b, f),
+            StmtKind::Loop { .. } | StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {
             }
         }
-        StmtKind::Block(b) => {
-            for s in b {
-                collect_stmt(s, ro, known, out);
-            }
-        }
-        StmtKind::Loop { .. } | StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
     }
 }
 
@@ -304,20 +291,27 @@ fn substitute(
     known: &HashMap<String, Option<Expr>>,
     copy_of: &HashMap<&str, Expr>,
 ) -> Expr {
+    let mut out = e.clone();
+    substitute_in(&mut out, known, copy_of);
+    out
+}
+
+fn substitute_in(
+    e: &mut Expr,
+    known: &HashMap<String, Option<Expr>>,
+    copy_of: &HashMap<&str, Expr>,
+) {
     if let Expr::Var(v) = e {
         if let Some(x) = copy_of.get(v.as_str()) {
-            return x.clone();
+            *e = x.clone();
+        } else if let Some(Some(value)) = known.get(v.as_str()) {
+            *e = substitute(value, known, copy_of);
         }
-        if let Some(Some(value)) = known.get(v) {
-            return substitute(value, known, copy_of);
-        }
-        return e.clone();
+        return;
     }
-    let mut out = e.clone();
-    for c in children_mut(&mut out) {
-        *c = substitute(c, known, copy_of);
+    for c in children_mut(e) {
+        substitute_in(c, known, copy_of);
     }
-    out
 }
 
 fn replace_expr(e: &mut Expr, found: &[(String, Expr)], reads: &[Expr]) {
@@ -332,34 +326,5 @@ fn replace_expr(e: &mut Expr, found: &[(String, Expr)], reads: &[Expr]) {
     }
     for c in children_mut(e) {
         replace_expr(c, found, reads);
-    }
-}
-
-fn replace_stmt(s: &mut Stmt, found: &[(String, Expr)], reads: &[Expr]) {
-    match &mut s.kind {
-        StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => {
-            replace_expr(value, found, reads)
-        }
-        StmtKind::Store { index, value, .. } => {
-            replace_expr(index, found, reads);
-            replace_expr(value, found, reads);
-        }
-        StmtKind::If {
-            cond,
-            then,
-            otherwise,
-            ..
-        } => {
-            replace_expr(cond, found, reads);
-            for s in then.iter_mut().chain(otherwise.iter_mut()) {
-                replace_stmt(s, found, reads);
-            }
-        }
-        StmtKind::Block(b) => {
-            for s in b {
-                replace_stmt(s, found, reads);
-            }
-        }
-        StmtKind::Loop { .. } | StmtKind::Barrier(_) | StmtKind::Return | StmtKind::Sync(_) => {}
     }
 }
