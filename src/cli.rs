@@ -48,6 +48,7 @@ pub mod run_pipeline;
 pub mod run_timeline;
 pub mod sass;
 pub mod selftest;
+pub mod selftest_inspector;
 pub mod selftest_timeline;
 pub mod tui;
 pub mod tune;

@@ -38,3 +38,4 @@ pub mod timeline_run;
 pub mod tune;
 #[cfg(feature = "vyre")]
 pub mod vyre_race;
+pub mod worker_jobs;

@@ -451,6 +451,12 @@ impl Runtime {
         Ok(t.elapsed().as_secs_f64() * 1e3)
     }
 
+    /// Why this runtime can no longer use the GPU (a sticky fault with in-process recovery
+    /// off, or a failed recovery), if it cannot.
+    pub fn poisoned(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
     /// Turns a driver error during or after a launch into a fault (recreating the context
     /// for sticky errors) or a plain driver error.
     pub(crate) fn launch_error(&mut self, kernel: &str, err: DriverError) -> RuntimeError {

@@ -27,6 +27,11 @@ pub struct LaunchRecords {
     pub grid: [u32; 3],
     /// Device time of the launch (CUDA events), when measured.
     pub device_ms: Option<f64>,
+    /// [`crate::ir::Program::fingerprint`] of the plain Program the kernel was instrumented
+    /// from (a run's launched kernel is the recorded one exactly when they are equal); not
+    /// kept in record files.
+    #[serde(skip)]
+    pub program: Option<u64>,
     /// The raw buffer: `blocks * slots * 32` bytes.
     #[serde(skip)]
     pub bytes: Vec<u8>,

@@ -19,7 +19,12 @@ pub fn run(a: &Args) -> super::Outcome {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let gpu = a.gpu.ordinal()?;
-    let code = crate::runtime::worker::server::serve(&mut input, &mut out, gpu);
+    let code = crate::runtime::worker::server::serve(
+        &mut input,
+        &mut out,
+        gpu,
+        &mut crate::harness::worker_jobs::HarnessJobs,
+    );
     let _ = out.flush();
     Ok(code)
 }

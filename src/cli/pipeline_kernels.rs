@@ -4,14 +4,14 @@
 //! renamed to the steps' node ids `steps[k].<id>`).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::emit::{emit, EmitOptions, EmittedKernel};
+use crate::emit::{EmitOptions, EmittedKernel};
 use crate::inputs::pipeline::pipeline_shapes;
 use crate::ir::Pipeline;
-use crate::megakernel::cache::plan_cached;
-use crate::megakernel::fuse_group;
+use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::plan::{Group, GroupKind, PlanOptions, SyncMode};
 use crate::occupancy::DeviceCaps;
 use crate::util::Problem;
@@ -88,37 +88,31 @@ pub(crate) fn load(
     let shapes = pipeline_shapes(&pipeline, base)?;
     let (caps, _) = super::occupancy::resolve_device(device)?;
     let opts = PlanOptions::new(caps.clone());
-    let plan = plan_cached(&pipeline, &shapes, &opts, None)?.plan;
+    let compiled = CompiledPipeline::compile(Arc::new(pipeline), shapes, &opts, how.sync, None)?;
     let sm = how
         .sm
         .unwrap_or_else(|| (caps.cc_major * 10 + caps.cc_minor).min(90));
-    let mut groups = Vec::with_capacity(plan.groups.len());
-    for (index, group) in plan.groups.into_iter().enumerate() {
-        let fused = fuse_group(&pipeline, &shapes, &group.spec_for(how.sync))
-            .map_err(|e| format!("{}: group {index}: {e}", file.display()))?;
-        let opts = EmitOptions {
-            sm,
-            workgroup_size: fused.program.workgroup_size,
-            lineinfo: how.lineinfo,
-            unroll: how.unroll,
-            grid_barrier: how.grid_barrier,
-            version_bounds: how.version_bounds,
-        };
-        let mut kernel = emit(&fused.program, &opts)
-            .map_err(|e| format!("{}: group {index}: {e}", file.display()))?;
-        for e in &mut kernel.source_map.entries {
-            if let Some((k, id)) = fused.node_origin.get(e.node.as_str()) {
-                e.node = format!("steps[{k}].{id}");
-            }
-        }
+    let eopts = EmitOptions {
+        sm,
+        workgroup_size: [1, 1, 1],
+        lineinfo: how.lineinfo,
+        unroll: how.unroll,
+        grid_barrier: how.grid_barrier,
+        version_bounds: how.version_bounds,
+    };
+    let mut groups = Vec::with_capacity(compiled.groups.len());
+    for (index, g) in compiled.groups.iter().enumerate() {
+        let kernel = compiled
+            .emit_group(index, &eopts)
+            .map_err(|e| e.context(format_args!("{}: group {index}", file.display())))?;
         groups.push(GroupKernel {
             index,
-            group,
+            group: g.group.clone(),
             kernel,
         });
     }
     Ok(PipelineKernels {
-        pipeline,
+        pipeline: (*compiled.pipeline).clone(),
         device: caps,
         groups,
     })

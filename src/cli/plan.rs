@@ -6,9 +6,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::inputs::pipeline::pipeline_shapes;
-use crate::inputs::LaunchShape;
 use crate::ir::Pipeline;
-use crate::megakernel::cache::{plan_cached, PlanCache};
+use crate::megakernel::cache::PlanCache;
+use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, SyncMode, DEFAULT_REGISTERS};
 use crate::megakernel::DepKind;
 use crate::util::Problem;
@@ -74,11 +74,19 @@ pub fn run(a: &Args) -> super::Outcome {
         min_occupancy_pct: a.min_occupancy,
     };
     let cache = if a.no_cache { None } else { PlanCache::user() };
-    let cached = plan_cached(&pipeline, &shapes, &opts, cache.as_ref())?;
-    if let Some(w) = &cached.warning {
+    let compiled = CompiledPipeline::compile(
+        std::sync::Arc::new(pipeline),
+        shapes,
+        &opts,
+        a.sync,
+        cache.as_ref(),
+    )?;
+    if let Some(w) = &compiled.planned.warning {
         errln!("warning: {w}");
     }
-    let runs = runs_as(&cached.plan, &pipeline, &shapes, a.sync);
+    let runs = runs_as(&compiled);
+    let cached = &compiled.planned;
+    let pipeline = &compiled.pipeline;
     let text = if a.json {
         let mut v = serde_json::to_value(&cached.plan).map_err(Problem::bug)?;
         if let Some(obj) = v.as_object_mut() {
@@ -90,7 +98,7 @@ pub fn run(a: &Args) -> super::Outcome {
             Err(e) => return Err(Problem::bug(e)),
         }
     } else {
-        let mut t = render(&cached.plan, &pipeline, &device_note, a.regs.len());
+        let mut t = render(&cached.plan, pipeline, &device_note, a.regs.len());
         t.push_str(&render_runs_as(&runs, a.sync));
         t
     };
@@ -226,25 +234,21 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
     o
 }
 
-/// Per group, what the fused kernel emitted under `sync` does at each cross-workgroup
+/// Per group, what the compiled pipeline's fused kernel does at each cross-workgroup
 /// dependence (read back from the kernel's statements, so it is what would run): one line
 /// per wait, arrival or grid barrier; an error line when the group cannot be fused.
-pub fn runs_as(
-    plan: &Plan,
-    pipeline: &Pipeline,
-    shapes: &[LaunchShape],
-    sync: SyncMode,
-) -> Vec<Vec<String>> {
+pub fn runs_as(compiled: &CompiledPipeline) -> Vec<Vec<String>> {
     use crate::ir::{StmtKind, SyncOp, WaitOn};
-    plan.groups
+    compiled
+        .groups
         .iter()
         .map(|g| {
-            let spec = g.spec_for(sync);
-            let kernel = match crate::megakernel::fuse_group(pipeline, shapes, &spec) {
+            let spec = &g.spec;
+            let kernel = match &g.kernel {
                 Ok(k) => k,
                 Err(e) => return vec![format!("not fused: {}", e.message)],
             };
-            let mut lines: Vec<String> = crate::megakernel::emitted::sync_ops(&kernel)
+            let mut lines: Vec<String> = crate::megakernel::emitted::sync_ops(kernel)
                 .into_iter()
                 .filter_map(|op| match op {
                     SyncOp::Wait {

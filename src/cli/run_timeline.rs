@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 use super::run::Args;
 use crate::emit::timeline::TimelineSpec;
-use crate::harness::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch, TimelineRun};
+use crate::harness::pipeline::compile_on;
+use crate::harness::timeline_run::{record_pipeline, PipelineForm, TimelineLaunch, TimelineRun};
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::ir::{Pipeline, Program};
 use crate::runtime::dispatch::DispatchOptions;
@@ -71,6 +72,11 @@ fn record(
     let rounds = a.timeline_rounds.max(1);
     let plain = if a.timeline_rounds > 0 { rounds } else { 0 };
     let run = rt.run_timeline(launches, buffers, rounds, plain, &opts, jit)?;
+    checked(label, run)
+}
+
+/// Decodes, summarises and checks a recorded form.
+fn checked(label: &'static str, run: TimelineRun) -> Result<Form, Problem> {
     let decoded = timeline::decode(&run.capture)?;
     let summary = timeline::summarize(&run.capture, &decoded);
     let problems = timeline::check(&run.capture, &decoded);
@@ -250,7 +256,9 @@ pub fn program(a: &Args, program: &Program) -> super::Outcome {
     finish(a, &rt, &[form], extra, parity_ok)
 }
 
-/// `run PIPELINE --backend cuda --timeline [--separate | --megakernel | --both]`.
+/// `run PIPELINE --backend cuda --timeline [--separate | --megakernel | --both]`: the
+/// pipeline compiled and fitted once, as `run` compiles it, and each form recorded from it;
+/// exit 1 when an instrumented form's results differ from the reference interpreter.
 pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> super::Outcome {
     check_trace_path(a)?;
     let mut rt = a.gpu.open()?;
@@ -260,18 +268,46 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     };
     let mut which = Vec::new();
     if !a.megakernel {
-        which.push(("separate", PipelineForm::Separate));
+        which.push(PipelineForm::Separate);
     }
     if !a.separate {
-        which.push(("fused", PipelineForm::Fused));
+        which.push(PipelineForm::Fused);
     }
-    let initial = crate::harness::pipeline::host_buffers(prepared);
+    let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+    let compiled = compile_on(&mut rt, pipeline, &shapes, a.sync, None, &jit)?;
+    let opts = DispatchOptions {
+        timeout: a.timeout_ms.map(std::time::Duration::from_millis),
+        ..DispatchOptions::default()
+    };
+    let rounds = a.timeline_rounds.max(1);
+    let plain = if a.timeline_rounds > 0 { rounds } else { 0 };
+    let recorded = record_pipeline(
+        &mut rt,
+        &compiled,
+        prepared,
+        &which,
+        (rounds, plain),
+        &opts,
+        &jit,
+    )?;
+    let parity_ok = recorded.iter().all(|f| f.parity.passed);
+    let parity: serde_json::Map<String, Value> = recorded
+        .iter()
+        .map(|f| (f.label.to_string(), json!(f.parity)))
+        .collect();
     let mut forms = Vec::new();
-    for (label, form) in which {
-        let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, a.sync)?;
-        let mut bufs = initial.clone();
-        forms.push(record(&mut rt, label, &launches, &mut bufs, a, &jit)?);
+    for f in recorded {
+        if !a.json {
+            outln!(
+                "parity ({}): {} ({}, {} elements)",
+                f.label,
+                if f.parity.passed { "ok" } else { "FAILED" },
+                f.parity.mode,
+                f.parity.compared
+            );
+        }
+        forms.push(checked(f.label, f.run)?);
     }
-    let extra = json!({"pipeline": pipeline.name, "backend": "cuda"});
-    finish(a, &rt, &forms, extra, true)
+    let extra = json!({"pipeline": pipeline.name, "backend": "cuda", "parity": parity});
+    finish(a, &rt, &forms, extra, parity_ok)
 }

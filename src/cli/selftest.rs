@@ -162,7 +162,11 @@ pub fn run(a: &Args) -> super::Outcome {
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(|r| r.verified()));
     let timelines = super::selftest_timeline::run(&mut rt, &a.pipelines, a.root.as_deref());
-    let passed = rep.passed && pipelines_ok && timelines.iter().all(|c| c.ok());
+    let inspector = super::selftest_inspector::run(&mut rt, &a.pipelines, a.root.as_deref());
+    let passed = rep.passed
+        && pipelines_ok
+        && timelines.iter().all(|c| c.ok())
+        && inspector.iter().all(|c| c.ok());
     if a.json {
         let pl: Vec<serde_json::Value> = pipelines
             .iter()
@@ -171,7 +175,7 @@ pub fn run(a: &Args) -> super::Outcome {
                 Err(e) => serde_json::json!({"file": f.display().to_string(), "error": e}),
             })
             .collect();
-        let v = serde_json::json!({"report": rep, "pipelines": pl, "timelines": timelines, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
+        let v = serde_json::json!({"report": rep, "pipelines": pl, "timelines": timelines, "inspector": inspector, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
         match serde_json::to_string_pretty(&v) {
             Ok(s) => outln!("{s}"),
             Err(e) => return Err(Problem::bug(e)),
@@ -225,6 +229,9 @@ pub fn run(a: &Args) -> super::Outcome {
         }
         if !timelines.is_empty() {
             out!("{}", super::selftest_timeline::text(&timelines));
+        }
+        if !inspector.is_empty() {
+            out!("{}", super::selftest_inspector::text(&inspector));
         }
         outln!("\nselftest {}", if passed { "PASSED" } else { "FAILED" });
     }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::harness::timeline_run::{pipeline_launches, PipelineForm};
+use crate::harness::pipeline::{run_forms, Forms, PipelineGpuOptions};
+use crate::harness::timeline_run::{record_pipeline, PipelineForm};
 use crate::megakernel::dataflow::SyncMode;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
@@ -28,6 +29,8 @@ pub struct TimelineCheck {
     pub slices: usize,
     /// Kernel time, first stamp to last (ms).
     pub kernel_ms: f64,
+    /// Groups launched without loads ahead of their waits (the residency fallback).
+    pub no_prefetch: usize,
     /// The check's problems, or the error that stopped the recording.
     pub problems: Vec<String>,
 }
@@ -62,6 +65,7 @@ pub fn run(rt: &mut Runtime, dir: &Path, root: Option<&Path>) -> Vec<TimelineChe
                 launches: 0,
                 slices: 0,
                 kernel_ms: 0.0,
+                no_prefetch: 0,
                 problems: Vec::new(),
             };
             if let Err(e) = one(rt, &f, root, (form, sync), &mut c) {
@@ -80,21 +84,64 @@ fn one(
     (form, sync): (PipelineForm, SyncMode),
     c: &mut TimelineCheck,
 ) -> Result<(), Problem> {
-    let (pipeline, prepared) = super::selftest::load_fixture(f, root)?;
-    let pipeline = &pipeline;
+    let (pipeline, mut prepared) = super::selftest::load_fixture(f, root)?;
+    let initial = prepared.clone();
     let jit = JitOptions::default();
-    let launches = pipeline_launches(rt, pipeline, &prepared, form, &jit, sync)?;
-    let mut bufs = crate::harness::pipeline::host_buffers(&prepared);
     let opts = DispatchOptions {
         timeout: Some(std::time::Duration::from_secs(10)),
         ..DispatchOptions::default()
     };
-    let run = rt.run_timeline(&launches, &mut bufs, 1, 0, &opts, &jit)?;
-    let d = crate::timeline::decode(&run.capture)?;
-    c.launches = launches.len();
+    // The fused form as `run --megakernel` launches it (once), then its timeline from the
+    // same compiled pipeline: the recorded kernels must be the launched ones (a group that
+    // fell back to its kernel without prefetch included).
+    let run = PipelineGpuOptions {
+        forms: Forms::Megakernel,
+        repeat: 1,
+        timeout: opts.timeout,
+        fuel: crate::interp::DEFAULT_FUEL,
+        measure_topology: false,
+        grid_barrier: Default::default(),
+        sync,
+    };
+    let (report, compiled) = run_forms(rt, &pipeline, &mut prepared, &run)?;
+    let compiled = compiled.ok_or_else(|| Problem::bug("the fused form was not compiled"))?;
+    let recorded = record_pipeline(rt, &compiled, &initial, &[form], (1, 0), &opts, &jit)?;
+    let rec = recorded
+        .into_iter()
+        .next()
+        .ok_or_else(|| Problem::bug("no form recorded"))?;
+    let d = crate::timeline::decode(&rec.run.capture)?;
+    c.launches = rec.run.capture.launches.len();
     c.slices = d.slices.len();
-    c.kernel_ms = crate::timeline::summarize(&run.capture, &d).kernel_ms;
-    c.problems = crate::timeline::check(&run.capture, &d);
+    c.kernel_ms = crate::timeline::summarize(&rec.run.capture, &d).kernel_ms;
+    c.no_prefetch = compiled.topology.iter().filter(|t| t.no_prefetch).count();
+    c.problems = crate::timeline::check(&rec.run.capture, &d);
+    if !rec.parity.passed {
+        c.problems.push(format!(
+            "the instrumented {} form differs from the reference interpreter: {}",
+            rec.label,
+            rec.parity.first_text()
+        ));
+    }
+    if form == PipelineForm::Fused {
+        let launched = report
+            .megakernel
+            .as_ref()
+            .map(|m| m.fingerprints.clone())
+            .unwrap_or_default();
+        let recorded: Vec<u64> = rec
+            .run
+            .capture
+            .launches
+            .iter()
+            .map(|l| l.program.unwrap_or(0))
+            .collect();
+        if launched != recorded {
+            c.problems.push(format!(
+                "the timeline recorded other kernels than the run launched (fingerprints {recorded:x?} vs {launched:x?})"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -109,14 +156,21 @@ pub fn text(checks: &[TimelineCheck]) -> String {
             |n| n.to_string_lossy().into_owned(),
         );
         s.push_str(&format!(
-            "  {:4}  {:<28} {:<8} {:>2} launch{} {:>6} slices {:>10.4} ms\n",
+            "  {:4}  {:<28} {:<8} {:>2} launch{} {:>6} slices {:>10.4} ms{}\n",
             if c.ok() { "ok" } else { "FAIL" },
             name,
             c.form,
             c.launches,
             if c.launches == 1 { " " } else { "es" },
             c.slices,
-            c.kernel_ms
+            c.kernel_ms,
+            match c.no_prefetch {
+                0 => String::new(),
+                n => format!(
+                    " ({n} group{} without prefetch, recorded as launched)",
+                    if n == 1 { "" } else { "s" }
+                ),
+            }
         ));
         for p in &c.problems {
             s.push_str(&format!("        {}\n", crate::util::terminal_safe(p)));

@@ -37,7 +37,7 @@
 //! works any number of times, inside loops too. Blocks that `return` before a grid barrier
 //! never arrive: the validator rejects such programs.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::regs::RegClass;
 use super::writer::Writer;
@@ -50,7 +50,7 @@ pub const GRID_SYNC_WORDS: u32 = 2;
 pub const GRID_SYNC_PARAM: &str = "param_grid_sync";
 
 /// How a grid barrier is lowered (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GridBarrier {
     /// One flipping arrival counter (the default).

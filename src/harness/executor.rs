@@ -120,17 +120,10 @@ impl Executor<'_> {
     ) -> Result<PipelineExecution, String> {
         match self {
             Executor::Reference => {
-                let o = crate::interp::Options {
-                    fuel: opts.fuel,
-                    ..crate::interp::Options::default()
-                };
-                let t = Instant::now();
-                let steps = crate::interp::pipeline::run_pipeline(pipeline, prepared, &o)
-                    .map_err(|e| e.to_string())?;
-                Ok(PipelineExecution::Reference {
-                    steps,
-                    elapsed_ms: t.elapsed().as_secs_f64() * 1e3,
-                })
+                let (steps, elapsed_ms) =
+                    super::pipeline::reference(pipeline, prepared, opts.fuel)
+                        .map_err(|e| e.to_string())?;
+                Ok(PipelineExecution::Reference { steps, elapsed_ms })
             }
             Executor::InProcess(rt) => Ok(PipelineExecution::Gpu(Box::new(run_pipeline_forms(
                 rt, pipeline, prepared, opts,

@@ -14,6 +14,7 @@
 //! plan runs on the interpreter; the tests run it over a few hundred seeds.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -23,12 +24,12 @@ use super::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions};
 use crate::emit::grid_sync::GridBarrier;
 use crate::gen::random_pipeline;
 use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
-use crate::inputs::HostBuffer;
+use crate::inputs::{HostBuffer, LaunchShape};
 use crate::interp;
 use crate::ir::{Access, Fill, InputSource, Pipeline};
+use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::dataflow::SyncMode;
-use crate::megakernel::fuse_group;
-use crate::megakernel::plan::{plan, Plan, PlanOptions};
+use crate::megakernel::plan::{Plan, PlanOptions};
 use crate::occupancy::DeviceCaps;
 use crate::runtime::Runtime;
 use crate::util::Problem;
@@ -101,7 +102,28 @@ pub fn plan_for(
     caps: &DeviceCaps,
 ) -> Result<Plan, String> {
     let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
-    plan(p, &shapes, &PlanOptions::new(caps.clone())).map_err(|e| e.to_string())
+    plan_of(p, &shapes, caps)
+}
+
+fn plan_of(p: &Pipeline, shapes: &[LaunchShape], caps: &DeviceCaps) -> Result<Plan, String> {
+    compile(p, shapes, caps, SyncMode::Barrier).map(|c| c.planned.plan)
+}
+
+/// `p` compiled for `caps` in `sync` form, without the plan cache.
+fn compile(
+    p: &Pipeline,
+    shapes: &[LaunchShape],
+    caps: &DeviceCaps,
+    sync: SyncMode,
+) -> Result<CompiledPipeline, String> {
+    CompiledPipeline::compile(
+        Arc::new(p.clone()),
+        shapes.to_vec(),
+        &PlanOptions::new(caps.clone()),
+        sync,
+        None,
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Runs `p` as its plan's fused kernels on the interpreter and as separate steps, and
@@ -121,13 +143,15 @@ pub fn fused_on_interpreter_in(
 ) -> Result<Plan, String> {
     let initial = prepare(p)?;
     let mut reference = initial.clone();
-    interp::pipeline::run_pipeline(p, &mut reference, &interp::Options::default())
+    super::pipeline::reference(p, &mut reference, interp::DEFAULT_FUEL)
         .map_err(|e| format!("reference: {e}"))?;
-    let plan = plan_for(p, &initial, caps)?;
     let shapes: Vec<_> = initial.steps.iter().map(|s| s.shape).collect();
+    let compiled = compile(p, &shapes, caps, sync)?;
     let mut mem = initial;
-    for (gi, g) in plan.groups.iter().enumerate() {
-        let k = fuse_group(p, &shapes, &g.spec_for(sync))
+    for (gi, g) in compiled.groups.iter().enumerate() {
+        let k = g
+            .kernel
+            .as_ref()
             .map_err(|e| format!("group {gi} ({sync:?}): {e}"))?;
         let mut bufs = Vec::new();
         for (slot, name) in k.buffers.iter().enumerate() {
@@ -165,7 +189,7 @@ pub fn fused_on_interpreter_in(
             want.name
         ));
     }
-    Ok(plan)
+    Ok(compiled.planned.plan)
 }
 
 /// `p` as a pipeline file with inline Programs (what `vyrescope run` reads back).
@@ -319,7 +343,7 @@ impl Runtime {
                     continue;
                 }
             };
-            let planned = plan_for(&p, &prepared, &caps).ok();
+            let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
             let outcome = run_pipeline_forms(self, &p, &mut prepared, &opts);
             let found = match outcome {
                 Ok(r) if r.verified() => {
@@ -359,11 +383,15 @@ impl Runtime {
             };
             match found {
                 Some((kind, detail)) => {
-                    let (file, detail) =
-                        match write_pipeline_case(&o.out, seed, &p, planned.as_ref()) {
-                            Ok(f) => (Some(f), detail),
-                            Err(w) => (None, format!("{detail} (not written: {w})")),
-                        };
+                    let (file, detail) = match write_pipeline_case(
+                        &o.out,
+                        seed,
+                        &p,
+                        plan_of(&p, &shapes, &caps).ok().as_ref(),
+                    ) {
+                        Ok(f) => (Some(f), detail),
+                        Err(w) => (None, format!("{detail} (not written: {w})")),
+                    };
                     let stop = kind == "timeout" || kind == "fault";
                     rep.findings.push(PipelineFinding {
                         seed,

@@ -2,36 +2,47 @@
 //! checked against the reference interpreter; with both forms, repetitions are interleaved in
 //! rounds and the speedup gate judges them. `run PIPELINE --backend cuda` and `selftest` use it.
 
-use serde::Serialize;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
 
 use crate::emit::grid_sync::GridBarrier;
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::inputs::{HostBuffer, LaunchShape};
 use crate::interp;
+use crate::interp::pipeline::StepRun;
 use crate::ir::{Access, Pipeline};
-use crate::megakernel::cache::{plan_cached, PlanCache};
-use crate::megakernel::fuse_group;
+use crate::megakernel::cache::PlanCache;
+pub use crate::megakernel::compiled::Topology;
+use crate::megakernel::compiled::{CompiledPipeline, Residency};
 use crate::megakernel::gate::{judge, GateResult};
 use crate::megakernel::launch::{separate_launches, PipelineLaunch};
 use crate::megakernel::plan::{Plan, PlanOptions, SyncMode};
+use crate::megakernel::FusedKernel;
 use crate::runtime::dispatch::{DispatchOptions, TimingStats};
 use crate::runtime::execute::tolerance_for;
 use crate::runtime::jit::JitOptions;
 use crate::runtime::parity::{compare, ParityReport, Tolerance};
 use crate::runtime::pipeline::PipelineRunReport;
 use crate::runtime::Runtime;
+use crate::util::Problem;
 
 /// Repetitions per form and round when both forms are timed (interleaved rounds keep slow
 /// drifts of the machine from favouring one form).
 const ROUND: u32 = 5;
 
 /// One form's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FormReport {
     /// Kernel launches per repetition.
     pub launches: usize,
     /// The kernels, in launch order.
     pub kernels: Vec<String>,
+    /// [`crate::ir::Program::fingerprint`] of each launched Program, in launch order: a
+    /// timeline of the same compiled pipeline records these kernels.
+    #[serde(default)]
+    pub fingerprints: Vec<u64>,
     /// Device time of a whole repetition.
     pub device_ms: TimingStats,
     /// Each repetition's device time (ms).
@@ -44,23 +55,8 @@ pub struct FormReport {
     pub parity: ParityReport,
 }
 
-/// What the persistent grid of a cooperative group became on this GPU.
-#[derive(Debug, Clone, Serialize)]
-pub struct Topology {
-    /// Group index in the plan.
-    pub group: usize,
-    /// Co-resident blocks from the occupancy estimator (the plan's).
-    pub estimated_blocks: u32,
-    /// Co-resident blocks the driver reports for the fused kernel.
-    pub driver_blocks: u32,
-    /// The persistent grid used: the smaller of the two, or the fastest measured.
-    pub used_blocks: u32,
-    /// With `--topology measure`: (blocks, median ms of the group alone) per choice tried.
-    pub measured_ms: Vec<(u32, f64)>,
-}
-
 /// A pipeline run on the GPU.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PipelineGpuReport {
     /// Pipeline name.
     pub pipeline: String,
@@ -114,9 +110,38 @@ pub(crate) fn host_buffers(p: &PreparedPipeline) -> Vec<HostBuffer> {
         .collect()
 }
 
+/// The pipeline's meaning, on the reference interpreter (the oracle): every step in order
+/// over `prepared` (which receives the final contents), with each step's run and the wall
+/// time (ms). Every pipeline front end's reference run is this one.
+pub fn reference(
+    pipeline: &Pipeline,
+    prepared: &mut PreparedPipeline,
+    fuel: u64,
+) -> Result<(Vec<StepRun>, f64), Problem> {
+    let o = interp::Options {
+        fuel,
+        ..interp::Options::default()
+    };
+    let t = Instant::now();
+    let steps = interp::pipeline::run_pipeline(pipeline, prepared, &o)?;
+    Ok((steps, t.elapsed().as_secs_f64() * 1e3))
+}
+
+/// What every form must produce: the reference run's final contents of `prepared`, transient
+/// buffers marked so the comparison skips them.
+pub fn expected(
+    pipeline: &Pipeline,
+    prepared: &PreparedPipeline,
+    fuel: u64,
+) -> Result<Vec<HostBuffer>, Problem> {
+    let mut oracle = prepared.clone();
+    reference(pipeline, &mut oracle, fuel)?;
+    Ok(comparable(&oracle, host_buffers(&oracle)))
+}
+
 /// Marks transient buffers read-only so the comparison skips them: nobody reads them after
 /// the pipeline, and a fused kernel need not write them.
-fn comparable(p: &PreparedPipeline, mut v: Vec<HostBuffer>) -> Vec<HostBuffer> {
+pub(crate) fn comparable(p: &PreparedPipeline, mut v: Vec<HostBuffer>) -> Vec<HostBuffer> {
     for (b, d) in v.iter_mut().zip(&p.buffers) {
         if d.transient {
             b.access = Access::Read;
@@ -127,7 +152,7 @@ fn comparable(p: &PreparedPipeline, mut v: Vec<HostBuffer>) -> Vec<HostBuffer> {
 
 /// Parity tolerance for the whole pipeline: the sum of its steps' (approximate operators
 /// compound along a chain); exact when no step uses one.
-fn pipeline_tolerance(pipeline: &Pipeline) -> Option<Tolerance> {
+pub fn pipeline_tolerance(pipeline: &Pipeline) -> Option<Tolerance> {
     pipeline
         .steps
         .iter()
@@ -138,102 +163,69 @@ fn pipeline_tolerance(pipeline: &Pipeline) -> Option<Tolerance> {
         })
 }
 
-/// The plan's launches, each cooperative group's persistent grid confirmed by the driver.
-/// With `measure`, each cooperative group's persistent grid is chosen by timing a few
-/// blocks-per-SM choices (1, 2, 4 and the most the driver allows, each 5 repetitions of the
-/// group alone on `initial`, median kept): fewer blocks make each grid barrier cheaper, more
-/// blocks hide memory latency, and which wins depends on the kernel. The inspector's pipeline
-/// run uses it too (without `measure`), so both paths launch the same persistent grids.
-pub fn plan_launches(
+/// The runtime as the compiled pipeline's [`Residency`]: co-residency from the driver for
+/// the JIT options of the run, and (for `--topology measure`) a group timed alone over the
+/// pipeline's initial contents, 5 repetitions, median.
+struct Driver<'a> {
+    rt: &'a mut Runtime,
+    jit: &'a JitOptions,
+    initial: &'a [HostBuffer],
+}
+
+impl Residency for Driver<'_> {
+    fn resident_blocks(&mut self, k: &FusedKernel) -> Result<u32, Problem> {
+        Ok(self
+            .rt
+            .coresident_blocks(&k.program, k.shape.workgroup_size, self.jit)?)
+    }
+
+    fn time_alone(&mut self, launch: &PipelineLaunch) -> Result<f64, Problem> {
+        let mut bufs = self.initial.to_vec();
+        let rep = self.rt.run_pipeline(
+            std::slice::from_ref(launch),
+            &mut bufs,
+            5,
+            &DispatchOptions::default(),
+            self.jit,
+        )?;
+        Ok(rep.total_ms.median_ms)
+    }
+
+    fn sm_count(&self) -> u32 {
+        self.rt.caps().sm_count
+    }
+}
+
+/// The compiled pipeline every GPU front end runs: planned for the live device (through the
+/// user's plan cache, counted in the runtime's telemetry), fused under `sync`, and fitted to
+/// the driver's co-residency (`measure`: each persistent grid chosen by timing, over
+/// `initial`). `run` in every form, `--timeline`, `selftest` and the inspector's runs (through
+/// the GPU worker) all launch and record exactly its kernels.
+pub fn compile_on(
     rt: &mut Runtime,
     pipeline: &Pipeline,
     shapes: &[LaunchShape],
-    plan: &Plan,
+    sync: SyncMode,
     measure: Option<&[HostBuffer]>,
     jit: &JitOptions,
-    sync: SyncMode,
-) -> Result<(Vec<PipelineLaunch>, Vec<Topology>), crate::util::Problem> {
-    let mut launches = Vec::new();
-    let mut topology = Vec::new();
-    for (g, group) in plan.groups.iter().enumerate() {
-        // A dataflow group's schedule is validated inside `fuse_group`: a refused one is an
-        // error here and never launched.
-        let mut spec = group.spec_for(sync);
-        let mut fused = fuse_group(pipeline, shapes, &spec)?;
-        if let Some(estimated) = spec.persistent_blocks {
-            let mut driver =
-                rt.coresident_blocks(&fused.program, fused.shape.workgroup_size, jit)?;
-            // Loads issued ahead of a wait hold registers; where they cost residency, the
-            // kernel without them runs on more blocks (softmax over 2^20 floats: 5 blocks
-            // per SM with them, 6 without, on an H200).
-            if driver < estimated && spec.dataflow.is_some() && !spec.no_prefetch {
-                let mut plain = spec.clone();
-                plain.no_prefetch = true;
-                let k = fuse_group(pipeline, shapes, &plain)?;
-                let fits = rt.coresident_blocks(&k.program, k.shape.workgroup_size, jit)?;
-                if fits > driver {
-                    (spec, fused, driver) = (plain, k, fits);
-                }
-            }
-            let mut used = estimated.min(driver).max(1);
-            let mut measured = Vec::new();
-            if let Some(initial) = measure {
-                let sms = rt.caps().sm_count.max(1);
-                // Up to every co-resident block, also where the estimate (a dataflow grid
-                // capped by the largest step) is smaller.
-                let top = group.coresident_blocks.min(driver).max(used);
-                let mut candidates: Vec<u32> = [1, 2, 4]
-                    .iter()
-                    .map(|k| k * sms)
-                    .filter(|&b| b < top)
-                    .collect();
-                candidates.push(top);
-                for blocks in candidates {
-                    let mut trial = spec.clone();
-                    trial.persistent_blocks = Some(blocks);
-                    let k = fuse_group(pipeline, shapes, &trial)?;
-                    // Each grid has its own kernel (task loops, prefetched loads): one the
-                    // driver cannot keep resident at this size is not a candidate.
-                    if rt.coresident_blocks(&k.program, k.shape.workgroup_size, jit)? < blocks {
-                        continue;
-                    }
-                    let launch = k.launch(pipeline)?;
-                    let mut bufs = initial.to_vec();
-                    let rep =
-                        rt.run_pipeline(&[launch], &mut bufs, 5, &DispatchOptions::default(), jit)?;
-                    measured.push((blocks, rep.total_ms.median_ms));
-                }
-                if let Some(&(best, _)) = measured.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
-                    used = best;
-                }
-            }
-            if used != estimated {
-                spec.persistent_blocks = Some(used);
-                fused = fuse_group(pipeline, shapes, &spec)?;
-                // Another grid gives other task loops (and prefetched loads), so the kernel
-                // may hold more registers: shrink until the driver keeps the grid resident.
-                for _ in 0..4 {
-                    let fits =
-                        rt.coresident_blocks(&fused.program, fused.shape.workgroup_size, jit)?;
-                    if fits >= used {
-                        break;
-                    }
-                    used = fits.max(1);
-                    spec.persistent_blocks = Some(used);
-                    fused = fuse_group(pipeline, shapes, &spec)?;
-                }
-            }
-            topology.push(Topology {
-                group: g,
-                estimated_blocks: estimated,
-                driver_blocks: driver,
-                used_blocks: used,
-                measured_ms: measured,
-            });
-        }
-        launches.push(fused.launch(pipeline)?);
+) -> Result<CompiledPipeline, Problem> {
+    let plan_opts = PlanOptions::new(rt.caps().clone());
+    let cache = PlanCache::user();
+    let mut compiled = CompiledPipeline::compile(
+        Arc::new(pipeline.clone()),
+        shapes.to_vec(),
+        &plan_opts,
+        sync,
+        cache.as_ref(),
+    )?;
+    if let Some(w) = &compiled.planned.warning {
+        crate::util::stderr_line(&format!("warning: {w}"));
     }
-    Ok((launches, topology))
+    rt.telemetry.record_plan(&compiled.planned);
+    let initial = measure.unwrap_or(&[]);
+    let mut driver = Driver { rt, jit, initial };
+    compiled.fit(&mut driver, measure.is_some())?;
+    Ok(compiled)
 }
 
 /// One form's timed samples and its first repetition's report and results.
@@ -278,6 +270,7 @@ fn form_report(
     FormReport {
         launches: launches.len(),
         kernels: launches.iter().map(|l| l.program.name.clone()).collect(),
+        fingerprints: launches.iter().map(|l| l.program.fingerprint()).collect(),
         device_ms: TimingStats::of(&samples),
         samples_ms: samples,
         upload_ms: first.upload_ms,
@@ -293,16 +286,22 @@ pub fn run_pipeline_forms(
     pipeline: &Pipeline,
     prepared: &mut PreparedPipeline,
     o: &PipelineGpuOptions,
-) -> Result<PipelineGpuReport, crate::util::Problem> {
+) -> Result<PipelineGpuReport, Problem> {
+    Ok(run_forms(rt, pipeline, prepared, o)?.0)
+}
+
+/// [`run_pipeline_forms`], also giving the compiled pipeline its fused form launched (when
+/// that form ran), so a timeline can record exactly those kernels
+/// ([`super::timeline_run::record_pipeline`]).
+pub fn run_forms(
+    rt: &mut Runtime,
+    pipeline: &Pipeline,
+    prepared: &mut PreparedPipeline,
+    o: &PipelineGpuOptions,
+) -> Result<(PipelineGpuReport, Option<CompiledPipeline>), Problem> {
     let which = o.forms;
     // The oracle first: the steps in order on the reference interpreter.
-    let mut reference = prepared.clone();
-    let fuel = interp::Options {
-        fuel: o.fuel,
-        ..interp::Options::default()
-    };
-    interp::pipeline::run_pipeline(pipeline, &mut reference, &fuel)?;
-    let expected = comparable(&reference, host_buffers(&reference));
+    let expected = expected(pipeline, prepared, o.fuel)?;
     let tol = pipeline_tolerance(pipeline);
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
     let opts = DispatchOptions {
@@ -314,23 +313,15 @@ pub fn run_pipeline_forms(
         ..JitOptions::default()
     };
     let separate = separate_launches(pipeline, &shapes)?;
-    let mut plan = None;
-    let mut topology = Vec::new();
+    let mut compiled = None;
     let mut fused = Vec::new();
     // The initial contents, copied once: every form and topology trial starts from them.
     let initial = host_buffers(prepared);
     if which != Forms::Separate {
-        let plan_opts = PlanOptions::new(rt.caps().clone());
-        let cache = PlanCache::user();
-        let cached = plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())?;
-        if let Some(w) = &cached.warning {
-            crate::util::stderr_line(&format!("warning: {w}"));
-        }
-        rt.telemetry.record_plan(&cached);
         let measure = o.measure_topology.then_some(initial.as_slice());
-        (fused, topology) =
-            plan_launches(rt, pipeline, &shapes, &cached.plan, measure, &jit, o.sync)?;
-        plan = Some(cached.plan);
+        let c = compile_on(rt, pipeline, &shapes, o.sync, measure, &jit)?;
+        fused = c.fused_launches()?;
+        compiled = Some(c);
     }
     let total = o.repeat.max(1);
     let mut results: Vec<FormSamples> = vec![(Vec::new(), None), (Vec::new(), None)];
@@ -381,12 +372,14 @@ pub fn run_pipeline_forms(
         repeat: total,
         separate: separate_rep,
         megakernel,
-        plan,
-        topology,
+        plan: compiled.as_ref().map(|c| c.plan().clone()),
+        topology: compiled
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.topology.clone()),
         grid_barrier: o.grid_barrier,
         sync: o.sync,
         telemetry: rt.telemetry().clone(),
         gate,
     };
-    Ok(report)
+    Ok((report, compiled))
 }

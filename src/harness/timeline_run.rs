@@ -12,12 +12,17 @@ use serde::Serialize;
 
 use crate::emit::timeline::TimelineSpec;
 use crate::emit::{EmitOptions, EmittedKernel};
+use crate::inputs::pipeline::PreparedPipeline;
 use crate::inputs::{HostBuffer, LaunchShape};
 use crate::ir::{Access, ElemType, Program};
+use crate::megakernel::compiled::CompiledPipeline;
+use crate::megakernel::timeline::fused_spec;
 use crate::runtime::dispatch::{DispatchOptions, LaunchMode};
 use crate::runtime::jit::JitOptions;
+use crate::runtime::parity::{compare, ParityReport};
 use crate::runtime::{Result, Runtime, RuntimeError};
 use crate::timeline::{Capture, HostPhase, LaunchRecords};
+use crate::util::Problem;
 
 /// One launch of a timeline run.
 #[derive(Debug, Clone)]
@@ -242,6 +247,7 @@ impl Runtime {
                     spec: l.spec.clone(),
                     grid: l.shape.grid,
                     device_ms: first.get(i).copied(),
+                    program: Some(l.program.fingerprint()),
                     bytes: std::mem::take(&mut all[n + i].data),
                 })
                 .collect(),
@@ -263,25 +269,19 @@ impl Runtime {
 pub enum PipelineForm {
     /// One launch per step.
     Separate,
-    /// The megakernel plan: one launch per fused group.
+    /// The compiled plan: one launch per fused group.
     Fused,
 }
 
-/// The timeline launches of `pipeline` in `form`: each step as a plain kernel (block
-/// lifetimes tagged with the step), or each group of the plan fused (steps, virtual
-/// workgroups and waits), with the persistent grids the plan run uses.
+/// The timeline launches of `compiled` in `form`: each step as a plain kernel (block
+/// lifetimes tagged with the step), or each fitted group's fused kernel (steps, virtual
+/// workgroups and waits): exactly the kernels a run of the same compiled pipeline launches.
 pub fn pipeline_launches(
-    rt: &mut Runtime,
-    pipeline: &crate::ir::Pipeline,
-    prepared: &crate::inputs::pipeline::PreparedPipeline,
+    compiled: &CompiledPipeline,
     form: PipelineForm,
-    jit: &JitOptions,
-    sync: crate::megakernel::plan::SyncMode,
-) -> std::result::Result<Vec<TimelineLaunch>, crate::util::Problem> {
-    use crate::megakernel::timeline::fused_spec;
-    let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
+) -> std::result::Result<Vec<TimelineLaunch>, Problem> {
     if form == PipelineForm::Separate {
-        let launches = crate::megakernel::launch::separate_launches(pipeline, &shapes)?;
+        let launches = compiled.separate_launches()?;
         return Ok(launches
             .into_iter()
             .enumerate()
@@ -293,25 +293,63 @@ pub fn pipeline_launches(
             })
             .collect());
     }
-    let plan_opts = crate::megakernel::plan::PlanOptions::new(rt.caps().clone());
-    let cache = crate::megakernel::cache::PlanCache::user();
-    let cached =
-        crate::megakernel::cache::plan_cached(pipeline, &shapes, &plan_opts, cache.as_ref())?;
-    let (launches, _) =
-        super::pipeline::plan_launches(rt, pipeline, &shapes, &cached.plan, None, jit, sync)?;
+    let launches = compiled.fused_launches()?;
+    Ok(compiled
+        .groups
+        .iter()
+        .zip(launches)
+        .filter_map(|(g, l)| {
+            let k = g.kernel.as_ref().ok()?;
+            Some(TimelineLaunch {
+                spec: fused_spec(k),
+                program: l.program,
+                shape: l.shape,
+                buffers: l.buffers,
+            })
+        })
+        .collect())
+}
+
+/// One recorded form of a pipeline.
+#[derive(Debug, Clone)]
+pub struct RecordedPipelineForm {
+    /// `separate`, or the fused form's label (`fused`, `dataflow`: [`crate::megakernel::plan::SyncMode::fused_label`]).
+    pub label: &'static str,
+    /// The run.
+    pub run: TimelineRun,
+    /// The instrumented kernels' results against the reference interpreter, under the
+    /// pipeline's tolerance (transient buffers skipped).
+    pub parity: ParityReport,
+}
+
+/// Records `forms` of `compiled` (separate launches and/or its fitted fused kernels) over the
+/// pipeline's initial contents `prepared`, each `rounds` instrumented rounds and
+/// `plain_rounds` plain ones (the overhead), and checks each form's results against the
+/// reference interpreter: the instrumented kernels must compute what the plain ones do.
+pub fn record_pipeline(
+    rt: &mut Runtime,
+    compiled: &CompiledPipeline,
+    prepared: &PreparedPipeline,
+    forms: &[PipelineForm],
+    (rounds, plain_rounds): (u32, u32),
+    opts: &DispatchOptions,
+    jit: &JitOptions,
+) -> std::result::Result<Vec<RecordedPipelineForm>, Problem> {
+    let expected =
+        super::pipeline::expected(&compiled.pipeline, prepared, crate::interp::DEFAULT_FUEL)?;
+    let tol = super::pipeline::pipeline_tolerance(&compiled.pipeline);
+    let initial = super::pipeline::host_buffers(prepared);
     let mut out = Vec::new();
-    for (group, launch) in cached.plan.groups.iter().zip(launches) {
-        let mut spec = group.spec_for(sync);
-        if spec.persistent_blocks.is_some() {
-            spec.persistent_blocks = Some(launch.shape.grid[0]);
-        }
-        let fused = crate::megakernel::fuse_group(pipeline, &shapes, &spec)?;
-        out.push(TimelineLaunch {
-            spec: fused_spec(&fused),
-            program: fused.program,
-            shape: fused.shape,
-            buffers: launch.buffers,
-        });
+    for &form in forms {
+        let launches = pipeline_launches(compiled, form)?;
+        let mut bufs = initial.clone();
+        let run = rt.run_timeline(&launches, &mut bufs, rounds, plain_rounds, opts, jit)?;
+        let parity = compare(&super::pipeline::comparable(prepared, bufs), &expected, tol);
+        let label = match form {
+            PipelineForm::Separate => "separate",
+            PipelineForm::Fused => compiled.sync.fused_label(),
+        };
+        out.push(RecordedPipelineForm { label, run, parity });
     }
     Ok(out)
 }

@@ -658,6 +658,13 @@ pub enum Expr {
 }
 
 impl Program {
+    /// A stable fingerprint of the whole Program (FNV-1a of its full debug form, node ids
+    /// included): two Programs are the same kernel source exactly when their fingerprints
+    /// are, e.g. the fused kernel a run launched and the one its timeline recorded.
+    pub fn fingerprint(&self) -> u64 {
+        crate::util::fnv1a(format!("{self:?}").as_bytes())
+    }
+
     /// The declaration of buffer `name`.
     pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
         self.buffers.iter().find(|b| b.name == name)

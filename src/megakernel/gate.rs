@@ -7,13 +7,13 @@
 //! 1.0, `slower` when it is below 1.0, and `no clear difference` otherwise. This is
 //! deliberately conservative: a speedup inside run-to-run noise is not claimed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Fewest timed repetitions per form before the gate gives a verdict.
 pub const MIN_SAMPLES: usize = 20;
 
 /// What the gate concludes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The fused form is faster beyond the noise.
@@ -39,7 +39,7 @@ impl Verdict {
 }
 
 /// The gate's figures and verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateResult {
     /// Median device time of the separate launches (ms).
     pub separate_median_ms: f64,
@@ -58,7 +58,7 @@ pub struct GateResult {
     /// The conclusion.
     pub verdict: Verdict,
     /// How the interval is computed (for reports).
-    pub statistic: &'static str,
+    pub statistic: String,
 }
 
 /// The `q` quantile (0..=1) of `sorted` by linear interpolation; NaN when empty.
@@ -101,7 +101,8 @@ pub fn judge(separate: &[f64], fused: &[f64]) -> GateResult {
         separate_samples: s.len(),
         fused_samples: f.len(),
         verdict,
-        statistic: "ratio of medians; interval [q1(separate)/q3(fused), q3(separate)/q1(fused)]",
+        statistic: "ratio of medians; interval [q1(separate)/q3(fused), q3(separate)/q1(fused)]"
+            .into(),
     }
 }
 

@@ -100,6 +100,25 @@ pub struct FaultStep {
     pub ok: bool,
 }
 
+impl Runtime {
+    /// Test-only: launches [`FAULT_PTX`]'s illegal-address store, the fault a broken fused
+    /// kernel would raise (the worker's pipeline fault check). Always an error.
+    #[doc(hidden)]
+    pub fn fault_for_test(&mut self) -> Result<()> {
+        self.launch_raw(
+            FAULT_PTX,
+            "vs_fault_store",
+            [1, 1, 1],
+            [32, 1, 1],
+            &mut [0xdead_0000_0000, 7],
+            None,
+        )?;
+        Err(RuntimeError::Other(
+            "the illegal-address test kernel did not fault\n  Fix: report it with the driver version".into(),
+        ))
+    }
+}
+
 /// Launches a raw kernel once (test-only entry point; no ABI).
 impl Runtime {
     /// Launches kernel `name` of `ptx` with raw 8-byte argument slots.

@@ -292,6 +292,7 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
                 spec: l.spec,
                 grid: l.grid,
                 device_ms: l.device_ms,
+                program: None,
                 bytes: buf,
             });
         }

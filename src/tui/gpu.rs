@@ -20,10 +20,10 @@ use crate::runtime::execute::RunRequest;
 use crate::runtime::{parity, GpuWorker, SweepRequest};
 
 use super::analysis::Resources;
-use super::pipeline::PipelineRun;
-use crate::inputs::pipeline::PreparedPipeline;
-use crate::ir::Pipeline;
-use crate::megakernel::plan::{Plan, SyncMode};
+use super::pipeline::{PipelineFile, PipelineRun, GPU_REPEAT};
+use crate::harness::pipeline::PipelineGpuReport;
+use crate::megakernel::plan::SyncMode;
+use crate::runtime::worker::protocol::{PipelineJob, TimelineJob};
 use crate::util::Problem;
 
 /// Why the live panels are empty before the first probe.
@@ -85,20 +85,20 @@ pub trait Gpu: Send {
     fn cache_stats(&mut self) -> Result<Counters, Problem>;
     /// Runtime telemetry counters.
     fn telemetry(&mut self) -> Result<Counters, Problem>;
-    /// Runs a pipeline as separate launches and as `plan`'s fused kernels, both verified
-    /// against the reference interpreter. The default has no GPU (test fakes).
+    /// Runs a pipeline as separate launches and as its compiled plan's fused kernels, both
+    /// verified against the reference interpreter by the one runner `run --backend cuda
+    /// --both` uses, then records both forms' timelines from the same compiled kernels. The
+    /// default has no GPU (test fakes).
     fn run_pipeline(
         &mut self,
-        pipeline: &Pipeline,
-        prepared: &PreparedPipeline,
-        plan: &Plan,
+        file: &PipelineFile,
         sync: SyncMode,
-    ) -> Result<PipelineRun, Problem> {
-        let _ = (pipeline, prepared, plan, sync);
+    ) -> Result<PipelineRan, Problem> {
+        let _ = (file, sync);
         Err("this GPU seam runs no pipelines".into())
     }
-    /// Records one instrumented round for the Timeline tab (after a dispatch or pipeline
-    /// run). The default records nothing (test fakes).
+    /// Records one instrumented round of a Program for the Timeline tab (after a
+    /// dispatch). The default records nothing (test fakes).
     fn timeline(
         &mut self,
         what: &super::timeline::Recording,
@@ -107,6 +107,13 @@ pub trait Gpu: Send {
         Err("this GPU seam records no timelines".into())
     }
 }
+
+/// A pipeline run on the GPU as the Run tab shows it, and its recorded timelines (or why
+/// they could not be recorded or read).
+pub type PipelineRan = (
+    PipelineRun,
+    Option<Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, String>>,
+);
 
 /// The [`Gpu`] of the CPU analysis thread, which never gets GPU jobs: every request says
 /// so (a routing mistake shows as an error line, not a hang).
@@ -472,28 +479,44 @@ impl Gpu for WorkerGpu {
         Ok(counters_of(&s.cache))
     }
 
-    /// Plus which worker process it is and how many were started (each sticky fault
-    /// replaces the worker).
+    /// In the GPU worker process: a faulting fused kernel ends the worker (the next request
+    /// starts a fresh one), never the inspector.
     fn run_pipeline(
         &mut self,
-        pipeline: &Pipeline,
-        prepared: &PreparedPipeline,
-        plan: &Plan,
+        file: &PipelineFile,
         sync: SyncMode,
-    ) -> Result<PipelineRun, Problem> {
-        // In-process (not through the worker process): the worker protocol carries single
-        // Programs only. A kernel fault here ends the inspector's CUDA context, not the UI.
-        Ok(super::pipeline::gpu_run(pipeline, prepared, plan, sync)?)
+    ) -> Result<PipelineRan, Problem> {
+        let job = pipeline_job(file, sync);
+        let (report, timeline) = self.worker.run_pipeline_job(&job, &mut |_| {})?;
+        let report: PipelineGpuReport = serde_json::from_value(report).map_err(|e| {
+            Problem::bug(format!(
+                "the GPU worker's pipeline report could not be read: {e}"
+            ))
+        })?;
+        let timeline = timeline.map(|t| super::timeline::from_recorded(&t));
+        Ok((PipelineRun::from_report(&report), timeline))
     }
 
-    /// In-process too, for the same reason as pipelines.
+    /// In the GPU worker process, like a dispatch.
     fn timeline(
         &mut self,
         what: &super::timeline::Recording,
     ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, Problem> {
-        Ok(super::timeline::record(what)?)
+        let program = crate::ir::program_to_json(what.program)?;
+        let job = TimelineJob {
+            program,
+            file: format!("{}.json", what.program.name),
+            base_dir: what.files.base.clone(),
+            root: what.files.root.clone(),
+            workgroup: what.opts.workgroup_size,
+            timeout_ms: Some(KERNEL_TIMEOUT.as_millis() as u64),
+        };
+        let text = self.worker.record_timeline(&job)?;
+        Ok(super::timeline::from_recorded(&text)?)
     }
 
+    /// Plus which worker process it is and how many were started (each sticky fault
+    /// replaces the worker).
     fn telemetry(&mut self) -> Result<Counters, Problem> {
         let w = &mut self.worker;
         let s = w.stats()?;
@@ -513,6 +536,21 @@ impl Gpu for WorkerGpu {
             ));
         }
         Ok(rows)
+    }
+}
+
+/// The worker job of the inspector's `r` on a pipeline: both forms, [`GPU_REPEAT`] times each
+/// with a [`KERNEL_TIMEOUT`] per sequence, then their timelines. `selftest` sends the same job
+/// to check that the inspector's verdict is `run`'s.
+pub fn pipeline_job(file: &PipelineFile, sync: SyncMode) -> PipelineJob {
+    PipelineJob {
+        file: file.path.clone(),
+        root: file.root().map(Path::to_path_buf),
+        sync,
+        repeat: GPU_REPEAT,
+        timeout_ms: Some(KERNEL_TIMEOUT.as_millis() as u64),
+        timeline: true,
+        fault_after: false,
     }
 }
 

@@ -1,25 +1,25 @@
-//! Pipelines in the inspector (pure, no terminal): loading a pipeline file, its megakernel
-//! plan for the current device profile, the fused kernel of the group holding the selected
-//! step with its node ids mapped back to step-prefixed ids (`steps[1].body[2]`), and the
-//! pipeline runs the Run tab charts (the reference interpreter, or the GPU's separate and
-//! fused forms through [`crate::tui::gpu::Gpu::run_pipeline`]).
+//! Pipelines in the inspector (pure, no terminal): loading a pipeline file, the compiled
+//! pipeline for the current device profile (`megakernel::compiled`, the one every front end
+//! uses), the fused kernel of the group holding the selected step with its node ids mapped
+//! back to step-prefixed ids (`steps[1].body[2]`), and the pipeline runs the Run tab charts
+//! (the reference interpreter, or the GPU worker's run of both forms through
+//! [`crate::tui::gpu::Gpu::run_pipeline`], the one runner `run --backend cuda` uses).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
-use crate::emit::EmittedKernel;
+use crate::harness::pipeline::PipelineGpuReport;
 use crate::inputs::pipeline::{pipeline_shapes_rooted, prepare_pipeline_rooted, PreparedPipeline};
 use crate::inputs::LaunchShape;
 use crate::ir::print::{print_program_prefixed, PrintedLine};
 use crate::ir::Pipeline;
-use crate::megakernel::cache::{plan_cached, Cached, PlanCache};
+use crate::megakernel::cache::{Cached, PlanCache};
+use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::plan::{Plan, PlanOptions, SyncMode};
-use crate::megakernel::{fuse_group, FusedKernel};
+use crate::megakernel::FusedKernel;
 use crate::occupancy::DeviceCaps;
 
 /// A loaded pipeline file: the pipeline and its steps' launch shapes. Buffer contents are
@@ -32,6 +32,8 @@ pub struct PipelineFile {
     /// Every step's launch shape, or why there is none (validation errors, a missing
     /// `file` input, buffers over the size limit).
     pub shapes: Result<Vec<LaunchShape>, String>,
+    /// The file (the GPU worker reads and prepares it, as `run` does).
+    pub path: PathBuf,
     /// Folder `file` inputs resolve against (the pipeline file's).
     base: PathBuf,
     /// Folder they must stay inside (`--root`, else `base`).
@@ -67,6 +69,7 @@ impl PipelineFile {
             PipelineFile {
                 pipeline: Arc::new(pipeline),
                 shapes,
+                path: path.to_path_buf(),
                 base,
                 root,
             },
@@ -85,13 +88,20 @@ impl PipelineFile {
         prepare_pipeline_rooted(&self.pipeline, files).map_err(|e| e.to_string())
     }
 
-    /// The plan for `device`, through `cache` when given (the interactive inspector uses
-    /// the user's plan cache, shared with `vyrescope plan`; replays plan in memory).
-    pub fn plan(
+    /// The folder `file` inputs may come from when it is not the pipeline's own (`--root`).
+    pub fn root(&self) -> Option<&Path> {
+        (self.root != self.base).then_some(self.root.as_path())
+    }
+
+    /// The pipeline compiled for `device` under `sync` (planned through `cache` when given:
+    /// the interactive inspector uses the user's plan cache, shared with `vyrescope plan`;
+    /// replays plan in memory; every group fused).
+    pub fn compile(
         &self,
         device: Option<&DeviceCaps>,
+        sync: SyncMode,
         cache: Option<&PlanCache>,
-    ) -> Result<Cached, String> {
+    ) -> Result<CompiledPipeline, String> {
         let Some(device) = device else {
             return Err(
                 "no device: press d to pick a device profile (the plan depends on co-residency)"
@@ -99,23 +109,14 @@ impl PipelineFile {
             );
         };
         let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
-        plan_cached(
-            &self.pipeline,
-            shapes,
+        CompiledPipeline::compile(
+            self.pipeline.clone(),
+            shapes.clone(),
             &PlanOptions::new(device.clone()),
+            sync,
             cache,
         )
         .map_err(|e| e.to_string())
-    }
-
-    /// The fused kernel of group `group` of `plan`, its waits lowered as `sync` says.
-    pub fn fuse(&self, plan: &Plan, group: usize, sync: SyncMode) -> Result<FusedKernel, String> {
-        let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
-        let g = plan
-            .groups
-            .get(group)
-            .ok_or_else(|| format!("the plan has no group {group}"))?;
-        fuse_group(&self.pipeline, shapes, &g.spec_for(sync)).map_err(|e| e.to_string())
     }
 
     /// Step `step`'s IR with node ids prefixed `steps[step].`.
@@ -129,22 +130,6 @@ impl PipelineFile {
     }
 }
 
-/// Index of the group of `plan` that runs `step`.
-pub fn group_of(plan: &Plan, step: usize) -> Option<usize> {
-    plan.groups.iter().position(|g| g.steps.contains(&step))
-}
-
-/// Fused node id -> step-prefixed original node id (`steps[k].<id>`), for every statement of
-/// the fused kernel that comes from a step; the PTX correlation is renamed with it so the
-/// PTX pane and the step's IR pane share ids.
-pub fn origin_names(fused: &FusedKernel) -> HashMap<String, String> {
-    fused
-        .node_origin
-        .iter()
-        .map(|(f, (k, id))| (f.to_string(), format!("steps[{k}].{id}")))
-        .collect()
-}
-
 /// The pipeline state of an open pipeline document: which step is selected and the plan and
 /// fused kernel computed for the current device.
 #[derive(Debug, Clone)]
@@ -153,9 +138,11 @@ pub struct PipelineView {
     pub file: Arc<PipelineFile>,
     /// Selected step (its Program is in the IR pane).
     pub step: usize,
-    /// Device the plan below is for (`None`: no plan computed yet).
+    /// Device the compiled pipeline below is for (`None`: nothing compiled yet).
     pub planned_for: Option<String>,
-    /// The plan, or why there is none.
+    /// The compiled pipeline (plan and every group's fused kernel), or why there is none.
+    pub compiled: Result<Arc<CompiledPipeline>, String>,
+    /// Its plan, or why there is none.
     pub plan: Result<Arc<Plan>, String>,
     /// Group of the selected step.
     pub group: Option<usize>,
@@ -173,6 +160,7 @@ impl PipelineView {
             file,
             step: 0,
             planned_for: None,
+            compiled: Err("not planned yet".into()),
             plan: Err("not planned yet".into()),
             group: None,
             fused: Err("not planned yet".into()),
@@ -191,14 +179,15 @@ impl PipelineView {
     pub fn begin(&mut self, step: usize, device: Option<&str>) {
         self.step = step.min(self.steps().saturating_sub(1));
         if self.planned_for.as_deref() != device {
+            self.compiled = Err(PLANNING.into());
             self.plan = Err(PLANNING.into());
         }
         self.group = None;
         self.fused = Err(PLANNING.into());
     }
 
-    /// (Re)plans for `device` when it changed, and fuses the selected step's group.
-    /// Returns the planning's cache outcome when it planned.
+    /// (Re)compiles for `device` when it changed, and picks the selected step's group and
+    /// its fused kernel. Returns the planning's cache outcome when it planned.
     pub fn refresh(
         &mut self,
         device: Option<&DeviceCaps>,
@@ -206,18 +195,27 @@ impl PipelineView {
     ) -> Option<Cached> {
         let name = device.map(|d| d.name.clone());
         let mut planned = None;
-        if self.planned_for != name || self.plan.is_err() {
-            let r = self.file.plan(device, cache);
-            self.plan = r
+        if self.planned_for != name || self.compiled.is_err() {
+            self.compiled = self.file.compile(device, self.sync, cache).map(Arc::new);
+            self.plan = self
+                .compiled
                 .as_ref()
-                .map(|c| Arc::new(c.plan.clone()))
+                .map(|c| Arc::new(c.plan().clone()))
                 .map_err(Clone::clone);
-            planned = r.ok();
+            planned = self.compiled.as_ref().ok().map(|c| c.planned.clone());
             self.planned_for = name;
         }
-        self.group = self.plan.as_ref().ok().and_then(|p| group_of(p, self.step));
-        self.fused = match (&self.plan, self.group) {
-            (Ok(p), Some(g)) => self.file.fuse(p, g, self.sync).map(Arc::new),
+        self.group = self
+            .compiled
+            .as_ref()
+            .ok()
+            .and_then(|c| c.group_of_step(self.step));
+        self.fused = match (&self.compiled, self.group) {
+            (Ok(c), Some(g)) => c.groups[g]
+                .kernel
+                .clone()
+                .map(Arc::new)
+                .map_err(|e| e.to_string()),
             (Ok(_), None) => Err(format!("step {} is in no group of the plan", self.step)),
             (Err(e), _) => Err(e.clone()),
         };
@@ -250,126 +248,59 @@ pub struct PipelineRun {
 }
 
 /// Runs `pipeline` over a copy of `prepared` on the reference interpreter (the oracle: every
-/// step in order).
+/// step in order, as `run --backend reference` runs it).
 pub fn reference_run(
     pipeline: &Pipeline,
     prepared: &PreparedPipeline,
-) -> Result<(PipelineRun, PreparedPipeline), String> {
+) -> Result<PipelineRun, String> {
     let mut out = prepared.clone();
-    let t = Instant::now();
-    crate::interp::pipeline::run_pipeline(pipeline, &mut out, &crate::interp::Options::default())
-        .map_err(|e| e.to_string())?;
-    let ms = t.elapsed().as_secs_f64() * 1e3;
-    Ok((
-        PipelineRun {
-            pipeline: pipeline.name.clone(),
-            backend: "reference interpreter".into(),
-            separate_ms: None,
-            fused_ms: None,
-            launches: (pipeline.steps.len(), 0),
-            reference_ms: Some(ms),
-            verified: true,
-            note: String::new(),
-        },
-        out,
-    ))
-}
-
-/// Renames the source map of a fused kernel's emission to step-prefixed ids (entries of
-/// statements the fusion made up keep their fused ids, which no IR line has).
-pub fn rename_nodes(kernel: &mut EmittedKernel, names: &HashMap<String, String>) {
-    for e in &mut kernel.source_map.entries {
-        if let Some(n) = names.get(&e.node) {
-            e.node = n.clone();
-        }
-    }
+    let (_, ms) =
+        crate::harness::pipeline::reference(pipeline, &mut out, crate::interp::DEFAULT_FUEL)
+            .map_err(|e| e.to_string())?;
+    Ok(PipelineRun {
+        pipeline: pipeline.name.clone(),
+        backend: "reference interpreter".into(),
+        separate_ms: None,
+        fused_ms: None,
+        launches: (pipeline.steps.len(), 0),
+        reference_ms: Some(ms),
+        verified: true,
+        note: String::new(),
+    })
 }
 
 /// Repetitions per form of an inspector pipeline run (a quick look, not the speedup gate:
 /// `vyrescope run PIPELINE --backend cuda --both --repeat 20` gives the gate's verdict).
 pub const GPU_REPEAT: u32 = 5;
 
-/// The pipeline buffers as the runtime takes them (all read-write, so all read back).
-fn host_buffers(p: &PreparedPipeline) -> Vec<crate::inputs::HostBuffer> {
-    p.buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| crate::inputs::HostBuffer {
-            name: b.name.clone(),
-            elem: b.elem,
-            // Transient buffers are read by nobody afterwards and a fused kernel need not
-            // write them, so they are not compared.
-            access: if b.transient {
-                crate::ir::Access::Read
-            } else {
-                crate::ir::Access::ReadWrite
-            },
-            binding: i as u32,
-            data: b.data.clone(),
-        })
-        .collect()
-}
-
-/// Runs `pipeline` in-process on GPU 0 as separate launches and as `plan`'s fused kernels
-/// ([`GPU_REPEAT`] times each; each cooperative group's persistent grid confirmed by the
-/// driver), both checked against the reference interpreter.
-pub fn gpu_run(
-    pipeline: &Pipeline,
-    prepared: &PreparedPipeline,
-    plan: &Plan,
-    sync: SyncMode,
-) -> Result<PipelineRun, String> {
-    use crate::megakernel::launch::separate_launches;
-    use crate::runtime::dispatch::{DispatchOptions, TimingStats};
-    use crate::runtime::parity::compare;
-    use crate::runtime::JitOptions;
-    let (_, reference) = reference_run(pipeline, prepared)?;
-    let expected = host_buffers(&reference);
-    let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
-    let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
-    let separate = separate_launches(pipeline, &shapes).map_err(|e| e.to_string())?;
-    let (fused, _) = crate::harness::pipeline::plan_launches(
-        &mut rt,
-        pipeline,
-        &shapes,
-        plan,
-        None,
-        &JitOptions::default(),
-        sync,
-    )?;
-    let opts = DispatchOptions {
-        timeout: Some(super::gpu::KERNEL_TIMEOUT),
-        ..DispatchOptions::default()
-    };
-    let mut times = Vec::new();
-    let mut verified = true;
-    let mut note = String::new();
-    for (name, launches) in [("separate", &separate), ("fused", &fused)] {
-        let mut bufs = host_buffers(prepared);
-        let rep = rt
-            .run_pipeline(
-                launches,
-                &mut bufs,
-                GPU_REPEAT,
-                &opts,
-                &JitOptions::default(),
-            )
-            .map_err(|e| e.to_string())?;
-        let parity = compare(&bufs, &expected, None);
-        if !parity.passed {
-            verified = false;
-            note = format!("{name} form differs from the reference interpreter");
+impl PipelineRun {
+    /// The Run tab's row of a GPU run of the one pipeline runner (`run --backend cuda
+    /// --both`'s report): the same verdict, under the pipeline's one tolerance rule.
+    pub fn from_report(r: &PipelineGpuReport) -> PipelineRun {
+        let median = |f: &Option<crate::harness::pipeline::FormReport>| {
+            f.as_ref().map(|f| f.device_ms.median_ms)
+        };
+        let launches =
+            |f: &Option<crate::harness::pipeline::FormReport>| f.as_ref().map_or(0, |f| f.launches);
+        let differs: Vec<String> = [("separate", &r.separate), ("fused", &r.megakernel)]
+            .iter()
+            .filter_map(|(name, f)| {
+                let f = f.as_ref().filter(|f| !f.parity.passed)?;
+                Some(format!(
+                    "{name} form differs from the reference interpreter{}",
+                    f.parity.first_text()
+                ))
+            })
+            .collect();
+        PipelineRun {
+            pipeline: r.pipeline.clone(),
+            backend: r.device.clone(),
+            separate_ms: median(&r.separate),
+            fused_ms: median(&r.megakernel),
+            launches: (launches(&r.separate), launches(&r.megakernel)),
+            reference_ms: None,
+            verified: r.verified(),
+            note: differs.join("; "),
         }
-        times.push(TimingStats::of(&rep.samples_ms).median_ms);
     }
-    Ok(PipelineRun {
-        pipeline: pipeline.name.clone(),
-        backend: rt.caps().name.clone(),
-        separate_ms: times.first().copied(),
-        fused_ms: times.get(1).copied(),
-        launches: (separate.len(), fused.len()),
-        reference_ms: None,
-        verified,
-        note,
-    })
 }

@@ -1,17 +1,15 @@
 //! The Timeline tab's model (pure, no terminal): a recorded capture decoded, checked and
 //! summarised once ([`TimelineData`]), its slices grouped into one lane per SM, the view
 //! window (zoom and pan) and the cursor on a slice ([`TimelineState`]), and how a lane
-//! looks at a given zoom ([`cells`]). Captures come from the GPU after `r` (one extra,
+//! looks at a given zoom ([`cells`]). Captures come from the GPU worker after `r` (one extra,
 //! instrumented round after the timed and verified one, so the timed figures are those of
-//! the plain kernel: [`record`]) or from a record file (`--timeline REC.json`).
+//! the plain kernel: [`from_recorded`]) or from a record file (`--timeline REC.json`).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::emit::timeline::TimelineSpec;
 use crate::emit::EmitOptions;
-use crate::inputs::pipeline::PreparedPipeline;
-use crate::ir::{Pipeline, Program};
+use crate::ir::Program;
 use crate::timeline::file::{RecordFile, RecordedForm};
 use crate::timeline::{self, Capture, Decoded, Slice, Summary};
 
@@ -124,102 +122,26 @@ fn build_all(f: RecordFile, origin: &str) -> Result<Vec<Arc<TimelineData>>, Stri
         .collect()
 }
 
-/// What to record on the GPU after `r`.
-pub enum Recording<'a> {
-    /// A Program at the workgroup size in effect.
-    Program {
-        /// The Program.
-        program: &'a Program,
-        /// Where its `file` inputs come from.
-        files: &'a InputFolder,
-        /// Emit options (workgroup size).
-        opts: &'a EmitOptions,
-    },
-    /// A pipeline: its separate launches and its plan's fused kernels.
-    Pipeline {
-        /// The pipeline.
-        pipeline: &'a Pipeline,
-        /// Its inputs and step shapes.
-        prepared: &'a PreparedPipeline,
-        /// Grid barriers or dataflow waits in the fused kernels (the form `r` ran).
-        sync: crate::megakernel::plan::SyncMode,
-    },
+/// What to record on the GPU after `r` on a Program (a pipeline's timelines come with its
+/// run: [`crate::tui::gpu::Gpu::run_pipeline`]).
+pub struct Recording<'a> {
+    /// The Program.
+    pub program: &'a Program,
+    /// Where its `file` inputs come from.
+    pub files: &'a InputFolder,
+    /// Emit options (workgroup size).
+    pub opts: &'a EmitOptions,
 }
 
-/// Records one instrumented round on GPU 0 (in this process, like the inspector's pipeline
-/// runs: the worker protocol carries single plain Programs) and builds its forms.
-pub fn record(what: &Recording) -> Result<Vec<Arc<TimelineData>>, String> {
-    use crate::harness::timeline_run::{pipeline_launches, PipelineForm, TimelineLaunch};
-    use crate::runtime::dispatch::DispatchOptions;
-    use crate::runtime::JitOptions;
-    let mut rt = crate::runtime::Runtime::open(0).map_err(|e| e.to_string())?;
-    let opts = DispatchOptions {
-        timeout: Some(super::gpu::KERNEL_TIMEOUT),
-        ..DispatchOptions::default()
+/// Every form of a record file's `text` that the GPU worker recorded after `r`, built.
+pub fn from_recorded(text: &str) -> Result<Vec<Arc<TimelineData>>, String> {
+    let f = timeline::file::parse(text, "the GPU worker's records").map_err(|e| e.to_string())?;
+    let origin = match &f.device {
+        Some(d) => format!("recorded after r on {d}"),
+        None => "recorded after r".to_string(),
     };
-    let jit = JitOptions::default();
-    let mut forms = Vec::new();
-    let source = match what {
-        Recording::Program {
-            program,
-            files,
-            opts: eopts,
-        } => {
-            let prepared = crate::inputs::prepare_rooted(
-                program,
-                files.file_root(),
-                Some(eopts.workgroup_size),
-                None,
-            )
-            .map_err(|e| e.to_string())?;
-            let mut bufs = prepared.buffers.clone();
-            let launch = TimelineLaunch {
-                program: (*program).clone(),
-                shape: prepared.shape,
-                buffers: (0..bufs.len()).collect(),
-                spec: TimelineSpec::kernel(None),
-            };
-            let run = rt
-                .run_timeline(&[launch], &mut bufs, 1, 0, &opts, &jit)
-                .map_err(|e| e.to_string())?;
-            forms.push(RecordedForm {
-                label: String::new(),
-                capture: run.capture,
-            });
-            program.name.clone()
-        }
-        Recording::Pipeline {
-            pipeline,
-            prepared,
-            sync,
-        } => {
-            let initial = crate::harness::pipeline::host_buffers(prepared);
-            // The fused form is labelled as `run --timeline` labels it: `dataflow` when its
-            // waits are dataflow waits.
-            for (label, form) in [
-                ("separate", PipelineForm::Separate),
-                (sync.fused_label(), PipelineForm::Fused),
-            ] {
-                let launches = pipeline_launches(&mut rt, pipeline, prepared, form, &jit, *sync)?;
-                let mut bufs = initial.clone();
-                let run = rt
-                    .run_timeline(&launches, &mut bufs, 1, 0, &opts, &jit)
-                    .map_err(|e| e.to_string())?;
-                forms.push(RecordedForm {
-                    label: label.into(),
-                    capture: run.capture,
-                });
-            }
-            pipeline.name.clone()
-        }
-    };
-    let device = rt.caps().name.clone();
-    let file = RecordFile {
-        device: None,
-        source,
-        forms,
-    };
-    build_all(file, &format!("recorded after r on {device}"))
+    let file = RecordFile { device: None, ..f };
+    build_all(file, &origin)
 }
 
 /// The view window and the cursor over the shown form.

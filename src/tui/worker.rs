@@ -18,12 +18,9 @@ use super::analysis::{
 use super::app::programs::LoadKind;
 use super::app::EntryStatus;
 use super::gpu::{kernel_resources, Counters, Gpu, InputFolder, RunRecord, TuneRow};
-use super::pipeline::{
-    origin_names, reference_run, rename_nodes, PipelineFile, PipelineRun, PipelineView,
-};
+use super::pipeline::{reference_run, PipelineFile, PipelineRun, PipelineView};
 use super::timeline::Recording;
 use crate::megakernel::cache::{Cached, PlanCache};
-use crate::megakernel::plan::Plan;
 
 /// Key of measured kernel resources: document id and emit options.
 pub type ResKey = (u64, EmitOptions);
@@ -144,8 +141,6 @@ pub enum Job {
     Pipeline {
         /// The pipeline file.
         file: Arc<PipelineFile>,
-        /// Its plan (needed on the GPU).
-        plan: Option<Arc<Plan>>,
         /// A live GPU was probed.
         gpu: bool,
         /// Grid barriers or dataflow waits in the fused kernels (`--sync`).
@@ -277,7 +272,7 @@ fn plan_step(
     };
     if let (Ok(f), Ok(ptx)) = (&view.fused, &emission.ptx) {
         let mut kernel = ptx.kernel.clone();
-        rename_nodes(&mut kernel, &origin_names(f));
+        crate::megakernel::compiled::rename_to_steps(&mut kernel, f);
         emission.ptx = Ok(Arc::new(PtxView::new(kernel)));
     }
     Planned {
@@ -421,7 +416,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                 .is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND)
             {
                 report(Reply::Started("recording the timeline", 0));
-                let what = Recording::Program {
+                let what = Recording {
                     program: &program,
                     files: &files,
                     opts: &opts,
@@ -439,35 +434,26 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             let r = super::gpu::reference_dispatch(&program, &files, &opts);
             report(Reply::Referenced(r));
         }
-        Job::Pipeline {
-            file,
-            plan,
-            gpu: g,
-            sync,
-        } => {
+        Job::Pipeline { file, gpu: g, sync } => {
             report(Reply::Started(job_label(g), 0));
-            let r = file.prepare().and_then(|prepared| match (g, plan) {
-                (true, Some(plan)) => {
-                    let r = gpu
-                        .run_pipeline(&file.pipeline, &prepared, &plan, sync)
-                        .map_err(String::from);
-                    if r.is_ok() {
-                        report(Reply::Started("recording the timeline", 0));
-                        let what = Recording::Pipeline {
-                            pipeline: &file.pipeline,
-                            prepared: &prepared,
-                            sync,
-                        };
-                        report(Reply::Timeline(gpu.timeline(&what).map_err(String::from)));
-                    }
-                    r
-                }
-                (true, None) => Err("no plan for this device".into()),
-                (false, _) => reference_run(&file.pipeline, &prepared).map(|(mut run, _)| {
-                    run.note = "no GPU: ran the reference interpreter".into();
-                    run
-                }),
-            });
+            let r = if g {
+                // Both forms and their timelines in the GPU worker, by the one runner.
+                gpu.run_pipeline(&file, sync)
+                    .map_err(String::from)
+                    .map(|(run, timeline)| {
+                        if let Some(t) = timeline {
+                            report(Reply::Timeline(t));
+                        }
+                        run
+                    })
+            } else {
+                file.prepare()
+                    .and_then(|prepared| reference_run(&file.pipeline, &prepared))
+                    .map(|mut run| {
+                        run.note = "no GPU: ran the reference interpreter".into();
+                        run
+                    })
+            };
             report(Reply::PipelineRan(r));
         }
         Job::Tune {

@@ -159,3 +159,47 @@ fn outside_crates_stay_behind_their_boundary() {
     }
     assert!(bad.is_empty(), "boundary violations:\n{}", bad.join("\n"));
 }
+
+/// One compiled pipeline: planning (`plan_cached`), fusing (`fuse_group`) and re-deriving a
+/// group's spec (`spec_for`) happen only in `megakernel/compiled.rs` (and where each is
+/// defined), so every front end (`plan`, `emit`, `run`, `--timeline`, `selftest`, the fuzzer,
+/// the inspector) launches and shows the same kernels. And the inspector opens no CUDA
+/// runtime of its own: its GPU work goes through the worker process.
+#[test]
+fn pipelines_are_planned_and_fused_only_by_the_compiled_pipeline() {
+    let defined_in: &[(&str, &str)] = &[
+        ("fuse_group(", "megakernel/fuse.rs"),
+        ("plan_cached(", "megakernel/cache.rs"),
+        ("spec_for(", "megakernel/plan.rs"),
+    ];
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (module, file, code) in sources() {
+        // Unit tests of the planner and fuser may call them directly.
+        let code = code.split("#[cfg(test)]").next().unwrap_or("");
+        let name = file.to_string_lossy().replace('\\', "/");
+        let is_test = name.ends_with("_tests.rs") || name.ends_with("test_support.rs");
+        for (call, home) in defined_in {
+            if !code.contains(call) {
+                continue;
+            }
+            if name == "megakernel/compiled.rs" {
+                seen += 1;
+            } else if name != *home && !is_test {
+                bad.push(format!(
+                    "{name}: calls {call}..) outside megakernel/compiled.rs"
+                ));
+            }
+        }
+        if module == "tui" && code.contains("Runtime::open") {
+            bad.push(format!(
+                "{name}: the inspector opens a CUDA runtime of its own"
+            ));
+        }
+    }
+    assert_eq!(
+        seen, 3,
+        "megakernel/compiled.rs must plan, fuse and derive specs"
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

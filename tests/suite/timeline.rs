@@ -304,6 +304,7 @@ fn recorded(seed: u64, blocks: u32, vwg: u32) -> (Capture, u64) {
     }
     let capture = Capture {
         launches: vec![LaunchRecords {
+            program: None,
             kernel: "p_fused_0_1".into(),
             spec,
             grid: [blocks, 1, 1],
@@ -384,6 +385,7 @@ fn bubble_fraction_of_a_known_layout() {
     );
     let cap = Capture {
         launches: vec![LaunchRecords {
+            program: None,
             kernel: "k".into(),
             spec,
             grid: [2, 1, 1],
@@ -466,6 +468,7 @@ fn single_program_waves() {
     }
     let cap = Capture {
         launches: vec![LaunchRecords {
+            program: None,
             kernel: "k".into(),
             spec,
             grid: [10, 1, 1],

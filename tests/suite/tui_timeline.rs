@@ -121,6 +121,7 @@ pub fn fused_capture(seed: u64) -> Capture {
     }
     Capture {
         launches: vec![LaunchRecords {
+            program: None,
             kernel: "reduce_total_normalize_fused_0_2".into(),
             spec,
             grid: [blocks, 1, 1],

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::protocol::{
-    FaultCase, Message, Progress, Request, ResourcesJob, Response, RunJob, RunOutcome,
-    StatsSnapshot, TestAction, TuneJob, TuneOutcome, WireError, PROTOCOL_VERSION,
+    FaultCase, Message, PipelineJob, Progress, Request, ResourcesJob, Response, RunJob, RunOutcome,
+    StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome, WireError, PROTOCOL_VERSION,
 };
 
 use crate::ir::Program;
@@ -341,6 +341,27 @@ impl GpuWorker {
             timeout_ms: req.timeout.map(|t| t.as_millis() as u64),
         };
         self.tune(&job, progress)
+    }
+
+    /// Runs a pipeline job (its forms, verified; optionally their timelines): the report as
+    /// JSON and the timeline record file's text.
+    pub fn run_pipeline_job(
+        &mut self,
+        job: &PipelineJob,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<(serde_json::Value, Option<String>)> {
+        match self.call(&Request::Pipeline(job.clone()), progress)? {
+            Response::PipelineRan { report, timeline } => Ok((*report, timeline)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Records a Program's timeline: the record file's text.
+    pub fn record_timeline(&mut self, job: &TimelineJob) -> Result<String> {
+        match self.call(&Request::Timeline(job.clone()), &mut |_| {})? {
+            Response::Recorded(text) => Ok(text),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Cache and telemetry counters of the current worker (a fresh worker starts at zero).

@@ -42,6 +42,12 @@ pub enum Request {
     Tune(TuneJob),
     /// Cache and telemetry counters.
     Stats,
+    /// Run a pipeline file's forms (separate launches and the compiled plan), each verified,
+    /// optionally recording their timelines from the same compiled kernels (the inspector's
+    /// `r` on a pipeline).
+    Pipeline(PipelineJob),
+    /// Record one instrumented round of a Program (the Timeline tab after `r`).
+    Timeline(TimelineJob),
     /// Test-only: launch a raw PTX kernel that faults or spins (valid Programs cannot fault).
     #[doc(hidden)]
     RawFault {
@@ -69,6 +75,8 @@ impl Request {
             Request::Resources(j) => format!("the kernel-resources query of `{}`", j.kernel),
             Request::Tune(j) => format!("a tune sweep of `{}`", j.file),
             Request::Stats => "the statistics query".into(),
+            Request::Pipeline(j) => format!("a run of pipeline `{}`", j.file.display()),
+            Request::Timeline(j) => format!("a timeline recording of `{}`", j.file),
             Request::RawFault { case, .. } => format!("the raw test kernel {case:?}"),
             Request::Test { action } => format!("the test action {action:?}"),
             Request::Shutdown => "shutdown".into(),
@@ -105,6 +113,48 @@ impl RunJob {
             },
         }
     }
+}
+
+/// A pipeline run in the worker: the file (read and prepared there, as `run` does) and what
+/// to run. The worker plans it for its own device, as `run --backend cuda` does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineJob {
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// Folder `file` inputs may come from (`--root DIR`); None: the pipeline's folder.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    /// Grid barriers or dataflow waits in the fused kernels.
+    pub sync: crate::megakernel::plan::SyncMode,
+    /// Timed repetitions per form.
+    pub repeat: u32,
+    /// Per-sequence timeout (ms).
+    pub timeout_ms: Option<u64>,
+    /// After the timed run, record one instrumented round of each form.
+    pub timeline: bool,
+    /// Test-only (`selftest`'s fault check for pipelines): after the run, launch a kernel
+    /// that stores through an illegal address, as a faulting fused kernel would.
+    #[doc(hidden)]
+    #[serde(default)]
+    pub fault_after: bool,
+}
+
+/// A Program's timeline recording in the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineJob {
+    /// The Program as format-1 JSON text.
+    pub program: String,
+    /// File name for messages.
+    pub file: String,
+    /// Directory that `file` inputs are relative to.
+    pub base_dir: PathBuf,
+    /// Folder `file` inputs may come from; None: `base_dir` only.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    /// Workgroup size to run at.
+    pub workgroup: [u32; 3],
+    /// Per-launch timeout (ms).
+    pub timeout_ms: Option<u64>,
 }
 
 /// A kernel-resources query.
@@ -229,6 +279,16 @@ pub enum Response {
     Tuned(Vec<TuneOutcome>),
     /// [`Request::Stats`].
     Stats(Box<StatsSnapshot>),
+    /// [`Request::Pipeline`]: the run's report (`run PIPELINE --backend cuda --json`'s
+    /// shape) and, when asked for, the timeline record file's text of its forms.
+    PipelineRan {
+        /// The report.
+        report: Box<serde_json::Value>,
+        /// The record file (`timeline::file`), when recorded.
+        timeline: Option<String>,
+    },
+    /// [`Request::Timeline`]: the record file's text (`timeline::file`).
+    Recorded(String),
     /// [`Request::RawFault`] that did not fault.
     Launched(LaunchTiming),
     /// [`Request::Shutdown`].

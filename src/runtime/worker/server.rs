@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::protocol::{
-    read_line, write_line, FaultCase, Message, Progress, Reply, Request, Response, RunJob,
-    RunOutcome, StatsSnapshot, TestAction, TuneJob, TuneOutcome, TunePoint, WireError,
-    PROTOCOL_VERSION,
+    read_line, write_line, FaultCase, Message, PipelineJob, Progress, Reply, Request, Response,
+    RunJob, RunOutcome, StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome, TunePoint,
+    WireError, PROTOCOL_VERSION,
 };
 use crate::occupancy::estimate::estimate;
 use crate::report::RunReport;
@@ -28,14 +28,55 @@ struct Worker<'a> {
     out: &'a mut dyn Write,
     device: u32,
     rt: Option<Result<Runtime, RuntimeError>>,
+    jobs: &'a mut dyn Jobs,
 }
 
+/// The requests built from the harnesses above this layer (a pipeline's forms, timelines):
+/// the `gpu-worker` command hands in the harness's implementation, so the worker runs exactly
+/// the code an in-process run does. Errors are full messages with their `Fix:` line; a sticky
+/// fault among them is recognised from the runtime's state, not the text.
+pub trait Jobs {
+    /// Runs a pipeline job on `rt`: the report as JSON and, when asked, the record file.
+    fn pipeline(
+        &mut self,
+        rt: &mut Runtime,
+        job: &PipelineJob,
+    ) -> Result<(serde_json::Value, Option<String>), String>;
+    /// Records a Program's timeline on `rt`: the record file's text.
+    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, String>;
+}
+
+/// [`Jobs`] of a worker without the harnesses (tests of the protocol): refuses both.
+pub struct NoJobs;
+
+impl Jobs for NoJobs {
+    fn pipeline(
+        &mut self,
+        _: &mut Runtime,
+        _: &PipelineJob,
+    ) -> Result<(serde_json::Value, Option<String>), String> {
+        Err(NO_JOBS.into())
+    }
+    fn timeline(&mut self, _: &mut Runtime, _: &TimelineJob) -> Result<String, String> {
+        Err(NO_JOBS.into())
+    }
+}
+
+const NO_JOBS: &str =
+    "this GPU worker runs no pipelines or timelines\n  Fix: start it as `vyrescope gpu-worker`";
+
 /// Serves requests from `input`, writing messages to `out`; returns the exit code.
-pub fn serve(input: &mut dyn BufRead, out: &mut dyn Write, device: u32) -> i32 {
+pub fn serve(
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    device: u32,
+    jobs: &mut dyn Jobs,
+) -> i32 {
     let mut w = Worker {
         out,
         device,
         rt: None,
+        jobs,
     };
     let hello = Message::Hello {
         protocol: PROTOCOL_VERSION,
@@ -161,7 +202,43 @@ impl Worker<'_> {
             }
             Request::Run(job) => self.run(job),
             Request::Tune(job) => self.tune(job),
+            Request::Pipeline(job) => {
+                let (report, timeline) = self.with_jobs(|jobs, rt| jobs.pipeline(rt, &job))?;
+                Ok(Response::PipelineRan {
+                    report: Box::new(report),
+                    timeline,
+                })
+            }
+            Request::Timeline(job) => {
+                let text = self.with_jobs(|jobs, rt| jobs.timeline(rt, &job))?;
+                Ok(Response::Recorded(text))
+            }
         }
+    }
+
+    /// Runs a harness job on the runtime. The job announces no device budget: its launches
+    /// carry their own timeouts. An error after which the runtime is poisoned is a sticky
+    /// fault, so this worker exits after replying.
+    fn with_jobs<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Jobs, &mut Runtime) -> Result<T, String>,
+    ) -> Result<T, WireError> {
+        self.progress(Progress::default());
+        self.runtime()?;
+        let Some(Ok(rt)) = self.rt.as_mut() else {
+            return Err(WireError::Other {
+                message: "no runtime\n  Fix: retry".into(),
+            });
+        };
+        f(&mut *self.jobs, rt).map_err(|message| match rt.poisoned() {
+            Some(what) => WireError::Fault {
+                kernel: String::new(),
+                what: what.to_string(),
+                driver: message.lines().next().unwrap_or_default().to_string(),
+                fix: "a fault in an emitted kernel is a vyrescope bug: please report it with the pipeline file".into(),
+            },
+            None => WireError::Other { message },
+        })
     }
 
     fn test(&mut self, action: TestAction) -> Result<Response, WireError> {
@@ -336,7 +413,7 @@ mod tests {
         // end of input.
         let only_bad = &input[..input.iter().position(|&b| b == b'\n').unwrap_or(0) + 1];
         let mut out = Vec::new();
-        let code = serve(&mut &only_bad[..], &mut out, 0);
+        let code = serve(&mut &only_bad[..], &mut out, 0, &mut NoJobs);
         assert_eq!(code, 0, "end of input ends the worker cleanly");
         let text = String::from_utf8(out).expect("utf8");
         let lines: Vec<&str> = text.lines().collect();

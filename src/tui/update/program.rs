@@ -153,7 +153,6 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
         }
         let job = Job::Pipeline {
             file: pv.file.clone(),
-            plan: pv.plan.as_ref().ok().cloned(),
             gpu: app.jobs.devices.live.is_some(),
             sync: pv.sync,
         };

@@ -1,0 +1,122 @@
+//! The GPU worker's harness jobs ([`crate::runtime::worker::server::Jobs`]): a pipeline's
+//! forms run by the one pipeline runner ([`super::pipeline::run_forms`]) and, when asked, their
+//! timelines recorded from the same compiled pipeline; a Program's timeline. The inspector's
+//! `r` sends them, so a faulting kernel ends the worker process, never the inspector, and the
+//! verdict is the one `run --backend cuda --both` gives.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::pipeline::{run_forms, Forms, PipelineGpuOptions};
+use super::timeline_run::{record_pipeline, PipelineForm, TimelineLaunch};
+use crate::emit::timeline::TimelineSpec;
+use crate::inputs::pipeline::prepare_pipeline_rooted;
+use crate::inputs::FileRoot;
+use crate::runtime::dispatch::DispatchOptions;
+use crate::runtime::jit::JitOptions;
+use crate::runtime::worker::protocol::{PipelineJob, TimelineJob};
+use crate::runtime::worker::server::Jobs;
+use crate::runtime::Runtime;
+use crate::util::Problem;
+
+/// The harness's [`Jobs`], handed to the worker by `vyrescope gpu-worker`.
+pub struct HarnessJobs;
+
+impl Jobs for HarnessJobs {
+    fn pipeline(
+        &mut self,
+        rt: &mut Runtime,
+        job: &PipelineJob,
+    ) -> Result<(serde_json::Value, Option<String>), String> {
+        pipeline_job(rt, job).map_err(|p| p.to_string())
+    }
+
+    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, String> {
+        timeline_job(rt, job).map_err(|p| p.to_string())
+    }
+}
+
+fn pipeline_job(
+    rt: &mut Runtime,
+    job: &PipelineJob,
+) -> Result<(serde_json::Value, Option<String>), Problem> {
+    let loaded = crate::validate::pipeline::load_pipeline(&job.file);
+    let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
+        return Err(Problem::invalid_file(
+            &job.file,
+            "pipeline",
+            &loaded.diagnostics,
+        ));
+    };
+    let base = job.file.parent().unwrap_or(Path::new("."));
+    let files = FileRoot {
+        base,
+        root: job.root.as_deref().unwrap_or(base),
+    };
+    let initial = prepare_pipeline_rooted(pipeline, files)?;
+    let mut prepared = initial.clone();
+    let timeout = job.timeout_ms.map(Duration::from_millis);
+    let o = PipelineGpuOptions {
+        forms: Forms::Both,
+        repeat: job.repeat.max(1),
+        timeout,
+        fuel: crate::interp::DEFAULT_FUEL,
+        measure_topology: false,
+        grid_barrier: Default::default(),
+        sync: job.sync,
+    };
+    let (report, compiled) = run_forms(rt, pipeline, &mut prepared, &o)?;
+    if job.fault_after {
+        rt.fault_for_test()?;
+    }
+    let value = serde_json::to_value(&report).map_err(Problem::bug)?;
+    let Some(compiled) = compiled.filter(|_| job.timeline) else {
+        return Ok((value, None));
+    };
+    // One instrumented round after the timed ones (which it cannot perturb), of the very
+    // kernels they launched.
+    let opts = DispatchOptions {
+        timeout,
+        ..DispatchOptions::default()
+    };
+    let forms = record_pipeline(
+        rt,
+        &compiled,
+        &initial,
+        &[PipelineForm::Separate, PipelineForm::Fused],
+        (1, 0),
+        &opts,
+        &JitOptions::default(),
+    )?;
+    let parts: Vec<_> = forms.iter().map(|f| (f.label, &f.run.capture)).collect();
+    let text = crate::timeline::file::to_json(
+        Some(&rt.caps().name),
+        &job.file.display().to_string(),
+        &parts,
+    )
+    .map_err(Problem::bug)?;
+    Ok((value, Some(text)))
+}
+
+fn timeline_job(rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem> {
+    let program = crate::ir::parse_program(&job.program, &job.file)?;
+    let files = FileRoot {
+        base: &job.base_dir,
+        root: job.root.as_deref().unwrap_or(&job.base_dir),
+    };
+    let prepared = crate::inputs::prepare_rooted(&program, files, Some(job.workgroup), None)?;
+    let mut bufs = prepared.buffers.clone();
+    let launch = TimelineLaunch {
+        program: program.clone(),
+        shape: prepared.shape,
+        buffers: (0..bufs.len()).collect(),
+        spec: TimelineSpec::kernel(None),
+    };
+    let opts = DispatchOptions {
+        timeout: job.timeout_ms.map(Duration::from_millis),
+        ..DispatchOptions::default()
+    };
+    let run = rt.run_timeline(&[launch], &mut bufs, 1, 0, &opts, &JitOptions::default())?;
+    crate::timeline::file::to_json(Some(&rt.caps().name), &program.name, &[("", &run.capture)])
+        .map_err(Problem::bug)
+}
