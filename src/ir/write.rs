@@ -193,9 +193,16 @@ impl Writer<'_> {
             }
             StmtKind::Return => self.s("\"return\":{}"),
             StmtKind::Sync(op) => {
-                // Not part of the Program format: written as a description for reading only.
-                self.key("sync");
-                self.string(&op.describe());
+                // Internal to fused dataflow kernels, not part of the Program format: a file
+                // written with it could not be read back, so parse and write stay inverses.
+                return Err(self.fail(
+                    format!(
+                        "statement {} is a dataflow wait ({}), which only fused kernels hold",
+                        s.id,
+                        op.describe()
+                    ),
+                    "write the pipeline file instead (`vyrescope emit PIPELINE --sync dataflow` shows the fused kernel as PTX)",
+                ));
             }
             StmtKind::Block(b) => {
                 self.key("block");

@@ -207,10 +207,10 @@ fn dispatch_history_keeps_the_newest_run_in_view() {
 }
 
 /// A copy of vadd whose body stores to an undeclared buffer `n` times: `n` errors, one per
-/// statement.
-fn many_errors(n: usize) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("vyrescope-scroll-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// statement; in a temporary folder removed when the returned handle drops.
+fn many_errors(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let stores: Vec<String> = (0..n)
         .map(|k| format!(r#"{{"store": "nope{k}", "index": "i", "value": 1.0}}"#))
         .collect();
@@ -225,12 +225,12 @@ fn many_errors(n: usize) -> std::path::PathBuf {
         );
     let file = dir.join("many_errors.json");
     std::fs::write(&file, text).unwrap();
-    file
+    (tmp, file)
 }
 
 #[test]
 fn diagnostics_scroll_to_every_finding_and_enter_jumps_to_it() {
-    let file = many_errors(14);
+    let (_tmp, file) = many_errors(14);
     let (mut a, hl) = app(&[file], W, H);
     press(&mut a, &[Command::Tab(3)]);
     focus_detail(&mut a);

@@ -107,8 +107,8 @@ fn tab_resources() {
 fn tab_diagnostics() {
     // A small grid (fewer blocks than SMs) and a block that is not a multiple of 32: two
     // performance findings with fixes.
-    let dir = std::env::temp_dir().join(format!("vyrescope-diag-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let text = std::fs::read_to_string(fixture("vadd_f32.json"))
         .unwrap()
         .replace("\"elements\": 1048576", "\"elements\": 1000")

@@ -13,17 +13,17 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The private `TMUX_TMPDIR` of this test process (removed at exit by the OS temp cleanup;
-/// the socket inside is gone once the session is killed).
+/// The private `TMUX_TMPDIR` of this test process. Statics are never dropped, so it lives
+/// under cargo's per-target temporary folder (`target/tmp`), not the system temp dir, where it
+/// would outlive every run.
 fn tmux_dir() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        tempfile::Builder::new()
-            .prefix("vyrescope-tmux-")
-            .tempdir()
-            .expect("temp dir for TMUX_TMPDIR")
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("vyrescope-tmux-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir for TMUX_TMPDIR");
+        dir
     })
-    .path()
 }
 
 fn tmux_command(args: &[&str]) -> Command {
