@@ -43,6 +43,7 @@ pub mod plan;
 pub mod print;
 pub mod probe;
 pub mod run;
+pub mod run_args;
 pub mod run_cuda;
 pub mod run_pipeline;
 pub mod run_timeline;

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::run::Args;
+use super::run_args::Args;
 use crate::harness::executor::{Execution, Executor};
 use crate::ir::Program;
 use crate::report::RunReport;
@@ -34,12 +34,12 @@ pub fn run(a: &Args, program: &Program) -> super::Outcome {
     if let Some(dir) = &a.dump {
         match crate::inputs::prepare_rooted(
             program,
-            super::run::file_root(a, base),
+            super::run_args::file_root(a, base),
             a.workgroup,
             a.grid,
         ) {
             Ok(p) => {
-                super::run::dump(dir, &p.buffers, ".in.bin")?;
+                super::run_args::dump(dir, &p.buffers, ".in.bin")?;
             }
             Err(e) => return Err(Problem::from(e)),
         }
@@ -55,11 +55,12 @@ pub fn run(a: &Args, program: &Program) -> super::Outcome {
         Err(e) => return Err(e.into()),
     };
     if let Some(dir) = &a.dump {
-        super::run::dump(dir, &run.buffers, ".bin")?;
+        super::run_args::dump(dir, &run.buffers, ".bin")?;
         let ptx = dir.join(format!("{}.ptx", run.compiled.emitted.kernel_name));
         let log = dir.join("jit.log");
-        super::run::dump_file(&ptx, run.compiled.emitted.ptx.as_bytes())
-            .and_then(|_| super::run::dump_file(&log, run.compiled.info.info_log.as_bytes()))?;
+        super::run_args::dump_file(&ptx, run.compiled.emitted.ptx.as_bytes()).and_then(|_| {
+            super::run_args::dump_file(&log, run.compiled.info.info_log.as_bytes())
+        })?;
     }
     let report = RunReport::new(
         &program.name,

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::run::{dump_named, Args, Backend};
+use super::run_args::{dump_named, Args, Backend};
 use crate::harness::executor::{Executor, PipelineExecution};
 use crate::harness::pipeline::{Forms, PipelineGpuOptions, PipelineGpuReport};
 use crate::inputs::pipeline::{prepare_pipeline_rooted, PreparedPipeline};
@@ -77,7 +77,7 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     let base = a.file.parent().unwrap_or(Path::new("."));
     // `file` contents may come from `--root DIR`, as for a Program.
-    let mut prepared = prepare_pipeline_rooted(pipeline, super::run::file_root(a, base))?;
+    let mut prepared = prepare_pipeline_rooted(pipeline, super::run_args::file_root(a, base))?;
     if let Some(dir) = &a.dump {
         dump_buffers(dir, &prepared, ".in.bin", true)?;
     }
@@ -184,7 +184,7 @@ fn options(a: &Args) -> PipelineGpuOptions {
         repeat: a.repeat,
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
-        measure_topology: a.topology == super::run::Topology::Measure,
+        measure_topology: a.topology == super::run_args::Topology::Measure,
         grid_barrier: a.grid_barrier,
         sync: a.sync,
     }

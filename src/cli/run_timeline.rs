@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::run::Args;
+use super::run_args::Args;
 use crate::emit::timeline::TimelineSpec;
 use crate::harness::pipeline::compile_on;
 use crate::harness::timeline_run::{record_pipeline, PipelineForm, TimelineLaunch, TimelineRun};
@@ -207,7 +207,7 @@ pub fn program(a: &Args, program: &Program) -> super::Outcome {
     let base = a.file.parent().unwrap_or(Path::new("."));
     let prepared = crate::inputs::prepare_rooted(
         program,
-        super::run::file_root(a, base),
+        super::run_args::file_root(a, base),
         a.workgroup,
         a.grid,
     )?;

@@ -33,7 +33,10 @@ fn every_fixture_program_round_trips() {
         .collect();
     files.sort();
     for f in &files {
-        programs.push((f.display().to_string(), vyrescope::ir::load_program(f).unwrap()));
+        programs.push((
+            f.display().to_string(),
+            vyrescope::ir::load_program(f).unwrap(),
+        ));
     }
     let mut pipelines: Vec<_> = std::fs::read_dir("fixtures/pipelines")
         .unwrap()
@@ -69,7 +72,8 @@ fn the_writer_refuses_dataflow_waits() {
         .unwrap();
     let shapes = vyrescope::inputs::pipeline::pipeline_shapes(&p, f.parent().unwrap()).unwrap();
     let opts = PlanOptions::new(vyrescope::occupancy::profiles::load("h200").unwrap());
-    let c = CompiledPipeline::compile(Arc::new(p), shapes, &opts, SyncMode::Dataflow, None).unwrap();
+    let c =
+        CompiledPipeline::compile(Arc::new(p), shapes, &opts, SyncMode::Dataflow, None).unwrap();
     let mut refused = 0;
     for g in &c.groups {
         let k = g.kernel.as_ref().unwrap();
