@@ -175,7 +175,7 @@ impl SyncLayout {
                 // fence, after its last: its consumers' first tasks need its neighbours' tasks
                 // of the same round anyway, and each task's own `bar.sync` + release store
                 // cost a memory barrier (on an H200, the 2^20 stencil with four tasks per
-                // block: BENCHMARKS.md, session 11).
+                // block: docs/benchmarks-history.md, session 11).
                 if wgs(s) > u64::from(blocks) {
                     p.batched = u32::try_from(wgs(s)).ok();
                 }
