@@ -98,14 +98,6 @@ pub struct Args {
     pub vyre_rounds: u32,
 }
 
-/// The Programs `selftest --vyre` races by default.
-pub const VYRE_RACE_PROGRAMS: [&str; 4] = [
-    "fixtures/programs/vadd_f32.json",
-    "fixtures/programs/saxpy_f32.json",
-    "fixtures/programs/reduce_sum_f32.json",
-    "benches/gpu/vyre/histogram_global_u32.json",
-];
-
 #[cfg(not(feature = "vyre"))]
 fn run_vyre(_a: &Args) -> super::Outcome {
     Err(super::vyre_emit::feature_off())
@@ -114,7 +106,10 @@ fn run_vyre(_a: &Args) -> super::Outcome {
 #[cfg(feature = "vyre")]
 fn run_vyre(a: &Args) -> super::Outcome {
     let files: Vec<PathBuf> = if a.vyre_programs.is_empty() {
-        VYRE_RACE_PROGRAMS.iter().map(PathBuf::from).collect()
+        crate::harness::vyre_race::VYRE_RACE_PROGRAMS
+            .iter()
+            .map(PathBuf::from)
+            .collect()
     } else {
         a.vyre_programs.clone()
     };

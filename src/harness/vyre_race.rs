@@ -22,6 +22,14 @@ use crate::runtime::execute::tolerance_for;
 use crate::runtime::parity::{self, ParityReport};
 use crate::runtime::{DispatchOptions, JitOptions, Result, Runtime, RuntimeError};
 
+/// The Programs `selftest --vyre` races by default.
+pub const VYRE_RACE_PROGRAMS: [&str; 4] = [
+    "fixtures/programs/vadd_f32.json",
+    "fixtures/programs/saxpy_f32.json",
+    "fixtures/programs/reduce_sum_f32.json",
+    "benches/gpu/vyre/histogram_global_u32.json",
+];
+
 /// One Program's race.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RaceRow {

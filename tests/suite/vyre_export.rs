@@ -539,7 +539,7 @@ fn inspector_v_cycles_the_ptx_pane_through_vyre_views() {
 #[test]
 fn race_programs_export_and_vyres_ptx_assembles() {
     let bin = ptxas();
-    for f in vyrescope::cli::selftest::VYRE_RACE_PROGRAMS {
+    for f in vyrescope::harness::vyre_race::VYRE_RACE_PROGRAMS {
         let p = vyrescope::ir::load_program(&root().join(f)).unwrap();
         assert!(p.run.is_some(), "{f}: the race needs a run section");
         let k = vyre_ptx(&export(&p).unwrap(), 90).unwrap_or_else(|e| panic!("{f}: {e}"));

@@ -17,8 +17,6 @@ use vyrescope::diagnostic::{Diagnostic, Severity};
 use vyrescope::inputs::{prepare, HostBuffer};
 use vyrescope::ir::{load_program, parse_program, program_to_json, Program};
 
-use crate::support::snapshot::blessing;
-
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/vyre")
 }
@@ -289,23 +287,12 @@ fn fixtures() -> Vec<(&'static str, VP, bool)> {
 
 /// Compares `bytes` with the committed file (or writes it when blessing).
 fn check_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    if blessing() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, bytes).unwrap();
-        return Ok(());
-    }
-    match std::fs::read(path) {
-        Ok(b) if b == bytes => Ok(()),
-        Ok(_) => Err(format!(
-            "{} differs from what vyre's builder writes; run `VYRESCOPE_BLESS=1 cargo test \
-             --features vyre --test suite vyre_import::` if the change is intended",
-            path.display()
-        )),
-        Err(e) => Err(format!(
-            "{}: {e}; run `VYRESCOPE_BLESS=1 cargo test --features vyre --test suite vyre_import::`",
-            path.display()
-        )),
-    }
+    crate::support::snapshot::check_bytes(
+        path,
+        bytes,
+        "what vyre's builder writes",
+        "--features vyre --test suite vyre_import::",
+    )
 }
 
 fn errors(d: &[Diagnostic]) -> Vec<String> {

@@ -50,6 +50,31 @@ pub fn check(path: &Path, actual: &str, what: &str, module: &str) -> Result<(), 
     ))
 }
 
+/// [`check`] for bytes (files that are not text, e.g. vyre wire files): equal or not, with the
+/// same blessing rule and re-run hint.
+pub fn check_bytes(path: &Path, actual: &[u8], what: &str, test: &str) -> Result<(), String> {
+    let rerun = format!("VYRESCOPE_BLESS=1 cargo test {test}");
+    if blessing() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        return std::fs::write(path, actual).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    match std::fs::read(path) {
+        Ok(b) if b == actual => Ok(()),
+        Ok(b) => Err(format!(
+            "{} ({} bytes) differs from {what} ({} bytes); run `{rerun}` if the change is intended",
+            path.display(),
+            b.len(),
+            actual.len()
+        )),
+        Err(e) => Err(format!(
+            "{}: {e}; run `{rerun}` to create it",
+            path.display()
+        )),
+    }
+}
+
 #[test]
 fn bless_zero_and_empty_do_not_bless() {
     // The rule itself, without touching the process environment (tests share it).
