@@ -9,6 +9,9 @@
 //!   the fault-recovery check; [`capture`]: the driver's occupancy table.
 //! - [`fuzz`] and [`fuzz_pipelines`]: differential fuzzing of generated Programs and pipelines
 //!   against the reference interpreter.
+//! - [`preserve`]: does a workgroup size preserve a Program's results (reference
+//!   interpreter at its own size and at the other, same inputs): the one check behind every
+//!   workgroup-size suggestion.
 //! - [`bench`]: kernel and dispatch-overhead benchmarks; [`tune`]: timed workgroup sizes with
 //!   the tune cache; [`vyre_race`] (feature `vyre`): our kernel against vyre's.
 //! - [`pipeline`]: a pipeline as separate launches and/or its megakernel plan, each form
@@ -33,6 +36,7 @@ pub mod executor;
 pub mod fuzz;
 pub mod fuzz_pipelines;
 pub mod pipeline;
+pub mod preserve;
 pub mod selftest;
 pub mod timeline_run;
 pub mod tune;

@@ -29,7 +29,8 @@ pub use estimate::{
 };
 pub use headroom::Headroom;
 pub use sweep::{
-    suggest_block_sizes, sweep_block_sizes, sweep_dynamic_smem, sweep_registers, Suggestion,
+    block_workgroup, suggest_block_sizes, sweep_block_sizes, sweep_dynamic_smem, sweep_registers,
+    Refused, Suggestion,
     SweepRow, MAX_SWEEP_ROWS,
 };
 pub use table::{compare_rows, Comparison, TableRow};

@@ -2,7 +2,10 @@
 //!
 //! A Program is parsed and validated (at `--workgroup` when given), its `run` section is
 //! checked as `run` checks it (`inputs::check_run`, `V011`), and its workgroup-buffer writes
-//! are checked against the workgroup size (`L012`, `diagnostics::wg_overrun`).
+//! are checked against the workgroup size (`L012`, `diagnostics::wg_overrun`). The statements
+//! that tie it to its own workgroup size are named (`L013`), and under `--workgroup` another
+//! size's outputs are compared with the own size's on the reference interpreter (`L014`,
+//! `harness::preserve`).
 
 use std::path::{Path, PathBuf};
 
@@ -84,6 +87,8 @@ fn check_program(file: &Path, workgroup: Option<[u32; 3]>) -> Vec<Diagnostic> {
         return loaded.diagnostics;
     };
     let mut diagnostics = loaded.diagnostics;
+    // The Program as written: what its own workgroup size is, for the dependence rules.
+    let own = program.clone();
     if let Some(wg) = workgroup {
         program.workgroup_size = wg;
         // Keep the findings of a vyre import (`VY...`); revalidate the rest at this size.
@@ -97,6 +102,20 @@ fn check_program(file: &Path, workgroup: Option<[u32; 3]>) -> Vec<Diagnostic> {
         &program,
         program.workgroup_size,
     ));
+    diagnostics.extend(crate::diagnostics::wg_dependence::dependence(&own));
+    if program.workgroup_size != own.workgroup_size
+        && crate::validate::is_valid(&diagnostics)
+        && own.run.is_some()
+    {
+        // A size the Program was not written for: do its outputs stay the same?
+        let inputs = crate::harness::preserve::Inputs::of_file(file, None);
+        let p = crate::harness::preserve::preserves(&own, &inputs, program.workgroup_size);
+        diagnostics.extend(crate::diagnostics::wg_dependence::size_verdict(
+            &own,
+            program.workgroup_size,
+            &p,
+        ));
+    }
     if program.run.is_some() {
         let base = file.parent().unwrap_or(Path::new("."));
         let files = crate::inputs::FileRoot::program_folder(base);

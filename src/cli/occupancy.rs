@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::diagnostics::{launch, perf, Diagnostic};
+use crate::diagnostics::{launch, perf, wg_dependence, Diagnostic};
 use crate::emit::{emit, ptxas, reg_estimate, EmitOptions, EmittedKernel};
 use crate::inputs::default_shape;
 use crate::ir::load_program;
 use crate::occupancy::{
     estimate, profiles, suggest_block_sizes, sweep_block_sizes, DeviceCaps, Estimate, FuncConfig,
-    KernelResources, SweepRow,
+    KernelResources, Suggestion, SweepRow,
 };
 use crate::util::Problem;
 
@@ -156,7 +156,9 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> super::Outcome {
         a.static_smem,
         a.dynamic_smem
     );
-    out!("{}", sweep_table(&rows));
+    // Calculator mode has no Program: every size is accepted.
+    let sg = suggest_block_sizes(&rows, None, &mut |_| None);
+    out!("{}", sweep_table(&rows, sg.as_ref()));
     Ok(0)
 }
 
@@ -202,8 +204,8 @@ pub fn describe(e: &Estimate) -> String {
     s
 }
 
-/// The block-size sweep as a table plus the suggestion.
-pub fn sweep_table(rows: &[SweepRow]) -> String {
+/// The block-size sweep as a table plus the suggestion and the sizes it passed over.
+pub fn sweep_table(rows: &[SweepRow], suggestion: Option<&Suggestion>) -> String {
     let mut s = format!(
         "{:>6}  {:>9}  {:>9}  {:>9}  limiter\n",
         "block", "blocks/SM", "warps/SM", "occupancy"
@@ -214,14 +216,40 @@ pub fn sweep_table(rows: &[SweepRow]) -> String {
             r.block_size, r.blocks_per_sm, r.active_warps_per_sm, r.occupancy_pct, r.limiter
         ));
     }
-    match suggest_block_sizes(rows) {
-        Some(sg) => s.push_str(&format!(
-            "suggested: {} ({})\n",
-            sg.block_size, sg.explanation
-        )),
+    match suggestion {
+        Some(sg) => {
+            s.push_str(&format!(
+                "suggested: {} ({})\n",
+                sg.block_size, sg.explanation
+            ));
+            for r in &sg.refused {
+                s.push_str(&format!("not suggested: {} ({})\n", r.block_size, r.why));
+            }
+        }
         None => s.push_str("suggested: none (no block size launches)\n"),
     }
     s
+}
+
+/// The suggestion for `program`'s kernel: only sizes whose outputs match the Program's own
+/// size on the reference interpreter (`harness::preserve`), with the inputs of `file`.
+pub(crate) fn preserving_suggestion(
+    rows: &[SweepRow],
+    program: &crate::ir::Program,
+    inputs: &crate::harness::preserve::Inputs,
+) -> Option<Suggestion> {
+    let own = program.workgroup_size;
+    let own_block = own[0].saturating_mul(own[1]).saturating_mul(own[2]);
+    suggest_block_sizes(rows, Some(own_block), &mut |b| {
+        let Some(wg) = crate::occupancy::block_workgroup(b, own) else {
+            return Some(format!(
+                "not a whole number of {}x{} rows of the own workgroup",
+                own[1], own[2]
+            ));
+        };
+        let p = crate::harness::preserve::preserves(program, inputs, wg);
+        (!p.is_preserved()).then(|| p.text())
+    })
 }
 
 /// Where the kernel's resources came from: `--regs N`, ptxas, or the PTX estimate.
@@ -306,6 +334,8 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
         ..res.clone()
     };
     let rows = sweep_block_sizes(caps, &sweep_res, a.dynamic_smem, &FuncConfig::default());
+    let inputs = crate::harness::preserve::Inputs::of_file(file, None);
+    let suggestion = preserving_suggestion(&rows, &program, &inputs);
     let (shape, lens) = default_shape(&program, wg);
     let lens_ref: Vec<(&str, u64)> = lens.iter().map(|(n, l)| (n.as_str(), *l)).collect();
     let mut diags: Vec<Diagnostic> =
@@ -317,6 +347,11 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
         Some(&e),
         &shape,
     ));
+    diags.extend(wg_dependence::dependence(&program));
+    if wg != program.workgroup_size {
+        let p = crate::harness::preserve::preserves(&program, &inputs, wg);
+        diags.extend(wg_dependence::size_verdict(&program, wg, &p));
+    }
     let failed = e.launchable.is_err()
         || diags
             .iter()
@@ -334,7 +369,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
             "grid": shape.grid,
             "estimate": estimate_json(&e),
             "sweep": rows.iter().map(row_json).collect::<Vec<_>>(),
-            "suggestion": suggest_block_sizes(&rows),
+            "suggestion": suggestion,
             "diagnostics": diags,
         }))
         .map(|c| c.max(code));
@@ -365,7 +400,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
     outln!(
         "\nsweep (same registers at every size; sizes change what ptxas allocates only slightly):"
     );
-    out!("{}", sweep_table(&rows));
+    out!("{}", sweep_table(&rows, suggestion.as_ref()));
     if !diags.is_empty() {
         outln!();
         for d in &diags {

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::emit::{ptxas, EmitOptions, EmittedKernel};
 use crate::harness::executor::{Execution, Executor};
+use crate::harness::preserve::Preservation;
 use crate::ir::Program;
 use crate::occupancy::{profiles, DeviceCaps, KernelResources};
 use crate::runtime::execute::RunRequest;
@@ -434,9 +435,33 @@ impl Gpu for WorkerGpu {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, Problem> {
         let caps = self.worker.probe()?;
+        // Sizes that change the Program's results are refused before the GPU times them.
+        let inputs = crate::harness::preserve::Inputs {
+            base: files.base.clone(),
+            root: files.root.clone(),
+        };
+        let mut refused = Vec::new();
+        let mut noted = Vec::new();
+        let mut kept = Vec::new();
+        for wg in candidates(program, caps.max_threads_per_block) {
+            match crate::harness::preserve::preserves(program, &inputs, wg) {
+                p @ Preservation::Changed { .. } => refused.push(TuneRow {
+                    workgroup: wg,
+                    median_ms: None,
+                    occupancy_pct: None,
+                    speedup: None,
+                    note: p.text(),
+                }),
+                p @ Preservation::NotChecked { .. } => {
+                    noted.push((wg, p.text()));
+                    kept.push(wg);
+                }
+                Preservation::Preserved => kept.push(wg),
+            }
+        }
         let req = SweepRequest {
             sm: Some(opts.sm),
-            candidates: candidates(program, caps.max_threads_per_block),
+            candidates: kept,
             repeat: 10,
             timeout: Some(KERNEL_TIMEOUT),
             root: files.root.clone(),
@@ -470,7 +495,21 @@ impl Gpu for WorkerGpu {
                     note: e,
                 },
             })
+            .collect::<Vec<TuneRow>>();
+        let mut rows: Vec<TuneRow> = rows
+            .into_iter()
+            .map(|mut r| {
+                // Ran, but its results were not compared with the own size's: never "best".
+                if let Some((_, why)) = noted.iter().find(|(w, _)| *w == r.workgroup) {
+                    if r.note.is_empty() && r.workgroup != program.workgroup_size {
+                        r.note = why.clone();
+                    }
+                }
+                r
+            })
+            .chain(refused)
             .collect();
+        rows.sort_by_key(|r| (r.workgroup[0], r.workgroup[1], r.workgroup[2]));
         Ok(tune_rows(program, rows))
     }
 

@@ -115,6 +115,9 @@ pub enum Job {
         device: Option<Box<DeviceCaps>>,
         /// Kernel resources, when known.
         res: Option<Box<Resources>>,
+        /// The Program's `run` inputs (its folder), for comparing other workgroup sizes
+        /// with its own; `None` for a pipeline's fused kernel.
+        inputs: Option<Box<crate::harness::preserve::Inputs>>,
     },
     /// Probe the live device.
     Probe,
@@ -395,9 +398,17 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             program,
             device,
             res,
+            inputs,
         } => {
             report(Reply::Started("estimating", 0));
-            let est = estimate_emission(ptx, &opts, &program, device.as_deref(), res.as_deref());
+            let est = estimate_emission(
+                ptx,
+                &opts,
+                &program,
+                device.as_deref(),
+                res.as_deref(),
+                inputs.as_deref(),
+            );
             report(Reply::Estimated(id, Box::new(est)));
         }
         Job::Probe => {

@@ -41,8 +41,18 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Expanded(found) => program::expanded(app, found, out),
         Reply::Estimated(id, est) => {
             if id == app.code.estimate_gen {
+                // A workgroup size that changes the Program's results is said at once, in
+                // the status bar, as well as in the Diagnostics tab.
+                let changed = est
+                    .diagnostics
+                    .iter()
+                    .find(|d| d.code == "L014" && d.severity == crate::diagnostic::Severity::Error)
+                    .map(|d| d.message.clone());
                 if let Some(em) = app.code.emission.as_mut() {
                     em.set_estimate(*est);
+                }
+                if let Some(m) = changed {
+                    app.screen.error(m);
                 }
                 nav::keep_visible(app, Focus::Detail);
             }
