@@ -46,6 +46,14 @@ pub fn run(a: &Args) -> super::Outcome {
         LevelArg::Ptx => Level::Ptx,
         LevelArg::Sass => Level::Sass,
     };
+    for spec in [&a.old, &a.new] {
+        let (file, _) = compare::variant::split(spec);
+        super::refuse_pipeline(
+            std::path::Path::new(file),
+            "diff",
+            "diff two lowerings of one step's Program (its file in the pipeline's `programs/` folder, e.g. `STEP.json@wg=64 STEP.json`); for the pipeline's fused kernels see `vyrescope emit PIPELINE` and `vyrescope plan PIPELINE`",
+        )?;
+    }
     let c = compare::run(&a.old, &a.new, level, a.sm, &caps)?;
     let results = [results_of(&a.old), results_of(&a.new)];
     let out = if a.json {
@@ -106,8 +114,9 @@ fn change(o: Option<u32>, n: Option<u32>) -> String {
 }
 
 fn side_label(t: &Totals) -> String {
+    let note = crate::emit::ptxas::arch_note(t.sm).map_or(String::new(), |n| format!(" ({n})"));
     format!(
-        "sm_{}, workgroup {}x{}x{}",
+        "sm_{}{note}, workgroup {}x{}x{}",
         t.sm, t.workgroup[0], t.workgroup[1], t.workgroup[2]
     )
 }

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::diagnostics::{launch, perf, wg_dependence, Diagnostic};
-use crate::emit::{emit, ptxas, reg_estimate, EmitOptions, EmittedKernel};
+use crate::emit::{emit, EmitOptions};
+use crate::harness::offline::kernel_resources;
 use crate::inputs::default_shape;
 use crate::ir::load_program;
 use crate::occupancy::{
@@ -76,15 +77,14 @@ pub(crate) fn resolve_device(
 ) -> Result<(DeviceCaps, String), profiles::ProfileError> {
     if let Some(d) = arg {
         let caps = profiles::load(d)?;
-        let note = format!("{} ({}, --device {d})", caps.name, caps.source);
+        let note = format!("{} ({}, --device {d})", caps.name, profiles::label(d, &caps));
         return Ok((caps, note));
     }
     let caps = profiles::load(profiles::DEFAULT_PROFILE)?;
     let note = format!(
-        "{} (bundled `{}` profile, {}: no --device given)",
+        "{} ({}: no --device given)",
         caps.name,
-        profiles::DEFAULT_PROFILE,
-        caps.source
+        profiles::label(profiles::DEFAULT_PROFILE, &caps)
     );
     Ok((caps, note))
 }
@@ -252,57 +252,6 @@ pub(crate) fn preserving_suggestion(
     })
 }
 
-/// Where the kernel's resources came from: `--regs N`, ptxas, or the PTX estimate.
-struct ResourceSource {
-    /// One line for the report.
-    text: String,
-    /// True when the registers are the offline estimate (no ptxas, no --regs).
-    estimated: bool,
-}
-
-/// The kernel's resources: `--regs` (static shared memory from the PTX), else ptxas -v,
-/// else the estimate from the PTX when ptxas is not installed.
-fn resources_for(
-    kernel: &EmittedKernel,
-    sm: u32,
-    regs: Option<u32>,
-) -> Result<(KernelResources, ResourceSource), Problem> {
-    if let Some(n) = regs {
-        let res = KernelResources {
-            regs_per_thread: n,
-            ..reg_estimate::estimate_resources(&kernel.ptx)
-        };
-        let text = format!("--regs {n}; static shared memory from the PTX");
-        return Ok((
-            res,
-            ResourceSource {
-                text,
-                estimated: false,
-            },
-        ));
-    }
-    match ptxas::offline_resources(&kernel.ptx, sm) {
-        Ok(o) => Ok((
-            crate::diagnostics::compile::resources_from_ptxas(&o),
-            ResourceSource {
-                text: format!("ptxas -v for {}", o.arch),
-                estimated: false,
-            },
-        )),
-        Err(ptxas::PtxasError::NotFound) => Ok((
-            reg_estimate::estimate_resources(&kernel.ptx),
-            ResourceSource {
-                text: reg_estimate::ESTIMATED_NOTE.to_string(),
-                estimated: true,
-            },
-        )),
-        Err(e) => Err(Problem::from(format!(
-            "no kernel resources for `{}`: {e}",
-            kernel.kernel_name
-        ))),
-    }
-}
-
 fn sm_of(caps: &DeviceCaps) -> u32 {
     caps.cc_major * 10 + caps.cc_minor
 }
@@ -324,7 +273,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
         version_bounds: false,
     };
     let kernel = emit(&program, &opts)?;
-    let (res, res_source) = resources_for(&kernel, sm, a.regs)?;
+    let (res, res_source) = kernel_resources(&kernel, sm, a.regs)?;
     let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
     let e = estimate(caps, &res, threads, a.dynamic_smem);
     // The PTX is emitted for one workgroup size (`.maxntid`); other sizes would be emitted
@@ -432,7 +381,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
         file.display()
     );
     for g in &pk.groups {
-        let (res, src) = resources_for(&g.kernel, sm, a.regs)?;
+        let (res, src) = kernel_resources(&g.kernel, sm, a.regs)?;
         let wg = g.group.workgroup_size;
         let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
         let e = estimate(&pk.device, &res, threads, a.dynamic_smem);

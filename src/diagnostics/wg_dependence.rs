@@ -81,6 +81,31 @@ pub fn dependence(program: &Program) -> Option<Diagnostic> {
     ))
 }
 
+/// How to keep the results at another size: the run section's fixed grid (which covers other
+/// threads at another workgroup size), the statements `L013` names, or the own size.
+fn changed_fix(program: &Program, wg: [u32; 3]) -> String {
+    let own = program.workgroup_size;
+    let mut ways = vec![format!(
+        "keep the workgroup size {}x{}x{}",
+        own[0], own[1], own[2]
+    )];
+    if let Some(g) = program.run.as_ref().and_then(|r| r.grid) {
+        let cover = |w: [u32; 3]| -> u64 {
+            (0..3)
+                .map(|i| u64::from(g[i]) * u64::from(w[i]))
+                .product()
+        };
+        ways.push(format!(
+            "the `run` section fixes the grid at {}x{}x{}, so {}x{}x{} runs {} threads instead of {}: give `run.elements` instead (the grid then follows the workgroup size) or pass a matching --grid",
+            g[0], g[1], g[2], wg[0], wg[1], wg[2], cover(wg), cover(own)
+        ));
+    }
+    if !workgroup_ties(program).is_empty() {
+        ways.push("rewrite the statements `L013` names so they follow the launch".into());
+    }
+    ways.join("; or ")
+}
+
 /// `L014` for running `program` at `wg` instead of its own size: an error when the outputs
 /// change, a note when they were not compared; `None` at the own size or when they match.
 pub fn size_verdict(program: &Program, wg: [u32; 3], p: &Preservation) -> Option<Diagnostic> {
@@ -98,7 +123,7 @@ pub fn size_verdict(program: &Program, wg: [u32; 3], p: &Preservation) -> Option
             format!(
                 "workgroup size {at} changes results: {first} (at {at} vs the Program's own {own_s}, reference interpreter, same inputs)"
             ),
-            format!("keep the workgroup size {own_s}, or rewrite the statements `L013` names so they follow the launch"),
+            changed_fix(program, wg),
         )),
         Preservation::NotChecked { why } => Some(Diagnostic::info(
             "L014",

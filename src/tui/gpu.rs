@@ -598,9 +598,11 @@ pub fn device_profiles() -> Vec<(String, DeviceCaps)> {
     profiles::names()
         .into_iter()
         .filter_map(|n| {
-            profiles::bundled(n)
-                .and_then(Result::ok)
-                .map(|c| (n.to_string(), c))
+            profiles::bundled(n).and_then(Result::ok).map(|mut c| {
+                // Shown as the device's origin: a profile, not a probed GPU.
+                c.source = profiles::label(n, &c);
+                (n.to_string(), c)
+            })
         })
         .collect()
 }
@@ -614,7 +616,11 @@ pub fn default_profile(list: &[(String, DeviceCaps)]) -> usize {
 
 /// Loads a device profile from a JSON file (`--device FILE`).
 pub fn load_device_file(path: &Path) -> Result<DeviceCaps, String> {
-    profiles::load(&path.display().to_string()).map_err(|e| e.to_string())
+    let name = path.display().to_string();
+    profiles::load(&name).map_err(|e| e.to_string()).map(|mut c| {
+        c.source = profiles::label(&name, &c);
+        c
+    })
 }
 
 /// Flattens any serializable statistics struct into display rows (`a.b = 3`), so the panels

@@ -78,3 +78,4 @@ mod vyre_off;
 mod vyre_roundtrip;
 #[cfg(not(feature = "vyre"))]
 mod vyre_without_feature;
+mod wg_dependence;

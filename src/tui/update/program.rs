@@ -163,7 +163,15 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
     let (program, files, opts) = (doc.program.clone(), doc.input_folder(), app.emit_options());
     // Re-running from the Run tab keeps its cursor and scroll offsets.
     app.detail.show(tabs::Run.id());
-    let job = if tune {
+    let job = if tune && app.jobs.devices.live.is_none() {
+        // No GPU to time on: estimate the candidates instead (registers, occupancy on the
+        // profile, instruction mix, whether each keeps the results), labelled as such.
+        Job::TuneOffline {
+            program,
+            files,
+            device: app.jobs.devices.current().cloned().map(Box::new),
+        }
+    } else if tune {
         Job::Tune {
             program,
             files,

@@ -142,6 +142,23 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
             }
             nav::keep_visible(app, Focus::Detail);
         }
+        Reply::TunedOffline(r) => {
+            match &r {
+                Err(e) => app.screen.error(format!("offline tune: {e}")),
+                Ok(rows) => {
+                    let best = rows.iter().find(|r| r.note == "best").map(|r| r.workgroup);
+                    app.screen.info(match best {
+                        Some(w) => format!(
+                            "offline tune (estimate, nothing timed - no GPU): suggested workgroup {},{},{}; P pins it",
+                            w[0], w[1], w[2]
+                        ),
+                        None => "offline tune (estimate, no GPU): no candidate launches and keeps the results".into(),
+                    });
+                }
+            }
+            app.jobs.session.tune = Some(r);
+            nav::keep_visible(app, Focus::Detail);
+        }
         Reply::Tuned(r, stats) => {
             if let Err(e) = &r {
                 app.screen
