@@ -593,6 +593,23 @@ pub fn pipeline_job(file: &PipelineFile, sync: SyncMode) -> PipelineJob {
     }
 }
 
+/// A GPU error in a few words for a table row or an empty tab: `no CUDA driver found
+/// (libcuda.so.1)` without the loader's own message repeated after it (the status bar and the
+/// probe keep the whole text), and any `- press r ...` advice kept. Other errors unchanged.
+pub fn short_gpu_error(e: &str) -> String {
+    let Some(start) = e.find("no CUDA driver found (") else {
+        return e.to_string();
+    };
+    let Some(close) = e[start..].find(')') else {
+        return e.to_string();
+    };
+    let head = &e[..start + close + 1];
+    match e.find(" - press ") {
+        Some(i) if i > start + close => format!("{head}{}", &e[i..]),
+        _ => head.to_string(),
+    }
+}
+
 /// Bundled device profiles (name, caps) for `d`, in display order.
 pub fn device_profiles() -> Vec<(String, DeviceCaps)> {
     profiles::names()
@@ -647,6 +664,19 @@ pub fn counters_of<T: Serialize>(value: &T) -> Counters {
         walk("", &v, &mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod short_error_tests {
+    #[test]
+    fn the_loader_message_is_dropped_and_the_advice_kept() {
+        let e = "no CUDA driver found (libcuda.so.1): libcuda.so.1: cannot open shared object file: No such file or directory - press r on a machine with a GPU";
+        assert_eq!(
+            super::short_gpu_error(e),
+            "no CUDA driver found (libcuda.so.1) - press r on a machine with a GPU"
+        );
+        assert_eq!(super::short_gpu_error("worker died"), "worker died");
+    }
 }
 
 #[cfg(test)]

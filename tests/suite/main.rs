@@ -17,6 +17,7 @@ mod cli_plan;
 mod cli_run;
 mod cli_scripting;
 mod cli_stderr;
+mod cli_tune;
 mod compile_diagnostics;
 mod diagnostics_rules;
 mod docs_links;

@@ -181,3 +181,46 @@ fn diff_at_another_size_says_it_changes_results() {
     assert_eq!(v["results"]["old"]["kind"], "preserved", "{}", v["results"]);
     assert!(v["results"]["new"].is_null());
 }
+
+/// The inspector: the Occupancy tab suggests only sizes that keep the results, `[` to a
+/// size that changes them is marked at once (status bar, `L014` in Diagnostics), and `t`
+/// without a GPU runs the offline sweep, refusing the same sizes.
+#[test]
+fn inspector_marks_result_changing_sizes() {
+    use crate::tui_helpers as helpers;
+    use vyrescope::tui::action::Command;
+    let (mut a, _hl) = helpers::app(&[helpers::fixture("reduce_sum_f32.json")], 120, 40);
+    let occ = a
+        .code
+        .emission
+        .as_ref()
+        .and_then(|e| e.occupancy.as_ref().ok())
+        .expect("an occupancy view")
+        .clone();
+    let head = occ.headroom.join("\n");
+    assert!(head.contains("suggested block 256"), "{head}");
+    assert!(head.contains("not suggested: 128 (changes results: partial["), "{head}");
+    let diags = |a: &vyrescope::tui::app::App| a.code.emission.as_ref().unwrap().diagnostics.clone();
+    assert!(diags(&a).iter().any(|d| d.code == "L013"));
+    assert!(!diags(&a).iter().any(|d| d.code == "L014"));
+    helpers::press(&mut a, &[Command::WgHalve]);
+    assert_eq!(a.workgroup(), [128, 1, 1]);
+    let d = diags(&a);
+    let l014 = d.iter().find(|d| d.code == "L014").expect("L014 at 128");
+    assert!(l014.message.contains("changes results: partial["), "{}", l014.message);
+    let msg = a.screen.message.clone().map(|m| m.1).unwrap_or_default();
+    assert!(msg.contains("changes results"), "{msg}");
+    // Back to the own size: nothing to say.
+    helpers::press(&mut a, &[Command::WgDouble]);
+    assert!(!diags(&a).iter().any(|d| d.code == "L014"));
+    // `t` without a GPU: the offline sweep; the best is a size that keeps the results.
+    helpers::press(&mut a, &[Command::Tune]);
+    let rows = a.jobs.session.tune.clone().expect("a sweep").expect("rows");
+    let best: Vec<_> = rows.iter().filter(|r| r.note == "best").collect();
+    assert_eq!(best.len(), 1, "{rows:?}");
+    assert_eq!(best[0].workgroup, [256, 1, 1]);
+    let r128 = rows.iter().find(|r| r.workgroup == [128, 1, 1]).unwrap();
+    assert!(r128.note.starts_with("changes results: partial["), "{}", r128.note);
+    assert!(rows.iter().all(|r| r.median_ms.is_none()), "nothing is timed");
+}
+

@@ -69,7 +69,8 @@ pub fn counters(
             )
         }
         Err(e) => {
-            return super::empty_note(buf, area, app.theme.dim, &format!("{what} empty: {e}"))
+            let e = crate::tui::gpu::short_gpu_error(e);
+            return super::empty_note(buf, area, app.theme.dim, &format!("{what} empty: {e}"));
         }
     };
     let Some(list) = crate::tui::component::tabs::lists(app, area)
