@@ -36,7 +36,20 @@ pub struct Args {
 struct FileReport {
     file: String,
     valid: bool,
+    /// False when the file could not be checked at all (a vyre file in a build without the
+    /// `vyre` feature): `valid` is then false too, but the file is not known to be invalid.
+    checked: bool,
     diagnostics: Vec<Diagnostic>,
+}
+
+/// True for a vyre file this build cannot read (no `vyre` feature): nothing about it is
+/// known, so it is "not checked", not "INVALID".
+fn unreadable_here(file: &Path) -> bool {
+    !crate::ir::foreign::importer_installed()
+        && matches!(
+            crate::ir::load_source(file),
+            Ok(crate::ir::Source::Foreign(..))
+        )
 }
 
 /// Runs `check`.
@@ -54,6 +67,7 @@ pub fn run(a: &Args) -> super::Outcome {
         reports.push(FileReport {
             file: f.display().to_string(),
             valid,
+            checked: valid || !unreadable_here(f),
             diagnostics,
         });
     }
@@ -64,7 +78,12 @@ pub fn run(a: &Args) -> super::Outcome {
         }
     } else {
         for r in &reports {
-            outln!("{}: {}", r.file, if r.valid { "ok" } else { "INVALID" });
+            let verdict = match (r.valid, r.checked) {
+                (true, _) => "ok",
+                (false, true) => "INVALID",
+                (false, false) => "NOT CHECKED (this build cannot read vyre files)",
+            };
+            outln!("{}: {verdict}", r.file);
             for d in &r.diagnostics {
                 // Diagnostics quote names from the file: no raw terminal controls.
                 let text = d.to_string().replace('\n', "\n  ");
