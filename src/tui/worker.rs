@@ -288,7 +288,7 @@ fn plan_step(
     };
     if let (Ok(f), Ok(ptx)) = (&view.fused, &emission.ptx) {
         let mut kernel = ptx.kernel.clone();
-        crate::megakernel::compiled::rename_to_steps(&mut kernel, f);
+        crate::megakernel::compiled::rename_to_steps(&mut kernel, f, &view.file.pipeline);
         emission.ptx = Ok(Arc::new(PtxView::new(kernel)));
     }
     Planned {

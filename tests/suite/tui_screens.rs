@@ -380,7 +380,7 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
     press(&mut a, &[Command::Dispatch]);
     let runs = &a.jobs.session.runs;
     assert_eq!(runs.len(), 1, "{:?}", a.jobs.session.run_error);
-    let r = &runs[0];
+    let r = runs[0].clone();
     assert_eq!(r.backend, vyrescope::tui::gpu::REFERENCE_BACKEND);
     assert!(r.parity.is_none() && r.device_ms >= 0.0);
     assert_eq!(r.workgroup, a.workgroup());
