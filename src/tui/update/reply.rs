@@ -47,7 +47,11 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                     .diagnostics
                     .iter()
                     .find(|d| d.code == "L014" && d.severity == crate::diagnostic::Severity::Error)
-                    .map(|d| d.message.clone());
+                    // The finding without its long tail, so it fits the status bar.
+                    .map(|d| {
+                        let m = d.message.split(" (at ").next().unwrap_or(&d.message);
+                        m.replacen("workgroup size ", "wg ", 1)
+                    });
                 if let Some(em) = app.code.emission.as_mut() {
                     em.set_estimate(*est);
                 }
