@@ -30,8 +30,7 @@ pub use estimate::{
 pub use headroom::Headroom;
 pub use sweep::{
     block_workgroup, suggest_block_sizes, sweep_block_sizes, sweep_dynamic_smem, sweep_registers,
-    Refused, Suggestion,
-    SweepRow, MAX_SWEEP_ROWS,
+    Refused, Suggestion, SweepRow, MAX_SWEEP_ROWS,
 };
 pub use table::{compare_rows, Comparison, TableRow};
 pub use tune::{TuneResult, TuneRow, TuneStatus};

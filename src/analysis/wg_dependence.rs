@@ -227,8 +227,8 @@ fn variable_taints(program: &Program, sized: &[u64]) -> HashMap<String, Taint> {
     loop {
         let mut changed = false;
         program.walk_stmts(&mut |s| {
-            if let crate::ir::StmtKind::Let { name, value } | crate::ir::StmtKind::Assign { name, value } =
-                &s.kind
+            if let crate::ir::StmtKind::Let { name, value }
+            | crate::ir::StmtKind::Assign { name, value } = &s.kind
             {
                 let t = taint(value, sized, &vars);
                 let old = vars.get(name).copied().unwrap_or_default();

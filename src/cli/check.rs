@@ -30,6 +30,16 @@ pub struct Args {
     /// workgroup-buffer indices that the size pushes past a buffer's count).
     #[arg(long, value_name = "X,Y,Z", value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
+    /// Also print the informational notes of a vyre import (`VY...` info, e.g. VY011 and
+    /// VY012: where the conversion follows vyre's own backend); without it they are counted
+    /// on one line. `--json` always has them.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// An informational note of a vyre import: printed in text only under `--verbose`.
+fn quiet_note(d: &Diagnostic) -> bool {
+    d.severity == crate::diagnostic::Severity::Info && d.code.starts_with("VY")
 }
 
 #[derive(Serialize)]
@@ -84,10 +94,14 @@ pub fn run(a: &Args) -> super::Outcome {
                 (false, false) => "NOT CHECKED (this build cannot read vyre files)",
             };
             outln!("{}: {verdict}", r.file);
-            for d in &r.diagnostics {
+            for d in r.diagnostics.iter().filter(|d| a.verbose || !quiet_note(d)) {
                 // Diagnostics quote names from the file: no raw terminal controls.
                 let text = d.to_string().replace('\n', "\n  ");
                 outln!("  {}", crate::util::terminal_safe(&text));
+            }
+            let hidden = r.diagnostics.iter().filter(|d| quiet_note(d)).count();
+            if hidden > 0 && !a.verbose {
+                outln!("  ({hidden} vyre import note(s) not shown: --verbose shows them)");
             }
         }
     }

@@ -77,7 +77,11 @@ pub(crate) fn resolve_device(
 ) -> Result<(DeviceCaps, String), profiles::ProfileError> {
     if let Some(d) = arg {
         let caps = profiles::load(d)?;
-        let note = format!("{} ({}, --device {d})", caps.name, profiles::label(d, &caps));
+        let note = format!(
+            "{} ({}, --device {d})",
+            caps.name,
+            profiles::label(d, &caps)
+        );
         return Ok((caps, note));
     }
     let caps = profiles::load(profiles::DEFAULT_PROFILE)?;

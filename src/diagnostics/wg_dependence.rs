@@ -69,7 +69,10 @@ pub fn dependence(program: &Program) -> Option<Diagnostic> {
     let ties = workgroup_ties(program);
     let first = ties.first()?;
     let [x, y, z] = program.workgroup_size;
-    let list: Vec<String> = ties.iter().map(|t| format!("{} ({})", t.node, t.why)).collect();
+    let list: Vec<String> = ties
+        .iter()
+        .map(|t| format!("{} ({})", t.node, t.why))
+        .collect();
     Some(Diagnostic::warning(
         "L013",
         Some(first.node.clone()),
@@ -90,11 +93,8 @@ fn changed_fix(program: &Program, wg: [u32; 3]) -> String {
         own[0], own[1], own[2]
     )];
     if let Some(g) = program.run.as_ref().and_then(|r| r.grid) {
-        let cover = |w: [u32; 3]| -> u64 {
-            (0..3)
-                .map(|i| u64::from(g[i]) * u64::from(w[i]))
-                .product()
-        };
+        let cover =
+            |w: [u32; 3]| -> u64 { (0..3).map(|i| u64::from(g[i]) * u64::from(w[i])).product() };
         ways.push(format!(
             "the `run` section fixes the grid at {}x{}x{}, so {}x{}x{} runs {} threads instead of {}: give `run.elements` instead (the grid then follows the workgroup size) or pass a matching --grid",
             g[0], g[1], g[2], wg[0], wg[1], wg[2], cover(wg), cover(own)

@@ -78,9 +78,8 @@ pub fn ptxas_arch(sm: u32) -> String {
 /// is shown (`sass`, the inspector's `T`, `diff @sm=70`); `None` for every other target.
 pub fn arch_note(sm: u32) -> Option<String> {
     let arch = ptxas_arch(sm);
-    (arch != format!("sm_{sm}")).then(|| {
-        format!("the pinned ptxas (13) has no sm_{sm} target: its SASS is for {arch}")
-    })
+    (arch != format!("sm_{sm}"))
+        .then(|| format!("the pinned ptxas (13) has no sm_{sm} target: its SASS is for {arch}"))
 }
 
 /// Longest one ptxas run may take: large kernels assemble in seconds, so minutes mean a hung

@@ -242,7 +242,10 @@ fn instruction_mix(kernel: &EmittedKernel, sm: u32) -> (Mix, &'static str) {
         }
         return (m, "SASS (ptxas + nvdisasm)");
     }
-    (ptx_mix(&kernel.ptx), "PTX (no ptxas/nvdisasm: SASS counts need both)")
+    (
+        ptx_mix(&kernel.ptx),
+        "PTX (no ptxas/nvdisasm: SASS counts need both)",
+    )
 }
 
 /// PTX instructions by class: memory (`ld st atom red membar fence cp prefetch`), control
@@ -263,10 +266,15 @@ pub fn ptx_mix(ptx: &str) -> Mix {
             continue;
         }
         let t = match t.strip_prefix('@') {
-            Some(rest) => rest.split_once(char::is_whitespace).map_or("", |(_, r)| r.trim()),
+            Some(rest) => rest
+                .split_once(char::is_whitespace)
+                .map_or("", |(_, r)| r.trim()),
             None => t,
         };
-        let op = t.split(|c: char| c.is_whitespace() || c == ';').next().unwrap_or("");
+        let op = t
+            .split(|c: char| c.is_whitespace() || c == ';')
+            .next()
+            .unwrap_or("");
         let base = op.split('.').next().unwrap_or(op);
         let class = match base {
             "ld" | "st" | "atom" | "red" | "membar" | "fence" | "cp" | "prefetch" => Class::Memory,

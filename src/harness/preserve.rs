@@ -91,8 +91,8 @@ impl Inputs {
 }
 
 fn program_key(program: &Program, files: &Inputs) -> u64 {
-    let text = crate::ir::write::program_to_json(program)
-        .unwrap_or_else(|_| format!("{program:?}"));
+    let text =
+        crate::ir::write::program_to_json(program).unwrap_or_else(|_| format!("{program:?}"));
     let base = files.base.to_string_lossy();
     let root = files
         .root
@@ -177,15 +177,15 @@ pub fn pipeline_step_preserves(
         };
     };
     let own = ps.shape;
-    let mut at = LaunchShape {
-        workgroup_size: wg,
-        grid: own.grid,
-    };
-    for i in 0..3 {
+    let grid = std::array::from_fn(|i| {
         let threads = u64::from(own.grid[i]) * u64::from(own.workgroup_size[i]);
         let g = threads.div_ceil(u64::from(wg[i].max(1))).max(1);
-        at.grid[i] = u32::try_from(g).unwrap_or(u32::MAX);
-    }
+        u32::try_from(g).unwrap_or(u32::MAX)
+    });
+    let at = LaunchShape {
+        workgroup_size: wg,
+        grid,
+    };
     let mut before = prepared.clone();
     let opts = crate::interp::Options {
         fuel: FUEL,
@@ -204,7 +204,10 @@ pub fn pipeline_step_preserves(
             Err(e) if e.code == "I003" => return too_large_fuel(),
             Err(e) => {
                 return Preservation::NotChecked {
-                    why: format!("the reference interpreter stops at steps[{i}]: {}", e.message),
+                    why: format!(
+                        "the reference interpreter stops at steps[{i}]: {}",
+                        e.message
+                    ),
                 }
             }
         }
@@ -328,7 +331,11 @@ fn within_bounds(shape: &LaunchShape, buffers: &[HostBuffer]) -> Result<(), Pres
     Ok(())
 }
 
-fn run(program: &Program, shape: &LaunchShape, buffers: &mut [HostBuffer]) -> Result<FloatSums, Stop> {
+fn run(
+    program: &Program,
+    shape: &LaunchShape,
+    buffers: &mut [HostBuffer],
+) -> Result<FloatSums, Stop> {
     let opts = crate::interp::Options {
         fuel: FUEL,
         ..crate::interp::Options::default()
@@ -400,7 +407,10 @@ mod tests {
     #[test]
     fn the_own_size_preserves_without_running() {
         let (p, files) = fixture("vadd_f32.json");
-        assert_eq!(preserves(&p, &files, p.workgroup_size), Preservation::Preserved);
+        assert_eq!(
+            preserves(&p, &files, p.workgroup_size),
+            Preservation::Preserved
+        );
     }
 
     #[test]
@@ -422,15 +432,18 @@ mod tests {
 
     #[test]
     fn pipeline_steps_use_the_same_rule() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/reduce_normalize.json");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/reduce_normalize.json");
         let loaded = crate::validate::pipeline::load_pipeline(&path);
         let pipeline = loaded.pipeline.expect("the fixture loads");
         let prepared =
             crate::inputs::pipeline::prepare_pipeline(&pipeline, path.parent().unwrap()).unwrap();
         // Every step at its own shape: nothing to compare.
         for (i, s) in prepared.steps.iter().enumerate() {
-            assert!(pipeline_step_preserves(&pipeline, &prepared, i, s.shape.workgroup_size)
-                .is_preserved());
+            assert!(
+                pipeline_step_preserves(&pipeline, &prepared, i, s.shape.workgroup_size)
+                    .is_preserved()
+            );
         }
         // Some step's result depends on its size (a reduction); an elementwise one does not.
         let answers: Vec<Preservation> = (0..pipeline.steps.len())

@@ -118,11 +118,7 @@ impl FusedKernel {
     /// Statements the fusion made up keep their fused ids and text. Line numbers do not
     /// change, so the source map stays valid.
     pub fn label_for_steps(&self, pipeline: &Pipeline, kernel: &mut crate::emit::EmittedKernel) {
-        let step_node = |fused: &str| {
-            self.node_origin
-                .get(fused)
-                .map(|(k, id)| (*k, id.clone()))
-        };
+        let step_node = |fused: &str| self.node_origin.get(fused).map(|(k, id)| (*k, id.clone()));
         for e in &mut kernel.source_map.entries {
             if let Some((k, id)) = step_node(&e.node) {
                 e.node = format!("steps[{k}].{id}");

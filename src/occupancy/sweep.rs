@@ -202,7 +202,10 @@ pub fn suggest_block_sizes(
                 break 'tiers;
             }
             if refused.len() >= MAX_CHECKED {
-                pick = own.filter(|o| rows.iter().any(|r| r.block_size == *o && r.blocks_per_sm > 0));
+                pick = own.filter(|o| {
+                    rows.iter()
+                        .any(|r| r.block_size == *o && r.blocks_per_sm > 0)
+                });
                 break 'tiers;
             }
             match check(b) {
@@ -255,5 +258,5 @@ pub fn suggest_block_sizes(
 /// (`own`): `None` when the block is not a whole number of `y * z` rows.
 pub fn block_workgroup(block: u32, own: [u32; 3]) -> Option<[u32; 3]> {
     let rows = own[1].max(1).saturating_mul(own[2].max(1));
-    (block % rows == 0 && block >= rows).then(|| [block / rows, own[1], own[2]])
+    (block.is_multiple_of(rows) && block >= rows).then(|| [block / rows, own[1], own[2]])
 }

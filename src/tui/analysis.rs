@@ -446,9 +446,10 @@ pub fn estimate_into(
         .extend(crate::diagnostics::wg_dependence::dependence(program));
     if let Some(inputs) = inputs.filter(|_| wg != program.workgroup_size) {
         let p = preserve::preserves(program, inputs, wg);
-        e.diagnostics.extend(crate::diagnostics::wg_dependence::size_verdict(
-            program, wg, &p,
-        ));
+        e.diagnostics
+            .extend(crate::diagnostics::wg_dependence::size_verdict(
+                program, wg, &p,
+            ));
     }
     let Some(device) = device else {
         // The workgroup-overrun rule needs no device (it is part of the launch rules below).

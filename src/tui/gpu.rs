@@ -634,10 +634,12 @@ pub fn default_profile(list: &[(String, DeviceCaps)]) -> usize {
 /// Loads a device profile from a JSON file (`--device FILE`).
 pub fn load_device_file(path: &Path) -> Result<DeviceCaps, String> {
     let name = path.display().to_string();
-    profiles::load(&name).map_err(|e| e.to_string()).map(|mut c| {
-        c.source = profiles::label(&name, &c);
-        c
-    })
+    profiles::load(&name)
+        .map_err(|e| e.to_string())
+        .map(|mut c| {
+            c.source = profiles::label(&name, &c);
+            c
+        })
 }
 
 /// Flattens any serializable statistics struct into display rows (`a.b = 3`), so the panels

@@ -79,7 +79,11 @@ pub fn tab_labels(width: u16, tabs: &[Tab], active: Tab) -> Vec<String> {
     if total(&full) <= usize::from(width) {
         return full;
     }
-    let longest = tabs.iter().map(|t| t.title().chars().count()).max().unwrap_or(0);
+    let longest = tabs
+        .iter()
+        .map(|t| t.title().chars().count())
+        .max()
+        .unwrap_or(0);
     let cut = |n: usize| -> Vec<String> {
         tabs.iter()
             .enumerate()

@@ -53,7 +53,12 @@ fn tune_without_a_gpu_points_to_the_offline_sweep() {
         cli::in_root()
             .env("HOME", home.path())
             .env("XDG_CACHE_HOME", home.path().join("cache"))
-            .args(["tune", "fixtures/programs/vadd_f32.json", "--candidates", "64"]),
+            .args([
+                "tune",
+                "fixtures/programs/vadd_f32.json",
+                "--candidates",
+                "64",
+            ]),
     );
     if code == 0 {
         // A machine with a GPU tuned it; nothing to check here.
@@ -66,12 +71,17 @@ fn tune_without_a_gpu_points_to_the_offline_sweep() {
 /// A pipeline file is named as such, with what to use instead (not "unknown key").
 #[test]
 fn tune_and_diff_refuse_a_pipeline_saying_what_to_use() {
-    let (code, _, err) = cli::output(
-        cli::in_root().args(["tune", "fixtures/pipelines/softmax.json", "--offline"]),
-    );
+    let (code, _, err) =
+        cli::output(cli::in_root().args(["tune", "fixtures/pipelines/softmax.json", "--offline"]));
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("is a pipeline, and `tune` works on one Program"), "{err}");
-    assert!(err.contains("Fix:") && err.contains("plan PIPELINE"), "{err}");
+    assert!(
+        err.contains("is a pipeline, and `tune` works on one Program"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Fix:") && err.contains("plan PIPELINE"),
+        "{err}"
+    );
     assert!(!err.contains("unknown key"), "{err}");
     let (code, _, err) = cli::output(cli::in_root().args([
         "diff",
@@ -79,6 +89,9 @@ fn tune_and_diff_refuse_a_pipeline_saying_what_to_use() {
         "fixtures/programs/vadd_f32.json",
     ]));
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("is a pipeline, and `diff` works on one Program"), "{err}");
+    assert!(
+        err.contains("is a pipeline, and `diff` works on one Program"),
+        "{err}"
+    );
     assert!(!err.contains("unknown key"), "{err}");
 }

@@ -298,7 +298,9 @@ fn sweeps_and_suggestion() {
     // Every size of the best occupancy refused and the own size not among them: the next
     // occupancy down, never a refused one.
     let s = suggest_block_sizes(&rows, Some(96), &mut |b| {
-        [64, 128, 256, 512, 1024].contains(&b).then(|| "changes results".to_string())
+        [64, 128, 256, 512, 1024]
+            .contains(&b)
+            .then(|| "changes results".to_string())
     })
     .unwrap();
     assert!(![64, 128, 256, 512, 1024].contains(&s.block_size), "{s:?}");

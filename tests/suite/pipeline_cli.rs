@@ -326,8 +326,15 @@ fn fused_comments_name_step_nodes_and_plan_names_both_steps() {
     assert!(out.contains("// steps[0].body[2]: tile[l] = "), "{out}");
     // Every statement comment that comes from a step is relabelled: what is left with a
     // fused id is what the fusion made up (its own blocks, loops and guards).
-    for l in out.lines().map(str::trim).filter(|l| l.starts_with("// body[")) {
-        assert!(!l.contains("s0_tile"), "a step statement kept its fused name: {l}");
+    for l in out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("// body["))
+    {
+        assert!(
+            !l.contains("s0_tile"),
+            "a step statement kept its fused name: {l}"
+        );
     }
     // The source map points at the same step nodes the comments name.
     let (_, map, _) = vyrescope(&["emit", f.to_str().unwrap(), "--map"]);

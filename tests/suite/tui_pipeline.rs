@@ -206,7 +206,9 @@ fn run_without_gpu_runs_the_reference_pipeline() {
         .find(|l| l.contains("workgroup_rotate: "))
         .unwrap_or_else(|| panic!("{s}"));
     assert!(
-        head.contains("workgroup_rotate: reference interpreter only (no GPU), nothing to verify it against"),
+        head.contains(
+            "workgroup_rotate: reference interpreter only (no GPU), nothing to verify it against"
+        ),
         "{head}"
     );
     assert_eq!(head.matches("reference").count(), 1, "{head}");

@@ -398,7 +398,10 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
         .unwrap();
     assert!(row.contains("ms CPU"), "{row}");
     let device_ms = format!("{:.4}", r.device_ms);
-    assert!(!row.contains(&device_ms), "device column shows the CPU time: {row}");
+    assert!(
+        !row.contains(&device_ms),
+        "device column shows the CPU time: {row}"
+    );
     assert!(s.contains("device µs: no GPU runs"), "{s}");
     // Cache and Telemetry say why they are empty in a few words, not the loader's whole
     // message.
@@ -406,7 +409,9 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
         press(&mut a, &[Command::Tab(tab)]);
         let s = screen(&mut a, &hl);
         assert!(
-            s.contains(&format!("{what} empty: no CUDA driver found (libcuda.so.1)")),
+            s.contains(&format!(
+                "{what} empty: no CUDA driver found (libcuda.so.1)"
+            )),
             "{s}"
         );
         assert!(!s.contains("test machine"), "{s}");
@@ -417,8 +422,14 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
         Some(Ok(rows)) => rows.clone(),
         other => panic!("{other:?}"),
     };
-    assert!(rows.iter().all(|r| r.median_ms.is_none() && r.occupancy_pct.is_some()));
-    assert_eq!(rows.iter().filter(|r| r.note == "best").count(), 1, "{rows:?}");
+    assert!(rows
+        .iter()
+        .all(|r| r.median_ms.is_none() && r.occupancy_pct.is_some()));
+    assert_eq!(
+        rows.iter().filter(|r| r.note == "best").count(),
+        1,
+        "{rows:?}"
+    );
     let msg = a.screen.message.clone().unwrap();
     assert!(msg.1.contains("estimate, nothing timed"), "{msg:?}");
     let s = screen(&mut a, &hl);

@@ -293,7 +293,10 @@ fn every_tab_at_80x24() {
                 .find(|l| l.contains(" 1 ") && l.contains(" 2 "))
                 .unwrap_or_else(|| panic!("{name}: no tab bar\n{s}"));
             for n in 1..=tabs.len() {
-                assert!(bar.contains(&format!(" {n} ")), "{name}: tab {n} hidden: {bar}");
+                assert!(
+                    bar.contains(&format!(" {n} ")),
+                    "{name}: tab {n} hidden: {bar}"
+                );
             }
             assert!(
                 bar.contains(&format!(" {} {} ", i + 1, tab.title())),

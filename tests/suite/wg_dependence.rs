@@ -67,7 +67,10 @@ fn l013_matches_the_reference_on_every_fixture() {
             (None, Some(why)) => panic!("{name}: size-dependent ({why}) but no L013"),
         }
     }
-    assert!(flagged.contains(&"reduce_sum_f32".to_string()), "{flagged:?}");
+    assert!(
+        flagged.contains(&"reduce_sum_f32".to_string()),
+        "{flagged:?}"
+    );
     // Most fixtures are size-independent: the rule is not simply always on.
     assert!(flagged.len() * 2 < fixtures().len(), "{flagged:?}");
 }
@@ -82,7 +85,11 @@ fn reduce_sum_gets_l013_naming_its_nodes() {
     for node in ["body[2]", "body[4].body[1]", "body[5].then[0]"] {
         assert!(d.message.contains(node), "{node}: {}", d.message);
     }
-    assert!(d.message.contains("`tile` has 256 elements"), "{}", d.message);
+    assert!(
+        d.message.contains("`tile` has 256 elements"),
+        "{}",
+        d.message
+    );
     assert!(d.message.contains("literal 128"), "{}", d.message);
 }
 
@@ -136,7 +143,10 @@ fn occupancy_suggests_only_result_preserving_sizes() {
     assert!(!refused.is_empty(), "{sg}");
     for r in refused {
         assert!(
-            r["why"].as_str().unwrap().starts_with("changes results: partial["),
+            r["why"]
+                .as_str()
+                .unwrap()
+                .starts_with("changes results: partial["),
             "{r}"
         );
     }
@@ -146,11 +156,13 @@ fn occupancy_suggests_only_result_preserving_sizes() {
         .iter()
         .any(|d| d["code"] == "L013"));
     // Text form: the suggestion and the refused sizes with their first difference.
-    let (_, out, _) = cli::output(
-        cli::in_root().args(["occupancy", "fixtures/programs/reduce_sum_f32.json"]),
-    );
+    let (_, out, _) =
+        cli::output(cli::in_root().args(["occupancy", "fixtures/programs/reduce_sum_f32.json"]));
     assert!(out.contains("suggested: 256"), "{out}");
-    assert!(out.contains("not suggested: 128 (changes results: partial["), "{out}");
+    assert!(
+        out.contains("not suggested: 128 (changes results: partial["),
+        "{out}"
+    );
     // A size-independent Program keeps the usual pick.
     let (_, out, _) =
         cli::output(cli::in_root().args(["occupancy", "fixtures/programs/vadd_f32.json"]));
@@ -168,7 +180,9 @@ fn diff_at_another_size_says_it_changes_results() {
     ]));
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("results: old (fixtures/programs/reduce_sum_f32.json@wg=128) changes results: partial["),
+        out.contains(
+            "results: old (fixtures/programs/reduce_sum_f32.json@wg=128) changes results: partial["
+        ),
         "{out}"
     );
     let (_, out, _) = cli::output(cli::in_root().args([
@@ -199,15 +213,23 @@ fn inspector_marks_result_changing_sizes() {
         .clone();
     let head = occ.headroom.join("\n");
     assert!(head.contains("suggested block 256"), "{head}");
-    assert!(head.contains("not suggested: 128 (changes results: partial["), "{head}");
-    let diags = |a: &vyrescope::tui::app::App| a.code.emission.as_ref().unwrap().diagnostics.clone();
+    assert!(
+        head.contains("not suggested: 128 (changes results: partial["),
+        "{head}"
+    );
+    let diags =
+        |a: &vyrescope::tui::app::App| a.code.emission.as_ref().unwrap().diagnostics.clone();
     assert!(diags(&a).iter().any(|d| d.code == "L013"));
     assert!(!diags(&a).iter().any(|d| d.code == "L014"));
     helpers::press(&mut a, &[Command::WgHalve]);
     assert_eq!(a.workgroup(), [128, 1, 1]);
     let d = diags(&a);
     let l014 = d.iter().find(|d| d.code == "L014").expect("L014 at 128");
-    assert!(l014.message.contains("changes results: partial["), "{}", l014.message);
+    assert!(
+        l014.message.contains("changes results: partial["),
+        "{}",
+        l014.message
+    );
     let msg = a.screen.message.clone().map(|m| m.1).unwrap_or_default();
     assert!(msg.contains("changes results"), "{msg}");
     // Back to the own size: nothing to say.
@@ -220,7 +242,13 @@ fn inspector_marks_result_changing_sizes() {
     assert_eq!(best.len(), 1, "{rows:?}");
     assert_eq!(best[0].workgroup, [256, 1, 1]);
     let r128 = rows.iter().find(|r| r.workgroup == [128, 1, 1]).unwrap();
-    assert!(r128.note.starts_with("changes results: partial["), "{}", r128.note);
-    assert!(rows.iter().all(|r| r.median_ms.is_none()), "nothing is timed");
+    assert!(
+        r128.note.starts_with("changes results: partial["),
+        "{}",
+        r128.note
+    );
+    assert!(
+        rows.iter().all(|r| r.median_ms.is_none()),
+        "nothing is timed"
+    );
 }
-

@@ -260,7 +260,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                     if offline { "no GPU" } else { "median ms" },
                     if offline { "est occ" } else { "occ" },
                     "speedup",
-                    if offline { "note (estimate, nothing timed)" } else { "note" },
+                    if offline {
+                        "note (estimate, nothing timed)"
+                    } else {
+                        "note"
+                    },
                 ])
                 .style(t.title),
             )

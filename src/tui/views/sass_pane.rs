@@ -37,7 +37,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         } else {
             format!(" (for sm_{}: no sm_{} in ptxas)", l.sm, l.sm)
         };
-        detail.push_str(&format!("{}{asked} · {} regs", l.arch, l.resources.registers));
+        detail.push_str(&format!(
+            "{}{asked} · {} regs",
+            l.arch, l.resources.registers
+        ));
         if let Some(peak) = l.peak_live {
             // Short: the statement's own live count comes first and wide titles still fit.
             detail.push_str(&format!(" · peak {peak} live"));

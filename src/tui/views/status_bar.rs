@@ -65,7 +65,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         };
         spans.push(Span::styled(format!("{frame}{progress} "), t.warning));
     }
-    let used = |spans: &[Span]| spans.iter().map(|s| s.content.chars().count()).sum::<usize>();
+    let used = |spans: &[Span]| {
+        spans
+            .iter()
+            .map(|s| s.content.chars().count())
+            .sum::<usize>()
+    };
     let width = usize::from(area.width);
     if let Some((level, msg)) = &app.screen.message {
         let style = if *level == Level::Error {

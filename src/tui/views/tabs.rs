@@ -35,10 +35,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 fn bar_line(app: &App, width: u16) -> Line<'static> {
     let mut spans = Vec::new();
     let tabs = app.detail.tabs();
-    for (t, label) in tabs
-        .iter()
-        .zip(tab_labels(width, &tabs, app.detail.tab))
-    {
+    for (t, label) in tabs.iter().zip(tab_labels(width, &tabs, app.detail.tab)) {
         let style = if *t == app.detail.tab {
             app.theme.tab_active
         } else {
