@@ -4,6 +4,11 @@
 //!   (coalescing and bank conflicts for `diagnostics`, tile proofs for `megakernel`).
 //! - [`ranges`]: value ranges of `u32` expressions and the facts conditions imply (bounds
 //!   proofs and versioned fast paths for `emit`, the interval proofs of the vyre export).
+//! - [`wg_dependence`]: the statements that tie a Program to its workgroup size (shared
+//!   tiles sized to it, literal strides and lane counts, one output per workgroup) for the
+//!   `L013` diagnostic. The one exception to "sound or silent" below: it is a detector whose
+//!   findings say where to look; whether a size changes the outputs is decided by running the
+//!   reference interpreter (`harness::preserve`), never by this analysis.
 //!
 //! Invariants:
 //! - Pure functions of the IR: no emission, no device, no diagnostics. An analysis answers a
@@ -19,3 +24,4 @@
 
 pub mod affine;
 pub mod ranges;
+pub mod wg_dependence;

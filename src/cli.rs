@@ -128,6 +128,25 @@ pub enum Command {
 /// prints through [`report`].
 pub type Outcome = Result<i32, Problem>;
 
+/// Refuses a pipeline file given to `command`, which works on one Program: says it is a
+/// pipeline and what to use `instead` (as `plan` says of a Program in the reverse case),
+/// rather than the Program parser's "unknown key `pipeline`".
+pub(crate) fn refuse_pipeline(
+    file: &std::path::Path,
+    command: &str,
+    instead: &str,
+) -> Result<(), Problem> {
+    if !crate::ir::is_pipeline_file(file) {
+        return Ok(());
+    }
+    let name = file.display().to_string();
+    Err(Problem::new(
+        format!("{name} is a pipeline, and `{command}` works on one Program"),
+        instead,
+    )
+    .at(name))
+}
+
 impl Command {
     /// True when this command was given `--json`.
     fn json(&self) -> bool {

@@ -1,6 +1,6 @@
 //! Comparing two lowerings of a Program statement by statement (`vyrescope diff`).
 //!
-//! Each side is a Program file with variant options after `@` (`saxpy.json@wg=64@sm=80`,
+//! Each side is a Program file with variant options after `@` (`fixtures/programs/saxpy_f32.json@wg=64@sm=80`,
 //! [`variant`]). Both are emitted (and, when ptxas and nvdisasm are there, assembled and
 //! disassembled); statements are aligned by node id when both sides are the same Program
 //! (same printed IR), else through a line diff of the printed IR ([`align`]); per statement

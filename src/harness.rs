@@ -9,6 +9,12 @@
 //!   the fault-recovery check; [`capture`]: the driver's occupancy table.
 //! - [`fuzz`] and [`fuzz_pipelines`]: differential fuzzing of generated Programs and pipelines
 //!   against the reference interpreter.
+//! - [`offline`]: tuning without a GPU (`tune --offline`): per candidate registers,
+//!   occupancy, instruction mix and result preservation, all labelled as estimates; and the
+//!   one place a kernel's resources come from without a GPU (`--regs`, ptxas, estimate).
+//! - [`preserve`]: does a workgroup size preserve a Program's results (reference
+//!   interpreter at its own size and at the other, same inputs): the one check behind every
+//!   workgroup-size suggestion.
 //! - [`bench`]: kernel and dispatch-overhead benchmarks; [`tune`]: timed workgroup sizes with
 //!   the tune cache; [`vyre_race`] (feature `vyre`): our kernel against vyre's.
 //! - [`pipeline`]: a pipeline as separate launches and/or its megakernel plan, each form
@@ -32,7 +38,9 @@ pub mod capture;
 pub mod executor;
 pub mod fuzz;
 pub mod fuzz_pipelines;
+pub mod offline;
 pub mod pipeline;
+pub mod preserve;
 pub mod selftest;
 pub mod timeline_run;
 pub mod tune;

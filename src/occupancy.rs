@@ -29,8 +29,8 @@ pub use estimate::{
 };
 pub use headroom::Headroom;
 pub use sweep::{
-    suggest_block_sizes, sweep_block_sizes, sweep_dynamic_smem, sweep_registers, Suggestion,
-    SweepRow, MAX_SWEEP_ROWS,
+    block_workgroup, suggest_block_sizes, sweep_block_sizes, sweep_dynamic_smem, sweep_registers,
+    Refused, Suggestion, SweepRow, MAX_SWEEP_ROWS,
 };
 pub use table::{compare_rows, Comparison, TableRow};
 pub use tune::{TuneResult, TuneRow, TuneStatus};

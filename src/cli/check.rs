@@ -2,7 +2,10 @@
 //!
 //! A Program is parsed and validated (at `--workgroup` when given), its `run` section is
 //! checked as `run` checks it (`inputs::check_run`, `V011`), and its workgroup-buffer writes
-//! are checked against the workgroup size (`L012`, `diagnostics::wg_overrun`).
+//! are checked against the workgroup size (`L012`, `diagnostics::wg_overrun`). The statements
+//! that tie it to its own workgroup size are named (`L013`), and under `--workgroup` another
+//! size's outputs are compared with the own size's on the reference interpreter (`L014`,
+//! `harness::preserve`).
 
 use std::path::{Path, PathBuf};
 
@@ -27,13 +30,36 @@ pub struct Args {
     /// workgroup-buffer indices that the size pushes past a buffer's count).
     #[arg(long, value_name = "X,Y,Z", value_parser = crate::shape::parse_workgroup)]
     pub workgroup: Option<[u32; 3]>,
+    /// Also print the informational notes of a vyre import (`VY...` info, e.g. VY011 and
+    /// VY012: where the conversion follows vyre's own backend); without it they are counted
+    /// on one line. `--json` always has them.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// An informational note of a vyre import: printed in text only under `--verbose`.
+fn quiet_note(d: &Diagnostic) -> bool {
+    d.severity == crate::diagnostic::Severity::Info && d.code.starts_with("VY")
 }
 
 #[derive(Serialize)]
 struct FileReport {
     file: String,
     valid: bool,
+    /// False when the file could not be checked at all (a vyre file in a build without the
+    /// `vyre` feature): `valid` is then false too, but the file is not known to be invalid.
+    checked: bool,
     diagnostics: Vec<Diagnostic>,
+}
+
+/// True for a vyre file this build cannot read (no `vyre` feature): nothing about it is
+/// known, so it is "not checked", not "INVALID".
+fn unreadable_here(file: &Path) -> bool {
+    !crate::ir::foreign::importer_installed()
+        && matches!(
+            crate::ir::load_source(file),
+            Ok(crate::ir::Source::Foreign(..))
+        )
 }
 
 /// Runs `check`.
@@ -51,6 +77,7 @@ pub fn run(a: &Args) -> super::Outcome {
         reports.push(FileReport {
             file: f.display().to_string(),
             valid,
+            checked: valid || !unreadable_here(f),
             diagnostics,
         });
     }
@@ -61,11 +88,20 @@ pub fn run(a: &Args) -> super::Outcome {
         }
     } else {
         for r in &reports {
-            outln!("{}: {}", r.file, if r.valid { "ok" } else { "INVALID" });
-            for d in &r.diagnostics {
+            let verdict = match (r.valid, r.checked) {
+                (true, _) => "ok",
+                (false, true) => "INVALID",
+                (false, false) => "NOT CHECKED (this build cannot read vyre files)",
+            };
+            outln!("{}: {verdict}", r.file);
+            for d in r.diagnostics.iter().filter(|d| a.verbose || !quiet_note(d)) {
                 // Diagnostics quote names from the file: no raw terminal controls.
                 let text = d.to_string().replace('\n', "\n  ");
                 outln!("  {}", crate::util::terminal_safe(&text));
+            }
+            let hidden = r.diagnostics.iter().filter(|d| quiet_note(d)).count();
+            if hidden > 0 && !a.verbose {
+                outln!("  ({hidden} vyre import note(s) not shown: --verbose shows them)");
             }
         }
     }
@@ -84,6 +120,8 @@ fn check_program(file: &Path, workgroup: Option<[u32; 3]>) -> Vec<Diagnostic> {
         return loaded.diagnostics;
     };
     let mut diagnostics = loaded.diagnostics;
+    // The Program as written: what its own workgroup size is, for the dependence rules.
+    let own = program.clone();
     if let Some(wg) = workgroup {
         program.workgroup_size = wg;
         // Keep the findings of a vyre import (`VY...`); revalidate the rest at this size.
@@ -97,6 +135,20 @@ fn check_program(file: &Path, workgroup: Option<[u32; 3]>) -> Vec<Diagnostic> {
         &program,
         program.workgroup_size,
     ));
+    diagnostics.extend(crate::diagnostics::wg_dependence::dependence(&own));
+    if program.workgroup_size != own.workgroup_size
+        && crate::validate::is_valid(&diagnostics)
+        && own.run.is_some()
+    {
+        // A size the Program was not written for: do its outputs stay the same?
+        let inputs = crate::harness::preserve::Inputs::of_file(file, None);
+        let p = crate::harness::preserve::preserves(&own, &inputs, program.workgroup_size);
+        diagnostics.extend(crate::diagnostics::wg_dependence::size_verdict(
+            &own,
+            program.workgroup_size,
+            &p,
+        ));
+    }
     if program.run.is_some() {
         let base = file.parent().unwrap_or(Path::new("."));
         let files = crate::inputs::FileRoot::program_folder(base);

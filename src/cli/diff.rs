@@ -46,17 +46,57 @@ pub fn run(a: &Args) -> super::Outcome {
         LevelArg::Ptx => Level::Ptx,
         LevelArg::Sass => Level::Sass,
     };
+    for spec in [&a.old, &a.new] {
+        let (file, _) = compare::variant::split(spec);
+        super::refuse_pipeline(
+            std::path::Path::new(file),
+            "diff",
+            "diff two lowerings of one step's Program (its file in the pipeline's `programs/` folder, e.g. `STEP.json@wg=64 STEP.json`); for the pipeline's fused kernels see `vyrescope emit PIPELINE` and `vyrescope plan PIPELINE`",
+        )?;
+    }
     let c = compare::run(&a.old, &a.new, level, a.sm, &caps)?;
+    let results = [results_of(&a.old), results_of(&a.new)];
     let out = if a.json {
-        match serde_json::to_string_pretty(&c) {
+        let mut v = match serde_json::to_value(&c) {
+            Ok(v) => v,
+            Err(e) => return Err(Problem::bug(e)),
+        };
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "results".into(),
+                serde_json::json!({"old": results[0], "new": results[1]}),
+            );
+        }
+        match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
             Err(e) => return Err(Problem::bug(e)),
         }
     } else {
-        text(&c)
+        let mut t = text(&c);
+        for (side, label, r) in [("old", &c.old, &results[0]), ("new", &c.new, &results[1])] {
+            if let Some(r) = r.as_ref().filter(|r| !r.is_preserved()) {
+                t.push_str(&format!(
+                    "\nresults: {side} ({label}) {} (against the Program's own workgroup size on the reference interpreter)\n",
+                    r.text()
+                ));
+            }
+        }
+        t
     };
     super::write_stdout(&crate::util::terminal_safe(&out));
     Ok(0)
+}
+
+/// For a side with `wg=` other than its Program's own size: do its outputs stay the same
+/// (`harness::preserve`)? `None` for a side at its own size (nothing to compare).
+fn results_of(spec: &str) -> Option<crate::harness::preserve::Preservation> {
+    let v = compare::variant::Variant::parse(spec).ok()?;
+    let wg = v.workgroup?;
+    let program = crate::validate::load(&v.file).program?;
+    (wg != program.workgroup_size).then(|| {
+        let inputs = crate::harness::preserve::Inputs::of_file(&v.file, None);
+        crate::harness::preserve::preserves(&program, &inputs, wg)
+    })
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -74,8 +114,9 @@ fn change(o: Option<u32>, n: Option<u32>) -> String {
 }
 
 fn side_label(t: &Totals) -> String {
+    let note = crate::emit::ptxas::arch_note(t.sm).map_or(String::new(), |n| format!(" ({n})"));
     format!(
-        "sm_{}, workgroup {}x{}x{}",
+        "sm_{}{note}, workgroup {}x{}x{}",
         t.sm, t.workgroup[0], t.workgroup[1], t.workgroup[2]
     )
 }

@@ -40,6 +40,13 @@ struct Report<'a> {
 /// (the JSON is still written when only the validator objects, so that it can be edited).
 pub fn run(a: &Args) -> super::Outcome {
     match crate::ir::load_source(&a.file) {
+        // A build without the converter: say that, not that a valid file is invalid.
+        Ok(crate::ir::Source::Foreign(_, format)) if !crate::ir::foreign::importer_installed() => {
+            return Err(
+                Problem::from(crate::ir::foreign::not_enabled(&a.file, format))
+                    .at(a.file.display().to_string()),
+            )
+        }
         Ok(crate::ir::Source::Foreign(..)) => {}
         Ok(crate::ir::Source::Json(_)) => {
             return Err(Problem::new(

@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::diagnostics::{launch, perf, Diagnostic};
-use crate::emit::{emit, ptxas, reg_estimate, EmitOptions, EmittedKernel};
+use crate::diagnostics::{launch, perf, wg_dependence, Diagnostic};
+use crate::emit::{emit, EmitOptions};
+use crate::harness::offline::kernel_resources;
 use crate::inputs::default_shape;
 use crate::ir::load_program;
 use crate::occupancy::{
     estimate, profiles, suggest_block_sizes, sweep_block_sizes, DeviceCaps, Estimate, FuncConfig,
-    KernelResources, SweepRow,
+    KernelResources, Suggestion, SweepRow,
 };
 use crate::util::Problem;
 
@@ -76,15 +77,18 @@ pub(crate) fn resolve_device(
 ) -> Result<(DeviceCaps, String), profiles::ProfileError> {
     if let Some(d) = arg {
         let caps = profiles::load(d)?;
-        let note = format!("{} ({}, --device {d})", caps.name, caps.source);
+        let note = format!(
+            "{} ({}, --device {d})",
+            caps.name,
+            profiles::label(d, &caps)
+        );
         return Ok((caps, note));
     }
     let caps = profiles::load(profiles::DEFAULT_PROFILE)?;
     let note = format!(
-        "{} (bundled `{}` profile, {}: no --device given)",
+        "{} ({}: no --device given)",
         caps.name,
-        profiles::DEFAULT_PROFILE,
-        caps.source
+        profiles::label(profiles::DEFAULT_PROFILE, &caps)
     );
     Ok((caps, note))
 }
@@ -156,7 +160,9 @@ fn calculator(a: &Args, caps: &DeviceCaps, note: &str) -> super::Outcome {
         a.static_smem,
         a.dynamic_smem
     );
-    out!("{}", sweep_table(&rows));
+    // Calculator mode has no Program: every size is accepted.
+    let sg = suggest_block_sizes(&rows, None, &mut |_| None);
+    out!("{}", sweep_table(&rows, sg.as_ref()));
     Ok(0)
 }
 
@@ -202,8 +208,8 @@ pub fn describe(e: &Estimate) -> String {
     s
 }
 
-/// The block-size sweep as a table plus the suggestion.
-pub fn sweep_table(rows: &[SweepRow]) -> String {
+/// The block-size sweep as a table plus the suggestion and the sizes it passed over.
+pub fn sweep_table(rows: &[SweepRow], suggestion: Option<&Suggestion>) -> String {
     let mut s = format!(
         "{:>6}  {:>9}  {:>9}  {:>9}  limiter\n",
         "block", "blocks/SM", "warps/SM", "occupancy"
@@ -214,65 +220,40 @@ pub fn sweep_table(rows: &[SweepRow]) -> String {
             r.block_size, r.blocks_per_sm, r.active_warps_per_sm, r.occupancy_pct, r.limiter
         ));
     }
-    match suggest_block_sizes(rows) {
-        Some(sg) => s.push_str(&format!(
-            "suggested: {} ({})\n",
-            sg.block_size, sg.explanation
-        )),
+    match suggestion {
+        Some(sg) => {
+            s.push_str(&format!(
+                "suggested: {} ({})\n",
+                sg.block_size, sg.explanation
+            ));
+            for r in &sg.refused {
+                s.push_str(&format!("not suggested: {} ({})\n", r.block_size, r.why));
+            }
+        }
         None => s.push_str("suggested: none (no block size launches)\n"),
     }
     s
 }
 
-/// Where the kernel's resources came from: `--regs N`, ptxas, or the PTX estimate.
-struct ResourceSource {
-    /// One line for the report.
-    text: String,
-    /// True when the registers are the offline estimate (no ptxas, no --regs).
-    estimated: bool,
-}
-
-/// The kernel's resources: `--regs` (static shared memory from the PTX), else ptxas -v,
-/// else the estimate from the PTX when ptxas is not installed.
-fn resources_for(
-    kernel: &EmittedKernel,
-    sm: u32,
-    regs: Option<u32>,
-) -> Result<(KernelResources, ResourceSource), Problem> {
-    if let Some(n) = regs {
-        let res = KernelResources {
-            regs_per_thread: n,
-            ..reg_estimate::estimate_resources(&kernel.ptx)
+/// The suggestion for `program`'s kernel: only sizes whose outputs match the Program's own
+/// size on the reference interpreter (`harness::preserve`), with the inputs of `file`.
+pub(crate) fn preserving_suggestion(
+    rows: &[SweepRow],
+    program: &crate::ir::Program,
+    inputs: &crate::harness::preserve::Inputs,
+) -> Option<Suggestion> {
+    let own = program.workgroup_size;
+    let own_block = own[0].saturating_mul(own[1]).saturating_mul(own[2]);
+    suggest_block_sizes(rows, Some(own_block), &mut |b| {
+        let Some(wg) = crate::occupancy::block_workgroup(b, own) else {
+            return Some(format!(
+                "not a whole number of {}x{} rows of the own workgroup",
+                own[1], own[2]
+            ));
         };
-        let text = format!("--regs {n}; static shared memory from the PTX");
-        return Ok((
-            res,
-            ResourceSource {
-                text,
-                estimated: false,
-            },
-        ));
-    }
-    match ptxas::offline_resources(&kernel.ptx, sm) {
-        Ok(o) => Ok((
-            crate::diagnostics::compile::resources_from_ptxas(&o),
-            ResourceSource {
-                text: format!("ptxas -v for {}", o.arch),
-                estimated: false,
-            },
-        )),
-        Err(ptxas::PtxasError::NotFound) => Ok((
-            reg_estimate::estimate_resources(&kernel.ptx),
-            ResourceSource {
-                text: reg_estimate::ESTIMATED_NOTE.to_string(),
-                estimated: true,
-            },
-        )),
-        Err(e) => Err(Problem::from(format!(
-            "no kernel resources for `{}`: {e}",
-            kernel.kernel_name
-        ))),
-    }
+        let p = crate::harness::preserve::preserves(program, inputs, wg);
+        (!p.is_preserved()).then(|| p.text())
+    })
 }
 
 fn sm_of(caps: &DeviceCaps) -> u32 {
@@ -296,7 +277,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
         version_bounds: false,
     };
     let kernel = emit(&program, &opts)?;
-    let (res, res_source) = resources_for(&kernel, sm, a.regs)?;
+    let (res, res_source) = kernel_resources(&kernel, sm, a.regs)?;
     let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
     let e = estimate(caps, &res, threads, a.dynamic_smem);
     // The PTX is emitted for one workgroup size (`.maxntid`); other sizes would be emitted
@@ -306,6 +287,8 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
         ..res.clone()
     };
     let rows = sweep_block_sizes(caps, &sweep_res, a.dynamic_smem, &FuncConfig::default());
+    let inputs = crate::harness::preserve::Inputs::of_file(file, None);
+    let suggestion = preserving_suggestion(&rows, &program, &inputs);
     let (shape, lens) = default_shape(&program, wg);
     let lens_ref: Vec<(&str, u64)> = lens.iter().map(|(n, l)| (n.as_str(), *l)).collect();
     let mut diags: Vec<Diagnostic> =
@@ -317,6 +300,11 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
         Some(&e),
         &shape,
     ));
+    diags.extend(wg_dependence::dependence(&program));
+    if wg != program.workgroup_size {
+        let p = crate::harness::preserve::preserves(&program, &inputs, wg);
+        diags.extend(wg_dependence::size_verdict(&program, wg, &p));
+    }
     let failed = e.launchable.is_err()
         || diags
             .iter()
@@ -334,7 +322,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
             "grid": shape.grid,
             "estimate": estimate_json(&e),
             "sweep": rows.iter().map(row_json).collect::<Vec<_>>(),
-            "suggestion": suggest_block_sizes(&rows),
+            "suggestion": suggestion,
             "diagnostics": diags,
         }))
         .map(|c| c.max(code));
@@ -365,7 +353,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
     outln!(
         "\nsweep (same registers at every size; sizes change what ptxas allocates only slightly):"
     );
-    out!("{}", sweep_table(&rows));
+    out!("{}", sweep_table(&rows, suggestion.as_ref()));
     if !diags.is_empty() {
         outln!();
         for d in &diags {
@@ -397,7 +385,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
         file.display()
     );
     for g in &pk.groups {
-        let (res, src) = resources_for(&g.kernel, sm, a.regs)?;
+        let (res, src) = kernel_resources(&g.kernel, sm, a.regs)?;
         let wg = g.group.workgroup_size;
         let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
         let e = estimate(&pk.device, &res, threads, a.dynamic_smem);

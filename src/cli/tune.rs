@@ -1,5 +1,9 @@
 //! `vyrescope tune FILE`: time candidate workgroup sizes on the live GPU (each verified
-//! against the reference interpreter); results are cached per (program, device).
+//! against the reference interpreter); results are cached per (program, device). A size
+//! whose outputs differ from the Program's own size's on the reference interpreter is refused
+//! untimed (`harness::preserve`). `--offline` (no GPU) sweeps the same candidates for
+//! registers, occupancy on a device profile, instruction mix and result preservation,
+//! labelled as an estimate (`harness::offline`).
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +14,7 @@ use crate::util::Problem;
 /// Time candidate workgroup sizes on the GPU and report the fastest.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope tune fixtures/programs/vadd_f32.json\n  vyrescope tune fixtures/programs/reduce_sum_f32.json --candidates 64,128,256,512 --repeat 20 --json"
+    after_help = "Examples:\n  vyrescope tune fixtures/programs/vadd_f32.json\n  vyrescope tune fixtures/programs/reduce_sum_f32.json --candidates 64,128,256,512 --repeat 20 --json\n  vyrescope tune fixtures/programs/saxpy_f32.json --offline --device a100\n\nWithout a GPU, --offline estimates each candidate (registers from ptxas or the PTX, occupancy on --device or the bundled h200 profile, instruction mix, and whether it keeps the Program's results); nothing is timed."
 )]
 pub struct Args {
     /// Program file.
@@ -31,7 +35,11 @@ pub struct Args {
     /// Program file's folder).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// GPU ordinal (`--gpu N`).
+    /// No GPU: estimate each candidate instead of timing it (registers, occupancy on the
+    /// `--device` profile, default h200, instruction mix, result preservation).
+    #[arg(long)]
+    pub offline: bool,
+    /// GPU ordinal (`--gpu N`); with `--offline`, `--device NAME|FILE` names the profile.
     #[command(flatten)]
     pub gpu: super::gpu_arg::GpuArg,
 }
@@ -43,9 +51,21 @@ pub fn run(a: &Args) -> super::Outcome {
             crate::util::read_limited(&a.file, crate::ir::parse::MAX_FILE_BYTES, "Program file")?;
         String::from_utf8_lossy(&b).into_owned()
     };
+    super::refuse_pipeline(&a.file, "tune", PIPELINE_INSTEAD)?;
     let program = crate::ir::parse_program(&text, &a.file.display().to_string())?;
     let candidates = parse_candidates(&a.candidates)?;
-    let mut rt = a.gpu.open()?;
+    if a.offline {
+        return offline(a, &program, &candidates);
+    }
+    let mut rt = a.gpu.open().map_err(|mut p| {
+        // No GPU here: the offline sweep is what can be done instead.
+        p.fix = format!(
+            "{}; without a GPU, `vyrescope tune {} --offline` estimates every candidate (registers, occupancy, instruction mix, and whether it keeps the results)",
+            p.fix,
+            a.file.display()
+        );
+        p
+    })?;
     let req = TuneRequest {
         program: &program,
         program_text: &text,
@@ -71,4 +91,78 @@ pub fn run(a: &Args) -> super::Outcome {
         }
         Err(e) => Err(Problem::from(e)),
     }
+}
+
+/// What to use instead of `tune` on a pipeline file.
+const PIPELINE_INSTEAD: &str = "tune one step's Program file (the pipeline's `programs/` folder), or time the pipeline's forms with `vyrescope run PIPELINE --megakernel` and see its plan with `vyrescope plan PIPELINE`";
+
+/// `tune --offline`: the estimate sweep, as a table or JSON.
+fn offline(a: &Args, program: &crate::ir::Program, candidates: &[[u32; 3]]) -> super::Outcome {
+    let (caps, note) = super::occupancy::resolve_device(a.gpu.device.as_deref())?;
+    let inputs = crate::harness::preserve::Inputs::of_file(&a.file, a.root.as_deref());
+    let t = crate::harness::offline::tune_offline(program, &inputs, candidates, &caps, &note);
+    if a.json {
+        match serde_json::to_string_pretty(&t) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => return Err(Problem::bug(e)),
+        }
+    } else {
+        out!("{}", offline_text(&t));
+    }
+    Ok(0)
+}
+
+/// The offline sweep as a table: one line per candidate, then the suggestion and the label.
+pub fn offline_text(t: &crate::harness::offline::OfflineTune) -> String {
+    let wg = |w: [u32; 3]| format!("{}x{}x{}", w[0], w[1], w[2]);
+    let mut s = format!(
+        "tune {} OFFLINE on {} (estimate: nothing timed), own workgroup {}
+registers: {}
+instruction mix: {}
+",
+        t.program,
+        t.device,
+        wg(t.default_workgroup),
+        t.registers_source,
+        t.mix_source
+    );
+    s.push_str(&format!(
+        "{:>12}  {:>4}  {:>9}  {:>5}  {:>5}  {:>5}  {:>5}  {:>5}  results\n",
+        "workgroup", "regs", "occupancy", "mem", "arith", "ctrl", "conv", "spec"
+    ));
+    for r in &t.rows {
+        let m = r.mix.unwrap_or_default();
+        let regs = r.registers.map_or("-".into(), |x| x.to_string());
+        let mut results = r.results.text();
+        if let Some(why) = &r.cannot_launch {
+            results = format!("cannot launch: {why}; {results}");
+        }
+        let mut marks = String::new();
+        if Some(r.workgroup) == t.suggested {
+            marks.push_str(" <- suggested");
+        }
+        if r.workgroup == t.default_workgroup {
+            marks.push_str(" (own)");
+        }
+        s.push_str(&format!(
+            "{:>12}  {:>4}  {:>8.1}%  {:>5}  {:>5}  {:>5}  {:>5}  {:>5}  {results}{marks}\n",
+            wg(r.workgroup),
+            regs,
+            r.occupancy_pct,
+            m.memory,
+            m.arithmetic,
+            m.control,
+            m.conversion,
+            m.special
+        ));
+    }
+    match t.suggested {
+        Some(w) => s.push_str(&format!(
+            "suggested (estimate): workgroup {} - the highest estimated occupancy among sizes that keep the results\n",
+            wg(w)
+        )),
+        None => s.push_str("suggested: none (no candidate launches and keeps the results)\n"),
+    }
+    s.push_str(&format!("note: {}\n", t.label));
+    s
 }

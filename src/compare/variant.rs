@@ -33,7 +33,7 @@ pub struct VariantError {
     pub fix: String,
 }
 
-const SPEC_HELP: &str = "write FILE[@OPTION]..., OPTION one of wg=N (or wg=XxY, wg=X,Y,Z), sm=70|75|80|86|89|90, unroll=on|off, version-bounds; e.g. saxpy.json@wg=64@sm=80";
+const SPEC_HELP: &str = "write FILE[@OPTION]..., OPTION one of wg=N (or wg=XxY, wg=X,Y,Z), sm=70|75|80|86|89|90, unroll=on|off, version-bounds; e.g. fixtures/programs/saxpy_f32.json@wg=64@sm=80";
 
 /// Splits a spec into its file and its options: the options start at the first `@` after
 /// the last `/`, so folders with `@` in their names still work.

@@ -73,6 +73,15 @@ pub fn ptxas_arch(sm: u32) -> String {
     format!("sm_{}", sm.max(75))
 }
 
+/// When SASS for target `sm` is not SASS for `sm` (the pinned ptxas has no sm_70 target, so
+/// sm_70 PTX is assembled as sm_75): the sentence that says so wherever SASS for such a target
+/// is shown (`sass`, the inspector's `T`, `diff @sm=70`); `None` for every other target.
+pub fn arch_note(sm: u32) -> Option<String> {
+    let arch = ptxas_arch(sm);
+    (arch != format!("sm_{sm}"))
+        .then(|| format!("the pinned ptxas (13) has no sm_{sm} target: its SASS is for {arch}"))
+}
+
 /// Longest one ptxas run may take: large kernels assemble in seconds, so minutes mean a hung
 /// or hostile binary; it is killed and its files removed.
 pub const PTXAS_TIMEOUT: Duration = Duration::from_secs(300);

@@ -1,9 +1,11 @@
 //! The GPU half of `vyrescope tune`: time each candidate workgroup size (verified against
 //! the reference), with results cached on disk per (program, device, driver) by
-//! `occupancy::tune::TuneCache`.
+//! `occupancy::tune::TuneCache`. A candidate whose outputs differ from the Program's own
+//! size's on the reference interpreter ([`crate::harness::preserve`]) is refused untimed.
 
 use std::path::Path;
 
+use crate::harness::preserve::{preserves, Inputs, Preservation};
 use crate::ir::Program;
 use crate::occupancy::estimate::estimate;
 use crate::occupancy::tune::{
@@ -33,6 +35,32 @@ pub struct TuneRequest<'a> {
     pub cache: Option<TuneCache>,
 }
 
+/// The row of a candidate refused because it changes the Program's results.
+pub fn refused(wg: [u32; 3], first: String) -> TuneRow {
+    TuneRow {
+        workgroup: wg,
+        median_ms: None,
+        occupancy_pct: 0.0,
+        speedup_vs_default: None,
+        status: TuneStatus::ChangesResults(first),
+        results_note: None,
+    }
+}
+
+/// Applies a result-preservation answer to a row: a size that changes the results is
+/// refused, one that could not be compared is noted (and is never "best").
+pub fn mark(row: &mut TuneRow, p: Preservation) {
+    match p {
+        Preservation::Preserved => row.results_note = None,
+        Preservation::Changed { first, .. } => {
+            row.status = TuneStatus::ChangesResults(first);
+            row.median_ms = None;
+            row.results_note = None;
+        }
+        Preservation::NotChecked { why } => row.results_note = Some(format!("not checked: {why}")),
+    }
+}
+
 impl Runtime {
     /// Times one candidate: verified run, median device time, occupancy.
     fn tune_one(&mut self, req: &TuneRequest<'_>, wg: [u32; 3]) -> TuneRow {
@@ -59,6 +87,7 @@ impl Runtime {
                     } else {
                         TuneStatus::Mismatch
                     },
+                    results_note: None,
                 }
             }
             Err(e) => TuneRow {
@@ -67,6 +96,7 @@ impl Runtime {
                 occupancy_pct: 0.0,
                 speedup_vs_default: None,
                 status: TuneStatus::CannotLaunch(e.to_string()),
+                results_note: None,
             },
         }
     }
@@ -93,9 +123,22 @@ impl Runtime {
             .lookup(&key, req.mode, &wanted)
             .map_err(|e| RuntimeError::Other(e.to_string()))?;
         let from_cache = lookup.missing.is_empty();
+        let inputs = Inputs {
+            base: req.base.to_path_buf(),
+            root: req.root.map(Path::to_path_buf),
+        };
         let mut rows = lookup.cached;
         for wg in lookup.missing {
-            rows.push(self.tune_one(req, wg));
+            // A size that changes the Program's results is refused before it is timed.
+            match preserves(req.program, &inputs, wg) {
+                Preservation::Changed { first, .. } => rows.push(refused(wg, first)),
+                _ => rows.push(self.tune_one(req, wg)),
+            }
+        }
+        // Every row, cached ones too (a cache written before this check), says whether its
+        // size keeps the Program's results.
+        for r in &mut rows {
+            mark(r, preserves(req.program, &inputs, r.workgroup));
         }
         rows.sort_by_key(|r| {
             wanted

@@ -172,7 +172,7 @@ impl CompiledPipeline {
             ..opts.clone()
         };
         let mut kernel = emit(&fused.program, &opts)?;
-        rename_to_steps(&mut kernel, fused);
+        rename_to_steps(&mut kernel, fused, &self.pipeline);
         Ok(kernel)
     }
 
@@ -271,14 +271,11 @@ impl CompiledPipeline {
 }
 
 /// Renames the source map of `fused`'s emission to the steps' node ids (`steps[k].<id>`), so
-/// the PTX pane and each step's IR share ids; entries of statements the fusion made up keep
-/// their fused ids, which no IR line has.
-pub fn rename_to_steps(kernel: &mut EmittedKernel, fused: &FusedKernel) {
-    for e in &mut kernel.source_map.entries {
-        if let Some((k, id)) = fused.node_origin.get(e.node.as_str()) {
-            e.node = format!("steps[{k}].{id}");
-        }
-    }
+/// the PTX pane and each step's IR share ids, and its statement comments to the steps' own
+/// nodes and statements ([`FusedKernel::label_for_steps`]); entries of statements the fusion
+/// made up keep their fused ids, which no IR line has.
+pub fn rename_to_steps(kernel: &mut EmittedKernel, fused: &FusedKernel, pipeline: &Pipeline) {
+    fused.label_for_steps(pipeline, kernel);
 }
 
 #[cfg(test)]

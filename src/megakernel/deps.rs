@@ -369,14 +369,33 @@ fn invocation(
     };
     for (i, (s, t)) in all.iter().enumerate() {
         if forms[i] != Some(f0) {
-            return Err(format!(
-                "step {s} {} it at {} (node `steps[{s}].{}`) but step {s0} at {} (node `steps[{s0}].{}`)",
-                what(t),
-                describe(&t.index),
-                t.node,
-                describe(&t0.index),
-                t0.node
-            ));
+            // Name both accesses with their steps and verbs; one statement of one step
+            // touching two elements is said as such (it used to read "step 0 reads it at
+            // gid.x (node X) but step 0 at gid.x - 1 (node X)").
+            let (a, b) = (describe(&t.index), describe(&t0.index));
+            return Err(if *s == s0 && t.node == t0.node {
+                format!(
+                    "step {s} {} it at both {b} and {a} in one statement (node `steps[{s}].{}`)",
+                    what(t),
+                    t.node
+                )
+            } else if *s == s0 {
+                format!(
+                    "step {s} {} it at {b} (node `steps[{s}].{}`) and {} it at {a} (node `steps[{s}].{}`)",
+                    what(t0),
+                    t0.node,
+                    what(t),
+                    t.node
+                )
+            } else {
+                format!(
+                    "step {s} {} it at {a} (node `steps[{s}].{}`) but step {s0} {} it at {b} (node `steps[{s0}].{}`)",
+                    what(t),
+                    t.node,
+                    what(t0),
+                    t0.node
+                )
+            });
         }
     }
     injective(&f0, shape).map_err(|why| format!("index {}: {why}", describe(&t0.index)))?;

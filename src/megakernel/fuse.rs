@@ -110,6 +110,52 @@ impl FusedKernel {
     }
 }
 
+impl FusedKernel {
+    /// Speaks of `kernel` (this fused Program's emission) in the steps' own terms: every
+    /// source-map entry and every statement comment of the PTX (`// body[0].block[1].then[4]:
+    /// s0_tile[s0_l] = ...`) of a statement that comes from a step is renamed to that step's
+    /// node and text (`// steps[0].body[2]: tile[l] = ...`), as the IR pane shows the step.
+    /// Statements the fusion made up keep their fused ids and text. Line numbers do not
+    /// change, so the source map stays valid.
+    pub fn label_for_steps(&self, pipeline: &Pipeline, kernel: &mut crate::emit::EmittedKernel) {
+        let step_node = |fused: &str| self.node_origin.get(fused).map(|(k, id)| (*k, id.clone()));
+        for e in &mut kernel.source_map.entries {
+            if let Some((k, id)) = step_node(&e.node) {
+                e.node = format!("steps[{k}].{id}");
+            }
+        }
+        // Each step's printed statements, by node id (the text the IR pane shows).
+        let mut texts: Vec<Option<std::collections::HashMap<String, String>>> =
+            vec![None; pipeline.steps.len()];
+        let mut out = String::with_capacity(kernel.ptx.len());
+        for line in kernel.ptx.split_inclusive('\n') {
+            let relabelled = (|| {
+                let body = line.trim_start();
+                let indent = &line[..line.len() - body.len()];
+                let rest = body.strip_prefix("// ")?;
+                let (node, _) = rest.split_once(": ")?;
+                let (k, id) = step_node(node)?;
+                let table = texts.get_mut(k)?.get_or_insert_with(|| {
+                    crate::ir::print::print_program(&pipeline.steps[k].program)
+                        .lines
+                        .into_iter()
+                        .filter_map(|l| Some((l.node?.to_string(), l.code.trim().to_string())))
+                        .rev()
+                        .collect()
+                });
+                let text = table.get(id.as_ref() as &str)?;
+                let end = if line.ends_with('\n') { "\n" } else { "" };
+                Some(format!("{indent}// steps[{k}].{id}: {text}{end}"))
+            })();
+            match relabelled {
+                Some(l) => out.push_str(&l),
+                None => out.push_str(line),
+            }
+        }
+        kernel.ptx = out;
+    }
+}
+
 fn err(message: impl Into<String>, fix: impl Into<String>) -> FuseError {
     FuseError {
         message: message.into(),

@@ -123,6 +123,22 @@ pub fn load(name_or_path: &str) -> Result<DeviceCaps, ProfileError> {
     parse(&text, name_or_path)
 }
 
+/// Where a profile's figures come from, for display: `bundled profile `h200`` or `profile
+/// file `my-gpu.json``, plus `, figures from tables` for a profile not probed on its GPU. A
+/// profile is never called "probed" on its own: that word is for a live device (a bundled
+/// profile shown on a machine without a GPU read as if one had been probed).
+pub fn label(name_or_path: &str, caps: &DeviceCaps) -> String {
+    let what = match bundled(name_or_path) {
+        Some(_) => format!("bundled profile `{name_or_path}`"),
+        None => format!("profile file `{name_or_path}`"),
+    };
+    if caps.source == "from tables" {
+        format!("{what}, figures from tables")
+    } else {
+        what
+    }
+}
+
 /// Parses and checks a DeviceCaps JSON text; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<DeviceCaps, ProfileError> {
     if let Some(d) = crate::util::find_duplicate_key(text) {

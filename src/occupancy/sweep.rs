@@ -132,13 +132,38 @@ pub struct Suggestion {
     pub driver_pick: u32,
     /// Why this one.
     pub explanation: String,
+    /// Block sizes passed over because the check refused them (they change the Program's
+    /// results, or could not be compared), in the order they were considered.
+    pub refused: Vec<Refused>,
 }
 
-/// The highest-occupancy block sizes of `rows`; among ties the smallest size of at least 128
-/// threads (more, smaller blocks per SM: a finer last wave and cheaper barriers while still
-/// giving the scheduler 4+ warps per block), else the largest tied size. `None` when nothing
+/// A block size the suggestion passed over, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refused {
+    /// Threads per block.
+    pub block_size: u32,
+    /// Why (`changes results: out[3] 12.0 vs 9.5`).
+    pub why: String,
+}
+
+/// Most block sizes [`suggest_block_sizes`] asks its check about before it settles for the
+/// Program's own size (each answer may run the reference interpreter twice).
+pub const MAX_CHECKED: usize = 8;
+
+/// The highest-occupancy block size that `check` accepts: among the sizes of equal
+/// occupancy the smallest of at least 128 threads (more, smaller blocks per SM: a finer last
+/// wave and cheaper barriers while still giving the scheduler 4+ warps per block), else the
+/// largest; when `check` refuses every size of the best occupancy, the next occupancy down,
+/// and so on. `check(block)` returns why a size must not be suggested (it changes the
+/// Program's results, or they could not be compared), or `None`; `own` is the Program's own
+/// block size, accepted without asking (`None` in calculator mode, where every size is
+/// accepted). After [`MAX_CHECKED`] refusals the own size is suggested. `None` when nothing
 /// launches.
-pub fn suggest_block_sizes(rows: &[SweepRow]) -> Option<Suggestion> {
+pub fn suggest_block_sizes(
+    rows: &[SweepRow],
+    own: Option<u32>,
+    check: &mut dyn FnMut(u32) -> Option<String>,
+) -> Option<Suggestion> {
     let best = rows
         .iter()
         .filter(|r| r.blocks_per_sm > 0)
@@ -150,20 +175,62 @@ pub fn suggest_block_sizes(rows: &[SweepRow]) -> Option<Suggestion> {
         .map(|r| r.block_size)
         .collect();
     let driver_pick = *tied.last()?;
-    let pick = tied
+    // Occupancy tiers, best first; within a tier the preferred order.
+    let mut tiers: Vec<u32> = rows
         .iter()
-        .copied()
-        .find(|&b| b >= 128)
-        .unwrap_or(driver_pick);
+        .filter(|r| r.blocks_per_sm > 0)
+        .map(|r| r.active_warps_per_sm)
+        .collect();
+    tiers.sort_unstable_by(|a, b| b.cmp(a));
+    tiers.dedup();
+    let mut refused: Vec<Refused> = Vec::new();
+    let mut pick = None;
+    'tiers: for warps in tiers {
+        let sizes: Vec<u32> = rows
+            .iter()
+            .filter(|r| r.blocks_per_sm > 0 && r.active_warps_per_sm == warps)
+            .map(|r| r.block_size)
+            .collect();
+        let order = sizes
+            .iter()
+            .copied()
+            .filter(|&b| b >= 128)
+            .chain(sizes.iter().rev().copied().filter(|&b| b < 128));
+        for b in order {
+            if own == Some(b) || own.is_none() {
+                pick = Some(b);
+                break 'tiers;
+            }
+            if refused.len() >= MAX_CHECKED {
+                pick = own.filter(|o| {
+                    rows.iter()
+                        .any(|r| r.block_size == *o && r.blocks_per_sm > 0)
+                });
+                break 'tiers;
+            }
+            match check(b) {
+                None => {
+                    pick = Some(b);
+                    break 'tiers;
+                }
+                Some(why) => refused.push(Refused { block_size: b, why }),
+            }
+        }
+    }
+    let pick = pick.or(own)?;
     let pct = rows
         .iter()
         .find(|r| r.block_size == pick)
         .map_or(0.0, |r| r.occupancy_pct);
-    let explanation = if tied.len() == 1 {
+    let mut explanation = if !tied.contains(&pick) {
+        format!("{pick} threads reaches {pct:.1}% occupancy: every size of higher occupancy was refused")
+    } else if tied.len() == 1 {
         format!("{pick} threads is the only block size reaching {pct:.1}% occupancy")
     } else {
         let list: Vec<String> = tied.iter().map(u32::to_string).collect();
-        let why = if pick >= 128 {
+        let why = if refused.iter().any(|r| tied.contains(&r.block_size)) {
+            "the first of them that keeps the Program's results"
+        } else if pick >= 128 {
             "the smallest of at least 128 threads, so more blocks share each SM (a finer last wave, cheaper barriers)"
         } else {
             "the largest, as none has 128 threads or more"
@@ -174,11 +241,22 @@ pub fn suggest_block_sizes(rows: &[SweepRow]) -> Option<Suggestion> {
             list.join(", ")
         )
     };
+    if own == Some(pick) && !refused.is_empty() {
+        explanation.push_str("; it is the Program's own size");
+    }
     Some(Suggestion {
         block_size: pick,
         occupancy_pct: pct,
         tied,
         driver_pick,
         explanation,
+        refused,
     })
+}
+
+/// The workgroup size a block size stands for, keeping the Program's own `y` and `z`
+/// (`own`): `None` when the block is not a whole number of `y * z` rows.
+pub fn block_workgroup(block: u32, own: [u32; 3]) -> Option<[u32; 3]> {
+    let rows = own[1].max(1).saturating_mul(own[2].max(1));
+    (block.is_multiple_of(rows) && block >= rows).then(|| [block / rows, own[1], own[2]])
 }

@@ -27,6 +27,9 @@ pub enum TuneStatus {
     CannotLaunch(String),
     /// Ran but the results differ from the reference interpreter.
     Mismatch,
+    /// Not timed: on the reference interpreter this size gives other outputs than the
+    /// Program's own size (the first difference, `partial[3] 12.0 vs 9.5`).
+    ChangesResults(String),
 }
 
 /// One candidate's measurement.
@@ -42,6 +45,10 @@ pub struct TuneRow {
     pub speedup_vs_default: Option<f64>,
     /// Outcome.
     pub status: TuneStatus,
+    /// Set when this size's outputs could not be compared with the own size's (`too large:
+    /// ...`): it ran, but nothing says it computes the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results_note: Option<String>,
 }
 
 /// A whole tuning run: every candidate plus what it was compared with.
@@ -80,11 +87,13 @@ impl TuneResult {
         }
     }
 
-    /// The fastest candidate that ran and matched.
+    /// The fastest candidate that ran, matched the reference and keeps the Program's results
+    /// (a size whose results were not compared with the own size's is never "best").
     pub fn best(&self) -> Option<&TuneRow> {
         self.rows
             .iter()
             .filter(|r| r.status == TuneStatus::Ok)
+            .filter(|r| r.results_note.is_none() || r.workgroup == self.default_workgroup)
             .filter_map(|r| r.median_ms.map(|m| (m, r)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, r)| r)
@@ -102,6 +111,7 @@ mod tests {
             occupancy_pct: 100.0,
             speedup_vs_default: None,
             status,
+            results_note: None,
         }
     }
 

@@ -27,6 +27,9 @@ pub fn text(l: &SassListing) -> String {
         "// {} for {} (ptxas {}, nvdisasm {}): {} registers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads",
         l.kernel, l.arch, l.tools.ptxas, l.tools.nvdisasm, r.registers, r.stack_frame, r.spill_stores, r.spill_loads
     );
+    if let Some(note) = crate::emit::ptxas::arch_note(l.sm) {
+        let _ = writeln!(s, "// note: sm_{} asked for; {note}", l.sm);
+    }
     let _ = writeln!(
         s,
         "// {} instructions ({} alignment NOPs after the code not shown); `-` = no statement (entry, prologue, epilogue)",

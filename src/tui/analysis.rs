@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::diagnostics::{launch, perf, Diagnostic, Severity};
 use crate::emit::{emit, EmitOptions, EmittedKernel, SourceMap};
+use crate::harness::preserve::{self, Inputs};
 use crate::inputs::default_shape;
 use crate::ir::print::{print_program, PrintedLine};
 use crate::ir::Program;
@@ -392,6 +393,7 @@ pub fn estimate_emission(
     program: &Program,
     device: Option<&DeviceCaps>,
     res: Option<&Resources>,
+    inputs: Option<&Inputs>,
 ) -> Estimated {
     let mut e = Emission {
         opts: opts.clone(),
@@ -400,7 +402,7 @@ pub fn estimate_emission(
         resources: Vec::new(),
         diagnostics: Vec::new(),
     };
-    estimate_into(&mut e, program, device, res);
+    estimate_into(&mut e, program, device, res, inputs);
     Estimated {
         occupancy: e.occupancy,
         resources: e.resources,
@@ -423,18 +425,32 @@ pub fn threads(wg: [u32; 3]) -> u32 {
 }
 
 /// Re-estimates occupancy, resource rows and launch/performance diagnostics of `e` for
-/// `device` and `res` (cheap: runs inline on every tuning key).
+/// `device` and `res`. With `inputs` (the Program's `run` inputs; none for a pipeline's fused
+/// kernel) a workgroup size other than the Program's own is compared with it on the
+/// reference interpreter (`L014`) and the suggestion keeps only sizes that preserve the
+/// results ([`crate::harness::preserve`], cached): this runs on the analysis worker, never
+/// on the UI thread.
 pub fn estimate_into(
     e: &mut Emission,
     program: &Program,
     device: Option<&DeviceCaps>,
     res: Option<&Resources>,
+    inputs: Option<&Inputs>,
 ) {
     let kernel = e.ptx.as_ref().ok().map(|p| &p.kernel);
     let known = res.and_then(|r| r.as_ref().ok());
     e.resources = resource_rows(kernel, known);
     e.diagnostics.clear();
     let wg = e.opts.workgroup_size;
+    e.diagnostics
+        .extend(crate::diagnostics::wg_dependence::dependence(program));
+    if let Some(inputs) = inputs.filter(|_| wg != program.workgroup_size) {
+        let p = preserve::preserves(program, inputs, wg);
+        e.diagnostics
+            .extend(crate::diagnostics::wg_dependence::size_verdict(
+                program, wg, &p,
+            ));
+    }
     let Some(device) = device else {
         // The workgroup-overrun rule needs no device (it is part of the launch rules below).
         e.diagnostics
@@ -499,12 +515,30 @@ pub fn estimate_into(
     if let Err(why) = &est.launchable {
         headroom.insert(0, why.to_string().lines().next().unwrap_or("").to_string());
     }
-    let suggestion = suggest_block_sizes(&sweep_block_sizes(device, kr, 0, &FuncConfig::default()));
+    // Only sizes that keep the Program's results; without its inputs, only its own size.
+    let own = program.workgroup_size;
+    let suggestion = suggest_block_sizes(
+        &sweep_block_sizes(device, kr, 0, &FuncConfig::default()),
+        Some(threads(own)),
+        &mut |b| {
+            let Some(inputs) = inputs else {
+                return Some("results not checked: no run inputs".into());
+            };
+            let Some(w) = crate::occupancy::block_workgroup(b, own) else {
+                return Some(format!("not a whole number of {}x{} rows", own[1], own[2]));
+            };
+            let p = preserve::preserves(program, inputs, w);
+            (!p.is_preserved()).then(|| p.text())
+        },
+    );
     if let Some(sg) = suggestion {
         headroom.push(format!(
             "suggested block {}: {}",
             sg.block_size, sg.explanation
         ));
+        for r in &sg.refused {
+            headroom.push(format!("not suggested: {} ({})", r.block_size, r.why));
+        }
     }
     e.occupancy = Ok(OccupancyView {
         device: format!("{} ({})", device.name, device.source),

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::emit::{ptxas, EmitOptions, EmittedKernel};
 use crate::harness::executor::{Execution, Executor};
+use crate::harness::preserve::Preservation;
 use crate::ir::Program;
 use crate::occupancy::{profiles, DeviceCaps, KernelResources};
 use crate::runtime::execute::RunRequest;
@@ -434,9 +435,33 @@ impl Gpu for WorkerGpu {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, Problem> {
         let caps = self.worker.probe()?;
+        // Sizes that change the Program's results are refused before the GPU times them.
+        let inputs = crate::harness::preserve::Inputs {
+            base: files.base.clone(),
+            root: files.root.clone(),
+        };
+        let mut refused = Vec::new();
+        let mut noted = Vec::new();
+        let mut kept = Vec::new();
+        for wg in candidates(program, caps.max_threads_per_block) {
+            match crate::harness::preserve::preserves(program, &inputs, wg) {
+                p @ Preservation::Changed { .. } => refused.push(TuneRow {
+                    workgroup: wg,
+                    median_ms: None,
+                    occupancy_pct: None,
+                    speedup: None,
+                    note: p.text(),
+                }),
+                p @ Preservation::NotChecked { .. } => {
+                    noted.push((wg, p.text()));
+                    kept.push(wg);
+                }
+                Preservation::Preserved => kept.push(wg),
+            }
+        }
         let req = SweepRequest {
             sm: Some(opts.sm),
-            candidates: candidates(program, caps.max_threads_per_block),
+            candidates: kept,
             repeat: 10,
             timeout: Some(KERNEL_TIMEOUT),
             root: files.root.clone(),
@@ -470,7 +495,21 @@ impl Gpu for WorkerGpu {
                     note: e,
                 },
             })
+            .collect::<Vec<TuneRow>>();
+        let mut rows: Vec<TuneRow> = rows
+            .into_iter()
+            .map(|mut r| {
+                // Ran, but its results were not compared with the own size's: never "best".
+                if let Some((_, why)) = noted.iter().find(|(w, _)| *w == r.workgroup) {
+                    if r.note.is_empty() && r.workgroup != program.workgroup_size {
+                        r.note = why.clone();
+                    }
+                }
+                r
+            })
+            .chain(refused)
             .collect();
+        rows.sort_by_key(|r| (r.workgroup[0], r.workgroup[1], r.workgroup[2]));
         Ok(tune_rows(program, rows))
     }
 
@@ -554,14 +593,33 @@ pub fn pipeline_job(file: &PipelineFile, sync: SyncMode) -> PipelineJob {
     }
 }
 
+/// A GPU error in a few words for a table row or an empty tab: `no CUDA driver found
+/// (libcuda.so.1)` without the loader's own message repeated after it (the status bar and the
+/// probe keep the whole text), and any `- press r ...` advice kept. Other errors unchanged.
+pub fn short_gpu_error(e: &str) -> String {
+    let Some(start) = e.find("no CUDA driver found (") else {
+        return e.to_string();
+    };
+    let Some(close) = e[start..].find(')') else {
+        return e.to_string();
+    };
+    let head = &e[..start + close + 1];
+    match e.find(" - press ") {
+        Some(i) if i > start + close => format!("{head}{}", &e[i..]),
+        _ => head.to_string(),
+    }
+}
+
 /// Bundled device profiles (name, caps) for `d`, in display order.
 pub fn device_profiles() -> Vec<(String, DeviceCaps)> {
     profiles::names()
         .into_iter()
         .filter_map(|n| {
-            profiles::bundled(n)
-                .and_then(Result::ok)
-                .map(|c| (n.to_string(), c))
+            profiles::bundled(n).and_then(Result::ok).map(|mut c| {
+                // Shown as the device's origin: a profile, not a probed GPU.
+                c.source = profiles::label(n, &c);
+                (n.to_string(), c)
+            })
         })
         .collect()
 }
@@ -575,7 +633,13 @@ pub fn default_profile(list: &[(String, DeviceCaps)]) -> usize {
 
 /// Loads a device profile from a JSON file (`--device FILE`).
 pub fn load_device_file(path: &Path) -> Result<DeviceCaps, String> {
-    profiles::load(&path.display().to_string()).map_err(|e| e.to_string())
+    let name = path.display().to_string();
+    profiles::load(&name)
+        .map_err(|e| e.to_string())
+        .map(|mut c| {
+            c.source = profiles::label(&name, &c);
+            c
+        })
 }
 
 /// Flattens any serializable statistics struct into display rows (`a.b = 3`), so the panels
@@ -602,6 +666,19 @@ pub fn counters_of<T: Serialize>(value: &T) -> Counters {
         walk("", &v, &mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod short_error_tests {
+    #[test]
+    fn the_loader_message_is_dropped_and_the_advice_kept() {
+        let e = "no CUDA driver found (libcuda.so.1): libcuda.so.1: cannot open shared object file: No such file or directory - press r on a machine with a GPU";
+        assert_eq!(
+            super::short_gpu_error(e),
+            "no CUDA driver found (libcuda.so.1) - press r on a machine with a GPU"
+        );
+        assert_eq!(super::short_gpu_error("worker died"), "worker died");
+    }
 }
 
 #[cfg(test)]

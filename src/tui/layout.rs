@@ -65,12 +65,57 @@ pub fn tab_label(i: usize, t: Tab) -> String {
     format!(" {} {} ", i + 1, t.title())
 }
 
-/// Index of the tab (of `tabs`, the ones shown) whose label is at column `x` of the tab bar
-/// of the detail panel in `area`.
-pub fn tab_at(area: Rect, x: u16, tabs: &[Tab]) -> Option<usize> {
+/// The tab bar's labels for a bar `width` columns wide (each label followed by a one-column
+/// separator), so that every tab stays reachable and the active one legible: whole titles
+/// when they fit; else the inactive titles cut to the longest common length that fits
+/// (`Occu…`), the active one whole; at worst the inactive tabs by number alone.
+pub fn tab_labels(width: u16, tabs: &[Tab], active: Tab) -> Vec<String> {
+    let full: Vec<String> = tabs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| tab_label(i, *t))
+        .collect();
+    let total = |v: &[String]| v.iter().map(|l| l.chars().count() + 1).sum::<usize>();
+    if total(&full) <= usize::from(width) {
+        return full;
+    }
+    let longest = tabs
+        .iter()
+        .map(|t| t.title().chars().count())
+        .max()
+        .unwrap_or(0);
+    let cut = |n: usize| -> Vec<String> {
+        tabs.iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let title = t.title();
+                if *t == active || title.chars().count() <= n {
+                    tab_label(i, *t)
+                } else if n == 0 {
+                    format!(" {} ", i + 1)
+                } else {
+                    let short: String = title.chars().take(n).collect();
+                    format!(" {} {short}… ", i + 1)
+                }
+            })
+            .collect()
+    };
+    (0..longest)
+        .rev()
+        .map(cut)
+        .find(|v| total(v) <= usize::from(width))
+        .unwrap_or_else(|| cut(0))
+}
+
+/// Index of the tab (of `tabs`, the ones shown, `active` among them) whose label is at
+/// column `x` of the tab bar of the detail panel in `area`.
+pub fn tab_at(area: Rect, x: u16, tabs: &[Tab], active: Tab) -> Option<usize> {
     let mut at = area.x + 1;
-    for (i, t) in tabs.iter().enumerate() {
-        let w = tab_label(i, *t).chars().count() as u16;
+    for (i, label) in tab_labels(area.width.saturating_sub(2), tabs, active)
+        .iter()
+        .enumerate()
+    {
+        let w = label.chars().count() as u16;
         if x >= at && x < at + w {
             return Some(i);
         }

@@ -178,7 +178,11 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
                 .map_or(0, |i| (i + 1) % SM_TARGETS.len());
             app.code.sm = SM_TARGETS[i];
             app.code.sm_pinned = true;
-            app.screen.info(format!("target sm_{}", app.code.sm));
+            app.screen
+                .info(match crate::emit::ptxas::arch_note(app.code.sm) {
+                    Some(note) => format!("target sm_{} (PTX; {note})", app.code.sm),
+                    None => format!("target sm_{}", app.code.sm),
+                });
             program::reanalyze(app, out);
         }
         Command::Pin => pin::pin(app, out),

@@ -115,6 +115,9 @@ pub enum Job {
         device: Option<Box<DeviceCaps>>,
         /// Kernel resources, when known.
         res: Option<Box<Resources>>,
+        /// The Program's `run` inputs (its folder), for comparing other workgroup sizes
+        /// with its own; `None` for a pipeline's fused kernel.
+        inputs: Option<Box<crate::harness::preserve::Inputs>>,
     },
     /// Probe the live device.
     Probe,
@@ -146,6 +149,16 @@ pub enum Job {
         /// Grid barriers or dataflow waits in the fused kernels (`--sync`).
         sync: crate::megakernel::plan::SyncMode,
     },
+    /// No GPU: the offline tune sweep (registers, occupancy on the device profile,
+    /// instruction mix, result preservation; nothing timed).
+    TuneOffline {
+        /// Program.
+        program: Arc<Program>,
+        /// Where `file` inputs come from.
+        files: InputFolder,
+        /// Device profile to estimate for (boxed: jobs stay small).
+        device: Option<Box<DeviceCaps>>,
+    },
     /// Tune sweep.
     Tune {
         /// Program.
@@ -174,6 +187,7 @@ impl Job {
             Job::Dispatch { .. } => "dispatching",
             Job::Reference { .. } => "running the reference interpreter",
             Job::Tune { .. } => "tuning",
+            Job::TuneOffline { .. } => "estimating a tune sweep (no GPU)",
             Job::Pipeline { gpu: true, .. } => "running pipeline on the GPU",
             Job::Pipeline { .. } => "running reference pipeline",
         }
@@ -218,6 +232,8 @@ pub enum Reply {
     /// The timeline recorded after a GPU dispatch or pipeline run (its forms), or why not;
     /// the job's own reply follows.
     Timeline(Result<Vec<Arc<super::timeline::TimelineData>>, String>),
+    /// The offline tune sweep finished (rows of estimates: no median times).
+    TunedOffline(Result<Vec<TuneRow>, String>),
     /// Tune finished.
     Tuned(Result<Vec<TuneRow>, String>, Stats),
 }
@@ -272,7 +288,7 @@ fn plan_step(
     };
     if let (Ok(f), Ok(ptx)) = (&view.fused, &emission.ptx) {
         let mut kernel = ptx.kernel.clone();
-        crate::megakernel::compiled::rename_to_steps(&mut kernel, f);
+        crate::megakernel::compiled::rename_to_steps(&mut kernel, f, &view.file.pipeline);
         emission.ptx = Ok(Arc::new(PtxView::new(kernel)));
     }
     Planned {
@@ -313,6 +329,52 @@ impl Stats {
             telemetry: gpu.telemetry().map_err(String::from),
         }
     }
+}
+
+/// The offline sweep ([`crate::harness::offline`]) over the inspector's candidates, as the
+/// Run tab's tune rows: no median, the estimated occupancy, and a note with the registers,
+/// the instruction count and the results check; the suggestion is marked "best".
+fn offline_tune_rows(
+    program: &Program,
+    files: &InputFolder,
+    device: Option<&DeviceCaps>,
+) -> Result<Vec<TuneRow>, String> {
+    let Some(caps) = device else {
+        return Err("no device profile to estimate for: press d to pick one, or start with --device NAME|FILE".into());
+    };
+    let inputs = crate::harness::preserve::Inputs {
+        base: files.base.clone(),
+        root: files.root.clone(),
+    };
+    let candidates = super::gpu::candidates(program, caps.max_threads_per_block);
+    let device = format!("{} ({})", caps.name, caps.source);
+    let t = crate::harness::offline::tune_offline(program, &inputs, &candidates, caps, &device);
+    let mut rows: Vec<TuneRow> = t
+        .rows
+        .iter()
+        .map(|r| {
+            let regs = r.registers.map_or("-".to_string(), |x| x.to_string());
+            let instr = r.mix.map_or("-".to_string(), |m| m.total().to_string());
+            let note = if Some(r.workgroup) == t.suggested {
+                "best".to_string()
+            } else if let Some(why) = &r.cannot_launch {
+                format!("cannot launch: {why}")
+            } else if !r.results.is_preserved() {
+                r.results.text()
+            } else {
+                format!("estimate: {regs} regs, {instr} instr")
+            };
+            TuneRow {
+                workgroup: r.workgroup,
+                median_ms: None,
+                occupancy_pct: Some(r.occupancy_pct),
+                speedup: None,
+                note,
+            }
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.workgroup[0], r.workgroup[1], r.workgroup[2]));
+    Ok(rows)
 }
 
 /// Runs one job to completion on `gpu`, reporting through `report`.
@@ -395,9 +457,17 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             program,
             device,
             res,
+            inputs,
         } => {
             report(Reply::Started("estimating", 0));
-            let est = estimate_emission(ptx, &opts, &program, device.as_deref(), res.as_deref());
+            let est = estimate_emission(
+                ptx,
+                &opts,
+                &program,
+                device.as_deref(),
+                res.as_deref(),
+                inputs.as_deref(),
+            );
             report(Reply::Estimated(id, Box::new(est)));
         }
         Job::Probe => {
@@ -456,6 +526,18 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             };
             report(Reply::PipelineRan(r));
         }
+        Job::TuneOffline {
+            program,
+            files,
+            device,
+        } => {
+            report(Reply::Started("estimating a tune sweep (no GPU)", 0));
+            report(Reply::TunedOffline(offline_tune_rows(
+                &program,
+                &files,
+                device.as_deref(),
+            )));
+        }
         Job::Tune {
             program,
             files,
@@ -484,6 +566,7 @@ impl Job {
                 | Job::Analyze { .. }
                 | Job::Plan { .. }
                 | Job::Estimate { .. }
+                | Job::TuneOffline { .. }
                 | Job::Reference { .. }
                 | Job::Sass { .. }
                 | Job::Vyre { .. }

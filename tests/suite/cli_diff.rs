@@ -201,3 +201,25 @@ fn a_bad_side_is_one_error_with_a_fix_in_text_and_json() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Fix:"));
 }
+
+/// sm_70: the pinned ptxas has no sm_70 target, so its SASS is sm_75's; the side says so
+/// rather than calling sm_75 SASS sm_70's.
+#[test]
+fn sm_70_side_says_its_sass_is_sm_75() {
+    let out = bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "diff",
+            "fixtures/programs/vadd_f32.json@sm=70",
+            "fixtures/programs/vadd_f32.json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("sm_70 (the pinned ptxas (13) has no sm_70 target: its SASS is for sm_75)"),
+        "{text}"
+    );
+    assert!(!text.contains("sm_90 (the pinned"), "{text}");
+}

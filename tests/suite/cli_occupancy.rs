@@ -90,7 +90,12 @@ fn calculator_one_block_explains() {
 fn default_device_is_said_and_bad_input_refused() {
     let (code, out, _) = vy(&["occupancy", "--regs", "32"], None);
     assert_eq!(code, 0);
-    assert!(out.contains("bundled `h200` profile"), "{out}");
+    assert!(out.contains("bundled profile `h200`"), "{out}");
+    // A bundled profile is not a probed device (issue 36: "(probed)" on a machine without
+    // a GPU).
+    assert!(!out.contains("probed"), "{out}");
+    let (_, out, _) = vy(&["occupancy", "--regs", "32", "--device", "sm86"], None);
+    assert!(out.contains("bundled profile `sm86`"), "{out}");
     let (code, _, err) = vy(&["occupancy", "--device", "gtx480", "--regs", "32"], None);
     assert_eq!(code, 1);
     assert!(err.contains("h100-sxm") && err.contains("Fix:"), "{err}");

@@ -171,3 +171,67 @@ fn the_scanner_finds_and_resolves_citations() {
     assert!(!resolves(&root, &page, "no-such-page.md"));
     assert!(!resolves(&root, &page, "/abs/path.md"));
 }
+
+/// Every `diff` side the README, the docs and the command's help give as an example
+/// (`FILE.json@OPTION`) names a file that exists, so that it can be run as written (issue 36:
+/// the README's `saxpy.json@wg=64` named no file).
+#[test]
+fn diff_examples_name_files_that_exist() {
+    let root = root();
+    let mut files = vec![root.join("README.md"), root.join("src/compare/variant.rs")];
+    files_under(&root.join("docs"), "md", &mut files);
+    files.push(root.join("src/cli/diff.rs"));
+    let mut seen = 0;
+    for f in files {
+        let mut text = std::fs::read_to_string(&f).unwrap();
+        if f.ends_with("variant.rs") {
+            // Its tests parse made-up names; the help text is what users read.
+            text = text
+                .lines()
+                .filter(|l| l.contains("SPEC_HELP: &str"))
+                .collect();
+        }
+        for (i, _) in text.match_indices(".json@") {
+            let start = text[..i]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)))
+                .map_or(0, |s| s + 1);
+            let name = &text[start..i + 5];
+            // Placeholders in capitals (`STEP.json@wg=64`) are not examples.
+            if name.chars().any(|c| c.is_ascii_uppercase()) {
+                continue;
+            }
+            seen += 1;
+            assert!(
+                root.join(name).is_file(),
+                "{}: the diff example `{name}` names no file",
+                f.display()
+            );
+        }
+    }
+    assert!(seen >= 3, "only {seen} examples found");
+}
+
+/// The README's key list names every one-character default key of the inspector's key table
+/// (issue 36: `p D P b u f` were missing); the number keys are named as a range.
+#[test]
+fn readme_names_every_inspector_key() {
+    let root = root();
+    let table = std::fs::read_to_string(root.join("src/tui/keymap/table.rs")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for list in table.split("&[").skip(1) {
+        let list = list.split(']').next().unwrap_or("");
+        for key in list.split(',').map(|k| k.trim().trim_matches('"')) {
+            if key.chars().count() != 1 || key.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            seen += 1;
+            if !readme.contains(&format!("`{key}`")) {
+                missing.push(key.to_string());
+            }
+        }
+    }
+    assert!(seen > 30, "only {seen} keys read from the table");
+    assert!(missing.is_empty(), "README lacks the keys {missing:?}");
+}

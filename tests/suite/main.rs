@@ -17,6 +17,7 @@ mod cli_plan;
 mod cli_run;
 mod cli_scripting;
 mod cli_stderr;
+mod cli_tune;
 mod compile_diagnostics;
 mod diagnostics_rules;
 mod docs_links;
@@ -78,3 +79,4 @@ mod vyre_off;
 mod vyre_roundtrip;
 #[cfg(not(feature = "vyre"))]
 mod vyre_without_feature;
+mod wg_dependence;

@@ -276,11 +276,35 @@ fn sweeps_and_suggestion() {
     let rows = sweep_block_sizes(&caps, &res(32, 0), 0, &FuncConfig::default());
     assert_eq!(rows.len(), 32);
     assert!(rows.iter().all(|r| r.block_size % 32 == 0));
-    let s = suggest_block_sizes(&rows).unwrap();
+    let s = suggest_block_sizes(&rows, None, &mut |_| None).unwrap();
     // 32 regs: every block size that divides 2048 threads into <= 32 blocks reaches 100%.
     assert_eq!(s.tied, vec![64, 128, 256, 512, 1024]);
     assert_eq!((s.block_size, s.driver_pick), (128, 1024));
     assert!(s.explanation.contains("64, 128, 256, 512, 1024"));
+    assert!(s.refused.is_empty());
+    // A size the check refuses (it changes the Program's results) is never suggested: the
+    // next one in the preferred order is, here the Program's own 256, accepted unasked.
+    let mut asked = Vec::new();
+    let s = suggest_block_sizes(&rows, Some(256), &mut |b| {
+        asked.push(b);
+        (b == 128).then(|| "changes results: out[3] 12.0 vs 9.5".to_string())
+    })
+    .unwrap();
+    assert_eq!(asked, vec![128]);
+    assert_eq!(s.block_size, 256);
+    assert_eq!(s.refused.len(), 1);
+    assert_eq!(s.refused[0].block_size, 128);
+    assert!(s.refused[0].why.contains("out[3] 12.0 vs 9.5"));
+    // Every size of the best occupancy refused and the own size not among them: the next
+    // occupancy down, never a refused one.
+    let s = suggest_block_sizes(&rows, Some(96), &mut |b| {
+        [64, 128, 256, 512, 1024]
+            .contains(&b)
+            .then(|| "changes results".to_string())
+    })
+    .unwrap();
+    assert!(![64, 128, 256, 512, 1024].contains(&s.block_size), "{s:?}");
+    assert!(s.explanation.contains("refused"), "{}", s.explanation);
     // Register-limited kernels stop at their max block size.
     let rows = sweep_block_sizes(&caps, &res(255, 0), 0, &FuncConfig::default());
     assert_eq!(rows.last().unwrap().block_size, 256);

@@ -314,3 +314,37 @@ fn sass_shows_every_fused_group_of_a_pipeline() {
         "{out}"
     );
 }
+
+/// Issue 36 item 6: the fused kernel's statement comments speak of the steps' own nodes and
+/// statements (as the IR pane does), not of the fused Program's ids and renamed variables;
+/// `plan` names both accesses of a neighbour read with their steps and verbs.
+#[test]
+fn fused_comments_name_step_nodes_and_plan_names_both_steps() {
+    let f = fixture("softmax.json");
+    let (code, out, err) = vyrescope(&["emit", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("// steps[0].body[2]: tile[l] = "), "{out}");
+    // Every statement comment that comes from a step is relabelled: what is left with a
+    // fused id is what the fusion made up (its own blocks, loops and guards).
+    for l in out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("// body["))
+    {
+        assert!(
+            !l.contains("s0_tile"),
+            "a step statement kept its fused name: {l}"
+        );
+    }
+    // The source map points at the same step nodes the comments name.
+    let (_, map, _) = vyrescope(&["emit", f.to_str().unwrap(), "--map"]);
+    assert!(map.contains("\"steps[0].body[2]\""), "{map}");
+    let halo = fixture("stencil_halo4.json");
+    let (code, out, err) = vyrescope(&["plan", halo.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("step 0 reads it at both gid.x - 1 and gid.x in one statement (node `steps[0].body[1].then[0]`)"),
+        "{out}"
+    );
+    assert!(!out.contains("but step 0 at"), "{out}");
+}

@@ -380,7 +380,7 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
     press(&mut a, &[Command::Dispatch]);
     let runs = &a.jobs.session.runs;
     assert_eq!(runs.len(), 1, "{:?}", a.jobs.session.run_error);
-    let r = &runs[0];
+    let r = runs[0].clone();
     assert_eq!(r.backend, vyrescope::tui::gpu::REFERENCE_BACKEND);
     assert!(r.parity.is_none() && r.device_ms >= 0.0);
     assert_eq!(r.workgroup, a.workgroup());
@@ -390,9 +390,50 @@ fn offline_r_runs_the_reference_interpreter_and_says_so() {
     let s = screen(&mut a, &hl);
     assert!(s.contains("interpreter (no GPU)"), "{s}");
     assert!(!s.contains("no CUDA driver found"), "{s}");
-    // A tune sweep still needs the GPU and says why it did not run.
+    // The interpreter's wall time is not a device time: the device column shows `-`, the
+    // parity column says it was CPU time, and the sparkline has no GPU runs to draw.
+    let row = s
+        .lines()
+        .find(|l| l.contains("interpreter (no GPU)"))
+        .unwrap();
+    assert!(row.contains("ms CPU"), "{row}");
+    let device_ms = format!("{:.4}", r.device_ms);
+    assert!(
+        !row.contains(&device_ms),
+        "device column shows the CPU time: {row}"
+    );
+    assert!(s.contains("device µs: no GPU runs"), "{s}");
+    // Cache and Telemetry say why they are empty in a few words, not the loader's whole
+    // message.
+    for (tab, what) in [(5, "cache statistics"), (6, "telemetry")] {
+        press(&mut a, &[Command::Tab(tab)]);
+        let s = screen(&mut a, &hl);
+        assert!(
+            s.contains(&format!(
+                "{what} empty: no CUDA driver found (libcuda.so.1)"
+            )),
+            "{s}"
+        );
+        assert!(!s.contains("test machine"), "{s}");
+    }
+    // Without a GPU a tune sweep is the offline estimate, labelled so (nothing timed).
     press(&mut a, &[Command::Tune]);
-    assert!(matches!(&a.jobs.session.tune, Some(Err(e)) if e.contains("no CUDA driver")));
+    let rows = match &a.jobs.session.tune {
+        Some(Ok(rows)) => rows.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(rows
+        .iter()
+        .all(|r| r.median_ms.is_none() && r.occupancy_pct.is_some()));
+    assert_eq!(
+        rows.iter().filter(|r| r.note == "best").count(),
+        1,
+        "{rows:?}"
+    );
+    let msg = a.screen.message.clone().unwrap();
+    assert!(msg.1.contains("estimate, nothing timed"), "{msg:?}");
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("estimate, nothing timed"), "{s}");
 }
 
 #[test]

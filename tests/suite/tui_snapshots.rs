@@ -42,7 +42,8 @@ fn layout_80x24() {
         "IR vadd_f32",
         "PTX",
         "Occupancy",
-        "Telemetry",
+        // Inactive tabs are shortened when the bar is too narrow for all titles.
+        "6 Telem…",
         "offline: h200",
         "sm_90",
     ] {
@@ -255,4 +256,65 @@ fn zoom_and_search_prompt() {
         update(&mut a, vyrescope::tui::action::Action::Input(c));
     }
     check("zoom_search_prompt", &screen(&mut a, &hl));
+}
+
+/// Issue 36 item 7: at 80x24 every tab is reachable and legible. The tab bar shows every tab
+/// (inactive titles shortened when they do not all fit, the active one whole), and the status
+/// bar's key hints are whole, never cut mid-word. One snapshot per tab, for a Program and
+/// for a pipeline (which adds Plan).
+#[test]
+fn every_tab_at_80x24() {
+    let pipeline = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/pipelines/workgroup_rotate.json");
+    for (name, file) in [
+        ("program", fixture("reduce_sum_f32.json")),
+        ("pipeline", pipeline),
+    ] {
+        let (mut a, hl) = app(&[file], 80, 24);
+        let tabs = a.detail.tabs();
+        assert!(tabs.len() >= 7, "{name}: {tabs:?}");
+        let hints: Vec<String> = {
+            let s = screen(&mut a, &hl);
+            let status = s.lines().last().unwrap().to_string();
+            status
+                .split('│')
+                .nth(1)
+                .unwrap_or("")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        for (i, tab) in tabs.iter().enumerate() {
+            press(&mut a, &[Command::Tab(i as u8 + 1)]);
+            assert_eq!(a.detail.tab, *tab);
+            let s = screen(&mut a, &hl);
+            let bar = s
+                .lines()
+                .find(|l| l.contains(" 1 ") && l.contains(" 2 "))
+                .unwrap_or_else(|| panic!("{name}: no tab bar\n{s}"));
+            for n in 1..=tabs.len() {
+                assert!(
+                    bar.contains(&format!(" {n} ")),
+                    "{name}: tab {n} hidden: {bar}"
+                );
+            }
+            assert!(
+                bar.contains(&format!(" {} {} ", i + 1, tab.title())),
+                "{name}: the active tab {} is not legible: {bar}",
+                tab.title()
+            );
+            // The status bar: every hint word it shows is one of the whole hints.
+            let status = s.lines().last().unwrap();
+            if let Some(shown) = status.split('│').nth(1) {
+                for w in shown.split_whitespace() {
+                    assert!(
+                        hints.iter().any(|h| h == w) || w.chars().count() <= 2,
+                        "{name}: hint cut mid-word: `{w}` in {status}"
+                    );
+                }
+            }
+            let slug = tab.title().to_lowercase().replace(' ', "_");
+            check(&format!("tab_{slug}_{name}_80x24"), &s);
+        }
+    }
 }

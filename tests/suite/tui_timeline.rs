@@ -424,6 +424,16 @@ fn without_a_timeline_the_tab_says_how_to_get_one() {
         s.contains("No timeline yet") && s.contains("--timeline-out"),
         "{s}"
     );
+    // It names the bundled record file that opens without a GPU, and that file exists.
+    let bundled = "tests/data/reduce_total_normalize.h200.rec.json";
+    assert!(
+        vyrescope::tui::views::timeline::HOW_TO.contains(bundled),
+        "{}",
+        vyrescope::tui::views::timeline::HOW_TO
+    );
+    assert!(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(bundled)
+        .is_file());
     a.screen.focus = Focus::Detail;
     press(&mut a, &[Command::WgPlus]);
     assert!(a

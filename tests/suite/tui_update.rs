@@ -550,3 +550,22 @@ fn files_are_read_and_exports_written_outside_update() {
     assert!(tmp.path().join("vadd_f32.ptx.json").is_file());
     assert_eq!(a.screen.message.as_ref().map(|m| m.0), Some(Level::Info));
 }
+
+/// `T` to sm_70 says its SASS is sm_75's (the pinned ptxas has no sm_70 target), rather than
+/// showing sm_75 SASS as sm_70's silently; other targets say nothing more.
+#[test]
+fn cycling_to_sm_70_says_the_sass_is_sm_75() {
+    let (mut a, _hl) = app(&[fixture("vadd_f32.json")], 120, 40);
+    let mut seen_70 = false;
+    for _ in 0..8 {
+        press(&mut a, &[Command::CycleSm]);
+        let msg = a.screen.message.clone().map(|m| m.1).unwrap_or_default();
+        if a.code.sm == 70 {
+            seen_70 = true;
+            assert!(msg.contains("SASS is for sm_75"), "{msg}");
+        } else {
+            assert_eq!(msg, format!("target sm_{}", a.code.sm));
+        }
+    }
+    assert!(seen_70, "T never reached sm_70");
+}

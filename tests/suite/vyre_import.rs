@@ -1073,3 +1073,23 @@ fn a_left_out_early_exit_changes_no_result_past_the_count() {
     // vadd and saxpy at least (their stores index the counted buffer with gid.x).
     assert!(dropped >= 2, "{dropped} imports left the exit out");
 }
+
+/// `check` of a vyre file prints its informational import notes (VY011, VY012) only under
+/// `--verbose`, and says how many it left out; `--json` always lists them (issue 36).
+#[test]
+fn check_shows_import_notes_with_verbose_only() {
+    let run = |args: &[&str]| {
+        let o = crate::support::cli::in_root().args(args).output().unwrap();
+        crate::support::cli::parts(&o)
+    };
+    let file = "fixtures/vyre/saxpy_f32.vyre";
+    let (code, quiet, _) = run(&["check", file]);
+    assert_eq!(code, 0, "{quiet}");
+    assert!(!quiet.contains("info[VY"), "{quiet}");
+    assert!(quiet.contains("--verbose shows them"), "{quiet}");
+    let (_, loud, _) = run(&["check", file, "--verbose"]);
+    assert!(loud.contains("info[VY011]"), "{loud}");
+    assert!(!loud.contains("not shown"), "{loud}");
+    let (_, json, _) = run(&["check", file, "--json"]);
+    assert!(json.contains("\"VY011\""), "{json}");
+}

@@ -50,5 +50,11 @@ fn vyre_files_say_how_to_enable_the_feature() {
                 && text.contains("cargo build --release --features vyre"),
             "{args:?}: {text}"
         );
+        // A valid vyre file is never called invalid: this build cannot read it, and says so.
+        assert!(!text.contains("INVALID"), "{args:?}: {text}");
+        assert!(!text.contains("not a valid vyre file"), "{args:?}: {text}");
+        if args[0] == "check" {
+            assert!(text.contains("NOT CHECKED"), "{text}");
+        }
     }
 }

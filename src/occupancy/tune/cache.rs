@@ -231,6 +231,7 @@ mod tests {
                     occupancy_pct: 100.0,
                     speedup_vs_default: None,
                     status: TuneStatus::Ok,
+                    results_note: None,
                 })
                 .collect(),
             from_cache: false,

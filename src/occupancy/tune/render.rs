@@ -39,11 +39,15 @@ pub fn render_text(r: &TuneResult) -> String {
         let status = match &row.status {
             TuneStatus::Ok => "ok".to_string(),
             TuneStatus::Mismatch => "MISMATCH vs reference".to_string(),
+            TuneStatus::ChangesResults(why) => format!("not timed: changes results: {why}"),
             TuneStatus::CannotLaunch(why) => {
                 format!("cannot launch: {}", why.lines().next().unwrap_or(""))
             }
         };
         let mut marks = String::new();
+        if let Some(n) = &row.results_note {
+            marks.push_str(&format!(" (results {n})"));
+        }
         if Some(row.workgroup) == best {
             marks.push_str(" <- best");
         }
@@ -104,6 +108,7 @@ mod tests {
                     occupancy_pct: 100.0,
                     speedup_vs_default: None,
                     status: TuneStatus::Ok,
+                    results_note: None,
                 },
                 TuneRow {
                     workgroup: [256, 1, 1],
@@ -111,6 +116,7 @@ mod tests {
                     occupancy_pct: 100.0,
                     speedup_vs_default: None,
                     status: TuneStatus::Ok,
+                    results_note: None,
                 },
                 TuneRow {
                     workgroup: [2048, 1, 1],
@@ -120,6 +126,7 @@ mod tests {
                     status: TuneStatus::CannotLaunch(
                         "2048 threads per block exceed the device limit of 1024\n  Fix: x".into(),
                     ),
+                    results_note: None,
                 },
             ],
             from_cache: true,

@@ -116,7 +116,7 @@ impl Session {
         let mut rows = self.plan_counts.rows();
         match runtime {
             Ok(r) => rows.extend(r.iter().cloned()),
-            Err(e) => rows.push(("runtime".into(), e.clone())),
+            Err(e) => rows.push(("runtime".into(), crate::tui::gpu::short_gpu_error(e))),
         }
         Ok(rows)
     }

@@ -42,7 +42,9 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                 .join(" ");
             out.push(Line::from(vec![
                 Span::styled(format!("  {k:<14}"), t.key),
-                Span::raw(format!("{describe:<28}")),
+                // Two spaces at least: a long description must not run into the name
+                // ("pin this lowering (again: unpin)pin").
+                Span::raw(format!("{describe:<28}  ")),
                 Span::styled(cmd.name().to_string(), t.dim),
             ]));
         }

@@ -455,7 +455,7 @@ pub(super) const TABLE: &[Row] = &[
     (
         Command::Tune,
         "tune",
-        "tune sweep on GPU",
+        "tune sweep (no GPU: estimate)",
         Group::Actions,
         &["t"],
         "tune",

@@ -389,7 +389,7 @@ pub(super) fn click(app: &mut App, x: u16, y: u16, out: &mut Vec<Cmd>) {
     let r = a.of(f);
     if f == Focus::Detail {
         if y == r.y + 1 {
-            if let Some(i) = tab_at(r, x, &app.detail.tabs()) {
+            if let Some(i) = tab_at(r, x, &app.detail.tabs(), app.detail.tab) {
                 app.detail.switch(i);
             }
             return;

@@ -73,7 +73,7 @@ pub(super) fn pin_best(app: &mut App, out: &mut Vec<Cmd>) {
     let Some(wg) = best else {
         return app
             .screen
-            .error("no tune result with a best candidate: press t on the live GPU first");
+            .error("no tune result with a best candidate: press t first (on the live GPU, or an offline estimate without one)");
     };
     if app.workgroup() == wg {
         app.code.pin = None;

@@ -163,7 +163,15 @@ pub(super) fn gpu_job(app: &mut App, tune: bool, out: &mut Vec<Cmd>) {
     let (program, files, opts) = (doc.program.clone(), doc.input_folder(), app.emit_options());
     // Re-running from the Run tab keeps its cursor and scroll offsets.
     app.detail.show(tabs::Run.id());
-    let job = if tune {
+    let job = if tune && app.jobs.devices.live.is_none() {
+        // No GPU to time on: estimate the candidates instead (registers, occupancy on the
+        // profile, instruction mix, whether each keeps the results), labelled as such.
+        Job::TuneOffline {
+            program,
+            files,
+            device: app.jobs.devices.current().cloned().map(Box::new),
+        }
+    } else if tune {
         Job::Tune {
             program,
             files,
@@ -262,6 +270,14 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
     let program = doc.program.clone();
     let ptx = em.ptx.clone();
     let (em_ptx, em_opts) = (em.ptx.clone(), em.opts.clone());
+    // A pipeline's fused kernel has no `run` inputs of its own to compare sizes with.
+    let inputs = doc.pipeline.is_none().then(|| {
+        let f = doc.input_folder();
+        Box::new(crate::harness::preserve::Inputs {
+            base: f.base,
+            root: f.root,
+        })
+    });
     let res = match (&app.code.fixed_resources, app.code.resources.get(&key)) {
         (Some(r), _) => Some(Ok((r.clone(), "given resources".to_string()))),
         (None, Some(r)) => Some(r.clone()),
@@ -291,6 +307,7 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
         program,
         device: app.jobs.devices.current().cloned().map(Box::new),
         res: res.map(Box::new),
+        inputs,
     };
     out.push(app.jobs.queue(job));
 }

@@ -41,8 +41,22 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Expanded(found) => program::expanded(app, found, out),
         Reply::Estimated(id, est) => {
             if id == app.code.estimate_gen {
+                // A workgroup size that changes the Program's results is said at once, in
+                // the status bar, as well as in the Diagnostics tab.
+                let changed = est
+                    .diagnostics
+                    .iter()
+                    .find(|d| d.code == "L014" && d.severity == crate::diagnostic::Severity::Error)
+                    // The finding without its long tail, so it fits the status bar.
+                    .map(|d| {
+                        let m = d.message.split(" (at ").next().unwrap_or(&d.message);
+                        m.replacen("workgroup size ", "wg ", 1)
+                    });
                 if let Some(em) = app.code.emission.as_mut() {
                     em.set_estimate(*est);
+                }
+                if let Some(m) = changed {
+                    app.screen.error(m);
                 }
                 nav::keep_visible(app, Focus::Detail);
             }
@@ -130,6 +144,23 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                     app.jobs.session.run_error = Some(e);
                 }
             }
+            nav::keep_visible(app, Focus::Detail);
+        }
+        Reply::TunedOffline(r) => {
+            match &r {
+                Err(e) => app.screen.error(format!("offline tune: {e}")),
+                Ok(rows) => {
+                    let best = rows.iter().find(|r| r.note == "best").map(|r| r.workgroup);
+                    app.screen.info(match best {
+                        Some(w) => format!(
+                            "offline tune (estimate, nothing timed - no GPU): suggested workgroup {},{},{}; P pins it",
+                            w[0], w[1], w[2]
+                        ),
+                        None => "offline tune (estimate, no GPU): no candidate launches and keeps the results".into(),
+                    });
+                }
+            }
+            app.jobs.session.tune = Some(r);
             nav::keep_visible(app, Focus::Detail);
         }
         Reply::Tuned(r, stats) => {

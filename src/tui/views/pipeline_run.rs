@@ -49,19 +49,32 @@ fn bar(ms: f64, max: f64, width: usize) -> String {
 fn run_lines<'a>(app: &App, r: &'a PipelineRun, width: usize, selected: bool) -> Vec<Line<'a>> {
     let t = &app.theme;
     let head_style = if selected { t.cursor } else { t.title };
-    let verdict = if r.separate_ms.is_none() && r.fused_ms.is_none() {
-        // The interpreter alone: there is no second result to verify it against.
-        Span::styled("reference only, nothing verified", t.dim)
-    } else if r.verified {
-        Span::styled("verified", t.ok)
+    let reference_only = r.separate_ms.is_none() && r.fused_ms.is_none();
+    let mut v = vec![if reference_only {
+        // The interpreter alone (no GPU): one clause, not the backend, a verdict and a note
+        // that all say the same.
+        Line::from(vec![
+            Span::styled(format!("{}: ", r.pipeline), head_style),
+            Span::styled(
+                "reference interpreter only (no GPU), nothing to verify it against",
+                t.dim,
+            ),
+        ])
     } else {
-        Span::styled("MISMATCH", t.error)
-    };
-    let mut v = vec![Line::from(vec![
-        Span::styled(format!("{} on {} ", r.pipeline, r.backend), head_style),
-        verdict,
-        Span::styled(format!(" {}", r.note), t.dim),
-    ])];
+        let verdict = if r.verified {
+            Span::styled("verified", t.ok)
+        } else {
+            Span::styled("MISMATCH", t.error)
+        };
+        let mut head = vec![
+            Span::styled(format!("{} on {}: ", r.pipeline, r.backend), head_style),
+            verdict,
+        ];
+        if !r.note.is_empty() {
+            head.push(Span::styled(format!("; {}", r.note), t.dim));
+        }
+        Line::from(head)
+    }];
     // Label (26 columns) and figures (about 20) beside the bars.
     let bars = width.saturating_sub(50).max(10);
     match (r.separate_ms, r.fused_ms, r.reference_ms) {

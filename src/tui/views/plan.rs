@@ -284,7 +284,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     }
     text.push(Line::from(Span::styled(
         format!(
-            "co-resident blocks {}, largest shared memory {} B/block, min occupancy {:.0}%",
+            // The planner's threshold, not an occupancy reached: said as a rule so it does
+            // not read as contradicting a group's "100% occupancy" above.
+            "co-resident blocks {}, largest shared memory {} B/block; fusion keeps occupancy at least {:.0}% (threshold)",
             plan.coresident_blocks, plan.shared_bytes, plan.min_occupancy_pct
         ),
         t.dim,

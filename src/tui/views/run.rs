@@ -130,7 +130,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .map(|(i, r)| {
                 let reference = r.backend != crate::tui::gpu::GPU_BACKEND;
                 let parity = match &r.parity {
-                    None if reference => Span::styled("interpreter (no GPU)", t.info),
+                    // The interpreter's wall time is no device time: said here, not in the
+                    // device column or the sparkline.
+                    None if reference => Span::styled(
+                        format!("interpreter (no GPU), {:.1} ms CPU", r.device_ms),
+                        t.info,
+                    ),
                     None => Span::styled("not checked", t.dim),
                     Some(p) if p.ok => Span::styled("ok", t.ok),
                     Some(p) => Span::styled(format!("{} mismatches", p.mismatches), t.error),
@@ -139,7 +144,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                     Line::raw(format!("{}", i + 1)),
                     Line::raw(dims(r.grid)),
                     Line::raw(dims(r.workgroup)),
-                    Line::raw(format!("{:.4}", r.device_ms)),
+                    Line::raw(if reference {
+                        "-".to_string()
+                    } else {
+                        format!("{:.4}", r.device_ms)
+                    }),
                     Line::raw(if reference {
                         "-".to_string()
                     } else {
@@ -178,6 +187,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         let data: Vec<u64> = s
             .runs
             .iter()
+            .filter(|r| r.backend == crate::tui::gpu::GPU_BACKEND)
             .map(|r| (r.device_ms * 1000.0).round() as u64)
             .collect();
         // A one-row sparkline when the side is short, so a mismatch line still fits.
@@ -188,7 +198,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             Constraint::Fill(1),
         ])
         .areas(parts.side);
-        Paragraph::new(Line::styled("device µs", t.dim)).render(label, buf);
+        let spark_label = if data.is_empty() {
+            "device µs: no GPU runs"
+        } else {
+            "device µs"
+        };
+        Paragraph::new(Line::styled(spark_label, t.dim)).render(label, buf);
         Sparkline::default()
             .data(&data)
             .style(t.chart)
@@ -211,6 +226,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     match (&s.tune, lists.iter().find(|l| l.offset == Offset::Tune)) {
         (Some(Err(e)), _) => super::empty_note(buf, parts.tune, t.dim, &format!("tune sweep: {e}")),
         (Some(Ok(rows)), Some(list)) => {
+            // No time in any row: the offline sweep's estimates (no GPU).
+            let offline = rows.iter().all(|r| r.median_ms.is_none());
             let table: Vec<Row> = list
                 .visible(app)
                 .filter_map(|i| Some((i, rows.get(i)?)))
@@ -237,7 +254,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                     Constraint::Fill(1),
                 ],
             )
-            .header(Row::new(vec!["tune wg", "median ms", "occ", "speedup", "note"]).style(t.title))
+            .header(
+                Row::new(vec![
+                    "tune wg",
+                    if offline { "no GPU" } else { "median ms" },
+                    if offline { "est occ" } else { "occ" },
+                    "speedup",
+                    if offline {
+                        "note (estimate, nothing timed)"
+                    } else {
+                        "note"
+                    },
+                ])
+                .style(t.title),
+            )
             .render(list.body(), buf);
             list.draw_scrollbar(buf, app);
         }

@@ -31,7 +31,16 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             ),
             None => format!("{} instr · ", l.instructions.len()),
         };
-        detail.push_str(&format!("{} · {} regs", l.arch, l.resources.registers));
+        // sm_70 is assembled as sm_75 (no sm_70 in the pinned ptxas): the title says so.
+        let asked = if l.arch == format!("sm_{}", l.sm) {
+            String::new()
+        } else {
+            format!(" (for sm_{}: no sm_{} in ptxas)", l.sm, l.sm)
+        };
+        detail.push_str(&format!(
+            "{}{asked} · {} regs",
+            l.arch, l.resources.registers
+        ));
         if let Some(peak) = l.peak_live {
             // Short: the statement's own live count comes first and wide titles still fit.
             detail.push_str(&format!(" · peak {peak} live"));

@@ -65,20 +65,58 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         };
         spans.push(Span::styled(format!("{frame}{progress} "), t.warning));
     }
+    let used = |spans: &[Span]| {
+        spans
+            .iter()
+            .map(|s| s.content.chars().count())
+            .sum::<usize>()
+    };
+    let width = usize::from(area.width);
     if let Some((level, msg)) = &app.screen.message {
         let style = if *level == Level::Error {
             t.error
         } else {
             t.info
         };
-        spans.push(Span::styled(format!("│ {msg} "), style));
+        // Cut at a word, with a mark, never mid-word.
+        let room = width.saturating_sub(used(&spans) + 3);
+        spans.push(Span::styled(format!("│ {} ", fit_words(msg, room)), style));
     } else {
         spans.push(Span::styled("│", t.dim));
+        // Whole hints only: one that does not fit is left out rather than cut mid-word.
         for h in focused(app).hints(app) {
-            spans.extend(hint(app, h, " "));
+            let more = hint(app, h, " ");
+            if used(&spans) + used(&more) > width {
+                break;
+            }
+            spans.extend(more);
         }
     }
     Paragraph::new(Line::from(spans))
         .style(t.text)
         .render(area, buf);
+}
+
+/// `text` cut to at most `room` columns at a word boundary, with `…` when cut.
+fn fit_words(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for word in text.split(' ') {
+        let next = if out.is_empty() {
+            word.chars().count()
+        } else {
+            out.chars().count() + 1 + word.chars().count()
+        };
+        if next + 1 > room {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out.push('…');
+    out
 }

@@ -10,7 +10,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use ratatui::Frame;
 
 use crate::tui::app::{App, Focus};
-use crate::tui::layout::tab_label;
+use crate::tui::layout::tab_labels;
 
 /// Draws the panel (bar + content) into `area`.
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
@@ -25,22 +25,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         return;
     }
     let bar = Rect::new(inner.x, inner.y, inner.width, 1);
-    Paragraph::new(bar_line(app)).render(bar, frame.buffer_mut());
+    Paragraph::new(bar_line(app, bar.width)).render(bar, frame.buffer_mut());
     let content = crate::tui::layout::detail_content(area);
     if !content.is_empty() {
         draw_tab(frame, content, app);
     }
 }
 
-fn bar_line(app: &App) -> Line<'static> {
+fn bar_line(app: &App, width: u16) -> Line<'static> {
     let mut spans = Vec::new();
-    for (i, t) in app.detail.tabs().iter().enumerate() {
+    let tabs = app.detail.tabs();
+    for (t, label) in tabs.iter().zip(tab_labels(width, &tabs, app.detail.tab)) {
         let style = if *t == app.detail.tab {
             app.theme.tab_active
         } else {
             app.theme.tab
         };
-        spans.push(Span::styled(tab_label(i, *t), style));
+        spans.push(Span::styled(label, style));
         spans.push(Span::styled("│", app.theme.border));
     }
     Line::from(spans)
@@ -69,7 +70,8 @@ pub fn counters(
             )
         }
         Err(e) => {
-            return super::empty_note(buf, area, app.theme.dim, &format!("{what} empty: {e}"))
+            let e = crate::tui::gpu::short_gpu_error(e);
+            return super::empty_note(buf, area, app.theme.dim, &format!("{what} empty: {e}"));
         }
     };
     let Some(list) = crate::tui::component::tabs::lists(app, area)

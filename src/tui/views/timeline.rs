@@ -43,7 +43,7 @@ pub fn lane_page(app: &App) -> usize {
 }
 
 /// How to get a timeline, shown while there is none.
-pub const HOW_TO: &str = "No timeline yet. On a machine with a GPU press r: after the timed, verified run the inspector records one more, instrumented round (thread 0 of every block stamps %globaltimer; the timed figures stay those of the plain kernel) and draws every SM's lane here. Without a GPU: record on one with `vyrescope run FILE --backend cuda --timeline --timeline-out rec.json`, then open it here with `vyrescope FILE --timeline rec.json`.";
+pub const HOW_TO: &str = "No timeline yet. On a machine with a GPU press r: after the timed, verified run the inspector records one more, instrumented round (thread 0 of every block stamps %globaltimer; the timed figures stay those of the plain kernel) and draws every SM's lane here. Without a GPU, open the bundled recording (an H200's): `vyrescope fixtures/pipelines/reduce_total_normalize.json --timeline tests/data/reduce_total_normalize.h200.rec.json`; or record your own on a GPU with `vyrescope run FILE --backend cuda --timeline --timeline-out rec.json` and open it here with `vyrescope FILE --timeline rec.json`.";
 
 /// Draws the tab into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
