@@ -42,7 +42,8 @@ use super::launch::PipelineLaunch;
 use crate::inputs::LaunchShape;
 use crate::ir::parse::assign_ids;
 use crate::ir::{
-    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, Stmt, StmtKind,
+    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, ScalarType, Stmt,
+    StmtKind,
 };
 use crate::shape::MAX_GRID_DIMS;
 
@@ -138,27 +139,41 @@ pub fn fuse_group(
         .map(|d| (d.name.clone(), d.elem.value_type()))
         .collect();
     // Per position in the group: the host buffers no step from there on writes (their
-    // writers, if any, ran before, so after a step's waits their contents are settled).
-    let settled: Vec<ValueTypes> = (0..spec.steps.len())
-        .map(|i| {
-            let later: HashSet<&str> = spec.steps[i..]
-                .iter()
-                .flat_map(|&k| {
-                    let step = &pipeline.steps[k];
-                    step.program
-                        .buffers
-                        .iter()
-                        .filter(|b| b.access.is_host() && b.access.is_writable())
-                        .map(move |b| step.bound(&b.name).unwrap_or(&b.name))
-                })
-                .collect();
-            host_decls
-                .iter()
-                .filter(|d| !later.contains(d.name.as_str()))
-                .map(|d| (d.name.clone(), d.elem.value_type()))
-                .collect()
-        })
-        .collect();
+    // writers, if any, ran before, so after a step's waits their contents are settled). The
+    // set only grows along the group: a buffer joins it after its last writer, so one map
+    // is extended step by step (a map per position was quadratic in steps, in time and
+    // memory).
+    let mut last_writer: HashMap<&str, usize> = HashMap::new();
+    for (i, &k) in spec.steps.iter().enumerate() {
+        let step = &pipeline.steps[k];
+        for b in step.program.buffers.iter() {
+            if b.access.is_host() && b.access.is_writable() {
+                last_writer.insert(step.bound(&b.name).unwrap_or(&b.name), i);
+            }
+        }
+    }
+    let mut settle_at: Vec<Vec<(String, ScalarType)>> = vec![Vec::new(); spec.steps.len()];
+    let mut settled = ValueTypes::new();
+    for d in &host_decls {
+        let t = (d.name.clone(), d.elem.value_type());
+        match last_writer.get(d.name.as_str()) {
+            None => {
+                settled.insert(t.0, t.1);
+            }
+            Some(&i) if i + 1 < spec.steps.len() => settle_at[i + 1].push(t),
+            Some(_) => {}
+        }
+    }
+    // Positions of the steps after a workgroup or grid barrier, counted: whether a barrier
+    // separates two positions is one subtraction (see `barrier_between`).
+    let mut barriers_before = vec![0usize; spec.steps.len() + 1];
+    for (i, s) in spec.separations.iter().enumerate() {
+        let b = matches!(s.kind, DepKind::Workgroup | DepKind::Grid);
+        barriers_before[i + 1] = barriers_before[i] + usize::from(b);
+    }
+    for i in spec.separations.len() + 1..barriers_before.len() {
+        barriers_before[i] = barriers_before[i - 1];
+    }
     let layout = match (&spec.dataflow, spec.persistent_blocks) {
         (Some(deps), Some(blocks)) => {
             let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
@@ -190,7 +205,7 @@ pub fn fuse_group(
                         d.elem == b.elem
                             && d.count == b.count
                             && !mine.contains(&d.name)
-                            && barrier_between(spec, *last, i)
+                            && barrier_between(&barriers_before, *last, i)
                     })
                 })
                 .flatten();
@@ -221,13 +236,14 @@ pub fn fuse_group(
             }
             names.insert(b.name.clone(), fused);
         }
+        settled.extend(std::mem::take(&mut settle_at[i]));
         body.push(step_stmt(
             k,
             &step.program,
             &names,
             (shapes[k], shape),
             layout.as_ref(),
-            (!spec.no_prefetch).then_some((&read_only, &settled[i])),
+            (!spec.no_prefetch).then_some((&read_only, &settled)),
             &group,
         )?);
         if let Some(sep) = spec.separations.get(i) {
@@ -248,9 +264,7 @@ pub fn fuse_group(
     }
 
     if let Some(l) = &layout {
-        for (n, d) in l.declarations().into_iter().enumerate() {
-            body.insert(n, d);
-        }
+        body.splice(0..0, l.declarations());
     }
     let forwarding = forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
     let node_origin = renumber(&mut body);
@@ -268,14 +282,21 @@ pub fn fuse_group(
         run: Some(RunSpec {
             grid: Some(shape.grid),
             elements: None,
-            inputs: buffers
-                .iter()
-                .filter_map(|b| {
-                    pipeline
-                        .buffer(b)
-                        .map(|pb| (b.clone(), pb.contents.clone()))
-                })
-                .collect(),
+            inputs: {
+                let by_name: HashMap<&str, &crate::ir::PipelineBuffer> = pipeline
+                    .buffers
+                    .iter()
+                    .map(|b| (b.name.as_str(), b))
+                    .collect();
+                buffers
+                    .iter()
+                    .filter_map(|b| {
+                        by_name
+                            .get(b.as_str())
+                            .map(|pb| (b.clone(), pb.contents.clone()))
+                    })
+                    .collect()
+            },
         }),
     };
     let kernel = FusedKernel {
@@ -304,12 +325,12 @@ pub fn fuse_group(
 }
 
 /// True when a workgroup or grid barrier separates the steps at positions `from` and `to`
-/// (`from < to`) of the group.
-fn barrier_between(spec: &FusedGroupSpec, from: usize, to: usize) -> bool {
-    spec.separations.get(from..to).is_some_and(|s| {
-        s.iter()
-            .any(|s| matches!(s.kind, DepKind::Workgroup | DepKind::Grid))
-    })
+/// (`from < to`) of the group; `barriers_before[i]`: such separations before position `i`.
+fn barrier_between(barriers_before: &[usize], from: usize, to: usize) -> bool {
+    match (barriers_before.get(from), barriers_before.get(to)) {
+        (Some(a), Some(b)) => b > a,
+        _ => false,
+    }
 }
 
 /// What register forwarding may do with the group's host buffers: forward value-typed ones
@@ -326,8 +347,23 @@ fn forward_input(
         lens: HashMap::new(),
         droppable: HashSet::new(),
     };
+    // Indexed once: the pipeline's buffers by name and those a step outside the group binds
+    // (searched per declaration, this was cubic in steps).
+    let by_name: HashMap<&str, &crate::ir::PipelineBuffer> = pipeline
+        .buffers
+        .iter()
+        .map(|b| (b.name.as_str(), b))
+        .collect();
+    let in_group: HashSet<usize> = spec.steps.iter().copied().collect();
+    let bound_outside: HashSet<&str> = pipeline
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !in_group.contains(k))
+        .flat_map(|(_, s)| s.bind.iter().map(|(_, b)| b.as_str()))
+        .collect();
     for d in decls.iter().filter(|d| d.access.is_host()) {
-        let Some(pb) = pipeline.buffer(&d.name) else {
+        let Some(&pb) = by_name.get(d.name.as_str()) else {
             continue;
         };
         if matches!(d.elem, E::U32 | E::I32 | E::U64 | E::I64 | E::F32 | E::F64) {
@@ -336,12 +372,7 @@ fn forward_input(
         if let Some(n) = pb.contents.len {
             input.lens.insert(d.name.clone(), n);
         }
-        let outside = pipeline
-            .steps
-            .iter()
-            .enumerate()
-            .any(|(k, s)| !spec.steps.contains(&k) && s.bind.iter().any(|(_, b)| b == &d.name));
-        if pb.transient && !outside {
+        if pb.transient && !bound_outside.contains(d.name.as_str()) {
             input.droppable.insert(d.name.clone());
         }
     }
@@ -532,6 +563,11 @@ fn host_buffers(
 ) -> Result<(Vec<String>, Vec<BufferDecl>), FuseError> {
     // Per pipeline buffer: (any step writes it, every step binds it uniform).
     let mut uses: HashMap<&str, (bool, bool)> = HashMap::new();
+    let by_name: HashMap<&str, &crate::ir::PipelineBuffer> = pipeline
+        .buffers
+        .iter()
+        .map(|b| (b.name.as_str(), b))
+        .collect();
     for &k in &spec.steps {
         let step = &pipeline.steps[k];
         for b in step.program.buffers.iter().filter(|b| b.access.is_host()) {
@@ -541,7 +577,7 @@ fn host_buffers(
                     "bind every host buffer of the step's Program to a pipeline buffer",
                 ));
             };
-            let Some(pb) = pipeline.buffer(bound) else {
+            let Some(&pb) = by_name.get(bound) else {
                 return Err(err(
                     format!(
                         "{group}: step {k}: `{}` is bound to unknown pipeline buffer `{bound}`",

@@ -1,6 +1,7 @@
 //! The few operating-system calls the standard library does not offer, behind safe
-//! functions: tying a child process's life to its parent's (`PR_SET_PDEATHSIG`) and asking
-//! whether a terminal's input is still open. The only `unsafe` outside `runtime/driver`: each
+//! functions: tying a child process's life to its parent's (`PR_SET_PDEATHSIG`), limiting a
+//! tool's memory and killing its process group, and asking whether a terminal's input is
+//! still open. The only `unsafe` outside `runtime/driver`: each
 //! block is one libc call on values owned here.
 
 use std::process::Command;
@@ -43,6 +44,54 @@ pub fn die_with_parent(cmd: &mut Command) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = cmd;
+}
+
+/// Starts `cmd`'s child as the leader of a new process group (so [`kill_group`] reaches
+/// whatever it starts in turn) whose address space is limited to `bytes` (`RLIMIT_AS`), so a
+/// tool that needs more memory fails its allocations instead of taking the machine's. On
+/// other systems only the group is set.
+pub fn tool_child(cmd: &mut Command, bytes: u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        let limit = libc::rlimit {
+            rlim_cur: bytes as libc::rlim_t,
+            rlim_max: bytes as libc::rlim_t,
+        };
+        // Safety: the closure runs between fork and exec and calls only setrlimit, which is
+        // async-signal-safe, on a value copied into the closure.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = bytes;
+}
+
+/// Sends SIGKILL to every process of the group `leader` leads (see [`tool_child`]); a group
+/// already gone is no error.
+pub fn kill_group(leader: u32) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(leader) {
+        if pid > 0 {
+            // Safety: one kill call on plain integers; a negative pid names the group.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = leader;
 }
 
 /// Waits up to `timeout` for input on terminal descriptor `fd` and says what is there,

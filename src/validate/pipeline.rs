@@ -108,6 +108,25 @@ pub fn validate_pipeline(pipeline: &Pipeline) -> Vec<Diagnostic> {
                 }
             }
         }
+        if let (None, Some(n)) = (step.grid, step.elements) {
+            // The grid `run` and `plan` make of `elements`, refused here as there.
+            let wg = step.workgroup();
+            let shape = crate::shape::grid_for_elements(n, wg[0]).and_then(|grid| {
+                crate::shape::LaunchShape {
+                    workgroup_size: wg,
+                    grid,
+                }
+                .check_dispatch()
+            });
+            if let Err((message, fix)) = shape {
+                out.push(Diagnostic::error(
+                    "V106",
+                    at("elements"),
+                    format!("step {i}: {message}"),
+                    &fix,
+                ));
+            }
+        }
         if step
             .program
             .run
