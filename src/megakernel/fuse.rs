@@ -131,7 +131,14 @@ pub fn fuse_group(
     );
     check_spec(pipeline, shapes, spec, &group)?;
     let shape = launch_shape(shapes, spec, &group)?;
-    let (buffers, host_decls) = host_buffers(pipeline, spec, &group)?;
+    // The pipeline's buffers by name, built once for the group.
+    let by_name: BufIndex = pipeline
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.name.as_str(), (i, b)))
+        .collect();
+    let (buffers, host_decls) = host_buffers(pipeline, &by_name, spec, &group)?;
     // Buffers no step of the group writes: their loads may be issued ahead of a task.
     let read_only: ValueTypes = host_decls
         .iter()
@@ -266,7 +273,7 @@ pub fn fuse_group(
     if let Some(l) = &layout {
         body.splice(0..0, l.declarations());
     }
-    let forwarding = forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
+    let forwarding = forward::forward(&mut body, &forward_input(pipeline, &by_name, spec, &decls));
     let node_origin = renumber(&mut body);
     let first = spec.steps.first().copied().unwrap_or(0);
     let last = spec.steps.last().copied().unwrap_or(0);
@@ -282,21 +289,14 @@ pub fn fuse_group(
         run: Some(RunSpec {
             grid: Some(shape.grid),
             elements: None,
-            inputs: {
-                let by_name: HashMap<&str, &crate::ir::PipelineBuffer> = pipeline
-                    .buffers
-                    .iter()
-                    .map(|b| (b.name.as_str(), b))
-                    .collect();
-                buffers
-                    .iter()
-                    .filter_map(|b| {
-                        by_name
-                            .get(b.as_str())
-                            .map(|pb| (b.clone(), pb.contents.clone()))
-                    })
-                    .collect()
-            },
+            inputs: buffers
+                .iter()
+                .filter_map(|b| {
+                    by_name
+                        .get(b.as_str())
+                        .map(|(_, pb)| (b.clone(), pb.contents.clone()))
+                })
+                .collect(),
         }),
     };
     let kernel = FusedKernel {
@@ -324,6 +324,9 @@ pub fn fuse_group(
     Ok(kernel)
 }
 
+/// The pipeline's buffers by name, with their place in the pipeline.
+type BufIndex<'a> = HashMap<&'a str, (usize, &'a crate::ir::PipelineBuffer)>;
+
 /// True when a workgroup or grid barrier separates the steps at positions `from` and `to`
 /// (`from < to`) of the group; `barriers_before[i]`: such separations before position `i`.
 fn barrier_between(barriers_before: &[usize], from: usize, to: usize) -> bool {
@@ -338,6 +341,7 @@ fn barrier_between(barriers_before: &[usize], from: usize, to: usize) -> bool {
 /// outside the group binds.
 fn forward_input(
     pipeline: &Pipeline,
+    by_name: &BufIndex,
     spec: &FusedGroupSpec,
     decls: &[BufferDecl],
 ) -> forward::ForwardInput {
@@ -347,23 +351,35 @@ fn forward_input(
         lens: HashMap::new(),
         droppable: HashSet::new(),
     };
-    // Indexed once: the pipeline's buffers by name and those a step outside the group binds
-    // (searched per declaration, this was cubic in steps).
-    let by_name: HashMap<&str, &crate::ir::PipelineBuffer> = pipeline
-        .buffers
-        .iter()
-        .map(|b| (b.name.as_str(), b))
-        .collect();
+    // Searched per declaration, the buffers and the steps binding them made this cubic in
+    // steps: the caller indexes the buffers.
+    // Only a transient buffer asks whether a step outside the group binds it: one walk over
+    // the other steps, and none for a group without transients.
     let in_group: HashSet<usize> = spec.steps.iter().copied().collect();
-    let bound_outside: HashSet<&str> = pipeline
-        .steps
+    let transients: HashSet<&str> = decls
         .iter()
-        .enumerate()
-        .filter(|(k, _)| !in_group.contains(k))
-        .flat_map(|(_, s)| s.bind.iter().map(|(_, b)| b.as_str()))
+        .filter(|d| {
+            d.access.is_host()
+                && by_name
+                    .get(d.name.as_str())
+                    .is_some_and(|(_, b)| b.transient)
+        })
+        .map(|d| d.name.as_str())
         .collect();
+    let bound_outside: HashSet<&str> = if transients.is_empty() {
+        HashSet::new()
+    } else {
+        pipeline
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !in_group.contains(k))
+            .flat_map(|(_, s)| s.bind.iter().map(|(_, b)| b.as_str()))
+            .filter(|b| transients.contains(b))
+            .collect()
+    };
     for d in decls.iter().filter(|d| d.access.is_host()) {
-        let Some(&pb) = by_name.get(d.name.as_str()) else {
+        let Some(&(_, pb)) = by_name.get(d.name.as_str()) else {
             continue;
         };
         if matches!(d.elem, E::U32 | E::I32 | E::U64 | E::I64 | E::F32 | E::F64) {
@@ -558,16 +574,12 @@ fn launch_shape(
 /// The pipeline buffers the group touches (pipeline order) and their fused declarations.
 fn host_buffers(
     pipeline: &Pipeline,
+    by_name: &BufIndex,
     spec: &FusedGroupSpec,
     group: &str,
 ) -> Result<(Vec<String>, Vec<BufferDecl>), FuseError> {
     // Per pipeline buffer: (any step writes it, every step binds it uniform).
     let mut uses: HashMap<&str, (bool, bool)> = HashMap::new();
-    let by_name: HashMap<&str, &crate::ir::PipelineBuffer> = pipeline
-        .buffers
-        .iter()
-        .map(|b| (b.name.as_str(), b))
-        .collect();
     for &k in &spec.steps {
         let step = &pipeline.steps[k];
         for b in step.program.buffers.iter().filter(|b| b.access.is_host()) {
@@ -577,7 +589,7 @@ fn host_buffers(
                     "bind every host buffer of the step's Program to a pipeline buffer",
                 ));
             };
-            let Some(&pb) = by_name.get(bound) else {
+            let Some(&(_, pb)) = by_name.get(bound) else {
                 return Err(err(
                     format!(
                         "{group}: step {k}: `{}` is bound to unknown pipeline buffer `{bound}`",
@@ -602,7 +614,14 @@ fn host_buffers(
     }
     let mut names = Vec::new();
     let mut decls = Vec::new();
-    for pb in &pipeline.buffers {
+    // In pipeline order: the group's buffers sorted by their place in the pipeline (a walk
+    // over all the pipeline's buffers per group was quadratic in a long chain).
+    let mut used: Vec<(usize, &crate::ir::PipelineBuffer)> = uses
+        .keys()
+        .filter_map(|n| by_name.get(n).copied())
+        .collect();
+    used.sort_by_key(|(i, _)| *i);
+    for (_, pb) in used {
         let Some(&(writes, uniform)) = uses.get(pb.name.as_str()) else {
             continue;
         };

@@ -59,9 +59,17 @@ pub fn tool_child(cmd: &mut Command, bytes: u64) {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
+        // Within the limit this process already has (`ulimit -v`): only the soft limit is
+        // lowered, and never above the hard one, which an unprivileged process may not raise.
+        let mut now = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // Safety: getrlimit fills the struct it is given.
+        unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut now) };
         let limit = libc::rlimit {
-            rlim_cur: bytes as libc::rlim_t,
-            rlim_max: bytes as libc::rlim_t,
+            rlim_cur: (bytes as libc::rlim_t).min(now.rlim_max).min(now.rlim_cur),
+            rlim_max: now.rlim_max,
         };
         // Safety: the closure runs between fork and exec and calls only setrlimit, which is
         // async-signal-safe, on a value copied into the closure.
@@ -92,6 +100,35 @@ pub fn kill_group(leader: u32) {
     }
     #[cfg(not(unix))]
     let _ = leader;
+}
+
+/// Saves the modes of terminal `fd` now (call it before switching to raw mode) and, should
+/// the process abort later (an allocation that fails, `std::process::abort`), puts them back
+/// and leaves the alternate screen, mouse capture and hidden cursor on the way out: an abort
+/// runs no destructor or panic hook, and left the shell raw. Only async-signal-safe calls
+/// (`tcsetattr`, `write`) run in the handler; the abort then ends the process as before.
+#[cfg(unix)]
+pub fn restore_terminal_on_abort(fd: std::os::fd::BorrowedFd<'_>) {
+    use std::os::fd::AsRawFd;
+    use std::sync::OnceLock;
+    static SAVED: OnceLock<(libc::c_int, libc::termios)> = OnceLock::new();
+    let raw = fd.as_raw_fd();
+    // Safety: `termios` is plain data; tcgetattr fills it for a valid descriptor.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    if unsafe { libc::tcgetattr(raw, &mut t) } != 0 || SAVED.set((raw, t)).is_err() {
+        return;
+    }
+    const RESET: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1049l\x1b[?25h";
+    // Safety: the handler reads a value set before it was registered and calls only
+    // tcsetattr and write, both async-signal-safe.
+    let _ = unsafe {
+        signal_hook::low_level::register(libc::SIGABRT, || {
+            if let Some((fd, t)) = SAVED.get() {
+                libc::tcsetattr(*fd, libc::TCSANOW, t);
+                libc::write(*fd, RESET.as_ptr().cast(), RESET.len());
+            }
+        })
+    };
 }
 
 /// Waits up to `timeout` for input on terminal descriptor `fd` and says what is there,
