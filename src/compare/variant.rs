@@ -65,18 +65,12 @@ impl Variant {
             message,
             fix: SPEC_HELP.to_string(),
         };
-        // A parser's own `message\n  Fix: fix` text: its fix replaces the generic one, so
-        // the error has one `Fix:` line.
+        // A parser's own `message\n  Fix: fix` text: its message only, so the error has one
+        // `Fix:` line (how to write a side).
         let bad_with_fix = |text: String| {
-            let (message, fix) = match text.split_once("\n  Fix: ") {
-                Some((m, f)) => (m.to_string(), f.to_string()),
-                None => (text, SPEC_HELP.to_string()),
-            };
-            VariantError {
-                spec: spec.to_string(),
-                message,
-                fix,
-            }
+            bad(text
+                .split_once("\n  Fix: ")
+                .map_or(text.clone(), |(m, _)| m.to_string()))
         };
         let (file, opts) = split(spec);
         if file.is_empty() {

@@ -106,29 +106,36 @@ pub fn kill_group(leader: u32) {
 /// the process abort later (an allocation that fails, `std::process::abort`), puts them back
 /// and leaves the alternate screen, mouse capture and hidden cursor on the way out: an abort
 /// runs no destructor or panic hook, and left the shell raw. Only async-signal-safe calls
-/// (`tcsetattr`, `write`) run in the handler; the abort then ends the process as before.
+/// (`tcsetattr`, `write`) run in the handler; the abort then ends the process as before
+/// (`abort` raises SIGABRT again with the default action once a handler returns).
 #[cfg(unix)]
 pub fn restore_terminal_on_abort(fd: std::os::fd::BorrowedFd<'_>) {
     use std::os::fd::AsRawFd;
     use std::sync::OnceLock;
     static SAVED: OnceLock<(libc::c_int, libc::termios)> = OnceLock::new();
+    const RESET: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1049l\x1b[?25h";
+    extern "C" fn on_abort(_: libc::c_int) {
+        if let Some((fd, t)) = SAVED.get() {
+            // Safety: both calls are async-signal-safe and read only the saved value.
+            unsafe {
+                libc::tcsetattr(*fd, libc::TCSANOW, t);
+                libc::write(*fd, RESET.as_ptr().cast(), RESET.len());
+            }
+        }
+    }
     let raw = fd.as_raw_fd();
     // Safety: `termios` is plain data; tcgetattr fills it for a valid descriptor.
     let mut t: libc::termios = unsafe { std::mem::zeroed() };
     if unsafe { libc::tcgetattr(raw, &mut t) } != 0 || SAVED.set((raw, t)).is_err() {
         return;
     }
-    const RESET: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1049l\x1b[?25h";
-    // Safety: the handler reads a value set before it was registered and calls only
-    // tcsetattr and write, both async-signal-safe.
-    let _ = unsafe {
-        signal_hook::low_level::register(libc::SIGABRT, || {
-            if let Some((fd, t)) = SAVED.get() {
-                libc::tcsetattr(*fd, libc::TCSANOW, t);
-                libc::write(*fd, RESET.as_ptr().cast(), RESET.len());
-            }
-        })
-    };
+    // Safety: installs a handler that touches only the value saved above.
+    unsafe {
+        libc::signal(
+            libc::SIGABRT,
+            on_abort as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
 }
 
 /// Waits up to `timeout` for input on terminal descriptor `fd` and says what is there,

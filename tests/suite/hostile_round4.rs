@@ -258,7 +258,7 @@ fn nested_loads(depth: usize) -> vyrescope::ir::Program {
   "run": {{"elements": 256, "inputs": {{"a": {{"fill": "random", "seed": 5, "range": [0, 300]}},
                                         "out": {{"fill": "zeros"}}}}}}}}"#
     );
-    vyrescope::ir::parse_program(&text).unwrap()
+    vyrescope::ir::parse_program(&text, "nest.json").unwrap()
 }
 
 #[cfg(feature = "vyre")]
@@ -320,7 +320,7 @@ fn an_export_vyre_cannot_read_back_is_refused_with_a_fix() {
   "body": [{{"let": "i", "value": {{"gid": "x"}}}},
            {{"if": {{"lt": ["i", {{"len": "out"}}]}}, "then": [{{"store": "out", "index": "i", "value": {e}}}]}}]}}"#
     );
-    let p = vyrescope::ir::parse_program(&text).unwrap();
+    let p = vyrescope::ir::parse_program(&text, "nest.json").unwrap();
     let e = vyrescope::vyre::export(&p).unwrap_err().to_string();
     assert!(e.contains("vyre cannot read it back"), "{e}");
     assert!(e.contains("Fix:"), "{e}");
@@ -573,7 +573,7 @@ fn a_worker_that_never_answers_is_stopped_with_everything_it_started() {
     let stat = format!("/proc/{}/stat", pid.trim());
     let t0 = Instant::now();
     while std::fs::read_to_string(&stat)
-        .is_ok_and(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"))
+        .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
     {
         assert!(
             t0.elapsed() < Duration::from_secs(5),
@@ -704,7 +704,7 @@ fn quitting_the_inspector_while_ptxas_runs_ends_it_and_removes_its_folder() {
     let t0 = Instant::now();
     loop {
         let running = std::fs::read_to_string(&stat)
-            .is_ok_and(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"));
+            .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"));
         let left = std::fs::read_dir(&tmp).unwrap().count();
         if !running && left == 0 {
             break;
