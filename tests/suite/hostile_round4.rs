@@ -309,18 +309,22 @@ fn vyre_export_of_nested_loads_is_linear_and_computes_the_same() {
 #[cfg(feature = "vyre")]
 #[test]
 fn an_export_vyre_cannot_read_back_is_refused_with_a_fix() {
-    // 80 nested additions: nothing is copied, but vyre's decoder stops at 64 levels.
+    // `not` nested as deep as our format allows (64 levels), under three `if`s: nothing
+    // is copied, but vyre's decoder stops at 64 levels of statements and expressions.
     let mut e = r#""i""#.to_string();
-    for _ in 0..80 {
-        e = format!(r#"{{"add": [{e}, 1]}}"#);
+    for _ in 0..62 {
+        e = format!(r#"{{"not": {e}}}"#);
     }
+    let e = format!(
+        r#"{{"if": {{"lt": ["i", 5]}}, "then": [{{"if": {{"lt": ["i", 6]}}, "then": [{{"store": "out", "index": "i", "value": {e}}}]}}]}}"#
+    );
     let text = format!(
         r#"{{"format": 1, "name": "deep", "workgroup_size": [64, 1, 1],
   "buffers": [{{"name": "out", "binding": 0, "access": "write", "type": "u32"}}],
   "body": [{{"let": "i", "value": {{"gid": "x"}}}},
-           {{"if": {{"lt": ["i", {{"len": "out"}}]}}, "then": [{{"store": "out", "index": "i", "value": {e}}}]}}]}}"#
+           {{"if": {{"lt": ["i", {{"len": "out"}}]}}, "then": [{e}]}}]}}"#
     );
-    let p = vyrescope::ir::parse_program(&text, "nest.json").unwrap();
+    let p = vyrescope::ir::parse_program(&text, "deep.json").unwrap();
     let e = vyrescope::vyre::export(&p).unwrap_err().to_string();
     assert!(e.contains("vyre cannot read it back"), "{e}");
     assert!(e.contains("Fix:"), "{e}");

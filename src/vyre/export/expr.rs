@@ -36,6 +36,31 @@ fn expr_nodes(e: &Expr) -> usize {
     n
 }
 
+/// The constructs whose export may use an operand twice.
+fn duplicates(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Load { .. }
+            | Expr::Binary(BinOp::Div | BinOp::Shl | BinOp::Shr | BinOp::AbsDiff, ..)
+            | Expr::Unary(UnOp::Abs | UnOp::Sign, ..)
+    )
+}
+
+/// Whether such a construct sits inside another in `e`: only then can copying double at
+/// every level (`a[a[a[i]]]`); a flat index is copied as it always was, so the export of
+/// ordinary Programs (and their round trip through vyre) is unchanged.
+fn nested_duplication(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        if !found && duplicates(x) {
+            let mut inner = 0usize;
+            x.visit(&mut |y| inner += usize::from(duplicates(y)));
+            found = inner > 1;
+        }
+    });
+    found
+}
+
 /// The zero of a 32-bit or `bool` type.
 pub fn zero(t: ScalarType) -> v::Expr {
     match t {
@@ -89,12 +114,16 @@ impl<'p> Cx<'p> {
     }
 
     /// `e`, the vyre form of `src`, made ready to be used more than once: when `src` is
-    /// larger than [`MAX_COPIED_NODES`] and free of effects, it is bound once with a `let`
+    /// larger than [`MAX_COPIED_NODES`], free of effects and nests constructs that copy an
+    /// operand (see [`nested_duplication`]), it is bound once with a `let`
     /// placed before the statement (in [`Cx::hoisted`]) and its name is returned; else `e`
     /// itself, to be copied. Our format evaluates every operand in every invocation and
     /// vyre's loads never fault, so evaluating it before the statement changes nothing.
     pub fn share(&mut self, src: &Expr, e: v::Expr) -> v::Expr {
-        if expr_nodes(src) <= MAX_COPIED_NODES || super::has_effects(src) {
+        if expr_nodes(src) <= MAX_COPIED_NODES
+            || super::has_effects(src)
+            || !nested_duplication(src)
+        {
             return e;
         }
         let name = loop {
