@@ -182,11 +182,14 @@ pub fn main() -> i32 {
             if e.use_stderr() && std::env::args().skip(1).any(|a| a == "--json") {
                 let text = e.kind().to_string();
                 let detail = e.render().to_string();
+                // clap's message runs over the lines before the first blank one (the
+                // missing arguments are listed below its first line).
                 let detail = detail
                     .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim_start_matches("error: ");
+                    .take_while(|l| !l.trim().is_empty())
+                    .map(|l| l.trim().trim_start_matches("error: "))
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let p = Problem::usage(
                     format!("{text}: {detail}"),
                     "see `vyrescope <command> --help` for the options",

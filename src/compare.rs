@@ -215,24 +215,54 @@ pub fn is_ptx_instruction(line: &str) -> bool {
 
 /// PTX instructions of `node` in `k`.
 pub fn ptx_count(k: &EmittedKernel, node: &str) -> u32 {
-    let lines: Vec<&str> = k.ptx.lines().collect();
-    k.source_map
-        .lines_of(node)
-        .iter()
-        .flat_map(|r| r[0]..=r[1])
-        .filter(|&l| {
-            lines
-                .get(l as usize - 1)
-                .is_some_and(|t| is_ptx_instruction(t))
-        })
-        .count() as u32
+    Index::of(k, None).ptx_count(node)
 }
 
-fn figures(side: &Side, node: &str) -> StatementFigures {
-    let cost = side.sass.as_ref().and_then(|l| l.cost_of(node));
+/// One side's figures by node, built once: the PTX instruction lines, the source map's
+/// ranges and the SASS costs. Looking each statement up in the PTX text and the map anew
+/// made `diff` quadratic in statements (a 16,000-statement Program took minutes).
+struct Index<'a> {
+    /// Per PTX line (index 0 is line 1): whether it is an instruction.
+    instruction: Vec<bool>,
+    ranges: std::collections::HashMap<&'a str, &'a [[u32; 2]]>,
+    costs: std::collections::HashMap<&'a str, &'a crate::sass::NodeCost>,
+}
+
+impl<'a> Index<'a> {
+    fn of(k: &'a EmittedKernel, sass: Option<&'a crate::sass::SassListing>) -> Self {
+        Index {
+            instruction: k.ptx.lines().map(is_ptx_instruction).collect(),
+            ranges: k.source_map.by_node(),
+            costs: sass.map_or_else(Default::default, |l| {
+                let mut m = std::collections::HashMap::new();
+                for c in &l.costs {
+                    m.entry(c.node.as_str()).or_insert(c);
+                }
+                m
+            }),
+        }
+    }
+
+    fn ptx_count(&self, node: &str) -> u32 {
+        self.ranges
+            .get(node)
+            .into_iter()
+            .flat_map(|rs| rs.iter())
+            .flat_map(|r| r[0]..=r[1])
+            .filter(|&l| {
+                l.checked_sub(1)
+                    .and_then(|i| self.instruction.get(i as usize))
+                    .is_some_and(|&b| b)
+            })
+            .count() as u32
+    }
+}
+
+fn figures(side: &Side, idx: &Index, node: &str) -> StatementFigures {
+    let cost = idx.costs.get(node).copied();
     StatementFigures {
         node: node.to_string(),
-        ptx: ptx_count(&side.kernel, node),
+        ptx: idx.ptx_count(node),
         sass: side.sass.as_ref().map(|_| cost.map_or(0, |c| c.total)),
         mix: side
             .sass
@@ -277,12 +307,16 @@ pub fn totals(side: &Side, caps: &DeviceCaps) -> Totals {
 /// Compares two lowered sides.
 pub fn compare(old: &Side, new: &Side, level: Level, caps: &DeviceCaps) -> Comparison {
     let (pairs, aligned_by) = align::statements(&old.printed, &new.printed);
+    let (io, inew) = (
+        Index::of(&old.kernel, old.sass.as_ref()),
+        Index::of(&new.kernel, new.sass.as_ref()),
+    );
     let statements = pairs
         .into_iter()
         .map(|(o, n)| StatementRow {
             node: o.clone().or_else(|| n.clone()).unwrap_or_default(),
-            old: o.map(|o| figures(old, &o)),
-            new: n.map(|n| figures(new, &n)),
+            old: o.map(|o| figures(old, &io, &o)),
+            new: n.map(|n| figures(new, &inew, &n)),
         })
         .collect();
     Comparison {

@@ -456,17 +456,8 @@ pub fn check_source(
 
 /// `grid.x = ceil(elements / workgroup_x)`, y = z = 1, refusing a count beyond `u32`.
 pub fn grid_for_elements(elements: u64, workgroup_x: u32) -> Result<[u32; 3], InputError> {
-    let wx = workgroup_x.max(1) as u64;
-    let gx = elements.div_ceil(wx);
-    if gx > u32::MAX as u64 {
-        return Err(InputError {
-            message: format!(
-                "{elements} elements need {gx} workgroups of {wx} along x, more than u32 holds"
-            ),
-            fix: "use fewer elements or a larger workgroup_size.x".into(),
-        });
-    }
-    Ok([gx as u32, 1, 1])
+    crate::shape::grid_for_elements(elements, workgroup_x)
+        .map_err(|(message, fix)| InputError { message, fix })
 }
 
 /// Loads a Program file and prepares its run (`file` inputs relative to the file's folder).

@@ -189,10 +189,7 @@ fn assemble(
     let (log, cubin) = assemble_cubin(ptxas, ptx, sm, true)?;
     let mut resources = parse_verbose(&log)?;
     resources.arch = ptxas_arch(sm);
-    let dir = tempfile::Builder::new()
-        .prefix("vyrescope-sass-")
-        .tempdir()
-        .map_err(|e| SassError::Nvdisasm(format!("cannot create a temp folder: {e}")))?;
+    let dir = crate::emit::ptxas::ToolDir::new("vyrescope-sass-").map_err(SassError::Nvdisasm)?;
     let res: Result<(String, String), SassError> = (|| {
         let path = dir.path().join("kernel.cubin");
         std::fs::write(&path, &cubin).map_err(|e| SassError::Nvdisasm(e.to_string()))?;
@@ -207,7 +204,7 @@ fn assemble(
         )?;
         Ok((listing, life))
     })();
-    let _ = dir.close();
+    drop(dir);
     let (listing, life) = res?;
     let disassembly = parse::parse(&listing);
     if disassembly.instructions.is_empty() {
@@ -231,19 +228,27 @@ fn run_nvdisasm(
 ) -> Result<String, SassError> {
     let mut cmd = Command::new(nvdisasm);
     cmd.args(args).arg(cubin);
-    let (ok, out) = run_limited(
+    let run = run_limited(
         &mut cmd,
         &dir.join("sass.txt"),
         tools::NVDISASM_TIMEOUT,
         "nvdisasm",
     )
     .map_err(SassError::Nvdisasm)?;
-    if !ok {
-        return Err(SassError::Nvdisasm(
-            out.lines().take(5).collect::<Vec<_>>().join(" | "),
-        ));
+    if !run.success {
+        let why = match run.signal {
+            Some(sig) => format!(
+                "killed by signal {sig} (limit {} MiB of address space: it may have run out of memory) | ",
+                crate::emit::ptxas::tool_memory_limit() >> 20
+            ),
+            None => String::new(),
+        };
+        return Err(SassError::Nvdisasm(format!(
+            "{why}{}",
+            run.log.lines().take(5).collect::<Vec<_>>().join(" | ")
+        )));
     }
-    Ok(out)
+    Ok(run.log)
 }
 
 /// Attributes every instruction to a PTX line and a node (see the module docs).
@@ -251,21 +256,35 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
     let d = &a.disassembly;
     let map = &kernel.source_map;
     let epilogue_line = map.lines_of("epilogue").first().map(|r| r[0]);
-    // A subroutine's line: its first caller's.
-    let caller_line = |routine: &str| {
-        let needle = format!("`({routine})");
-        d.instructions
-            .iter()
-            .find(|i| i.text.contains(&needle) && i.text.contains("CALL"))
-            .and_then(|i| i.ptx_line)
-    };
+    // Indexed once, not searched per instruction (that was quadratic in a large kernel):
+    // each PTX line's owner, each label's address, each subroutine's line (its first
+    // caller's).
+    let owners = map.owners();
+    let mut labels_at: HashMap<u32, Vec<&str>> = HashMap::new();
+    for l in &d.labels {
+        labels_at.entry(l.address).or_default().push(&l.name);
+    }
+    let routines: std::collections::HashSet<&str> = d
+        .instructions
+        .iter()
+        .filter_map(|i| i.routine.as_deref())
+        .collect();
+    let mut callers: HashMap<&str, Option<u32>> = HashMap::new();
+    for i in d.instructions.iter().filter(|i| i.text.contains("CALL")) {
+        for r in &routines {
+            if !callers.contains_key(r) && i.text.contains(&format!("`({r})")) {
+                callers.insert(r, i.ptx_line);
+            }
+        }
+    }
+    let caller_line = |routine: &str| callers.get(routine).copied().flatten();
     let is_trap = |i: &parse::RawInstr| {
-        d.labels.iter().any(|l| {
-            l.address == i.address
-                && i.text.starts_with("BRA ")
-                && i.text.contains(&format!("`({})", l.name))
-        })
+        i.text.starts_with("BRA ")
+            && labels_at
+                .get(&i.address)
+                .is_some_and(|names| names.iter().any(|n| i.text.contains(&format!("`({n})"))))
     };
+    let mut cost_at: HashMap<String, usize> = HashMap::new();
     let mut instructions = Vec::with_capacity(d.instructions.len());
     let mut costs: Vec<NodeCost> = Vec::new();
     let mut unowned = Mix::default();
@@ -279,7 +298,7 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
         let node = match trap {
             true => None,
             false => ptx_line
-                .and_then(|l| map.node_at(l))
+                .and_then(|l| owners.get((l as usize).checked_sub(1)?).copied().flatten())
                 .filter(|n| *n != "prologue" && *n != "epilogue")
                 .map(str::to_string),
         };
@@ -287,9 +306,10 @@ fn correlate(a: &Assembled, kernel: &EmittedKernel, sm: u32) -> SassListing {
         let live = a.live.get(&i.address).copied();
         match &node {
             Some(n) => {
-                let at = match costs.iter().position(|c| &c.node == n) {
-                    Some(at) => at,
+                let at = match cost_at.get(n) {
+                    Some(&at) => at,
                     None => {
+                        cost_at.insert(n.clone(), costs.len());
                         costs.push(NodeCost {
                             node: n.clone(),
                             mix: Mix::default(),

@@ -25,6 +25,23 @@ pub struct LaunchShape {
     pub grid: [u32; 3],
 }
 
+/// `grid.x = ceil(elements / workgroup_x)`, y = z = 1, refusing a count beyond `u32`; the
+/// error is `(message, fix)`. The one rule turning `elements` into a grid: `run`, `plan` and
+/// pipeline `check` all ask this.
+pub fn grid_for_elements(elements: u64, workgroup_x: u32) -> Result<[u32; 3], (String, String)> {
+    let wx = u64::from(workgroup_x.max(1));
+    let gx = elements.div_ceil(wx);
+    match u32::try_from(gx) {
+        Ok(g) => Ok([g, 1, 1]),
+        Err(_) => Err((
+            format!(
+                "{elements} elements need {gx} workgroups of {wx} along x, more than u32 holds"
+            ),
+            "use fewer elements or a larger workgroup_size.x".into(),
+        )),
+    }
+}
+
 impl LaunchShape {
     /// Threads per workgroup.
     pub fn threads_per_workgroup(&self) -> u64 {
@@ -149,23 +166,26 @@ fn parse_dims(s: &str, what: &str, max: [u32; 3]) -> Result<[u32; 3], String> {
     }
     let mut dims = [1u32; 3];
     for (axis, p) in parts.iter().enumerate() {
-        let v = p
-            .parse::<u32>()
-            .ok()
-            .filter(|v| *v > 0)
-            .ok_or_else(|| {
-                format!(
+        let v = match p.parse::<u64>() {
+            Ok(v) if v > 0 => v,
+            // Digits that do not fit: say it is too large, not that it is not a number.
+            Err(_) if p.chars().all(|c| c.is_ascii_digit()) && !p.trim_start_matches('0').is_empty() => {
+                u64::MAX
+            }
+            _ => {
+                return Err(format!(
                     "{what} `{s}`: `{p}` is not a positive integer\n  Fix: every axis is at least 1, e.g. 256,1,1"
-                )
-            })?;
-        if v > max[axis] {
+                ))
+            }
+        };
+        if v > u64::from(max[axis]) {
             let name = ["x", "y", "z"][axis];
             return Err(format!(
-                "{what} `{s}`: {name} = {v} is above CUDA's limit of {} along {name}\n  Fix: use at most {} along {name} (spread the work over other axes)",
+                "{what} `{s}`: {name} = {p} is above CUDA's limit of {} along {name}\n  Fix: use at most {} along {name} (spread the work over other axes)",
                 max[axis], max[axis]
             ));
         }
-        dims[axis] = v;
+        dims[axis] = v as u32;
     }
     Ok(dims)
 }

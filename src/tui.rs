@@ -147,12 +147,22 @@ fn read_first_file(app: &mut App, cmds: Vec<Cmd>) -> Vec<Cmd> {
 /// opened. Returns the commands the shell performs first (the device probe, and any
 /// emission or measurement that opening queued).
 pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
-    let cfg = match config::config_path() {
-        Some(p) => config::Config::load(&p)?,
+    let cfg_path = config::config_path();
+    let cfg = match &cfg_path {
+        Some(p) => config::Config::load(p)?,
         None => config::Config::default(),
     };
+    // Errors of the config's contents name the file they are in.
+    let in_cfg = |mut e: config::ConfigError| {
+        if e.path.is_empty() {
+            e.path = cfg_path
+                .as_ref()
+                .map_or_else(|| "file".into(), |p| p.display().to_string());
+        }
+        e
+    };
     let mut keymap = keymap::KeyMap::default();
-    cfg.apply_keys(&mut keymap)?;
+    cfg.apply_keys(&mut keymap).map_err(in_cfg)?;
     let theme_name = opts
         .theme
         .clone()
@@ -167,7 +177,7 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
             Highlighter::new(Some(syn)),
         )
     };
-    cfg.apply_styles(&mut ui)?;
+    cfg.apply_styles(&mut ui).map_err(in_cfg)?;
     let files = app::expand_paths(&opts.files);
     if files.is_empty() {
         return Err(TuiError::NoFiles);
@@ -247,7 +257,11 @@ pub fn run(opts: &Options) -> Result<(), TuiError> {
         plan_cache: true,
         ..opts.clone()
     })?;
-    terminal::run(app, hl, first, Box::new(gpu::WorkerGpu::new()), opts.watch)
+    let r = terminal::run(app, hl, first, Box::new(gpu::WorkerGpu::new()), opts.watch);
+    // A worker thread may still wait on ptxas or nvdisasm: end them and remove their
+    // folders, which the process's exit would leave behind.
+    crate::emit::ptxas::stop_all();
+    r
 }
 
 crate::util::problem::into_problem!(TuiError);

@@ -57,20 +57,18 @@ pub fn lines(side: &Side, level: Level) -> Vec<Line> {
                 node: l.node.as_ref().map(|n| n.to_string()),
             })
             .collect(),
-        Level::Ptx => side
-            .kernel
-            .ptx
-            .lines()
-            .enumerate()
-            .map(|(i, t)| Line {
-                text: t.to_string(),
-                node: side
-                    .kernel
-                    .source_map
-                    .node_at(i as u32 + 1)
-                    .map(str::to_string),
-            })
-            .collect(),
+        Level::Ptx => {
+            let owners = side.kernel.source_map.owners();
+            side.kernel
+                .ptx
+                .lines()
+                .enumerate()
+                .map(|(i, t)| Line {
+                    text: t.to_string(),
+                    node: owners.get(i).copied().flatten().map(str::to_string),
+                })
+                .collect()
+        }
         Level::Sass => side.sass.as_ref().map_or_else(Vec::new, |l| {
             l.instructions
                 .iter()

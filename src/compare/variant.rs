@@ -35,17 +35,26 @@ pub struct VariantError {
 
 const SPEC_HELP: &str = "write FILE[@OPTION]..., OPTION one of wg=N (or wg=XxY, wg=X,Y,Z), sm=70|75|80|86|89|90, unroll=on|off, version-bounds; e.g. fixtures/programs/saxpy_f32.json@wg=64@sm=80";
 
-/// Splits a spec into its file and its options: the options start at the first `@` after
-/// the last `/`, so folders with `@` in their names still work.
+/// Splits a spec into its file and its options: the options start at an `@` after the
+/// last `/` (folders with `@` in their names still work): the first whose text before it
+/// names an existing file, so a file named `a@b.json` is usable (`a@b.json@wg=64`), else the
+/// first.
 pub fn split(spec: &str) -> (&str, Vec<&str>) {
     let base = spec.rfind('/').map_or(0, |i| i + 1);
-    match spec[base..].find('@') {
-        Some(at) => {
-            let (file, opts) = spec.split_at(base + at);
-            (file, opts[1..].split('@').collect())
-        }
-        None => (spec, Vec::new()),
+    let ats: Vec<usize> = spec[base..]
+        .match_indices('@')
+        .map(|(i, _)| base + i)
+        .collect();
+    if ats.is_empty() || std::path::Path::new(spec).is_file() {
+        return (spec, Vec::new());
     }
+    let at = ats
+        .iter()
+        .copied()
+        .find(|&i| std::path::Path::new(&spec[..i]).is_file())
+        .unwrap_or(ats[0]);
+    let (file, opts) = spec.split_at(at);
+    (file, opts[1..].split('@').collect())
 }
 
 impl Variant {
@@ -55,6 +64,13 @@ impl Variant {
             spec: spec.to_string(),
             message,
             fix: SPEC_HELP.to_string(),
+        };
+        // A parser's own `message\n  Fix: fix` text: its message only, so the error has one
+        // `Fix:` line (how to write a side).
+        let bad_with_fix = |text: String| {
+            bad(text
+                .split_once("\n  Fix: ")
+                .map_or(text.clone(), |(m, _)| m.to_string()))
         };
         let (file, opts) = split(spec);
         if file.is_empty() {
@@ -68,17 +84,21 @@ impl Variant {
             unroll: None,
             version_bounds: false,
         };
+        let mut given = std::collections::HashSet::new();
         for o in opts {
             let (key, value) = match o.split_once('=') {
                 Some((k, val)) => (k, Some(val)),
                 None => (o, None),
             };
+            let name = if key == "workgroup" { "wg" } else { key };
+            if !given.insert(name) {
+                return Err(bad(format!(
+                    "option `{name}` is given twice (only one value can hold)"
+                )));
+            }
             match (key, value) {
                 ("wg" | "workgroup", Some(val)) => {
-                    v.workgroup = Some(
-                        crate::shape::parse_workgroup(val)
-                            .map_err(|e| bad(format!("workgroup `{val}`: {e}")))?,
-                    );
+                    v.workgroup = Some(crate::shape::parse_workgroup(val).map_err(bad_with_fix)?);
                 }
                 ("sm", Some(val)) => {
                     let sm: u32 = val
@@ -128,9 +148,22 @@ mod tests {
     }
 
     #[test]
+    fn a_file_with_at_in_its_name_is_usable() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("a@b.json");
+        std::fs::write(&f, "{}").unwrap();
+        let spec = f.display().to_string();
+        assert_eq!(Variant::parse(&spec).unwrap().file, f);
+        let v = Variant::parse(&format!("{spec}@wg=64")).unwrap();
+        assert_eq!((v.file, v.workgroup), (f, Some([64, 1, 1])));
+    }
+
+    #[test]
     fn bad_options_say_how_to_write_them() {
         for spec in [
             "k.json@wg=0",
+            "k.json@wg=99999999999",
+            "k.json@sm=90@sm=80",
             "k.json@sm=91",
             "k.json@unroll=maybe",
             "k.json@fast",
@@ -139,7 +172,16 @@ mod tests {
             let e = Variant::parse(spec).unwrap_err().to_string();
             assert!(e.starts_with(spec), "{e}");
             assert!(e.contains("\n  Fix: "), "{e}");
+            assert_eq!(e.matches("Fix:").count(), 1, "{e}");
         }
+        let e = Variant::parse("k.json@wg=99999999999")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("above CUDA's limit"), "{e}");
+        let e = Variant::parse("k.json@sm=90@sm=80")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("given twice"), "{e}");
         assert!(Variant::parse("k.json@vyre")
             .unwrap_err()
             .to_string()

@@ -35,6 +35,36 @@ impl SourceMap {
             .map(|e| e.node.as_str())
     }
 
+    /// The owner of every PTX line up to the last one mapped (index 0 is line 1): for
+    /// callers that ask about many lines, one pass instead of a search per line.
+    pub fn owners(&self) -> Vec<Option<&str>> {
+        let last = self
+            .entries
+            .iter()
+            .flat_map(|e| e.lines.iter().map(|r| r[1]))
+            .max()
+            .unwrap_or(0);
+        let mut out = vec![None; last as usize];
+        // In entry order, the first owner of a line wins, as in `node_at`.
+        for e in self.entries.iter().rev() {
+            for r in &e.lines {
+                for l in r[0].max(1)..=r[1] {
+                    out[l as usize - 1] = Some(e.node.as_str());
+                }
+            }
+        }
+        out
+    }
+
+    /// The line ranges of every node, by node: for callers that ask about many nodes.
+    pub fn by_node(&self) -> std::collections::HashMap<&str, &[[u32; 2]]> {
+        let mut m = std::collections::HashMap::new();
+        for e in &self.entries {
+            m.entry(e.node.as_str()).or_insert(e.lines.as_slice());
+        }
+        m
+    }
+
     /// The line ranges of `node` (empty when it produced no lines).
     pub fn lines_of(&self, node: &str) -> &[[u32; 2]] {
         self.entries

@@ -10,6 +10,7 @@
 //! writable (`read_write`/`write`) Program buffer, taken as `elements`. The workgroup size is
 //! the step's override, else the Program's.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::{
@@ -128,6 +129,7 @@ pub fn prepare_pipeline_rooted(
     files: FileRoot<'_>,
 ) -> Result<PreparedPipeline, InputError> {
     let (lens, steps) = lengths_and_steps(pipeline, &files)?;
+    check_footprint(pipeline, &lens)?;
     let mut buffers = Vec::with_capacity(pipeline.buffers.len());
     for (b, len) in pipeline.buffers.iter().zip(lens) {
         let data = buffer_bytes(&b.name, b.elem, len, &b.contents.source, &files)?;
@@ -162,15 +164,38 @@ pub fn pipeline_shapes_rooted(
     Ok(steps.into_iter().map(|s| s.shape).collect())
 }
 
-/// Each buffer's length (checked against the limits before anything is allocated) and each
-/// step's launch shape and bindings.
+/// Refuses buffers whose contents (with a staging copy of each) would pass
+/// [`MAX_TOTAL_BYTES`]: asked before they are built, and only where they are (planning
+/// builds none, so it plans pipelines of any size).
+fn check_footprint(pipeline: &Pipeline, lens: &[usize]) -> Result<(), InputError> {
+    let total: u128 = pipeline
+        .buffers
+        .iter()
+        .zip(lens)
+        .map(|(b, &len)| len as u128 * b.elem.size_bytes() as u128)
+        .sum();
+    let footprint = total * FOOTPRINT_COPIES as u128;
+    if footprint > MAX_TOTAL_BYTES as u128 {
+        return Err(InputError {
+            message: format!(
+                "the buffers of pipeline `{}` would take {total} bytes; with a staging copy of each the run needs {footprint} bytes, more than the {} GiB limit",
+                pipeline.name,
+                MAX_TOTAL_BYTES >> 30
+            ),
+            fix: "use shorter buffers (`len`)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Each buffer's length (checked against the u32 index limit before anything is allocated)
+/// and each step's launch shape and bindings.
 fn lengths_and_steps(
     pipeline: &Pipeline,
     files: &FileRoot<'_>,
 ) -> Result<(Vec<usize>, Vec<PreparedStep>), InputError> {
     // Lengths first, so that absurd requests fail before anything is allocated.
     let mut lens = Vec::with_capacity(pipeline.buffers.len());
-    let mut total: u128 = 0;
     for b in &pipeline.buffers {
         let c = &b.contents;
         let Some(len) = explicit_len(&b.name, b.elem, &c.source, c.len, files)? else {
@@ -185,24 +210,18 @@ fn lengths_and_steps(
                 fix: format!("give `{}` at most 4294967295 elements", b.name),
             });
         }
-        total += len as u128 * b.elem.size_bytes() as u128;
         lens.push(len as usize);
     }
-    let footprint = total * FOOTPRINT_COPIES as u128;
-    if footprint > MAX_TOTAL_BYTES as u128 {
-        return Err(InputError {
-            message: format!(
-                "the buffers of pipeline `{}` would take {total} bytes; with a staging copy of each the run needs {footprint} bytes, more than the {} GiB limit",
-                pipeline.name,
-                MAX_TOTAL_BYTES >> 30
-            ),
-            fix: "use shorter buffers (`len`)".into(),
-        });
-    }
 
+    // Pipeline buffers by name, indexed once (searched per step binding, a long chain's
+    // shapes were quadratic in steps).
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (k, b) in pipeline.buffers.iter().enumerate() {
+        index.entry(b.name.as_str()).or_insert(k);
+    }
     let mut steps = Vec::with_capacity(pipeline.steps.len());
     for (i, s) in pipeline.steps.iter().enumerate() {
-        let binding = bindings(pipeline, i, s)?;
+        let binding = bindings(pipeline, &index, i, s)?;
         let shape = step_shape(i, s, &binding, &lens)?;
         steps.push(PreparedStep { shape, binding });
     }
@@ -210,7 +229,12 @@ fn lengths_and_steps(
 }
 
 /// The pipeline buffer behind every host buffer of step `i`'s Program.
-fn bindings(pipeline: &Pipeline, i: usize, s: &Step) -> Result<Vec<StepBinding>, InputError> {
+fn bindings(
+    pipeline: &Pipeline,
+    by_name: &HashMap<&str, usize>,
+    i: usize,
+    s: &Step,
+) -> Result<Vec<StepBinding>, InputError> {
     let mut out = Vec::new();
     for (slot, b) in s.program.host_buffers().into_iter().enumerate() {
         let Some(target) = s.bound(&b.name) else {
@@ -219,7 +243,7 @@ fn bindings(pipeline: &Pipeline, i: usize, s: &Step) -> Result<Vec<StepBinding>,
                 fix: format!("add \"{}\": \"PIPELINE_BUFFER\" to steps[{i}].bind", b.name),
             });
         };
-        let Some(index) = pipeline.buffers.iter().position(|p| p.name == target) else {
+        let Some(&index) = by_name.get(target) else {
             return Err(InputError {
                 message: format!("steps[{i}].bind.{}: no pipeline buffer `{target}`", b.name),
                 fix: "bind a buffer declared in the pipeline's `buffers`".into(),

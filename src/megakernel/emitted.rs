@@ -256,6 +256,7 @@ pub fn check_emitted(
     steps: &[(usize, u64)],
     required: &[TileDep],
 ) -> Result<Schedule, ScheduleError> {
+    super::validate::check_size(steps)?;
     let s = emitted_schedule(kernel, steps)?;
     validate(&s, required)?;
     Ok(s)

@@ -42,7 +42,8 @@ use super::launch::PipelineLaunch;
 use crate::inputs::LaunchShape;
 use crate::ir::parse::assign_ids;
 use crate::ir::{
-    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, Stmt, StmtKind,
+    Access, BarrierScope, BufferDecl, NodeId, Pipeline, Program, RunSpec, ScalarType, Stmt,
+    StmtKind,
 };
 use crate::shape::MAX_GRID_DIMS;
 
@@ -176,7 +177,14 @@ pub fn fuse_group(
     );
     check_spec(pipeline, shapes, spec, &group)?;
     let shape = launch_shape(shapes, spec, &group)?;
-    let (buffers, host_decls) = host_buffers(pipeline, spec, &group)?;
+    // The pipeline's buffers by name, built once for the group.
+    let by_name: BufIndex = pipeline
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.name.as_str(), (i, b)))
+        .collect();
+    let (buffers, host_decls) = host_buffers(pipeline, &by_name, spec, &group)?;
     // Buffers no step of the group writes: their loads may be issued ahead of a task.
     let read_only: ValueTypes = host_decls
         .iter()
@@ -184,27 +192,41 @@ pub fn fuse_group(
         .map(|d| (d.name.clone(), d.elem.value_type()))
         .collect();
     // Per position in the group: the host buffers no step from there on writes (their
-    // writers, if any, ran before, so after a step's waits their contents are settled).
-    let settled: Vec<ValueTypes> = (0..spec.steps.len())
-        .map(|i| {
-            let later: HashSet<&str> = spec.steps[i..]
-                .iter()
-                .flat_map(|&k| {
-                    let step = &pipeline.steps[k];
-                    step.program
-                        .buffers
-                        .iter()
-                        .filter(|b| b.access.is_host() && b.access.is_writable())
-                        .map(move |b| step.bound(&b.name).unwrap_or(&b.name))
-                })
-                .collect();
-            host_decls
-                .iter()
-                .filter(|d| !later.contains(d.name.as_str()))
-                .map(|d| (d.name.clone(), d.elem.value_type()))
-                .collect()
-        })
-        .collect();
+    // writers, if any, ran before, so after a step's waits their contents are settled). The
+    // set only grows along the group: a buffer joins it after its last writer, so one map
+    // is extended step by step (a map per position was quadratic in steps, in time and
+    // memory).
+    let mut last_writer: HashMap<&str, usize> = HashMap::new();
+    for (i, &k) in spec.steps.iter().enumerate() {
+        let step = &pipeline.steps[k];
+        for b in step.program.buffers.iter() {
+            if b.access.is_host() && b.access.is_writable() {
+                last_writer.insert(step.bound(&b.name).unwrap_or(&b.name), i);
+            }
+        }
+    }
+    let mut settle_at: Vec<Vec<(String, ScalarType)>> = vec![Vec::new(); spec.steps.len()];
+    let mut settled = ValueTypes::new();
+    for d in &host_decls {
+        let t = (d.name.clone(), d.elem.value_type());
+        match last_writer.get(d.name.as_str()) {
+            None => {
+                settled.insert(t.0, t.1);
+            }
+            Some(&i) if i + 1 < spec.steps.len() => settle_at[i + 1].push(t),
+            Some(_) => {}
+        }
+    }
+    // Positions of the steps after a workgroup or grid barrier, counted: whether a barrier
+    // separates two positions is one subtraction (see `barrier_between`).
+    let mut barriers_before = vec![0usize; spec.steps.len() + 1];
+    for (i, s) in spec.separations.iter().enumerate() {
+        let b = matches!(s.kind, DepKind::Workgroup | DepKind::Grid);
+        barriers_before[i + 1] = barriers_before[i] + usize::from(b);
+    }
+    for i in spec.separations.len() + 1..barriers_before.len() {
+        barriers_before[i] = barriers_before[i - 1];
+    }
     let layout = match (&spec.dataflow, spec.persistent_blocks) {
         (Some(deps), Some(blocks)) => {
             let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
@@ -236,7 +258,7 @@ pub fn fuse_group(
                         d.elem == b.elem
                             && d.count == b.count
                             && !mine.contains(&d.name)
-                            && barrier_between(spec, *last, i)
+                            && barrier_between(&barriers_before, *last, i)
                     })
                 })
                 .flatten();
@@ -267,13 +289,14 @@ pub fn fuse_group(
             }
             names.insert(b.name.clone(), fused);
         }
+        settled.extend(std::mem::take(&mut settle_at[i]));
         body.push(step_stmt(
             k,
             &step.program,
             &names,
             (shapes[k], shape),
             layout.as_ref(),
-            (!spec.no_prefetch).then_some((&read_only, &settled[i])),
+            (!spec.no_prefetch).then_some((&read_only, &settled)),
             &group,
         )?);
         if let Some(sep) = spec.separations.get(i) {
@@ -294,11 +317,9 @@ pub fn fuse_group(
     }
 
     if let Some(l) = &layout {
-        for (n, d) in l.declarations().into_iter().enumerate() {
-            body.insert(n, d);
-        }
+        body.splice(0..0, l.declarations());
     }
-    let forwarding = forward::forward(&mut body, &forward_input(pipeline, spec, &decls));
+    let forwarding = forward::forward(&mut body, &forward_input(pipeline, &by_name, spec, &decls));
     let node_origin = renumber(&mut body);
     let first = spec.steps.first().copied().unwrap_or(0);
     let last = spec.steps.last().copied().unwrap_or(0);
@@ -317,9 +338,9 @@ pub fn fuse_group(
             inputs: buffers
                 .iter()
                 .filter_map(|b| {
-                    pipeline
-                        .buffer(b)
-                        .map(|pb| (b.clone(), pb.contents.clone()))
+                    by_name
+                        .get(b.as_str())
+                        .map(|(_, pb)| (b.clone(), pb.contents.clone()))
                 })
                 .collect(),
         }),
@@ -349,13 +370,16 @@ pub fn fuse_group(
     Ok(kernel)
 }
 
+/// The pipeline's buffers by name, with their place in the pipeline.
+type BufIndex<'a> = HashMap<&'a str, (usize, &'a crate::ir::PipelineBuffer)>;
+
 /// True when a workgroup or grid barrier separates the steps at positions `from` and `to`
-/// (`from < to`) of the group.
-fn barrier_between(spec: &FusedGroupSpec, from: usize, to: usize) -> bool {
-    spec.separations.get(from..to).is_some_and(|s| {
-        s.iter()
-            .any(|s| matches!(s.kind, DepKind::Workgroup | DepKind::Grid))
-    })
+/// (`from < to`) of the group; `barriers_before[i]`: such separations before position `i`.
+fn barrier_between(barriers_before: &[usize], from: usize, to: usize) -> bool {
+    match (barriers_before.get(from), barriers_before.get(to)) {
+        (Some(a), Some(b)) => b > a,
+        _ => false,
+    }
 }
 
 /// What register forwarding may do with the group's host buffers: forward value-typed ones
@@ -363,6 +387,7 @@ fn barrier_between(spec: &FusedGroupSpec, from: usize, to: usize) -> bool {
 /// outside the group binds.
 fn forward_input(
     pipeline: &Pipeline,
+    by_name: &BufIndex,
     spec: &FusedGroupSpec,
     decls: &[BufferDecl],
 ) -> forward::ForwardInput {
@@ -372,8 +397,35 @@ fn forward_input(
         lens: HashMap::new(),
         droppable: HashSet::new(),
     };
+    // Searched per declaration, the buffers and the steps binding them made this cubic in
+    // steps: the caller indexes the buffers.
+    // Only a transient buffer asks whether a step outside the group binds it: one walk over
+    // the other steps, and none for a group without transients.
+    let in_group: HashSet<usize> = spec.steps.iter().copied().collect();
+    let transients: HashSet<&str> = decls
+        .iter()
+        .filter(|d| {
+            d.access.is_host()
+                && by_name
+                    .get(d.name.as_str())
+                    .is_some_and(|(_, b)| b.transient)
+        })
+        .map(|d| d.name.as_str())
+        .collect();
+    let bound_outside: HashSet<&str> = if transients.is_empty() {
+        HashSet::new()
+    } else {
+        pipeline
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !in_group.contains(k))
+            .flat_map(|(_, s)| s.bind.iter().map(|(_, b)| b.as_str()))
+            .filter(|b| transients.contains(b))
+            .collect()
+    };
     for d in decls.iter().filter(|d| d.access.is_host()) {
-        let Some(pb) = pipeline.buffer(&d.name) else {
+        let Some(&(_, pb)) = by_name.get(d.name.as_str()) else {
             continue;
         };
         if matches!(d.elem, E::U32 | E::I32 | E::U64 | E::I64 | E::F32 | E::F64) {
@@ -382,12 +434,7 @@ fn forward_input(
         if let Some(n) = pb.contents.len {
             input.lens.insert(d.name.clone(), n);
         }
-        let outside = pipeline
-            .steps
-            .iter()
-            .enumerate()
-            .any(|(k, s)| !spec.steps.contains(&k) && s.bind.iter().any(|(_, b)| b == &d.name));
-        if pb.transient && !outside {
+        if pb.transient && !bound_outside.contains(d.name.as_str()) {
             input.droppable.insert(d.name.clone());
         }
     }
@@ -573,6 +620,7 @@ fn launch_shape(
 /// The pipeline buffers the group touches (pipeline order) and their fused declarations.
 fn host_buffers(
     pipeline: &Pipeline,
+    by_name: &BufIndex,
     spec: &FusedGroupSpec,
     group: &str,
 ) -> Result<(Vec<String>, Vec<BufferDecl>), FuseError> {
@@ -587,7 +635,7 @@ fn host_buffers(
                     "bind every host buffer of the step's Program to a pipeline buffer",
                 ));
             };
-            let Some(pb) = pipeline.buffer(bound) else {
+            let Some(&(_, pb)) = by_name.get(bound) else {
                 return Err(err(
                     format!(
                         "{group}: step {k}: `{}` is bound to unknown pipeline buffer `{bound}`",
@@ -612,7 +660,14 @@ fn host_buffers(
     }
     let mut names = Vec::new();
     let mut decls = Vec::new();
-    for pb in &pipeline.buffers {
+    // In pipeline order: the group's buffers sorted by their place in the pipeline (a walk
+    // over all the pipeline's buffers per group was quadratic in a long chain).
+    let mut used: Vec<(usize, &crate::ir::PipelineBuffer)> = uses
+        .keys()
+        .filter_map(|n| by_name.get(n).copied())
+        .collect();
+    used.sort_by_key(|(i, _)| *i);
+    for (_, pb) in used {
         let Some(&(writes, uniform)) = uses.get(pb.name.as_str()) else {
             continue;
         };

@@ -51,6 +51,18 @@ pub const DEFAULT_REGISTERS: u32 = 32;
 /// launches rarely pay for the lost parallelism.
 pub const MIN_OCCUPANCY_PCT: f64 = 25.0;
 
+/// Most steps fused into one kernel. A fused kernel's size grows with its steps, and its
+/// dataflow form with the waits between them (a ping-pong pipeline's step waits on every
+/// earlier one): 200 such steps made 426,000 PTX lines that ptxas needed 23 GB for. Past
+/// this the plan starts a new launch, so every kernel it emits stays small enough to
+/// assemble, and planning and fusing stay linear in steps.
+pub const MAX_GROUP_STEPS: usize = 32;
+
+/// Most IR nodes (statements and expressions of the steps' Programs) fused into one kernel;
+/// a quarter of what one Program may hold (`validate::limits::MAX_NODES`), leaving room for
+/// what fusion adds (virtual workgroup loops, waits, renamed copies).
+pub const MAX_GROUP_NODES: usize = 25_000;
+
 /// What the planner needs besides the pipeline and its launch shapes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanOptions {
@@ -289,6 +301,16 @@ struct StepRes {
     grid_barrier: bool,
     /// Uses `shuffle`, `subgroup_reduce` or `ballot` (see `mixed::subgroup_exact`).
     subgroup_ops: bool,
+    /// Statements and expression nodes of the step's Program.
+    nodes: usize,
+}
+
+/// Statements and expression nodes of `p`.
+fn program_nodes(p: &crate::ir::Program) -> usize {
+    let mut n = 0usize;
+    p.walk_stmts(&mut |_| n += 1);
+    p.walk_exprs(&mut |_| n += 1);
+    n
 }
 
 /// The fused resources of a set of steps.
@@ -302,14 +324,58 @@ struct Fused {
 }
 
 fn fused(caps: &DeviceCaps, steps: &[StepRes]) -> Fused {
-    let regs = steps
-        .iter()
-        .map(|s| s.regs)
-        .max()
-        .unwrap_or(DEFAULT_REGISTERS);
-    let smem: u64 = steps.iter().map(|s| s.smem).sum();
+    let mut agg = Agg::default();
+    for s in steps {
+        agg.add(0, s);
+    }
+    fused_agg(caps, &agg)
+}
+
+/// What the fused resources and the size check of a group depend on, kept up to date as
+/// steps join, so that asking whether one more step may join costs the same for the
+/// 10,000th step as for the second (recomputed over the group, planning a long chain was
+/// quadratic in steps).
+#[derive(Debug, Clone, Default)]
+struct Agg {
+    /// Steps added.
+    steps: usize,
+    /// Their Programs' nodes.
+    nodes: usize,
+    regs: Option<u32>,
+    smem: u64,
+    threads: Option<u32>,
+    /// The first step of each distinct (workgroup size, subgroup ops), in order: the size
+    /// check gives the same answer on them as on every step.
+    sizes: Vec<(usize, [u32; 3], bool)>,
+    /// The first step with a grid barrier of its own.
+    grid_barrier: Option<usize>,
+}
+
+impl Agg {
+    fn add(&mut self, k: usize, s: &StepRes) {
+        self.steps += 1;
+        self.nodes = self.nodes.saturating_add(s.nodes);
+        self.regs = Some(self.regs.map_or(s.regs, |r| r.max(s.regs)));
+        self.smem = self.smem.saturating_add(s.smem);
+        self.threads = Some(self.threads.map_or(s.threads, |t| t.max(s.threads)));
+        if !self
+            .sizes
+            .iter()
+            .any(|&(_, w, sub)| w == s.wg && sub == s.subgroup_ops)
+        {
+            self.sizes.push((k, s.wg, s.subgroup_ops));
+        }
+        if s.grid_barrier && self.grid_barrier.is_none() {
+            self.grid_barrier = Some(k);
+        }
+    }
+}
+
+fn fused_agg(caps: &DeviceCaps, agg: &Agg) -> Fused {
+    let regs = agg.regs.unwrap_or(DEFAULT_REGISTERS);
+    let smem = agg.smem;
     // Mixed workgroup sizes run as blocks of the largest.
-    let threads = steps.iter().map(|s| s.threads).max().unwrap_or(1);
+    let threads = agg.threads.unwrap_or(1);
     let res = KernelResources {
         regs_per_thread: regs,
         ..KernelResources::default()
@@ -357,20 +423,28 @@ pub fn plan(
             smem: workgroup_bytes(&step.program),
             grid_barrier: has_grid_barrier(&step.program),
             subgroup_ops: super::mixed::uses_subgroup_ops(&step.program),
+            nodes: program_nodes(&step.program),
         })
         .collect();
 
     let mut members: Vec<Vec<usize>> = vec![vec![0]];
+    let mut agg = Agg::default();
+    agg.add(0, &res[0]);
     let mut fusion_breaks = Vec::new();
     for s in 1..res.len() {
         let Some(current) = members.last_mut() else {
             break;
         };
-        match can_join(caps, opts, &deps, &res, current, s) {
-            Ok(()) => current.push(s),
+        match can_join(caps, opts, &deps, &res, (current, &agg), s) {
+            Ok(()) => {
+                current.push(s);
+                agg.add(s, &res[s]);
+            }
             Err(reason) => {
                 fusion_breaks.push(FusionBreak { step: s, reason });
                 members.push(vec![s]);
+                agg = Agg::default();
+                agg.add(s, &res[s]);
             }
         }
     }
@@ -414,13 +488,14 @@ pub fn plan(
     })
 }
 
-/// Whether step `s` may join the group `group`; the reason when not.
+/// Whether step `s` may join the group `group` (its steps and their [`Agg`]); the reason
+/// when not.
 fn can_join(
     caps: &DeviceCaps,
     opts: &PlanOptions,
     deps: &DepTable,
     res: &[StepRes],
-    group: &[usize],
+    (group, agg): (&[usize], &Agg),
     s: usize,
 ) -> Result<(), String> {
     let me = res[s];
@@ -429,21 +504,29 @@ fn can_join(
             "step {s} has its own grid barrier, so it stays its own cooperative launch"
         ));
     }
-    if let Some(&g) = group.iter().find(|&&g| res[g].grid_barrier) {
+    if let Some(g) = agg.grid_barrier {
         return Err(format!(
             "step {g} has its own grid barrier, so it stays its own cooperative launch"
         ));
     }
-    let sizes: Vec<(usize, [u32; 3], bool)> = group
-        .iter()
-        .chain([&s])
-        .map(|&g| (g, res[g].wg, res[g].subgroup_ops))
-        .collect();
-    super::mixed::check_sizes(&sizes)?;
-    let parts: Vec<StepRes> = group.iter().map(|&g| res[g]).collect();
-    let mut all = parts.clone();
-    all.push(me);
-    let together = fused(caps, &all);
+    if agg.steps >= MAX_GROUP_STEPS {
+        return Err(format!(
+            "the group has {} steps, the most one fused kernel takes (larger kernels need gigabytes of memory in ptxas)",
+            agg.steps
+        ));
+    }
+    if agg.nodes.saturating_add(me.nodes) > MAX_GROUP_NODES {
+        return Err(format!(
+            "the fused kernel would hold {} IR nodes (the group's {} + step {s}'s {}), more than the {MAX_GROUP_NODES} one fused kernel takes",
+            agg.nodes.saturating_add(me.nodes),
+            agg.nodes,
+            me.nodes
+        ));
+    }
+    let mut with = agg.clone();
+    with.add(s, &me);
+    super::mixed::check_sizes(&with.sizes)?;
+    let together = fused_agg(caps, &with);
     let max_smem = u64::from(caps.smem_per_block_optin.max(caps.smem_per_block));
     if together.smem > max_smem {
         return Err(format!(
@@ -460,7 +543,7 @@ fn can_join(
             why.lines().next().unwrap_or("")
         ));
     }
-    let before = fused(caps, &parts);
+    let before = fused_agg(caps, agg);
     let alone = fused(caps, &[me]);
     let floor = opts.min_occupancy_pct;
     let dragged = before.occupancy_pct >= floor || alone.occupancy_pct >= floor;

@@ -160,16 +160,46 @@ impl Schedule {
     }
 }
 
+/// Most tasks (virtual workgroups of all steps) a schedule may have: each is simulated
+/// twice and kept in memory a few times over, so a group past it is refused rather than
+/// checked for minutes (2^24 tasks: a step of 2^32 elements in workgroups of 256).
+pub const MAX_TASKS: u64 = 1 << 24;
+
 /// Checks `s` against the producer sets it must honour (see the module docs).
+///
+/// Time grows with the tasks and the waits' producer ranges, not with their product: a
+/// wait on a fixed set (`All`, `Range`) is checked once per launch, however many consumer
+/// tasks share it, and coverage is checked per range, not per producer.
 pub fn validate(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
+    check_size(&s.steps)?;
     check_assignment(s)?;
     check_waits(s)?;
     check_coverage(s, required)?;
     simulate(s)
 }
 
+/// Refuses a schedule of `steps` (`(step, workgroups)`) with more than [`MAX_TASKS`] tasks,
+/// before any is built.
+pub fn check_size(steps: &[(usize, u64)]) -> Result<(), ScheduleError> {
+    let total = steps.iter().fold(0u64, |a, x| a.saturating_add(x.1));
+    if total > MAX_TASKS {
+        return fail(
+            format!(
+                "{total} tasks (virtual workgroups of all steps), more than the {MAX_TASKS} a dataflow schedule is checked for"
+            ),
+            "run the pipeline with `--sync barrier`, or use larger workgroups (fewer tasks)",
+        );
+    }
+    Ok(())
+}
+
 fn check_assignment(s: &Schedule) -> Result<(), ScheduleError> {
-    let mut seen: BTreeMap<Task, usize> = BTreeMap::new();
+    // Per step (by position), the block each workgroup is assigned to: a table of the
+    // workgroups, not a map of every task (`validate` bounds their total).
+    const NONE: usize = usize::MAX - 1;
+    let pos: BTreeMap<usize, usize> = s.steps.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
+    let mut seen: Vec<Vec<usize>> = s.steps.iter().map(|x| vec![NONE; x.1 as usize]).collect();
+    let mut count = 0u64;
     for (b, list) in s.blocks.iter().enumerate() {
         for &t in list {
             let Some(wgs) = s.workgroups(t.step) else {
@@ -190,15 +220,18 @@ fn check_assignment(s: &Schedule) -> Result<(), ScheduleError> {
                     FIX_PLANNER,
                 );
             }
-            if let Some(other) = seen.insert(t, b) {
+            let slot = &mut seen[pos[&t.step]][t.workgroup as usize];
+            if *slot != NONE {
                 return fail(
                     format!(
-                        "workgroup {} of step {} is assigned twice (blocks {other} and {b})",
-                        t.workgroup, t.step
+                        "workgroup {} of step {} is assigned twice (blocks {} and {b})",
+                        t.workgroup, t.step, *slot
                     ),
                     FIX_PLANNER,
                 );
             }
+            *slot = b;
+            count += 1;
         }
     }
     for f in &s.folds {
@@ -214,29 +247,62 @@ fn check_assignment(s: &Schedule) -> Result<(), ScheduleError> {
                 )
             }
         }
-        let t = Task {
-            step: f.step,
-            workgroup: 0,
-        };
-        if let Some(b) = seen.get(&t) {
+        let slot = &mut seen[pos[&f.step]][0];
+        if *slot != NONE {
+            if *slot == usize::MAX {
+                // A second fold of the same step: its one task would run twice.
+                return fail(
+                    format!("step {} is run by two last arrivers", f.step),
+                    FIX_PLANNER,
+                );
+            }
             return fail(
                 format!(
-                    "step {} is both run by a last arriver and assigned to block {b}",
-                    f.step
+                    "step {} is both run by a last arriver and assigned to block {}",
+                    f.step, *slot
                 ),
                 FIX_PLANNER,
             );
         }
-        seen.insert(t, usize::MAX);
+        *slot = usize::MAX;
+        count += 1;
     }
     let total: u64 = s.steps.iter().map(|x| x.1).sum();
-    if seen.len() as u64 != total {
+    if count != total {
         return fail(
-            format!("{} of {total} tasks are assigned to a block", seen.len()),
+            format!("{count} of {total} tasks are assigned to a block"),
             FIX_PLANNER,
         );
     }
     Ok(())
+}
+
+/// The first producer of `need` that none of `have` contains, if any (ranges merged in one
+/// sweep, not tested producer by producer).
+fn uncovered(
+    need: std::ops::RangeInclusive<u64>,
+    have: &mut [std::ops::RangeInclusive<u64>],
+) -> Option<u64> {
+    if need.is_empty() {
+        return None;
+    }
+    have.sort_by_key(|h| *h.start());
+    let mut next = *need.start();
+    for h in have.iter().filter(|h| !h.is_empty()) {
+        if *h.start() > next {
+            break;
+        }
+        if *h.end() >= next {
+            match h.end().checked_add(1) {
+                Some(n) => next = n,
+                None => return None,
+            }
+            if next > *need.end() {
+                return None;
+            }
+        }
+    }
+    (next <= *need.end()).then_some(next)
 }
 
 fn check_waits(s: &Schedule) -> Result<(), ScheduleError> {
@@ -292,16 +358,19 @@ fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleErro
                     .map(|_| ProducerSet::All),
             )
             .collect();
-        for q in 0..gb {
+        // Sets that do not move with the consumer workgroup give the same answer for all.
+        let fixed = !matches!(d.producers, ProducerSet::Window { .. })
+            && have
+                .iter()
+                .all(|h| !matches!(h, ProducerSet::Window { .. }));
+        let consumers = if fixed { gb.min(1) } else { gb };
+        let mut ranges = Vec::with_capacity(have.len());
+        for q in 0..consumers {
             let need = d.producers.producers_of(q, ga);
-            if need.is_empty() {
-                continue;
-            }
-            // Producer workgroups of `need` that no wait covers.
-            let missing = need
-                .clone()
-                .find(|p| !have.iter().any(|h| h.producers_of(q, ga).contains(p)));
-            if let Some(p) = missing {
+            ranges.clear();
+            ranges.extend(have.iter().map(|h| h.producers_of(q, ga)));
+            // The first producer workgroup of `need` that no wait covers.
+            if let Some(p) = uncovered(need, &mut ranges) {
                 return fail(
                     format!(
                         "workgroup {q} of step {} needs workgroup {p} of step {} ({}), but no wait covers it",
@@ -318,6 +387,11 @@ fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleErro
 /// Runs two launches of `s` with every block resident (see the module docs).
 fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
     let index: BTreeMap<usize, usize> = s.steps.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
+    // The waits of each consumer step, found once rather than per task.
+    let mut waits_of: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (wi, w) in s.waits.iter().enumerate() {
+        waits_of.entry(w.consumer).or_default().push(wi);
+    }
     let mut counters: Vec<Vec<u64>> = s.steps.iter().map(|x| vec![0; x.1 as usize]).collect();
     let mut arrivals: Vec<u64> = vec![0; s.folds.len()];
     for launch in 1..=2u64 {
@@ -334,6 +408,9 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
         if s.reset == CounterReset::Zeroed {
             arrivals.fill(0);
         }
+        // Per wait on a fixed set: its producers checked so far in this launch (counts only
+        // grow within a launch, so they stay satisfied).
+        let mut checked: Vec<u64> = vec![0; s.waits.len()];
         // Fold tasks join the list of the block that arrives last, so lists grow.
         let mut lists = s.blocks.clone();
         let mut next = vec![0usize; lists.len()];
@@ -341,7 +418,15 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
             let mut moved = false;
             for (b, list) in lists.iter_mut().enumerate() {
                 while let Some(&t) = list.get(next[b]) {
-                    match ready(s, &index, &counters, &done, target, t)? {
+                    let waits = waits_of.get(&t.step).map_or(&[][..], Vec::as_slice);
+                    match ready(
+                        s,
+                        &index,
+                        (&counters, &done),
+                        (waits, &mut checked),
+                        target,
+                        t,
+                    )? {
                         true => {}
                         false => break,
                     }
@@ -405,19 +490,34 @@ fn simulate(s: &Schedule) -> Result<(), ScheduleError> {
 
 /// Whether task `t` may run; an error when a wait would pass on a count the producer did
 /// not make in this launch.
+///
+/// A wait on a fixed set (`All`, `Range`: the same producers for every consumer task)
+/// resumes where it stopped (`checked[w]`: producers already seen reached and run in this
+/// launch), so every consumer task sharing it costs one step, not a scan of all producers.
 fn ready(
     s: &Schedule,
     index: &BTreeMap<usize, usize>,
-    counters: &[Vec<u64>],
-    done: &[Vec<bool>],
+    (counters, done): (&[Vec<u64>], &[Vec<bool>]),
+    (waits, checked): (&[usize], &mut [u64]),
     target: u64,
     t: Task,
 ) -> Result<bool, ScheduleError> {
-    for w in s.waits.iter().filter(|w| w.consumer == t.step) {
+    for &wi in waits {
+        let w = &s.waits[wi];
         let p = index[&w.producer];
         let ga = s.steps[p].1;
-        for x in w.producers.producers_of(t.workgroup, ga) {
+        let all = w.producers.producers_of(t.workgroup, ga);
+        let fixed = !matches!(w.producers, ProducerSet::Window { .. });
+        let from = if fixed {
+            (*all.start()).max(checked[wi])
+        } else {
+            *all.start()
+        };
+        for x in from..=*all.end() {
             if counters[p][x as usize] < target {
+                if fixed {
+                    checked[wi] = x;
+                }
                 return Ok(false);
             }
             if !done[p][x as usize] {
@@ -429,6 +529,9 @@ fn ready(
                     "reset the completion counters between launches (zero them, or wait for the launch's epoch)",
                 );
             }
+        }
+        if fixed {
+            checked[wi] = checked[wi].max(all.end().saturating_add(1));
         }
     }
     Ok(true)

@@ -65,10 +65,7 @@ pub fn tool_version(tool: &Path) -> Result<String, String> {
             return Ok(v);
         }
     }
-    let dir = tempfile::Builder::new()
-        .prefix("vyrescope-version-")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
+    let dir = crate::emit::ptxas::ToolDir::new("vyrescope-version-")?;
     let name = tool
         .file_name()
         .map_or("tool".into(), |n| n.to_string_lossy().into_owned());
@@ -80,9 +77,10 @@ pub fn tool_version(tool: &Path) -> Result<String, String> {
         Duration::from_secs(30),
         &name,
     );
-    let _ = dir.close();
-    let (ok, log) = res?;
-    let v = parse_version(&log).filter(|_| ok).ok_or_else(|| {
+    drop(dir);
+    let run = res?;
+    let log = run.log;
+    let v = parse_version(&log).filter(|_| run.success).ok_or_else(|| {
         format!(
             "`{} --version` printed no release line: {}",
             tool.display(),

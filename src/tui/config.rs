@@ -75,10 +75,18 @@ impl Config {
                 })
             }
         };
-        Self::parse(&text).map_err(|mut e| {
+        let mut cfg = Self::parse(&text).map_err(|mut e| {
             e.path = path.display().to_string();
             e
-        })
+        })?;
+        // A theme file named relative to the config is beside the config, not in whatever
+        // folder the inspector was started from.
+        if let (Some(t), Some(dir)) = (&cfg.theme, path.parent()) {
+            if !super::theme::is_builtin(t) && Path::new(t).is_relative() {
+                cfg.theme = Some(dir.join(t).display().to_string());
+            }
+        }
+        Ok(cfg)
     }
 
     /// Parses config text.

@@ -116,6 +116,9 @@ pub struct ExportJob {
     pub folder: Option<PathBuf>,
     /// The user agreed to replace a file that is there.
     pub replace: bool,
+    /// The files the inspector has open: an export never replaces one of them, asked or
+    /// not (`-o`, `--snapshot` and `--timeline-out` refuse their inputs alike).
+    pub inputs: Vec<PathBuf>,
 }
 
 /// What writing an export did.
@@ -140,12 +143,23 @@ pub fn job(app: &App, path: PathBuf, replace: bool) -> ExportJob {
         text,
         folder,
         replace,
+        inputs: app
+            .programs
+            .entries
+            .iter()
+            .map(|e| e.path.clone())
+            .collect(),
     }
 }
 
 /// Writes `job` (the shell's side): asks back when a file is there and the user did not
 /// agree yet, creates the default export folder when the path is in it.
 pub fn write(job: ExportJob) -> Exported {
+    if let Err(p) =
+        crate::util::refuse_overwrite(&job.path, job.inputs.iter().map(PathBuf::as_path), "export")
+    {
+        return Exported::Failed(p.to_string());
+    }
     if !job.replace && exists(&job.path) {
         return Exported::Exists(job.path);
     }

@@ -165,6 +165,12 @@ impl Guard {
     /// switched on is switched off again.
     pub fn enter() -> std::io::Result<Self> {
         install_panic_hook();
+        // An abort (a failed allocation) runs neither the hook nor `Drop`.
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            crate::util::os::restore_terminal_on_abort(std::io::stdout().as_fd());
+        }
         let g = Guard { _private: () };
         enable_raw_mode()?;
         execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;

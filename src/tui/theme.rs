@@ -128,11 +128,86 @@ pub fn load_syntax_theme(name_or_file: &str) -> Result<SynTheme, ThemeError> {
     // inspector, a link to /dev/zero must not fill memory).
     let bytes = crate::util::read_limited(path, MAX_THEME_BYTES, "theme file")
         .map_err(|e| err(e.message))?;
+    // The plist reader recurses once per nested element: bound the depth before parsing,
+    // so 60,000 nested arrays are an error rather than a stack overflow.
+    if let Some(line) = too_deep(&bytes, MAX_THEME_DEPTH) {
+        return Err(err(format!(
+            "elements nested more than {MAX_THEME_DEPTH} deep at line {line} (a theme nests a few levels)"
+        )));
+    }
     ThemeSet::load_from_reader(&mut Cursor::new(bytes)).map_err(|e| err(e.to_string()))
 }
 
 /// Largest `.tmTheme` file read (real ones are a few KiB to a few dozen).
 pub const MAX_THEME_BYTES: u64 = 1 << 20;
+
+/// Deepest element nesting of a `.tmTheme` file read (real ones nest about five levels).
+pub const MAX_THEME_DEPTH: usize = 64;
+
+/// Whether `name` is a built-in theme rather than a file.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTIN.iter().any(|(n, _)| *n == name)
+}
+
+/// The 1-based line where the XML text `b` first opens an element more than `max` deep, if
+/// it does. A plain scan (no parsing): comments, `<?..?>`, `<!..>` and CDATA are skipped,
+/// `<x/>` opens nothing, `</x>` closes one; quoted attribute values may hold `>`.
+fn too_deep(b: &[u8], max: usize) -> Option<usize> {
+    let (mut depth, mut line, mut i) = (0usize, 1usize, 0usize);
+    let skip_to = |from: usize, end: &[u8]| {
+        b[from..]
+            .windows(end.len())
+            .position(|w| w == end)
+            .map_or(b.len(), |k| from + k + end.len())
+    };
+    while i < b.len() {
+        if b[i] == b'\n' {
+            line += 1;
+        }
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let rest = &b[i..];
+        let next = if rest.starts_with(b"<!--") {
+            skip_to(i, b"-->")
+        } else if rest.starts_with(b"<![CDATA[") {
+            skip_to(i, b"]]>")
+        } else if rest.starts_with(b"<?") || rest.starts_with(b"<!") {
+            skip_to(i, b">")
+        } else if rest.starts_with(b"</") {
+            depth = depth.saturating_sub(1);
+            skip_to(i, b">")
+        } else {
+            // An opening tag: to its `>` outside quotes; `/>` closes it at once.
+            let mut j = i + 1;
+            let mut quote = None;
+            while j < b.len() {
+                match (quote, b[j]) {
+                    (None, q @ (b'"' | b'\'')) => quote = Some(q),
+                    (Some(q), c) if c == q => quote = None,
+                    (None, b'>') => break,
+                    _ => {}
+                }
+                j += 1;
+            }
+            if b.get(j.wrapping_sub(1)) != Some(&b'/') {
+                depth += 1;
+                if depth > max {
+                    return Some(line);
+                }
+            }
+            j + 1
+        };
+        // Lines inside what was skipped still count.
+        line += b[i + 1..next.min(b.len())]
+            .iter()
+            .filter(|&&c| c == b'\n')
+            .count();
+        i = next;
+    }
+    None
+}
 
 impl Theme {
     /// The UI palette of a syntax theme.
@@ -377,6 +452,32 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn nesting_is_bounded_before_parsing() {
+        let real = BUILTIN.iter().map(|(_, t)| t.as_bytes());
+        for t in real {
+            assert_eq!(too_deep(t, 8), None);
+        }
+        let deep = |n: usize| {
+            format!(
+                "<plist>\n{}{}</plist>",
+                "<array>".repeat(n),
+                "</array>".repeat(n)
+            )
+        };
+        assert_eq!(
+            too_deep(deep(MAX_THEME_DEPTH - 1).as_bytes(), MAX_THEME_DEPTH),
+            None
+        );
+        assert_eq!(
+            too_deep(deep(MAX_THEME_DEPTH).as_bytes(), MAX_THEME_DEPTH),
+            Some(2)
+        );
+        // Self-closing tags, comments and quoted `>` open nothing.
+        let flat = format!("<a x=\"/>\">{}<!-- <b><b> --></a>", "<c/>".repeat(100));
+        assert_eq!(too_deep(flat.as_bytes(), 1), None);
     }
 
     #[test]

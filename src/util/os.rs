@@ -1,6 +1,7 @@
 //! The few operating-system calls the standard library does not offer, behind safe
-//! functions: tying a child process's life to its parent's (`PR_SET_PDEATHSIG`) and asking
-//! whether a terminal's input is still open. The only `unsafe` outside `runtime/driver`: each
+//! functions: tying a child process's life to its parent's (`PR_SET_PDEATHSIG`), limiting a
+//! tool's memory and killing its process group, and asking whether a terminal's input is
+//! still open. The only `unsafe` outside `runtime/driver`: each
 //! block is one libc call on values owned here.
 
 use std::process::Command;
@@ -43,6 +44,98 @@ pub fn die_with_parent(cmd: &mut Command) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = cmd;
+}
+
+/// Starts `cmd`'s child as the leader of a new process group (so [`kill_group`] reaches
+/// whatever it starts in turn) whose address space is limited to `bytes` (`RLIMIT_AS`), so a
+/// tool that needs more memory fails its allocations instead of taking the machine's. On
+/// other systems only the group is set.
+pub fn tool_child(cmd: &mut Command, bytes: u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // Within the limit this process already has (`ulimit -v`): only the soft limit is
+        // lowered, and never above the hard one, which an unprivileged process may not raise.
+        let mut now = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // Safety: getrlimit fills the struct it is given.
+        unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut now) };
+        let limit = libc::rlimit {
+            rlim_cur: (bytes as libc::rlim_t).min(now.rlim_max).min(now.rlim_cur),
+            rlim_max: now.rlim_max,
+        };
+        // Safety: the closure runs between fork and exec and calls only setrlimit, which is
+        // async-signal-safe, on a value copied into the closure.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = bytes;
+}
+
+/// Sends SIGKILL to every process of the group `leader` leads (see [`tool_child`]); a group
+/// already gone is no error.
+pub fn kill_group(leader: u32) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(leader) {
+        if pid > 0 {
+            // Safety: one kill call on plain integers; a negative pid names the group.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = leader;
+}
+
+/// Saves the modes of terminal `fd` now (call it before switching to raw mode) and, should
+/// the process abort later (an allocation that fails, `std::process::abort`), puts them back
+/// and leaves the alternate screen, mouse capture and hidden cursor on the way out: an abort
+/// runs no destructor or panic hook, and left the shell raw. Only async-signal-safe calls
+/// (`tcsetattr`, `write`) run in the handler; the abort then ends the process as before
+/// (`abort` raises SIGABRT again with the default action once a handler returns).
+#[cfg(unix)]
+pub fn restore_terminal_on_abort(fd: std::os::fd::BorrowedFd<'_>) {
+    use std::os::fd::AsRawFd;
+    use std::sync::OnceLock;
+    static SAVED: OnceLock<(libc::c_int, libc::termios)> = OnceLock::new();
+    const RESET: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1049l\x1b[?25h";
+    extern "C" fn on_abort(_: libc::c_int) {
+        if let Some((fd, t)) = SAVED.get() {
+            // Safety: both calls are async-signal-safe and read only the saved value.
+            unsafe {
+                libc::tcsetattr(*fd, libc::TCSANOW, t);
+                libc::write(*fd, RESET.as_ptr().cast(), RESET.len());
+            }
+        }
+    }
+    let raw = fd.as_raw_fd();
+    // Safety: `termios` is plain data; tcgetattr fills it for a valid descriptor.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    if unsafe { libc::tcgetattr(raw, &mut t) } != 0 || SAVED.set((raw, t)).is_err() {
+        return;
+    }
+    // Safety: installs a handler that touches only the value saved above.
+    unsafe {
+        libc::signal(
+            libc::SIGABRT,
+            on_abort as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
 }
 
 /// Waits up to `timeout` for input on terminal descriptor `fd` and says what is there,

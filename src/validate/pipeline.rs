@@ -17,10 +17,13 @@
 //! A step's `workgroup_size` override is checked by validating the Program with the override
 //! in place, so an oversized workgroup is `V009` at `steps[i].workgroup_size`.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::ir::{load_pipeline as parse_file, Access, Expr, NodeId, Pipeline, Program, StmtKind};
+use crate::ir::{
+    load_pipeline as parse_file, Access, Expr, NodeId, Pipeline, PipelineBuffer, Program, StmtKind,
+};
 use crate::shape::MAX_GRID_DIMS;
 
 use super::limits::{expr_children, preorder, stmt_exprs};
@@ -67,6 +70,7 @@ pub fn load_pipeline(path: &Path) -> LoadedPipeline {
 /// Checks `pipeline`; no error (warnings and notes are fine) means it can run.
 pub fn validate_pipeline(pipeline: &Pipeline) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    let index = Index::of(pipeline);
     for (i, step) in pipeline.steps.iter().enumerate() {
         let at = |rest: &str| Some(NodeId::new(format!("steps[{i}].{rest}")));
         // The Program as it will run: with the step's workgroup size.
@@ -108,6 +112,25 @@ pub fn validate_pipeline(pipeline: &Pipeline) -> Vec<Diagnostic> {
                 }
             }
         }
+        if let (None, Some(n)) = (step.grid, step.elements) {
+            // The grid `run` and `plan` make of `elements`, refused here as there.
+            let wg = step.workgroup();
+            let shape = crate::shape::grid_for_elements(n, wg[0]).and_then(|grid| {
+                crate::shape::LaunchShape {
+                    workgroup_size: wg,
+                    grid,
+                }
+                .check_dispatch()
+            });
+            if let Err((message, fix)) = shape {
+                out.push(Diagnostic::error(
+                    "V106",
+                    at("elements"),
+                    format!("step {i}: {message}"),
+                    &fix,
+                ));
+            }
+        }
         if step
             .program
             .run
@@ -124,15 +147,11 @@ pub fn validate_pipeline(pipeline: &Pipeline) -> Vec<Diagnostic> {
                 "nothing to do; move the contents to the pipeline's `buffers` if they matter",
             ));
         }
-        check_bindings(pipeline, i, &mut out);
+        check_bindings(pipeline, &index, i, &mut out);
     }
-    check_transients(pipeline, &mut out);
+    check_transients(pipeline, &index, &mut out);
     for b in &pipeline.buffers {
-        if !pipeline
-            .steps
-            .iter()
-            .any(|s| s.bind.iter().any(|(_, t)| *t == b.name))
-        {
+        if !index.binders.contains_key(b.name.as_str()) {
             out.push(Diagnostic::warning(
                 "V108",
                 Some(NodeId::new(format!("buffers.{}", b.name))),
@@ -144,8 +163,32 @@ pub fn validate_pipeline(pipeline: &Pipeline) -> Vec<Diagnostic> {
     out
 }
 
+/// The pipeline's buffers by name and the bindings of each, found once: looked up per step
+/// (or per buffer over all steps), checking a long pipeline was quadratic in its steps.
+struct Index<'p> {
+    buffers: HashMap<&'p str, &'p PipelineBuffer>,
+    /// Pipeline buffer -> (step, Program buffer) of every binding of it, in step order.
+    binders: HashMap<&'p str, Vec<(usize, &'p str)>>,
+}
+
+impl<'p> Index<'p> {
+    fn of(pipeline: &'p Pipeline) -> Self {
+        let mut buffers = HashMap::new();
+        for b in &pipeline.buffers {
+            buffers.entry(b.name.as_str()).or_insert(b);
+        }
+        let mut binders: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
+        for (i, step) in pipeline.steps.iter().enumerate() {
+            for (k, t) in &step.bind {
+                binders.entry(t.as_str()).or_default().push((i, k.as_str()));
+            }
+        }
+        Index { buffers, binders }
+    }
+}
+
 /// V100-V104 for step `i`.
-fn check_bindings(pipeline: &Pipeline, i: usize, out: &mut Vec<Diagnostic>) {
+fn check_bindings(pipeline: &Pipeline, index: &Index, i: usize, out: &mut Vec<Diagnostic>) {
     let step = &pipeline.steps[i];
     let p = &step.program;
     let bind_at = |k: &str| Some(NodeId::new(format!("steps[{i}].bind.{k}")));
@@ -166,7 +209,7 @@ fn check_bindings(pipeline: &Pipeline, i: usize, out: &mut Vec<Diagnostic>) {
                 ),
                 format!("remove `{k}` from steps[{i}].bind"),
             )),
-            Some(b) => match pipeline.buffer(target) {
+            Some(b) => match index.buffers.get(target.as_str()).copied() {
                 None => out.push(Diagnostic::error(
                     "V102",
                     bind_at(k),
@@ -242,12 +285,16 @@ fn host_names(p: &Program) -> String {
 
 /// V105: walks the steps in order; a transient buffer is "written" once a step stores to it
 /// (or updates it atomically) and "read" by a step that binds it `read`/`uniform` or loads it.
-fn check_transients(pipeline: &Pipeline, out: &mut Vec<Diagnostic>) {
+fn check_transients(pipeline: &Pipeline, index: &Index, out: &mut Vec<Diagnostic>) {
     for b in pipeline.buffers.iter().filter(|b| b.transient) {
-        for (i, step) in pipeline.steps.iter().enumerate() {
-            let Some((k, _)) = step.bind.iter().find(|(_, t)| *t == b.name) else {
+        let mut last = None;
+        for &(i, k) in index.binders.get(b.name.as_str()).into_iter().flatten() {
+            // The first binding of each step, as a search of its list finds.
+            if last == Some(i) {
                 continue;
-            };
+            }
+            last = Some(i);
+            let step = &pipeline.steps[i];
             let Some(decl) = step.program.buffer(k) else {
                 continue;
             };

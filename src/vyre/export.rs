@@ -73,7 +73,7 @@ pub fn export(program: &Program) -> Result<v::Program, ExportError> {
         ));
     }
     let p = crate::ir::elaborate(program);
-    let whole = build(&p, None)?;
+    let whole = readable(build(&p, None)?)?;
     // A first statement that is the import's early exit past vyre's dispatch count: vyre's
     // kernel ends those invocations by itself, so the exported Program leaves it out (and
     // the import writes it again).
@@ -86,10 +86,38 @@ pub fn export(program: &Program) -> Result<v::Program, ExportError> {
     {
         let exit = crate::vyre::import::dispatch_exit(&whole);
         if proof::is_bare_return(then) && otherwise.is_empty() && exit.as_ref() == Some(cond) {
-            return build(&p, Some(cond));
+            return readable(build(&p, Some(cond))?);
         }
     }
     Ok(whole)
+}
+
+/// `p` when vyre can read it back: its own wire encoding decoded by its own decoder, which
+/// refuses what nests deeper than its decode limit or is too large. An export vyre cannot
+/// read is refused here with vyre's reason, rather than written for vyre to refuse later.
+fn readable(p: v::Program) -> Result<v::Program, ExportError> {
+    let refuse = |why: String| {
+        ExportError::new(
+            "program",
+            "exported Program",
+            format!("vyre cannot read it back: {why}"),
+            "bind deep or repeated sub-expressions with `let`, or split the kernel into smaller ones",
+        )
+    };
+    let bytes = super::files::encode(&p, false).map_err(refuse)?;
+    let back = std::panic::catch_unwind(|| v::Program::from_wire(&bytes).map(|_| ()));
+    match back {
+        Ok(Ok(())) => Ok(p),
+        Ok(Err(e)) => Err(refuse(
+            e.to_string()
+                .split("Fix:")
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string(),
+        )),
+        Err(_) => Err(refuse("vyre's decoder panicked on it".into())),
+    }
 }
 
 /// The vyre Program of `p` (elaborated, valid); with `vyre_exit`, the first statement (`if
@@ -162,6 +190,20 @@ fn stmts(
     cx: &mut expr::Cx,
     top: bool,
 ) -> Result<Vec<v::Node>, ExportError> {
+    // `let`s hoisted while converting the enclosing statement (its condition, its loop
+    // bounds) belong before it, outside this list: kept aside and given back.
+    let outer = std::mem::take(&mut cx.hoisted);
+    let r = stmts_here(list, env, cx, top);
+    cx.hoisted = outer;
+    r
+}
+
+fn stmts_here(
+    list: &[Stmt],
+    env: &mut Env,
+    cx: &mut expr::Cx,
+    top: bool,
+) -> Result<Vec<v::Node>, ExportError> {
     let mut out = Vec::new();
     for (k, s) in list.iter().enumerate() {
         if top {
@@ -179,12 +221,17 @@ fn stmts(
                     env.assume(cond, false);
                     let rest = stmts(&list[k + 1..], env, cx, true)?;
                     env.pop();
+                    out.append(&mut cx.hoisted);
                     out.push(v::Node::if_then(not(c), rest));
                     return Ok(out);
                 }
             }
         }
-        stmt(s, env, cx, &mut out)?;
+        // The statement's own nodes go after the `let`s its expressions hoisted.
+        let mut here = Vec::new();
+        stmt(s, env, cx, &mut here)?;
+        out.append(&mut cx.hoisted);
+        out.append(&mut here);
     }
     Ok(out)
 }

@@ -32,6 +32,7 @@ mod fuzz_pipelines;
 mod gpu_worker;
 mod hostile_files;
 mod hostile_inputs;
+mod hostile_round4;
 mod interp_props;
 mod invalid_fixtures;
 mod ir_print;

@@ -33,6 +33,13 @@ use super::rewrite::{children_mut, let_, synth, SYNTHETIC};
 /// Longest index or condition key compared (longer expressions are not forwarded).
 const MAX_KEY: usize = 4096;
 
+/// Most stores kept available at once; the oldest is forgotten past it. Forgetting a store
+/// is always sound (its loads stay loads), and it bounds the walk: every `if` copies the
+/// list and every load searches it, which was quadratic in the steps of a long chain whose
+/// steps each store a buffer of their own. A step's loads are mostly of its neighbours'
+/// stores, so a recent window keeps what forwarding is for.
+const MAX_AVAIL: usize = 64;
+
 /// What the pass may do with the host buffers of the fused Program.
 pub(super) struct ForwardInput {
     /// Forwardable host buffers and their value type.
@@ -119,9 +126,11 @@ pub(super) fn forward(body: &mut Vec<Stmt>, input: &ForwardInput) -> ForwardRepo
 
     let mut vars: Vec<_> = w.used.values().cloned().collect();
     vars.sort();
-    for (name, ty) in vars.into_iter().rev() {
-        body.insert(0, let_(&name, Expr::Lit(Literal::Typed(zero(ty)))));
-    }
+    body.splice(
+        0..0,
+        vars.into_iter()
+            .map(|(name, ty)| let_(&name, Expr::Lit(Literal::Typed(zero(ty))))),
+    );
     ForwardReport {
         forwarded_loads: w.forwarded,
         dropped,
@@ -359,6 +368,9 @@ impl Walker<'_> {
                         self.input.elems.contains_key(buffer.as_str()) && id.as_ref() != SYNTHETIC,
                     ) {
                         self.next += 1;
+                        if avail.len() >= MAX_AVAIL {
+                            avail.drain(..=avail.len() - MAX_AVAIL);
+                        }
                         avail.push(Avail {
                             id: self.next,
                             buffer: buffer.clone(),
@@ -397,6 +409,8 @@ impl Walker<'_> {
                         .filter(|a| !before.contains(&a.id) || in_o.contains(&a.id))
                         .collect();
                     merged.extend(o.into_iter().filter(|a| !before.contains(&a.id)));
+                    let over = merged.len().saturating_sub(MAX_AVAIL);
+                    merged.drain(..over);
                     *avail = merged;
                 }
                 StmtKind::Loop { from, to, body, .. } => {

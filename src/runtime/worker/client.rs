@@ -34,7 +34,7 @@ pub const DEFAULT_HANG_MARGIN: Duration = Duration::from_secs(20);
 pub const DEFAULT_REQUEST_LIMIT: Duration = Duration::from_secs(120);
 
 /// Time allowed for a fresh worker to say hello.
-const START_LIMIT: Duration = Duration::from_secs(30);
+const START_LIMIT: Duration = Duration::from_secs(10);
 
 /// Time a worker gets to exit by itself before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -105,6 +105,8 @@ impl Live {
                 Ok(Some(s)) => break Some(s),
                 Ok(None) if t.elapsed() < grace => std::thread::sleep(Duration::from_millis(5)),
                 Ok(None) | Err(_) => {
+                    // The whole group: whatever the worker started goes with it.
+                    crate::util::os::kill_group(self.pid);
                     let _ = self.child.kill();
                     break self.child.wait().ok();
                 }
@@ -522,6 +524,9 @@ impl GpuWorker {
         // inspector killed by a closed terminal or a signal must not leave a GPU context
         // behind). Tied to the spawning thread, which is the one that uses the worker.
         crate::util::os::die_with_parent(&mut cmd);
+        // A group of its own, so that killing a hung worker ends what it started too.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd
             .spawn()
             .map_err(|e| {

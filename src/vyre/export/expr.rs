@@ -16,6 +16,49 @@ pub struct Cx<'p> {
     /// vyre's kernel keeps every lane alive (shared memory or a barrier), so it predicates
     /// global stores instead of clamping their index (see the import).
     full_workgroup: bool,
+    /// `let` statements binding an expression used more than once (see [`Cx::share`]),
+    /// waiting to be placed before the statement being converted.
+    pub hoisted: Vec<v::Node>,
+    /// Names bound by [`Cx::share`] so far (for fresh names).
+    shared: usize,
+    /// Every name the Program declares (a fresh name must be none of them).
+    names: std::collections::HashSet<String>,
+}
+
+/// Expressions of at most this many nodes are copied where the export uses them twice (a
+/// load's bounds test and its index); larger ones are bound once with `let`, as the import
+/// does: a nested index (`a[a[a[i]]]`) copied at every level would double at every level.
+pub const MAX_COPIED_NODES: usize = 8;
+
+fn expr_nodes(e: &Expr) -> usize {
+    let mut n = 0usize;
+    e.visit(&mut |_| n += 1);
+    n
+}
+
+/// The constructs whose export may use an operand twice.
+fn duplicates(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Load { .. }
+            | Expr::Binary(BinOp::Div | BinOp::Shl | BinOp::Shr | BinOp::AbsDiff, ..)
+            | Expr::Unary(UnOp::Abs | UnOp::Sign, ..)
+    )
+}
+
+/// Whether such a construct sits inside another in `e`: only then can copying double at
+/// every level (`a[a[a[i]]]`); a flat index is copied as it always was, so the export of
+/// ordinary Programs (and their round trip through vyre) is unchanged.
+fn nested_duplication(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        if !found && duplicates(x) {
+            let mut inner = 0usize;
+            x.visit(&mut |y| inner += usize::from(duplicates(y)));
+            found = inner > 1;
+        }
+    });
+    found
 }
 
 /// The zero of a 32-bit or `bool` type.
@@ -59,10 +102,39 @@ impl<'p> Cx<'p> {
             .buffers
             .iter()
             .any(|b| b.access == Access::Workgroup);
+        let mut names = std::collections::HashSet::new();
+        super::collect_names(&program.body, &mut names);
         Cx {
             program,
             full_workgroup: shared || barrier,
+            hoisted: Vec::new(),
+            shared: 0,
+            names,
         }
+    }
+
+    /// `e`, the vyre form of `src`, made ready to be used more than once: when `src` is
+    /// larger than [`MAX_COPIED_NODES`], free of effects and nests constructs that copy an
+    /// operand (see [`nested_duplication`]), it is bound once with a `let`
+    /// placed before the statement (in [`Cx::hoisted`]) and its name is returned; else `e`
+    /// itself, to be copied. Our format evaluates every operand in every invocation and
+    /// vyre's loads never fault, so evaluating it before the statement changes nothing.
+    pub fn share(&mut self, src: &Expr, e: v::Expr) -> v::Expr {
+        if expr_nodes(src) <= MAX_COPIED_NODES
+            || super::has_effects(src)
+            || !nested_duplication(src)
+        {
+            return e;
+        }
+        let name = loop {
+            self.shared += 1;
+            let n = format!("vs_shared_{}", self.shared);
+            if !self.names.contains(&n) {
+                break n;
+            }
+        };
+        self.hoisted.push(v::Node::let_bind(name.as_str(), e));
+        v::Expr::var(name.as_str())
     }
 
     /// `len(buffer) > index` (the `count` literal for a workgroup buffer): the guard of a
@@ -158,6 +230,7 @@ impl<'p> Cx<'p> {
         }
         let atomic = self.atomic(value, env, node)?;
         let i = self.expr(index, env, node)?;
+        let i = self.share(index, i);
         Ok(Some((self.len_above(buffer, i), atomic)))
     }
 
@@ -195,6 +268,11 @@ impl<'p> Cx<'p> {
             Expr::Unary(op, a) => {
                 let x = self.expr(a, env, node)?;
                 let t = env.ty(a);
+                // i32 abs and sign use their operand twice or three times.
+                let x = match (op, t) {
+                    (UnOp::Abs | UnOp::Sign, Some(ScalarType::I32)) => self.share(a, x),
+                    _ => x,
+                };
                 if !unary_is_predicate(*op) {
                     if let Some(t) = t {
                         self.check_type(t, node)?;
@@ -321,6 +399,7 @@ impl<'p> Cx<'p> {
         if env.in_range(buffer, index) {
             return Ok(widen(v::Expr::load(buffer, i)));
         }
+        let i = self.share(index, i);
         let ok = self.below_len(buffer, i.clone(), env);
         // vyre's PTX clamps a host-buffer index to 0 itself; a workgroup index it does not
         // check, so the export clamps it too.
@@ -386,6 +465,7 @@ impl<'p> Cx<'p> {
                     "bind the atomic with its own `let` first",
                 ));
             }
+            let (x, y) = (self.share(a, x), self.share(b, y));
             return Ok(v::Expr::select(
                 bin(v::BinOp::Lt, x.clone(), y.clone()),
                 bin(v::BinOp::Sub, y.clone(), x.clone()),
@@ -394,6 +474,14 @@ impl<'p> Cx<'p> {
         }
         if op.is_shift() {
             let small = crate::analysis::ranges::range_of(b, env).is_some_and(|r| r.hi < 32);
+            // Unless the amount is known small, the forms test it, and an i32 right shift
+            // uses the value twice.
+            let x = match ta {
+                Some(ScalarType::I32) if op == BinOp::Shr => self.share(a, x),
+                _ => x,
+            };
+            let rotate = matches!(op, BinOp::Rotl | BinOp::Rotr);
+            let y = if small || rotate { y } else { self.share(b, y) };
             return ops::shift(vop, ta, x, y, small, has_atomic(a) || has_atomic(b), node);
         }
         let nonzero_literal = matches!(b, Expr::Lit(Literal::Typed(Scalar::U32(d))) if *d != 0);
@@ -408,6 +496,7 @@ impl<'p> Cx<'p> {
                     "bind the atomic with its own `let` first",
                 ));
             }
+            let y = self.share(b, y);
             let is_zero = bin(v::BinOp::Eq, y.clone(), v::Expr::LitU32(0));
             return Ok(v::Expr::select(is_zero, v::Expr::LitU32(0), bin(vop, x, y)));
         }
