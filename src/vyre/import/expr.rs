@@ -389,11 +389,13 @@ impl Cx {
                 VBin::RotateLeft => BinOp::Rotl,
                 VBin::RotateRight => BinOp::Rotr,
                 VBin::MulHigh => BinOp::MulHi,
+                VBin::SaturatingAdd => BinOp::AddSat,
+                VBin::SaturatingSub => BinOp::SubSat,
+                VBin::SaturatingMul => BinOp::MulSat,
                 other => return self.refuse(
                     vp,
                     &format!("binary operator {other:?} has no vyrescope equivalent"),
-                    "write it with the operators docs/program-format.md lists (e.g. saturation \
-                     with min/max and a select)",
+                    "write it with the operators docs/program-format.md lists",
                 ),
             };
         Some(bin(ours, l, r))
