@@ -397,7 +397,12 @@ impl Writer<'_> {
             // Overflow: both operands' signs differ from the result's.
             BinOp::AddSat | BinOp::SubSat => {
                 let add = op == BinOp::AddSat;
-                let r = self.op2(&format!("{}.{a}", if add { "add" } else { "sub" }), ty, &x, &y);
+                let r = self.op2(
+                    &format!("{}.{a}", if add { "add" } else { "sub" }),
+                    ty,
+                    &x,
+                    &y,
+                );
                 let xr = self.op2(&format!("xor.{b}"), ty, &x, &r);
                 // add: (x ^ r) & (y ^ r) < 0; sub: (x ^ y) & (x ^ r) < 0.
                 let other = if add {

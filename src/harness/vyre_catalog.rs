@@ -225,9 +225,9 @@ fn run_case(
                 .params
                 .iter()
                 .map(|p| {
-                    bufs.iter()
-                        .position(|b| b.name == p.buffer)
-                        .ok_or_else(|| format!("the kernel takes `{}`, which was not bound", p.buffer))
+                    bufs.iter().position(|b| b.name == p.buffer).ok_or_else(|| {
+                        format!("the kernel takes `{}`, which was not bound", p.buffer)
+                    })
                 })
                 .collect::<Result<_, _>>()?;
             let mut abi_bufs: Vec<HostBuffer> = order.iter().map(|&i| bufs[i].clone()).collect();

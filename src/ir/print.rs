@@ -393,9 +393,7 @@ fn binop_prec(op: BinOp) -> Option<u8> {
         | BinOp::SubSat
         | BinOp::MulSat
         | BinOp::Rotl
-        | BinOp::Rotr => {
-            return None
-        }
+        | BinOp::Rotr => return None,
     })
 }
 
@@ -428,9 +426,7 @@ fn binop_symbol(op: BinOp) -> &'static str {
         | BinOp::SubSat
         | BinOp::MulSat
         | BinOp::Rotl
-        | BinOp::Rotr => {
-            op.name()
-        }
+        | BinOp::Rotr => op.name(),
     }
 }
 

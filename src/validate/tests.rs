@@ -624,7 +624,10 @@ fn one_workgroup_relaxes_load_dependent_returns() {
     let (_, d) = with_run(r#", "run": {"elements": 65}"#);
     assert!(codes(&d).contains(&"V061"), "{d:#?}");
     // One workgroup: valid, with the note naming the barriers.
-    for run in [r#", "run": {"grid": [1, 1, 1]}"#, r#", "run": {"elements": 64}"#] {
+    for run in [
+        r#", "run": {"grid": [1, 1, 1]}"#,
+        r#", "run": {"elements": 64}"#,
+    ] {
         let (_, d) = with_run(run);
         assert_eq!(codes(&d), ["V064"], "{d:#?}");
         assert!(d[0].message.contains("body[0].body[1]"), "{}", d[0].message);

@@ -110,9 +110,10 @@ pub fn operations() -> Result<Vec<(Source, SemanticOperation)>, String> {
     // Referencing both crates keeps their registrations linked into the binary.
     let _ = vyre_primitives::wire::pack_u32_slice(&[]);
     catch_unwind(|| {
-        let mut out: Vec<(Source, SemanticOperation)> = vyre_libs::operation_catalog::fixture_entries()
-            .map(|e| (Source::VyreLibs, e))
-            .collect();
+        let mut out: Vec<(Source, SemanticOperation)> =
+            vyre_libs::operation_catalog::fixture_entries()
+                .map(|e| (Source::VyreLibs, e))
+                .collect();
         let mut prims: Vec<(Source, SemanticOperation)> = OperationRegistry::global()
             .iter()
             .filter(|e| {

@@ -487,6 +487,13 @@ fn l013_one_workgroup_program_on_a_larger_grid() {
     let one = launch_diagnostics(&p, &h200(), None, [64, 1, 1], [1, 1, 1], &[("flag", 1)]);
     assert!(!codes(&one).contains(&"L013"), "{one:#?}");
     // A Program without the relaxation is not affected by the grid.
-    let e = launch_diagnostics(&elementwise(), &h200(), None, [256, 1, 1], [8, 1, 1], &[("a", 2048), ("c", 2048)]);
+    let e = launch_diagnostics(
+        &elementwise(),
+        &h200(),
+        None,
+        [256, 1, 1],
+        [8, 1, 1],
+        &[("a", 2048), ("c", 2048)],
+    );
     assert!(!codes(&e).contains(&"L013"), "{e:#?}");
 }

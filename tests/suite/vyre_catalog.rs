@@ -15,7 +15,10 @@ use vyrescope::vyre::catalog;
 
 /// `id -> code` of the entries docs/vyre.md lists under "Refused catalogue entries".
 fn documented_refusals() -> BTreeMap<String, String> {
-    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/vyre.md")).unwrap();
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/vyre.md"),
+    )
+    .unwrap();
     let start = doc
         .find("### Refused catalogue entries")
         .expect("docs/vyre.md has a `### Refused catalogue entries` section");
@@ -148,7 +151,10 @@ fn selftest_vyre_catalog_prints_the_report() {
         assert_eq!(e["status"], "matched", "{e}");
         assert_eq!(e["imported"], true);
     }
-    assert_eq!(v["totals"]["entries"].as_u64().unwrap() as usize, entries.len());
+    assert_eq!(
+        v["totals"]["entries"].as_u64().unwrap() as usize,
+        entries.len()
+    );
     // Text: one line per entry, then the totals and the verdict.
     let (code, out, _) = support::cli::run(&[
         "selftest",

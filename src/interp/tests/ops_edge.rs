@@ -136,8 +136,14 @@ fn saturating_ops_clamp() {
         bin_scalar(B::MulSat, T::U32, u(1 << 20), u(1 << 12)),
         u(u32::MAX)
     );
-    assert_eq!(bin_scalar(B::AddSat, T::I32, i(i32::MAX), i(1)), i(i32::MAX));
-    assert_eq!(bin_scalar(B::SubSat, T::I32, i(i32::MIN), i(1)), i(i32::MIN));
+    assert_eq!(
+        bin_scalar(B::AddSat, T::I32, i(i32::MAX), i(1)),
+        i(i32::MAX)
+    );
+    assert_eq!(
+        bin_scalar(B::SubSat, T::I32, i(i32::MIN), i(1)),
+        i(i32::MIN)
+    );
     assert_eq!(
         bin_scalar(B::MulSat, T::I32, i(-65536), i(65536)),
         i(i32::MIN)
@@ -149,8 +155,14 @@ fn saturating_ops_clamp() {
     assert_eq!(bin_scalar(B::AddSat, T::U64, u64::MAX, 1), u64::MAX);
     assert_eq!(bin_scalar(B::SubSat, T::U64, 1, 2), 0);
     assert_eq!(bin_scalar(B::MulSat, T::U64, 1 << 40, 1 << 40), u64::MAX);
-    assert_eq!(bin_scalar(B::AddSat, T::I64, l(i64::MIN), l(-1)), l(i64::MIN));
-    assert_eq!(bin_scalar(B::SubSat, T::I64, l(i64::MAX), l(-1)), l(i64::MAX));
+    assert_eq!(
+        bin_scalar(B::AddSat, T::I64, l(i64::MIN), l(-1)),
+        l(i64::MIN)
+    );
+    assert_eq!(
+        bin_scalar(B::SubSat, T::I64, l(i64::MAX), l(-1)),
+        l(i64::MAX)
+    );
     assert_eq!(
         bin_scalar(B::MulSat, T::I64, l(i64::MIN), l(-1)),
         l(i64::MAX)
