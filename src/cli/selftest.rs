@@ -17,7 +17,7 @@ use crate::util::Problem;
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1\n  vyrescope selftest --fuzz-pipelines 500 --seed 1"
+    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1\n  vyrescope selftest --fuzz-pipelines 500 --seed 1\n  vyrescope selftest --vyre-catalog --backend reference"
 )]
 pub struct Args {
     /// Directory of Program fixtures (`*.json`).
