@@ -121,7 +121,7 @@ pub fn operations() -> Result<Vec<(Source, SemanticOperation)>, String> {
                     && e.test_inputs.is_some()
                     && e.expected_output.is_some()
             })
-            .map(|e| (Source::VyrePrimitives, SemanticOperation::from(e)))
+            .map(|e| (Source::VyrePrimitives, e))
             .collect();
         out.sort_by_key(|(_, e)| e.id);
         prims.sort_by_key(|(_, e)| e.id);

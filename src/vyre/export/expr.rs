@@ -400,7 +400,7 @@ impl<'p> Cx<'p> {
         {
             return Err(ExportError::new(
                 node,
-                &format!("`{}` on {}", op.name(), ta.map_or("?", |t| t.name())),
+                format!("`{}` on {}", op.name(), ta.map_or("?", |t| t.name())),
                 "vyre's saturating operators take u32 operands only (its validator, V085)",
                 "clamp explicitly with min/max, or saturate in u32",
             ));
