@@ -16,7 +16,8 @@
 //!   interpreter at its own size and at the other, same inputs): the one check behind every
 //!   workgroup-size suggestion.
 //! - [`bench`]: kernel and dispatch-overhead benchmarks; [`tune`]: timed workgroup sizes with
-//!   the tune cache; [`vyre_race`] (feature `vyre`): our kernel against vyre's.
+//!   the tune cache; [`vyre_race`] (feature `vyre`): our kernel against vyre's;
+//!   [`vyre_catalog`] (feature `vyre`): vyre's op catalogue against vyre's expected outputs.
 //! - [`pipeline`]: a pipeline as separate launches and/or its megakernel plan, each form
 //!   checked against the interpreter and judged by the speedup gate (the launch list itself
 //!   runs in `runtime::pipeline`); [`timeline_run`]: instrumented launches read back into a
@@ -44,6 +45,8 @@ pub mod preserve;
 pub mod selftest;
 pub mod timeline_run;
 pub mod tune;
+#[cfg(feature = "vyre")]
+pub mod vyre_catalog;
 #[cfg(feature = "vyre")]
 pub mod vyre_race;
 pub mod worker_jobs;

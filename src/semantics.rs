@@ -165,6 +165,10 @@ macro_rules! int_bin_fn {
                 BinOp::MulHi => map2(out, a, b, lanes, |x, y| {
                     t(((f(x) as $wide * f(y) as $wide) >> W) as $t)
                 }),
+                // The exact result clamped to the type's range.
+                BinOp::AddSat => map2(out, a, b, lanes, |x, y| t(f(x).saturating_add(f(y)))),
+                BinOp::SubSat => map2(out, a, b, lanes, |x, y| t(f(x).saturating_sub(f(y)))),
+                BinOp::MulSat => map2(out, a, b, lanes, |x, y| t(f(x).saturating_mul(f(y)))),
                 BinOp::And => map2(out, a, b, lanes, |x, y| t(f(x) & f(y))),
                 BinOp::Or => map2(out, a, b, lanes, |x, y| t(f(x) | f(y))),
                 BinOp::Xor => map2(out, a, b, lanes, |x, y| t(f(x) ^ f(y))),
@@ -274,6 +278,9 @@ macro_rules! float_bin_fn {
                 // Not defined on floats (the validator rejects them): a harmless 0.
                 BinOp::Rem
                 | BinOp::MulHi
+                | BinOp::AddSat
+                | BinOp::SubSat
+                | BinOp::MulSat
                 | BinOp::And
                 | BinOp::Or
                 | BinOp::Xor

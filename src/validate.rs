@@ -55,6 +55,7 @@
 //! | V061 | error | barrier after a `return` that only some threads of its scope take |
 //! | V062 | warning | subgroup operation under non-uniform control flow |
 //! | V063 | info | grid barrier: needs a cooperative launch |
+//! | V064 | info | barriers that are uniform only because `run` dispatches one workgroup (V060/V061 relaxed) |
 //! | V070 | error | statements nested deeper than [`MAX_STMT_DEPTH`] |
 //! | V071 | error | expression nested deeper than [`MAX_EXPR_DEPTH`] |
 //! | V072 | error | more than [`MAX_NODES`] statements and expressions |
@@ -133,6 +134,11 @@ impl Sink {
         fix: impl Into<String>,
     ) {
         self.push(Severity::Error, code, node, message, fix);
+    }
+
+    /// Moves `other`'s diagnostics into this sink.
+    pub fn extend(&mut self, other: Sink) {
+        self.diags.extend(other.diags);
     }
 
     /// Diagnostics so far.

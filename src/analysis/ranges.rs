@@ -231,6 +231,13 @@ fn binary(op: BinOp, a: Range, b: Option<Range>) -> Option<Range> {
             let p = a.hi.saturating_mul(b.hi);
             Range::new(0, p >> 32)
         }
+        // Monotone in both operands (sub: increasing in a, decreasing in b), clamped.
+        BinOp::AddSat => Range::new((a.lo + b.lo).min(MAX), (a.hi + b.hi).min(MAX)),
+        BinOp::SubSat => Range::new(a.lo.saturating_sub(b.hi), a.hi.saturating_sub(b.lo)),
+        BinOp::MulSat => Range::new(
+            a.lo.saturating_mul(b.lo).min(MAX),
+            a.hi.saturating_mul(b.hi).min(MAX),
+        ),
         _ if op.yields_bool() => return None,
         _ => Range::FULL,
     })
@@ -501,7 +508,7 @@ mod tests {
         Op(usize, Box<T>, Box<T>),
     }
 
-    const OPS: [BinOp; 14] = [
+    const OPS: [BinOp; 17] = [
         BinOp::Add,
         BinOp::Sub,
         BinOp::Mul,
@@ -516,6 +523,9 @@ mod tests {
         BinOp::Shl,
         BinOp::AbsDiff,
         BinOp::MulHi,
+        BinOp::AddSat,
+        BinOp::SubSat,
+        BinOp::MulSat,
     ];
 
     fn tree() -> impl Strategy<Value = T> {

@@ -17,7 +17,7 @@ use crate::util::Problem;
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1\n  vyrescope selftest --fuzz-pipelines 500 --seed 1"
+    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1\n  vyrescope selftest --fuzz-pipelines 500 --seed 1\n  vyrescope selftest --vyre-catalog --backend reference"
 )]
 pub struct Args {
     /// Directory of Program fixtures (`*.json`).
@@ -96,6 +96,19 @@ pub struct Args {
     /// With --vyre: timed rounds (each launches ours once and vyre's once).
     #[arg(long, value_name = "N", default_value_t = 50, requires = "vyre")]
     pub vyre_rounds: u32,
+    /// vyre's op catalogue (feature `vyre`): every fixture entry of vyre-libs and
+    /// vyre-primitives imported, run and compared with vyre's expected outputs; prints per
+    /// entry imported / refused (codes) / matched, then totals. Exit 1 when an imported entry
+    /// differs or fails.
+    #[arg(long, conflicts_with_all = ["fuzzing", "vyre"])]
+    pub vyre_catalog: bool,
+    /// With --vyre-catalog: where the entries run (`reference`: the CPU interpreter, no GPU
+    /// needed; `cuda`: the live GPU).
+    #[arg(long, value_enum, default_value = "cuda", requires = "vyre_catalog")]
+    pub backend: super::run::Backend,
+    /// With --vyre-catalog: only the entries whose id contains TEXT.
+    #[arg(long, value_name = "TEXT", requires = "vyre_catalog")]
+    pub only: Option<String>,
 }
 
 #[cfg(not(feature = "vyre"))]
@@ -132,10 +145,49 @@ fn run_vyre(a: &Args) -> super::Outcome {
     Ok(i32::from(!rep.passed))
 }
 
+#[cfg(not(feature = "vyre"))]
+fn run_vyre_catalog(_a: &Args) -> super::Outcome {
+    Err(super::vyre_emit::feature_off())
+}
+
+/// `selftest --vyre-catalog`: the report as a table or JSON; exit 1 unless it passed.
+#[cfg(feature = "vyre")]
+fn run_vyre_catalog(a: &Args) -> super::Outcome {
+    use crate::harness::vyre_catalog::{catalog_table, run_catalog, CatalogBackend};
+    let mut rt;
+    let mut backend = match a.backend {
+        super::run::Backend::Reference => CatalogBackend::Reference,
+        super::run::Backend::Cuda => {
+            rt = a.gpu.open()?;
+            CatalogBackend::Cuda(&mut rt)
+        }
+    };
+    let rep = run_catalog(&mut backend, a.only.as_deref())
+        .map_err(|e| Problem::new(e, "report this bug (vyre's registry could not be read)"))?;
+    if a.json {
+        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
+        outln!("{s}");
+    } else {
+        outln!(
+            "vyre op catalogue (vyre-libs 0.7.2 default features, vyre-primitives 0.7.2 all lego features) on the {} backend\n",
+            rep.backend
+        );
+        out!("{}", catalog_table(&rep));
+        outln!(
+            "selftest --vyre-catalog {}",
+            if rep.passed { "PASSED" } else { "FAILED" }
+        );
+    }
+    Ok(i32::from(!rep.passed))
+}
+
 /// Runs `selftest`.
 pub fn run(a: &Args) -> super::Outcome {
     if a.vyre {
         return run_vyre(a);
+    }
+    if a.vyre_catalog {
+        return run_vyre_catalog(a);
     }
     if let Some(n) = a.fuzz {
         return run_fuzz(a, n);

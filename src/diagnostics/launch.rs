@@ -6,7 +6,8 @@
 //! invocation id overflow, `L007` cooperative co-residency, `L008` buffer elements no
 //! invocation writes, `L009` workgroups that write nothing, `L010` cooperative launch
 //! unsupported, `L011` buffer longer than a `u32` index reaches, `L012` a workgroup-buffer
-//! write past its count at this workgroup size ([`super::wg_overrun`]).
+//! write past its count at this workgroup size ([`super::wg_overrun`]), `L015` a grid of more
+//! than one workgroup for a Program whose barriers are uniform only in one (`V064`).
 
 use super::Diagnostic;
 use crate::analysis::affine::accesses;
@@ -61,7 +62,33 @@ pub fn launch_diagnostics(
     cooperative(program, caps, resources, workgroup, grid, &mut out);
     coverage(program, workgroup, grid, buffer_lens, &mut out);
     out.extend(super::wg_overrun::workgroup_overruns(program, workgroup));
+    one_workgroup(program, grid, &mut out);
     out
+}
+
+/// `L015`: the validator accepted barriers after a load-dependent `return` because the
+/// Program's `run` section dispatches one workgroup (`V064`); on a larger grid threads of a
+/// workgroup could disagree and the barrier would wait forever.
+fn one_workgroup(program: &Program, grid: [u32; 3], out: &mut Vec<Diagnostic>) {
+    let workgroups: u64 = grid.iter().map(|&g| u64::from(g)).product();
+    if workgroups <= 1 {
+        return;
+    }
+    let relies = crate::validate::validate(program)
+        .iter()
+        .any(|d| d.code == "V064");
+    if relies {
+        out.push(Diagnostic::error(
+            "L015",
+            None,
+            format!(
+                "{workgroups} workgroups, but the Program's barriers are uniform only when the \
+                 grid is one workgroup (V064): threads could disagree at a barrier and wait \
+                 forever"
+            ),
+            "launch one workgroup (`--grid 1,1,1`), as the Program's `run` section does",
+        ));
+    }
 }
 
 fn threads(wg: [u32; 3]) -> u64 {

@@ -301,6 +301,7 @@ impl Writer<'_> {
                 }
             }
             BinOp::MulHi => self.op2(&format!("mul.hi.{a}"), ty, &x, &y),
+            BinOp::AddSat | BinOp::SubSat | BinOp::MulSat => self.saturating(op, x, y),
             BinOp::And | BinOp::Or | BinOp::Xor | BinOp::LAnd | BinOp::LOr => {
                 let name = match op {
                     BinOp::And | BinOp::LAnd => "and",
@@ -332,6 +333,100 @@ impl Writer<'_> {
                 self.compare(op, x, y)
             }
         })
+    }
+
+    /// `addsat subsat mulsat` on an integer type: the exact result clamped to the type's
+    /// range (docs/semantics.md). `i32` add/sub have PTX's `.sat`; the others are computed
+    /// with wrapping arithmetic plus an overflow test and a `selp` of the bound.
+    fn saturating(&mut self, op: BinOp, x: Val, y: Val) -> Val {
+        let ty = x.ty();
+        let a = arith(ty);
+        let b = bits(ty);
+        let w = ty.bits();
+        if !ty.is_signed() {
+            let max = Val::Imm(konst(ty, -1));
+            return match op {
+                // Carry out: the wrapped sum is below an operand.
+                BinOp::AddSat => {
+                    let s = self.op2(&format!("add.{a}"), ty, &x, &y);
+                    let c = self.setp("lt", ty, &s, &x);
+                    self.selp(ty, &max, &s, &c)
+                }
+                // max(x, y) - y is x - y when x >= y, else 0.
+                BinOp::SubSat => {
+                    let m = self.op2(&format!("max.{a}"), ty, &x, &y);
+                    self.op2(&format!("sub.{a}"), ty, &m, &y)
+                }
+                // Overflow: the high half of the full product is not 0.
+                _ => {
+                    let hi = self.op2(&format!("mul.hi.{a}"), ty, &x, &y);
+                    let lo = self.op2(&format!("mul.lo.{a}"), ty, &x, &y);
+                    let c = self.setp("ne", ty, &hi, &Val::Imm(zero(ty)));
+                    self.selp(ty, &max, &lo, &c)
+                }
+            };
+        }
+        if ty == ScalarType::I32 {
+            return match op {
+                BinOp::AddSat => self.op2("add.sat.s32", ty, &x, &y),
+                BinOp::SubSat => self.op2("sub.sat.s32", ty, &x, &y),
+                // The full 64-bit product clamped to the i32 range.
+                _ => {
+                    let wide = self.op2("mul.wide.s32", ScalarType::I64, &x, &y);
+                    let lo = self.op2(
+                        "max.s64",
+                        ScalarType::I64,
+                        &wide,
+                        &Val::Imm(konst(ScalarType::I64, i64::from(i32::MIN))),
+                    );
+                    let hi = self.op2(
+                        "min.s64",
+                        ScalarType::I64,
+                        &lo,
+                        &Val::Imm(konst(ScalarType::I64, i64::from(i32::MAX))),
+                    );
+                    self.op1("cvt.s32.s64", ty, &hi)
+                }
+            };
+        }
+        // i64: wrapping result r; the bound is MAX, or MIN when the exact result is negative
+        // (`(s >> 63) ^ MAX` for the sign word s), written without a MIN literal.
+        let sh = Val::Imm(Scalar::U32(w - 1));
+        let max = Val::Imm(konst(ty, i64::MAX));
+        let (r, overflow, sign_src) = match op {
+            // Overflow: both operands' signs differ from the result's.
+            BinOp::AddSat | BinOp::SubSat => {
+                let add = op == BinOp::AddSat;
+                let r = self.op2(
+                    &format!("{}.{a}", if add { "add" } else { "sub" }),
+                    ty,
+                    &x,
+                    &y,
+                );
+                let xr = self.op2(&format!("xor.{b}"), ty, &x, &r);
+                // add: (x ^ r) & (y ^ r) < 0; sub: (x ^ y) & (x ^ r) < 0.
+                let other = if add {
+                    self.op2(&format!("xor.{b}"), ty, &y, &r)
+                } else {
+                    self.op2(&format!("xor.{b}"), ty, &x, &y)
+                };
+                let both = self.op2(&format!("and.{b}"), ty, &xr, &other);
+                let o = self.setp("lt", ty, &both, &Val::Imm(zero(ty)));
+                (r, o, x.clone())
+            }
+            // Overflow: the high half is not the sign extension of the low half.
+            _ => {
+                let lo = self.op2(&format!("mul.lo.{a}"), ty, &x, &y);
+                let hi = self.op2(&format!("mul.hi.{a}"), ty, &x, &y);
+                let ext = self.op2(&format!("shr.{a}"), ty, &lo, &sh);
+                let o = self.setp("ne", ty, &hi, &ext);
+                let signs = self.op2(&format!("xor.{b}"), ty, &x, &y);
+                (lo, o, signs)
+            }
+        };
+        let sign = self.op2(&format!("shr.{a}"), ty, &sign_src, &sh);
+        let bound = self.op2(&format!("xor.{b}"), ty, &sign, &max);
+        self.selp(ty, &bound, &r, &overflow)
     }
 
     fn compare(&mut self, op: BinOp, x: Val, y: Val) -> Val {

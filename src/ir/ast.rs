@@ -227,8 +227,8 @@ pub enum Builtin {
     SubgroupSize,
 }
 
-/// Binary operators (spec: `add sub mul div rem min max absdiff mulhi and or xor shl shr rotl
-/// rotr eq ne lt le gt ge land lor`).
+/// Binary operators (spec: `add sub mul div rem min max absdiff mulhi addsat subsat mulsat and
+/// or xor shl shr rotl rotr eq ne lt le gt ge land lor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
 pub enum BinOp {
@@ -241,6 +241,12 @@ pub enum BinOp {
     Max,
     AbsDiff,
     MulHi,
+    /// Integer addition clamped to the type's range (no wrap).
+    AddSat,
+    /// Integer subtraction clamped to the type's range.
+    SubSat,
+    /// Integer multiplication clamped to the type's range.
+    MulSat,
     And,
     Or,
     Xor,
@@ -260,7 +266,7 @@ pub enum BinOp {
 
 impl BinOp {
     /// Every binary operator.
-    pub const ALL: [BinOp; 24] = [
+    pub const ALL: [BinOp; 27] = [
         BinOp::Add,
         BinOp::Sub,
         BinOp::Mul,
@@ -285,6 +291,9 @@ impl BinOp {
         BinOp::Ge,
         BinOp::LAnd,
         BinOp::LOr,
+        BinOp::AddSat,
+        BinOp::SubSat,
+        BinOp::MulSat,
     ];
 
     /// Spec spelling (the JSON key).
@@ -299,6 +308,9 @@ impl BinOp {
             BinOp::Max => "max",
             BinOp::AbsDiff => "absdiff",
             BinOp::MulHi => "mulhi",
+            BinOp::AddSat => "addsat",
+            BinOp::SubSat => "subsat",
+            BinOp::MulSat => "mulsat",
             BinOp::And => "and",
             BinOp::Or => "or",
             BinOp::Xor => "xor",

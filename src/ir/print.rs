@@ -385,9 +385,15 @@ fn binop_prec(op: BinOp) -> Option<u8> {
         BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 4,
         BinOp::LAnd => 3,
         BinOp::LOr => 2,
-        BinOp::Min | BinOp::Max | BinOp::AbsDiff | BinOp::MulHi | BinOp::Rotl | BinOp::Rotr => {
-            return None
-        }
+        BinOp::Min
+        | BinOp::Max
+        | BinOp::AbsDiff
+        | BinOp::MulHi
+        | BinOp::AddSat
+        | BinOp::SubSat
+        | BinOp::MulSat
+        | BinOp::Rotl
+        | BinOp::Rotr => return None,
     })
 }
 
@@ -412,9 +418,15 @@ fn binop_symbol(op: BinOp) -> &'static str {
         BinOp::LAnd => "&&",
         BinOp::LOr => "||",
         // Call-style operators use their spec name.
-        BinOp::Min | BinOp::Max | BinOp::AbsDiff | BinOp::MulHi | BinOp::Rotl | BinOp::Rotr => {
-            op.name()
-        }
+        BinOp::Min
+        | BinOp::Max
+        | BinOp::AbsDiff
+        | BinOp::MulHi
+        | BinOp::AddSat
+        | BinOp::SubSat
+        | BinOp::MulSat
+        | BinOp::Rotl
+        | BinOp::Rotr => op.name(),
     }
 }
 

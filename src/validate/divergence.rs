@@ -9,6 +9,17 @@
 //! condition, inside a loop with non-uniform bounds, and everywhere after a `return` taken
 //! under non-uniform control (threads that returned are missing from later barriers).
 //!
+//! One workgroup (V064): when the Program's `run` section pins its dispatch to a single
+//! workgroup (`grid` of one workgroup, or `elements` within one), a load of a host buffer at
+//! a uniform index is uniform too: every thread of the (only) workgroup reads the same element
+//! in the same interval between barriers, and nothing outside the workgroup can write it
+//! then (a write by a thread of the workgroup in that interval would be a data race, undefined
+//! behaviour). The analysis runs strictly first; only when the relaxed run clears barrier
+//! errors (V060/V061) of the strict one are its findings kept, with a V064 note naming the
+//! barriers that rely on it (`launch_diagnostics` refuses such a Program on a larger grid,
+//! L015). vyre's `persistent_fixpoint` loops (a `return` on a flag read between barriers)
+//! are sound this way.
+//!
 //! Variables are tracked per declaration. A definition (`let`, `assign`, loop counter) made
 //! under non-uniform control makes the variable non-uniform too, since only some threads
 //! performed it. Facts only ever go from uniform to non-uniform, so iterating the walk until
@@ -24,12 +35,71 @@ use super::limits::{expr_children, stmt_exprs};
 use super::scope::Scopes;
 use super::Sink;
 
-/// Runs the analysis for both barrier scopes.
+/// Runs the analysis for both barrier scopes (see the module docs for the one-workgroup
+/// relaxation).
 pub fn check(p: &Program, sink: &mut Sink) {
+    let mut strict = Sink::default();
+    run(p, false, &mut strict);
+    let barrier_errors = |s: &Sink| -> Vec<Option<NodeId>> {
+        s.diagnostics()
+            .iter()
+            .filter(|d| matches!(d.code, "V060" | "V061"))
+            .map(|d| d.node.clone())
+            .collect()
+    };
+    let before = barrier_errors(&strict);
+    if before.is_empty() || !one_workgroup(p) {
+        sink.extend(strict);
+        return;
+    }
+    let mut relaxed = Sink::default();
+    run(p, true, &mut relaxed);
+    let after = barrier_errors(&relaxed);
+    if after.len() >= before.len() {
+        sink.extend(strict);
+        return;
+    }
+    sink.extend(relaxed);
+    let mut cleared: Vec<String> = before
+        .into_iter()
+        .filter(|n| !after.contains(n))
+        .flatten()
+        .map(|n| n.to_string())
+        .collect();
+    cleared.dedup();
+    sink.push(
+        Severity::Info,
+        "V064",
+        None,
+        format!(
+            "the barrier(s) at {} are reached by every thread only because the `run` section \
+             dispatches one workgroup: a condition or `return` there depends on a host-buffer \
+             load at a uniform index, which all threads of a single workgroup read alike",
+            cleared.join(", ")
+        ),
+        "launch it as one workgroup only (a larger grid is refused, L015), or make the \
+         condition depend on `len`, literals or uniform-buffer loads",
+    );
+}
+
+/// True when `p`'s `run` section dispatches exactly one workgroup.
+pub fn one_workgroup(p: &Program) -> bool {
+    let Some(run) = &p.run else {
+        return false;
+    };
+    match (run.grid, run.elements) {
+        (Some(g), _) => g == [1, 1, 1],
+        (None, Some(e)) => e >= 1 && e <= u64::from(p.workgroup_size[0].max(1)),
+        (None, None) => false,
+    }
+}
+
+fn run(p: &Program, one_workgroup: bool, sink: &mut Sink) {
     for scope in [BarrierScope::Workgroup, BarrierScope::Grid] {
         let mut a = Analysis {
             p,
             scope,
+            one_workgroup,
             facts: HashMap::new(),
             changed: false,
             walk: Walk::default(),
@@ -95,6 +165,8 @@ struct Walk<'a> {
 struct Analysis<'a> {
     p: &'a Program,
     scope: BarrierScope,
+    /// The dispatch is one workgroup: host-buffer loads at uniform indices are uniform.
+    one_workgroup: bool,
     /// Non-uniform declarations (by node id of the `let`/loop) and why.
     facts: HashMap<&'a str, Why>,
     changed: bool,
@@ -134,10 +206,10 @@ impl<'a> Analysis<'a> {
                 })
             }
             Expr::Load { buffer, index } => {
-                let uniform_buf = self
-                    .p
-                    .buffer(buffer)
-                    .is_some_and(|b| b.access == Access::Uniform);
+                let uniform_buf = self.p.buffer(buffer).is_some_and(|b| {
+                    b.access == Access::Uniform
+                        || (self.one_workgroup && b.access != Access::Workgroup)
+                });
                 if uniform_buf {
                     self.value(index)
                 } else {

@@ -593,3 +593,50 @@ fn diagnostics_come_in_program_order() {
     );
     assert!(!is_valid(&d));
 }
+
+/// A `persistent_fixpoint`-style loop: clear a flag, barrier, set it, barrier, leave with
+/// `return` when the flag (read at a uniform index) is 0. Sound only at one workgroup.
+#[test]
+fn one_workgroup_relaxes_load_dependent_returns() {
+    let with_run = |run: &str| {
+        let text = format!(
+            r#"{{"format": 1, "name": "t", "workgroup_size": [64, 1, 1],
+            "buffers": [{{"name": "flag", "binding": 0, "access": "read_write", "type": "u32"}},
+                        {{"name": "w", "access": "workgroup", "type": "u32", "count": 64}}],
+            "body": [{{"loop": "k", "from": 0, "to": 8, "body": [
+                {{"if": {{"eq": [{{"lid": "x"}}, 0]}}, "then": [{{"store": "flag", "index": 0, "value": 0}}]}},
+                {{"barrier": "workgroup"}},
+                {{"if": {{"lt": [{{"lid": "x"}}, "k"]}}, "then": [{{"store": "flag", "index": 0, "value": 1}}]}},
+                {{"barrier": "workgroup"}},
+                {{"if": {{"eq": [{{"load": "flag", "index": 0}}, 0]}}, "then": [{{"return": {{}}}}]}},
+                {{"barrier": "workgroup"}}]}}]{run}}}"#
+        );
+        let p = parse_program(&text, "f.json").unwrap();
+        let d = validate(&p);
+        (p, d)
+    };
+    let codes = |d: &[Diagnostic]| d.iter().map(|d| d.code).collect::<Vec<_>>();
+    // No run section, or one of several workgroups: refused as before.
+    let (_, d) = with_run("");
+    assert!(codes(&d).contains(&"V061"), "{d:#?}");
+    let (_, d) = with_run(r#", "run": {"grid": [2, 1, 1]}"#);
+    assert!(codes(&d).contains(&"V061"), "{d:#?}");
+    let (_, d) = with_run(r#", "run": {"elements": 65}"#);
+    assert!(codes(&d).contains(&"V061"), "{d:#?}");
+    // One workgroup: valid, with the note naming the barriers.
+    for run in [
+        r#", "run": {"grid": [1, 1, 1]}"#,
+        r#", "run": {"elements": 64}"#,
+    ] {
+        let (_, d) = with_run(run);
+        assert_eq!(codes(&d), ["V064"], "{d:#?}");
+        assert!(d[0].message.contains("body[0].body[1]"), "{}", d[0].message);
+    }
+    // A divergence that one workgroup does not remove stays an error (lid-dependent return).
+    let text = r#"{"format": 1, "name": "t", "workgroup_size": [64, 1, 1],
+        "buffers": [{"name": "flag", "binding": 0, "access": "read_write", "type": "u32"}],
+        "body": [{"if": {"eq": [{"load": "flag", "index": {"lid": "x"}}, 0]}, "then": [{"return": {}}]},
+                 {"barrier": "workgroup"}], "run": {"grid": [1, 1, 1]}}"#;
+    let d = validate(&parse_program(text, "g.json").unwrap());
+    assert_eq!(codes(&d), ["V061"], "{d:#?}");
+}

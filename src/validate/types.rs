@@ -641,7 +641,9 @@ impl<'a> Checker<'a, '_> {
             return result_if_unknown;
         };
         let (fits, class) = match op {
-            BinOp::Rem | BinOp::MulHi => (t.is_int(), "integer"),
+            BinOp::Rem | BinOp::MulHi | BinOp::AddSat | BinOp::SubSat | BinOp::MulSat => {
+                (t.is_int(), "integer")
+            }
             BinOp::And | BinOp::Or | BinOp::Xor => {
                 (t.is_int() || t == ScalarType::Bool, "integer or bool")
             }

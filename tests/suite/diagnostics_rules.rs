@@ -468,3 +468,32 @@ fn warp_analysis_samples_a_bounded_number_of_warps() {
     assert_eq!(full.len(), 32);
     assert_eq!(full[1], vec![(32..64).map(|t| 3 * t).collect::<Vec<i64>>()]);
 }
+
+/// L015: a Program whose barriers are uniform only at one workgroup (V064) on a larger grid.
+#[test]
+fn l013_one_workgroup_program_on_a_larger_grid() {
+    let text = r#"{"format": 1, "name": "t", "workgroup_size": [64, 1, 1],
+        "buffers": [{"name": "flag", "binding": 0, "access": "read_write", "type": "u32"}],
+        "body": [{"loop": "k", "from": 0, "to": 8, "body": [
+            {"if": {"eq": [{"lid": "x"}, 0]}, "then": [{"store": "flag", "index": 0, "value": 0}]},
+            {"barrier": "workgroup"},
+            {"if": {"lt": [{"lid": "x"}, "k"]}, "then": [{"store": "flag", "index": 0, "value": 1}]},
+            {"barrier": "workgroup"},
+            {"if": {"eq": [{"load": "flag", "index": 0}, 0]}, "then": [{"return": {}}]},
+            {"barrier": "workgroup"}]}], "run": {"grid": [1, 1, 1]}}"#;
+    let p = parse_program(text, "f.json").unwrap();
+    let two = launch_diagnostics(&p, &h200(), None, [64, 1, 1], [2, 1, 1], &[("flag", 1)]);
+    assert!(codes(&two).contains(&"L015"), "{two:#?}");
+    let one = launch_diagnostics(&p, &h200(), None, [64, 1, 1], [1, 1, 1], &[("flag", 1)]);
+    assert!(!codes(&one).contains(&"L015"), "{one:#?}");
+    // A Program without the relaxation is not affected by the grid.
+    let e = launch_diagnostics(
+        &elementwise(),
+        &h200(),
+        None,
+        [256, 1, 1],
+        [8, 1, 1],
+        &[("a", 2048), ("c", 2048)],
+    );
+    assert!(!codes(&e).contains(&"L015"), "{e:#?}");
+}

@@ -884,6 +884,83 @@ fn check_math_f32(r: &Run) {
 
 // ---- registry ----------------------------------------------------------------------------------
 
+/// Saturating operators: each result computed exactly in i128, then clamped to the type's
+/// range (independent of Rust's `saturating_*`, which the interpreter uses), and the fixture's
+/// random inputs checked to reach both bounds of every operator so the test means something.
+fn check_saturating_int(r: &Run) {
+    fn clamp(v: i128, lo: i128, hi: i128) -> i128 {
+        v.max(lo).min(hi)
+    }
+    fn check(
+        what: &str,
+        a: &[i128],
+        b: &[i128],
+        m: &[i128],
+        got: &[i128],
+        shr: fn(i128) -> i128,
+        (lo, hi): (i128, i128),
+    ) {
+        let mut want = Vec::new();
+        for i in 0..a.len() {
+            want.push(clamp(a[i] + b[i], lo, hi));
+            want.push(clamp(a[i] - b[i], lo, hi));
+            want.push(clamp(shr(a[i]) * m[i], lo, hi));
+        }
+        assert_same(what, got, &want);
+        // Every operator clamps somewhere and passes through somewhere.
+        for k in 0..3 {
+            let col: Vec<i128> = want.iter().skip(k).step_by(3).copied().collect();
+            let clamped = col.iter().filter(|&&v| v == lo || v == hi).count();
+            assert!(
+                clamped > 0 && clamped < col.len(),
+                "{what} op {k}: {clamped} clamped"
+            );
+        }
+    }
+    let w = |v: Vec<u32>| v.into_iter().map(i128::from).collect::<Vec<_>>();
+    let wi = |v: Vec<i32>| v.into_iter().map(i128::from).collect::<Vec<_>>();
+    let wl = |v: Vec<u64>| v.into_iter().map(i128::from).collect::<Vec<_>>();
+    let wn = |v: Vec<i64>| v.into_iter().map(i128::from).collect::<Vec<_>>();
+    // `shr` by 14 of the element type (arithmetic for signed types).
+    let sh = |x: i128| x >> 14;
+    check(
+        "out_u32",
+        &w(u32s(r.input("au"))),
+        &w(u32s(r.input("bu"))),
+        &w(u32s(r.input("m_u32"))),
+        &w(u32s(r.output("out_u32"))),
+        sh,
+        (0, u32::MAX as i128),
+    );
+    check(
+        "out_i32",
+        &wi(i32s(r.input("ai"))),
+        &wi(i32s(r.input("bi"))),
+        &wi(i32s(r.input("m_i32"))),
+        &wi(i32s(r.output("out_i32"))),
+        sh,
+        (i32::MIN as i128, i32::MAX as i128),
+    );
+    check(
+        "out_u64",
+        &wl(u64s(r.input("aw"))),
+        &wl(u64s(r.input("bw"))),
+        &wl(u64s(r.input("m_u64"))),
+        &wl(u64s(r.output("out_u64"))),
+        sh,
+        (0, u64::MAX as i128),
+    );
+    check(
+        "out_i64",
+        &wn(i64s(r.input("an"))),
+        &wn(i64s(r.input("bn"))),
+        &wn(i64s(r.input("m_i64"))),
+        &wn(i64s(r.output("out_i64"))),
+        sh,
+        (i64::MIN as i128, i64::MAX as i128),
+    );
+}
+
 macro_rules! fixtures {
     ($($stem:ident => $check:ident),* $(,)?) => {
         /// Every fixture stem with a check.
@@ -920,6 +997,7 @@ fixtures! {
     subgroup_ops => check_subgroup_ops,
     ids_3d => check_ids_3d,
     math_f32 => check_math_f32,
+    saturating_int => check_saturating_int,
 }
 
 #[test]

@@ -40,6 +40,7 @@ const EXPORT: &[(&str, Option<(&str, &str)>)] = &[
     ("matmul_tiled_f32", None),
     ("nested_blocks", None),
     ("reduce_sum_f32", None),
+    ("saturating_int", Some(("buffers[4]", "u64 buffer"))),
     ("saxpy_f32", None),
     ("stencil5_f32", None),
     ("subgroup_ops", None),
@@ -598,4 +599,39 @@ fn fixtures_round_trip_through_vyre_with_the_same_results() {
         checked += 1;
     }
     assert!(checked >= 13, "{checked} fixtures round-tripped");
+}
+
+/// `addsat subsat mulsat` on `u32` are vyre's `SaturatingAdd/Sub/Mul` and come back as they
+/// were; on `i32` vyre's validator refuses them (V085), so the export does.
+#[test]
+fn saturating_operators_export_on_u32_and_are_refused_on_i32() {
+    let p = program(
+        r#"[{"let": "i", "value": {"gid": "x"}},
+            {"if": {"lt": ["i", {"len": "o"}]}, "then": [
+              {"let": "x", "value": {"load": "o", "index": "i"}},
+              {"store": "o", "index": "i", "value": {"mulsat": [{"subsat": [{"addsat": ["x", 7]}, 3]}, "x"]}}]}]"#,
+        r#"{"name": "o", "binding": 0, "access": "read_write", "type": "u32"}"#,
+    );
+    let v = export(&p).unwrap();
+    let text = format!("{:?}", v.entry());
+    for op in ["SaturatingAdd", "SaturatingSub", "SaturatingMul"] {
+        assert!(text.contains(op), "{op} missing: {text}");
+    }
+    let back = vyrescope::vyre::import_program(&v, "back");
+    let printed = vyrescope::ir::print::print_program(&back.program).text();
+    for op in ["addsat(", "subsat(", "mulsat("] {
+        assert!(printed.contains(op), "{op} missing:\n{printed}");
+    }
+    let q = program(
+        r#"[{"let": "i", "value": {"gid": "x"}},
+            {"if": {"lt": ["i", {"len": "o"}]}, "then": [
+              {"store": "o", "index": "i", "value": {"addsat": [{"load": "o", "index": "i"}, {"i32": 1}]}}]}]"#,
+        r#"{"name": "o", "binding": 0, "access": "read_write", "type": "i32"}"#,
+    );
+    let e = export(&q).unwrap_err();
+    assert!(
+        e.construct.contains("addsat") && e.why.contains("V085"),
+        "{e:?}"
+    );
+    assert_eq!(e.node, "body[1].then[0]");
 }

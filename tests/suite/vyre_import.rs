@@ -768,7 +768,14 @@ fn constructs_map_and_refusals_name_the_vyre_node() {
                 "b",
                 vec![
                     N::let_bind("q", E::cast(DT::U8, E::u32(1))),
-                    N::let_bind("sat", E::saturating_add(E::u32(1), E::u32(2))),
+                    N::let_bind(
+                        "sat",
+                        E::BinOp {
+                            op: vyre_foundation::ir::BinOp::Shuffle,
+                            left: Box::new(E::u32(1)),
+                            right: Box::new(E::u32(2)),
+                        },
+                    ),
                     N::barrier(),
                 ],
             ),
@@ -840,7 +847,7 @@ fn constructs_map_and_refusals_name_the_vyre_node() {
     );
     assert!(has("VY002", "entry[1].body[0]"), "{d:?}");
     assert!(
-        has("VY002", "entry[1].body[1]") && has("VY002", "SaturatingAdd"),
+        has("VY002", "entry[1].body[1]") && has("VY002", "Shuffle"),
         "{d:?}"
     );
     let StmtKind::Block(b) = &prog.body[1].kind else {

@@ -121,6 +121,56 @@ fn absdiff_min_max_integers() {
 }
 
 #[test]
+fn saturating_ops_clamp() {
+    // Inside the range: the plain result.
+    assert_eq!(bin_scalar(B::AddSat, T::U32, u(3), u(10)), u(13));
+    assert_eq!(bin_scalar(B::SubSat, T::I32, i(-3), i(4)), i(-7));
+    assert_eq!(bin_scalar(B::MulSat, T::I64, l(-6), l(7)), l(-42));
+    // Clamped at both ends, for every integer type.
+    assert_eq!(
+        bin_scalar(B::AddSat, T::U32, u(u32::MAX - 1), u(5)),
+        u(u32::MAX)
+    );
+    assert_eq!(bin_scalar(B::SubSat, T::U32, u(3), u(10)), u(0));
+    assert_eq!(
+        bin_scalar(B::MulSat, T::U32, u(1 << 20), u(1 << 12)),
+        u(u32::MAX)
+    );
+    assert_eq!(
+        bin_scalar(B::AddSat, T::I32, i(i32::MAX), i(1)),
+        i(i32::MAX)
+    );
+    assert_eq!(
+        bin_scalar(B::SubSat, T::I32, i(i32::MIN), i(1)),
+        i(i32::MIN)
+    );
+    assert_eq!(
+        bin_scalar(B::MulSat, T::I32, i(-65536), i(65536)),
+        i(i32::MIN)
+    );
+    assert_eq!(
+        bin_scalar(B::MulSat, T::I32, i(-65536), i(-65536)),
+        i(i32::MAX)
+    );
+    assert_eq!(bin_scalar(B::AddSat, T::U64, u64::MAX, 1), u64::MAX);
+    assert_eq!(bin_scalar(B::SubSat, T::U64, 1, 2), 0);
+    assert_eq!(bin_scalar(B::MulSat, T::U64, 1 << 40, 1 << 40), u64::MAX);
+    assert_eq!(
+        bin_scalar(B::AddSat, T::I64, l(i64::MIN), l(-1)),
+        l(i64::MIN)
+    );
+    assert_eq!(
+        bin_scalar(B::SubSat, T::I64, l(i64::MAX), l(-1)),
+        l(i64::MAX)
+    );
+    assert_eq!(
+        bin_scalar(B::MulSat, T::I64, l(i64::MIN), l(-1)),
+        l(i64::MAX)
+    );
+    assert_eq!(bin_scalar(B::MulSat, T::I64, l(0), l(i64::MIN)), l(0));
+}
+
+#[test]
 fn float_min_max_nan_and_signed_zero() {
     let nan = f32::NAN;
     assert_eq!(bin_scalar(B::Min, T::F32, f(nan), f(2.0)), f(2.0));

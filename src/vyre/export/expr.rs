@@ -439,6 +439,9 @@ impl<'p> Cx<'p> {
             BinOp::Max => v::BinOp::Max,
             BinOp::AbsDiff => v::BinOp::AbsDiff,
             BinOp::MulHi => v::BinOp::MulHigh,
+            BinOp::AddSat => v::BinOp::SaturatingAdd,
+            BinOp::SubSat => v::BinOp::SaturatingSub,
+            BinOp::MulSat => v::BinOp::SaturatingMul,
             BinOp::And => v::BinOp::BitAnd,
             BinOp::Or => v::BinOp::BitOr,
             BinOp::Xor => v::BinOp::BitXor,
@@ -470,6 +473,16 @@ impl<'p> Cx<'p> {
                 bin(v::BinOp::Lt, x.clone(), y.clone()),
                 bin(v::BinOp::Sub, y.clone(), x.clone()),
                 bin(v::BinOp::Sub, x, y),
+            ));
+        }
+        if matches!(op, BinOp::AddSat | BinOp::SubSat | BinOp::MulSat)
+            && ta != Some(ScalarType::U32)
+        {
+            return Err(ExportError::new(
+                node,
+                format!("`{}` on {}", op.name(), ta.map_or("?", |t| t.name())),
+                "vyre's saturating operators take u32 operands only (its validator, V085)",
+                "clamp explicitly with min/max, or saturate in u32",
             ));
         }
         if op.is_shift() {

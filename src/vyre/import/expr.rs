@@ -324,78 +324,81 @@ impl Cx {
 
     pub(super) fn binop(&mut self, op: &VBin, l: Expr, r: Expr, vp: &str) -> Option<Expr> {
         let lt = self.type_of(&l);
-        let ours =
-            match op {
-                VBin::Add | VBin::WrappingAdd => BinOp::Add,
-                VBin::Sub | VBin::WrappingSub => BinOp::Sub,
-                VBin::Mul => BinOp::Mul,
-                VBin::Div => {
-                    let nonzero = matches!(r, Expr::Lit(Literal::Typed(Scalar::U32(v))) if v != 0);
-                    if lt != Some(ScalarType::U32) || nonzero {
-                        BinOp::Div
-                    } else if !pure(&r) {
-                        return self.refuse(
-                            vp,
-                            "a u32 division by an atomic's result cannot keep vyre's division by \
+        let ours = match op {
+            VBin::Add | VBin::WrappingAdd => BinOp::Add,
+            VBin::Sub | VBin::WrappingSub => BinOp::Sub,
+            VBin::Mul => BinOp::Mul,
+            VBin::Div => {
+                let nonzero = matches!(r, Expr::Lit(Literal::Typed(Scalar::U32(v))) if v != 0);
+                if lt != Some(ScalarType::U32) || nonzero {
+                    BinOp::Div
+                } else if !pure(&r) {
+                    return self.refuse(
+                        vp,
+                        "a u32 division by an atomic's result cannot keep vyre's division by \
                          zero (the divisor would run twice)",
-                            "bind the atomic's result with `let` in the vyre Program",
-                        );
-                    } else {
-                        // vyre's kernel gives u32::MAX for x / 0; the format gives 0.
-                        self.guarded_divisions += 1;
-                        let r = self.bind_once(r);
-                        let zero = bin(BinOp::Eq, r.clone(), lit(Scalar::U32(0)));
-                        return Some(Expr::Select(
-                            Box::new(zero),
-                            Box::new(lit(Scalar::U32(u32::MAX))),
-                            Box::new(bin(BinOp::Div, l, r)),
-                        ));
-                    }
+                        "bind the atomic's result with `let` in the vyre Program",
+                    );
+                } else {
+                    // vyre's kernel gives u32::MAX for x / 0; the format gives 0.
+                    self.guarded_divisions += 1;
+                    let r = self.bind_once(r);
+                    let zero = bin(BinOp::Eq, r.clone(), lit(Scalar::U32(0)));
+                    return Some(Expr::Select(
+                        Box::new(zero),
+                        Box::new(lit(Scalar::U32(u32::MAX))),
+                        Box::new(bin(BinOp::Div, l, r)),
+                    ));
                 }
-                VBin::Mod => BinOp::Rem,
-                VBin::BitAnd => BinOp::And,
-                VBin::BitOr => BinOp::Or,
-                VBin::BitXor => BinOp::Xor,
-                VBin::Shl | VBin::Shr => {
-                    let op = if matches!(op, VBin::Shl) {
-                        BinOp::Shl
-                    } else {
-                        BinOp::Shr
-                    };
-                    let small = below_32(&r);
-                    if matches!(lt, Some(ScalarType::U32 | ScalarType::I32)) && !small {
-                        // vyre's kernel takes a 32-bit shift amount modulo 32 (`and 31`).
-                        self.masked_shifts += 1;
-                        // Marked, so that `shifts::settle` leaves it out where the amount
-                        // is proven below 32 once the whole body is known.
-                        let masked = bin(BinOp::And, r, super::shifts::MARK);
-                        return Some(bin(op, l, masked));
-                    }
-                    op
+            }
+            VBin::Mod => BinOp::Rem,
+            VBin::BitAnd => BinOp::And,
+            VBin::BitOr => BinOp::Or,
+            VBin::BitXor => BinOp::Xor,
+            VBin::Shl | VBin::Shr => {
+                let op = if matches!(op, VBin::Shl) {
+                    BinOp::Shl
+                } else {
+                    BinOp::Shr
+                };
+                let small = below_32(&r);
+                if matches!(lt, Some(ScalarType::U32 | ScalarType::I32)) && !small {
+                    // vyre's kernel takes a 32-bit shift amount modulo 32 (`and 31`).
+                    self.masked_shifts += 1;
+                    // Marked, so that `shifts::settle` leaves it out where the amount
+                    // is proven below 32 once the whole body is known.
+                    let masked = bin(BinOp::And, r, super::shifts::MARK);
+                    return Some(bin(op, l, masked));
                 }
-                VBin::Eq => BinOp::Eq,
-                VBin::Ne => BinOp::Ne,
-                VBin::Lt => BinOp::Lt,
-                VBin::Gt => BinOp::Gt,
-                VBin::Le => BinOp::Le,
-                VBin::Ge => BinOp::Ge,
-                VBin::And if lt == Some(ScalarType::Bool) => BinOp::LAnd,
-                VBin::Or if lt == Some(ScalarType::Bool) => BinOp::LOr,
-                VBin::And => BinOp::And,
-                VBin::Or => BinOp::Or,
-                VBin::AbsDiff => BinOp::AbsDiff,
-                VBin::Min => BinOp::Min,
-                VBin::Max => BinOp::Max,
-                VBin::RotateLeft => BinOp::Rotl,
-                VBin::RotateRight => BinOp::Rotr,
-                VBin::MulHigh => BinOp::MulHi,
-                other => return self.refuse(
+                op
+            }
+            VBin::Eq => BinOp::Eq,
+            VBin::Ne => BinOp::Ne,
+            VBin::Lt => BinOp::Lt,
+            VBin::Gt => BinOp::Gt,
+            VBin::Le => BinOp::Le,
+            VBin::Ge => BinOp::Ge,
+            VBin::And if lt == Some(ScalarType::Bool) => BinOp::LAnd,
+            VBin::Or if lt == Some(ScalarType::Bool) => BinOp::LOr,
+            VBin::And => BinOp::And,
+            VBin::Or => BinOp::Or,
+            VBin::AbsDiff => BinOp::AbsDiff,
+            VBin::Min => BinOp::Min,
+            VBin::Max => BinOp::Max,
+            VBin::RotateLeft => BinOp::Rotl,
+            VBin::RotateRight => BinOp::Rotr,
+            VBin::MulHigh => BinOp::MulHi,
+            VBin::SaturatingAdd => BinOp::AddSat,
+            VBin::SaturatingSub => BinOp::SubSat,
+            VBin::SaturatingMul => BinOp::MulSat,
+            other => {
+                return self.refuse(
                     vp,
                     &format!("binary operator {other:?} has no vyrescope equivalent"),
-                    "write it with the operators docs/program-format.md lists (e.g. saturation \
-                     with min/max and a select)",
-                ),
-            };
+                    "write it with the operators docs/program-format.md lists",
+                )
+            }
+        };
         Some(bin(ours, l, r))
     }
 }

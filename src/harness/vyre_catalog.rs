@@ -1,0 +1,317 @@
+//! `vyrescope selftest --vyre-catalog`: vyre's op catalogue (every fixture entry of vyre-libs
+//! and vyre-primitives, prepared by [`crate::vyre::catalog`]) run on the reference
+//! interpreter or the GPU, each output compared with vyre's `expected_output` by vyre's rule:
+//! an f32 operation with a ULP tolerance accepts float elements within it, everything else
+//! must match bit for bit (the runtime's parity rules, [`crate::runtime::parity`]; NaNs
+//! compare equal whatever their payload, as everywhere in vyrescope).
+
+use serde::Serialize;
+
+use crate::inputs::HostBuffer;
+use crate::runtime::parity::{self, ParityReport, Tolerance};
+use crate::runtime::{DispatchOptions, JitOptions, Runtime};
+use crate::vyre::catalog::{self, CatalogCase, CatalogOp, Source};
+
+/// Where the catalogue runs.
+pub enum CatalogBackend<'a> {
+    /// The reference interpreter.
+    Reference,
+    /// The live GPU.
+    Cuda(&'a mut Runtime),
+}
+
+impl CatalogBackend<'_> {
+    /// `reference` or `cuda`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CatalogBackend::Reference => "reference",
+            CatalogBackend::Cuda(_) => "cuda",
+        }
+    }
+}
+
+/// What happened to one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Imported, and every case gave vyre's expected output.
+    Matched,
+    /// Imported, and some case gave another output.
+    Mismatched,
+    /// Imported, and some case failed to run (or to bind).
+    Failed,
+    /// Not imported (see `codes`).
+    Refused,
+}
+
+/// One entry's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CatalogRow {
+    /// vyre's operation id.
+    pub id: String,
+    /// `vyre-libs` or `vyre-primitives`.
+    pub source: Source,
+    /// Imported into a valid Program.
+    pub imported: bool,
+    /// The outcome.
+    pub status: Status,
+    /// Refusal codes (import `VY...`, validator `V...`, `VYC..`), empty otherwise.
+    pub codes: Vec<String>,
+    /// Fixture cases, and how many matched.
+    pub cases: usize,
+    /// Cases whose outputs all matched.
+    pub matched_cases: usize,
+    /// vyre's f32 tolerance (ULPs; 0 = bit identity).
+    pub f32_ulp: u32,
+    /// Largest float distance seen over the cases (ULPs).
+    pub max_ulps_seen: u64,
+    /// The refusal, failure or first mismatch, in one line (empty when matched).
+    pub detail: String,
+}
+
+/// Totals over the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Totals {
+    /// Entries.
+    pub entries: usize,
+    /// Imported into valid Programs.
+    pub imported: usize,
+    /// Refused by the import or the validator.
+    pub refused: usize,
+    /// Imported and matched in every case.
+    pub matched: usize,
+    /// Imported and differing in some case.
+    pub mismatched: usize,
+    /// Imported and failing to run in some case.
+    pub failed: usize,
+}
+
+/// The whole catalogue run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CatalogReport {
+    /// `reference` or `cuda`.
+    pub backend: &'static str,
+    /// One row per entry, vyre-libs first, each crate by id.
+    pub entries: Vec<CatalogRow>,
+    /// Totals.
+    pub totals: Totals,
+    /// True when there were entries and every imported one matched (refusals are listed, not
+    /// failures).
+    pub passed: bool,
+}
+
+/// Runs every catalogue entry whose id contains `filter` (all when `None`) on `backend`.
+pub fn run_catalog(
+    backend: &mut CatalogBackend<'_>,
+    filter: Option<&str>,
+) -> Result<CatalogReport, String> {
+    let ops = catalog::operations()?;
+    let mut entries = Vec::new();
+    for (source, op) in &ops {
+        if filter.is_some_and(|f| !op.id.contains(f)) {
+            continue;
+        }
+        let prepared = catalog::prepare(*source, op);
+        entries.push(run_entry(backend, &prepared));
+    }
+    let mut t = Totals {
+        entries: entries.len(),
+        ..Totals::default()
+    };
+    for r in &entries {
+        t.imported += usize::from(r.imported);
+        match r.status {
+            Status::Matched => t.matched += 1,
+            Status::Mismatched => t.mismatched += 1,
+            Status::Failed => t.failed += 1,
+            Status::Refused => t.refused += 1,
+        }
+    }
+    Ok(CatalogReport {
+        backend: backend.name(),
+        passed: t.entries > 0 && t.mismatched == 0 && t.failed == 0,
+        entries,
+        totals: t,
+    })
+}
+
+fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
+    let mut row = CatalogRow {
+        id: op.id.clone(),
+        source: op.source,
+        imported: false,
+        status: Status::Refused,
+        codes: Vec::new(),
+        cases: 0,
+        matched_cases: 0,
+        f32_ulp: op.f32_ulp,
+        max_ulps_seen: 0,
+        detail: String::new(),
+    };
+    let prepared = match &op.outcome {
+        Ok(p) => p,
+        Err(r) => {
+            row.codes = r.codes.clone();
+            row.detail = r.message.clone();
+            return row;
+        }
+    };
+    row.imported = true;
+    row.cases = prepared.cases.len();
+    let tol = (op.f32_ulp > 0).then_some(Tolerance {
+        max_ulps: u64::from(op.f32_ulp),
+        abs: 0.0,
+    });
+    let mut status = Status::Matched;
+    for (k, case) in prepared.cases.iter().enumerate() {
+        let result = case
+            .as_ref()
+            .map_err(|r| format!("[{}] {}", r.codes.join(","), r.message))
+            .and_then(|c| run_case(backend, &prepared.program, c).map(|out| (c, out)));
+        match result {
+            Ok((c, out)) => {
+                let rep = compare(c, &out, tol);
+                row.max_ulps_seen = row.max_ulps_seen.max(rep.max_ulps_seen);
+                if rep.passed {
+                    row.matched_cases += 1;
+                } else {
+                    if status == Status::Matched {
+                        status = Status::Mismatched;
+                        row.detail = format!(
+                            "case {k}: {} of {} elements differ{}",
+                            rep.mismatches,
+                            rep.compared,
+                            rep.first_text()
+                        );
+                    }
+                }
+            }
+            Err(e) => {
+                if status != Status::Failed {
+                    row.detail = format!("case {k}: {}", crate::util::terminal_safe(&e));
+                }
+                status = Status::Failed;
+            }
+        }
+    }
+    row.status = status;
+    row
+}
+
+/// Runs one case; the buffers after the run (declaration order, as bound).
+fn run_case(
+    backend: &mut CatalogBackend<'_>,
+    program: &crate::ir::Program,
+    case: &CatalogCase,
+) -> Result<Vec<HostBuffer>, String> {
+    let mut bufs = case.buffers.clone();
+    match backend {
+        CatalogBackend::Reference => {
+            let opts = crate::interp::Options {
+                parallel: false,
+                ..crate::interp::Options::default()
+            };
+            crate::interp::run_with(program, &case.shape, &mut bufs, &opts)
+                .map_err(|e| e.to_string())?;
+        }
+        CatalogBackend::Cuda(rt) => {
+            let c = rt
+                .compile_program(program, case.shape.workgroup_size, &JitOptions::default())
+                .map_err(|e| e.to_string())?;
+            // The ABI takes host buffers in binding order.
+            let order: Vec<usize> = c
+                .emitted
+                .abi
+                .params
+                .iter()
+                .map(|p| {
+                    bufs.iter().position(|b| b.name == p.buffer).ok_or_else(|| {
+                        format!("the kernel takes `{}`, which was not bound", p.buffer)
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            let mut abi_bufs: Vec<HostBuffer> = order.iter().map(|&i| bufs[i].clone()).collect();
+            let opts = DispatchOptions {
+                timeout: Some(std::time::Duration::from_secs(10)),
+                device_timing: false,
+                ..DispatchOptions::default()
+            };
+            rt.dispatch(&c.handle, &c.emitted.abi, &case.shape, &mut abi_bufs, &opts)
+                .map_err(|e| e.to_string())?;
+            for (&i, b) in order.iter().zip(abi_bufs) {
+                bufs[i] = b;
+            }
+        }
+    }
+    Ok(bufs)
+}
+
+/// Our outputs against vyre's expected bytes, by vyre's rule (see the module docs).
+fn compare(case: &CatalogCase, out: &[HostBuffer], tol: Option<Tolerance>) -> ParityReport {
+    let mut got = Vec::new();
+    let mut want = Vec::new();
+    for e in &case.expected {
+        let b = &out[e.buffer];
+        let data = match &e.range {
+            Some(r) if r.start <= r.end && r.end <= b.data.len() => b.data[r.clone()].to_vec(),
+            _ => b.data.clone(),
+        };
+        let size = b.elem.size_bytes();
+        // Compare whole elements; a byte length that differs is a mismatch of its own.
+        let pad = |mut v: Vec<u8>| {
+            v.resize(v.len().div_ceil(size) * size, 0);
+            v
+        };
+        let lengths_differ = data.len() != e.bytes.len();
+        let mut g = HostBuffer {
+            data: pad(data),
+            access: crate::ir::Access::ReadWrite,
+            ..b.clone()
+        };
+        let w = HostBuffer {
+            data: pad(e.bytes.clone()),
+            access: crate::ir::Access::ReadWrite,
+            ..b.clone()
+        };
+        if lengths_differ && g.data.len() == w.data.len() {
+            // Same element count after padding: make the difference visible.
+            g.data.push(0);
+            g.data.resize(g.data.len().div_ceil(size) * size, 0);
+        }
+        got.push(g);
+        want.push(w);
+    }
+    parity::compare(&got, &want, tol)
+}
+
+/// The report as a table: one line per entry, then the totals.
+pub fn catalog_table(r: &CatalogReport) -> String {
+    let mut s = String::new();
+    for e in &r.entries {
+        let what = match e.status {
+            Status::Matched => format!("matched ({}/{} cases)", e.matched_cases, e.cases),
+            Status::Mismatched => format!("MISMATCH ({}/{} cases)", e.matched_cases, e.cases),
+            Status::Failed => "FAILED".into(),
+            Status::Refused => format!("refused ({})", e.codes.join(",")),
+        };
+        s.push_str(&format!(
+            "  {:<9} {:<15} {:<60} {}\n",
+            if e.imported { "imported" } else { "-" },
+            e.source.name(),
+            e.id,
+            what
+        ));
+        if !e.detail.is_empty() && e.status != Status::Matched {
+            s.push_str(&format!(
+                "            {}\n",
+                crate::util::terminal_safe(&e.detail)
+            ));
+        }
+    }
+    let t = &r.totals;
+    s.push_str(&format!(
+        "\n{} entries: {} imported, {} refused; {} matched, {} mismatched, {} failed\n",
+        t.entries, t.imported, t.refused, t.matched, t.mismatched, t.failed
+    ));
+    s
+}
