@@ -22,19 +22,14 @@ fn fixture(rel: &str) -> PathBuf {
 
 /// The vyrescope binary in `cwd` with a private HOME and config.
 fn cli(args: &[&str], cwd: &Path) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vyrescope"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env("XDG_CACHE_HOME", cwd.join("cache"))
-        .env("XDG_CONFIG_HOME", cwd.join("config"))
-        .env_remove("VYRESCOPE_CONFIG")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    crate::support::cli::output(
+        crate::support::cli::command()
+            .args(args)
+            .current_dir(cwd)
+            .env("HOME", cwd)
+            .env("XDG_CACHE_HOME", cwd.join("cache"))
+            .env("XDG_CONFIG_HOME", cwd.join("config"))
+            .env_remove("VYRESCOPE_CONFIG"),
     )
 }
 
