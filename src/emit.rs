@@ -372,17 +372,13 @@ fn emit_inner(
 fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let prog = w.prog;
     let opts = w.opts;
-    let grid_sync = w.special.contains_key("has_grid_barrier");
-    // Dataflow flags and counters extend the grid-barrier scratch (see `dataflow`).
-    let sync_words: u32 = w
-        .special
-        .get("sync_words")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let word = |key: &str| w.special.get(key).and_then(|s| s.parse::<u32>().ok());
-    let sync_flags_start = word("sync_flags_start");
-    let sync_counters_end = word("sync_counters_end").unwrap_or(0);
-    let sync_epoch = w.special.contains_key("sync_epoch");
+    let writer::AbiFlags {
+        grid_sync,
+        sync_words,
+        sync_flags_start,
+        sync_counters_end,
+        sync_epoch,
+    } = w.out.abi.clone();
     let timeline = w.timeline_spec().cloned();
     let hosts = prog.host_buffers();
     let params: Vec<AbiParam> = hosts
@@ -504,7 +500,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
 
     // Body lines with owners: declarations and prologue, statements, epilogue.
     let mut owned: Vec<(String, usize, LineKind)> = Vec::new();
-    for d in w.regs.declarations() {
+    for d in w.out.regs.declarations() {
         owned.push((d, writer::PROLOGUE, LineKind::Directive));
     }
     for (n, e, c) in &shared {
@@ -550,8 +546,11 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     );
     let mut ptx = out.join("\n");
     ptx.push('\n');
-    let virtual_registers = regs::RegClass::ALL.iter().map(|c| w.regs.count(*c)).sum();
-    let mut stats = w.stats.clone();
+    let virtual_registers = regs::RegClass::ALL
+        .iter()
+        .map(|c| w.out.regs.count(*c))
+        .sum();
+    let mut stats = w.out.stats.clone();
     stats.instructions = instructions;
     stats.virtual_registers = virtual_registers;
     stats.lines = out.len() as u32;

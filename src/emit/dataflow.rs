@@ -52,34 +52,17 @@ impl Writer<'_> {
     /// Emits one dataflow statement (see the module docs).
     pub(super) fn sync_op(&mut self, op: &SyncOp) -> R<()> {
         let top = op.top_word();
-        let words = self
-            .special
-            .get("sync_words")
-            .and_then(|w| w.parse::<u32>().ok())
-            .unwrap_or(0)
-            .max(top.saturating_add(1));
-        self.special.insert("sync_words", words.to_string());
+        let abi = &mut self.out.abi;
+        abi.sync_words = abi.sync_words.max(top.saturating_add(1));
         let (flags, counter) = op.words();
         if let Some(f) = flags {
-            let lo = self
-                .special
-                .get("sync_flags_start")
-                .and_then(|w| w.parse::<u32>().ok())
-                .unwrap_or(u32::MAX)
-                .min(f);
-            self.special.insert("sync_flags_start", lo.to_string());
+            abi.sync_flags_start = Some(abi.sync_flags_start.map_or(f, |lo| lo.min(f)));
         }
         if counter.is_some() {
-            let hi = self
-                .special
-                .get("sync_counters_end")
-                .and_then(|w| w.parse::<u32>().ok())
-                .unwrap_or(0)
-                .max(op.counters_end());
-            self.special.insert("sync_counters_end", hi.to_string());
+            abi.sync_counters_end = abi.sync_counters_end.max(op.counters_end());
         }
         // The scratch and the cooperative launch come with the grid barrier's ABI.
-        self.special.insert("has_grid_barrier", String::new());
+        self.out.abi.grid_sync = true;
         self.comment(format!("dataflow: {}", op.describe()));
         match op {
             SyncOp::Wait { on, workgroup, .. } => self.sync_wait(*on, workgroup),
@@ -127,23 +110,24 @@ impl Writer<'_> {
 
     /// The launch's epoch (loaded once in the prologue).
     fn sync_epoch(&mut self) -> String {
-        if let Some(r) = self.special.get("sync_epoch") {
+        if let Some(r) = &self.out.hoisted.sync_epoch {
             return r.clone();
         }
         let e = self.reg_class(RegClass::B32);
         self.pro(format!("ld.param.u32 {e}, [{SYNC_EPOCH_PARAM}]"));
-        self.special.insert("sync_epoch", e.clone());
+        self.out.hoisted.sync_epoch = Some(e.clone());
+        self.out.abi.sync_epoch = true;
         e
     }
 
     /// The register in which thread 0 keeps what its arrival on counter word `counter`
     /// returned (bit 31 before this launch's flip), for the block's later waits on it.
     fn counter_base(&mut self, counter: u32) -> String {
-        if let Some(r) = self.counter_base.get(&counter) {
+        if let Some(r) = self.out.counter_base.get(&counter) {
             return r.clone();
         }
         let r = self.reg_class(RegClass::B32);
-        self.counter_base.insert(counter, r.clone());
+        self.out.counter_base.insert(counter, r.clone());
         r
     }
 
@@ -193,14 +177,14 @@ impl Writer<'_> {
         let done = match on {
             WaitOn::Window { .. } => None,
             _ => {
-                let key = format!("{on:?} {workgroup}");
-                let d = match self.wait_done.get(&key) {
+                let key = (on, workgroup.to_string());
+                let d = match self.out.wait_done.get(&key) {
                     Some(d) => d.clone(),
                     None => {
                         let tid = self.linear_tid();
                         let d = self.reg_class(RegClass::Pred);
                         self.pro(format!("setp.ne.u32 {d}, {tid}, {tid}"));
-                        self.wait_done.insert(key, d.clone());
+                        self.out.wait_done.insert(key, d.clone());
                         d
                     }
                 };
@@ -212,6 +196,7 @@ impl Writer<'_> {
         match on {
             WaitOn::Count { counter, .. } => {
                 let base = self
+                    .out
                     .counter_base
                     .get(&counter)
                     .cloned()
@@ -500,7 +485,7 @@ impl Writer<'_> {
 
     /// The linear workgroup id (`x + nx * (y + ny * z)`, read once in the prologue).
     fn linear_ctaid(&mut self) -> String {
-        if let Some(r) = self.special.get("linear_ctaid") {
+        if let Some(r) = &self.out.hoisted.linear_ctaid {
             return r.clone();
         }
         let r: Vec<String> = (0..5).map(|_| self.reg_class(RegClass::B32)).collect();
@@ -511,7 +496,7 @@ impl Writer<'_> {
         self.pro(format!("mov.u32 {}, %nctaid.x", r[1]));
         self.pro(format!("mov.u32 {}, %ctaid.x", r[2]));
         self.pro(format!("mad.lo.s32 {}, {}, {}, {}", r[4], r[3], r[1], r[2]));
-        self.special.insert("linear_ctaid", r[4].clone());
+        self.out.hoisted.linear_ctaid = Some(r[4].clone());
         r[4].clone()
     }
 }

@@ -84,36 +84,39 @@ impl Writer<'_> {
 
     /// Global address register of a host buffer (prologue: `ld.param` + `cvta.to.global`).
     pub fn buffer_ptr_reg(&mut self, buf: &str) -> String {
-        if let Some(r) = self.buf_ptr.get(buf) {
+        if let Some(r) = self.out.hoisted.buf_ptr.get(buf) {
             return r.clone();
         }
         let raw = self.reg_class(RegClass::B64);
         let g = self.reg_class(RegClass::B64);
         self.pro(format!("ld.param.u64 {raw}, [{}]", ptr_param(buf)));
         self.pro(format!("cvta.to.global.u64 {g}, {raw}"));
-        self.buf_ptr.insert(buf.to_string(), g.clone());
+        self.out.hoisted.buf_ptr.insert(buf.to_string(), g.clone());
         g
     }
 
     /// Element-count register of a host buffer (prologue: `ld.param.u32`).
     pub fn buffer_len_reg(&mut self, buf: &str) -> String {
-        if let Some(r) = self.buf_len.get(buf) {
+        if let Some(r) = self.out.hoisted.buf_len.get(buf) {
             return r.clone();
         }
         let r = self.reg_class(RegClass::B32);
         self.pro(format!("ld.param.u32 {r}, [{}]", len_param(buf)));
-        self.buf_len.insert(buf.to_string(), r.clone());
+        self.out.hoisted.buf_len.insert(buf.to_string(), r.clone());
         r
     }
 
     /// 32-bit shared-window base address of a workgroup buffer.
     pub(super) fn shared_base_reg(&mut self, buf: &str) -> String {
-        if let Some(r) = self.shared_base.get(buf) {
+        if let Some(r) = self.out.hoisted.shared_base.get(buf) {
             return r.clone();
         }
         let r = self.reg_class(RegClass::B32);
         self.pro(format!("mov.u32 {r}, {}", shared_symbol(buf)));
-        self.shared_base.insert(buf.to_string(), r.clone());
+        self.out
+            .hoisted
+            .shared_base
+            .insert(buf.to_string(), r.clone());
         r
     }
 
@@ -131,7 +134,7 @@ impl Writer<'_> {
         if !d.access.is_host() {
             let count = d.count.unwrap_or(0) as u64;
             if let Some(i) = ix.constant() {
-                self.stats.bounds_checks_elided += 1;
+                self.out.stats.bounds_checks_elided += 1;
                 return Ok(if (i as u64) < count {
                     Check::Elided
                 } else {
@@ -139,17 +142,17 @@ impl Writer<'_> {
                 });
             }
             if self.range(index).is_some_and(|r| r.hi < count) {
-                self.stats.bounds_checks_elided += 1;
+                self.out.stats.bounds_checks_elided += 1;
                 return Ok(Check::Elided);
             }
             if conditional
                 && crate::analysis::ranges::range_of(index, &self.env(true))
                     .is_some_and(|r| r.hi < count)
             {
-                self.stats.bounds_checks_elided += 1;
+                self.out.stats.bounds_checks_elided += 1;
                 return Ok(Check::Pred(self.select_pred()));
             }
-            self.stats.bounds_checks_emitted += 1;
+            self.out.stats.bounds_checks_emitted += 1;
             let idx = self.index_val(ix)?;
             let p = self.setp(
                 "lt",
@@ -160,14 +163,14 @@ impl Writer<'_> {
             return Ok(Check::Pred(p.text()));
         }
         if self.below_len(index, &d.name, false) || self.fast_proven(&d.name, index) {
-            self.stats.bounds_checks_elided += 1;
+            self.out.stats.bounds_checks_elided += 1;
             return Ok(Check::Elided);
         }
         if conditional && self.below_len(index, &d.name, true) {
-            self.stats.bounds_checks_elided += 1;
+            self.out.stats.bounds_checks_elided += 1;
             return Ok(Check::Pred(self.select_pred()));
         }
-        self.stats.bounds_checks_emitted += 1;
+        self.out.stats.bounds_checks_emitted += 1;
         let len = self.buffer_len_reg(&d.name);
         let idx = self.index_val(ix)?;
         let len = Val::Reg {
@@ -211,7 +214,7 @@ impl Writer<'_> {
         };
         match (own, self.guard.clone()) {
             (Some(a), Some(g)) => {
-                self.guard_checks += 1;
+                self.out.guard_checks += 1;
                 let p = self.reg_class(RegClass::Pred);
                 self.ins(format!("and.pred {p}, {g}, {a}"));
                 Some(p)
@@ -256,7 +259,7 @@ impl Writer<'_> {
                 self.ins(format!("mov.{zsfx} {raw}, {z}"));
                 let p = self.effect_pred(&check);
                 if let Some(p) = &p {
-                    self.zero_unless.insert(raw.clone(), p.clone());
+                    self.out.zero_unless.insert(raw.clone(), p.clone());
                 }
                 p
             }

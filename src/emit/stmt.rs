@@ -165,7 +165,7 @@ impl Writer<'_> {
             }
         };
         if !never_assigned {
-            self.mutable.insert(reg.clone());
+            self.out.mutable.insert(reg.clone());
         }
         self.declare(name, VarInfo::reg(reg, ty, range));
         Ok(())
@@ -201,7 +201,7 @@ impl Writer<'_> {
             });
             self.guard = old;
             r?;
-            if self.guard_checks == cp.guard_checks() {
+            if self.out.guard_checks == cp.guard_checks() {
                 return Ok(());
             }
             self.rollback(cp);
@@ -262,7 +262,7 @@ impl Writer<'_> {
             }
         }
         let k = self.reg(ScalarType::U32);
-        self.mutable.insert(k.clone());
+        self.out.mutable.insert(k.clone());
         self.ins(format!("mov.b32 {k}, {}", f.text()));
         // `to` is evaluated once: freeze it unless it is a constant or a fresh temporary.
         let end = match &t {

@@ -108,7 +108,7 @@ impl Writer<'_> {
         b: u32,
         body: &[Stmt],
     ) -> Result<(), EmitError> {
-        self.stats.loops_unrolled += 1;
+        self.out.stats.loops_unrolled += 1;
         let trips = b.saturating_sub(a);
         if trips == 0 {
             self.comment("no iterations (constant bounds)");

@@ -432,7 +432,7 @@ impl Writer<'_> {
             None => return Err(EmitError::Internal("a versioned run without a test".into())),
         };
         self.ins(format!("@!{p} bra {slow}"));
-        self.stats.bounds_checks_versioned +=
+        self.out.stats.bounds_checks_versioned +=
             groups.iter().map(|g| g.terms.len() as u32).sum::<u32>();
 
         // The fast copy: its `let`s are declared in the enclosing scope; its cached values

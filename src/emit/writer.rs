@@ -13,7 +13,7 @@ use super::regs::{RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
 use crate::analysis::ranges::Range;
 use crate::ir::print::Printed;
-use crate::ir::{Builtin, Program, Scalar, ScalarType};
+use crate::ir::{Builtin, Program, Scalar, ScalarType, WaitOn};
 
 /// Owner index of prologue lines.
 pub(super) const PROLOGUE: usize = 0;
@@ -129,14 +129,88 @@ impl VarInfo {
     }
 }
 
+/// Values computed once in the prologue (or once per kernel), found again by what they hold.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Hoisted {
+    /// Builtin ids (`%tid.x`, the global id, ...).
+    pub builtins: HashMap<Builtin, String>,
+    /// Generic-to-global pointer of each host buffer.
+    pub buf_ptr: HashMap<String, String>,
+    /// Element count of each host buffer.
+    pub buf_len: HashMap<String, String>,
+    /// Base address of each workgroup buffer.
+    pub shared_base: HashMap<String, String>,
+    /// Linear thread id in the block ([`Writer::linear_tid`]).
+    pub linear_tid: Option<String>,
+    /// Linear workgroup id (`dataflow`).
+    pub linear_ctaid: Option<String>,
+    /// Global address of the grid-sync scratch (`grid_sync`).
+    pub grid_scratch: Option<String>,
+    /// Number of workgroups in the grid (`grid_sync`).
+    pub grid_blocks: Option<String>,
+    /// What this workgroup adds to a flip counter (`grid_sync`).
+    pub grid_flip_inc: Option<String>,
+    /// The launch's epoch (`dataflow`).
+    pub sync_epoch: Option<String>,
+}
+
+/// What the emitted code asks of the kernel's launch interface (read by `assemble` into the
+/// [`super::KernelAbi`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct AbiFlags {
+    /// A grid barrier or dataflow statement was emitted: the kernel takes the grid-sync
+    /// scratch and needs a cooperative launch.
+    pub grid_sync: bool,
+    /// Scratch words the dataflow statements use (one past the highest; 0: none).
+    pub sync_words: u32,
+    /// The lowest scratch word used as a dataflow flag, if any.
+    pub sync_flags_start: Option<u32>,
+    /// One past the highest scratch word used as a dataflow counter (0: none).
+    pub sync_counters_end: u32,
+    /// The kernel reads `param_sync_epoch`.
+    pub sync_epoch: bool,
+}
+
+/// Everything emitting code changes besides the lines themselves: what
+/// [`Writer::rollback`] restores from a [`Checkpoint`] (one clone of this; the lines are
+/// append-only, so a checkpoint keeps only their lengths).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Produced {
+    /// Registers handed out.
+    pub regs: RegAlloc,
+    /// Counters about the code.
+    pub stats: EmitStats,
+    /// Per-owner counter for helper labels (`$L_body2_k3`).
+    label_seq: HashMap<usize, u32>,
+    /// The `.loc` line last written.
+    loc_current: Option<usize>,
+    /// Values computed once in the prologue.
+    pub hoisted: Hoisted,
+    /// What the code asks of the launch interface.
+    pub abi: AbiFlags,
+    /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
+    pub counter_base: HashMap<u32, String>,
+    /// Dataflow waits that are the same for every task of a step (a count, a fixed range of
+    /// flags): the predicate "this block has seen it complete", one per wait statement, so
+    /// that the copies of an unrolled task loop share it (`emit::dataflow`).
+    pub wait_done: HashMap<(WaitOn, String), String>,
+    /// Load results that are zero exactly where the predicate is false: (register, predicate).
+    pub zero_unless: HashMap<String, String>,
+    /// Registers that are written after their definition (assigned variables).
+    pub mutable: HashSet<String>,
+    /// Accesses whose bounds check had to be combined with [`Writer::guard`].
+    pub guard_checks: u32,
+}
+
 /// State of one kernel emission.
 pub(super) struct Writer<'p> {
     pub prog: &'p Program,
     pub opts: &'p EmitOptions,
     pub printed: Printed,
-    pub regs: RegAlloc,
     pub prologue: Vec<Line>,
     pub body: Vec<Line>,
+    /// What the code emitted so far changed (rolled back as one).
+    pub out: Produced,
     /// Owner names: `prologue`, `epilogue`, then node ids in first-emission order.
     pub owners: Vec<String>,
     owner_index: HashMap<String, usize>,
@@ -144,8 +218,6 @@ pub(super) struct Writer<'p> {
     pub owner: usize,
     /// IR printer line per owner (for `.loc`).
     owner_line: Vec<Option<usize>>,
-    /// The `.loc` line last written.
-    loc_current: Option<usize>,
     pub scopes: Vec<HashMap<String, VarInfo>>,
     /// Variables assigned anywhere (never aliased, never used in proofs).
     pub assigned: HashSet<String>,
@@ -160,10 +232,6 @@ pub(super) struct Writer<'p> {
     pub cond_preds: Vec<(String, bool)>,
     /// Value and address caches per scope (see `cse.rs`).
     pub caches: Vec<Cache>,
-    /// Registers that are written after their definition (assigned variables).
-    pub mutable: HashSet<String>,
-    /// Load results that are zero exactly where the predicate is false: (register, predicate).
-    pub zero_unless: HashMap<String, String>,
     /// Suffix of labels written inside unrolled loop copies (`_u3`), keeping them unique.
     pub copy_tag: String,
     /// Product of the trip counts of the unrolled loops around the code being written: what
@@ -171,27 +239,11 @@ pub(super) struct Writer<'p> {
     pub unroll_factor: usize,
     /// Predicate guarding side effects of a predicated short body.
     pub guard: Option<String>,
-    /// Accesses whose bounds check had to be combined with [`Writer::guard`].
-    pub guard_checks: u32,
     /// Depth of the statements being emitted under control flow that lanes may take apart
     /// (`if` bodies, rolled loops); see [`Writer::full_warp`].
     pub divergent: u32,
     /// Whether a `return` was emitted before this point (its lanes may have left).
     pub returned: bool,
-    builtins: HashMap<Builtin, String>,
-    pub buf_ptr: HashMap<String, String>,
-    pub buf_len: HashMap<String, String>,
-    pub shared_base: HashMap<String, String>,
-    pub special: HashMap<&'static str, String>,
-    /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
-    pub counter_base: HashMap<u32, String>,
-    /// Dataflow waits that are the same for every task of a step (a count, a fixed range of
-    /// flags): the predicate "this block has seen it complete", one per wait statement, so
-    /// that the copies of an unrolled task loop share it (`emit::dataflow`).
-    pub wait_done: HashMap<String, String>,
-    pub stats: EmitStats,
-    /// Per-owner counter for helper labels (`$L_body2_k3`).
-    label_seq: HashMap<usize, u32>,
     /// What the run being emitted as a versioned fast path may rely on (`version.rs`).
     pub fast: Option<super::version::FastPath>,
     /// Timeline instrumentation (`emit --timeline`); None for plain emission.
@@ -235,14 +287,13 @@ impl<'p> Writer<'p> {
             prog,
             opts,
             printed,
-            regs: RegAlloc::default(),
             prologue: Vec::new(),
             body: Vec::new(),
+            out: Produced::default(),
             owners: vec!["prologue".into(), "epilogue".into()],
             owner_index: HashMap::new(),
             owner: PROLOGUE,
             owner_line: vec![None, None],
-            loc_current: None,
             scopes: vec![HashMap::new()],
             assigned,
             read_vars,
@@ -250,23 +301,11 @@ impl<'p> Writer<'p> {
             facts: Facts::default(),
             cond_preds: Vec::new(),
             caches: vec![Cache::default()],
-            mutable: HashSet::new(),
-            zero_unless: HashMap::new(),
             copy_tag: String::new(),
             unroll_factor: 1,
             guard: None,
-            guard_checks: 0,
             divergent: 0,
             returned: false,
-            builtins: HashMap::new(),
-            buf_ptr: HashMap::new(),
-            buf_len: HashMap::new(),
-            shared_base: HashMap::new(),
-            counter_base: HashMap::new(),
-            wait_done: HashMap::new(),
-            special: HashMap::new(),
-            stats: EmitStats::default(),
-            label_seq: HashMap::new(),
             fast: None,
             timeline: None,
         }
@@ -315,7 +354,7 @@ impl<'p> Writer<'p> {
 
     /// A fresh helper label in the current node: `$L_<node>_<what><n>`.
     pub fn fresh_label(&mut self, what: &str) -> String {
-        let n = self.label_seq.entry(self.owner).or_insert(0);
+        let n = self.out.label_seq.entry(self.owner).or_insert(0);
         *n += 1;
         let n = *n;
         format!("$L_{}_{}{}", self.owner_tag(), what, n)
@@ -329,8 +368,8 @@ impl<'p> Writer<'p> {
         let Some(line) = self.owner_line.get(self.owner).copied().flatten() else {
             return;
         };
-        if self.loc_current != Some(line) {
-            self.loc_current = Some(line);
+        if self.out.loc_current != Some(line) {
+            self.out.loc_current = Some(line);
             self.body.push(Line {
                 text: format!("\t.loc\t1 {line} 0"),
                 owner: self.owner,
@@ -390,22 +429,9 @@ impl<'p> Writer<'p> {
     /// Saves the state that emitting code changes, for [`Writer::rollback`].
     pub fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
-            regs: self.regs.clone(),
+            out: self.out.clone(),
             prologue: self.prologue.len(),
             body: self.body.len(),
-            stats: self.stats.clone(),
-            label_seq: self.label_seq.clone(),
-            builtins: self.builtins.clone(),
-            buf_ptr: self.buf_ptr.clone(),
-            buf_len: self.buf_len.clone(),
-            shared_base: self.shared_base.clone(),
-            counter_base: self.counter_base.clone(),
-            wait_done: self.wait_done.clone(),
-            special: self.special.clone(),
-            zero_unless: self.zero_unless.clone(),
-            mutable: self.mutable.clone(),
-            loc_current: self.loc_current,
-            guard_checks: self.guard_checks,
         }
     }
 
@@ -413,34 +439,21 @@ impl<'p> Writer<'p> {
     /// counters), so that the same statements can be emitted another way. Variable, fact
     /// and cache scopes are not restored: take checkpoints outside the scopes they cover.
     pub fn rollback(&mut self, cp: Checkpoint) {
-        self.regs = cp.regs;
+        self.out = cp.out;
         self.prologue.truncate(cp.prologue);
         self.body.truncate(cp.body);
-        self.stats = cp.stats;
-        self.label_seq = cp.label_seq;
-        self.builtins = cp.builtins;
-        self.buf_ptr = cp.buf_ptr;
-        self.buf_len = cp.buf_len;
-        self.shared_base = cp.shared_base;
-        self.counter_base = cp.counter_base;
-        self.wait_done = cp.wait_done;
-        self.special = cp.special;
-        self.zero_unless = cp.zero_unless;
-        self.mutable = cp.mutable;
-        self.loc_current = cp.loc_current;
-        self.guard_checks = cp.guard_checks;
     }
 
     // ---- registers and values -----------------------------------------------------------
 
     /// A fresh register for a value of type `ty`.
     pub fn reg(&mut self, ty: ScalarType) -> String {
-        self.regs.fresh(RegClass::of(ty))
+        self.out.regs.fresh(RegClass::of(ty))
     }
 
     /// A fresh register of class `c`.
     pub fn reg_class(&mut self, c: RegClass) -> String {
-        self.regs.fresh(c)
+        self.out.regs.fresh(c)
     }
 
     /// A fresh register value.
@@ -466,7 +479,7 @@ impl<'p> Writer<'p> {
 
     /// The register of a builtin id, computed once in the prologue.
     pub fn builtin(&mut self, b: Builtin) -> String {
-        if let Some(r) = self.builtins.get(&b) {
+        if let Some(r) = self.out.hoisted.builtins.get(&b) {
             return r.clone();
         }
         let wg = self.opts.workgroup_size;
@@ -490,7 +503,7 @@ impl<'p> Writer<'p> {
                 r
             }
         };
-        self.builtins.insert(b, r.clone());
+        self.out.hoisted.builtins.insert(b, r.clone());
         r
     }
 
@@ -502,7 +515,7 @@ impl<'p> Writer<'p> {
 
     /// Linear thread id in the block (`lid.x + lid.y*X + lid.z*X*Y`), computed once.
     pub fn linear_tid(&mut self) -> String {
-        if let Some(r) = self.special.get("linear_tid") {
+        if let Some(r) = &self.out.hoisted.linear_tid {
             return r.clone();
         }
         let [x, y, z] = self.opts.workgroup_size;
@@ -522,7 +535,7 @@ impl<'p> Writer<'p> {
                 r2
             }
         };
-        self.special.insert("linear_tid", r.clone());
+        self.out.hoisted.linear_tid = Some(r.clone());
         r
     }
 
@@ -566,28 +579,15 @@ impl<'p> Writer<'p> {
 
 /// Writer state saved by [`Writer::checkpoint`].
 pub(super) struct Checkpoint {
-    regs: RegAlloc,
+    out: Produced,
     prologue: usize,
     body: usize,
-    stats: EmitStats,
-    label_seq: HashMap<usize, u32>,
-    builtins: HashMap<Builtin, String>,
-    buf_ptr: HashMap<String, String>,
-    buf_len: HashMap<String, String>,
-    shared_base: HashMap<String, String>,
-    counter_base: HashMap<u32, String>,
-    wait_done: HashMap<String, String>,
-    special: HashMap<&'static str, String>,
-    zero_unless: HashMap<String, String>,
-    mutable: HashSet<String>,
-    loc_current: Option<usize>,
-    guard_checks: u32,
 }
 
 impl Checkpoint {
     /// The guard-combined check count when it was taken.
     pub fn guard_checks(&self) -> u32 {
-        self.guard_checks
+        self.out.guard_checks
     }
 }
 

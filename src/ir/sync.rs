@@ -96,7 +96,7 @@ pub struct BlockTasks {
 }
 
 /// What a [`SyncOp::Wait`] waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WaitOn {
     /// Flags of producer workgroups `v + lo ..= v + hi` (`v` the consumer's workgroup), those
     /// inside `0..producers`.
