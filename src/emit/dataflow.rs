@@ -34,7 +34,7 @@
 use super::regs::RegClass;
 use super::writer::Writer;
 use super::EmitError;
-use crate::ir::{spread_word, Axis, BlockTasks, Builtin, Expr, SyncOp, WaitOn, SPREAD_STRIDE};
+use crate::ir::{Axis, BlockTasks, Builtin, Expr, ScratchLayout, SyncOp, WaitOn};
 
 /// PTX parameter name of the launch's epoch (a `.u32` after the grid-sync scratch).
 pub const SYNC_EPOCH_PARAM: &str = "param_sync_epoch";
@@ -51,18 +51,7 @@ const PARALLEL_WINDOW: i32 = 5;
 impl Writer<'_> {
     /// Emits one dataflow statement (see the module docs).
     pub(super) fn sync_op(&mut self, op: &SyncOp) -> R<()> {
-        let top = op.top_word();
-        let abi = &mut self.out.abi;
-        abi.sync_words = abi.sync_words.max(top.saturating_add(1));
-        let (flags, counter) = op.words();
-        if let Some(f) = flags {
-            abi.sync_flags_start = Some(abi.sync_flags_start.map_or(f, |lo| lo.min(f)));
-        }
-        if counter.is_some() {
-            abi.sync_counters_end = abi.sync_counters_end.max(op.counters_end());
-        }
-        // The scratch and the cooperative launch come with the grid barrier's ABI.
-        self.out.abi.grid_sync = true;
+        self.out.scratch.add(op);
         self.comment(format!("dataflow: {}", op.describe()));
         match op {
             SyncOp::Wait { on, workgroup, .. } => self.sync_wait(*on, workgroup),
@@ -116,7 +105,7 @@ impl Writer<'_> {
         let e = self.reg_class(RegClass::B32);
         self.pro(format!("ld.param.u32 {e}, [{SYNC_EPOCH_PARAM}]"));
         self.out.hoisted.sync_epoch = Some(e.clone());
-        self.out.abi.sync_epoch = true;
+        self.out.scratch.epoch = true;
         e
     }
 
@@ -438,8 +427,9 @@ impl Writer<'_> {
             self.ins(format!("selp.b32 {inc}, {inc}, 1, {first}"));
             let word = self.reg_class(RegClass::B32);
             self.ins(format!(
-                "mad.lo.s32 {word}, {g}, {SPREAD_STRIDE}, {}",
-                spread_word(counter, 0)
+                "mad.lo.s32 {word}, {g}, {}, {}",
+                ScratchLayout::SPREAD_STRIDE,
+                ScratchLayout::spread_word(counter, 0)
             ));
             let scratch = self.grid_scratch();
             let addr = self.reg_class(RegClass::B64);

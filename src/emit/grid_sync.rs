@@ -1,8 +1,9 @@
 //! The grid barrier: every workgroup of a cooperative launch waits until all have arrived.
 //!
-//! Scratch (the kernel's grid-sync parameter, [`GRID_SYNC_WORDS`] u32 words, zeroed when the
-//! runtime allocates it; both lowerings leave it ready for the next barrier and the next
-//! launch, so it is not cleared between launches). Two lowerings, chosen by [`GridBarrier`] (`EmitOptions::grid_barrier`):
+//! Scratch (the kernel's grid-sync parameter, [`crate::ir::ScratchLayout::BARRIER_WORDS`] u32
+//! words, zeroed when the runtime allocates it; both lowerings leave it ready for the next
+//! barrier and the next launch, so it is not cleared between launches). Two lowerings, chosen
+//! by [`GridBarrier`] (`EmitOptions::grid_barrier`):
 //!
 //! **Flip** (the default). Word 0 is an arrival counter whose top bit flips once per
 //! barrier. Per barrier:
@@ -41,10 +42,6 @@ use serde::{Deserialize, Serialize};
 
 use super::regs::RegClass;
 use super::writer::Writer;
-
-/// u32 words of grid-barrier scratch (the flip lowering uses word 0 only; the generation
-/// lowering uses both).
-pub const GRID_SYNC_WORDS: u32 = 2;
 
 /// PTX parameter name of the scratch pointer.
 pub const GRID_SYNC_PARAM: &str = "param_grid_sync";
@@ -151,7 +148,7 @@ impl Writer<'_> {
             GridBarrier::Flip => self.grid_barrier_flip(),
             GridBarrier::Generation => self.grid_barrier_generation(),
         }
-        self.out.abi.grid_sync = true;
+        self.out.scratch.barrier();
     }
 
     fn grid_barrier_flip(&mut self) {

@@ -13,7 +13,7 @@ use super::regs::{RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
 use crate::analysis::ranges::Range;
 use crate::ir::print::Printed;
-use crate::ir::{Builtin, Program, Scalar, ScalarType, WaitOn};
+use crate::ir::{Builtin, Program, Scalar, ScalarType, ScratchLayout, WaitOn};
 
 /// Owner index of prologue lines.
 pub(super) const PROLOGUE: usize = 0;
@@ -154,23 +154,6 @@ pub(super) struct Hoisted {
     pub sync_epoch: Option<String>,
 }
 
-/// What the emitted code asks of the kernel's launch interface (read by `assemble` into the
-/// [`super::KernelAbi`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct AbiFlags {
-    /// A grid barrier or dataflow statement was emitted: the kernel takes the grid-sync
-    /// scratch and needs a cooperative launch.
-    pub grid_sync: bool,
-    /// Scratch words the dataflow statements use (one past the highest; 0: none).
-    pub sync_words: u32,
-    /// The lowest scratch word used as a dataflow flag, if any.
-    pub sync_flags_start: Option<u32>,
-    /// One past the highest scratch word used as a dataflow counter (0: none).
-    pub sync_counters_end: u32,
-    /// The kernel reads `param_sync_epoch`.
-    pub sync_epoch: bool,
-}
-
 /// Everything emitting code changes besides the lines themselves: what
 /// [`Writer::rollback`] restores from a [`Checkpoint`] (one clone of this; the lines are
 /// append-only, so a checkpoint keeps only their lengths).
@@ -186,8 +169,9 @@ pub(super) struct Produced {
     loc_current: Option<usize>,
     /// Values computed once in the prologue.
     pub hoisted: Hoisted,
-    /// What the code asks of the launch interface.
-    pub abi: AbiFlags,
+    /// The grid-sync scratch words the code uses (the kernel's launch interface beyond its
+    /// buffers).
+    pub scratch: ScratchLayout,
     /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
     pub counter_base: HashMap<u32, String>,
     /// Dataflow waits that are the same for every task of a step (a count, a fixed range of
