@@ -527,7 +527,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let source_map = source_map::build(
         attributions
             .iter()
-            .map(|(l, o)| (*l, w.owners[*o].as_str())),
+            .map(|(l, o)| (*l, w.owners.names[*o].as_str())),
     );
     let mut ptx = out.join("\n");
     ptx.push('\n');

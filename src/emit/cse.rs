@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 
+use super::regs::Reg;
 use super::writer::{Val, Writer};
 use crate::ir::{BinOp, ScalarType, UnOp};
 
@@ -25,7 +26,7 @@ use crate::ir::{BinOp, ScalarType, UnOp};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum Operand {
     /// A register that never changes after its definition.
-    Reg(String),
+    Reg(Reg),
     /// An immediate ([`crate::ir::Scalar::to_bits`]).
     Imm(u64),
 }
@@ -46,7 +47,7 @@ pub(super) struct Cache {
     /// Operation key -> result register.
     values: HashMap<OpKey, Val>,
     /// (buffer, index register) -> address register.
-    addresses: HashMap<(String, String), String>,
+    addresses: HashMap<(String, Reg), Reg>,
 }
 
 impl Writer<'_> {
@@ -108,11 +109,11 @@ impl Writer<'_> {
     }
 
     /// The address register of element `index_reg` of `buffer`, if computed in scope.
-    pub(super) fn reuse_address(&self, buffer: &str, index_reg: &str) -> Option<String> {
+    pub(super) fn reuse_address(&self, buffer: &str, index_reg: &Reg) -> Option<Reg> {
         if self.out.mutable.contains(index_reg) {
             return None;
         }
-        let key = (buffer.to_string(), index_reg.to_string());
+        let key = (buffer.to_string(), index_reg.clone());
         self.caches
             .iter()
             .rev()
@@ -121,15 +122,13 @@ impl Writer<'_> {
     }
 
     /// Records the address register of element `index_reg` of `buffer`.
-    pub(super) fn remember_address(&mut self, buffer: &str, index_reg: &str, addr: &str) {
+    pub(super) fn remember_address(&mut self, buffer: &str, index_reg: &Reg, addr: &Reg) {
         if self.out.mutable.contains(index_reg) {
             return;
         }
         if let Some(top) = self.caches.last_mut() {
-            top.addresses.insert(
-                (buffer.to_string(), index_reg.to_string()),
-                addr.to_string(),
-            );
+            top.addresses
+                .insert((buffer.to_string(), index_reg.clone()), addr.clone());
         }
     }
 }

@@ -31,7 +31,7 @@
 //!   so the block whose add flips bit 31 has seen every producer's writes. `bar.red.or.pred`
 //!   hands the verdict to every thread (it is a `bar.sync` too). That block runs the fold.
 
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::Writer;
 use super::EmitError;
 use crate::ir::{Axis, BlockTasks, Builtin, Expr, ScratchLayout, SyncOp, WaitOn};
@@ -78,7 +78,7 @@ impl Writer<'_> {
     }
 
     /// Address of scratch word `word + index` (`index` a u32 register or None).
-    fn sync_addr(&mut self, word: u32, index: Option<&str>) -> String {
+    fn sync_addr(&mut self, word: u32, index: Option<&str>) -> Reg {
         let scratch = self.grid_scratch();
         let a = self.reg_class(RegClass::B64);
         match index {
@@ -92,13 +92,13 @@ impl Writer<'_> {
         a
     }
 
-    fn workgroup_reg(&mut self, var: &str) -> R<String> {
+    fn workgroup_reg(&mut self, var: &str) -> R<Reg> {
         let v = self.expr(&Expr::Var(var.to_string()))?;
         Ok(self.in_reg(&v))
     }
 
     /// The launch's epoch (loaded once in the prologue).
-    fn sync_epoch(&mut self) -> String {
+    fn sync_epoch(&mut self) -> Reg {
         if let Some(r) = &self.out.hoisted.sync_epoch {
             return r.clone();
         }
@@ -111,7 +111,7 @@ impl Writer<'_> {
 
     /// The register in which thread 0 keeps what its arrival on counter word `counter`
     /// returned (bit 31 before this launch's flip), for the block's later waits on it.
-    fn counter_base(&mut self, counter: u32) -> String {
+    fn counter_base(&mut self, counter: u32) -> Reg {
         if let Some(r) = self.out.counter_base.get(&counter) {
             return r.clone();
         }
@@ -474,11 +474,11 @@ impl Writer<'_> {
     }
 
     /// The linear workgroup id (`x + nx * (y + ny * z)`, read once in the prologue).
-    fn linear_ctaid(&mut self) -> String {
+    fn linear_ctaid(&mut self) -> Reg {
         if let Some(r) = &self.out.hoisted.linear_ctaid {
             return r.clone();
         }
-        let r: Vec<String> = (0..5).map(|_| self.reg_class(RegClass::B32)).collect();
+        let r: Vec<Reg> = (0..5).map(|_| self.reg_class(RegClass::B32)).collect();
         self.pro(format!("mov.u32 {}, %ctaid.z", r[0]));
         self.pro(format!("mov.u32 {}, %nctaid.y", r[1]));
         self.pro(format!("mov.u32 {}, %ctaid.y", r[2]));

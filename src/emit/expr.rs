@@ -82,7 +82,7 @@ impl Writer<'_> {
                     if z.to_bits() == 0
                         && self.stable(&x)
                         && self.stable(&cv)
-                        && self.out.zero_unless.get(name) == Some(p)
+                        && self.out.zero_unless.get(name).is_some_and(|z| **z == **p)
                     {
                         return Ok(x);
                     }
@@ -206,9 +206,9 @@ impl Writer<'_> {
         for f in facts {
             self.facts.add(f, true);
         }
-        self.cond_preds.push((name.clone(), !truth));
+        self.at.cond_preds.push((name.clone(), !truth));
         let r = self.expr(arm);
-        self.cond_preds.pop();
+        self.at.cond_preds.pop();
         self.facts.pop();
         r
     }

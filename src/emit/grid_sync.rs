@@ -40,7 +40,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::Writer;
 
 /// PTX parameter name of the scratch pointer.
@@ -81,7 +81,7 @@ impl std::str::FromStr for GridBarrier {
 }
 
 impl Writer<'_> {
-    pub(super) fn grid_scratch(&mut self) -> String {
+    pub(super) fn grid_scratch(&mut self) -> Reg {
         if let Some(r) = &self.out.hoisted.grid_scratch {
             return r.clone();
         }
@@ -93,7 +93,7 @@ impl Writer<'_> {
         g
     }
 
-    pub(super) fn grid_blocks(&mut self) -> String {
+    pub(super) fn grid_blocks(&mut self) -> Reg {
         if let Some(r) = &self.out.hoisted.grid_blocks {
             return r.clone();
         }
@@ -115,7 +115,7 @@ impl Writer<'_> {
 
     /// What this workgroup adds to the flip counter: `0x80000001 - blocks` for workgroup 0
     /// (all of `%ctaid` zero), 1 for the others. Computed once in the prologue.
-    pub(super) fn grid_flip_increment(&mut self) -> String {
+    pub(super) fn grid_flip_increment(&mut self) -> Reg {
         if let Some(r) = &self.out.hoisted.grid_flip_inc {
             return r.clone();
         }

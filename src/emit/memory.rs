@@ -13,7 +13,7 @@
 //! check where one remains, so threads with a false guard issue no memory operation.
 
 use super::address::Index;
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::{arith, imm_text, zero, Val, Writer};
 use super::EmitError;
 use crate::ir::{Access, AtomicOp, AtomicOrder, BufferDecl, ElemType, Expr, Scalar, ScalarType};
@@ -83,7 +83,7 @@ impl Writer<'_> {
     }
 
     /// Global address register of a host buffer (prologue: `ld.param` + `cvta.to.global`).
-    pub fn buffer_ptr_reg(&mut self, buf: &str) -> String {
+    pub fn buffer_ptr_reg(&mut self, buf: &str) -> Reg {
         if let Some(r) = self.out.hoisted.buf_ptr.get(buf) {
             return r.clone();
         }
@@ -96,7 +96,7 @@ impl Writer<'_> {
     }
 
     /// Element-count register of a host buffer (prologue: `ld.param.u32`).
-    pub fn buffer_len_reg(&mut self, buf: &str) -> String {
+    pub fn buffer_len_reg(&mut self, buf: &str) -> Reg {
         if let Some(r) = self.out.hoisted.buf_len.get(buf) {
             return r.clone();
         }
@@ -107,7 +107,7 @@ impl Writer<'_> {
     }
 
     /// 32-bit shared-window base address of a workgroup buffer.
-    pub(super) fn shared_base_reg(&mut self, buf: &str) -> String {
+    pub(super) fn shared_base_reg(&mut self, buf: &str) -> Reg {
         if let Some(r) = self.out.hoisted.shared_base.get(buf) {
             return r.clone();
         }
@@ -130,7 +130,7 @@ impl Writer<'_> {
         ix: &Index<'_>,
         in_select: bool,
     ) -> R<Check> {
-        let conditional = in_select && !self.cond_preds.is_empty();
+        let conditional = in_select && !self.at.cond_preds.is_empty();
         if !d.access.is_host() {
             let count = d.count.unwrap_or(0) as u64;
             if let Some(i) = ix.constant() {
@@ -184,8 +184,8 @@ impl Writer<'_> {
 
     /// The conjunction of the enclosing `select` arms' predicates.
     fn select_pred(&mut self) -> String {
-        let preds = self.cond_preds.clone();
-        let mut acc: Option<String> = None;
+        let preds = self.at.cond_preds.clone();
+        let mut acc: Option<Reg> = None;
         for (p, negated) in preds {
             let p = if negated {
                 let n = self.reg_class(RegClass::Pred);
@@ -203,7 +203,7 @@ impl Writer<'_> {
                 }
             });
         }
-        acc.unwrap_or_default()
+        acc.map(String::from).unwrap_or_default()
     }
 
     /// The predicate a side effect runs under: the bounds predicate and the short-body guard.
@@ -212,12 +212,12 @@ impl Writer<'_> {
             Check::Pred(p) => Some(p.clone()),
             _ => None,
         };
-        match (own, self.guard.clone()) {
+        match (own, self.at.guard.clone()) {
             (Some(a), Some(g)) => {
                 self.out.guard_checks += 1;
                 let p = self.reg_class(RegClass::Pred);
                 self.ins(format!("and.pred {p}, {g}, {a}"));
-                Some(p)
+                Some(p.to_string())
             }
             (a, g) => a.or(g),
         }
@@ -263,7 +263,7 @@ impl Writer<'_> {
                 }
                 p
             }
-            _ => self.guard.clone(),
+            _ => self.at.guard.clone(),
         };
         self.ins_pred(
             pred.as_deref(),
@@ -407,7 +407,7 @@ impl Writer<'_> {
                 let er = self.in_reg(e);
                 format!("{er}, {vr}")
             }
-            _ => vr,
+            _ => vr.to_string(),
         };
         self.ins_pred(
             pred.as_deref(),

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::bounds::Facts;
 use super::cse::Cache;
-use super::regs::{RegAlloc, RegClass};
+use super::regs::{Reg, RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
 use crate::analysis::ranges::Range;
 use crate::ir::print::Printed;
@@ -46,7 +46,7 @@ pub(super) struct Line {
 pub(super) enum Val {
     /// A register; `fresh` when no variable or cache refers to it (a `let` may adopt it).
     Reg {
-        name: String,
+        name: Reg,
         ty: ScalarType,
         fresh: bool,
     },
@@ -66,7 +66,7 @@ impl Val {
     /// Operand text: the register name or the PTX immediate.
     pub fn text(&self) -> String {
         match self {
-            Val::Reg { name, .. } => name.clone(),
+            Val::Reg { name, .. } => name.to_string(),
             Val::Imm(s) => imm_text(*s),
         }
     }
@@ -97,7 +97,7 @@ pub(super) fn imm_text(s: Scalar) -> String {
 #[derive(Debug, Clone)]
 pub(super) struct VarInfo {
     /// Register holding it (empty for a constant).
-    pub reg: String,
+    pub reg: Reg,
     /// Its type.
     pub ty: ScalarType,
     /// Range proven for its value when it was bound (u32 variables that are never assigned).
@@ -109,7 +109,7 @@ pub(super) struct VarInfo {
 
 impl VarInfo {
     /// A variable held in register `reg`.
-    pub fn reg(reg: String, ty: ScalarType, range: Option<Range>) -> Self {
+    pub fn reg(reg: Reg, ty: ScalarType, range: Option<Range>) -> Self {
         VarInfo {
             reg,
             ty,
@@ -121,7 +121,7 @@ impl VarInfo {
     /// A compile-time constant.
     pub fn constant(v: Scalar) -> Self {
         VarInfo {
-            reg: String::new(),
+            reg: Reg::default(),
             ty: v.ty(),
             range: (v.ty() == ScalarType::U32).then(|| Range::point(v.to_bits())),
             konst: Some(v),
@@ -133,25 +133,25 @@ impl VarInfo {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Hoisted {
     /// Builtin ids (`%tid.x`, the global id, ...).
-    pub builtins: HashMap<Builtin, String>,
+    pub builtins: HashMap<Builtin, Reg>,
     /// Generic-to-global pointer of each host buffer.
-    pub buf_ptr: HashMap<String, String>,
+    pub buf_ptr: HashMap<String, Reg>,
     /// Element count of each host buffer.
-    pub buf_len: HashMap<String, String>,
+    pub buf_len: HashMap<String, Reg>,
     /// Base address of each workgroup buffer.
-    pub shared_base: HashMap<String, String>,
+    pub shared_base: HashMap<String, Reg>,
     /// Linear thread id in the block ([`Writer::linear_tid`]).
-    pub linear_tid: Option<String>,
+    pub linear_tid: Option<Reg>,
     /// Linear workgroup id (`dataflow`).
-    pub linear_ctaid: Option<String>,
+    pub linear_ctaid: Option<Reg>,
     /// Global address of the grid-sync scratch (`grid_sync`).
-    pub grid_scratch: Option<String>,
+    pub grid_scratch: Option<Reg>,
     /// Number of workgroups in the grid (`grid_sync`).
-    pub grid_blocks: Option<String>,
+    pub grid_blocks: Option<Reg>,
     /// What this workgroup adds to a flip counter (`grid_sync`).
-    pub grid_flip_inc: Option<String>,
+    pub grid_flip_inc: Option<Reg>,
     /// The launch's epoch (`dataflow`).
-    pub sync_epoch: Option<String>,
+    pub sync_epoch: Option<Reg>,
 }
 
 /// Everything emitting code changes besides the lines themselves: what
@@ -173,49 +173,35 @@ pub(super) struct Produced {
     /// buffers).
     pub scratch: ScratchLayout,
     /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
-    pub counter_base: HashMap<u32, String>,
+    pub counter_base: HashMap<u32, Reg>,
     /// Dataflow waits that are the same for every task of a step (a count, a fixed range of
     /// flags): the predicate "this block has seen it complete", one per wait statement, so
     /// that the copies of an unrolled task loop share it (`emit::dataflow`).
-    pub wait_done: HashMap<(WaitOn, String), String>,
+    pub wait_done: HashMap<(WaitOn, String), Reg>,
     /// Load results that are zero exactly where the predicate is false: (register, predicate).
-    pub zero_unless: HashMap<String, String>,
+    pub zero_unless: HashMap<Reg, String>,
     /// Registers that are written after their definition (assigned variables).
-    pub mutable: HashSet<String>,
-    /// Accesses whose bounds check had to be combined with [`Writer::guard`].
+    pub mutable: HashSet<Reg>,
+    /// Accesses whose bounds check had to be combined with [`Context::guard`].
     pub guard_checks: u32,
 }
 
-/// State of one kernel emission.
-pub(super) struct Writer<'p> {
-    pub prog: &'p Program,
-    pub opts: &'p EmitOptions,
-    pub printed: Printed,
-    pub prologue: Vec<Line>,
-    pub body: Vec<Line>,
-    /// What the code emitted so far changed (rolled back as one).
-    pub out: Produced,
-    /// Owner names: `prologue`, `epilogue`, then node ids in first-emission order.
-    pub owners: Vec<String>,
-    owner_index: HashMap<String, usize>,
-    /// Current owner of body lines.
-    pub owner: usize,
+/// The owners of lines: `prologue`, `epilogue`, then node ids in first-emission order.
+pub(super) struct Owners {
+    /// Owner names, by owner index.
+    pub names: Vec<String>,
+    /// Index of each name.
+    index: HashMap<String, usize>,
     /// IR printer line per owner (for `.loc`).
-    owner_line: Vec<Option<usize>>,
-    pub scopes: Vec<HashMap<String, VarInfo>>,
-    /// Variables assigned anywhere (never aliased, never used in proofs).
-    pub assigned: HashSet<String>,
-    /// Variable names read anywhere in the Program (a `let` whose name is not here is dead).
-    pub read_vars: HashSet<String>,
-    /// Set by a dead `let` of an atomic whose old value nobody reads: the atomic may lower to
-    /// `red` (see `memory.rs`). Taken (reset) by the atomic before its operands are emitted.
-    pub discard_result: bool,
-    pub facts: Facts,
+    line: Vec<Option<usize>>,
+}
+
+/// Where the code being written sits: what the enclosing statements make true of it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Context {
     /// Predicates of the enclosing `select` arms (register, negated) under which the
     /// conditional facts hold.
-    pub cond_preds: Vec<(String, bool)>,
-    /// Value and address caches per scope (see `cse.rs`).
-    pub caches: Vec<Cache>,
+    pub cond_preds: Vec<(Reg, bool)>,
     /// Suffix of labels written inside unrolled loop copies (`_u3`), keeping them unique.
     pub copy_tag: String,
     /// Product of the trip counts of the unrolled loops around the code being written: what
@@ -228,6 +214,34 @@ pub(super) struct Writer<'p> {
     pub divergent: u32,
     /// Whether a `return` was emitted before this point (its lanes may have left).
     pub returned: bool,
+}
+
+/// State of one kernel emission.
+pub(super) struct Writer<'p> {
+    pub prog: &'p Program,
+    pub opts: &'p EmitOptions,
+    pub printed: Printed,
+    pub prologue: Vec<Line>,
+    pub body: Vec<Line>,
+    /// What the code emitted so far changed (rolled back as one).
+    pub out: Produced,
+    /// Owners of the lines.
+    pub owners: Owners,
+    /// Current owner of body lines.
+    pub owner: usize,
+    pub scopes: Vec<HashMap<String, VarInfo>>,
+    /// Variables assigned anywhere (never aliased, never used in proofs).
+    pub assigned: HashSet<String>,
+    /// Variable names read anywhere in the Program (a `let` whose name is not here is dead).
+    pub read_vars: HashSet<String>,
+    /// Set by a dead `let` of an atomic whose old value nobody reads: the atomic may lower to
+    /// `red` (see `memory.rs`). Taken (reset) by the atomic before its operands are emitted.
+    pub discard_result: bool,
+    pub facts: Facts,
+    /// Value and address caches per scope (see `cse.rs`).
+    pub caches: Vec<Cache>,
+    /// Where the code being written sits.
+    pub at: Context,
     /// What the run being emitted as a versioned fast path may rely on (`version.rs`).
     pub fast: Option<super::version::FastPath>,
     /// Timeline instrumentation (`emit --timeline`); None for plain emission.
@@ -242,7 +256,10 @@ impl<'p> Writer<'p> {
     pub fn full_warp(&self) -> bool {
         let [x, y, z] = self.opts.workgroup_size;
         let threads = x as u64 * y as u64 * z as u64;
-        threads.is_multiple_of(32) && self.divergent == 0 && !self.returned && self.guard.is_none()
+        threads.is_multiple_of(32)
+            && self.at.divergent == 0
+            && !self.at.returned
+            && self.at.guard.is_none()
     }
 
     /// A writer for the elaborated `prog`.
@@ -274,22 +291,22 @@ impl<'p> Writer<'p> {
             prologue: Vec::new(),
             body: Vec::new(),
             out: Produced::default(),
-            owners: vec!["prologue".into(), "epilogue".into()],
-            owner_index: HashMap::new(),
+            owners: Owners {
+                names: vec!["prologue".into(), "epilogue".into()],
+                index: HashMap::new(),
+                line: vec![None, None],
+            },
             owner: PROLOGUE,
-            owner_line: vec![None, None],
             scopes: vec![HashMap::new()],
             assigned,
             read_vars,
             discard_result: false,
             facts: Facts::default(),
-            cond_preds: Vec::new(),
             caches: vec![Cache::default()],
-            copy_tag: String::new(),
-            unroll_factor: 1,
-            guard: None,
-            divergent: 0,
-            returned: false,
+            at: Context {
+                unroll_factor: 1,
+                ..Context::default()
+            },
             fast: None,
             timeline: None,
         }
@@ -299,13 +316,13 @@ impl<'p> Writer<'p> {
 
     /// Makes `node` the owner of the following lines; returns the previous owner.
     pub fn enter_node(&mut self, node: &str) -> usize {
-        let idx = match self.owner_index.get(node) {
+        let idx = match self.owners.index.get(node) {
             Some(i) => *i,
             None => {
-                let i = self.owners.len();
-                self.owners.push(node.to_string());
-                self.owner_index.insert(node.to_string(), i);
-                self.owner_line.push(self.printed.line_of(node));
+                let i = self.owners.names.len();
+                self.owners.names.push(node.to_string());
+                self.owners.index.insert(node.to_string(), i);
+                self.owners.line.push(self.printed.line_of(node));
                 i
             }
         };
@@ -319,7 +336,7 @@ impl<'p> Writer<'p> {
 
     /// Label-safe spelling of the current owner (`body[1].then[0]` -> `body1_then0`).
     pub fn owner_tag(&self) -> String {
-        self.owners[self.owner]
+        self.owners.names[self.owner]
             .chars()
             .filter_map(|c| match c {
                 '[' | ']' => None,
@@ -333,7 +350,7 @@ impl<'p> Writer<'p> {
     /// A label named after the current node: `$L_<node>_<what>` (plus the copy tag inside
     /// unrolled loops).
     pub fn label_name(&self, what: &str) -> String {
-        format!("$L_{}_{}{}", self.owner_tag(), what, self.copy_tag)
+        format!("$L_{}_{}{}", self.owner_tag(), what, self.at.copy_tag)
     }
 
     /// A fresh helper label in the current node: `$L_<node>_<what><n>`.
@@ -349,7 +366,7 @@ impl<'p> Writer<'p> {
         if !self.opts.lineinfo || self.owner == PROLOGUE {
             return;
         }
-        let Some(line) = self.owner_line.get(self.owner).copied().flatten() else {
+        let Some(line) = self.owners.line.get(self.owner).copied().flatten() else {
             return;
         };
         if self.out.loc_current != Some(line) {
@@ -431,12 +448,12 @@ impl<'p> Writer<'p> {
     // ---- registers and values -----------------------------------------------------------
 
     /// A fresh register for a value of type `ty`.
-    pub fn reg(&mut self, ty: ScalarType) -> String {
+    pub fn reg(&mut self, ty: ScalarType) -> Reg {
         self.out.regs.fresh(RegClass::of(ty))
     }
 
     /// A fresh register of class `c`.
-    pub fn reg_class(&mut self, c: RegClass) -> String {
+    pub fn reg_class(&mut self, c: RegClass) -> Reg {
         self.out.regs.fresh(c)
     }
 
@@ -450,7 +467,7 @@ impl<'p> Writer<'p> {
     }
 
     /// `v` in a register (immediates are moved into a fresh one).
-    pub fn in_reg(&mut self, v: &Val) -> String {
+    pub fn in_reg(&mut self, v: &Val) -> Reg {
         match v {
             Val::Reg { name, .. } => name.clone(),
             Val::Imm(s) => {
@@ -462,7 +479,7 @@ impl<'p> Writer<'p> {
     }
 
     /// The register of a builtin id, computed once in the prologue.
-    pub fn builtin(&mut self, b: Builtin) -> String {
+    pub fn builtin(&mut self, b: Builtin) -> Reg {
         if let Some(r) = self.out.hoisted.builtins.get(&b) {
             return r.clone();
         }
@@ -491,14 +508,14 @@ impl<'p> Writer<'p> {
         r
     }
 
-    fn special_reg(&mut self, sreg: &str) -> String {
+    fn special_reg(&mut self, sreg: &str) -> Reg {
         let r = self.reg(ScalarType::U32);
         self.pro(format!("mov.u32 {r}, {sreg}"));
         r
     }
 
     /// Linear thread id in the block (`lid.x + lid.y*X + lid.z*X*Y`), computed once.
-    pub fn linear_tid(&mut self) -> String {
+    pub fn linear_tid(&mut self) -> Reg {
         if let Some(r) = &self.out.hoisted.linear_tid {
             return r.clone();
         }
