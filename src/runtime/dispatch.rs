@@ -543,7 +543,7 @@ impl Runtime {
         };
         if abi.grid_sync {
             self.check_coresidency(&h.name, f, &geo)?;
-            let words = abi.grid_sync_words.max(1) as usize;
+            let words = abi.scratch.words.max(1) as usize;
             let sess = self.sess()?;
             if sess
                 .pool
@@ -565,13 +565,12 @@ impl Runtime {
             args.push(p);
         }
         let sync = abi.grid_sync.then(|| SyncUse {
-            epoch_arg: abi.sync_epoch.then(|| {
+            epoch_arg: abi.scratch.epoch.then(|| {
                 // Set by `arm_grid_sync` before each launch.
                 args.push(0);
                 args.len() - 1
             }),
-            counters_end: abi.sync_counters_end,
-            flags_start: abi.sync_flags_start,
+            scratch: abi.scratch,
         });
         Ok(ReadyLaunch {
             f,

@@ -222,20 +222,20 @@ fn ptxas_accepts_every_fused_kernel_in_both_sync_forms() {
                     }
                     assert!(e.abi.grid_sync, "{what}: a dataflow kernel is cooperative");
                     let top = sync_ops(k).iter().map(|o| o.top_word()).max().unwrap_or(0);
-                    assert!(e.abi.grid_sync_words > top, "{what}: scratch too small");
+                    assert!(e.abi.scratch.words > top, "{what}: scratch too small");
                     // Nothing clears the scratch between launches: flags compare with the
                     // launch's epoch (a parameter), counters flip, and a word is either.
                     let ops = sync_ops(k);
                     let flagged = ops.iter().any(|o| o.words().0.is_some());
-                    assert_eq!(e.abi.sync_epoch, flagged, "{what}: epoch parameter");
+                    assert_eq!(e.abi.scratch.epoch, flagged, "{what}: epoch parameter");
                     assert_eq!(
                         e.ptx.contains(".param .u32 param_sync_epoch"),
                         flagged,
                         "{what}"
                     );
-                    if let Some(first) = e.abi.sync_flags_start {
+                    if let Some(first) = e.abi.scratch.flags_start {
                         assert!(
-                            e.abi.sync_counters_end <= first,
+                            e.abi.scratch.counters_end <= first,
                             "{what}: a counter among flags"
                         );
                     }
