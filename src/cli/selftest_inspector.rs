@@ -95,7 +95,7 @@ fn one(
                 Err(e) => c.problems.push(format!("run: {}", e.message)),
             }
         }
-        Err(e) => c.problems.push(e),
+        Err(e) => c.problems.push(e.to_string()),
     }
     match inspector_run(worker, f, root, sync) {
         Ok((row, timeline)) => {

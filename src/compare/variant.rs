@@ -23,7 +23,6 @@ pub struct Variant {
 
 /// A malformed spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{spec}: {message}\n  Fix: {fix}")]
 pub struct VariantError {
     /// The spec.
     pub spec: String,
@@ -126,7 +125,17 @@ impl Variant {
     }
 }
 
-crate::util::problem::into_problem!(VariantError; fix);
+impl crate::util::HasFix for VariantError {
+    fn message(&self) -> String {
+        format!("{}: {}", self.spec, self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(VariantError);
 
 #[cfg(test)]
 mod tests {

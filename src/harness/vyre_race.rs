@@ -121,10 +121,7 @@ impl Runtime {
         let sm = self.caps().cc_major * 10 + self.caps().cc_minor;
         let vk = crate::vyre::vyre_ptx(&vp, sm).map_err(other)?;
         if vk.grid_sync {
-            return Err(RuntimeError::Other(format!(
-                "`{}`: vyre's kernel has a grid barrier on a module-scope counter, which this race does not reset between launches\n  Fix: race Programs without grid barriers",
-                p.name
-            )));
+            return Err(RuntimeError::Other(crate::util::Problem::new(format!("`{}`: vyre's kernel has a grid barrier on a module-scope counter, which this race does not reset between launches", p.name), "race Programs without grid barriers")));
         }
         let (vh, vinfo) = self.load_kernel(&vk.ptx, "main", &JitOptions::default())?;
         // Our kernel.

@@ -40,7 +40,6 @@ pub struct Config {
 
 /// Why the config file could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("config {path}: {message}\n  Fix: {fix}")]
 pub struct ConfigError {
     /// File.
     pub path: String,
@@ -150,7 +149,17 @@ impl Config {
     }
 }
 
-crate::util::problem::into_problem!(ConfigError; fix);
+impl crate::util::HasFix for ConfigError {
+    fn message(&self) -> String {
+        format!("config {}: {}", self.path, self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(ConfigError);
 
 #[cfg(test)]
 mod tests {

@@ -21,7 +21,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
 
 /// Why a theme could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot load theme `{name}`: {reason}\n  Fix: use dark, light, high-contrast or a path to a .tmTheme file")]
 pub struct ThemeError {
     /// Name or path given.
     pub name: String,
@@ -362,6 +361,16 @@ impl Theme {
             }
         }
         Ok(())
+    }
+}
+
+impl crate::util::HasFix for ThemeError {
+    fn message(&self) -> String {
+        format!("cannot load theme `{}`: {}", self.name, self.reason)
+    }
+
+    fn fix(&self) -> String {
+        "use dark, light, high-contrast or a path to a .tmTheme file".to_string()
     }
 }
 

@@ -512,7 +512,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                     .map_err(String::from)
                     .map(|(run, timeline)| {
                         if let Some(t) = timeline {
-                            report(Reply::Timeline(t));
+                            report(Reply::Timeline(t.map_err(String::from)));
                         }
                         run
                     })

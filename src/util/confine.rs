@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 /// Why a named file was refused; the message names it, the fix says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
 pub struct ConfineError {
     /// What is wrong (names the file).
     pub message: String,
@@ -109,5 +108,15 @@ mod tests {
         assert!(confine(&inner, &d, "../out.bin", "t").is_ok());
         assert!(confine(&inner, Path::new("/"), "/dev/null", "t").is_err());
         let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+impl crate::util::HasFix for ConfineError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
     }
 }

@@ -10,7 +10,6 @@ use std::path::Path;
 
 /// What went wrong reading a file; the message names the file and `what` it was meant to be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
 pub struct ReadError {
     /// Why the read failed, in one category callers may branch on.
     pub kind: ReadErrorKind,
@@ -193,5 +192,15 @@ mod tests {
         let e = read_limited(Path::new("/dev/zero"), 1 << 20, "test file").unwrap_err();
         assert_eq!(e.kind, ReadErrorKind::NotRegular);
         assert!(e.message.contains("a device"), "{e}");
+    }
+}
+
+impl crate::util::HasFix for ReadError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
     }
 }
