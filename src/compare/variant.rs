@@ -64,13 +64,6 @@ impl Variant {
             message,
             fix: SPEC_HELP.to_string(),
         };
-        // A parser's own `message\n  Fix: fix` text: its message only, so the error has one
-        // `Fix:` line (how to write a side).
-        let bad_with_fix = |text: String| {
-            bad(text
-                .split_once("\n  Fix: ")
-                .map_or(text.clone(), |(m, _)| m.to_string()))
-        };
         let (file, opts) = split(spec);
         if file.is_empty() {
             return Err(bad("no Program file before `@`".into()));
@@ -97,7 +90,7 @@ impl Variant {
             }
             match (key, value) {
                 ("wg" | "workgroup", Some(val)) => {
-                    v.workgroup = Some(crate::shape::parse_workgroup(val).map_err(bad_with_fix)?);
+                    v.workgroup = Some(crate::shape::parse_workgroup(val).map_err(|e| bad(e.message))?);
                 }
                 ("sm", Some(val)) => {
                     let sm: u32 = val

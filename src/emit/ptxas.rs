@@ -196,7 +196,8 @@ fn assemble_full(
     limit: Duration,
 ) -> Result<(String, Vec<u8>), PtxasError> {
     let arch = ptxas_arch(sm);
-    let dir = ToolDir::new_in(parent, "vyrescope-ptxas-").map_err(PtxasError::Io)?;
+    let dir =
+        ToolDir::new_in(parent, "vyrescope-ptxas-").map_err(|e| PtxasError::Io(e.to_string()))?;
     let res = run_in(dir.path(), ptxas, ptx, &arch, lineinfo, limit).and_then(|run| {
         if !run.success {
             return Ok((run, Vec::new()));
@@ -309,10 +310,10 @@ pub struct ToolDir {
 
 impl ToolDir {
     /// A new folder `prefix...` under `parent`.
-    pub fn new_in(parent: &Path, prefix: &str) -> Result<ToolDir, String> {
+    pub fn new_in(parent: &Path, prefix: &str) -> std::io::Result<ToolDir> {
         let mut l = live();
         if l.stopped {
-            return Err("the program is quitting".into());
+            return Err(std::io::Error::other("the program is quitting"));
         }
         let mut b = tempfile::Builder::new();
         b.prefix(prefix);
@@ -321,9 +322,12 @@ impl ToolDir {
             use std::os::unix::fs::PermissionsExt;
             b.permissions(std::fs::Permissions::from_mode(0o700));
         }
-        let dir = b
-            .tempdir_in(parent)
-            .map_err(|e| format!("cannot create a temp folder in {}: {e}", parent.display()))?;
+        let dir = b.tempdir_in(parent).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot create a temp folder in {}: {e}", parent.display()),
+            )
+        })?;
         l.next += 1;
         let id = l.next;
         l.dirs.insert(id, dir.path().to_path_buf());
@@ -331,7 +335,7 @@ impl ToolDir {
     }
 
     /// A new folder under `$TMPDIR`.
-    pub fn new(prefix: &str) -> Result<ToolDir, String> {
+    pub fn new(prefix: &str) -> std::io::Result<ToolDir> {
         Self::new_in(&std::env::temp_dir(), prefix)
     }
 

@@ -329,7 +329,7 @@ impl Runtime {
                     rep.findings.push(PipelineFinding {
                         seed,
                         kind: "error".into(),
-                        detail: e,
+                        detail: e.to_string(),
                         file: None,
                     });
                     each(k + 1, rep.findings.last());

@@ -58,7 +58,7 @@ type Versions = HashMap<PathBuf, (Option<SystemTime>, String)>;
 /// The `release` line of `tool --version` (`Cuda compilation tools, release 13.0,
 /// V13.0.88` gives `13.0.88`), remembered per (path, modification time) so a listing's
 /// cache key costs one process per tool and session, not one per lookup.
-pub fn tool_version(tool: &Path) -> Result<String, String> {
+pub fn tool_version(tool: &Path) -> std::io::Result<String> {
     static SEEN: OnceLock<Mutex<Versions>> = OnceLock::new();
     let mtime = std::fs::metadata(tool).and_then(|m| m.modified()).ok();
     let seen = SEEN.get_or_init(Default::default);
@@ -80,14 +80,14 @@ pub fn tool_version(tool: &Path) -> Result<String, String> {
         &name,
     );
     drop(dir);
-    let run = res?;
+    let run = res.map_err(std::io::Error::other)?;
     let log = run.log;
     let v = parse_version(&log).filter(|_| run.success).ok_or_else(|| {
-        format!(
+        std::io::Error::other(format!(
             "`{} --version` printed no release line: {}",
             tool.display(),
             log.lines().take(3).collect::<Vec<_>>().join(" | ")
-        )
+        ))
     })?;
     if let Ok(mut m) = seen.lock() {
         m.insert(tool.to_path_buf(), (mtime, v.clone()));

@@ -33,7 +33,7 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
         }
         PromptKind::Workgroup => match crate::shape::parse_workgroup(&text) {
             Ok(wg) => set_workgroup(app, wg, out),
-            Err(e) => app.screen.error(e),
+            Err(e) => app.screen.error(e.to_string()),
         },
         // The worker looks at the file system; `expanded` takes what it found.
         PromptKind::Open => out.push(app.jobs.queue(Job::Expand { typed: text })),
