@@ -155,7 +155,7 @@ fn fault(worker: &mut GpuWorker, f: &Path, root: Option<&Path>) -> InspectorChec
     let mut job = match job {
         Ok(j) => j,
         Err(e) => {
-            c.problems.push(e);
+            c.problems.push(e.to_string());
             return c;
         }
     };

@@ -66,10 +66,10 @@ pub fn view_data(app: &App) -> Value {
 }
 
 /// A result as JSON: the value, or `{"unavailable": why}`.
-pub fn result<T: serde::Serialize>(r: &Result<T, String>) -> Value {
+pub fn result<T: serde::Serialize, E: std::fmt::Display>(r: &Result<T, E>) -> Value {
     match r {
         Ok(v) => json!(v),
-        Err(e) => json!({"unavailable": e}),
+        Err(e) => json!({"unavailable": e.to_string()}),
     }
 }
 

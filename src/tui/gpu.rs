@@ -253,13 +253,13 @@ pub fn reference_dispatch(
     program: &Program,
     files: &InputFolder,
     opts: &EmitOptions,
-) -> Result<RunRecord, String> {
+) -> Result<RunRecord, Problem> {
     let req = RunRequest {
         root: files.root.clone(),
         workgroup: Some(opts.workgroup_size),
         ..RunRequest::default()
     };
-    run_record(Executor::Reference, program, files, opts, &req).map_err(|e| e.to_string())
+    run_record(Executor::Reference, program, files, opts, &req)
 }
 
 /// One run of `program` through `exec` as `req` asks, as the Run tab lists it: the one place

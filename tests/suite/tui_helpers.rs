@@ -108,10 +108,7 @@ pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
     app.jobs.busy = None;
     app.code.fixed_resources = Some(resources());
     first.extend(refresh_estimate(&mut app));
-    update(
-        &mut app,
-        Action::Worker(Reply::Probed(Err(NO_DRIVER.into()))),
-    );
+    update(&mut app, Action::Worker(Reply::Probed(Err(no_driver()))));
     update(&mut app, Action::Resize(w, h));
     app.screen.message = None;
     perform(&mut app, &mut NoGpu, first);
