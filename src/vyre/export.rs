@@ -103,7 +103,7 @@ fn readable(p: v::Program) -> Result<v::Program, ExportError> {
             "bind deep or repeated sub-expressions with `let`, or split the kernel into smaller ones",
         )
     };
-    let bytes = super::files::encode(&p, false).map_err(refuse)?;
+    let bytes = super::files::encode(&p, false).map_err(|e| refuse(e.0))?;
     let back = std::panic::catch_unwind(|| v::Program::from_wire(&bytes).map(|_| ()));
     match back {
         Ok(Ok(())) => Ok(p),
