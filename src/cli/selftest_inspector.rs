@@ -140,7 +140,7 @@ fn inspector_run(
     let (file, _) = PipelineFile::load(f, root)?;
     let (report, timeline) = worker.run_pipeline_job(&pipeline_job(&file, sync), &mut |_| {})?;
     let report: PipelineGpuReport = serde_json::from_value(report)
-        .map_err(|e| Problem::bug(format!("unreadable report: {e}")))?;
+        .map_err(|e| Problem::new(format!("unreadable report: {e}"), ""))?;
     let recorded = timeline.is_some_and(|t| crate::tui::timeline::from_recorded(&t).is_ok());
     Ok((PipelineRun::from_report(&report), recorded))
 }

@@ -217,7 +217,7 @@ pub fn pipeline_json(p: &Pipeline) -> Result<String, Problem> {
             other => {
                 return Err(Problem::new(
                     format!("buffer `{}`: cannot write {other:?}", b.name),
-                    "give generated buffers a random or zero fill",
+                    "",
                 ))
             }
         }

@@ -229,10 +229,10 @@ fn run_case(
                 .iter()
                 .map(|p| {
                     bufs.iter().position(|b| b.name == p.buffer).ok_or_else(|| {
-                        Problem::bug(format!(
-                            "the kernel takes `{}`, which was not bound",
-                            p.buffer
-                        ))
+                        Problem::new(
+                            format!("the kernel takes `{}`, which was not bound", p.buffer),
+                            "",
+                        )
                     })
                 })
                 .collect::<Result<_, _>>()?;

@@ -287,10 +287,7 @@ impl Document {
             .first()
             .map(|s| s.program.clone())
             .ok_or_else(|| {
-                Problem::new(
-                    format!("{}: the pipeline has no steps", path.display()),
-                    "add at least one step to `steps`",
-                )
+                Problem::new(format!("{}: the pipeline has no steps", path.display()), "")
             })?;
         let mut doc = Self::from_validated(path.to_path_buf(), first, validation);
         doc.pipeline = Some(PipelineView::new(Arc::new(file)));

@@ -139,11 +139,7 @@ impl Config {
     /// Applies the `styles` overrides.
     pub fn apply_styles(&self, theme: &mut Theme) -> Result<(), ConfigError> {
         for (name, o) in &self.styles {
-            theme.apply(name, o).map_err(|m| ConfigError {
-                path: String::new(),
-                message: m,
-                fix: "style names: text dim border border_focus title gutter cursor correlated search_match tab tab_active status key error warning info ok chart marker".into(),
-            })?;
+            theme.apply(name, o)?;
         }
         Ok(())
     }

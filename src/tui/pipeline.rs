@@ -59,8 +59,8 @@ impl PipelineFile {
         let root = root.map_or_else(|| base.clone(), Path::to_path_buf);
         let shapes = if crate::validate::pipeline::has_error(&loaded.diagnostics) {
             Err(Problem::new(
-                "the pipeline has validation errors",
-                "correct them (see Diagnostics)",
+                "the pipeline has validation errors (see Diagnostics)",
+                "",
             ))
         } else {
             let files = crate::inputs::FileRoot {
@@ -108,8 +108,8 @@ impl PipelineFile {
     ) -> Result<CompiledPipeline, Problem> {
         let Some(device) = device else {
             return Err(Problem::new(
-                "no device",
-                "press d to pick a device profile (the plan depends on co-residency)",
+                "no device: press d to pick a device profile (the plan depends on co-residency)",
+                "",
             ));
         };
         let shapes = self.shapes.as_ref().map_err(Clone::clone)?;

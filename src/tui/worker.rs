@@ -345,8 +345,8 @@ fn offline_tune_rows(
 ) -> Result<Vec<TuneRow>, Problem> {
     let Some(caps) = device else {
         return Err(Problem::new(
-            "no device profile to estimate for",
-            "press d to pick one, or start with --device NAME|FILE",
+            "no device profile to estimate for: press d to pick one, or start with --device NAME|FILE",
+            "",
         ));
     };
     let inputs = crate::harness::preserve::Inputs {
