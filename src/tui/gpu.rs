@@ -553,7 +553,7 @@ impl Gpu for WorkerGpu {
             timeout_ms: Some(KERNEL_TIMEOUT.as_millis() as u64),
         };
         let text = self.worker.record_timeline(&job)?;
-        Ok(super::timeline::from_recorded(&text)?)
+        super::timeline::from_recorded(&text)
     }
 
     /// Plus which worker process it is and how many were started (each sticky fault

@@ -227,7 +227,7 @@ pub enum Reply {
     /// Reference run finished (no GPU).
     Referenced(Result<RunRecord, Problem>),
     /// Dispatch finished, with the runtime's statistics afterwards.
-    Dispatched(Result<RunRecord, Problem>, Stats),
+    Dispatched(Result<RunRecord, Problem>, Box<Stats>),
     /// Pipeline run finished.
     PipelineRan(Result<PipelineRun, Problem>),
     /// The timeline recorded after a GPU dispatch or pipeline run (its forms), or why not;
@@ -236,7 +236,7 @@ pub enum Reply {
     /// The offline tune sweep finished (rows of estimates: no median times).
     TunedOffline(Result<Vec<TuneRow>, Problem>),
     /// Tune finished.
-    Tuned(Result<Vec<TuneRow>, Problem>, Stats),
+    Tuned(Result<Vec<TuneRow>, Problem>, Box<Stats>),
 }
 
 /// What a [`Job::Load`] read: the request it answers and the document or the error.
@@ -500,7 +500,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                 };
                 report(Reply::Timeline(gpu.timeline(&what)));
             }
-            report(Reply::Dispatched(r, Stats::now(gpu)));
+            report(Reply::Dispatched(r, Box::new(Stats::now(gpu))));
         }
         Job::Reference {
             program,
@@ -552,7 +552,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             let r = gpu.tune(&program, &files, &opts, &mut |d, t| {
                 report(Reply::Progress(d, t))
             });
-            report(Reply::Tuned(r, Stats::now(gpu)));
+            report(Reply::Tuned(r, Box::new(Stats::now(gpu))));
         }
     }
 }

@@ -85,6 +85,16 @@ pub fn confine(base: &Path, root: &Path, rel: &str, what: &str) -> Result<PathBu
     Ok(canon)
 }
 
+impl crate::util::HasFix for ConfineError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,15 +118,5 @@ mod tests {
         assert!(confine(&inner, &d, "../out.bin", "t").is_ok());
         assert!(confine(&inner, Path::new("/"), "/dev/null", "t").is_err());
         let _ = std::fs::remove_dir_all(&d);
-    }
-}
-
-impl crate::util::HasFix for ConfineError {
-    fn message(&self) -> String {
-        self.message.clone()
-    }
-
-    fn fix(&self) -> String {
-        self.fix.clone()
     }
 }

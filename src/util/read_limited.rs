@@ -158,6 +158,16 @@ pub fn read_limited(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Read
     Ok(bytes)
 }
 
+impl crate::util::HasFix for ReadError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,15 +202,5 @@ mod tests {
         let e = read_limited(Path::new("/dev/zero"), 1 << 20, "test file").unwrap_err();
         assert_eq!(e.kind, ReadErrorKind::NotRegular);
         assert!(e.message.contains("a device"), "{e}");
-    }
-}
-
-impl crate::util::HasFix for ReadError {
-    fn message(&self) -> String {
-        self.message.clone()
-    }
-
-    fn fix(&self) -> String {
-        self.fix.clone()
     }
 }

@@ -168,7 +168,10 @@ pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
         ])),
     };
     app.jobs.pending += 1;
-    update(app, Action::Worker(Reply::Dispatched(Ok(run), stats)));
+    update(
+        app,
+        Action::Worker(Reply::Dispatched(Ok(run), Box::new(stats))),
+    );
 }
 
 /// Feeds a finished tune sweep over 64..512 (64 best).
@@ -222,7 +225,7 @@ pub fn fake_tune_rows(app: &mut App, rows: Vec<TuneRow>) {
         cache: app.jobs.session.cache.clone(),
         telemetry: app.jobs.session.telemetry.clone(),
     };
-    update(app, Action::Worker(Reply::Tuned(Ok(rows), stats)));
+    update(app, Action::Worker(Reply::Tuned(Ok(rows), Box::new(stats))));
 }
 
 /// The Timeline tab's state (kept among the detail panel's tab states).

@@ -116,7 +116,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         }
         Reply::Dispatched(r, stats) => {
             // Counters first: the Run tab's rows are clamped with them in place.
-            app.jobs.session.take_stats(stats);
+            app.jobs.session.take_stats(*stats);
             dispatched(app, r);
         }
         Reply::Referenced(r) => dispatched(app, r),
@@ -181,7 +181,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 app.screen.info("tune sweep done");
             }
             app.jobs.session.tune = Some(r);
-            app.jobs.session.take_stats(stats);
+            app.jobs.session.take_stats(*stats);
             // A re-run keeps the cursor and the tables' offsets (clamped to the new rows).
             nav::keep_visible(app, Focus::Detail);
         }
