@@ -223,9 +223,6 @@ pub struct EmittedKernel {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmitError {
     /// The Program has validation errors: the first one, with its code and node.
-    #[error(
-        "program `{program}` is not valid (`vyrescope check` lists every error): {diagnostic}"
-    )]
     Invalid {
         /// The Program's name.
         program: String,
@@ -233,16 +230,12 @@ pub enum EmitError {
         diagnostic: Box<Diagnostic>,
     },
     /// Unsupported target.
-    #[error("unsupported target sm_{0}\n  Fix: use one of 70, 75, 80, 86, 89, 90")]
     Target(u32),
     /// Unusable workgroup size.
-    #[error("workgroup size {0:?} is not launchable (each axis >= 1, at most 1024 threads, z <= 64)\n  Fix: pass a workgroup size such as 256,1,1")]
     Workgroup([u32; 3]),
     /// A construct the emitter does not lower.
-    #[error("cannot emit {0}\n  Fix: rewrite the Program without it")]
     Unsupported(String),
     /// An emitter invariant broke (a bug, or a Program the validator should have rejected).
-    #[error("internal emitter error: {0}\n  Fix: report this with the Program file")]
     Internal(String),
 }
 
@@ -552,6 +545,28 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
             timeline,
         },
         stats,
+    }
+}
+
+impl crate::util::HasFix for EmitError {
+    fn message(&self) -> String {
+        match self {
+            Self::Invalid { program, diagnostic } => format!("program `{program}` is not valid (`vyrescope check` lists every error): {}", diagnostic.headline()),
+            Self::Target(a0) => format!("unsupported target sm_{a0}"),
+            Self::Workgroup(a0) => format!("workgroup size {a0:?} is not launchable (each axis >= 1, at most 1024 threads, z <= 64)"),
+            Self::Unsupported(a0) => format!("cannot emit {a0}"),
+            Self::Internal(a0) => format!("internal emitter error: {a0}"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::Invalid { diagnostic, .. } => diagnostic.fix.clone(),
+            Self::Target(_) => "use one of 70, 75, 80, 86, 89, 90".to_string(),
+            Self::Workgroup(_) => "pass a workgroup size such as 256,1,1".to_string(),
+            Self::Unsupported(_) => "rewrite the Program without it".to_string(),
+            Self::Internal(_) => "report this with the Program file".to_string(),
+        }
     }
 }
 

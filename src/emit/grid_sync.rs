@@ -68,13 +68,14 @@ impl GridBarrier {
 }
 
 impl std::str::FromStr for GridBarrier {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::util::Problem;
+    fn from_str(s: &str) -> Result<Self, crate::util::Problem> {
         match s {
             "flip" => Ok(GridBarrier::Flip),
             "generation" => Ok(GridBarrier::Generation),
-            _ => Err(format!(
-                "unknown grid barrier `{s}`\n  Fix: use `flip` (the default) or `generation`"
+            _ => Err(crate::util::Problem::usage(
+                format!("unknown grid barrier `{s}`"),
+                "use `flip` (the default) or `generation`",
             )),
         }
     }

@@ -53,13 +53,14 @@ impl SyncMode {
 }
 
 impl std::str::FromStr for SyncMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::util::Problem;
+    fn from_str(s: &str) -> Result<Self, crate::util::Problem> {
         match s {
             "dataflow" => Ok(SyncMode::Dataflow),
             "barrier" => Ok(SyncMode::Barrier),
-            _ => Err(format!(
-                "unknown sync form `{s}`\n  Fix: use `barrier` (the default) or `dataflow`"
+            _ => Err(crate::util::Problem::usage(
+                format!("unknown sync form `{s}`"),
+                "use `barrier` (the default) or `dataflow`",
             )),
         }
     }

@@ -75,7 +75,6 @@ pub struct FusedKernel {
 
 /// Why a group could not be fused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
 pub struct FuseError {
     /// What is wrong (names the group, the step and the node where relevant).
     pub message: String,
@@ -894,4 +893,14 @@ fn check_valid(kernel: &FusedKernel, group: &str) -> Result<(), FuseError> {
     ))
 }
 
-crate::util::problem::into_problem!(FuseError; fix);
+impl crate::util::HasFix for FuseError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(FuseError);

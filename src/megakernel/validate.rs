@@ -85,7 +85,6 @@ pub struct Schedule {
 
 /// Why a schedule may not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("dataflow schedule: {message}\n  Fix: {fix}")]
 pub struct ScheduleError {
     /// What is wrong, naming the task, step or wait.
     pub message: String,
@@ -582,4 +581,14 @@ fn deadlock(
 #[path = "validate_tests.rs"]
 mod tests;
 
-crate::util::problem::into_problem!(ScheduleError; fix);
+impl crate::util::HasFix for ScheduleError {
+    fn message(&self) -> String {
+        format!("dataflow schedule: {}", self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(ScheduleError);
