@@ -359,18 +359,19 @@ fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleErro
             )
             .collect();
         // Sets that do not move with the consumer workgroup give the same answer for all.
-        let fixed = !matches!(d.producers, ProducerSet::Window { .. })
-            && have
-                .iter()
-                .all(|h| !matches!(h, ProducerSet::Window { .. }));
+        let fixed = !d.producers.moves() && have.iter().all(|h| !h.moves());
         let consumers = if fixed { gb.min(1) } else { gb };
         let mut ranges = Vec::with_capacity(have.len());
         for q in 0..consumers {
-            let need = d.producers.producers_of(q, ga);
             ranges.clear();
-            ranges.extend(have.iter().map(|h| h.producers_of(q, ga)));
+            ranges.extend(have.iter().flat_map(|h| h.ranges(q, ga)));
             // The first producer workgroup of `need` that no wait covers.
-            if let Some(p) = uncovered(need, &mut ranges) {
+            let missing = d
+                .producers
+                .ranges(q, ga)
+                .into_iter()
+                .find_map(|need| uncovered(need, &mut ranges));
+            if let Some(p) = missing {
                 return fail(
                     format!(
                         "workgroup {q} of step {} needs workgroup {p} of step {} ({}), but no wait covers it",
@@ -506,32 +507,34 @@ fn ready(
         let w = &s.waits[wi];
         let p = index[&w.producer];
         let ga = s.steps[p].1;
-        let all = w.producers.producers_of(t.workgroup, ga);
-        let fixed = !matches!(w.producers, ProducerSet::Window { .. });
-        let from = if fixed {
-            (*all.start()).max(checked[wi])
-        } else {
-            *all.start()
-        };
-        for x in from..=*all.end() {
-            if counters[p][x as usize] < target {
-                if fixed {
-                    checked[wi] = x;
+        let fixed = !w.producers.moves();
+        // One range for every set but a window with boundary workgroups.
+        for all in w.producers.ranges(t.workgroup, ga) {
+            let from = if fixed {
+                (*all.start()).max(checked[wi])
+            } else {
+                *all.start()
+            };
+            for x in from..=*all.end() {
+                if counters[p][x as usize] < target {
+                    if fixed {
+                        checked[wi] = x;
+                    }
+                    return Ok(false);
                 }
-                return Ok(false);
-            }
-            if !done[p][x as usize] {
-                return fail(
+                if !done[p][x as usize] {
+                    return fail(
                     format!(
                         "workgroup {} of step {} would pass its wait on workgroup {x} of step {} with the count of the previous launch, before that workgroup ran again",
                         t.workgroup, t.step, w.producer
                     ),
                     "reset the completion counters between launches (zero them, or wait for the launch's epoch)",
                 );
+                }
             }
-        }
-        if fixed {
-            checked[wi] = checked[wi].max(all.end().saturating_add(1));
+            if fixed {
+                checked[wi] = checked[wi].max(all.end().saturating_add(1));
+            }
         }
     }
     Ok(true)
@@ -552,7 +555,7 @@ fn deadlock(
         for w in s.waits.iter().filter(|w| w.consumer == t.step) {
             let p = index[&w.producer];
             let ga = s.steps[p].1;
-            for x in w.producers.producers_of(t.workgroup, ga) {
+            for x in w.producers.ranges(t.workgroup, ga).into_iter().flatten() {
                 if counters[p][x as usize] >= target {
                     continue;
                 }
