@@ -85,8 +85,13 @@ impl BoundarySync {
             .waits
             .iter()
             .map(|t| {
+                let node = t
+                    .node
+                    .as_ref()
+                    .filter(|_| t.label == SyncLabel::WindowBoundary)
+                    .map_or_else(String::new, |n| format!(", node `{n}`"));
                 format!(
-                    "step {} waits for step {} workgroups {} ({})",
+                    "step {} waits for step {} workgroups {} ({}{node})",
                     t.to,
                     t.from,
                     t.producers.describe(),
