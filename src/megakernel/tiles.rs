@@ -558,7 +558,11 @@ pub fn tile_dep(
         set = set.union(s);
         if set != before {
             reason = format!("{at}: producers {}", set.describe());
-            node = n.or(node);
+            // The node that justified the boundary: the access that added fixed workgroups
+            // (a window alone only stands in until one does).
+            if !matches!(s, ProducerSet::Window { .. }) || node.is_none() {
+                node = n.or(node);
+            }
         }
         if set == ProducerSet::All {
             reason = format!("{at}: producers all");

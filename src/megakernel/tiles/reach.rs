@@ -292,3 +292,7 @@ fn pair(x: Reach, ga: u64, y: Reach, gb: u64) -> Result<ProducerSet, String> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "reach_props.rs"]
+mod props;
