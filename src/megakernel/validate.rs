@@ -9,7 +9,9 @@
 //! - every task of every step is assigned exactly once;
 //! - every wait names a producer step that runs before its consumer step;
 //! - the waits cover the required producer sets ([`super::tiles::TileDep`]) of every consumer
-//!   workgroup (a dropped wait or a producer set that is too small breaks the semantics);
+//!   workgroup (a dropped wait or a producer set that is too small breaks the semantics),
+//!   directly or through a chain of waits (`chains`: a wait that others imply may be left
+//!   out);
 //! - running it, with every block resident and any interleaving, finishes: the simulation
 //!   runs every block as far as its waits allow until no block can move; a block left waiting
 //!   is a deadlock (a cycle, a wait that nothing satisfies, or a block waiting on a task
@@ -332,7 +334,11 @@ fn check_waits(s: &Schedule) -> Result<(), ScheduleError> {
     Ok(())
 }
 
-fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
+/// Checks that the waits of `s` (and its folds) order every consumer task of `required` after
+/// each producer task it needs: directly, or through a chain of waits (see `chains`). Only
+/// `steps`, `waits` and `folds` of `s` are read, so a planner can ask whether a wait may be
+/// left out before any task is placed.
+pub fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
     for d in required
         .iter()
         .filter(|d| d.producers != ProducerSet::Empty)
@@ -360,17 +366,34 @@ fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleErro
             .collect();
         // Sets that do not move with the consumer workgroup give the same answer for all.
         let fixed = !d.producers.moves() && have.iter().all(|h| !h.moves());
-        let consumers = if fixed { gb.min(1) } else { gb };
         let mut ranges = Vec::with_capacity(have.len());
-        for q in 0..consumers {
+        let mut chains: Option<chains::Chains> = None;
+        for q in 0..gb {
             ranges.clear();
             ranges.extend(have.iter().flat_map(|h| h.ranges(q, ga)));
             // The first producer workgroup of `need` that no wait covers.
-            let missing = d
+            let mut missing = d
                 .producers
                 .ranges(q, ga)
                 .into_iter()
                 .find_map(|need| uncovered(need, &mut ranges));
+            if missing.is_none() && fixed {
+                // The same need and the same waits for every consumer.
+                break;
+            }
+            if missing.is_some() {
+                // Not waited for directly: maybe through a chain of waits.
+                let c = chains.get_or_insert_with(|| {
+                    chains::Chains::new(&s.steps, &s.waits, &s.folds, d.from)
+                });
+                if let Some(mut reach) = c.reach(d.to, q) {
+                    missing = d
+                        .producers
+                        .ranges(q, ga)
+                        .into_iter()
+                        .find_map(|need| uncovered(need, &mut reach));
+                }
+            }
             if let Some(p) = missing {
                 return fail(
                     format!(
@@ -580,6 +603,8 @@ fn deadlock(
     }
     "deadlock: no block can move".to_string()
 }
+
+mod chains;
 
 #[cfg(test)]
 #[path = "validate_tests.rs"]
