@@ -215,7 +215,13 @@ fn wrap(
     }
     let (k0, k1) = (a / n, b / n);
     if k1 - k0 >= MAX_SEGMENTS {
-        return Err(format!("it wraps {} times", k1 - k0));
+        // Wrapped many times (a buffer much shorter than the launch): every element of it,
+        // from the workgroups that take this value.
+        out.push(Reach::Fixed {
+            elems: (0, n - 1),
+            wgs,
+        });
+        return Ok(());
     }
     let g = i128::from(ctx.grid());
     let seg = |k: i128| (a.max(k * n), b.min(k * n + n - 1));

@@ -191,7 +191,11 @@ proptest! {
         let s = shape(wg, [g, 1, 1]);
         let d = tile_dep(&p, &[s, s], 0, 1).expect("tile dependence");
         check(d.producers, &brute(w, g, n, |t| t, |t| f.eval(t, n)), u64::from(g))?;
-        prop_assert!(d.producers != ProducerSet::All, "{f:?}: {}", d.reason);
+        // `rem(gid + n - a, n)` with `a > n` wraps below 0 at 2^32: really unknown.
+        let wraps_below = matches!(f, F::WrapBack { a } if a > n);
+        if !wraps_below {
+            prop_assert!(d.producers != ProducerSet::All, "{f:?}: {}", d.reason);
+        }
     }
 
     /// The producer reads through the index and the consumer overwrites `gid` (write after
