@@ -83,11 +83,8 @@ impl F {
             }
             F::Min { a, d } => g.wrapping_add(a).min(n.wrapping_sub(1 + d)),
             F::Max { k, a } => g.max(k).wrapping_sub(a),
-            F::Clamp { a, b } => g
-                .wrapping_add(a)
-                .wrapping_sub(b)
-                .max(0)
-                .min(n.wrapping_sub(1)),
+            // `max(x, 0)` of a u32 is `x`: the lower clamp only matters for signed indices.
+            F::Clamp { a, b } => g.wrapping_add(a).wrapping_sub(b).min(n.wrapping_sub(1)),
             F::Wrap { a } => g.wrapping_add(a) % n,
             F::WrapBack { a } => g.wrapping_add(n).wrapping_sub(a) % n,
         }
