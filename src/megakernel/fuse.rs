@@ -359,7 +359,9 @@ pub fn fuse_group(
             .iter()
             .map(|&k| (k, shapes[k].workgroups()))
             .collect();
-        super::emitted::check_emitted(&kernel, &steps, deps).map_err(|e| {
+        // Every dependence: those with waits and those the waits imply.
+        let required: Vec<_> = deps.iter().chain(&spec.implied).cloned().collect();
+        super::emitted::check_emitted(&kernel, &steps, &required).map_err(|e| {
             err(
                 format!("{group}: the dataflow schedule is refused: {}", e.message),
                 e.fix,

@@ -200,6 +200,7 @@ impl Group {
             persistent_blocks: (self.kind == GroupKind::Megakernel)
                 .then_some(self.coresident_blocks),
             dataflow: None,
+            implied: Vec::new(),
             no_prefetch: false,
         }
     }
@@ -225,6 +226,12 @@ impl Group {
                     .flat_map(|b| b.waits.iter().cloned())
                     .collect(),
             );
+            spec.implied = self
+                .dataflow
+                .boundaries
+                .iter()
+                .flat_map(|b| b.implied.iter().cloned())
+                .collect();
         }
         spec
     }

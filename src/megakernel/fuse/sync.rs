@@ -38,7 +38,7 @@ pub const FOLD_SPREAD: u32 = 16;
 /// softmax by 1.0 us, reduce + normalise by 0.6 us and hist_equalize_shared by 0.5 us.
 pub const FOLD_SPREAD_FROM_BLOCKS: u32 = 1536;
 
-use super::super::tiles::{ProducerSet, TileDep};
+use super::super::tiles::{ProducerSet, SyncLabel, TileDep};
 use super::rewrite;
 
 /// Where one step's completion goes.
@@ -127,6 +127,15 @@ impl SyncLayout {
                 ProducerSet::Window { lo, hi } => {
                     i32::try_from(lo).is_ok() && i32::try_from(hi).is_ok()
                 }
+                ProducerSet::WindowBoundary { lo, hi, edges } => {
+                    i32::try_from(lo).is_ok()
+                        && i32::try_from(hi).is_ok()
+                        && edges
+                            .into_iter()
+                            .flatten()
+                            .all(|e| u32::try_from(e[1]).is_ok())
+                        && d.label != SyncLabel::AllToAll
+                }
                 ProducerSet::Range { first, last } => {
                     u32::try_from(first).is_ok() && u32::try_from(last).is_ok()
                 }
@@ -139,6 +148,18 @@ impl SyncLayout {
                 Need::Flags(ProducerSet::Range { first: 0, last: 0 })
             } else if covers_all || !window_fits {
                 Need::Count
+            } else if let ProducerSet::WindowBoundary { lo, hi, edges } = d.producers {
+                // The window's flags, then each boundary range's: separate waits, which the
+                // plan validator joins when it checks coverage.
+                needs.push((d.from, d.to, Need::Flags(ProducerSet::Window { lo, hi })));
+                for [first, last] in edges.into_iter().flatten() {
+                    needs.push((
+                        d.from,
+                        d.to,
+                        Need::Flags(ProducerSet::Range { first, last }),
+                    ));
+                }
+                continue;
             } else {
                 Need::Flags(d.producers)
             };
