@@ -21,8 +21,8 @@ step() { # name, timeout seconds, command...
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$DIR/gpu.txt" 2>&1
 cat "$DIR/gpu.txt"
 P=fixtures/pipelines/softmax.json
-step selftest_barrier 240 "$BIN" selftest --sync barrier
-step selftest_dataflow 240 "$BIN" selftest --sync dataflow --no-faults
+# Fixtures and pipelines (each pipeline in both sync forms), inspector-vs-run, faults.
+step selftest 300 "$BIN" selftest
 for s in barrier dataflow; do
   step run_softmax_$s 60 "$BIN" run $P --backend cuda --both --repeat 20 --sync $s
   step tui_softmax_run_$s 90 "$BIN" tui $P --sync $s --keys "4 r" --snapshot "$DIR/tui_softmax_run_$s.txt"
@@ -37,4 +37,5 @@ step tune_reduce_gpu 120 "$BIN" tune $R --fresh
 step tune_reduce_offline 120 "$BIN" tune $R --offline
 step run_reduce_wg128 60 "$BIN" run $R --backend cuda --workgroup 128,1,1
 step fuzz_pipelines 240 "$BIN" selftest --fuzz-pipelines 60 --seed 7 --out "$DIR/fuzz_pipelines"
+step fuzz_pipelines_dataflow 240 "$BIN" selftest --fuzz-pipelines 60 --seed 7 --sync dataflow --out "$DIR/fuzz_pipelines_dataflow"
 step fuzz_programs 240 "$BIN" selftest --fuzz 300 --seed 7 --out "$DIR/fuzz_programs"
