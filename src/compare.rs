@@ -161,8 +161,20 @@ pub struct TotalsPair {
     pub new: Totals,
 }
 
+/// Whether a side is assembled and disassembled for its SASS figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SassFigures {
+    /// Not at all (`--no-sass`): the SASS columns are null. ptxas and nvdisasm cost far more
+    /// than the rest of a comparison on a long Program (minutes at thousands of statements).
+    Skip,
+    /// When ptxas and nvdisasm are there; null figures otherwise.
+    IfAvailable,
+    /// Always (`--level sass`): missing tools or a failed disassembly are an error.
+    Required,
+}
+
 /// Loads and lowers one side; `sm` is the target unless the spec names one.
-pub fn lower(v: &Variant, sm: u32, need_sass: bool) -> Result<Side, CompareError> {
+pub fn lower(v: &Variant, sm: u32, sass: SassFigures) -> Result<Side, CompareError> {
     let program = crate::ir::load_program(&v.file).map_err(|e| CompareError::Load(e.into()))?;
     let opts = EmitOptions {
         sm: v.sm.unwrap_or(sm),
@@ -176,15 +188,18 @@ pub fn lower(v: &Variant, sm: u32, need_sass: bool) -> Result<Side, CompareError
         side: v.label.clone(),
         source: e,
     })?;
-    let sass = match crate::sass::disassemble(&kernel, opts.sm) {
-        Ok(l) => Some(l),
-        Err(e) if need_sass => {
-            return Err(CompareError::Sass {
-                side: v.label.clone(),
-                source: e,
-            })
-        }
-        Err(_) => None,
+    let sass = match sass {
+        SassFigures::Skip => None,
+        mode => match crate::sass::disassemble(&kernel, opts.sm) {
+            Ok(l) => Some(l),
+            Err(e) if mode == SassFigures::Required => {
+                return Err(CompareError::Sass {
+                    side: v.label.clone(),
+                    source: e,
+                })
+            }
+            Err(_) => None,
+        },
     };
     Ok(Side {
         label: v.label.clone(),
@@ -330,19 +345,31 @@ pub fn compare(old: &Side, new: &Side, level: Level, caps: &DeviceCaps) -> Compa
     }
 }
 
-/// Loads, lowers and compares `old` and `new` (specs as on the command line).
+/// Loads, lowers and compares `old` and `new` (specs as on the command line). `sass` is
+/// raised to [`SassFigures::Required`] at `--level sass`.
 pub fn run(
     old: &str,
     new: &str,
     level: Level,
     sm: u32,
+    sass: SassFigures,
     caps: &DeviceCaps,
 ) -> Result<Comparison, CompareError> {
     let (o, n) = (Variant::parse(old)?, Variant::parse(new)?);
-    let need_sass = level == Level::Sass;
-    let old = lower(&o, sm, need_sass)?;
-    let new = lower(&n, sm, need_sass)?;
-    Ok(compare(&old, &new, level, caps))
+    let sass = if level == Level::Sass {
+        SassFigures::Required
+    } else {
+        sass
+    };
+    // The two sides are independent and each may wait on ptxas and nvdisasm for most of the
+    // comparison's time, so they are lowered side by side.
+    let (old, new) = std::thread::scope(|s| {
+        let new = s.spawn(|| lower(&n, sm, sass));
+        let old = lower(&o, sm, sass);
+        (old, new.join())
+    });
+    let new = new.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    Ok(compare(&old?, &new, level, caps))
 }
 
 /// The file part of a spec, for messages.

@@ -25,6 +25,10 @@ pub struct Args {
     /// Print JSON {"old","new","statements":[{"node","old","new"}],"totals","hunks"}.
     #[arg(long)]
     pub json: bool,
+    /// Leave out the SASS figures (no ptxas, no nvdisasm): on Programs of thousands of
+    /// statements those tools take most of the time.
+    #[arg(long)]
+    pub no_sass: bool,
 }
 
 /// `--level`.
@@ -54,7 +58,18 @@ pub fn run(a: &Args) -> super::Outcome {
             "diff two lowerings of one step's Program (its file in the pipeline's `programs/` folder, e.g. `STEP.json@wg=64 STEP.json`); for the pipeline's fused kernels see `vyrescope emit PIPELINE` and `vyrescope plan PIPELINE`",
         )?;
     }
-    let c = compare::run(&a.old, &a.new, level, a.sm, &caps)?;
+    let sass = if a.no_sass {
+        if level == Level::Sass {
+            return Err(Problem::new(
+                "diff: --level sass needs the SASS that --no-sass leaves out",
+                "drop --no-sass, or diff at --level ptx or --level ir",
+            ));
+        }
+        compare::SassFigures::Skip
+    } else {
+        compare::SassFigures::IfAvailable
+    };
+    let c = compare::run(&a.old, &a.new, level, a.sm, sass, &caps)?;
     let results = [results_of(&a.old), results_of(&a.new)];
     let out = if a.json {
         let mut v = match serde_json::to_value(&c) {

@@ -338,10 +338,32 @@ fn check_waits(s: &Schedule) -> Result<(), ScheduleError> {
 /// `steps`, `waits` and `folds` of `s` are read, so a planner can ask whether a wait may be
 /// left out before any task is placed.
 pub fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
-    for d in required
-        .iter()
-        .filter(|d| d.producers != ProducerSet::Empty)
-    {
+    for d in required {
+        let mut budget = chains::BUDGET;
+        coverage_of(s, d, &mut budget)?;
+    }
+    Ok(())
+}
+
+/// [`check_coverage`] with one work budget for every chain walk of every dependence (in
+/// (step, workgroup) expansions, drawn down as they are made). Past it a dependence that only
+/// a chain would cover counts as uncovered: the answer may be a false "not covered", never a
+/// false "covered". The planner's transitive reduction asks this once per wait it tries to
+/// leave out, so one budget bounds the whole reduction of a group.
+pub fn check_coverage_within(
+    s: &Schedule,
+    required: &[TileDep],
+    budget: &mut u64,
+) -> Result<(), ScheduleError> {
+    for d in required {
+        coverage_of(s, d, budget)?;
+    }
+    Ok(())
+}
+
+/// Whether `d` is covered by the waits of `s`, directly or through chains (within `budget`).
+fn coverage_of(s: &Schedule, d: &TileDep, budget: &mut u64) -> Result<(), ScheduleError> {
+    if d.producers != ProducerSet::Empty {
         let (Some(ga), Some(gb)) = (s.workgroups(d.from), s.workgroups(d.to)) else {
             return fail(
                 format!(
@@ -383,9 +405,11 @@ pub fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), Schedule
             if missing.is_some() {
                 // Not waited for directly: maybe through a chain of waits.
                 let c = chains.get_or_insert_with(|| {
-                    chains::Chains::new(&s.steps, &s.waits, &s.folds, d.from)
+                    chains::Chains::new(&s.steps, &s.waits, &s.folds, d.from, *budget)
                 });
-                if let Some(mut reach) = c.reach(d.to, q) {
+                let reached = c.reach(d.to, q);
+                *budget = c.budget();
+                if let Some(mut reach) = reached {
                     missing = d
                         .producers
                         .ranges(q, ga)

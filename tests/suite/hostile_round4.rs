@@ -190,10 +190,90 @@ fn a_config_names_its_theme_relative_to_its_own_folder() {
 }
 
 // ---- 5. diff of large Programs --------------------------------------------------------------
-// Not fixed yet (issue 35 item 5 stays open): `diff` of a 16,000-statement Program against
-// itself at another workgroup size still grows faster than linearly (release build, loaded
-// 2-core machine: 32 s; debug test build: over 300 s, and 8x the statements cost more than 24x
-// the time). A growth test goes here with the fix.
+
+/// A Program of `n` stores inside one bounds check, each with its own constant (the same
+/// shape `benches/diff.rs` times).
+fn many_statements(n: usize) -> String {
+    let stores: Vec<String> = (0..n)
+        .map(|k| {
+            format!(
+                r#"{{"store": "dst", "index": "i", "value": {{"add": [{{"load": "src", "index": "i"}}, {k}.5]}}}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"format": 1, "name": "many", "workgroup_size": [64, 1, 1],
+  "buffers": [{{"name": "src", "binding": 0, "access": "read", "type": "f32"}},
+              {{"name": "dst", "binding": 1, "access": "write", "type": "f32"}}],
+  "body": [{{"let": "i", "value": {{"gid": "x"}}}},
+           {{"if": {{"lt": ["i", {{"len": "dst"}}]}}, "then": [{}]}}]}}"#,
+        stores.join(", ")
+    )
+}
+
+#[test]
+fn diff_of_a_sixteen_thousand_statement_program_gives_every_row() {
+    // Before the fix this took 84-130 s (every statement searched the PTX text and the source
+    // map anew); the time per statement is measured by `cargo bench --bench diff`, not here.
+    // The limit only turns a hang into a failure. ptxas and nvdisasm are left out with
+    // --no-sass: on 16,000 stores they alone take minutes (NVIDIA's cost).
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("many.json"), many_statements(16_000)).unwrap();
+    let dir = t.path().to_path_buf();
+    let (code, out, err) = within(600, move || {
+        cli(
+            &[
+                "diff",
+                "many.json",
+                "many.json@wg=128",
+                "--json",
+                "--no-sass",
+            ],
+            &dir,
+        )
+    });
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["aligned_by"], "node_id", "{}", v["aligned_by"]);
+    let rows = v["statements"].as_array().unwrap();
+    assert!(rows.len() > 16_000, "{}", rows.len());
+    // Every store's row counts its own PTX instructions on both sides, and no SASS figure was
+    // made.
+    let stores: Vec<_> = rows
+        .iter()
+        .filter(|r| r["old"]["ptx"].as_u64().unwrap_or(0) >= 3)
+        .collect();
+    assert!(
+        stores.len() >= 16_000,
+        "{} rows with a store's instructions",
+        stores.len()
+    );
+    for r in [
+        stores[0],
+        stores[stores.len() / 2],
+        stores[stores.len() - 1],
+    ] {
+        assert_eq!(r["old"]["ptx"], r["new"]["ptx"], "{r}");
+        assert!(
+            r["old"]["sass"].is_null() && r["new"]["sass"].is_null(),
+            "{r}"
+        );
+    }
+    // --no-sass cannot go with a SASS-level diff.
+    let (code, _, err) = cli(
+        &[
+            "diff",
+            "many.json",
+            "many.json@wg=128",
+            "--level",
+            "sass",
+            "--no-sass",
+        ],
+        t.path(),
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("--no-sass") && err.contains("Fix:"), "{err}");
+}
 
 // ---- 3. vyre export of nested loads ---------------------------------------------------------
 

@@ -12,8 +12,9 @@ use std::ops::RangeInclusive;
 
 use super::{Fold, ProducerSet, Wait};
 
-/// Most (step, workgroup) expansions one query may make.
-const BUDGET: u64 = 1 << 22;
+/// Most (step, workgroup) expansions the walks for one dependence may make, unless the
+/// caller shares a budget of its own (`check_coverage_within`).
+pub(super) const BUDGET: u64 = 1 << 22;
 
 /// The tasks of one producer step that tasks of later steps are ordered after.
 pub(super) struct Chains<'a> {
@@ -32,6 +33,7 @@ impl<'a> Chains<'a> {
         waits: &[Wait],
         folds: &[Fold],
         target: usize,
+        budget: u64,
     ) -> Chains<'a> {
         let mut by: BTreeMap<usize, Vec<(usize, ProducerSet)>> = BTreeMap::new();
         for w in waits {
@@ -49,8 +51,13 @@ impl<'a> Chains<'a> {
             waits: by,
             target,
             memo: HashMap::new(),
-            budget: BUDGET,
+            budget,
         }
+    }
+
+    /// What is left of the budget (0 once a walk ran past it).
+    pub(super) fn budget(&self) -> u64 {
+        self.budget
     }
 
     fn position(&self, step: usize) -> Option<usize> {
@@ -81,7 +88,11 @@ impl<'a> Chains<'a> {
                     continue;
                 }
                 for r2 in range {
-                    self.budget = self.budget.checked_sub(1)?;
+                    let Some(left) = self.budget.checked_sub(1) else {
+                        self.budget = 0;
+                        return None;
+                    };
+                    self.budget = left;
                     let more = self.reach(p, r2)?;
                     acc.extend(more);
                 }
