@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod compare;
 pub mod export;
 pub mod files;
+pub mod graph;
 pub mod import;
 pub mod ptx;
 

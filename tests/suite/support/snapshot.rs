@@ -51,7 +51,8 @@ pub fn check(path: &Path, actual: &str, what: &str, module: &str) -> Result<(), 
 }
 
 /// [`check`] for bytes (files that are not text, e.g. vyre wire files): equal or not, with the
-/// same blessing rule and re-run hint.
+/// same blessing rule and re-run hint. Only the vyre wire-file tests use it.
+#[cfg_attr(not(feature = "vyre"), allow(dead_code))]
 pub fn check_bytes(path: &Path, actual: &[u8], what: &str, test: &str) -> Result<(), String> {
     let rerun = format!("VYRESCOPE_BLESS=1 cargo test {test}");
     if blessing() {
