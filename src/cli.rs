@@ -8,7 +8,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::util::{ExitClass, Problem};
+use crate::util::Problem;
 
 /// `print!` for the CLI: through [`write_stdout`], so a closed pipe ends the process quietly.
 macro_rules! out {
@@ -244,7 +244,7 @@ fn inspector(files: &[std::path::PathBuf], opts: &tui::InspectorOpts) -> Outcome
         .map(|c| c.get_name().to_string())
         .collect();
     if let Some(e) = unknown_command::unknown_command(first, &commands) {
-        return Err(Problem::from(e.trim_start_matches("error: ")).with_exit(ExitClass::Usage));
+        return Err(e);
     }
     tui::open(files, opts)
 }

@@ -11,6 +11,7 @@
 //! Invariant: the totals of a side are the figures `emit` and `sass --json` report for that
 //! side alone (they come from the same emission and listing).
 
+use crate::util::HasFix;
 use std::path::Path;
 
 use serde::Serialize;
@@ -44,21 +45,17 @@ pub enum Level {
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
     /// A side's spec is malformed.
-    #[error(transparent)]
     Variant(#[from] VariantError),
-    /// A side's file could not be loaded (the message names the file and has a `Fix:`).
-    #[error("{0}")]
-    Load(String),
+    /// A side's file could not be loaded (the message names the file).
+    Load(crate::util::Problem),
     /// A side could not be emitted.
-    #[error("{side}: {message}")]
     Emit {
         /// The side's label.
         side: String,
-        /// The emitter's error (with its `Fix:`).
-        message: String,
+        /// The emitter's error.
+        source: crate::emit::EmitError,
     },
     /// `--level sass` without the tools, or a failed disassembly.
-    #[error("{side}: {source}")]
     Sass {
         /// The side's label.
         side: String,
@@ -166,8 +163,7 @@ pub struct TotalsPair {
 
 /// Loads and lowers one side; `sm` is the target unless the spec names one.
 pub fn lower(v: &Variant, sm: u32, need_sass: bool) -> Result<Side, CompareError> {
-    let program =
-        crate::ir::load_program(&v.file).map_err(|e| CompareError::Load(e.to_string()))?;
+    let program = crate::ir::load_program(&v.file).map_err(|e| CompareError::Load(e.into()))?;
     let opts = EmitOptions {
         sm: v.sm.unwrap_or(sm),
         workgroup_size: v.workgroup.unwrap_or(program.workgroup_size),
@@ -178,7 +174,7 @@ pub fn lower(v: &Variant, sm: u32, need_sass: bool) -> Result<Side, CompareError
     };
     let kernel = emit(&program, &opts).map_err(|e| CompareError::Emit {
         side: v.label.clone(),
-        message: e.to_string(),
+        source: e,
     })?;
     let sass = match crate::sass::disassemble(&kernel, opts.sm) {
         Ok(l) => Some(l),
@@ -352,6 +348,34 @@ pub fn run(
 /// The file part of a spec, for messages.
 pub fn file_of(spec: &str) -> &Path {
     Path::new(variant::split(spec).0)
+}
+
+impl HasFix for CompareError {
+    fn message(&self) -> String {
+        match self {
+            Self::Variant(e) => crate::util::HasFix::message(e),
+            Self::Load(e) => crate::util::HasFix::message(e),
+            Self::Emit { side, source } => format!("{side}: {}", source.message()),
+            Self::Sass { side, source } => format!("{side}: {}", source.message()),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::Variant(e) => crate::util::HasFix::fix(e),
+            Self::Load(e) => crate::util::HasFix::fix(e),
+            Self::Emit { source, .. } => source.fix(),
+            Self::Sass { source, .. } => source.fix(),
+        }
+    }
+
+    fn problem(&self) -> crate::util::Problem {
+        match self {
+            Self::Variant(e) => crate::util::HasFix::problem(e),
+            Self::Load(e) => crate::util::HasFix::problem(e),
+            _ => crate::util::Problem::located(self.message(), self.fix()),
+        }
+    }
 }
 
 crate::util::problem::into_problem!(CompareError);

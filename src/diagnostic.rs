@@ -87,21 +87,26 @@ fn ser_node<S: serde::Serializer>(n: &Option<NodeId>, s: S) -> Result<S::Ok, S::
     s.serialize_str(n.as_deref().unwrap_or("program"))
 }
 
-impl std::fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Diagnostic {
+    /// The text form without its `Fix:` line: `severity[code] node: message`.
+    pub fn headline(&self) -> String {
         let sev = match self.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
             Severity::Info => "info",
         };
-        write!(
-            f,
-            "{sev}[{}] {}: {}\n  Fix: {}",
+        format!(
+            "{sev}[{}] {}: {}",
             self.code,
             self.node.as_deref().unwrap_or("program"),
-            self.message,
-            self.fix
+            self.message
         )
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\n  Fix: {}", self.headline(), self.fix)
     }
 }
 

@@ -29,11 +29,11 @@
 //!   `uniform`): `.param .u64 param_<name>_ptr` (device pointer) and `.param .u32
 //!   param_<name>_len` (element count). Lengths never come from global memory.
 //! - If the kernel has a grid barrier or dataflow waits (`ir::SyncOp`): one more `.param .u64
-//!   param_grid_sync`, a pointer to [`KernelAbi::grid_sync_words`] u32 words, zeroed when
-//!   allocated (2 for the grid barrier: arrival counter, generation; then the dataflow
-//!   counters and flags); the launch must be cooperative. See [`grid_sync`] and `dataflow`.
+//!   param_grid_sync`, a pointer to `KernelAbi::scratch.words` u32 words ([`ScratchLayout`]),
+//!   zeroed when allocated (2 for the grid barrier: arrival counter, generation; then the
+//!   dataflow counters and flags); the launch must be cooperative. See [`grid_sync`] and `dataflow`.
 //! - If the kernel has dataflow flags: then `.param .u32 param_sync_epoch`, the launch's
-//!   epoch (never 0, one more than the previous launch's; [`KernelAbi::sync_epoch`]).
+//!   epoch (never 0, one more than the previous launch's; `KernelAbi::scratch.epoch`).
 //! - Workgroup buffers are static `.shared` arrays `wg_<name>` (no parameter).
 //! - `read`/`uniform` buffers are loaded with `ld.global.nc`.
 //!
@@ -65,7 +65,7 @@
 use serde::Serialize;
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::ir::{ElemType, Program};
+use crate::ir::{ElemType, Program, ScratchLayout};
 
 mod address;
 mod bounds;
@@ -148,24 +148,14 @@ pub struct KernelAbi {
     pub params: Vec<AbiParam>,
     /// Bytes of static `.shared` memory (workgroup buffers and emitter scratch).
     pub static_shared_bytes: u32,
-    /// True when the kernel has a grid barrier: it then takes one more `.u64` parameter, a
-    /// pointer to a zeroed scratch of [`KernelAbi::grid_sync_words`] u32 words, and must be
-    /// launched cooperatively.
+    /// True when the kernel has a grid barrier or dataflow statements: it then takes one
+    /// more `.u64` parameter, a pointer to a zeroed scratch of `scratch.words` u32 words, and
+    /// must be launched cooperatively.
     pub grid_sync: bool,
-    /// Scratch words the grid barrier needs (0 without one).
-    pub grid_sync_words: u32,
-    /// True when the kernel takes `param_sync_epoch` (`.u32`, after the scratch pointer):
-    /// its dataflow flags hold the launch's epoch, which must differ from every earlier
-    /// launch's since the scratch was last zeroed and never be 0.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub sync_epoch: bool,
-    /// One past the highest scratch word used as a dataflow counter (0: none). A counter's
-    /// low 31 bits must be clear when the launch starts (`dataflow`).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub sync_counters_end: u32,
-    /// The lowest scratch word used as a dataflow flag, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync_flags_start: Option<u32>,
+    /// The scratch words the kernel uses (all zero without a grid barrier); with
+    /// `scratch.epoch` it takes `param_sync_epoch` (`.u32`, after the scratch pointer).
+    #[serde(flatten)]
+    pub scratch: ScratchLayout,
     /// Block shape the kernel was emitted for (it must be launched with exactly this).
     pub workgroup_size: [u32; 3],
     /// Timeline records (`emit --timeline`): the kernel then takes one more `.u64`, the
@@ -233,9 +223,6 @@ pub struct EmittedKernel {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmitError {
     /// The Program has validation errors: the first one, with its code and node.
-    #[error(
-        "program `{program}` is not valid (`vyrescope check` lists every error): {diagnostic}"
-    )]
     Invalid {
         /// The Program's name.
         program: String,
@@ -243,16 +230,12 @@ pub enum EmitError {
         diagnostic: Box<Diagnostic>,
     },
     /// Unsupported target.
-    #[error("unsupported target sm_{0}\n  Fix: use one of 70, 75, 80, 86, 89, 90")]
     Target(u32),
     /// Unusable workgroup size.
-    #[error("workgroup size {0:?} is not launchable (each axis >= 1, at most 1024 threads, z <= 64)\n  Fix: pass a workgroup size such as 256,1,1")]
     Workgroup([u32; 3]),
     /// A construct the emitter does not lower.
-    #[error("cannot emit {0}\n  Fix: rewrite the Program without it")]
     Unsupported(String),
     /// An emitter invariant broke (a bug, or a Program the validator should have rejected).
-    #[error("internal emitter error: {0}\n  Fix: report this with the Program file")]
     Internal(String),
 }
 
@@ -372,17 +355,8 @@ fn emit_inner(
 fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let prog = w.prog;
     let opts = w.opts;
-    let grid_sync = w.special.contains_key("has_grid_barrier");
-    // Dataflow flags and counters extend the grid-barrier scratch (see `dataflow`).
-    let sync_words: u32 = w
-        .special
-        .get("sync_words")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let word = |key: &str| w.special.get(key).and_then(|s| s.parse::<u32>().ok());
-    let sync_flags_start = word("sync_flags_start");
-    let sync_counters_end = word("sync_counters_end").unwrap_or(0);
-    let sync_epoch = w.special.contains_key("sync_epoch");
+    let scratch = w.out.scratch;
+    let grid_sync = scratch.used();
     let timeline = w.timeline_spec().cloned();
     let hosts = prog.host_buffers();
     let params: Vec<AbiParam> = hosts
@@ -444,10 +418,10 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
         out.push(format!(
             "//   {:<24} .u64  grid-barrier scratch: {} zeroed u32 words; cooperative launch",
             grid_sync::GRID_SYNC_PARAM,
-            grid_sync::GRID_SYNC_WORDS.max(sync_words)
+            scratch.words
         ));
     }
-    if sync_epoch {
+    if scratch.epoch {
         out.push(format!(
             "//   {:<24} .u32  launch epoch: what a dataflow flag holds once set",
             dataflow::SYNC_EPOCH_PARAM
@@ -488,7 +462,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     if grid_sync {
         plist.push(format!("\t.param .u64 {}", grid_sync::GRID_SYNC_PARAM));
     }
-    if sync_epoch {
+    if scratch.epoch {
         plist.push(format!("\t.param .u32 {}", dataflow::SYNC_EPOCH_PARAM));
     }
     if timeline.is_some() {
@@ -504,7 +478,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
 
     // Body lines with owners: declarations and prologue, statements, epilogue.
     let mut owned: Vec<(String, usize, LineKind)> = Vec::new();
-    for d in w.regs.declarations() {
+    for d in w.out.regs.declarations() {
         owned.push((d, writer::PROLOGUE, LineKind::Directive));
     }
     for (n, e, c) in &shared {
@@ -546,12 +520,15 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     let source_map = source_map::build(
         attributions
             .iter()
-            .map(|(l, o)| (*l, w.owners[*o].as_str())),
+            .map(|(l, o)| (*l, w.owners.names[*o].as_str())),
     );
     let mut ptx = out.join("\n");
     ptx.push('\n');
-    let virtual_registers = regs::RegClass::ALL.iter().map(|c| w.regs.count(*c)).sum();
-    let mut stats = w.stats.clone();
+    let virtual_registers = regs::RegClass::ALL
+        .iter()
+        .map(|c| w.out.regs.count(*c))
+        .sum();
+    let mut stats = w.out.stats.clone();
     stats.instructions = instructions;
     stats.virtual_registers = virtual_registers;
     stats.lines = out.len() as u32;
@@ -563,14 +540,7 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
             params,
             static_shared_bytes: shared_bytes,
             grid_sync,
-            grid_sync_words: if grid_sync {
-                grid_sync::GRID_SYNC_WORDS.max(sync_words)
-            } else {
-                0
-            },
-            sync_epoch,
-            sync_counters_end,
-            sync_flags_start,
+            scratch,
             workgroup_size: opts.workgroup_size,
             timeline,
         },
@@ -578,8 +548,26 @@ fn assemble(mut w: Writer<'_>, isa: &str) -> EmittedKernel {
     }
 }
 
-crate::util::problem::into_problem!(EmitError);
+impl crate::util::HasFix for EmitError {
+    fn message(&self) -> String {
+        match self {
+            Self::Invalid { program, diagnostic } => format!("program `{program}` is not valid (`vyrescope check` lists every error): {}", diagnostic.headline()),
+            Self::Target(a0) => format!("unsupported target sm_{a0}"),
+            Self::Workgroup(a0) => format!("workgroup size {a0:?} is not launchable (each axis >= 1, at most 1024 threads, z <= 64)"),
+            Self::Unsupported(a0) => format!("cannot emit {a0}"),
+            Self::Internal(a0) => format!("internal emitter error: {a0}"),
+        }
+    }
 
-fn is_zero(v: &u32) -> bool {
-    *v == 0
+    fn fix(&self) -> String {
+        match self {
+            Self::Invalid { diagnostic, .. } => diagnostic.fix.clone(),
+            Self::Target(_) => "use one of 70, 75, 80, 86, 89, 90".to_string(),
+            Self::Workgroup(_) => "pass a workgroup size such as 256,1,1".to_string(),
+            Self::Unsupported(_) => "rewrite the Program without it".to_string(),
+            Self::Internal(_) => "report this with the Program file".to_string(),
+        }
+    }
 }
+
+crate::util::problem::into_problem!(EmitError);

@@ -112,7 +112,6 @@ pub struct PreparedRun {
 
 /// Why inputs could not be prepared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
 pub struct InputError {
     /// What is wrong (names the buffer / file).
     pub message: String,
@@ -474,7 +473,17 @@ pub fn prepare_file(
     Ok((program, run))
 }
 
-crate::util::problem::into_problem!(InputError; fix);
+impl crate::util::HasFix for InputError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(InputError);
 
 #[cfg(test)]
 mod tests;

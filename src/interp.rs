@@ -128,16 +128,30 @@ impl InterpError {
     }
 }
 
-impl std::fmt::Display for InterpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(node) = &self.node {
-            write!(f, "{node}: ")?;
+impl std::error::Error for InterpError {}
+
+impl crate::util::HasFix for InterpError {
+    fn message(&self) -> String {
+        match &self.node {
+            Some(node) => format!("{node}: {}", self.message),
+            None => self.message.clone(),
         }
-        write!(f, "{}\n  Fix: {}", self.message, self.fix)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+
+    fn problem(&self) -> crate::util::Problem {
+        let p = crate::util::Problem::located(self.message(), self.fix());
+        match &self.node {
+            Some(node) => p.on_node(node.to_string()),
+            None => p,
+        }
     }
 }
 
-impl std::error::Error for InterpError {}
+crate::util::problem::into_problem!(InterpError);
 
 /// Interpreter settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,16 +372,6 @@ fn run_units(
         invocations: shape.invocations(),
         fuel_used: fuel.used.load(Ordering::Relaxed),
     })
-}
-
-impl From<InterpError> for crate::util::Problem {
-    fn from(e: InterpError) -> Self {
-        let mut p = crate::util::Problem::with_known_fix(&e.to_string(), &e.fix);
-        if let Some(node) = &e.node {
-            p = p.on_node(node.to_string());
-        }
-        p
-    }
 }
 
 #[cfg(test)]

@@ -25,9 +25,7 @@ pub use parse::{load_program, load_source, parse_program, ParseError, Source};
 pub use pipeline::{Pipeline, PipelineBuffer, Step};
 pub use pipeline_parse::{is_pipeline_file, load_pipeline, looks_like_pipeline, parse_pipeline};
 pub use run_spec::*;
-pub use sync::{
-    spread_word, BlockTasks, SyncOp, WaitOn, SPREAD_STRIDE, SYNC_FIRST_WORD, SYNC_FLAG_FIRST_WORD,
-};
+pub use sync::{BlockTasks, ScratchLayout, SyncOp, WaitOn};
 pub use types::*;
 pub use typing::{elaborate, expr_type, is_bare};
 pub use walk::walk_exprs;

@@ -80,6 +80,11 @@ pub struct FusedGroupSpec {
     /// completion flags and counters (see `fuse`); `None`: grid barriers.
     #[serde(default)]
     pub dataflow: Option<Vec<tiles::TileDep>>,
+    /// Dependences with no wait of their own, implied by the waits of `dataflow` through
+    /// chains of waits (see `dataflow`): fusion emits no wait for them, and the schedule
+    /// check proves them all the same.
+    #[serde(default)]
+    pub implied: Vec<tiles::TileDep>,
     /// Keep every load in its task: no loads issued ahead of a dataflow wait (`fuse`'s
     /// prefetch). The runtime sets it when the prefetching kernel would keep fewer blocks
     /// resident than the kernel without (its registers).

@@ -50,7 +50,6 @@ use driver::{Context, Device, Event, Stream};
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RuntimeError {
     /// `libcuda` could not be loaded.
-    #[error("no CUDA driver found ({lib}): {reason}\n  Fix: run on a machine with an NVIDIA driver; offline features (check, print, emit, occupancy --device) work without one")]
     NoDriver {
         /// Library name tried.
         lib: String,
@@ -58,7 +57,6 @@ pub enum RuntimeError {
         reason: String,
     },
     /// The driver loaded but there is no usable device.
-    #[error("no CUDA device {ordinal} ({detail})\n  Fix: check `nvidia-smi` and CUDA_VISIBLE_DEVICES; offline features work without a GPU")]
     NoDevice {
         /// Ordinal asked for.
         ordinal: u32,
@@ -66,7 +64,6 @@ pub enum RuntimeError {
         detail: String,
     },
     /// A driver call failed.
-    #[error("{err}\n  Fix: {fix}")]
     Driver {
         /// The failed call.
         err: Box<DriverError>,
@@ -74,7 +71,6 @@ pub enum RuntimeError {
         fix: String,
     },
     /// The JIT rejected the PTX; the error log is kept whole.
-    #[error("JIT of kernel `{kernel}` failed: {err}\n{log}\n  Fix: the PTX is invalid for this device; the log above names the PTX line (see `vyrescope emit --map`)")]
     Jit {
         /// Kernel name.
         kernel: String,
@@ -84,7 +80,6 @@ pub enum RuntimeError {
         log: String,
     },
     /// A kernel faulted; the context was recreated.
-    #[error("kernel `{kernel}` faulted: {what} ({err}); the CUDA context was recreated, later dispatches work\n  Fix: {fix}")]
     Fault {
         /// Kernel name.
         kernel: String,
@@ -96,7 +91,6 @@ pub enum RuntimeError {
         fix: String,
     },
     /// A kernel faulted and the driver refused a fresh context afterwards.
-    #[error("kernel `{kernel}` faulted: {what} ({err}); recreating the CUDA context failed: {recovery}\n  Fix: the driver keeps this process's GPU state poisoned after such a fault; restart vyrescope")]
     FaultUnrecovered {
         /// Kernel name.
         kernel: String,
@@ -108,10 +102,8 @@ pub enum RuntimeError {
         recovery: String,
     },
     /// An earlier sticky fault left this process unable to create a CUDA context.
-    #[error("the GPU state of this process was poisoned by an earlier fault ({0}); the driver refuses new contexts\n  Fix: restart vyrescope (a fault in an emitted kernel is a vyrescope bug: please report it)")]
     Poisoned(String),
     /// A kernel ran longer than the timeout; the context was recreated.
-    #[error("kernel `{kernel}` did not finish within {timeout_ms} ms; the CUDA context was recreated (recovery took {recover_ms:.0} ms)\n  Fix: raise --timeout, or shrink the grid / loop bounds")]
     Timeout {
         /// Kernel name.
         kernel: String,
@@ -121,7 +113,6 @@ pub enum RuntimeError {
         recover_ms: f64,
     },
     /// A grid barrier needs more blocks resident at once than the device holds.
-    #[error("kernel `{kernel}` has a grid barrier and needs all {grid_blocks} workgroups resident at once, but only {max_blocks} fit ({per_sm} per SM x {sms} SMs at {block} threads and {regs} registers per thread)\n  Fix: launch at most {max_blocks} workgroups (--grid {max_blocks}) and loop over the data inside the kernel")]
     CoResidency {
         /// Kernel name.
         kernel: String,
@@ -139,26 +130,19 @@ pub enum RuntimeError {
         regs: u32,
     },
     /// The launch is impossible on this device or with this kernel.
-    #[error("{0}")]
-    Launch(String),
+    Launch(crate::util::Problem),
     /// Host buffers do not match the kernel's ABI.
-    #[error("{0}")]
-    Abi(String),
+    Abi(crate::util::Problem),
     /// Resident buffers belong to a context that no longer exists.
-    #[error("resident buffers were lost when the CUDA context was recreated after a fault\n  Fix: upload the buffers again")]
     StaleResident,
     /// Emission failed.
-    #[error("{0}")]
     Emit(#[from] crate::emit::EmitError),
     /// Inputs could not be prepared.
-    #[error("{0}")]
     Input(#[from] crate::inputs::InputError),
     /// The reference interpreter failed.
-    #[error("{0}")]
     Interp(#[from] crate::interp::InterpError),
     /// A kernel faulted in the GPU worker process; that worker exited and the next request
     /// starts a fresh one (see [`worker`]).
-    #[error("kernel `{kernel}` faulted: {what} ({driver}); the GPU worker process (pid {pid}) that ran it exited, and the next GPU request recreates the CUDA context in a fresh worker process\n  Fix: {fix}")]
     WorkerFault {
         /// Kernel name.
         kernel: String,
@@ -172,7 +156,6 @@ pub enum RuntimeError {
         pid: u32,
     },
     /// The GPU worker process died (end of output, a signal) during a request.
-    #[error("the GPU worker process (pid {pid}) died during {request}: {status}{words}; the next GPU request starts a fresh worker\n  Fix: {fix}", words = if last_words.is_empty() { String::new() } else { format!("; its last words: {last_words}") })]
     WorkerDied {
         /// The worker.
         pid: u32,
@@ -186,7 +169,6 @@ pub enum RuntimeError {
         fix: String,
     },
     /// The GPU worker process did not answer in time and was killed.
-    #[error("the GPU worker process (pid {pid}) did not finish {request} within {waited_ms} ms (the kernel time its timeout allows plus a {margin_ms} ms margin); it was killed, and the next GPU request starts a fresh worker\n  Fix: a kernel may be stuck in an endless loop: lower its loop bounds or grid, or give it a larger --timeout")]
     WorkerHung {
         /// The worker.
         pid: u32,
@@ -198,11 +180,9 @@ pub enum RuntimeError {
         margin_ms: u64,
     },
     /// The GPU worker process could not be started or spoke nonsense.
-    #[error("{0}")]
-    Worker(String),
+    Worker(crate::util::Problem),
     /// Anything else (I/O of dumps, caches).
-    #[error("{0}")]
-    Other(String),
+    Other(crate::util::Problem),
 }
 
 impl RuntimeError {
@@ -423,9 +403,10 @@ impl Runtime {
                     .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
                 Ok(s)
             }
-            None => Err(RuntimeError::Other(
-                "no CUDA context\n  Fix: retry the command".into(),
-            )),
+            None => Err(RuntimeError::Other(crate::util::Problem::new(
+                "no CUDA context",
+                "retry the command",
+            ))),
         }
     }
 
@@ -489,6 +470,71 @@ impl Runtime {
             }
         } else {
             RuntimeError::driver(err, GENERIC_FIX)
+        }
+    }
+}
+
+impl crate::util::HasFix for RuntimeError {
+    fn message(&self) -> String {
+        match self {
+            Self::NoDriver { lib, reason, .. } => format!("no CUDA driver found ({lib}): {reason}"),
+            Self::NoDevice { ordinal, detail, .. } => format!("no CUDA device {ordinal} ({detail})"),
+            Self::Driver { err, .. } => err.to_string(),
+            Self::Jit { kernel, err, log, .. } => format!("JIT of kernel `{kernel}` failed: {err}\n{log}"),
+            Self::Fault { kernel, what, err, .. } => format!("kernel `{kernel}` faulted: {what} ({err}); the CUDA context was recreated, later dispatches work"),
+            Self::FaultUnrecovered { kernel, what, err, recovery, .. } => format!("kernel `{kernel}` faulted: {what} ({err}); recreating the CUDA context failed: {recovery}"),
+            Self::Poisoned(a0) => format!("the GPU state of this process was poisoned by an earlier fault ({a0}); the driver refuses new contexts"),
+            Self::Timeout { kernel, timeout_ms, recover_ms, .. } => format!("kernel `{kernel}` did not finish within {timeout_ms} ms; the CUDA context was recreated (recovery took {recover_ms:.0} ms)"),
+            Self::CoResidency { kernel, grid_blocks, max_blocks, per_sm, sms, block, regs, .. } => format!("kernel `{kernel}` has a grid barrier and needs all {grid_blocks} workgroups resident at once, but only {max_blocks} fit ({per_sm} per SM x {sms} SMs at {block} threads and {regs} registers per thread)"),
+            Self::Launch(e) => crate::util::HasFix::message(e),
+            Self::Abi(e) => crate::util::HasFix::message(e),
+            Self::StaleResident => "resident buffers were lost when the CUDA context was recreated after a fault".to_string(),
+            Self::Emit(e) => crate::util::HasFix::message(e),
+            Self::Input(e) => crate::util::HasFix::message(e),
+            Self::Interp(e) => crate::util::HasFix::message(e),
+            Self::WorkerFault { kernel, what, driver, pid, .. } => format!("kernel `{kernel}` faulted: {what} ({driver}); the GPU worker process (pid {pid}) that ran it exited, and the next GPU request recreates the CUDA context in a fresh worker process"),
+            Self::WorkerDied { pid, request, status, last_words, .. } => format!("the GPU worker process (pid {pid}) died during {request}: {status}{words}; the next GPU request starts a fresh worker", words = if last_words.is_empty() { String::new() } else { format!("; its last words: {last_words}") }),
+            Self::WorkerHung { pid, request, waited_ms, margin_ms, .. } => format!("the GPU worker process (pid {pid}) did not finish {request} within {waited_ms} ms (the kernel time its timeout allows plus a {margin_ms} ms margin); it was killed, and the next GPU request starts a fresh worker"),
+            Self::Worker(e) => crate::util::HasFix::message(e),
+            Self::Other(e) => crate::util::HasFix::message(e),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::NoDriver { .. } => "run on a machine with an NVIDIA driver; offline features (check, print, emit, occupancy --device) work without one".to_string(),
+            Self::NoDevice { .. } => "check `nvidia-smi` and CUDA_VISIBLE_DEVICES; offline features work without a GPU".to_string(),
+            Self::Driver { fix, .. } => fix.to_string(),
+            Self::Jit { .. } => "the PTX is invalid for this device; the log above names the PTX line (see `vyrescope emit --map`)".to_string(),
+            Self::Fault { fix, .. } => fix.to_string(),
+            Self::FaultUnrecovered { .. } => "the driver keeps this process's GPU state poisoned after such a fault; restart vyrescope".to_string(),
+            Self::Poisoned(_) => "restart vyrescope (a fault in an emitted kernel is a vyrescope bug: please report it)".to_string(),
+            Self::Timeout { .. } => "raise --timeout, or shrink the grid / loop bounds".to_string(),
+            Self::CoResidency { max_blocks, .. } => format!("launch at most {max_blocks} workgroups (--grid {max_blocks}) and loop over the data inside the kernel"),
+            Self::Launch(e) => crate::util::HasFix::fix(e),
+            Self::Abi(e) => crate::util::HasFix::fix(e),
+            Self::StaleResident => "upload the buffers again".to_string(),
+            Self::Emit(e) => crate::util::HasFix::fix(e),
+            Self::Input(e) => crate::util::HasFix::fix(e),
+            Self::Interp(e) => crate::util::HasFix::fix(e),
+            Self::WorkerFault { fix, .. } => fix.to_string(),
+            Self::WorkerDied { fix, .. } => fix.to_string(),
+            Self::WorkerHung { .. } => "a kernel may be stuck in an endless loop: lower its loop bounds or grid, or give it a larger --timeout".to_string(),
+            Self::Worker(e) => crate::util::HasFix::fix(e),
+            Self::Other(e) => crate::util::HasFix::fix(e),
+        }
+    }
+
+    fn problem(&self) -> crate::util::Problem {
+        match self {
+            Self::Launch(e) => crate::util::HasFix::problem(e),
+            Self::Abi(e) => crate::util::HasFix::problem(e),
+            Self::Emit(e) => crate::util::HasFix::problem(e),
+            Self::Input(e) => crate::util::HasFix::problem(e),
+            Self::Interp(e) => crate::util::HasFix::problem(e),
+            Self::Worker(e) => crate::util::HasFix::problem(e),
+            Self::Other(e) => crate::util::HasFix::problem(e),
+            _ => crate::util::Problem::located(self.message(), self.fix()),
         }
     }
 }

@@ -153,8 +153,8 @@ pub fn disassemble(kernel: &EmittedKernel, sm: u32) -> Result<SassListing, SassE
     let ptxas = find_ptxas().ok_or(SassError::Ptxas(PtxasError::NotFound))?;
     let nvdisasm = find_nvdisasm().ok_or(SassError::NvdisasmNotFound)?;
     let tools = ToolVersions {
-        ptxas: tools::tool_version(&ptxas).map_err(PtxasError::Io)?,
-        nvdisasm: tools::tool_version(&nvdisasm).map_err(SassError::Nvdisasm)?,
+        ptxas: tools::tool_version(&ptxas).map_err(|e| PtxasError::Io(e.to_string()))?,
+        nvdisasm: tools::tool_version(&nvdisasm).map_err(|e| SassError::Nvdisasm(e.to_string()))?,
     };
     let key = hash_parts(&[
         kernel.ptx.as_bytes(),
@@ -189,7 +189,8 @@ fn assemble(
     let (log, cubin) = assemble_cubin(ptxas, ptx, sm, true)?;
     let mut resources = parse_verbose(&log)?;
     resources.arch = ptxas_arch(sm);
-    let dir = crate::emit::ptxas::ToolDir::new("vyrescope-sass-").map_err(SassError::Nvdisasm)?;
+    let dir = crate::emit::ptxas::ToolDir::new("vyrescope-sass-")
+        .map_err(|e| SassError::Nvdisasm(e.to_string()))?;
     let res: Result<(String, String), SassError> = (|| {
         let path = dir.path().join("kernel.cubin");
         std::fs::write(&path, &cubin).map_err(|e| SassError::Nvdisasm(e.to_string()))?;

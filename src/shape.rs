@@ -153,15 +153,48 @@ pub struct Workgroup(pub [u32; 3]);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Grid(pub [u32; 3]);
 
+/// A size (workgroup, grid, screen) that cannot be parsed or used: the message names the
+/// text given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ShapeError {
+    /// What is wrong.
+    pub message: String,
+    /// How to write it.
+    pub fix: String,
+}
+
+impl ShapeError {
+    /// What is wrong and how to write it.
+    pub fn new(message: impl Into<String>, fix: impl Into<String>) -> Self {
+        ShapeError {
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+impl crate::util::HasFix for ShapeError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(ShapeError);
+
 /// Splits `s` into one to three positive integers, each at most `max[axis]`.
-fn parse_dims(s: &str, what: &str, max: [u32; 3]) -> Result<[u32; 3], String> {
+fn parse_dims(s: &str, what: &str, max: [u32; 3]) -> Result<[u32; 3], ShapeError> {
     let parts: Vec<&str> = s
         .split(|c: char| c == ',' || c == 'x' || c == 'X' || c.is_whitespace())
         .filter(|p| !p.is_empty())
         .collect();
     if parts.is_empty() || parts.len() > 3 {
-        return Err(format!(
-            "{what} `{s}`: expected X, X,Y or X,Y,Z\n  Fix: write one to three positive integers, e.g. 256,1,1 or 16x16"
+        return Err(ShapeError::new(
+            format!("{what} `{s}`: expected X, X,Y or X,Y,Z"),
+            "write one to three positive integers, e.g. 256,1,1 or 16x16",
         ));
     }
     let mut dims = [1u32; 3];
@@ -169,20 +202,30 @@ fn parse_dims(s: &str, what: &str, max: [u32; 3]) -> Result<[u32; 3], String> {
         let v = match p.parse::<u64>() {
             Ok(v) if v > 0 => v,
             // Digits that do not fit: say it is too large, not that it is not a number.
-            Err(_) if p.chars().all(|c| c.is_ascii_digit()) && !p.trim_start_matches('0').is_empty() => {
+            Err(_)
+                if p.chars().all(|c| c.is_ascii_digit())
+                    && !p.trim_start_matches('0').is_empty() =>
+            {
                 u64::MAX
             }
             _ => {
-                return Err(format!(
-                    "{what} `{s}`: `{p}` is not a positive integer\n  Fix: every axis is at least 1, e.g. 256,1,1"
+                return Err(ShapeError::new(
+                    format!("{what} `{s}`: `{p}` is not a positive integer"),
+                    "every axis is at least 1, e.g. 256,1,1",
                 ))
             }
         };
         if v > u64::from(max[axis]) {
             let name = ["x", "y", "z"][axis];
-            return Err(format!(
-                "{what} `{s}`: {name} = {p} is above CUDA's limit of {} along {name}\n  Fix: use at most {} along {name} (spread the work over other axes)",
-                max[axis], max[axis]
+            return Err(ShapeError::new(
+                format!(
+                    "{what} `{s}`: {name} = {p} is above CUDA's limit of {} along {name}",
+                    max[axis]
+                ),
+                format!(
+                    "use at most {} along {name} (spread the work over other axes)",
+                    max[axis]
+                ),
             ));
         }
         dims[axis] = v as u32;
@@ -191,24 +234,22 @@ fn parse_dims(s: &str, what: &str, max: [u32; 3]) -> Result<[u32; 3], String> {
 }
 
 impl FromStr for Workgroup {
-    type Err = String;
+    type Err = ShapeError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ShapeError> {
         let d = parse_dims(s, "workgroup", MAX_WORKGROUP_DIMS)?;
         let threads: u64 = d.iter().map(|&v| v as u64).product();
         if threads > MAX_WORKGROUP_THREADS {
-            return Err(format!(
-                "workgroup `{s}`: {threads} threads, above CUDA's limit of {MAX_WORKGROUP_THREADS} per workgroup\n  Fix: use at most {MAX_WORKGROUP_THREADS} threads, e.g. 256,1,1 or 32x32"
-            ));
+            return Err(ShapeError::new(format!("workgroup `{s}`: {threads} threads, above CUDA's limit of {MAX_WORKGROUP_THREADS} per workgroup"), format!("use at most {MAX_WORKGROUP_THREADS} threads, e.g. 256,1,1 or 32x32")));
         }
         Ok(Workgroup(d))
     }
 }
 
 impl FromStr for Grid {
-    type Err = String;
+    type Err = ShapeError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ShapeError> {
         parse_dims(s, "grid", MAX_GRID_DIMS).map(Grid)
     }
 }
@@ -221,12 +262,12 @@ impl fmt::Display for Workgroup {
 
 /// [`Workgroup`]'s parser as a plain function (for clap's `value_parser` and the inspector's
 /// prompt).
-pub fn parse_workgroup(s: &str) -> Result<[u32; 3], String> {
+pub fn parse_workgroup(s: &str) -> Result<[u32; 3], ShapeError> {
     s.parse::<Workgroup>().map(|w| w.0)
 }
 
 /// [`Grid`]'s parser as a plain function.
-pub fn parse_grid(s: &str) -> Result<[u32; 3], String> {
+pub fn parse_grid(s: &str) -> Result<[u32; 3], ShapeError> {
     s.parse::<Grid>().map(|g| g.0)
 }
 

@@ -119,7 +119,6 @@ pub struct Decoded {
 
 /// A record buffer that does not fit its launch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("timeline records of launch {launch} (`{kernel}`): {message}\n  Fix: {fix}")]
 pub struct TimelineError {
     /// Launch index.
     pub launch: usize,
@@ -283,4 +282,17 @@ pub fn check(capture: &Capture, d: &Decoded) -> Vec<String> {
     problems
 }
 
-crate::util::problem::into_problem!(TimelineError; fix);
+impl crate::util::HasFix for TimelineError {
+    fn message(&self) -> String {
+        format!(
+            "timeline records of launch {} (`{}`): {}",
+            self.launch, self.kernel, self.message
+        )
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(TimelineError);

@@ -77,19 +77,14 @@ pub struct Options {
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
     /// No program files.
-    #[error("no Program or pipeline files found in the given paths\n  Fix: pass .json Program or pipeline files, or directories holding them")]
     NoFiles,
     /// Bad config file.
-    #[error(transparent)]
     Config(#[from] config::ConfigError),
     /// Bad theme.
-    #[error(transparent)]
     Theme(#[from] theme::ThemeError),
     /// Bad device profile.
-    #[error("{0}")]
-    Device(String),
+    Device(crate::util::Problem),
     /// A `--workgroup` the device cannot launch (refused before any analysis).
-    #[error("--workgroup {x},{y},{z}: {threads} threads per workgroup; {device} allows at most {max}\n  Fix: pass a workgroup whose X*Y*Z is at most {max}", x = .wg[0], y = .wg[1], z = .wg[2])]
     Workgroup {
         /// The size given.
         wg: [u32; 3],
@@ -101,14 +96,10 @@ pub enum TuiError {
         device: String,
     },
     /// Terminal I/O.
-    #[error("terminal error: {0}\n  Fix: run in an interactive terminal (or use --keys/--snapshot for scripts)")]
     Io(#[from] std::io::Error),
-    /// A timeline record file that cannot be read (the message names it and ends with a
-    /// `Fix:`).
-    #[error("--timeline: {0}")]
-    Timeline(String),
+    /// A timeline record file that cannot be read (the message names it).
+    Timeline(crate::util::Problem),
     /// Writing a snapshot failed.
-    #[error("cannot write snapshot {path}: {source}\n  Fix: choose a writable path")]
     Snapshot {
         /// Target.
         path: String,
@@ -262,6 +253,47 @@ pub fn run(opts: &Options) -> Result<(), TuiError> {
     // folders, which the process's exit would leave behind.
     crate::emit::ptxas::stop_all();
     r
+}
+
+impl crate::util::HasFix for TuiError {
+    fn message(&self) -> String {
+        match self {
+            Self::NoFiles => "no Program or pipeline files found in the given paths".to_string(),
+            Self::Config(e) => crate::util::HasFix::message(e),
+            Self::Theme(e) => crate::util::HasFix::message(e),
+            Self::Device(e) => crate::util::HasFix::message(e),
+            Self::Workgroup { wg, threads, max, device, .. } => format!("--workgroup {x},{y},{z}: {threads} threads per workgroup; {device} allows at most {max}", x = wg[0], y = wg[1], z = wg[2]),
+            Self::Io(a0) => format!("terminal error: {a0}"),
+            Self::Timeline(p) => format!("--timeline: {}", p.message),
+            Self::Snapshot { path, source, .. } => format!("cannot write snapshot {path}: {source}"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::NoFiles => {
+                "pass .json Program or pipeline files, or directories holding them".to_string()
+            }
+            Self::Config(e) => crate::util::HasFix::fix(e),
+            Self::Theme(e) => crate::util::HasFix::fix(e),
+            Self::Device(e) => crate::util::HasFix::fix(e),
+            Self::Workgroup { max, .. } => format!("pass a workgroup whose X*Y*Z is at most {max}"),
+            Self::Io(_) => {
+                "run in an interactive terminal (or use --keys/--snapshot for scripts)".to_string()
+            }
+            Self::Timeline(p) => p.fix.clone(),
+            Self::Snapshot { .. } => "choose a writable path".to_string(),
+        }
+    }
+
+    fn problem(&self) -> crate::util::Problem {
+        match self {
+            Self::Config(e) => crate::util::HasFix::problem(e),
+            Self::Theme(e) => crate::util::HasFix::problem(e),
+            Self::Device(e) => crate::util::HasFix::problem(e),
+            _ => crate::util::Problem::located(self.message(), self.fix()),
+        }
+    }
 }
 
 crate::util::problem::into_problem!(TuiError);

@@ -20,7 +20,7 @@ pub use atomic_write::write_atomic;
 pub use confine::{confine, ConfineError};
 pub use hash::{build_id, fnv1a, hash_parts};
 pub use json_keys::{find_duplicate_key, DuplicateKey};
-pub use problem::{ExitClass, Findings, Problem};
+pub use problem::{ExitClass, Findings, HasFix, Problem};
 pub use read_limited::{read_limited, ReadError, ReadErrorKind};
 pub use same_file::{refuse_overwrite, same_file};
 pub use stderr::{stderr_line, write_stderr};

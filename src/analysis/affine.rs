@@ -18,6 +18,10 @@
 
 use std::collections::HashMap;
 
+pub mod alts;
+
+pub use alts::{Alt, AltSet, Guard, Lin, Piece};
+
 use crate::ir::{
     BinOp, Builtin, Expr, Literal, NodeId, Program, Scalar, ScalarType, Stmt, StmtKind, UnOp,
 };
@@ -409,6 +413,9 @@ pub struct Access {
     pub write: bool,
     /// The index.
     pub index: Index,
+    /// Exact walk only, for an index that is not a known form: the values it may take
+    /// (`select`, `min`, `max`, `rem` by a length; see [`alts`]).
+    pub alts: Option<AltSet>,
 }
 
 /// Every load, store and atomic of `program` with its index analysed, in program order.
@@ -428,6 +435,7 @@ pub fn accesses_exact(program: &Program) -> Vec<Access> {
 fn walk(program: &Program, exact: bool) -> Vec<Access> {
     let mut w = Walker {
         env: vec![HashMap::new()],
+        alt_env: vec![HashMap::new()],
         out: Vec::new(),
         assigned: HashMap::new(),
         exact,
@@ -459,6 +467,8 @@ fn collect_assigned(list: &[Stmt], out: &mut HashMap<String, ()>) {
 
 struct Walker {
     env: Vec<HashMap<String, Index>>,
+    /// Alternatives of `let` variables (exact walk), scope by scope beside `env`.
+    alt_env: Vec<HashMap<String, AltSet>>,
     out: Vec<Access>,
     assigned: HashMap<String, ()>,
     /// Only forms that are exact modulo 2^32 (see [`accesses_exact`]).
@@ -473,6 +483,61 @@ impl Walker {
             }
         }
         Index::Varying
+    }
+
+    /// The alternatives of variable `name`: its own, or its form when that is known.
+    fn lookup_alts(&self, name: &str) -> Option<AltSet> {
+        for (scope, alts) in self.env.iter().rev().zip(self.alt_env.iter().rev()) {
+            if let Some(i) = scope.get(name) {
+                if let Some(a) = alts.get(name) {
+                    return Some(a.clone());
+                }
+                return i.known_parts().map(|p| AltSet {
+                    alts: vec![Alt {
+                        value: Piece::Value(Lin {
+                            parts: p,
+                            len: None,
+                        }),
+                        when: Vec::new(),
+                    }],
+                    node: None,
+                });
+            }
+        }
+        None
+    }
+
+    /// Keeps the alternatives of `let name = value` (statement `node`) when the exact walk
+    /// finds some and the form alone is not known.
+    fn bind_alts(&mut self, name: &str, value: &Expr, v: Index, node: &NodeId) {
+        let alts = (self.exact && !self.assigned.contains_key(name) && v.known_parts().is_none())
+            .then(|| self.alts(value))
+            .flatten()
+            .map(|mut a| {
+                if a.is_rich() && a.node.is_none() {
+                    a.node = Some(node.clone());
+                }
+                a
+            });
+        if let Some(scope) = self.alt_env.last_mut() {
+            match alts {
+                Some(a) => scope.insert(name.to_string(), a),
+                None => scope.remove(name),
+            };
+        }
+    }
+
+    /// The alternatives of an access's index `e` (statement `node`) when its form is unknown.
+    fn access_alts(&self, e: &Expr, index: &Index, node: &NodeId) -> Option<AltSet> {
+        if !self.exact || index.known_parts().is_some() {
+            return None;
+        }
+        self.alts(e).map(|mut a| {
+            if a.node.is_none() {
+                a.node = Some(node.clone());
+            }
+            a
+        })
     }
 
     fn bind(&mut self, name: &str, v: Index) {
@@ -491,10 +556,12 @@ impl Walker {
 
     fn list(&mut self, list: &[Stmt]) {
         self.env.push(HashMap::new());
+        self.alt_env.push(HashMap::new());
         for s in list {
             self.stmt(s);
         }
         self.env.pop();
+        self.alt_env.pop();
     }
 
     fn stmt(&mut self, s: &Stmt) {
@@ -503,6 +570,7 @@ impl Walker {
                 self.scan(&s.id, value);
                 let v = self.eval(value);
                 self.bind(name, v);
+                self.bind_alts(name, value, v, &s.id);
             }
             StmtKind::Assign { name, value } => {
                 self.scan(&s.id, value);
@@ -525,11 +593,13 @@ impl Walker {
                 self.scan(&s.id, index);
                 self.scan(&s.id, value);
                 let i = self.eval(index);
+                let alts = self.access_alts(index, &i, &s.id);
                 self.out.push(Access {
                     node: s.id.clone(),
                     buffer: buffer.clone(),
                     write: true,
                     index: i,
+                    alts,
                 });
             }
             StmtKind::If {
@@ -552,6 +622,7 @@ impl Walker {
                 self.scan(&s.id, to);
                 let uniform = self.eval(from).is_uniform() && self.eval(to).is_uniform();
                 self.env.push(HashMap::new());
+                self.alt_env.push(HashMap::new());
                 let v = if uniform {
                     Index::uniform(None)
                 } else {
@@ -562,6 +633,7 @@ impl Walker {
                 }
                 self.list(body);
                 self.env.pop();
+                self.alt_env.pop();
             }
             StmtKind::Block(b) => self.list(b),
             StmtKind::Sync(op) => {
@@ -591,11 +663,14 @@ impl Walker {
         });
         for (buffer, index, write) in found {
             let i = self.eval(&index);
+            let node = NodeId::from(node);
+            let alts = self.access_alts(&index, &i, &node);
             self.out.push(Access {
-                node: NodeId::from(node),
+                node,
                 buffer,
                 write,
                 index: i,
+                alts,
             });
         }
     }

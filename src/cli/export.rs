@@ -46,25 +46,8 @@ fn run_vyre(a: &Args) -> super::Outcome {
         Ok(v) => v,
         Err(e) => return Err(Problem::from(e).context(a.file.display())),
     };
-    let bytes = if a.text {
-        vp.to_text()
-            .map(String::into_bytes)
-            .map_err(|e| e.to_string())
-    } else {
-        vp.to_wire().map_err(|e| e.to_string())
-    };
-    let bytes = match bytes {
-        Ok(b) => b,
-        Err(e) => {
-            return Err(Problem::new(
-                format!(
-                    "{}: vyre could not encode the exported Program: {e}",
-                    a.file.display()
-                ),
-                "report this with the Program file",
-            ))
-        }
-    };
+    let bytes = crate::vyre::files::encode(&vp, a.text)
+        .map_err(|e| Problem::from(e).context(a.file.display()))?;
     match &a.output {
         Some(path) => {
             crate::util::refuse_overwrite(path, [a.file.as_path()], "-o")?;

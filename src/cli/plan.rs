@@ -121,15 +121,22 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline, Problem> {
         Some(p) if ok => Ok(p),
         _ => {
             let mut msg = format!("{} cannot be planned:", path.display());
-            for d in loaded
+            let errors = loaded
                 .diagnostics
                 .iter()
-                .filter(|d| d.severity == crate::diagnostic::Severity::Error)
-            {
+                .filter(|d| d.severity == crate::diagnostic::Severity::Error);
+            for d in errors.clone() {
                 let _ = write!(msg, "\n  {}", d.to_string().replace('\n', "\n  "));
             }
-            // Several findings, each with its own `Fix:` line, in one message.
-            Err(Problem::from(msg))
+            // Several findings, each with its own `Fix:` line, in one message; the JSON form
+            // gives the whole text and the first finding's fix.
+            let first_fix = errors.map(|d| d.fix.clone()).next().unwrap_or_default();
+            let mut p = Problem::located(msg.clone(), "");
+            p.findings = Some(Box::new(crate::util::Findings {
+                notes: Vec::new(),
+                first: Some((msg, first_fix)),
+            }));
+            Err(p)
         }
     }
 }

@@ -104,7 +104,7 @@ pub fn run(a: &Args) -> super::Outcome {
                     "internal: the reference executor ran elsewhere",
                 ))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
     if let Some(dir) = &a.dump {
         // Transient buffers have no meaningful final contents: nobody may read them.
@@ -204,7 +204,7 @@ fn run_cuda(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> s
                 "internal: the in-process executor ran elsewhere",
             ))
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
     if let (Some(path), Some(s), Some(m)) = (&a.gate_csv, &report.separate, &report.megakernel) {
         if let Err(e) = crate::util::write_atomic(

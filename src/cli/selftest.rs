@@ -219,7 +219,9 @@ pub fn run(a: &Args) -> super::Outcome {
             .iter()
             .map(|(f, r)| match r {
                 Ok(r) => serde_json::json!({"file": f.display().to_string(), "report": r}),
-                Err(e) => serde_json::json!({"file": f.display().to_string(), "error": e}),
+                Err(e) => {
+                    serde_json::json!({"file": f.display().to_string(), "error": e.to_string()})
+                }
             })
             .collect();
         let v = serde_json::json!({"report": rep, "pipelines": pl, "timelines": timelines, "inspector": inspector, "passed": passed, "telemetry": rt.telemetry(), "cache": rt.cache_report()});
@@ -428,7 +430,7 @@ fn run_pipelines(
     dir: &Path,
     repeat: u32,
     root: Option<&Path>,
-) -> Vec<(PathBuf, Result<PipelineGpuReport, String>)> {
+) -> Vec<(PathBuf, Result<PipelineGpuReport, Problem>)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -461,8 +463,7 @@ fn run_pipelines(
             }
         };
         // The runs write into their buffers: each form starts from the initial contents.
-        let r =
-            run_pipeline_forms(rt, &pipeline, &mut prepared.clone(), &opts).map_err(String::from);
+        let r = run_pipeline_forms(rt, &pipeline, &mut prepared.clone(), &opts);
         // Every fixture with a group that can run dataflow runs its fused form again with
         // dataflow waits (the default form is the grid barrier), verified the same way.
         let dataflow = r.as_ref().is_ok_and(|r| {
@@ -473,8 +474,7 @@ fn run_pipelines(
         out.push((f.clone(), r));
         if dataflow {
             let mut prepared = prepared;
-            let r = run_pipeline_forms(rt, &pipeline, &mut prepared, &dataflow_opts)
-                .map_err(String::from);
+            let r = run_pipeline_forms(rt, &pipeline, &mut prepared, &dataflow_opts);
             out.push((f, r));
         }
     }
@@ -491,19 +491,19 @@ pub(super) fn load_fixture(
         crate::ir::Pipeline,
         crate::inputs::pipeline::PreparedPipeline,
     ),
-    String,
+    Problem,
 > {
     let loaded = load_pipeline(f);
     let valid = loaded.is_valid();
     let pipeline = loaded
         .pipeline
         .filter(|_| valid)
-        .ok_or_else(|| format!("{} is not a valid pipeline", f.display()))?;
+        .ok_or_else(|| Problem::new(format!("{} is not a valid pipeline", f.display()), ""))?;
     let base = f.parent().unwrap_or(Path::new("."));
     let files = FileRoot {
         base,
         root: root.unwrap_or(base),
     };
-    let prepared = prepare_pipeline_rooted(&pipeline, files).map_err(|e| e.to_string())?;
+    let prepared = prepare_pipeline_rooted(&pipeline, files)?;
     Ok((pipeline, prepared))
 }

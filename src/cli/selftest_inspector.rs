@@ -15,6 +15,7 @@ use crate::megakernel::dataflow::SyncMode;
 use crate::runtime::{GpuWorker, Runtime, RuntimeError};
 use crate::tui::gpu::pipeline_job;
 use crate::tui::pipeline::{PipelineFile, PipelineRun, GPU_REPEAT};
+use crate::util::Problem;
 
 /// One fixture in one sync form: `run`'s verdict against the inspector's.
 #[derive(Debug, Clone, Serialize)]
@@ -95,7 +96,7 @@ fn one(
                 Err(e) => c.problems.push(format!("run: {}", e.message)),
             }
         }
-        Err(e) => c.problems.push(e),
+        Err(e) => c.problems.push(e.to_string()),
     }
     match inspector_run(worker, f, root, sync) {
         Ok((row, timeline)) => {
@@ -135,13 +136,11 @@ fn inspector_run(
     f: &Path,
     root: Option<&Path>,
     sync: SyncMode,
-) -> Result<(PipelineRun, bool), String> {
+) -> Result<(PipelineRun, bool), Problem> {
     let (file, _) = PipelineFile::load(f, root)?;
-    let (report, timeline) = worker
-        .run_pipeline_job(&pipeline_job(&file, sync), &mut |_| {})
-        .map_err(|e| e.to_string())?;
-    let report: PipelineGpuReport =
-        serde_json::from_value(report).map_err(|e| format!("unreadable report: {e}"))?;
+    let (report, timeline) = worker.run_pipeline_job(&pipeline_job(&file, sync), &mut |_| {})?;
+    let report: PipelineGpuReport = serde_json::from_value(report)
+        .map_err(|e| Problem::new(format!("unreadable report: {e}"), ""))?;
     let recorded = timeline.is_some_and(|t| crate::tui::timeline::from_recorded(&t).is_ok());
     Ok((PipelineRun::from_report(&report), recorded))
 }
@@ -155,7 +154,7 @@ fn fault(worker: &mut GpuWorker, f: &Path, root: Option<&Path>) -> InspectorChec
     let mut job = match job {
         Ok(j) => j,
         Err(e) => {
-            c.problems.push(e);
+            c.problems.push(e.to_string());
             return c;
         }
     };

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::shape::ShapeError;
 use crate::tui::{self, Options};
 use crate::util::Problem;
 
@@ -70,15 +71,20 @@ pub struct Args {
 /// GiB and abort.
 pub const MAX_REPLAY_SIDE: u16 = 1000;
 
-fn parse_size(s: &str) -> Result<(u16, u16), String> {
-    let (w, h) = s.split_once('x').ok_or("expected WxH, e.g. 120x40")?;
+fn parse_size(s: &str) -> Result<(u16, u16), ShapeError> {
+    let (w, h) = s
+        .split_once('x')
+        .ok_or_else(|| ShapeError::new("expected WxH, e.g. 120x40", ""))?;
     let p = |v: &str| {
         v.parse::<u16>()
             .ok()
             .filter(|v| (10..=MAX_REPLAY_SIDE).contains(v))
-            .ok_or(format!(
-                "bad size `{s}`: use WxH with 10 <= W, H <= {MAX_REPLAY_SIDE}\n  Fix: pass a size such as --size 120x40"
-            ))
+            .ok_or_else(|| {
+                ShapeError::new(
+                    format!("bad size `{s}`: use WxH with 10 <= W, H <= {MAX_REPLAY_SIDE}"),
+                    "pass a size such as --size 120x40",
+                )
+            })
     };
     Ok((p(w)?, p(h)?))
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 /// The error for `first`, the first free argument of a command line without a subcommand,
 /// when it looks like a command word: no such file, no path separator, no extension.
 /// `commands` are the visible subcommand names.
-pub fn unknown_command(first: &Path, commands: &[String]) -> Option<String> {
+pub fn unknown_command(first: &Path, commands: &[String]) -> Option<crate::util::Problem> {
     let word = first.to_str()?;
     if first.exists() || word.is_empty() || word.contains(['/', '\\', '.']) || word.starts_with('-')
     {
@@ -27,9 +27,12 @@ pub fn unknown_command(first: &Path, commands: &[String]) -> Option<String> {
             commands.join(", ")
         ),
     };
-    Some(format!(
-        "error: unknown command `{}` (and no file of that name)\n  Fix: {fix}",
-        crate::util::terminal_safe(word)
+    Some(crate::util::Problem::usage(
+        format!(
+            "unknown command `{}` (and no file of that name)",
+            crate::util::terminal_safe(word)
+        ),
+        fix,
     ))
 }
 
@@ -45,16 +48,22 @@ mod tests {
 
     #[test]
     fn typos_name_the_closest_command() {
-        let e = unknown_command(Path::new("chek"), &names()).unwrap();
+        let e = unknown_command(Path::new("chek"), &names())
+            .unwrap()
+            .to_string();
         assert!(e.contains("unknown command `chek`"), "{e}");
         assert!(e.contains("did you mean `check`?"), "{e}");
-        let e = unknown_command(Path::new("ocupancy"), &names()).unwrap();
+        let e = unknown_command(Path::new("ocupancy"), &names())
+            .unwrap()
+            .to_string();
         assert!(e.contains("`occupancy`"), "{e}");
     }
 
     #[test]
     fn far_words_list_the_commands_and_paths_are_files() {
-        let e = unknown_command(Path::new("zzzzzzzz"), &names()).unwrap();
+        let e = unknown_command(Path::new("zzzzzzzz"), &names())
+            .unwrap()
+            .to_string();
         assert!(e.contains("one of: check, print"), "{e}");
         assert!(unknown_command(Path::new("prog.json"), &names()).is_none());
         assert!(unknown_command(Path::new("dir/chek"), &names()).is_none());

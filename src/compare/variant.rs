@@ -23,7 +23,6 @@ pub struct Variant {
 
 /// A malformed spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{spec}: {message}\n  Fix: {fix}")]
 pub struct VariantError {
     /// The spec.
     pub spec: String,
@@ -65,13 +64,6 @@ impl Variant {
             message,
             fix: SPEC_HELP.to_string(),
         };
-        // A parser's own `message\n  Fix: fix` text: its message only, so the error has one
-        // `Fix:` line (how to write a side).
-        let bad_with_fix = |text: String| {
-            bad(text
-                .split_once("\n  Fix: ")
-                .map_or(text.clone(), |(m, _)| m.to_string()))
-        };
         let (file, opts) = split(spec);
         if file.is_empty() {
             return Err(bad("no Program file before `@`".into()));
@@ -98,7 +90,7 @@ impl Variant {
             }
             match (key, value) {
                 ("wg" | "workgroup", Some(val)) => {
-                    v.workgroup = Some(crate::shape::parse_workgroup(val).map_err(bad_with_fix)?);
+                    v.workgroup = Some(crate::shape::parse_workgroup(val).map_err(|e| bad(e.message))?);
                 }
                 ("sm", Some(val)) => {
                     let sm: u32 = val
@@ -126,7 +118,17 @@ impl Variant {
     }
 }
 
-crate::util::problem::into_problem!(VariantError; fix);
+impl crate::util::HasFix for VariantError {
+    fn message(&self) -> String {
+        format!("{}: {}", self.spec, self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(VariantError);
 
 #[cfg(test)]
 mod tests {

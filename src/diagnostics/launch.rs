@@ -208,11 +208,8 @@ fn shared_memory(
     };
     if let Err(e @ Unlaunchable::SharedMemoryPerBlock { .. }) = estimate(caps, &r, t, 0).launchable
     {
-        let text = e.to_string();
-        let (msg, fix) = text
-            .split_once("\n  Fix: ")
-            .unwrap_or((&text, "use less shared memory"));
-        out.push(Diagnostic::error("L004", None, msg, fix));
+        use crate::util::HasFix;
+        out.push(Diagnostic::error("L004", None, e.message(), e.fix()));
     }
 }
 

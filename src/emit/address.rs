@@ -143,7 +143,7 @@ impl Writer<'_> {
             let bytes = k as i64 * size;
             if bytes < 1 << 31 {
                 let base = if host {
-                    self.buffer_ptr_reg(&d.name)
+                    self.buffer_ptr_reg(&d.name).to_string()
                 } else {
                     super::memory::shared_symbol(&d.name)
                 };

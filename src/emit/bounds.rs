@@ -107,7 +107,7 @@ impl RangeEnv for Env<'_, '_> {
             Expr::Var(n) => {
                 let v = self.w.var(n).ok()?;
                 let stable = !self.w.assigned.contains(n) && v.konst.is_none();
-                (stable && v.ty == ScalarType::U32).then(|| Subject::Reg(v.reg.clone()))
+                (stable && v.ty == ScalarType::U32).then(|| Subject::Reg(v.reg.to_string()))
             }
             Expr::Builtin(b) if *b != Builtin::SubgroupSize => Some(Subject::Builtin(*b)),
             _ => None,
@@ -131,7 +131,7 @@ impl RangeEnv for Env<'_, '_> {
         v.range.unwrap_or(Range::FULL).meet(
             self.w
                 .facts
-                .range(&Subject::Reg(v.reg.clone()), self.conditional),
+                .range(&Subject::Reg(v.reg.to_string()), self.conditional),
         )
     }
 

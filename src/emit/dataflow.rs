@@ -31,10 +31,10 @@
 //!   so the block whose add flips bit 31 has seen every producer's writes. `bar.red.or.pred`
 //!   hands the verdict to every thread (it is a `bar.sync` too). That block runs the fold.
 
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::Writer;
 use super::EmitError;
-use crate::ir::{spread_word, Axis, BlockTasks, Builtin, Expr, SyncOp, WaitOn, SPREAD_STRIDE};
+use crate::ir::{Axis, BlockTasks, Builtin, Expr, ScratchLayout, SyncOp, WaitOn};
 
 /// PTX parameter name of the launch's epoch (a `.u32` after the grid-sync scratch).
 pub const SYNC_EPOCH_PARAM: &str = "param_sync_epoch";
@@ -51,35 +51,7 @@ const PARALLEL_WINDOW: i32 = 5;
 impl Writer<'_> {
     /// Emits one dataflow statement (see the module docs).
     pub(super) fn sync_op(&mut self, op: &SyncOp) -> R<()> {
-        let top = op.top_word();
-        let words = self
-            .special
-            .get("sync_words")
-            .and_then(|w| w.parse::<u32>().ok())
-            .unwrap_or(0)
-            .max(top.saturating_add(1));
-        self.special.insert("sync_words", words.to_string());
-        let (flags, counter) = op.words();
-        if let Some(f) = flags {
-            let lo = self
-                .special
-                .get("sync_flags_start")
-                .and_then(|w| w.parse::<u32>().ok())
-                .unwrap_or(u32::MAX)
-                .min(f);
-            self.special.insert("sync_flags_start", lo.to_string());
-        }
-        if counter.is_some() {
-            let hi = self
-                .special
-                .get("sync_counters_end")
-                .and_then(|w| w.parse::<u32>().ok())
-                .unwrap_or(0)
-                .max(op.counters_end());
-            self.special.insert("sync_counters_end", hi.to_string());
-        }
-        // The scratch and the cooperative launch come with the grid barrier's ABI.
-        self.special.insert("has_grid_barrier", String::new());
+        self.out.scratch.add(op);
         self.comment(format!("dataflow: {}", op.describe()));
         match op {
             SyncOp::Wait { on, workgroup, .. } => self.sync_wait(*on, workgroup),
@@ -106,7 +78,7 @@ impl Writer<'_> {
     }
 
     /// Address of scratch word `word + index` (`index` a u32 register or None).
-    fn sync_addr(&mut self, word: u32, index: Option<&str>) -> String {
+    fn sync_addr(&mut self, word: u32, index: Option<&str>) -> Reg {
         let scratch = self.grid_scratch();
         let a = self.reg_class(RegClass::B64);
         match index {
@@ -120,30 +92,31 @@ impl Writer<'_> {
         a
     }
 
-    fn workgroup_reg(&mut self, var: &str) -> R<String> {
+    fn workgroup_reg(&mut self, var: &str) -> R<Reg> {
         let v = self.expr(&Expr::Var(var.to_string()))?;
         Ok(self.in_reg(&v))
     }
 
     /// The launch's epoch (loaded once in the prologue).
-    fn sync_epoch(&mut self) -> String {
-        if let Some(r) = self.special.get("sync_epoch") {
+    fn sync_epoch(&mut self) -> Reg {
+        if let Some(r) = &self.out.hoisted.sync_epoch {
             return r.clone();
         }
         let e = self.reg_class(RegClass::B32);
         self.pro(format!("ld.param.u32 {e}, [{SYNC_EPOCH_PARAM}]"));
-        self.special.insert("sync_epoch", e.clone());
+        self.out.hoisted.sync_epoch = Some(e.clone());
+        self.out.scratch.epoch = true;
         e
     }
 
     /// The register in which thread 0 keeps what its arrival on counter word `counter`
     /// returned (bit 31 before this launch's flip), for the block's later waits on it.
-    fn counter_base(&mut self, counter: u32) -> String {
-        if let Some(r) = self.counter_base.get(&counter) {
+    fn counter_base(&mut self, counter: u32) -> Reg {
+        if let Some(r) = self.out.counter_base.get(&counter) {
             return r.clone();
         }
         let r = self.reg_class(RegClass::B32);
-        self.counter_base.insert(counter, r.clone());
+        self.out.counter_base.insert(counter, r.clone());
         r
     }
 
@@ -193,14 +166,14 @@ impl Writer<'_> {
         let done = match on {
             WaitOn::Window { .. } => None,
             _ => {
-                let key = format!("{on:?} {workgroup}");
-                let d = match self.wait_done.get(&key) {
+                let key = (on, workgroup.to_string());
+                let d = match self.out.wait_done.get(&key) {
                     Some(d) => d.clone(),
                     None => {
                         let tid = self.linear_tid();
                         let d = self.reg_class(RegClass::Pred);
                         self.pro(format!("setp.ne.u32 {d}, {tid}, {tid}"));
-                        self.wait_done.insert(key, d.clone());
+                        self.out.wait_done.insert(key, d.clone());
                         d
                     }
                 };
@@ -212,6 +185,7 @@ impl Writer<'_> {
         match on {
             WaitOn::Count { counter, .. } => {
                 let base = self
+                    .out
                     .counter_base
                     .get(&counter)
                     .cloned()
@@ -453,8 +427,9 @@ impl Writer<'_> {
             self.ins(format!("selp.b32 {inc}, {inc}, 1, {first}"));
             let word = self.reg_class(RegClass::B32);
             self.ins(format!(
-                "mad.lo.s32 {word}, {g}, {SPREAD_STRIDE}, {}",
-                spread_word(counter, 0)
+                "mad.lo.s32 {word}, {g}, {}, {}",
+                ScratchLayout::SPREAD_STRIDE,
+                ScratchLayout::spread_word(counter, 0)
             ));
             let scratch = self.grid_scratch();
             let addr = self.reg_class(RegClass::B64);
@@ -499,11 +474,11 @@ impl Writer<'_> {
     }
 
     /// The linear workgroup id (`x + nx * (y + ny * z)`, read once in the prologue).
-    fn linear_ctaid(&mut self) -> String {
-        if let Some(r) = self.special.get("linear_ctaid") {
+    fn linear_ctaid(&mut self) -> Reg {
+        if let Some(r) = &self.out.hoisted.linear_ctaid {
             return r.clone();
         }
-        let r: Vec<String> = (0..5).map(|_| self.reg_class(RegClass::B32)).collect();
+        let r: Vec<Reg> = (0..5).map(|_| self.reg_class(RegClass::B32)).collect();
         self.pro(format!("mov.u32 {}, %ctaid.z", r[0]));
         self.pro(format!("mov.u32 {}, %nctaid.y", r[1]));
         self.pro(format!("mov.u32 {}, %ctaid.y", r[2]));
@@ -511,7 +486,7 @@ impl Writer<'_> {
         self.pro(format!("mov.u32 {}, %nctaid.x", r[1]));
         self.pro(format!("mov.u32 {}, %ctaid.x", r[2]));
         self.pro(format!("mad.lo.s32 {}, {}, {}, {}", r[4], r[3], r[1], r[2]));
-        self.special.insert("linear_ctaid", r[4].clone());
+        self.out.hoisted.linear_ctaid = Some(r[4].clone());
         r[4].clone()
     }
 }

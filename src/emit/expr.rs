@@ -58,7 +58,7 @@ impl Writer<'_> {
                 if let Some(k) = x.imm().and_then(|k| fold::unary(*op, k)) {
                     return Ok(Val::Imm(k));
                 }
-                let key = self.op_key(&format!("un {op:?}"), &[&x]);
+                let key = self.unary_key(*op, &x);
                 if let Some(v) = self.reuse(&key) {
                     return Ok(v);
                 }
@@ -82,7 +82,7 @@ impl Writer<'_> {
                     if z.to_bits() == 0
                         && self.stable(&x)
                         && self.stable(&cv)
-                        && self.zero_unless.get(name) == Some(p)
+                        && self.out.zero_unless.get(name).is_some_and(|z| **z == **p)
                     {
                         return Ok(x);
                     }
@@ -172,7 +172,7 @@ impl Writer<'_> {
         if let Some(v) = fold::identity(op, &x, &y) {
             return Ok(v);
         }
-        let key = self.op_key(&format!("bin {op:?}"), &[&x, &y]);
+        let key = self.binary_key(op, &x, &y);
         if let Some(v) = self.reuse(&key) {
             return Ok(v);
         }
@@ -206,9 +206,9 @@ impl Writer<'_> {
         for f in facts {
             self.facts.add(f, true);
         }
-        self.cond_preds.push((name.clone(), !truth));
+        self.at.cond_preds.push((name.clone(), !truth));
         let r = self.expr(arm);
-        self.cond_preds.pop();
+        self.at.cond_preds.pop();
         self.facts.pop();
         r
     }

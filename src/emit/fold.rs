@@ -130,7 +130,8 @@ mod tests {
 
     fn reg(ty: ScalarType) -> Val {
         Val::Reg {
-            name: "%r9".into(),
+            name: super::super::regs::RegAlloc::default()
+                .fresh(super::super::regs::RegClass::of(ty)),
             ty,
             fresh: false,
         }

@@ -1,8 +1,9 @@
 //! The grid barrier: every workgroup of a cooperative launch waits until all have arrived.
 //!
-//! Scratch (the kernel's grid-sync parameter, [`GRID_SYNC_WORDS`] u32 words, zeroed when the
-//! runtime allocates it; both lowerings leave it ready for the next barrier and the next
-//! launch, so it is not cleared between launches). Two lowerings, chosen by [`GridBarrier`] (`EmitOptions::grid_barrier`):
+//! Scratch (the kernel's grid-sync parameter, [`crate::ir::ScratchLayout::BARRIER_WORDS`] u32
+//! words, zeroed when the runtime allocates it; both lowerings leave it ready for the next
+//! barrier and the next launch, so it is not cleared between launches). Two lowerings, chosen
+//! by [`GridBarrier`] (`EmitOptions::grid_barrier`):
 //!
 //! **Flip** (the default). Word 0 is an arrival counter whose top bit flips once per
 //! barrier. Per barrier:
@@ -39,12 +40,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::Writer;
-
-/// u32 words of grid-barrier scratch (the flip lowering uses word 0 only; the generation
-/// lowering uses both).
-pub const GRID_SYNC_WORDS: u32 = 2;
 
 /// PTX parameter name of the scratch pointer.
 pub const GRID_SYNC_PARAM: &str = "param_grid_sync";
@@ -71,33 +68,34 @@ impl GridBarrier {
 }
 
 impl std::str::FromStr for GridBarrier {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::util::Problem;
+    fn from_str(s: &str) -> Result<Self, crate::util::Problem> {
         match s {
             "flip" => Ok(GridBarrier::Flip),
             "generation" => Ok(GridBarrier::Generation),
-            _ => Err(format!(
-                "unknown grid barrier `{s}`\n  Fix: use `flip` (the default) or `generation`"
+            _ => Err(crate::util::Problem::usage(
+                format!("unknown grid barrier `{s}`"),
+                "use `flip` (the default) or `generation`",
             )),
         }
     }
 }
 
 impl Writer<'_> {
-    pub(super) fn grid_scratch(&mut self) -> String {
-        if let Some(r) = self.special.get("grid_scratch") {
+    pub(super) fn grid_scratch(&mut self) -> Reg {
+        if let Some(r) = &self.out.hoisted.grid_scratch {
             return r.clone();
         }
         let raw = self.reg_class(RegClass::B64);
         let g = self.reg_class(RegClass::B64);
         self.pro(format!("ld.param.u64 {raw}, [{GRID_SYNC_PARAM}]"));
         self.pro(format!("cvta.to.global.u64 {g}, {raw}"));
-        self.special.insert("grid_scratch", g.clone());
+        self.out.hoisted.grid_scratch = Some(g.clone());
         g
     }
 
-    pub(super) fn grid_blocks(&mut self) -> String {
-        if let Some(r) = self.special.get("grid_blocks") {
+    pub(super) fn grid_blocks(&mut self) -> Reg {
+        if let Some(r) = &self.out.hoisted.grid_blocks {
             return r.clone();
         }
         let (x, y, z) = (
@@ -112,14 +110,14 @@ impl Writer<'_> {
         self.pro(format!("mul.lo.s32 {xy}, {x}, {y}"));
         let n = self.reg_class(RegClass::B32);
         self.pro(format!("mul.lo.s32 {n}, {xy}, {z}"));
-        self.special.insert("grid_blocks", n.clone());
+        self.out.hoisted.grid_blocks = Some(n.clone());
         n
     }
 
     /// What this workgroup adds to the flip counter: `0x80000001 - blocks` for workgroup 0
     /// (all of `%ctaid` zero), 1 for the others. Computed once in the prologue.
-    pub(super) fn grid_flip_increment(&mut self) -> String {
-        if let Some(r) = self.special.get("grid_flip_inc") {
+    pub(super) fn grid_flip_increment(&mut self) -> Reg {
+        if let Some(r) = &self.out.hoisted.grid_flip_inc {
             return r.clone();
         }
         let blocks = self.grid_blocks();
@@ -140,7 +138,7 @@ impl Writer<'_> {
         self.pro(format!("sub.s32 {offset}, -2147483647, {blocks}"));
         let inc = self.reg_class(RegClass::B32);
         self.pro(format!("selp.b32 {inc}, {offset}, 1, {master}"));
-        self.special.insert("grid_flip_inc", inc.clone());
+        self.out.hoisted.grid_flip_inc = Some(inc.clone());
         inc
     }
 
@@ -151,7 +149,7 @@ impl Writer<'_> {
             GridBarrier::Flip => self.grid_barrier_flip(),
             GridBarrier::Generation => self.grid_barrier_generation(),
         }
-        self.special.insert("has_grid_barrier", String::new());
+        self.out.scratch.barrier();
     }
 
     fn grid_barrier_flip(&mut self) {

@@ -13,7 +13,7 @@
 //! check where one remains, so threads with a false guard issue no memory operation.
 
 use super::address::Index;
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::{arith, imm_text, zero, Val, Writer};
 use super::EmitError;
 use crate::ir::{Access, AtomicOp, AtomicOrder, BufferDecl, ElemType, Expr, Scalar, ScalarType};
@@ -83,37 +83,40 @@ impl Writer<'_> {
     }
 
     /// Global address register of a host buffer (prologue: `ld.param` + `cvta.to.global`).
-    pub fn buffer_ptr_reg(&mut self, buf: &str) -> String {
-        if let Some(r) = self.buf_ptr.get(buf) {
+    pub fn buffer_ptr_reg(&mut self, buf: &str) -> Reg {
+        if let Some(r) = self.out.hoisted.buf_ptr.get(buf) {
             return r.clone();
         }
         let raw = self.reg_class(RegClass::B64);
         let g = self.reg_class(RegClass::B64);
         self.pro(format!("ld.param.u64 {raw}, [{}]", ptr_param(buf)));
         self.pro(format!("cvta.to.global.u64 {g}, {raw}"));
-        self.buf_ptr.insert(buf.to_string(), g.clone());
+        self.out.hoisted.buf_ptr.insert(buf.to_string(), g.clone());
         g
     }
 
     /// Element-count register of a host buffer (prologue: `ld.param.u32`).
-    pub fn buffer_len_reg(&mut self, buf: &str) -> String {
-        if let Some(r) = self.buf_len.get(buf) {
+    pub fn buffer_len_reg(&mut self, buf: &str) -> Reg {
+        if let Some(r) = self.out.hoisted.buf_len.get(buf) {
             return r.clone();
         }
         let r = self.reg_class(RegClass::B32);
         self.pro(format!("ld.param.u32 {r}, [{}]", len_param(buf)));
-        self.buf_len.insert(buf.to_string(), r.clone());
+        self.out.hoisted.buf_len.insert(buf.to_string(), r.clone());
         r
     }
 
     /// 32-bit shared-window base address of a workgroup buffer.
-    pub(super) fn shared_base_reg(&mut self, buf: &str) -> String {
-        if let Some(r) = self.shared_base.get(buf) {
+    pub(super) fn shared_base_reg(&mut self, buf: &str) -> Reg {
+        if let Some(r) = self.out.hoisted.shared_base.get(buf) {
             return r.clone();
         }
         let r = self.reg_class(RegClass::B32);
         self.pro(format!("mov.u32 {r}, {}", shared_symbol(buf)));
-        self.shared_base.insert(buf.to_string(), r.clone());
+        self.out
+            .hoisted
+            .shared_base
+            .insert(buf.to_string(), r.clone());
         r
     }
 
@@ -127,11 +130,11 @@ impl Writer<'_> {
         ix: &Index<'_>,
         in_select: bool,
     ) -> R<Check> {
-        let conditional = in_select && !self.cond_preds.is_empty();
+        let conditional = in_select && !self.at.cond_preds.is_empty();
         if !d.access.is_host() {
             let count = d.count.unwrap_or(0) as u64;
             if let Some(i) = ix.constant() {
-                self.stats.bounds_checks_elided += 1;
+                self.out.stats.bounds_checks_elided += 1;
                 return Ok(if (i as u64) < count {
                     Check::Elided
                 } else {
@@ -139,17 +142,17 @@ impl Writer<'_> {
                 });
             }
             if self.range(index).is_some_and(|r| r.hi < count) {
-                self.stats.bounds_checks_elided += 1;
+                self.out.stats.bounds_checks_elided += 1;
                 return Ok(Check::Elided);
             }
             if conditional
                 && crate::analysis::ranges::range_of(index, &self.env(true))
                     .is_some_and(|r| r.hi < count)
             {
-                self.stats.bounds_checks_elided += 1;
+                self.out.stats.bounds_checks_elided += 1;
                 return Ok(Check::Pred(self.select_pred()));
             }
-            self.stats.bounds_checks_emitted += 1;
+            self.out.stats.bounds_checks_emitted += 1;
             let idx = self.index_val(ix)?;
             let p = self.setp(
                 "lt",
@@ -160,14 +163,14 @@ impl Writer<'_> {
             return Ok(Check::Pred(p.text()));
         }
         if self.below_len(index, &d.name, false) || self.fast_proven(&d.name, index) {
-            self.stats.bounds_checks_elided += 1;
+            self.out.stats.bounds_checks_elided += 1;
             return Ok(Check::Elided);
         }
         if conditional && self.below_len(index, &d.name, true) {
-            self.stats.bounds_checks_elided += 1;
+            self.out.stats.bounds_checks_elided += 1;
             return Ok(Check::Pred(self.select_pred()));
         }
-        self.stats.bounds_checks_emitted += 1;
+        self.out.stats.bounds_checks_emitted += 1;
         let len = self.buffer_len_reg(&d.name);
         let idx = self.index_val(ix)?;
         let len = Val::Reg {
@@ -181,8 +184,8 @@ impl Writer<'_> {
 
     /// The conjunction of the enclosing `select` arms' predicates.
     fn select_pred(&mut self) -> String {
-        let preds = self.cond_preds.clone();
-        let mut acc: Option<String> = None;
+        let preds = self.at.cond_preds.clone();
+        let mut acc: Option<Reg> = None;
         for (p, negated) in preds {
             let p = if negated {
                 let n = self.reg_class(RegClass::Pred);
@@ -200,7 +203,7 @@ impl Writer<'_> {
                 }
             });
         }
-        acc.unwrap_or_default()
+        acc.map(String::from).unwrap_or_default()
     }
 
     /// The predicate a side effect runs under: the bounds predicate and the short-body guard.
@@ -209,12 +212,12 @@ impl Writer<'_> {
             Check::Pred(p) => Some(p.clone()),
             _ => None,
         };
-        match (own, self.guard.clone()) {
+        match (own, self.at.guard.clone()) {
             (Some(a), Some(g)) => {
-                self.guard_checks += 1;
+                self.out.guard_checks += 1;
                 let p = self.reg_class(RegClass::Pred);
                 self.ins(format!("and.pred {p}, {g}, {a}"));
-                Some(p)
+                Some(p.to_string())
             }
             (a, g) => a.or(g),
         }
@@ -256,11 +259,11 @@ impl Writer<'_> {
                 self.ins(format!("mov.{zsfx} {raw}, {z}"));
                 let p = self.effect_pred(&check);
                 if let Some(p) = &p {
-                    self.zero_unless.insert(raw.clone(), p.clone());
+                    self.out.zero_unless.insert(raw.clone(), p.clone());
                 }
                 p
             }
-            _ => self.guard.clone(),
+            _ => self.at.guard.clone(),
         };
         self.ins_pred(
             pred.as_deref(),
@@ -404,7 +407,7 @@ impl Writer<'_> {
                 let er = self.in_reg(e);
                 format!("{er}, {vr}")
             }
-            _ => vr,
+            _ => vr.to_string(),
         };
         self.ins_pred(
             pred.as_deref(),

@@ -39,15 +39,10 @@ pub struct OfflineResources {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PtxasError {
     /// No ptxas binary.
-    #[error("ptxas not found (VYRESCOPE_PTXAS unset and no ptxas on PATH)\n  Fix: run scripts/install-ptxas.sh and export VYRESCOPE_PTXAS=<the path it prints>")]
     NotFound,
     /// Running it failed.
-    #[error(
-        "could not run ptxas: {0}\n  Fix: check that VYRESCOPE_PTXAS points at an executable ptxas"
-    )]
     Io(String),
     /// ptxas rejected the PTX.
-    #[error("ptxas rejected the PTX for {arch}:\n{log}\n  Fix: this is an emitter bug; report it with the Program file")]
     Rejected {
         /// Architecture.
         arch: String,
@@ -55,7 +50,6 @@ pub enum PtxasError {
         log: String,
     },
     /// ptxas ran out of the memory it is allowed ([`tool_memory_limit`]).
-    #[error("ptxas ran out of memory assembling {lines} PTX lines for {arch} (limit {limit_mib} MiB of address space): {log}\n  Fix: assemble a smaller kernel (for a pipeline: `--sync barrier`, or fewer steps per fused group), or raise the limit with VYRESCOPE_TOOL_MEMORY_MB")]
     OutOfMemory {
         /// Architecture.
         arch: String,
@@ -68,7 +62,6 @@ pub enum PtxasError {
     },
     /// ptxas died of a signal (a crash, or an allocation under the memory limit that it did
     /// not check).
-    #[error("ptxas was killed by signal {signal} assembling {lines} PTX lines for {arch} (limit {limit_mib} MiB of address space: it may have run out of memory)\n  Fix: assemble a smaller kernel, or raise the limit with VYRESCOPE_TOOL_MEMORY_MB; if it still crashes, report it with the Program file")]
     Killed {
         /// Architecture.
         arch: String,
@@ -80,7 +73,6 @@ pub enum PtxasError {
         limit_mib: u64,
     },
     /// The `-v` report had no resource line.
-    #[error("could not read ptxas -v output: {0}\n  Fix: use ptxas 12 or 13 (its report format is parsed)")]
     Parse(String),
 }
 
@@ -204,7 +196,8 @@ fn assemble_full(
     limit: Duration,
 ) -> Result<(String, Vec<u8>), PtxasError> {
     let arch = ptxas_arch(sm);
-    let dir = ToolDir::new_in(parent, "vyrescope-ptxas-").map_err(PtxasError::Io)?;
+    let dir =
+        ToolDir::new_in(parent, "vyrescope-ptxas-").map_err(|e| PtxasError::Io(e.to_string()))?;
     let res = run_in(dir.path(), ptxas, ptx, &arch, lineinfo, limit).and_then(|run| {
         if !run.success {
             return Ok((run, Vec::new()));
@@ -317,10 +310,10 @@ pub struct ToolDir {
 
 impl ToolDir {
     /// A new folder `prefix...` under `parent`.
-    pub fn new_in(parent: &Path, prefix: &str) -> Result<ToolDir, String> {
+    pub fn new_in(parent: &Path, prefix: &str) -> std::io::Result<ToolDir> {
         let mut l = live();
         if l.stopped {
-            return Err("the program is quitting".into());
+            return Err(std::io::Error::other("the program is quitting"));
         }
         let mut b = tempfile::Builder::new();
         b.prefix(prefix);
@@ -329,9 +322,12 @@ impl ToolDir {
             use std::os::unix::fs::PermissionsExt;
             b.permissions(std::fs::Permissions::from_mode(0o700));
         }
-        let dir = b
-            .tempdir_in(parent)
-            .map_err(|e| format!("cannot create a temp folder in {}: {e}", parent.display()))?;
+        let dir = b.tempdir_in(parent).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot create a temp folder in {}: {e}", parent.display()),
+            )
+        })?;
         l.next += 1;
         let id = l.next;
         l.dirs.insert(id, dir.path().to_path_buf());
@@ -339,7 +335,7 @@ impl ToolDir {
     }
 
     /// A new folder under `$TMPDIR`.
-    pub fn new(prefix: &str) -> Result<ToolDir, String> {
+    pub fn new(prefix: &str) -> std::io::Result<ToolDir> {
         Self::new_in(&std::env::temp_dir(), prefix)
     }
 
@@ -483,6 +479,30 @@ pub fn parse_verbose(log: &str) -> Result<OfflineResources, PtxasError> {
         ));
     }
     Ok(r)
+}
+
+impl crate::util::HasFix for PtxasError {
+    fn message(&self) -> String {
+        match self {
+            Self::NotFound => "ptxas not found (VYRESCOPE_PTXAS unset and no ptxas on PATH)".to_string(),
+            Self::Io(a0) => format!("could not run ptxas: {a0}"),
+            Self::Rejected { arch, log, .. } => format!("ptxas rejected the PTX for {arch}:\n{log}"),
+            Self::OutOfMemory { arch, lines, limit_mib, log, .. } => format!("ptxas ran out of memory assembling {lines} PTX lines for {arch} (limit {limit_mib} MiB of address space): {log}"),
+            Self::Killed { arch, signal, lines, limit_mib, .. } => format!("ptxas was killed by signal {signal} assembling {lines} PTX lines for {arch} (limit {limit_mib} MiB of address space: it may have run out of memory)"),
+            Self::Parse(a0) => format!("could not read ptxas -v output: {a0}"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::NotFound => "run scripts/install-ptxas.sh and export VYRESCOPE_PTXAS=<the path it prints>".to_string(),
+            Self::Io(_) => "check that VYRESCOPE_PTXAS points at an executable ptxas".to_string(),
+            Self::Rejected { .. } => "this is an emitter bug; report it with the Program file".to_string(),
+            Self::OutOfMemory { .. } => "assemble a smaller kernel (for a pipeline: `--sync barrier`, or fewer steps per fused group), or raise the limit with VYRESCOPE_TOOL_MEMORY_MB".to_string(),
+            Self::Killed { .. } => "assemble a smaller kernel, or raise the limit with VYRESCOPE_TOOL_MEMORY_MB; if it still crashes, report it with the Program file".to_string(),
+            Self::Parse(_) => "use ptxas 12 or 13 (its report format is parsed)".to_string(),
+        }
+    }
 }
 
 crate::util::problem::into_problem!(PtxasError);

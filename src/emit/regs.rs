@@ -68,6 +68,43 @@ impl RegClass {
     }
 }
 
+/// A virtual register (`%r12`, `%p3`): only [`RegAlloc`] names one, so a `Reg` is never an
+/// immediate, a predicate's negation or a special register. It reads as its name (`Deref` to
+/// `str`, `Display`), so it goes into instruction text as is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Reg(String);
+
+impl std::ops::Deref for Reg {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Reg {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Reg {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Reg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Reg> for String {
+    fn from(r: Reg) -> String {
+        r.0
+    }
+}
+
 /// Hands out fresh register names per class.
 #[derive(Debug, Clone, Default)]
 pub struct RegAlloc {
@@ -76,10 +113,10 @@ pub struct RegAlloc {
 
 impl RegAlloc {
     /// A fresh register of class `c` (numbered from 1, like nvcc).
-    pub fn fresh(&mut self, c: RegClass) -> String {
+    pub fn fresh(&mut self, c: RegClass) -> Reg {
         let i = c as usize;
         self.used[i] += 1;
-        format!("{}{}", c.prefix(), self.used[i])
+        Reg(format!("{}{}", c.prefix(), self.used[i]))
     }
 
     /// Registers handed out in class `c`.
@@ -111,9 +148,9 @@ mod tests {
     #[test]
     fn fresh_names_are_numbered_per_class_and_declared() {
         let mut r = RegAlloc::default();
-        assert_eq!(r.fresh(RegClass::B32), "%r1");
-        assert_eq!(r.fresh(RegClass::B32), "%r2");
-        assert_eq!(r.fresh(RegClass::F64), "%fd1");
+        assert_eq!(&*r.fresh(RegClass::B32), "%r1");
+        assert_eq!(&*r.fresh(RegClass::B32), "%r2");
+        assert_eq!(r.fresh(RegClass::F64).to_string(), "%fd1");
         assert_eq!(
             r.declarations(),
             vec![

@@ -82,7 +82,7 @@ impl Writer<'_> {
             StmtKind::Assign { name, value } => {
                 let v = self.expr(value)?;
                 let info = self.var(name)?.clone();
-                let g = self.guard.clone();
+                let g = self.at.guard.clone();
                 self.ins_pred(
                     g.as_deref(),
                     format!("mov{} {}, {}", mov_suffix(info.ty), info.reg, v.text()),
@@ -100,9 +100,9 @@ impl Writer<'_> {
                 otherwise,
                 ..
             } => {
-                self.divergent += 1;
+                self.at.divergent += 1;
                 let r = self.if_stmt(cond, then, otherwise);
-                self.divergent -= 1;
+                self.at.divergent -= 1;
                 r
             }
             StmtKind::Loop {
@@ -120,10 +120,10 @@ impl Writer<'_> {
                 Ok(())
             }
             StmtKind::Return => {
-                let g = self.guard.clone();
+                let g = self.at.guard.clone();
                 self.timeline_kernel_end(g.as_deref());
                 self.ins_pred(g.as_deref(), "ret");
-                self.returned = true;
+                self.at.returned = true;
                 Ok(())
             }
             StmtKind::Block(b) => self.scoped(|w| w.stmts(b)),
@@ -165,7 +165,7 @@ impl Writer<'_> {
             }
         };
         if !never_assigned {
-            self.mutable.insert(reg.clone());
+            self.out.mutable.insert(reg.clone());
         }
         self.declare(name, VarInfo::reg(reg, ty, range));
         Ok(())
@@ -189,19 +189,19 @@ impl Writer<'_> {
             return self.scoped(|w| w.stmts(taken));
         }
         let p = self.in_reg(&c);
-        if otherwise.is_empty() && self.guard.is_none() && is_short(then) {
+        if otherwise.is_empty() && self.at.guard.is_none() && is_short(then) {
             // Predicate the body, unless an access in it keeps a bounds check: its predicate
             // would need combining with the guard, so branch around the body instead (as
             // nvcc does; ptxas if-converts short bodies itself).
             let cp = self.checkpoint();
-            let old = self.guard.replace(p.clone());
+            let old = self.at.guard.replace(p.to_string());
             let r = self.scoped(|w| {
                 w.assume(cond, true);
                 w.stmts(then)
             });
-            self.guard = old;
+            self.at.guard = old;
             r?;
-            if self.guard_checks == cp.guard_checks() {
+            if self.out.guard_checks == cp.guard_checks() {
                 return Ok(());
             }
             self.rollback(cp);
@@ -257,19 +257,19 @@ impl Writer<'_> {
         let t = self.expr(to)?;
         if let (Some(a), Some(b)) = (f.imm(), t.imm()) {
             let (a, b) = (a.to_bits() as u32, b.to_bits() as u32);
-            if self.opts.unroll && super::unroll::should_unroll(a, b, body, self.unroll_factor) {
+            if self.opts.unroll && super::unroll::should_unroll(a, b, body, self.at.unroll_factor) {
                 return self.unrolled(var, a, b, body);
             }
         }
         let k = self.reg(ScalarType::U32);
-        self.mutable.insert(k.clone());
+        self.out.mutable.insert(k.clone());
         self.ins(format!("mov.b32 {k}, {}", f.text()));
         // `to` is evaluated once: freeze it unless it is a constant or a fresh temporary.
         let end = match &t {
             Val::Reg { fresh: false, .. } => {
                 let r = self.reg(ScalarType::U32);
                 self.ins(format!("mov.b32 {r}, {}", t.text()));
-                r
+                r.to_string()
             }
             v => v.text(),
         };
@@ -290,7 +290,7 @@ impl Writer<'_> {
         self.label(&head);
         // Lanes may run different trip counts (or return in one iteration and not reach the
         // next): the body is not full-warp code.
-        self.divergent += 1;
+        self.at.divergent += 1;
         let len_fact = match to {
             Expr::Len(b) => Some(b.clone()),
             _ => None,
@@ -298,12 +298,14 @@ impl Writer<'_> {
         let r = self.scoped(|w| {
             w.declare(var, VarInfo::reg(k.clone(), ScalarType::U32, range));
             if let Some(b) = &len_fact {
-                w.facts
-                    .add(Fact::BelowLen(Subject::Reg(k.clone()), b.clone()), false);
+                w.facts.add(
+                    Fact::BelowLen(Subject::Reg(k.to_string()), b.clone()),
+                    false,
+                );
             }
             w.stmts(body)
         });
-        self.divergent -= 1;
+        self.at.divergent -= 1;
         r?;
         self.ins(format!("add.s32 {k}, {k}, 1"));
         let again = self.reg_class(super::regs::RegClass::Pred);

@@ -19,7 +19,7 @@
 //!   results bit-identical; the other ops fold the active lanes in a loop (any order gives
 //!   the same bits).
 
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::{konst, mov_suffix, Val, Writer};
 use super::EmitError;
 use crate::ir::{BinOp, ReduceOp, ScalarType};
@@ -35,7 +35,7 @@ impl Writer<'_> {
         }
         let m = self.reg_class(RegClass::B32);
         self.ins(format!("activemask.b32 {m}"));
-        m
+        m.to_string()
     }
 
     /// `shfl.sync.<mode>.b32` of any value type.
@@ -265,7 +265,7 @@ impl Writer<'_> {
     }
 
     /// Lowest set lane of `rest` (which loses that bit).
-    fn next_lane(&mut self, rest: &str) -> String {
+    fn next_lane(&mut self, rest: &str) -> Reg {
         let rev = self.reg_class(RegClass::B32);
         self.ins(format!("brev.b32 {rev}, {rest}"));
         let lane = self.reg_class(RegClass::B32);
@@ -277,9 +277,9 @@ impl Writer<'_> {
     }
 }
 
-fn v_reg(name: &str, ty: ScalarType) -> Val {
+fn v_reg(name: &Reg, ty: ScalarType) -> Val {
     Val::Reg {
-        name: name.to_string(),
+        name: name.clone(),
         ty,
         fresh: false,
     }

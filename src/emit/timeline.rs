@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::regs::RegClass;
+use super::regs::{Reg, RegClass};
 use super::writer::Writer;
 use crate::ir::{BarrierScope, ScalarType, StmtKind, SyncOp, WaitOn};
 
@@ -145,20 +145,20 @@ pub(super) struct State {
     spec: TimelineSpec,
     by_node: HashMap<String, u32>,
     /// Thread 0 of the block.
-    pred: String,
+    pred: Reg,
     /// This block's first record.
-    base: String,
+    base: Reg,
     /// Records written so far.
-    count: String,
-    smid: String,
+    count: Reg,
+    smid: Reg,
     /// The kernel unit's start stamp (plain Programs).
-    kernel_start: Option<String>,
+    kernel_start: Option<Reg>,
 }
 
 /// An open unit: its index and start-stamp register.
 pub(super) struct Open {
     unit: u32,
-    start: String,
+    start: Reg,
 }
 
 impl State {
@@ -174,10 +174,10 @@ impl State {
         State {
             spec,
             by_node,
-            pred: String::new(),
-            base: String::new(),
-            count: String::new(),
-            smid: String::new(),
+            pred: Reg::default(),
+            base: Reg::default(),
+            count: Reg::default(),
+            smid: Reg::default(),
             kernel_start: None,
         }
     }
@@ -267,7 +267,7 @@ impl Writer<'_> {
         let wg = match wg.as_deref().map(|v| self.var(v).cloned()) {
             Some(Ok(info)) => match info.konst {
                 Some(k) => super::writer::imm_text(k),
-                None if info.ty == ScalarType::U32 => info.reg,
+                None if info.ty == ScalarType::U32 => info.reg.to_string(),
                 None => NO_WORKGROUP.to_string(),
             },
             _ => NO_WORKGROUP.to_string(),

@@ -108,32 +108,32 @@ impl Writer<'_> {
         b: u32,
         body: &[Stmt],
     ) -> Result<(), EmitError> {
-        self.stats.loops_unrolled += 1;
+        self.out.stats.loops_unrolled += 1;
         let trips = b.saturating_sub(a);
         if trips == 0 {
             self.comment("no iterations (constant bounds)");
             self.not_emitted(body, "the loop runs 0 times");
             return Ok(());
         }
-        let node = self.owners[self.owner].clone();
+        let node = self.owners.names[self.owner].clone();
         self.comment(format!("unrolled: {trips} copies"));
-        let factor = self.unroll_factor;
-        self.unroll_factor = factor.saturating_mul(trips as usize);
+        let factor = self.at.unroll_factor;
+        self.at.unroll_factor = factor.saturating_mul(trips as usize);
         for k in a..b {
             self.comment(format!("{node}: {var} = {k}"));
-            let saved = self.copy_tag.clone();
-            self.copy_tag.push_str(&format!("_u{k}"));
+            let saved = self.at.copy_tag.clone();
+            self.at.copy_tag.push_str(&format!("_u{k}"));
             let r = self.scoped_vars(|w| {
                 w.declare(var, VarInfo::constant(Scalar::U32(k)));
                 w.stmts(body)
             });
-            self.copy_tag = saved;
+            self.at.copy_tag = saved;
             if let Err(e) = r {
-                self.unroll_factor = factor;
+                self.at.unroll_factor = factor;
                 return Err(e);
             }
         }
-        self.unroll_factor = factor;
+        self.at.unroll_factor = factor;
         Ok(())
     }
 }

@@ -292,7 +292,7 @@ impl Writer<'_> {
     pub(super) fn stmts_versioned(&mut self, list: &[Stmt]) -> R<()> {
         let mut i = 0;
         while i < list.len() {
-            let plan = if self.guard.is_none() && self.fast.is_none() {
+            let plan = if self.at.guard.is_none() && self.fast.is_none() {
                 self.plan_run(list, i)
             } else {
                 None
@@ -425,19 +425,19 @@ impl Writer<'_> {
                 for q in rest {
                     let both = self.reg_class(RegClass::Pred);
                     self.ins(format!("and.pred {both}, {acc}, {q}"));
-                    acc = both;
+                    acc = both.to_string();
                 }
                 acc
             }
             None => return Err(EmitError::Internal("a versioned run without a test".into())),
         };
         self.ins(format!("@!{p} bra {slow}"));
-        self.stats.bounds_checks_versioned +=
+        self.out.stats.bounds_checks_versioned +=
             groups.iter().map(|g| g.terms.len() as u32).sum::<u32>();
 
         // The fast copy: its `let`s are declared in the enclosing scope; its cached values
         // vanish at the join (they are not computed on the checked path).
-        self.divergent += 1;
+        self.at.divergent += 1;
         self.fast = Some(fast);
         let start = self.body.len();
         let r = self.stmt_kind(&run[0]);
@@ -446,7 +446,7 @@ impl Writer<'_> {
         self.fast = None;
         self.caches.pop();
         if let Err(e) = r {
-            self.divergent -= 1;
+            self.at.divergent -= 1;
             return Err(e);
         }
         let fast_len = self.body[start..]
@@ -454,7 +454,7 @@ impl Writer<'_> {
             .filter(|l| l.kind == super::writer::LineKind::Instr)
             .count();
         if fast_len > MAX_FAST_INSTRS {
-            self.divergent -= 1;
+            self.at.divergent -= 1;
             return Ok(false);
         }
         // Only the variables the rest of the block uses need their values at the join.
@@ -493,16 +493,16 @@ impl Writer<'_> {
                 let slow = w.var(name)?.clone();
                 let src = match slow.konst {
                     Some(k) => super::writer::imm_text(k),
-                    None => slow.reg.clone(),
+                    None => slow.reg.to_string(),
                 };
-                if src != fast.reg {
+                if src != *fast.reg {
                     w.ins(format!("mov{} {}, {src}", mov_suffix(fast.ty), fast.reg));
                 }
             }
             w.leave_node(prev);
             Ok(())
         })?;
-        self.divergent -= 1;
+        self.at.divergent -= 1;
         let prev = self.enter_node(&run[run.len() - 1].id);
         self.label(&join);
         self.leave_node(prev);

@@ -9,11 +9,11 @@ use std::collections::{HashMap, HashSet};
 
 use super::bounds::Facts;
 use super::cse::Cache;
-use super::regs::{RegAlloc, RegClass};
+use super::regs::{Reg, RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
 use crate::analysis::ranges::Range;
 use crate::ir::print::Printed;
-use crate::ir::{Builtin, Program, Scalar, ScalarType};
+use crate::ir::{Builtin, Program, Scalar, ScalarType, ScratchLayout, WaitOn};
 
 /// Owner index of prologue lines.
 pub(super) const PROLOGUE: usize = 0;
@@ -46,7 +46,7 @@ pub(super) struct Line {
 pub(super) enum Val {
     /// A register; `fresh` when no variable or cache refers to it (a `let` may adopt it).
     Reg {
-        name: String,
+        name: Reg,
         ty: ScalarType,
         fresh: bool,
     },
@@ -66,7 +66,7 @@ impl Val {
     /// Operand text: the register name or the PTX immediate.
     pub fn text(&self) -> String {
         match self {
-            Val::Reg { name, .. } => name.clone(),
+            Val::Reg { name, .. } => name.to_string(),
             Val::Imm(s) => imm_text(*s),
         }
     }
@@ -97,7 +97,7 @@ pub(super) fn imm_text(s: Scalar) -> String {
 #[derive(Debug, Clone)]
 pub(super) struct VarInfo {
     /// Register holding it (empty for a constant).
-    pub reg: String,
+    pub reg: Reg,
     /// Its type.
     pub ty: ScalarType,
     /// Range proven for its value when it was bound (u32 variables that are never assigned).
@@ -109,7 +109,7 @@ pub(super) struct VarInfo {
 
 impl VarInfo {
     /// A variable held in register `reg`.
-    pub fn reg(reg: String, ty: ScalarType, range: Option<Range>) -> Self {
+    pub fn reg(reg: Reg, ty: ScalarType, range: Option<Range>) -> Self {
         VarInfo {
             reg,
             ty,
@@ -121,7 +121,7 @@ impl VarInfo {
     /// A compile-time constant.
     pub fn constant(v: Scalar) -> Self {
         VarInfo {
-            reg: String::new(),
+            reg: Reg::default(),
             ty: v.ty(),
             range: (v.ty() == ScalarType::U32).then(|| Range::point(v.to_bits())),
             konst: Some(v),
@@ -129,23 +129,106 @@ impl VarInfo {
     }
 }
 
+/// Values computed once in the prologue (or once per kernel), found again by what they hold.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Hoisted {
+    /// Builtin ids (`%tid.x`, the global id, ...).
+    pub builtins: HashMap<Builtin, Reg>,
+    /// Generic-to-global pointer of each host buffer.
+    pub buf_ptr: HashMap<String, Reg>,
+    /// Element count of each host buffer.
+    pub buf_len: HashMap<String, Reg>,
+    /// Base address of each workgroup buffer.
+    pub shared_base: HashMap<String, Reg>,
+    /// Linear thread id in the block ([`Writer::linear_tid`]).
+    pub linear_tid: Option<Reg>,
+    /// Linear workgroup id (`dataflow`).
+    pub linear_ctaid: Option<Reg>,
+    /// Global address of the grid-sync scratch (`grid_sync`).
+    pub grid_scratch: Option<Reg>,
+    /// Number of workgroups in the grid (`grid_sync`).
+    pub grid_blocks: Option<Reg>,
+    /// What this workgroup adds to a flip counter (`grid_sync`).
+    pub grid_flip_inc: Option<Reg>,
+    /// The launch's epoch (`dataflow`).
+    pub sync_epoch: Option<Reg>,
+}
+
+/// Everything emitting code changes besides the lines themselves: what
+/// [`Writer::rollback`] restores from a [`Checkpoint`] (one clone of this; the lines are
+/// append-only, so a checkpoint keeps only their lengths).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Produced {
+    /// Registers handed out.
+    pub regs: RegAlloc,
+    /// Counters about the code.
+    pub stats: EmitStats,
+    /// Per-owner counter for helper labels (`$L_body2_k3`).
+    label_seq: HashMap<usize, u32>,
+    /// The `.loc` line last written.
+    loc_current: Option<usize>,
+    /// Values computed once in the prologue.
+    pub hoisted: Hoisted,
+    /// The grid-sync scratch words the code uses (the kernel's launch interface beyond its
+    /// buffers).
+    pub scratch: ScratchLayout,
+    /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
+    pub counter_base: HashMap<u32, Reg>,
+    /// Dataflow waits that are the same for every task of a step (a count, a fixed range of
+    /// flags): the predicate "this block has seen it complete", one per wait statement, so
+    /// that the copies of an unrolled task loop share it (`emit::dataflow`).
+    pub wait_done: HashMap<(WaitOn, String), Reg>,
+    /// Load results that are zero exactly where the predicate is false: (register, predicate).
+    pub zero_unless: HashMap<Reg, String>,
+    /// Registers that are written after their definition (assigned variables).
+    pub mutable: HashSet<Reg>,
+    /// Accesses whose bounds check had to be combined with [`Context::guard`].
+    pub guard_checks: u32,
+}
+
+/// The owners of lines: `prologue`, `epilogue`, then node ids in first-emission order.
+pub(super) struct Owners {
+    /// Owner names, by owner index.
+    pub names: Vec<String>,
+    /// Index of each name.
+    index: HashMap<String, usize>,
+    /// IR printer line per owner (for `.loc`).
+    line: Vec<Option<usize>>,
+}
+
+/// Where the code being written sits: what the enclosing statements make true of it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Context {
+    /// Predicates of the enclosing `select` arms (register, negated) under which the
+    /// conditional facts hold.
+    pub cond_preds: Vec<(Reg, bool)>,
+    /// Suffix of labels written inside unrolled loop copies (`_u3`), keeping them unique.
+    pub copy_tag: String,
+    /// Product of the trip counts of the unrolled loops around the code being written: what
+    /// one more unrolled IR node costs in emitted copies (see `unroll.rs`).
+    pub unroll_factor: usize,
+    /// Predicate guarding side effects of a predicated short body.
+    pub guard: Option<String>,
+    /// Depth of the statements being emitted under control flow that lanes may take apart
+    /// (`if` bodies, rolled loops); see [`Writer::full_warp`].
+    pub divergent: u32,
+    /// Whether a `return` was emitted before this point (its lanes may have left).
+    pub returned: bool,
+}
+
 /// State of one kernel emission.
 pub(super) struct Writer<'p> {
     pub prog: &'p Program,
     pub opts: &'p EmitOptions,
     pub printed: Printed,
-    pub regs: RegAlloc,
     pub prologue: Vec<Line>,
     pub body: Vec<Line>,
-    /// Owner names: `prologue`, `epilogue`, then node ids in first-emission order.
-    pub owners: Vec<String>,
-    owner_index: HashMap<String, usize>,
+    /// What the code emitted so far changed (rolled back as one).
+    pub out: Produced,
+    /// Owners of the lines.
+    pub owners: Owners,
     /// Current owner of body lines.
     pub owner: usize,
-    /// IR printer line per owner (for `.loc`).
-    owner_line: Vec<Option<usize>>,
-    /// The `.loc` line last written.
-    loc_current: Option<usize>,
     pub scopes: Vec<HashMap<String, VarInfo>>,
     /// Variables assigned anywhere (never aliased, never used in proofs).
     pub assigned: HashSet<String>,
@@ -155,43 +238,10 @@ pub(super) struct Writer<'p> {
     /// `red` (see `memory.rs`). Taken (reset) by the atomic before its operands are emitted.
     pub discard_result: bool,
     pub facts: Facts,
-    /// Predicates of the enclosing `select` arms (register, negated) under which the
-    /// conditional facts hold.
-    pub cond_preds: Vec<(String, bool)>,
     /// Value and address caches per scope (see `cse.rs`).
     pub caches: Vec<Cache>,
-    /// Registers that are written after their definition (assigned variables).
-    pub mutable: HashSet<String>,
-    /// Load results that are zero exactly where the predicate is false: (register, predicate).
-    pub zero_unless: HashMap<String, String>,
-    /// Suffix of labels written inside unrolled loop copies (`_u3`), keeping them unique.
-    pub copy_tag: String,
-    /// Product of the trip counts of the unrolled loops around the code being written: what
-    /// one more unrolled IR node costs in emitted copies (see `unroll.rs`).
-    pub unroll_factor: usize,
-    /// Predicate guarding side effects of a predicated short body.
-    pub guard: Option<String>,
-    /// Accesses whose bounds check had to be combined with [`Writer::guard`].
-    pub guard_checks: u32,
-    /// Depth of the statements being emitted under control flow that lanes may take apart
-    /// (`if` bodies, rolled loops); see [`Writer::full_warp`].
-    pub divergent: u32,
-    /// Whether a `return` was emitted before this point (its lanes may have left).
-    pub returned: bool,
-    builtins: HashMap<Builtin, String>,
-    pub buf_ptr: HashMap<String, String>,
-    pub buf_len: HashMap<String, String>,
-    pub shared_base: HashMap<String, String>,
-    pub special: HashMap<&'static str, String>,
-    /// Dataflow counters: the register in which thread 0 keeps what its arrival returned.
-    pub counter_base: HashMap<u32, String>,
-    /// Dataflow waits that are the same for every task of a step (a count, a fixed range of
-    /// flags): the predicate "this block has seen it complete", one per wait statement, so
-    /// that the copies of an unrolled task loop share it (`emit::dataflow`).
-    pub wait_done: HashMap<String, String>,
-    pub stats: EmitStats,
-    /// Per-owner counter for helper labels (`$L_body2_k3`).
-    label_seq: HashMap<usize, u32>,
+    /// Where the code being written sits.
+    pub at: Context,
     /// What the run being emitted as a versioned fast path may rely on (`version.rs`).
     pub fast: Option<super::version::FastPath>,
     /// Timeline instrumentation (`emit --timeline`); None for plain emission.
@@ -206,7 +256,10 @@ impl<'p> Writer<'p> {
     pub fn full_warp(&self) -> bool {
         let [x, y, z] = self.opts.workgroup_size;
         let threads = x as u64 * y as u64 * z as u64;
-        threads.is_multiple_of(32) && self.divergent == 0 && !self.returned && self.guard.is_none()
+        threads.is_multiple_of(32)
+            && self.at.divergent == 0
+            && !self.at.returned
+            && self.at.guard.is_none()
     }
 
     /// A writer for the elaborated `prog`.
@@ -235,38 +288,25 @@ impl<'p> Writer<'p> {
             prog,
             opts,
             printed,
-            regs: RegAlloc::default(),
             prologue: Vec::new(),
             body: Vec::new(),
-            owners: vec!["prologue".into(), "epilogue".into()],
-            owner_index: HashMap::new(),
+            out: Produced::default(),
+            owners: Owners {
+                names: vec!["prologue".into(), "epilogue".into()],
+                index: HashMap::new(),
+                line: vec![None, None],
+            },
             owner: PROLOGUE,
-            owner_line: vec![None, None],
-            loc_current: None,
             scopes: vec![HashMap::new()],
             assigned,
             read_vars,
             discard_result: false,
             facts: Facts::default(),
-            cond_preds: Vec::new(),
             caches: vec![Cache::default()],
-            mutable: HashSet::new(),
-            zero_unless: HashMap::new(),
-            copy_tag: String::new(),
-            unroll_factor: 1,
-            guard: None,
-            guard_checks: 0,
-            divergent: 0,
-            returned: false,
-            builtins: HashMap::new(),
-            buf_ptr: HashMap::new(),
-            buf_len: HashMap::new(),
-            shared_base: HashMap::new(),
-            counter_base: HashMap::new(),
-            wait_done: HashMap::new(),
-            special: HashMap::new(),
-            stats: EmitStats::default(),
-            label_seq: HashMap::new(),
+            at: Context {
+                unroll_factor: 1,
+                ..Context::default()
+            },
             fast: None,
             timeline: None,
         }
@@ -276,13 +316,13 @@ impl<'p> Writer<'p> {
 
     /// Makes `node` the owner of the following lines; returns the previous owner.
     pub fn enter_node(&mut self, node: &str) -> usize {
-        let idx = match self.owner_index.get(node) {
+        let idx = match self.owners.index.get(node) {
             Some(i) => *i,
             None => {
-                let i = self.owners.len();
-                self.owners.push(node.to_string());
-                self.owner_index.insert(node.to_string(), i);
-                self.owner_line.push(self.printed.line_of(node));
+                let i = self.owners.names.len();
+                self.owners.names.push(node.to_string());
+                self.owners.index.insert(node.to_string(), i);
+                self.owners.line.push(self.printed.line_of(node));
                 i
             }
         };
@@ -296,7 +336,7 @@ impl<'p> Writer<'p> {
 
     /// Label-safe spelling of the current owner (`body[1].then[0]` -> `body1_then0`).
     pub fn owner_tag(&self) -> String {
-        self.owners[self.owner]
+        self.owners.names[self.owner]
             .chars()
             .filter_map(|c| match c {
                 '[' | ']' => None,
@@ -310,12 +350,12 @@ impl<'p> Writer<'p> {
     /// A label named after the current node: `$L_<node>_<what>` (plus the copy tag inside
     /// unrolled loops).
     pub fn label_name(&self, what: &str) -> String {
-        format!("$L_{}_{}{}", self.owner_tag(), what, self.copy_tag)
+        format!("$L_{}_{}{}", self.owner_tag(), what, self.at.copy_tag)
     }
 
     /// A fresh helper label in the current node: `$L_<node>_<what><n>`.
     pub fn fresh_label(&mut self, what: &str) -> String {
-        let n = self.label_seq.entry(self.owner).or_insert(0);
+        let n = self.out.label_seq.entry(self.owner).or_insert(0);
         *n += 1;
         let n = *n;
         format!("$L_{}_{}{}", self.owner_tag(), what, n)
@@ -326,11 +366,11 @@ impl<'p> Writer<'p> {
         if !self.opts.lineinfo || self.owner == PROLOGUE {
             return;
         }
-        let Some(line) = self.owner_line.get(self.owner).copied().flatten() else {
+        let Some(line) = self.owners.line.get(self.owner).copied().flatten() else {
             return;
         };
-        if self.loc_current != Some(line) {
-            self.loc_current = Some(line);
+        if self.out.loc_current != Some(line) {
+            self.out.loc_current = Some(line);
             self.body.push(Line {
                 text: format!("\t.loc\t1 {line} 0"),
                 owner: self.owner,
@@ -390,22 +430,9 @@ impl<'p> Writer<'p> {
     /// Saves the state that emitting code changes, for [`Writer::rollback`].
     pub fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
-            regs: self.regs.clone(),
+            out: self.out.clone(),
             prologue: self.prologue.len(),
             body: self.body.len(),
-            stats: self.stats.clone(),
-            label_seq: self.label_seq.clone(),
-            builtins: self.builtins.clone(),
-            buf_ptr: self.buf_ptr.clone(),
-            buf_len: self.buf_len.clone(),
-            shared_base: self.shared_base.clone(),
-            counter_base: self.counter_base.clone(),
-            wait_done: self.wait_done.clone(),
-            special: self.special.clone(),
-            zero_unless: self.zero_unless.clone(),
-            mutable: self.mutable.clone(),
-            loc_current: self.loc_current,
-            guard_checks: self.guard_checks,
         }
     }
 
@@ -413,34 +440,21 @@ impl<'p> Writer<'p> {
     /// counters), so that the same statements can be emitted another way. Variable, fact
     /// and cache scopes are not restored: take checkpoints outside the scopes they cover.
     pub fn rollback(&mut self, cp: Checkpoint) {
-        self.regs = cp.regs;
+        self.out = cp.out;
         self.prologue.truncate(cp.prologue);
         self.body.truncate(cp.body);
-        self.stats = cp.stats;
-        self.label_seq = cp.label_seq;
-        self.builtins = cp.builtins;
-        self.buf_ptr = cp.buf_ptr;
-        self.buf_len = cp.buf_len;
-        self.shared_base = cp.shared_base;
-        self.counter_base = cp.counter_base;
-        self.wait_done = cp.wait_done;
-        self.special = cp.special;
-        self.zero_unless = cp.zero_unless;
-        self.mutable = cp.mutable;
-        self.loc_current = cp.loc_current;
-        self.guard_checks = cp.guard_checks;
     }
 
     // ---- registers and values -----------------------------------------------------------
 
     /// A fresh register for a value of type `ty`.
-    pub fn reg(&mut self, ty: ScalarType) -> String {
-        self.regs.fresh(RegClass::of(ty))
+    pub fn reg(&mut self, ty: ScalarType) -> Reg {
+        self.out.regs.fresh(RegClass::of(ty))
     }
 
     /// A fresh register of class `c`.
-    pub fn reg_class(&mut self, c: RegClass) -> String {
-        self.regs.fresh(c)
+    pub fn reg_class(&mut self, c: RegClass) -> Reg {
+        self.out.regs.fresh(c)
     }
 
     /// A fresh register value.
@@ -453,7 +467,7 @@ impl<'p> Writer<'p> {
     }
 
     /// `v` in a register (immediates are moved into a fresh one).
-    pub fn in_reg(&mut self, v: &Val) -> String {
+    pub fn in_reg(&mut self, v: &Val) -> Reg {
         match v {
             Val::Reg { name, .. } => name.clone(),
             Val::Imm(s) => {
@@ -465,8 +479,8 @@ impl<'p> Writer<'p> {
     }
 
     /// The register of a builtin id, computed once in the prologue.
-    pub fn builtin(&mut self, b: Builtin) -> String {
-        if let Some(r) = self.builtins.get(&b) {
+    pub fn builtin(&mut self, b: Builtin) -> Reg {
+        if let Some(r) = self.out.hoisted.builtins.get(&b) {
             return r.clone();
         }
         let wg = self.opts.workgroup_size;
@@ -490,19 +504,19 @@ impl<'p> Writer<'p> {
                 r
             }
         };
-        self.builtins.insert(b, r.clone());
+        self.out.hoisted.builtins.insert(b, r.clone());
         r
     }
 
-    fn special_reg(&mut self, sreg: &str) -> String {
+    fn special_reg(&mut self, sreg: &str) -> Reg {
         let r = self.reg(ScalarType::U32);
         self.pro(format!("mov.u32 {r}, {sreg}"));
         r
     }
 
     /// Linear thread id in the block (`lid.x + lid.y*X + lid.z*X*Y`), computed once.
-    pub fn linear_tid(&mut self) -> String {
-        if let Some(r) = self.special.get("linear_tid") {
+    pub fn linear_tid(&mut self) -> Reg {
+        if let Some(r) = &self.out.hoisted.linear_tid {
             return r.clone();
         }
         let [x, y, z] = self.opts.workgroup_size;
@@ -522,7 +536,7 @@ impl<'p> Writer<'p> {
                 r2
             }
         };
-        self.special.insert("linear_tid", r.clone());
+        self.out.hoisted.linear_tid = Some(r.clone());
         r
     }
 
@@ -566,28 +580,15 @@ impl<'p> Writer<'p> {
 
 /// Writer state saved by [`Writer::checkpoint`].
 pub(super) struct Checkpoint {
-    regs: RegAlloc,
+    out: Produced,
     prologue: usize,
     body: usize,
-    stats: EmitStats,
-    label_seq: HashMap<usize, u32>,
-    builtins: HashMap<Builtin, String>,
-    buf_ptr: HashMap<String, String>,
-    buf_len: HashMap<String, String>,
-    shared_base: HashMap<String, String>,
-    counter_base: HashMap<u32, String>,
-    wait_done: HashMap<String, String>,
-    special: HashMap<&'static str, String>,
-    zero_unless: HashMap<String, String>,
-    mutable: HashSet<String>,
-    loc_current: Option<usize>,
-    guard_checks: u32,
 }
 
 impl Checkpoint {
     /// The guard-combined check count when it was taken.
     pub fn guard_checks(&self) -> u32 {
-        self.guard_checks
+        self.out.guard_checks
     }
 }
 

@@ -13,6 +13,7 @@
 use crate::ir::{
     parse_program, ElemType, Fill, InputSource, InputSpec, Pipeline, PipelineBuffer, Step,
 };
+use crate::util::Problem;
 
 use super::Rng;
 
@@ -75,16 +76,18 @@ impl Builder {
         bufs: &[(&str, &str, &str)],
         extra_decls: &str,
         body: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Problem> {
         let k = self.steps.len();
         let pname = format!("s{k}_{name}");
         let text = format!(
             r#"{{"format": 1, "name": "{pname}", "workgroup_size": [{wg}, 1, 1], "buffers": [{}{extra_decls}], "body": [{body}]}}"#,
             u32_decls(&bufs.iter().map(|&(n, a, _)| (n, a)).collect::<Vec<_>>())
         );
-        let program = parse_program(&text, &pname)
-            .map_err(|e| format!("generated step {k} ({pname}) does not parse: {e}"))?;
-        let grid = u32::try_from(grid.max(1)).map_err(|_| format!("step {k}: grid too large"))?;
+        let program = parse_program(&text, &pname).map_err(|e| {
+            Problem::bug(format!("generated step {k} ({pname}) does not parse: {e}"))
+        })?;
+        let grid = u32::try_from(grid.max(1))
+            .map_err(|_| Problem::bug(format!("step {k}: grid too large")))?;
         self.steps.push(Step {
             program,
             program_path: None,
@@ -130,7 +133,7 @@ impl Builder {
     }
 
     /// `dst[i] = f(a[i], b[i])`, maybe plus a lookup into a small buffer.
-    fn map(&mut self) -> Result<(), String> {
+    fn map(&mut self) -> Result<(), Problem> {
         let (a, b, dst) = self.pick3();
         let wg = self.rng.pick(&MAP_SIZES);
         let mut value = self.value_expr();
@@ -159,7 +162,7 @@ impl Builder {
     }
 
     /// `dst[i] = a[i ± 1] + b[i]` (the missing neighbour reads 0).
-    fn neighbour(&mut self) -> Result<(), String> {
+    fn neighbour(&mut self) -> Result<(), Problem> {
         let (a, b, dst) = self.pick3();
         let wg = self.rng.pick(&MAP_SIZES);
         let op = if self.rng.chance(1, 2) { "add" } else { "sub" };
@@ -182,7 +185,7 @@ impl Builder {
 
     /// One partial sum per workgroup through a shared tile and a tree of workgroup barriers;
     /// some workgroups return early (a workgroup-uniform return) and leave their partial.
-    fn block_reduce(&mut self) -> Result<(), String> {
+    fn block_reduce(&mut self) -> Result<(), Problem> {
         let k = self.steps.len();
         let src = self.data[self.rng.below(self.data.len())].name.clone();
         let wg = self.rng.pick(&REDUCE_SIZES);
@@ -225,7 +228,7 @@ impl Builder {
 
     /// The total of a small buffer by one workgroup: 32 lanes and a subgroup reduction, or a
     /// single thread's loop.
-    fn fold(&mut self) -> Result<(), String> {
+    fn fold(&mut self) -> Result<(), Problem> {
         let Some(src) =
             (!self.small.is_empty()).then(|| self.small[self.rng.below(self.small.len())].clone())
         else {
@@ -275,7 +278,7 @@ impl Builder {
     }
 
     /// `hist[a[i] % bins] += 1` with atomic adds.
-    fn histogram(&mut self) -> Result<(), String> {
+    fn histogram(&mut self) -> Result<(), Problem> {
         let k = self.steps.len();
         let src = self.data[self.rng.below(self.data.len())].name.clone();
         let bins = self.rng.pick(&[4usize, 16, 256]);
@@ -308,7 +311,7 @@ impl Builder {
 /// The pipeline of `seed`: 2 to 6 steps over 3 to 5 data buffers of 100 to 5000 `u32`
 /// elements (one count per pipeline), all buffers random. Errors only when a generated step
 /// does not parse, which is a bug of this generator.
-pub fn random_pipeline(seed: u64) -> Result<Pipeline, String> {
+pub fn random_pipeline(seed: u64) -> Result<Pipeline, Problem> {
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
     let n = 100 + rng.below(4900);
     let nbufs = 3 + rng.below(3);

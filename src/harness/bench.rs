@@ -242,10 +242,7 @@ impl Runtime {
     ) -> Result<KernelBench> {
         if let Verify::Sampled(_) = o.verify {
             if !can_sample(p) {
-                return Err(RuntimeError::Other(format!(
-                    "`{}` has a grid barrier or atomics on host buffers, so its workgroups are not independent and a sampled reference run would not be comparable\n  Fix: leave out --sample (verify the whole dispatch) or use --no-verify",
-                    p.name
-                )));
+                return Err(RuntimeError::Other(crate::util::Problem::new(format!("`{}` has a grid barrier or atomics on host buffers, so its workgroups are not independent and a sampled reference run would not be comparable", p.name), "leave out --sample (verify the whole dispatch) or use --no-verify")));
             }
         }
         let PreparedRun { shape, buffers } = prepare(p, base, o.workgroup)?;
@@ -354,9 +351,10 @@ impl Runtime {
         let PreparedRun { shape, buffers } = prepare(&p, base, None)?;
         let c = self.compile_program(&p, shape.workgroup_size, &JitOptions::default())?;
         if c.emitted.abi.grid_sync {
-            return Err(RuntimeError::Other(
-                "overhead bench needs a kernel without a grid barrier\n  Fix: use the elementwise fixture".into(),
-            ));
+            return Err(RuntimeError::Other(crate::util::Problem::new(
+                "overhead bench needs a kernel without a grid barrier",
+                "use the elementwise fixture",
+            )));
         }
         let set = self.upload(&buffers)?;
         let result = (|| {

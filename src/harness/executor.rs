@@ -14,6 +14,7 @@ use crate::ir::{Pipeline, Program};
 use crate::runtime::execute::{ProgramRun, RunRequest};
 use crate::runtime::worker::protocol::RunOutcome;
 use crate::runtime::{GpuWorker, Runtime, RuntimeError};
+use crate::util::Problem;
 
 use super::pipeline::{run_pipeline_forms, PipelineGpuOptions, PipelineGpuReport};
 
@@ -117,18 +118,20 @@ impl Executor<'_> {
         pipeline: &Pipeline,
         prepared: &mut PreparedPipeline,
         opts: &PipelineGpuOptions,
-    ) -> Result<PipelineExecution, String> {
+    ) -> Result<PipelineExecution, Problem> {
         match self {
             Executor::Reference => {
                 let (steps, elapsed_ms) =
-                    super::pipeline::reference(pipeline, prepared, opts.fuel)
-                        .map_err(|e| e.to_string())?;
+                    super::pipeline::reference(pipeline, prepared, opts.fuel)?;
                 Ok(PipelineExecution::Reference { steps, elapsed_ms })
             }
             Executor::InProcess(rt) => Ok(PipelineExecution::Gpu(Box::new(run_pipeline_forms(
                 rt, pipeline, prepared, opts,
             )?))),
-            Executor::Worker(_) => Err("the GPU worker runs single Programs, not pipelines\n  Fix: run the pipeline in-process (`run --backend cuda`)".into()),
+            Executor::Worker(_) => Err(Problem::new(
+                "the GPU worker runs single Programs, not pipelines",
+                "run the pipeline in-process (`run --backend cuda`)",
+            )),
         }
     }
 }

@@ -372,7 +372,10 @@ mod tests {
         };
         assert_eq!(skip_reason(&t), None);
         assert_eq!(failure_kind(&t), "timeout");
-        assert_eq!(failure_kind(&RuntimeError::Launch("x".into())), "error");
+        assert_eq!(
+            failure_kind(&RuntimeError::Launch(crate::util::Problem::new("x", ""))),
+            "error"
+        );
     }
 
     #[test]

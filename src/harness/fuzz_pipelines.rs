@@ -89,9 +89,9 @@ pub fn default_pipeline_out_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("vyrescope-fuzz-pipelines"))
 }
 
-fn prepare(p: &Pipeline) -> Result<PreparedPipeline, String> {
+fn prepare(p: &Pipeline) -> Result<PreparedPipeline, Problem> {
     // Generated pipelines read no files; the folder only anchors the (unused) file rule.
-    prepare_pipeline(p, &std::env::temp_dir()).map_err(|e| e.to_string())
+    Ok(prepare_pipeline(p, &std::env::temp_dir())?)
 }
 
 /// Plans `p` for `caps` (its steps' shapes from `prepared`).
@@ -99,12 +99,12 @@ pub fn plan_for(
     p: &Pipeline,
     prepared: &PreparedPipeline,
     caps: &DeviceCaps,
-) -> Result<Plan, String> {
+) -> Result<Plan, Problem> {
     let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
     plan_of(p, &shapes, caps)
 }
 
-fn plan_of(p: &Pipeline, shapes: &[LaunchShape], caps: &DeviceCaps) -> Result<Plan, String> {
+fn plan_of(p: &Pipeline, shapes: &[LaunchShape], caps: &DeviceCaps) -> Result<Plan, Problem> {
     compile(p, shapes, caps, SyncMode::Barrier).map(|c| c.planned.plan)
 }
 
@@ -114,21 +114,20 @@ fn compile(
     shapes: &[LaunchShape],
     caps: &DeviceCaps,
     sync: SyncMode,
-) -> Result<CompiledPipeline, String> {
-    CompiledPipeline::compile(
+) -> Result<CompiledPipeline, Problem> {
+    Ok(CompiledPipeline::compile(
         Arc::new(p.clone()),
         shapes.to_vec(),
         &PlanOptions::new(caps.clone()),
         sync,
         None,
-    )
-    .map_err(|e| e.to_string())
+    )?)
 }
 
 /// Runs `p` as its plan's fused kernels on the interpreter and as separate steps, and
 /// compares every buffer bit for bit; returns the plan. The error names the buffer and the
 /// first element that differs.
-pub fn fused_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, String> {
+pub fn fused_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, Problem> {
     fused_on_interpreter_in(p, caps, SyncMode::Barrier)
 }
 
@@ -139,11 +138,11 @@ pub fn fused_on_interpreter_in(
     p: &Pipeline,
     caps: &DeviceCaps,
     sync: SyncMode,
-) -> Result<Plan, String> {
+) -> Result<Plan, Problem> {
     let initial = prepare(p)?;
     let mut reference = initial.clone();
     super::pipeline::reference(p, &mut reference, interp::DEFAULT_FUEL)
-        .map_err(|e| format!("reference: {e}"))?;
+        .map_err(|e| e.context("reference"))?;
     let shapes: Vec<_> = initial.steps.iter().map(|s| s.shape).collect();
     let compiled = compile(p, &shapes, caps, sync)?;
     let mut mem = initial;
@@ -151,14 +150,14 @@ pub fn fused_on_interpreter_in(
         let k = g
             .kernel
             .as_ref()
-            .map_err(|e| format!("group {gi} ({sync:?}): {e}"))?;
+            .map_err(|e| Problem::from(e.clone()).context(format_args!("group {gi} ({sync:?})")))?;
         let mut bufs = Vec::new();
         for (slot, name) in k.buffers.iter().enumerate() {
             let b = mem
                 .buffers
                 .iter()
                 .find(|b| &b.name == name)
-                .ok_or_else(|| format!("group {gi}: no buffer `{name}`"))?;
+                .ok_or_else(|| Problem::bug(format!("group {gi}: no buffer `{name}`")))?;
             bufs.push(HostBuffer {
                 name: name.clone(),
                 elem: b.elem,
@@ -168,7 +167,7 @@ pub fn fused_on_interpreter_in(
             });
         }
         interp::run(&k.program, &k.shape, &mut bufs)
-            .map_err(|e| format!("group {gi} (fused, {sync:?}): {e}"))?;
+            .map_err(|e| Problem::from(e).context(format_args!("group {gi} (fused, {sync:?})")))?;
         for hb in bufs {
             if let Some(b) = mem.buffers.iter_mut().find(|b| b.name == hb.name) {
                 b.data = hb.data;
@@ -183,17 +182,20 @@ pub fn fused_on_interpreter_in(
         let at = (0..want.data.len() / size)
             .find(|&i| want.data[i * size..(i + 1) * size] != got.data[i * size..(i + 1) * size])
             .unwrap_or(0);
-        return Err(format!(
-            "buffer `{}` differs first at element {at} (fused kernels, {sync:?} form, against the steps one by one)",
-            want.name
+        return Err(Problem::new(
+            format!(
+                "buffer `{}` differs first at element {at} (fused kernels, {sync:?} form, against the steps one by one)",
+                want.name
+            ),
+            "",
         ));
     }
     Ok(compiled.planned.plan)
 }
 
 /// `p` as a pipeline file with inline Programs (what `vyrescope run` reads back).
-pub fn pipeline_json(p: &Pipeline) -> Result<String, String> {
-    crate::ir::pipeline_to_json(p, None).map_err(|e| e.to_string())
+pub fn pipeline_json(p: &Pipeline) -> Result<String, Problem> {
+    Ok(crate::ir::pipeline_to_json(p, None)?)
 }
 
 /// Writes `<dir>/pipeline_<seed>.json` and, when planned, `<dir>/pipeline_<seed>.plan.json`.
@@ -266,7 +268,7 @@ impl Runtime {
                     rep.findings.push(PipelineFinding {
                         seed,
                         kind: "error".into(),
-                        detail: e,
+                        detail: e.to_string(),
                         file: None,
                     });
                     each(k + 1, rep.findings.last());
@@ -280,7 +282,7 @@ impl Runtime {
                     rep.findings.push(PipelineFinding {
                         seed,
                         kind: "error".into(),
-                        detail: e,
+                        detail: e.to_string(),
                         file,
                     });
                     each(k + 1, rep.findings.last());

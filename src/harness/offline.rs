@@ -65,8 +65,8 @@ pub fn kernel_resources(
                 estimated: true,
             },
         )),
-        Err(e) => Err(Problem::from(format!(
-            "no kernel resources for `{}`: {e}",
+        Err(e) => Err(Problem::from(e).context(format_args!(
+            "no kernel resources for `{}`",
             kernel.kernel_name
         ))),
     }

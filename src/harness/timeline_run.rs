@@ -81,10 +81,7 @@ fn record_buffer(spec: &TimelineSpec, shape: &LaunchShape, i: usize) -> Result<H
     let blocks: u64 = shape.grid.iter().map(|&g| g as u64).product();
     let bytes = spec.buffer_bytes(blocks);
     if bytes > 1 << 32 {
-        return Err(RuntimeError::Launch(format!(
-            "timeline of launch {i} needs {bytes} bytes of records ({blocks} blocks x {} slots)\n  Fix: run fewer workgroups with --timeline",
-            spec.slots_per_block
-        )));
+        return Err(RuntimeError::Launch(crate::util::Problem::new(format!("timeline of launch {i} needs {bytes} bytes of records ({blocks} blocks x {} slots)", spec.slots_per_block), "run fewer workgroups with --timeline")));
     }
     Ok(HostBuffer {
         name: format!("timeline_{i}"),

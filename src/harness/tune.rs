@@ -106,7 +106,7 @@ impl Runtime {
     pub fn tune(&mut self, req: &TuneRequest<'_>) -> Result<TuneResult> {
         let cache = match &req.cache {
             Some(c) => c.clone(),
-            None => TuneCache::user().map_err(|e| RuntimeError::Other(e.to_string()))?,
+            None => TuneCache::user().map_err(|e| RuntimeError::Other(e.into()))?,
         };
         let caps = self.caps().clone();
         let key = TuneKey {
@@ -121,7 +121,7 @@ impl Runtime {
         }
         let lookup = cache
             .lookup(&key, req.mode, &wanted)
-            .map_err(|e| RuntimeError::Other(e.to_string()))?;
+            .map_err(|e| RuntimeError::Other(e.into()))?;
         let from_cache = lookup.missing.is_empty();
         let inputs = Inputs {
             base: req.base.to_path_buf(),
@@ -159,7 +159,7 @@ impl Runtime {
         if !from_cache {
             cache
                 .store(&key, &result, req.mode)
-                .map_err(|e| RuntimeError::Other(e.to_string()))?;
+                .map_err(|e| RuntimeError::Other(e.into()))?;
         }
         Ok(result)
     }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::inputs::HostBuffer;
 use crate::runtime::parity::{self, ParityReport, Tolerance};
 use crate::runtime::{DispatchOptions, JitOptions, Runtime};
+use crate::util::Problem;
 use crate::vyre::catalog::{self, CatalogCase, CatalogOp, Source};
 
 /// Where the catalogue runs.
@@ -167,7 +168,11 @@ fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
         let result = case
             .as_ref()
             .map_err(|r| format!("[{}] {}", r.codes.join(","), r.message))
-            .and_then(|c| run_case(backend, &prepared.program, c).map(|out| (c, out)));
+            .and_then(|c| {
+                run_case(backend, &prepared.program, c)
+                    .map(|out| (c, out))
+                    .map_err(|p| p.to_string())
+            });
         match result {
             Ok((c, out)) => {
                 let rep = compare(c, &out, tol);
@@ -203,7 +208,7 @@ fn run_case(
     backend: &mut CatalogBackend<'_>,
     program: &crate::ir::Program,
     case: &CatalogCase,
-) -> Result<Vec<HostBuffer>, String> {
+) -> Result<Vec<HostBuffer>, Problem> {
     let mut bufs = case.buffers.clone();
     match backend {
         CatalogBackend::Reference => {
@@ -211,13 +216,11 @@ fn run_case(
                 parallel: false,
                 ..crate::interp::Options::default()
             };
-            crate::interp::run_with(program, &case.shape, &mut bufs, &opts)
-                .map_err(|e| e.to_string())?;
+            crate::interp::run_with(program, &case.shape, &mut bufs, &opts)?;
         }
         CatalogBackend::Cuda(rt) => {
-            let c = rt
-                .compile_program(program, case.shape.workgroup_size, &JitOptions::default())
-                .map_err(|e| e.to_string())?;
+            let c =
+                rt.compile_program(program, case.shape.workgroup_size, &JitOptions::default())?;
             // The ABI takes host buffers in binding order.
             let order: Vec<usize> = c
                 .emitted
@@ -226,7 +229,10 @@ fn run_case(
                 .iter()
                 .map(|p| {
                     bufs.iter().position(|b| b.name == p.buffer).ok_or_else(|| {
-                        format!("the kernel takes `{}`, which was not bound", p.buffer)
+                        Problem::new(
+                            format!("the kernel takes `{}`, which was not bound", p.buffer),
+                            "",
+                        )
                     })
                 })
                 .collect::<Result<_, _>>()?;
@@ -236,8 +242,7 @@ fn run_case(
                 device_timing: false,
                 ..DispatchOptions::default()
             };
-            rt.dispatch(&c.handle, &c.emitted.abi, &case.shape, &mut abi_bufs, &opts)
-                .map_err(|e| e.to_string())?;
+            rt.dispatch(&c.handle, &c.emitted.abi, &case.shape, &mut abi_bufs, &opts)?;
             for (&i, b) in order.iter().zip(abi_bufs) {
                 bufs[i] = b;
             }

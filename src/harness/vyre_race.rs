@@ -75,10 +75,6 @@ pub struct RaceReport {
     pub passed: bool,
 }
 
-fn other(e: impl std::fmt::Display) -> RuntimeError {
-    RuntimeError::Other(e.to_string())
-}
-
 impl Runtime {
     /// Races every file of `files` (format-1 Programs with a `run` section), at `elements`
     /// invocations when given.
@@ -108,23 +104,19 @@ impl Runtime {
     }
 
     fn race_one(&mut self, file: &Path, elements: Option<u64>, rounds: u32) -> Result<RaceRow> {
-        let p = crate::ir::load_program(file).map_err(other)?;
+        let p = crate::ir::load_program(file).map_err(|e| RuntimeError::Other(e.into()))?;
         let p = match elements {
             Some(n) => super::bench::with_elements(&p, n),
             None => p,
         };
         let base = file.parent().unwrap_or(Path::new("."));
-        let PreparedRun { shape, buffers } =
-            inputs::prepare(&p, base, None, None).map_err(other)?;
+        let PreparedRun { shape, buffers } = inputs::prepare(&p, base, None, None)?;
         // vyre's kernel.
-        let vp = crate::vyre::export(&p).map_err(other)?;
+        let vp = crate::vyre::export(&p).map_err(|e| RuntimeError::Other(e.into()))?;
         let sm = self.caps().cc_major * 10 + self.caps().cc_minor;
-        let vk = crate::vyre::vyre_ptx(&vp, sm).map_err(other)?;
+        let vk = crate::vyre::vyre_ptx(&vp, sm).map_err(|e| RuntimeError::Other(e.into()))?;
         if vk.grid_sync {
-            return Err(RuntimeError::Other(format!(
-                "`{}`: vyre's kernel has a grid barrier on a module-scope counter, which this race does not reset between launches\n  Fix: race Programs without grid barriers",
-                p.name
-            )));
+            return Err(RuntimeError::Other(crate::util::Problem::new(format!("`{}`: vyre's kernel has a grid barrier on a module-scope counter, which this race does not reset between launches", p.name), "race Programs without grid barriers")));
         }
         let (vh, vinfo) = self.load_kernel(&vk.ptx, "main", &JitOptions::default())?;
         // Our kernel.
@@ -139,7 +131,7 @@ impl Runtime {
             fuel: 1 << 44,
             parallel: true,
         };
-        crate::interp::run_with(&p, &shape, &mut reference, &interp_opts).map_err(other)?;
+        crate::interp::run_with(&p, &shape, &mut reference, &interp_opts)?;
         let tol = tolerance_for(&p);
         // vyre's parameter list: buffer pointers by name, then params_buf.
         let order: Vec<usize> = vk
@@ -147,9 +139,9 @@ impl Runtime {
             .iter()
             .map(|n| {
                 buffers.iter().position(|b| &b.name == n).ok_or_else(|| {
-                    other(format!(
-                        "vyre's kernel takes buffer `{n}`, which the Program does not have\n  Fix: report this bug"
-                    ))
+                    RuntimeError::Other(crate::util::Problem::bug(format!(
+                        "vyre's kernel takes buffer `{n}`, which the Program does not have"
+                    )))
                 })
             })
             .collect::<Result<_>>()?;

@@ -27,12 +27,12 @@ impl Jobs for HarnessJobs {
         &mut self,
         rt: &mut Runtime,
         job: &PipelineJob,
-    ) -> Result<(serde_json::Value, Option<String>), String> {
-        pipeline_job(rt, job).map_err(|p| p.to_string())
+    ) -> Result<(serde_json::Value, Option<String>), Problem> {
+        pipeline_job(rt, job)
     }
 
-    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, String> {
-        timeline_job(rt, job).map_err(|p| p.to_string())
+    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem> {
+        timeline_job(rt, job)
     }
 }
 

@@ -32,7 +32,6 @@ pub(crate) const FIX_SEP: &str = "\u{1f}Fix: ";
 
 /// A Program file that could not be parsed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{place}: {where_}{message}\n  Fix: {fix}", place = self.place(), where_ = if path.is_empty() { String::new() } else { format!("at {path}: ") })]
 pub struct ParseError {
     /// File name as given.
     pub file: String,
@@ -483,13 +482,26 @@ impl<'de> Deserialize<'de> for RawBuffer {
     }
 }
 
-impl From<ParseError> for crate::util::Problem {
-    /// The place of the error is its location; the JSON path of the value, its node.
-    fn from(e: ParseError) -> Self {
-        let mut p = crate::util::Problem::with_known_fix(&e.to_string(), &e.fix).at(e.place());
-        if !e.path.is_empty() {
-            p = p.on_node(e.path.clone());
+impl crate::util::HasFix for ParseError {
+    fn message(&self) -> String {
+        match self.path.as_str() {
+            "" => format!("{}: {}", self.place(), self.message),
+            path => format!("{}: at {path}: {}", self.place(), self.message),
         }
-        p
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+
+    /// The place of the error is its location; the JSON path of the value, its node.
+    fn problem(&self) -> crate::util::Problem {
+        let p = crate::util::Problem::new(self.message(), self.fix()).at(self.place());
+        match self.path.as_str() {
+            "" => p,
+            path => p.on_node(path),
+        }
     }
 }
+
+crate::util::problem::into_problem!(ParseError);

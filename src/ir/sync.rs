@@ -2,32 +2,103 @@
 //!
 //! Only fusion makes them (`megakernel::fuse` with `--sync dataflow`); no Program file spells
 //! them. They name words of the kernel's grid-sync scratch (`emit::grid_sync`), never cleared
-//! between launches (`emit::dataflow` says why that is safe): words [`SYNC_FIRST_WORD`].. hold
-//! one arrival counter per counted step, words [`SYNC_FLAG_FIRST_WORD`].. one completion flag
-//! per task (one virtual workgroup of one step).
+//! between launches (`emit::dataflow` says why that is safe), laid out as [`ScratchLayout`]
+//! says: one arrival counter per counted step, one completion flag per task (one virtual
+//! workgroup of one step).
 //!
 //! Semantics (what the CPU interpreter relies on): a [`SyncOp`] never changes a buffer. A
 //! Program containing one runs as one unit over the whole grid, statement by statement, so
 //! every earlier statement is finished on every thread before a later one starts, which is
 //! stronger than any wait; only [`SyncOp::Arrive`] has an observable effect (its variable).
 
-/// First scratch word a dataflow statement may use (words 0 and 1 belong to the grid barrier).
-pub const SYNC_FIRST_WORD: u32 = 2;
+/// The grid-sync scratch of one kernel: which of its `u32` words the grid barrier, the
+/// dataflow counters and the dataflow flags use. Fusion places counters and flags by its
+/// constants (`megakernel::fuse`), the emitter records what a kernel's statements touch
+/// ([`ScratchLayout::barrier`], [`ScratchLayout::add`]) into the kernel's ABI, and the
+/// runtime sizes the scratch and decides when to clear it from that record
+/// (`runtime::scratch`).
+///
+/// Words `0..`[`ScratchLayout::BARRIER_WORDS`] belong to the grid barrier (`emit::grid_sync`);
+/// from [`ScratchLayout::FIRST_COUNTER`] on, one arrival counter per counted step; from
+/// [`ScratchLayout::FIRST_FLAG`] on (or after the counters, if there are more), one
+/// completion flag per task. Serialised as the ABI's `grid_sync_words`, `sync_epoch`,
+/// `sync_counters_end` and `sync_flags_start`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ScratchLayout {
+    /// Words the kernel uses: 0 when it takes no scratch, else at least
+    /// [`ScratchLayout::BARRIER_WORDS`].
+    #[serde(rename = "grid_sync_words")]
+    pub words: u32,
+    /// The kernel's flags hold the launch's epoch: it takes `param_sync_epoch`, which must
+    /// differ from every earlier launch's since the scratch was last zeroed and never be 0.
+    #[serde(rename = "sync_epoch", skip_serializing_if = "std::ops::Not::not")]
+    pub epoch: bool,
+    /// One past the highest word used as a dataflow counter (0: none). A counter's low 31
+    /// bits must be clear when a launch starts (`emit::dataflow`).
+    #[serde(rename = "sync_counters_end", skip_serializing_if = "is_zero")]
+    pub counters_end: u32,
+    /// The lowest word used as a dataflow flag, if any.
+    #[serde(rename = "sync_flags_start", skip_serializing_if = "Option::is_none")]
+    pub flags_start: Option<u32>,
+}
 
-/// First scratch word fusion gives to completion flags (counters come first, from
-/// [`SYNC_FIRST_WORD`]): a flag holds an epoch, a counter needs its low bits clear, so a word
-/// is kept to one use across kernels and launches. A group with more counted steps than fit
-/// below puts its flags after its counters instead (the runtime then clears the scratch when
-/// a later kernel counts on a word that held a flag).
-pub const SYNC_FLAG_FIRST_WORD: u32 = 2048;
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
 
-/// Words between the counters of a spread arrival ([`SyncOp::Arrive`] with `spread > 0`): one
-/// 128-byte line each, so arrivals on different counters do not meet in one L2 line.
-pub const SPREAD_STRIDE: u32 = 32;
+impl ScratchLayout {
+    /// Words of the grid barrier (the flip lowering uses word 0 only; the generation
+    /// lowering uses both).
+    pub const BARRIER_WORDS: u32 = 2;
 
-/// Counter word `j` (from 0) below the top counter `counter` of a spread arrival.
-pub fn spread_word(counter: u32, j: u32) -> u32 {
-    counter.saturating_add(SPREAD_STRIDE.saturating_mul(j.saturating_add(1)))
+    /// First word a dataflow statement may use: fusion's first counter.
+    pub const FIRST_COUNTER: u32 = Self::BARRIER_WORDS;
+
+    /// First word fusion gives to completion flags (counters come first, from
+    /// [`ScratchLayout::FIRST_COUNTER`]): a flag holds an epoch, a counter needs its low bits
+    /// clear, so a word is kept to one use across kernels and launches. A group with more
+    /// counted steps than fit below puts its flags after its counters instead (the runtime
+    /// then clears the scratch when a later kernel counts on a word that held a flag).
+    pub const FIRST_FLAG: u32 = 2048;
+
+    /// Words between the counters of a spread arrival ([`SyncOp::Arrive`] with `spread > 0`):
+    /// one 128-byte line each, so arrivals on different counters do not meet in one L2 line.
+    pub const SPREAD_STRIDE: u32 = 32;
+
+    /// Counter word `j` (from 0) below the top counter `counter` of a spread arrival.
+    pub fn spread_word(counter: u32, j: u32) -> u32 {
+        counter.saturating_add(Self::SPREAD_STRIDE.saturating_mul(j.saturating_add(1)))
+    }
+
+    /// Whether the kernel takes the scratch (it then needs a cooperative launch).
+    pub fn used(&self) -> bool {
+        self.words > 0
+    }
+
+    /// Records a grid barrier: the kernel takes the scratch with the barrier's words.
+    pub fn barrier(&mut self) {
+        self.words = self.words.max(Self::BARRIER_WORDS);
+    }
+
+    /// Records the words dataflow statement `op` touches (the barrier's words come with
+    /// them: the scratch and the cooperative launch are the grid barrier's ABI).
+    pub fn add(&mut self, op: &SyncOp) {
+        self.barrier();
+        self.words = self.words.max(op.top_word().saturating_add(1));
+        let (flags, counter) = op.words();
+        if let Some(f) = flags {
+            self.flags_start = Some(self.flags_start.map_or(f, |lo| lo.min(f)));
+        }
+        if counter.is_some() {
+            self.counters_end = self.counters_end.max(op.counters_end());
+        }
+    }
+
+    /// Whether a counter of this kernel sits on a word at or above `flags_low` (a word an
+    /// earlier launch may have left an epoch in).
+    pub fn counts_from(&self, flags_low: u32) -> bool {
+        self.counters_end > flags_low
+    }
 }
 
 /// One dataflow synchronisation statement (`{"sync": ..}` when printed).
@@ -77,7 +148,7 @@ pub enum SyncOp {
         /// Bool variable set (or-ed) by the arrival.
         last: String,
         /// 0: every block arrives on `counter`. Otherwise block `b` arrives on counter
-        /// [`spread_word`]`(counter, b % spread)`, and the last arriver of each of those
+        /// [`ScratchLayout::spread_word`]`(counter, b % spread)`, and the last arriver of each of those
         /// arrives on `counter`: a few hundred atomics on each word instead of one per block
         /// on one word, which the L2 serialises (3.5 us for 4224 blocks on an H200, against
         /// 1.9 us spread; fusion spreads only grids of 1536 blocks or more).
@@ -96,7 +167,7 @@ pub struct BlockTasks {
 }
 
 /// What a [`SyncOp::Wait`] waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WaitOn {
     /// Flags of producer workgroups `v + lo ..= v + hi` (`v` the consumer's workgroup), those
     /// inside `0..producers`.
@@ -162,7 +233,7 @@ impl SyncOp {
                 if *spread == 0 {
                     *counter
                 } else {
-                    spread_word(*counter, spread - 1)
+                    ScratchLayout::spread_word(*counter, spread - 1)
                 }
             }
         }

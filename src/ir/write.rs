@@ -16,7 +16,6 @@ use super::types::Scalar;
 
 /// A Program that has no format-1 spelling (only possible for Programs built in code).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("cannot write Program `{program}` as JSON: {what}\n  Fix: {fix}")]
 pub struct WriteError {
     /// Program name.
     pub program: String,
@@ -566,7 +565,20 @@ impl Writer<'_> {
     }
 }
 
-crate::util::problem::into_problem!(WriteError; fix);
+impl crate::util::HasFix for WriteError {
+    fn message(&self) -> String {
+        format!(
+            "cannot write Program `{}` as JSON: {}",
+            self.program, self.what
+        )
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(WriteError);
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,8 @@ use crate::shape::LaunchShape;
 
 use super::deps::{DepError, DepTable};
 use super::plan::Group;
-use super::tiles::{tile_dep, SyncLabel, TileDep};
+use super::tiles::{tile_dep, ProducerSet, SyncLabel, TileDep};
+use super::validate::{check_coverage, CounterReset, Schedule, Wait};
 use super::DepKind;
 
 /// How a fused persistent group separates its cross-workgroup dependences (`--sync`).
@@ -53,13 +54,14 @@ impl SyncMode {
 }
 
 impl std::str::FromStr for SyncMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::util::Problem;
+    fn from_str(s: &str) -> Result<Self, crate::util::Problem> {
         match s {
             "dataflow" => Ok(SyncMode::Dataflow),
             "barrier" => Ok(SyncMode::Barrier),
-            _ => Err(format!(
-                "unknown sync form `{s}`\n  Fix: use `barrier` (the default) or `dataflow`"
+            _ => Err(crate::util::Problem::usage(
+                format!("unknown sync form `{s}`"),
+                "use `barrier` (the default) or `dataflow`",
             )),
         }
     }
@@ -75,6 +77,11 @@ pub struct BoundarySync {
     pub label: SyncLabel,
     /// What each step of the next wave waits for.
     pub waits: Vec<TileDep>,
+    /// Dependences of the next wave that need no wait of their own: other waits of the same
+    /// task imply them through a chain of waits (transitive reduction; the plan validator
+    /// checks them against the schedule all the same).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub implied: Vec<TileDep>,
 }
 
 impl BoundarySync {
@@ -85,8 +92,13 @@ impl BoundarySync {
             .waits
             .iter()
             .map(|t| {
+                let node = t
+                    .node
+                    .as_ref()
+                    .filter(|_| t.label == SyncLabel::WindowBoundary)
+                    .map_or_else(String::new, |n| format!(", node `{n}`"));
                 format!(
-                    "step {} waits for step {} workgroups {} ({})",
+                    "step {} waits for step {} workgroups {} ({}{node})",
                     t.to,
                     t.from,
                     t.producers.describe(),
@@ -94,10 +106,20 @@ impl BoundarySync {
                 )
             })
             .collect();
-        if waits.is_empty() {
-            self.label.name().to_string()
+        let implied: Vec<String> = self
+            .implied
+            .iter()
+            .map(|t| format!("step {} on step {}", t.to, t.from))
+            .collect();
+        let implied = if implied.is_empty() {
+            String::new()
         } else {
-            format!("{}: {}", self.label.name(), waits.join("; "))
+            format!(" (implied by the other waits: {})", implied.join(", "))
+        };
+        if waits.is_empty() {
+            format!("{}{implied}", self.label.name())
+        } else {
+            format!("{}: {}{implied}", self.label.name(), waits.join("; "))
         }
     }
 }
@@ -119,6 +141,63 @@ fn base_label(kind: DepKind) -> SyncLabel {
         DepKind::Invocation => SyncLabel::Invocation,
         DepKind::Workgroup => SyncLabel::Workgroup,
         DepKind::Grid => SyncLabel::AllToAll,
+    }
+}
+
+/// Transitive reduction: moves every wait that the group's other waits imply (through chains
+/// of waits, as the plan validator reads them) from `waits` to `implied`. Waits are tried in
+/// step order, earliest producer first, each against the waits still kept and every
+/// dependence already left out, so what remains orders every dependence.
+fn reduce_waits(boundaries: &mut [BoundarySync], g: &Group, shapes: &[LaunchShape]) {
+    let steps: Vec<(usize, u64)> = g
+        .steps
+        .iter()
+        .map(|&s| (s, shapes.get(s).map_or(0, |x| x.workgroups())))
+        .collect();
+    let wait_of = |t: &TileDep| Wait {
+        consumer: t.to,
+        producer: t.from,
+        producers: t.producers,
+    };
+    let mut kept: Vec<(usize, TileDep)> = boundaries
+        .iter()
+        .enumerate()
+        .flat_map(|(i, b)| b.waits.iter().map(move |t| (i, t.clone())))
+        .filter(|(_, t)| t.producers != ProducerSet::Empty)
+        .collect();
+    kept.sort_by_key(|(_, t)| (t.to, t.from));
+    let mut implied: Vec<(usize, TileDep)> = Vec::new();
+    let mut k = 0;
+    while k < kept.len() {
+        let mut without = Schedule {
+            steps: steps.clone(),
+            blocks: Vec::new(),
+            waits: Vec::new(),
+            reset: CounterReset::Zeroed,
+            folds: Vec::new(),
+        };
+        without.waits = kept
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != k)
+            .map(|(_, (_, t))| wait_of(t))
+            .collect();
+        let need: Vec<TileDep> = implied
+            .iter()
+            .map(|(_, t)| t.clone())
+            .chain(std::iter::once(kept[k].1.clone()))
+            .collect();
+        if check_coverage(&without, &need).is_ok() {
+            implied.push(kept.remove(k));
+        } else {
+            k += 1;
+        }
+    }
+    for (i, t) in implied {
+        if let Some(b) = boundaries.get_mut(i) {
+            b.waits.retain(|w| !(w.from == t.from && w.to == t.to));
+            b.implied.push(t);
+        }
     }
 }
 
@@ -184,9 +263,11 @@ pub fn group_sync(
             after_step: barrier.after_step,
             label,
             waits,
+            implied: Vec::new(),
         });
         before.extend(next);
     }
+    reduce_waits(&mut boundaries, g, shapes);
     let most = g
         .steps
         .iter()

@@ -47,7 +47,6 @@ pub struct Dependence {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DepError {
     /// Launch shapes and steps do not pair up.
-    #[error("dependence analysis: {shapes} launch shapes for {steps} steps\n  Fix: pass one launch shape per step (inputs::pipeline::prepare_pipeline computes them)")]
     ShapeCount {
         /// Shapes given.
         shapes: usize,
@@ -55,13 +54,11 @@ pub enum DepError {
         steps: usize,
     },
     /// More steps than [`MAX_STEPS`].
-    #[error("dependence analysis: the pipeline has {steps} steps, more than the {max} a plan accepts\n  Fix: split the pipeline into several of at most {max} steps", max = MAX_STEPS)]
     TooManySteps {
         /// Steps in the pipeline.
         steps: usize,
     },
     /// More step pairs to compare than [`MAX_PAIR_ANALYSES`].
-    #[error("dependence analysis: pipeline buffer `{buffer}` is written by {writers} of the {steps} steps that use it, more step pairs to compare than the {max} a plan accepts\n  Fix: let fewer steps write `{buffer}` in place (write each step's result to its own buffer), or split the pipeline", max = MAX_PAIR_ANALYSES)]
     TooManyPairs {
         /// The buffer with the most pairs when the limit was reached.
         buffer: String,
@@ -71,7 +68,6 @@ pub enum DepError {
         steps: usize,
     },
     /// A Program accesses a host buffer that the step does not bind.
-    #[error("steps[{step}].bind: the Program's buffer `{buffer}` is accessed but not bound to a pipeline buffer\n  Fix: add \"{buffer}\": \"<pipeline buffer>\" to the step's `bind`")]
     Unbound {
         /// Step index.
         step: usize,
@@ -599,5 +595,25 @@ mod tests;
 #[cfg(test)]
 #[path = "deps_props.rs"]
 mod props;
+
+impl crate::util::HasFix for DepError {
+    fn message(&self) -> String {
+        match self {
+            Self::ShapeCount { shapes, steps, .. } => format!("dependence analysis: {shapes} launch shapes for {steps} steps"),
+            Self::TooManySteps { steps, .. } => format!("dependence analysis: the pipeline has {steps} steps, more than the {max} a plan accepts", max = MAX_STEPS),
+            Self::TooManyPairs { buffer, writers, steps, .. } => format!("dependence analysis: pipeline buffer `{buffer}` is written by {writers} of the {steps} steps that use it, more step pairs to compare than the {max} a plan accepts", max = MAX_PAIR_ANALYSES),
+            Self::Unbound { step, buffer, .. } => format!("steps[{step}].bind: the Program's buffer `{buffer}` is accessed but not bound to a pipeline buffer"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::ShapeCount { .. } => "pass one launch shape per step (inputs::pipeline::prepare_pipeline computes them)".to_string(),
+            Self::TooManySteps { .. } => format!("split the pipeline into several of at most {max} steps", max = MAX_STEPS),
+            Self::TooManyPairs { buffer, .. } => format!("let fewer steps write `{buffer}` in place (write each step's result to its own buffer), or split the pipeline"),
+            Self::Unbound { buffer, .. } => format!("add \"{buffer}\": \"<pipeline buffer>\" to the step's `bind`"),
+        }
+    }
+}
 
 crate::util::problem::into_problem!(DepError);

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::ir::{Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD};
+use crate::ir::{ScratchLayout, Stmt, StmtKind, SyncOp, WaitOn};
 
 use super::fuse::FusedKernel;
 use super::tiles::{ProducerSet, TileDep};
@@ -164,7 +164,7 @@ pub fn emitted_schedule(
     }
     words.sort();
     for w in &words {
-        if w.0 < SYNC_FIRST_WORD {
+        if w.0 < ScratchLayout::FIRST_COUNTER {
             return refuse(format!(
                 "step {} publishes in scratch word {}, which the grid barrier uses",
                 w.2, w.0

@@ -75,7 +75,6 @@ pub struct FusedKernel {
 
 /// Why a group could not be fused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
 pub struct FuseError {
     /// What is wrong (names the group, the step and the node where relevant).
     pub message: String,
@@ -360,7 +359,9 @@ pub fn fuse_group(
             .iter()
             .map(|&k| (k, shapes[k].workgroups()))
             .collect();
-        super::emitted::check_emitted(&kernel, &steps, deps).map_err(|e| {
+        // Every dependence: those with waits and those the waits imply.
+        let required: Vec<_> = deps.iter().chain(&spec.implied).cloned().collect();
+        super::emitted::check_emitted(&kernel, &steps, &required).map_err(|e| {
             err(
                 format!("{group}: the dataflow schedule is refused: {}", e.message),
                 e.fix,
@@ -894,4 +895,14 @@ fn check_valid(kernel: &FusedKernel, group: &str) -> Result<(), FuseError> {
     ))
 }
 
-crate::util::problem::into_problem!(FuseError; fix);
+impl crate::util::HasFix for FuseError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(FuseError);

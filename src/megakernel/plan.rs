@@ -200,6 +200,7 @@ impl Group {
             persistent_blocks: (self.kind == GroupKind::Megakernel)
                 .then_some(self.coresident_blocks),
             dataflow: None,
+            implied: Vec::new(),
             no_prefetch: false,
         }
     }
@@ -225,6 +226,12 @@ impl Group {
                     .flat_map(|b| b.waits.iter().cloned())
                     .collect(),
             );
+            spec.implied = self
+                .dataflow
+                .boundaries
+                .iter()
+                .flat_map(|b| b.implied.iter().cloned())
+                .collect();
         }
         spec
     }
@@ -283,10 +290,8 @@ impl Plan {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// The dependence analysis failed.
-    #[error(transparent)]
     Deps(#[from] DepError),
     /// A pipeline without steps.
-    #[error("pipeline `{0}` has no steps\n  Fix: add at least one step to `steps`")]
     Empty(String),
 }
 
@@ -709,5 +714,28 @@ fn explain(d: Option<&Dependence>) -> String {
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+impl crate::util::HasFix for PlanError {
+    fn message(&self) -> String {
+        match self {
+            Self::Deps(e) => crate::util::HasFix::message(e),
+            Self::Empty(a0) => format!("pipeline `{a0}` has no steps"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::Deps(e) => crate::util::HasFix::fix(e),
+            Self::Empty(_) => "add at least one step to `steps`".to_string(),
+        }
+    }
+
+    fn problem(&self) -> crate::util::Problem {
+        match self {
+            Self::Deps(e) => crate::util::HasFix::problem(e),
+            _ => crate::util::Problem::located(self.message(), self.fix()),
+        }
+    }
+}
 
 crate::util::problem::into_problem!(PlanError);

@@ -23,7 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::affine::{accesses_exact, Index, IDS};
+use crate::analysis::affine::{accesses_exact, AltSet, Index, Parts, IDS};
 use crate::ir::{Access as BufAccess, Pipeline};
 use crate::shape::LaunchShape;
 
@@ -53,11 +53,33 @@ pub enum ProducerSet {
         /// Last producer workgroup.
         last: u64,
     },
+    /// Consumer workgroup `q` needs producer workgroups `q + lo ..= q + hi` plus the fixed
+    /// boundary workgroups `edges` (each `[first, last]`): what an index clamped at the
+    /// ends of a buffer (`select`, `min`, `max`) or wrapped around it (`rem` by its length)
+    /// reaches. Labelled `window+boundary`.
+    WindowBoundary {
+        /// Lowest offset of the window.
+        lo: i64,
+        /// Highest offset of the window.
+        hi: i64,
+        /// One or two fixed ranges of producer workgroups, sorted and disjoint (the second
+        /// `None` when there is one).
+        edges: [Option<[u64; 2]>; 2],
+    },
     /// Every producer workgroup (unproven, or really all of them).
     All,
 }
 
 impl ProducerSet {
+    /// The smallest set containing every one of `sets`, the windows joined first (a fixed
+    /// range joined to a window stays a boundary range; two fixed ranges alone join into
+    /// their hull).
+    pub fn join(mut sets: Vec<ProducerSet>) -> ProducerSet {
+        sets.sort_by_key(|s| !s.moves());
+        sets.into_iter()
+            .fold(ProducerSet::Empty, ProducerSet::union)
+    }
+
     /// The smallest set containing both.
     pub fn union(self, other: ProducerSet) -> ProducerSet {
         use ProducerSet::*;
@@ -71,12 +93,97 @@ impl ProducerSet {
                 first: a.min(c),
                 last: b.max(d),
             },
-            _ => All,
+            (All, _) | (_, All) => All,
+            (x, y) => {
+                // A window with fixed boundary ranges: windows join by hull, ranges are
+                // kept apart (at most two: the closest ones merge).
+                let (w1, e1) = x.window_parts();
+                let (w2, e2) = y.window_parts();
+                let w = match (w1, w2) {
+                    (Some((a, b)), Some((c, d))) => (a.min(c), b.max(d)),
+                    (Some(w), None) | (None, Some(w)) => w,
+                    (None, None) => return All,
+                };
+                let mut edges: Vec<[u64; 2]> = e1.into_iter().chain(e2).collect();
+                edges.sort_unstable();
+                let mut merged: Vec<[u64; 2]> = Vec::new();
+                for e in edges {
+                    match merged.last_mut() {
+                        Some(m) if e[0] <= m[1].saturating_add(1) => m[1] = m[1].max(e[1]),
+                        _ => merged.push(e),
+                    }
+                }
+                while merged.len() > 2 {
+                    let k = (0..merged.len() - 1)
+                        .min_by_key(|&i| merged[i + 1][0] - merged[i][1])
+                        .unwrap_or(0);
+                    merged[k][1] = merged[k + 1][1];
+                    merged.remove(k + 1);
+                }
+                if merged.is_empty() {
+                    return Window { lo: w.0, hi: w.1 };
+                }
+                WindowBoundary {
+                    lo: w.0,
+                    hi: w.1,
+                    edges: [merged.first().copied(), merged.get(1).copied()],
+                }
+            }
         }
     }
 
+    /// The window and the fixed ranges of a set that is one of `Window`, `Range`,
+    /// `WindowBoundary`.
+    fn window_parts(self) -> (Option<(i64, i64)>, Vec<[u64; 2]>) {
+        match self {
+            ProducerSet::Window { lo, hi } => (Some((lo, hi)), Vec::new()),
+            ProducerSet::Range { first, last } => (None, vec![[first, last]]),
+            ProducerSet::WindowBoundary { lo, hi, edges } => {
+                (Some((lo, hi)), edges.into_iter().flatten().collect())
+            }
+            ProducerSet::Empty | ProducerSet::All => (None, Vec::new()),
+        }
+    }
+
+    /// True for a set that moves with the consumer workgroup (a window, with or without
+    /// boundary workgroups); the others are the same for every consumer.
+    pub fn moves(self) -> bool {
+        matches!(
+            self,
+            ProducerSet::Window { .. } | ProducerSet::WindowBoundary { .. }
+        )
+    }
+
+    /// The producer workgroups consumer workgroup `q` needs, exactly, as sorted disjoint
+    /// ranges (one for every set but a `WindowBoundary`).
+    pub fn ranges(self, q: u64, producers: u64) -> Vec<std::ops::RangeInclusive<u64>> {
+        let ProducerSet::WindowBoundary { lo, hi, edges } = self else {
+            let r = self.producers_of(q, producers);
+            return if r.is_empty() { Vec::new() } else { vec![r] };
+        };
+        let mut parts: Vec<std::ops::RangeInclusive<u64>> =
+            std::iter::once(ProducerSet::Window { lo, hi }.producers_of(q, producers))
+                .chain(edges.into_iter().flatten().map(|[first, last]| {
+                    ProducerSet::Range { first, last }.producers_of(q, producers)
+                }))
+                .filter(|r| !r.is_empty())
+                .collect();
+        parts.sort_by_key(|r| *r.start());
+        let mut out: Vec<std::ops::RangeInclusive<u64>> = Vec::new();
+        for r in parts {
+            match out.last_mut() {
+                Some(m) if *r.start() <= m.end().saturating_add(1) => {
+                    *m = *m.start()..=(*m.end()).max(*r.end());
+                }
+                _ => out.push(r),
+            }
+        }
+        out
+    }
+
     /// The producer workgroups consumer workgroup `q` needs, for a producer grid of
-    /// `producers` workgroups (empty when none).
+    /// `producers` workgroups (empty when none); for a `WindowBoundary`, the smallest range
+    /// holding them all ([`ProducerSet::ranges`] gives them exactly).
     pub fn producers_of(self, q: u64, producers: u64) -> std::ops::RangeInclusive<u64> {
         let top = producers.saturating_sub(1);
         // An empty `RangeInclusive`, the return type of every arm.
@@ -95,6 +202,21 @@ impl ProducerSet {
                     first..=last.min(top)
                 }
             }
+            ProducerSet::WindowBoundary { lo, hi, edges } => {
+                let mut r = ProducerSet::Window { lo, hi }.producers_of(q, producers);
+                for [first, last] in edges.into_iter().flatten() {
+                    let e = ProducerSet::Range { first, last }.producers_of(q, producers);
+                    if e.is_empty() {
+                        continue;
+                    }
+                    r = if r.is_empty() {
+                        e
+                    } else {
+                        (*r.start()).min(*e.start())..=(*r.end()).max(*e.end())
+                    };
+                }
+                r
+            }
             ProducerSet::Window { lo, hi } => {
                 let q = i128::from(q);
                 let a = (q + i128::from(lo)).max(0);
@@ -109,9 +231,17 @@ impl ProducerSet {
         }
     }
 
-    /// The set as text: `w-1..w+1`, `0..=15`, `all`, `none`.
+    /// The set as text: `w-1..w+1`, `0..=15`, `all`, `none`, `w-1..w+1 + 0 + 78`.
     pub fn describe(self) -> String {
         match self {
+            ProducerSet::WindowBoundary { lo, hi, edges } => {
+                let mut out = ProducerSet::Window { lo, hi }.describe();
+                for [first, last] in edges.into_iter().flatten() {
+                    out.push_str(" + ");
+                    out.push_str(&ProducerSet::Range { first, last }.describe());
+                }
+                out
+            }
             ProducerSet::Empty => "none".to_string(),
             ProducerSet::All => "all".to_string(),
             ProducerSet::Range { first, last } if first == last => format!("{first}"),
@@ -147,6 +277,10 @@ pub enum SyncLabel {
     Broadcast,
     /// Each consumer workgroup waits for the completion counters of its producer set.
     Counter,
+    /// Each consumer workgroup waits for a window of producer workgroups around its own
+    /// plus fixed boundary workgroups (a clamped or periodic index).
+    #[serde(rename = "window+boundary")]
+    WindowBoundary,
     /// A one-workgroup step after all producers: the last producer to finish runs it.
     LastArriverFold,
     /// Every workgroup waits for every workgroup (a grid barrier).
@@ -162,6 +296,7 @@ impl SyncLabel {
             SyncLabel::Workgroup => "workgroup",
             SyncLabel::Broadcast => "broadcast",
             SyncLabel::Counter => "counter",
+            SyncLabel::WindowBoundary => "window+boundary",
             SyncLabel::LastArriverFold => "last_arriver_fold",
             SyncLabel::AllToAll => "all_to_all",
         }
@@ -181,6 +316,10 @@ pub struct TileDep {
     pub label: SyncLabel,
     /// Why: the access that decided the set, or what could not be proven.
     pub reason: String,
+    /// For a `window+boundary` set: the statement whose `select`/`min`/`max`/`rem` index
+    /// justified the boundary workgroups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// One access as an interval: `tile * w + [lo, hi]`, `w` the linear workgroup id.
@@ -197,6 +336,8 @@ struct Touch {
     write: bool,
     index: Index,
     node: String,
+    /// The values of an index that is not one form (see `reach`).
+    alts: Option<AltSet>,
 }
 
 fn touches(pipeline: &Pipeline, step: usize) -> Result<Vec<Touch>, DepError> {
@@ -218,6 +359,7 @@ fn touches(pipeline: &Pipeline, step: usize) -> Result<Vec<Touch>, DepError> {
             write: acc.write,
             index: acc.index,
             node: acc.node.to_string(),
+            alts: acc.alts,
         });
     }
     Ok(out)
@@ -229,9 +371,30 @@ fn touches(pipeline: &Pipeline, step: usize) -> Result<Vec<Touch>, DepError> {
 /// out of bounds of any buffer shorter than that, where loads give 0 and stores are dropped
 /// (the format's bounds semantics), so it touches nothing.
 fn span(index: &Index, shape: LaunchShape, len: Option<u64>) -> Result<Span, String> {
-    let (coef, wgid, c, lo, hi) = index
+    let parts = index
         .known_parts()
         .ok_or_else(|| format!("{} is not a known affine form", describe(index)))?;
+    span_parts(parts, shape, len)
+}
+
+/// [`span`] of a known form.
+fn span_parts(parts: Parts, shape: LaunchShape, len: Option<u64>) -> Result<Span, String> {
+    let (tile, a, b) = linear(parts, shape)?;
+    if tile < 0 {
+        return Err("it moves backwards with the workgroup id".to_string());
+    }
+    let top = tile * (i128::from(shape.grid[0]) - 1) + b;
+    let wraps_out = len.is_some_and(|n| i128::from(n) <= INDEX_SPAN + a);
+    if (a < 0 && !wraps_out) || top >= INDEX_SPAN {
+        return Err(format!("its elements [{a}, {top}] may wrap at 2^32"));
+    }
+    Ok(Span { tile, lo: a, hi: b })
+}
+
+/// A known form over a one-dimensional grid as `tile * w + [lo, hi]` (`w` the workgroup id,
+/// any sign of `tile`), as integers: no wrap check.
+fn linear(parts: Parts, shape: LaunchShape) -> Result<(i128, i128, i128), String> {
+    let (coef, wgid, c, lo, hi) = parts;
     if shape.grid[1] > 1 || shape.grid[2] > 1 {
         return Err(format!("the grid {:?} is not one-dimensional", shape.grid));
     }
@@ -256,15 +419,7 @@ fn span(index: &Index, shape: LaunchShape, len: Option<u64>) -> Result<Span, Str
     }
     let lanes = shape.threads_per_workgroup().clamp(1, 32) as i128;
     add(i128::from(coef[IDS - 1]), lanes);
-    if tile < 0 {
-        return Err("it moves backwards with the workgroup id".to_string());
-    }
-    let top = tile * (i128::from(shape.grid[0]) - 1) + b;
-    let wraps_out = len.is_some_and(|n| i128::from(n) <= INDEX_SPAN + a);
-    if (a < 0 && !wraps_out) || top >= INDEX_SPAN {
-        return Err(format!("its elements [{a}, {top}] may wrap at 2^32"));
-    }
-    Ok(Span { tile, lo: a, hi: b })
+    Ok((tile, a, b))
 }
 
 fn div_floor(a: i128, b: i128) -> i128 {
@@ -346,7 +501,12 @@ pub fn tile_dep(
     let (sa, sb) = (shapes[from], shapes[to]);
     let (ga, gb) = (sa.workgroups(), sb.workgroups());
     let mut set = ProducerSet::Empty;
+    let mut node: Option<String> = None;
     let mut reason = "no access of the two steps touches a common buffer element".to_string();
+    // Every pair's set, joined at the end with the windows first, so that fixed ranges
+    // next to a window stay boundary ranges instead of one hull.
+    let mut found: Vec<(ProducerSet, String, Option<String>)> = Vec::new();
+    let mut unproven: Option<String> = None;
     'pairs: for x in &ta {
         for y in tb
             .iter()
@@ -356,39 +516,62 @@ pub fn tile_dep(
                 "`{}`: step {from} {} it at {} (node `{}`), step {to} {} it at {} (node `{}`)",
                 x.buffer,
                 if x.write { "writes" } else { "reads" },
-                describe(&x.index),
+                reach::index_text(&x.index, x.alts.as_ref()),
                 x.node,
                 if y.write { "writes" } else { "reads" },
-                describe(&y.index),
+                reach::index_text(&y.index, y.alts.as_ref()),
                 y.node
             );
             let len = pipeline.buffer(&x.buffer).and_then(|b| b.contents.len);
-            let one = span(&x.index, sa, len)
+            let (ca, cb) = (
+                reach::Ctx::new(pipeline, from, sa, len),
+                reach::Ctx::new(pipeline, to, sb, len),
+            );
+            let one = reach::reaches(&x.index, x.alts.as_ref(), &ca)
                 .map_err(|e| format!("step {from}'s index: {e}"))
                 .and_then(|a| {
-                    span(&y.index, sb, len)
+                    reach::reaches(&y.index, y.alts.as_ref(), &cb)
                         .map_err(|e| format!("step {to}'s index: {e}"))
-                        .and_then(|b| pair_set(a, ga, b, gb))
+                        .and_then(|b| reach::pairs(&a, ga, &b, gb))
                 });
             match one {
                 Ok(s) => {
-                    let before = set;
-                    set = set.union(s);
-                    if set != before {
-                        reason = format!("{at}: producers {}", set.describe());
-                    }
+                    // The statement whose alternatives shaped the set.
+                    let alt_node = |a: &Option<AltSet>, step: usize| {
+                        a.as_ref()
+                            .and_then(|a| a.node.as_ref())
+                            .map(|n| format!("steps[{step}].{n}"))
+                    };
+                    let n = alt_node(&y.alts, to).or_else(|| alt_node(&x.alts, from));
+                    found.push((s, at, n));
                 }
                 Err(why) => {
-                    set = ProducerSet::All;
-                    reason = format!("{at}: unproven ({why}), so all of them");
+                    unproven = Some(format!("{at}: unproven ({why}), so all of them"));
                     break 'pairs;
                 }
             }
-            if set == ProducerSet::All {
-                reason = format!("{at}: producers all");
-                break 'pairs;
+        }
+    }
+    found.sort_by_key(|f| !f.0.moves());
+    for (s, at, n) in found {
+        let before = set;
+        set = set.union(s);
+        if set != before {
+            reason = format!("{at}: producers {}", set.describe());
+            // The node that justified the boundary: the access that added fixed workgroups
+            // (a window alone only stands in until one does).
+            if !matches!(s, ProducerSet::Window { .. }) || node.is_none() {
+                node = n.or(node);
             }
         }
+        if set == ProducerSet::All {
+            reason = format!("{at}: producers all");
+            break;
+        }
+    }
+    if let Some(why) = unproven {
+        set = ProducerSet::All;
+        reason = why;
     }
     Ok(TileDep {
         from,
@@ -396,6 +579,7 @@ pub fn tile_dep(
         producers: set,
         label: label_of(set, ga, gb),
         reason,
+        node: node.filter(|_| set.moves()),
     })
 }
 
@@ -403,12 +587,10 @@ pub fn tile_dep(
 /// consumer's workgroups).
 pub fn label_of(set: ProducerSet, ga: u64, gb: u64) -> SyncLabel {
     let width = |s: ProducerSet| {
-        let r = s.producers_of(0, ga);
-        if r.is_empty() {
-            0
-        } else {
-            r.end() - r.start() + 1
-        }
+        s.ranges(0, ga)
+            .iter()
+            .map(|r| r.end() - r.start() + 1)
+            .sum::<u64>()
     };
     match set {
         ProducerSet::Empty => SyncLabel::None,
@@ -426,9 +608,23 @@ pub fn label_of(set: ProducerSet, ga: u64, gb: u64) -> SyncLabel {
         ProducerSet::Window { lo, hi } if i128::from(hi) - i128::from(lo) + 1 >= i128::from(ga) => {
             SyncLabel::AllToAll
         }
+        ProducerSet::WindowBoundary { lo, hi, edges } => {
+            let fixed: i128 = edges
+                .into_iter()
+                .flatten()
+                .map(|[a, b]| i128::from(b) - i128::from(a) + 1)
+                .sum();
+            if i128::from(hi) - i128::from(lo) + 1 + fixed >= i128::from(ga) {
+                SyncLabel::AllToAll
+            } else {
+                SyncLabel::WindowBoundary
+            }
+        }
         ProducerSet::Range { .. } | ProducerSet::Window { .. } => SyncLabel::Counter,
     }
 }
+
+mod reach;
 
 #[cfg(test)]
 #[path = "tiles_tests.rs"]

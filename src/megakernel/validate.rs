@@ -9,7 +9,9 @@
 //! - every task of every step is assigned exactly once;
 //! - every wait names a producer step that runs before its consumer step;
 //! - the waits cover the required producer sets ([`super::tiles::TileDep`]) of every consumer
-//!   workgroup (a dropped wait or a producer set that is too small breaks the semantics);
+//!   workgroup (a dropped wait or a producer set that is too small breaks the semantics),
+//!   directly or through a chain of waits (`chains`: a wait that others imply may be left
+//!   out);
 //! - running it, with every block resident and any interleaving, finishes: the simulation
 //!   runs every block as far as its waits allow until no block can move; a block left waiting
 //!   is a deadlock (a cycle, a wait that nothing satisfies, or a block waiting on a task
@@ -85,7 +87,6 @@ pub struct Schedule {
 
 /// Why a schedule may not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("dataflow schedule: {message}\n  Fix: {fix}")]
 pub struct ScheduleError {
     /// What is wrong, naming the task, step or wait.
     pub message: String,
@@ -332,7 +333,11 @@ fn check_waits(s: &Schedule) -> Result<(), ScheduleError> {
     Ok(())
 }
 
-fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
+/// Checks that the waits of `s` (and its folds) order every consumer task of `required` after
+/// each producer task it needs: directly, or through a chain of waits (see `chains`). Only
+/// `steps`, `waits` and `folds` of `s` are read, so a planner can ask whether a wait may be
+/// left out before any task is placed.
+pub fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleError> {
     for d in required
         .iter()
         .filter(|d| d.producers != ProducerSet::Empty)
@@ -359,18 +364,36 @@ fn check_coverage(s: &Schedule, required: &[TileDep]) -> Result<(), ScheduleErro
             )
             .collect();
         // Sets that do not move with the consumer workgroup give the same answer for all.
-        let fixed = !matches!(d.producers, ProducerSet::Window { .. })
-            && have
-                .iter()
-                .all(|h| !matches!(h, ProducerSet::Window { .. }));
-        let consumers = if fixed { gb.min(1) } else { gb };
+        let fixed = !d.producers.moves() && have.iter().all(|h| !h.moves());
         let mut ranges = Vec::with_capacity(have.len());
-        for q in 0..consumers {
-            let need = d.producers.producers_of(q, ga);
+        let mut chains: Option<chains::Chains> = None;
+        for q in 0..gb {
             ranges.clear();
-            ranges.extend(have.iter().map(|h| h.producers_of(q, ga)));
+            ranges.extend(have.iter().flat_map(|h| h.ranges(q, ga)));
             // The first producer workgroup of `need` that no wait covers.
-            if let Some(p) = uncovered(need, &mut ranges) {
+            let mut missing = d
+                .producers
+                .ranges(q, ga)
+                .into_iter()
+                .find_map(|need| uncovered(need, &mut ranges));
+            if missing.is_none() && fixed {
+                // The same need and the same waits for every consumer.
+                break;
+            }
+            if missing.is_some() {
+                // Not waited for directly: maybe through a chain of waits.
+                let c = chains.get_or_insert_with(|| {
+                    chains::Chains::new(&s.steps, &s.waits, &s.folds, d.from)
+                });
+                if let Some(mut reach) = c.reach(d.to, q) {
+                    missing = d
+                        .producers
+                        .ranges(q, ga)
+                        .into_iter()
+                        .find_map(|need| uncovered(need, &mut reach));
+                }
+            }
+            if let Some(p) = missing {
                 return fail(
                     format!(
                         "workgroup {q} of step {} needs workgroup {p} of step {} ({}), but no wait covers it",
@@ -506,32 +529,34 @@ fn ready(
         let w = &s.waits[wi];
         let p = index[&w.producer];
         let ga = s.steps[p].1;
-        let all = w.producers.producers_of(t.workgroup, ga);
-        let fixed = !matches!(w.producers, ProducerSet::Window { .. });
-        let from = if fixed {
-            (*all.start()).max(checked[wi])
-        } else {
-            *all.start()
-        };
-        for x in from..=*all.end() {
-            if counters[p][x as usize] < target {
-                if fixed {
-                    checked[wi] = x;
+        let fixed = !w.producers.moves();
+        // One range for every set but a window with boundary workgroups.
+        for all in w.producers.ranges(t.workgroup, ga) {
+            let from = if fixed {
+                (*all.start()).max(checked[wi])
+            } else {
+                *all.start()
+            };
+            for x in from..=*all.end() {
+                if counters[p][x as usize] < target {
+                    if fixed {
+                        checked[wi] = x;
+                    }
+                    return Ok(false);
                 }
-                return Ok(false);
-            }
-            if !done[p][x as usize] {
-                return fail(
+                if !done[p][x as usize] {
+                    return fail(
                     format!(
                         "workgroup {} of step {} would pass its wait on workgroup {x} of step {} with the count of the previous launch, before that workgroup ran again",
                         t.workgroup, t.step, w.producer
                     ),
                     "reset the completion counters between launches (zero them, or wait for the launch's epoch)",
                 );
+                }
             }
-        }
-        if fixed {
-            checked[wi] = checked[wi].max(all.end().saturating_add(1));
+            if fixed {
+                checked[wi] = checked[wi].max(all.end().saturating_add(1));
+            }
         }
     }
     Ok(true)
@@ -552,7 +577,7 @@ fn deadlock(
         for w in s.waits.iter().filter(|w| w.consumer == t.step) {
             let p = index[&w.producer];
             let ga = s.steps[p].1;
-            for x in w.producers.producers_of(t.workgroup, ga) {
+            for x in w.producers.ranges(t.workgroup, ga).into_iter().flatten() {
                 if counters[p][x as usize] >= target {
                     continue;
                 }
@@ -578,8 +603,20 @@ fn deadlock(
     "deadlock: no block can move".to_string()
 }
 
+mod chains;
+
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;
 
-crate::util::problem::into_problem!(ScheduleError; fix);
+impl crate::util::HasFix for ScheduleError {
+    fn message(&self) -> String {
+        format!("dataflow schedule: {}", self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(ScheduleError);

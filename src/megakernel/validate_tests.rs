@@ -16,6 +16,7 @@ fn dep(from: usize, to: usize, producers: ProducerSet) -> TileDep {
         producers,
         label: SyncLabel::Counter,
         reason: "test".to_string(),
+        node: None,
     }
 }
 

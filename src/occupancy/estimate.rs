@@ -104,12 +104,8 @@ impl LimitBlocks {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unlaunchable {
     /// Block of zero threads.
-    #[error(
-        "a block of 0 threads cannot launch\n  Fix: use a workgroup size of at least 32 threads"
-    )]
     EmptyBlock,
     /// More threads than the device allows per block.
-    #[error("{block} threads per block exceed the device limit of {max}\n  Fix: use at most {max} threads per workgroup")]
     BlockTooLarge {
         /// Requested threads.
         block: u32,
@@ -117,7 +113,6 @@ pub enum Unlaunchable {
         max: u32,
     },
     /// More threads than the kernel can launch with (register-limited or `.maxntid`).
-    #[error("{block} threads per block exceed this kernel's limit of {max} (its registers per thread bound the block size)\n  Fix: use at most {max} threads per workgroup, or reduce register use")]
     KernelBlockLimit {
         /// Requested threads.
         block: u32,
@@ -125,7 +120,6 @@ pub enum Unlaunchable {
         max: u32,
     },
     /// More registers per thread than the architecture allows.
-    #[error("{regs} registers per thread exceed the architecture limit of {max}\n  Fix: simplify the kernel so ptxas fits it in {max} registers")]
     TooManyRegisters {
         /// Registers per thread.
         regs: u32,
@@ -133,7 +127,6 @@ pub enum Unlaunchable {
         max: u32,
     },
     /// The block's registers exceed the per-block register file limit.
-    #[error("a block of {block} threads at {regs} registers per thread needs {needed} registers (allocated per warp, warps rounded up to a multiple of 4) but a block may use {available}\n  Fix: use a workgroup of at most {max_block} threads, or reduce register use")]
     RegistersPerBlock {
         /// Registers per thread.
         regs: u32,
@@ -147,7 +140,6 @@ pub enum Unlaunchable {
         max_block: u32,
     },
     /// Dynamic shared memory above the kernel's max-dynamic attribute.
-    #[error("{dynamic} B of dynamic shared memory exceed the kernel's max dynamic shared memory attribute ({attr} B)\n  Fix: set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to at least {dynamic} before launching")]
     DynamicAboveAttribute {
         /// Requested dynamic bytes.
         dynamic: u32,
@@ -155,7 +147,6 @@ pub enum Unlaunchable {
         attr: u32,
     },
     /// The block's shared memory exceeds the per-block limit.
-    #[error("a block needs {needed} B of shared memory (static + dynamic + {reserved} B reserved, rounded to {unit} B) but the per-block limit is {limit} B\n  Fix: use less shared memory per workgroup (at most {usable} B of static + dynamic)")]
     SharedMemoryPerBlock {
         /// Allocated bytes per block.
         needed: u64,
@@ -169,7 +160,6 @@ pub enum Unlaunchable {
         usable: u64,
     },
     /// The device's compute capability has no allocation table here.
-    #[error("compute capability {major}.{minor} is not supported by the occupancy model\n  Fix: use a device or profile of compute capability {supported}")]
     UnsupportedDevice {
         /// CC major.
         major: u32,
@@ -179,12 +169,8 @@ pub enum Unlaunchable {
         supported: &'static str,
     },
     /// A device description with a zero where a positive number is needed.
-    #[error(
-        "device description has `{0}` = 0\n  Fix: probe the device again or fix the profile file"
-    )]
     InvalidDevice(&'static str),
     /// Carveout preference out of range.
-    #[error("shared memory carveout preference {0}% is out of range\n  Fix: use 0..=100, or leave it unset")]
     InvalidCarveout(u32),
 }
 
@@ -641,6 +627,38 @@ pub fn estimate_with(
         smem_config_bytes: c.smem_config,
         headroom,
         launchable: c.why,
+    }
+}
+
+impl crate::util::HasFix for Unlaunchable {
+    fn message(&self) -> String {
+        match self {
+            Self::EmptyBlock => "a block of 0 threads cannot launch".to_string(),
+            Self::BlockTooLarge { block, max, .. } => format!("{block} threads per block exceed the device limit of {max}"),
+            Self::KernelBlockLimit { block, max, .. } => format!("{block} threads per block exceed this kernel's limit of {max} (its registers per thread bound the block size)"),
+            Self::TooManyRegisters { regs, max, .. } => format!("{regs} registers per thread exceed the architecture limit of {max}"),
+            Self::RegistersPerBlock { regs, block, needed, available, .. } => format!("a block of {block} threads at {regs} registers per thread needs {needed} registers (allocated per warp, warps rounded up to a multiple of 4) but a block may use {available}"),
+            Self::DynamicAboveAttribute { dynamic, attr, .. } => format!("{dynamic} B of dynamic shared memory exceed the kernel's max dynamic shared memory attribute ({attr} B)"),
+            Self::SharedMemoryPerBlock { needed, limit, reserved, unit, .. } => format!("a block needs {needed} B of shared memory (static + dynamic + {reserved} B reserved, rounded to {unit} B) but the per-block limit is {limit} B"),
+            Self::UnsupportedDevice { major, minor, .. } => format!("compute capability {major}.{minor} is not supported by the occupancy model"),
+            Self::InvalidDevice(a0) => format!("device description has `{a0}` = 0"),
+            Self::InvalidCarveout(a0) => format!("shared memory carveout preference {a0}% is out of range"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::EmptyBlock => "use a workgroup size of at least 32 threads".to_string(),
+            Self::BlockTooLarge { max, .. } => format!("use at most {max} threads per workgroup"),
+            Self::KernelBlockLimit { max, .. } => format!("use at most {max} threads per workgroup, or reduce register use"),
+            Self::TooManyRegisters { max, .. } => format!("simplify the kernel so ptxas fits it in {max} registers"),
+            Self::RegistersPerBlock { max_block, .. } => format!("use a workgroup of at most {max_block} threads, or reduce register use"),
+            Self::DynamicAboveAttribute { dynamic, .. } => format!("set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to at least {dynamic} before launching"),
+            Self::SharedMemoryPerBlock { usable, .. } => format!("use less shared memory per workgroup (at most {usable} B of static + dynamic)"),
+            Self::UnsupportedDevice { supported, .. } => format!("use a device or profile of compute capability {supported}"),
+            Self::InvalidDevice(_) => "probe the device again or fix the profile file".to_string(),
+            Self::InvalidCarveout(_) => "use 0..=100, or leave it unset".to_string(),
+        }
     }
 }
 

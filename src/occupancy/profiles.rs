@@ -52,10 +52,8 @@ pub const DEFAULT_PROFILE: &str = "h200";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
     /// Neither a bundled name nor an existing file.
-    #[error("no device profile named `{0}` and no such file\n  Fix: use one of {names}, or the path of a DeviceCaps JSON file", names = names().join(", "))]
     Unknown(String),
     /// The file could not be read.
-    #[error("cannot read device profile {path}: {reason}\n  Fix: check the path and permissions")]
     Read {
         /// File path.
         path: String,
@@ -63,7 +61,6 @@ pub enum ProfileError {
         reason: String,
     },
     /// The JSON does not have the DeviceCaps shape.
-    #[error("device profile {origin} is not valid: {reason}\n  Fix: compare it with fixtures/devices/h200.json (every field is required)")]
     Parse {
         /// Name or path.
         origin: String,
@@ -71,7 +68,6 @@ pub enum ProfileError {
         reason: String,
     },
     /// Valid JSON, impossible figures or an unsupported architecture.
-    #[error("device profile {origin}: {reason}\n  Fix: {fix}")]
     Invalid {
         /// Name or path.
         origin: String,
@@ -339,6 +335,35 @@ fn check_ranges(caps: &DeviceCaps) -> Result<(), (String, String)> {
         }
     }
     Ok(())
+}
+
+impl crate::util::HasFix for ProfileError {
+    fn message(&self) -> String {
+        match self {
+            Self::Unknown(a0) => format!("no device profile named `{a0}` and no such file"),
+            Self::Read { path, reason, .. } => {
+                format!("cannot read device profile {path}: {reason}")
+            }
+            Self::Parse { origin, reason, .. } => {
+                format!("device profile {origin} is not valid: {reason}")
+            }
+            Self::Invalid { origin, reason, .. } => format!("device profile {origin}: {reason}"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::Unknown(_) => format!(
+                "use one of {names}, or the path of a DeviceCaps JSON file",
+                names = names().join(", ")
+            ),
+            Self::Read { .. } => "check the path and permissions".to_string(),
+            Self::Parse { .. } => {
+                "compare it with fixtures/devices/h200.json (every field is required)".to_string()
+            }
+            Self::Invalid { fix, .. } => fix.to_string(),
+        }
+    }
 }
 
 crate::util::problem::into_problem!(ProfileError);

@@ -43,7 +43,6 @@ impl TableRow {
 
 /// A malformed table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin}:{line}: {message}\n  Fix: the table needs the header `{CSV_HEADER}` and five unsigned integers per row")]
 pub struct TableError {
     /// File name.
     pub origin: String,
@@ -171,6 +170,16 @@ pub fn compare_rows(caps: &DeviceCaps, rows: &[TableRow]) -> Comparison {
     Comparison {
         rows: rows.len(),
         mismatches,
+    }
+}
+
+impl crate::util::HasFix for TableError {
+    fn message(&self) -> String {
+        format!("{}:{}: {}", self.origin, self.line, self.message)
+    }
+
+    fn fix(&self) -> String {
+        format!("the table needs the header `{CSV_HEADER}` and five unsigned integers per row")
     }
 }
 

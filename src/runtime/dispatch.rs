@@ -375,11 +375,14 @@ impl Runtime {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(RuntimeError::Launch(format!(
-                "cannot launch `{kernel}` with workgroup {:?} x grid {:?}: {}\n  Fix: pick a smaller --workgroup (see `vyrescope occupancy`) or grid",
-                shape.workgroup_size,
-                shape.grid,
-                problems.join("; ")
+            Err(RuntimeError::Launch(crate::util::Problem::new(
+                format!(
+                    "cannot launch `{kernel}` with workgroup {:?} x grid {:?}: {}",
+                    shape.workgroup_size,
+                    shape.grid,
+                    problems.join("; ")
+                ),
+                "pick a smaller --workgroup (see `vyrescope occupancy`) or grid",
             )))
         }
     }
@@ -459,18 +462,24 @@ impl Runtime {
             }
         };
         if map.len() != abi.params.len() {
-            return Err(RuntimeError::Abi(format!(
-                "kernel `{}` takes {} buffers but {} were given\n  Fix: pass one host buffer per ABI parameter, in binding order",
-                h.name,
-                abi.params.len(),
-                map.len()
+            return Err(RuntimeError::Abi(crate::util::Problem::new(
+                format!(
+                    "kernel `{}` takes {} buffers but {} were given",
+                    h.name,
+                    abi.params.len(),
+                    map.len()
+                ),
+                "pass one host buffer per ABI parameter, in binding order",
             )));
         }
         if let Some(&bad) = map.iter().find(|&&i| i >= set.lens.len()) {
-            return Err(RuntimeError::Abi(format!(
-                "kernel `{}`: buffer map names resident buffer {bad} of {}\n  Fix: map every kernel buffer to a buffer of the resident set",
-                h.name,
-                set.lens.len()
+            return Err(RuntimeError::Abi(crate::util::Problem::new(
+                format!(
+                    "kernel `{}`: buffer map names resident buffer {bad} of {}",
+                    h.name,
+                    set.lens.len()
+                ),
+                "map every kernel buffer to a buffer of the resident set",
             )));
         }
         let _range = nvtx::range(&format!("vyrescope launch {}", h.name));
@@ -508,12 +517,7 @@ impl Runtime {
         opts: &DispatchOptions,
     ) -> Result<ReadyLaunch> {
         if map.len() != abi.params.len() || map.iter().any(|&i| i >= set.lens.len()) {
-            return Err(RuntimeError::Abi(format!(
-                "kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}\n  Fix: map every kernel buffer to a buffer of the resident set",
-                h.name,
-                abi.params.len(),
-                set.lens.len()
-            )));
+            return Err(RuntimeError::Abi(crate::util::Problem::new(format!("kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}", h.name, abi.params.len(), set.lens.len()), "map every kernel buffer to a buffer of the resident set")));
         }
         let (f, res) = self.kernel_for_launch(h)?;
         self.check_shape(
@@ -528,10 +532,7 @@ impl Runtime {
         for &i in map {
             let len = set.lens[i];
             let len32 = u32::try_from(len).map_err(|_| {
-                RuntimeError::Abi(format!(
-                    "a buffer of {len} elements does not fit the kernel's .u32 length parameter\n  Fix: split the data into buffers of at most {} elements",
-                    u32::MAX
-                ))
+                RuntimeError::Abi(crate::util::Problem::new(format!("a buffer of {len} elements does not fit the kernel's .u32 length parameter"), format!("split the data into buffers of at most {} elements", u32::MAX)))
             })?;
             args.push(all.get(i).copied().ok_or(RuntimeError::StaleResident)?);
             args.push(len32 as u64);
@@ -543,7 +544,7 @@ impl Runtime {
         };
         if abi.grid_sync {
             self.check_coresidency(&h.name, f, &geo)?;
-            let words = abi.grid_sync_words.max(1) as usize;
+            let words = abi.scratch.words.max(1) as usize;
             let sess = self.sess()?;
             if sess
                 .pool
@@ -565,13 +566,12 @@ impl Runtime {
             args.push(p);
         }
         let sync = abi.grid_sync.then(|| SyncUse {
-            epoch_arg: abi.sync_epoch.then(|| {
+            epoch_arg: abi.scratch.epoch.then(|| {
                 // Set by `arm_grid_sync` before each launch.
                 args.push(0);
                 args.len() - 1
             }),
-            counters_end: abi.sync_counters_end,
-            flags_start: abi.sync_flags_start,
+            scratch: abi.scratch,
         });
         Ok(ReadyLaunch {
             f,
@@ -616,9 +616,7 @@ impl Runtime {
         let max_blocks = per_sm as u64 * sms as u64;
         let grid_blocks = product(geo.grid);
         if !self.caps().cooperative_launch {
-            return Err(RuntimeError::Launch(format!(
-                "kernel `{kernel}` has a grid barrier but this device does not support cooperative launch\n  Fix: split the Program at the grid barrier into two dispatches"
-            )));
+            return Err(RuntimeError::Launch(crate::util::Problem::new(format!("kernel `{kernel}` has a grid barrier but this device does not support cooperative launch"), "split the Program at the grid barrier into two dispatches")));
         }
         if grid_blocks > max_blocks {
             return Err(RuntimeError::CoResidency {
@@ -725,11 +723,14 @@ impl Runtime {
         opts: &DispatchOptions,
     ) -> Result<DispatchReport> {
         if buffers.len() != abi.params.len() {
-            return Err(RuntimeError::Abi(format!(
-                "kernel `{}` takes {} buffers but {} were given\n  Fix: pass one host buffer per ABI parameter, in binding order",
-                h.name,
-                abi.params.len(),
-                buffers.len()
+            return Err(RuntimeError::Abi(crate::util::Problem::new(
+                format!(
+                    "kernel `{}` takes {} buffers but {} were given",
+                    h.name,
+                    abi.params.len(),
+                    buffers.len()
+                ),
+                "pass one host buffer per ABI parameter, in binding order",
             )));
         }
         // Load the module first so JIT time stays out of the dispatch figures.

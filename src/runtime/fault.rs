@@ -113,9 +113,10 @@ impl Runtime {
             &mut [0xdead_0000_0000, 7],
             None,
         )?;
-        Err(RuntimeError::Other(
-            "the illegal-address test kernel did not fault\n  Fix: report it with the driver version".into(),
-        ))
+        Err(RuntimeError::Other(crate::util::Problem::new(
+            "the illegal-address test kernel did not fault",
+            "report it with the driver version",
+        )))
     }
 }
 

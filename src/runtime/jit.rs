@@ -248,10 +248,7 @@ impl Runtime {
         let device_sm = caps.cc_major * 10 + caps.cc_minor;
         let sm = sm.unwrap_or(device_sm);
         if sm > device_sm {
-            return Err(RuntimeError::Launch(format!(
-                "PTX emitted for sm_{sm} cannot run on {} (sm_{device_sm}): the driver JITs PTX only for its own or newer architectures\n  Fix: target sm_{device_sm} or older (in the inspector, press T until the status bar shows sm_{device_sm})",
-                caps.name
-            )));
+            return Err(RuntimeError::Launch(crate::util::Problem::new(format!("PTX emitted for sm_{sm} cannot run on {} (sm_{device_sm}): the driver JITs PTX only for its own or newer architectures", caps.name), format!("target sm_{device_sm} or older (in the inspector, press T until the status bar shows sm_{device_sm})"))));
         }
         let eopts = EmitOptions {
             sm,

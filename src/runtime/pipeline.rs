@@ -68,10 +68,13 @@ impl Runtime {
         let mut kernels = Vec::with_capacity(launches.len());
         for l in launches {
             if let Some(&bad) = l.buffers.iter().find(|&&i| i >= buffers.len()) {
-                return Err(RuntimeError::Abi(format!(
-                    "launch of `{}` names pipeline buffer {bad} of {}\n  Fix: index the buffers given to run_pipeline",
-                    l.program.name,
-                    buffers.len()
+                return Err(RuntimeError::Abi(crate::util::Problem::new(
+                    format!(
+                        "launch of `{}` names pipeline buffer {bad} of {}",
+                        l.program.name,
+                        buffers.len()
+                    ),
+                    "index the buffers given to run_pipeline",
                 )));
             }
             kernels.push(self.compile_program(&l.program, l.shape.workgroup_size, jit)?);

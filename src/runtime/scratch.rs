@@ -9,15 +9,15 @@
 //! - epochs are u32 and never 0: before one would wrap, the scratch is zeroed and they
 //!   start again at 1.
 
+use crate::ir::ScratchLayout;
+
 /// How a cooperative kernel uses the scratch (from its `KernelAbi`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SyncUse {
     /// Index in the launch's arguments of the `param_sync_epoch` slot, when it takes one.
     pub epoch_arg: Option<usize>,
-    /// One past the highest counter word (0: none).
-    pub counters_end: u32,
-    /// The lowest flag word, if any.
-    pub flags_start: Option<u32>,
+    /// The words the kernel uses.
+    pub scratch: ScratchLayout,
 }
 
 /// What the scratch has been used for since it was last zeroed.
@@ -47,7 +47,7 @@ impl ScratchState {
     /// Decides what the next launch of a kernel using the scratch as `u` needs, and records
     /// that launch.
     pub fn arm(&mut self, u: &SyncUse) -> Armed {
-        let flag_under_counter = self.flags_low.is_some_and(|low| u.counters_end > low);
+        let flag_under_counter = self.flags_low.is_some_and(|low| u.scratch.counts_from(low));
         let wraps = u.epoch_arg.is_some() && self.epoch == u32::MAX;
         let clear = flag_under_counter || wraps;
         if clear {
@@ -57,7 +57,7 @@ impl ScratchState {
             self.epoch += 1;
             self.epoch
         });
-        if let Some(f) = u.flags_start {
+        if let Some(f) = u.scratch.flags_start {
             self.flags_low = Some(self.flags_low.map_or(f, |l| l.min(f)));
         }
         Armed { clear, epoch }
@@ -71,9 +71,19 @@ mod tests {
     fn dataflow(counters_end: u32, flags_start: Option<u32>) -> SyncUse {
         SyncUse {
             epoch_arg: flags_start.map(|_| 7),
-            counters_end,
-            flags_start,
+            scratch: layout(counters_end, flags_start),
         }
+    }
+
+    /// The layout of a kernel counting below `counters_end`, flagging from `flags_start`.
+    fn layout(counters_end: u32, flags_start: Option<u32>) -> ScratchLayout {
+        let mut l = ScratchLayout::default();
+        l.barrier();
+        l.words = l.words.max(counters_end);
+        l.epoch = flags_start.is_some();
+        l.counters_end = counters_end;
+        l.flags_start = flags_start;
+        l
     }
 
     #[test]
@@ -91,8 +101,7 @@ mod tests {
         let mut s = ScratchState::zeroed();
         let barrier_only = SyncUse {
             epoch_arg: None,
-            counters_end: 0,
-            flags_start: None,
+            scratch: layout(0, None),
         };
         assert_eq!(
             s.arm(&barrier_only),
@@ -120,8 +129,7 @@ mod tests {
         // A counter-only kernel (a fold, no flags) below the flags: no clear, no epoch.
         let fold_only = SyncUse {
             epoch_arg: None,
-            counters_end: 600,
-            flags_start: None,
+            scratch: layout(600, None),
         };
         assert_eq!(
             s.arm(&fold_only),

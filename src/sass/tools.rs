@@ -9,8 +9,14 @@ use std::time::{Duration, SystemTime};
 
 use crate::emit::ptxas::{find_ptxas, run_limited, PtxasError};
 
-/// The one line (plus `Fix:`) shown wherever nvdisasm is missing: CLI and inspector.
-pub const NVDISASM_MISSING: &str = "nvdisasm not found (VYRESCOPE_NVDISASM unset, none next to ptxas, none on PATH)\n  Fix: run scripts/install-nvdisasm.sh and export VYRESCOPE_NVDISASM=<the path it prints>";
+/// The one line shown wherever nvdisasm is missing (CLI and inspector), above its
+/// [`NVDISASM_FIX`]: the text of [`SassError::NvdisasmNotFound`].
+pub const NVDISASM_MISSING: &str =
+    "nvdisasm not found (VYRESCOPE_NVDISASM unset, none next to ptxas, none on PATH)";
+
+/// The fix for [`NVDISASM_MISSING`].
+pub const NVDISASM_FIX: &str =
+    "run scripts/install-nvdisasm.sh and export VYRESCOPE_NVDISASM=<the path it prints>";
 
 /// Longest one nvdisasm run may take; it disassembles our kernels in milliseconds.
 pub const NVDISASM_TIMEOUT: Duration = Duration::from_secs(60);
@@ -19,16 +25,12 @@ pub const NVDISASM_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SassError {
     /// ptxas is missing, failed or rejected the PTX.
-    #[error("{0}")]
     Ptxas(#[from] PtxasError),
     /// No nvdisasm binary.
-    #[error("{}", NVDISASM_MISSING)]
     NvdisasmNotFound,
     /// nvdisasm could not run or failed on the cubin.
-    #[error("nvdisasm failed: {0}\n  Fix: check that VYRESCOPE_NVDISASM points at nvdisasm 12.8 or newer (scripts/install-nvdisasm.sh installs a tested one)")]
     Nvdisasm(String),
     /// The disassembly had no instructions of the kernel.
-    #[error("could not read the nvdisasm listing: {0}\n  Fix: use nvdisasm 13.x (scripts/install-nvdisasm.sh); its text format is parsed")]
     Parse(String),
 }
 
@@ -56,7 +58,7 @@ type Versions = HashMap<PathBuf, (Option<SystemTime>, String)>;
 /// The `release` line of `tool --version` (`Cuda compilation tools, release 13.0,
 /// V13.0.88` gives `13.0.88`), remembered per (path, modification time) so a listing's
 /// cache key costs one process per tool and session, not one per lookup.
-pub fn tool_version(tool: &Path) -> Result<String, String> {
+pub fn tool_version(tool: &Path) -> std::io::Result<String> {
     static SEEN: OnceLock<Mutex<Versions>> = OnceLock::new();
     let mtime = std::fs::metadata(tool).and_then(|m| m.modified()).ok();
     let seen = SEEN.get_or_init(Default::default);
@@ -78,14 +80,14 @@ pub fn tool_version(tool: &Path) -> Result<String, String> {
         &name,
     );
     drop(dir);
-    let run = res?;
+    let run = res.map_err(std::io::Error::other)?;
     let log = run.log;
     let v = parse_version(&log).filter(|_| run.success).ok_or_else(|| {
-        format!(
+        std::io::Error::other(format!(
             "`{} --version` printed no release line: {}",
             tool.display(),
             log.lines().take(3).collect::<Vec<_>>().join(" | ")
-        )
+        ))
     })?;
     if let Ok(mut m) = seen.lock() {
         m.insert(tool.to_path_buf(), (mtime, v.clone()));
@@ -98,6 +100,33 @@ pub fn parse_version(text: &str) -> Option<String> {
     let line = text.lines().find(|l| l.contains(", release "))?;
     let v = line.rsplit(", V").next()?.trim();
     (!v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')).then(|| v.to_string())
+}
+
+impl crate::util::HasFix for SassError {
+    fn message(&self) -> String {
+        match self {
+            Self::Ptxas(e) => crate::util::HasFix::message(e),
+            Self::NvdisasmNotFound => NVDISASM_MISSING.to_string(),
+            Self::Nvdisasm(a0) => format!("nvdisasm failed: {a0}"),
+            Self::Parse(a0) => format!("could not read the nvdisasm listing: {a0}"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::Ptxas(e) => crate::util::HasFix::fix(e),
+            Self::NvdisasmNotFound => NVDISASM_FIX.to_string(),
+            Self::Nvdisasm(_) => "check that VYRESCOPE_NVDISASM points at nvdisasm 12.8 or newer (scripts/install-nvdisasm.sh installs a tested one)".to_string(),
+            Self::Parse(_) => "use nvdisasm 13.x (scripts/install-nvdisasm.sh); its text format is parsed".to_string(),
+        }
+    }
+
+    fn problem(&self) -> crate::util::Problem {
+        match self {
+            Self::Ptxas(e) => crate::util::HasFix::problem(e),
+            _ => crate::util::Problem::located(self.message(), self.fix()),
+        }
+    }
 }
 
 crate::util::problem::into_problem!(SassError);

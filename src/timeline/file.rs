@@ -47,7 +47,6 @@ pub struct RecordFile {
 
 /// A record file that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}\n  Fix: {fix}")]
 pub struct FileError {
     /// The file.
     pub path: String,
@@ -315,4 +314,14 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
     })
 }
 
-crate::util::problem::into_problem!(FileError; fix);
+impl crate::util::HasFix for FileError {
+    fn message(&self) -> String {
+        format!("{}: {}", self.path, self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(FileError);

@@ -19,6 +19,7 @@ use crate::occupancy::{
     estimate, suggest_block_sizes, sweep_block_sizes, DeviceCaps, FuncConfig, KernelResources,
     SweepRow,
 };
+use crate::util::Problem;
 use crate::validate::validate;
 
 use super::pipeline::{PipelineFile, PipelineView};
@@ -226,7 +227,7 @@ pub struct Document {
 impl Document {
     /// Loads, prints and validates `path`; its `file` inputs must stay inside `root` (or its
     /// own folder when `None`).
-    pub fn load(path: &Path, root: Option<&Path>) -> Result<Self, String> {
+    pub fn load(path: &Path, root: Option<&Path>) -> Result<Self, Problem> {
         if crate::ir::is_pipeline_file(path) {
             return Self::load_pipeline(path, root);
         }
@@ -236,9 +237,10 @@ impl Document {
                 root: root.map(Path::to_path_buf),
                 ..Self::from_validated(path.to_path_buf(), program, loaded.diagnostics)
             }),
-            None => Err(loaded
-                .first_error()
-                .map_or_else(|| "cannot load".to_string(), |d| d.to_string())),
+            None => Err(loaded.first_error().map_or_else(
+                || Problem::new("cannot load", ""),
+                |d| Problem::new(d.headline(), d.fix.clone()),
+            )),
         }
     }
 
@@ -277,14 +279,16 @@ impl Document {
 
     /// Loads a pipeline file: step 0 selected, not planned yet (planning needs the device,
     /// which the caller knows: see [`Document::select_step`]).
-    fn load_pipeline(path: &Path, root: Option<&Path>) -> Result<Self, String> {
+    fn load_pipeline(path: &Path, root: Option<&Path>) -> Result<Self, Problem> {
         let (file, validation) = PipelineFile::load(path, root)?;
         let first = file
             .pipeline
             .steps
             .first()
             .map(|s| s.program.clone())
-            .ok_or_else(|| format!("{}: the pipeline has no steps", path.display()))?;
+            .ok_or_else(|| {
+                Problem::new(format!("{}: the pipeline has no steps", path.display()), "")
+            })?;
         let mut doc = Self::from_validated(path.to_path_buf(), first, validation);
         doc.pipeline = Some(PipelineView::new(Arc::new(file)));
         doc.root = root.map(Path::to_path_buf);

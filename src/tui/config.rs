@@ -40,7 +40,6 @@ pub struct Config {
 
 /// Why the config file could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("config {path}: {message}\n  Fix: {fix}")]
 pub struct ConfigError {
     /// File.
     pub path: String,
@@ -140,17 +139,23 @@ impl Config {
     /// Applies the `styles` overrides.
     pub fn apply_styles(&self, theme: &mut Theme) -> Result<(), ConfigError> {
         for (name, o) in &self.styles {
-            theme.apply(name, o).map_err(|m| ConfigError {
-                path: String::new(),
-                message: m,
-                fix: "style names: text dim border border_focus title gutter cursor correlated search_match tab tab_active status key error warning info ok chart marker".into(),
-            })?;
+            theme.apply(name, o)?;
         }
         Ok(())
     }
 }
 
-crate::util::problem::into_problem!(ConfigError; fix);
+impl crate::util::HasFix for ConfigError {
+    fn message(&self) -> String {
+        format!("config {}: {}", self.path, self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(ConfigError);
 
 #[cfg(test)]
 mod tests {

@@ -16,13 +16,10 @@ use super::component::focused;
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// Nothing to export.
-    #[error("nothing to export: no program open\n  Fix: open a program first (o)")]
     Nothing,
     /// No data folder to export to.
-    #[error("no data folder for exports (no home directory)\n  Fix: set XDG_DATA_HOME or HOME, or export to a path with X")]
     NoDir,
     /// Writing failed.
-    #[error("cannot write {path}: {source}\n  Fix: choose a writable path with X")]
     Io {
         /// Target.
         path: String,
@@ -69,10 +66,10 @@ pub fn view_data(app: &App) -> Value {
 }
 
 /// A result as JSON: the value, or `{"unavailable": why}`.
-pub fn result<T: serde::Serialize>(r: &Result<T, String>) -> Value {
+pub fn result<T: serde::Serialize, E: std::fmt::Display>(r: &Result<T, E>) -> Value {
     match r {
         Ok(v) => json!(v),
-        Err(e) => json!({"unavailable": e}),
+        Err(e) => json!({"unavailable": e.to_string()}),
     }
 }
 
@@ -180,6 +177,24 @@ pub fn write(job: ExportJob) -> Exported {
     match write_atomic(&job.path, job.text.as_bytes()) {
         Ok(()) => Exported::Written(job.path),
         Err(e) => failed(e),
+    }
+}
+
+impl crate::util::HasFix for ExportError {
+    fn message(&self) -> String {
+        match self {
+            Self::Nothing => "nothing to export: no program open".to_string(),
+            Self::NoDir => "no data folder for exports (no home directory)".to_string(),
+            Self::Io { path, source, .. } => format!("cannot write {path}: {source}"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::Nothing => "open a program first (o)".to_string(),
+            Self::NoDir => "set XDG_DATA_HOME or HOME, or export to a path with X".to_string(),
+            Self::Io { .. } => "choose a writable path with X".to_string(),
+        }
     }
 }
 

@@ -96,7 +96,7 @@ pub trait Gpu: Send {
         sync: SyncMode,
     ) -> Result<PipelineRan, Problem> {
         let _ = (file, sync);
-        Err("this GPU seam runs no pipelines".into())
+        Err(Problem::new("this GPU seam runs no pipelines", ""))
     }
     /// Records one instrumented round of a Program for the Timeline tab (after a
     /// dispatch). The default records nothing (test fakes).
@@ -105,7 +105,7 @@ pub trait Gpu: Send {
         what: &super::timeline::Recording,
     ) -> Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, Problem> {
         let _ = what;
-        Err("this GPU seam records no timelines".into())
+        Err(Problem::new("this GPU seam records no timelines", ""))
     }
 }
 
@@ -113,7 +113,7 @@ pub trait Gpu: Send {
 /// they could not be recorded or read).
 pub type PipelineRan = (
     PipelineRun,
-    Option<Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, String>>,
+    Option<Result<Vec<std::sync::Arc<super::timeline::TimelineData>>, Problem>>,
 );
 
 /// The [`Gpu`] of the CPU analysis thread, which never gets GPU jobs: every request says
@@ -122,9 +122,13 @@ pub struct CpuOnly;
 
 const CPU_ONLY: &str = "internal: a GPU job reached the CPU analysis thread";
 
+fn cpu_only() -> Problem {
+    Problem::new(CPU_ONLY, "")
+}
+
 impl Gpu for CpuOnly {
     fn probe(&mut self) -> Result<DeviceCaps, Problem> {
-        Err(CPU_ONLY.into())
+        Err(cpu_only())
     }
     fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, Problem>> {
         None
@@ -135,7 +139,7 @@ impl Gpu for CpuOnly {
         _: &InputFolder,
         _: &EmitOptions,
     ) -> Result<RunRecord, Problem> {
-        Err(CPU_ONLY.into())
+        Err(cpu_only())
     }
     fn tune(
         &mut self,
@@ -144,13 +148,13 @@ impl Gpu for CpuOnly {
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, Problem> {
-        Err(CPU_ONLY.into())
+        Err(cpu_only())
     }
     fn cache_stats(&mut self) -> Result<Counters, Problem> {
-        Err(CPU_ONLY.into())
+        Err(cpu_only())
     }
     fn telemetry(&mut self) -> Result<Counters, Problem> {
-        Err(CPU_ONLY.into())
+        Err(cpu_only())
     }
 }
 
@@ -249,13 +253,13 @@ pub fn reference_dispatch(
     program: &Program,
     files: &InputFolder,
     opts: &EmitOptions,
-) -> Result<RunRecord, String> {
+) -> Result<RunRecord, Problem> {
     let req = RunRequest {
         root: files.root.clone(),
         workgroup: Some(opts.workgroup_size),
         ..RunRequest::default()
     };
-    run_record(Executor::Reference, program, files, opts, &req).map_err(|e| e.to_string())
+    run_record(Executor::Reference, program, files, opts, &req)
 }
 
 /// One run of `program` through `exec` as `req` asks, as the Run tab lists it: the one place
@@ -269,9 +273,7 @@ fn run_record(
 ) -> Result<RunRecord, Problem> {
     let gpu_ms = |d: &Option<crate::runtime::TimingStats>| d.as_ref().map_or(0.0, |d| d.median_ms);
     let jit_ms = |info: &crate::runtime::KernelInfo| if info.cached { 0.0 } else { info.jit_ms };
-    let run = exec
-        .run_program(program, &files.base, req)
-        .map_err(|e| e.to_string())?;
+    let run = exec.run_program(program, &files.base, req)?;
     Ok(match run {
         Execution::Reference(run) => RunRecord {
             program: program.name.clone(),
@@ -551,7 +553,7 @@ impl Gpu for WorkerGpu {
             timeout_ms: Some(KERNEL_TIMEOUT.as_millis() as u64),
         };
         let text = self.worker.record_timeline(&job)?;
-        Ok(super::timeline::from_recorded(&text)?)
+        super::timeline::from_recorded(&text)
     }
 
     /// Plus which worker process it is and how many were started (each sticky fault
@@ -632,14 +634,11 @@ pub fn default_profile(list: &[(String, DeviceCaps)]) -> usize {
 }
 
 /// Loads a device profile from a JSON file (`--device FILE`).
-pub fn load_device_file(path: &Path) -> Result<DeviceCaps, String> {
+pub fn load_device_file(path: &Path) -> Result<DeviceCaps, Problem> {
     let name = path.display().to_string();
-    profiles::load(&name)
-        .map_err(|e| e.to_string())
-        .map(|mut c| {
-            c.source = profiles::label(&name, &c);
-            c
-        })
+    let mut c = profiles::load(&name)?;
+    c.source = profiles::label(&name, &c);
+    Ok(c)
 }
 
 /// Flattens any serializable statistics struct into display rows (`a.b = 3`), so the panels

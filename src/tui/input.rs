@@ -123,16 +123,18 @@ fn looks_like_key_name(tok: &str) -> bool {
 /// Checks a `--keys` script before it is played: a token that looks like a key name but is
 /// none (`Tabb`, `PgDown`, `C-xx`) is refused with the closest names, instead of being typed
 /// letter by letter.
-pub fn check_script(script: &str) -> Result<(), String> {
+pub fn check_script(script: &str) -> Result<(), crate::util::Problem> {
     for tok in script.split_whitespace() {
         if KeySpec::parse(tok).is_err() && looks_like_key_name(tok) {
             let lower = tok.to_ascii_lowercase();
             let mut names: Vec<&str> = KEY_NAMES.to_vec();
             names.sort_by_key(|n| strsim::osa_distance(&lower, &n.to_ascii_lowercase()));
-            return Err(format!(
-                "--keys: `{}` is not a key name\n  Fix: use one of {} (closest first), C-x / M-x for Ctrl / Alt with a key, or a single character; text to type must not start with a capital letter followed by letters",
-                crate::util::terminal_safe(tok),
-                names[..6].join(", ")
+            return Err(crate::util::Problem::new(
+                format!("--keys: `{}` is not a key name", crate::util::terminal_safe(tok)),
+                format!(
+                    "use one of {} (closest first), C-x / M-x for Ctrl / Alt with a key, or a single character; text to type must not start with a capital letter followed by letters",
+                    names[..6].join(", ")
+                ),
             ));
         }
     }
@@ -158,10 +160,10 @@ mod tests {
     #[test]
     fn misspelt_key_names_are_refused() {
         for bad in ["Tabb", "PgDonw", "Entr", "C-xx", "F13"] {
-            let e = check_script(&format!("j {bad} k")).unwrap_err();
+            let e = check_script(&format!("j {bad} k")).unwrap_err().to_string();
             assert!(e.contains(&format!("`{bad}` is not a key name")), "{e}");
         }
-        let e = check_script("Tabb").unwrap_err();
+        let e = check_script("Tabb").unwrap_err().to_string();
         assert!(e.contains("Tab,"), "{e}");
         for good in [
             "Tab S-Tab PgDn PgDown C-c Esc j G /ld.global Enter",

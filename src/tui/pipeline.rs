@@ -21,6 +21,7 @@ use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::plan::{Plan, PlanOptions, SyncMode};
 use crate::megakernel::FusedKernel;
 use crate::occupancy::DeviceCaps;
+use crate::util::Problem;
 
 /// A loaded pipeline file: the pipeline and its steps' launch shapes. Buffer contents are
 /// built only for a run ([`PipelineFile::prepare`]): listing, planning and fusing depend on
@@ -31,7 +32,7 @@ pub struct PipelineFile {
     pub pipeline: Arc<Pipeline>,
     /// Every step's launch shape, or why there is none (validation errors, a missing
     /// `file` input, buffers over the size limit).
-    pub shapes: Result<Vec<LaunchShape>, String>,
+    pub shapes: Result<Vec<LaunchShape>, Problem>,
     /// The file (the GPU worker reads and prepares it, as `run` does).
     pub path: PathBuf,
     /// Folder `file` inputs resolve against (the pipeline file's).
@@ -46,24 +47,27 @@ impl PipelineFile {
     pub fn load(
         path: &Path,
         root: Option<&Path>,
-    ) -> Result<(PipelineFile, Vec<Diagnostic>), String> {
+    ) -> Result<(PipelineFile, Vec<Diagnostic>), Problem> {
         let loaded = crate::validate::pipeline::load_pipeline(path);
         let Some(pipeline) = loaded.pipeline else {
             return Err(loaded.diagnostics.first().map_or_else(
-                || format!("{}: cannot load pipeline", path.display()),
-                |d| d.to_string(),
+                || Problem::new(format!("{}: cannot load pipeline", path.display()), ""),
+                |d| Problem::new(d.headline(), d.fix.clone()),
             ));
         };
         let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let root = root.map_or_else(|| base.clone(), Path::to_path_buf);
         let shapes = if crate::validate::pipeline::has_error(&loaded.diagnostics) {
-            Err("the pipeline has validation errors (see Diagnostics)".to_string())
+            Err(Problem::new(
+                "the pipeline has validation errors (see Diagnostics)",
+                "",
+            ))
         } else {
             let files = crate::inputs::FileRoot {
                 base: &base,
                 root: &root,
             };
-            pipeline_shapes_rooted(&pipeline, files).map_err(|e| e.to_string())
+            pipeline_shapes_rooted(&pipeline, files).map_err(Problem::from)
         };
         Ok((
             PipelineFile {
@@ -79,13 +83,13 @@ impl PipelineFile {
 
     /// Every buffer's initial contents and every step's shape and bindings, for a run (on
     /// the worker: filling may take a while).
-    pub fn prepare(&self) -> Result<PreparedPipeline, String> {
+    pub fn prepare(&self) -> Result<PreparedPipeline, Problem> {
         self.shapes.as_ref().map_err(Clone::clone)?;
         let files = crate::inputs::FileRoot {
             base: &self.base,
             root: &self.root,
         };
-        prepare_pipeline_rooted(&self.pipeline, files).map_err(|e| e.to_string())
+        Ok(prepare_pipeline_rooted(&self.pipeline, files)?)
     }
 
     /// The folder `file` inputs may come from when it is not the pipeline's own (`--root`).
@@ -101,22 +105,21 @@ impl PipelineFile {
         device: Option<&DeviceCaps>,
         sync: SyncMode,
         cache: Option<&PlanCache>,
-    ) -> Result<CompiledPipeline, String> {
+    ) -> Result<CompiledPipeline, Problem> {
         let Some(device) = device else {
-            return Err(
-                "no device: press d to pick a device profile (the plan depends on co-residency)"
-                    .into(),
-            );
+            return Err(Problem::new(
+                "no device: press d to pick a device profile (the plan depends on co-residency)",
+                "",
+            ));
         };
         let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
-        CompiledPipeline::compile(
+        Ok(CompiledPipeline::compile(
             self.pipeline.clone(),
             shapes.clone(),
             &PlanOptions::new(device.clone()),
             sync,
             cache,
-        )
-        .map_err(|e| e.to_string())
+        )?)
     }
 
     /// Step `step`'s IR with node ids prefixed `steps[step].`.
@@ -141,13 +144,13 @@ pub struct PipelineView {
     /// Device the compiled pipeline below is for (`None`: nothing compiled yet).
     pub planned_for: Option<String>,
     /// The compiled pipeline (plan and every group's fused kernel), or why there is none.
-    pub compiled: Result<Arc<CompiledPipeline>, String>,
+    pub compiled: Result<Arc<CompiledPipeline>, Problem>,
     /// Its plan, or why there is none.
-    pub plan: Result<Arc<Plan>, String>,
+    pub plan: Result<Arc<Plan>, Problem>,
     /// Group of the selected step.
     pub group: Option<usize>,
     /// The fused kernel of that group, or why there is none.
-    pub fused: Result<Arc<FusedKernel>, String>,
+    pub fused: Result<Arc<FusedKernel>, Problem>,
     /// How fused persistent groups wait between steps (`--sync`): the PTX pane, the GPU
     /// run and its timeline all use it.
     pub sync: SyncMode,
@@ -160,10 +163,10 @@ impl PipelineView {
             file,
             step: 0,
             planned_for: None,
-            compiled: Err("not planned yet".into()),
-            plan: Err("not planned yet".into()),
+            compiled: Err(not_yet(NOT_PLANNED)),
+            plan: Err(not_yet(NOT_PLANNED)),
             group: None,
-            fused: Err("not planned yet".into()),
+            fused: Err(not_yet(NOT_PLANNED)),
             sync: SyncMode::default(),
         }
     }
@@ -179,11 +182,11 @@ impl PipelineView {
     pub fn begin(&mut self, step: usize, device: Option<&str>) {
         self.step = step.min(self.steps().saturating_sub(1));
         if self.planned_for.as_deref() != device {
-            self.compiled = Err(PLANNING.into());
-            self.plan = Err(PLANNING.into());
+            self.compiled = Err(not_yet(PLANNING));
+            self.plan = Err(not_yet(PLANNING));
         }
         self.group = None;
-        self.fused = Err(PLANNING.into());
+        self.fused = Err(not_yet(PLANNING));
     }
 
     /// (Re)compiles for `device` when it changed, and picks the selected step's group and
@@ -215,8 +218,11 @@ impl PipelineView {
                 .kernel
                 .clone()
                 .map(Arc::new)
-                .map_err(|e| e.to_string()),
-            (Ok(_), None) => Err(format!("step {} is in no group of the plan", self.step)),
+                .map_err(Problem::from),
+            (Ok(_), None) => Err(Problem::bug(format!(
+                "step {} is in no group of the plan",
+                self.step
+            ))),
             (Err(e), _) => Err(e.clone()),
         };
         planned
@@ -225,6 +231,14 @@ impl PipelineView {
 
 /// What the plan and the PTX pane say while the worker plans and fuses.
 pub const PLANNING: &str = "planning and fusing on the worker...";
+
+/// What they say before the first planning.
+const NOT_PLANNED: &str = "not planned yet";
+
+/// A plan or kernel not made yet: `why` is a state, not a failure, so there is no fix.
+fn not_yet(why: &str) -> Problem {
+    Problem::new(why, "")
+}
 
 /// One pipeline run as the Run tab charts it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -252,11 +266,10 @@ pub struct PipelineRun {
 pub fn reference_run(
     pipeline: &Pipeline,
     prepared: &PreparedPipeline,
-) -> Result<PipelineRun, String> {
+) -> Result<PipelineRun, Problem> {
     let mut out = prepared.clone();
     let (_, ms) =
-        crate::harness::pipeline::reference(pipeline, &mut out, crate::interp::DEFAULT_FUEL)
-            .map_err(|e| e.to_string())?;
+        crate::harness::pipeline::reference(pipeline, &mut out, crate::interp::DEFAULT_FUEL)?;
     Ok(PipelineRun {
         pipeline: pipeline.name.clone(),
         backend: "reference interpreter".into(),

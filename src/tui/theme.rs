@@ -21,13 +21,15 @@ pub const BUILTIN: &[(&str, &str)] = &[
 
 /// Why a theme could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot load theme `{name}`: {reason}\n  Fix: use dark, light, high-contrast or a path to a .tmTheme file")]
 pub struct ThemeError {
     /// Name or path given.
     pub name: String,
     /// What went wrong.
     pub reason: String,
 }
+
+/// The fix for a bad `styles` entry: the names it may use.
+const STYLE_NAMES: &str = "style names: text dim border border_focus title gutter cursor correlated search_match tab tab_active status key error warning info ok chart marker";
 
 /// Every style the views use. Field names are the keys of `styles` in the config file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,17 +328,28 @@ impl Theme {
     }
 
     /// Applies one override; colors are ignored without color support. Errors name the
-    /// bad field or value.
-    pub fn apply(&mut self, name: &str, o: &StyleOverride) -> Result<(), String> {
+    /// bad field or value (the caller names the file).
+    pub fn apply(
+        &mut self,
+        name: &str,
+        o: &StyleOverride,
+    ) -> Result<(), super::config::ConfigError> {
+        let bad = |message: String| super::config::ConfigError {
+            path: String::new(),
+            message,
+            fix: STYLE_NAMES.into(),
+        };
         let color = self.color;
         let slot = self
             .slot(name)
-            .ok_or_else(|| format!("unknown style `{name}`"))?;
-        let col = |v: &Option<String>| -> Result<Option<Color>, String> {
+            .ok_or_else(|| bad(format!("unknown style `{name}`")))?;
+        let col = |v: &Option<String>| -> Result<Option<Color>, super::config::ConfigError> {
             match v {
                 None => Ok(None),
                 Some(s) => parse_color(s).map(Some).ok_or_else(|| {
-                    format!("style `{name}`: bad color `{s}` (use #rrggbb or a name)")
+                    bad(format!(
+                        "style `{name}`: bad color `{s}` (use #rrggbb or a name)"
+                    ))
                 }),
             }
         };
@@ -362,6 +375,16 @@ impl Theme {
             }
         }
         Ok(())
+    }
+}
+
+impl crate::util::HasFix for ThemeError {
+    fn message(&self) -> String {
+        format!("cannot load theme `{}`: {}", self.name, self.reason)
+    }
+
+    fn fix(&self) -> String {
+        "use dark, light, high-contrast or a path to a .tmTheme file".to_string()
     }
 }
 

@@ -12,6 +12,7 @@ use crate::emit::EmitOptions;
 use crate::ir::Program;
 use crate::timeline::file::{RecordFile, RecordedForm};
 use crate::timeline::{self, Capture, Decoded, Slice, Summary};
+use crate::util::Problem;
 
 use super::gpu::InputFolder;
 
@@ -53,8 +54,8 @@ pub struct TimelineData {
 
 impl TimelineData {
     /// Decodes, checks and summarises `capture`.
-    pub fn build(label: &str, origin: &str, capture: Capture) -> Result<Self, String> {
-        let decoded = timeline::decode(&capture).map_err(|e| e.to_string())?;
+    pub fn build(label: &str, origin: &str, capture: Capture) -> Result<Self, Problem> {
+        let decoded = timeline::decode(&capture)?;
         let summary = timeline::summarize(&capture, &decoded);
         let problems = timeline::check(&capture, &decoded);
         let t0 = decoded.slices.iter().map(|s| s.start_ns).min().unwrap_or(0);
@@ -100,8 +101,8 @@ impl TimelineData {
 }
 
 /// Every form of a record file, built (the last form, a pipeline's fused one, first shown).
-pub fn from_file(path: &Path) -> Result<Vec<Arc<TimelineData>>, String> {
-    let f = timeline::file::read(path).map_err(|e| e.to_string())?;
+pub fn from_file(path: &Path) -> Result<Vec<Arc<TimelineData>>, Problem> {
+    let f = timeline::file::read(path)?;
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -109,7 +110,7 @@ pub fn from_file(path: &Path) -> Result<Vec<Arc<TimelineData>>, String> {
     build_all(f, &format!("file {name}"))
 }
 
-fn build_all(f: RecordFile, origin: &str) -> Result<Vec<Arc<TimelineData>>, String> {
+fn build_all(f: RecordFile, origin: &str) -> Result<Vec<Arc<TimelineData>>, Problem> {
     let origin = match &f.device {
         Some(d) => format!("{origin} ({d})"),
         None => origin.to_string(),
@@ -134,8 +135,8 @@ pub struct Recording<'a> {
 }
 
 /// Every form of a record file's `text` that the GPU worker recorded after `r`, built.
-pub fn from_recorded(text: &str) -> Result<Vec<Arc<TimelineData>>, String> {
-    let f = timeline::file::parse(text, "the GPU worker's records").map_err(|e| e.to_string())?;
+pub fn from_recorded(text: &str) -> Result<Vec<Arc<TimelineData>>, Problem> {
+    let f = timeline::file::parse(text, "the GPU worker's records")?;
     let origin = match &f.device {
         Some(d) => format!("recorded after r on {d}"),
         None => "recorded after r".to_string(),

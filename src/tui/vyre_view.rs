@@ -78,9 +78,13 @@ pub enum VyreState {
 
 /// Makes the vyre view of `program` for `sm` against our `ptx` (the worker's half).
 #[cfg(feature = "vyre")]
-pub fn make(program: &crate::ir::Program, ours: &str, sm: u32) -> Result<VyreText, String> {
-    let vp = crate::vyre::export(program).map_err(|e| e.to_string())?;
-    let k = crate::vyre::vyre_ptx(&vp, sm).map_err(|e| e.to_string())?;
+pub fn make(
+    program: &crate::ir::Program,
+    ours: &str,
+    sm: u32,
+) -> Result<VyreText, crate::util::Problem> {
+    let vp = crate::vyre::export(program)?;
+    let k = crate::vyre::vyre_ptx(&vp, sm)?;
     let c = crate::vyre::compare::compare(ours, &k.ptx);
     let text = format!("{}\n{}", crate::vyre::compare::table(&c), c.diff);
     Ok(VyreText::new(&k.ptx, &text))
@@ -88,6 +92,13 @@ pub fn make(program: &crate::ir::Program, ours: &str, sm: u32) -> Result<VyreTex
 
 /// Without the feature there is no vyre view.
 #[cfg(not(feature = "vyre"))]
-pub fn make(_program: &crate::ir::Program, _ours: &str, _sm: u32) -> Result<VyreText, String> {
-    Err("built without vyre support\n  Fix: build with `--features vyre`".to_string())
+pub fn make(
+    _program: &crate::ir::Program,
+    _ours: &str,
+    _sm: u32,
+) -> Result<VyreText, crate::util::Problem> {
+    Err(crate::util::Problem::new(
+        "built without vyre support",
+        "build with `--features vyre`",
+    ))
 }

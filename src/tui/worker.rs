@@ -21,6 +21,7 @@ use super::gpu::{kernel_resources, Counters, Gpu, InputFolder, RunRecord, TuneRo
 use super::pipeline::{reference_run, PipelineFile, PipelineRun, PipelineView};
 use super::timeline::Recording;
 use crate::megakernel::cache::{Cached, PlanCache};
+use crate::util::Problem;
 
 /// Key of measured kernel resources: document id and emit options.
 pub type ResKey = (u64, EmitOptions);
@@ -206,7 +207,7 @@ pub enum Reply {
     /// An estimate for request `id`.
     Estimated(u64, Box<Estimated>),
     /// The files a [`Job::Expand`] found (or why there are none).
-    Expanded(Result<Vec<PathBuf>, String>),
+    Expanded(Result<Vec<PathBuf>, Problem>),
     /// A file of a [`Job::Load`] read (or why it could not be).
     Loaded(Box<LoadedFile>),
     /// Every file of a [`Job::Validate`] is checked.
@@ -218,24 +219,24 @@ pub enum Reply {
     /// Resources measured.
     Resources(ResKey, Resources),
     /// SASS listing made (or why not).
-    Sass(ResKey, Result<Box<crate::sass::SassListing>, String>),
+    Sass(ResKey, Result<Box<crate::sass::SassListing>, Problem>),
     /// vyre's view made (or why not).
-    Vyre(ResKey, Result<Box<super::vyre_view::VyreText>, String>),
+    Vyre(ResKey, Result<Box<super::vyre_view::VyreText>, Problem>),
     /// Probe finished.
-    Probed(Result<DeviceCaps, String>),
+    Probed(Result<DeviceCaps, Problem>),
     /// Reference run finished (no GPU).
-    Referenced(Result<RunRecord, String>),
+    Referenced(Result<RunRecord, Problem>),
     /// Dispatch finished, with the runtime's statistics afterwards.
-    Dispatched(Result<RunRecord, String>, Stats),
+    Dispatched(Result<RunRecord, Problem>, Box<Stats>),
     /// Pipeline run finished.
-    PipelineRan(Result<PipelineRun, String>),
+    PipelineRan(Result<PipelineRun, Problem>),
     /// The timeline recorded after a GPU dispatch or pipeline run (its forms), or why not;
     /// the job's own reply follows.
-    Timeline(Result<Vec<Arc<super::timeline::TimelineData>>, String>),
+    Timeline(Result<Vec<Arc<super::timeline::TimelineData>>, Problem>),
     /// The offline tune sweep finished (rows of estimates: no median times).
-    TunedOffline(Result<Vec<TuneRow>, String>),
+    TunedOffline(Result<Vec<TuneRow>, Problem>),
     /// Tune finished.
-    Tuned(Result<Vec<TuneRow>, String>, Stats),
+    Tuned(Result<Vec<TuneRow>, Problem>, Box<Stats>),
 }
 
 /// What a [`Job::Load`] read: the request it answers and the document or the error.
@@ -247,8 +248,8 @@ pub struct LoadedFile {
     pub index: usize,
     /// An open or a reload.
     pub kind: LoadKind,
-    /// The document, or why it could not be loaded (message with Fix).
-    pub doc: Result<Document, String>,
+    /// The document, or why it could not be loaded.
+    pub doc: Result<Document, Problem>,
 }
 
 /// A pipeline step as the worker made it: the view with its plan and fused kernel, the plan
@@ -300,14 +301,17 @@ fn plan_step(
 
 /// The files a typed path names: the file itself, or a folder's Program files; an error
 /// says why there are none.
-fn expand_typed(typed: &str) -> Result<Vec<PathBuf>, String> {
+fn expand_typed(typed: &str) -> Result<Vec<PathBuf>, Problem> {
     let path = PathBuf::from(typed);
     if !path.exists() {
-        return Err(format!("{typed}: no such file or directory"));
+        return Err(Problem::new(
+            format!("{typed}: no such file or directory"),
+            "",
+        ));
     }
     let found = super::app::expand_paths(&[path]);
     if found.is_empty() {
-        return Err(format!("{typed}: no *.json files there"));
+        return Err(Problem::new(format!("{typed}: no *.json files there"), ""));
     }
     Ok(found)
 }
@@ -316,17 +320,17 @@ fn expand_typed(typed: &str) -> Result<Vec<PathBuf>, String> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
     /// Cache statistics.
-    pub cache: Result<Counters, String>,
+    pub cache: Result<Counters, Problem>,
     /// Telemetry.
-    pub telemetry: Result<Counters, String>,
+    pub telemetry: Result<Counters, Problem>,
 }
 
 impl Stats {
     /// Reads both from `gpu`.
     pub fn now(gpu: &mut dyn Gpu) -> Self {
         Stats {
-            cache: gpu.cache_stats().map_err(String::from),
-            telemetry: gpu.telemetry().map_err(String::from),
+            cache: gpu.cache_stats(),
+            telemetry: gpu.telemetry(),
         }
     }
 }
@@ -338,9 +342,12 @@ fn offline_tune_rows(
     program: &Program,
     files: &InputFolder,
     device: Option<&DeviceCaps>,
-) -> Result<Vec<TuneRow>, String> {
+) -> Result<Vec<TuneRow>, Problem> {
     let Some(caps) = device else {
-        return Err("no device profile to estimate for: press d to pick one, or start with --device NAME|FILE".into());
+        return Err(Problem::new(
+            "no device profile to estimate for: press d to pick one, or start with --device NAME|FILE",
+            "",
+        ));
     };
     let inputs = crate::harness::preserve::Inputs {
         base: files.base.clone(),
@@ -409,7 +416,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started("assembling SASS", 0));
             let r = crate::sass::disassemble(&ptx.kernel, key.1.sm)
                 .map(Box::new)
-                .map_err(|e| e.to_string());
+                .map_err(Problem::from);
             report(Reply::Sass(key, r));
         }
         Job::Vyre { key, program, ptx } => {
@@ -472,7 +479,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         }
         Job::Probe => {
             report(Reply::Started("probing device", 0));
-            report(Reply::Probed(gpu.probe().map_err(String::from)));
+            report(Reply::Probed(gpu.probe()));
         }
         Job::Dispatch {
             program,
@@ -480,7 +487,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             opts,
         } => {
             report(Reply::Started("dispatching", 0));
-            let r = gpu.dispatch(&program, &files, &opts).map_err(String::from);
+            let r = gpu.dispatch(&program, &files, &opts);
             // One more, instrumented round after the timed one (which it cannot perturb).
             if r.as_ref()
                 .is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND)
@@ -491,9 +498,9 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
                     files: &files,
                     opts: &opts,
                 };
-                report(Reply::Timeline(gpu.timeline(&what).map_err(String::from)));
+                report(Reply::Timeline(gpu.timeline(&what)));
             }
-            report(Reply::Dispatched(r, Stats::now(gpu)));
+            report(Reply::Dispatched(r, Box::new(Stats::now(gpu))));
         }
         Job::Reference {
             program,
@@ -508,14 +515,12 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started(job_label(g), 0));
             let r = if g {
                 // Both forms and their timelines in the GPU worker, by the one runner.
-                gpu.run_pipeline(&file, sync)
-                    .map_err(String::from)
-                    .map(|(run, timeline)| {
-                        if let Some(t) = timeline {
-                            report(Reply::Timeline(t));
-                        }
-                        run
-                    })
+                gpu.run_pipeline(&file, sync).map(|(run, timeline)| {
+                    if let Some(t) = timeline {
+                        report(Reply::Timeline(t));
+                    }
+                    run
+                })
             } else {
                 file.prepare()
                     .and_then(|prepared| reference_run(&file.pipeline, &prepared))
@@ -544,12 +549,10 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             opts,
         } => {
             report(Reply::Started("tuning", 0));
-            let r = gpu
-                .tune(&program, &files, &opts, &mut |d, t| {
-                    report(Reply::Progress(d, t))
-                })
-                .map_err(String::from);
-            report(Reply::Tuned(r, Stats::now(gpu)));
+            let r = gpu.tune(&program, &files, &opts, &mut |d, t| {
+                report(Reply::Progress(d, t))
+            });
+            report(Reply::Tuned(r, Box::new(Stats::now(gpu))));
         }
     }
 }

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 /// Why a named file was refused; the message names it, the fix says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
 pub struct ConfineError {
     /// What is wrong (names the file).
     pub message: String,
@@ -84,6 +83,16 @@ pub fn confine(base: &Path, root: &Path, rel: &str, what: &str) -> Result<PathBu
         });
     }
     Ok(canon)
+}
+
+impl crate::util::HasFix for ConfineError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
 }
 
 #[cfg(test)]

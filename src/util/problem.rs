@@ -56,9 +56,6 @@ pub struct Problem {
     /// The findings behind the problem (an invalid file's diagnostics), when there are any;
     /// boxed, as most problems have none and every `Result` carries the size of this type.
     pub findings: Option<Box<Findings>>,
-    /// Set when `message` already holds its fixes (a legacy text of several findings, each
-    /// with its `Fix:` line): the text form then prints `message` alone.
-    fix_in_message: bool,
 }
 
 /// The findings behind a [`Problem`] (the diagnostics of an invalid file).
@@ -150,44 +147,47 @@ impl Problem {
         })
     }
 
-    /// An error whose text form is `message\n  Fix: {fix}` with `fix` known (an error type
-    /// with a `fix` field): the fix is taken off the end of the text exactly, without
-    /// guessing; a text of another form is parsed as a legacy text.
-    pub fn with_known_fix(text: &str, fix: &str) -> Self {
-        let suffix = format!("\n  Fix: {fix}");
-        match text.strip_suffix(&suffix) {
-            Some(message) => Problem {
-                location: location_of(message).map(str::to_string),
-                ..Problem::new(message, fix)
-            },
-            None => Problem::parse(text),
+    /// A failure whose location is the leading place of `message` (`FILE:LINE:COLUMN: ...`
+    /// or `FILE.json: ...`), as every error that names its file first reports it.
+    pub fn located(message: impl Into<String>, fix: impl Into<String>) -> Self {
+        let p = Problem::new(message, fix);
+        Problem {
+            location: location_of(&p.message).map(str::to_string),
+            ..p
         }
     }
+}
 
-    /// Parses an error text of the legacy form `message\n  Fix: fix` (what every error's
-    /// `Display` printed before this type): the one place that reads a fix out of text.
-    /// A text of several findings without that separator keeps the whole text as its message
-    /// and the first `Fix: ` line as its fix. The location is a leading `FILE:LINE:COLUMN` or
-    /// `FILE.json` place before the first `: `.
-    pub fn parse(text: &str) -> Self {
-        let (message, fix, fix_in_message) = match text.split_once("\n  Fix: ") {
-            Some((m, f)) => (m, f.trim_end(), false),
-            None => match text.find("Fix: ") {
-                Some(i) => (
-                    text.trim_end(),
-                    text[i + 5..].lines().next().unwrap_or("").trim_end(),
-                    true,
-                ),
-                None => (text.trim_end(), "", false),
-            },
-        };
-        Problem {
-            location: location_of(message).map(str::to_string),
-            message: message.to_string(),
-            fix: fix.to_string(),
-            fix_in_message,
-            ..Problem::default()
-        }
+/// An error type that keeps what is wrong and how to fix it apart, so that a [`Problem`] is
+/// built from its fields and its text form is written from them (never read back from text).
+/// Every error type of the crate implements it; [`into_problem!`] then gives it `Display`
+/// (the text form of its [`Problem`]) and `From<E> for Problem`.
+pub trait HasFix {
+    /// What is wrong, naming the file or value it is about; no `Fix:` line.
+    fn message(&self) -> String;
+
+    /// How to fix it, without the `Fix: ` prefix; empty when there is no advice.
+    fn fix(&self) -> String;
+
+    /// The whole problem. By default the message and fix, located at the message's leading
+    /// place; a type that knows its node, place or exit class, or wraps a [`Problem`],
+    /// overrides it.
+    fn problem(&self) -> Problem {
+        Problem::located(self.message(), self.fix())
+    }
+}
+
+impl HasFix for Problem {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+
+    fn problem(&self) -> Problem {
+        self.clone()
     }
 }
 
@@ -207,7 +207,7 @@ impl fmt::Display for Problem {
     /// `message`, then `\n  Fix: fix` when there is a fix (notes are not part of it: the
     /// printer shows them above).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.fix.is_empty() || self.fix_in_message {
+        if self.fix.is_empty() {
             write!(f, "{}", self.message)
         } else {
             write!(f, "{}\n  Fix: {}", self.message, self.fix)
@@ -217,20 +217,6 @@ impl fmt::Display for Problem {
 
 impl std::error::Error for Problem {}
 
-impl From<String> for Problem {
-    /// A legacy error text (see [`Problem::parse`]).
-    fn from(text: String) -> Self {
-        Problem::parse(&text)
-    }
-}
-
-impl From<&str> for Problem {
-    /// A legacy error text (see [`Problem::parse`]).
-    fn from(text: &str) -> Self {
-        Problem::parse(text)
-    }
-}
-
 impl From<Problem> for String {
     /// The text form, for callers not yet converted to [`Problem`].
     fn from(p: Problem) -> Self {
@@ -238,49 +224,67 @@ impl From<Problem> for String {
     }
 }
 
-/// `From<$t> for Problem` for error types: `$t` (text form `message\n  Fix: fix`, the fix
-/// read off the text once), or `$t, fix` for a type with a `fix` field (the fix taken from the
-/// field, so nothing is guessed). Every error type of the crate converts through it, so `?`
-/// works in functions returning [`Problem`].
+/// `Display` (the text form of its [`Problem`]: `message`, then `\n  Fix: fix`) and
+/// `From<$t> for Problem` for error types implementing [`HasFix`], so `?` works in functions
+/// returning [`Problem`] and the text is written from the fields in one place.
 macro_rules! into_problem {
     ($($t:ty),+ $(,)?) => {$(
-        impl From<$t> for $crate::util::Problem {
-            fn from(e: $t) -> Self {
-                $crate::util::Problem::parse(&e.to_string())
+        impl ::std::fmt::Display for $t {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(&$crate::util::HasFix::problem(self), f)
             }
         }
-    )+};
-    ($($t:ty),+ ; fix) => {$(
         impl From<$t> for $crate::util::Problem {
             fn from(e: $t) -> Self {
-                $crate::util::Problem::with_known_fix(&e.to_string(), &e.fix)
+                $crate::util::HasFix::problem(&e)
             }
         }
     )+};
 }
 pub(crate) use into_problem;
 
-into_problem!(super::ReadError, super::ConfineError; fix);
+into_problem!(super::ReadError, super::ConfineError);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_text_form_is_the_legacy_form() {
-        for text in [
-            "a.json:2:3: bad\n  Fix: mend it",
-            "no fix here",
-            "two findings\n  P001 x\n  Fix: one\n  P002 y\n  Fix: two",
-            "several: Fix: first\nthen Fix: second",
-        ] {
-            assert_eq!(Problem::from(text).to_string(), text, "{text:?}");
+    /// An error type with a place, a message and a fix in fields.
+    struct Typed {
+        file: &'static str,
+        what: &'static str,
+        fix: &'static str,
+    }
+
+    impl HasFix for Typed {
+        fn message(&self) -> String {
+            format!("{}: {}", self.file, self.what)
         }
-        let p = Problem::from("a.json:2:3: bad\n  Fix: mend it");
+
+        fn fix(&self) -> String {
+            self.fix.to_string()
+        }
+    }
+
+    into_problem!(Typed);
+
+    #[test]
+    fn the_text_form_is_written_from_the_fields() {
+        let e = Typed {
+            file: "a.json:2:3",
+            what: "bad",
+            fix: "mend it",
+        };
+        assert_eq!(e.to_string(), "a.json:2:3: bad\n  Fix: mend it");
+        let p = Problem::from(e);
         assert_eq!(p.message, "a.json:2:3: bad");
         assert_eq!(p.fix, "mend it");
         assert_eq!(p.location.as_deref(), Some("a.json:2:3"));
         assert_eq!(p.exit_code(), 1);
+        // A fix-less problem is its message alone, whatever the message holds.
+        let p = Problem::new("two findings\n  P001 x\n  Fix: one", "");
+        assert_eq!(p.to_string(), "two findings\n  P001 x\n  Fix: one");
+        assert_eq!(p.fix, "");
     }
 
     #[test]
@@ -293,7 +297,7 @@ mod tests {
         assert_eq!(v["node"], "body[0]");
         assert_eq!(v["exit"], "usage");
         assert_eq!(p.exit_code(), 2);
-        let p = Problem::from("x.json: cannot read\n  Fix: check it").context("group 1");
+        let p = Problem::located("x.json: cannot read", "check it").context("group 1");
         assert_eq!(p.message, "group 1: x.json: cannot read");
         assert_eq!(p.location.as_deref(), Some("x.json"));
     }

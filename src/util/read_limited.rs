@@ -10,7 +10,6 @@ use std::path::Path;
 
 /// What went wrong reading a file; the message names the file and `what` it was meant to be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  Fix: {fix}")]
 pub struct ReadError {
     /// Why the read failed, in one category callers may branch on.
     pub kind: ReadErrorKind,
@@ -157,6 +156,16 @@ pub fn read_limited(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Read
         return Err(too_large(format!("more than {limit}")));
     }
     Ok(bytes)
+}
+
+impl crate::util::HasFix for ReadError {
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
     // What vyre's reference runs: single-rank collectives lowered, composite calls inlined.
     let vp = match catch_unwind(AssertUnwindSafe(|| for_reference(&vp))) {
         Ok(Ok(p)) => p,
-        Ok(Err(e)) => return Err(refusal("VYC01", e)),
+        Ok(Err(e)) => return Err(e),
         Err(p) => {
             return Err(refusal(
                 "VYC01",
@@ -256,12 +256,12 @@ fn refused_by(errors: &[&crate::diagnostic::Diagnostic]) -> Refusal {
 
 /// The Program vyre's reference interpreter runs for `vp`: single-rank collectives lowered
 /// and composite calls inlined (`vyre_reference`'s `program_for_interpreter`).
-fn for_reference(vp: &VyreProgram) -> Result<VyreProgram, String> {
+fn for_reference(vp: &VyreProgram) -> Result<VyreProgram, Refusal> {
     let lowered = vyre_foundation::transform::collectives::lower_single_rank_collectives(vp)
-        .map_err(|e| format!("vyre's collective lowering failed: {e}"))?;
+        .map_err(|e| refusal("VYC01", format!("vyre's collective lowering failed: {e}")))?;
     let p = lowered.as_ref().unwrap_or(vp);
     vyre_foundation::ir::inline_composite_calls(p)
-        .map_err(|e| format!("vyre's call inlining failed: {e}"))
+        .map_err(|e| refusal("VYC01", format!("vyre's call inlining failed: {e}")))
 }
 
 /// vyre's `is_reference_input`: the caller supplies this buffer.

@@ -35,7 +35,6 @@ use proof::Env;
 
 /// Why a Program cannot be exported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot export `{node}` to vyre: {construct}: {why}\n  Fix: {fix}")]
 pub struct ExportError {
     /// Node id of the statement (`body[1].then[0]`), `buffers[i]`, or `program`.
     pub node: String,
@@ -104,7 +103,7 @@ fn readable(p: v::Program) -> Result<v::Program, ExportError> {
             "bind deep or repeated sub-expressions with `let`, or split the kernel into smaller ones",
         )
     };
-    let bytes = super::files::encode(&p, false).map_err(refuse)?;
+    let bytes = super::files::encode(&p, false).map_err(|e| refuse(e.0))?;
     let back = std::panic::catch_unwind(|| v::Program::from_wire(&bytes).map(|_| ()));
     match back {
         Ok(Ok(())) => Ok(p),
@@ -466,8 +465,21 @@ pub(crate) fn has_atomic(e: &Expr) -> bool {
     found
 }
 
-impl From<ExportError> for crate::util::Problem {
-    fn from(e: ExportError) -> Self {
-        crate::util::Problem::with_known_fix(&e.to_string(), &e.fix).on_node(e.node.clone())
+impl crate::util::HasFix for ExportError {
+    fn message(&self) -> String {
+        format!(
+            "cannot export `{}` to vyre: {}: {}",
+            self.node, self.construct, self.why
+        )
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+
+    fn problem(&self) -> crate::util::Problem {
+        crate::util::Problem::located(self.message(), self.fix()).on_node(self.node.clone())
     }
 }
+
+crate::util::problem::into_problem!(ExportError);

@@ -71,19 +71,36 @@ fn decode_error(path: &Path, format: ForeignFormat, failure: &str) -> ParseError
     }
 }
 
+/// vyre failing to encode a Program it accepted (a bug to report): vyre's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct EncodeError(pub String);
+
+impl crate::util::HasFix for EncodeError {
+    fn message(&self) -> String {
+        format!("vyre could not encode the exported Program: {}", self.0)
+    }
+
+    fn fix(&self) -> String {
+        "report this with the Program file".into()
+    }
+}
+
+crate::util::problem::into_problem!(EncodeError);
+
 /// vyre wire bytes of `program` (`text`: the `vyre_ir v0.1` envelope instead).
-pub fn encode(program: &VyreProgram, text: bool) -> Result<Vec<u8>, String> {
+pub fn encode(program: &VyreProgram, text: bool) -> Result<Vec<u8>, EncodeError> {
+    let failed = |why: &dyn std::fmt::Display| EncodeError(why.to_string());
     let encoded = catch_unwind(AssertUnwindSafe(|| {
         if text {
             program
                 .to_text()
                 .map(String::into_bytes)
-                .map_err(|e| e.to_string())
+                .map_err(|e| failed(&e))
         } else {
-            program.to_wire().map_err(|e| e.to_string())
+            program.to_wire().map_err(|e| failed(&e))
         }
     }));
-    encoded.unwrap_or_else(|_| Err("vyre's encoder panicked".to_string()))
+    encoded.unwrap_or_else(|_| Err(failed(&"vyre's encoder panicked")))
 }
 
 /// Reads a vyre file (wire or text, told apart by its first bytes) into a vyre Program.

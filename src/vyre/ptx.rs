@@ -35,7 +35,6 @@ pub struct VyrePtx {
 
 /// Why vyre's PTX could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("vyre's PTX ({stage}) failed: {message}\n  Fix: {fix}")]
 pub struct VyrePtxError {
     /// `validate`, `lower` or `emit`.
     pub stage: &'static str,
@@ -180,4 +179,14 @@ fn param_buffers(ptx: &str, program: &v::Program) -> Vec<String> {
         .collect()
 }
 
-crate::util::problem::into_problem!(VyrePtxError; fix);
+impl crate::util::HasFix for VyrePtxError {
+    fn message(&self) -> String {
+        format!("vyre's PTX ({}) failed: {}", self.stage, self.message)
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
+    }
+}
+
+crate::util::problem::into_problem!(VyrePtxError);

@@ -291,7 +291,7 @@ fn grid_barrier_adds_the_scratch_parameter() {
     );
     let k = emit(&p, &opts(&p, 90, false)).expect("emits");
     assert!(k.abi.grid_sync);
-    assert_eq!(k.abi.grid_sync_words, 2);
+    assert_eq!(k.abi.scratch.words, 2);
     assert!(k.ptx.contains(".param .u64 param_grid_sync\n)"));
     // The default flip lowering: one acq_rel arrival per block, polled with acquire loads
     // until bit 31 changes; no generation word and no release by the last arriver.
@@ -312,7 +312,7 @@ fn grid_barrier_adds_the_scratch_parameter() {
         ..opts(&p, 90, false)
     };
     let g = emit(&p, &o).expect("emits");
-    assert_eq!(g.abi.grid_sync_words, 2);
+    assert_eq!(g.abi.scratch.words, 2);
     for needle in [
         "atom.acq_rel.gpu.global.add.u32",
         "red.release.gpu.global.add.u32",

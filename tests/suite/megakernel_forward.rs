@@ -291,6 +291,7 @@ fn chain3_transient_fixture_moves_two_buffers() {
         steps,
         persistent_blocks: None,
         dataflow: None,
+        implied: Vec::new(),
         no_prefetch: false,
     };
     let k = fuse_group(&pipeline, &shapes, &spec(vec![0, 1, 2])).expect("fuses");

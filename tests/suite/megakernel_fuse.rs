@@ -105,6 +105,7 @@ impl Case {
                 .collect(),
             persistent_blocks: persistent,
             dataflow: None,
+            implied: Vec::new(),
             no_prefetch: false,
         }
     }

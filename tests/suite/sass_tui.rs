@@ -153,7 +153,7 @@ fn a_missing_tool_is_a_note_in_the_pane_and_the_other_panes_work() {
         &mut a,
         Action::Worker(Reply::Sass(
             key,
-            Err(vyrescope::sass::NVDISASM_MISSING.to_string()),
+            Err(vyrescope::sass::SassError::NvdisasmNotFound.into()),
         )),
     );
     let s = screen(&mut a, &hl);

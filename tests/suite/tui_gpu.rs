@@ -33,7 +33,7 @@ impl FakeGpu {
 
 impl Gpu for FakeGpu {
     fn probe(&mut self) -> Result<DeviceCaps, Problem> {
-        Err(NO_DRIVER.into())
+        Err(crate::tui_helpers::no_driver())
     }
     fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, Problem>> {
         None
@@ -70,7 +70,7 @@ impl Gpu for FakeGpu {
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, Problem> {
-        Err("not asked in this test".into())
+        Err(Problem::new("not asked in this test", ""))
     }
     fn cache_stats(&mut self) -> Result<Counters, Problem> {
         self.stats_reads += 1;

@@ -39,13 +39,21 @@ pub fn resources() -> KernelResources {
 /// The one-line reason the live tabs show in tests.
 pub const NO_DRIVER: &str = "no CUDA driver found (libcuda.so.1): test machine\n  Fix: run on a machine with an NVIDIA driver";
 
+/// The problem whose text is [`NO_DRIVER`].
+pub fn no_driver() -> Problem {
+    Problem::new(
+        "no CUDA driver found (libcuda.so.1): test machine",
+        "run on a machine with an NVIDIA driver",
+    )
+}
+
 /// A [`Gpu`] on a machine without one: every request fails with [`NO_DRIVER`] (what the real
 /// one says there), so the tests never start a GPU worker process.
 pub struct NoGpu;
 
 impl Gpu for NoGpu {
     fn probe(&mut self) -> Result<DeviceCaps, Problem> {
-        Err(NO_DRIVER.into())
+        Err(no_driver())
     }
     fn live_resources(&mut self, _: &EmittedKernel) -> Option<Result<KernelResources, Problem>> {
         None
@@ -56,7 +64,7 @@ impl Gpu for NoGpu {
         _: &InputFolder,
         _: &EmitOptions,
     ) -> Result<RunRecord, Problem> {
-        Err(NO_DRIVER.into())
+        Err(no_driver())
     }
     fn tune(
         &mut self,
@@ -65,13 +73,13 @@ impl Gpu for NoGpu {
         _: &EmitOptions,
         _: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<TuneRow>, Problem> {
-        Err(NO_DRIVER.into())
+        Err(no_driver())
     }
     fn cache_stats(&mut self) -> Result<Counters, Problem> {
-        Err(NO_DRIVER.into())
+        Err(no_driver())
     }
     fn telemetry(&mut self) -> Result<Counters, Problem> {
-        Err(NO_DRIVER.into())
+        Err(no_driver())
     }
 }
 
@@ -100,10 +108,7 @@ pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
     app.jobs.busy = None;
     app.code.fixed_resources = Some(resources());
     first.extend(refresh_estimate(&mut app));
-    update(
-        &mut app,
-        Action::Worker(Reply::Probed(Err(NO_DRIVER.into()))),
-    );
+    update(&mut app, Action::Worker(Reply::Probed(Err(no_driver()))));
     update(&mut app, Action::Resize(w, h));
     app.screen.message = None;
     perform(&mut app, &mut NoGpu, first);
@@ -163,7 +168,10 @@ pub fn fake_dispatch(app: &mut App, device_ms: f64, ok: bool) {
         ])),
     };
     app.jobs.pending += 1;
-    update(app, Action::Worker(Reply::Dispatched(Ok(run), stats)));
+    update(
+        app,
+        Action::Worker(Reply::Dispatched(Ok(run), Box::new(stats))),
+    );
 }
 
 /// Feeds a finished tune sweep over 64..512 (64 best).
@@ -217,7 +225,7 @@ pub fn fake_tune_rows(app: &mut App, rows: Vec<TuneRow>) {
         cache: app.jobs.session.cache.clone(),
         telemetry: app.jobs.session.telemetry.clone(),
     };
-    update(app, Action::Worker(Reply::Tuned(Ok(rows), stats)));
+    update(app, Action::Worker(Reply::Tuned(Ok(rows), Box::new(stats))));
 }
 
 /// The Timeline tab's state (kept among the detail panel's tab states).

@@ -320,7 +320,10 @@ fn dispatch_with_counters(a: &mut App, n: usize) -> Counters {
         cache: Ok(counters.clone()),
         telemetry: Ok(counters.clone()),
     };
-    update(a, Action::Worker(Reply::Dispatched(Ok(run), stats)));
+    update(
+        a,
+        Action::Worker(Reply::Dispatched(Ok(run), Box::new(stats))),
+    );
     counters
 }
 

@@ -539,7 +539,7 @@ impl vyrescope::tui::gpu::Gpu for Recorder {
         _: &vyrescope::emit::EmitOptions,
         _: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<vyrescope::tui::gpu::TuneRow>, Problem> {
-        Err("no tune here".into())
+        Err(Problem::new("no tune here", ""))
     }
     fn cache_stats(&mut self) -> Result<vyrescope::tui::gpu::Counters, Problem> {
         Ok(vec![])
@@ -551,7 +551,7 @@ impl vyrescope::tui::gpu::Gpu for Recorder {
         &mut self,
         _: &vyrescope::tui::timeline::Recording,
     ) -> Result<Vec<std::sync::Arc<vyrescope::tui::timeline::TimelineData>>, Problem> {
-        let cap = self.0.clone()?;
+        let cap = self.0.clone().map_err(|e| Problem::new(e, ""))?;
         let d =
             vyrescope::tui::timeline::TimelineData::build("", "recorded after r on a fake", cap)?;
         Ok(vec![std::sync::Arc::new(d)])

@@ -15,16 +15,15 @@
 //! - otherwise B waits for the **flags** of its producer window or range (A's tasks each set
 //!   their own flag).
 //!
-//! Scratch words (never cleared between launches: `emit::dataflow`) are laid out from
-//! [`SYNC_FIRST_WORD`]: each counted step's counter (or a spread fold's counters), in step
-//! order; then, from [`SYNC_FLAG_FIRST_WORD`] (or after the counters, if there are more), the
-//! flags (one per workgroup) of each step someone waits on by flags.
+//! Scratch words (never cleared between launches: `emit::dataflow`) are laid out as
+//! [`ScratchLayout`] says, from [`ScratchLayout::FIRST_COUNTER`]: each counted step's counter
+//! (or a spread fold's counters), in step order; then, from [`ScratchLayout::FIRST_FLAG`] (or
+//! after the counters, if there are more), the flags (one per workgroup) of each step someone
+//! waits on by flags.
 
 use std::collections::BTreeMap;
 
-use crate::ir::{
-    spread_word, BlockTasks, Stmt, StmtKind, SyncOp, WaitOn, SYNC_FIRST_WORD, SYNC_FLAG_FIRST_WORD,
-};
+use crate::ir::{BlockTasks, ScratchLayout, Stmt, StmtKind, SyncOp, WaitOn};
 
 /// Sub-counters of a spread last-arriver fold (`SyncOp::Arrive::spread`): with 2112 blocks,
 /// 132 arrivals on each and 16 on the top counter, instead of 2112 on one word.
@@ -39,7 +38,7 @@ pub const FOLD_SPREAD: u32 = 16;
 /// softmax by 1.0 us, reduce + normalise by 0.6 us and hist_equalize_shared by 0.5 us.
 pub const FOLD_SPREAD_FROM_BLOCKS: u32 = 1536;
 
-use super::super::tiles::{ProducerSet, TileDep};
+use super::super::tiles::{ProducerSet, SyncLabel, TileDep};
 use super::rewrite;
 
 /// Where one step's completion goes.
@@ -128,6 +127,15 @@ impl SyncLayout {
                 ProducerSet::Window { lo, hi } => {
                     i32::try_from(lo).is_ok() && i32::try_from(hi).is_ok()
                 }
+                ProducerSet::WindowBoundary { lo, hi, edges } => {
+                    i32::try_from(lo).is_ok()
+                        && i32::try_from(hi).is_ok()
+                        && edges
+                            .into_iter()
+                            .flatten()
+                            .all(|e| u32::try_from(e[1]).is_ok())
+                        && d.label != SyncLabel::AllToAll
+                }
                 ProducerSet::Range { first, last } => {
                     u32::try_from(first).is_ok() && u32::try_from(last).is_ok()
                 }
@@ -140,6 +148,18 @@ impl SyncLayout {
                 Need::Flags(ProducerSet::Range { first: 0, last: 0 })
             } else if covers_all || !window_fits {
                 Need::Count
+            } else if let ProducerSet::WindowBoundary { lo, hi, edges } = d.producers {
+                // The window's flags, then each boundary range's: separate waits, which the
+                // plan validator joins when it checks coverage.
+                needs.push((d.from, d.to, Need::Flags(ProducerSet::Window { lo, hi })));
+                for [first, last] in edges.into_iter().flatten() {
+                    needs.push((
+                        d.from,
+                        d.to,
+                        Need::Flags(ProducerSet::Range { first, last }),
+                    ));
+                }
+                continue;
             } else {
                 Need::Flags(d.producers)
             };
@@ -147,7 +167,7 @@ impl SyncLayout {
         }
         // Words: counters first, step by step, then flags (a word keeps one use: a flag
         // holds an epoch, a counter needs its low bits clear; `emit::dataflow`).
-        let mut next = SYNC_FIRST_WORD;
+        let mut next = ScratchLayout::FIRST_COUNTER;
         for &s in steps {
             let waited = needs.iter().any(|n| n.0 == s && matches!(n.2, Need::Count));
             let folded = l.publish.get(&s).is_some_and(|p| p.fold.is_some());
@@ -158,12 +178,12 @@ impl SyncLayout {
                 // top bit its own arrival saw, and a spread arrival does not see the top's.
                 if folded && !waited && blocks >= FOLD_SPREAD_FROM_BLOCKS {
                     p.spread = FOLD_SPREAD;
-                    next = spread_word(next, FOLD_SPREAD - 1);
+                    next = ScratchLayout::spread_word(next, FOLD_SPREAD - 1);
                 }
                 next = next.saturating_add(1);
             }
         }
-        let mut next = next.max(SYNC_FLAG_FIRST_WORD);
+        let mut next = next.max(ScratchLayout::FIRST_FLAG);
         for &s in steps {
             let flags = needs
                 .iter()

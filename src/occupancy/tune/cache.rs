@@ -29,12 +29,8 @@ pub enum CacheMode {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
     /// No user cache directory on this system.
-    #[error("no user cache directory (XDG_CACHE_HOME / HOME unset)\n  Fix: set XDG_CACHE_HOME or HOME, or run with --fresh")]
     NoCacheDir,
     /// File system failure.
-    #[error(
-        "tuning cache {path}: {reason}\n  Fix: check that the directory is writable, or delete it"
-    )]
     Io {
         /// Path involved.
         path: String,
@@ -206,6 +202,22 @@ impl TuneCache {
             reason: e.to_string(),
         })?;
         crate::util::write_atomic(&p, text.as_bytes()).map_err(|e| io_err(&p, e))
+    }
+}
+
+impl crate::util::HasFix for CacheError {
+    fn message(&self) -> String {
+        match self {
+            Self::NoCacheDir => "no user cache directory (XDG_CACHE_HOME / HOME unset)".to_string(),
+            Self::Io { path, reason, .. } => format!("tuning cache {path}: {reason}"),
+        }
+    }
+
+    fn fix(&self) -> String {
+        match self {
+            Self::NoCacheDir => "set XDG_CACHE_HOME or HOME, or run with --fresh".to_string(),
+            Self::Io { .. } => "check that the directory is writable, or delete it".to_string(),
+        }
     }
 }
 

@@ -3,7 +3,6 @@
 
 /// A malformed candidate list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad --candidates `{text}`: {reason}\n  Fix: write a range of multiples of 32 like `32..1024`, a list like `64,128,256`, or 2-D sizes like `16x16`")]
 pub struct CandidateError {
     /// The argument.
     pub text: String,
@@ -70,6 +69,16 @@ pub fn parse_candidates(text: &str) -> Result<Vec<[u32; 3]>, CandidateError> {
         }
     }
     Ok(out)
+}
+
+impl crate::util::HasFix for CandidateError {
+    fn message(&self) -> String {
+        format!("bad --candidates `{}`: {}", self.text, self.reason)
+    }
+
+    fn fix(&self) -> String {
+        "write a range of multiples of 32 like `32..1024`, a list like `64,128,256`, or 2-D sizes like `16x16`".to_string()
+    }
 }
 
 crate::util::problem::into_problem!(CandidateError);

@@ -282,7 +282,7 @@ impl GpuWorker {
         req: &RunRequest,
     ) -> Result<RunOutcome> {
         let text =
-            crate::ir::program_to_json(program).map_err(|e| RuntimeError::Other(e.to_string()))?;
+            crate::ir::program_to_json(program).map_err(|e| RuntimeError::Other(e.into()))?;
         let job = RunJob {
             program: text,
             file: format!("{}.json", program.name),
@@ -331,7 +331,7 @@ impl GpuWorker {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Vec<TuneOutcome>> {
         let text =
-            crate::ir::program_to_json(program).map_err(|e| RuntimeError::Other(e.to_string()))?;
+            crate::ir::program_to_json(program).map_err(|e| RuntimeError::Other(e.into()))?;
         let job = TuneJob {
             program: text,
             file: format!("{}.json", program.name),
@@ -406,8 +406,9 @@ impl GpuWorker {
         }
         let what = req.describe();
         let line = serde_json::to_string(req).map_err(|e| {
-            RuntimeError::Other(format!(
-                "cannot encode {what}: {e}\n  Fix: this is a vyrescope bug, please report it"
+            RuntimeError::Other(crate::util::Problem::new(
+                format!("cannot encode {what}: {e}"),
+                "this is a vyrescope bug, please report it",
             ))
         })?;
         let written = match self.live.as_mut().and_then(|l| l.stdin.as_mut()) {
@@ -451,18 +452,14 @@ impl GpuWorker {
                 Some(Line::Eof) => return Err(self.died(&what)),
                 Some(Line::Broken(e)) => {
                     self.end_worker(true, format!("unreadable output: {e}"));
-                    return Err(RuntimeError::Worker(format!(
-                        "the GPU worker's output could not be read while handling {what}: {e}; it was stopped, and the next GPU request starts a fresh worker\n  Fix: retry; if it persists, report it"
-                    )));
+                    return Err(RuntimeError::Worker(crate::util::Problem::new(format!("the GPU worker's output could not be read while handling {what}: {e}; it was stopped, and the next GPU request starts a fresh worker"), "retry; if it persists, report it")));
                 }
             };
             let msg: Message = match serde_json::from_str(&line) {
                 Ok(m) => m,
                 Err(e) => {
                     self.end_worker(true, "spoke an unknown protocol".into());
-                    return Err(RuntimeError::Worker(format!(
-                        "the GPU worker sent a message this vyrescope cannot read ({e}) while handling {what}; it was stopped\n  Fix: the worker binary must be this vyrescope build (unset {WORKER_EXE_ENV} or point it at this build)"
-                    )));
+                    return Err(RuntimeError::Worker(crate::util::Problem::new(format!("the GPU worker sent a message this vyrescope cannot read ({e}) while handling {what}; it was stopped"), format!("the worker binary must be this vyrescope build (unset {WORKER_EXE_ENV} or point it at this build)"))));
                 }
             };
             match msg {
@@ -506,10 +503,7 @@ impl GpuWorker {
                     return Err(RuntimeError::NoDriver { lib, reason });
                 }
                 let places: Vec<String> = looked.iter().map(|p| p.display().to_string()).collect();
-                return Err(RuntimeError::Worker(format!(
-                    "cannot find the vyrescope binary to run the GPU worker process (looked at {})\n  Fix: set {WORKER_EXE_ENV}=/path/to/vyrescope",
-                    if places.is_empty() { "nothing".into() } else { places.join(", ") }
-                )));
+                return Err(RuntimeError::Worker(crate::util::Problem::new(format!("cannot find the vyrescope binary to run the GPU worker process (looked at {})", if places.is_empty() { "nothing".into() } else { places.join(", ") }), format!("set {WORKER_EXE_ENV}=/path/to/vyrescope"))));
             }
         };
         let mut cmd = Command::new(&exe);
@@ -527,14 +521,15 @@ impl GpuWorker {
         // A group of its own, so that killing a hung worker ends what it started too.
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| {
-                RuntimeError::Worker(format!(
-                    "cannot start the GPU worker process `{} gpu-worker`: {e}\n  Fix: check that the file exists and is executable, or set {WORKER_EXE_ENV}",
+        let mut child = cmd.spawn().map_err(|e| {
+            RuntimeError::Worker(crate::util::Problem::new(
+                format!(
+                    "cannot start the GPU worker process `{} gpu-worker`: {e}",
                     exe.display()
-                ))
-            })?;
+                ),
+                format!("check that the file exists and is executable, or set {WORKER_EXE_ENV}"),
+            ))
+        })?;
         let pid = child.id();
         let (tx, rx) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
@@ -557,9 +552,10 @@ impl GpuWorker {
             if spawned.is_err() {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(RuntimeError::Worker(
-                    "cannot start a thread to read the GPU worker\n  Fix: the system is out of threads; close other programs".into(),
-                ));
+                return Err(RuntimeError::Worker(crate::util::Problem::new(
+                    "cannot start a thread to read the GPU worker",
+                    "the system is out of threads; close other programs",
+                )));
             }
         }
         let stderr = Arc::new(Mutex::new(String::new()));
@@ -602,24 +598,19 @@ impl GpuWorker {
             .as_ref()
             .map(|l| l.lines.recv_timeout(START_LIMIT));
         match hello {
-            Some(Ok(Line::Text(t))) => match serde_json::from_str::<Message>(&t) {
-                Ok(Message::Hello { protocol, .. }) if protocol == PROTOCOL_VERSION => Ok(()),
-                Ok(Message::Hello { protocol, .. }) => {
-                    self.end_worker(true, "spoke another protocol".into());
-                    Err(RuntimeError::Worker(format!(
-                        "the GPU worker `{}` speaks protocol {protocol}, this vyrescope {PROTOCOL_VERSION}\n  Fix: use the same vyrescope build for both (unset {WORKER_EXE_ENV} or point it at this build)",
-                        exe.display()
-                    )))
+            Some(Ok(Line::Text(t))) => {
+                match serde_json::from_str::<Message>(&t) {
+                    Ok(Message::Hello { protocol, .. }) if protocol == PROTOCOL_VERSION => Ok(()),
+                    Ok(Message::Hello { protocol, .. }) => {
+                        self.end_worker(true, "spoke another protocol".into());
+                        Err(RuntimeError::Worker(crate::util::Problem::new(format!("the GPU worker `{}` speaks protocol {protocol}, this vyrescope {PROTOCOL_VERSION}", exe.display()), format!("use the same vyrescope build for both (unset {WORKER_EXE_ENV} or point it at this build)"))))
+                    }
+                    _ => {
+                        self.end_worker(true, "did not say hello".into());
+                        Err(RuntimeError::Worker(crate::util::Problem::new(format!("`{} gpu-worker` did not start as a GPU worker (its first line: {})", exe.display(), t.chars().take(120).collect::<String>()), format!("{WORKER_EXE_ENV} must name a vyrescope binary"))))
+                    }
                 }
-                _ => {
-                    self.end_worker(true, "did not say hello".into());
-                    Err(RuntimeError::Worker(format!(
-                        "`{} gpu-worker` did not start as a GPU worker (its first line: {})\n  Fix: {WORKER_EXE_ENV} must name a vyrescope binary",
-                        exe.display(),
-                        t.chars().take(120).collect::<String>()
-                    )))
-                }
-            },
+            }
             Some(Err(RecvTimeoutError::Timeout)) => Err(self.hung("start-up", START_LIMIT)),
             _ => Err(self.died("start-up")),
         }
@@ -641,8 +632,9 @@ impl GpuWorker {
     /// it ended.
     fn died(&mut self, what: &str) -> RuntimeError {
         let Some(live) = self.live.as_mut() else {
-            return RuntimeError::Worker(format!(
-                "no GPU worker is running for {what}\n  Fix: retry"
+            return RuntimeError::Worker(crate::util::Problem::new(
+                format!("no GPU worker is running for {what}"),
+                "retry",
             ));
         };
         let pid = live.pid;
@@ -689,8 +681,9 @@ impl Drop for GpuWorker {
 }
 
 fn unexpected(r: &Response) -> RuntimeError {
-    RuntimeError::Worker(format!(
-        "the GPU worker answered with an unexpected {r:?}\n  Fix: the worker binary must be this vyrescope build (unset {WORKER_EXE_ENV})"
+    RuntimeError::Worker(crate::util::Problem::new(
+        format!("the GPU worker answered with an unexpected {r:?}"),
+        format!("the worker binary must be this vyrescope build (unset {WORKER_EXE_ENV})"),
     ))
 }
 
@@ -721,7 +714,9 @@ fn into_runtime(e: WireError, pid: u32) -> RuntimeError {
             timeout_ms,
             recover_ms,
         },
-        WireError::Other { message } => RuntimeError::Other(message),
+        WireError::Other { message, fix } => {
+            RuntimeError::Other(crate::util::Problem::located(message, fix))
+        }
     }
 }
 

@@ -393,10 +393,13 @@ pub enum WireError {
         /// Context recreation time.
         recover_ms: f64,
     },
-    /// Anything else, as its message.
+    /// Anything else, as its message and fix.
     Other {
-        /// Full message with its `Fix:` line.
+        /// What is wrong.
         message: String,
+        /// How to fix it (empty when there is no advice).
+        #[serde(default)]
+        fix: String,
     },
 }
 
@@ -444,7 +447,8 @@ impl WireError {
                 recover_ms: *recover_ms,
             },
             other => WireError::Other {
-                message: other.to_string(),
+                message: crate::util::HasFix::message(other),
+                fix: crate::util::HasFix::fix(other),
             },
         }
     }
@@ -707,11 +711,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let w = WireError::from_runtime(&RuntimeError::Other("boom\n  Fix: x".into()));
+        let w =
+            WireError::from_runtime(&RuntimeError::Other(crate::util::Problem::new("boom", "x")));
         assert_eq!(
             w,
             WireError::Other {
-                message: "boom\n  Fix: x".into()
+                message: "boom".into(),
+                fix: "x".into()
             }
         );
     }

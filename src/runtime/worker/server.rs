@@ -20,6 +20,7 @@ use crate::report::RunReport;
 use crate::runtime::execute::{RunPhase, RunRequest};
 use crate::runtime::fault::FAULT_PTX;
 use crate::runtime::{JitOptions, Runtime, RuntimeError};
+use crate::util::Problem;
 
 /// Device budget announced for the raw fault kernels (they end in microseconds).
 const RAW_FAULT_BUDGET_MS: u64 = 10_000;
@@ -33,17 +34,17 @@ struct Worker<'a> {
 
 /// The requests built from the harnesses above this layer (a pipeline's forms, timelines):
 /// the `gpu-worker` command hands in the harness's implementation, so the worker runs exactly
-/// the code an in-process run does. Errors are full messages with their `Fix:` line; a sticky
-/// fault among them is recognised from the runtime's state, not the text.
+/// the code an in-process run does. A sticky fault among their errors is recognised from the
+/// runtime's state, not the text.
 pub trait Jobs {
     /// Runs a pipeline job on `rt`: the report as JSON and, when asked, the record file.
     fn pipeline(
         &mut self,
         rt: &mut Runtime,
         job: &PipelineJob,
-    ) -> Result<(serde_json::Value, Option<String>), String>;
+    ) -> Result<(serde_json::Value, Option<String>), Problem>;
     /// Records a Program's timeline on `rt`: the record file's text.
-    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, String>;
+    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem>;
 }
 
 /// [`Jobs`] of a worker without the harnesses (tests of the protocol): refuses both.
@@ -54,16 +55,20 @@ impl Jobs for NoJobs {
         &mut self,
         _: &mut Runtime,
         _: &PipelineJob,
-    ) -> Result<(serde_json::Value, Option<String>), String> {
-        Err(NO_JOBS.into())
+    ) -> Result<(serde_json::Value, Option<String>), Problem> {
+        Err(no_jobs())
     }
-    fn timeline(&mut self, _: &mut Runtime, _: &TimelineJob) -> Result<String, String> {
-        Err(NO_JOBS.into())
+    fn timeline(&mut self, _: &mut Runtime, _: &TimelineJob) -> Result<String, Problem> {
+        Err(no_jobs())
     }
 }
 
-const NO_JOBS: &str =
-    "this GPU worker runs no pipelines or timelines\n  Fix: start it as `vyrescope gpu-worker`";
+fn no_jobs() -> Problem {
+    Problem::new(
+        "this GPU worker runs no pipelines or timelines",
+        "start it as `vyrescope gpu-worker`",
+    )
+}
 
 /// Serves requests from `input`, writing messages to `out`; returns the exit code.
 pub fn serve(
@@ -100,9 +105,8 @@ pub fn serve(
             Err(e) => {
                 let reply = Reply {
                     result: Err(WireError::Other {
-                        message: format!(
-                            "the GPU worker could not read a request: {e}\n  Fix: the client and the worker must be the same vyrescope build (unset VYRESCOPE_WORKER_EXE or point it at this build)"
-                        ),
+                        message: format!("the GPU worker could not read a request: {e}"),
+                        fix: "the client and the worker must be the same vyrescope build (unset VYRESCOPE_WORKER_EXE or point it at this build)".into(),
                     }),
                     exiting: false,
                 };
@@ -144,7 +148,8 @@ impl Worker<'_> {
             Some(Ok(rt)) => Ok(rt),
             Some(Err(e)) => Err(WireError::from_runtime(e)),
             None => Err(WireError::Other {
-                message: "no runtime\n  Fix: retry".into(),
+                message: "no runtime".into(),
+                fix: "retry".into(),
             }),
         }
     }
@@ -221,23 +226,27 @@ impl Worker<'_> {
     /// fault, so this worker exits after replying.
     fn with_jobs<T>(
         &mut self,
-        f: impl FnOnce(&mut dyn Jobs, &mut Runtime) -> Result<T, String>,
+        f: impl FnOnce(&mut dyn Jobs, &mut Runtime) -> Result<T, Problem>,
     ) -> Result<T, WireError> {
         self.progress(Progress::default());
         self.runtime()?;
         let Some(Ok(rt)) = self.rt.as_mut() else {
             return Err(WireError::Other {
-                message: "no runtime\n  Fix: retry".into(),
+                message: "no runtime".into(),
+                fix: "retry".into(),
             });
         };
-        f(&mut *self.jobs, rt).map_err(|message| match rt.poisoned() {
+        f(&mut *self.jobs, rt).map_err(|p| match rt.poisoned() {
             Some(what) => WireError::Fault {
                 kernel: String::new(),
                 what: what.to_string(),
-                driver: message.lines().next().unwrap_or_default().to_string(),
+                driver: p.message.lines().next().unwrap_or_default().to_string(),
                 fix: "a fault in an emitted kernel is a vyrescope bug: please report it with the pipeline file".into(),
             },
-            None => WireError::Other { message },
+            None => WireError::Other {
+                message: p.message,
+                fix: p.fix,
+            },
         })
     }
 
@@ -313,9 +322,10 @@ impl Worker<'_> {
     ) -> Result<crate::runtime::execute::ProgramRun, RuntimeError> {
         let out = &mut *self.out;
         let Some(Ok(rt)) = self.rt.as_mut() else {
-            return Err(RuntimeError::Other(
-                "the GPU runtime is not open\n  Fix: retry".into(),
-            ));
+            return Err(RuntimeError::Other(crate::util::Problem::new(
+                "the GPU runtime is not open",
+                "retry",
+            )));
         };
         rt.run_program_watched(program, base, req, &mut |phase| {
             let p = match phase {
@@ -390,7 +400,8 @@ impl Worker<'_> {
 
 fn parse(text: &str, file: &str) -> Result<crate::ir::Program, WireError> {
     crate::ir::parse_program(text, file).map_err(|e| WireError::Other {
-        message: e.to_string(),
+        message: crate::util::HasFix::message(&e),
+        fix: e.fix,
     })
 }
 
@@ -425,10 +436,11 @@ mod tests {
         let reply: Message = serde_json::from_str(lines[1]).expect("reply");
         match reply {
             Message::Reply(Reply {
-                result: Err(WireError::Other { message }),
+                result: Err(WireError::Other { message, fix }),
                 exiting: false,
             }) => assert!(
-                message.contains("could not read a request") && message.contains("Fix:"),
+                message.contains("could not read a request")
+                    && fix.contains("same vyrescope build"),
                 "{message}"
             ),
             other => panic!("{other:?}"),

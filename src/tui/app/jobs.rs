@@ -6,6 +6,7 @@ use crate::occupancy::DeviceCaps;
 use crate::tui::action::{Action, Cmd};
 use crate::tui::gpu::{Counters, RunRecord, TuneRow, NO_RUNTIME};
 use crate::tui::worker::{Job, Reply, Stats};
+use crate::util::Problem;
 
 /// Work in progress, for the progress indicator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,11 +71,11 @@ pub struct Session {
     /// Why the last dispatch failed (shown in the Run tab).
     pub run_error: Option<String>,
     /// Last tune sweep.
-    pub tune: Option<Result<Vec<TuneRow>, String>>,
+    pub tune: Option<Result<Vec<TuneRow>, Problem>>,
     /// Cache statistics, or why there are none.
-    pub cache: Result<Counters, String>,
+    pub cache: Result<Counters, Problem>,
     /// Telemetry, or why there is none.
-    pub telemetry: Result<Counters, String>,
+    pub telemetry: Result<Counters, Problem>,
     /// The plan cache pipelines are planned through (`None`: plan in memory only).
     pub plan_cache: Option<PlanCache>,
     /// Plan-cache counters of this session (planning happens in the inspector's process,
@@ -89,8 +90,8 @@ impl Default for Session {
             pipeline_runs: Vec::new(),
             run_error: None,
             tune: None,
-            cache: Err(NO_RUNTIME.into()),
-            telemetry: Err(NO_RUNTIME.into()),
+            cache: Err(Problem::new(NO_RUNTIME, "")),
+            telemetry: Err(Problem::new(NO_RUNTIME, "")),
             plan_cache: None,
             plan_counts: PlanCacheCounts::default(),
         }
@@ -100,23 +101,26 @@ impl Default for Session {
 impl Session {
     /// The Cache tab's rows: the plan cache's counters once it was used, then the GPU
     /// runtime's (or why there are none).
-    pub fn cache_rows(&self) -> Result<Counters, String> {
+    pub fn cache_rows(&self) -> Result<Counters, Problem> {
         self.with_plan_rows(&self.cache)
     }
 
     /// The Telemetry tab's rows, with the plan cache's counters like the CLI's telemetry.
-    pub fn telemetry_rows(&self) -> Result<Counters, String> {
+    pub fn telemetry_rows(&self) -> Result<Counters, Problem> {
         self.with_plan_rows(&self.telemetry)
     }
 
-    fn with_plan_rows(&self, runtime: &Result<Counters, String>) -> Result<Counters, String> {
+    fn with_plan_rows(&self, runtime: &Result<Counters, Problem>) -> Result<Counters, Problem> {
         if self.plan_cache.is_none() && self.plan_counts == PlanCacheCounts::default() {
             return runtime.clone();
         }
         let mut rows = self.plan_counts.rows();
         match runtime {
             Ok(r) => rows.extend(r.iter().cloned()),
-            Err(e) => rows.push(("runtime".into(), crate::tui::gpu::short_gpu_error(e))),
+            Err(e) => rows.push((
+                "runtime".into(),
+                crate::tui::gpu::short_gpu_error(&e.to_string()),
+            )),
         }
         Ok(rows)
     }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::util::Problem;
 
 use crate::tui::analysis::Document;
 
@@ -55,7 +56,7 @@ impl EntryStatus {
         let pipeline = crate::ir::is_pipeline_file(path);
         let status = match crate::tui::analysis::Document::load(path, root) {
             Ok(doc) => EntryStatus::of(&doc.validation),
-            Err(e) => EntryStatus::Failed(e),
+            Err(e) => EntryStatus::Failed(e.to_string()),
         };
         (status, pipeline)
     }
@@ -156,7 +157,7 @@ impl Programs {
 
     /// Opens entry `i` as the worker loaded it: on failure the document is closed and the
     /// error kept for the panes to show.
-    pub fn opened(&mut self, i: usize, doc: Result<Document, String>) -> Loaded {
+    pub fn opened(&mut self, i: usize, doc: Result<Document, Problem>) -> Loaded {
         if i >= self.entries.len() {
             return Loaded::Nothing;
         }
@@ -169,6 +170,7 @@ impl Programs {
                 Loaded::Ok
             }
             Err(e) => {
+                let e = e.to_string();
                 self.entries[i].status = EntryStatus::Failed(e.clone());
                 self.doc = None;
                 self.doc_error = Some(e.clone());
@@ -181,7 +183,7 @@ impl Programs {
 
     /// Takes entry `i` as the worker reloaded it; on failure the last good version stays
     /// open.
-    pub fn reloaded(&mut self, i: usize, doc: Result<Document, String>) -> Loaded {
+    pub fn reloaded(&mut self, i: usize, doc: Result<Document, Problem>) -> Loaded {
         if self.current != Some(i) || i >= self.entries.len() {
             return Loaded::Nothing;
         }
@@ -193,6 +195,7 @@ impl Programs {
                 Loaded::Ok
             }
             Err(e) => {
+                let e = e.to_string();
                 self.entries[i].status = EntryStatus::Failed(e.clone());
                 Loaded::Failed(e)
             }

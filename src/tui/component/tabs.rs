@@ -116,7 +116,10 @@ pub fn row_count(app: &App) -> usize {
     current(app).iter().map(RowList::positions).sum()
 }
 
-fn counter_list(data: &Result<Vec<(String, String)>, String>, content: Rect) -> Vec<RowList> {
+fn counter_list(
+    data: &Result<Vec<(String, String)>, crate::util::Problem>,
+    content: Rect,
+) -> Vec<RowList> {
     match data {
         Ok(r) if !r.is_empty() => vec![RowList::rows_in(content, false, r.len(), Offset::Main)],
         _ => Vec::new(),
@@ -289,7 +292,7 @@ impl TabComponent for Plan {
             .and_then(|d| d.pipeline.as_ref())
             .map_or(Value::Null, |p| match &p.plan {
                 Ok(plan) => json!(**plan),
-                Err(e) => json!({ "error": e }),
+                Err(e) => json!({ "error": e.to_string() }),
             })
     }
 }

@@ -13,6 +13,7 @@ use crate::tui::export;
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
 use crate::tui::worker::{Job, LoadedFile, ResKey};
+use crate::util::Problem;
 
 use super::nav;
 
@@ -33,7 +34,7 @@ pub(super) fn submit_prompt(app: &mut App, kind: PromptKind, text: String, out: 
         }
         PromptKind::Workgroup => match crate::shape::parse_workgroup(&text) {
             Ok(wg) => set_workgroup(app, wg, out),
-            Err(e) => app.screen.error(e),
+            Err(e) => app.screen.error(e.to_string()),
         },
         // The worker looks at the file system; `expanded` takes what it found.
         PromptKind::Open => out.push(app.jobs.queue(Job::Expand { typed: text })),
@@ -421,10 +422,10 @@ pub(super) fn after_emission(app: &mut App, out: &mut Vec<Cmd>) {
 }
 
 /// The files an `o` prompt's path named ([`Job::Expand`]): listed, the first one opened.
-pub(super) fn expanded(app: &mut App, found: Result<Vec<PathBuf>, String>, out: &mut Vec<Cmd>) {
+pub(super) fn expanded(app: &mut App, found: Result<Vec<PathBuf>, Problem>, out: &mut Vec<Cmd>) {
     let new = match found {
         Ok(new) => new,
-        Err(e) => return app.screen.error(e),
+        Err(e) => return app.screen.error(e.to_string()),
     };
     let first = app.programs.add(new);
     app.panes.list.cursor = first;
@@ -483,7 +484,7 @@ pub(super) fn loaded(app: &mut App, file: LoadedFile, out: &mut Vec<Cmd>) {
 }
 
 /// Shows a newly opened program (resets the code panes).
-fn opened(app: &mut App, i: usize, doc: Result<Document, String>, out: &mut Vec<Cmd>) {
+fn opened(app: &mut App, i: usize, doc: Result<Document, Problem>, out: &mut Vec<Cmd>) {
     if app.programs.opened(i, doc) == Loaded::Nothing {
         return;
     }
@@ -512,7 +513,7 @@ fn opened(app: &mut App, i: usize, doc: Result<Document, String>, out: &mut Vec<
 fn reloaded(
     app: &mut App,
     i: usize,
-    doc: Result<Document, String>,
+    doc: Result<Document, Problem>,
     from_watch: bool,
     out: &mut Vec<Cmd>,
 ) {

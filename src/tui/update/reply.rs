@@ -5,6 +5,7 @@ use crate::tui::action::Cmd;
 use crate::tui::app::{App, Focus};
 use crate::tui::component::tabs::{self, TabComponent};
 use crate::tui::timeline::TimelineState;
+use crate::util::Problem;
 use std::sync::Arc;
 
 use crate::tui::sass_view::{SassState, SassView};
@@ -26,7 +27,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 Err(e) => {
                     set_timeline(app, Vec::new());
                     if let Some(t) = app.detail.states.get_mut::<TimelineState>() {
-                        t.error = Some(e);
+                        t.error = Some(e.to_string());
                     }
                 }
             }
@@ -75,7 +76,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Sass(key, r) => {
             let state = match r {
                 Ok(l) => SassState::Ready(Arc::new(SassView::new(*l))),
-                Err(e) => SassState::Failed(e),
+                Err(e) => SassState::Failed(e.to_string()),
             };
             app.code.sass_listings.insert(key, state);
             // Either side of a diff against the pin may just have been assembled.
@@ -90,7 +91,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Vyre(key, r) => {
             let state = match r {
                 Ok(t) => VyreState::Ready(Arc::new(*t)),
-                Err(e) => VyreState::Failed(e),
+                Err(e) => VyreState::Failed(e.to_string()),
             };
             app.code.vyre_views.insert(key, state);
             nav::keep_visible(app, Focus::Ptx);
@@ -105,14 +106,17 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         }
         Reply::Probed(Err(e)) => {
             // The live tabs say why they are empty: the probe's own one-line reason.
-            let first = e.lines().next().unwrap_or("").to_string();
-            app.jobs.session.cache = Err(format!("{first} - press r on a machine with a GPU"));
+            let first = e.message.lines().next().unwrap_or("").to_string();
+            app.jobs.session.cache = Err(Problem::new(
+                format!("{first} - press r on a machine with a GPU"),
+                "",
+            ));
             app.jobs.session.telemetry = app.jobs.session.cache.clone();
-            app.jobs.devices.live_error = e;
+            app.jobs.devices.live_error = e.to_string();
         }
         Reply::Dispatched(r, stats) => {
             // Counters first: the Run tab's rows are clamped with them in place.
-            app.jobs.session.take_stats(stats);
+            app.jobs.session.take_stats(*stats);
             dispatched(app, r);
         }
         Reply::Referenced(r) => dispatched(app, r),
@@ -136,12 +140,13 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 }
                 Err(e) => {
                     app.screen.error(
-                        e.lines()
+                        e.message
+                            .lines()
                             .next()
                             .unwrap_or("pipeline run failed")
                             .to_string(),
                     );
-                    app.jobs.session.run_error = Some(e);
+                    app.jobs.session.run_error = Some(e.to_string());
                 }
             }
             nav::keep_visible(app, Focus::Detail);
@@ -165,13 +170,18 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         }
         Reply::Tuned(r, stats) => {
             if let Err(e) = &r {
-                app.screen
-                    .error(e.lines().next().unwrap_or("tune failed").to_string());
+                app.screen.error(
+                    e.message
+                        .lines()
+                        .next()
+                        .unwrap_or("tune failed")
+                        .to_string(),
+                );
             } else {
                 app.screen.info("tune sweep done");
             }
             app.jobs.session.tune = Some(r);
-            app.jobs.session.take_stats(stats);
+            app.jobs.session.take_stats(*stats);
             // A re-run keeps the cursor and the tables' offsets (clamped to the new rows).
             nav::keep_visible(app, Focus::Detail);
         }
@@ -181,7 +191,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
 }
 
 /// A dispatch (or offline reference run) finished: the Run tab lists it and selects it.
-fn dispatched(app: &mut App, r: Result<crate::tui::gpu::RunRecord, String>) {
+fn dispatched(app: &mut App, r: Result<crate::tui::gpu::RunRecord, Problem>) {
     match r {
         Ok(run) => {
             let ok = run.parity.as_ref().is_none_or(|p| p.ok);
@@ -206,9 +216,14 @@ fn dispatched(app: &mut App, r: Result<crate::tui::gpu::RunRecord, String>) {
             }
         }
         Err(e) => {
-            app.screen
-                .error(e.lines().next().unwrap_or("dispatch failed").to_string());
-            app.jobs.session.run_error = Some(e);
+            app.screen.error(
+                e.message
+                    .lines()
+                    .next()
+                    .unwrap_or("dispatch failed")
+                    .to_string(),
+            );
+            app.jobs.session.run_error = Some(e.to_string());
         }
     }
     nav::keep_visible(app, Focus::Detail);

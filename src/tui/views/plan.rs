@@ -68,9 +68,9 @@ pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
     v
 }
 
-fn plan_of(app: &App) -> Option<Result<&Plan, &str>> {
+fn plan_of(app: &App) -> Option<Result<&Plan, &crate::util::Problem>> {
     let pv = app.programs.doc.as_ref()?.pipeline.as_ref()?;
-    Some(pv.plan.as_deref().map_err(String::as_str))
+    Some(pv.plan.as_deref())
 }
 
 /// The tab's one list: the boundaries (the cursor selects one).
@@ -96,7 +96,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 "no pipeline open - plans are for pipeline files (marked ⇶ in the list)",
             )
         }
-        Some(Err(e)) => return super::empty_note(buf, area, t.error, e),
+        Some(Err(e)) => return super::empty_note(buf, area, t.error, &e.to_string()),
         Some(Ok(p)) => p,
     };
     let step = app

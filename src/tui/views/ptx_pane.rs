@@ -144,7 +144,7 @@ fn pending_note(app: &App) -> &'static str {
         .doc
         .as_ref()
         .and_then(|d| d.pipeline.as_ref())
-        .is_some_and(|p| matches!(&p.fused, Err(e) if e == crate::tui::pipeline::PLANNING));
+        .is_some_and(|p| matches!(&p.fused, Err(e) if e.message == crate::tui::pipeline::PLANNING));
     if planning {
         crate::tui::pipeline::PLANNING
     } else {

@@ -56,7 +56,7 @@ pub fn counters(
     buf: &mut Buffer,
     area: Rect,
     app: &App,
-    data: &Result<Vec<(String, String)>, String>,
+    data: &Result<Vec<(String, String)>, crate::util::Problem>,
     what: &str,
 ) {
     let rows = match data {
@@ -70,7 +70,7 @@ pub fn counters(
             )
         }
         Err(e) => {
-            let e = crate::tui::gpu::short_gpu_error(e);
+            let e = crate::tui::gpu::short_gpu_error(&e.to_string());
             return super::empty_note(buf, area, app.theme.dim, &format!("{what} empty: {e}"));
         }
     };
