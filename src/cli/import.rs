@@ -42,7 +42,9 @@ struct Report<'a> {
 /// (the JSON is still written when only the validator objects, so that it can be edited).
 pub fn run(a: &Args) -> super::Outcome {
     // A ProgramGraph opens as a pipeline: its own conversion and output folder.
-    if let Ok(bytes) = crate::util::read_limited(&a.file, crate::ir::parse::MAX_FILE_BYTES, "vyre file") {
+    if let Ok(bytes) =
+        crate::util::read_limited(&a.file, crate::ir::parse::MAX_FILE_BYTES, "vyre file")
+    {
         if super::import_graph::is_graph(&a.file, &bytes) {
             return super::import_graph::run(a, &bytes);
         }

@@ -93,7 +93,11 @@ pub fn load_source(path: &Path) -> Result<Source, ParseError> {
 /// A file's bytes: only a regular file, read no further than the limit (a FIFO must not
 /// block, /dev/zero must not fill memory; see `util::read_limited`). `what` names the kind of
 /// file in messages; `too_large_fix` says where big data belongs.
-pub(crate) fn read_file_bytes(path: &Path, what: &str, too_large_fix: &str) -> Result<Vec<u8>, ParseError> {
+pub(crate) fn read_file_bytes(
+    path: &Path,
+    what: &str,
+    too_large_fix: &str,
+) -> Result<Vec<u8>, ParseError> {
     let file = path.display().to_string();
     crate::util::read_limited(path, MAX_FILE_BYTES, what).map_err(|e| {
         let fix = match e.kind {

@@ -19,8 +19,8 @@ use serde::Deserialize;
 
 use super::ast::Program;
 use super::parse::{
-    deserialize_document, err, is_ident, json_text, load_program, read_file_bytes, Dims, InputFields,
-    KernelName, ParseError, ProgramVisitor, INPUT_KEYS,
+    deserialize_document, err, is_ident, json_text, load_program, read_file_bytes, Dims,
+    InputFields, KernelName, ParseError, ProgramVisitor, INPUT_KEYS,
 };
 use super::pipeline::{Pipeline, PipelineBuffer, Step};
 use super::run_spec::InputSource;

@@ -20,9 +20,7 @@ use std::path::Path;
 use vyre_foundation::ir::{ProgramGraph, ShapeDim, ValueLifetime};
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::ir::{
-    Fill, InputSource, InputSpec, NodeId, ParseError, Pipeline, PipelineBuffer, Step,
-};
+use crate::ir::{Fill, InputSource, InputSpec, NodeId, ParseError, Pipeline, PipelineBuffer, Step};
 
 use super::import::{elem_type, identifier, import_program, DEFAULT_RUNTIME_LEN};
 
@@ -61,7 +59,9 @@ pub fn decode_graph(path: &Path, bytes: &[u8]) -> Result<ProgramGraph, ParseErro
         line: 0,
         column: 0,
         path: String::new(),
-        message: format!("a vyre ProgramGraph file (`VGR0` header) that vyre cannot read: {failure}"),
+        message: format!(
+            "a vyre ProgramGraph file (`VGR0` header) that vyre cannot read: {failure}"
+        ),
         fix: "write the file again from vyre (`ProgramGraph::to_wire`); a graph of another vyre \
               version needs that version's wire format 1"
             .into(),
@@ -76,7 +76,7 @@ pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
     let mut buffer_of: Vec<usize> = Vec::with_capacity(values.len());
     let mut buffers: Vec<PipelineBuffer> = Vec::new();
     let mut used = HashSet::new();
-    for (k, v) in values.iter().enumerate() {
+    for v in values {
         if let Some(prior) = v.retained_successor_of {
             // vyre checked that the prior is earlier and type-preserving.
             if let Some(&b) = buffer_of.get(prior.0 as usize) {
@@ -124,8 +124,10 @@ pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
             }
         }
         let fill = if v.producer.is_none() && v.contract.lifetime != ValueLifetime::Output {
+            // Seeded by the name, not the position: a graph written again (by an export, with
+            // its values in another order) gets the same inputs.
             Fill::Random {
-                seed: k as u64 + 1,
+                seed: crate::util::hash::fnv1a(bname.as_bytes()),
                 range: None,
             }
         } else {
@@ -173,7 +175,12 @@ pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
                 })
         };
         let mut bind = Vec::new();
-        for b in imported.program.buffers.iter().filter(|b| b.access.is_host()) {
+        for b in imported
+            .program
+            .buffers
+            .iter()
+            .filter(|b| b.access.is_host())
+        {
             let vyre_name = imported
                 .buffer_names
                 .iter()
@@ -268,7 +275,11 @@ pub fn import_graph_file(path: &Path, bytes: &[u8]) -> Result<Pipeline, ParseErr
         file: path.display().to_string(),
         line: 0,
         column: 0,
-        path: first.node.as_ref().map(|n| n.to_string()).unwrap_or_default(),
+        path: first
+            .node
+            .as_ref()
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
         message: format!(
             "a vyre ProgramGraph that cannot be converted: {} finding(s) have no vyrescope \
              equivalent; first: [{}] {}",
@@ -329,8 +340,8 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
                 ));
             };
             match decl.access {
-                Access::Write => writes[k].0 += 1,
-                Access::ReadWrite => writes[k].1 += 1,
+                Access::ReadWrite if reads_buffer(&step.program, port) => writes[k].1 += 1,
+                Access::Write | Access::ReadWrite => writes[k].0 += 1,
                 _ => {}
             }
         }
@@ -346,7 +357,10 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
         ));
     }
     let mut graph = ProgramGraph::new();
-    let contract = |k: usize, lifetime: ValueLifetime, access: BufferAccess| -> Result<ValueContract, GraphExportError> {
+    let contract = |k: usize,
+                    lifetime: ValueLifetime,
+                    access: BufferAccess|
+     -> Result<ValueContract, GraphExportError> {
         let b = &pipeline.buffers[k];
         let dtype = super::export::data_type(b.elem, &format!("buffers.{}", b.name))
             .map_err(|e| fail(e.to_string(), &e.fix))?;
@@ -365,13 +379,31 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
         )
     };
     // The current value of each buffer, its lifetime, and how many versions it has had.
-    let mut current: Vec<Option<(GraphValueId, ValueLifetime)>> = vec![None; pipeline.buffers.len()];
+    let mut current: Vec<Option<(GraphValueId, ValueLifetime)>> =
+        vec![None; pipeline.buffers.len()];
     let mut versions = vec![0usize; pipeline.buffers.len()];
     let mut written = vec![0usize; pipeline.buffers.len()];
+    // Graph inputs first: vyre's wire form lists external values before every node's, and
+    // renumbers them so (an external added after a node would change the ids its ports name).
+    for (k, b) in pipeline.buffers.iter().enumerate() {
+        if !first_use_reads(pipeline, k, &index) {
+            continue;
+        }
+        let retained = writes[k].1 > 0;
+        let (lifetime, access) = if retained {
+            (ValueLifetime::Retained, BufferAccess::ReadWrite)
+        } else {
+            (ValueLifetime::Invocation, BufferAccess::ReadOnly)
+        };
+        let id = graph
+            .add_external_value(&b.name, contract(k, lifetime, access)?)
+            .map_err(vyre_err)?;
+        versions[k] = 1;
+        current[k] = Some((id, lifetime));
+    }
     for (i, step) in pipeline.steps.iter().enumerate() {
-        let program = super::export(&step.program).map_err(|e| {
-            fail(format!("steps[{i}]: {e}"), &e.fix)
-        })?;
+        let program =
+            super::export(&step.program).map_err(|e| fail(format!("steps[{i}]: {e}"), &e.fix))?;
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
         for (port, buffer) in &step.bind {
@@ -382,32 +414,18 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
                 continue;
             };
             let retained = writes[k].1 > 0;
-            let reads = matches!(decl.access, Access::Read | Access::ReadWrite | Access::Uniform);
-            if reads || retained {
-                let (value, lifetime) = match current[k] {
-                    Some(v) => v,
-                    None => {
-                        let lifetime = if retained {
-                            ValueLifetime::Retained
-                        } else {
-                            ValueLifetime::Invocation
-                        };
-                        let access = if retained { BufferAccess::ReadWrite } else { BufferAccess::ReadOnly };
-                        let id = graph
-                            .add_external_value(&pipeline.buffers[k].name, contract(k, lifetime, access)?)
-                            .map_err(vyre_err)?;
-                        versions[k] = 1;
-                        current[k] = Some((id, lifetime));
-                        (id, lifetime)
-                    }
+            if binding_reads(&step.program, port, decl.access) || retained {
+                let Some((value, lifetime)) = current[k] else {
+                    return Err(fail(
+                        format!("steps[{i}] reads `{buffer}` before any step writes it"),
+                        "run `vyrescope check` on the pipeline first",
+                    ));
                 };
                 let access = match decl.access {
                     Access::ReadWrite => BufferAccess::ReadWrite,
                     Access::Uniform => BufferAccess::Uniform,
                     _ => BufferAccess::ReadOnly,
                 };
-                // A retained value is bound with the contract it was made with.
-                let access = if lifetime == ValueLifetime::Retained { BufferAccess::ReadWrite } else { access };
                 inputs.push(GraphInput {
                     buffer: port.clone(),
                     value,
@@ -417,7 +435,11 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
             if matches!(decl.access, Access::Write | Access::ReadWrite) {
                 let last = written[k] + 1 == writes[k].0;
                 let (lifetime, access, successor_of) = if retained {
-                    (ValueLifetime::Retained, BufferAccess::ReadWrite, current[k].map(|(v, _)| v))
+                    (
+                        ValueLifetime::Retained,
+                        BufferAccess::ReadWrite,
+                        current[k].map(|(v, _)| v),
+                    )
                 } else if last && !pipeline.buffers[k].transient {
                     (ValueLifetime::Output, BufferAccess::WriteOnly, None)
                 } else {
@@ -428,17 +450,26 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
                 } else {
                     format!("{}_v{}", pipeline.buffers[k].name, versions[k] + 1)
                 };
-                outputs.push((k, lifetime, GraphOutput {
-                    buffer: port.clone(),
-                    name,
-                    contract: contract(k, lifetime, access)?,
-                    retained_successor_of: successor_of,
-                }));
+                outputs.push((
+                    k,
+                    lifetime,
+                    GraphOutput {
+                        buffer: port.clone(),
+                        name,
+                        contract: contract(k, lifetime, access)?,
+                        retained_successor_of: successor_of,
+                    },
+                ));
             }
         }
         let node_name = format!("s{i}_{}", step.program.name);
         let (_, ids) = graph
-            .add_node(node_name, program, inputs, outputs.iter().map(|(_, _, o)| o.clone()).collect())
+            .add_node(
+                node_name,
+                program,
+                inputs,
+                outputs.iter().map(|(_, _, o)| o.clone()).collect(),
+            )
             .map_err(vyre_err)?;
         for ((k, lifetime, _), id) in outputs.into_iter().zip(ids) {
             versions[k] += 1;
@@ -447,4 +478,51 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
         }
     }
     Ok(graph)
+}
+
+/// True when `program` reads its buffer `name` (a load or an atomic): a `read_write` buffer
+/// that is only stored to is an output, not an in-place update.
+fn reads_buffer(program: &crate::ir::Program, name: &str) -> bool {
+    use crate::ir::Expr;
+    let mut reads = false;
+    program.walk_exprs(&mut |e| {
+        if let Expr::Load { buffer, .. } | Expr::Atomic { buffer, .. } = e {
+            reads |= buffer == name;
+        }
+    });
+    reads
+}
+
+/// True when the binding of `port` (declared with `access`) reads the buffer.
+fn binding_reads(program: &crate::ir::Program, port: &str, access: crate::ir::Access) -> bool {
+    use crate::ir::Access;
+    match access {
+        Access::Read | Access::Uniform => true,
+        Access::ReadWrite => reads_buffer(program, port),
+        Access::Write | Access::Workgroup => false,
+    }
+}
+
+/// True when the first step that touches pipeline buffer `k` reads it: its contents come from
+/// outside the graph (an external value), not from a node.
+fn first_use_reads(pipeline: &Pipeline, k: usize, index: &dyn Fn(&str) -> Option<usize>) -> bool {
+    for step in &pipeline.steps {
+        let mut touched = false;
+        for (port, buffer) in &step.bind {
+            let Some(decl) = step.program.buffers.iter().find(|b| b.name == *port) else {
+                continue;
+            };
+            if index(buffer) != Some(k) {
+                continue;
+            }
+            if binding_reads(&step.program, port, decl.access) {
+                return true;
+            }
+            touched = true;
+        }
+        if touched {
+            return false;
+        }
+    }
+    false
 }
