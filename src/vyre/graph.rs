@@ -21,6 +21,7 @@ use vyre_foundation::ir::{ProgramGraph, ShapeDim, ValueLifetime};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::ir::{Fill, InputSource, InputSpec, NodeId, ParseError, Pipeline, PipelineBuffer, Step};
+use crate::util::HasFix;
 
 use super::import::{elem_type, identifier, import_program, DEFAULT_RUNTIME_LEN};
 
@@ -62,8 +63,8 @@ pub fn decode_graph(path: &Path, bytes: &[u8]) -> Result<ProgramGraph, ParseErro
         message: format!(
             "a vyre ProgramGraph file (`VGR0` header) that vyre cannot read: {failure}"
         ),
-        fix: "write the file again from vyre (`ProgramGraph::to_wire`); a graph of another vyre \
-              version needs that version's wire format 1"
+        fix: "write the graph again with vyre 0.7.2 (`ProgramGraph::to_wire`, graph wire \
+              version 2), which is the version this vyrescope reads"
             .into(),
     })
 }
@@ -293,7 +294,6 @@ pub fn import_graph_file(path: &Path, bytes: &[u8]) -> Result<Pipeline, ParseErr
 
 /// Why a pipeline has no ProgramGraph form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot export pipeline `{pipeline}` as a vyre ProgramGraph: {what}")]
 pub struct GraphExportError {
     /// The pipeline's name.
     pub pipeline: String,
@@ -303,12 +303,20 @@ pub struct GraphExportError {
     pub fix: String,
 }
 
-impl From<GraphExportError> for crate::util::Problem {
-    fn from(e: GraphExportError) -> Self {
-        let fix = e.fix.clone();
-        crate::util::Problem::new(e.to_string(), fix)
+impl crate::util::HasFix for GraphExportError {
+    fn message(&self) -> String {
+        format!(
+            "cannot export pipeline `{}` as a vyre ProgramGraph: {}",
+            self.pipeline, self.what
+        )
+    }
+
+    fn fix(&self) -> String {
+        self.fix.clone()
     }
 }
+
+crate::util::problem::into_problem!(GraphExportError);
 
 /// The reverse of [`import_graph`]: `pipeline` as a ProgramGraph, every step Program exported
 /// as a single Program is ([`super::export`]). Each write of a buffer makes a new value (the
@@ -363,10 +371,19 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
      -> Result<ValueContract, GraphExportError> {
         let b = &pipeline.buffers[k];
         let dtype = super::export::data_type(b.elem, &format!("buffers.{}", b.name))
-            .map_err(|e| fail(e.to_string(), &e.fix))?;
+            .map_err(|e| fail(HasFix::message(&e), &e.fix))?;
+        let Some(len) = b.contents.len else {
+            return Err(fail(
+                format!(
+                    "buffer `{}` takes its length from its file; a graph value has a fixed shape",
+                    b.name
+                ),
+                "give the buffer an explicit `len` in the pipeline",
+            ));
+        };
         Ok(ValueContract {
             dtype,
-            shape: vec![ShapeDim::Known(b.contents.len.unwrap_or(1))],
+            shape: vec![ShapeDim::Known(len)],
             access,
             lifetime,
         })
@@ -402,8 +419,8 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
         current[k] = Some((id, lifetime));
     }
     for (i, step) in pipeline.steps.iter().enumerate() {
-        let program =
-            super::export(&step.program).map_err(|e| fail(format!("steps[{i}]: {e}"), &e.fix))?;
+        let program = super::export(&step.program)
+            .map_err(|e| fail(format!("steps[{i}]: {}", HasFix::message(&e)), &e.fix))?;
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
         for (port, buffer) in &step.bind {
@@ -525,4 +542,23 @@ fn first_use_reads(pipeline: &Pipeline, k: usize, index: &dyn Fn(&str) -> Option
         }
     }
     false
+}
+
+/// `graph`'s wire bytes (`ProgramGraph::to_wire`), checked by decoding them again with vyre's
+/// own decoder, so that a graph vyre would refuse is refused here with vyre's reason.
+/// `pipeline` names it in errors.
+pub fn encode_graph(graph: &ProgramGraph, pipeline: &str) -> Result<Vec<u8>, GraphExportError> {
+    let refuse = |why: String| GraphExportError {
+        pipeline: pipeline.into(),
+        what: format!("vyre cannot read the graph back: {why}"),
+        fix: "report this with the pipeline file".into(),
+    };
+    let bytes = catch_unwind(AssertUnwindSafe(|| graph.to_wire()))
+        .map_err(|_| refuse("vyre's encoder panicked".into()))?
+        .map_err(|e| refuse(e.to_string()))?;
+    match catch_unwind(AssertUnwindSafe(|| ProgramGraph::from_wire(&bytes))) {
+        Ok(Ok(_)) => Ok(bytes),
+        Ok(Err(e)) => Err(refuse(e.to_string())),
+        Err(_) => Err(refuse("vyre's decoder panicked on it".into())),
+    }
 }

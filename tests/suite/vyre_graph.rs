@@ -515,3 +515,263 @@ fn exported_pipelines_are_graphs_vyre_reads_and_import_back_to_the_same_results(
         }
     }
 }
+
+/// The bundled graphs: `fixtures/vyre/graphs/<name>.vgr`, vyre's wire bytes of the builders
+/// above (`VYRESCOPE_BLESS=1` rewrites them).
+const BUNDLED: &[&str] = &["chain", "diamond", "retained"];
+
+#[test]
+fn bundled_graphs_are_what_the_builders_write() {
+    let mut failures = Vec::new();
+    for (name, g, _) in graphs() {
+        if !BUNDLED.contains(&name) {
+            continue;
+        }
+        let bytes = g.to_wire().unwrap();
+        assert!(bytes.starts_with(b"VGR0"));
+        if let Err(e) = crate::support::snapshot::check_bytes(
+            &fixture_dir().join(format!("{name}.vgr")),
+            &bytes,
+            "what vyre's graph builder writes",
+            "--features vyre --test suite vyre_graph::",
+        ) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn cli_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    cli::output(cli::command().args(args).current_dir(cwd).env("HOME", cwd))
+}
+
+#[test]
+fn commands_open_graph_files_and_import_writes_a_pipeline_folder() {
+    let t = tempfile::tempdir().unwrap();
+    let chain = fixture_dir().join("chain.vgr");
+    let chain = chain.to_str().unwrap();
+    let (code, stdout, err) = cli_in(&["check", chain], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    let (code, stdout, err) = cli_in(&["plan", chain], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(
+        stdout.contains("double") && stdout.contains("inc"),
+        "{stdout}"
+    );
+    let (code, stdout, err) = cli_in(
+        &["run", chain, "--backend", "reference", "--json"],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{stdout}{err}");
+    let (code, stdout, err) = cli_in(&["tui", chain, "--keys", "q", "--snapshot", "-"], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(stdout.contains("double"), "{stdout}");
+    // import -o DIR: a pipeline file and one Program file per step, which load as the graph
+    // does and give the same results.
+    let out = t.path().join("out");
+    let (code, _, err) = cli_in(&["import", chain, "-o", out.to_str().unwrap()], t.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("wrote"), "{err}");
+    assert!(out.join("programs/double.json").is_file());
+    assert!(out.join("programs/inc.json").is_file());
+    vyrescope::vyre::install();
+    let written = vyrescope::ir::load_pipeline(&out.join("chain.pipeline.json")).unwrap();
+    let direct = vyrescope::ir::load_pipeline(Path::new(chain)).unwrap();
+    assert_eq!(written.buffers, direct.buffers);
+    assert_eq!(written.steps.len(), direct.steps.len());
+    for (a, b) in written.steps.iter().zip(&direct.steps) {
+        assert_eq!((&a.program, &a.bind), (&b.program, &b.bind));
+    }
+    let (_, a) = run(&written);
+    let (_, b) = run(&direct);
+    assert_eq!(u32s(&a, "out"), u32s(&b, "out"));
+    // --json without -o: the report with the pipeline inline.
+    let (code, stdout, err) = cli_in(&["import", chain, "--json"], t.path());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["steps"], 2);
+    assert_eq!(v["pipeline"]["pipeline"], "chain");
+}
+
+#[test]
+fn what_has_no_equivalent_names_the_node_or_value_and_has_a_fix() {
+    // A symbolic dimension (VY021) and a Program buffer bound to no value (VY022).
+    let mut g = ProgramGraph::new();
+    let sym = ValueContract {
+        shape: vec![ShapeDim::Symbol("batch".into())],
+        ..read(N)
+    };
+    let x = g.add_external_value("x", sym.clone()).unwrap();
+    g.add_node(
+        "loose",
+        VP::wrapped(
+            vec![
+                VB::read("a", 0, DT::U32),
+                VB::read("b", 1, DT::U32).with_count(N),
+                VB::output("dst", 2, DT::U32).with_count(N),
+            ],
+            [64, 1, 1],
+            vec![N::store(
+                "dst",
+                E::gid_x(),
+                E::add(E::load("a", E::gid_x()), E::load("b", E::gid_x())),
+            )],
+        ),
+        vec![port("a", x, sym)],
+        vec![out_port("dst", "out", result(N))],
+    )
+    .unwrap();
+    let got = import_graph(&g, "bad");
+    let codes: Vec<&str> = got.errors().map(|d| d.code).collect();
+    assert!(
+        codes.contains(&"VY021") && codes.contains(&"VY022"),
+        "{codes:?}"
+    );
+    for d in got.errors() {
+        assert!(!d.fix.is_empty(), "{d}");
+        assert!(
+            d.message.contains("`x`") || d.message.contains("`loose`"),
+            "names the value or node: {d}"
+        );
+    }
+    // Opened by a command: the first finding, how many, and its fix.
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("bad.vgr");
+    std::fs::write(&path, g.to_wire().unwrap()).unwrap();
+    let (code, stdout, err) = cli_in(&["plan", path.to_str().unwrap()], t.path());
+    assert_eq!(code, 1, "{stdout}");
+    assert!(err.contains("VY02") && err.contains("Fix:"), "{err}");
+    let (code, _, err) = cli_in(&["import", path.to_str().unwrap()], t.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("VY021") && err.contains("VY022"), "{err}");
+    // An empty graph has nothing to run.
+    let got = import_graph(&ProgramGraph::new(), "empty");
+    assert_eq!(got.errors().next().map(|d| d.code), Some("VY023"));
+}
+
+#[test]
+fn hostile_graph_bytes_give_errors_with_a_fix() {
+    vyrescope::vyre::install();
+    let good = chain().to_wire().unwrap();
+    let mut huge_count = good[..6].to_vec();
+    huge_count.extend_from_slice(&u32::MAX.to_le_bytes());
+    let mut huge_name = good[..10].to_vec();
+    huge_name.extend_from_slice(&u32::MAX.to_le_bytes());
+    let mut version = good.clone();
+    version[4] = 9;
+    let mut flipped = good.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0xff;
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("magic only", b"VGR0".to_vec()),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("one byte short", good[..good.len() - 1].to_vec()),
+        ("trailing bytes", [good.clone(), vec![0; 3]].concat()),
+        ("wrong version", version),
+        ("huge external count", huge_count),
+        ("huge name length", huge_name),
+        ("last byte flipped", flipped),
+        ("wrong magic, .vgr name", b"VGR1 hello".to_vec()),
+        ("empty, .vgr name", Vec::new()),
+    ];
+    let t = tempfile::tempdir().unwrap();
+    for (what, bytes) in cases {
+        let path = t.path().join("hostile.vgr");
+        std::fs::write(&path, &bytes).unwrap();
+        match decode_graph(&path, &bytes) {
+            Ok(g) => {
+                // A flipped byte may still decode; then the conversion speaks.
+                let _ = import_graph(&g, "hostile");
+            }
+            Err(e) => assert!(!e.fix.is_empty(), "{what}: {e:?}"),
+        }
+        for cmd in ["check", "plan", "import"] {
+            let (code, stdout, err) = cli_in(&[cmd, path.to_str().unwrap()], t.path());
+            assert!(
+                code == 0 || code == 1,
+                "{what}: {cmd} exit {code}\n{stdout}{err}"
+            );
+            assert!(!err.contains("panicked"), "{what}: {cmd}: {err}");
+            if code == 1 {
+                assert!(
+                    format!("{stdout}{err}").contains("Fix:"),
+                    "{what}: {cmd}: {stdout}{err}"
+                );
+            }
+        }
+    }
+}
+
+/// The final contents of pipeline buffer `name` in a re-imported graph: its last version
+/// (`name_vK` with the largest K, else `name` itself).
+fn last_version<'a>(p: &Pipeline, done: &'a PreparedPipeline, name: &str) -> &'a [u8] {
+    let mut best = (1, name.to_string());
+    for b in &p.buffers {
+        if let Some(k) = b
+            .name
+            .strip_prefix(&format!("{name}_v"))
+            .and_then(|k| k.parse::<u32>().ok())
+        {
+            if k > best.0 {
+                best = (k, b.name.clone());
+            }
+        }
+    }
+    let b = done.buffers.iter().find(|b| b.name == best.1).unwrap();
+    &b.data
+}
+
+#[test]
+fn fixture_pipelines_export_as_graphs_that_compute_the_same_results() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| !p.to_string_lossy().contains("2p20"))
+        .collect();
+    files.sort();
+    let mut exported = 0;
+    for f in &files {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let first = vyrescope::ir::load_pipeline(f).unwrap();
+        let graph = match export_pipeline(&first) {
+            Ok(g) => g,
+            Err(e) => {
+                // A refusal says what and why, with a fix.
+                assert!(
+                    e.what.contains("steps[") && !e.fix.is_empty(),
+                    "{name}: {e}"
+                );
+                continue;
+            }
+        };
+        exported += 1;
+        let bytes = vyrescope::vyre::graph::encode_graph(&graph, &name).unwrap();
+        let back = ProgramGraph::from_wire(&bytes).unwrap();
+        let mut second = converted(&back, &name).pipeline;
+        // The same initial contents (a graph carries none of its own).
+        for b in &mut second.buffers {
+            if let Some(orig) = first.buffer(&b.name) {
+                b.contents = orig.contents.clone();
+            }
+        }
+        let mut a = prepare_pipeline(&first, &dir).unwrap();
+        run_pipeline(&first, &mut a, &interp::Options::default()).unwrap();
+        let mut b = prepare_pipeline(&second, &dir).unwrap();
+        run_pipeline(&second, &mut b, &interp::Options::default()).unwrap();
+        for buf in first.buffers.iter().filter(|b| !b.transient) {
+            let want = &a.buffers.iter().find(|x| x.name == buf.name).unwrap().data;
+            assert!(
+                last_version(&second, &b, &buf.name) == want.as_slice(),
+                "{name}: buffer {} differs after export and import",
+                buf.name
+            );
+        }
+    }
+    assert!(
+        exported >= files.len() - 2,
+        "{exported} of {} exported",
+        files.len()
+    );
+}
