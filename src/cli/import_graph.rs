@@ -1,5 +1,5 @@
-//! `vyrescope import GRAPH.vgr [-o DIR] [--json]` (feature `vyre`): a vyre ProgramGraph
-//! converted into a pipeline ([`crate::vyre::graph`]). With `-o DIR` the pipeline goes to
+//! `vyrescope import GRAPH.vgr [-o DIR] [--json]` (feature `vyre`): a vyre ProgramGraph (or
+//! a megakernel artifact `.vmk`, through the graph it carries) converted into a pipeline ([`crate::vyre::graph`]). With `-o DIR` the pipeline goes to
 //! `DIR/<name>.pipeline.json` and each step's Program to `DIR/programs/<step>.json`, so that
 //! the result reads like any hand-written pipeline; without it, one pipeline file with inline
 //! Programs goes to stdout.
@@ -25,9 +25,10 @@ struct Report<'a> {
 /// completely and the pipeline validates.
 #[cfg(feature = "vyre")]
 pub(super) fn run(a: &Args, bytes: &[u8]) -> super::Outcome {
-    use crate::vyre::graph::{decode_graph, graph_name, import_graph};
-    let graph = decode_graph(&a.file, bytes).map_err(Problem::from)?;
-    let imported = import_graph(&graph, &graph_name(&a.file));
+    use crate::vyre::graph::{graph_name, import_graph, read_graph};
+    let (graph, notes) = read_graph(&a.file, bytes).map_err(Problem::from)?;
+    let mut imported = import_graph(&graph, &graph_name(&a.file));
+    imported.diagnostics.splice(0..0, notes);
     if imported.errors().next().is_some() {
         return Err(Problem::invalid_file(
             &a.file,

@@ -105,13 +105,19 @@ pub fn not_enabled(path: &Path, format: ForeignFormat) -> ParseError {
 /// Programs, which opens as a pipeline.
 pub const VYRE_GRAPH_MAGIC: &[u8; 4] = b"VGR0";
 
-/// True when `bytes` (of the file `path`) are a vyre ProgramGraph: the `VGR0` header, or a
-/// `*.vgr` name (so that a damaged one gets vyre's decoder error, not a JSON syntax error).
+/// The first bytes of a vyre-megakernel artifact (`Artifact::to_bytes`), which carries the
+/// graph it was compiled from and so opens as a pipeline too.
+pub const VYRE_ARTIFACT_MAGIC: &[u8; 4] = b"VMK0";
+
+/// True when `bytes` (of the file `path`) are a vyre ProgramGraph or megakernel artifact: the
+/// `VGR0` or `VMK0` header, or a `*.vgr`/`*.vmk` name (so that a damaged one gets vyre's
+/// decoder error, not a JSON syntax error).
 pub fn is_vyre_graph(path: &Path, bytes: &[u8]) -> bool {
     bytes.starts_with(VYRE_GRAPH_MAGIC)
+        || bytes.starts_with(VYRE_ARTIFACT_MAGIC)
         || path
             .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("vgr"))
+            .is_some_and(|e| e.eq_ignore_ascii_case("vgr") || e.eq_ignore_ascii_case("vmk"))
 }
 
 /// Converts the bytes of a vyre ProgramGraph file into a pipeline; a graph with constructs
@@ -135,8 +141,8 @@ pub fn import_graph(path: &Path, bytes: &[u8]) -> Result<Pipeline, ParseError> {
             line: 0,
             column: 0,
             path: String::new(),
-            message: "this is a vyre ProgramGraph file (`VGR0` header), and this vyrescope was \
-                      built without vyre support"
+            message: "this is a vyre ProgramGraph or megakernel artifact (`VGR0`/`VMK0` \
+                      header), and this vyrescope was built without vyre support"
                 .into(),
             fix: "rebuild with `cargo build --release --features vyre` (then every pipeline \
                   command opens the graph, and `vyrescope import FILE.vgr -o DIR` writes it as a \

@@ -249,13 +249,16 @@ pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
     }
 }
 
-/// The pipeline name for a graph read from `path`: the file name without `.vgr`.
+/// The pipeline name for a graph read from `path`: the file name without `.vgr` or `.vmk`.
 pub fn graph_name(path: &Path) -> String {
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stem = file.strip_suffix(".vgr").unwrap_or(&file);
+    let stem = [".vgr", ".vmk"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext))
+        .unwrap_or(&file);
     if stem.is_empty() {
         "vyre_graph".into()
     } else {
@@ -263,10 +266,28 @@ pub fn graph_name(path: &Path) -> String {
     }
 }
 
-/// Decodes and converts a graph file, failing on the first error finding (naming how many
-/// there are): the pipeline loader's hook ([`crate::ir::foreign::install_graph_importer`]).
+/// The graph in a graph file (`VGR0`) or a megakernel artifact (`VMK0`, or a `*.vmk` name:
+/// the graph it was compiled from, [`super::artifact`]), with the notes of the rebuilding.
+pub fn read_graph(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(ProgramGraph, Vec<Diagnostic>), ParseError> {
+    let artifact = bytes.starts_with(super::artifact::ARTIFACT_MAGIC)
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
+    if artifact {
+        let a = super::artifact::decode_artifact(path, bytes)?;
+        return super::artifact::artifact_graph(path, &a);
+    }
+    Ok((decode_graph(path, bytes)?, Vec::new()))
+}
+
+/// Decodes and converts a graph or artifact file, failing on the first error finding (naming
+/// how many there are): the pipeline loader's hook
+/// ([`crate::ir::foreign::install_graph_importer`]).
 pub fn import_graph_file(path: &Path, bytes: &[u8]) -> Result<Pipeline, ParseError> {
-    let graph = decode_graph(path, bytes)?;
+    let (graph, _) = read_graph(path, bytes)?;
     let imported = import_graph(&graph, &graph_name(path));
     let errors: Vec<&Diagnostic> = imported.errors().collect();
     let Some(first) = errors.first() else {

@@ -775,3 +775,99 @@ fn fixture_pipelines_export_as_graphs_that_compute_the_same_results() {
         files.len()
     );
 }
+
+/// vyre-megakernel's artifact of `g` (compiled in-process with a small search budget).
+fn artifact_bytes(g: ProgramGraph) -> Vec<u8> {
+    use vyre_megakernel::{compile, CompileRequest, Digest, ExternalFacts, SearchBudget};
+    let facts = ExternalFacts::new(Digest([7; 32]), Default::default());
+    let budget = SearchBudget::new(64, 1_000_000, 0, 0, 1_000_000_000);
+    let request = CompileRequest::new(g, facts, budget, 1 << 30)
+        .validate()
+        .unwrap();
+    compile(&request).unwrap().to_bytes().unwrap()
+}
+
+#[test]
+fn megakernel_artifacts_open_as_the_graph_they_were_compiled_from() {
+    vyrescope::vyre::install();
+    let t = tempfile::tempdir().unwrap();
+    for (name, g, model) in graphs() {
+        let bytes = artifact_bytes(g);
+        assert!(bytes.starts_with(b"VMK0"));
+        let path = t.path().join(format!("{name}.vmk"));
+        std::fs::write(&path, &bytes).unwrap();
+        let (rebuilt, notes) = vyrescope::vyre::graph::read_graph(&path, &bytes)
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(notes[0].code, "VY025");
+        // The same pipeline as the graph's own, up to vyre's canonical form of the Programs.
+        let from_graph = converted(&graphs_by_name(name), name).pipeline;
+        let from_artifact = converted(&rebuilt, name).pipeline;
+        assert_eq!(from_artifact.buffers, from_graph.buffers, "{name}: buffers");
+        let binds = |p: &Pipeline| p.steps.iter().map(|s| s.bind.clone()).collect::<Vec<_>>();
+        let mut a = binds(&from_artifact);
+        let mut b = binds(&from_graph);
+        for v in a.iter_mut().chain(b.iter_mut()) {
+            v.sort();
+        }
+        assert_eq!(a, b, "{name}: bindings");
+        check_results(&from_artifact, model, &format!("{name} (artifact)"));
+        // Every pipeline command opens it.
+        let (code, stdout, err) = cli_in(&["plan", path.to_str().unwrap()], t.path());
+        assert_eq!(code, 0, "{name}: {stdout}{err}");
+    }
+    // The bundled artifact is what vyre-megakernel writes for the chain.
+    crate::support::snapshot::check_bytes(
+        &fixture_dir().join("chain.vmk"),
+        &artifact_bytes(chain()),
+        "what vyre-megakernel compiles the chain graph to",
+        "--features vyre --test suite vyre_graph::",
+    )
+    .unwrap();
+}
+
+fn graphs_by_name(name: &str) -> ProgramGraph {
+    graphs()
+        .into_iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, g, _)| g)
+        .unwrap()
+}
+
+#[test]
+fn hostile_artifact_bytes_give_errors_with_a_fix() {
+    vyrescope::vyre::install();
+    let good = artifact_bytes(chain());
+    let mut flipped = good.clone();
+    flipped[20] ^= 1;
+    let mut version = good.clone();
+    version[4] = 3;
+    let mut long = good.clone();
+    long[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
+    let t = tempfile::tempdir().unwrap();
+    for (what, bytes) in [
+        ("magic only", b"VMK0".to_vec()),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("body byte flipped", flipped),
+        ("old schema", version),
+        ("huge body length", long),
+        ("garbage, .vmk name", b"not an artifact".to_vec()),
+    ] {
+        let path = t.path().join("hostile.vmk");
+        std::fs::write(&path, &bytes).unwrap();
+        let e = vyrescope::vyre::graph::read_graph(&path, &bytes)
+            .err()
+            .unwrap_or_else(|| panic!("{what}: accepted"));
+        assert!(
+            !e.fix.is_empty() && e.message.contains("artifact"),
+            "{what}: {e:?}"
+        );
+        for cmd in ["check", "plan", "import"] {
+            let (code, stdout, err) = cli_in(&[cmd, path.to_str().unwrap()], t.path());
+            assert_eq!(code, 1, "{what}: {cmd}\n{stdout}{err}");
+            assert!(
+                format!("{stdout}{err}").contains("Fix:") && !err.contains("panicked"),
+                "{what}: {cmd}: {stdout}{err}"
+            );
+        }
+    }
+}
