@@ -31,9 +31,11 @@ pub const ARTIFACT_MAGIC: &[u8; 4] = b"VMK0";
 /// Decodes `Artifact::to_bytes` bytes; `path` names the file in errors. vyre's diagnostic (its
 /// `MKC0xx` code and advice) is kept; a panic in vyre's decoder is reported as an error.
 pub fn decode_artifact(path: &Path, bytes: &[u8]) -> Result<Artifact, ParseError> {
-    let failure = match catch_unwind(AssertUnwindSafe(|| Artifact::from_bytes(bytes))) {
+    let failure = match catch_unwind(AssertUnwindSafe(|| {
+        Artifact::from_bytes(bytes).map_err(|e| e.to_string())
+    })) {
         Ok(Ok(a)) => return Ok(a),
-        Ok(Err(e)) => e.to_string(),
+        Ok(Err(e)) => e,
         Err(_) => "vyre's decoder panicked on these bytes".to_string(),
     };
     Err(file_error(

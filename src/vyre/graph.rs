@@ -50,9 +50,11 @@ impl ImportedGraph {
 /// Decodes `ProgramGraph::to_wire` bytes; `path` names the file in errors. A panic inside
 /// vyre's decoder on hostile bytes is reported like any other decode error.
 pub fn decode_graph(path: &Path, bytes: &[u8]) -> Result<ProgramGraph, ParseError> {
-    let failure = match catch_unwind(AssertUnwindSafe(|| ProgramGraph::from_wire(bytes))) {
+    let failure = match catch_unwind(AssertUnwindSafe(|| {
+        ProgramGraph::from_wire(bytes).map_err(|e| e.to_string())
+    })) {
         Ok(Ok(graph)) => return Ok(graph),
-        Ok(Err(e)) => e.to_string(),
+        Ok(Err(e)) => e,
         Err(_) => "vyre's decoder panicked on these bytes".to_string(),
     };
     Err(ParseError {
@@ -574,12 +576,18 @@ pub fn encode_graph(graph: &ProgramGraph, pipeline: &str) -> Result<Vec<u8>, Gra
         what: format!("vyre cannot read the graph back: {why}"),
         fix: "report this with the pipeline file".into(),
     };
-    let bytes = catch_unwind(AssertUnwindSafe(|| graph.to_wire()))
-        .map_err(|_| refuse("vyre's encoder panicked".into()))?
-        .map_err(|e| refuse(e.to_string()))?;
-    match catch_unwind(AssertUnwindSafe(|| ProgramGraph::from_wire(&bytes))) {
-        Ok(Ok(_)) => Ok(bytes),
-        Ok(Err(e)) => Err(refuse(e.to_string())),
+    let bytes = catch_unwind(AssertUnwindSafe(|| {
+        graph.to_wire().map_err(|e| e.to_string())
+    }))
+    .map_err(|_| refuse("vyre's encoder panicked".into()))?
+    .map_err(refuse)?;
+    match catch_unwind(AssertUnwindSafe(|| {
+        ProgramGraph::from_wire(&bytes)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })) {
+        Ok(Ok(())) => Ok(bytes),
+        Ok(Err(e)) => Err(refuse(e)),
         Err(_) => Err(refuse("vyre's decoder panicked on it".into())),
     }
 }
