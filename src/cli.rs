@@ -36,6 +36,7 @@ pub mod fault_test;
 pub mod gpu_arg;
 pub mod gpu_worker;
 pub mod import;
+pub mod import_graph;
 pub mod occupancy;
 pub mod occupancy_capture;
 pub mod pipeline_kernels;

@@ -29,4 +29,4 @@ pub use sync::{BlockTasks, ScratchLayout, SyncOp, WaitOn};
 pub use types::*;
 pub use typing::{elaborate, expr_type, is_bare};
 pub use walk::walk_exprs;
-pub use write::program_to_json;
+pub use write::{pipeline_to_json, program_to_json};

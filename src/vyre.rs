@@ -5,10 +5,12 @@
 //! This module is the only user of the vyre crates; it is compiled only with `--features vyre`
 //! so the default build stays lean.
 
+pub mod artifact;
 pub mod catalog;
 pub mod compare;
 pub mod export;
 pub mod files;
+pub mod graph;
 pub mod import;
 pub mod ptx;
 

@@ -1,4 +1,5 @@
-//! `vyrescope export --vyre FILE.json [-o OUT.vyre | --text [-o OUT.txt]]`
+//! `vyrescope export --vyre FILE.json [-o OUT.vyre | --text [-o OUT.txt]]`; a pipeline file
+//! (or a vyre graph) gives a vyre ProgramGraph: `export --vyre PIPELINE.json -o OUT.vgr`.
 
 use std::path::PathBuf;
 
@@ -7,12 +8,13 @@ use crate::util::Problem;
 /// Export a Program to another compiler's format (vyre; needs the `vyre` feature).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope export --vyre fixtures/programs/vadd_f32.json -o vadd.vyre\n  vyrescope export --vyre fixtures/programs/vadd_f32.json --text -o vadd.txt\n  vyrescope export --vyre fixtures/programs/vadd_f32.json --text"
+    after_help = "Examples:\n  vyrescope export --vyre fixtures/programs/vadd_f32.json -o vadd.vyre\n  vyrescope export --vyre fixtures/programs/vadd_f32.json --text -o vadd.txt\n  vyrescope export --vyre fixtures/programs/vadd_f32.json --text\n  vyrescope export --vyre fixtures/pipelines/chain.json -o chain.vgr"
 )]
 pub struct Args {
-    /// Program file (format-1 JSON).
+    /// Program file (format-1 JSON), or a pipeline file (exported as a vyre ProgramGraph).
     pub file: PathBuf,
-    /// Write a vyre Program (wire bytes, or with --text the `vyre_ir v0.1` hex envelope).
+    /// Write a vyre Program (wire bytes, or with --text the `vyre_ir v0.1` hex envelope); for
+    /// a pipeline, a vyre ProgramGraph (`VGR0` wire bytes).
     #[arg(long)]
     pub vyre: bool,
     /// Write vyre's text envelope instead of wire bytes.
@@ -41,13 +43,17 @@ fn run_vyre(_a: &Args) -> super::Outcome {
 
 #[cfg(feature = "vyre")]
 fn run_vyre(a: &Args) -> super::Outcome {
-    let p = crate::ir::load_program(&a.file)?;
-    let vp = match crate::vyre::export(&p) {
-        Ok(v) => v,
-        Err(e) => return Err(Problem::from(e).context(a.file.display())),
+    let bytes = if crate::ir::is_pipeline_file(&a.file) {
+        graph_bytes(a)?
+    } else {
+        let p = crate::ir::load_program(&a.file)?;
+        let vp = match crate::vyre::export(&p) {
+            Ok(v) => v,
+            Err(e) => return Err(Problem::from(e).context(a.file.display())),
+        };
+        crate::vyre::files::encode(&vp, a.text)
+            .map_err(|e| Problem::from(e).context(a.file.display()))?
     };
-    let bytes = crate::vyre::files::encode(&vp, a.text)
-        .map_err(|e| Problem::from(e).context(a.file.display()))?;
     match &a.output {
         Some(path) => {
             crate::util::refuse_overwrite(path, [a.file.as_path()], "-o")?;
@@ -69,4 +75,21 @@ fn run_vyre(a: &Args) -> super::Outcome {
             "pass -o OUT.vyre, or --text for the hex envelope",
         )),
     }
+}
+
+/// The ProgramGraph wire bytes of the pipeline `a.file` (validated first), refused where
+/// vyre's own decoder would not read them back.
+#[cfg(feature = "vyre")]
+fn graph_bytes(a: &Args) -> Result<Vec<u8>, Problem> {
+    if a.text {
+        return Err(Problem::usage(
+            "a pipeline exports as a vyre ProgramGraph, which has no text form",
+            "leave out --text and pass -o OUT.vgr",
+        ));
+    }
+    let pipeline = super::plan::load(&a.file)?;
+    let graph = crate::vyre::graph::export_pipeline(&pipeline)
+        .map_err(|e| Problem::from(e).context(a.file.display()))?;
+    crate::vyre::graph::encode_graph(&graph, &pipeline.name)
+        .map_err(|e| Problem::from(e).context(a.file.display()))
 }

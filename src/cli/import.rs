@@ -1,7 +1,8 @@
 //! `vyrescope import FILE.vyre [-o OUT.json] [--json]` (feature `vyre`)
 //!
 //! Converts a vyre Program file (wire bytes or the `vyre_ir v0.1` text envelope) into a
-//! format-1 Program JSON file through [`crate::validate::load`], which runs the conversion the
+//! format-1 Program JSON file (a vyre ProgramGraph, `VGR0`, into a pipeline:
+//! [`super::import_graph`]) through [`crate::validate::load`], which runs the conversion the
 //! `vyre` feature installs (`docs/vyre.md`). A build without the feature reports how to get it.
 
 use std::path::PathBuf;
@@ -14,13 +15,14 @@ use crate::util::Problem;
 /// Convert a vyre Program file (wire or `vyre_ir` text) into Program JSON.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope import fixtures/vyre/saxpy_f32.vyre -o saxpy.json\n  vyrescope import fixtures/vyre/saxpy_f32.vyre.txt --json\n\nNeeds a build with `--features vyre`. Every other command also opens vyre files directly;\nsee docs/vyre.md for what maps to what."
+    after_help = "Examples:\n  vyrescope import fixtures/vyre/saxpy_f32.vyre -o saxpy.json\n  vyrescope import fixtures/vyre/saxpy_f32.vyre.txt --json\n  vyrescope import fixtures/vyre/graphs/chain.vgr -o chain\n\nNeeds a build with `--features vyre`. Every other command also opens vyre files directly;\nsee docs/vyre.md for what maps to what."
 )]
 pub struct Args {
-    /// vyre wire file (`VYRE` header) or text file (`vyre_ir v0.1`).
+    /// vyre wire file (`VYRE` header), text file (`vyre_ir v0.1`) or ProgramGraph (`VGR0`).
     pub file: PathBuf,
-    /// Write the Program JSON here (atomically) instead of to stdout.
-    #[arg(short = 'o', long, value_name = "OUT.json")]
+    /// Write the Program JSON here (atomically) instead of to stdout; for a graph, a folder
+    /// that gets `<name>.pipeline.json` and `programs/<step>.json`.
+    #[arg(short = 'o', long, value_name = "OUT.json|DIR")]
     pub out: Option<PathBuf>,
     /// Print one line `{"file", "out", "valid", "diagnostics", "program"}` (`program` is the
     /// converted Program, or null with -o).
@@ -39,6 +41,14 @@ struct Report<'a> {
 /// Runs `import`: exit 0 when the Program converted completely and validates, 1 otherwise
 /// (the JSON is still written when only the validator objects, so that it can be edited).
 pub fn run(a: &Args) -> super::Outcome {
+    // A ProgramGraph opens as a pipeline: its own conversion and output folder.
+    if let Ok(bytes) =
+        crate::util::read_limited(&a.file, crate::ir::parse::MAX_FILE_BYTES, "vyre file")
+    {
+        if super::import_graph::is_graph(&a.file, &bytes) {
+            return super::import_graph::run(a, &bytes);
+        }
+    }
     match crate::ir::load_source(&a.file) {
         // A build without the converter: say that, not that a valid file is invalid.
         Ok(crate::ir::Source::Foreign(_, format)) if !crate::ir::foreign::importer_installed() => {

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
 
 use super::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions};
 use crate::emit::grid_sync::GridBarrier;
@@ -26,7 +25,7 @@ use crate::gen::random_pipeline;
 use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use crate::inputs::{HostBuffer, LaunchShape};
 use crate::interp;
-use crate::ir::{Access, Fill, InputSource, Pipeline};
+use crate::ir::{Access, Pipeline};
 use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::dataflow::SyncMode;
 use crate::megakernel::plan::{Plan, PlanOptions};
@@ -196,68 +195,8 @@ pub fn fused_on_interpreter_in(
 
 /// `p` as a pipeline file with inline Programs (what `vyrescope run` reads back).
 pub fn pipeline_json(p: &Pipeline) -> Result<String, Problem> {
-    let mut buffers = Map::new();
-    for b in &p.buffers {
-        let mut o = Map::new();
-        o.insert("type".into(), json!(b.elem.to_string()));
-        if let Some(n) = b.contents.len {
-            o.insert("len".into(), json!(n));
-        }
-        match &b.contents.source {
-            InputSource::Fill(Fill::Random { seed, range }) => {
-                o.insert("fill".into(), json!("random"));
-                o.insert("seed".into(), json!(seed));
-                if let Some((lo, hi)) = range {
-                    o.insert("range".into(), json!([lo, hi]));
-                }
-            }
-            InputSource::Fill(Fill::Zeros) => {
-                o.insert("fill".into(), json!("zeros"));
-            }
-            other => {
-                return Err(Problem::new(
-                    format!("buffer `{}`: cannot write {other:?}", b.name),
-                    "",
-                ))
-            }
-        }
-        if b.transient {
-            o.insert("transient".into(), json!(true));
-        }
-        buffers.insert(b.name.clone(), Value::Object(o));
-    }
-    // Programs are spliced in as written: a statement's first key is its kind, an order that
-    // a `serde_json::Value` (sorted keys) would lose.
-    let mut steps = Vec::new();
-    let mut programs = Vec::new();
-    for (k, s) in p.steps.iter().enumerate() {
-        programs.push(crate::ir::write::program_to_json(&s.program)?);
-        let bind: Map<String, Value> = s.bind.iter().map(|(a, b)| (a.clone(), json!(b))).collect();
-        let mut o = Map::new();
-        o.insert("program".into(), json!(format!("{PLACEHOLDER}{k}")));
-        o.insert("bind".into(), Value::Object(bind));
-        if let Some(g) = s.grid {
-            o.insert("grid".into(), json!(g));
-        }
-        steps.push(Value::Object(o));
-    }
-    let v = json!({
-        "format": 1,
-        "pipeline": p.name,
-        "doc": p.doc,
-        "buffers": buffers,
-        "steps": steps,
-    });
-    let mut text = serde_json::to_string_pretty(&v).map_err(Problem::bug)?;
-    for (k, prog) in programs.iter().enumerate().rev() {
-        text = text.replace(&format!("\"{PLACEHOLDER}{k}\""), prog);
-    }
-    Ok(text)
+    Ok(crate::ir::pipeline_to_json(p, None)?)
 }
-
-/// Stands for step k's Program in the text before it is spliced in (no generated name
-/// contains it).
-const PLACEHOLDER: &str = "@program-of-step-";
 
 /// Writes `<dir>/pipeline_<seed>.json` and, when planned, `<dir>/pipeline_<seed>.plan.json`.
 pub fn write_pipeline_case(

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use super::ast::Program;
 use super::parse::ParseError;
+use super::pipeline::Pipeline;
 
 /// A Program file format other than format-1 JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,5 +98,56 @@ pub fn not_enabled(path: &Path, format: ForeignFormat) -> ParseError {
         fix: "rebuild with `cargo build --release --features vyre` (then `vyrescope import FILE` \
               converts it to a Program JSON file, and every command opens it directly)"
             .into(),
+    }
+}
+
+/// The first bytes of vyre's ProgramGraph wire format (`ProgramGraph::to_wire`): a graph of
+/// Programs, which opens as a pipeline.
+pub const VYRE_GRAPH_MAGIC: &[u8; 4] = b"VGR0";
+
+/// The first bytes of a vyre-megakernel artifact (`Artifact::to_bytes`), which carries the
+/// graph it was compiled from and so opens as a pipeline too.
+pub const VYRE_ARTIFACT_MAGIC: &[u8; 4] = b"VMK0";
+
+/// True when `bytes` (of the file `path`) are a vyre ProgramGraph or megakernel artifact: the
+/// `VGR0` or `VMK0` header, or a `*.vgr`/`*.vmk` name (so that a damaged one gets vyre's
+/// decoder error, not a JSON syntax error).
+pub fn is_vyre_graph(path: &Path, bytes: &[u8]) -> bool {
+    bytes.starts_with(VYRE_GRAPH_MAGIC)
+        || bytes.starts_with(VYRE_ARTIFACT_MAGIC)
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("vgr") || e.eq_ignore_ascii_case("vmk"))
+}
+
+/// Converts the bytes of a vyre ProgramGraph file into a pipeline; a graph with constructs
+/// without an equivalent fails (the error names the first and counts them).
+pub type GraphImporter = fn(&Path, &[u8]) -> Result<Pipeline, ParseError>;
+
+static GRAPH_IMPORTER: OnceLock<GraphImporter> = OnceLock::new();
+
+/// Installs the converter for vyre graph files (the `vyre` module's, at start-up, beside
+/// [`install_importer`]). The first installation wins.
+pub fn install_graph_importer(importer: GraphImporter) {
+    let _ = GRAPH_IMPORTER.set(importer);
+}
+
+/// Converts a vyre graph file with the installed converter, or explains how to get one.
+pub fn import_graph(path: &Path, bytes: &[u8]) -> Result<Pipeline, ParseError> {
+    match GRAPH_IMPORTER.get() {
+        Some(f) => f(path, bytes),
+        None => Err(ParseError {
+            file: path.display().to_string(),
+            line: 0,
+            column: 0,
+            path: String::new(),
+            message: "this is a vyre ProgramGraph or megakernel artifact (`VGR0`/`VMK0` \
+                      header), and this vyrescope was built without vyre support"
+                .into(),
+            fix: "rebuild with `cargo build --release --features vyre` (then every pipeline \
+                  command opens the graph, and `vyrescope import FILE.vgr -o DIR` writes it as a \
+                  pipeline)"
+                .into(),
+        }),
     }
 }

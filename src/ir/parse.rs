@@ -77,7 +77,7 @@ pub enum Source {
 }
 
 /// Reads a Program file (bounded, regular files only) and tells its format from its first
-/// bytes; JSON text is checked as [`read_json_text`] does.
+/// bytes; JSON text is checked as [`json_text`] does.
 pub fn load_source(path: &Path) -> Result<Source, ParseError> {
     let bytes = read_file_bytes(
         path,
@@ -90,18 +90,14 @@ pub fn load_source(path: &Path) -> Result<Source, ParseError> {
     json_text(path, bytes).map(Source::Json)
 }
 
-/// A JSON document file as UTF-8 text: only a regular file, read no further than the limit
-/// (a FIFO must not block, /dev/zero must not fill memory; see `util::read_limited`).
-/// `what` names the kind of file in messages; `too_large_fix` says where big data belongs.
-pub(crate) fn read_json_text(
+/// A file's bytes: only a regular file, read no further than the limit (a FIFO must not
+/// block, /dev/zero must not fill memory; see `util::read_limited`). `what` names the kind of
+/// file in messages; `too_large_fix` says where big data belongs.
+pub(crate) fn read_file_bytes(
     path: &Path,
     what: &str,
     too_large_fix: &str,
-) -> Result<String, ParseError> {
-    json_text(path, read_file_bytes(path, what, too_large_fix)?)
-}
-
-fn read_file_bytes(path: &Path, what: &str, too_large_fix: &str) -> Result<Vec<u8>, ParseError> {
+) -> Result<Vec<u8>, ParseError> {
     let file = path.display().to_string();
     crate::util::read_limited(path, MAX_FILE_BYTES, what).map_err(|e| {
         let fix = match e.kind {
@@ -120,7 +116,9 @@ fn read_file_bytes(path: &Path, what: &str, too_large_fix: &str) -> Result<Vec<u
     })
 }
 
-fn json_text(path: &Path, bytes: Vec<u8>) -> Result<String, ParseError> {
+/// A JSON document's bytes as UTF-8 text: a byte order mark or invalid UTF-8 is an error
+/// naming the line and column.
+pub(crate) fn json_text(path: &Path, bytes: Vec<u8>) -> Result<String, ParseError> {
     let file = path.display().to_string();
     if bytes.starts_with(b"\xef\xbb\xbf") {
         return Err(ParseError {

@@ -19,8 +19,8 @@ use serde::Deserialize;
 
 use super::ast::Program;
 use super::parse::{
-    deserialize_document, err, is_ident, load_program, read_json_text, Dims, InputFields,
-    KernelName, ParseError, ProgramVisitor, INPUT_KEYS,
+    deserialize_document, err, is_ident, json_text, load_program, read_file_bytes, Dims,
+    InputFields, KernelName, ParseError, ProgramVisitor, INPUT_KEYS,
 };
 use super::pipeline::{Pipeline, PipelineBuffer, Step};
 use super::run_spec::InputSource;
@@ -35,7 +35,11 @@ const STEP_KEYS: &str = "program, bind, workgroup_size, grid, elements";
 /// file's folder).
 pub fn load_pipeline(path: &Path) -> Result<Pipeline, ParseError> {
     let file = path.display().to_string();
-    let text = read_text(path)?;
+    let bytes = read_bytes(path)?;
+    if super::foreign::is_vyre_graph(path, &bytes) {
+        return super::foreign::import_graph(path, &bytes);
+    }
+    let text = json_text(path, bytes)?;
     let base = path.parent().unwrap_or(Path::new("."));
     parse_pipeline(&text, &file, base)
 }
@@ -73,14 +77,18 @@ pub fn looks_like_pipeline(text: &str) -> bool {
     de.deserialize_map(Probe).unwrap_or(false)
 }
 
-/// True when the file at `path` is readable and [`looks_like_pipeline`].
+/// True when the file at `path` is readable and [`looks_like_pipeline`], or is a vyre
+/// ProgramGraph (which opens as a pipeline).
 pub fn is_pipeline_file(path: &Path) -> bool {
-    read_text(path).is_ok_and(|t| looks_like_pipeline(&t))
+    read_bytes(path).is_ok_and(|b| {
+        super::foreign::is_vyre_graph(path, &b)
+            || json_text(path, b).is_ok_and(|t| looks_like_pipeline(&t))
+    })
 }
 
 /// The file as UTF-8 text, with the same reader, limit and messages as a Program file.
-fn read_text(path: &Path) -> Result<String, ParseError> {
-    read_json_text(
+fn read_bytes(path: &Path) -> Result<Vec<u8>, ParseError> {
+    read_file_bytes(
         path,
         "pipeline file",
         "move large buffer contents to a `buffers.<name>.file` raw binary file",

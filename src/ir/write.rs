@@ -1,4 +1,5 @@
-//! [`Program`] -> format-1 JSON text, the inverse of [`super::parse_program`].
+//! [`Program`] -> format-1 JSON text, the inverse of [`super::parse_program`], and
+//! [`Pipeline`] -> pipeline JSON, the inverse of [`super::parse_pipeline`].
 //!
 //! The GPU worker process (`runtime::worker`) receives Programs as text, and the inspector
 //! holds parsed Programs only, so this writer must round-trip: parsing its output gives back
@@ -9,6 +10,7 @@
 use std::fmt::Write as _;
 
 use super::ast::*;
+use super::pipeline::Pipeline;
 use super::run_spec::*;
 use super::types::Scalar;
 
@@ -30,6 +32,73 @@ pub fn program_to_json(program: &Program) -> Result<String, WriteError> {
         program: &program.name,
     };
     w.program(program)?;
+    Ok(w.out)
+}
+
+/// Writes `pipeline` as pipeline JSON, a line per buffer and per step. Step `k`'s Program is
+/// written inline, or, with `program_files`, as the path `program_files[k]` (relative to the
+/// pipeline file; the caller writes the Program there with [`program_to_json`]).
+pub fn pipeline_to_json(
+    pipeline: &Pipeline,
+    program_files: Option<&[String]>,
+) -> Result<String, WriteError> {
+    let mut w = Writer {
+        out: String::with_capacity(4096),
+        program: &pipeline.name,
+    };
+    w.s("{\"format\":1,");
+    w.key("pipeline");
+    w.string(&pipeline.name);
+    if let Some(doc) = &pipeline.doc {
+        w.s(",\n ");
+        w.key("doc");
+        w.string(doc);
+    }
+    w.s(",\n \"buffers\":{");
+    for (i, b) in pipeline.buffers.iter().enumerate() {
+        w.s(if i > 0 { ",\n  " } else { "\n  " });
+        w.key(&b.name);
+        w.s("{");
+        w.key("type");
+        w.string(b.elem.name());
+        w.s(",");
+        w.input_fields(&b.contents)?;
+        if b.transient {
+            w.s(",\"transient\":true");
+        }
+        w.s("}");
+    }
+    w.s("},\n \"steps\":[");
+    for (k, step) in pipeline.steps.iter().enumerate() {
+        w.s(if k > 0 { ",\n  {" } else { "\n  {" });
+        w.key("program");
+        match program_files.and_then(|f| f.get(k)) {
+            Some(path) => w.string(path),
+            None => w.program(&step.program)?,
+        }
+        w.s(",\"bind\":{");
+        for (i, (port, buffer)) in step.bind.iter().enumerate() {
+            if i > 0 {
+                w.s(",");
+            }
+            w.key(port);
+            w.string(buffer);
+        }
+        w.s("}");
+        if let Some(d) = step.workgroup_size {
+            w.s(",\"workgroup_size\":");
+            w.dims(d);
+        }
+        if let Some(g) = step.grid {
+            w.s(",\"grid\":");
+            w.dims(g);
+        }
+        if let Some(n) = step.elements {
+            let _ = write!(w.out, ",\"elements\":{n}");
+        }
+        w.s("}");
+    }
+    w.s("]}\n");
     Ok(w.out)
 }
 
@@ -447,6 +516,13 @@ impl Writer<'_> {
 
     fn input(&mut self, spec: &InputSpec) -> R {
         self.s("{");
+        self.input_fields(spec)?;
+        self.s("}");
+        Ok(())
+    }
+
+    /// The fields of a `run.inputs` entry (or a pipeline buffer's contents), without braces.
+    fn input_fields(&mut self, spec: &InputSpec) -> R {
         if let Some(len) = spec.len {
             let _ = write!(self.out, "\"len\":{len},");
         }
@@ -485,7 +561,6 @@ impl Writer<'_> {
                 self.string(f);
             }
         }
-        self.s("}");
         Ok(())
     }
 }

@@ -152,7 +152,7 @@ fn build(p: &Program, vyre_exit: Option<&Expr>) -> Result<v::Program, ExportErro
 }
 
 /// vyre's element type for ours.
-fn data_type(e: ElemType, node: &str) -> Result<v::DataType, ExportError> {
+pub(crate) fn data_type(e: ElemType, node: &str) -> Result<v::DataType, ExportError> {
     Ok(match e {
         ElemType::Bool => v::DataType::Bool,
         ElemType::U8 => v::DataType::U8,

@@ -199,5 +199,6 @@ pub fn import_file_strict(
 /// command line (and by tests); calling it again changes nothing.
 pub fn install() {
     crate::ir::foreign::install_importer(import_file_strict);
+    crate::ir::foreign::install_graph_importer(super::graph::import_graph_file);
     crate::validate::load::install_importer(import_file);
 }

@@ -56,6 +56,11 @@ pub struct Imported {
     pub program: Program,
     /// Errors for constructs without an equivalent, warnings and notes on semantics.
     pub diagnostics: Vec<Diagnostic>,
+    /// vyre buffer name -> the Program's (renamed where vyre's is not an identifier).
+    pub buffer_names: HashMap<String, String>,
+    /// The host buffers (our names) whose lengths set vyre's dispatch element count: the
+    /// largest of them is the count (the rule of vyre's early exit).
+    pub count_buffers: Vec<String>,
 }
 
 /// Converts `vyre` into a Program named `name` (an identifier).
@@ -128,6 +133,7 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
         doc.push_str(&format!(" {ours}: vyre region `{generator}` ({theirs})."));
     }
     cx.summary_notes();
+    let count_buffers = cx.count_buffers().iter().map(|b| b.name.clone()).collect();
     let program = Program {
         name: name.to_string(),
         doc: Some(doc),
@@ -139,6 +145,8 @@ pub fn import_program(vyre: &VyreProgram, name: &str) -> Imported {
     Imported {
         program,
         diagnostics: cx.diags,
+        buffer_names: cx.buffer_names,
+        count_buffers,
     }
 }
 
@@ -595,7 +603,7 @@ impl Cx {
 }
 
 /// Our element type for a vyre element type.
-fn elem_type(t: &DataType) -> Option<ElemType> {
+pub(crate) fn elem_type(t: &DataType) -> Option<ElemType> {
     Some(match t {
         DataType::Bool => ElemType::Bool,
         DataType::U8 => ElemType::U8,

@@ -73,6 +73,8 @@ mod vyre_export;
 #[cfg(feature = "vyre")]
 mod vyre_fixed_point;
 #[cfg(feature = "vyre")]
+mod vyre_graph;
+#[cfg(feature = "vyre")]
 mod vyre_hostile;
 #[cfg(feature = "vyre")]
 mod vyre_import;

@@ -1,0 +1,873 @@
+//! vyre ProgramGraphs (feature `vyre`): graphs built with vyre's own API (a chain, a diamond,
+//! a consumer with a workgroup barrier, mixed workgroup sizes, a retained value) open as
+//! pipelines whose buffers, steps, transient flags and bindings follow the mapping of
+//! docs/vyre.md, plan, and give on the reference interpreter what the nodes compute on the
+//! host from the same random inputs; a pipeline exported as a graph is accepted by vyre's own
+//! decoder and imports back to the same results; the bundled graph fixture is what the builder
+//! writes; hostile graph bytes give errors with a `Fix:`, never a panic.
+
+use std::path::{Path, PathBuf};
+
+use vyre_foundation::ir::{
+    BufferAccess as VA, BufferDecl as VB, DataType as DT, Expr as E, GraphInput, GraphOutput,
+    GraphValueId, Node as N, Program as VP, ProgramGraph, ShapeDim, ValueContract,
+    ValueLifetime as L,
+};
+
+use vyrescope::diagnostic::Severity;
+use vyrescope::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
+use vyrescope::interp::{self, pipeline::run_pipeline};
+use vyrescope::ir::{Access, Pipeline};
+use vyrescope::megakernel::plan::{plan, PlanOptions};
+use vyrescope::occupancy::profiles;
+use vyrescope::vyre::graph::{decode_graph, export_pipeline, import_graph, ImportedGraph};
+
+use crate::support::cli;
+
+fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/vyre/graphs")
+}
+
+fn contract(n: u64, access: VA, lifetime: L) -> ValueContract {
+    ValueContract {
+        dtype: DT::U32,
+        shape: vec![ShapeDim::Known(n)],
+        access,
+        lifetime,
+    }
+}
+
+/// `out[i] = f(in[i])` for `i < len(out)`, `n` elements, workgroup `wg`.
+fn map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -> E) -> VP {
+    VP::wrapped(
+        vec![
+            VB::read(input, 0, DT::U32).with_count(n),
+            VB::output(out, 1, DT::U32).with_count(n),
+        ],
+        [wg, 1, 1],
+        vec![
+            N::let_bind("i", E::gid_x()),
+            N::if_then(
+                E::lt(E::var("i"), E::buf_len(out)),
+                vec![N::store(out, E::var("i"), f(E::load(input, E::var("i"))))],
+            ),
+        ],
+    )
+}
+
+/// `out[i] = a[i] + b[i]`.
+fn add(a: &str, b: &str, out: &str, n: u32, wg: u32) -> VP {
+    VP::wrapped(
+        vec![
+            VB::read(a, 0, DT::U32).with_count(n),
+            VB::read(b, 1, DT::U32).with_count(n),
+            VB::output(out, 2, DT::U32).with_count(n),
+        ],
+        [wg, 1, 1],
+        vec![
+            N::let_bind("i", E::gid_x()),
+            N::if_then(
+                E::lt(E::var("i"), E::buf_len(out)),
+                vec![N::store(
+                    out,
+                    E::var("i"),
+                    E::add(E::load(a, E::var("i")), E::load(b, E::var("i"))),
+                )],
+            ),
+        ],
+    )
+}
+
+/// Each workgroup rotates its slice by one through shared memory and a barrier:
+/// `out[i] = in[wg_base + (lid + 1) % wg]`. `n` is a multiple of `wg`.
+fn rotate(input: &str, out: &str, n: u32, wg: u32) -> VP {
+    VP::wrapped(
+        vec![
+            VB::read(input, 0, DT::U32).with_count(n),
+            VB::output(out, 1, DT::U32).with_count(n),
+            VB::workgroup("tile", wg, DT::U32),
+        ],
+        [wg, 1, 1],
+        vec![
+            N::let_bind("lid", E::local_x()),
+            N::store("tile", E::var("lid"), E::load(input, E::gid_x())),
+            N::barrier(),
+            N::store(
+                out,
+                E::gid_x(),
+                E::load("tile", E::rem(E::add(E::var("lid"), E::u32(1)), E::u32(wg))),
+            ),
+        ],
+    )
+}
+
+/// `state[i] = state[i] + x[i]` in place.
+fn accumulate(state: &str, x: &str, n: u32, wg: u32) -> VP {
+    VP::wrapped(
+        vec![
+            VB::read_write(state, 0, DT::U32).with_count(n),
+            VB::read(x, 1, DT::U32).with_count(n),
+        ],
+        [wg, 1, 1],
+        vec![
+            N::let_bind("i", E::gid_x()),
+            N::if_then(
+                E::lt(E::var("i"), E::buf_len(state)),
+                vec![N::store(
+                    state,
+                    E::var("i"),
+                    E::add(E::load(state, E::var("i")), E::load(x, E::var("i"))),
+                )],
+            ),
+        ],
+    )
+}
+
+fn input(g: &mut ProgramGraph, name: &str, n: u64) -> GraphValueId {
+    g.add_external_value(name, contract(n, VA::ReadOnly, L::Invocation))
+        .unwrap()
+}
+
+fn port(buffer: &str, value: GraphValueId, c: ValueContract) -> GraphInput {
+    GraphInput {
+        buffer: buffer.into(),
+        value,
+        contract: c,
+    }
+}
+
+fn out_port(buffer: &str, name: &str, c: ValueContract) -> GraphOutput {
+    GraphOutput {
+        buffer: buffer.into(),
+        name: name.into(),
+        contract: c,
+        retained_successor_of: None,
+    }
+}
+
+const N: u32 = 1000;
+
+fn read(n: u32) -> ValueContract {
+    contract(u64::from(n), VA::ReadOnly, L::Invocation)
+}
+
+fn temp(n: u32) -> ValueContract {
+    contract(u64::from(n), VA::WriteOnly, L::Invocation)
+}
+
+fn result(n: u32) -> ValueContract {
+    contract(u64::from(n), VA::WriteOnly, L::Output)
+}
+
+/// x -> `double` -> y (intermediate) -> `inc` -> out.
+fn chain() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", N.into());
+    let (_, y) = g
+        .add_node(
+            "double",
+            map("src", "dst", N, 256, |v| E::mul(v, E::u32(2))),
+            vec![port("src", x, read(N))],
+            vec![out_port("dst", "y", temp(N))],
+        )
+        .unwrap();
+    let y_in = contract(N.into(), VA::ReadOnly, L::Invocation);
+    g.add_node(
+        "inc",
+        map("src", "dst", N, 256, |v| E::add(v, E::u32(1))),
+        vec![port("src", y[0], y_in)],
+        vec![out_port("dst", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+/// x -> a = 3x, x -> b = x + 7, out = a + b.
+fn diamond() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", N.into());
+    let (_, a) = g
+        .add_node(
+            "triple",
+            map("src", "dst", N, 128, |v| E::mul(v, E::u32(3))),
+            vec![port("src", x, read(N))],
+            vec![out_port("dst", "a", temp(N))],
+        )
+        .unwrap();
+    let (_, b) = g
+        .add_node(
+            "plus7",
+            map("src", "dst", N, 128, |v| E::add(v, E::u32(7))),
+            vec![port("src", x, read(N))],
+            vec![out_port("dst", "b", temp(N))],
+        )
+        .unwrap();
+    g.add_node(
+        "sum",
+        add("l", "r", "dst", N, 128),
+        vec![port("l", a[0], read(N)), port("r", b[0], read(N))],
+        vec![out_port("dst", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+/// x -> y = x ^ 0x55 -> a consumer that rotates each workgroup's slice through shared memory
+/// after a barrier.
+fn barrier_consumer() -> ProgramGraph {
+    const M: u32 = 1024;
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", M.into());
+    let (_, y) = g
+        .add_node(
+            "mask",
+            map("src", "dst", M, 128, |v| E::bitxor(v, E::u32(0x55))),
+            vec![port("src", x, read(M))],
+            vec![out_port("dst", "y", temp(M))],
+        )
+        .unwrap();
+    g.add_node(
+        "rotate",
+        rotate("src", "dst", M, 128),
+        vec![port("src", y[0], read(M))],
+        vec![out_port("dst", "out", result(M))],
+    )
+    .unwrap();
+    g
+}
+
+/// Three maps with workgroup sizes 64, 256 and 32.
+fn mixed_workgroups() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", N.into());
+    let (_, y) = g
+        .add_node(
+            "shl",
+            map("src", "dst", N, 64, |v| E::shl(v, E::u32(3))),
+            vec![port("src", x, read(N))],
+            vec![out_port("dst", "y", temp(N))],
+        )
+        .unwrap();
+    let (_, z) = g
+        .add_node(
+            "sub",
+            map("src", "dst", N, 256, |v| E::sub(v, E::u32(5))),
+            vec![port("src", y[0], read(N))],
+            vec![out_port("dst", "z", temp(N))],
+        )
+        .unwrap();
+    g.add_node(
+        "or",
+        map("src", "dst", N, 32, |v| E::bitor(v, E::u32(1))),
+        vec![port("src", z[0], read(N))],
+        vec![out_port("dst", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+/// A retained `state` updated in place twice (`state += x`, then `state += y`), then read:
+/// `out = state * 2`. `state`, `state_1` and `state_2` are one retained chain.
+fn retained() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let kept = || contract(N.into(), VA::ReadWrite, L::Retained);
+    let state = g.add_external_value("state", kept()).unwrap();
+    let x = input(&mut g, "x", N.into());
+    let y = input(&mut g, "y", N.into());
+    let step = |g: &mut ProgramGraph, name: &str, prior, other, successor: &str| {
+        let (_, ids) = g
+            .add_node(
+                name,
+                accumulate("acc", "inc", N, 256),
+                vec![port("acc", prior, kept()), port("inc", other, read(N))],
+                vec![GraphOutput {
+                    retained_successor_of: Some(prior),
+                    ..out_port("acc", successor, kept())
+                }],
+            )
+            .unwrap();
+        ids[0]
+    };
+    let s1 = step(&mut g, "add_x", state, x, "state_1");
+    let s2 = step(&mut g, "add_y", s1, y, "state_2");
+    g.add_node(
+        "double",
+        map("src", "dst", N, 256, |v| E::mul(v, E::u32(2))),
+        vec![port(
+            "src",
+            s2,
+            contract(N.into(), VA::ReadOnly, L::Retained),
+        )],
+        vec![out_port("dst", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+/// The graphs of this file, each with what its nodes compute from the inputs on the host:
+/// (name, graph, host model taking the input buffers by name and giving `out`).
+type Model = fn(&dyn Fn(&str) -> Vec<u32>) -> Vec<u32>;
+
+fn graphs() -> Vec<(&'static str, ProgramGraph, Model)> {
+    vec![
+        ("chain", chain(), |b| {
+            b("x")
+                .iter()
+                .map(|v| v.wrapping_mul(2).wrapping_add(1))
+                .collect()
+        }),
+        ("diamond", diamond(), |b| {
+            b("x")
+                .iter()
+                .map(|v| v.wrapping_mul(3).wrapping_add(v.wrapping_add(7)))
+                .collect()
+        }),
+        ("barrier_consumer", barrier_consumer(), |b| {
+            let y: Vec<u32> = b("x").iter().map(|v| v ^ 0x55).collect();
+            (0..y.len())
+                .map(|i| y[i / 128 * 128 + (i % 128 + 1) % 128])
+                .collect()
+        }),
+        ("mixed_workgroups", mixed_workgroups(), |b| {
+            b("x")
+                .iter()
+                .map(|v| (v << 3).wrapping_sub(5) | 1)
+                .collect()
+        }),
+        ("retained", retained(), |b| {
+            let (s, x, y) = (b("state"), b("x"), b("y"));
+            (0..s.len())
+                .map(|i| s[i].wrapping_add(x[i]).wrapping_add(y[i]).wrapping_mul(2))
+                .collect()
+        }),
+    ]
+}
+
+fn converted(g: &ProgramGraph, name: &str) -> ImportedGraph {
+    let got = import_graph(g, name);
+    let errors: Vec<String> = got.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+    got
+}
+
+fn u32s(pp: &PreparedPipeline, name: &str) -> Vec<u32> {
+    let b = pp
+        .buffers
+        .iter()
+        .find(|b| b.name == name)
+        .unwrap_or_else(|| panic!("no buffer {name}"));
+    b.data
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The reference run of `p`: (initial, final) buffers.
+fn run(p: &Pipeline) -> (PreparedPipeline, PreparedPipeline) {
+    let init = prepare_pipeline(p, Path::new(".")).unwrap();
+    let mut done = init.clone();
+    run_pipeline(p, &mut done, &interp::Options::default()).unwrap();
+    (init, done)
+}
+
+/// `p`'s reference run against the graph's host model, on `p`'s (random) inputs.
+fn check_results(p: &Pipeline, model: Model, what: &str) {
+    let (init, done) = run(p);
+    let x = u32s(&init, "x");
+    assert!(
+        x.iter().filter(|&&v| v != 0).count() > x.len() / 2,
+        "{what}: random x"
+    );
+    let want = model(&|name| u32s(&init, name));
+    assert_eq!(u32s(&done, "out"), want, "{what}: out");
+}
+
+#[test]
+fn graphs_convert_to_the_documented_pipeline_and_compute_the_nodes_results() {
+    for (name, g, model) in graphs() {
+        let got = converted(&g, name);
+        let p = &got.pipeline;
+        assert_eq!(p.name, name);
+        assert_eq!(p.steps.len(), g.nodes().len(), "{name}: one step per node");
+        assert_eq!(
+            got.node_names,
+            g.nodes().iter().map(|n| n.name.clone()).collect::<Vec<_>>()
+        );
+        // Every value is a buffer, but a retained chain is one.
+        let chained = g
+            .values()
+            .iter()
+            .filter(|v| v.retained_successor_of.is_some())
+            .count();
+        assert_eq!(
+            p.buffers.len(),
+            g.values().len() - chained,
+            "{name}: buffers"
+        );
+        for v in g.values() {
+            let Some(b) = p.buffer(&v.name) else {
+                assert!(
+                    v.retained_successor_of.is_some(),
+                    "{name}: no buffer {}",
+                    v.name
+                );
+                continue;
+            };
+            let produced_temp = v.producer.is_some() && v.contract.lifetime == L::Invocation;
+            assert_eq!(b.transient, produced_temp, "{name}: {} transient", v.name);
+            let ShapeDim::Known(n) = v.contract.shape[0] else {
+                unreachable!()
+            };
+            assert_eq!(b.contents.len, Some(n), "{name}: {} length", v.name);
+        }
+        // Each step binds its Program's host buffers to the values of the node's ports, and
+        // dispatches vyre's element count (the largest counted buffer: here every one).
+        for (step, node) in p.steps.iter().zip(g.nodes()) {
+            let host: Vec<&str> = step
+                .program
+                .buffers
+                .iter()
+                .filter(|b| b.access != Access::Workgroup)
+                .map(|b| b.name.as_str())
+                .collect();
+            let bound: Vec<&str> = step.bind.iter().map(|(p, _)| p.as_str()).collect();
+            assert_eq!(bound, host, "{name}/{}: bind order", node.name);
+            for input in &node.inputs {
+                let value = &g.values()[input.value.0 as usize];
+                let buffer = &step
+                    .bind
+                    .iter()
+                    .find(|(p, _)| *p == input.buffer)
+                    .unwrap()
+                    .1;
+                let root = root_name(&g, value.id);
+                assert_eq!(buffer, &root, "{name}/{}: {}", node.name, input.buffer);
+            }
+            assert!(step.elements.is_some_and(|e| e >= 1000), "{name}: elements");
+        }
+        if name == "mixed_workgroups" {
+            let wgs: Vec<u32> = p
+                .steps
+                .iter()
+                .map(|s| s.program.workgroup_size[0])
+                .collect();
+            assert_eq!(wgs, [64, 256, 32]);
+        }
+        if name == "barrier_consumer" {
+            assert!(p.steps[1]
+                .program
+                .buffers
+                .iter()
+                .any(|b| b.access == Access::Workgroup));
+        }
+        // The pipeline validates, plans and computes what the nodes compute.
+        let diags = vyrescope::validate::pipeline::validate_pipeline(p);
+        assert!(
+            diags.iter().all(|d| d.severity != Severity::Error),
+            "{name}: {diags:?}"
+        );
+        let init = prepare_pipeline(p, Path::new(".")).unwrap();
+        let shapes: Vec<_> = init.steps.iter().map(|s| s.shape).collect();
+        let opts = PlanOptions::new(profiles::load("h200").unwrap());
+        let planned = plan(p, &shapes, &opts).unwrap_or_else(|e| panic!("{name}: plan: {e}"));
+        let members: usize = planned.groups.iter().map(|g| g.steps.len()).sum();
+        assert_eq!(members, p.steps.len(), "{name}: every step planned once");
+        check_results(p, model, name);
+    }
+}
+
+/// The first value of `id`'s retained chain: the buffer the chain shares.
+fn root_name(g: &ProgramGraph, mut id: GraphValueId) -> String {
+    while let Some(prior) = g.values()[id.0 as usize].retained_successor_of {
+        id = prior;
+    }
+    g.values()[id.0 as usize].name.clone()
+}
+
+#[test]
+fn exported_pipelines_are_graphs_vyre_reads_and_import_back_to_the_same_results() {
+    for (name, g, model) in graphs() {
+        let first = converted(&g, name).pipeline;
+        let exported = export_pipeline(&first).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let bytes = exported.to_wire().unwrap();
+        let back = ProgramGraph::from_wire(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(back.nodes().len(), g.nodes().len(), "{name}");
+        let second = converted(&back, name).pipeline;
+        // Same buffers (names, types, lengths, transient flags) and the same results from
+        // the same random inputs.
+        let shape = |p: &Pipeline| {
+            p.buffers
+                .iter()
+                .map(|b| (b.name.clone(), b.elem, b.contents.len, b.transient))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shape(&second), shape(&first), "{name}");
+        check_results(&second, model, &format!("{name} (exported and back)"));
+        let (_, a) = run(&first);
+        let (_, b) = run(&second);
+        for buf in &first.buffers {
+            assert_eq!(
+                u32s(&a, &buf.name),
+                u32s(&b, &buf.name),
+                "{name}: {}",
+                buf.name
+            );
+        }
+    }
+}
+
+/// The bundled graphs: `fixtures/vyre/graphs/<name>.vgr`, vyre's wire bytes of the builders
+/// above (`VYRESCOPE_BLESS=1` rewrites them).
+const BUNDLED: &[&str] = &["chain", "diamond", "retained"];
+
+#[test]
+fn bundled_graphs_are_what_the_builders_write() {
+    let mut failures = Vec::new();
+    for (name, g, _) in graphs() {
+        if !BUNDLED.contains(&name) {
+            continue;
+        }
+        let bytes = g.to_wire().unwrap();
+        assert!(bytes.starts_with(b"VGR0"));
+        if let Err(e) = crate::support::snapshot::check_bytes(
+            &fixture_dir().join(format!("{name}.vgr")),
+            &bytes,
+            "what vyre's graph builder writes",
+            "--features vyre --test suite vyre_graph::",
+        ) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn cli_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    cli::output(cli::command().args(args).current_dir(cwd).env("HOME", cwd))
+}
+
+#[test]
+fn commands_open_graph_files_and_import_writes_a_pipeline_folder() {
+    let t = tempfile::tempdir().unwrap();
+    let chain = fixture_dir().join("chain.vgr");
+    let chain = chain.to_str().unwrap();
+    let (code, stdout, err) = cli_in(&["check", chain], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    let (code, stdout, err) = cli_in(&["plan", chain], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(
+        stdout.contains("double") && stdout.contains("inc"),
+        "{stdout}"
+    );
+    let (code, stdout, err) = cli_in(
+        &["run", chain, "--backend", "reference", "--json"],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{stdout}{err}");
+    let (code, stdout, err) = cli_in(&["tui", chain, "--keys", "q", "--snapshot", "-"], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(stdout.contains("double"), "{stdout}");
+    // import -o DIR: a pipeline file and one Program file per step, which load as the graph
+    // does and give the same results.
+    let out = t.path().join("out");
+    let (code, _, err) = cli_in(&["import", chain, "-o", out.to_str().unwrap()], t.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("wrote"), "{err}");
+    assert!(out.join("programs/double.json").is_file());
+    assert!(out.join("programs/inc.json").is_file());
+    vyrescope::vyre::install();
+    let written = vyrescope::ir::load_pipeline(&out.join("chain.pipeline.json")).unwrap();
+    let direct = vyrescope::ir::load_pipeline(Path::new(chain)).unwrap();
+    assert_eq!(written.buffers, direct.buffers);
+    assert_eq!(written.steps.len(), direct.steps.len());
+    for (a, b) in written.steps.iter().zip(&direct.steps) {
+        assert_eq!((&a.program, &a.bind), (&b.program, &b.bind));
+    }
+    let (_, a) = run(&written);
+    let (_, b) = run(&direct);
+    assert_eq!(u32s(&a, "out"), u32s(&b, "out"));
+    // --json without -o: the report with the pipeline inline.
+    let (code, stdout, err) = cli_in(&["import", chain, "--json"], t.path());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["steps"], 2);
+    assert_eq!(v["pipeline"]["pipeline"], "chain");
+}
+
+#[test]
+fn what_has_no_equivalent_names_the_node_or_value_and_has_a_fix() {
+    // A symbolic dimension (VY021) and a Program buffer bound to no value (VY022).
+    let mut g = ProgramGraph::new();
+    let sym = ValueContract {
+        shape: vec![ShapeDim::Symbol("batch".into())],
+        ..read(N)
+    };
+    let x = g.add_external_value("x", sym.clone()).unwrap();
+    g.add_node(
+        "loose",
+        VP::wrapped(
+            vec![
+                VB::read("a", 0, DT::U32),
+                VB::read("b", 1, DT::U32).with_count(N),
+                VB::output("dst", 2, DT::U32).with_count(N),
+            ],
+            [64, 1, 1],
+            vec![N::store(
+                "dst",
+                E::gid_x(),
+                E::add(E::load("a", E::gid_x()), E::load("b", E::gid_x())),
+            )],
+        ),
+        vec![port("a", x, sym)],
+        vec![out_port("dst", "out", result(N))],
+    )
+    .unwrap();
+    let got = import_graph(&g, "bad");
+    let codes: Vec<&str> = got.errors().map(|d| d.code).collect();
+    assert!(
+        codes.contains(&"VY021") && codes.contains(&"VY022"),
+        "{codes:?}"
+    );
+    for d in got.errors() {
+        assert!(!d.fix.is_empty(), "{d}");
+        assert!(
+            d.message.contains("`x`") || d.message.contains("`loose`"),
+            "names the value or node: {d}"
+        );
+    }
+    // Opened by a command: the first finding, how many, and its fix.
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("bad.vgr");
+    std::fs::write(&path, g.to_wire().unwrap()).unwrap();
+    let (code, stdout, err) = cli_in(&["plan", path.to_str().unwrap()], t.path());
+    assert_eq!(code, 1, "{stdout}");
+    assert!(err.contains("VY02") && err.contains("Fix:"), "{err}");
+    let (code, _, err) = cli_in(&["import", path.to_str().unwrap()], t.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("VY021") && err.contains("VY022"), "{err}");
+    // An empty graph has nothing to run.
+    let got = import_graph(&ProgramGraph::new(), "empty");
+    assert_eq!(got.errors().next().map(|d| d.code), Some("VY023"));
+}
+
+#[test]
+fn hostile_graph_bytes_give_errors_with_a_fix() {
+    vyrescope::vyre::install();
+    let good = chain().to_wire().unwrap();
+    let mut huge_count = good[..6].to_vec();
+    huge_count.extend_from_slice(&u32::MAX.to_le_bytes());
+    let mut huge_name = good[..10].to_vec();
+    huge_name.extend_from_slice(&u32::MAX.to_le_bytes());
+    let mut version = good.clone();
+    version[4] = 9;
+    let mut flipped = good.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0xff;
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("magic only", b"VGR0".to_vec()),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("one byte short", good[..good.len() - 1].to_vec()),
+        ("trailing bytes", [good.clone(), vec![0; 3]].concat()),
+        ("wrong version", version),
+        ("huge external count", huge_count),
+        ("huge name length", huge_name),
+        ("last byte flipped", flipped),
+        ("wrong magic, .vgr name", b"VGR1 hello".to_vec()),
+        ("empty, .vgr name", Vec::new()),
+    ];
+    let t = tempfile::tempdir().unwrap();
+    for (what, bytes) in cases {
+        let path = t.path().join("hostile.vgr");
+        std::fs::write(&path, &bytes).unwrap();
+        match decode_graph(&path, &bytes) {
+            Ok(g) => {
+                // A flipped byte may still decode; then the conversion speaks.
+                let _ = import_graph(&g, "hostile");
+            }
+            Err(e) => assert!(!e.fix.is_empty(), "{what}: {e:?}"),
+        }
+        for cmd in ["check", "plan", "import"] {
+            let (code, stdout, err) = cli_in(&[cmd, path.to_str().unwrap()], t.path());
+            assert!(
+                code == 0 || code == 1,
+                "{what}: {cmd} exit {code}\n{stdout}{err}"
+            );
+            assert!(!err.contains("panicked"), "{what}: {cmd}: {err}");
+            if code == 1 {
+                assert!(
+                    format!("{stdout}{err}").contains("Fix:"),
+                    "{what}: {cmd}: {stdout}{err}"
+                );
+            }
+        }
+    }
+}
+
+/// The final contents of pipeline buffer `name` in a re-imported graph: its last version
+/// (`name_vK` with the largest K, else `name` itself).
+fn last_version<'a>(p: &Pipeline, done: &'a PreparedPipeline, name: &str) -> &'a [u8] {
+    let mut best = (1, name.to_string());
+    for b in &p.buffers {
+        if let Some(k) = b
+            .name
+            .strip_prefix(&format!("{name}_v"))
+            .and_then(|k| k.parse::<u32>().ok())
+        {
+            if k > best.0 {
+                best = (k, b.name.clone());
+            }
+        }
+    }
+    let b = done.buffers.iter().find(|b| b.name == best.1).unwrap();
+    &b.data
+}
+
+#[test]
+fn fixture_pipelines_export_as_graphs_that_compute_the_same_results() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| !p.to_string_lossy().contains("2p20"))
+        .collect();
+    files.sort();
+    let mut exported = 0;
+    for f in &files {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let first = vyrescope::ir::load_pipeline(f).unwrap();
+        let graph = match export_pipeline(&first) {
+            Ok(g) => g,
+            Err(e) => {
+                // A refusal says what and why, with a fix.
+                assert!(
+                    e.what.contains("steps[") && !e.fix.is_empty(),
+                    "{name}: {e}"
+                );
+                continue;
+            }
+        };
+        exported += 1;
+        let bytes = vyrescope::vyre::graph::encode_graph(&graph, &name).unwrap();
+        let back = ProgramGraph::from_wire(&bytes).unwrap();
+        let mut second = converted(&back, &name).pipeline;
+        // The same initial contents (a graph carries none of its own).
+        for b in &mut second.buffers {
+            if let Some(orig) = first.buffer(&b.name) {
+                b.contents = orig.contents.clone();
+            }
+        }
+        let mut a = prepare_pipeline(&first, &dir).unwrap();
+        run_pipeline(&first, &mut a, &interp::Options::default()).unwrap();
+        let mut b = prepare_pipeline(&second, &dir).unwrap();
+        run_pipeline(&second, &mut b, &interp::Options::default()).unwrap();
+        for buf in first.buffers.iter().filter(|b| !b.transient) {
+            let want = &a.buffers.iter().find(|x| x.name == buf.name).unwrap().data;
+            assert!(
+                last_version(&second, &b, &buf.name) == want.as_slice(),
+                "{name}: buffer {} differs after export and import",
+                buf.name
+            );
+        }
+    }
+    assert!(
+        exported >= files.len() - 2,
+        "{exported} of {} exported",
+        files.len()
+    );
+}
+
+/// vyre-megakernel's artifact of `g` (compiled in-process with a small search budget).
+fn artifact_bytes(g: ProgramGraph) -> Vec<u8> {
+    use vyre_megakernel::{compile, CompileRequest, Digest, ExternalFacts, SearchBudget};
+    let facts = ExternalFacts::new(Digest([7; 32]), Default::default());
+    let budget = SearchBudget::new(64, 1_000_000, 0, 0, 1_000_000_000);
+    let request = CompileRequest::new(g, facts, budget, 1 << 30)
+        .validate()
+        .unwrap();
+    compile(&request).unwrap().to_bytes().unwrap()
+}
+
+#[test]
+fn megakernel_artifacts_open_as_the_graph_they_were_compiled_from() {
+    vyrescope::vyre::install();
+    let t = tempfile::tempdir().unwrap();
+    for (name, g, model) in graphs() {
+        let bytes = artifact_bytes(g);
+        assert!(bytes.starts_with(b"VMK0"));
+        let path = t.path().join(format!("{name}.vmk"));
+        std::fs::write(&path, &bytes).unwrap();
+        let (rebuilt, notes) = vyrescope::vyre::graph::read_graph(&path, &bytes)
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(notes[0].code, "VY025");
+        // The same pipeline as the graph's own, up to vyre's canonical form of the Programs.
+        let from_graph = converted(&graphs_by_name(name), name).pipeline;
+        let from_artifact = converted(&rebuilt, name).pipeline;
+        assert_eq!(from_artifact.buffers, from_graph.buffers, "{name}: buffers");
+        let binds = |p: &Pipeline| p.steps.iter().map(|s| s.bind.clone()).collect::<Vec<_>>();
+        let mut a = binds(&from_artifact);
+        let mut b = binds(&from_graph);
+        for v in a.iter_mut().chain(b.iter_mut()) {
+            v.sort();
+        }
+        assert_eq!(a, b, "{name}: bindings");
+        check_results(&from_artifact, model, &format!("{name} (artifact)"));
+        // Every pipeline command opens it.
+        let (code, stdout, err) = cli_in(&["plan", path.to_str().unwrap()], t.path());
+        assert_eq!(code, 0, "{name}: {stdout}{err}");
+    }
+    // The bundled artifact is what vyre-megakernel writes for the chain.
+    crate::support::snapshot::check_bytes(
+        &fixture_dir().join("chain.vmk"),
+        &artifact_bytes(chain()),
+        "what vyre-megakernel compiles the chain graph to",
+        "--features vyre --test suite vyre_graph::",
+    )
+    .unwrap();
+}
+
+fn graphs_by_name(name: &str) -> ProgramGraph {
+    graphs()
+        .into_iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, g, _)| g)
+        .unwrap()
+}
+
+#[test]
+fn hostile_artifact_bytes_give_errors_with_a_fix() {
+    vyrescope::vyre::install();
+    let good = artifact_bytes(chain());
+    let mut flipped = good.clone();
+    flipped[20] ^= 1;
+    let mut version = good.clone();
+    version[4] = 3;
+    let mut long = good.clone();
+    long[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
+    let t = tempfile::tempdir().unwrap();
+    for (what, bytes) in [
+        ("magic only", b"VMK0".to_vec()),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("body byte flipped", flipped),
+        ("old schema", version),
+        ("huge body length", long),
+        ("garbage, .vmk name", b"not an artifact".to_vec()),
+    ] {
+        let path = t.path().join("hostile.vmk");
+        std::fs::write(&path, &bytes).unwrap();
+        let e = vyrescope::vyre::graph::read_graph(&path, &bytes)
+            .err()
+            .unwrap_or_else(|| panic!("{what}: accepted"));
+        assert!(
+            !e.fix.is_empty() && e.message.contains("artifact"),
+            "{what}: {e:?}"
+        );
+        for cmd in ["check", "plan", "import"] {
+            let (code, stdout, err) = cli_in(&[cmd, path.to_str().unwrap()], t.path());
+            assert_eq!(code, 1, "{what}: {cmd}\n{stdout}{err}");
+            assert!(
+                format!("{stdout}{err}").contains("Fix:") && !err.contains("panicked"),
+                "{what}: {cmd}: {stdout}{err}"
+            );
+        }
+    }
+}
