@@ -363,69 +363,70 @@ pub fn check_coverage_within(
 
 /// Whether `d` is covered by the waits of `s`, directly or through chains (within `budget`).
 fn coverage_of(s: &Schedule, d: &TileDep, budget: &mut u64) -> Result<(), ScheduleError> {
-    if d.producers != ProducerSet::Empty {
-        let (Some(ga), Some(gb)) = (s.workgroups(d.from), s.workgroups(d.to)) else {
+    if d.producers == ProducerSet::Empty {
+        return Ok(());
+    }
+    let (Some(ga), Some(gb)) = (s.workgroups(d.from), s.workgroups(d.to)) else {
+        return fail(
+            format!(
+                "step {} depends on step {}, but the schedule lacks one of them",
+                d.to, d.from
+            ),
+            FIX_PLANNER,
+        );
+    };
+    let have: Vec<ProducerSet> = s
+        .waits
+        .iter()
+        .filter(|w| w.consumer == d.to && w.producer == d.from)
+        .map(|w| w.producers)
+        .chain(
+            s.folds
+                .iter()
+                .filter(|f| f.step == d.to && f.after == d.from)
+                .map(|_| ProducerSet::All),
+        )
+        .collect();
+    // Sets that do not move with the consumer workgroup give the same answer for all.
+    let fixed = !d.producers.moves() && have.iter().all(|h| !h.moves());
+    let mut ranges = Vec::with_capacity(have.len());
+    let mut chains: Option<chains::Chains> = None;
+    for q in 0..gb {
+        ranges.clear();
+        ranges.extend(have.iter().flat_map(|h| h.ranges(q, ga)));
+        // The first producer workgroup of `need` that no wait covers.
+        let mut missing = d
+            .producers
+            .ranges(q, ga)
+            .into_iter()
+            .find_map(|need| uncovered(need, &mut ranges));
+        if missing.is_none() && fixed {
+            // The same need and the same waits for every consumer.
+            break;
+        }
+        if missing.is_some() {
+            // Not waited for directly: maybe through a chain of waits.
+            let c = chains.get_or_insert_with(|| {
+                chains::Chains::new(&s.steps, &s.waits, &s.folds, d.from, *budget)
+            });
+            let reached = c.reach(d.to, q);
+            *budget = c.budget();
+            if let Some(mut reach) = reached {
+                missing = d
+                    .producers
+                    .ranges(q, ga)
+                    .into_iter()
+                    .find_map(|need| uncovered(need, &mut reach));
+            }
+        }
+        if let Some(p) = missing {
             return fail(
                 format!(
-                    "step {} depends on step {}, but the schedule lacks one of them",
-                    d.to, d.from
+                    "workgroup {q} of step {} needs workgroup {p} of step {} ({}), but no wait covers it",
+                    d.to, d.from, d.reason
                 ),
                 FIX_PLANNER,
             );
-        };
-        let have: Vec<ProducerSet> = s
-            .waits
-            .iter()
-            .filter(|w| w.consumer == d.to && w.producer == d.from)
-            .map(|w| w.producers)
-            .chain(
-                s.folds
-                    .iter()
-                    .filter(|f| f.step == d.to && f.after == d.from)
-                    .map(|_| ProducerSet::All),
-            )
-            .collect();
-        // Sets that do not move with the consumer workgroup give the same answer for all.
-        let fixed = !d.producers.moves() && have.iter().all(|h| !h.moves());
-        let mut ranges = Vec::with_capacity(have.len());
-        let mut chains: Option<chains::Chains> = None;
-        for q in 0..gb {
-            ranges.clear();
-            ranges.extend(have.iter().flat_map(|h| h.ranges(q, ga)));
-            // The first producer workgroup of `need` that no wait covers.
-            let mut missing = d
-                .producers
-                .ranges(q, ga)
-                .into_iter()
-                .find_map(|need| uncovered(need, &mut ranges));
-            if missing.is_none() && fixed {
-                // The same need and the same waits for every consumer.
-                break;
-            }
-            if missing.is_some() {
-                // Not waited for directly: maybe through a chain of waits.
-                let c = chains.get_or_insert_with(|| {
-                    chains::Chains::new(&s.steps, &s.waits, &s.folds, d.from, *budget)
-                });
-                let reached = c.reach(d.to, q);
-                *budget = c.budget();
-                if let Some(mut reach) = reached {
-                    missing = d
-                        .producers
-                        .ranges(q, ga)
-                        .into_iter()
-                        .find_map(|need| uncovered(need, &mut reach));
-                }
-            }
-            if let Some(p) = missing {
-                return fail(
-                    format!(
-                        "workgroup {q} of step {} needs workgroup {p} of step {} ({}), but no wait covers it",
-                        d.to, d.from, d.reason
-                    ),
-                    FIX_PLANNER,
-                );
-            }
         }
     }
     Ok(())
