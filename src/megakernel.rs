@@ -95,6 +95,7 @@ pub struct FusedGroupSpec {
 pub mod cache;
 pub mod cache_check;
 pub mod compiled;
+pub mod cost;
 pub mod dataflow;
 pub mod deps;
 pub mod emitted;

@@ -43,6 +43,11 @@ pub struct Args {
     /// folds; experimental). The plan then lists what each boundary runs as, read from the fused kernel.
     #[arg(long, default_value = "barrier", value_name = "FORM")]
     pub sync: SyncMode,
+    /// How fusion is decided: `model` (the cost model: never a form it predicts slower than
+    /// separate launches; the default) or `fuse` (fuse whatever may legally fuse). A plan
+    /// that `run --decide measure` timed on this device comes from the plan cache.
+    #[arg(long, value_enum, default_value = "model", value_name = "HOW")]
+    pub decide: crate::megakernel::plan::Decide,
 }
 
 /// Runs `plan`.
@@ -72,6 +77,8 @@ pub fn run(a: &Args) -> super::Outcome {
         device: caps,
         registers: a.regs.iter().map(|&r| Some(r)).collect(),
         min_occupancy_pct: a.min_occupancy,
+        sync: a.sync,
+        decide: a.decide,
     };
     let cache = if a.no_cache { None } else { PlanCache::user() };
     let compiled = CompiledPipeline::compile(
@@ -230,6 +237,12 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
                     let _ = writeln!(o, "       dataflow: {}", d.describe());
                 }
             }
+        }
+    }
+    if !plan.decisions.is_empty() {
+        let _ = writeln!(o, "\nfusion decisions:");
+        for d in &plan.decisions {
+            let _ = writeln!(o, "  {}", d.describe());
         }
     }
     if !plan.fusion_breaks.is_empty() {

@@ -108,6 +108,13 @@ pub struct Args {
     /// 1, 2 and 4 blocks per SM and keep the fastest).
     #[arg(long, value_enum, default_value = "estimate")]
     pub topology: Topology,
+    /// cuda, pipelines: how the plan decides what to fuse: `model` (the cost model, or what an
+    /// earlier `measure` stored in the plan cache for this GPU: never a form predicted or
+    /// measured slower than separate launches), `fuse` (fuse whatever may legally fuse) or
+    /// `measure` (time each run of fusable steps fused, separate and as the model splits it,
+    /// keep the fastest and store the choice in the plan cache).
+    #[arg(long, value_enum, default_value = "model", value_name = "HOW")]
+    pub decide: crate::harness::pipeline::DecideMode,
     /// cuda, pipelines: how fused kernels lower grid barriers: `flip` (one flipping arrival
     /// counter, the default) or `generation` (the earlier counter-plus-generation lowering),
     /// to compare the two on the same GPU.

@@ -185,6 +185,7 @@ fn options(a: &Args) -> PipelineGpuOptions {
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
         measure_topology: a.topology == super::run_args::Topology::Measure,
+        decide: a.decide,
         grid_barrier: a.grid_barrier,
         sync: a.sync,
     }

@@ -274,7 +274,13 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
         which.push(PipelineForm::Fused);
     }
     let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
-    let compiled = compile_on(&mut rt, pipeline, &shapes, a.sync, None, &jit)?;
+    let how = crate::harness::pipeline::CompileHow {
+        sync: a.sync,
+        decide: a.decide,
+        measure_topology: false,
+    };
+    let initial = crate::harness::pipeline::host_buffers(prepared);
+    let compiled = compile_on(&mut rt, pipeline, &shapes, &how, &initial, &jit)?;
     let opts = DispatchOptions {
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         ..DispatchOptions::default()

@@ -445,6 +445,7 @@ fn run_pipelines(
         timeout: Some(std::time::Duration::from_secs(10)),
         fuel: crate::interp::DEFAULT_FUEL,
         measure_topology: false,
+        decide: crate::harness::pipeline::DecideMode::Fuse,
         grid_barrier: Default::default(),
         sync: Default::default(),
     };

@@ -88,6 +88,7 @@ fn one(
                 timeout: Some(crate::tui::gpu::KERNEL_TIMEOUT),
                 fuel: crate::interp::DEFAULT_FUEL,
                 measure_topology: false,
+                decide: crate::harness::pipeline::DecideMode::Model,
                 grid_barrier: Default::default(),
                 sync,
             };

@@ -100,6 +100,7 @@ fn one(
         timeout: opts.timeout,
         fuel: crate::interp::DEFAULT_FUEL,
         measure_topology: false,
+        decide: crate::harness::pipeline::DecideMode::Model,
         grid_barrier: Default::default(),
         sync,
     };

@@ -255,6 +255,7 @@ impl Runtime {
             timeout: Some(o.timeout),
             fuel: interp::Options::default().fuel,
             measure_topology: false,
+            decide: crate::harness::pipeline::DecideMode::Fuse,
             grid_barrier: GridBarrier::default(),
             sync: o.sync,
         };

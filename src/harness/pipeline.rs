@@ -18,7 +18,7 @@ pub use crate::megakernel::compiled::Topology;
 use crate::megakernel::compiled::{CompiledPipeline, Residency};
 use crate::megakernel::gate::{judge, GateResult};
 use crate::megakernel::launch::{separate_launches, PipelineLaunch};
-use crate::megakernel::plan::{Plan, PlanOptions, SyncMode};
+use crate::megakernel::plan::{Decide, Plan, PlanOptions, SyncMode};
 use crate::megakernel::FusedKernel;
 use crate::runtime::dispatch::{DispatchOptions, TimingStats};
 use crate::runtime::execute::tolerance_for;
@@ -179,10 +179,10 @@ impl Residency for Driver<'_> {
             .coresident_blocks(&k.program, k.shape.workgroup_size, self.jit)?)
     }
 
-    fn time_alone(&mut self, launch: &PipelineLaunch) -> Result<f64, Problem> {
+    fn time_launches(&mut self, launches: &[PipelineLaunch]) -> Result<f64, Problem> {
         let mut bufs = self.initial.to_vec();
         let rep = self.rt.run_pipeline(
-            std::slice::from_ref(launch),
+            launches,
             &mut bufs,
             5,
             &DispatchOptions::default(),
@@ -196,35 +196,73 @@ impl Residency for Driver<'_> {
     }
 }
 
+/// How a GPU run decides what to fuse (`run --decide`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DecideMode {
+    /// The cost model, or a decision an earlier `measure` left in the plan cache for this
+    /// device: never a form predicted (or measured) slower than separate launches.
+    #[default]
+    Model,
+    /// Fuse whatever may legally fuse, whatever it costs (to study or verify a fused form).
+    Fuse,
+    /// Time each run of fusable steps fused, separate and as the model splits it, keep the
+    /// fastest, and store the choice in the plan cache for this device.
+    Measure,
+}
+
+/// How [`compile_on`] plans and fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompileHow {
+    /// Dataflow waits or grid barriers (`--sync`).
+    pub sync: SyncMode,
+    /// How fusion is decided (`--decide`).
+    pub decide: DecideMode,
+    /// Choose each persistent grid by timing (`--topology measure`).
+    pub measure_topology: bool,
+}
+
 /// The compiled pipeline every GPU front end runs: planned for the live device (through the
-/// user's plan cache, counted in the runtime's telemetry), fused under `sync`, and fitted to
-/// the driver's co-residency (`measure`: each persistent grid chosen by timing, over
-/// `initial`). `run` in every form, `--timeline`, `selftest` and the inspector's runs (through
-/// the GPU worker) all launch and record exactly its kernels.
+/// user's plan cache, counted in the runtime's telemetry), fused under `how.sync`, fitted to
+/// the driver's co-residency, and with `measure` choices timed over `initial` (the pipeline's
+/// initial contents; unused otherwise). `run` in every form, `--timeline`, `selftest` and the
+/// inspector's runs (through the GPU worker) all launch and record exactly its kernels.
 pub fn compile_on(
     rt: &mut Runtime,
     pipeline: &Pipeline,
     shapes: &[LaunchShape],
-    sync: SyncMode,
-    measure: Option<&[HostBuffer]>,
+    how: &CompileHow,
+    initial: &[HostBuffer],
     jit: &JitOptions,
 ) -> Result<CompiledPipeline, Problem> {
-    let plan_opts = PlanOptions::new(rt.caps().clone());
+    let mut plan_opts = PlanOptions::new(rt.caps().clone());
+    if how.decide == DecideMode::Fuse {
+        plan_opts.decide = Decide::Fuse;
+    }
     let cache = PlanCache::user();
     let mut compiled = CompiledPipeline::compile(
         Arc::new(pipeline.clone()),
         shapes.to_vec(),
         &plan_opts,
-        sync,
+        how.sync,
         cache.as_ref(),
     )?;
     if let Some(w) = &compiled.planned.warning {
         crate::util::stderr_line(&format!("warning: {w}"));
     }
     rt.telemetry.record_plan(&compiled.planned);
-    let initial = measure.unwrap_or(&[]);
     let mut driver = Driver { rt, jit, initial };
-    compiled.fit(&mut driver, measure.is_some())?;
+    compiled.fit(&mut driver, how.measure_topology)?;
+    if how.decide == DecideMode::Measure {
+        compiled.decide_by_timing(
+            &plan_opts,
+            &mut driver,
+            cache.as_ref(),
+            how.measure_topology,
+        )?;
+        if let Some(w) = &compiled.planned.warning {
+            crate::util::stderr_line(&format!("warning: {w}"));
+        }
+    }
     Ok(compiled)
 }
 
@@ -255,6 +293,8 @@ pub struct PipelineGpuOptions {
     pub fuel: u64,
     /// Choose each persistent grid by timing a few choices (`--topology measure`).
     pub measure_topology: bool,
+    /// How fusion is decided (`--decide`).
+    pub decide: DecideMode,
     /// How fused kernels lower their grid barriers (`--grid-barrier`).
     pub grid_barrier: GridBarrier,
     /// Dataflow waits or grid barriers in fused persistent groups (`--sync`).
@@ -318,8 +358,12 @@ pub fn run_forms(
     // The initial contents, copied once: every form and topology trial starts from them.
     let initial = host_buffers(prepared);
     if which != Forms::Separate {
-        let measure = o.measure_topology.then_some(initial.as_slice());
-        let c = compile_on(rt, pipeline, &shapes, o.sync, measure, &jit)?;
+        let how = CompileHow {
+            sync: o.sync,
+            decide: o.decide,
+            measure_topology: o.measure_topology,
+        };
+        let c = compile_on(rt, pipeline, &shapes, &how, &initial, &jit)?;
         fused = c.fused_launches()?;
         compiled = Some(c);
     }

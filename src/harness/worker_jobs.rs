@@ -62,6 +62,7 @@ fn pipeline_job(
         timeout,
         fuel: crate::interp::DEFAULT_FUEL,
         measure_topology: false,
+        decide: crate::harness::pipeline::DecideMode::Model,
         grid_barrier: Default::default(),
         sync: job.sync,
     };

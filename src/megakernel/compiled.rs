@@ -19,10 +19,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::{plan_cached, Cached, PlanCache};
+use super::cache::{plan_cached, plan_key, Cached, PlanCache};
+use super::cost::MeasuredForms;
 use super::fuse::{fuse_group, FuseError, FusedKernel};
 use super::launch::{separate_launches, PipelineLaunch};
-use super::plan::{Group, Plan, PlanError, PlanOptions, SyncMode};
+use super::plan::{
+    plan_measured, Decide, Group, Measurement, Plan, PlanError, PlanOptions, SyncMode,
+};
 use super::FusedGroupSpec;
 use crate::emit::{emit, EmitOptions, EmittedKernel};
 use crate::inputs::LaunchShape;
@@ -64,8 +67,9 @@ pub struct Topology {
 pub trait Residency {
     /// Blocks of `kernel` (at its own workgroup size) the driver keeps resident at once.
     fn resident_blocks(&mut self, kernel: &FusedKernel) -> Result<u32, Problem>;
-    /// Median device time (ms) of `launch` alone, for `--topology measure`.
-    fn time_alone(&mut self, launch: &PipelineLaunch) -> Result<f64, Problem>;
+    /// Median device time (ms) of `launches` run in order on their own, for `--topology
+    /// measure` (one persistent kernel) and `--decide measure` (a run of steps in each form).
+    fn time_launches(&mut self, launches: &[PipelineLaunch]) -> Result<f64, Problem>;
     /// Streaming multiprocessors of the device.
     fn sm_count(&self) -> u32;
 }
@@ -98,7 +102,22 @@ impl CompiledPipeline {
         sync: SyncMode,
         cache: Option<&PlanCache>,
     ) -> Result<CompiledPipeline, PlanError> {
+        // The plan's fusion decisions depend on what a boundary costs in this sync form.
+        let opts = &PlanOptions {
+            sync,
+            ..opts.clone()
+        };
         let planned = plan_cached(&pipeline, &shapes, opts, cache)?;
+        Ok(CompiledPipeline::with_plan(pipeline, shapes, planned, sync))
+    }
+
+    /// Fuses every group of an existing plan under `sync` (see [`CompiledPipeline::compile`]).
+    pub fn with_plan(
+        pipeline: Arc<Pipeline>,
+        shapes: Vec<LaunchShape>,
+        planned: Cached,
+        sync: SyncMode,
+    ) -> CompiledPipeline {
         let groups = planned
             .plan
             .groups
@@ -112,14 +131,14 @@ impl CompiledPipeline {
                 }
             })
             .collect();
-        Ok(CompiledPipeline {
+        CompiledPipeline {
             pipeline,
             shapes,
             planned,
             sync,
             groups,
             topology: Vec::new(),
-        })
+        }
     }
 
     /// The plan.
@@ -228,7 +247,7 @@ impl CompiledPipeline {
                     if device.resident_blocks(&k)? < blocks {
                         continue;
                     }
-                    let ms = device.time_alone(&k.launch(&self.pipeline)?)?;
+                    let ms = device.time_launches(&[k.launch(&self.pipeline)?])?;
                     measured.push((blocks, ms));
                 }
                 if let Some(&(best, _)) = measured.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
@@ -265,8 +284,111 @@ impl CompiledPipeline {
         Ok(())
     }
 
+    /// `run --decide measure`: times every run of steps that may legally fuse in each form on
+    /// `device` (fused into one kernel, as separate launches, and as the model's split where it
+    /// is neither; three interleaved rounds, the median of their medians) and replans each run
+    /// with its fastest form, so a plan never keeps a form measured slower than another. The
+    /// plan is stored in `cache` under the key a plain run of this pipeline, device and sync
+    /// form looks up, so later runs, `plan` and the inspector use it. Fuses and fits afresh.
+    pub fn decide_by_timing(
+        &mut self,
+        opts: &PlanOptions,
+        device: &mut dyn Residency,
+        cache: Option<&PlanCache>,
+        measure_topology: bool,
+    ) -> Result<Vec<Measurement>, Problem> {
+        let opts = PlanOptions {
+            sync: self.sync,
+            decide: Decide::Model,
+            ..opts.clone()
+        };
+        let fuse_all = PlanOptions {
+            decide: Decide::Fuse,
+            ..opts.clone()
+        };
+        let mut all = CompiledPipeline::compile(
+            self.pipeline.clone(),
+            self.shapes.clone(),
+            &fuse_all,
+            self.sync,
+            None,
+        )?;
+        all.fit(device, measure_topology)?;
+        let separate = self.separate_launches()?;
+        let decisions = self.plan().decisions.clone();
+        let mut measured = Vec::new();
+        for d in &decisions {
+            let Some(whole) = all.groups.iter().find(|g| g.group.steps == d.steps) else {
+                continue;
+            };
+            let fused = vec![whole.kernel.clone()?.launch(&self.pipeline)?];
+            let apart: Vec<PipelineLaunch> = d
+                .steps
+                .iter()
+                .filter_map(|&s| separate.get(s).cloned())
+                .collect();
+            let split = d.chosen.len() > 1 && d.chosen.len() < d.steps.len();
+            let mut model = Vec::new();
+            if split {
+                for g in self
+                    .groups
+                    .iter()
+                    .filter(|g| d.chosen.contains(&g.group.steps))
+                {
+                    model.push(g.kernel.clone()?.launch(&self.pipeline)?);
+                }
+            }
+            let mut times: [Vec<f64>; 3] = Default::default();
+            for _ in 0..3 {
+                times[0].push(device.time_launches(&fused)?);
+                times[1].push(device.time_launches(&apart)?);
+                if split {
+                    times[2].push(device.time_launches(&model)?);
+                }
+            }
+            measured.push(Measurement {
+                steps: d.steps.clone(),
+                forms: MeasuredForms {
+                    fused_ms: median(&mut times[0]),
+                    separate_ms: median(&mut times[1]),
+                    model_ms: split.then(|| median(&mut times[2])),
+                },
+            });
+        }
+        let plan = plan_measured(&self.pipeline, &self.shapes, &opts, &measured)?;
+        let mut warning = None;
+        if let Some(c) = cache {
+            if let Err(w) = c.store(plan_key(&self.pipeline, &self.shapes, &opts), &plan) {
+                warning = Some(w.to_string());
+            }
+        }
+        let planned = Cached {
+            plan,
+            warning,
+            evicted: 0,
+        };
+        *self = CompiledPipeline::with_plan(
+            self.pipeline.clone(),
+            self.shapes.clone(),
+            planned,
+            self.sync,
+        );
+        self.fit(device, measure_topology)?;
+        Ok(measured)
+    }
+
     fn fuse(&self, spec: &FusedGroupSpec) -> Result<FusedKernel, FuseError> {
         fuse_group(&self.pipeline, &self.shapes, spec)
+    }
+}
+
+/// The median of `v` (NaN when empty).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -307,7 +429,7 @@ mod tests {
         fn resident_blocks(&mut self, _: &FusedKernel) -> Result<u32, Problem> {
             Ok(self.0)
         }
-        fn time_alone(&mut self, _: &PipelineLaunch) -> Result<f64, Problem> {
+        fn time_launches(&mut self, _: &[PipelineLaunch]) -> Result<f64, Problem> {
             Err(Problem::bug("not timed"))
         }
         fn sm_count(&self) -> u32 {

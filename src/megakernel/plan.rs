@@ -35,6 +35,7 @@ use crate::ir::Pipeline;
 use crate::occupancy::{estimate, DeviceCaps, KernelResources};
 use crate::shape::LaunchShape;
 
+use super::cost::{step_work, CostModel, Decision, DecisionSource, MeasuredForms, StepWork};
 pub use super::dataflow::SyncMode;
 use super::dataflow::{group_sync, GroupSync};
 use super::deps::{analyse, DepError, DepTable, Dependence};
@@ -63,6 +64,20 @@ pub const MAX_GROUP_STEPS: usize = 32;
 /// what fusion adds (virtual workgroup loops, waits, renamed copies).
 pub const MAX_GROUP_NODES: usize = 25_000;
 
+/// How the planner decides between fusing a run of steps and launching them separately.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Decide {
+    /// The cost model (`super::cost`): never a form it predicts slower than separate
+    /// launches; `run --decide measure` replaces its choice by timings on the GPU.
+    #[default]
+    Model,
+    /// Fuse everything that may legally fuse, whatever it costs (to study a fused form).
+    Fuse,
+}
+
 /// What the planner needs besides the pipeline and its launch shapes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanOptions {
@@ -73,6 +88,13 @@ pub struct PlanOptions {
     pub registers: Vec<Option<u32>>,
     /// See [`MIN_OCCUPANCY_PCT`].
     pub min_occupancy_pct: f64,
+    /// The sync form the plan is for: the cost of a boundary inside a fused kernel depends on
+    /// it, so fusion decisions do.
+    #[serde(default)]
+    pub sync: SyncMode,
+    /// How fusion is decided.
+    #[serde(default)]
+    pub decide: Decide,
 }
 
 impl PlanOptions {
@@ -82,6 +104,8 @@ impl PlanOptions {
             device,
             registers: Vec::new(),
             min_occupancy_pct: MIN_OCCUPANCY_PCT,
+            sync: SyncMode::default(),
+            decide: Decide::default(),
         }
     }
 }
@@ -272,6 +296,10 @@ pub struct Plan {
     pub dependences: Vec<Dependence>,
     /// The occupancy threshold used.
     pub min_occupancy_pct: f64,
+    /// Per run of steps that may legally fuse (two steps or more), whether the plan fuses
+    /// them, splits them or launches them separately, with the predicted (or measured) times.
+    #[serde(default)]
+    pub decisions: Vec<Decision>,
 }
 
 impl Plan {
@@ -405,6 +433,27 @@ pub fn plan(
     shapes: &[LaunchShape],
     opts: &PlanOptions,
 ) -> Result<Plan, PlanError> {
+    plan_measured(pipeline, shapes, opts, &[])
+}
+
+/// Device times of the forms of one run of steps that may legally fuse (`steps`: a group of
+/// the plan with `--decide fuse`), from `run --decide measure`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The steps.
+    pub steps: Vec<usize>,
+    /// Their timings.
+    pub forms: MeasuredForms,
+}
+
+/// [`plan`], with the runs of steps in `measured` decided by their timings instead of the
+/// cost model: the fastest of fused, separate and the model's choice.
+pub fn plan_measured(
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    opts: &PlanOptions,
+    measured: &[Measurement],
+) -> Result<Plan, PlanError> {
     if pipeline.steps.is_empty() {
         return Err(PlanError::Empty(pipeline.name.clone()));
     }
@@ -454,13 +503,52 @@ pub fn plan(
         }
     }
 
-    let mut groups: Vec<Group> = members
+    let model = CostModel::for_device(caps);
+    let work: Vec<StepWork> = shapes
         .iter()
-        .map(|m| build_group(caps, &deps, &res, m))
+        .enumerate()
+        .map(|(i, sh)| step_work(pipeline, i, sh))
         .collect();
-    for g in &mut groups {
-        g.dataflow = group_sync(pipeline, shapes, &deps, caps, g)?;
+    let ctx = DecideCtx {
+        caps,
+        opts,
+        res: &res,
+        work: &work,
+        model: &model,
+    };
+    let mut groups: Vec<Group> = Vec::with_capacity(members.len());
+    let mut decisions = Vec::new();
+    for m in &members {
+        let mut whole = build_group(caps, &deps, &res, m);
+        whole.dataflow = group_sync(pipeline, shapes, &deps, caps, &whole)?;
+        if m.len() < 2 {
+            groups.push(whole);
+            continue;
+        }
+        let found = measured.iter().find(|x| x.steps == *m).map(|x| &x.forms);
+        let d = ctx.decide(m, &whole, found);
+        for (k, part) in d.chosen.iter().enumerate() {
+            if d.chosen.len() == 1 {
+                break;
+            }
+            if k > 0 {
+                if let Some(&first) = part.first() {
+                    fusion_breaks.push(FusionBreak {
+                        step: first,
+                        reason: split_reason(&d),
+                    });
+                }
+            }
+            let mut g = build_group(caps, &deps, &res, part);
+            g.dataflow = group_sync(pipeline, shapes, &deps, caps, &g)?;
+            groups.push(g);
+        }
+        if d.chosen.len() == 1 {
+            groups.push(whole);
+        }
+        decisions.push(d);
     }
+    fusion_breaks.sort_by_key(|b| b.step);
     let grid_barriers = groups.iter().map(Group::grid_barriers).sum();
     let persistent: Vec<u32> = groups
         .iter()
@@ -490,7 +578,127 @@ pub fn plan(
             .cloned()
             .collect(),
         min_occupancy_pct: opts.min_occupancy_pct,
+        decisions,
     })
+}
+
+/// The fusion break recorded where a decision splits a run of steps.
+fn split_reason(d: &Decision) -> String {
+    match (&d.source, &d.measured) {
+        (DecisionSource::Measured, Some(m)) => format!(
+            "measured on the GPU: fused {:.4} ms against {:.4} ms separate (run --decide measure)",
+            m.fused_ms, m.separate_ms
+        ),
+        _ => format!(
+            "cost model: fusing is predicted slower ({:.1} us fused, {:.1} us separate, {:.1} us as planned)",
+            d.fused_us, d.separate_us, d.chosen_us
+        ),
+    }
+}
+
+/// What deciding a run of steps needs.
+struct DecideCtx<'a> {
+    caps: &'a DeviceCaps,
+    opts: &'a PlanOptions,
+    res: &'a [StepRes],
+    work: &'a [StepWork],
+    model: &'a CostModel,
+}
+
+impl DecideCtx<'_> {
+    /// Predicted device time of step `s` launched alone (us).
+    fn separate_us(&self, s: usize) -> f64 {
+        let alone = fused(self.caps, &[self.res[s]]);
+        let resident = u64::from(alone.blocks_per_sm) * u64::from(self.caps.sm_count);
+        self.model.launch_us
+            + self
+                .model
+                .work_us(&self.work[s], resident, alone.occupancy_pct)
+    }
+
+    /// Predicted device time of `run` (consecutive steps of `whole`) as one kernel, with
+    /// `whole`'s separations between its steps (the strongest any part of it needs: a part
+    /// never needs more than the whole run did) (us).
+    fn fused_us(&self, run: &[usize], boundary: &std::collections::HashMap<usize, f64>) -> f64 {
+        if let [s] = run {
+            return self.separate_us(*s);
+        }
+        let parts: Vec<StepRes> = run.iter().map(|&s| self.res[s]).collect();
+        let f = fused(self.caps, &parts);
+        let block = parts.iter().map(|p| p.threads).max().unwrap_or(1).max(1);
+        let resident = u64::from(f.blocks_per_sm) * u64::from(self.caps.sm_count);
+        let mut t = self.model.launch_us;
+        for (k, &s) in run.iter().enumerate() {
+            let active = f.occupancy_pct * f64::from(self.res[s].threads) / f64::from(block);
+            t += self.model.work_us(&self.work[s], resident, active);
+            t += self.model.fused_atomic_us(&self.work[s]);
+            if k + 1 < run.len() {
+                t += boundary.get(&s).copied().unwrap_or(0.0);
+            }
+        }
+        t
+    }
+
+    /// Fuse, split or separate the run `m` (a legal group, built as `whole`): the cheapest
+    /// partition into consecutive groups by the model (or by `measured` timings; or one group
+    /// under `--decide fuse`).
+    fn decide(&self, m: &[usize], whole: &Group, measured: Option<&MeasuredForms>) -> Decision {
+        let sync = self.opts.sync;
+        let mut boundary = std::collections::HashMap::new();
+        for (w, b) in whole.barriers.iter().enumerate() {
+            let label = whole
+                .dataflow
+                .boundaries
+                .get(w)
+                .map_or(super::tiles::SyncLabel::AllToAll, |d| d.label);
+            boundary.insert(b.after_step, self.model.boundary_us(sync, b.kind, label));
+        }
+        let n = m.len();
+        // best[i]: cheapest partition of m[..i]; ties keep the fewer, longer groups.
+        let mut best: Vec<(f64, Vec<Vec<usize>>)> = vec![(0.0, Vec::new())];
+        for i in 1..=n {
+            let mut pick: Option<(f64, Vec<Vec<usize>>)> = None;
+            for j in 0..i {
+                let t = best[j].0 + self.fused_us(&m[j..i], &boundary);
+                if pick.as_ref().is_none_or(|p| t < p.0) {
+                    let mut parts = best[j].1.clone();
+                    parts.push(m[j..i].to_vec());
+                    pick = Some((t, parts));
+                }
+            }
+            best.push(pick.unwrap_or_default());
+        }
+        let fused_us = self.fused_us(m, &boundary);
+        let separate_us: f64 = m.iter().map(|&s| self.separate_us(s)).sum();
+        let (_, model_parts) = best.pop().unwrap_or_default();
+        let singles: Vec<Vec<usize>> = m.iter().map(|&s| vec![s]).collect();
+        let (chosen, source) = match (measured, self.opts.decide) {
+            (Some(x), _) => {
+                let mut options = vec![(x.fused_ms, vec![m.to_vec()]), (x.separate_ms, singles)];
+                if let Some(t) = x.model_ms {
+                    options.push((t, model_parts));
+                }
+                let fastest = options
+                    .into_iter()
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|o| o.1)
+                    .unwrap_or_else(|| vec![m.to_vec()]);
+                (fastest, DecisionSource::Measured)
+            }
+            (None, Decide::Fuse) => (vec![m.to_vec()], DecisionSource::Forced),
+            (None, Decide::Model) => (model_parts, DecisionSource::Model),
+        };
+        let chosen_us = chosen.iter().map(|r| self.fused_us(r, &boundary)).sum();
+        Decision {
+            steps: m.to_vec(),
+            chosen,
+            fused_us,
+            separate_us,
+            chosen_us,
+            source,
+            measured: measured.cloned(),
+        }
+    }
 }
 
 /// Whether step `s` may join the group `group` (its steps and their [`Agg`]); the reason

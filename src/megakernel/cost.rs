@@ -1,0 +1,322 @@
+//! The cost model the planner decides fusion with: predicted device time of a set of steps
+//! run as separate launches against the same steps fused into one kernel, so that a plan never
+//! chooses a form it predicts slower than separate launches.
+//!
+//! # What it counts (microseconds of device time)
+//! - **A launch boundary** costs [`CostModel::launch_us`]: the GPU-side gap between two
+//!   dependent launches (3.3-3.5 us on an H200 with submission hidden behind a busy GPU,
+//!   `benches/gpu/launch_costs.cu`). Separate launches pay it once per step, a fused kernel once.
+//! - **A boundary inside a fused kernel** costs what its synchronisation costs: a grid barrier
+//!   1.7-2.3 us (last block out of one step to the first block into the next, H200), a
+//!   window or broadcast flag wait 0.4-0.9 us per task, a counter's arrival 0.7-1.3 us, a
+//!   last-arriver fold's arrival and wake about 1.9 us (its own work is step work), a
+//!   workgroup barrier next to nothing. Which one a boundary runs as depends on the sync form.
+//! - **Step work** is the larger of a bandwidth term (the bytes of the pipeline buffers the
+//!   step binds, read and written once, at 70% of the device's peak bandwidth: what a
+//!   streaming kernel reaches, 3.4 of 4.8 TB/s on an H200) and a latency term (one
+//!   [`CostModel::wave_us`] per wave of workgroups over the blocks resident at once). A step
+//!   fused with others runs in blocks of the group's largest workgroup size, with the group's
+//!   registers and shared memory: fewer of its workgroups are in flight at once (a 256-wide
+//!   step masked in 1024-thread blocks runs a quarter as many at a time), so it takes more
+//!   waves and, below [`SATURATION_PCT`] of the warp slots, reaches less bandwidth.
+//! - **Contended atomics**: an atomic on a small host buffer (at most [`CONTENDED_LEN`]
+//!   elements) serialises on its address; they run at [`CostModel::contended_atomics_per_us`]
+//!   (a 2^20-element 256-bin histogram takes 0.28 ms on an H200). Fused, such a step is
+//!   charged [`FUSED_ATOMIC_PENALTY`] more: histogram equalisation measured 0.89x fused against
+//!   separate launches on an H200 (a pipeline the project had not seen) and 0.99-1.00x on ours.
+//!
+//! It is a model: its figures come from measurements on an H200 (BENCHMARKS.md), scaled to
+//! another device by its bandwidth only. `run --decide measure` times the forms on the live
+//! GPU and keeps the faster per group in the plan cache.
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::SyncMode;
+use super::tiles::SyncLabel;
+use super::DepKind;
+use crate::ir::{Access, Expr, Pipeline};
+use crate::occupancy::DeviceCaps;
+use crate::shape::LaunchShape;
+
+/// Warp-slot occupancy (percent) from which a memory-bound step reaches its bandwidth; below
+/// it the bandwidth term grows in proportion.
+pub const SATURATION_PCT: f64 = 50.0;
+
+/// Host buffers of at most this many elements are where atomics contend (histogram bins,
+/// counters, totals); atomics into larger buffers are counted as memory traffic.
+pub const CONTENDED_LEN: u64 = 1 << 16;
+
+/// The share of a step's contended-atomic time a fused kernel adds (see the module docs).
+pub const FUSED_ATOMIC_PENALTY: f64 = 0.05;
+
+/// The device figures of the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostModel {
+    /// One launch boundary (us).
+    pub launch_us: f64,
+    /// One grid barrier (us).
+    pub grid_barrier_us: f64,
+    /// One workgroup barrier (us).
+    pub workgroup_barrier_us: f64,
+    /// A flag wait (window, window+boundary, broadcast), per task on the critical path (us).
+    pub flag_wait_us: f64,
+    /// A counter wait (us).
+    pub counter_wait_us: f64,
+    /// A last-arriver fold's arrival and wake, without the fold's own work (us).
+    pub fold_us: f64,
+    /// One wave of workgroups: a dependent global load and store round trip (us).
+    pub wave_us: f64,
+    /// Bandwidth a streaming step reaches (GB/s).
+    pub bandwidth_gb_s: f64,
+    /// Atomics on one contended address per microsecond.
+    pub contended_atomics_per_us: f64,
+}
+
+impl CostModel {
+    /// The model for `caps`: the H200's measured boundary costs, the device's bandwidth (70% of
+    /// its peak from memory clock and bus width; the H200's 3400 GB/s when the profile has
+    /// none).
+    pub fn for_device(caps: &DeviceCaps) -> CostModel {
+        let peak =
+            f64::from(caps.mem_clock_khz) * 1e3 * 2.0 * f64::from(caps.bus_width_bits) / 8.0 / 1e9;
+        CostModel {
+            launch_us: 3.4,
+            grid_barrier_us: 2.0,
+            workgroup_barrier_us: 0.05,
+            flag_wait_us: 0.6,
+            counter_wait_us: 1.2,
+            fold_us: 1.9,
+            wave_us: 1.0,
+            bandwidth_gb_s: if peak > 0.0 { 0.7 * peak } else { 3400.0 },
+            contended_atomics_per_us: 3700.0,
+        }
+    }
+
+    /// What a boundary inside a fused kernel costs: `kind` is the plan's separation, `label`
+    /// what the dataflow form runs it as.
+    pub fn boundary_us(&self, sync: SyncMode, kind: DepKind, label: SyncLabel) -> f64 {
+        match (sync, kind) {
+            (_, DepKind::None | DepKind::Invocation) => 0.0,
+            (_, DepKind::Workgroup) => self.workgroup_barrier_us,
+            (SyncMode::Barrier, DepKind::Grid) => self.grid_barrier_us,
+            (SyncMode::Dataflow, DepKind::Grid) => match label {
+                SyncLabel::None | SyncLabel::Invocation => 0.0,
+                SyncLabel::Workgroup => self.workgroup_barrier_us,
+                SyncLabel::Broadcast | SyncLabel::WindowBoundary => self.flag_wait_us,
+                SyncLabel::Counter => self.counter_wait_us,
+                SyncLabel::LastArriverFold => self.fold_us,
+                SyncLabel::AllToAll => self.grid_barrier_us,
+            },
+        }
+    }
+
+    /// Device time of `w`'s own work when `resident` of its workgroups run at once at
+    /// `occupancy_pct` of the warp slots (us).
+    pub fn work_us(&self, w: &StepWork, resident: u64, occupancy_pct: f64) -> f64 {
+        let waves = w.workgroups.div_ceil(resident.max(1)).max(1) as f64;
+        let reach = (occupancy_pct / SATURATION_PCT).clamp(0.01, 1.0);
+        let memory = w.bytes as f64 / (self.bandwidth_gb_s * 1e3) / reach;
+        let atomics = w.contended_atomics as f64 / self.contended_atomics_per_us;
+        (waves * self.wave_us).max(memory) + atomics
+    }
+
+    /// What fusing adds to a step's contended atomics (us).
+    pub fn fused_atomic_us(&self, w: &StepWork) -> f64 {
+        FUSED_ATOMIC_PENALTY * w.contended_atomics as f64 / self.contended_atomics_per_us
+    }
+}
+
+/// What one step does, for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StepWork {
+    /// Bytes of the bound pipeline buffers, each read and each written once.
+    pub bytes: u64,
+    /// Atomic operations on contended buffers (one per invocation per atomic expression).
+    pub contended_atomics: u64,
+    /// Workgroups of the step.
+    pub workgroups: u64,
+}
+
+/// The work of step `s` of `pipeline` launched as `shape`.
+pub fn step_work(pipeline: &Pipeline, s: usize, shape: &LaunchShape) -> StepWork {
+    let Some(step) = pipeline.steps.get(s) else {
+        return StepWork::default();
+    };
+    let len_of = |name: &str| {
+        step.bound(name).and_then(|b| pipeline.buffer(b)).map(|b| {
+            let len = b.contents.len.unwrap_or_else(|| shape.invocations());
+            (len, b.elem.size_bytes() as u64)
+        })
+    };
+    let mut bytes = 0u64;
+    for d in &step.program.buffers {
+        let Some((len, size)) = len_of(&d.name) else {
+            continue;
+        };
+        let passes = match d.access {
+            Access::Read | Access::Write | Access::Uniform => 1,
+            Access::ReadWrite => 2,
+            Access::Workgroup => 0,
+        };
+        bytes = bytes.saturating_add(len.saturating_mul(size).saturating_mul(passes));
+    }
+    let mut atomic_exprs = 0u64;
+    step.program.walk_exprs(&mut |e| {
+        if let Expr::Atomic { buffer, .. } = e {
+            if len_of(buffer).is_some_and(|(len, _)| len <= CONTENDED_LEN) {
+                atomic_exprs += 1;
+            }
+        }
+    });
+    StepWork {
+        bytes,
+        contended_atomics: atomic_exprs.saturating_mul(shape.invocations()),
+        workgroups: shape.workgroups(),
+    }
+}
+
+/// Where a plan's fusion decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionSource {
+    /// The cost model's prediction.
+    Model,
+    /// Timed on the GPU (`run --decide measure`), kept in the plan cache for that device.
+    Measured,
+    /// Fusion asked for regardless of cost (`--decide fuse`).
+    Forced,
+}
+
+/// Device times measured for one fusable run of steps (`run --decide measure`, ms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredForms {
+    /// Median device time of the steps fused as far as legal (one kernel).
+    pub fused_ms: f64,
+    /// Median device time of the steps as separate launches.
+    pub separate_ms: f64,
+    /// Median device time of the model's choice, where it was neither of those.
+    pub model_ms: Option<f64>,
+}
+
+/// The decision for one run of steps that may legally fuse into one kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The steps that could fuse into one kernel (a group of the legal plan).
+    pub steps: Vec<usize>,
+    /// The groups chosen for them, in order: one group (fuse), several (split at the
+    /// boundaries between them) or one per step (separate launches).
+    pub chosen: Vec<Vec<usize>>,
+    /// Predicted device time of the steps fused into one kernel (us).
+    pub fused_us: f64,
+    /// Predicted device time of the steps as separate launches (us).
+    pub separate_us: f64,
+    /// Predicted device time of the chosen groups (us).
+    pub chosen_us: f64,
+    /// What decided.
+    pub source: DecisionSource,
+    /// The timings, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredForms>,
+}
+
+impl Decision {
+    /// What was chosen, in words: `fuse`, `separate` or `split`.
+    pub fn verdict(&self) -> &'static str {
+        if self.chosen.len() == 1 {
+            "fuse"
+        } else if self.chosen.len() == self.steps.len() {
+            "separate"
+        } else {
+            "split"
+        }
+    }
+
+    /// One line for `plan` and the Plan tab.
+    pub fn describe(&self) -> String {
+        let steps = |v: &[usize]| {
+            v.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let chosen: Vec<String> = self
+            .chosen
+            .iter()
+            .map(|g| format!("[{}]", steps(g)))
+            .collect();
+        let why = match (&self.source, &self.measured) {
+            (DecisionSource::Measured, Some(m)) => format!(
+                "measured: fused {:.4} ms, separate {:.4} ms{}",
+                m.fused_ms,
+                m.separate_ms,
+                m.model_ms
+                    .map_or_else(String::new, |t| format!(", the model's split {t:.4} ms"))
+            ),
+            (DecisionSource::Forced, _) => "fusion forced (--decide fuse)".to_string(),
+            _ => format!(
+                "predicted: fused {:.1} us, separate {:.1} us{}",
+                self.fused_us,
+                self.separate_us,
+                if self.chosen.len() > 1 && self.chosen.len() < self.steps.len() {
+                    format!(", split {:.1} us", self.chosen_us)
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        format!(
+            "steps {}: {} {} ({why})",
+            steps(&self.steps),
+            self.verdict(),
+            chosen.join(" ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::occupancy::profiles;
+
+    #[test]
+    fn bandwidth_comes_from_the_profile() {
+        let m = CostModel::for_device(&profiles::load("h200").unwrap());
+        // 3.201 GHz x 2 x 6016 bits / 8 = 4.81 TB/s peak; 70% of it.
+        assert!((m.bandwidth_gb_s - 3370.0).abs() < 20.0, "{m:?}");
+    }
+
+    #[test]
+    fn a_masked_step_takes_more_waves() {
+        let m = CostModel::for_device(&profiles::load("h200").unwrap());
+        let w = StepWork {
+            bytes: 1 << 20,
+            contended_atomics: 0,
+            workgroups: 1024,
+        };
+        // Alone: 8 blocks of 256 per SM x 132 SMs hold all 1024 workgroups at once.
+        let alone = m.work_us(&w, 1056, 100.0);
+        // In 1024-thread blocks, 2 per SM: 264 at once, four waves, a quarter of the lanes.
+        let masked = m.work_us(&w, 264, 25.0);
+        assert!(masked > alone + 2.5, "alone {alone}, masked {masked}");
+    }
+
+    #[test]
+    fn boundaries_cost_by_form() {
+        let m = CostModel::for_device(&profiles::load("h200").unwrap());
+        let grid = |s, l| m.boundary_us(s, DepKind::Grid, l);
+        assert!(grid(SyncMode::Barrier, SyncLabel::Broadcast) > m.flag_wait_us);
+        assert!(grid(SyncMode::Dataflow, SyncLabel::Broadcast) < m.grid_barrier_us);
+        assert_eq!(
+            m.boundary_us(SyncMode::Dataflow, DepKind::Invocation, SyncLabel::None),
+            0.0
+        );
+        // Every boundary inside a kernel is cheaper than a launch, or fusing would never pay.
+        for l in [
+            SyncLabel::Counter,
+            SyncLabel::LastArriverFold,
+            SyncLabel::AllToAll,
+        ] {
+            assert!(grid(SyncMode::Dataflow, l) < m.launch_us, "{l:?}");
+        }
+    }
+}
