@@ -1,4 +1,4 @@
-//! `vyrescope emit FILE [--sm 90] [--workgroup X,Y,Z] [--lineinfo] [--no-unroll] [-o OUT] [--map] [--resources]`
+//! `vyrescope emit FILE [--sm 90] [--workgroup X,Y,Z] [--lineinfo] [--no-unroll] [--timeline] [-o OUT] [--map] [--resources]`
 
 use std::path::PathBuf;
 
@@ -10,7 +10,7 @@ use crate::util::Problem;
 /// Emit a Program's PTX (or its source map / ptxas resources).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources\n  vyrescope emit fixtures/programs/reduce_sum_f32.json --no-unroll\n  vyrescope emit fixtures/pipelines/reduce_total_normalize.json"
+    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources\n  vyrescope emit fixtures/programs/reduce_sum_f32.json --no-unroll\n  vyrescope emit fixtures/pipelines/reduce_total_normalize.json\n  vyrescope emit fixtures/pipelines/softmax.json --timeline --sync dataflow"
 )]
 pub struct Args {
     /// Program file, or a pipeline file (every plan group's fused kernel).
@@ -57,7 +57,8 @@ pub struct Args {
     pub json: bool,
     /// Instrument the kernel for `run --timeline`: thread 0 of each block stamps
     /// `%globaltimer`/`%smid` at its start and end into one more parameter,
-    /// `param_timeline` (see docs/timeline.md).
+    /// `param_timeline` (see docs/timeline.md). On a pipeline: every fused kernel as
+    /// `run --timeline` records it (each step, virtual workgroup and wait).
     #[arg(long, conflicts_with_all = ["vyre", "compare_vyre"])]
     pub timeline: bool,
     /// On a pipeline: how persistent groups separate cross-workgroup dependences, `barrier`
@@ -128,12 +129,13 @@ pub fn run(a: &Args) -> super::Outcome {
 
 /// `emit PIPELINE`: every plan group's fused kernel (h200 profile), each PTX module after a
 /// `// ` line naming the group; `--map` gives `{"pipeline","device","groups":[...]}` with each
-/// group's map, `--resources` one line per group.
+/// group's map, `--resources` one line per group. `--timeline`: the instrumented fused
+/// kernels, as `run --timeline` builds them for the same plan and `--sync` form.
 fn pipeline(a: &Args) -> super::Outcome {
-    if a.vyre || a.compare_vyre || a.timeline {
+    if a.vyre || a.compare_vyre {
         let file = a.file.display();
         return Err(Problem::new(
-            format!("{file}: --vyre, --compare-vyre and --timeline take one Program, and this is a pipeline"),
+            format!("{file}: --vyre and --compare-vyre take one Program, and this is a pipeline"),
             "give one step's Program file, or drop the option to see the fused kernels",
         )
         .at(file.to_string()));
@@ -145,6 +147,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         grid_barrier: a.grid_barrier,
         version_bounds: a.version_bounds,
         sync: a.sync,
+        timeline: a.timeline,
     };
     let pk = super::pipeline_kernels::load(&a.file, None, a.workgroup, &how)?;
     let mut text = String::new();

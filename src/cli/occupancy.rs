@@ -374,6 +374,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
         grid_barrier: Default::default(),
         version_bounds: false,
         sync: a.sync,
+        timeline: false,
     };
     let pk = super::pipeline_kernels::load(file, a.device.as_deref(), a.workgroup, &how)?;
     let sm = sm_of(&pk.device).min(90);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::emit::{EmitOptions, EmittedKernel};
+use crate::harness::timeline_run::{instrumented_kernel, pipeline_launches, PipelineForm};
 use crate::inputs::pipeline::pipeline_shapes;
 use crate::ir::Pipeline;
 use crate::megakernel::compiled::CompiledPipeline;
@@ -22,7 +23,9 @@ pub(crate) struct GroupKernel {
     pub index: usize,
     /// The plan's group.
     pub group: Group,
-    /// The emitted fused kernel, node ids renamed to `steps[k].<id>`.
+    /// The emitted fused kernel, node ids renamed to `steps[k].<id>`; with
+    /// [`GroupEmit::timeline`], the instrumented kernel exactly as `run --timeline` JITs it
+    /// (fused node ids, the ids its records name).
     pub kernel: EmittedKernel,
 }
 
@@ -51,6 +54,10 @@ pub(crate) struct GroupEmit {
     /// How persistent groups separate cross-workgroup dependences (grid barriers or dataflow
     /// waits), as `run --megakernel --sync` runs them.
     pub sync: SyncMode,
+    /// Each group's kernel instrumented for the timeline, through the run path's own
+    /// launches and emission (`harness::timeline_run`), so it is what `run --timeline`
+    /// records for the same plan and sync form.
+    pub timeline: bool,
 }
 
 /// Refuses `--sync dataflow` on a Program file: the form exists only in fused kernels, and
@@ -100,11 +107,25 @@ pub(crate) fn load(
         grid_barrier: how.grid_barrier,
         version_bounds: how.version_bounds,
     };
+    // The timeline's launches are the run path's: one per group, each with the units its
+    // records name (the first group that cannot be fused is the error, by index).
+    let launches = match how.timeline {
+        true => Some(
+            pipeline_launches(&compiled, PipelineForm::Fused)
+                .map_err(|e| e.context(file.display()))?,
+        ),
+        false => None,
+    };
     let mut groups = Vec::with_capacity(compiled.groups.len());
     for (index, g) in compiled.groups.iter().enumerate() {
-        let kernel = compiled
-            .emit_group(index, &eopts)
-            .map_err(|e| e.context(format_args!("{}: group {index}", file.display())))?;
+        let kernel = match &launches {
+            Some(all) => all
+                .get(index)
+                .ok_or_else(|| Problem::bug(format!("no timeline launch for group {index}")))
+                .and_then(|l| instrumented_kernel(l, &eopts).map_err(Problem::from)),
+            None => compiled.emit_group(index, &eopts),
+        }
+        .map_err(|e| e.context(format_args!("{}: group {index}", file.display())))?;
         groups.push(GroupKernel {
             index,
             group: g.group.clone(),

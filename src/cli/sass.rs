@@ -86,6 +86,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         grid_barrier: Default::default(),
         version_bounds: false,
         sync: a.sync,
+        timeline: false,
     };
     let pk = super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how)?;
     let mut text = String::new();

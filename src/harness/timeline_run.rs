@@ -77,6 +77,21 @@ impl TimelineRun {
     }
 }
 
+/// The instrumented kernel of launch `l`: its Program emitted with `opts` at the launch's
+/// own workgroup size, recording the units of its spec. `run --timeline` JITs exactly this
+/// (`opts`: the device's sm, the run's grid barrier lowering, the emitter's defaults
+/// otherwise), and `emit --timeline` prints it, so both show the same PTX.
+pub fn instrumented_kernel(
+    l: &TimelineLaunch,
+    opts: &EmitOptions,
+) -> std::result::Result<EmittedKernel, crate::emit::EmitError> {
+    let opts = EmitOptions {
+        workgroup_size: l.shape.workgroup_size,
+        ..opts.clone()
+    };
+    crate::emit::emit_timeline(&l.program, &opts, &l.spec)
+}
+
 fn record_buffer(spec: &TimelineSpec, shape: &LaunchShape, i: usize) -> Result<HostBuffer> {
     let blocks: u64 = shape.grid.iter().map(|&g| g as u64).product();
     let bytes = spec.buffer_bytes(blocks);
@@ -127,11 +142,7 @@ impl Runtime {
                 grid_barrier: jit.grid_barrier,
                 ..EmitOptions::for_program(&l.program)
             };
-            let eopts = EmitOptions {
-                workgroup_size: l.shape.workgroup_size,
-                ..eopts
-            };
-            let k = crate::emit::emit_timeline(&l.program, &eopts, &l.spec)?;
+            let k = instrumented_kernel(l, &eopts)?;
             let (mut h, _) = self.load_kernel(&k.ptx, &k.kernel_name, jit)?;
             // A cooperative grid was sized from the plain kernel's residency; recording
             // costs registers, and a persistent grid that no longer fits is refused. So the

@@ -5,16 +5,19 @@
 //! data, with records out of order in their rings, wrapped rings and malformed records.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::timeline::{
     TimelineSpec, TimelineUnit, UnitKind, WaitKind, NO_WORKGROUP, RECORD_BYTES,
 };
 use vyrescope::emit::{emit, emit_timeline, EmitOptions};
+use vyrescope::harness::timeline_run::{instrumented_kernel, pipeline_launches, PipelineForm};
 use vyrescope::inputs::pipeline::prepare_pipeline;
 use vyrescope::inputs::prng::SplitMix64;
 use vyrescope::inputs::LaunchShape;
-use vyrescope::megakernel::plan::{plan, PlanOptions};
+use vyrescope::megakernel::compiled::CompiledPipeline;
+use vyrescope::megakernel::plan::{plan, PlanOptions, SyncMode};
 use vyrescope::megakernel::timeline::fused_spec;
 use vyrescope::megakernel::{fuse_group, FusedKernel};
 use vyrescope::occupancy::profiles;
@@ -599,6 +602,128 @@ fn cli_emit_timeline_and_refusals() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("--backend cuda"),
+        "{err}"
+    );
+}
+
+/// `emit --timeline PIPELINE` (issue 33): in both sync forms, one instrumented kernel per plan
+/// group after the line naming the group, each byte for byte what the run path builds (the
+/// compiled pipeline's fused timeline launches, each emitted by `instrumented_kernel` with
+/// the options `run --timeline` uses on a device of the same profile), and ptxas accepts
+/// them. `--map` carries each kernel's timeline spec; `--vyre` stays refused.
+#[test]
+fn cli_emit_timeline_on_a_pipeline_is_what_run_timeline_builds() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let ptxas = crate::support::tools::ptxas("assembling emit --timeline on a pipeline");
+    let opts = PlanOptions::new(profiles::load("h200").expect("bundled h200"));
+    for fixture in [
+        "fixtures/pipelines/softmax.json",
+        "fixtures/pipelines/stencil_pingpong.json",
+    ] {
+        let path = Path::new(fixture);
+        let p = load_pipeline(path)
+            .pipeline
+            .expect("valid pipeline fixture");
+        let prepared = prepare_pipeline(&p, path.parent().expect("folder")).expect("prepare");
+        let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
+        let mut printed = Vec::new();
+        for sync in [SyncMode::Barrier, SyncMode::Dataflow] {
+            let out = cli(
+                &["emit", fixture, "--timeline", "--sync", sync.name()],
+                tmp.path(),
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{fixture} {sync:?}: {err}");
+            let text = String::from_utf8(out.stdout).expect("utf-8 PTX");
+            let compiled =
+                CompiledPipeline::compile(Arc::new(p.clone()), shapes.clone(), &opts, sync, None)
+                    .expect("compile");
+            let launches = pipeline_launches(&compiled, PipelineForm::Fused).expect("launches");
+            let n = compiled.plan().groups.len();
+            assert_eq!(launches.len(), n, "{fixture}: one launch per plan group");
+            // The printed kernels, split at the lines naming their groups.
+            let mut kernels: Vec<(String, String)> = Vec::new();
+            for line in text.split_inclusive('\n') {
+                match line.strip_prefix("// pipeline ") {
+                    Some(h) if h.contains(", group ") => {
+                        kernels.push((h.to_string(), String::new()))
+                    }
+                    _ => kernels
+                        .last_mut()
+                        .expect("a group line first")
+                        .1
+                        .push_str(line),
+                }
+            }
+            assert_eq!(
+                kernels.len(),
+                n,
+                "{fixture} {sync:?}: one kernel per plan group"
+            );
+            for (g, (l, (header, ptx))) in launches.iter().zip(&kernels).enumerate() {
+                // `run --timeline` emits with the device's sm (90 on an H200) and the default
+                // grid barrier lowering, the emitter's defaults otherwise.
+                let base = EmitOptions {
+                    sm: 90,
+                    ..EmitOptions::for_program(&l.program)
+                };
+                let k = instrumented_kernel(l, &base).expect("instrumented kernel");
+                assert_eq!(
+                    ptx, &k.ptx,
+                    "{fixture} {sync:?} group {g}: not the run path's PTX"
+                );
+                assert!(
+                    header.starts_with(&format!("{}, group {g} of {n} (", p.name))
+                        && header.contains(&format!("kernel {}", k.kernel_name)),
+                    "{header}"
+                );
+                let steps = &compiled.groups[g].group.steps;
+                let first = &p.steps[steps[0]].program.name;
+                assert!(
+                    header.contains(&format!("steps {} {first}", steps[0])),
+                    "{header}"
+                );
+                assert!(
+                    ptx.contains(".param .u64 param_timeline")
+                        && ptx.contains("%globaltimer")
+                        && ptx.contains("%smid")
+                        && ptx.contains("st.global.v2.u64"),
+                    "{fixture} {sync:?} group {g}: no timeline parameter or record stores"
+                );
+                assert_eq!(k.abi.timeline.as_ref(), Some(&l.spec));
+                assert!(
+                    l.spec.units.len() > 1,
+                    "a fused kernel records steps and waits"
+                );
+                if let Some(bin) = &ptxas {
+                    if let Err(e) = assemble(bin, ptx, 90, false) {
+                        panic!("{fixture} {sync:?} group {g}: ptxas refused it: {e}");
+                    }
+                }
+            }
+            printed.push(text);
+        }
+        assert_ne!(printed[0], printed[1], "{fixture}: the sync forms differ");
+    }
+    // --map: each group's object carries its timeline spec.
+    let f = "fixtures/pipelines/stencil_pingpong.json";
+    let out = cli(&["emit", f, "--timeline", "--map"], tmp.path());
+    assert!(out.status.success());
+    let map: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let groups = map["groups"].as_array().expect("groups");
+    assert!(!groups.is_empty());
+    for g in groups {
+        assert!(
+            g["abi"]["timeline"]["slots_per_block"].as_u64() > Some(0),
+            "{g}"
+        );
+        assert!(g["group"].is_u64() && g["steps"].is_array());
+    }
+    // vyre's PTX still takes one Program.
+    let out = cli(&["emit", f, "--vyre"], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("take one Program") && !err.contains("--timeline"),
         "{err}"
     );
 }
