@@ -43,10 +43,26 @@ pub struct Args {
     /// folds; experimental). The plan then lists what each boundary runs as, read from the fused kernel.
     #[arg(long, default_value = "barrier", value_name = "FORM")]
     pub sync: SyncMode,
+    /// Also plan the pipeline with vyre-megakernel's own planner (feature `vyre`; the pipeline
+    /// is exported as a vyre ProgramGraph) and list where the plans differ. Always on for a
+    /// vyre graph (.vgr) or artifact (.vmk). With --json the output is then
+    /// `{"vyre": {...}, "vyrescope": {...}, "differences": [...]}`.
+    #[arg(long)]
+    pub vyre: bool,
+    /// vyre planner search budget in work units (`SearchBudget::max_cpu_work`: one per
+    /// producer-consumer edge examined, one for the combined candidate; edges past it are
+    /// never fused). Default 1000000. For an artifact, re-plans the graph it holds.
+    #[arg(long, value_name = "N")]
+    pub vyre_budget: Option<u64>,
+    /// Most candidate plans vyre's planner scores (`SearchBudget::max_candidates`, the unfused
+    /// baseline included). Default 64. For an artifact, re-plans the graph it holds.
+    #[arg(long, value_name = "N")]
+    pub vyre_candidates: Option<u32>,
 }
 
 /// Runs `plan`.
 pub fn run(a: &Args) -> super::Outcome {
+    beside::check_flags(a)?;
     let pipeline = load(&a.file)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
     // Shapes only: a plan never looks at the buffers' contents.
@@ -86,12 +102,16 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     let runs = runs_as(&compiled);
     let cached = &compiled.planned;
+    let vyre = beside::vyre_beside(a, &compiled.pipeline, &cached.plan)?;
     let pipeline = &compiled.pipeline;
     let text = if a.json {
         let mut v = serde_json::to_value(&cached.plan).map_err(Problem::bug)?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert("sync".into(), serde_json::json!(a.sync.name()));
             obj.insert("runs_as".into(), serde_json::json!(runs));
+        }
+        if let Some(theirs) = &vyre {
+            v = theirs.json(v)?;
         }
         match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
@@ -100,6 +120,9 @@ pub fn run(a: &Args) -> super::Outcome {
     } else {
         let mut t = render(&cached.plan, pipeline, &device_note, a.regs.len());
         t.push_str(&render_runs_as(&runs, a.sync));
+        if let Some(theirs) = &vyre {
+            t = theirs.text(t);
+        }
         t
     };
     // A closed stdout (`| head`) is not worth a panic.
@@ -316,4 +339,169 @@ fn render_runs_as(runs: &[Vec<String>], sync: SyncMode) -> String {
         }
     }
     o
+}
+
+/// vyre-megakernel's plan beside ours (feature `vyre`).
+#[cfg(feature = "vyre")]
+mod beside {
+    use std::path::Path;
+
+    use crate::ir::Pipeline;
+    use crate::megakernel::against_vyre::{
+        differences, render_differences, render_vyre, Difference,
+    };
+    use crate::megakernel::plan::Plan;
+    use crate::util::Problem;
+    use crate::vyre::plan::{describe, plan_graph, Budget, PlanSource, VyrePlan};
+
+    /// vyre's plan and the differences from ours, ready to print.
+    pub struct Beside {
+        vyre: VyrePlan,
+        differences: Vec<Difference>,
+        names: Vec<String>,
+    }
+
+    impl Beside {
+        /// `{"vyre", "vyrescope", "differences"}` with `ours` (today's plan JSON) inside.
+        pub fn json(&self, ours: serde_json::Value) -> Result<serde_json::Value, Problem> {
+            Ok(serde_json::json!({
+                "vyre": serde_json::to_value(&self.vyre).map_err(Problem::bug)?,
+                "vyrescope": ours,
+                "differences": serde_json::to_value(&self.differences).map_err(Problem::bug)?,
+            }))
+        }
+
+        /// vyre's plan, then ours (`ours`, the text `plan` prints), then the differences.
+        pub fn text(&self, ours: String) -> String {
+            let name = |i: u32| {
+                self.names
+                    .get(i as usize)
+                    .cloned()
+                    .unwrap_or_else(|| format!("node {i}"))
+            };
+            format!(
+                "{}\nvyrescope plan:\n{}\n{}",
+                render_vyre(&self.vyre),
+                ours,
+                render_differences(&self.differences, &name)
+            )
+        }
+    }
+
+    /// Nothing to refuse: every flag works in this build.
+    pub fn check_flags(_a: &super::Args) -> Result<(), Problem> {
+        Ok(())
+    }
+
+    fn is_graph(path: &Path) -> Result<(bool, Vec<u8>), Problem> {
+        let bytes = std::fs::read(path).map_err(|e| {
+            Problem::new(
+                format!("cannot read {}: {e}", path.display()),
+                "check the path and its permissions",
+            )
+        })?;
+        Ok((crate::ir::foreign::is_vyre_graph(path, &bytes), bytes))
+    }
+
+    /// vyre's plan of the graph `a.file` holds (or of the pipeline exported as a graph, with
+    /// `--vyre`), and the differences from `ours`; `None` when not asked for.
+    pub fn vyre_beside(
+        a: &super::Args,
+        pipeline: &Pipeline,
+        ours: &Plan,
+    ) -> Result<Option<Beside>, Problem> {
+        let (graph_file, bytes) = is_graph(&a.file)?;
+        if !graph_file && !a.vyre {
+            return Ok(None);
+        }
+        let defaults = Budget::default();
+        let budget = Budget {
+            max_candidates: a.vyre_candidates.unwrap_or(defaults.max_candidates),
+            max_cpu_work: a.vyre_budget.unwrap_or(defaults.max_cpu_work),
+        };
+        let replan = a.vyre_budget.is_some() || a.vyre_candidates.is_some();
+        let name = &pipeline.name;
+        let vyre = if graph_file {
+            let artifact = bytes.starts_with(crate::vyre::artifact::ARTIFACT_MAGIC)
+                || a.file
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
+            let (graph, _) = crate::vyre::graph::read_graph(&a.file, &bytes)?;
+            if artifact && !replan {
+                let recorded = crate::vyre::artifact::decode_artifact(&a.file, &bytes)?;
+                describe(&recorded, &graph, PlanSource::Artifact, name)?
+            } else {
+                plan_graph(graph, budget, name)?
+            }
+        } else {
+            let graph = crate::vyre::graph::export_pipeline(pipeline).map_err(|e| {
+                let p: Problem = e.into();
+                Problem::new(
+                    format!("--vyre: {}", p.message),
+                    format!(
+                        "{}; or plan without --vyre (vyre's planner needs the pipeline as a \
+                         ProgramGraph)",
+                        p.fix
+                    ),
+                )
+            })?;
+            plan_graph(graph, budget, name)?
+        };
+        let names: Vec<String> = vyre.nodes.iter().map(|n| n.name.clone()).collect();
+        let name_of = |i: u32| {
+            names
+                .get(i as usize)
+                .cloned()
+                .unwrap_or_else(|| format!("node {i}"))
+        };
+        let differences = differences(&vyre, ours, &name_of);
+        Ok(Some(Beside {
+            vyre,
+            differences,
+            names,
+        }))
+    }
+}
+
+/// Without the `vyre` feature: `--vyre` and the vyre budget flags are refused with how to get
+/// them; a vyre graph file is refused by the loader the same way.
+#[cfg(not(feature = "vyre"))]
+mod beside {
+    use crate::ir::Pipeline;
+    use crate::megakernel::plan::Plan;
+    use crate::util::Problem;
+
+    /// Never built: there is no vyre plan without the feature.
+    pub enum Beside {}
+
+    impl Beside {
+        pub fn json(&self, _ours: serde_json::Value) -> Result<serde_json::Value, Problem> {
+            match *self {}
+        }
+
+        pub fn text(&self, _ours: String) -> String {
+            match *self {}
+        }
+    }
+
+    /// Refuses the vyre flags in a build without vyre.
+    pub fn check_flags(a: &super::Args) -> Result<(), Problem> {
+        if a.vyre || a.vyre_budget.is_some() || a.vyre_candidates.is_some() {
+            return Err(Problem::new(
+                "--vyre, --vyre-budget and --vyre-candidates need vyre-megakernel, and this \
+                 vyrescope was built without vyre support",
+                "rebuild with `cargo build --release --features vyre` (see docs/vyre.md), or plan \
+                 without the vyre flags",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn vyre_beside(
+        _a: &super::Args,
+        _pipeline: &Pipeline,
+        _ours: &Plan,
+    ) -> Result<Option<Beside>, Problem> {
+        Ok(None)
+    }
 }
