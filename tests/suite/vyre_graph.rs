@@ -316,6 +316,12 @@ fn graphs() -> Vec<(&'static str, ProgramGraph, Model)> {
                 .map(|v| v.wrapping_mul(2).wrapping_add(1))
                 .collect()
         }),
+        ("named_chain", named_chain(), |b| {
+            b("x")
+                .iter()
+                .map(|v| v.wrapping_mul(2).wrapping_add(1))
+                .collect()
+        }),
         ("diamond", diamond(), |b| {
             b("x")
                 .iter()
@@ -518,7 +524,7 @@ fn exported_pipelines_are_graphs_vyre_reads_and_import_back_to_the_same_results(
 
 /// The bundled graphs: `fixtures/vyre/graphs/<name>.vgr`, vyre's wire bytes of the builders
 /// above (`VYRESCOPE_BLESS=1` rewrites them).
-const BUNDLED: &[&str] = &["chain", "diamond", "retained"];
+const BUNDLED: &[&str] = &["chain", "named_chain", "diamond", "retained"];
 
 #[test]
 fn bundled_graphs_are_what_the_builders_write() {
