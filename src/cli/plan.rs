@@ -16,7 +16,7 @@ use crate::util::Problem;
 /// Plan a pipeline's fused execution: groups, waves, barriers and fusion breaks.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope plan fixtures/pipelines/chain.json\n  vyrescope plan fixtures/pipelines/reduce_normalize.json --device a100 --json\n  vyrescope plan fixtures/pipelines/chain.json --regs 18,20\n\nDevices: a100, sm86, sm89, h100-sxm, h200, or a DeviceCaps JSON file."
+    after_help = "Examples:\n  vyrescope plan fixtures/pipelines/chain.json\n  vyrescope plan fixtures/pipelines/reduce_normalize.json --device a100 --json\n  vyrescope plan fixtures/pipelines/chain.json --regs 18,20\n  vyrescope plan fixtures/vyre/graphs/named_chain.vgr            (vyre's plan beside ours; feature vyre)\n  vyrescope plan fixtures/pipelines/chain.json --vyre --json\n\nDevices: a100, sm86, sm89, h100-sxm, h200, or a DeviceCaps JSON file."
 )]
 pub struct Args {
     /// Pipeline file.
