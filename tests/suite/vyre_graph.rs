@@ -1288,3 +1288,73 @@ fn plan_command_prints_both_plans_and_the_three_key_json() {
     assert_eq!(code, 1, "{stdout}");
     assert!(err.contains("Fix:") && !err.contains("panicked"), "{err}");
 }
+
+/// x -> `first` (every invocation stores x[0] into y[0]) -> `spread` (out[i] = y[0] + i).
+fn broadcast_chain() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", N.into());
+    let (_, y) = g
+        .add_node(
+            "first",
+            VP::wrapped(
+                vec![
+                    VB::read("x", 0, DT::U32).with_count(N),
+                    VB::output("y", 1, DT::U32).with_count(1),
+                ],
+                [64, 1, 1],
+                vec![N::store("y", E::u32(0), E::load("x", E::u32(0)))],
+            ),
+            vec![port("x", x, read(N))],
+            vec![out_port("y", "y", temp(1))],
+        )
+        .unwrap();
+    g.add_node(
+        "spread",
+        VP::wrapped(
+            vec![
+                VB::read("y", 0, DT::U32).with_count(1),
+                VB::output("out", 1, DT::U32).with_count(N),
+            ],
+            [64, 1, 1],
+            vec![
+                N::let_bind("i", E::gid_x()),
+                N::if_then(
+                    E::lt(E::var("i"), E::buf_len("out")),
+                    vec![N::store(
+                        "out",
+                        E::var("i"),
+                        E::add(E::load("y", E::u32(0)), E::var("i")),
+                    )],
+                ),
+            ],
+        ),
+        vec![port("y", y[0], read(1))],
+        vec![out_port("out", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+#[test]
+fn a_uniform_store_gets_a_workgroup_barrier_from_vyre_where_we_need_a_grid_barrier() {
+    let (v, ours, d) = both_plans(broadcast_chain(), "broadcast_chain");
+    check_cost(&v, "broadcast_chain");
+    assert_eq!(members(&v), [vec![0, 1]]);
+    let orderings: Vec<&str> = v.groups[0]
+        .kernel_barriers
+        .iter()
+        .map(|k| k.ordering.as_str())
+        .collect();
+    assert_eq!(orderings, ["seq_cst"], "{:?}", v.groups[0]);
+    let (kind, reason) = vyrescope::megakernel::against_vyre::our_separation(&ours, 0, 1).unwrap();
+    assert_eq!(kind, vyrescope::megakernel::DepKind::Grid, "{reason}");
+    let kb = d
+        .iter()
+        .find(|d| d.kind == "kernel_barrier")
+        .unwrap_or_else(|| panic!("{d:?}"));
+    assert!(
+        kb.vyre.contains("Barrier{SeqCst}") && kb.vyre.contains("weaker"),
+        "{kb:?}"
+    );
+    assert!(kb.vyrescope.starts_with("grid barrier"), "{kb:?}");
+}
