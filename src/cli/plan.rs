@@ -344,63 +344,14 @@ fn render_runs_as(runs: &[Vec<String>], sync: SyncMode) -> String {
 /// vyre-megakernel's plan beside ours (feature `vyre`).
 #[cfg(feature = "vyre")]
 mod beside {
-    use std::path::Path;
-
     use crate::ir::Pipeline;
-    use crate::megakernel::against_vyre::{
-        differences, render_differences, render_vyre, Difference,
-    };
+    use crate::megakernel::against_vyre::{beside, Ask, Beside};
     use crate::megakernel::plan::Plan;
     use crate::util::Problem;
-    use crate::vyre::plan::{describe, plan_graph, Budget, PlanSource, VyrePlan};
-
-    /// vyre's plan and the differences from ours, ready to print.
-    pub struct Beside {
-        vyre: VyrePlan,
-        differences: Vec<Difference>,
-        names: Vec<String>,
-    }
-
-    impl Beside {
-        /// `{"vyre", "vyrescope", "differences"}` with `ours` (today's plan JSON) inside.
-        pub fn json(&self, ours: serde_json::Value) -> Result<serde_json::Value, Problem> {
-            Ok(serde_json::json!({
-                "vyre": serde_json::to_value(&self.vyre).map_err(Problem::bug)?,
-                "vyrescope": ours,
-                "differences": serde_json::to_value(&self.differences).map_err(Problem::bug)?,
-            }))
-        }
-
-        /// vyre's plan, then ours (`ours`, the text `plan` prints), then the differences.
-        pub fn text(&self, ours: String) -> String {
-            let name = |i: u32| {
-                self.names
-                    .get(i as usize)
-                    .cloned()
-                    .unwrap_or_else(|| format!("node {i}"))
-            };
-            format!(
-                "{}\nvyrescope plan:\n{}\n{}",
-                render_vyre(&self.vyre),
-                ours,
-                render_differences(&self.differences, &name)
-            )
-        }
-    }
 
     /// Nothing to refuse: every flag works in this build.
     pub fn check_flags(_a: &super::Args) -> Result<(), Problem> {
         Ok(())
-    }
-
-    fn is_graph(path: &Path) -> Result<(bool, Vec<u8>), Problem> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            Problem::new(
-                format!("cannot read {}: {e}", path.display()),
-                "check the path and its permissions",
-            )
-        })?;
-        Ok((crate::ir::foreign::is_vyre_graph(path, &bytes), bytes))
     }
 
     /// vyre's plan of the graph `a.file` holds (or of the pipeline exported as a graph, with
@@ -410,56 +361,12 @@ mod beside {
         pipeline: &Pipeline,
         ours: &Plan,
     ) -> Result<Option<Beside>, Problem> {
-        let (graph_file, bytes) = is_graph(&a.file)?;
-        if !graph_file && !a.vyre {
-            return Ok(None);
-        }
-        let defaults = Budget::default();
-        let budget = Budget {
-            max_candidates: a.vyre_candidates.unwrap_or(defaults.max_candidates),
-            max_cpu_work: a.vyre_budget.unwrap_or(defaults.max_cpu_work),
+        let ask = Ask {
+            pipeline: a.vyre,
+            max_cpu_work: a.vyre_budget,
+            max_candidates: a.vyre_candidates,
         };
-        let replan = a.vyre_budget.is_some() || a.vyre_candidates.is_some();
-        let name = &pipeline.name;
-        let vyre = if graph_file {
-            let artifact = bytes.starts_with(crate::vyre::artifact::ARTIFACT_MAGIC)
-                || a.file
-                    .extension()
-                    .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
-            let (graph, _) = crate::vyre::graph::read_graph(&a.file, &bytes)?;
-            if artifact && !replan {
-                let recorded = crate::vyre::artifact::decode_artifact(&a.file, &bytes)?;
-                describe(&recorded, &graph, PlanSource::Artifact, name)?
-            } else {
-                plan_graph(graph, budget, name)?
-            }
-        } else {
-            let graph = crate::vyre::graph::export_pipeline(pipeline).map_err(|e| {
-                let p: Problem = e.into();
-                Problem::new(
-                    format!("--vyre: {}", p.message),
-                    format!(
-                        "{}; or plan without --vyre (vyre's planner needs the pipeline as a \
-                         ProgramGraph)",
-                        p.fix
-                    ),
-                )
-            })?;
-            plan_graph(graph, budget, name)?
-        };
-        let names: Vec<String> = vyre.nodes.iter().map(|n| n.name.clone()).collect();
-        let name_of = |i: u32| {
-            names
-                .get(i as usize)
-                .cloned()
-                .unwrap_or_else(|| format!("node {i}"))
-        };
-        let differences = differences(&vyre, ours, &name_of);
-        Ok(Some(Beside {
-            vyre,
-            differences,
-            names,
-        }))
+        beside(&a.file, pipeline, ours, ask)
     }
 }
 

@@ -7,10 +7,13 @@
 //! pipeline exports to a graph one node per step, in order.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::vyre::plan::{PlanSource, VyrePlan};
+use crate::ir::Pipeline;
+use crate::util::Problem;
+use crate::vyre::plan::{describe, plan_graph, Budget, PlanSource, VyrePlan};
 
 use super::plan::Plan;
 use super::DepKind;
@@ -457,4 +460,129 @@ pub fn render_differences(diffs: &[Difference], name: &dyn Fn(u32) -> String) ->
         );
     }
     o
+}
+
+/// What was asked of vyre's planner (`plan --vyre --vyre-budget N --vyre-candidates N`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ask {
+    /// Compare a pipeline file too (exported as a ProgramGraph); a graph or artifact file is
+    /// always compared.
+    pub pipeline: bool,
+    /// `SearchBudget::max_cpu_work`, when given.
+    pub max_cpu_work: Option<u64>,
+    /// `SearchBudget::max_candidates`, when given.
+    pub max_candidates: Option<u32>,
+}
+
+/// vyre's plan and the differences from ours, ready to print.
+#[derive(Debug, Clone)]
+pub struct Beside {
+    /// vyre's plan.
+    pub vyre: VyrePlan,
+    /// Where the plans differ.
+    pub differences: Vec<Difference>,
+    /// Node (= step) names.
+    pub names: Vec<String>,
+}
+
+impl Beside {
+    /// Node `i`'s name.
+    pub fn name(&self, i: u32) -> String {
+        self.names
+            .get(i as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node {i}"))
+    }
+
+    /// `{"vyre", "vyrescope", "differences"}` with `ours` (the plan JSON of `plan --json`).
+    pub fn json(&self, ours: serde_json::Value) -> Result<serde_json::Value, Problem> {
+        Ok(serde_json::json!({
+            "vyre": serde_json::to_value(&self.vyre).map_err(Problem::bug)?,
+            "vyrescope": ours,
+            "differences": serde_json::to_value(&self.differences).map_err(Problem::bug)?,
+        }))
+    }
+
+    /// vyre's plan, then ours (`ours`, the text `plan` prints), then the differences.
+    pub fn text(&self, ours: String) -> String {
+        format!(
+            "{}\nvyrescope plan:\n{}\n{}",
+            render_vyre(&self.vyre),
+            ours,
+            self.differences_text()
+        )
+    }
+
+    /// The differences as text.
+    pub fn differences_text(&self) -> String {
+        render_differences(&self.differences, &|i| self.name(i))
+    }
+}
+
+/// vyre's plan of the graph or artifact at `path` (or, when `ask.pipeline`, of `pipeline`
+/// exported as a graph) and the differences from `ours`, the plan of `pipeline` (the file's
+/// pipeline); `None` for a pipeline file not asked for. An artifact's recorded plan is
+/// described unless a budget is given, which plans its graph again.
+pub fn beside(
+    path: &Path,
+    pipeline: &Pipeline,
+    ours: &Plan,
+    ask: Ask,
+) -> Result<Option<Beside>, Problem> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Problem::new(
+            format!("cannot read {}: {e}", path.display()),
+            "check the path and its permissions",
+        )
+    })?;
+    let graph_file = crate::ir::foreign::is_vyre_graph(path, &bytes);
+    if !graph_file && !ask.pipeline {
+        return Ok(None);
+    }
+    let defaults = Budget::default();
+    let budget = Budget {
+        max_candidates: ask.max_candidates.unwrap_or(defaults.max_candidates),
+        max_cpu_work: ask.max_cpu_work.unwrap_or(defaults.max_cpu_work),
+    };
+    let replan = ask.max_cpu_work.is_some() || ask.max_candidates.is_some();
+    let name = &pipeline.name;
+    let vyre = if graph_file {
+        let artifact = bytes.starts_with(crate::vyre::artifact::ARTIFACT_MAGIC)
+            || path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
+        let (graph, _) = crate::vyre::graph::read_graph(path, &bytes)?;
+        if artifact && !replan {
+            let recorded = crate::vyre::artifact::decode_artifact(path, &bytes)?;
+            describe(&recorded, &graph, PlanSource::Artifact, name)?
+        } else {
+            plan_graph(graph, budget, name)?
+        }
+    } else {
+        let graph = crate::vyre::graph::export_pipeline(pipeline).map_err(|e| {
+            let p: Problem = e.into();
+            Problem::new(
+                format!("--vyre: {}", p.message),
+                format!(
+                    "{}; or plan without --vyre (vyre's planner needs the pipeline as a \
+                     ProgramGraph)",
+                    p.fix
+                ),
+            )
+        })?;
+        plan_graph(graph, budget, name)?
+    };
+    let names: Vec<String> = vyre.nodes.iter().map(|n| n.name.clone()).collect();
+    let name_of = |i: u32| {
+        names
+            .get(i as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node {i}"))
+    };
+    let differences = differences(&vyre, ours, &name_of);
+    Ok(Some(Beside {
+        vyre,
+        differences,
+        names,
+    }))
 }

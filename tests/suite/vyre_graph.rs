@@ -1358,3 +1358,45 @@ fn a_uniform_store_gets_a_workgroup_barrier_from_vyre_where_we_need_a_grid_barri
     );
     assert!(kb.vyrescope.starts_with("grid barrier"), "{kb:?}");
 }
+
+#[test]
+fn inspector_plan_tab_switches_to_vyres_plan_with_v() {
+    let t = tempfile::tempdir().unwrap();
+    let g = fixture_dir().join("named_chain.vgr");
+    let g = g.to_str().unwrap();
+    let screen = |keys: &str| {
+        let (code, stdout, err) = cli_in(
+            &[
+                "tui",
+                g,
+                "--keys",
+                keys,
+                "--size",
+                "80x24",
+                "--snapshot",
+                "-",
+            ],
+            t.path(),
+        );
+        assert_eq!(code, 0, "{keys}: {stdout}{err}");
+        stdout
+    };
+    let vyre = screen("7 V");
+    assert!(
+        vyre.contains("vyre-megakernel's plan (V: ours again)")
+            && vyre.contains("in-kernel GridSync after double"),
+        "{vyre}"
+    );
+    // Expanded, the differences are in view.
+    let expanded = screen("7 V e");
+    assert!(
+        expanded.contains("differences (1)") && expanded.contains("kernel_barrier"),
+        "{expanded}"
+    );
+    // V again: our wave diagram.
+    let ours = screen("7 V V");
+    assert!(
+        !ours.contains("vyre-megakernel") && ours.contains("group 0"),
+        "{ours}"
+    );
+}
