@@ -102,3 +102,24 @@ fn plan_vyre_flags_say_how_to_enable_the_feature() {
         "{err}"
     );
 }
+
+#[test]
+fn inspector_plan_tab_v_says_how_to_enable_the_feature() {
+    let t = tempfile::tempdir().unwrap();
+    let pipeline = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/chain.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .arg("tui")
+        .arg(&pipeline)
+        .args(["--keys", "7 V e", "--size", "80x24", "--snapshot", "-"])
+        .current_dir(t.path())
+        .env("HOME", t.path())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    assert!(
+        screen.contains("built without vyre")
+            && screen.contains("Fix: rebuild with `cargo build --release --features vyre`"),
+        "{screen}"
+    );
+}
