@@ -368,7 +368,8 @@ fn compile_error(name: &str, d: &vyre_megakernel::Diagnostic) -> VyrePlanError {
         .unwrap_or("")
         .trim()
         .trim_end_matches('.');
-    let ours = "`vyrescope check` on the graph lists what vyrescope finds";
+    let ours = "`vyrescope check` on the graph lists what vyrescope finds; for vyrescope's plan \
+                alone, `vyrescope import GRAPH -o DIR` and plan the pipeline it writes";
     VyrePlanError {
         message: format!(
             "vyre-megakernel refuses to plan graph `{name}`{place}: [{}] {}",
