@@ -92,6 +92,8 @@ pub struct FusedGroupSpec {
     pub no_prefetch: bool,
 }
 
+#[cfg(feature = "vyre")]
+pub mod against_vyre;
 pub mod cache;
 pub mod cache_check;
 pub mod compiled;

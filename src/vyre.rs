@@ -12,6 +12,7 @@ pub mod export;
 pub mod files;
 pub mod graph;
 pub mod import;
+pub mod plan;
 pub mod ptx;
 
 pub use export::{export, ExportError};

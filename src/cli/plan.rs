@@ -16,7 +16,7 @@ use crate::util::Problem;
 /// Plan a pipeline's fused execution: groups, waves, barriers and fusion breaks.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope plan fixtures/pipelines/chain.json\n  vyrescope plan fixtures/pipelines/reduce_normalize.json --device a100 --json\n  vyrescope plan fixtures/pipelines/chain.json --regs 18,20\n\nDevices: a100, sm86, sm89, h100-sxm, h200, or a DeviceCaps JSON file."
+    after_help = "Examples:\n  vyrescope plan fixtures/pipelines/chain.json\n  vyrescope plan fixtures/pipelines/reduce_normalize.json --device a100 --json\n  vyrescope plan fixtures/pipelines/chain.json --regs 18,20\n  vyrescope plan fixtures/vyre/graphs/named_chain.vgr            (vyre's plan beside ours; feature vyre)\n  vyrescope plan fixtures/pipelines/chain.json --vyre --json\n\nDevices: a100, sm86, sm89, h100-sxm, h200, or a DeviceCaps JSON file."
 )]
 pub struct Args {
     /// Pipeline file.
@@ -48,10 +48,26 @@ pub struct Args {
     /// that `run --decide measure` timed on this device comes from the plan cache.
     #[arg(long, value_enum, default_value = "model", value_name = "HOW")]
     pub decide: crate::megakernel::plan::Decide,
+    /// Also plan the pipeline with vyre-megakernel's own planner (feature `vyre`; the pipeline
+    /// is exported as a vyre ProgramGraph) and list where the plans differ. Always on for a
+    /// vyre graph (.vgr) or artifact (.vmk). With --json the output is then
+    /// `{"vyre": {...}, "vyrescope": {...}, "differences": [...]}`.
+    #[arg(long)]
+    pub vyre: bool,
+    /// vyre planner search budget in work units (`SearchBudget::max_cpu_work`: one per
+    /// producer-consumer edge examined, one for the combined candidate; edges past it are
+    /// never fused). Default 1000000. For an artifact, re-plans the graph it holds.
+    #[arg(long, value_name = "N")]
+    pub vyre_budget: Option<u64>,
+    /// Most candidate plans vyre's planner scores (`SearchBudget::max_candidates`, the unfused
+    /// baseline included). Default 64. For an artifact, re-plans the graph it holds.
+    #[arg(long, value_name = "N")]
+    pub vyre_candidates: Option<u32>,
 }
 
 /// Runs `plan`.
 pub fn run(a: &Args) -> super::Outcome {
+    beside::check_flags(a)?;
     let pipeline = load(&a.file)?;
     let base = a.file.parent().unwrap_or(Path::new("."));
     // Shapes only: a plan never looks at the buffers' contents.
@@ -93,12 +109,16 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     let runs = runs_as(&compiled);
     let cached = &compiled.planned;
+    let vyre = beside::vyre_beside(a, &compiled.pipeline, &cached.plan)?;
     let pipeline = &compiled.pipeline;
     let text = if a.json {
         let mut v = serde_json::to_value(&cached.plan).map_err(Problem::bug)?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert("sync".into(), serde_json::json!(a.sync.name()));
             obj.insert("runs_as".into(), serde_json::json!(runs));
+        }
+        if let Some(theirs) = &vyre {
+            v = theirs.json(v)?;
         }
         match serde_json::to_string_pretty(&v) {
             Ok(s) => s + "\n",
@@ -107,6 +127,9 @@ pub fn run(a: &Args) -> super::Outcome {
     } else {
         let mut t = render(&cached.plan, pipeline, &device_note, a.regs.len());
         t.push_str(&render_runs_as(&runs, a.sync));
+        if let Some(theirs) = &vyre {
+            t = theirs.text(t);
+        }
         t
     };
     // A closed stdout (`| head`) is not worth a panic.
@@ -329,4 +352,76 @@ fn render_runs_as(runs: &[Vec<String>], sync: SyncMode) -> String {
         }
     }
     o
+}
+
+/// vyre-megakernel's plan beside ours (feature `vyre`).
+#[cfg(feature = "vyre")]
+mod beside {
+    use crate::ir::Pipeline;
+    use crate::megakernel::against_vyre::{beside, Ask, Beside};
+    use crate::megakernel::plan::Plan;
+    use crate::util::Problem;
+
+    /// Nothing to refuse: every flag works in this build.
+    pub fn check_flags(_a: &super::Args) -> Result<(), Problem> {
+        Ok(())
+    }
+
+    /// vyre's plan of the graph `a.file` holds (or of the pipeline exported as a graph, with
+    /// `--vyre`), and the differences from `ours`; `None` when not asked for.
+    pub fn vyre_beside(
+        a: &super::Args,
+        pipeline: &Pipeline,
+        ours: &Plan,
+    ) -> Result<Option<Beside>, Problem> {
+        let ask = Ask {
+            pipeline: a.vyre,
+            max_cpu_work: a.vyre_budget,
+            max_candidates: a.vyre_candidates,
+        };
+        beside(&a.file, pipeline, ours, ask)
+    }
+}
+
+/// Without the `vyre` feature: `--vyre` and the vyre budget flags are refused with how to get
+/// them; a vyre graph file is refused by the loader the same way.
+#[cfg(not(feature = "vyre"))]
+mod beside {
+    use crate::ir::Pipeline;
+    use crate::megakernel::plan::Plan;
+    use crate::util::Problem;
+
+    /// Never built: there is no vyre plan without the feature.
+    pub enum Beside {}
+
+    impl Beside {
+        pub fn json(&self, _ours: serde_json::Value) -> Result<serde_json::Value, Problem> {
+            match *self {}
+        }
+
+        pub fn text(&self, _ours: String) -> String {
+            match *self {}
+        }
+    }
+
+    /// Refuses the vyre flags in a build without vyre.
+    pub fn check_flags(a: &super::Args) -> Result<(), Problem> {
+        if a.vyre || a.vyre_budget.is_some() || a.vyre_candidates.is_some() {
+            return Err(Problem::new(
+                "--vyre, --vyre-budget and --vyre-candidates need vyre-megakernel, and this \
+                 vyrescope was built without vyre support",
+                "rebuild with `cargo build --release --features vyre` (see docs/vyre.md), or plan \
+                 without the vyre flags",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn vyre_beside(
+        _a: &super::Args,
+        _pipeline: &Pipeline,
+        _ours: &Plan,
+    ) -> Result<Option<Beside>, Problem> {
+        Ok(None)
+    }
 }

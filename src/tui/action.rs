@@ -111,6 +111,9 @@ pub enum Command {
     TimelineFit,
     /// Timeline tab: show the next recorded form (a pipeline's separate launches / fused).
     TimelineForm,
+    /// Plan tab: vyre-megakernel's plan of the pipeline and where it differs from ours, or
+    /// ours again (feature `vyre`).
+    PlanVyre,
 }
 
 /// One state change.

@@ -126,6 +126,7 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         Command::TimelineFit | Command::TimelineForm => {
             timeline::command(app, c, out);
         }
+        Command::PlanVyre => crate::tui::views::plan::toggle_vyre(app),
         Command::Help => app.overlay.open = Some(Overlay::Help(0)),
         // Taken by `Screen::update` and `Detail::update`.
         Command::FocusNext

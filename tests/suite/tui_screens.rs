@@ -362,6 +362,7 @@ fn help_lists_only_the_tabs_that_exist() {
     let (a, _) = app(&[pipeline], 120, 40);
     let t = text(&a);
     assert!(t.contains("detail tab: Plan") && t.contains("tab7"), "{t}");
+    assert!(t.contains("plan_vyre"), "{t}");
     assert!(
         t.contains("detail tab: Timeline") && t.contains("tab8"),
         "{t}"

@@ -316,6 +316,12 @@ fn graphs() -> Vec<(&'static str, ProgramGraph, Model)> {
                 .map(|v| v.wrapping_mul(2).wrapping_add(1))
                 .collect()
         }),
+        ("named_chain", named_chain(), |b| {
+            b("x")
+                .iter()
+                .map(|v| v.wrapping_mul(2).wrapping_add(1))
+                .collect()
+        }),
         ("diamond", diamond(), |b| {
             b("x")
                 .iter()
@@ -518,7 +524,7 @@ fn exported_pipelines_are_graphs_vyre_reads_and_import_back_to_the_same_results(
 
 /// The bundled graphs: `fixtures/vyre/graphs/<name>.vgr`, vyre's wire bytes of the builders
 /// above (`VYRESCOPE_BLESS=1` rewrites them).
-const BUNDLED: &[&str] = &["chain", "diamond", "retained"];
+const BUNDLED: &[&str] = &["chain", "named_chain", "diamond", "retained"];
 
 #[test]
 fn bundled_graphs_are_what_the_builders_write() {
@@ -870,4 +876,527 @@ fn hostile_artifact_bytes_give_errors_with_a_fix() {
             );
         }
     }
+}
+
+// --- vyre-megakernel's plan beside ours (`vyrescope plan` on a graph) ---
+
+/// `out[i] = f(in[i])` guarded by both buffers' own lengths (so every access is provably in
+/// bounds), with Program buffers named like the graph values they carry (so vyre's merge,
+/// which links arms by buffer name, sees the edge).
+fn named_map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -> E) -> VP {
+    VP::wrapped(
+        vec![
+            VB::read(input, 0, DT::U32).with_count(n),
+            VB::output(out, 1, DT::U32).with_count(n),
+        ],
+        [wg, 1, 1],
+        vec![
+            N::let_bind("i", E::gid_x()),
+            N::if_then(
+                E::lt(E::var("i"), E::buf_len(input)),
+                vec![N::if_then(
+                    E::lt(E::var("i"), E::buf_len(out)),
+                    vec![N::store(out, E::var("i"), f(E::load(input, E::var("i"))))],
+                )],
+            ),
+        ],
+    )
+}
+
+/// x -> `double` -> y -> `inc` -> out, each Program's buffers named after the values.
+fn named_chain() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", N.into());
+    let (_, y) = g
+        .add_node(
+            "double",
+            named_map("x", "y", N, 256, |v| E::mul(v, E::u32(2))),
+            vec![port("x", x, read(N))],
+            vec![out_port("y", "y", temp(N))],
+        )
+        .unwrap();
+    g.add_node(
+        "inc",
+        named_map("y", "out", N, 256, |v| E::add(v, E::u32(1))),
+        vec![port("y", y[0], read(N))],
+        vec![out_port("out", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+use vyrescope::megakernel::against_vyre::{differences, Difference};
+use vyrescope::vyre::plan::{plan_graph, Budget, VyrePlan};
+
+/// vyre's plan, ours and the differences for `g` (ours planned for the bundled h200).
+fn both_plans(
+    g: ProgramGraph,
+    name: &str,
+) -> (VyrePlan, vyrescope::megakernel::plan::Plan, Vec<Difference>) {
+    both_plans_with(g, name, Budget::default())
+}
+
+fn both_plans_with(
+    g: ProgramGraph,
+    name: &str,
+    budget: Budget,
+) -> (VyrePlan, vyrescope::megakernel::plan::Plan, Vec<Difference>) {
+    let p = converted(&g, name).pipeline;
+    let init = prepare_pipeline(&p, Path::new(".")).unwrap();
+    let shapes: Vec<_> = init.steps.iter().map(|s| s.shape).collect();
+    let opts = PlanOptions::new(profiles::load("h200").unwrap());
+    let ours = plan(&p, &shapes, &opts).unwrap();
+    let names: Vec<String> = g.nodes().iter().map(|n| n.name.clone()).collect();
+    let theirs = plan_graph(g, budget, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let diffs = differences(&theirs, &ours, &|i| names[i as usize].clone());
+    (theirs, ours, diffs)
+}
+
+fn members(v: &VyrePlan) -> Vec<Vec<u32>> {
+    v.groups.iter().map(|g| g.members.clone()).collect()
+}
+
+fn our_groups(p: &vyrescope::megakernel::plan::Plan) -> Vec<Vec<usize>> {
+    p.groups.iter().map(|g| g.steps.clone()).collect()
+}
+
+fn kinds(d: &[Difference]) -> Vec<(&str, Vec<u32>)> {
+    d.iter()
+        .map(|d| (d.kind.as_str(), d.nodes.clone()))
+        .collect()
+}
+
+/// The open cost model holds for every plan: work + 1000 x launches + 100 x crossing edges.
+fn check_cost(v: &VyrePlan, what: &str) {
+    let c = v.cost;
+    assert_eq!(c.launches as usize, v.groups.len(), "{what}");
+    assert_eq!(
+        c.total,
+        c.semantic_work + 1000 * c.launches + 100 * c.materialized_edges,
+        "{what}"
+    );
+    let work: u64 = v.nodes.iter().map(|n| n.semantic_work).sum();
+    assert_eq!(c.semantic_work, work, "{what}");
+    assert!(c.semantic_work > 0, "{what}");
+}
+
+#[test]
+fn chain_vyre_fuses_with_a_grid_sync_where_we_prove_no_barrier() {
+    let (v, ours, d) = both_plans(named_chain(), "named_chain");
+    check_cost(&v, "named_chain");
+    assert_eq!(members(&v), [vec![0, 1]]);
+    let g = &v.groups[0];
+    assert_eq!(g.kernel_barriers.len(), 1, "{g:?}");
+    assert_eq!(
+        (g.kernel_barriers[0].after, g.kernel_barriers[0].before),
+        (0, 1)
+    );
+    assert_eq!(g.kernel_barriers[0].ordering, "grid_sync");
+    assert!(g.unlinked_values.is_empty(), "{g:?}");
+    assert!(v.pruned.is_empty() && v.launch_boundaries.is_empty());
+    // Only the output is materialized; the intermediate stays inside the kernel.
+    let mats: Vec<(&str, &str)> = v
+        .materializations
+        .iter()
+        .map(|m| (m.value.as_str(), m.reason.as_str()))
+        .collect();
+    assert_eq!(mats, [("out", "output")]);
+    assert_eq!(v.peak_live_bytes, 3 * 4 * u64::from(N));
+    assert_eq!((v.cost.launches, v.cost.materialized_edges), (1, 0));
+    // Ours: one launch, the two steps one invocation apart (no barrier).
+    assert_eq!(our_groups(&ours), [vec![0, 1]]);
+    assert_eq!(ours.grid_barriers, 0, "{ours:?}");
+    assert_eq!(kinds(&d), [("kernel_barrier", vec![0, 1])], "{d:?}");
+    assert!(
+        d[0].vyre.contains("GridSync") && d[0].vyre.contains("stronger"),
+        "{d:?}"
+    );
+    assert!(
+        d[0].vyrescope.starts_with("no barrier (invocation)"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn bundled_chain_reads_its_intermediate_under_another_name_which_vyres_merge_cannot_link() {
+    let (v, _, d) = both_plans(chain(), "chain");
+    assert_eq!(members(&v), [vec![0, 1]]);
+    assert_eq!(v.groups[0].unlinked_values, ["y"]);
+    assert!(
+        d.iter()
+            .any(|d| d.kind == "unlinked_value" && d.vyre.contains("`y`")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn diamond_vyre_fuses_all_three_with_a_grid_sync_between_independent_nodes() {
+    let (v, ours, d) = both_plans(diamond(), "diamond");
+    check_cost(&v, "diamond");
+    assert_eq!(members(&v), [vec![0, 1, 2]]);
+    let after: Vec<(u32, &str)> = v.groups[0]
+        .kernel_barriers
+        .iter()
+        .map(|k| (k.after, k.ordering.as_str()))
+        .collect();
+    assert_eq!(after, [(0, "grid_sync"), (1, "grid_sync")]);
+    // Ours: triple and plus7 share a wave (no dependence), so vyre's sync between them is one
+    // we prove unnecessary.
+    assert_eq!(ours.groups[0].waves[0], [0, 1]);
+    let between = d
+        .iter()
+        .find(|d| d.kind == "kernel_barrier" && d.nodes == [0, 1])
+        .unwrap_or_else(|| panic!("{d:?}"));
+    assert!(between.vyrescope.contains("same wave"), "{between:?}");
+    assert_eq!(v.budget.edges, 2);
+    assert_eq!(v.budget.edges_examined, 2);
+}
+
+#[test]
+fn a_consumer_with_a_barrier_is_a_synchronization_boundary_for_vyre() {
+    let (v, ours, d) = both_plans(barrier_consumer(), "barrier_consumer");
+    check_cost(&v, "barrier_consumer");
+    assert_eq!(members(&v), [vec![0], vec![1]]);
+    let pruned: Vec<(u32, u32, &str)> = v
+        .pruned
+        .iter()
+        .map(|p| (p.from, p.to, p.code.as_str()))
+        .collect();
+    assert_eq!(pruned, [(0, 1, "MKL006_SYNCHRONIZATION_BOUNDARY")]);
+    assert!(v.pruned[0].meaning.contains("barrier"));
+    // Two stages, the intermediate materialized across them.
+    assert_eq!(v.launch_boundaries.len(), 1);
+    assert_eq!(v.launch_boundaries[0].edges[0].value.as_deref(), Some("y"));
+    assert!(v
+        .materializations
+        .iter()
+        .any(|m| m.value == "y" && m.reason == "cross_group_use"));
+    assert_eq!(v.cost.materialized_edges, 1);
+    // Ours fuses them: a group boundary difference naming vyre's code.
+    if our_groups(&ours).len() == 1 {
+        let gb = d
+            .iter()
+            .find(|d| d.kind == "group_boundary")
+            .unwrap_or_else(|| panic!("{d:?}"));
+        assert!(gb.vyre.contains("MKL006"), "{gb:?}");
+        assert!(gb.vyrescope.starts_with("fuses them"), "{gb:?}");
+    } else {
+        assert!(d.iter().all(|d| d.kind != "group_boundary"), "{d:?}");
+    }
+}
+
+#[test]
+fn mixed_workgroup_sizes_vyre_refuses_with_mkl005_and_we_fuse() {
+    let (v, ours, d) = both_plans(mixed_workgroups(), "mixed_workgroups");
+    check_cost(&v, "mixed_workgroups");
+    assert_eq!(members(&v), [vec![0], vec![1], vec![2]]);
+    let codes: Vec<&str> = v.pruned.iter().map(|p| p.code.as_str()).collect();
+    assert_eq!(codes, ["MKL005_WORKGROUP_MISMATCH"; 2]);
+    assert_eq!(v.launch_boundaries.len(), 2);
+    // Ours runs them as one mixed-size launch.
+    assert_eq!(our_groups(&ours), [vec![0, 1, 2]]);
+    assert!(ours.groups[0].mixed_workgroup_sizes());
+    let gb: Vec<&Difference> = d.iter().filter(|d| d.kind == "group_boundary").collect();
+    assert_eq!(gb.len(), 2, "{d:?}");
+    assert!(gb.iter().all(|d| d.vyre.contains("MKL005")), "{gb:?}");
+    assert!(d
+        .iter()
+        .any(|d| d.kind == "launches" && d.vyre.starts_with("3 launches")));
+}
+
+#[test]
+fn retained_state_is_a_lifecycle_boundary_and_materialized_as_retained() {
+    let (v, ours, d) = both_plans(retained(), "retained");
+    check_cost(&v, "retained");
+    assert_eq!(members(&v), [vec![0], vec![1], vec![2]]);
+    let codes: Vec<&str> = v.pruned.iter().map(|p| p.code.as_str()).collect();
+    assert_eq!(codes, ["MKL003_LIFECYCLE_BOUNDARY"; 2]);
+    let mut mats: Vec<(&str, &str)> = v
+        .materializations
+        .iter()
+        .map(|m| (m.value.as_str(), m.reason.as_str()))
+        .collect();
+    mats.sort_unstable();
+    assert_eq!(
+        mats,
+        [
+            ("out", "output"),
+            ("state_1", "retained"),
+            ("state_2", "retained")
+        ]
+    );
+    // Live ranges: the retained state lives to the end; `x` only in stage 0, `y` to stage 1.
+    let range = |name: &str| {
+        let r = v.resources.iter().find(|r| r.value == name).unwrap();
+        (r.first_stage, r.last_stage)
+    };
+    assert_eq!(range("state"), (0, 2));
+    assert_eq!(range("x"), (0, 0));
+    assert_eq!(range("out"), (2, 2));
+    // Stage 1 holds state, y, state_1 and state_2.
+    assert_eq!(v.peak_live_bytes, 4 * 4 * u64::from(N));
+    assert_eq!(v.total_bytes, 6 * 4 * u64::from(N));
+    // Ours fuses the in-place updates (one invocation apart): a boundary difference there.
+    assert_eq!(our_groups(&ours).len(), 1);
+    let first = d
+        .iter()
+        .find(|d| d.kind == "group_boundary" && d.nodes == [0, 1])
+        .unwrap_or_else(|| panic!("{d:?}"));
+    assert!(first.vyre.contains("MKL003"), "{first:?}");
+    assert!(first.vyrescope.contains("invocation"), "{first:?}");
+}
+
+#[test]
+fn a_small_search_budget_leaves_edges_unexamined_and_unfused() {
+    // One work unit: the first edge is examined (and fused alone); the second never is.
+    let budget = Budget {
+        max_candidates: 64,
+        max_cpu_work: 1,
+    };
+    let (v, _, d) = both_plans_with(diamond(), "diamond", budget);
+    assert_eq!((v.budget.edges, v.budget.edges_examined), (2, 1));
+    assert_eq!(v.budget.cpu_work, 1);
+    assert_eq!(v.groups.len(), 2, "{:?}", members(&v));
+    assert!(
+        d.iter()
+            .any(|d| d.kind == "group_boundary" && d.vyre.contains("not fused")),
+        "{d:?}"
+    );
+    // One candidate: only the unfused baseline is scored.
+    let budget = Budget {
+        max_candidates: 1,
+        max_cpu_work: 1000,
+    };
+    let (v, _, _) = both_plans_with(named_chain(), "named_chain", budget);
+    assert_eq!(v.budget.candidates_explored, 1);
+    assert_eq!(members(&v), [vec![0], vec![1]]);
+    // A zero budget is refused with a fix, as is a graph vyre cannot plan.
+    let e = plan_graph(
+        chain(),
+        Budget {
+            max_candidates: 0,
+            max_cpu_work: 5,
+        },
+        "chain",
+    )
+    .unwrap_err();
+    assert!(e.fix.contains("--vyre-candidates"), "{e:?}");
+    let mut g = ProgramGraph::new();
+    let sym = ValueContract {
+        shape: vec![ShapeDim::Symbol("batch".into())],
+        ..read(N)
+    };
+    let x = g.add_external_value("x", sym.clone()).unwrap();
+    g.add_node(
+        "double",
+        VP::wrapped(
+            vec![
+                VB::read("x", 0, DT::U32),
+                VB::output("out", 1, DT::U32).with_count(N),
+            ],
+            [64, 1, 1],
+            vec![N::store("out", E::gid_x(), E::load("x", E::gid_x()))],
+        ),
+        vec![port("x", x, sym)],
+        vec![out_port("out", "out", result(N))],
+    )
+    .unwrap();
+    match plan_graph(g, Budget::default(), "symbolic") {
+        Err(e) => {
+            assert!(
+                e.message.contains("symbolic") && e.message.contains("[MKC"),
+                "{e:?}"
+            );
+            assert!(!e.fix.is_empty(), "{e:?}");
+        }
+        Ok(v) => panic!("planned a graph with an unbound symbol: {v:?}"),
+    }
+}
+
+#[test]
+fn plan_command_prints_both_plans_and_the_three_key_json() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("named_chain.vgr");
+    std::fs::write(&path, named_chain().to_wire().unwrap()).unwrap();
+    let path = path.to_str().unwrap();
+    let (code, stdout, err) = cli_in(&["plan", path, "--no-cache"], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    for want in [
+        "vyre-megakernel 0.7.2 plan",
+        "in-kernel GridSync after double",
+        "vyrescope plan:",
+        "cost ",
+        "peak_live_bytes",
+        "differences (1):",
+        "kernel_barrier",
+    ] {
+        assert!(stdout.contains(want), "{want}: {stdout}");
+    }
+    let (code, stdout, err) = cli_in(&["plan", path, "--json", "--no-cache"], t.path());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["differences", "vyre", "vyrescope"]);
+    assert_eq!(v["vyre"]["source"], "computed");
+    assert_eq!(
+        v["vyre"]["groups"][0]["kernel_barriers"][0]["ordering"],
+        "grid_sync"
+    );
+    assert_eq!(v["vyrescope"]["launches"], 1);
+    assert_eq!(v["differences"][0]["kind"], "kernel_barrier");
+    // An artifact: the plan it records, unless a budget asks for a new one.
+    let vmk = fixture_dir().join("chain.vmk");
+    let vmk = vmk.to_str().unwrap();
+    let (code, stdout, err) = cli_in(&["plan", vmk, "--json", "--no-cache"], t.path());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["vyre"]["source"], "artifact");
+    assert_eq!(v["vyre"]["budget"]["budget"]["max_candidates"], 64);
+    let (code, stdout, err) = cli_in(
+        &[
+            "plan",
+            vmk,
+            "--json",
+            "--no-cache",
+            "--vyre-candidates",
+            "1",
+        ],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["vyre"]["source"], "computed");
+    assert_eq!(v["vyre"]["groups"].as_array().unwrap().len(), 2);
+    // A pipeline: today's plan JSON, or with --vyre the comparison.
+    let chain_json =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/chain.json");
+    let chain_json = chain_json.to_str().unwrap();
+    let (code, stdout, err) = cli_in(&["plan", chain_json, "--json", "--no-cache"], t.path());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(v.get("groups").is_some() && v.get("vyre").is_none(), "{v}");
+    let (code, stdout, err) = cli_in(
+        &["plan", chain_json, "--vyre", "--json", "--no-cache"],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(v["vyre"]["groups"].is_array() && v["vyrescope"]["groups"].is_array());
+    assert!(v["differences"].is_array());
+    // A zero budget: an error with a fix, no panic.
+    let (code, stdout, err) = cli_in(&["plan", path, "--vyre-budget", "0"], t.path());
+    assert_eq!(code, 1, "{stdout}");
+    assert!(err.contains("Fix:") && !err.contains("panicked"), "{err}");
+}
+
+/// x -> `first` (every invocation stores x[0] into y[0]) -> `spread` (out[i] = y[0] + i).
+fn broadcast_chain() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", N.into());
+    let (_, y) = g
+        .add_node(
+            "first",
+            VP::wrapped(
+                vec![
+                    VB::read("x", 0, DT::U32).with_count(N),
+                    VB::output("y", 1, DT::U32).with_count(1),
+                ],
+                [64, 1, 1],
+                vec![N::store("y", E::u32(0), E::load("x", E::u32(0)))],
+            ),
+            vec![port("x", x, read(N))],
+            vec![out_port("y", "y", temp(1))],
+        )
+        .unwrap();
+    g.add_node(
+        "spread",
+        VP::wrapped(
+            vec![
+                VB::read("y", 0, DT::U32).with_count(1),
+                VB::output("out", 1, DT::U32).with_count(N),
+            ],
+            [64, 1, 1],
+            vec![
+                N::let_bind("i", E::gid_x()),
+                N::if_then(
+                    E::lt(E::var("i"), E::buf_len("out")),
+                    vec![N::store(
+                        "out",
+                        E::var("i"),
+                        E::add(E::load("y", E::u32(0)), E::var("i")),
+                    )],
+                ),
+            ],
+        ),
+        vec![port("y", y[0], read(1))],
+        vec![out_port("out", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+#[test]
+fn a_uniform_store_gets_a_workgroup_barrier_from_vyre_where_we_need_a_grid_barrier() {
+    let (v, ours, d) = both_plans(broadcast_chain(), "broadcast_chain");
+    check_cost(&v, "broadcast_chain");
+    assert_eq!(members(&v), [vec![0, 1]]);
+    let orderings: Vec<&str> = v.groups[0]
+        .kernel_barriers
+        .iter()
+        .map(|k| k.ordering.as_str())
+        .collect();
+    assert_eq!(orderings, ["seq_cst"], "{:?}", v.groups[0]);
+    let (kind, reason) = vyrescope::megakernel::against_vyre::our_separation(&ours, 0, 1).unwrap();
+    assert_eq!(kind, vyrescope::megakernel::DepKind::Grid, "{reason}");
+    let kb = d
+        .iter()
+        .find(|d| d.kind == "kernel_barrier")
+        .unwrap_or_else(|| panic!("{d:?}"));
+    assert!(
+        kb.vyre.contains("Barrier{SeqCst}") && kb.vyre.contains("weaker"),
+        "{kb:?}"
+    );
+    assert!(kb.vyrescope.starts_with("grid barrier"), "{kb:?}");
+}
+
+#[test]
+fn inspector_plan_tab_switches_to_vyres_plan_with_v() {
+    let t = tempfile::tempdir().unwrap();
+    let g = fixture_dir().join("named_chain.vgr");
+    let g = g.to_str().unwrap();
+    let screen = |keys: &str| {
+        let (code, stdout, err) = cli_in(
+            &[
+                "tui",
+                g,
+                "--keys",
+                keys,
+                "--size",
+                "80x24",
+                "--snapshot",
+                "-",
+            ],
+            t.path(),
+        );
+        assert_eq!(code, 0, "{keys}: {stdout}{err}");
+        stdout
+    };
+    let vyre = screen("7 V");
+    assert!(
+        vyre.contains("vyre-megakernel's plan (V: ours again)")
+            && vyre.contains("in-kernel GridSync after double"),
+        "{vyre}"
+    );
+    // Expanded, the differences are in view.
+    let expanded = screen("7 V e");
+    assert!(
+        expanded.contains("differences (1)") && expanded.contains("kernel_barrier"),
+        "{expanded}"
+    );
+    // V again: our wave diagram.
+    let ours = screen("7 V V");
+    assert!(
+        !ours.contains("vyre-megakernel") && ours.contains("group 0"),
+        "{ours}"
+    );
 }

@@ -58,3 +58,68 @@ fn vyre_files_say_how_to_enable_the_feature() {
         }
     }
 }
+
+#[test]
+fn plan_vyre_flags_say_how_to_enable_the_feature() {
+    let t = tempfile::tempdir().unwrap();
+    let pipeline = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/chain.json");
+    for flags in [
+        vec!["--vyre"],
+        vec!["--vyre-budget", "5"],
+        vec!["--vyre-candidates", "2", "--json"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+            .arg("plan")
+            .arg(&pipeline)
+            .args(&flags)
+            .current_dir(t.path())
+            .env("HOME", t.path())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(1), "{flags:?}: {text}");
+        assert!(
+            text.contains("--features vyre") && !text.contains("panicked"),
+            "{flags:?}: {text}"
+        );
+    }
+    // A graph file: the loader's error, with the same fix.
+    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .arg("plan")
+        .arg(fixture("graphs/chain.vgr"))
+        .current_dir(t.path())
+        .env("HOME", t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Fix:") && err.contains("--features vyre"),
+        "{err}"
+    );
+}
+
+#[test]
+fn inspector_plan_tab_v_says_how_to_enable_the_feature() {
+    let t = tempfile::tempdir().unwrap();
+    let pipeline = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/chain.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .arg("tui")
+        .arg(&pipeline)
+        .args(["--keys", "7 V e", "--size", "80x24", "--snapshot", "-"])
+        .current_dir(t.path())
+        .env("HOME", t.path())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    assert!(
+        screen.contains("built without vyre")
+            && screen.contains("Fix: rebuild with `cargo build --release --features vyre`"),
+        "{screen}"
+    );
+}

@@ -30,6 +30,8 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                     Some(tab) => format!("detail tab: {}", tab.title()),
                     None => continue,
                 },
+                // The Plan tab's key only where there is a Plan tab (a pipeline is open).
+                Command::PlanVyre if !tabs.iter().any(|tab| tab.title() == "Plan") => continue,
                 c => c.describe().to_string(),
             };
             if keys.is_empty() {

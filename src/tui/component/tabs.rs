@@ -279,6 +279,9 @@ impl TabComponent for Plan {
     fn shown(&self, pipeline: bool) -> bool {
         pipeline
     }
+    fn state(&self) -> Option<Box<dyn TabState>> {
+        Some(Box::<views::plan::PlanState>::default())
+    }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
         views::plan::draw(frame.buffer_mut(), area, app);
     }
@@ -296,6 +299,9 @@ impl TabComponent for Plan {
             })
     }
 }
+
+/// Whether the Plan tab shows vyre's plan, and its text.
+impl TabState for views::plan::PlanState {}
 
 /// Zoom, pan, the cursor lane and slice, and the recorded forms they show.
 impl TabState for TimelineState {}

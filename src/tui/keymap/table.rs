@@ -508,6 +508,14 @@ pub(super) const TABLE: &[Row] = &[
         &["f"],
         "timeline_form",
     ),
+    (
+        Command::PlanVyre,
+        "plan_vyre",
+        "Plan: vyre's plan / ours",
+        Group::Navigation,
+        &["V"],
+        "plan_vyre",
+    ),
 ];
 
 impl Command {

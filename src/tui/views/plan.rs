@@ -73,8 +73,129 @@ fn plan_of(app: &App) -> Option<Result<&Plan, &crate::util::Problem>> {
     Some(pv.plan.as_deref())
 }
 
-/// The tab's one list: the boundaries (the cursor selects one).
+/// The Plan tab's own state: whether it shows vyre-megakernel's plan (`V`) and that text.
+#[derive(Debug, Default)]
+pub struct PlanState {
+    /// Show vyre's plan and the differences instead of ours.
+    pub vyre: bool,
+    /// The text (or why there is none), and the plan it was computed beside (its address:
+    /// a reload plans again, and the text is then stale).
+    pub text: Option<(Result<String, String>, usize)>,
+}
+
+/// Address of the open pipeline's plan, when there is one.
+fn plan_key(app: &App) -> Option<usize> {
+    let pv = app.programs.doc.as_ref()?.pipeline.as_ref()?;
+    pv.plan
+        .as_ref()
+        .ok()
+        .map(|p| std::sync::Arc::as_ptr(p) as usize)
+}
+
+/// `V`: switches the tab between our plan and vyre's, computing vyre's (in-process, on the
+/// CPU) when the pipeline's plan changed since.
+pub fn toggle_vyre(app: &mut App) {
+    let key = plan_key(app);
+    let text = app
+        .programs
+        .doc
+        .as_ref()
+        .and_then(|d| d.pipeline.as_ref())
+        .map(|pv| vyre_text(&pv.file.path, &pv.file.pipeline, pv.plan.as_deref()));
+    let Some(state) = app.detail.states.get_mut::<PlanState>() else {
+        return;
+    };
+    state.vyre = !state.vyre;
+    let fresh = state.text.as_ref().is_some_and(|(_, k)| Some(*k) == key);
+    if state.vyre && !fresh {
+        state.text = text.map(|t| (t, key.unwrap_or(0)));
+    }
+}
+
+/// vyre's plan of the pipeline at `path` and the differences from `ours`, as `plan` prints
+/// them.
+#[cfg(feature = "vyre")]
+fn vyre_text(
+    path: &std::path::Path,
+    pipeline: &crate::ir::Pipeline,
+    ours: Result<&Plan, &crate::util::Problem>,
+) -> Result<String, String> {
+    use crate::megakernel::against_vyre::{beside, render_vyre, Ask};
+    let ours = ours.map_err(|e| e.to_string())?;
+    let ask = Ask {
+        pipeline: true,
+        ..Ask::default()
+    };
+    match beside(path, pipeline, ours, ask) {
+        Ok(Some(b)) => Ok(format!(
+            "{}\n{}",
+            render_vyre(&b.vyre),
+            b.differences_text()
+        )),
+        Ok(None) => Err("no vyre plan for this file".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(not(feature = "vyre"))]
+fn vyre_text(
+    _path: &std::path::Path,
+    _pipeline: &crate::ir::Pipeline,
+    _ours: Result<&Plan, &crate::util::Problem>,
+) -> Result<String, String> {
+    Err(
+        "vyre's plan needs vyre-megakernel: this vyrescope was built without vyre support\n  \
+         Fix: rebuild with `cargo build --release --features vyre` (see docs/vyre.md)"
+            .into(),
+    )
+}
+
+/// The vyre view's lines wrapped to `width`, when the tab shows it.
+fn vyre_lines(app: &App, width: usize) -> Option<Vec<Line<'static>>> {
+    let t = &app.theme;
+    let state = app.detail.states.get::<PlanState>()?;
+    if !state.vyre {
+        return None;
+    }
+    let mut lines = vec![Line::from(Span::styled(
+        "vyre-megakernel's plan (V: ours again)",
+        t.title,
+    ))];
+    match &state.text {
+        Some((_, k)) if Some(*k) != plan_key(app) => lines.push(Line::from(Span::styled(
+            "the plan changed since: press V twice to plan with vyre again",
+            t.warning,
+        ))),
+        Some((Ok(text), _)) => {
+            for l in text.lines() {
+                let style = if l.starts_with("differences") {
+                    t.warning
+                } else if l.starts_with("    vyre:") {
+                    t.info
+                } else if l.starts_with("    vyrescope:") {
+                    t.ok
+                } else {
+                    t.text
+                };
+                lines.push(Line::from(Span::styled(l.to_string(), style)));
+            }
+        }
+        Some((Err(e), _)) => {
+            for l in e.lines() {
+                lines.push(Line::from(Span::styled(l.to_string(), t.error)));
+            }
+        }
+        None => lines.push(Line::from(Span::styled("no pipeline open", t.dim))),
+    }
+    Some(wrap(&lines, width.saturating_sub(1)))
+}
+
+/// The tab's one list: the boundaries (the cursor selects one), or vyre's plan's lines
+/// (the cursor scrolls them).
 pub fn list(app: &App, area: Rect) -> Option<RowList> {
+    if let Some(lines) = vyre_lines(app, area.width as usize) {
+        return Some(RowList::text_in(area, lines.len()));
+    }
     let plan = plan_of(app)?.ok()?;
     Some(RowList::rows_in(
         area,
@@ -99,6 +220,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         Some(Err(e)) => return super::empty_note(buf, area, t.error, &e.to_string()),
         Some(Ok(p)) => p,
     };
+    if let Some(lines) = vyre_lines(app, area.width as usize) {
+        let list = RowList::text_in(area, lines.len());
+        let shown: Vec<Line> = lines.into_iter().skip(list.scroll(app)).collect();
+        Paragraph::new(shown).render(list.body(), buf);
+        list.draw_scrollbar(buf, app);
+        return;
+    }
     let step = app
         .programs
         .doc
