@@ -46,7 +46,7 @@ pub struct Args {
     /// How fusion is decided: `model` (the cost model: never a form it predicts slower than
     /// separate launches; the default) or `fuse` (fuse whatever may legally fuse). A plan
     /// that `run --decide measure` timed on this device comes from the plan cache.
-    #[arg(long, value_enum, default_value = "model", value_name = "HOW")]
+    #[arg(long, default_value = "model", value_name = "HOW")]
     pub decide: crate::megakernel::plan::Decide,
     /// Also plan the pipeline with vyre-megakernel's own planner (feature `vyre`; the pipeline
     /// is exported as a vyre ProgramGraph) and list where the plans differ. Always on for a

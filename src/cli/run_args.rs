@@ -113,7 +113,7 @@ pub struct Args {
     /// measured slower than separate launches), `fuse` (fuse whatever may legally fuse) or
     /// `measure` (time each run of fusable steps fused, separate and as the model splits it,
     /// keep the fastest and store the choice in the plan cache).
-    #[arg(long, value_enum, default_value = "model", value_name = "HOW")]
+    #[arg(long, default_value = "model", value_name = "HOW")]
     pub decide: crate::harness::pipeline::DecideMode,
     /// cuda, pipelines: how fused kernels lower grid barriers: `flip` (one flipping arrival
     /// counter, the default) or `generation` (the earlier counter-plus-generation lowering),

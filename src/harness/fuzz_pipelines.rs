@@ -118,7 +118,11 @@ fn compile(
     Ok(CompiledPipeline::compile(
         Arc::new(p.clone()),
         shapes.to_vec(),
-        &PlanOptions::new(caps.clone()),
+        // The fuzzer checks fused forms: fuse whatever may legally fuse, whatever it costs.
+        &PlanOptions {
+            decide: crate::megakernel::plan::Decide::Fuse,
+            ..PlanOptions::new(caps.clone())
+        },
         sync,
         None,
     )?)

@@ -197,7 +197,7 @@ impl Residency for Driver<'_> {
 }
 
 /// How a GPU run decides what to fuse (`run --decide`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DecideMode {
     /// The cost model, or a decision an earlier `measure` left in the plan cache for this
     /// device: never a form predicted (or measured) slower than separate launches.
@@ -208,6 +208,21 @@ pub enum DecideMode {
     /// Time each run of fusable steps fused, separate and as the model splits it, keep the
     /// fastest, and store the choice in the plan cache for this device.
     Measure,
+}
+
+impl std::str::FromStr for DecideMode {
+    type Err = Problem;
+    fn from_str(s: &str) -> Result<Self, Problem> {
+        match s {
+            "model" => Ok(DecideMode::Model),
+            "fuse" => Ok(DecideMode::Fuse),
+            "measure" => Ok(DecideMode::Measure),
+            _ => Err(Problem::usage(
+                format!("unknown fusion decision `{s}`"),
+                "use `model` (the default), `fuse` or `measure`",
+            )),
+        }
+    }
 }
 
 /// How [`compile_on`] plans and fits.

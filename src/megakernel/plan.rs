@@ -65,9 +65,7 @@ pub const MAX_GROUP_STEPS: usize = 32;
 pub const MAX_GROUP_NODES: usize = 25_000;
 
 /// How the planner decides between fusing a run of steps and launching them separately.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decide {
     /// The cost model (`super::cost`): never a form it predicts slower than separate
@@ -76,6 +74,24 @@ pub enum Decide {
     Model,
     /// Fuse everything that may legally fuse, whatever it costs (to study a fused form).
     Fuse,
+}
+
+impl std::str::FromStr for Decide {
+    type Err = crate::util::Problem;
+    fn from_str(s: &str) -> Result<Self, crate::util::Problem> {
+        match s {
+            "model" => Ok(Decide::Model),
+            "fuse" => Ok(Decide::Fuse),
+            "measure" => Err(crate::util::Problem::usage(
+                "`--decide measure` times the forms on a GPU, which `plan` does not run",
+                "run `vyrescope run PIPELINE --backend cuda --decide measure`; `plan` then shows its choice from the plan cache",
+            )),
+            _ => Err(crate::util::Problem::usage(
+                format!("unknown fusion decision `{s}`"),
+                "use `model` (the default) or `fuse`",
+            )),
+        }
+    }
 }
 
 /// What the planner needs besides the pipeline and its launch shapes.

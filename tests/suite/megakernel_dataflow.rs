@@ -21,7 +21,7 @@ use vyrescope::interp::{self, pipeline::run_pipeline};
 use vyrescope::ir::{Access, BlockTasks, Expr, Pipeline, Stmt, StmtKind, SyncOp, WaitOn};
 use vyrescope::megakernel::emitted::{check_emitted, sync_ops};
 use vyrescope::megakernel::fuse::{FOLD_SPREAD, FOLD_SPREAD_FROM_BLOCKS};
-use vyrescope::megakernel::plan::{plan, Plan, PlanOptions, SyncMode};
+use vyrescope::megakernel::plan::{plan, Decide, Plan, PlanOptions, SyncMode};
 use vyrescope::megakernel::{fuse_group, FusedKernel};
 use vyrescope::occupancy::profiles;
 use vyrescope::validate::pipeline::load_pipeline;
@@ -51,7 +51,12 @@ fn load(path: &Path) -> Loaded {
         .expect("valid pipeline fixture");
     let prepared = prepare_pipeline(&p, path.parent().expect("folder")).expect("prepare");
     let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
-    let opts = PlanOptions::new(profiles::load("h200").expect("bundled h200"));
+    // These tests study the fused forms: fuse whatever may legally fuse, whatever the cost
+    // model would choose.
+    let opts = PlanOptions {
+        decide: Decide::Fuse,
+        ..PlanOptions::new(profiles::load("h200").expect("bundled h200"))
+    };
     let plan = plan(&p, &shapes, &opts).expect("plan");
     Loaded {
         name: path.display().to_string(),
