@@ -382,14 +382,10 @@ impl CompiledPipeline {
     }
 }
 
-/// The median of `v` (NaN when empty).
+/// The median of `v` (NaN when empty), by the gate's quantile.
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    super::gate::quantile(v, 0.5)
 }
 
 /// Renames the source map of `fused`'s emission to the steps' node ids (`steps[k].<id>`), so

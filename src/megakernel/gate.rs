@@ -62,7 +62,7 @@ pub struct GateResult {
 }
 
 /// The `q` quantile (0..=1) of `sorted` by linear interpolation; NaN when empty.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

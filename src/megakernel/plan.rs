@@ -543,24 +543,20 @@ pub fn plan_measured(
         }
         let found = measured.iter().find(|x| x.steps == *m).map(|x| &x.forms);
         let d = ctx.decide(m, &whole, found);
-        for (k, part) in d.chosen.iter().enumerate() {
-            if d.chosen.len() == 1 {
-                break;
-            }
-            if k > 0 {
-                if let Some(&first) = part.first() {
+        if d.chosen.len() == 1 {
+            groups.push(whole);
+        } else {
+            for (k, part) in d.chosen.iter().enumerate() {
+                if let (true, Some(&first)) = (k > 0, part.first()) {
                     fusion_breaks.push(FusionBreak {
                         step: first,
                         reason: split_reason(&d),
                     });
                 }
+                let mut g = build_group(caps, &deps, &res, part);
+                g.dataflow = group_sync(pipeline, shapes, &deps, caps, &g)?;
+                groups.push(g);
             }
-            let mut g = build_group(caps, &deps, &res, part);
-            g.dataflow = group_sync(pipeline, shapes, &deps, caps, &g)?;
-            groups.push(g);
-        }
-        if d.chosen.len() == 1 {
-            groups.push(whole);
         }
         decisions.push(d);
     }
