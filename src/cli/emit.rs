@@ -61,11 +61,11 @@ pub struct Args {
     /// `run --timeline` records it (each step, virtual workgroup and wait).
     #[arg(long, conflicts_with_all = ["vyre", "compare_vyre"])]
     pub timeline: bool,
-    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `barrier`
-    /// (grid barriers; the default) or `dataflow` (completion flags, counters and last-arriver
-    /// folds), as `run --megakernel --sync` runs them.
-    #[arg(long, default_value = "barrier", value_name = "FORM")]
-    pub sync: crate::megakernel::plan::SyncMode,
+    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `dataflow`
+    /// (completion flags, counters and last-arriver folds; the default) or `barrier` (grid
+    /// barriers), as `run --megakernel --sync` runs them.
+    #[arg(long, value_name = "FORM")]
+    pub sync: Option<crate::megakernel::plan::SyncMode>,
 }
 
 /// Runs `emit`.
@@ -146,7 +146,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         unroll: !a.no_unroll,
         grid_barrier: a.grid_barrier,
         version_bounds: a.version_bounds,
-        sync: a.sync,
+        sync: a.sync.unwrap_or_default(),
         timeline: a.timeline,
     };
     let pk = super::pipeline_kernels::load(&a.file, None, a.workgroup, &how)?;

@@ -54,11 +54,11 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `barrier`
-    /// (grid barriers; the default) or `dataflow` (completion flags, counters and last-arriver
-    /// folds), as `run --megakernel --sync` runs them.
-    #[arg(long, default_value = "barrier", value_name = "FORM")]
-    pub sync: crate::megakernel::plan::SyncMode,
+    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `dataflow`
+    /// (completion flags, counters and last-arriver folds; the default) or `barrier` (grid
+    /// barriers), as `run --megakernel --sync` runs them.
+    #[arg(long, value_name = "FORM")]
+    pub sync: Option<crate::megakernel::plan::SyncMode>,
 }
 
 /// Runs `occupancy`.
@@ -373,7 +373,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
         unroll: true,
         grid_barrier: Default::default(),
         version_bounds: false,
-        sync: a.sync,
+        sync: a.sync.unwrap_or_default(),
         timeline: false,
     };
     let pk = super::pipeline_kernels::load(file, a.device.as_deref(), a.workgroup, &how)?;

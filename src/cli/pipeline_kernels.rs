@@ -60,12 +60,12 @@ pub(crate) struct GroupEmit {
     pub timeline: bool,
 }
 
-/// Refuses `--sync dataflow` on a Program file: the form exists only in fused kernels, and
-/// a Program's kernel would silently come out the same.
-pub(crate) fn refuse_sync_on_program(file: &Path, sync: SyncMode) -> Result<(), Problem> {
-    if sync == SyncMode::Barrier {
+/// Refuses `--sync` on a Program file: the form exists only in fused kernels, and a
+/// Program's kernel would silently come out the same whichever form was asked for.
+pub(crate) fn refuse_sync_on_program(file: &Path, sync: Option<SyncMode>) -> Result<(), Problem> {
+    let Some(sync) = sync else {
         return Ok(());
-    }
+    };
     Err(Problem::new(
         format!(
             "{}: --sync {} applies to pipelines: it chooses how a fused kernel waits between steps, and a Program is one kernel",

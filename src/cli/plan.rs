@@ -38,10 +38,10 @@ pub struct Args {
     /// Neither read nor write the plan cache.
     #[arg(long)]
     pub no_cache: bool,
-    /// How fused persistent groups separate cross-workgroup dependences: `barrier` (grid
-    /// barriers; the default) or `dataflow` (completion flags, counters and last-arriver
-    /// folds; experimental). The plan then lists what each boundary runs as, read from the fused kernel.
-    #[arg(long, default_value = "barrier", value_name = "FORM")]
+    /// How fused persistent groups separate cross-workgroup dependences: `dataflow`
+    /// (completion flags, counters and last-arriver folds; the default) or `barrier` (grid
+    /// barriers). The plan then lists what each boundary runs as, read from the fused kernel.
+    #[arg(long, default_value = "dataflow", value_name = "FORM")]
     pub sync: SyncMode,
     /// How fusion is decided: `model` (the cost model: never a form it predicts slower than
     /// separate launches; the default) or `fuse` (fuse whatever may legally fuse). A plan

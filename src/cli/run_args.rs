@@ -121,11 +121,10 @@ pub struct Args {
     #[arg(long, default_value = "flip", value_name = "KIND")]
     pub grid_barrier: crate::emit::grid_sync::GridBarrier,
     /// cuda, pipelines: how a fused persistent kernel separates cross-workgroup dependences:
-    /// `barrier` (an all-to-all grid barrier at every such boundary; the default) or
     /// `dataflow` (each task waits only for its producers' completion flags or counters; a
-    /// one-workgroup fold runs on the last arriving producer; opt-in, see
-    /// docs/megakernel.md), to compare the two.
-    #[arg(long, default_value = "barrier", value_name = "FORM")]
+    /// one-workgroup fold runs on the last arriving producer; the default) or `barrier` (an
+    /// all-to-all grid barrier at every such boundary), to compare the two.
+    #[arg(long, default_value = "dataflow", value_name = "FORM")]
     pub sync: crate::megakernel::plan::SyncMode,
     /// cuda: the GPU to run on (`--gpu N`).
     #[command(flatten)]

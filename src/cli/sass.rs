@@ -31,11 +31,11 @@ pub struct Args {
     /// a DeviceCaps JSON file; default h200).
     #[arg(long)]
     pub device: Option<String>,
-    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `barrier`
-    /// (grid barriers; the default) or `dataflow` (completion flags, counters and last-arriver
-    /// folds), as `run --megakernel --sync` runs them.
-    #[arg(long, default_value = "barrier", value_name = "FORM")]
-    pub sync: crate::megakernel::plan::SyncMode,
+    /// On a pipeline: how persistent groups separate cross-workgroup dependences, `dataflow`
+    /// (completion flags, counters and last-arriver folds; the default) or `barrier` (grid
+    /// barriers), as `run --megakernel --sync` runs them.
+    #[arg(long, value_name = "FORM")]
+    pub sync: Option<crate::megakernel::plan::SyncMode>,
 }
 
 /// Runs `sass`.
@@ -85,7 +85,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         unroll: !a.no_unroll,
         grid_barrier: Default::default(),
         version_bounds: false,
-        sync: a.sync,
+        sync: a.sync.unwrap_or_default(),
         timeline: false,
     };
     let pk = super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how)?;

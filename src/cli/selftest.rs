@@ -72,12 +72,12 @@ pub struct Args {
         requires = "fuzzing"
     )]
     pub timeout: u64,
-    /// With --fuzz-pipelines: how the fused kernels synchronise (`barrier`, the default, or
-    /// `dataflow`).
+    /// With --fuzz-pipelines: how the fused kernels synchronise (`dataflow`, the default, or
+    /// `barrier`).
     #[arg(
         long,
         value_name = "FORM",
-        default_value = "barrier",
+        default_value = "dataflow",
         requires = "fuzz_pipelines"
     )]
     pub sync: crate::megakernel::dataflow::SyncMode,
@@ -449,9 +449,11 @@ fn run_pipelines(
         grid_barrier: Default::default(),
         sync: Default::default(),
     };
-    let dataflow_opts = PipelineGpuOptions {
+    // The other sync form: fixtures run the default (dataflow waits) with separate launches,
+    // then grid barriers in the fused form alone.
+    let barrier_opts = PipelineGpuOptions {
         forms: Forms::Megakernel,
-        sync: crate::megakernel::dataflow::SyncMode::Dataflow,
+        sync: crate::megakernel::dataflow::SyncMode::Barrier,
         ..opts.clone()
     };
     let mut out = Vec::new();
@@ -465,8 +467,8 @@ fn run_pipelines(
         };
         // The runs write into their buffers: each form starts from the initial contents.
         let r = run_pipeline_forms(rt, &pipeline, &mut prepared.clone(), &opts);
-        // Every fixture with a group that can run dataflow runs its fused form again with
-        // dataflow waits (the default form is the grid barrier), verified the same way.
+        // Every fixture with a group where the sync form matters runs its fused form again
+        // with grid barriers (the default form is dataflow), verified the same way.
         let dataflow = r.as_ref().is_ok_and(|r| {
             r.plan
                 .as_ref()
@@ -475,7 +477,7 @@ fn run_pipelines(
         out.push((f.clone(), r));
         if dataflow {
             let mut prepared = prepared;
-            let r = run_pipeline_forms(rt, &pipeline, &mut prepared, &dataflow_opts);
+            let r = run_pipeline_forms(rt, &pipeline, &mut prepared, &barrier_opts);
             out.push((f, r));
         }
     }

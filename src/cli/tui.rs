@@ -32,10 +32,10 @@ pub struct InspectorOpts {
     /// REC.json`) in the Timeline tab, no GPU needed.
     #[arg(long, value_name = "REC.json")]
     pub timeline: Option<PathBuf>,
-    /// How a pipeline's fused persistent kernels wait between steps: `barrier` (grid
-    /// barriers; the default) or `dataflow` (completion flags, counters and last-arriver
-    /// folds), for the PTX pane, the GPU run (r) and its timeline, as `run --sync` does.
-    #[arg(long, default_value = "barrier", value_name = "FORM")]
+    /// How a pipeline's fused persistent kernels wait between steps: `dataflow`
+    /// (completion flags, counters and last-arriver folds; the default) or `barrier` (grid
+    /// barriers), for the PTX pane, the GPU run (r) and its timeline, as `run --sync` does.
+    #[arg(long, default_value = "dataflow", value_name = "FORM")]
     pub sync: crate::megakernel::plan::SyncMode,
 }
 

@@ -25,12 +25,13 @@ use super::DepKind;
 #[serde(rename_all = "snake_case")]
 pub enum SyncMode {
     /// Each task waits only for its producers: completion flags, counters, last-arriver
-    /// folds. Opt-in: faster than barriers on some pipelines and slower on others on an
-    /// H200 (docs/megakernel.md); 800 of 800 generated pipelines agree on the GPU.
-    Dataflow,
-    /// Every `grid` boundary is an all-to-all grid barrier: the default (verified by the
-    /// pipeline fuzzer), and the form to compare against.
+    /// folds. The default: faster than or as fast as grid barriers on every pipeline measured
+    /// on an H200 and an H100 (docs/megakernel.md), and the planner's cost model declines
+    /// fusion where even this form would lose to separate launches.
     #[default]
+    Dataflow,
+    /// Every `grid` boundary is an all-to-all grid barrier (`--sync barrier`): the simpler
+    /// form, kept to compare against and as a fallback.
     Barrier,
 }
 
@@ -61,7 +62,7 @@ impl std::str::FromStr for SyncMode {
             "barrier" => Ok(SyncMode::Barrier),
             _ => Err(crate::util::Problem::usage(
                 format!("unknown sync form `{s}`"),
-                "use `barrier` (the default) or `dataflow`",
+                "use `dataflow` (the default) or `barrier`",
             )),
         }
     }

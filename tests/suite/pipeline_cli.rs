@@ -200,7 +200,8 @@ fn emit_sass_and_occupancy_show_every_fused_group_of_a_pipeline() {
 
 /// `emit`, `sass` and `occupancy --sync dataflow` show the kernel `run --sync dataflow`
 /// launches (completion flags, the launch epoch, polls), `--sync barrier` the grid-barrier
-/// one; on a Program file, `--sync dataflow` is refused rather than ignored.
+/// one, and the default is the dataflow kernel; on a Program file, `--sync` is refused
+/// rather than ignored.
 #[test]
 fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
     let f = fixture("reduce_normalize_2p20.json");
@@ -210,7 +211,7 @@ fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
     let (code, barrier, err) = vyrescope(&["emit", f, "--sync", "barrier"]);
     assert_eq!(code, 0, "{err}");
     let (_, default, _) = vyrescope(&["emit", f]);
-    assert_eq!(default, barrier, "barrier is the default form");
+    assert_eq!(default, dataflow, "dataflow is the default form");
     assert!(
         dataflow.contains("param_sync_epoch")
             && dataflow.contains("// dataflow: step 2 waits for step 1"),
@@ -281,12 +282,12 @@ fn inspector_sync_dataflow_shows_and_runs_the_dataflow_kernel() {
     assert!(barrier.contains("not found: param_sync_epoch"), "{barrier}");
     let plan = screen("dataflow", "7 j");
     assert!(
-        plan.contains("sync: runs with dataflow waits (--sync dataflow)"),
+        plan.contains("sync: runs with dataflow waits (the default)"),
         "{plan}"
     );
     let plan = screen("barrier", "7 j");
     assert!(
-        plan.contains("sync: runs with grid barriers (the default)"),
+        plan.contains("sync: runs with grid barriers (--sync barrier)"),
         "{plan}"
     );
 }

@@ -262,6 +262,8 @@ fn run_tab_charts_separate_against_fused() {
         note: String::new(),
     };
     update(&mut a, Action::Worker(Reply::PipelineRan(Ok(run))));
+    // Under `--sync barrier` the fused form is the grid-barrier kernel, labelled `fused`.
+    a.programs.sync = vyrescope::megakernel::plan::SyncMode::Barrier;
     let s = screen(&mut a, &hl);
     let sep = s
         .lines()
@@ -278,7 +280,7 @@ fn run_tab_charts_separate_against_fused() {
         "{fused}"
     );
     assert!(s.contains("verified"));
-    // Under `--sync dataflow` the fused form is the dataflow kernel, and says so.
+    // By default (`--sync dataflow`) the fused form is the dataflow kernel, and says so.
     a.programs.sync = vyrescope::megakernel::plan::SyncMode::Dataflow;
     let s = screen(&mut a, &hl);
     assert!(s.contains("dataflow ( 1 launches)"), "{s}");

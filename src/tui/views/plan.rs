@@ -379,17 +379,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             Span::styled("dataflow: ", t.key),
             Span::styled(b.dataflow.clone(), t.text),
         ]));
-        // Which form runs it (`--sync`, like `run`'s): grid barriers by default; the
-        // dataflow form's persistent grid and why are what `plan --sync dataflow` prints.
+        // Which form runs it (`--sync`, like `run`'s): dataflow waits by default; the
+        // dataflow form's persistent grid and why are what `plan` prints.
         if let Some(group) = plan.groups.get(b.group).filter(|g| g.runs_dataflow()) {
             let how = if app.programs.sync == crate::megakernel::plan::SyncMode::Dataflow {
                 format!(
-                    "runs with dataflow waits (--sync dataflow) on {} blocks: {}",
+                    "runs with dataflow waits (the default) on {} blocks: {}",
                     group.dataflow.blocks, group.dataflow.blocks_reason
                 )
             } else {
                 format!(
-                    "runs with grid barriers (the default); `--sync dataflow` runs {} blocks: {}",
+                    "runs with grid barriers (--sync barrier); the dataflow form runs {} blocks: {}",
                     group.dataflow.blocks, group.dataflow.blocks_reason
                 )
             };
