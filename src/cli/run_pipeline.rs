@@ -81,6 +81,11 @@ pub fn run(a: &Args) -> super::Outcome {
     if let Some(dir) = &a.dump {
         dump_buffers(dir, &prepared, ".in.bin", true)?;
     }
+    // A vyre graph or artifact with `--both`: vyre's plan runs as a third form.
+    #[cfg(feature = "vyre")]
+    if a.both && super::run_both::is_graph_file(&a.file) {
+        return super::run_both::run(a, pipeline, &mut prepared);
+    }
     if a.backend == Backend::Cuda {
         let code = run_cuda(a, pipeline, &mut prepared)?;
         if code == 0 {
@@ -178,7 +183,7 @@ fn forms(a: &Args) -> Forms {
 }
 
 /// What `a` asks of a pipeline run (the reference interpreter uses only the fuel).
-fn options(a: &Args) -> PipelineGpuOptions {
+pub(super) fn options(a: &Args) -> PipelineGpuOptions {
     PipelineGpuOptions {
         forms: forms(a),
         repeat: a.repeat,

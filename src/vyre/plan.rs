@@ -300,6 +300,18 @@ pub fn plan_graph(
     budget: Budget,
     name: &str,
 ) -> Result<VyrePlan, VyrePlanError> {
+    let (artifact, graph) = compile_graph(graph, budget, name)?;
+    describe(&artifact, &graph, PlanSource::Computed, name)
+}
+
+/// vyre-megakernel's artifact of `graph` under `budget` (`CompileRequest::validate`, then
+/// `vyre_megakernel::compile`; in-process, no device) and the graph as vyre validated it.
+/// `name` names the graph in errors; vyre's refusals keep its code and advice.
+pub fn compile_graph(
+    graph: ProgramGraph,
+    budget: Budget,
+    name: &str,
+) -> Result<(Artifact, ProgramGraph), VyrePlanError> {
     if budget.max_candidates == 0 || budget.max_cpu_work == 0 {
         return Err(VyrePlanError {
             message: format!(
@@ -338,13 +350,10 @@ pub fn plan_graph(
             .validate()
             .map_err(refused)?;
         let artifact = compile(&request).map_err(refused)?;
-        Ok((artifact, request))
+        Ok((artifact, request.graph().clone()))
     }));
     match compiled {
-        Ok(Ok((artifact, request))) => {
-            describe(&artifact, request.graph(), PlanSource::Computed, name)
-        }
-        Ok(Err(e)) => Err(e),
+        Ok(r) => r,
         Err(_) => Err(VyrePlanError {
             message: format!("vyre-megakernel's planner panicked on graph `{name}`"),
             fix: "report this to vyre with the graph file; `vyrescope plan` without the vyre \
@@ -562,7 +571,7 @@ pub fn describe(
 
 /// The barriers `merge_programs_shared` puts between the arms of one group (`members`, whose
 /// Programs are `arms`), or why it refuses the group.
-fn kernel_barriers(members: &[u32], arms: &[&VyreProgram]) -> (Vec<KernelBarrier>, Option<String>) {
+pub(crate) fn kernel_barriers(members: &[u32], arms: &[&VyreProgram]) -> (Vec<KernelBarrier>, Option<String>) {
     if arms.len() < 2 {
         return (Vec::new(), None);
     }
