@@ -16,8 +16,7 @@ use serde::Serialize;
 
 use super::run_args::{Args, Backend};
 use crate::harness::pipeline::{
-    check_on_reference, expected, pipeline_tolerance, run_forms_with, DecideMode, FormReport,
-    Forms,
+    check_on_reference, expected, pipeline_tolerance, run_forms_with, DecideMode, FormReport, Forms,
 };
 use crate::inputs::pipeline::{pipeline_shapes, PreparedPipeline};
 use crate::ir::Pipeline;
@@ -30,9 +29,6 @@ use crate::runtime::parity::ParityReport;
 use crate::util::Problem;
 use crate::vyre::fused::{self, TargetVerdict, VyreForm};
 use crate::vyre::plan::Budget;
-
-/// The target sm for vyre's PTX when no GPU says otherwise (the bundled h200 profile's).
-const DEFAULT_SM: u32 = 90;
 
 /// One form's row.
 #[derive(Debug, Serialize)]
@@ -155,9 +151,8 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
             (caps, name)
         }
     };
-    let sm = a
-        .sm
-        .unwrap_or_else(|| rt.as_ref().map_or(DEFAULT_SM, |_| caps.cc_major * 10 + caps.cc_minor));
+    // vyre's PTX for the GPU's sm, or the profile's (sm_90) on the reference backend.
+    let sm = a.sm.unwrap_or(caps.cc_major * 10 + caps.cc_minor);
     let (imported, form) = fused::open(&a.file, &bytes, Budget::default(), sm)?;
     let names = |p: &Pipeline| p.buffers.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
     if names(&imported.pipeline) != names(pipeline) {
@@ -196,9 +191,11 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
                 rows.push(Row::checked(form, launches, parity));
             }
             rows.push(match (&vyre_launches, &form.refused) {
-                (Some(l), _) => {
-                    Row::checked("vyre", l, check_on_reference(l, prepared, &want, tol, fuel)?)
-                }
+                (Some(l), _) => Row::checked(
+                    "vyre",
+                    l,
+                    check_on_reference(l, prepared, &want, tol, fuel)?,
+                ),
                 (None, why) => Row::refused("vyre", why.clone().unwrap_or_default()),
             });
             (rows, None, None)
@@ -336,8 +333,21 @@ fn print_text(r: &BothReport<'_>) {
             (None, Some(e)) => format!("; vyre's PTX: {e}"),
             _ => String::new(),
         };
+        let dispatch = if g.refused.is_some() {
+            String::new()
+        } else {
+            format!(
+                ", {} elements ({})",
+                g.elements,
+                if g.dispatch == "vyre_target" {
+                    "vyre's logical element count"
+                } else {
+                    "the import's dispatch rule"
+                }
+            )
+        };
         outln!(
-            "    group {} (stage {}): {} -> {} {}x{}x{}, {} elements ({}){barriers}{ptx}",
+            "    group {} (stage {}): {} -> {} {}x{}x{}{dispatch}{barriers}{ptx}",
             g.id,
             g.stage,
             g.member_names.join(", "),
@@ -345,12 +355,6 @@ fn print_text(r: &BothReport<'_>) {
             g.workgroup_size[0],
             g.workgroup_size[1],
             g.workgroup_size[2],
-            g.elements,
-            if g.dispatch == "vyre_target" {
-                "vyre's logical element count"
-            } else {
-                "the import's dispatch rule"
-            }
         );
         if let Some(why) = &g.refused {
             outln!("      refused: {why}");

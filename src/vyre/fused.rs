@@ -42,7 +42,7 @@ use vyre_megakernel::{
 };
 
 use crate::diagnostic::Severity;
-use crate::ir::{Pipeline, Step};
+use crate::ir::{Pipeline, PipelineBuffer, Step};
 use crate::util::Problem;
 
 use super::graph::{dispatch_elements, graph_name, import_graph, ImportedGraph};
@@ -167,10 +167,9 @@ pub fn open(
             PlanSource::Artifact,
         )
     } else {
-        (
-            compile_graph(graph.clone(), budget, &name)?.0,
-            PlanSource::Computed,
-        )
+        // vyre's compile consumes the graph; the ports come from the one the loader reads.
+        let (fresh, _) = super::graph::read_graph(path, bytes)?;
+        (compile_graph(fresh, budget, &name)?.0, PlanSource::Computed)
     };
     let imported = import_graph(&graph, &name);
     if let Some(e) = imported.errors().next() {
@@ -252,7 +251,19 @@ fn form_pipeline(imported: &ImportedGraph, groups: &[FusedGroup]) -> Pipeline {
              the Program vyre's merge_programs_shared forms from the group's nodes.",
             imported.pipeline.name
         )),
-        buffers: imported.pipeline.buffers.clone(),
+        // Not transient: a value vyre keeps inside a group is written and read by the same
+        // launch, which the pipeline validator's rule for transient buffers (read only after
+        // an earlier step wrote it) does not model. The comparison still skips the graph's
+        // transient buffers (they are the original pipeline's).
+        buffers: imported
+            .pipeline
+            .buffers
+            .iter()
+            .map(|b| PipelineBuffer {
+                transient: false,
+                ..b.clone()
+            })
+            .collect(),
         steps: groups
             .iter()
             .filter_map(|g| {
@@ -324,10 +335,7 @@ fn fused_group(
                 return g;
             }
             Err(_) => {
-                g.refused = Some(format!(
-                    "vyre's decoder panicked on node `{}`",
-                    record.name
-                ));
+                g.refused = Some(format!("vyre's decoder panicked on node `{}`", record.name));
                 return g;
             }
         }
@@ -335,7 +343,9 @@ fn fused_group(
     let fused = match catch_unwind(AssertUnwindSafe(|| merge_programs_shared(&programs))) {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
-            g.refused = Some(format!("vyre's merge_programs_shared refuses the group: {e}"));
+            g.refused = Some(format!(
+                "vyre's merge_programs_shared refuses the group: {e}"
+            ));
             return g;
         }
         Err(_) => {
@@ -357,12 +367,12 @@ fn fused_group(
             format!("{} -> {}: {}", name(b.after), name(b.before), b.ordering)
         })
         .collect();
-    match super::ptx::vyre_ptx(&fused, sm) {
+    match target_ptx(&fused, sm) {
         Ok(p) => {
-            g.ptx_lines = Some(p.ptx.lines().count());
-            g.ptx = Some(p.ptx);
+            g.ptx_lines = Some(p.lines().count());
+            g.ptx = Some(p);
         }
-        Err(e) => g.ptx_error = Some(crate::util::HasFix::message(&e)),
+        Err(e) => g.ptx_error = Some(e),
     }
     let ours = super::import_program(&fused, &kernel);
     g.findings = ours.diagnostics.iter().map(|d| d.to_string()).collect();
@@ -383,12 +393,16 @@ fn fused_group(
         let Some(node) = graph.nodes().get(m as usize) else {
             continue;
         };
-        let ports = node.inputs.iter().map(|p| (p.buffer.as_str(), p.value)).chain(
-            node.output_ports
-                .iter()
-                .zip(&node.outputs)
-                .map(|(p, v)| (p.buffer.as_str(), *v)),
-        );
+        let ports = node
+            .inputs
+            .iter()
+            .map(|p| (p.buffer.as_str(), p.value))
+            .chain(
+                node.output_ports
+                    .iter()
+                    .zip(&node.outputs)
+                    .map(|(p, v)| (p.buffer.as_str(), *v)),
+            );
         for (buffer, value) in ports {
             let Some(pb) = imported.value_buffers.get(value.0 as usize) else {
                 continue;
@@ -442,8 +456,22 @@ fn fused_group(
             g.elements = dispatch_elements(&ours.count_buffers, &g.bind, &imported.pipeline.buffers)
         }
     }
-    g.program = Some(ours.program);
+    let mut program = ours.program;
+    // The pipeline's buffers decide the contents (as for a graph node's step).
+    program.run = None;
+    g.program = Some(program);
     g
+}
+
+/// vyre's PTX for a group's fused Program as `compile_selected_modules` makes it:
+/// `vyre_lower::lower_verified` (no validator: vyre's own validator refuses merged Programs
+/// with two output buffers, V022, which the target compile never asks), then vyre's emitter.
+fn target_ptx(program: &VyreProgram, sm: u32) -> Result<String, String> {
+    let lowered = catch_unwind(AssertUnwindSafe(|| vyre_lower::lower_verified(program)))
+        .map_err(|_| "vyre's lowering panicked".to_string())?
+        .map_err(|e| format!("vyre's lowering failed: {}", e.message()))?;
+    super::ptx::emit_descriptor(&lowered.descriptor, sm)
+        .map_err(|e| crate::util::HasFix::message(&e))
 }
 
 /// vyre's CUDA target compile of `artifact` for `sm`: the verdict, and vyre's logical
@@ -459,8 +487,15 @@ fn target_compile(artifact: &Artifact, sm: u32) -> (TargetVerdict, HashMap<u32, 
     };
     let mut counts = HashMap::new();
     let setup = TargetPayloadFormat::new("vyrescope.vyre-emit-ptx", 1).and_then(|f| {
-        TargetProfile::new(format!("cuda-sm{sm}"), 1, [1024, 1024, 64], 1024, 48 * 1024, 32)
-            .map(|p| (f, p))
+        TargetProfile::new(
+            format!("cuda-sm{sm}"),
+            1,
+            [1024, 1024, 64],
+            1024,
+            48 * 1024,
+            32,
+        )
+        .map(|p| (f, p))
     });
     let (format, profile) = match setup {
         Ok(fp) => fp,

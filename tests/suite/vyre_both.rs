@@ -19,8 +19,45 @@ use vyrescope::vyre::plan::{compile_graph, Budget, PlanSource};
 
 use crate::support::cli;
 use crate::vyre_graph::{
-    artifact_bytes, broadcast_chain, chain, converted, graphs, named_chain, retained, u32s,
+    artifact_bytes, broadcast_chain, chain, converted, graphs, input, named_chain, named_map,
+    out_port, port, read, result, retained, temp, u32s, N,
 };
+use vyre_foundation::ir::{Expr as E, ProgramGraph};
+
+/// x -> `double` (workgroup 64) -> y -> `inc` (workgroup 256) -> out, buffers named after the
+/// values: vyre plans two groups (MKL005, workgroup mismatch), both of which bind, so its
+/// target compile gets as far as forming the payload (the bundled `named_mixed.vgr`).
+fn named_mixed() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let x = input(&mut g, "x", N.into());
+    let (_, y) = g
+        .add_node(
+            "double",
+            named_map("x", "y", N, 64, |v| E::mul(v, E::u32(2))),
+            vec![port("x", x, read(N))],
+            vec![out_port("y", "y", temp(N))],
+        )
+        .unwrap();
+    g.add_node(
+        "inc",
+        named_map("y", "out", N, 256, |v| E::add(v, E::u32(1))),
+        vec![port("y", y[0], read(N))],
+        vec![out_port("out", "out", result(N))],
+    )
+    .unwrap();
+    g
+}
+
+#[test]
+fn bundled_named_mixed_is_what_the_builder_writes() {
+    crate::support::snapshot::check_bytes(
+        &fixture("named_mixed.vgr"),
+        &named_mixed().to_wire().unwrap(),
+        "what vyre's graph builder writes",
+        "--features vyre --test suite vyre_both::",
+    )
+    .unwrap();
+}
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -31,9 +68,15 @@ fn fixture(name: &str) -> PathBuf {
 /// The graph's pipeline and its vyre form (vyre's plan computed now, PTX for sm_90).
 fn form_of(g: vyre_foundation::ir::ProgramGraph, name: &str) -> (ImportedGraph, VyreForm) {
     let imported = converted(&g, name);
-    let (artifact, _) = compile_graph(g.clone(), Budget::default(), name)
-        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    let form = vyre_form(&artifact, &g, &imported, PlanSource::Computed, 90);
+    let (artifact, request) =
+        compile_graph(g, Budget::default(), name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let form = vyre_form(
+        &artifact,
+        request.graph(),
+        &imported,
+        PlanSource::Computed,
+        90,
+    );
     (imported, form)
 }
 
@@ -52,7 +95,11 @@ fn check_form(
         .unwrap_or_else(|| panic!("{what}: refused: {:?}", form.refused));
     let shapes = pipeline_shapes(vp, Path::new(".")).unwrap();
     let launches = separate_launches(vp, &shapes).unwrap();
-    assert_eq!(launches.len(), form.groups.len(), "{what}: one launch per group");
+    assert_eq!(
+        launches.len(),
+        form.groups.len(),
+        "{what}: one launch per group"
+    );
     check_on_reference(
         &launches,
         &prepared,
@@ -81,7 +128,7 @@ fn each_vyre_group_runs_as_one_launch_and_equals_the_steps_one_by_one() {
         if !binds {
             let why = form.refused.as_deref().unwrap_or_else(|| panic!("{name}"));
             assert!(
-                why.contains("carries 2 values") && why.contains("merge joins"),
+                why.contains(" values (`") && why.contains("merge joins"),
                 "{name}: {why}"
             );
             assert!(form.pipeline.is_none());
@@ -109,14 +156,26 @@ fn each_vyre_group_runs_as_one_launch_and_equals_the_steps_one_by_one() {
             d.data = b.data;
         }
         let x = u32s(&init, "x");
-        assert!(x.iter().filter(|&&v| v != 0).count() > x.len() / 2, "{name}");
+        assert!(
+            x.iter().filter(|&&v| v != 0).count() > x.len() / 2,
+            "{name}"
+        );
         assert_eq!(
             u32s(&done, "out"),
             model(&|b| u32s(&init, b)),
             "{name}: out"
         );
         for gr in &form.groups {
-            assert_eq!(gr.dispatch, "vyre_target", "{name}: {gr:?}");
+            // vyre's target stops at the first group whose buffers are named unlike their
+            // values; only named_chain's group reaches vyre's emitter through it.
+            let want = if name == "named_chain" {
+                "vyre_target"
+            } else {
+                "import_rule"
+            };
+            assert_eq!(gr.dispatch, want, "{name}: {gr:?}");
+            let out = imported.pipeline.buffer("out").unwrap().contents.len;
+            assert_eq!(Some(gr.elements), out, "{name}: {gr:?}");
             assert!(gr.ptx_lines.is_some_and(|n| n > 10), "{name}: {gr:?}");
         }
     }
@@ -150,7 +209,8 @@ fn named_chain_is_one_kernel_with_vyres_grid_sync_and_a_target_compile_that_succ
 
 #[test]
 fn vyres_target_compile_fails_with_mkc017_for_several_groups_and_on_renamed_buffers() {
-    let (_, form) = form_of(retained(), "retained");
+    let (imported, form) = form_of(named_mixed(), "named_mixed");
+    assert_eq!(form.groups.len(), 2, "{:?}", form.groups);
     let t = &form.target;
     assert!(!t.ok);
     assert_eq!(
@@ -161,18 +221,30 @@ fn vyres_target_compile_fails_with_mkc017_for_several_groups_and_on_renamed_buff
     let m = t.message.as_deref().unwrap();
     assert!(m.contains("duplicate target entry name main"), "{m}");
     assert!(t.text().starts_with("failed: [MKC017"), "{}", t.text());
-    // The vyre form runs all the same: the verdict is a fact about vyre's target, not ours.
-    assert!(form.pipeline.is_some());
-    let (_, form) = form_of(chain(), "chain");
-    let t = &form.target;
-    assert_eq!(t.code.as_deref(), Some("InvalidArtifact"), "{t:?}");
-    assert!(
-        t.message
-            .as_deref()
-            .unwrap()
-            .contains("has no canonical artifact resource"),
-        "{t:?}"
-    );
+    // vyre lowered and emitted both groups before refusing the payload, so both dispatch
+    // vyre's own element count; the vyre form runs all the same (the verdict is a fact about
+    // vyre's target, not ours).
+    for g in &form.groups {
+        assert_eq!(
+            (g.dispatch.as_str(), g.elements),
+            ("vyre_target", 1000),
+            "{g:?}"
+        );
+    }
+    assert!(check_form(&imported, &form, "named_mixed").passed);
+    // Program buffers named unlike their values: vyre's binding fails first.
+    for (g, name, buffer) in [(chain(), "chain", "dst"), (retained(), "retained", "acc")] {
+        let (_, form) = form_of(g, name);
+        let t = &form.target;
+        assert_eq!(t.code.as_deref(), Some("InvalidArtifact"), "{name}: {t:?}");
+        let m = t.message.as_deref().unwrap();
+        assert!(
+            m.contains(&format!(
+                "binding `{buffer}` has no canonical artifact resource"
+            )),
+            "{name}: {m}"
+        );
+    }
 }
 
 #[test]
@@ -195,17 +267,17 @@ fn a_uniform_store_fused_with_vyres_workgroup_barrier_still_equals_the_steps() {
 #[test]
 fn an_artifact_file_runs_its_recorded_plan() {
     let t = tempfile::tempdir().unwrap();
-    let path = t.path().join("retained.vmk");
-    let bytes = artifact_bytes(retained());
+    let path = t.path().join("named_mixed.vmk");
+    let bytes = artifact_bytes(named_mixed());
     std::fs::write(&path, &bytes).unwrap();
     let (imported, form) = open(&path, &bytes, Budget::default(), 90).unwrap();
     assert_eq!(form.source, PlanSource::Artifact);
-    assert_eq!(form.groups.len(), 3);
+    assert_eq!(form.groups.len(), 2);
     assert_eq!(
         form.target.code.as_deref(),
         Some("MKC017_MALFORMED_TARGET_PAYLOAD")
     );
-    assert!(check_form(&imported, &form, "retained.vmk").passed);
+    assert!(check_form(&imported, &form, "named_mixed.vmk").passed);
 }
 
 fn json(stdout: &str) -> serde_json::Value {
@@ -250,7 +322,10 @@ fn run_both_prints_three_verified_rows_and_says_times_were_not_measured() {
         assert!(r["parity"]["compared"].as_u64().unwrap() >= 1000, "{r}");
     }
     assert_eq!(v["vyre_target"]["ok"], true);
-    assert_eq!(v["vyre_plan"]["groups"][0]["barriers"][0], "double -> inc: grid_sync");
+    assert_eq!(
+        v["vyre_plan"]["groups"][0]["barriers"][0],
+        "double -> inc: grid_sync"
+    );
 }
 
 #[test]
@@ -266,15 +341,18 @@ fn run_both_reports_vyres_refusals_as_facts_and_still_verifies_the_other_forms()
     assert_eq!(forms[1]["verified"], true);
     assert_eq!(forms[2]["launches"], 0);
     assert!(
-        forms[2]["refused"].as_str().unwrap().contains("`dst` carries 2 values"),
+        forms[2]["refused"]
+            .as_str()
+            .unwrap()
+            .contains("`dst` carries 2 values"),
         "{}",
         forms[2]
     );
     assert_eq!(v["vyre_target"]["code"], "InvalidArtifact");
     // A multi-group artifact: MKC017 from vyre's target, all three forms verified.
     let t = tempfile::tempdir().unwrap();
-    let path = t.path().join("retained.vmk");
-    std::fs::write(&path, artifact_bytes(retained())).unwrap();
+    let path = t.path().join("named_mixed.vmk");
+    std::fs::write(&path, artifact_bytes(named_mixed())).unwrap();
     let (code, out, err) = cli::run(&["run", path.to_str().unwrap(), "--both"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(

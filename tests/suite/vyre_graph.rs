@@ -123,12 +123,12 @@ fn accumulate(state: &str, x: &str, n: u32, wg: u32) -> VP {
     )
 }
 
-fn input(g: &mut ProgramGraph, name: &str, n: u64) -> GraphValueId {
+pub(crate) fn input(g: &mut ProgramGraph, name: &str, n: u64) -> GraphValueId {
     g.add_external_value(name, contract(n, VA::ReadOnly, L::Invocation))
         .unwrap()
 }
 
-fn port(buffer: &str, value: GraphValueId, c: ValueContract) -> GraphInput {
+pub(crate) fn port(buffer: &str, value: GraphValueId, c: ValueContract) -> GraphInput {
     GraphInput {
         buffer: buffer.into(),
         value,
@@ -136,7 +136,7 @@ fn port(buffer: &str, value: GraphValueId, c: ValueContract) -> GraphInput {
     }
 }
 
-fn out_port(buffer: &str, name: &str, c: ValueContract) -> GraphOutput {
+pub(crate) fn out_port(buffer: &str, name: &str, c: ValueContract) -> GraphOutput {
     GraphOutput {
         buffer: buffer.into(),
         name: name.into(),
@@ -145,17 +145,17 @@ fn out_port(buffer: &str, name: &str, c: ValueContract) -> GraphOutput {
     }
 }
 
-const N: u32 = 1000;
+pub(crate) const N: u32 = 1000;
 
-fn read(n: u32) -> ValueContract {
+pub(crate) fn read(n: u32) -> ValueContract {
     contract(u64::from(n), VA::ReadOnly, L::Invocation)
 }
 
-fn temp(n: u32) -> ValueContract {
+pub(crate) fn temp(n: u32) -> ValueContract {
     contract(u64::from(n), VA::WriteOnly, L::Invocation)
 }
 
-fn result(n: u32) -> ValueContract {
+pub(crate) fn result(n: u32) -> ValueContract {
     contract(u64::from(n), VA::WriteOnly, L::Output)
 }
 
@@ -883,7 +883,7 @@ fn hostile_artifact_bytes_give_errors_with_a_fix() {
 /// `out[i] = f(in[i])` guarded by both buffers' own lengths (so every access is provably in
 /// bounds), with Program buffers named like the graph values they carry (so vyre's merge,
 /// which links arms by buffer name, sees the edge).
-fn named_map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -> E) -> VP {
+pub(crate) fn named_map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -> E) -> VP {
     VP::wrapped(
         vec![
             VB::read(input, 0, DT::U32).with_count(n),
