@@ -132,6 +132,12 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
             "drop --both to record our plan's timeline, or drop --timeline",
         ));
     }
+    if a.dump.is_some() || a.gate_csv.is_some() {
+        return Err(Problem::new(
+            "--dump and --gate-csv keep one form's contents or samples; `--both` on a graph runs three",
+            "drop --both to dump or record the gate's samples of our plan against separate launches",
+        ));
+    }
     let bytes = std::fs::read(&a.file).map_err(|e| {
         Problem::new(
             format!("cannot read {}: {e}", a.file.display()),

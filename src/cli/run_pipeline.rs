@@ -78,13 +78,13 @@ pub fn run(a: &Args) -> super::Outcome {
     let base = a.file.parent().unwrap_or(Path::new("."));
     // `file` contents may come from `--root DIR`, as for a Program.
     let mut prepared = prepare_pipeline_rooted(pipeline, super::run_args::file_root(a, base))?;
-    if let Some(dir) = &a.dump {
-        dump_buffers(dir, &prepared, ".in.bin", true)?;
-    }
     // A vyre graph or artifact with `--both`: vyre's plan runs as a third form.
     #[cfg(feature = "vyre")]
     if a.both && super::run_both::is_graph_file(&a.file) {
         return super::run_both::run(a, pipeline, &mut prepared);
+    }
+    if let Some(dir) = &a.dump {
+        dump_buffers(dir, &prepared, ".in.bin", true)?;
     }
     if a.backend == Backend::Cuda {
         let code = run_cuda(a, pipeline, &mut prepared)?;

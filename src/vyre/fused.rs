@@ -157,11 +157,7 @@ pub fn open(
 ) -> Result<(ImportedGraph, VyreForm), Problem> {
     let name = graph_name(path);
     let (graph, _) = super::graph::read_graph(path, bytes)?;
-    let artifact_file = bytes.starts_with(super::artifact::ARTIFACT_MAGIC)
-        || path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
-    let (artifact, source) = if artifact_file {
+    let (artifact, source) = if super::artifact::is_artifact(path, bytes) {
         (
             super::artifact::decode_artifact(path, bytes)?,
             PlanSource::Artifact,

@@ -291,11 +291,7 @@ pub fn read_graph(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(ProgramGraph, Vec<Diagnostic>), ParseError> {
-    let artifact = bytes.starts_with(super::artifact::ARTIFACT_MAGIC)
-        || path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
-    if artifact {
+    if super::artifact::is_artifact(path, bytes) {
         let a = super::artifact::decode_artifact(path, bytes)?;
         return super::artifact::artifact_graph(path, &a);
     }

@@ -399,6 +399,19 @@ fn bad_input_to_run_both_is_a_clean_error() {
         assert_eq!(code, 1, "{out}{err}");
         assert!(err.contains("Fix:") && !err.contains("panicked"), "{err}");
     }
+    // Options that keep one form's contents do not apply to three.
+    let dump = t.path().join("dump");
+    let named = fixture("named_chain.vgr");
+    let (code, out, err) = cli::run(&[
+        "run",
+        named.to_str().unwrap(),
+        "--both",
+        "--dump",
+        dump.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("--dump") && err.contains("Fix:"), "{err}");
+    assert!(!dump.exists(), "nothing is written before the refusal");
     // `--backend cuda` without a GPU: the runtime's one clear error, never a panic.
     let f = fixture("named_chain.vgr");
     let (code, out, err) = cli::run(&["run", f.to_str().unwrap(), "--both", "--backend", "cuda"]);
