@@ -45,6 +45,8 @@ pub mod print;
 pub mod probe;
 pub mod run;
 pub mod run_args;
+#[cfg(feature = "vyre")]
+pub mod run_both;
 pub mod run_cuda;
 pub mod run_pipeline;
 pub mod run_timeline;

@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod compare;
 pub mod export;
 pub mod files;
+pub mod fused;
 pub mod graph;
 pub mod import;
 pub mod plan;

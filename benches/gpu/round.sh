@@ -3,7 +3,7 @@
 # selftest in both sync forms (fixtures, pipelines, inspector-vs-run verdicts, timeline
 # fingerprints, fault recovery), softmax through `run` and through the inspector's `r`,
 # vyre's op catalogue on CUDA, the saturating fixture, and GPU vs offline tuning of a
-# Program written for its own workgroup size.
+# Program written for its own workgroup size, and `run GRAPH --both` on the vyre graph fixtures.
 # Usage, from the repository root:  benches/gpu/round.sh [VYRESCOPE_BINARY] [OUT_DIR]
 set -uo pipefail
 BIN=${1:-./target/release/vyrescope}
@@ -39,3 +39,13 @@ step run_reduce_wg128 60 "$BIN" run $R --backend cuda --workgroup 128,1,1
 step fuzz_pipelines 240 "$BIN" selftest --fuzz-pipelines 60 --seed 7 --out "$DIR/fuzz_pipelines"
 step fuzz_pipelines_dataflow 240 "$BIN" selftest --fuzz-pipelines 60 --seed 7 --sync dataflow --out "$DIR/fuzz_pipelines_dataflow"
 step fuzz_programs 240 "$BIN" selftest --fuzz 300 --seed 7 --out "$DIR/fuzz_programs"
+# vyre's plan beside ours and separate launches (`run GRAPH --both`, feature vyre): for each
+# graph fixture, three forms verified against the reference and timed in interleaved rounds,
+# and vyre's own target-compile verdict; the JSON is DIR/both_<file>.json.
+if "$BIN" check fixtures/vyre/graphs/named_chain.vgr > /dev/null 2>&1; then
+  for g in fixtures/vyre/graphs/*.vgr fixtures/vyre/graphs/*.vmk; do
+    n=both_$(basename "$g" | tr . _)
+    step "$n" 120 "$BIN" run "$g" --backend cuda --both --repeat 20 --json
+    cp "$DIR/$n.out" "$DIR/$n.json"
+  done
+fi

@@ -97,6 +97,9 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["separate", "both"])]
     pub megakernel: bool,
     /// cuda, pipelines: run both forms, interleaved, and judge the speedup (the default).
+    /// On a vyre graph or artifact (feature `vyre`), on either backend: separate launches,
+    /// our plan and vyre-megakernel's plan, each checked against the reference, with vyre's
+    /// own target-compile verdict (docs/vyre.md).
     #[arg(long, conflicts_with_all = ["separate", "megakernel"])]
     pub both: bool,
     /// cuda, pipelines with both forms: write every timed repetition as CSV

@@ -78,6 +78,11 @@ pub fn run(a: &Args) -> super::Outcome {
     let base = a.file.parent().unwrap_or(Path::new("."));
     // `file` contents may come from `--root DIR`, as for a Program.
     let mut prepared = prepare_pipeline_rooted(pipeline, super::run_args::file_root(a, base))?;
+    // A vyre graph or artifact with `--both`: vyre's plan runs as a third form.
+    #[cfg(feature = "vyre")]
+    if a.both && super::run_both::is_graph_file(&a.file) {
+        return super::run_both::run(a, pipeline, &mut prepared);
+    }
     if let Some(dir) = &a.dump {
         dump_buffers(dir, &prepared, ".in.bin", true)?;
     }
@@ -178,7 +183,7 @@ fn forms(a: &Args) -> Forms {
 }
 
 /// What `a` asks of a pipeline run (the reference interpreter uses only the fuel).
-fn options(a: &Args) -> PipelineGpuOptions {
+pub(super) fn options(a: &Args) -> PipelineGpuOptions {
     PipelineGpuOptions {
         forms: forms(a),
         repeat: a.repeat,

@@ -84,19 +84,27 @@ pub struct PipelineGpuReport {
     /// The speedup gate, when both forms ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateResult>,
+    /// Another plan of the same pipeline (vyre's, for `run GRAPH --both`), when one was given
+    /// ([`run_forms_with`]): timed in the same interleaved rounds, checked against the same
+    /// reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<FormReport>,
+    /// The speedup gate of the alternative against separate launches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternative_gate: Option<GateResult>,
 }
 
 impl PipelineGpuReport {
     /// True when every form that ran equals the reference.
     pub fn verified(&self) -> bool {
-        [&self.separate, &self.megakernel]
+        [&self.separate, &self.megakernel, &self.alternative]
             .iter()
             .all(|f| f.as_ref().is_none_or(|f| f.parity.passed))
     }
 }
 
 /// The pipeline buffers as the runtime takes them (all read-write, so all read back).
-pub(crate) fn host_buffers(p: &PreparedPipeline) -> Vec<HostBuffer> {
+pub fn host_buffers(p: &PreparedPipeline) -> Vec<HostBuffer> {
     p.buffers
         .iter()
         .enumerate()
@@ -137,6 +145,63 @@ pub fn expected(
     let mut oracle = prepared.clone();
     reference(pipeline, &mut oracle, fuel)?;
     Ok(comparable(&oracle, host_buffers(&oracle)))
+}
+
+/// Runs `launches` in order on the reference interpreter over `buffers` (the pipeline's
+/// buffers, indexed as the launches name them), as `Runtime::run_pipeline` runs them on the
+/// GPU: how a launch list (separate steps, our plan's fused kernels, another plan's) is
+/// checked without a GPU. Each Program's host buffers get the bound buffers' contents, and
+/// the results are written back after each launch.
+pub fn launches_on_reference(
+    launches: &[PipelineLaunch],
+    buffers: &mut [HostBuffer],
+    fuel: u64,
+) -> Result<(), Problem> {
+    let o = interp::Options {
+        fuel,
+        ..interp::Options::default()
+    };
+    for (li, l) in launches.iter().enumerate() {
+        let decls = l.program.host_buffers();
+        let mut bufs = Vec::with_capacity(decls.len());
+        for (d, &k) in decls.iter().zip(&l.buffers) {
+            let b = buffers.get(k).ok_or_else(|| {
+                Problem::bug(format!(
+                    "launch {li} (`{}`) names pipeline buffer {k} of {}",
+                    l.program.name,
+                    buffers.len()
+                ))
+            })?;
+            bufs.push(HostBuffer {
+                name: d.name.clone(),
+                elem: d.elem,
+                access: Access::ReadWrite,
+                binding: d.binding.unwrap_or(0),
+                data: b.data.clone(),
+            });
+        }
+        interp::run_with(&l.program, &l.shape, &mut bufs, &o).map_err(|e| {
+            Problem::from(e).context(format_args!("launch {li} (`{}`)", l.program.name))
+        })?;
+        for (hb, &k) in bufs.into_iter().zip(&l.buffers) {
+            buffers[k].data = hb.data;
+        }
+    }
+    Ok(())
+}
+
+/// `launches` run on the reference interpreter from `prepared`'s initial contents
+/// ([`launches_on_reference`]), compared with `expected` ([`expected`]) as a GPU form is.
+pub fn check_on_reference(
+    launches: &[PipelineLaunch],
+    prepared: &PreparedPipeline,
+    expected: &[HostBuffer],
+    tol: Option<Tolerance>,
+    fuel: u64,
+) -> Result<ParityReport, Problem> {
+    let mut bufs = host_buffers(prepared);
+    launches_on_reference(launches, &mut bufs, fuel)?;
+    Ok(compare(&comparable(prepared, bufs), expected, tol))
 }
 
 /// Marks transient buffers read-only so the comparison skips them: nobody reads them after
@@ -354,6 +419,20 @@ pub fn run_forms(
     prepared: &mut PreparedPipeline,
     o: &PipelineGpuOptions,
 ) -> Result<(PipelineGpuReport, Option<CompiledPipeline>), Problem> {
+    run_forms_with(rt, pipeline, prepared, o, None)
+}
+
+/// [`run_forms`] with `alternative`, another plan of the same pipeline as a launch list over
+/// the pipeline's buffers (vyre's plan: one launch per vyre group): it runs in the same
+/// interleaved rounds as the other forms, from the same initial contents, and its result is
+/// compared with the same reference ([`PipelineGpuReport::alternative`]).
+pub fn run_forms_with(
+    rt: &mut Runtime,
+    pipeline: &Pipeline,
+    prepared: &mut PreparedPipeline,
+    o: &PipelineGpuOptions,
+    alternative: Option<&[PipelineLaunch]>,
+) -> Result<(PipelineGpuReport, Option<CompiledPipeline>), Problem> {
     let which = o.forms;
     // The oracle first: the steps in order on the reference interpreter.
     let expected = expected(pipeline, prepared, o.fuel)?;
@@ -383,7 +462,9 @@ pub fn run_forms(
         compiled = Some(c);
     }
     let total = o.repeat.max(1);
-    let mut results: Vec<FormSamples> = vec![(Vec::new(), None), (Vec::new(), None)];
+    let mut results: Vec<FormSamples> =
+        vec![(Vec::new(), None), (Vec::new(), None), (Vec::new(), None)];
+    let other: &[PipelineLaunch] = alternative.unwrap_or(&[]);
     let mut done = 0;
     while done < total {
         let n = if which == Forms::Both {
@@ -392,8 +473,9 @@ pub fn run_forms(
             total - done
         };
         for (slot, launches, wanted) in [
-            (0, &separate, which != Forms::Megakernel),
-            (1, &fused, which != Forms::Separate),
+            (0, separate.as_slice(), which != Forms::Megakernel),
+            (1, fused.as_slice(), which != Forms::Separate),
+            (2, other, alternative.is_some()),
         ] {
             if !wanted {
                 continue;
@@ -409,7 +491,7 @@ pub fn run_forms(
         done += n;
     }
     let mut forms_out: Vec<Option<FormReport>> = Vec::new();
-    for (slot, launches) in [(0, &separate), (1, &fused)] {
+    for (slot, launches) in [(0, separate.as_slice()), (1, fused.as_slice()), (2, other)] {
         let (samples, first) = std::mem::take(&mut results[slot]);
         forms_out.push(first.map(|(rep, bufs)| {
             let parity = compare(&comparable(prepared, bufs.clone()), &expected, tol);
@@ -419,12 +501,15 @@ pub fn run_forms(
             form_report(launches, samples, &rep, parity)
         }));
     }
+    let alternative = forms_out.pop().flatten();
     let megakernel = forms_out.pop().flatten();
     let separate_rep = forms_out.pop().flatten();
-    let gate = match (&separate_rep, &megakernel) {
+    let gate_of = |fused: &Option<FormReport>| match (&separate_rep, fused) {
         (Some(s), Some(m)) => Some(judge(&s.samples_ms, &m.samples_ms)),
         _ => None,
     };
+    let gate = gate_of(&megakernel);
+    let alternative_gate = gate_of(&alternative);
     let report = PipelineGpuReport {
         pipeline: pipeline.name.clone(),
         device: rt.caps().name.clone(),
@@ -439,6 +524,8 @@ pub fn run_forms(
         sync: o.sync,
         telemetry: rt.telemetry().clone(),
         gate,
+        alternative,
+        alternative_gate,
     };
     Ok((report, compiled))
 }

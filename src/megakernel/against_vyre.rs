@@ -547,10 +547,7 @@ pub fn beside(
     let replan = ask.max_cpu_work.is_some() || ask.max_candidates.is_some();
     let name = &pipeline.name;
     let vyre = if graph_file {
-        let artifact = bytes.starts_with(crate::vyre::artifact::ARTIFACT_MAGIC)
-            || path
-                .extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
+        let artifact = crate::vyre::artifact::is_artifact(path, &bytes);
         let (graph, _) = crate::vyre::graph::read_graph(path, &bytes)?;
         if artifact && !replan {
             let recorded = crate::vyre::artifact::decode_artifact(path, &bytes)?;

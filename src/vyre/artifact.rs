@@ -28,6 +28,15 @@ use crate::ir::ParseError;
 /// The first bytes of a vyre-megakernel artifact.
 pub const ARTIFACT_MAGIC: &[u8; 4] = b"VMK0";
 
+/// True when the file is a megakernel artifact: `VMK0` bytes, or a `*.vmk` name (so that a
+/// damaged one gets the artifact decoder's error).
+pub fn is_artifact(path: &Path, bytes: &[u8]) -> bool {
+    bytes.starts_with(ARTIFACT_MAGIC)
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("vmk"))
+}
+
 /// Decodes `Artifact::to_bytes` bytes; `path` names the file in errors. vyre's diagnostic (its
 /// `MKC0xx` code and advice) is kept; a panic in vyre's decoder is reported as an error.
 pub fn decode_artifact(path: &Path, bytes: &[u8]) -> Result<Artifact, ParseError> {

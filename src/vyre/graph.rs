@@ -36,6 +36,9 @@ pub struct ImportedGraph {
     pub diagnostics: Vec<Diagnostic>,
     /// Per step, the graph node's name (vyre's, before it was made an identifier).
     pub node_names: Vec<String>,
+    /// Per graph value (by value id), the name of the pipeline buffer that holds it (a
+    /// retained value and its successors share one).
+    pub value_buffers: Vec<String>,
 }
 
 impl ImportedGraph {
@@ -203,14 +206,7 @@ pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
                 )),
             }
         }
-        let elements = imported
-            .count_buffers
-            .iter()
-            .filter_map(|c| bind.iter().find(|(p, _)| p == c))
-            .filter_map(|(_, pb)| buffers.iter().find(|b| b.name == *pb))
-            .filter_map(|b| b.contents.len)
-            .max()
-            .unwrap_or(1);
+        let elements = dispatch_elements(&imported.count_buffers, &bind, &buffers);
         let mut program = imported.program;
         // The pipeline's buffers decide the contents; the Program's own `run` section would
         // only repeat vyre's counts.
@@ -245,10 +241,31 @@ pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
         steps,
     };
     ImportedGraph {
+        value_buffers: buffer_of
+            .iter()
+            .map(|&k| pipeline.buffers[k].name.clone())
+            .collect(),
         pipeline,
         diagnostics,
         node_names,
     }
+}
+
+/// The element count vyre's driver dispatches an imported Program with: the largest length
+/// among the pipeline buffers bound (`bind`: Program buffer -> pipeline buffer) to the
+/// Program buffers vyre counts (`count_buffers`, from the import); 1 when none is bound.
+pub fn dispatch_elements(
+    count_buffers: &[String],
+    bind: &[(String, String)],
+    buffers: &[PipelineBuffer],
+) -> u64 {
+    count_buffers
+        .iter()
+        .filter_map(|c| bind.iter().find(|(p, _)| p == c))
+        .filter_map(|(_, pb)| buffers.iter().find(|b| b.name == *pb))
+        .filter_map(|b| b.contents.len)
+        .max()
+        .unwrap_or(1)
 }
 
 /// The pipeline name for a graph read from `path`: the file name without `.vgr` or `.vmk`.
@@ -274,11 +291,7 @@ pub fn read_graph(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(ProgramGraph, Vec<Diagnostic>), ParseError> {
-    let artifact = bytes.starts_with(super::artifact::ARTIFACT_MAGIC)
-        || path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("vmk"));
-    if artifact {
+    if super::artifact::is_artifact(path, bytes) {
         let a = super::artifact::decode_artifact(path, bytes)?;
         return super::artifact::artifact_graph(path, &a);
     }

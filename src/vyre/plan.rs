@@ -25,7 +25,7 @@ use vyre_foundation::memory_model::MemoryOrdering;
 use vyre_megakernel::legality::FusionRejectionReason;
 use vyre_megakernel::{
     compile, Artifact, CompileRequest, DependencyEndpoint, DependencyKind, Digest, ExternalFacts,
-    MaterializationReason, ResourceLifetime, SearchBudget,
+    MaterializationReason, ResourceLifetime, SearchBudget, ValidatedCompileRequest,
 };
 
 /// The search bounds given to vyre's planner (`SearchBudget`); the target-compilation and
@@ -300,6 +300,19 @@ pub fn plan_graph(
     budget: Budget,
     name: &str,
 ) -> Result<VyrePlan, VyrePlanError> {
+    let (artifact, request) = compile_graph(graph, budget, name)?;
+    describe(&artifact, request.graph(), PlanSource::Computed, name)
+}
+
+/// vyre-megakernel's artifact of `graph` under `budget` (`CompileRequest::validate`, then
+/// `vyre_megakernel::compile`; in-process, no device) and the request vyre validated (its
+/// `graph()` is the graph compiled).
+/// `name` names the graph in errors; vyre's refusals keep its code and advice.
+pub fn compile_graph(
+    graph: ProgramGraph,
+    budget: Budget,
+    name: &str,
+) -> Result<(Artifact, ValidatedCompileRequest), VyrePlanError> {
     if budget.max_candidates == 0 || budget.max_cpu_work == 0 {
         return Err(VyrePlanError {
             message: format!(
@@ -341,10 +354,7 @@ pub fn plan_graph(
         Ok((artifact, request))
     }));
     match compiled {
-        Ok(Ok((artifact, request))) => {
-            describe(&artifact, request.graph(), PlanSource::Computed, name)
-        }
-        Ok(Err(e)) => Err(e),
+        Ok(r) => r,
         Err(_) => Err(VyrePlanError {
             message: format!("vyre-megakernel's planner panicked on graph `{name}`"),
             fix: "report this to vyre with the graph file; `vyrescope plan` without the vyre \
@@ -562,7 +572,10 @@ pub fn describe(
 
 /// The barriers `merge_programs_shared` puts between the arms of one group (`members`, whose
 /// Programs are `arms`), or why it refuses the group.
-fn kernel_barriers(members: &[u32], arms: &[&VyreProgram]) -> (Vec<KernelBarrier>, Option<String>) {
+pub(crate) fn kernel_barriers(
+    members: &[u32],
+    arms: &[&VyreProgram],
+) -> (Vec<KernelBarrier>, Option<String>) {
     if arms.len() < 2 {
         return (Vec::new(), None);
     }

@@ -137,6 +137,25 @@ pub fn vyre_ptx(program: &v::Program, sm: u32) -> Result<VyrePtx, VyrePtxError> 
             )
         })
     })?;
+    let ptx = emit_descriptor(&lowered.descriptor, sm)?;
+    let params = param_buffers(&ptx, program);
+    let grid_sync = ptx.contains("_vyre_grid_barrier");
+    Ok(VyrePtx {
+        ptx,
+        sm,
+        params,
+        grid_sync,
+    })
+}
+
+/// vyre's PTX emitter on a lowered kernel (`vyre_emit_ptx::emit_with_options`) as vyre's CUDA
+/// backend calls it: target `sm`, subgroup size 32, cooperative grid sync on and a ULP budget
+/// of [`ULP_BUDGET`]. [`vyre_ptx`] and the megakernel target compile
+/// ([`super::fused`]) both emit through it.
+pub fn emit_descriptor(
+    descriptor: &vyre_lower::KernelDescriptor,
+    sm: u32,
+) -> Result<String, VyrePtxError> {
     let options = PtxEmitOptions {
         target: ComputeCapability {
             major: sm / 10,
@@ -146,22 +165,14 @@ pub fn vyre_ptx(program: &v::Program, sm: u32) -> Result<VyrePtx, VyrePtxError> 
         ulp_budget: Some(ULP_BUDGET),
         cooperative_grid_sync: true,
     };
-    let ptx = guarded("emit", || {
-        vyre_emit_ptx::emit_with_options(&lowered.descriptor, options).map_err(|e| {
+    guarded("emit", || {
+        vyre_emit_ptx::emit_with_options(descriptor, options).map_err(|e| {
             err(
                 "emit",
                 e.to_string(),
                 "vyre's PTX emitter does not support this Program; the message names the op",
             )
         })
-    })?;
-    let params = param_buffers(&ptx, program);
-    let grid_sync = ptx.contains("_vyre_grid_barrier");
-    Ok(VyrePtx {
-        ptx,
-        sm,
-        params,
-        grid_sync,
     })
 }
 

@@ -67,6 +67,8 @@ mod tui_tmux_live;
 mod tui_update;
 mod validate_props;
 #[cfg(feature = "vyre")]
+mod vyre_both;
+#[cfg(feature = "vyre")]
 mod vyre_catalog;
 #[cfg(feature = "vyre")]
 mod vyre_export;

@@ -123,12 +123,12 @@ fn accumulate(state: &str, x: &str, n: u32, wg: u32) -> VP {
     )
 }
 
-fn input(g: &mut ProgramGraph, name: &str, n: u64) -> GraphValueId {
+pub(crate) fn input(g: &mut ProgramGraph, name: &str, n: u64) -> GraphValueId {
     g.add_external_value(name, contract(n, VA::ReadOnly, L::Invocation))
         .unwrap()
 }
 
-fn port(buffer: &str, value: GraphValueId, c: ValueContract) -> GraphInput {
+pub(crate) fn port(buffer: &str, value: GraphValueId, c: ValueContract) -> GraphInput {
     GraphInput {
         buffer: buffer.into(),
         value,
@@ -136,7 +136,7 @@ fn port(buffer: &str, value: GraphValueId, c: ValueContract) -> GraphInput {
     }
 }
 
-fn out_port(buffer: &str, name: &str, c: ValueContract) -> GraphOutput {
+pub(crate) fn out_port(buffer: &str, name: &str, c: ValueContract) -> GraphOutput {
     GraphOutput {
         buffer: buffer.into(),
         name: name.into(),
@@ -145,22 +145,22 @@ fn out_port(buffer: &str, name: &str, c: ValueContract) -> GraphOutput {
     }
 }
 
-const N: u32 = 1000;
+pub(crate) const N: u32 = 1000;
 
-fn read(n: u32) -> ValueContract {
+pub(crate) fn read(n: u32) -> ValueContract {
     contract(u64::from(n), VA::ReadOnly, L::Invocation)
 }
 
-fn temp(n: u32) -> ValueContract {
+pub(crate) fn temp(n: u32) -> ValueContract {
     contract(u64::from(n), VA::WriteOnly, L::Invocation)
 }
 
-fn result(n: u32) -> ValueContract {
+pub(crate) fn result(n: u32) -> ValueContract {
     contract(u64::from(n), VA::WriteOnly, L::Output)
 }
 
 /// x -> `double` -> y (intermediate) -> `inc` -> out.
-fn chain() -> ProgramGraph {
+pub(crate) fn chain() -> ProgramGraph {
     let mut g = ProgramGraph::new();
     let x = input(&mut g, "x", N.into());
     let (_, y) = g
@@ -183,7 +183,7 @@ fn chain() -> ProgramGraph {
 }
 
 /// x -> a = 3x, x -> b = x + 7, out = a + b.
-fn diamond() -> ProgramGraph {
+pub(crate) fn diamond() -> ProgramGraph {
     let mut g = ProgramGraph::new();
     let x = input(&mut g, "x", N.into());
     let (_, a) = g
@@ -214,7 +214,7 @@ fn diamond() -> ProgramGraph {
 
 /// x -> y = x ^ 0x55 -> a consumer that rotates each workgroup's slice through shared memory
 /// after a barrier.
-fn barrier_consumer() -> ProgramGraph {
+pub(crate) fn barrier_consumer() -> ProgramGraph {
     const M: u32 = 1024;
     let mut g = ProgramGraph::new();
     let x = input(&mut g, "x", M.into());
@@ -237,7 +237,7 @@ fn barrier_consumer() -> ProgramGraph {
 }
 
 /// Three maps with workgroup sizes 64, 256 and 32.
-fn mixed_workgroups() -> ProgramGraph {
+pub(crate) fn mixed_workgroups() -> ProgramGraph {
     let mut g = ProgramGraph::new();
     let x = input(&mut g, "x", N.into());
     let (_, y) = g
@@ -268,7 +268,7 @@ fn mixed_workgroups() -> ProgramGraph {
 
 /// A retained `state` updated in place twice (`state += x`, then `state += y`), then read:
 /// `out = state * 2`. `state`, `state_1` and `state_2` are one retained chain.
-fn retained() -> ProgramGraph {
+pub(crate) fn retained() -> ProgramGraph {
     let mut g = ProgramGraph::new();
     let kept = || contract(N.into(), VA::ReadWrite, L::Retained);
     let state = g.add_external_value("state", kept()).unwrap();
@@ -306,9 +306,9 @@ fn retained() -> ProgramGraph {
 
 /// The graphs of this file, each with what its nodes compute from the inputs on the host:
 /// (name, graph, host model taking the input buffers by name and giving `out`).
-type Model = fn(&dyn Fn(&str) -> Vec<u32>) -> Vec<u32>;
+pub(crate) type Model = fn(&dyn Fn(&str) -> Vec<u32>) -> Vec<u32>;
 
-fn graphs() -> Vec<(&'static str, ProgramGraph, Model)> {
+pub(crate) fn graphs() -> Vec<(&'static str, ProgramGraph, Model)> {
     vec![
         ("chain", chain(), |b| {
             b("x")
@@ -349,14 +349,14 @@ fn graphs() -> Vec<(&'static str, ProgramGraph, Model)> {
     ]
 }
 
-fn converted(g: &ProgramGraph, name: &str) -> ImportedGraph {
+pub(crate) fn converted(g: &ProgramGraph, name: &str) -> ImportedGraph {
     let got = import_graph(g, name);
     let errors: Vec<String> = got.errors().map(|d| d.to_string()).collect();
     assert!(errors.is_empty(), "{name}: {errors:?}");
     got
 }
 
-fn u32s(pp: &PreparedPipeline, name: &str) -> Vec<u32> {
+pub(crate) fn u32s(pp: &PreparedPipeline, name: &str) -> Vec<u32> {
     let b = pp
         .buffers
         .iter()
@@ -783,7 +783,7 @@ fn fixture_pipelines_export_as_graphs_that_compute_the_same_results() {
 }
 
 /// vyre-megakernel's artifact of `g` (compiled in-process with a small search budget).
-fn artifact_bytes(g: ProgramGraph) -> Vec<u8> {
+pub(crate) fn artifact_bytes(g: ProgramGraph) -> Vec<u8> {
     use vyre_megakernel::{compile, CompileRequest, Digest, ExternalFacts, SearchBudget};
     let facts = ExternalFacts::new(Digest([7; 32]), Default::default());
     let budget = SearchBudget::new(64, 1_000_000, 0, 0, 1_000_000_000);
@@ -883,7 +883,7 @@ fn hostile_artifact_bytes_give_errors_with_a_fix() {
 /// `out[i] = f(in[i])` guarded by both buffers' own lengths (so every access is provably in
 /// bounds), with Program buffers named like the graph values they carry (so vyre's merge,
 /// which links arms by buffer name, sees the edge).
-fn named_map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -> E) -> VP {
+pub(crate) fn named_map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -> E) -> VP {
     VP::wrapped(
         vec![
             VB::read(input, 0, DT::U32).with_count(n),
@@ -904,7 +904,7 @@ fn named_map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -> E) -> VP 
 }
 
 /// x -> `double` -> y -> `inc` -> out, each Program's buffers named after the values.
-fn named_chain() -> ProgramGraph {
+pub(crate) fn named_chain() -> ProgramGraph {
     let mut g = ProgramGraph::new();
     let x = input(&mut g, "x", N.into());
     let (_, y) = g
@@ -1290,7 +1290,7 @@ fn plan_command_prints_both_plans_and_the_three_key_json() {
 }
 
 /// x -> `first` (every invocation stores x[0] into y[0]) -> `spread` (out[i] = y[0] + i).
-fn broadcast_chain() -> ProgramGraph {
+pub(crate) fn broadcast_chain() -> ProgramGraph {
     let mut g = ProgramGraph::new();
     let x = input(&mut g, "x", N.into());
     let (_, y) = g
