@@ -389,3 +389,50 @@ fn generated_stencils_get_window_boundary_and_implied_waits() {
         "a long ping-pong run in one kernel without implied waits"
     );
 }
+
+/// `selftest --fuzz-pipelines` without a GPU: the pipelines of seeds `S .. S + N` (the seeds
+/// the selftest uses for `--seed S`; `VYRESCOPE_PIPELINE_SEED`, default 1, and
+/// `VYRESCOPE_PIPELINE_COUNT`, default 300), every fused kernel of the plan run on the
+/// interpreter in barrier and in dataflow form against the steps one by one. Not in CI (a few
+/// minutes on 2 cores): `cargo test --release --test suite fuzz_pipelines_on_the_interpreter
+/// -- --ignored --nocapture`. Prints every failing seed, then fails.
+#[test]
+#[ignore]
+fn fuzz_pipelines_on_the_interpreter() {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    let (first, count) = (
+        env("VYRESCOPE_PIPELINE_SEED", 1),
+        env("VYRESCOPE_PIPELINE_COUNT", 300),
+    );
+    let caps = profiles::load("h200").unwrap();
+    let mut failures = Vec::new();
+    let (mut dataflow, mut stencils) = (0, 0);
+    for seed in first..first.saturating_add(count) {
+        let p = random_pipeline(seed).unwrap();
+        stencils += usize::from((0..p.steps.len()).any(|s| stencil_kind(&p, s).is_some()));
+        for sync in [SyncMode::Barrier, SyncMode::Dataflow] {
+            match fused_on_interpreter_in(&p, &caps, sync) {
+                Ok(plan) => {
+                    dataflow += usize::from(
+                        sync == SyncMode::Dataflow && plan.groups.iter().any(|g| g.runs_dataflow()),
+                    );
+                }
+                Err(e) => {
+                    eprintln!("seed {seed} ({sync:?}): {e}");
+                    failures.push((seed, sync));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{count} pipelines from seed {first} ({stencils} with stencils, {dataflow} with a \
+         dataflow group), {} mismatches or failures",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "failing: {failures:?}");
+}
