@@ -14,8 +14,8 @@
 //!   `(i + (len(x) - k)) % len(x)`;
 //! - ping-pong runs: 2 to 8 consecutive stencil steps alternating between two buffers
 //!   (A -> B, B -> A, ...), mostly of one workgroup size (equal tiles give windows; a step of
-//!   another size gives an all-to-all dependence), whose waits on all but the step before
-//!   are implied by the chain of waits (the plan's transitive reduction).
+//!   another size gives an all-to-all dependence), whose waits further back than the step
+//!   before are implied by the chain of waits (the plan's transitive reduction).
 //!
 //! Every step is race-free on its own (it never reads the buffer it writes, except through
 //! commutative atomics), so its result does not depend on thread order; what the steps share
@@ -47,6 +47,9 @@ struct Buf {
 
 /// Workgroup sizes of elementwise steps (96: not a power of two; 1: one thread per workgroup).
 const MAP_SIZES: [u32; 6] = [1, 32, 64, 96, 128, 256];
+/// Workgroup sizes of block reductions (powers of two: a tree of halvings).
+const REDUCE_SIZES: [u32; 4] = [32, 64, 128, 256];
+
 /// How a stencil step reaches past the ends of its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Edge {
@@ -68,9 +71,6 @@ impl Edge {
         }
     }
 }
-
-/// Workgroup sizes of block reductions (powers of two: a tree of halvings).
-const REDUCE_SIZES: [u32; 4] = [32, 64, 128, 256];
 
 struct Builder {
     rng: Rng,
@@ -359,6 +359,7 @@ impl Builder {
         });
         Ok(())
     }
+
     /// The kinds of the first part of a pipeline (the generator before the stencils).
     fn first_kind(&mut self) -> Result<(), Problem> {
         match self.rng.below(6) {
@@ -490,7 +491,9 @@ impl Builder {
         let mut bufs = vec![("src", "read", src), ("dst", "write", dst)];
         if let Some(c) = extra {
             let sh = self.rng.below(31) + 1;
-            value = format!(r#"{{"add": [{value}, {{"rotl": [{{"load": "c", "index": "i"}}, {sh}]}}]}}"#);
+            value = format!(
+                r#"{{"add": [{value}, {{"rotl": [{{"load": "c", "index": "i"}}, {sh}]}}]}}"#
+            );
             bufs.push(("c", "read", c));
         }
         let body = format!(
@@ -539,8 +542,8 @@ impl Builder {
 /// The pipeline of `seed`: 2 to 6 steps of the first kinds, then up to 3 more actions
 /// (a clamped or periodic stencil, one ping-pong run of 2 to 8 stencil steps, or a step of
 /// the first kinds) over 3 to 5 data buffers of 100 to 5000 `u32` elements (one count per
-/// pipeline), all buffers random. Errors only when a generated step
-/// does not parse, which is a bug of this generator.
+/// pipeline), all buffers random. Errors only when a generated step does not parse, which is
+/// a bug of this generator.
 pub fn random_pipeline(seed: u64) -> Result<Pipeline, Problem> {
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
     let n = 100 + rng.below(4900);

@@ -308,7 +308,9 @@ fn generated_stencils_get_window_boundary_and_implied_waits() {
         let p = random_pipeline(seed).unwrap();
         let prepared = prepare_pipeline(&p, &std::env::temp_dir()).unwrap();
         let shape = |s: usize| prepared.steps[s].shape;
-        let run: Vec<usize> = (0..p.steps.len()).filter(|&s| in_ping_pong(&p, s)).collect();
+        let run: Vec<usize> = (0..p.steps.len())
+            .filter(|&s| in_ping_pong(&p, s))
+            .collect();
         for s in 0..p.steps.len() {
             match stencil_kind(&p, s) {
                 Some("clamped") => clamped += 1,
@@ -342,10 +344,9 @@ fn generated_stencils_get_window_boundary_and_implied_waits() {
         let writer = |s: usize, buf: &str| {
             (0..s).rev().find(|&w| {
                 let st = &p.steps[w];
-                st.program
-                    .buffers
-                    .iter()
-                    .any(|b| b.access != vyrescope::ir::Access::Read && st.bound(&b.name) == Some(buf))
+                st.program.buffers.iter().any(|b| {
+                    b.access != vyrescope::ir::Access::Read && st.bound(&b.name) == Some(buf)
+                })
             })
         };
         let mut run_groups = std::collections::BTreeSet::new();
@@ -412,10 +413,19 @@ fn generated_stencils_get_window_boundary_and_implied_waits() {
          {implied_in_runs} implied waits); window+boundary waits: {wb_clamped} clamped, \
          {wb_periodic} periodic"
     );
-    assert!(clamped >= 40 && periodic >= 40, "{clamped} clamped, {periodic} periodic");
+    assert!(
+        clamped >= 40 && periodic >= 40,
+        "{clamped} clamped, {periodic} periodic"
+    );
     assert!(runs >= 25, "only {runs} ping-pong runs");
-    assert!(wb_clamped >= 10, "only {wb_clamped} clamped window+boundary waits");
-    assert!(wb_periodic >= 10, "only {wb_periodic} periodic window+boundary waits");
+    assert!(
+        wb_clamped >= 10,
+        "only {wb_clamped} clamped window+boundary waits"
+    );
+    assert!(
+        wb_periodic >= 10,
+        "only {wb_periodic} periodic window+boundary waits"
+    );
     assert!(long_runs >= 10, "only {long_runs} long runs in one kernel");
     assert_eq!(runs_alone, long_runs);
     // In the whole pipeline the transitive reduction may spend its budget on the waits of
@@ -430,21 +440,38 @@ fn generated_stencils_get_window_boundary_and_implied_waits() {
 /// The ping-pong run `run` of `p` as a pipeline of its own: one dataflow kernel in which each
 /// step waits for the step before only (the waits further back are implied), and with at
 /// least one implied wait.
-fn check_run_alone(seed: u64, p: &Pipeline, run: &[usize], caps: &vyrescope::occupancy::DeviceCaps) {
+fn check_run_alone(
+    seed: u64,
+    p: &Pipeline,
+    run: &[usize],
+    caps: &vyrescope::occupancy::DeviceCaps,
+) {
     use vyrescope::harness::fuzz_pipelines::plan_for;
     let steps: Vec<_> = run.iter().map(|&s| p.steps[s].clone()).collect();
     let used = |name: &str| steps.iter().any(|s| s.bind.iter().any(|(_, b)| b == name));
     let alone = Pipeline {
         name: format!("{}_run", p.name),
         doc: None,
-        buffers: p.buffers.iter().filter(|b| used(&b.name)).cloned().collect(),
+        buffers: p
+            .buffers
+            .iter()
+            .filter(|b| used(&b.name))
+            .cloned()
+            .collect(),
         steps,
     };
     let prepared = prepare_pipeline(&alone, &std::env::temp_dir()).unwrap();
     let plan = plan_for(&alone, &prepared, caps).unwrap();
-    assert_eq!(plan.groups.len(), 1, "seed {seed}: the run alone is not one kernel");
+    assert_eq!(
+        plan.groups.len(),
+        1,
+        "seed {seed}: the run alone is not one kernel"
+    );
     let g = &plan.groups[0];
-    assert!(g.runs_dataflow(), "seed {seed}: the run alone has no dataflow waits");
+    assert!(
+        g.runs_dataflow(),
+        "seed {seed}: the run alone has no dataflow waits"
+    );
     let mut implied = 0;
     for b in &g.dataflow.boundaries {
         for t in &b.waits {
@@ -454,7 +481,11 @@ fn check_run_alone(seed: u64, p: &Pipeline, run: &[usize], caps: &vyrescope::occ
                 "seed {seed}: in the run alone, step {} waits for step {} (boundaries: {:?})",
                 t.to,
                 t.from,
-                g.dataflow.boundaries.iter().map(|b| b.describe()).collect::<Vec<_>>()
+                g.dataflow
+                    .boundaries
+                    .iter()
+                    .map(|b| b.describe())
+                    .collect::<Vec<_>>()
             );
         }
         implied += b.implied.len();
