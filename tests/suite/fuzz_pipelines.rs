@@ -496,9 +496,10 @@ fn check_run_alone(
 /// `selftest --fuzz-pipelines` without a GPU: the pipelines of seeds `S .. S + N` (the seeds
 /// the selftest uses for `--seed S`; `VYRESCOPE_PIPELINE_SEED`, default 1, and
 /// `VYRESCOPE_PIPELINE_COUNT`, default 300), every fused kernel of the plan run on the
-/// interpreter in barrier and in dataflow form against the steps one by one. Not in CI (a few
-/// minutes on 2 cores): `cargo test --release --test suite fuzz_pipelines_on_the_interpreter
-/// -- --ignored --nocapture`. Prints every failing seed, then fails.
+/// interpreter in barrier and in dataflow form against the steps one by one. Not in CI (300
+/// seeds about 45 s, 1700 about 200 s on one core): `cargo test --test suite
+/// fuzz_pipelines_on_the_interpreter -- --ignored --nocapture`. Prints every failing seed,
+/// then fails.
 #[test]
 #[ignore]
 fn fuzz_pipelines_on_the_interpreter() {
