@@ -13,7 +13,8 @@
 //!   buffers, operators, nesting), mostly invalid; for "never panics" properties.
 //! - [`mutate`]: a valid Program with one random change that is likely to break a rule.
 //! - [`random_pipeline`]: race-free pipelines of several steps (mixed workgroup sizes,
-//!   reductions, neighbour reads, histograms) for the fused-versus-separate checks.
+//!   reductions, neighbour reads, clamped and periodic stencils, ping-pong runs, histograms)
+//!   for the fused-versus-separate checks.
 
 mod mutate;
 mod pipeline;

@@ -50,9 +50,10 @@ pub struct Args {
     #[arg(long, value_name = "N", group = "fuzzing")]
     pub fuzz: Option<u64>,
     /// Pipeline fuzzing instead of the fixtures: N generated pipelines (chains and DAGs of
-    /// race-free steps with mixed workgroup sizes, reductions, neighbour reads) run as
-    /// separate launches and as their megakernel plan on the GPU, both compared with the
-    /// reference interpreter; a failing pipeline is written to --out with its plan.
+    /// race-free steps with mixed workgroup sizes, reductions, neighbour reads, clamped and
+    /// periodic stencils, ping-pong runs) run as separate launches and as their megakernel
+    /// plan on the GPU, both compared with the reference interpreter; a failing pipeline is
+    /// written to --out with its plan.
     #[arg(long, value_name = "N", group = "fuzzing")]
     pub fuzz_pipelines: Option<u64>,
     /// Seed of the first fuzz Program (Program k uses SEED + k; a reported seed S

@@ -1,6 +1,6 @@
 //! `selftest --fuzz-pipelines`: generated pipelines ([`crate::gen::random_pipeline`]: chains
-//! and DAGs of race-free steps with mixed workgroup sizes, neighbour reads, reductions,
-//! folds and histograms) planned, fused and run on the GPU in both forms (separate launches
+//! and DAGs of race-free steps with mixed workgroup sizes, neighbour reads, clamped and
+//! periodic stencils, ping-pong stencil runs, reductions, folds and histograms) planned, fused and run on the GPU in both forms (separate launches
 //! and the megakernel plan), each compared with the reference interpreter running the steps
 //! one by one.
 //!

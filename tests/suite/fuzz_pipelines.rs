@@ -1,7 +1,9 @@
 //! The pipeline generator of `selftest --fuzz-pipelines` and its CPU-side check: generated
 //! pipelines are the same for the same seed, validate, plan, and their fused kernels run on
-//! the reference interpreter end bit for bit like the steps run one by one. Also the
-//! `hist_equalize` fixture: one launch of mixed workgroup sizes, equal to the host result.
+//! the reference interpreter (in barrier and in dataflow form) end bit for bit like the steps
+//! run one by one; their clamped, periodic and ping-pong stencils get `window+boundary` and
+//! implied waits. Also the `hist_equalize` fixture: one launch of mixed workgroup sizes,
+//! equal to the host result.
 
 use std::path::Path;
 
@@ -56,8 +58,10 @@ fn generated_pipelines_validate_plan_and_fuse_exactly() {
     let caps = profiles::load("h200").unwrap();
     let (mut mixed, mut fused_steps, mut steps, mut barriers) = (0, 0, 0, 0);
     let (mut dataflow, mut prefetched) = (0, 0);
+    let (mut stencils, mut stencils_dataflow) = (0, 0);
     for seed in 0..240u64 {
         let p = random_pipeline(0xfeed_0000 + seed).unwrap();
+        let has_stencil = (0..p.steps.len()).any(|s| stencil_kind(&p, s).is_some());
         let diags = validate_pipeline(&p);
         assert!(!has_error(&diags), "seed {seed}: {diags:?}");
         let plan = fused_on_interpreter(&p, &caps).unwrap_or_else(|e| {
@@ -79,7 +83,9 @@ fn generated_pipelines_validate_plan_and_fuse_exactly() {
             .filter(|g| g.mixed_workgroup_sizes())
             .count();
         barriers += plan.grid_barriers;
-        // The same groups in dataflow form: counters, flags and last-arriver folds.
+        stencils += usize::from(has_stencil);
+        // The same groups in dataflow form: counters, flags and last-arriver folds, and the
+        // stencils' window+boundary and implied waits.
         if seed % 2 == 0 && plan.groups.iter().any(|g| g.runs_dataflow()) {
             let df = fused_on_interpreter_in(&p, &caps, SyncMode::Dataflow).unwrap_or_else(|e| {
                 panic!(
@@ -88,12 +94,23 @@ fn generated_pipelines_validate_plan_and_fuse_exactly() {
                 )
             });
             dataflow += 1;
+            stencils_dataflow += usize::from(has_stencil);
             prefetched += prefetching_groups(&p, &df);
         }
     }
+    eprintln!(
+        "{steps} steps, {fused_steps} fused, {mixed} mixed-size groups, {barriers} grid \
+         barriers; {dataflow} pipelines in dataflow form ({prefetched} prefetching groups); \
+         {stencils} pipelines with stencils, {stencils_dataflow} of them in dataflow form"
+    );
     assert!(
         dataflow >= 40,
         "only {dataflow} pipelines ran in dataflow form"
+    );
+    assert!(
+        stencils >= 120 && stencils_dataflow >= 50,
+        "{stencils} pipelines with a clamped, periodic or ping-pong stencil, \
+         {stencils_dataflow} of them in dataflow form"
     );
     // Loads issued ahead of a wait (fuse/prefetch.rs) are in some of them, so the exact
     // comparison above covers that rewrite too.
@@ -218,9 +235,8 @@ fn megakernel_dataflow_folds_wait_for_their_block_local_dependences() {
                 if !(is_fold(d.from) || is_fold(d.to)) {
                     continue;
                 }
-                let pair = (d.from, d.to);
                 assert!(
-                    waits.contains(&pair) || folds.contains(&pair),
+                    chained(&waits, &folds, d.from, d.to),
                     "seed {seed}: step {} depends on step {} ({:?}: {}), one of them is a \
                      last-arriver fold, but it does not wait for it",
                     d.to,
@@ -235,4 +251,292 @@ fn megakernel_dataflow_folds_wait_for_their_block_local_dependences() {
         folds_seen > 6,
         "only {folds_seen} folds: the check saw too little"
     );
+}
+
+/// True when step `to` waits for step `from` in the emitted kernel, directly or through a
+/// chain of waits and last-arriver folds (`from -> x -> ... -> to`): a dependence the plan's
+/// transitive reduction leaves implied is ordered by such a chain whichever block runs each
+/// step (the emitted-schedule check, run on every dataflow kernel, proves the producer sets
+/// are covered). Generated pipeline 23 has one: a one-workgroup fold of a 3-workgroup step
+/// followed by two one-workgroup steps, each the fold of the one before.
+fn chained(waits: &[(usize, usize)], folds: &[(usize, usize)], from: usize, to: usize) -> bool {
+    let edges: Vec<&(usize, usize)> = waits.iter().chain(folds).collect();
+    let mut seen = vec![from];
+    let mut todo = vec![from];
+    while let Some(x) = todo.pop() {
+        for &&(a, b) in &edges {
+            if a == x && b <= to && !seen.contains(&b) {
+                if b == to {
+                    return true;
+                }
+                seen.push(b);
+                todo.push(b);
+            }
+        }
+    }
+    false
+}
+
+/// The generator's stencils (its step names end in `clamped`, `periodic`, `shifted`; a
+/// ping-pong run's start with `pingpong_`), by step.
+fn stencil_kind(p: &Pipeline, s: usize) -> Option<&'static str> {
+    let name = &p.steps[s].program.name;
+    ["clamped", "periodic", "shifted"]
+        .into_iter()
+        .find(|k| name.ends_with(k))
+}
+
+fn in_ping_pong(p: &Pipeline, s: usize) -> bool {
+    p.steps[s].program.name.contains("_pingpong_")
+}
+
+/// The generator covers the index forms the megakernel's dependence analysis reads as a
+/// window plus boundary workgroups, and the plan reads them so: a clamped or periodic stencil
+/// over an earlier step's output at the same workgroup size (equal tiles, more than one
+/// workgroup) waits for a window plus boundary workgroups, never for all of the producer's
+/// workgroups (labelled `window+boundary` where that is fewer than all of them); and the waits along a ping-pong run fused into one kernel are reduced (waits
+/// two or more steps back are implied by the chain of waits between neighbours).
+#[test]
+fn generated_stencils_get_window_boundary_and_implied_waits() {
+    use vyrescope::harness::fuzz_pipelines::plan_for;
+    use vyrescope::megakernel::tiles::{ProducerSet, SyncLabel};
+    let caps = profiles::load("h200").unwrap();
+    let (mut clamped, mut periodic, mut runs, mut long_runs) = (0, 0, 0, 0);
+    let (mut wb_clamped, mut wb_periodic) = (0, 0);
+    let (mut implied_in_runs, mut reduced_runs, mut runs_alone) = (0, 0, 0);
+    for seed in 0..160u64 {
+        let p = random_pipeline(seed).unwrap();
+        let prepared = prepare_pipeline(&p, &std::env::temp_dir()).unwrap();
+        let shape = |s: usize| prepared.steps[s].shape;
+        let run: Vec<usize> = (0..p.steps.len())
+            .filter(|&s| in_ping_pong(&p, s))
+            .collect();
+        for s in 0..p.steps.len() {
+            match stencil_kind(&p, s) {
+                Some("clamped") => clamped += 1,
+                Some("periodic") => periodic += 1,
+                _ => {}
+            }
+        }
+        if !run.is_empty() {
+            runs += 1;
+            assert!(
+                (2..=8).contains(&run.len()),
+                "seed {seed}: a ping-pong run of {} steps",
+                run.len()
+            );
+            // Consecutive steps, alternating between two buffers.
+            for w in run.windows(2) {
+                let (a, b) = (&p.steps[w[0]], &p.steps[w[1]]);
+                assert_eq!(w[1], w[0] + 1, "seed {seed}: the run is not consecutive");
+                assert_eq!(a.bound("src"), b.bound("dst"), "seed {seed}: steps {w:?}");
+                assert_eq!(a.bound("dst"), b.bound("src"), "seed {seed}: steps {w:?}");
+            }
+        }
+        // Race-free steps: a stencil never reads the buffer it writes.
+        for s in (0..p.steps.len()).filter(|&s| stencil_kind(&p, s).is_some()) {
+            let st = &p.steps[s];
+            assert_ne!(st.bound("src"), st.bound("dst"), "seed {seed}: step {s}");
+            assert_ne!(st.bound("c"), st.bound("dst"), "seed {seed}: step {s}");
+        }
+        let plan = plan_for(&p, &prepared, &caps).unwrap();
+        // The last step before `s` writing `buf`.
+        let writer = |s: usize, buf: &str| {
+            (0..s).rev().find(|&w| {
+                let st = &p.steps[w];
+                st.program.buffers.iter().any(|b| {
+                    b.access != vyrescope::ir::Access::Read && st.bound(&b.name) == Some(buf)
+                })
+            })
+        };
+        let mut run_groups = std::collections::BTreeSet::new();
+        let mut implied_here = 0;
+        for (gi, g) in plan.groups.iter().enumerate() {
+            for b in &g.dataflow.boundaries {
+                for t in b.waits.iter().chain(&b.implied) {
+                    let Some(kind @ ("clamped" | "periodic")) = stencil_kind(&p, t.to) else {
+                        continue;
+                    };
+                    let src = p.steps[t.to].bound("src").unwrap();
+                    let same_tiles = shape(t.from) == shape(t.to) && shape(t.to).grid[0] > 1;
+                    if writer(t.to, src) != Some(t.from) || !same_tiles {
+                        continue;
+                    }
+                    assert!(
+                        matches!(t.producers, ProducerSet::WindowBoundary { .. }),
+                        "seed {seed}: step {} ({kind}) reads what step {} wrote with the same \
+                         tiles, but waits for {} ({})",
+                        t.to,
+                        t.from,
+                        t.producers.describe(),
+                        t.reason
+                    );
+                    // A window and edges that cover every producer workgroup (a grid of a
+                    // few workgroups) are a barrier after all.
+                    if t.label != SyncLabel::WindowBoundary {
+                        continue;
+                    }
+                    if kind == "clamped" {
+                        wb_clamped += 1;
+                    } else {
+                        wb_periodic += 1;
+                    }
+                }
+                for t in &b.implied {
+                    if run.contains(&t.from) && run.contains(&t.to) {
+                        assert!(t.to >= t.from + 2, "seed {seed}: {t:?} implied");
+                        implied_here += 1;
+                        run_groups.insert(gi);
+                    }
+                }
+            }
+        }
+        implied_in_runs += implied_here;
+        // A run of 4 or more steps of one size in one kernel: step k + 3 reads what step k
+        // wrote, a wait the chain k+3 -> k+2 -> k+1 -> k implies.
+        let one_size = run.iter().all(|&s| shape(s) == shape(run[0]));
+        let one_group = plan
+            .groups
+            .iter()
+            .any(|g| g.runs_dataflow() && run.iter().all(|s| g.steps.contains(s)));
+        if run.len() >= 4 && one_size && one_group && shape(run[0]).grid[0] > 1 {
+            long_runs += 1;
+            reduced_runs += usize::from(implied_here > 0);
+            // The run alone: every step waits for the one before only.
+            check_run_alone(seed, &p, &run, &caps);
+            runs_alone += 1;
+        }
+    }
+    eprintln!(
+        "{clamped} clamped, {periodic} periodic stencil steps; {runs} ping-pong runs \
+         ({long_runs} of 4+ steps in one dataflow kernel, {reduced_runs} with implied waits, \
+         {implied_in_runs} implied waits); window+boundary waits: {wb_clamped} clamped, \
+         {wb_periodic} periodic"
+    );
+    assert!(
+        clamped >= 40 && periodic >= 40,
+        "{clamped} clamped, {periodic} periodic"
+    );
+    assert!(runs >= 25, "only {runs} ping-pong runs");
+    assert!(
+        wb_clamped >= 10,
+        "only {wb_clamped} clamped window+boundary waits"
+    );
+    assert!(
+        wb_periodic >= 10,
+        "only {wb_periodic} periodic window+boundary waits"
+    );
+    assert!(long_runs >= 10, "only {long_runs} long runs in one kernel");
+    assert_eq!(runs_alone, long_runs);
+    // In the whole pipeline the transitive reduction may spend its budget on the waits of
+    // the steps before the run (all-to-all waits make its chain walk expensive) and keep
+    // the rest; most runs are still reduced there.
+    assert!(
+        reduced_runs * 3 >= long_runs * 2,
+        "{reduced_runs} of {long_runs} long ping-pong runs in one kernel have implied waits"
+    );
+}
+
+/// The ping-pong run `run` of `p` as a pipeline of its own: one dataflow kernel in which each
+/// step waits for the step before only (the waits further back are implied), and with at
+/// least one implied wait.
+fn check_run_alone(
+    seed: u64,
+    p: &Pipeline,
+    run: &[usize],
+    caps: &vyrescope::occupancy::DeviceCaps,
+) {
+    use vyrescope::harness::fuzz_pipelines::plan_for;
+    let steps: Vec<_> = run.iter().map(|&s| p.steps[s].clone()).collect();
+    let used = |name: &str| steps.iter().any(|s| s.bind.iter().any(|(_, b)| b == name));
+    let alone = Pipeline {
+        name: format!("{}_run", p.name),
+        doc: None,
+        buffers: p
+            .buffers
+            .iter()
+            .filter(|b| used(&b.name))
+            .cloned()
+            .collect(),
+        steps,
+    };
+    let prepared = prepare_pipeline(&alone, &std::env::temp_dir()).unwrap();
+    let plan = plan_for(&alone, &prepared, caps).unwrap();
+    assert_eq!(
+        plan.groups.len(),
+        1,
+        "seed {seed}: the run alone is not one kernel"
+    );
+    let g = &plan.groups[0];
+    assert!(
+        g.runs_dataflow(),
+        "seed {seed}: the run alone has no dataflow waits"
+    );
+    let mut implied = 0;
+    for b in &g.dataflow.boundaries {
+        for t in &b.waits {
+            assert_eq!(
+                t.from + 1,
+                t.to,
+                "seed {seed}: in the run alone, step {} waits for step {} (boundaries: {:?})",
+                t.to,
+                t.from,
+                g.dataflow
+                    .boundaries
+                    .iter()
+                    .map(|b| b.describe())
+                    .collect::<Vec<_>>()
+            );
+        }
+        implied += b.implied.len();
+    }
+    assert!(implied > 0, "seed {seed}: no implied wait in the run alone");
+}
+
+/// `selftest --fuzz-pipelines` without a GPU: the pipelines of seeds `S .. S + N` (the seeds
+/// the selftest uses for `--seed S`; `VYRESCOPE_PIPELINE_SEED`, default 1, and
+/// `VYRESCOPE_PIPELINE_COUNT`, default 300), every fused kernel of the plan run on the
+/// interpreter in barrier and in dataflow form against the steps one by one. Not in CI (300
+/// seeds about 45 s, 1700 about 200 s on one core): `cargo test --test suite
+/// fuzz_pipelines_on_the_interpreter -- --ignored --nocapture`. Prints every failing seed,
+/// then fails.
+#[test]
+#[ignore]
+fn fuzz_pipelines_on_the_interpreter() {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    let (first, count) = (
+        env("VYRESCOPE_PIPELINE_SEED", 1),
+        env("VYRESCOPE_PIPELINE_COUNT", 300),
+    );
+    let caps = profiles::load("h200").unwrap();
+    let mut failures = Vec::new();
+    let (mut dataflow, mut stencils) = (0, 0);
+    for seed in first..first.saturating_add(count) {
+        let p = random_pipeline(seed).unwrap();
+        stencils += usize::from((0..p.steps.len()).any(|s| stencil_kind(&p, s).is_some()));
+        for sync in [SyncMode::Barrier, SyncMode::Dataflow] {
+            match fused_on_interpreter_in(&p, &caps, sync) {
+                Ok(plan) => {
+                    dataflow += usize::from(
+                        sync == SyncMode::Dataflow && plan.groups.iter().any(|g| g.runs_dataflow()),
+                    );
+                }
+                Err(e) => {
+                    eprintln!("seed {seed} ({sync:?}): {e}");
+                    failures.push((seed, sync));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{count} pipelines from seed {first} ({stencils} with stencils, {dataflow} with a \
+         dataflow group), {} mismatches or failures",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "failing: {failures:?}");
 }
