@@ -233,9 +233,14 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
                 .collect();
             let _ = writeln!(
                 o,
-                "  mixed workgroup sizes in one launch ({}): smaller steps mask the block's extra threads",
+                "  mixed workgroup sizes in one launch ({}): smaller steps pack into the block or mask its extra threads",
                 sizes.join(", ")
             );
+            for (s, l) in g.steps.iter().zip(&g.step_layouts) {
+                if *l != crate::megakernel::mixed::StepLayout::Whole {
+                    let _ = writeln!(o, "    step {s}: {}", l.describe(wg[0]));
+                }
+            }
         }
         if g.dataflow.blocks > 0 {
             let _ = writeln!(

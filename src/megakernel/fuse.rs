@@ -22,8 +22,9 @@
 //!   grids) runs in a loop over virtual workgroups with `gid`, `wgid`, `nwg` replaced by the
 //!   virtual ones (see [`rewrite::VirtualLoop`]);
 //! - the block is the largest workgroup size of the group; a smaller step runs on virtual
-//!   workgroups of its own size and masks the extra threads (see [`mask`] and
-//!   `super::mixed`).
+//!   workgroups of its own size, packed several to a block where it can (see
+//!   `super::mixed::step_layouts` and [`rewrite::VirtualLoop`]), else masking the extra
+//!   threads (see [`mask`]).
 //!
 //! The fused Program is validated; a Program the validator rejects is a [`FuseError`] naming
 //! the step and its own node.
@@ -47,6 +48,7 @@ use crate::ir::{
 };
 use crate::shape::MAX_GRID_DIMS;
 
+use super::mixed::StepLayout;
 use super::{DepKind, FusedGroupSpec};
 pub use forward::ForwardReport;
 use prefetch::ValueTypes;
@@ -71,6 +73,8 @@ pub struct FusedKernel {
     /// What register forwarding did: loads replaced by the stored value, transient buffers
     /// no longer stored.
     pub forwarding: ForwardReport,
+    /// How each step (in group order) uses the block: whole, packed or masked.
+    pub layouts: Vec<StepLayout>,
 }
 
 /// Why a group could not be fused.
@@ -240,6 +244,8 @@ pub fn fuse_group(
         (None, _) => None,
     };
 
+    let layouts = step_layouts(pipeline, shapes, spec, layout.is_some());
+
     let mut taken: HashSet<String> = buffers.iter().cloned().collect();
     let mut decls = host_decls;
     let mut body = Vec::new();
@@ -293,7 +299,7 @@ pub fn fuse_group(
             k,
             &step.program,
             &names,
-            (shapes[k], shape),
+            (shapes[k], shape, layouts[i].packed()),
             layout.as_ref(),
             (!spec.no_prefetch).then_some((&read_only, &settled)),
             &group,
@@ -350,6 +356,7 @@ pub fn fuse_group(
         buffers,
         node_origin,
         forwarding,
+        layouts,
     };
     check_valid(&kernel, &group)?;
     if let Some(deps) = &spec.dataflow {
@@ -369,6 +376,30 @@ pub fn fuse_group(
         })?;
     }
     Ok(kernel)
+}
+
+/// How each step of the group uses the block (`dataflow`: the group runs the dataflow sync
+/// form), as `super::mixed::step_layouts` decides it.
+fn step_layouts(
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    spec: &FusedGroupSpec,
+    dataflow: bool,
+) -> Vec<StepLayout> {
+    let steps: Vec<(usize, [u32; 3], Option<&str>)> = spec
+        .steps
+        .iter()
+        .map(|&k| {
+            let obstacle = super::mixed::packing_obstacle(&pipeline.steps[k].program);
+            (k, shapes[k].workgroup_size, obstacle)
+        })
+        .collect();
+    let grid_after: Vec<bool> = spec
+        .separations
+        .iter()
+        .map(|s| s.kind == DepKind::Grid)
+        .collect();
+    super::mixed::step_layouts(&steps, &grid_after, dataflow)
 }
 
 /// The pipeline's buffers by name, with their place in the pipeline.
@@ -695,14 +726,14 @@ fn host_buffers(
 /// [`renumber`]; parsed node ids are JSON paths and never contain it.
 const ORIGIN_SEP: char = '|';
 
-/// Step `k`'s body as one statement of the fused Program (`shapes`: the step's launch and
-/// the fused launch); with a dataflow `layout`, every task waits for its producers first and
-/// publishes its completion last.
+/// Step `k`'s body as one statement of the fused Program (`shapes`: the step's launch, the
+/// fused launch and the step's sub-tasks per block when packed); with a dataflow `layout`,
+/// every task waits for its producers first and publishes its completion last.
 fn step_stmt(
     k: usize,
     program: &Program,
     names: &HashMap<String, String>,
-    (step_shape, launch): (LaunchShape, LaunchShape),
+    (step_shape, launch, pack): (LaunchShape, LaunchShape, Option<u32>),
     layout: Option<&sync::SyncLayout>,
     loadable: Option<(&ValueTypes, &ValueTypes)>,
     group: &str,
@@ -727,8 +758,9 @@ fn step_stmt(
             ));
         }
         let workgroups = u32::try_from(step_shape.workgroups()).ok();
-        let p = launch.grid[0];
-        let fits = workgroups.is_some_and(|g| g.div_ceil(p) as u64 * p as u64 <= 1 << 32);
+        // Sub-tasks in flight over the launch: blocks times sub-tasks per block.
+        let p = u64::from(launch.grid[0]) * u64::from(pack.unwrap_or(1));
+        let fits = workgroups.is_some_and(|g| u64::from(g).div_ceil(p) * p <= 1 << 32);
         let (Some(workgroups), true, [_, 1, 1]) = (workgroups, fits, launch.grid) else {
             return Err(err(
                 format!(
@@ -743,7 +775,8 @@ fn step_stmt(
             prefix: &prefix,
             grid: step_shape.grid,
             workgroups,
-            launch_workgroups: p,
+            launch_workgroups: launch.grid[0],
+            pack: pack.unwrap_or(1),
             workgroup_size: step_shape.workgroup_size,
             used: rewrite::used_ids(&stmts),
             fold: layout.and_then(|l| l.fold_of(k)).map(|_| sync::last_var(k)),
@@ -778,7 +811,8 @@ fn step_stmt(
             (prologue, waits_hoisted) = prefetch::ahead_of_waits(&mut stmts, v, l, k, buffers);
         }
     }
-    if smaller {
+    // A packed step's threads all run a sub-task: nothing to mask.
+    if smaller && pack.is_none() {
         stmts = mask::mask(stmts, step_shape.workgroup_size[0]);
     }
     if let Some(l) = layout {

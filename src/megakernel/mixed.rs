@@ -1,12 +1,37 @@
 //! Mixed workgroup sizes in one launch: when the steps of a group run different workgroup
-//! sizes, the fused kernel's block is the largest of them and a smaller step masks the
-//! block's extra threads.
+//! sizes, the fused kernel's block is the largest of them. A smaller step either **packs**
+//! several of its workgroups side by side into the block, or **masks** the block's extra
+//! threads. [`step_layouts`] decides which, per step; the plan shows it (`packed 4 x 256 in
+//! 1024`, `masked (reason)`), fused emission (`fuse::rewrite::VirtualLoop`) builds it and the
+//! cost model counts a packed step's resident workgroups as `P` per block.
 //!
-//! # What stays exact
-//! A step of `s` threads in a block of `B > s` threads runs over its own virtual workgroups
-//! (the loop of `fuse::rewrite::VirtualLoop`, with its own grid and its own `s` for `gid`),
-//! so `lid`, `gid`, `wgid`, `nwg` and its workgroup buffers mean what they meant in its own
-//! launch. Threads `lid.x >= s` are masked:
+//! # Packing
+//! A step of `s` threads in a block of `B` threads with `B % s == 0` runs `P = B / s`
+//! sub-tasks per block: thread `lid.x` is local id `lid.x % s` of sub-task `lid.x / s`, and
+//! trip `t` of the block's loop over virtual workgroups runs virtual workgroup
+//! `(t * blocks + wgid.x) * P + lid.x / s`. The trip count is a literal, so the loop is
+//! uniform across the block; a sub-task whose virtual workgroup is past the step's count
+//! does nothing in that trip. `gid`, `wgid`, `nwg` and `lid` mean what they meant in the
+//! step's own launch. A step packs only when it has no `barrier(workgroup)`, no workgroup
+//! buffer, no subgroup operation (`shuffle`, `subgroup_reduce`, `ballot`) and does not read
+//! the `lane` or `subgroup_size` builtins: its sub-tasks then never share anything that a
+//! neighbour sub-task could disturb ([`packing_obstacle`] names the first such use).
+//!
+//! Packing runs in the barrier sync form (`--sync barrier`, and groups without
+//! cross-workgroup waits). In a dataflow group every task publishes and waits through thread
+//! 0 of the block around whole-block `bar.sync`s, one task per block at a time, so a
+//! dataflow group masks its smaller steps (the plan's reason says so).
+//!
+//! Steps of one size that are not separated by a grid barrier must map their virtual
+//! workgroups onto the blocks' threads the same way (an `invocation` or `workgroup`
+//! separation assumes the same invocation runs on the same thread, the same workgroup on
+//! the same block): when one of them masks, all of them mask.
+//!
+//! # Masking: what stays exact
+//! A masked step of `s` threads in a block of `B > s` threads runs over its own virtual
+//! workgroups (the loop of `fuse::rewrite::VirtualLoop`, with its own grid and its own `s`
+//! for `gid`), so `lid`, `gid`, `wgid`, `nwg` and its workgroup buffers mean what they meant
+//! in its own launch. Threads `lid.x >= s` are masked:
 //! - a step without `barrier(workgroup)` runs its whole body under `if lid.x < s`;
 //! - a step with workgroup barriers is run by every thread of the block, so the masked
 //!   threads reach every barrier (the validator already requires barriers to sit under
@@ -26,7 +51,9 @@
 //! analysis only proves weaker ones between equal launch shapes), so two steps of different
 //! sizes are never separated by less than a grid barrier unless nothing depends across them.
 
-use crate::ir::{Expr, Program, Stmt, StmtKind};
+use serde::{Deserialize, Serialize};
+
+use crate::ir::{BarrierScope, Builtin, Expr, Program, Stmt, StmtKind};
 
 /// Subgroup width the masking rules assume (a CUDA warp).
 pub const SUBGROUP: u32 = 32;
@@ -66,6 +93,161 @@ pub fn check_sizes(sizes: &[(usize, [u32; 3], bool)]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// How one step of a fused group uses the group's block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "layout", rename_all = "snake_case")]
+pub enum StepLayout {
+    /// The step's workgroup size is the block.
+    Whole,
+    /// `tasks` workgroups of `threads` threads side by side in each block.
+    Packed {
+        /// Sub-tasks per block (`P = B / s`).
+        tasks: u32,
+        /// The step's threads per workgroup (`s`).
+        threads: u32,
+    },
+    /// One workgroup of `threads` threads per block; the block's other threads are masked.
+    Masked {
+        /// The step's threads per workgroup.
+        threads: u32,
+        /// Why it does not pack.
+        reason: String,
+    },
+}
+
+impl StepLayout {
+    /// The step's workgroups resident in one block at once.
+    pub fn tasks(&self) -> u32 {
+        match self {
+            StepLayout::Packed { tasks, .. } => *tasks,
+            _ => 1,
+        }
+    }
+
+    /// Sub-tasks per block when packed (`None`: whole or masked).
+    pub fn packed(&self) -> Option<u32> {
+        match self {
+            StepLayout::Packed { tasks, .. } => Some(*tasks),
+            _ => None,
+        }
+    }
+
+    /// `packed 4 x 256 in 1024`, `masked (reason)` or `whole block` (`block`: the block's
+    /// threads).
+    pub fn describe(&self, block: u32) -> String {
+        match self {
+            StepLayout::Whole => "whole block".to_string(),
+            StepLayout::Packed { tasks, threads } => {
+                format!("packed {tasks} x {threads} in {block}")
+            }
+            StepLayout::Masked { threads, reason } => {
+                format!("masked {threads} of {block} ({reason})")
+            }
+        }
+    }
+}
+
+/// What keeps `program`'s workgroups from sharing a block side by side, if anything: a
+/// workgroup barrier (it would wait for the whole block), a workgroup buffer (one per
+/// block), a subgroup operation or the `lane` / `subgroup_size` builtins (a subgroup could
+/// span two sub-tasks).
+pub fn packing_obstacle(program: &Program) -> Option<&'static str> {
+    if program.buffers.iter().any(|b| !b.access.is_host()) {
+        return Some("it uses workgroup (shared) memory");
+    }
+    let mut barrier = false;
+    let mut subgroup = false;
+    let mut lane = false;
+    program.walk_stmts(&mut |s| {
+        barrier |= matches!(s.kind, StmtKind::Barrier(BarrierScope::Workgroup));
+        for e in stmt_exprs(s) {
+            e.visit(&mut |x| {
+                subgroup |= matches!(
+                    x,
+                    Expr::Shuffle { .. } | Expr::SubgroupReduce(..) | Expr::Ballot(_)
+                );
+                lane |= matches!(x, Expr::Builtin(Builtin::Lane | Builtin::SubgroupSize));
+            });
+        }
+    });
+    if barrier {
+        Some("it has workgroup barriers")
+    } else if subgroup {
+        Some("it uses subgroup operations")
+    } else if lane {
+        Some("it reads the subgroup lane or size")
+    } else {
+        None
+    }
+}
+
+/// Reason a smaller step masks in a dataflow group (see the module docs).
+pub const DATAFLOW_MASKS: &str =
+    "dataflow sync form: tasks publish one per block; packing runs in --sync barrier";
+
+/// The layout of every step of one group: `steps[i]` is (pipeline step index, workgroup
+/// size, [`packing_obstacle`] of its Program); `grid_after[i]` is true when a grid barrier
+/// separates position `i` from `i + 1`; `dataflow` when the group runs the dataflow sync
+/// form. The block is [`block_size`] of the steps.
+pub fn step_layouts(
+    steps: &[(usize, [u32; 3], Option<&str>)],
+    grid_after: &[bool],
+    dataflow: bool,
+) -> Vec<StepLayout> {
+    let block = block_size(steps.iter().map(|s| s.1));
+    let mut out: Vec<StepLayout> = steps
+        .iter()
+        .map(|&(_, w, obstacle)| {
+            let threads = w[0];
+            let masked = |reason: String| StepLayout::Masked { threads, reason };
+            if w == block {
+                StepLayout::Whole
+            } else if dataflow {
+                masked(DATAFLOW_MASKS.to_string())
+            } else if let Some(o) = obstacle {
+                masked(o.to_string())
+            } else if w[1] != 1 || w[2] != 1 || block[1] != 1 || block[2] != 1 {
+                masked("multi-dimensional".to_string())
+            } else if threads == 0 || block[0] % threads != 0 {
+                masked(format!(
+                    "{threads} does not divide the block's {}",
+                    block[0]
+                ))
+            } else {
+                StepLayout::Packed {
+                    tasks: block[0] / threads,
+                    threads,
+                }
+            }
+        })
+        .collect();
+    // Within a run of steps without a grid barrier, one mapping per size.
+    let mut start = 0;
+    for end in 1..=steps.len() {
+        if end < steps.len() && !grid_after.get(end - 1).copied().unwrap_or(true) {
+            continue;
+        }
+        for i in start..end {
+            if out[i].packed().is_none() {
+                continue;
+            }
+            let masked = (start..end)
+                .find(|&j| steps[j].1 == steps[i].1 && matches!(out[j], StepLayout::Masked { .. }));
+            if let Some(j) = masked {
+                out[i] = StepLayout::Masked {
+                    threads: steps[i].1[0],
+                    reason: format!(
+                        "step {} of the same size masks and no grid barrier separates them",
+                        steps[j].0
+                    ),
+                };
+            }
+        }
+        start = end;
+    }
+    out
 }
 
 fn stmt_exprs(s: &Stmt) -> Vec<&Expr> {
@@ -132,5 +314,88 @@ mod tests {
         // The same size without subgroup operations, or the largest step itself, is fine.
         assert!(check_sizes(&[(0, [256, 1, 1], false), (1, [48, 1, 1], false)]).is_ok());
         assert!(check_sizes(&[(0, [48, 1, 1], true), (1, [16, 1, 1], false)]).is_ok());
+    }
+
+    fn layouts(steps: &[(usize, u32, Option<&str>)], grid_after: &[bool], df: bool) -> Vec<String> {
+        let steps: Vec<_> = steps.iter().map(|&(k, s, o)| (k, [s, 1, 1], o)).collect();
+        step_layouts(&steps, grid_after, df)
+            .iter()
+            .map(|l| l.describe(1024))
+            .collect()
+    }
+
+    #[test]
+    fn smaller_steps_without_obstacles_pack_others_mask() {
+        let got = layouts(
+            &[
+                (0, 256, None),
+                (1, 1024, None),
+                (2, 256, Some("it has workgroup barriers")),
+                (3, 96, None),
+                (4, 128, None),
+            ],
+            &[true, true, true, true],
+            false,
+        );
+        assert_eq!(got[0], "packed 4 x 256 in 1024");
+        assert_eq!(got[1], "whole block");
+        assert_eq!(got[2], "masked 256 of 1024 (it has workgroup barriers)");
+        assert!(got[3].starts_with("masked 96 of 1024") && got[3].contains("divide"));
+        assert_eq!(got[4], "packed 8 x 128 in 1024");
+        assert_eq!(
+            step_layouts(
+                &[(0, [256, 1, 1], None), (1, [1024, 1, 1], None)],
+                &[true],
+                false
+            )[0]
+            .tasks(),
+            4
+        );
+    }
+
+    #[test]
+    fn dataflow_groups_mask() {
+        let got = layouts(&[(0, 256, None), (1, 1024, None)], &[true], true);
+        assert!(got[0].contains(DATAFLOW_MASKS), "{got:?}");
+    }
+
+    #[test]
+    fn one_mapping_per_size_between_grid_barriers() {
+        // Steps 1 and 2 (same size, no grid barrier between them) must map alike: 2 masks, so
+        // 1 masks too. Step 4 is behind a grid barrier and packs.
+        let steps = [
+            (0, 1024, None),
+            (1, 256, None),
+            (2, 256, Some("it uses workgroup (shared) memory")),
+            (3, 1024, None),
+            (4, 256, None),
+        ];
+        let got = layouts(&steps, &[true, false, true, true], false);
+        assert!(got[1].contains("step 2 of the same size masks"), "{got:?}");
+        assert!(got[2].contains("shared"), "{got:?}");
+        assert_eq!(got[4], "packed 4 x 256 in 1024");
+        // With a grid barrier between 1 and 2, step 1 packs.
+        let got = layouts(&steps, &[true, true, true, true], false);
+        assert_eq!(got[1], "packed 4 x 256 in 1024");
+    }
+
+    #[test]
+    fn obstacles_are_named() {
+        let p = |body: &str, extra: &str| {
+            let text = format!(
+                r#"{{"name": "t", "workgroup_size": [64, 1, 1], "buffers": [
+                    {{"name": "a", "binding": 0, "access": "read_write", "type": "u32"}}{extra}],
+                    "body": [{body}]}}"#
+            );
+            crate::ir::parse::parse_program(&text, "t.json").expect("parses")
+        };
+        let store = r#"{"store": "a", "index": {"gid": "x"}, "value": 1}"#;
+        assert_eq!(packing_obstacle(&p(store, "")), None);
+        let barrier = format!(r#"{store}, {{"barrier": "workgroup"}}"#);
+        assert!(packing_obstacle(&p(&barrier, "")).is_some_and(|r| r.contains("barrier")));
+        let shared = r#", {"name": "t", "access": "workgroup", "type": "u32", "count": 64}"#;
+        assert!(packing_obstacle(&p(store, shared)).is_some_and(|r| r.contains("shared")));
+        let lane = r#"{"store": "a", "index": {"gid": "x"}, "value": {"lane": {}}}"#;
+        assert!(packing_obstacle(&p(lane, "")).is_some_and(|r| r.contains("lane")));
     }
 }

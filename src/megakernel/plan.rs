@@ -13,7 +13,8 @@
 //! Steps are taken in pipeline order; a step joins the current group unless (each a recorded
 //! fusion break with its reason): it or the group uses its own grid barrier (it must stay its
 //! own cooperative launch); its workgroup size cannot share a block with the group's (see
-//! `super::mixed`: the block is the largest size and smaller steps mask the extra threads);
+//! `super::mixed`: the block is the largest size and smaller steps pack several workgroups
+//! to a block or mask the extra threads; [`Group::step_layouts`] says which);
 //! the fused shared memory (the sum of the steps' workgroup buffers) does not fit a block;
 //! the fused kernel would not launch; its estimated occupancy (registers: the maximum of the
 //! steps', shared memory: the sum) falls below [`PlanOptions::min_occupancy_pct`] while the
@@ -162,9 +163,15 @@ pub struct Group {
     /// Each step's grid (workgroups), in `steps` order.
     pub step_grids: Vec<[u32; 3]>,
     /// Each step's own workgroup size, in `steps` order. When they differ the group is a
-    /// mixed-size launch: a step smaller than the block masks the block's extra threads.
+    /// mixed-size launch: a step smaller than the block packs several of its workgroups into
+    /// a block or masks the block's extra threads ([`Group::step_layouts`]).
     #[serde(default)]
     pub step_workgroup_sizes: Vec<[u32; 3]>,
+    /// How each step (in `steps` order) uses the block under the plan's sync form: whole,
+    /// packed `P x s` or masked with the reason (`super::mixed::step_layouts`; empty in
+    /// cached plans from before it).
+    #[serde(default)]
+    pub step_layouts: Vec<super::mixed::StepLayout>,
     /// Registers per thread assumed for the fused kernel (the maximum of its steps').
     pub registers: u32,
     /// Shared memory per block (the sum of the steps' workgroup buffers).
@@ -350,6 +357,8 @@ struct StepRes {
     grid_barrier: bool,
     /// Uses `shuffle`, `subgroup_reduce` or `ballot` (see `mixed::subgroup_exact`).
     subgroup_ops: bool,
+    /// Why its workgroups cannot share a block side by side (`mixed::packing_obstacle`).
+    pack_obstacle: Option<&'static str>,
     /// Statements and expression nodes of the step's Program.
     nodes: usize,
 }
@@ -493,6 +502,7 @@ pub fn plan_measured(
             smem: workgroup_bytes(&step.program),
             grid_barrier: has_grid_barrier(&step.program),
             subgroup_ops: super::mixed::uses_subgroup_ops(&step.program),
+            pack_obstacle: super::mixed::packing_obstacle(&step.program),
             nodes: program_nodes(&step.program),
         })
         .collect();
@@ -537,6 +547,7 @@ pub fn plan_measured(
     for m in &members {
         let mut whole = build_group(caps, &deps, &res, m);
         whole.dataflow = group_sync(pipeline, shapes, &deps, caps, &whole)?;
+        set_layouts(&mut whole, &res, opts.sync);
         if m.len() < 2 {
             groups.push(whole);
             continue;
@@ -555,6 +566,7 @@ pub fn plan_measured(
                 }
                 let mut g = build_group(caps, &deps, &res, part);
                 g.dataflow = group_sync(pipeline, shapes, &deps, caps, &g)?;
+                set_layouts(&mut g, &res, opts.sync);
                 groups.push(g);
             }
         }
@@ -594,6 +606,33 @@ pub fn plan_measured(
     })
 }
 
+/// Fills `g.step_layouts` for the sync form `sync`: what fused emission builds from
+/// `g.spec_for(sync)` (`super::fuse`).
+fn set_layouts(g: &mut Group, res: &[StepRes], sync: SyncMode) {
+    let spec = g.spec_for(sync);
+    let grid_after: Vec<bool> = spec
+        .separations
+        .iter()
+        .map(|s| s.kind == DepKind::Grid)
+        .collect();
+    g.step_layouts = layouts_of(res, &g.steps, &grid_after, spec.dataflow.is_some());
+}
+
+/// [`super::mixed::step_layouts`] of the steps `run` (`grid_after[i]`: a grid barrier
+/// after position `i`).
+fn layouts_of(
+    res: &[StepRes],
+    run: &[usize],
+    grid_after: &[bool],
+    dataflow: bool,
+) -> Vec<super::mixed::StepLayout> {
+    let steps: Vec<(usize, [u32; 3], Option<&str>)> = run
+        .iter()
+        .map(|&s| (s, res[s].wg, res[s].pack_obstacle))
+        .collect();
+    super::mixed::step_layouts(&steps, grid_after, dataflow)
+}
+
 /// The fusion break recorded where a decision splits a run of steps.
 fn split_reason(d: &Decision) -> String {
     match (&d.source, &d.measured) {
@@ -606,6 +645,17 @@ fn split_reason(d: &Decision) -> String {
             d.fused_us, d.separate_us, d.chosen_us
         ),
     }
+}
+
+/// The boundaries of a run of steps being decided, from the whole run's group.
+#[derive(Default)]
+struct Boundaries {
+    /// Cost of the separation after each step (us).
+    cost: std::collections::HashMap<usize, f64>,
+    /// Steps followed by a grid barrier.
+    grid: std::collections::HashSet<usize>,
+    /// The whole run runs the dataflow sync form (its smaller steps mask).
+    dataflow: bool,
 }
 
 /// What deciding a run of steps needs.
@@ -630,8 +680,10 @@ impl DecideCtx<'_> {
 
     /// Predicted device time of `run` (consecutive steps of `whole`) as one kernel, with
     /// `whole`'s separations between its steps (the strongest any part of it needs: a part
-    /// never needs more than the whole run did) (us).
-    fn fused_us(&self, run: &[usize], boundary: &std::collections::HashMap<usize, f64>) -> f64 {
+    /// never needs more than the whole run did) (us). A packed step runs `P` workgroups per
+    /// resident block on all the block's threads; a masked one, one workgroup on a share of
+    /// them.
+    fn fused_us(&self, run: &[usize], boundary: &Boundaries) -> f64 {
         if let [s] = run {
             return self.separate_us(*s);
         }
@@ -639,13 +691,18 @@ impl DecideCtx<'_> {
         let f = fused(self.caps, &parts);
         let block = parts.iter().map(|p| p.threads).max().unwrap_or(1).max(1);
         let resident = u64::from(f.blocks_per_sm) * u64::from(self.caps.sm_count);
+        let grid_after: Vec<bool> = run.iter().map(|s| boundary.grid.contains(s)).collect();
+        let layouts = layouts_of(self.res, run, &grid_after, boundary.dataflow);
         let mut t = self.model.launch_us;
         for (k, &s) in run.iter().enumerate() {
-            let active = f.occupancy_pct * f64::from(self.res[s].threads) / f64::from(block);
-            t += self.model.work_us(&self.work[s], resident, active);
+            let tasks = layouts.get(k).map_or(1, |l| l.tasks());
+            let busy = (u64::from(self.res[s].threads) * u64::from(tasks)).min(u64::from(block));
+            let active = f.occupancy_pct * busy as f64 / f64::from(block);
+            let in_flight = resident.saturating_mul(u64::from(tasks));
+            t += self.model.work_us(&self.work[s], in_flight, active);
             t += self.model.fused_atomic_us(&self.work[s]);
             if k + 1 < run.len() {
-                t += boundary.get(&s).copied().unwrap_or(0.0);
+                t += boundary.cost.get(&s).copied().unwrap_or(0.0);
             }
         }
         t
@@ -656,14 +713,22 @@ impl DecideCtx<'_> {
     /// under `--decide fuse`).
     fn decide(&self, m: &[usize], whole: &Group, measured: Option<&MeasuredForms>) -> Decision {
         let sync = self.opts.sync;
-        let mut boundary = std::collections::HashMap::new();
+        let mut boundary = Boundaries {
+            dataflow: sync == SyncMode::Dataflow && whole.runs_dataflow(),
+            ..Boundaries::default()
+        };
         for (w, b) in whole.barriers.iter().enumerate() {
             let label = whole
                 .dataflow
                 .boundaries
                 .get(w)
                 .map_or(super::tiles::SyncLabel::AllToAll, |d| d.label);
-            boundary.insert(b.after_step, self.model.boundary_us(sync, b.kind, label));
+            boundary
+                .cost
+                .insert(b.after_step, self.model.boundary_us(sync, b.kind, label));
+            if b.kind == DepKind::Grid {
+                boundary.grid.insert(b.after_step);
+            }
         }
         let n = m.len();
         // best[i]: cheapest partition of m[..i]; ties keep the fewer, longer groups.
@@ -869,6 +934,7 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         workgroup_size: super::mixed::block_size(parts.iter().map(|p| p.wg)),
         step_grids: parts.iter().map(|p| p.grid).collect(),
         step_workgroup_sizes: parts.iter().map(|p| p.wg).collect(),
+        step_layouts: Vec::new(),
         registers: f.regs,
         shared_bytes: f.smem,
         coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),

@@ -148,7 +148,7 @@ pub(crate) fn run_bound(
     }
 }
 
-fn check_ptx(k: &FusedKernel, what: &str) {
+pub(crate) fn check_ptx(k: &FusedKernel, what: &str) {
     let Some(ptxas) = crate::support::tools::ptxas(what) else {
         return;
     };
@@ -157,10 +157,10 @@ fn check_ptx(k: &FusedKernel, what: &str) {
     assemble(&ptxas, &kernel.ptx, 90, false).unwrap_or_else(|e| panic!("{what}: ptxas: {e}"));
 }
 
-/// Fuses `case` with each persistent setting and compares with the separate run.
-pub(crate) fn check(case: &Case, persistent: &[Option<u32>]) {
+/// Every pipeline buffer after the steps of `case` ran one by one on the interpreter (the
+/// pipeline's meaning); panics if that changes nothing.
+pub(crate) fn expected(case: &Case) -> HashMap<String, (ElemType, Vec<u8>)> {
     let (pipeline, shapes) = case.pipeline();
-    // The pipeline's meaning: every step as its own dispatch, buffers carried over.
     let mut expected = case.initial();
     for (k, step) in pipeline.steps.iter().enumerate() {
         run_bound(
@@ -177,6 +177,38 @@ pub(crate) fn check(case: &Case, persistent: &[Option<u32>]) {
         "{}: the pipeline writes nothing",
         case.name
     );
+    expected
+}
+
+/// Runs the fused kernel `k` of `case` once on the interpreter: the first pipeline buffer
+/// (and element) that differs from `expected`, if any.
+pub(crate) fn first_difference(
+    case: &Case,
+    k: &FusedKernel,
+    expected: &HashMap<String, (ElemType, Vec<u8>)>,
+) -> Option<String> {
+    let mut got = case.initial();
+    run_bound(&k.program, &k.shape, &|n| n.to_string(), &mut got);
+    for (name, (elem, want)) in expected {
+        if case.transient.contains(&name.as_str()) {
+            continue;
+        }
+        let have = &got[name].1;
+        if have != want {
+            let size = elem.size_bytes();
+            let at = (0..want.len() / size)
+                .find(|&i| have[i * size..(i + 1) * size] != want[i * size..(i + 1) * size])
+                .unwrap_or(0);
+            return Some(format!("buffer `{name}` differs first at element {at}"));
+        }
+    }
+    None
+}
+
+/// Fuses `case` with each persistent setting and compares with the separate run.
+pub(crate) fn check(case: &Case, persistent: &[Option<u32>]) {
+    let (pipeline, shapes) = case.pipeline();
+    let expected = expected(case);
     for &p in persistent {
         let what = format!("{} (persistent {p:?})", case.name);
         let k =
@@ -184,23 +216,11 @@ pub(crate) fn check(case: &Case, persistent: &[Option<u32>]) {
         if let Some(p) = p {
             assert_eq!(k.shape.grid, [p, 1, 1], "{what}");
         }
-        let mut got = case.initial();
-        run_bound(&k.program, &k.shape, &|n| n.to_string(), &mut got);
-        for (name, (elem, want)) in &expected {
-            if case.transient.contains(&name.as_str()) {
-                continue;
-            }
-            let have = &got[name].1;
-            if have != want {
-                let size = elem.size_bytes();
-                let at = (0..want.len() / size)
-                    .find(|&i| have[i * size..(i + 1) * size] != want[i * size..(i + 1) * size])
-                    .unwrap_or(0);
-                panic!(
-                    "{what}: buffer `{name}` differs first at element {at}\nfused program:\n{}",
-                    vyrescope::ir::print::print_program(&k.program).text_with_gutter()
-                );
-            }
+        if let Some(d) = first_difference(case, &k, &expected) {
+            panic!(
+                "{what}: {d}\nfused program:\n{}",
+                vyrescope::ir::print::print_program(&k.program).text_with_gutter()
+            );
         }
         check_ptx(&k, &what);
     }

@@ -4,10 +4,10 @@
 //! grids), and every pipeline buffer must end bit for bit the same from random inputs; the
 //! fused PTX must assemble with ptxas (see `megakernel_fuse::check`).
 
-use vyrescope::ir::ElemType;
+use vyrescope::ir::{BinOp, ElemType, Expr, Literal, Scalar, Stmt, StmtKind};
 use vyrescope::megakernel::{fuse_group, DepKind};
 
-use super::megakernel_fuse::{check, prog, rnd, Case, PERSISTENT};
+use super::megakernel_fuse::{check, expected, first_difference, prog, rnd, Case, PERSISTENT};
 
 /// Elements: not a multiple of any workgroup size, so every step has a partial workgroup.
 const N: usize = 4096 + 77;
@@ -246,4 +246,152 @@ fn weak_separations_between_sizes_and_unmappable_sizes_are_errors() {
     let k = fuse_group(&pipeline, &shapes, &case.spec(None)).expect("grid barrier: fuses");
     assert_eq!(k.shape.workgroup_size, [128, 1, 1]);
     check(&case, &[None, Some(5)]);
+}
+
+/// Steps of 256, 1024, 64 and 256 threads over grid barriers: the 256- and 64-thread
+/// elementwise, neighbour and atomic steps pack 4 and 16 workgroups into each 1024-thread
+/// block; the last 256-thread step (a workgroup barrier over shared memory) masks.
+fn packing_case() -> Case {
+    let ids = prog(
+        "ids256",
+        [256, 1, 1],
+        &bufs(&[("x", "read"), ("y", "write"), ("ids", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "y"}]}, "then": [
+             {"store": "y", "index": "i", "value": {"add": [{"mul": [{"load": "x", "index": "i"}, 3]}, 1]}},
+             {"store": "ids", "index": "i", "value": {"xor": [{"lid": "x"},
+               {"add": [{"mul": [{"wgid": "x"}, 4096]}, {"mul": [{"nwg": "x"}, 65536]}]}]}}]}"#,
+    );
+    let neighbours = prog(
+        "neighbours1024",
+        [1024, 1, 1],
+        &bufs(&[("y", "read"), ("z", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "z"}]}, "then": [
+             {"store": "z", "index": "i", "value": {"add": [{"load": "y", "index": "i"},
+               {"load": "y", "index": {"rem": [{"add": ["i", 1]}, {"len": "y"}]}}]}}]}"#,
+    );
+    let hist = prog(
+        "hist64",
+        [64, 1, 1],
+        &bufs(&[("z", "read"), ("h", "read_write"), ("w", "write")]),
+        r#"{"let": "i", "value": {"gid": "x"}},
+           {"if": {"lt": ["i", {"len": "z"}]}, "then": [
+             {"let": "old", "value": {"atomic": "add", "buffer": "h",
+               "index": {"and": [{"load": "z", "index": "i"}, 63]}, "value": {"add": [{"lid": "x"}, 1]}}},
+             {"store": "w", "index": "i", "value": {"xor": [{"load": "z", "index": "i"}, {"wgid": "x"}]}}]}"#,
+    );
+    let shared = prog(
+        "reverse256",
+        [256, 1, 1],
+        &format!(
+            r#"{}, {{"name": "tile", "access": "workgroup", "type": "u32", "count": 256}}"#,
+            bufs(&[("w", "read"), ("out", "write")])
+        ),
+        r#"{"let": "i", "value": {"min": [{"gid": "x"}, {"sub": [{"len": "w"}, 1]}]}},
+           {"store": "tile", "index": {"lid": "x"}, "value": {"load": "w", "index": "i"}},
+           {"barrier": "workgroup"},
+           {"if": {"lt": [{"gid": "x"}, {"len": "out"}]}, "then": [
+             {"store": "out", "index": {"gid": "x"}, "value": {"load": "tile", "index": {"sub": [255, {"lid": "x"}]}}}]}"#,
+    );
+    Case {
+        name: "packed_mixed",
+        buffers: vec![
+            ("x", ElemType::U32, N, rnd(121, 0.0, 1.0e6)),
+            ("y", ElemType::U32, N, rnd(122, 0.0, 1.0e6)),
+            ("ids", ElemType::U32, N, rnd(123, 0.0, 1.0e6)),
+            ("z", ElemType::U32, N, rnd(124, 0.0, 1.0e6)),
+            ("h", ElemType::U32, 64, rnd(125, 0.0, 1.0e3)),
+            ("w", ElemType::U32, N, rnd(126, 0.0, 1.0e6)),
+            ("out", ElemType::U32, N, rnd(127, 0.0, 1.0e6)),
+        ],
+        steps: vec![
+            (ids, vec![("x", "x"), ("y", "y"), ("ids", "ids")], grid(256)),
+            (neighbours, vec![("y", "y"), ("z", "z")], grid(1024)),
+            (hist, vec![("z", "z"), ("h", "h"), ("w", "w")], grid(64)),
+            (shared, vec![("w", "w"), ("out", "out")], grid(256)),
+        ],
+        seps: vec![DepKind::Grid, DepKind::Grid, DepKind::Grid],
+        transient: vec![],
+    }
+}
+
+#[test]
+fn elementwise_neighbour_and_atomic_steps_pack_into_the_block() {
+    let case = packing_case();
+    let (pipeline, shapes) = case.pipeline();
+    for p in PERSISTENT {
+        let k = fuse_group(&pipeline, &shapes, &case.spec(p)).expect("fuses");
+        let got: Vec<String> = k.layouts.iter().map(|l| l.describe(1024)).collect();
+        assert_eq!(
+            got[..3],
+            [
+                "packed 4 x 256 in 1024".to_string(),
+                "whole block".to_string(),
+                "packed 16 x 64 in 1024".to_string()
+            ],
+            "{p:?}"
+        );
+        assert!(got[3].contains("masked 256 of 1024"), "{got:?}");
+    }
+    check(&case, &PERSISTENT);
+}
+
+/// Applies `f` to every statement of `list`, nested ones included.
+fn each_stmt(list: &mut [Stmt], f: &mut dyn FnMut(&mut Stmt)) {
+    for s in list {
+        f(s);
+        match &mut s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                each_stmt(then, f);
+                each_stmt(otherwise, f);
+            }
+            StmtKind::Loop { body, .. } | StmtKind::Block(body) => each_stmt(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Wrong packing is caught by the comparison: dropping the sub-task from the virtual
+/// workgroup id (every sub-task of a block runs the same workgroup) or taking the local id
+/// modulo half the step's size.
+#[test]
+fn a_wrong_sub_task_offset_or_local_id_is_caught() {
+    let case = packing_case();
+    let (pipeline, shapes) = case.pipeline();
+    let expected = expected(&case);
+    let k = fuse_group(&pipeline, &shapes, &case.spec(Some(3))).expect("fuses");
+    assert_eq!(first_difference(&case, &k, &expected), None);
+    let mutations: [(&str, fn(&mut Expr)); 2] = [
+        ("f0_v", |e| {
+            if let Expr::Binary(BinOp::Add, base, _sub) = e {
+                *e = (**base).clone();
+            }
+        }),
+        ("f2_lid_x", |e| {
+            if let Expr::Binary(BinOp::Rem, _, s) = e {
+                **s = Expr::Lit(Literal::Typed(Scalar::U32(32)));
+            }
+        }),
+    ];
+    for (var, mutate) in mutations {
+        let mut bad = k.clone();
+        let mut hit = 0;
+        each_stmt(&mut bad.program.body, &mut |s| {
+            if let StmtKind::Let { name, value } = &mut s.kind {
+                if name == var {
+                    let before = value.clone();
+                    mutate(value);
+                    hit += usize::from(*value != before);
+                }
+            }
+        });
+        assert_eq!(hit, 1, "{var} not found or not changed");
+        assert!(
+            first_difference(&case, &bad, &expected).is_some(),
+            "mutating {var} went unnoticed"
+        );
+    }
 }

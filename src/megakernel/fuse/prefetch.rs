@@ -126,7 +126,7 @@ pub(super) fn prefetch(
     }
     let mut found: Vec<(String, Expr)> = Vec::new();
     exprs_outside_loops(body, &mut |e| collect_expr(e, ro, &known, &mut found));
-    let trips = vl.workgroups.div_ceil(vl.launch_workgroups) as usize;
+    let trips = vl.trips() as usize;
     found.truncate(MAX_PREFETCHED / trips.max(1));
     if found.is_empty() {
         return (Vec::new(), Vec::new());

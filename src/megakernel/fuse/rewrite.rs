@@ -34,6 +34,9 @@ pub(super) struct VirtualIds {
     pub gid: [String; 3],
     /// The step's own grid (its `nwg`).
     pub grid: [u32; 3],
+    /// When the step is packed several workgroups to a block: the variable holding its
+    /// `lid.x` (the block's `lid.x` modulo the step's size).
+    pub lid: Option<String>,
 }
 
 /// A name the step uses that its Program does not declare.
@@ -133,6 +136,9 @@ impl Renamer<'_> {
                         Builtin::GlobalId(a) => *e = Expr::Var(v.gid[a.index()].clone()),
                         Builtin::WorkgroupId(a) => *e = Expr::Var(v.wgid[a.index()].clone()),
                         Builtin::NumWorkgroups(a) => *e = u32_lit(v.grid[a.index()]),
+                        Builtin::LocalId(Axis::X) if v.lid.is_some() => {
+                            *e = Expr::Var(v.lid.clone().unwrap_or_default())
+                        }
                         Builtin::LocalId(_) | Builtin::Lane | Builtin::SubgroupSize => {}
                     }
                 }
@@ -348,6 +354,10 @@ pub(super) struct VirtualLoop<'a> {
     pub workgroups: u32,
     /// Workgroups of the launch (the launch grid is one-dimensional along x here).
     pub launch_workgroups: u32,
+    /// The step's workgroups side by side in one block (`P`; 1: one per block, masked or
+    /// whole): sub-task `lid.x / s` of the block runs its own virtual workgroup with local
+    /// id `lid.x % s` (`s` the step's size), see `super::super::mixed`.
+    pub pack: u32,
     /// The common workgroup size.
     pub workgroup_size: [u32; 3],
     /// `(gid, wgid)` axes the body uses, from [`used_ids`].
@@ -365,14 +375,38 @@ impl VirtualLoop<'_> {
             wgid: [0, 1, 2].map(|a| name("wgid", a)),
             gid: [0, 1, 2].map(|a| name("gid", a)),
             grid: self.grid,
+            lid: (self.pack > 1).then(|| name("lid", 0)),
         }
     }
 
+    /// Virtual workgroups in flight over the launch at once: blocks times sub-tasks.
+    fn lanes(&self) -> u64 {
+        u64::from(self.launch_workgroups) * u64::from(self.pack.max(1))
+    }
+
+    /// Trips of the loop over virtual workgroups (a literal: uniform across the block).
+    pub fn trips(&self) -> u32 {
+        u32::try_from(u64::from(self.workgroups).div_ceil(self.lanes().max(1))).unwrap_or(1)
+    }
+
+    /// `base * P + lid.x / s` when packed (the block's sub-task), else `base`.
+    fn packed_id(&self, base: Expr) -> Expr {
+        if self.pack <= 1 {
+            return base;
+        }
+        let sub = bin(
+            BinOp::Div,
+            Expr::Builtin(Builtin::LocalId(Axis::X)),
+            u32_lit(self.workgroup_size[0]),
+        );
+        bin(BinOp::Add, bin(BinOp::Mul, base, u32_lit(self.pack)), sub)
+    }
+
     /// The virtual workgroup of task copy `t` (counting from 0) on this block, as the loop
-    /// computes it: `t * P + wgid.x`.
+    /// computes it: `t * blocks + wgid.x` (times `P` plus the sub-task when packed).
     pub fn virtual_id(&self, t: u32) -> Expr {
         let phys = Expr::Builtin(Builtin::WorkgroupId(Axis::X));
-        if self.workgroups.div_ceil(self.launch_workgroups) == 1 {
+        let base = if self.trips() == 1 {
             phys
         } else {
             bin(
@@ -380,7 +414,8 @@ impl VirtualLoop<'_> {
                 u32_lit(t.wrapping_mul(self.launch_workgroups)),
                 phys,
             )
-        }
+        };
+        self.packed_id(base)
     }
 
     /// The step's `wgid` and `gid` per axis for the linear virtual workgroup `v`.
@@ -407,26 +442,35 @@ impl VirtualLoop<'_> {
     /// `gid` along axis `a` from the workgroup id `wgid` along it.
     fn gid_expr(&self, a: usize, wgid: &Expr) -> Expr {
         let axes = [Axis::X, Axis::Y, Axis::Z];
+        let lid = match (a, self.ids().lid) {
+            (0, Some(v)) => Expr::Var(v),
+            _ => Expr::Builtin(Builtin::LocalId(axes[a])),
+        };
         bin(
             BinOp::Add,
             bin(BinOp::Mul, wgid.clone(), u32_lit(self.workgroup_size[a])),
-            Expr::Builtin(Builtin::LocalId(axes[a])),
+            lid,
         )
     }
 
     /// Wraps `body` (already renamed) in the loop: every physical workgroup `w` of the launch
-    /// runs virtual workgroups `v = t * P + w` for `t` in `0..ceil(G / P)` while `v < G`.
-    /// The trip count is a literal and `v` derives from `wgid` only, so the loop and the
-    /// `v < G` test are uniform within a workgroup and the body's workgroup barriers stay
+    /// (of `L`) runs virtual workgroups `v = t * L + w` for `t` in `0..ceil(G / L)` while
+    /// `v < G`. The trip count is a literal and `v` derives from `wgid` only, so the loop and
+    /// the `v < G` test are uniform within a workgroup and the body's workgroup barriers stay
     /// valid. With a single trip the loop is left out.
+    ///
+    /// Packed (`pack = P > 1`): sub-task `lid.x / s` of block `w` runs `v = (t * L + w) * P +
+    /// lid.x / s` for `t` in `0..ceil(G / (L * P))`, with `lid.x % s` for its local id
+    /// (`let f{k}_lid_x` before the loop). The trip count stays a literal, so the loop is
+    /// uniform; the `v < G` test is not, which a packed step (no workgroup barrier) allows.
     pub fn wrap(&self, body: Vec<Stmt>) -> Vec<Stmt> {
         let p = self.prefix;
         let ids = self.ids();
         let v = format!("{p}v");
         let t = format!("{p}t");
-        let trips = self.workgroups.div_ceil(self.launch_workgroups);
+        let trips = self.trips();
         let phys = Expr::Builtin(Builtin::WorkgroupId(Axis::X));
-        let v_value = if trips == 1 {
+        let v_value = self.packed_id(if trips == 1 {
             phys
         } else {
             bin(
@@ -438,7 +482,19 @@ impl VirtualLoop<'_> {
                 ),
                 phys,
             )
-        };
+        });
+        // The packed local id, once for all trips (the fold below is never packed: folds are
+        // dataflow, which masks).
+        let lid = ids.lid.as_ref().map(|l| {
+            let_(
+                l,
+                bin(
+                    BinOp::Rem,
+                    Expr::Builtin(Builtin::LocalId(Axis::X)),
+                    u32_lit(self.workgroup_size[0]),
+                ),
+            )
+        });
         let (gid_used, wgid_used) = self.used;
         let (wgid_of, _) = self.id_exprs(&Expr::Var(v.clone()));
         let mut inner = Vec::new();
@@ -470,14 +526,17 @@ impl VirtualLoop<'_> {
                 inner,
             ),
         ];
+        let mut out: Vec<Stmt> = lid.into_iter().collect();
         if trips == 1 {
-            return guarded;
+            out.extend(guarded);
+        } else {
+            out.push(synth(StmtKind::Loop {
+                var: t,
+                from: u32_lit(0),
+                to: u32_lit(trips),
+                body: guarded,
+            }));
         }
-        vec![synth(StmtKind::Loop {
-            var: t,
-            from: u32_lit(0),
-            to: u32_lit(trips),
-            body: guarded,
-        })]
+        out
     }
 }
