@@ -383,7 +383,7 @@ mod tests {
     fn obstacles_are_named() {
         let p = |body: &str, extra: &str| {
             let text = format!(
-                r#"{{"name": "t", "workgroup_size": [64, 1, 1], "buffers": [
+                r#"{{"format": 1, "name": "t", "workgroup_size": [64, 1, 1], "buffers": [
                     {{"name": "a", "binding": 0, "access": "read_write", "type": "u32"}}{extra}],
                     "body": [{body}]}}"#
             );
