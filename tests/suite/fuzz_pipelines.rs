@@ -515,7 +515,7 @@ fn fuzz_pipelines_on_the_interpreter() {
     );
     let caps = profiles::load("h200").unwrap();
     let mut failures = Vec::new();
-    let (mut dataflow, mut stencils) = (0, 0);
+    let (mut dataflow, mut stencils, mut packed) = (0, 0, 0);
     for seed in first..first.saturating_add(count) {
         let p = random_pipeline(seed).unwrap();
         stencils += usize::from((0..p.steps.len()).any(|s| stencil_kind(&p, s).is_some()));
@@ -525,6 +525,13 @@ fn fuzz_pipelines_on_the_interpreter() {
                     dataflow += usize::from(
                         sync == SyncMode::Dataflow && plan.groups.iter().any(|g| g.runs_dataflow()),
                     );
+                    // Steps that ran packed several workgroups to a block.
+                    packed += plan
+                        .groups
+                        .iter()
+                        .flat_map(|g| &g.step_layouts)
+                        .filter(|l| l.packed().is_some())
+                        .count();
                 }
                 Err(e) => {
                     eprintln!("seed {seed} ({sync:?}): {e}");
@@ -535,7 +542,7 @@ fn fuzz_pipelines_on_the_interpreter() {
     }
     eprintln!(
         "{count} pipelines from seed {first} ({stencils} with stencils, {dataflow} with a \
-         dataflow group), {} mismatches or failures",
+         dataflow group, {packed} packed steps over both forms), {} mismatches or failures",
         failures.len()
     );
     assert!(failures.is_empty(), "failing: {failures:?}");
