@@ -155,6 +155,14 @@ pub fn fused_on_interpreter_in(
             .kernel
             .as_ref()
             .map_err(|e| Problem::from(e.clone()).context(format_args!("group {gi} ({sync:?})")))?;
+        // The plan says how each step uses the block; the kernel must be built that way.
+        if !g.group.step_layouts.is_empty() && k.layouts != g.group.step_layouts {
+            return Err(Problem::bug(format!(
+                "group {gi} ({sync:?}): the plan lays its steps out as {:?} but the fused kernel \
+                 as {:?}",
+                g.group.step_layouts, k.layouts
+            )));
+        }
         let mut bufs = Vec::new();
         for (slot, name) in k.buffers.iter().enumerate() {
             let b = mem
