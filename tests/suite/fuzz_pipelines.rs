@@ -191,6 +191,31 @@ fn hist_equalize_fixture_is_one_mixed_launch_and_exact() {
     parse_pipeline(&text, "hist_equalize.json", path.parent().unwrap()).unwrap();
 }
 
+/// `scan_1024_middle` fused whole (steps of 256, 1024 and 256 threads): its last step runs
+/// packed 4 x 256 in the barrier form, and both forms end bit for bit like the steps one by
+/// one on the interpreter.
+#[test]
+fn scan_1024_middle_fixture_fused_with_a_packed_step_is_exact() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/scan_1024_middle.json");
+    let p = load_pipeline(&path).unwrap();
+    let caps = profiles::load("h200").unwrap();
+    for sync in [SyncMode::Barrier, SyncMode::Dataflow] {
+        let plan = fused_on_interpreter_in(&p, &caps, sync).unwrap();
+        assert_eq!(plan.launches, 1, "{sync:?}: {:?}", plan.fusion_breaks);
+        let packed: Vec<Option<u32>> = plan.groups[0]
+            .step_layouts
+            .iter()
+            .map(|l| l.packed())
+            .collect();
+        let want = match sync {
+            SyncMode::Barrier => vec![None, None, Some(4)],
+            SyncMode::Dataflow => vec![None, None, None],
+        };
+        assert_eq!(packed, want, "{sync:?}");
+    }
+}
+
 /// A last-arriver fold runs on whichever block arrives last, not on the block its virtual
 /// workgroup 0 would have: every dependence on or of a fold step must therefore be a real
 /// wait (or the fold itself), never left block-local. Generated pipelines 12, 24, 246, 347,
