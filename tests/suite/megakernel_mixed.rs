@@ -354,6 +354,9 @@ fn each_stmt(list: &mut [Stmt], f: &mut dyn FnMut(&mut Stmt)) {
     }
 }
 
+/// A change to one expression of a fused kernel.
+type Mutation = fn(&mut Expr);
+
 /// Wrong packing is caught by the comparison: dropping the sub-task from the virtual
 /// workgroup id (every sub-task of a block runs the same workgroup) or taking the local id
 /// modulo half the step's size.
@@ -364,7 +367,7 @@ fn a_wrong_sub_task_offset_or_local_id_is_caught() {
     let expected = expected(&case);
     let k = fuse_group(&pipeline, &shapes, &case.spec(Some(3))).expect("fuses");
     assert_eq!(first_difference(&case, &k, &expected), None);
-    let mutations: [(&str, fn(&mut Expr)); 2] = [
+    let mutations: [(&str, Mutation); 2] = [
         ("f0_v", |e| {
             if let Expr::Binary(BinOp::Add, base, _sub) = e {
                 *e = (**base).clone();
