@@ -73,6 +73,14 @@ fn plan_tab_workgroup_rotate() {
     check("plan_workgroup_rotate_120x40", &s);
 }
 
+/// A mixed-size group names how its smaller step uses the block (here the 32-thread cdf,
+/// which reduces over subgroups and so masks).
+#[test]
+fn plan_tab_shows_how_a_smaller_step_uses_the_block() {
+    let (_, _, s) = plan_tab("hist_equalize.json");
+    assert!(s.contains("step 1: masked 32 of 256 ("), "{s}");
+}
+
 #[test]
 fn programs_have_no_plan_tab() {
     let (mut a, hl) = app(&[fixture("vadd_f32.json")], 120, 40);

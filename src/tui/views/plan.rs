@@ -303,6 +303,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             ))],
             width,
         ));
+        // A smaller step of a mixed-size group: packed several to a block, or masked.
+        for (s, l) in group.steps.iter().zip(&group.step_layouts) {
+            if *l != crate::megakernel::mixed::StepLayout::Whole {
+                out.extend(wrap(
+                    &[Line::from(Span::styled(
+                        format!("  step {s}: {}", l.describe(wg[0])),
+                        colour,
+                    ))],
+                    width,
+                ));
+            }
+        }
         // Three rows of boxes: top edges, names with the barriers between waves, bottoms.
         let mut rows: [Vec<Span>; 3] = [vec![], vec![], vec![]];
         let mut col = 0usize;
