@@ -204,7 +204,7 @@ fn emit_sass_and_occupancy_show_every_fused_group_of_a_pipeline() {
 /// rather than ignored.
 #[test]
 fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
-    let f = fixture("reduce_normalize_2p20.json");
+    let f = fixture("reduce_total_normalize.json");
     let f = f.to_str().unwrap();
     let (code, dataflow, err) = vyrescope(&["emit", f, "--sync", "dataflow"]);
     assert_eq!(code, 0, "{err}");
@@ -252,7 +252,7 @@ fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
 /// dataflow waits; without it, the grid-barrier kernel and "runs with grid barriers".
 #[test]
 fn inspector_sync_dataflow_shows_and_runs_the_dataflow_kernel() {
-    let f = fixture("reduce_normalize_2p20.json");
+    let f = fixture("reduce_total_normalize.json");
     let f = f.to_str().unwrap();
     let screen = |sync: &str, keys: &str| {
         let (code, out, err) = vyrescope(&[
