@@ -717,15 +717,25 @@ impl DecideCtx<'_> {
             dataflow: sync == SyncMode::Dataflow && whole.runs_dataflow(),
             ..Boundaries::default()
         };
+        let blocks = f64::from(whole.dataflow.blocks.max(1));
         for (w, b) in whole.barriers.iter().enumerate() {
-            let label = whole
-                .dataflow
-                .boundaries
-                .get(w)
-                .map_or(super::tiles::SyncLabel::AllToAll, |d| d.label);
-            boundary
-                .cost
-                .insert(b.after_step, self.model.boundary_us(sync, b.kind, label));
+            let cost = match (sync, whole.dataflow.boundaries.get(w)) {
+                // Each kept wait, paid by every consumer task: a block runs `waves` of them.
+                (SyncMode::Dataflow, Some(d)) if b.kind == super::DepKind::Grid => {
+                    let waves = d
+                        .waits
+                        .iter()
+                        .map(|t| (self.work[t.to].workgroups as f64 / blocks).ceil())
+                        .fold(1.0, f64::max);
+                    self.model.dataflow_us(d, waves)
+                }
+                (_, d) => self.model.boundary_us(
+                    sync,
+                    b.kind,
+                    d.map_or(super::tiles::SyncLabel::AllToAll, |d| d.label),
+                ),
+            };
+            boundary.cost.insert(b.after_step, cost);
             if b.kind == DepKind::Grid {
                 boundary.grid.insert(b.after_step);
             }
