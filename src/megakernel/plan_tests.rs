@@ -527,3 +527,38 @@ fn random_plans_separate_every_dependence_enough() {
         "the random pipelines never needed a grid barrier"
     );
 }
+
+/// A 256-wide step after a 1024-wide one: packed 4 to a block it has four workgroups in
+/// flight per resident block, so the model predicts the fused kernel faster than with the
+/// same step masked (here kept from packing by reading `lane`, which costs nothing else).
+#[test]
+fn a_packed_step_is_predicted_faster_than_a_masked_one() {
+    let big = [1024, 1, 1];
+    let opts = PlanOptions {
+        sync: SyncMode::Barrier,
+        decide: Decide::Fuse,
+        ..h200()
+    };
+    let with = |src: &str| {
+        plan_of(
+            vec![
+                (copy("a", big, GID, GID), &[("src", "x"), ("dst", "y")]),
+                (copy("b", WG, src, GID), &[("src", "y"), ("dst", "z")]),
+            ],
+            &[shape(big, [4, 1, 1]), shape(WG, [4096, 1, 1])],
+            &opts,
+        )
+    };
+    let packed = with(NEXT);
+    let masked = with(r#"{"add": [{"gid": "x"}, {"lane": {}}]}"#);
+    let layout = |p: &Plan| p.groups[0].step_layouts[1].clone();
+    assert_eq!(layout(&packed).packed(), Some(4), "{:?}", layout(&packed));
+    assert!(
+        matches!(&layout(&masked), super::super::mixed::StepLayout::Masked { reason, .. } if reason.contains("lane")),
+        "{:?}",
+        layout(&masked)
+    );
+    let (p, m) = (packed.decisions[0].fused_us, masked.decisions[0].fused_us);
+    // 4096 workgroups over 264 resident 1024-thread blocks: 16 waves masked, 4 packed.
+    assert!(p + 10.0 < m, "packed {p} us, masked {m} us");
+}

@@ -73,12 +73,12 @@ fn plan_tab_workgroup_rotate() {
     check("plan_workgroup_rotate_120x40", &s);
 }
 
-/// A mixed-size group names how its smaller step uses the block (here the 32-thread cdf,
-/// which reduces over subgroups and so masks).
+/// A mixed-size group names how its smaller step uses the block (here a 128-thread copy,
+/// two to each 256-thread block).
 #[test]
 fn plan_tab_shows_how_a_smaller_step_uses_the_block() {
-    let (_, _, s) = plan_tab("hist_equalize.json");
-    assert!(s.contains("step 1: masked 32 of 256 ("), "{s}");
+    let (_, _, s) = plan_tab("independent_pair.json");
+    assert!(s.contains("step 1: packed 2 x 128 in 256"), "{s}");
 }
 
 #[test]
