@@ -5,7 +5,7 @@
 //! `ProgramGraph::to_wire` bytes (`VYRESCOPE_BLESS=1` rewrites them); each opens as a
 //! pipeline that plans, and its reference run gives what the nodes compute on the host.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use vyre_foundation::ir::{
     BufferAccess as VA, BufferDecl as VB, DataType as DT, Expr as E, GraphInput, GraphOutput,
@@ -13,6 +13,11 @@ use vyre_foundation::ir::{
 };
 use vyre_libs::nn::model::{dense_gated_mlp_graph, DenseGatedMlpSpec};
 
+use vyrescope::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
+use vyrescope::interp::{self, pipeline::run_pipeline};
+
+use crate::support::cli;
+use crate::vyre_graph::{converted, u32s};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -36,8 +41,9 @@ fn mlp(batch: u32, sequence: u32, hidden_dim: u32, intermediate_dim: u32) -> Pro
 /// Small: 2 x 4 token rows, hidden 32, intermediate 64 (256 hidden elements, 2048 weights per
 /// projection): the reference interpreter checks it in well under a second.
 pub(crate) const MLP_SMALL: (u32, u32, u32, u32) = (2, 4, 32, 64);
-/// For GPU timing: 1 x 64 token rows, hidden 512, intermediate 1024 (65536 hidden and 131072
-/// intermediate elements, 2^19 weights per projection, about 10^8 multiply-adds).
+/// For GPU timing: 1 x 64 token rows, hidden 512, intermediate 1024 (32768 hidden and 65536
+/// intermediate elements, 2^19 weights per projection, about 1.2 x 10^8 multiply-adds: `run
+/// --both` checks it on the interpreter in about 11 s).
 pub(crate) const MLP_LARGE: (u32, u32, u32, u32) = (1, 64, 512, 1024);
 
 fn u32_contract(n: u32, access: VA, lifetime: L) -> ValueContract {
@@ -227,4 +233,250 @@ fn bundled_upstream_graphs_are_what_vyre_writes() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn f32s(pp: &PreparedPipeline, name: &str) -> Vec<f32> {
+    u32s(pp, name).into_iter().map(f32::from_bits).collect()
+}
+
+/// The reference run of the graph's pipeline: (initial, final) buffers.
+fn reference(g: &ProgramGraph, name: &str) -> (PreparedPipeline, PreparedPipeline) {
+    let p = converted(g, name).pipeline;
+    let init = prepare_pipeline(&p, Path::new(".")).unwrap();
+    let mut done = init.clone();
+    run_pipeline(&p, &mut done, &interp::Options::default()).unwrap();
+    (init, done)
+}
+
+/// The MLP block on the host in f64: RMSNorm with a learned weight, gate and up projections
+/// (weights `[intermediate, hidden]`), `silu(gate) * up`, the down projection (weights
+/// `[hidden, intermediate]`) and the residual.
+fn mlp_model(b: &dyn Fn(&str) -> Vec<f32>, rows: usize, h: usize, i: usize) -> Vec<f64> {
+    let x = b("residual");
+    let nw = b("post_attention_layernorm_weight");
+    let (wg, wu, wd) = (
+        b("mlp_gate_proj_weight"),
+        b("mlp_up_proj_weight"),
+        b("mlp_down_proj_weight"),
+    );
+    let f = |v: f32| f64::from(v);
+    let mut out = Vec::with_capacity(rows * h);
+    for r in 0..rows {
+        let row = &x[r * h..(r + 1) * h];
+        let ms = row.iter().map(|&v| f(v) * f(v)).sum::<f64>() / h as f64;
+        let scale = 1.0 / (ms + 1e-5).sqrt();
+        let normed: Vec<f64> = (0..h).map(|k| f(row[k]) * scale * f(nw[k])).collect();
+        let proj = |w: &[f32], c: usize| (0..h).map(|k| normed[k] * f(w[c * h + k])).sum::<f64>();
+        let act: Vec<f64> = (0..i)
+            .map(|c| {
+                let (g, u) = (proj(&wg, c), proj(&wu, c));
+                g * u / (1.0 + (-g).exp())
+            })
+            .collect();
+        for c in 0..h {
+            let down = (0..i).map(|k| act[k] * f(wd[c * i + k])).sum::<f64>();
+            out.push(f(row[c]) + down);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_mlp_block_computes_rmsnorm_swiglu_and_the_residual_on_the_reference() {
+    let (bt, s, h, i) = MLP_SMALL;
+    let g = mlp(bt, s, h, i);
+    let imported = converted(&g, "dense_gated_mlp");
+    let names: Vec<&str> = imported.node_names.iter().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "mlp.norm",
+            "mlp.gate_proj",
+            "mlp.up_proj",
+            "mlp.swiglu",
+            "mlp.down_proj",
+            "mlp.residual"
+        ]
+    );
+    let (init, done) = reference(&g, "dense_gated_mlp");
+    let x = f32s(&init, "residual");
+    assert!(
+        x.iter().filter(|v| **v != 0.0).count() > x.len() / 2,
+        "random input"
+    );
+    let (h, i) = (h as usize, i as usize);
+    let want = mlp_model(&|n| f32s(&init, n), (bt * s) as usize, h, i);
+    let got = f32s(&done, "mlp_block_output");
+    assert_eq!(got.len(), want.len());
+    let mut worst = 0f64;
+    for (k, (&a, &w)) in got.iter().zip(&want).enumerate() {
+        assert!(a.is_finite(), "element {k}: {a}");
+        let err = (f64::from(a) - w).abs() / w.abs().max(1.0);
+        worst = worst.max(err);
+        assert!(err < 1e-3, "element {k}: reference {a}, host {w}");
+    }
+    // The block changes the residual: the branch is not all zeros.
+    let moved = got.iter().zip(&x).filter(|(a, b)| a != b).count();
+    assert!(
+        moved > got.len() / 2,
+        "{moved} of {} moved, worst {worst}",
+        got.len()
+    );
+}
+
+#[test]
+fn the_megakernel_test_graphs_compute_what_their_nodes_say() {
+    let n = 4096;
+    let (init, done) = reference(&mk_whole(n), "mk_whole");
+    let (a, k) = (u32s(&init, "input"), u32s(&init, "constant"));
+    assert!(a.iter().filter(|v| **v != 0).count() > a.len() / 2);
+    let sum: Vec<u32> = a.iter().zip(&k).map(|(x, y)| x.wrapping_add(*y)).collect();
+    assert_eq!(u32s(&done, "result"), sum);
+    assert_eq!(
+        u32s(&done, "retained"),
+        sum,
+        "alpha writes the retained value"
+    );
+    for (wp, wc, barrier) in [(32, 64, false), (32, 32, true)] {
+        let (init, done) = reference(&mk_pair(n, wp, wc, barrier), "mk_pair");
+        assert_eq!(
+            u32s(&done, "output"),
+            u32s(&init, "input"),
+            "{wp} {wc} {barrier}"
+        );
+    }
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = cli::run(args);
+    assert_eq!(code, 0, "{args:?}: {out}{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// Each bundled upstream graph through the commands: `check` is clean, `plan --vyre` gives
+/// vyre's groups and pruned edges beside our plan, and `run --both` verifies separate launches
+/// and our plan against the reference, and vyre's plan where its merged kernels can stand for
+/// the graph (the MLP's cannot: vyre-libs names every projection's buffers `input`, `weight`,
+/// `output`, and vyre's merge joins buffers by name).
+#[test]
+fn upstream_graphs_check_plan_and_run_in_three_forms() {
+    vyrescope::vyre::install();
+    // (fixture, vyre's groups by node name, vyre's pruned edges, vyre form runs, target code)
+    type Case = (
+        &'static str,
+        &'static [&'static [&'static str]],
+        &'static [&'static str],
+        bool,
+        &'static str,
+    );
+    let cases: &[Case] = &[
+        (
+            "dense_gated_mlp",
+            &[
+                &["mlp.norm"],
+                &[
+                    "mlp.gate_proj",
+                    "mlp.up_proj",
+                    "mlp.swiglu",
+                    "mlp.down_proj",
+                    "mlp.residual",
+                ],
+            ],
+            &["MKL004_MULTIPLE_CONSUMERS"],
+            false,
+            "InvalidArtifact",
+        ),
+        (
+            "mk_whole",
+            &[&["zeta", "alpha"], &["omega"]],
+            &["MKL003_LIFECYCLE_BOUNDARY"],
+            true,
+            "MKC017_MALFORMED_TARGET_PAYLOAD",
+        ),
+        (
+            "mk_pair_workgroups",
+            &[&["producer"], &["consumer"]],
+            &["MKL005_WORKGROUP_MISMATCH"],
+            true,
+            "MKC017_MALFORMED_TARGET_PAYLOAD",
+        ),
+        (
+            "mk_pair_barrier",
+            &[&["producer"], &["consumer"]],
+            &["MKL006_SYNCHRONIZATION_BOUNDARY"],
+            true,
+            "MKC017_MALFORMED_TARGET_PAYLOAD",
+        ),
+    ];
+    for &(name, groups, pruned, vyre_runs, target) in cases {
+        let path = fixture(name);
+        let f = path.to_str().unwrap();
+        let (code, out, err) = cli::run(&["check", f]);
+        assert_eq!(code, 0, "{name}: {out}{err}");
+        let plan = json(&["plan", f, "--vyre", "--json"]);
+        let codes: Vec<&str> = plan["vyre"]["pruned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["code"].as_str().unwrap())
+            .collect();
+        for c in pruned {
+            assert!(codes.contains(c), "{name}: {codes:?}");
+        }
+        assert!(
+            plan["vyrescope"]["groups"]
+                .as_array()
+                .is_some_and(|g| !g.is_empty()),
+            "{name}"
+        );
+        let r = json(&["run", f, "--both", "--json"]);
+        let got: Vec<Vec<&str>> = r["vyre_plan"]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                g["member_names"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_str().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(got, groups, "{name}");
+        let forms = r["forms"].as_array().unwrap();
+        assert_eq!(forms[0]["form"], "separate");
+        assert_eq!(
+            forms[0]["launches"].as_u64(),
+            Some(groups.iter().map(|g| g.len() as u64).sum())
+        );
+        for form in &forms[..2] {
+            assert_eq!(form["verified"], true, "{name}: {form}");
+            assert!(
+                form["parity"]["compared"].as_u64().unwrap() >= 256,
+                "{name}: {form}"
+            );
+        }
+        assert_eq!(forms[1]["launches"], 1, "{name}: our plan fuses every node");
+        if vyre_runs {
+            assert_eq!(forms[2]["verified"], true, "{name}: {}", forms[2]);
+            assert_eq!(
+                forms[2]["launches"].as_u64(),
+                Some(groups.len() as u64),
+                "{name}"
+            );
+        } else {
+            let why = forms[2]["refused"].as_str().unwrap();
+            assert!(
+                why.contains("`input` carries 2 values") && why.contains("merge joins"),
+                "{name}: {why}"
+            );
+        }
+        assert_eq!(r["vyre_target"]["ok"], false, "{name}");
+        assert_eq!(r["vyre_target"]["code"], target, "{name}");
+    }
+    // The GPU-timing MLP converts and plans (its three-form run is the GPU script's).
+    let large = fixture("dense_gated_mlp_large");
+    let plan = json(&["plan", large.to_str().unwrap(), "--vyre", "--json"]);
+    assert_eq!(plan["vyre"]["groups"].as_array().unwrap().len(), 2);
 }
