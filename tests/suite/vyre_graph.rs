@@ -524,7 +524,7 @@ fn exported_pipelines_are_graphs_vyre_reads_and_import_back_to_the_same_results(
 
 /// The bundled graphs: `fixtures/vyre/graphs/<name>.vgr`, vyre's wire bytes of the builders
 /// above (`VYRESCOPE_BLESS=1` rewrites them).
-const BUNDLED: &[&str] = &["chain", "named_chain", "diamond", "retained"];
+pub(crate) const BUNDLED: &[&str] = &["chain", "named_chain", "diamond", "retained"];
 
 #[test]
 fn bundled_graphs_are_what_the_builders_write() {

@@ -480,3 +480,30 @@ fn upstream_graphs_check_plan_and_run_in_three_forms() {
     let plan = json(&["plan", large.to_str().unwrap(), "--vyre", "--json"]);
     assert_eq!(plan["vyre"]["groups"].as_array().unwrap().len(), 2);
 }
+
+/// Every graph fixture is written by a builder whose test compares its bytes: those of
+/// `vyre_graph.rs`, `named_mixed` of `vyre_both.rs` and the upstream graphs above.
+#[test]
+fn every_graph_fixture_has_a_builder() {
+    let dir = fixture("x").parent().unwrap().to_path_buf();
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            (p.extension()? == "vgr").then(|| p.file_stem()?.to_str().map(String::from))?
+        })
+        .collect();
+    on_disk.sort();
+    let mut built: Vec<String> = crate::vyre_graph::BUNDLED
+        .iter()
+        .copied()
+        .chain(["named_mixed"])
+        .chain(upstream_graphs().into_iter().map(|(n, _)| n))
+        .map(String::from)
+        .collect();
+    built.sort();
+    assert_eq!(
+        on_disk, built,
+        "fixtures/vyre/graphs/*.vgr against the builders"
+    );
+}
