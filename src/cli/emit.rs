@@ -10,7 +10,7 @@ use crate::util::Problem;
 /// Emit a Program's PTX (or its source map / ptxas resources).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources\n  vyrescope emit fixtures/programs/reduce_sum_f32.json --no-unroll\n  vyrescope emit fixtures/pipelines/reduce_total_normalize.json\n  vyrescope emit fixtures/pipelines/softmax.json --timeline --sync dataflow"
+    after_help = "Examples:\n  vyrescope emit fixtures/programs/vadd_f32.json\n  vyrescope emit fixtures/programs/vadd_f32.json --sm 80 --workgroup 128,1,1 --lineinfo -o vadd.ptx\n  vyrescope emit fixtures/programs/vadd_f32.json --map\n  vyrescope emit fixtures/programs/vadd_f32.json --resources\n  vyrescope emit fixtures/programs/reduce_sum_f32.json --no-unroll\n  vyrescope emit fixtures/pipelines/reduce_total_normalize.json\n  vyrescope emit fixtures/pipelines/softmax.json --timeline --sync barrier\n  vyrescope emit fixtures/pipelines/stencil_clamped.json --decide fuse"
 )]
 pub struct Args {
     /// Program file, or a pipeline file (every plan group's fused kernel).
@@ -66,6 +66,11 @@ pub struct Args {
     /// barriers), as `run --megakernel --sync` runs them.
     #[arg(long, value_name = "FORM")]
     pub sync: Option<crate::megakernel::plan::SyncMode>,
+    /// On a pipeline: how fusion is decided, as `plan --decide` does: `model` (the cost model;
+    /// the default) or `fuse` (fuse whatever may legally fuse, to study a fused kernel the model
+    /// declines).
+    #[arg(long, value_name = "HOW")]
+    pub decide: Option<crate::megakernel::plan::Decide>,
 }
 
 /// Runs `emit`.
@@ -73,7 +78,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return pipeline(a);
     }
-    super::pipeline_kernels::refuse_sync_on_program(&a.file, a.sync)?;
+    super::pipeline_kernels::refuse_sync_on_program(&a.file, a.sync, a.decide)?;
     let p = load_program(&a.file)?;
     let opts = EmitOptions {
         sm: a.sm,
@@ -147,6 +152,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         grid_barrier: a.grid_barrier,
         version_bounds: a.version_bounds,
         sync: a.sync.unwrap_or_default(),
+        decide: a.decide.unwrap_or_default(),
         timeline: a.timeline,
     };
     let pk = super::pipeline_kernels::load(&a.file, None, a.workgroup, &how)?;

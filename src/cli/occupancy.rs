@@ -59,6 +59,11 @@ pub struct Args {
     /// barriers), as `run --megakernel --sync` runs them.
     #[arg(long, value_name = "FORM")]
     pub sync: Option<crate::megakernel::plan::SyncMode>,
+    /// On a pipeline: how fusion is decided, as `plan --decide` does: `model` (the cost model;
+    /// the default) or `fuse` (fuse whatever may legally fuse, to study a fused kernel the model
+    /// declines).
+    #[arg(long, value_name = "HOW")]
+    pub decide: Option<crate::megakernel::plan::Decide>,
 }
 
 /// Runs `occupancy`.
@@ -264,7 +269,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
     if crate::ir::is_pipeline_file(file) {
         return pipeline_mode(a, file, note);
     }
-    super::pipeline_kernels::refuse_sync_on_program(file, a.sync)?;
+    super::pipeline_kernels::refuse_sync_on_program(file, a.sync, a.decide)?;
     let program = load_program(file)?;
     let wg = a.workgroup.unwrap_or(program.workgroup_size);
     let sm = sm_of(caps);
@@ -374,6 +379,7 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
         grid_barrier: Default::default(),
         version_bounds: false,
         sync: a.sync.unwrap_or_default(),
+        decide: a.decide.unwrap_or_default(),
         timeline: false,
     };
     let pk = super::pipeline_kernels::load(file, a.device.as_deref(), a.workgroup, &how)?;

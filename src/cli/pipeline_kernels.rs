@@ -54,25 +54,32 @@ pub(crate) struct GroupEmit {
     /// How persistent groups separate cross-workgroup dependences (grid barriers or dataflow
     /// waits), as `run --megakernel --sync` runs them.
     pub sync: SyncMode,
+    /// How fusion is decided (`--decide`): the cost model's plan, or fusion as far as legal.
+    pub decide: crate::megakernel::plan::Decide,
     /// Each group's kernel instrumented for the timeline, through the run path's own
     /// launches and emission (`harness::timeline_run`), so it is what `run --timeline`
     /// records for the same plan and sync form.
     pub timeline: bool,
 }
 
-/// Refuses `--sync` on a Program file: the form exists only in fused kernels, and a
-/// Program's kernel would silently come out the same whichever form was asked for.
-pub(crate) fn refuse_sync_on_program(file: &Path, sync: Option<SyncMode>) -> Result<(), Problem> {
-    let Some(sync) = sync else {
-        return Ok(());
+/// Refuses `--sync` and `--decide` on a Program file: they choose how a pipeline's steps fuse
+/// and wait, and a Program's kernel would silently come out the same whatever was asked for.
+pub(crate) fn refuse_sync_on_program(
+    file: &Path,
+    sync: Option<SyncMode>,
+    decide: Option<crate::megakernel::plan::Decide>,
+) -> Result<(), Problem> {
+    let flag = match (sync, decide) {
+        (Some(s), _) => format!("--sync {}", s.name()),
+        (None, Some(_)) => "--decide".to_string(),
+        (None, None) => return Ok(()),
     };
     Err(Problem::new(
         format!(
-            "{}: --sync {} applies to pipelines: it chooses how a fused kernel waits between steps, and a Program is one kernel",
+            "{}: {flag} applies to pipelines: it chooses how a pipeline's steps fuse into kernels and wait between steps, and a Program is one kernel",
             file.display(),
-            sync.name()
         ),
-        "drop --sync, or give a pipeline file",
+        "drop --sync and --decide, or give a pipeline file",
     ))
 }
 
@@ -94,7 +101,8 @@ pub(crate) fn load(
     let base = file.parent().unwrap_or(Path::new("."));
     let shapes = pipeline_shapes(&pipeline, base)?;
     let (caps, _) = super::occupancy::resolve_device(device)?;
-    let opts = PlanOptions::new(caps.clone());
+    let mut opts = PlanOptions::new(caps.clone());
+    opts.decide = how.decide;
     let compiled = CompiledPipeline::compile(Arc::new(pipeline), shapes, &opts, how.sync, None)?;
     let sm = how
         .sm

@@ -36,6 +36,11 @@ pub struct Args {
     /// barriers), as `run --megakernel --sync` runs them.
     #[arg(long, value_name = "FORM")]
     pub sync: Option<crate::megakernel::plan::SyncMode>,
+    /// On a pipeline: how fusion is decided, as `plan --decide` does: `model` (the cost model;
+    /// the default) or `fuse` (fuse whatever may legally fuse, to study a fused kernel the model
+    /// declines).
+    #[arg(long, value_name = "HOW")]
+    pub decide: Option<crate::megakernel::plan::Decide>,
 }
 
 /// Runs `sass`.
@@ -43,7 +48,7 @@ pub fn run(a: &Args) -> super::Outcome {
     if crate::ir::is_pipeline_file(&a.file) {
         return pipeline(a);
     }
-    super::pipeline_kernels::refuse_sync_on_program(&a.file, a.sync)?;
+    super::pipeline_kernels::refuse_sync_on_program(&a.file, a.sync, a.decide)?;
     let p = load_program(&a.file)?;
     // The same PTX as `emit --lineinfo`, so the IR lines come along with the PTX lines.
     let opts = EmitOptions {
@@ -86,6 +91,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         grid_barrier: Default::default(),
         version_bounds: false,
         sync: a.sync.unwrap_or_default(),
+        decide: a.decide.unwrap_or_default(),
         timeline: false,
     };
     let pk = super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how)?;

@@ -4,13 +4,21 @@
 //!
 //! # What it counts (microseconds of device time)
 //! - **A launch boundary** costs [`CostModel::launch_us`]: the GPU-side gap between two
-//!   dependent launches (3.3-3.5 us on an H200 with submission hidden behind a busy GPU,
-//!   `benches/gpu/launch_costs.cu`). Separate launches pay it once per step, a fused kernel once.
+//!   dependent launches. `benches/gpu/launch_costs.cu` measured 3.3-3.5 us for empty kernels on
+//!   an H200, but the speedup gate's own separate launches of small steps cost 2.8-3.4 us
+//!   *including* about a microsecond of work on an H100 (2026-12-06, `benches/gpu/decide.sh`),
+//!   because the next launch is queued while the previous kernel drains; 2.4 us is what makes
+//!   the model agree with the gate. Separate launches pay it once per step, a fused kernel once.
 //! - **A boundary inside a fused kernel** costs what its synchronisation costs: a grid barrier
-//!   1.7-2.3 us (last block out of one step to the first block into the next, H200), a
-//!   window or broadcast flag wait 0.4-0.9 us per task, a counter's arrival 0.7-1.3 us, a
-//!   last-arriver fold's arrival and wake about 1.9 us (its own work is step work), a
-//!   workgroup barrier next to nothing. Which one a boundary runs as depends on the sync form.
+//!   about 2 us (last block out of one step to the first block into the next); in the dataflow
+//!   form, every wait the boundary keeps (implied ones are free), paid by every consumer task:
+//!   1.2 us per polled producer flag (a window+boundary set polls its window and each boundary
+//!   range: a clamped stencil pays three), 1.2 us per counter wait, times the tasks each block
+//!   of the persistent grid runs in turn; a last-arriver fold's arrival and wake about 1.9 us
+//!   once (its own work is step work); a workgroup barrier next to nothing. Calibrated on an
+//!   H100's gate timings of the pipeline fixtures: a 4-step window stencil over 79 workgroups
+//!   runs 2.7 us per step fused, the same stencil clamped at both ends 4.1 us, and 2^20-element
+//!   stencils (4 tasks per block) 2.4 us per boundary more than their work.
 //! - **Step work** is the larger of a bandwidth term (the bytes of the pipeline buffers the
 //!   step binds, read and written once, at 70% of the device's peak bandwidth: what a
 //!   streaming kernel reaches, 3.4 of 4.8 TB/s on an H200) and a latency term (one
@@ -31,8 +39,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::dataflow::BoundarySync;
 use super::plan::SyncMode;
-use super::tiles::SyncLabel;
+use super::tiles::{ProducerSet, SyncLabel};
 use super::DepKind;
 use crate::ir::{Access, Expr, Pipeline};
 use crate::occupancy::DeviceCaps;
@@ -80,10 +89,10 @@ impl CostModel {
         let peak =
             f64::from(caps.mem_clock_khz) * 1e3 * 2.0 * f64::from(caps.bus_width_bits) / 8.0 / 1e9;
         CostModel {
-            launch_us: 3.4,
+            launch_us: 2.4,
             grid_barrier_us: 2.0,
             workgroup_barrier_us: 0.05,
-            flag_wait_us: 0.6,
+            flag_wait_us: 1.2,
             counter_wait_us: 1.2,
             fold_us: 1.9,
             wave_us: 1.0,
@@ -93,21 +102,51 @@ impl CostModel {
     }
 
     /// What a boundary inside a fused kernel costs: `kind` is the plan's separation, `label`
-    /// what the dataflow form runs it as.
+    /// what the dataflow form runs it as (its strongest wait; see [`Self::dataflow_us`] for
+    /// the cost of every wait of a dataflow boundary).
     pub fn boundary_us(&self, sync: SyncMode, kind: DepKind, label: SyncLabel) -> f64 {
         match (sync, kind) {
             (_, DepKind::None | DepKind::Invocation) => 0.0,
             (_, DepKind::Workgroup) => self.workgroup_barrier_us,
             (SyncMode::Barrier, DepKind::Grid) => self.grid_barrier_us,
-            (SyncMode::Dataflow, DepKind::Grid) => match label {
-                SyncLabel::None | SyncLabel::Invocation => 0.0,
-                SyncLabel::Workgroup => self.workgroup_barrier_us,
-                SyncLabel::Broadcast | SyncLabel::WindowBoundary => self.flag_wait_us,
-                SyncLabel::Counter => self.counter_wait_us,
-                SyncLabel::LastArriverFold => self.fold_us,
-                SyncLabel::AllToAll => self.grid_barrier_us,
-            },
+            (SyncMode::Dataflow, DepKind::Grid) => self.wait_us(label, 1, 1.0),
         }
+    }
+
+    /// One wait of a dataflow boundary: `flags` producer flags polled (a window+boundary set
+    /// polls its window and each boundary range), paid once per task, `task_waves` times on a
+    /// block's critical path (the consumer's tasks over the persistent grid's blocks); a
+    /// last-arriver fold's arrival is paid once per block.
+    fn wait_us(&self, label: SyncLabel, flags: u32, task_waves: f64) -> f64 {
+        match label {
+            SyncLabel::None | SyncLabel::Invocation => 0.0,
+            SyncLabel::Workgroup => self.workgroup_barrier_us,
+            SyncLabel::Broadcast | SyncLabel::WindowBoundary => {
+                self.flag_wait_us * f64::from(flags) * task_waves
+            }
+            SyncLabel::Counter => self.counter_wait_us * task_waves,
+            SyncLabel::LastArriverFold => self.fold_us,
+            SyncLabel::AllToAll => self.grid_barrier_us,
+        }
+    }
+
+    /// What a `grid` boundary of a dataflow group costs: every wait it keeps (the implied
+    /// ones cost nothing), each paid by every task of the consumer (`task_waves` tasks per
+    /// block on the critical path). Waits are polled one after another by a task's first
+    /// thread, so their costs add up.
+    pub fn dataflow_us(&self, b: &BoundarySync, task_waves: f64) -> f64 {
+        b.waits
+            .iter()
+            .map(|w| {
+                let flags = match &w.producers {
+                    ProducerSet::WindowBoundary { edges, .. } => {
+                        1 + edges.iter().flatten().count() as u32
+                    }
+                    _ => 1,
+                };
+                self.wait_us(w.label, flags, task_waves)
+            })
+            .sum()
     }
 
     /// Device time of `w`'s own work when `resident` of its workgroups run at once at

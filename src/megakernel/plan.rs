@@ -657,13 +657,25 @@ impl DecideCtx<'_> {
     fn decide(&self, m: &[usize], whole: &Group, measured: Option<&MeasuredForms>) -> Decision {
         let sync = self.opts.sync;
         let mut boundary = std::collections::HashMap::new();
+        let blocks = f64::from(whole.dataflow.blocks.max(1));
         for (w, b) in whole.barriers.iter().enumerate() {
-            let label = whole
-                .dataflow
-                .boundaries
-                .get(w)
-                .map_or(super::tiles::SyncLabel::AllToAll, |d| d.label);
-            boundary.insert(b.after_step, self.model.boundary_us(sync, b.kind, label));
+            let cost = match (sync, whole.dataflow.boundaries.get(w)) {
+                // Each kept wait, paid by every consumer task: a block runs `waves` of them.
+                (SyncMode::Dataflow, Some(d)) if b.kind == super::DepKind::Grid => {
+                    let waves = d
+                        .waits
+                        .iter()
+                        .map(|t| (self.work[t.to].workgroups as f64 / blocks).ceil())
+                        .fold(1.0, f64::max);
+                    self.model.dataflow_us(d, waves)
+                }
+                (_, d) => self.model.boundary_us(
+                    sync,
+                    b.kind,
+                    d.map_or(super::tiles::SyncLabel::AllToAll, |d| d.label),
+                ),
+            };
+            boundary.insert(b.after_step, cost);
         }
         let n = m.len();
         // best[i]: cheapest partition of m[..i]; ties keep the fewer, longer groups.

@@ -70,7 +70,8 @@ fn chain_is_one_launch_and_the_second_run_hits_the_cache() {
 fn a_mixed_workgroup_size_plan_is_cached_without_a_warning() {
     let cache = cache_dir("mixed");
     let f = "fixtures/pipelines/hist_equalize_shared.json";
-    let v = json(&[f, "--device", "h200"], &cache);
+    // Fused as far as legal: the cost model may keep these steps apart.
+    let v = json(&[f, "--device", "h200", "--decide", "fuse"], &cache);
     assert_eq!(v["cache"], "miss");
     assert!(
         v["groups"]
@@ -80,7 +81,10 @@ fn a_mixed_workgroup_size_plan_is_cached_without_a_warning() {
             .any(|g| g["step_workgroup_sizes"][1] == serde_json::json!([32, 1, 1])),
         "{v}"
     );
-    let (code, out, err) = plan(&[f, "--device", "h200", "--json"], &cache);
+    let (code, out, err) = plan(
+        &[f, "--device", "h200", "--decide", "fuse", "--json"],
+        &cache,
+    );
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty(), "{err}");
     let again: serde_json::Value = serde_json::from_str(&out).unwrap();

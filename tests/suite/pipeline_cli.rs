@@ -204,7 +204,7 @@ fn emit_sass_and_occupancy_show_every_fused_group_of_a_pipeline() {
 /// rather than ignored.
 #[test]
 fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
-    let f = fixture("reduce_normalize_2p20.json");
+    let f = fixture("reduce_total_normalize.json");
     let f = f.to_str().unwrap();
     let (code, dataflow, err) = vyrescope(&["emit", f, "--sync", "dataflow"]);
     assert_eq!(code, 0, "{err}");
@@ -252,7 +252,7 @@ fn sync_dataflow_shows_the_dataflow_kernel_and_is_refused_on_a_program() {
 /// dataflow waits; without it, the grid-barrier kernel and "runs with grid barriers".
 #[test]
 fn inspector_sync_dataflow_shows_and_runs_the_dataflow_kernel() {
-    let f = fixture("reduce_normalize_2p20.json");
+    let f = fixture("reduce_total_normalize.json");
     let f = f.to_str().unwrap();
     let screen = |sync: &str, keys: &str| {
         let (code, out, err) = vyrescope(&[
@@ -348,4 +348,41 @@ fn fused_comments_name_step_nodes_and_plan_names_both_steps() {
         "{out}"
     );
     assert!(!out.contains("but step 0 at"), "{out}");
+}
+
+/// `emit`, `sass` and `occupancy` of a pipeline show the kernels `run` launches: the cost
+/// model's plan, which launches the clamped stencil's steps one by one (fusing them was
+/// measured slower); `--decide fuse` shows the fused kernel the model declined; `--decide`
+/// on a Program file is refused.
+#[test]
+fn decide_fuse_shows_the_kernel_the_model_declines() {
+    let f = fixture("stencil_clamped.json");
+    let f = f.to_str().unwrap();
+    let entries = |out: &str| out.lines().filter(|l| l.contains(".entry")).count();
+    let (code, model, err) = vyrescope(&["emit", f, "--device", "h200"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(entries(&model), 4, "{model}");
+    let (code, fused, err) = vyrescope(&["emit", f, "--device", "h200", "--decide", "fuse"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(entries(&fused), 1, "{fused}");
+    assert!(fused.contains("// dataflow:"), "{fused}");
+    let (code, out, err) = vyrescope(&[
+        "occupancy",
+        f,
+        "--device",
+        "h200",
+        "--decide",
+        "fuse",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["groups"].as_array().map(Vec::len), Some(1), "{out}");
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
+    let (code, _, err) = vyrescope(&["emit", program.to_str().unwrap(), "--decide", "fuse"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--decide applies to pipelines") && err.contains("Fix:"),
+        "{err}"
+    );
 }

@@ -173,7 +173,9 @@ fn fused_spec_lists_dataflow_waits_as_waits() {
         let p = load_pipeline(path).pipeline.expect("valid");
         let prepared = prepare_pipeline(&p, path.parent().expect("folder")).expect("prepare");
         let shapes: Vec<LaunchShape> = prepared.steps.iter().map(|s| s.shape).collect();
-        let opts = PlanOptions::new(profiles::load("h200").expect("bundled h200"));
+        // Fused as far as legal (the cost model may keep some of these steps apart).
+        let mut opts = PlanOptions::new(profiles::load("h200").expect("bundled h200"));
+        opts.decide = vyrescope::megakernel::plan::Decide::Fuse;
         let pl = plan(&p, &shapes, &opts).expect("plan");
         let g = &pl.groups[0];
         let k = fuse_group(&p, &shapes, &g.spec_for(SyncMode::Dataflow)).expect("fuse");
