@@ -2,15 +2,16 @@
 # vyre's plan against ours and separate launches on one GPU, for every vyre graph fixture
 # (fixtures/vyre/graphs/*.vgr: vyre-libs' dense gated MLP block at two sizes, the graphs of
 # vyre-megakernel's tests and our hand-built ones; docs/vyre.md says where each comes from).
-# Per graph: `plan --vyre --json` (both plans and their differences) and
-# `run --backend cuda --both --repeat N --json` (separate launches, our plan and vyre's plan,
-# each verified against the reference interpreter and timed in interleaved rounds, with vyre's
-# own target-compile verdict). The JSON goes to OUT/json/, one summary line per graph to
-# OUT/summary.txt: the three medians, each plan's speedup over separate launches with its
-# interval and verdict, verification, and vyre's target verdict. Needs a `--features vyre`
-# build.
-# Usage: [VYRE_GRAPHS_ONLY="dense_gated_mlp ..."] [VYRE_GRAPHS_REPEAT=N]
-#        benches/gpu/vyre_graphs.sh [BINARY] [OUTDIR]
+# Per graph: `plan --vyre --json` (both plans and their differences) and, for each of our
+# planner's decision modes (`--decide model`, the cost model's plan, and `--decide fuse`, every
+# node fused), `run --backend cuda --both --repeat N --json` (separate launches, our plan and
+# vyre's plan, each verified against the reference interpreter and timed in interleaved
+# rounds, with vyre's own target-compile verdict). The JSON goes to OUT/json/, one summary line
+# per graph and mode to OUT/summary.txt: the three medians, each plan's speedup over separate
+# launches with its interval and verdict, verification, and vyre's target verdict. Needs a
+# `--features vyre` build.
+# Usage: [VYRE_GRAPHS_ONLY="dense_gated_mlp ..."] [VYRE_GRAPHS_DECIDE="model fuse"]
+#        [VYRE_GRAPHS_REPEAT=N] benches/gpu/vyre_graphs.sh [BINARY] [OUTDIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:-target/release/vyrescope}"
@@ -34,16 +35,18 @@ for name in ${VYRE_GRAPHS_ONLY:-$all}; do
   f="fixtures/vyre/graphs/$name.vgr"
   "$bin" plan "$f" --vyre --json > "$out/json/$name.plan.json" 2> "$out/json/$name.plan.err" \
     || echo "FAILED (exit $?): plan $name" | tee -a "$out/summary.txt"
-  timeout 300 "$bin" run "$f" --backend cuda --both --repeat "${VYRE_GRAPHS_REPEAT:-30}" \
-    --fuel 1099511627776 --timeout 5000 --json \
-    > "$out/json/$name.run.json" 2> "$out/json/$name.run.err" \
-    || echo "FAILED (exit $?): run $name" | tee -a "$out/summary.txt"
-  python3 - "$out/json/$name.run.json" "$name" <<'PY' | tee -a "$out/summary.txt"
+  for decide in ${VYRE_GRAPHS_DECIDE:-model fuse}; do
+    tag="$name.$decide"
+    timeout 300 "$bin" run "$f" --backend cuda --both --repeat "${VYRE_GRAPHS_REPEAT:-30}" \
+      --decide "$decide" --fuel 1099511627776 --timeout 5000 --json \
+      > "$out/json/$tag.run.json" 2> "$out/json/$tag.run.err" \
+      || echo "FAILED (exit $?): run $tag" | tee -a "$out/summary.txt"
+    python3 - "$out/json/$tag.run.json" "$tag" <<'PY' | tee -a "$out/summary.txt"
 import json, sys
 try:
     r = json.load(open(sys.argv[1]))
 except Exception as e:
-    print(f"{sys.argv[2]:24} no report: {e}"); sys.exit()
+    print(f"{sys.argv[2]:30} no report: {e}"); sys.exit()
 forms = {x["form"]: x for x in r["forms"]}
 def med(name):
     x = forms.get(name) or {}
@@ -60,8 +63,9 @@ def gate(g, who):
             f"{g['verdict']}")
 t = r.get("vyre_target") or {}
 target = "vyre target ok" if t.get("ok") else f"vyre target {t.get('code')}"
-print(f"{sys.argv[2]:24} {med('separate')} | {med('vyrescope')} | {med('vyre')} | "
+print(f"{sys.argv[2]:30} {med('separate')} | {med('vyrescope')} | {med('vyre')} | "
       f"{gate(r.get('gate'), 'ours')} | {gate(r.get('vyre_gate'), 'vyre')} | {target}")
 PY
+  done
 done
 tar czf "$out/vyre-graphs-json.tgz" -C "$out" json

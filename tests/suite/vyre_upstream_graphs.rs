@@ -347,15 +347,17 @@ fn the_megakernel_test_graphs_compute_what_their_nodes_say() {
     }
 }
 
-fn json(args: &[&str]) -> serde_json::Value {
-    let (code, out, err) = cli::run(args);
+/// The command's JSON, run with a private HOME (the plan cache stays out of the machine's).
+fn json(args: &[&str], home: &Path) -> serde_json::Value {
+    let (code, out, err) = cli::output(cli::command().args(args).env("HOME", home));
     assert_eq!(code, 0, "{args:?}: {out}{err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
 /// Each bundled upstream graph through the commands: `check` is clean, `plan --vyre` gives
 /// vyre's groups and pruned edges beside our plan, and `run --both` verifies separate launches
-/// and our plan against the reference, and vyre's plan where its merged kernels can stand for
+/// and our plan (as the cost model decides, and with `--decide fuse` one launch) against the
+/// reference, and vyre's plan where its merged kernels can stand for
 /// the graph (the MLP's cannot: vyre-libs names every projection's buffers `input`, `weight`,
 /// `output`, and vyre's merge joins buffers by name).
 #[test]
@@ -408,6 +410,8 @@ fn upstream_graphs_check_plan_and_run_in_three_forms() {
             "MKC017_MALFORMED_TARGET_PAYLOAD",
         ),
     ];
+    let home = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| json(args, home.path());
     for &(name, groups, pruned, vyre_runs, target) in cases {
         let path = fixture(name);
         let f = path.to_str().unwrap();
@@ -457,7 +461,17 @@ fn upstream_graphs_check_plan_and_run_in_three_forms() {
                 "{name}: {form}"
             );
         }
-        assert_eq!(forms[1]["launches"], 1, "{name}: our plan fuses every node");
+        // Our plan runs as `plan` says (the cost model may keep nodes apart) ...
+        assert_eq!(
+            forms[1]["launches"], plan["vyrescope"]["launches"],
+            "{name}: {}",
+            forms[1]
+        );
+        // ... and can fuse every node into one verified launch.
+        let fused = json(&["run", f, "--both", "--decide", "fuse", "--json"]);
+        let ours = &fused["forms"][1];
+        assert_eq!(ours["launches"], 1, "{name}: {ours}");
+        assert_eq!(ours["verified"], true, "{name}: {ours}");
         if vyre_runs {
             assert_eq!(forms[2]["verified"], true, "{name}: {}", forms[2]);
             assert_eq!(
