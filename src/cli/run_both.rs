@@ -209,16 +209,28 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
         Some(rt) => {
             let mut o = super::run_pipeline::options(a);
             o.forms = Forms::Both;
-            let (r, _) = run_forms_with(rt, pipeline, prepared, &o, vyre_launches.as_deref())?;
+            // vyre's fused kernels may be unable to run where ours can (a `GridSync` that
+            // vyre's merge put into a kernel whose workgroups cannot all be resident): that
+            // is a finding about vyre's plan, reported on its row, and the other two forms
+            // run again without it. A failure of our own forms fails the command.
+            let (r, vyre_failed) =
+                match run_forms_with(rt, pipeline, prepared, &o, vyre_launches.as_deref()) {
+                    Ok((r, _)) => (r, None),
+                    Err(e) if vyre_launches.is_some() => {
+                        let (r, _) = run_forms_with(rt, pipeline, prepared, &o, None)?;
+                        (r, Some(format!("vyre's fused kernels did not run on the GPU: {e}")))
+                    }
+                    Err(e) => return Err(e),
+                };
             let mut rows = Vec::new();
             for (form, f) in [("separate", &r.separate), ("vyrescope", &r.megakernel)] {
                 if let Some(f) = f {
                     rows.push(Row::timed(form, f));
                 }
             }
-            rows.push(match (&r.alternative, &form.refused) {
+            rows.push(match (&r.alternative, vyre_failed.or(form.refused.clone())) {
                 (Some(f), _) => Row::timed("vyre", f),
-                (None, why) => Row::refused("vyre", why.clone().unwrap_or_default()),
+                (None, why) => Row::refused("vyre", why.unwrap_or_default()),
             });
             (rows, r.gate, r.alternative_gate)
         }

@@ -84,6 +84,8 @@ mod vyre_import;
 mod vyre_off;
 #[cfg(feature = "vyre")]
 mod vyre_roundtrip;
+#[cfg(feature = "vyre")]
+mod vyre_upstream_graphs;
 #[cfg(not(feature = "vyre"))]
 mod vyre_without_feature;
 mod wg_dependence;

@@ -359,10 +359,10 @@ fn decide_fuse_shows_the_kernel_the_model_declines() {
     let f = fixture("stencil_clamped.json");
     let f = f.to_str().unwrap();
     let entries = |out: &str| out.lines().filter(|l| l.contains(".entry")).count();
-    let (code, model, err) = vyrescope(&["emit", f, "--device", "h200"]);
+    let (code, model, err) = vyrescope(&["emit", f]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(entries(&model), 4, "{model}");
-    let (code, fused, err) = vyrescope(&["emit", f, "--device", "h200", "--decide", "fuse"]);
+    let (code, fused, err) = vyrescope(&["emit", f, "--decide", "fuse"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(entries(&fused), 1, "{fused}");
     assert!(fused.contains("// dataflow:"), "{fused}");
