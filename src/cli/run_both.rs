@@ -218,7 +218,10 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
                     Ok((r, _)) => (r, None),
                     Err(e) if vyre_launches.is_some() => {
                         let (r, _) = run_forms_with(rt, pipeline, prepared, &o, None)?;
-                        (r, Some(format!("vyre's fused kernels did not run on the GPU: {e}")))
+                        (
+                            r,
+                            Some(format!("vyre's fused kernels did not run on the GPU: {e}")),
+                        )
                     }
                     Err(e) => return Err(e),
                 };
@@ -228,10 +231,12 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
                     rows.push(Row::timed(form, f));
                 }
             }
-            rows.push(match (&r.alternative, vyre_failed.or(form.refused.clone())) {
-                (Some(f), _) => Row::timed("vyre", f),
-                (None, why) => Row::refused("vyre", why.unwrap_or_default()),
-            });
+            rows.push(
+                match (&r.alternative, vyre_failed.or(form.refused.clone())) {
+                    (Some(f), _) => Row::timed("vyre", f),
+                    (None, why) => Row::refused("vyre", why.unwrap_or_default()),
+                },
+            );
             (rows, r.gate, r.alternative_gate)
         }
     };
