@@ -23,19 +23,7 @@ cp fixtures/pipelines/*.json "$work/"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt" || true
 
 scale() { # scale SRC NAME N: copy pipeline SRC with every buffer length scaled to N
-  python3 - "$1" "$work/$2.json" "$3" <<'PY'
-import json, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-p = json.load(open(src))
-old = max(b["len"] for b in p["buffers"].values())
-for b in p["buffers"].values():
-    b["len"] = max(1, b["len"] * n // old)
-for s in p["steps"]:
-    if "elements" in s:
-        s["elements"] = n
-p["pipeline"] = dst.rsplit("/", 1)[1][:-5]
-json.dump(p, open(dst, "w"), indent=1)
-PY
+  python3 benches/gpu/scale.py "$1" "$work/$2.json" "$3"
 }
 for f in softmax stencil_clamped stencil_periodic stencil_pingpong8 scan_1024_middle reduce_normalize; do
   scale "fixtures/pipelines/$f.json" "${f}_2e20" 1048576
