@@ -315,6 +315,7 @@ impl Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::megakernel::tiles::TileDep;
     use crate::occupancy::profiles;
 
     #[test]
@@ -357,5 +358,46 @@ mod tests {
         ] {
             assert!(grid(SyncMode::Dataflow, l) < m.launch_us, "{l:?}");
         }
+    }
+
+    /// A clamped stencil's wait polls its window and both boundary ranges: three flags per
+    /// task, paid once per task wave; an implied wait costs nothing; a fold once per block.
+    #[test]
+    fn dataflow_boundaries_charge_each_kept_wait_per_task_wave() {
+        let m = CostModel::for_device(&profiles::load("h200").unwrap());
+        let dep = |producers, label| TileDep {
+            from: 0,
+            to: 1,
+            producers,
+            label,
+            reason: String::new(),
+            node: None,
+        };
+        let clamped = dep(
+            ProducerSet::WindowBoundary {
+                lo: -1,
+                hi: 1,
+                edges: [Some([0, 0]), Some([78, 78])],
+            },
+            SyncLabel::WindowBoundary,
+        );
+        let window = dep(ProducerSet::Window { lo: -1, hi: 1 }, SyncLabel::Counter);
+        let b = |waits: Vec<TileDep>, implied: Vec<TileDep>| BoundarySync {
+            after_step: 0,
+            label: SyncLabel::WindowBoundary,
+            waits,
+            implied,
+        };
+        let one = m.dataflow_us(&b(vec![clamped.clone()], Vec::new()), 1.0);
+        assert!((one - 3.0 * m.flag_wait_us).abs() < 1e-9, "{one}");
+        let four = m.dataflow_us(&b(vec![clamped.clone()], Vec::new()), 4.0);
+        assert!((four - 4.0 * one).abs() < 1e-9, "{four}");
+        let plain = m.dataflow_us(&b(vec![window.clone()], vec![clamped]), 1.0);
+        assert!((plain - m.counter_wait_us).abs() < 1e-9, "{plain}");
+        let fold = dep(ProducerSet::All, SyncLabel::LastArriverFold);
+        let folded = m.dataflow_us(&b(vec![fold], Vec::new()), 4.0);
+        assert!((folded - m.fold_us).abs() < 1e-9, "{folded}");
+        let both = m.dataflow_us(&b(vec![window.clone(), window], Vec::new()), 2.0);
+        assert!((both - 4.0 * m.counter_wait_us).abs() < 1e-9, "{both}");
     }
 }
