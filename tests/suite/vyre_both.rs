@@ -19,33 +19,16 @@ use vyrescope::vyre::plan::{compile_graph, Budget, PlanSource};
 
 use crate::support::cli;
 use crate::vyre_graph::{
-    artifact_bytes, broadcast_chain, chain, converted, graphs, input, named_chain, named_map,
-    out_port, port, read, result, retained, temp, u32s, N,
+    artifact_bytes, broadcast_chain, chain, converted, graphs, named_chain, named_chain_sized,
+    retained, u32s,
 };
-use vyre_foundation::ir::{Expr as E, ProgramGraph};
+use vyre_foundation::ir::ProgramGraph;
 
 /// x -> `double` (workgroup 64) -> y -> `inc` (workgroup 256) -> out, buffers named after the
 /// values: vyre plans two groups (MKL005, workgroup mismatch), both of which bind, so its
 /// target compile gets as far as forming the payload (the bundled `named_mixed.vgr`).
 fn named_mixed() -> ProgramGraph {
-    let mut g = ProgramGraph::new();
-    let x = input(&mut g, "x", N.into());
-    let (_, y) = g
-        .add_node(
-            "double",
-            named_map("x", "y", N, 64, |v| E::mul(v, E::u32(2))),
-            vec![port("x", x, read(N))],
-            vec![out_port("y", "y", temp(N))],
-        )
-        .unwrap();
-    g.add_node(
-        "inc",
-        named_map("y", "out", N, 256, |v| E::add(v, E::u32(1))),
-        vec![port("y", y[0], read(N))],
-        vec![out_port("out", "out", result(N))],
-    )
-    .unwrap();
-    g
+    named_chain_sized(64)
 }
 
 #[test]

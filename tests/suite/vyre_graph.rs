@@ -905,12 +905,17 @@ pub(crate) fn named_map(input: &str, out: &str, n: u32, wg: u32, f: impl Fn(E) -
 
 /// x -> `double` -> y -> `inc` -> out, each Program's buffers named after the values.
 pub(crate) fn named_chain() -> ProgramGraph {
+    named_chain_sized(256)
+}
+
+/// [`named_chain`] with `double` run at workgroup size `double_wg` (`inc` stays at 256).
+pub(crate) fn named_chain_sized(double_wg: u32) -> ProgramGraph {
     let mut g = ProgramGraph::new();
     let x = input(&mut g, "x", N.into());
     let (_, y) = g
         .add_node(
             "double",
-            named_map("x", "y", N, 256, |v| E::mul(v, E::u32(2))),
+            named_map("x", "y", N, double_wg, |v| E::mul(v, E::u32(2))),
             vec![port("x", x, read(N))],
             vec![out_port("y", "y", temp(N))],
         )
