@@ -19,13 +19,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions};
+use super::pipeline::{
+    host_buffers, launches_on_reference, run_pipeline_forms, Forms, PipelineGpuOptions,
+};
 use crate::emit::grid_sync::GridBarrier;
 use crate::gen::random_pipeline;
 use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
-use crate::inputs::{HostBuffer, LaunchShape};
+use crate::inputs::LaunchShape;
 use crate::interp;
-use crate::ir::{Access, Pipeline};
+use crate::ir::Pipeline;
 use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::dataflow::SyncMode;
 use crate::megakernel::plan::{Plan, PlanOptions};
@@ -149,7 +151,7 @@ pub fn fused_on_interpreter_in(
         .map_err(|e| e.context("reference"))?;
     let shapes: Vec<_> = initial.steps.iter().map(|s| s.shape).collect();
     let compiled = compile(p, &shapes, caps, sync)?;
-    let mut mem = initial;
+    let mut mem = host_buffers(&initial);
     for (gi, g) in compiled.groups.iter().enumerate() {
         let k = g
             .kernel
@@ -163,30 +165,14 @@ pub fn fused_on_interpreter_in(
                 g.group.step_layouts, k.layouts
             )));
         }
-        let mut bufs = Vec::new();
-        for (slot, name) in k.buffers.iter().enumerate() {
-            let b = mem
-                .buffers
-                .iter()
-                .find(|b| &b.name == name)
-                .ok_or_else(|| Problem::bug(format!("group {gi}: no buffer `{name}`")))?;
-            bufs.push(HostBuffer {
-                name: name.clone(),
-                elem: b.elem,
-                access: Access::ReadWrite,
-                binding: slot as u32,
-                data: b.data.clone(),
-            });
-        }
-        interp::run(&k.program, &k.shape, &mut bufs)
-            .map_err(|e| Problem::from(e).context(format_args!("group {gi} (fused, {sync:?})")))?;
-        for hb in bufs {
-            if let Some(b) = mem.buffers.iter_mut().find(|b| b.name == hb.name) {
-                b.data = hb.data;
-            }
-        }
+        // The group's launch on the interpreter, through the same binding the GPU run uses.
+        let launch = k
+            .launch(p)
+            .map_err(|e| Problem::from(e).context(format_args!("group {gi} ({sync:?})")))?;
+        launches_on_reference(&[launch], &mut mem, interp::DEFAULT_FUEL)
+            .map_err(|e| e.context(format_args!("group {gi} (fused, {sync:?})")))?;
     }
-    for (want, got) in reference.buffers.iter().zip(&mem.buffers) {
+    for (want, got) in reference.buffers.iter().zip(&mem) {
         if want.transient || want.data == got.data {
             continue;
         }
