@@ -359,6 +359,18 @@ macro_rules! float_un_fn {
             fn t(v: $t) -> u64 {
                 v.to_bits() as u64
             }
+            /// The transcendental functions of an `f32` are evaluated in `f64` and rounded
+            /// once, as the emitted PTX does (`emit::math`): both sides are then nearly
+            /// correctly rounded and agree bit for bit except where an `f64` result lies
+            /// within a few `f64` ulps of an `f32` rounding boundary. With `f32`'s own libm
+            /// functions (up to about 1 ulp off) a 1-ulp difference in one `exp` was carried
+            /// through a long dot product into an error of one ulp of its partial sums, far
+            /// beyond any per-operator ulp bound on a result near zero. For `f64` this is
+            /// the identity.
+            #[inline(always)]
+            fn wide(x: u64, g: fn(f64) -> f64) -> u64 {
+                t(g(f(x) as f64) as $t)
+            }
             match op {
                 UnOp::Neg => map1(out, a, lanes, |x| x ^ SIGN),
                 UnOp::Abs => map1(out, a, lanes, |x| x & !SIGN),
@@ -373,14 +385,14 @@ macro_rules! float_un_fn {
                 UnOp::Sqrt => map1(out, a, lanes, |x| t(f(x).sqrt())),
                 UnOp::Rsqrt => map1(out, a, lanes, |x| t(1.0 / f(x).sqrt())),
                 UnOp::Rcp => map1(out, a, lanes, |x| t(1.0 / f(x))),
-                UnOp::Exp => map1(out, a, lanes, |x| t(f(x).exp())),
-                UnOp::Exp2 => map1(out, a, lanes, |x| t(f(x).exp2())),
-                UnOp::Log => map1(out, a, lanes, |x| t(f(x).ln())),
-                UnOp::Log2 => map1(out, a, lanes, |x| t(f(x).log2())),
-                UnOp::Sin => map1(out, a, lanes, |x| t(f(x).sin())),
-                UnOp::Cos => map1(out, a, lanes, |x| t(f(x).cos())),
-                UnOp::Tan => map1(out, a, lanes, |x| t(f(x).tan())),
-                UnOp::Tanh => map1(out, a, lanes, |x| t(f(x).tanh())),
+                UnOp::Exp => map1(out, a, lanes, |x| wide(x, f64::exp)),
+                UnOp::Exp2 => map1(out, a, lanes, |x| wide(x, f64::exp2)),
+                UnOp::Log => map1(out, a, lanes, |x| wide(x, f64::ln)),
+                UnOp::Log2 => map1(out, a, lanes, |x| wide(x, f64::log2)),
+                UnOp::Sin => map1(out, a, lanes, |x| wide(x, f64::sin)),
+                UnOp::Cos => map1(out, a, lanes, |x| wide(x, f64::cos)),
+                UnOp::Tan => map1(out, a, lanes, |x| wide(x, f64::tan)),
+                UnOp::Tanh => map1(out, a, lanes, |x| wide(x, f64::tanh)),
                 UnOp::Floor => map1(out, a, lanes, |x| t(f(x).floor())),
                 UnOp::Ceil => map1(out, a, lanes, |x| t(f(x).ceil())),
                 UnOp::Round => map1(out, a, lanes, |x| t(f(x).round_ties_even())),
