@@ -99,6 +99,12 @@ pub struct TimelineUnit {
     /// Workgroups of the step: records of a virtual workgroup at or past it did no work
     /// (the guard was false) and are dropped when decoding.
     pub workgroups: Option<u32>,
+    /// Sub-tasks per block of a packed step (`P` workgroups side by side, ids `v..v + P`
+    /// where `v` is thread 0's): thread 0 writes one record per sub-task, all with its own
+    /// start and end stamps (the block's sub-tasks start together; thread 0 sees its own
+    /// end only). `None`: one record.
+    #[serde(default)]
+    pub packed: Option<u32>,
 }
 
 /// What to record: the units and the record slots each block owns.
@@ -121,6 +127,7 @@ impl TimelineSpec {
                 step,
                 workgroup_var: None,
                 workgroups: None,
+                packed: None,
             }],
             slots_per_block: 1,
         }
@@ -259,11 +266,14 @@ impl Writer<'_> {
     /// Closes an open unit: stamps its end and stores its record.
     pub(super) fn timeline_close(&mut self, open: Option<Open>) {
         let Some(open) = open else { return };
-        let wg = self
+        let unit = self
             .timeline
             .as_ref()
-            .and_then(|s| s.spec.units.get(open.unit as usize))
-            .and_then(|u| u.workgroup_var.clone());
+            .and_then(|s| s.spec.units.get(open.unit as usize));
+        let (wg, packed) = (
+            unit.and_then(|u| u.workgroup_var.clone()),
+            unit.and_then(|u| u.packed).unwrap_or(1),
+        );
         let wg = match wg.as_deref().map(|v| self.var(v).cloned()) {
             Some(Ok(info)) => match info.konst {
                 Some(k) => super::writer::imm_text(k),
@@ -273,6 +283,20 @@ impl Writer<'_> {
             _ => NO_WORKGROUP.to_string(),
         };
         self.timeline_record(None, open.unit, &open.start, &wg, true);
+        // The block's other sub-tasks of a packed step: ids `wg + 1 ..`, same stamps.
+        if wg != NO_WORKGROUP.to_string() {
+            for j in 1..packed {
+                let next = match wg.parse::<u64>() {
+                    Ok(k) => (k + u64::from(j)).to_string(),
+                    Err(_) => {
+                        let r = self.reg_class(RegClass::B32);
+                        self.ins(format!("add.u32 {r}, {wg}, {j}"));
+                        r.to_string()
+                    }
+                };
+                self.timeline_record(None, open.unit, &open.start, &next, true);
+            }
+        }
     }
 
     /// Before a `ret` (under `guard`) and at the epilogue: the block-lifetime record of a

@@ -75,6 +75,8 @@ pub struct FusedKernel {
     pub forwarding: ForwardReport,
     /// How each step (in group order) uses the block: whole, packed or masked.
     pub layouts: Vec<StepLayout>,
+    /// The group's pipeline steps in order: `layouts[i]` is step `steps[i]`'s.
+    pub steps: Vec<usize>,
 }
 
 /// Why a group could not be fused.
@@ -357,6 +359,7 @@ pub fn fuse_group(
         node_origin,
         forwarding,
         layouts,
+        steps: spec.steps.clone(),
     };
     check_valid(&kernel, &group)?;
     if let Some(deps) = &spec.dataflow {

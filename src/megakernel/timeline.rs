@@ -48,8 +48,17 @@ pub fn fused_spec(kernel: &FusedKernel) -> TimelineSpec {
             }
             records += waits_inside(b, step, 1, &mut units);
         }
-        units.push(unit(marked, UnitKind::Step, step, wg_var, workgroups));
-        records += trips;
+        // A packed step: one record per sub-task (see `TimelineUnit::packed`).
+        let packed = kernel
+            .steps
+            .iter()
+            .position(|&j| Some(j as u32) == step)
+            .and_then(|i| kernel.layouts.get(i)?.packed())
+            .filter(|_| wg_var.is_some());
+        let mut u = unit(marked, UnitKind::Step, step, wg_var, workgroups);
+        u.packed = packed;
+        units.push(u);
+        records += trips * u64::from(packed.unwrap_or(1));
         // Waits inside a step (counted once per enclosing literal-trip loop iteration).
         records += waits_inside(marked, step, trips, &mut units);
     }
@@ -72,6 +81,7 @@ fn unit(
         step,
         workgroup_var,
         workgroups,
+        packed: None,
     }
 }
 

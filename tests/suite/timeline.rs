@@ -146,6 +146,70 @@ fn fused_spec_lists_every_step_and_grid_barrier() {
     );
 }
 
+/// A packed step runs `P` workgroups per block: its unit says so, the block keeps a record
+/// slot for each sub-task, and thread 0 stores `P` records (ids `v..v + P`) where it closes the
+/// unit. Before, it stored only its own sub-task's, and the GPU check found half of the
+/// 128-wide step's workgroups of independent_pair missing.
+#[test]
+fn a_packed_step_records_every_sub_task() {
+    let path = Path::new("fixtures/pipelines/independent_pair.json");
+    let kernels = fused_kernels(path);
+    let mut packed_units = 0;
+    for f in &kernels {
+        let spec = fused_spec(f);
+        for (i, &k) in f.steps.iter().enumerate() {
+            let Some(p) = f.layouts[i].packed() else {
+                continue;
+            };
+            let unit = spec
+                .units
+                .iter()
+                .find(|u| u.kind == UnitKind::Step && u.step == Some(k as u32))
+                .expect("a unit for the packed step");
+            assert_eq!(unit.packed, Some(p), "{unit:?}");
+            assert!(p >= 2);
+            packed_units += 1;
+        }
+        let records: u64 = spec
+            .units
+            .iter()
+            .filter(|u| u.kind == UnitKind::Step)
+            .map(|u| u64::from(u.packed.unwrap_or(1)))
+            .sum();
+        assert!(u64::from(spec.slots_per_block) >= records, "{spec:?}");
+        let plain = emit_timeline(
+            &f.program,
+            &opts_for(&f.program, f.shape.workgroup_size),
+            &TimelineSpec {
+                units: spec
+                    .units
+                    .iter()
+                    .map(|u| vyrescope::emit::timeline::TimelineUnit {
+                        packed: None,
+                        ..u.clone()
+                    })
+                    .collect(),
+                slots_per_block: spec.slots_per_block,
+            },
+        )
+        .expect("emit");
+        let with = emit_timeline(
+            &f.program,
+            &opts_for(&f.program, f.shape.workgroup_size),
+            &spec,
+        )
+        .expect("emit");
+        let stores = |ptx: &str| ptx.matches("st.global.v4.u32").count();
+        let extra: usize = spec
+            .units
+            .iter()
+            .map(|u| u.packed.unwrap_or(1) as usize - 1)
+            .sum();
+        assert_eq!(stores(&with.ptx), stores(&plain.ptx) + extra);
+    }
+    assert!(packed_units > 0, "independent_pair packs its 128-wide step");
+}
+
 #[test]
 fn fused_spec_lists_dataflow_waits_as_waits() {
     use vyrescope::megakernel::plan::SyncMode;
@@ -259,6 +323,7 @@ fn recorded(seed: u64, blocks: u32, vwg: u32) -> (Capture, u64) {
                 step: Some(0),
                 workgroup_var: Some("f0_v".into()),
                 workgroups: Some(vwg),
+                packed: None,
             },
             TimelineUnit {
                 node: "body[1]".into(),
@@ -266,6 +331,7 @@ fn recorded(seed: u64, blocks: u32, vwg: u32) -> (Capture, u64) {
                 step: Some(0),
                 workgroup_var: None,
                 workgroups: None,
+                packed: None,
             },
             TimelineUnit {
                 node: "body[2]".into(),
@@ -273,6 +339,7 @@ fn recorded(seed: u64, blocks: u32, vwg: u32) -> (Capture, u64) {
                 step: Some(1),
                 workgroup_var: None,
                 workgroups: None,
+                packed: None,
             },
         ],
         slots_per_block: TimelineSpec::slots_for(records as u64),
@@ -366,6 +433,7 @@ fn bubble_fraction_of_a_known_layout() {
                 step: Some(0),
                 workgroup_var: None,
                 workgroups: None,
+                packed: None,
             },
             TimelineUnit {
                 node: "body[1]".into(),
@@ -373,6 +441,7 @@ fn bubble_fraction_of_a_known_layout() {
                 step: Some(0),
                 workgroup_var: None,
                 workgroups: None,
+                packed: None,
             },
         ],
         slots_per_block: 2,

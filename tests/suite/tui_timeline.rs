@@ -44,6 +44,7 @@ fn unit(node: &str, kind: UnitKind, step: u32, vwg: Option<u32>) -> TimelineUnit
         step: Some(step),
         workgroup_var: vwg.map(|_| format!("f{step}_v")),
         workgroups: vwg,
+        packed: None,
     }
 }
 
