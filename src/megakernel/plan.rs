@@ -36,7 +36,9 @@ use crate::ir::Pipeline;
 use crate::occupancy::{estimate, DeviceCaps, KernelResources};
 use crate::shape::LaunchShape;
 
-use super::cost::{step_work, CostModel, Decision, DecisionSource, MeasuredForms, StepWork};
+use super::cost::{
+    step_work, CostModel, Decision, DecisionSource, MeasuredForms, StepWork, FUSED_WORK_MARGIN,
+};
 pub use super::dataflow::SyncMode;
 use super::dataflow::{group_sync, GroupSync};
 use super::deps::{analyse, DepError, DepTable, Dependence};
@@ -700,6 +702,8 @@ impl DecideCtx<'_> {
             let active = f.occupancy_pct * busy as f64 / f64::from(block);
             let in_flight = resident.saturating_mul(u64::from(tasks));
             t += self.model.work_us(&self.work[s], in_flight, active);
+            // The margin fusion must beat (cost module docs): a share of the loop time.
+            t += FUSED_WORK_MARGIN * self.model.loop_us(&self.work[s], active);
             t += self.model.fused_atomic_us(&self.work[s]);
             if k + 1 < run.len() {
                 t += boundary.cost.get(&s).copied().unwrap_or(0.0);
