@@ -4,8 +4,9 @@
 //! (`.rn`), `rsqrt` is `rcp.rn(sqrt.rn(x))` (the same two roundings as the reference's
 //! `1/sqrt(x)`), min/max/abs/neg/sign/floor/ceil/round/trunc/casts are bit-exact.
 //! The transcendental functions are computed in f64 (see [`super::math`]); the bounds below
-//! compare a GPU result with the reference interpreter's Rust `std` result (which has its own
-//! error of up to about 1 ulp), so they include both sides.
+//! compare a GPU result with the reference interpreter's, which evaluates an `f32` operation
+//! with Rust's `std` `f64` function and rounds once (the same method, so the two nearly always
+//! agree bit for bit); the bounds still cover the error of both sides.
 //!
 //! A value passes when it is within `max_ulp` units in the last place of the reference, or
 //! within `max_abs` of it (for results near zero, where ulps are tiny), or both are NaN.
