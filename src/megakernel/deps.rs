@@ -199,7 +199,7 @@ fn candidate_pairs(touches: &[StepTouches]) -> Result<Vec<(usize, usize)>, DepEr
 fn step_touches(pipeline: &Pipeline, i: usize) -> Result<StepTouches, DepError> {
     let step = &pipeline.steps[i];
     let mut by_buffer: BTreeMap<String, Vec<Touch>> = BTreeMap::new();
-    for acc in accesses_exact(&step.program) {
+    for acc in accesses_exact(&step.program, &pipeline.bound_lens(i)) {
         // Workgroup buffers are the step's own: no other step can see them.
         let decl = step.program.buffers.iter().find(|b| b.name == acc.buffer);
         if decl.is_some_and(|d| d.access == BufAccess::Workgroup) {
