@@ -1018,3 +1018,7 @@ fn fold(op: BinOp, a: i64, b: i64) -> Option<i64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+#[path = "affine/facts_tests.rs"]
+mod facts_tests;
