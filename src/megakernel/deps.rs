@@ -14,7 +14,10 @@
 //!   A grid of one workgroup is trivially such a case.
 //!
 //! Guards (`if gid < len(x)`) never weaken a proof: the accessed sets are over-approximated by
-//! all launched invocations, so only the index forms and the launch shape matter.
+//! all launched invocations, so only the index forms and the launch shape matter. They can
+//! sharpen one: the index analysis reads a clamp such as `select(i < len(x), i, 0)` that the
+//! path's facts decide (vyre's early exit `if gid.x >= len(x) { return }`) as the operand it
+//! takes, with the pipeline's declared buffer lengths ([`Pipeline::bound_lens`]) as `len`.
 
 use std::collections::BTreeMap;
 
