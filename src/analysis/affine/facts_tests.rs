@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::megakernel::test_support::program;
+use crate::ir::parse_program;
 
 const GID: Index = Index::Affine {
     coef: [
@@ -32,12 +32,13 @@ const LET: &str = r#"{"let": "index", "value": {"gid": "x"}}"#;
 /// The exact accesses to `buffer` of a Program with `body` (buffers `gate`, `output`), with
 /// the known lengths `lens`.
 fn writes(body: &str, buffer: &str, write: bool, lens: &[(&str, u64)]) -> Vec<Access> {
-    let p = program(
-        "facts",
-        [64, 1, 1],
-        &[("gate", "read"), ("output", "read_write")],
-        body,
+    let text = format!(
+        r#"{{"format": 1, "name": "facts", "workgroup_size": [64, 1, 1], "buffers": [
+            {{"name": "gate", "binding": 0, "access": "read", "type": "u32"}},
+            {{"name": "output", "binding": 1, "access": "read_write", "type": "u32"}}],
+            "body": {body}}}"#
     );
+    let p = parse_program(&text, "facts").unwrap_or_else(|e| panic!("{e}\n{text}"));
     let lens: HashMap<String, u64> = lens.iter().map(|(n, l)| (n.to_string(), *l)).collect();
     accesses_exact(&p, &lens)
         .into_iter()
