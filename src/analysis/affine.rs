@@ -22,8 +22,13 @@ pub mod alts;
 
 pub use alts::{Alt, AltSet, Guard, Lin, Piece};
 
+use crate::analysis::ranges::{
+    builtin_base, decide, implied, range_of, Facts, Range, RangeEnv, Subject,
+};
+use crate::ir::walk::always_returns;
 use crate::ir::{
-    BinOp, Builtin, Expr, Literal, NodeId, Program, Scalar, ScalarType, Stmt, StmtKind, UnOp,
+    BinOp, Builtin, ElemType, Expr, Literal, NodeId, Program, Scalar, ScalarType, Stmt, StmtKind,
+    UnOp,
 };
 
 /// A coefficient: a known integer, or a uniform value only known at run time (e.g. a row
@@ -420,7 +425,7 @@ pub struct Access {
 
 /// Every load, store and atomic of `program` with its index analysed, in program order.
 pub fn accesses(program: &Program) -> Vec<Access> {
-    walk(program, false)
+    walk(program, false, &HashMap::new())
 }
 
 /// Like [`accesses`], but an index is only [`Index::Affine`] when its form is the index's exact
@@ -428,14 +433,24 @@ pub fn accesses(program: &Program) -> Vec<Access> {
 /// `Varying` (`u32(f32(gid))` rounds above 2^24; `u64(gid - 1)` is not `gid - 1` mod 2^32).
 /// Soundness proofs (megakernel dependences) use this one; the performance rules keep the
 /// lenient reading.
-pub fn accesses_exact(program: &Program) -> Vec<Access> {
-    walk(program, true)
+///
+/// `lens`: the lengths of host buffers (by Program buffer name) that hold for every run, as a
+/// pipeline's declared buffer lengths do; empty when none is known. They only sharpen the
+/// path facts (`len(gate)` is 65536 like `len(output)`, so `gid.x < len(output)` decides
+/// `gid.x < len(gate)`).
+pub fn accesses_exact(program: &Program, lens: &HashMap<String, u64>) -> Vec<Access> {
+    walk(program, true, lens)
 }
 
-fn walk(program: &Program, exact: bool) -> Vec<Access> {
+/// Workgroup sizes the ids are bounded by when the launch is not known (CUDA's limits).
+const ANY_WORKGROUP: [u32; 3] = [1024, 1024, 64];
+
+fn walk(program: &Program, exact: bool, lens: &HashMap<String, u64>) -> Vec<Access> {
     let mut w = Walker {
+        program,
+        lens,
         env: vec![HashMap::new()],
-        alt_env: vec![HashMap::new()],
+        facts: Facts::default(),
         out: Vec::new(),
         assigned: HashMap::new(),
         exact,
@@ -460,57 +475,135 @@ fn collect_assigned(list: &[Stmt], out: &mut HashMap<String, ()>) {
             }
             StmtKind::Loop { body, .. } => collect_assigned(body, out),
             StmtKind::Block(b) => collect_assigned(b, out),
+            // The last-arriver flag of a dataflow `sync` is written by the statement.
+            StmtKind::Sync(op) => {
+                if let (_, Some(name)) = op.vars() {
+                    out.insert(name.to_string(), ());
+                }
+            }
             _ => {}
         }
     }
 }
 
-struct Walker {
-    env: Vec<HashMap<String, Index>>,
-    /// Alternatives of `let` variables (exact walk), scope by scope beside `env`.
-    alt_env: Vec<HashMap<String, AltSet>>,
+/// What the walk knows about one `let` variable or loop counter.
+#[derive(Debug, Clone)]
+struct Binding {
+    index: Index,
+    /// Its alternatives (exact walk, see [`alts`]), when it is not one known form.
+    alts: Option<AltSet>,
+    /// Its type, for the range analysis of conditions.
+    ty: Option<ScalarType>,
+    /// The range of a `u32` variable proven where it was bound (full when assigned).
+    range: Range,
+    /// What the path facts about it are about: the builtin it copies (`let index = gid.x`),
+    /// else itself (named by its statement, never reused); `None` for an assigned variable,
+    /// whose value may change while a fact is in scope, and for other types than `u32`.
+    subject: Option<Subject>,
+}
+
+/// Walks a Program in order, keeping the variables in scope and the *path facts*: what
+/// control flow proves on the way to each statement (the conditions of the enclosing `if`s,
+/// and after `if c { return }` the negation of `c` for the rest of the enclosing list; see
+/// [`crate::analysis::ranges`]). A `select`, `min` or `max` whose choice those facts decide is
+/// the chosen operand: vyre's clamp `select(i < len(out), i, 0)` after its early exit
+/// `if gid.x >= len(out) { return }` is `i`, one form instead of two alternatives.
+///
+/// Facts are scoped like variables (a fact from a loop body or a branch ends with it; a
+/// `return` inside a loop gives nothing after the loop, since the loop may not run) and only
+/// name values that cannot change in their scope: builtins and unassigned `u32` variables.
+struct Walker<'p> {
+    program: &'p Program,
+    /// Known host buffer lengths (see [`accesses_exact`]).
+    lens: &'p HashMap<String, u64>,
+    env: Vec<HashMap<String, Binding>>,
+    facts: Facts,
     out: Vec<Access>,
     assigned: HashMap<String, ()>,
     /// Only forms that are exact modulo 2^32 (see [`accesses_exact`]).
     exact: bool,
 }
 
-impl Walker {
-    fn lookup(&self, name: &str) -> Index {
-        for scope in self.env.iter().rev() {
-            if let Some(i) = scope.get(name) {
-                return *i;
-            }
+impl RangeEnv for Walker<'_> {
+    fn subject(&self, e: &Expr) -> Option<Subject> {
+        match e {
+            Expr::Var(n) => self.binding(n)?.subject.clone(),
+            Expr::Builtin(b) if *b != Builtin::SubgroupSize => Some(Subject::Builtin(*b)),
+            _ => None,
         }
-        Index::Varying
+    }
+
+    fn var_type(&self, name: &str) -> Option<ScalarType> {
+        self.binding(name)?.ty
+    }
+
+    fn var_range(&self, name: &str) -> Range {
+        let Some(b) = self.binding(name) else {
+            return Range::FULL;
+        };
+        match &b.subject {
+            Some(s) => b.range.meet(self.facts.range(s, false)),
+            None => b.range,
+        }
+    }
+
+    fn builtin_range(&self, b: Builtin) -> Range {
+        builtin_base(b, ANY_WORKGROUP).meet(self.facts.range(&Subject::Builtin(b), false))
+    }
+
+    fn buffer(&self, name: &str) -> Option<(ElemType, Option<u32>)> {
+        let d = self.program.buffer(name)?;
+        let count = if d.access.is_host() {
+            self.lens.get(name).and_then(|n| u32::try_from(*n).ok())
+        } else {
+            d.count
+        };
+        Some((d.elem, count))
+    }
+
+    fn below_len(&self, s: &Subject, buffer: &str) -> bool {
+        self.facts.below_len(s, buffer, false)
+    }
+}
+
+impl Walker<'_> {
+    fn binding(&self, name: &str) -> Option<&Binding> {
+        self.env.iter().rev().find_map(|scope| scope.get(name))
+    }
+
+    fn binding_mut(&mut self, name: &str) -> Option<&mut Binding> {
+        self.env
+            .iter_mut()
+            .rev()
+            .find_map(|scope| scope.get_mut(name))
+    }
+
+    fn lookup(&self, name: &str) -> Index {
+        self.binding(name).map_or(Index::Varying, |b| b.index)
     }
 
     /// The alternatives of variable `name`: its own, or its form when that is known.
     fn lookup_alts(&self, name: &str) -> Option<AltSet> {
-        for (scope, alts) in self.env.iter().rev().zip(self.alt_env.iter().rev()) {
-            if let Some(i) = scope.get(name) {
-                if let Some(a) = alts.get(name) {
-                    return Some(a.clone());
-                }
-                return i.known_parts().map(|p| AltSet {
-                    alts: vec![Alt {
-                        value: Piece::Value(Lin {
-                            parts: p,
-                            len: None,
-                        }),
-                        when: Vec::new(),
-                    }],
-                    node: None,
-                });
-            }
+        let b = self.binding(name)?;
+        if let Some(a) = &b.alts {
+            return Some(a.clone());
         }
-        None
+        b.index.known_parts().map(|p| AltSet {
+            alts: vec![Alt {
+                value: Piece::Value(Lin {
+                    parts: p,
+                    len: None,
+                }),
+                when: Vec::new(),
+            }],
+            node: None,
+        })
     }
 
-    /// Keeps the alternatives of `let name = value` (statement `node`) when the exact walk
-    /// finds some and the form alone is not known.
-    fn bind_alts(&mut self, name: &str, value: &Expr, v: Index, node: &NodeId) {
-        let alts = (self.exact && !self.assigned.contains_key(name) && v.known_parts().is_none())
+    /// The alternatives of `let name = value` (statement `node`) when the exact walk finds
+    /// some and the form alone is not known.
+    fn let_alts(&self, name: &str, value: &Expr, v: Index, node: &NodeId) -> Option<AltSet> {
+        (self.exact && !self.assigned.contains_key(name) && v.known_parts().is_none())
             .then(|| self.alts(value))
             .flatten()
             .map(|mut a| {
@@ -518,13 +611,7 @@ impl Walker {
                     a.node = Some(node.clone());
                 }
                 a
-            });
-        if let Some(scope) = self.alt_env.last_mut() {
-            match alts {
-                Some(a) => scope.insert(name.to_string(), a),
-                None => scope.remove(name),
-            };
-        }
+            })
     }
 
     /// The alternatives of an access's index `e` (statement `node`) when its form is unknown.
@@ -540,48 +627,95 @@ impl Walker {
         })
     }
 
-    fn bind(&mut self, name: &str, v: Index) {
+    /// Binds `let name = value` (statement `node`).
+    fn bind(&mut self, name: &str, value: &Expr, node: &NodeId) {
+        let v = self.eval(value);
+        let alts = self.let_alts(name, value, v, node);
+        let assigned = self.assigned.contains_key(name);
         // An assigned variable may hold any of its values: keep it only when uniform.
-        let v = if self.assigned.contains_key(name) && !v.is_uniform() {
+        let index = if assigned && !v.is_uniform() {
             Index::Varying
-        } else if self.assigned.contains_key(name) {
+        } else if assigned {
             Index::uniform(None)
         } else {
             v
         };
+        let ty = crate::ir::expr_type(self.program, value, &|n| self.var_type(n));
+        let u32_stable = !assigned && ty == Some(ScalarType::U32);
+        let range = if u32_stable {
+            range_of(value, self).unwrap_or(Range::FULL)
+        } else {
+            Range::FULL
+        };
+        let subject = u32_stable.then(|| match value {
+            Expr::Var(_) | Expr::Builtin(_) => self.subject(value),
+            _ => None,
+        });
+        let subject = subject.map(|s| s.unwrap_or_else(|| Subject::Reg(node.to_string())));
+        let b = Binding {
+            index,
+            alts,
+            ty,
+            range,
+            subject,
+        };
         if let Some(scope) = self.env.last_mut() {
-            scope.insert(name.to_string(), v);
+            scope.insert(name.to_string(), b);
+        }
+    }
+
+    /// Adds the facts that hold when `cond` is `truth` to the innermost scope.
+    fn assume(&mut self, cond: &Expr, truth: bool) {
+        for f in implied(cond, truth, self) {
+            self.facts.add(f, false);
+        }
+    }
+
+    /// Walks one branch of an `if` on `cond`, taken when it is `truth`.
+    fn branch(&mut self, cond: &Expr, truth: bool, list: &[Stmt]) {
+        self.facts.push();
+        self.assume(cond, truth);
+        self.list(list);
+        self.facts.pop();
+    }
+
+    /// The operand a `select`, `min` or `max` takes on every path reaching here, when the
+    /// path facts decide it (see [`decide`]): the other one is dead.
+    fn chosen<'e>(&self, e: &'e Expr) -> Option<&'e Expr> {
+        match e {
+            Expr::Select(c, a, b) => decide(c, self).map(|t| if t { &**a } else { &**b }),
+            Expr::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
+                let le = Expr::Binary(BinOp::Le, a.clone(), b.clone());
+                let min = *op == BinOp::Min;
+                decide(&le, self).map(|le| if le == min { &**a } else { &**b })
+            }
+            _ => None,
         }
     }
 
     fn list(&mut self, list: &[Stmt]) {
         self.env.push(HashMap::new());
-        self.alt_env.push(HashMap::new());
+        self.facts.push();
         for s in list {
             self.stmt(s);
         }
+        self.facts.pop();
         self.env.pop();
-        self.alt_env.pop();
     }
 
     fn stmt(&mut self, s: &Stmt) {
         match &s.kind {
             StmtKind::Let { name, value } => {
                 self.scan(&s.id, value);
-                let v = self.eval(value);
-                self.bind(name, v);
-                self.bind_alts(name, value, v, &s.id);
+                self.bind(name, value, &s.id);
             }
             StmtKind::Assign { name, value } => {
                 self.scan(&s.id, value);
                 let v = self.eval(value);
                 // A uniform reassignment keeps the variable uniform; otherwise it varies.
                 if !v.is_uniform() {
-                    for scope in self.env.iter_mut().rev() {
-                        if let Some(slot) = scope.get_mut(name) {
-                            *slot = Index::Varying;
-                            break;
-                        }
+                    if let Some(slot) = self.binding_mut(name) {
+                        slot.index = Index::Varying;
                     }
                 }
             }
@@ -609,8 +743,15 @@ impl Walker {
                 ..
             } => {
                 self.scan(&s.id, cond);
-                self.list(then);
-                self.list(otherwise);
+                self.branch(cond, true, then);
+                self.branch(cond, false, otherwise);
+                // A branch that always returns proves the other one's condition for the rest
+                // of this list (as the emitter's bounds proofs read it).
+                match (always_returns(then), always_returns(otherwise)) {
+                    (true, false) => self.assume(cond, false),
+                    (false, true) => self.assume(cond, true),
+                    _ => {}
+                }
             }
             StmtKind::Loop {
                 var,
@@ -622,32 +763,65 @@ impl Walker {
                 self.scan(&s.id, to);
                 let uniform = self.eval(from).is_uniform() && self.eval(to).is_uniform();
                 self.env.push(HashMap::new());
-                self.alt_env.push(HashMap::new());
-                let v = if uniform {
+                self.facts.push();
+                let index = if uniform {
                     Index::uniform(None)
                 } else {
                     Index::Varying
                 };
+                let b = self.counter(var, from, to, &s.id, index);
                 if let Some(scope) = self.env.last_mut() {
-                    scope.insert(var.clone(), v);
+                    scope.insert(var.clone(), b);
                 }
                 self.list(body);
+                self.facts.pop();
                 self.env.pop();
-                self.alt_env.pop();
             }
             StmtKind::Block(b) => self.list(b),
             StmtKind::Sync(op) => {
                 // The last-arriver flag differs between workgroups.
                 if let (_, Some(name)) = op.vars() {
-                    for scope in self.env.iter_mut().rev() {
-                        if let Some(slot) = scope.get_mut(name) {
-                            *slot = Index::Varying;
-                            break;
-                        }
+                    if let Some(slot) = self.binding_mut(name) {
+                        slot.index = Index::Varying;
+                        slot.range = Range::FULL;
+                        slot.subject = None;
                     }
                 }
             }
             StmtKind::Barrier(_) | StmtKind::Return => {}
+        }
+    }
+
+    /// The binding of loop counter `var` running over `[from, to)` (statement `node`): in
+    /// `[range(from).lo, range(to).hi - 1]`, and below `len(B)` when `to` is `len(B)`.
+    fn counter(
+        &mut self,
+        var: &str,
+        from: &Expr,
+        to: &Expr,
+        node: &NodeId,
+        index: Index,
+    ) -> Binding {
+        let stable = !self.assigned.contains_key(var);
+        let subject = stable.then(|| Subject::Reg(format!("{node}:{var}")));
+        let range = match (range_of(from, self), range_of(to, self)) {
+            (Some(a), Some(b)) if stable => Range::new(a.lo, b.hi.saturating_sub(1)),
+            _ => Range::FULL,
+        };
+        if let (Some(s), Expr::Len(buf)) = (&subject, to) {
+            if matches!(self.buffer(buf), Some((_, None))) {
+                self.facts.add(
+                    crate::analysis::ranges::Fact::BelowLen(s.clone(), buf.clone()),
+                    false,
+                );
+            }
+        }
+        Binding {
+            index,
+            alts: None,
+            ty: Some(ScalarType::U32),
+            range,
+            subject,
         }
     }
 
@@ -676,6 +850,9 @@ impl Walker {
     }
 
     fn eval(&self, e: &Expr) -> Index {
+        if let Some(chosen) = self.chosen(e) {
+            return self.eval(chosen);
+        }
         match e {
             Expr::Lit(l) => Index::uniform(lit_int(l)),
             Expr::Var(v) => self.lookup(v),
@@ -841,3 +1018,7 @@ fn fold(op: BinOp, a: i64, b: i64) -> Option<i64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+#[path = "affine/facts_tests.rs"]
+mod facts_tests;

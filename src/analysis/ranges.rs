@@ -92,8 +92,13 @@ pub trait RangeEnv {
     fn var_range(&self, name: &str) -> Range;
     /// The range of a builtin (narrowed by the facts in scope).
     fn builtin_range(&self, b: Builtin) -> Range;
-    /// A buffer's element type and, for workgroup buffers, its `count`.
+    /// A buffer's element type and, for workgroup buffers, its `count` (or a host buffer's
+    /// length, where the caller knows it for every run).
     fn buffer(&self, name: &str) -> Option<(ElemType, Option<u32>)>;
+    /// True when the facts in scope say `s < len(buffer)` (see [`Fact::BelowLen`]).
+    fn below_len(&self, _s: &Subject, _buffer: &str) -> bool {
+        false
+    }
 }
 
 /// The static range of a builtin for a kernel emitted for workgroup size `wg`.
@@ -327,6 +332,135 @@ fn side(subject: &Expr, op: BinOp, other: &Expr, env: &dyn RangeEnv) -> Vec<Fact
         v.push(Fact::In(s, r));
     }
     v
+}
+
+/// Whether `cond` is known to be true (`Some(true)`) or false where `env`'s facts hold: a
+/// comparison of two `u32` expressions whose ranges do not overlap the other way, or
+/// `s < len(B)` with that fact in scope (any of `lt le gt ge eq ne`, either side), and
+/// `land`/`lor`/`lnot` of such conditions. `None` when unknown; never a guess: only `u32`
+/// operands (where the comparison is unsigned, as the ranges are) are decided.
+pub fn decide(cond: &Expr, env: &dyn RangeEnv) -> Option<bool> {
+    match cond {
+        Expr::Lit(Literal::Typed(Scalar::Bool(b))) => Some(*b),
+        Expr::Unary(UnOp::LNot, a) => decide(a, env).map(|t| !t),
+        Expr::Binary(BinOp::LAnd, a, b) => match (decide(a, env), decide(b, env)) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        },
+        Expr::Binary(BinOp::LOr, a, b) => match (decide(a, env), decide(b, env)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+        Expr::Binary(op, a, b) => match op {
+            BinOp::Lt => below(a, b, true, env),
+            BinOp::Le => below(a, b, false, env),
+            BinOp::Gt => below(b, a, true, env),
+            BinOp::Ge => below(b, a, false, env),
+            BinOp::Eq | BinOp::Ne => {
+                let (x, y) = (range_of(a, env)?, range_of(b, env)?);
+                let eq = if x.single().is_some() && x.single() == y.single() {
+                    Some(true)
+                } else if x.hi < y.lo
+                    || y.hi < x.lo
+                    || below(a, b, true, env) == Some(true)
+                    || below(b, a, true, env) == Some(true)
+                {
+                    Some(false)
+                } else {
+                    None
+                };
+                eq.map(|t| t == (*op == BinOp::Eq))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `a < b` (`strict`) or `a <= b` is known, both `u32`.
+fn below(a: &Expr, b: &Expr, strict: bool, env: &dyn RangeEnv) -> Option<bool> {
+    let (x, y) = (range_of(a, env)?, range_of(b, env)?);
+    let known_below = |s: &Expr, l: &Expr| match (env.subject(s), l) {
+        (Some(s), Expr::Len(buf)) => env.below_len(&s, buf),
+        _ => false,
+    };
+    if known_below(a, b) {
+        // a < len(B): true either way.
+        return Some(true);
+    }
+    if known_below(b, a) {
+        // b < len(B) = a: a < b and a <= b are false.
+        return Some(false);
+    }
+    if (strict && x.hi < y.lo) || (!strict && x.hi <= y.lo) {
+        Some(true)
+    } else if (strict && x.lo >= y.hi) || (!strict && x.lo > y.hi) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// One fact in scope.
+#[derive(Debug, Clone)]
+struct Held {
+    fact: Fact,
+    /// Holds only under the predicates of the enclosing `select` arms.
+    conditional: bool,
+}
+
+/// Facts per nested scope.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    scopes: Vec<Vec<Held>>,
+}
+
+impl Facts {
+    /// Opens a scope (facts added later vanish at the matching [`Facts::pop`]).
+    pub fn push(&mut self) {
+        self.scopes.push(Vec::new());
+    }
+
+    /// Closes a scope.
+    pub fn pop(&mut self) {
+        self.scopes.pop();
+    }
+
+    /// Records `fact` in the innermost scope.
+    pub fn add(&mut self, fact: Fact, conditional: bool) {
+        if self.scopes.is_empty() {
+            self.scopes.push(Vec::new());
+        }
+        if let Some(top) = self.scopes.last_mut() {
+            top.push(Held { fact, conditional });
+        }
+    }
+
+    fn held(&self, with_conditional: bool) -> impl Iterator<Item = &Fact> {
+        self.scopes
+            .iter()
+            .flatten()
+            .filter(move |h| with_conditional || !h.conditional)
+            .map(|h| &h.fact)
+    }
+
+    /// The range the facts give `s` (full when none).
+    pub fn range(&self, s: &Subject, with_conditional: bool) -> Range {
+        self.held(with_conditional)
+            .filter_map(|f| match f {
+                Fact::In(x, r) if x == s => Some(*r),
+                _ => None,
+            })
+            .fold(Range::FULL, Range::meet)
+    }
+
+    /// True when `s < len(buffer)` is known.
+    pub fn below_len(&self, s: &Subject, buffer: &str, with_conditional: bool) -> bool {
+        self.held(with_conditional)
+            .any(|f| matches!(f, Fact::BelowLen(x, b) if x == s && b == buffer))
+    }
 }
 
 #[cfg(test)]
@@ -582,5 +716,24 @@ mod tests {
             let got = eval(&t, a, b);
             prop_assert!(r.lo <= got && got <= r.hi, "{t:?} a={a} b={b}: {got} not in {r:?}");
         }
+    }
+
+    #[test]
+    fn facts_are_scoped_and_conditional_ones_are_separate() {
+        let l = Subject::Builtin(Builtin::LocalId(Axis::X));
+        let mut f = Facts::default();
+        f.push();
+        f.add(Fact::In(l.clone(), Range::new(0, 63)), false);
+        f.push();
+        f.add(Fact::In(l.clone(), Range::new(10, 200)), true);
+        f.add(Fact::BelowLen(l.clone(), "x".into()), true);
+        assert_eq!(f.range(&l, false), Range::new(0, 63));
+        assert_eq!(f.range(&l, true), Range::new(10, 63));
+        assert!(!f.below_len(&l, "x", false));
+        assert!(f.below_len(&l, "x", true));
+        f.pop();
+        assert_eq!(f.range(&l, true), Range::new(0, 63));
+        f.pop();
+        assert_eq!(f.range(&l, false), Range::FULL);
     }
 }

@@ -20,80 +20,8 @@
 //! from the guard only ever justify accesses of threads for which they hold.
 
 use super::writer::Writer;
-use crate::analysis::ranges::{builtin_base, range_of, Fact, Range, RangeEnv, Subject};
-use crate::ir::{Builtin, ElemType, Expr, ScalarType, Stmt, StmtKind};
-
-/// One fact in scope.
-#[derive(Debug, Clone)]
-struct Held {
-    fact: Fact,
-    /// Holds only under the predicates of the enclosing `select` arms.
-    conditional: bool,
-}
-
-/// Facts per nested scope.
-#[derive(Debug, Clone, Default)]
-pub struct Facts {
-    scopes: Vec<Vec<Held>>,
-}
-
-impl Facts {
-    /// Opens a scope (facts added later vanish at the matching [`Facts::pop`]).
-    pub fn push(&mut self) {
-        self.scopes.push(Vec::new());
-    }
-
-    /// Closes a scope.
-    pub fn pop(&mut self) {
-        self.scopes.pop();
-    }
-
-    /// Records `fact` in the innermost scope.
-    pub fn add(&mut self, fact: Fact, conditional: bool) {
-        if self.scopes.is_empty() {
-            self.scopes.push(Vec::new());
-        }
-        if let Some(top) = self.scopes.last_mut() {
-            top.push(Held { fact, conditional });
-        }
-    }
-
-    fn held(&self, with_conditional: bool) -> impl Iterator<Item = &Fact> {
-        self.scopes
-            .iter()
-            .flatten()
-            .filter(move |h| with_conditional || !h.conditional)
-            .map(|h| &h.fact)
-    }
-
-    /// The range the facts give `s` (full when none).
-    pub fn range(&self, s: &Subject, with_conditional: bool) -> Range {
-        self.held(with_conditional)
-            .filter_map(|f| match f {
-                Fact::In(x, r) if x == s => Some(*r),
-                _ => None,
-            })
-            .fold(Range::FULL, Range::meet)
-    }
-
-    /// True when `s < len(buffer)` is known.
-    pub fn below_len(&self, s: &Subject, buffer: &str, with_conditional: bool) -> bool {
-        self.held(with_conditional)
-            .any(|f| matches!(f, Fact::BelowLen(x, b) if x == s && b == buffer))
-    }
-}
-
-/// True when executing `list` always ends in a `return`.
-pub fn always_returns(list: &[Stmt]) -> bool {
-    list.iter().any(|s| match &s.kind {
-        StmtKind::Return => true,
-        StmtKind::Block(b) => always_returns(b),
-        StmtKind::If {
-            then, otherwise, ..
-        } => always_returns(then) && always_returns(otherwise),
-        _ => false,
-    })
-}
+use crate::analysis::ranges::{builtin_base, range_of, Range, RangeEnv, Subject};
+use crate::ir::{Builtin, ElemType, Expr, ScalarType};
 
 /// The writer's names seen by the range analysis, with or without the conditional facts.
 pub(super) struct Env<'w, 'p> {
@@ -144,6 +72,10 @@ impl RangeEnv for Env<'_, '_> {
         let d = self.w.prog.buffer(name)?;
         Some((d.elem, if d.access.is_host() { None } else { d.count }))
     }
+
+    fn below_len(&self, s: &Subject, buffer: &str) -> bool {
+        self.w.facts.below_len(s, buffer, self.conditional)
+    }
 }
 
 impl<'p> Writer<'p> {
@@ -172,34 +104,7 @@ impl<'p> Writer<'p> {
     /// `conditional`, the facts of enclosing `select` arms count too.
     pub(super) fn below_len(&self, index: &Expr, buffer: &str, conditional: bool) -> bool {
         let env = self.env(conditional);
-        match env.subject(index) {
-            Some(s) => self.facts.below_len(&s, buffer, conditional),
-            None => false,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ir::Axis;
-
-    #[test]
-    fn facts_are_scoped_and_conditional_ones_are_separate() {
-        let l = Subject::Builtin(Builtin::LocalId(Axis::X));
-        let mut f = Facts::default();
-        f.push();
-        f.add(Fact::In(l.clone(), Range::new(0, 63)), false);
-        f.push();
-        f.add(Fact::In(l.clone(), Range::new(10, 200)), true);
-        f.add(Fact::BelowLen(l.clone(), "x".into()), true);
-        assert_eq!(f.range(&l, false), Range::new(0, 63));
-        assert_eq!(f.range(&l, true), Range::new(10, 63));
-        assert!(!f.below_len(&l, "x", false));
-        assert!(f.below_len(&l, "x", true));
-        f.pop();
-        assert_eq!(f.range(&l, true), Range::new(0, 63));
-        f.pop();
-        assert_eq!(f.range(&l, false), Range::FULL);
+        env.subject(index)
+            .is_some_and(|s| env.below_len(&s, buffer))
     }
 }

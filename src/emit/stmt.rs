@@ -9,10 +9,10 @@
 //! would otherwise need an `and.pred` with the guard per access). Everything else uses
 //! `@!p bra` to named labels.
 
-use super::bounds::always_returns;
 use super::writer::{mov_suffix, Val, VarInfo, Writer};
 use super::EmitError;
 use crate::analysis::ranges::{Fact, Range, Subject};
+use crate::ir::walk::always_returns;
 use crate::ir::{BarrierScope, Expr, ScalarType, Stmt, StmtKind};
 
 type R<T> = Result<T, EmitError>;

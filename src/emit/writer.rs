@@ -7,10 +7,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::bounds::Facts;
 use super::cse::Cache;
 use super::regs::{Reg, RegAlloc, RegClass};
 use super::{EmitError, EmitOptions, EmitStats};
+use crate::analysis::ranges::Facts;
 use crate::analysis::ranges::Range;
 use crate::ir::print::Printed;
 use crate::ir::{Builtin, Program, Scalar, ScalarType, ScratchLayout, WaitOn};

@@ -4,6 +4,8 @@
 //! Its meaning is always: run every step as its own dispatch, in order, each finishing before
 //! the next starts. Megakernel plans (`crate::megakernel`) must reproduce exactly that.
 
+use std::collections::HashMap;
+
 use super::ast::Program;
 use super::run_spec::InputSpec;
 use super::types::ElemType;
@@ -57,6 +59,24 @@ impl Pipeline {
     /// The pipeline buffer called `name`.
     pub fn buffer(&self, name: &str) -> Option<&PipelineBuffer> {
         self.buffers.iter().find(|b| b.name == name)
+    }
+
+    /// The declared length (`len`) of the pipeline buffer bound to the Program buffer
+    /// `program_buffer` of step `step`: what `len(program_buffer)` is in every run of it.
+    pub fn bound_len(&self, step: usize, program_buffer: &str) -> Option<u64> {
+        let b = self.steps.get(step)?.bound(program_buffer)?;
+        self.buffer(b)?.contents.len
+    }
+
+    /// [`Pipeline::bound_len`] of every bound Program buffer of step `step` that has one.
+    pub fn bound_lens(&self, step: usize) -> HashMap<String, u64> {
+        let Some(s) = self.steps.get(step) else {
+            return HashMap::new();
+        };
+        s.bind
+            .iter()
+            .filter_map(|(p, _)| Some((p.clone(), self.bound_len(step, p)?)))
+            .collect()
     }
 }
 

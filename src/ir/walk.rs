@@ -5,6 +5,20 @@
 
 use super::ast::{Expr, Program, Stmt, StmtKind};
 
+/// True when executing `list` always ends in a `return` (a loop may run no iteration, so a
+/// `return` inside one does not count): what emission and the index analysis's path facts
+/// both rely on.
+pub fn always_returns(list: &[Stmt]) -> bool {
+    list.iter().any(|s| match &s.kind {
+        StmtKind::Return => true,
+        StmtKind::Block(b) => always_returns(b),
+        StmtKind::If {
+            then, otherwise, ..
+        } => always_returns(then) && always_returns(otherwise),
+        _ => false,
+    })
+}
+
 impl Stmt {
     /// The statement's own expressions, in source order: a `let`/`assign` value, a store's
     /// index then value, an `if` condition, a loop's `from` then `to`. Not those of nested

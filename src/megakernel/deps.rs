@@ -14,7 +14,10 @@
 //!   A grid of one workgroup is trivially such a case.
 //!
 //! Guards (`if gid < len(x)`) never weaken a proof: the accessed sets are over-approximated by
-//! all launched invocations, so only the index forms and the launch shape matter.
+//! all launched invocations, so only the index forms and the launch shape matter. They can
+//! sharpen one: the index analysis reads a clamp such as `select(i < len(x), i, 0)` that the
+//! path's facts decide (vyre's early exit `if gid.x >= len(x) { return }`) as the operand it
+//! takes, with the pipeline's declared buffer lengths ([`Pipeline::bound_lens`]) as `len`.
 
 use std::collections::BTreeMap;
 
@@ -199,7 +202,7 @@ fn candidate_pairs(touches: &[StepTouches]) -> Result<Vec<(usize, usize)>, DepEr
 fn step_touches(pipeline: &Pipeline, i: usize) -> Result<StepTouches, DepError> {
     let step = &pipeline.steps[i];
     let mut by_buffer: BTreeMap<String, Vec<Touch>> = BTreeMap::new();
-    for acc in accesses_exact(&step.program) {
+    for acc in accesses_exact(&step.program, &pipeline.bound_lens(i)) {
         // Workgroup buffers are the step's own: no other step can see them.
         let decl = step.program.buffers.iter().find(|b| b.name == acc.buffer);
         if decl.is_some_and(|d| d.access == BufAccess::Workgroup) {

@@ -343,7 +343,7 @@ struct Touch {
 fn touches(pipeline: &Pipeline, step: usize) -> Result<Vec<Touch>, DepError> {
     let s = &pipeline.steps[step];
     let mut out = Vec::new();
-    for acc in accesses_exact(&s.program) {
+    for acc in accesses_exact(&s.program, &pipeline.bound_lens(step)) {
         let decl = s.program.buffers.iter().find(|b| b.name == acc.buffer);
         if decl.is_some_and(|d| d.access == BufAccess::Workgroup) {
             continue;

@@ -521,3 +521,89 @@ fn every_graph_fixture_has_a_builder() {
         "fixtures/vyre/graphs/*.vgr against the builders"
     );
 }
+
+/// vyre clamps every access (`output[select(index < len(output), index, 0)]`) behind its
+/// early exit `if gid.x >= len(output) { return }`: every thread that reaches the access has
+/// `index < len(output)`, and the inputs are as long as the output, so each access is
+/// `gid.x`. The large MLP's gate/up -> swiglu and down -> residual edges are then one
+/// invocation per element (no wait at all, where counters were needed before), and the whole
+/// block fused into one persistent kernel still equals the steps one by one on the
+/// reference interpreter.
+#[test]
+fn the_mlp_after_vyres_early_exit_needs_no_waits_per_element_and_fuses_correctly() {
+    use std::sync::Arc;
+    use vyrescope::harness::pipeline::{check_on_reference, expected, pipeline_tolerance};
+    use vyrescope::megakernel::compiled::CompiledPipeline;
+    use vyrescope::megakernel::dataflow::SyncMode;
+    use vyrescope::megakernel::plan::{Decide, PlanOptions};
+    use vyrescope::occupancy::profiles;
+
+    let home = tempfile::tempdir().unwrap();
+    let large = fixture("dense_gated_mlp_large");
+    let plan = json(
+        &[
+            "plan",
+            large.to_str().unwrap(),
+            "--device",
+            "h100",
+            "--json",
+        ],
+        home.path(),
+    );
+    let ours = &plan["vyrescope"];
+    let kind = |from: u64, to: u64| {
+        ours["dependences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["from"] == from && d["to"] == to)
+            .map(|d| (d["kind"].as_str().unwrap(), d["reason"].as_str().unwrap()))
+            .unwrap_or_else(|| panic!("no dependence {from} -> {to}: {ours}"))
+    };
+    for (from, to) in [(1, 3), (2, 3), (4, 5)] {
+        let (k, why) = kind(from, to);
+        assert_eq!(k, "invocation", "{from} -> {to}: {why}");
+        assert!(
+            why.contains("at gid.x, one element per invocation"),
+            "{why}"
+        );
+    }
+    // The projection reading the whole activation row still waits for all of it.
+    assert_eq!(kind(3, 4).0, "grid");
+    // Group 1 fuses steps 1..5: no wait of step 3 or 5 at all.
+    let group = &ours["groups"][1];
+    assert_eq!(
+        group["steps"],
+        serde_json::json!([1, 2, 3, 4, 5]),
+        "{group}"
+    );
+    for b in group["dataflow"]["boundaries"].as_array().unwrap() {
+        let waits = b["waits"].as_array().unwrap();
+        assert!(waits.iter().all(|w| w["to"] == 4), "only step 4 waits: {b}");
+        if b["after_step"] == 2 || b["after_step"] == 4 {
+            assert_eq!(b["label"], "invocation", "{b}");
+            assert!(waits.is_empty(), "{b}");
+        }
+    }
+    let runs_as = ours["runs_as"][1].to_string();
+    assert!(!runs_as.contains("step 3 workgroup"), "{runs_as}");
+    assert!(!runs_as.contains("step 5 workgroup"), "{runs_as}");
+
+    // The whole block as one launch, on the interpreter, against the steps one by one.
+    let (lb, ls, lh, li) = MLP_LARGE;
+    let p = converted(&mlp(lb, ls, lh, li), "dense_gated_mlp_large").pipeline;
+    let prepared = prepare_pipeline(&p, Path::new(".")).unwrap();
+    let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+    let mut opts = PlanOptions::new(profiles::load("h100").unwrap());
+    opts.decide = Decide::Fuse;
+    let compiled =
+        CompiledPipeline::compile(Arc::new(p.clone()), shapes, &opts, SyncMode::Dataflow, None)
+            .unwrap();
+    let launches = compiled.fused_launches().unwrap();
+    assert_eq!(launches.len(), 1);
+    let fuel = u64::MAX >> 8;
+    let want = expected(&p, &prepared, fuel).unwrap();
+    let parity =
+        check_on_reference(&launches, &prepared, &want, pipeline_tolerance(&p), fuel).unwrap();
+    assert!(parity.passed && parity.compared >= 32768, "{parity:?}");
+}

@@ -190,10 +190,14 @@ impl AltSet {
     }
 }
 
-impl Walker {
+impl Walker<'_> {
     /// The alternatives of `e` (exact walk only); `None` when it is not built from known
     /// forms, lengths, `select`, `min`, `max`, `rem` by a length and `+ - *` by constants.
     pub(super) fn alts(&self, e: &Expr) -> Option<AltSet> {
+        // An operand the path facts rule out is no alternative.
+        if let Some(chosen) = self.chosen(e) {
+            return self.alts(chosen);
+        }
         match e {
             Expr::Lit(_) | Expr::Builtin(_) => self.eval(e).known_parts().map(|p| {
                 AltSet::one(Lin {

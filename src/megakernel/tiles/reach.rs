@@ -69,11 +69,7 @@ impl<'a> Ctx<'a> {
     /// The length of the Program buffer `name` of this step (its pipeline buffer's).
     fn buffer_len(&self, name: &str) -> Result<i128, String> {
         self.pipeline
-            .steps
-            .get(self.step)
-            .and_then(|s| s.bound(name))
-            .and_then(|b| self.pipeline.buffer(b))
-            .and_then(|b| b.contents.len)
+            .bound_len(self.step, name)
             .map(i128::from)
             .ok_or_else(|| format!("the length of `{name}` is not known before the run"))
     }
