@@ -546,6 +546,10 @@ fn the_mlp_after_vyres_early_exit_needs_no_waits_per_element_and_fuses_correctly
             large.to_str().unwrap(),
             "--device",
             "h100",
+            // The cost model keeps this graph's loop-heavy steps apart (fused, they ran
+            // 0.71x on an H100); the dependences are what this test is about.
+            "--decide",
+            "fuse",
             "--json",
         ],
         home.path(),
@@ -570,22 +574,41 @@ fn the_mlp_after_vyres_early_exit_needs_no_waits_per_element_and_fuses_correctly
     }
     // The projection reading the whole activation row still waits for all of it.
     assert_eq!(kind(3, 4).0, "grid");
-    // Group 1 fuses steps 1..5: no wait of step 3 or 5 at all.
-    let group = &ours["groups"][1];
-    assert_eq!(
-        group["steps"],
-        serde_json::json!([1, 2, 3, 4, 5]),
-        "{group}"
-    );
+    // Fused, one kernel holds steps 1..5: no wait of step 3 or 5 at all.
+    let groups = ours["groups"].as_array().unwrap();
+    let gi = groups
+        .iter()
+        .position(|g| {
+            g["steps"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!(3))
+        })
+        .expect("a group with step 3");
+    let group = &groups[gi];
+    for s in 1..=5 {
+        assert!(
+            group["steps"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!(s)),
+            "{group}"
+        );
+    }
     for b in group["dataflow"]["boundaries"].as_array().unwrap() {
         let waits = b["waits"].as_array().unwrap();
-        assert!(waits.iter().all(|w| w["to"] == 4), "only step 4 waits: {b}");
+        assert!(
+            waits
+                .iter()
+                .all(|w| w["to"] == 4 || w["to"] == 1 || w["to"] == 2),
+            "only the projections wait: {b}"
+        );
         if b["after_step"] == 2 || b["after_step"] == 4 {
             assert_eq!(b["label"], "invocation", "{b}");
             assert!(waits.is_empty(), "{b}");
         }
     }
-    let runs_as = ours["runs_as"][1].to_string();
+    let runs_as = ours["runs_as"][gi].to_string();
     assert!(!runs_as.contains("step 3 workgroup"), "{runs_as}");
     assert!(!runs_as.contains("step 5 workgroup"), "{runs_as}");
 
