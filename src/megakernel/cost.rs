@@ -43,9 +43,10 @@
 //!   bandwidth: on an H100, reduce_normalize at 2^20 (2^20 invocations summing 4096 partial
 //!   sums each, a uniform index) took 820 us, 164 k sectors/us, and vyre's dense gated MLP
 //!   (three projections of 512-1024 terms per output, rows strided by 512-1024 elements)
-//!   464 us for 6.8 G lane accesses counted as 218 M sectors, 470 k sectors/us (the index
-//!   `index / 1024 * 512 + k` is not affine, so its broadcast load counts a sector per
-//!   thread): 2.5 times the 73 k sectors/us of its 2.35 TB/s streaming figure is between.
+//!   464 us for 218 M lane accesses in loops, each counted as a sector, 470 k sectors/us
+//!   (the index `index / 1024 * 512 + k` is not affine, so its broadcast load counts a
+//!   sector per thread): 2.5 times the 73 k sectors/us of its 2.35 TB/s streaming figure is
+//!   between.
 //! - **A margin**: a fused kernel is charged [`FUSED_WORK_MARGIN`] of its steps' loop time
 //!   (the term above). The two loop-heavy pipelines above ran 0.98x and 0.78x fused where the
 //!   model, without the loop term, predicted a gain of a few microseconds: what fusion
@@ -53,9 +54,9 @@
 //!   work and is not modelled, so fusion must save more than that share before it is chosen.
 //!   Streaming steps pay no margin: a 3-step chain of 2^26 elements ran 2.9x fused.
 //!
-//! It is a model: its figures come from measurements on an H200 (BENCHMARKS.md), scaled to
-//! another device by its bandwidth only. `run --decide measure` times the forms on the live
-//! GPU and keeps the faster per group in the plan cache.
+//! It is a model: its figures come from measurements on an H200 and an H100 (BENCHMARKS.md),
+//! scaled to another device by its bandwidth only. `run --decide measure` times the forms on
+//! the live GPU and keeps the faster per group in the plan cache.
 
 use serde::{Deserialize, Serialize};
 
