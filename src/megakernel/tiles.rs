@@ -506,9 +506,6 @@ pub fn tile_dep(
     // Every pair's set, joined at the end with the windows first, so that fixed ranges
     // next to a window stay boundary ranges instead of one hull.
     let mut found: Vec<(ProducerSet, String, Option<String>)> = Vec::new();
-    // Fixed producer ranges only some consumers need, added after the rest unless the final
-    // window already holds them for each of those consumers.
-    let mut conditional: Vec<(reach::Conditional, String, Option<String>)> = Vec::new();
     let mut unproven: Option<String> = None;
     'pairs: for x in &ta {
         for y in tb
@@ -538,7 +535,7 @@ pub fn tile_dep(
                         .and_then(|b| reach::pairs(&a, ga, &b, gb))
                 });
             match one {
-                Ok((s, cond)) => {
+                Ok(s) => {
                     // The statement whose alternatives shaped the set.
                     let alt_node = |a: &Option<AltSet>, step: usize| {
                         a.as_ref()
@@ -546,7 +543,6 @@ pub fn tile_dep(
                             .map(|n| format!("steps[{step}].{n}"))
                     };
                     let n = alt_node(&y.alts, to).or_else(|| alt_node(&x.alts, from));
-                    conditional.extend(cond.into_iter().map(|c| (c, at.clone(), n.clone())));
                     found.push((s, at, n));
                 }
                 Err(why) => {
@@ -572,48 +568,6 @@ pub fn tile_dep(
             reason = format!("{at}: producers all");
             break;
         }
-    }
-    let mut implied: Vec<String> = Vec::new();
-    for (c, at, n) in conditional {
-        let window = match set {
-            ProducerSet::Window { lo, hi } | ProducerSet::WindowBoundary { lo, hi, .. } => {
-                Some((lo, hi))
-            }
-            _ => None,
-        };
-        let range = ProducerSet::Range {
-            first: c.producers[0],
-            last: c.producers[1],
-        };
-        let needs = |c: &reach::Conditional| {
-            format!(
-                "{} (needed only by consumer workgroup {})",
-                range.describe(),
-                ProducerSet::Range {
-                    first: c.consumers[0],
-                    last: c.consumers[1]
-                }
-                .describe()
-            )
-        };
-        if window.is_some_and(|(lo, hi)| c.within_window(lo, hi, ga)) {
-            implied.push(needs(&c));
-            continue;
-        }
-        let before = set;
-        set = set.union(range);
-        if set != before {
-            reason = format!("{at}: producers {}", set.describe());
-            node = n.or(node);
-        }
-    }
-    if !implied.is_empty() && set.moves() {
-        implied.sort();
-        implied.dedup();
-        reason = format!(
-            "{reason}; boundary producers {} inside the window",
-            implied.join(", ")
-        );
     }
     if let Some(why) = unproven {
         set = ProducerSet::All;

@@ -864,13 +864,12 @@ fn stencil_pingpong_drops_the_waits_that_others_imply() {
     let spec = g.spec_for(SyncMode::Dataflow);
     assert_eq!(spec.implied.len(), 1);
     let k = fuse_group(&l.pipeline, &l.shapes, &spec).expect("fuses");
-    // Only the kept waits are emitted: each a window (the clamped edge, element 0, is read
-    // only by workgroup 0, whose window holds its producer).
+    // Only the kept waits are emitted: each a window plus the boundary workgroup 0.
     let emitted = sync_ops(&k)
         .iter()
         .filter(|op| matches!(op, SyncOp::Wait { .. }))
         .count();
-    assert_eq!(emitted, 3, "3 waits, each a window");
+    assert_eq!(emitted, 6, "3 waits, each a window and a boundary flag");
     // Without the kept wait of step 3 on step 2, the schedule no longer proves 0 -> 3.
     let steps = steps_of(&l, 0);
     let required: Vec<_> = spec

@@ -351,12 +351,12 @@ fn fused_comments_name_step_nodes_and_plan_names_both_steps() {
 }
 
 /// `emit`, `sass` and `occupancy` of a pipeline show the kernels `run` launches: the cost
-/// model's plan, which launches the periodic stencil's steps one by one (fusing them was
+/// model's plan, which launches the clamped stencil's steps one by one (fusing them was
 /// measured slower); `--decide fuse` shows the fused kernel the model declined; `--decide`
 /// on a Program file is refused.
 #[test]
 fn decide_fuse_shows_the_kernel_the_model_declines() {
-    let f = fixture("stencil_periodic.json");
+    let f = fixture("stencil_clamped.json");
     let f = f.to_str().unwrap();
     let entries = |out: &str| out.lines().filter(|l| l.contains(".entry")).count();
     let (code, model, err) = vyrescope(&["emit", f]);

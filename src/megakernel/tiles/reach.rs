@@ -255,106 +255,42 @@ fn wrap(
     Ok(())
 }
 
-/// A fixed range of producer workgroups that only some consumer workgroups need: those
-/// whose pieces may touch the elements behind it (a clamped alternative taken only by
-/// workgroup 0, a fixed producer piece only the edge consumers read).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Conditional {
-    /// The producer workgroups, `[first, last]`.
-    pub producers: [u64; 2],
-    /// The consumer workgroups that need them, `[first, last]`.
-    pub consumers: [u64; 2],
-}
-
-impl Conditional {
-    /// True when the window `lo..=hi` (clipped to the producer grid of `ga` workgroups)
-    /// already holds these producers for every consumer that needs them. The window's ends
-    /// grow with the consumer, so the first consumer decides the upper end, the last one the
-    /// lower end.
-    pub(super) fn within_window(&self, lo: i64, hi: i64, ga: u64) -> bool {
-        let top = i128::from(ga) - 1;
-        let [f0, f1] = self.producers.map(i128::from);
-        let [c0, c1] = self.consumers.map(i128::from);
-        (c1 + i128::from(lo)).max(0) <= f0 && f1 <= (c0 + i128::from(hi)).min(top)
-    }
-}
-
 /// The producer set of every pair of a producer piece (grid `ga`) and a consumer piece
-/// (grid `gb`), joined, and apart from it the fixed ranges only some consumers need.
-pub(super) fn pairs(
-    a: &[Reach],
-    ga: u64,
-    b: &[Reach],
-    gb: u64,
-) -> Result<(ProducerSet, Vec<Conditional>), String> {
+/// (grid `gb`), joined.
+pub(super) fn pairs(a: &[Reach], ga: u64, b: &[Reach], gb: u64) -> Result<ProducerSet, String> {
     let mut sets = Vec::with_capacity(a.len() * b.len());
-    let mut conditional = Vec::new();
     for x in a {
         for y in b {
-            match pair(*x, ga, *y, gb)? {
-                (ProducerSet::Range { first, last }, Some(consumers)) => {
-                    conditional.push(Conditional {
-                        producers: [first, last],
-                        consumers,
-                    })
-                }
-                (_, Some(_)) => {}
-                (set, None) => sets.push(set),
-            }
+            sets.push(pair(*x, ga, *y, gb)?);
         }
     }
-    Ok((ProducerSet::join(sets), conditional))
+    Ok(ProducerSet::join(sets))
 }
 
-/// The producer set of one pair, with the consumer workgroups it is restricted to (`None`:
-/// every consumer).
-fn pair(x: Reach, ga: u64, y: Reach, gb: u64) -> Result<(ProducerSet, Option<[u64; 2]>), String> {
-    let top = gb.saturating_sub(1);
+fn pair(x: Reach, ga: u64, y: Reach, gb: u64) -> Result<ProducerSet, String> {
     match (x, y) {
-        (Reach::Moving(a), Reach::Moving(b)) => Ok((pair_set(a, ga, b, gb)?, None)),
-        // Only the workgroups that take the fixed alternative read its elements.
-        (Reach::Moving(a), Reach::Fixed { elems, wgs }) => {
-            let set = pair_set(
-                a,
-                ga,
-                Span {
-                    tile: 0,
-                    lo: elems.0,
-                    hi: elems.1,
-                },
-                gb,
-            )?;
-            Ok((set, Some([wgs.0.min(top), wgs.1.min(top)])))
-        }
+        (Reach::Moving(a), Reach::Moving(b)) => pair_set(a, ga, b, gb),
+        (Reach::Moving(a), Reach::Fixed { elems, .. }) => pair_set(
+            a,
+            ga,
+            Span {
+                tile: 0,
+                lo: elems.0,
+                hi: elems.1,
+            },
+            gb,
+        ),
         (Reach::Fixed { elems, wgs }, y) => {
             // Every consumer that may touch these elements needs these producers.
-            let (lo, hi, consumers) = match y {
-                Reach::Moving(b) => {
-                    let lo = b.lo;
-                    let hi = b.tile * (i128::from(gb) - 1).max(0) + b.hi;
-                    // The consumers whose span `tile * w + [lo, hi]` meets the elements.
-                    let mut consumers = None;
-                    if b.tile > 0 && gb > 1 {
-                        let w0 = div_ceil(elems.0 - b.hi, b.tile).max(0);
-                        let w1 = div_floor(elems.1 - b.lo, b.tile).min(i128::from(top));
-                        if w0 > w1 {
-                            return Ok((ProducerSet::Empty, None));
-                        }
-                        // Within [0, top]: fits u64.
-                        consumers = Some([w0 as u64, w1 as u64]);
-                    }
-                    (lo, hi, consumers)
-                }
-                Reach::Fixed {
-                    elems,
-                    wgs: (c0, c1),
-                } => (elems.0, elems.1, Some([c0.min(top), c1.min(top)])),
+            let (lo, hi) = match y {
+                Reach::Moving(b) => (b.lo, b.tile * (i128::from(gb) - 1).max(0) + b.hi),
+                Reach::Fixed { elems, .. } => elems,
             };
             let last = ga.saturating_sub(1).min(wgs.1);
             if lo > elems.1 || hi < elems.0 || ga == 0 || wgs.0 > last {
-                return Ok((ProducerSet::Empty, None));
+                return Ok(ProducerSet::Empty);
             }
-            Ok((ProducerSet::Range { first: wgs.0, last }, consumers))
+            Ok(ProducerSet::Range { first: wgs.0, last })
         }
     }
 }

@@ -217,13 +217,11 @@ proptest! {
 }
 
 /// The clamped 3-point stencil of the fixtures (`select(i > 0, i - 1, 0)` and
-/// `select(i + 1 < n, i + 1, i)`) over 79 workgroups, both ways round: the clamped left edge
-/// (element 0, producer workgroup 0) is read only by consumer workgroup 0, whose window
-/// already holds producer 0, so the set is the window alone and the reason says why; the
-/// same edge read by another workgroup (a consumer two workgroups to the right) stays a
-/// boundary producer.
+/// `select(i + 1 < n, i + 1, i)`) over 79 workgroups, both ways round: a window plus
+/// workgroup 0 (the clamped left edge), labelled `window+boundary`, with the `let` that
+/// made the boundary.
 #[test]
-fn clamped_stencil_edge_inside_the_window_is_no_boundary() {
+fn clamped_stencil_is_window_plus_first_workgroup() {
     let wg = [256, 1, 1];
     let n = 20_000;
     let body = r#"[
@@ -251,53 +249,16 @@ fn clamped_stencil_edge_inside_the_window_is_no_boundary() {
         1,
     )
     .expect("tile dependence");
-    let want = ProducerSet::Window { lo: -1, hi: 1 };
+    let want = ProducerSet::WindowBoundary {
+        lo: -1,
+        hi: 1,
+        edges: [Some([0, 0]), None],
+    };
     assert_eq!(raw.producers, want, "{}", raw.reason);
-    assert_eq!(raw.label, SyncLabel::Counter);
+    assert_eq!(raw.label, SyncLabel::WindowBoundary);
+    assert_eq!(raw.label.name(), "window+boundary");
     assert_eq!(raw.node.as_deref(), Some("steps[1].body[1]"));
-    assert!(
-        raw.reason.ends_with(
-            "boundary producers 0 (needed only by consumer workgroup 0) inside the window"
-        ),
-        "{}",
-        raw.reason
-    );
-    // Clamped to element 0 from two workgroups further right: consumer workgroups 0..=2
-    // take it, and workgroup 2's window (1..=3) does not hold producer 0.
-    let far = crate::megakernel::test_support::program(
-        "far",
-        wg,
-        &[("src", "read"), ("dst", "read_write")],
-        r#"[
-        {"let": "i", "value": {"gid": "x"}},
-        {"let": "l", "value": {"select": [{"gt": ["i", 600]}, {"sub": ["i", 1]}, 0]}},
-        {"store": "dst", "index": "i", "value": {"load": "src", "index": "l"}}]"#,
-    );
-    let kept = tile_dep(
-        &pipeline(
-            n,
-            vec![
-                (copy("a", wg, GID, GID), &[("src", "x"), ("dst", "y")]),
-                (far, &[("src", "y"), ("dst", "z")]),
-            ],
-        ),
-        &[s, s],
-        0,
-        1,
-    )
-    .expect("tile dependence");
-    assert_eq!(
-        kept.producers,
-        ProducerSet::WindowBoundary {
-            lo: -1,
-            hi: 0,
-            edges: [Some([0, 0]), None],
-        },
-        "{}",
-        kept.reason
-    );
-    assert_eq!(kept.label, SyncLabel::WindowBoundary);
-    assert_eq!(kept.label.name(), "window+boundary");
+    assert_eq!(raw.producers.describe(), "w-1..w+1 + 0");
     // Write after read: the reader's left edge is taken by workgroup 0 only (its guard).
     let war = tile_dep(
         &pipeline(
