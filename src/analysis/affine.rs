@@ -407,6 +407,24 @@ impl Index {
     }
 }
 
+/// Bytes of a global-memory sector, the unit memory moves in.
+pub const SECTOR_BYTES: u64 = 32;
+
+/// The distinct global-memory sectors one warp's accesses touch, from its segments of element
+/// offsets ([`Index::warp_segments`]; segments are assumed far apart) for elements of
+/// `elem_bytes` bytes.
+pub fn warp_sectors(segments: &[Vec<i64>], elem_bytes: u64) -> u64 {
+    segments
+        .iter()
+        .map(|s| {
+            s.iter()
+                .map(|&o| (o * elem_bytes as i64).div_euclid(SECTOR_BYTES as i64))
+                .collect::<std::collections::HashSet<_>>()
+                .len() as u64
+        })
+        .sum()
+}
+
 /// One buffer access found in the Program.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Access {

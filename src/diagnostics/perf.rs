@@ -9,15 +9,13 @@
 use std::collections::HashSet;
 
 use super::Diagnostic;
-use crate::analysis::affine::accesses;
+use crate::analysis::affine::{accesses, warp_sectors, SECTOR_BYTES};
 use crate::inputs::LaunchShape;
 use crate::ir::{NodeId, Program};
 use crate::occupancy::{estimate, DeviceCaps, Estimate, KernelResources, Limiter};
 
 /// Shared memory banks (4 bytes wide) on every architecture the model supports.
 const BANKS: u64 = 32;
-/// Global memory is moved in 32-byte sectors.
-const SECTOR: u64 = 32;
 
 /// All performance findings for `program` launched as `shape` on `caps`. `resources` are the
 /// compiled kernel's when known; `est` its occupancy at `shape` (computed here when `None` and
@@ -243,16 +241,7 @@ fn memory_access(program: &Program, wg: [u32; 3], out: &mut Vec<Diagnostic>) {
                 .iter()
                 .map(|segs| {
                     let n: u64 = segs.iter().map(|s| s.len() as u64).sum();
-                    let touched: u64 = segs
-                        .iter()
-                        .map(|s| {
-                            s.iter()
-                                .map(|&o| (o * elem as i64).div_euclid(SECTOR as i64))
-                                .collect::<HashSet<_>>()
-                                .len() as u64
-                        })
-                        .sum();
-                    (touched, (n * elem).div_ceil(SECTOR))
+                    (warp_sectors(segs, elem), (n * elem).div_ceil(SECTOR_BYTES))
                 })
                 .max_by_key(|&(t, i)| (t * 1000) / i.max(1))
                 .unwrap_or((0, 0));

@@ -65,9 +65,9 @@ use super::dataflow::BoundarySync;
 use super::plan::SyncMode;
 use super::tiles::{ProducerSet, SyncLabel};
 use super::DepKind;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use crate::analysis::affine::accesses;
+use crate::analysis::affine::{accesses, warp_sectors, SECTOR_BYTES};
 use crate::ir::{Access, Expr, Literal, NodeId, Pipeline, Program, Scalar, Stmt, StmtKind};
 use crate::occupancy::DeviceCaps;
 use crate::shape::LaunchShape;
@@ -243,9 +243,6 @@ pub struct StepWork {
     pub sectors: u64,
 }
 
-/// Bytes of a global-memory sector.
-const SECTOR_BYTES: u64 = 32;
-
 /// The work of step `s` of `pipeline` launched as `shape`.
 pub fn step_work(pipeline: &Pipeline, s: usize, shape: &LaunchShape) -> StepWork {
     let Some(step) = pipeline.steps.get(s) else {
@@ -341,21 +338,12 @@ fn sectors_per_invocation(
         .map(|a| {
             let elem = program
                 .buffer(&a.buffer)
-                .map_or(4, |d| d.elem.size_bytes() as i64);
+                .map_or(4, |d| d.elem.size_bytes() as u64);
             // Distinct sectors per thread of the sampled warps; one per thread when unknown.
             let per_thread = a.index.warp_segments(wg).map_or(1.0, |warps| {
                 let (touched, threads) = warps.iter().fold((0u64, 0u64), |(t, n), segs| {
-                    let sectors: u64 = segs
-                        .iter()
-                        .map(|s| {
-                            s.iter()
-                                .map(|&o| (o * elem).div_euclid(SECTOR_BYTES as i64))
-                                .collect::<HashSet<_>>()
-                                .len() as u64
-                        })
-                        .sum();
                     let lanes: u64 = segs.iter().map(|s| s.len() as u64).sum();
-                    (t + sectors, n + lanes)
+                    (t + warp_sectors(segs, elem), n + lanes)
                 });
                 if threads == 0 {
                     1.0 / lanes

@@ -66,6 +66,25 @@ impl Gen {
     }
 }
 
+/// A dependence claim against the invocations (`(workgroup, invocation)`) that touched each
+/// shared element: `invocation` means one invocation per element, `workgroup` one workgroup.
+fn check_claim(kind: DepKind, touched: &HashMap<u32, Vec<(u32, u32)>>, case: &dyn Fn() -> String) {
+    match kind {
+        DepKind::Invocation => {
+            assert!(touched.values().all(|t| t.len() == 1), "{}", case());
+        }
+        DepKind::Workgroup => {
+            assert!(
+                touched.values().all(|t| t.iter().all(|x| x.0 == t[0].0)),
+                "{}",
+                case()
+            );
+        }
+        DepKind::Grid => {}
+        DepKind::None => panic!("a shared written buffer typed none: {}", case()),
+    }
+}
+
 fn json(e: &E) -> String {
     match e {
         E::Gid => r#"{"gid": "x"}"#.into(),
@@ -155,20 +174,7 @@ fn every_claim_holds_by_brute_force() {
                 json(&fb)
             )
         };
-        match d.kind {
-            DepKind::Invocation => {
-                assert!(touched.values().all(|t| t.len() == 1), "{}", case());
-            }
-            DepKind::Workgroup => {
-                assert!(
-                    touched.values().all(|t| t.iter().all(|x| x.0 == t[0].0)),
-                    "{}",
-                    case()
-                );
-            }
-            DepKind::Grid => {}
-            DepKind::None => panic!("a shared written buffer typed none: {}", case()),
-        }
+        check_claim(d.kind, &touched, &case);
     }
     // The property only means something if the proofs fire.
     for k in [DepKind::Invocation, DepKind::Workgroup, DepKind::Grid] {
@@ -456,22 +462,10 @@ fn early_exits_and_clamps_hold_by_brute_force() {
                 "seed {seed}: w {w} groups {groups} lens {lens:?}\nA {pre_a} | {idx_a}\nB {pre_b} | {idx_b}\n{d:?}\n{t:?}"
             )
         };
-        match d.kind {
-            DepKind::Invocation => {
-                assert!(touched.values().all(|t| t.len() == 1), "{}", case());
-                if !matches!(a.clamp, Clamp::Raw) || !matches!(b.clamp, Clamp::Raw) {
-                    clamped_invocations += 1;
-                }
-            }
-            DepKind::Workgroup => {
-                assert!(
-                    touched.values().all(|t| t.iter().all(|x| x.0 == t[0].0)),
-                    "{}",
-                    case()
-                );
-            }
-            DepKind::Grid => {}
-            DepKind::None => panic!("a shared written buffer typed none: {}", case()),
+        check_claim(d.kind, &touched, &case);
+        let clamped = !matches!(a.clamp, Clamp::Raw) || !matches!(b.clamp, Clamp::Raw);
+        if d.kind == DepKind::Invocation && clamped {
+            clamped_invocations += 1;
         }
         for (q, es) in reads.iter().enumerate() {
             let have = t.producers.ranges(q as u64, u64::from(groups));
