@@ -54,7 +54,12 @@ impl Writer<'_> {
         self.out.scratch.add(op);
         self.comment(format!("dataflow: {}", op.describe()));
         match op {
-            SyncOp::Wait { on, workgroup, .. } => self.sync_wait(*on, workgroup),
+            SyncOp::Wait {
+                on,
+                workgroup,
+                span,
+                ..
+            } => self.sync_wait(*on, workgroup, *span),
             SyncOp::Signal {
                 flags,
                 counter,
@@ -150,7 +155,35 @@ impl Writer<'_> {
         self.ins(format!("@{wait} bra {spin}"));
     }
 
-    fn sync_wait(&mut self, on: WaitOn, workgroup: &str) -> R<()> {
+    fn sync_wait(&mut self, on: WaitOn, workgroup: &str, span: u32) -> R<()> {
+        // A packed trip's sub-tasks wait together: the union of their windows. Only a lone
+        // task skips its own producer (`window_at_once`); a trip polls all of its own too
+        // (published before, by this block: one load each, in parallel).
+        let (on, own) = match on {
+            WaitOn::Window {
+                flags,
+                producers,
+                lo,
+                hi,
+            } if span > 1 => {
+                let top = i64::from(hi) + i64::from(span) - 1;
+                let hi = i32::try_from(top).map_err(|_| {
+                    EmitError::Internal(format!(
+                        "a dataflow window up to {top} past the task does not fit s32"
+                    ))
+                })?;
+                (
+                    WaitOn::Window {
+                        flags,
+                        producers,
+                        lo,
+                        hi,
+                    },
+                    false,
+                )
+            }
+            _ => (on, true),
+        };
         let out = self.fresh_label("df_waited");
         let passed = self.fresh_label("df_passed");
         let v = match on {
@@ -212,7 +245,7 @@ impl Writer<'_> {
                 hi,
             } if i64::from(hi) - i64::from(lo) < i64::from(PARALLEL_WINDOW) => {
                 let v = v.unwrap_or_default();
-                self.window_at_once(flags, producers, (lo, hi), &v);
+                self.window_at_once(flags, producers, (lo, hi), &v, own);
             }
             WaitOn::Window {
                 flags,
@@ -229,7 +262,7 @@ impl Writer<'_> {
                 self.ins(format!("add.s32 {b}, {v}, {hi}"));
                 self.ins(format!("min.s32 {b}, {b}, {}", producers.saturating_sub(1)));
                 // The task's own workgroup of the producer ran on this block, before.
-                self.flag_loop(flags, &a, &b, Some(&v));
+                self.flag_loop(flags, &a, &b, own.then_some(&*v));
             }
             WaitOn::Range {
                 flags,
@@ -257,11 +290,18 @@ impl Writer<'_> {
     }
 
     /// Thread 0 waits for the flags of producers `v + lo ..= v + hi` inside `0..producers`,
-    /// but `v` itself (it ran earlier on this block): every flag is loaded before any is
-    /// tested, so one poll costs one round trip however wide the window.
-    fn window_at_once(&mut self, flags: u32, producers: u32, (lo, hi): (i32, i32), v: &str) {
+    /// but `v` itself when `skip_own` (it ran earlier on this block): every flag is loaded
+    /// before any is tested, so one poll costs one round trip however wide the window.
+    fn window_at_once(
+        &mut self,
+        flags: u32,
+        producers: u32,
+        (lo, hi): (i32, i32),
+        v: &str,
+        skip_own: bool,
+    ) {
         let mut slots = Vec::new();
-        for o in (lo..=hi).filter(|&o| o != 0) {
+        for o in (lo..=hi).filter(|&o| o != 0 || !skip_own) {
             let p = self.reg_class(RegClass::B32);
             self.ins(format!("add.s32 {p}, {v}, {o}"));
             // Below 0 wraps to a huge u32: one unsigned test covers both ends.
@@ -358,13 +398,21 @@ impl Writer<'_> {
         self.leader_only(&out);
         if let (Some(f), Some(epoch)) = (flags, epoch) {
             self.ins("fence.acq_rel.gpu");
-            let trips = tasks.count.div_ceil(tasks.stride.max(1));
-            for t in 0..trips {
+            // Packed: the block's trip t ran virtual workgroups (block + t * stride) * P + j.
+            let pack = tasks.pack.max(1);
+            let first = if pack > 1 {
+                let r = self.reg_class(RegClass::B32);
+                self.ins(format!("mul.lo.u32 {r}, {block}, {pack}"));
+                r
+            } else {
+                block.clone()
+            };
+            let lanes = u64::from(tasks.stride.max(1)) * u64::from(pack);
+            let trips = u64::from(tasks.count).div_ceil(lanes);
+            for (t, j) in (0..trips).flat_map(|t| (0..u64::from(pack)).map(move |j| (t, j))) {
                 let v = self.reg_class(RegClass::B32);
-                self.ins(format!(
-                    "add.u32 {v}, {block}, {}",
-                    t.wrapping_mul(tasks.stride)
-                ));
+                // Below 2^32: fusion checks that the trips' virtual ids fit u32.
+                self.ins(format!("add.u32 {v}, {first}, {}", (t * lanes + j) as u32));
                 let has = self.reg_class(RegClass::Pred);
                 self.ins(format!("setp.lt.u32 {has}, {v}, {}", tasks.count));
                 let addr = self.sync_addr(f, Some(&v));

@@ -115,6 +115,11 @@ pub enum SyncOp {
         on: WaitOn,
         /// `u32` variable holding the consumer's virtual workgroup id.
         workgroup: String,
+        /// Consumer tasks the wait serves at once: virtual workgroups `workgroup ..
+        /// workgroup + span - 1` (the sub-tasks of a packed step, which wait together, once
+        /// per block trip: `megakernel::mixed`); 1 for one task. A window then covers the
+        /// union of their windows, `workgroup + lo ..= workgroup + span - 1 + hi`.
+        span: u32,
     },
     /// `bar.sync`, then thread 0 publishes that task `workgroup` of `step` finished: sets its
     /// flag (`flags + workgroup`) with release semantics, and/or adds one to the step's counter.
@@ -156,14 +161,17 @@ pub enum SyncOp {
     },
 }
 
-/// The tasks of one step that a block runs: virtual workgroups `wgid.x + t * stride` for
-/// `t = 0, 1, ...` while below `count`.
+/// The tasks of one step that a block runs: virtual workgroups `(wgid.x + t * stride) * pack
+/// + j` for `t = 0, 1, ...` and `j < pack` while below `count` (`pack` is 1 unless the step
+/// is packed several workgroups to a block: `megakernel::mixed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockTasks {
     /// The persistent grid's blocks.
     pub stride: u32,
     /// The step's workgroups.
     pub count: u32,
+    /// The step's workgroups side by side in one block (1: one per block).
+    pub pack: u32,
 }
 
 /// What a [`SyncOp::Wait`] waits for.
@@ -279,8 +287,15 @@ impl SyncOp {
                 producer,
                 on,
                 workgroup,
+                span,
             } => {
                 let what = match *on {
+                    WaitOn::Window { lo, hi, .. } if *span > 1 => {
+                        let top = i64::from(hi) + i64::from(*span) - 1;
+                        format!(
+                            "flags {workgroup}{lo:+}..{workgroup}{top:+} (its {span} sub-tasks)"
+                        )
+                    }
                     WaitOn::Window { lo, hi, .. } => {
                         format!("flags {workgroup}{lo:+}..{workgroup}{hi:+}")
                     }
@@ -297,6 +312,10 @@ impl SyncOp {
                 tasks,
             } => {
                 let who = match tasks {
+                    Some(t) if t.pack > 1 => format!(
+                        "the block's tasks ((wgid.x + t*{})*{} + j below {})",
+                        t.stride, t.pack, t.count
+                    ),
                     Some(t) => format!(
                         "the block's tasks (wgid.x + t*{} below {})",
                         t.stride, t.count

@@ -211,13 +211,16 @@ fn reduce_waits(boundaries: &mut [BoundarySync], g: &Group, shapes: &[LaunchShap
     }
 }
 
-/// The dataflow view of group `g` of a plan of `pipeline` (`shapes[i]`: step i's launch).
+/// The dataflow view of group `g` of a plan of `pipeline` (`shapes[i]`: step i's launch;
+/// `packs[j]`: how many workgroups of `g.steps[j]` its dataflow form packs into one block,
+/// 1 where it does not pack or is missing).
 pub fn group_sync(
     pipeline: &Pipeline,
     shapes: &[LaunchShape],
     deps: &DepTable,
     caps: &DeviceCaps,
     g: &Group,
+    packs: &[u32],
 ) -> Result<GroupSync, DepError> {
     let grid_of = |s: usize| shapes.get(s).map(|x| x.grid);
     let mut boundaries = Vec::with_capacity(g.barriers.len());
@@ -278,13 +281,24 @@ pub fn group_sync(
         before.extend(next);
     }
     reduce_waits(&mut boundaries, g, shapes);
+    // Block-sized tasks of each step: a packed step runs `P` workgroups per task, so its
+    // tasks, not its workgroups, are what a block per task must cover.
+    let tasks = |j: usize, s: &LaunchShape| {
+        let pack = u64::from(packs.get(j).copied().unwrap_or(1).max(1));
+        s.workgroups().div_ceil(pack)
+    };
     let most = g
         .steps
         .iter()
-        .filter_map(|&s| shapes.get(s))
-        .map(|s| s.workgroups())
+        .enumerate()
+        .filter_map(|(j, &s)| shapes.get(s).map(|x| tasks(j, x)))
         .max()
         .unwrap_or(1);
+    let packed = g
+        .steps
+        .iter()
+        .enumerate()
+        .any(|(j, &s)| shapes.get(s).is_some_and(|x| tasks(j, x) < x.workgroups()));
     let persistent = boundaries.iter().any(|b| b.label > SyncLabel::Workgroup);
     let (blocks, blocks_reason) = if !persistent {
         (
@@ -303,7 +317,8 @@ pub fn group_sync(
         let blocks = u32::try_from(cap.min(most)).unwrap_or(u32::MAX);
         let why = if u64::from(blocks) == most {
             format!(
-                "one block per workgroup of the largest step ({most}; {} co-resident): each task pays its own waits, so fewer tasks per block are cheaper",
+                "one block per workgroup of the largest step ({most}{}; {} co-resident): each task pays its own waits, so fewer tasks per block are cheaper",
+                if packed { ", packed workgroups counted per block" } else { "" },
                 g.coresident_blocks
             )
         } else {

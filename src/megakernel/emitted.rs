@@ -70,6 +70,14 @@ pub fn emitted_schedule(
     steps: &[(usize, u64)],
 ) -> Result<Schedule, ScheduleError> {
     let wgs = |s: usize| steps.iter().find(|x| x.0 == s).map(|x| x.1);
+    // Sub-tasks per block of each step, as fusion laid them out (`super::mixed`).
+    let packs: BTreeMap<usize, u32> = kernel
+        .steps
+        .iter()
+        .zip(&kernel.layouts)
+        .map(|(&s, l)| (s, l.tasks()))
+        .collect();
+    let pack = |s: usize| packs.get(&s).copied().unwrap_or(1);
     let blocks = kernel.shape.grid[0];
     let mut published: BTreeMap<usize, Published> = BTreeMap::new();
     let mut waits = Vec::new();
@@ -108,6 +116,25 @@ pub fn emitted_schedule(
                     t.stride,
                     t.count,
                     wgs(*step as usize).map_or("no".to_string(), |n| n.to_string())
+                ));
+            }
+            if t.pack != pack(*step as usize) {
+                return refuse(format!(
+                    "`{}` publishes {} sub-tasks per block trip, but step {step} runs {} side by side",
+                    op.describe(),
+                    t.pack,
+                    pack(*step as usize)
+                ));
+            }
+        }
+        // A packed step's waits serve its block trip's sub-tasks together; anything else
+        // waits for one task.
+        if let SyncOp::Wait { consumer, span, .. } = op {
+            if *span != pack(*consumer as usize) {
+                return refuse(format!(
+                    "`{}` serves {span} tasks at once, but step {consumer} runs {} side by side",
+                    op.describe(),
+                    pack(*consumer as usize)
                 ));
             }
         }
@@ -241,7 +268,11 @@ pub fn emitted_schedule(
             producers,
         });
     }
-    let mut s = Schedule::round_robin_with_folds(steps, blocks, &[], CounterReset::Epoch, &folds);
+    // A packed step's wait covers `workgroup + lo ..= workgroup + span - 1 + hi` from its
+    // trip's first sub-task: each of the trip's tasks `v` has at least `v + lo ..= v + hi`,
+    // the window read back above.
+    let mut s =
+        Schedule::round_robin_packed(steps, blocks, &[], CounterReset::Epoch, &folds, &packs);
     s.waits = waits;
     Ok(s)
 }

@@ -232,10 +232,18 @@ pub fn fuse_group(
     for i in spec.separations.len() + 1..barriers_before.len() {
         barriers_before[i] = barriers_before[i - 1];
     }
+    let layouts = step_layouts(pipeline, shapes, spec, spec.dataflow.is_some());
     let layout = match (&spec.dataflow, spec.persistent_blocks) {
         (Some(deps), Some(blocks)) => {
             let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
-            Some(sync::SyncLayout::new(&spec.steps, &wgs, deps, blocks))
+            let packs: Vec<u32> = layouts.iter().map(StepLayout::tasks).collect();
+            Some(sync::SyncLayout::new(
+                &spec.steps,
+                &wgs,
+                &packs,
+                deps,
+                blocks,
+            ))
         }
         (Some(_), None) => {
             return Err(err(
@@ -245,8 +253,6 @@ pub fn fuse_group(
         }
         (None, _) => None,
     };
-
-    let layouts = step_layouts(pipeline, shapes, spec, layout.is_some());
 
     let mut taken: HashSet<String> = buffers.iter().cloned().collect();
     let mut decls = host_decls;
@@ -393,7 +399,11 @@ fn step_layouts(
         .steps
         .iter()
         .map(|&k| {
-            let obstacle = super::mixed::packing_obstacle(&pipeline.steps[k].program);
+            let obstacle = super::mixed::group_obstacle(
+                super::mixed::packing_obstacle(&pipeline.steps[k].program),
+                shapes[k].workgroups(),
+                dataflow,
+            );
             (k, shapes[k].workgroup_size, obstacle)
         })
         .collect();
@@ -818,9 +828,14 @@ fn step_stmt(
     if smaller && pack.is_none() {
         stmts = mask::mask(stmts, step_shape.workgroup_size[0]);
     }
+    // A packed step's waits open each block trip, for all its sub-tasks together.
+    let mut trip_head = Vec::new();
     if let Some(l) = layout {
         // Outside the mask: every thread of the block takes part in the waits' `bar.sync`.
         let mut task = if waits_hoisted {
+            Vec::new()
+        } else if pack.is_some() {
+            trip_head = l.before_task(k);
             Vec::new()
         } else {
             l.before_task(k)
@@ -831,7 +846,7 @@ fn step_stmt(
     }
     let mut wrapped = match virtual_loop {
         Some(v) => {
-            prologue.extend(v.wrap(stmts));
+            prologue.extend(v.wrap(trip_head, stmts));
             prologue
         }
         None => return Ok(rewrite::synth(StmtKind::Block(stmts))),

@@ -17,15 +17,21 @@
 //! the `lane` or `subgroup_size` builtins: its sub-tasks then never share anything that a
 //! neighbour sub-task could disturb ([`packing_obstacle`] names the first such use).
 //!
-//! Packing runs in the barrier sync form (`--sync barrier`, and groups without
-//! cross-workgroup waits). In a dataflow group every task publishes and waits through thread
-//! 0 of the block around whole-block `bar.sync`s, one task per block at a time, so a
-//! dataflow group masks its smaller steps (the plan's reason says so).
+//! Packing runs in both sync forms. In a dataflow group (`fuse::sync`) the block's `P`
+//! sub-tasks of one trip wait together, before the trip: thread 0 polls the union of their
+//! producer sets (a window `lo..=hi` of each becomes `lo..=hi + P - 1` from the trip's first
+//! sub-task, `SyncOp::Wait::span`) and the whole block passes one `bar.sync`; a packed step
+//! publishes its flags once per block after its last trip (`BlockTasks::pack`), since a
+//! per-task `bar.sync` cannot sit under the per-sub-task `v < G` test. A one-workgroup step
+//! masks there ([`ONE_WORKGROUP`]): it is a fold run by the last arriver or a broadcast,
+//! with nothing to put side by side.
 //!
 //! Steps of one size that are not separated by a grid barrier must map their virtual
 //! workgroups onto the blocks' threads the same way (an `invocation` or `workgroup`
 //! separation assumes the same invocation runs on the same thread, the same workgroup on
-//! the same block): when one of them masks, all of them mask.
+//! the same block): when one of them masks, all of them mask. In a dataflow group the rule
+//! spans the whole group: a window wait skips the task's own producer because it ran on the
+//! same block, which holds only when both steps map alike.
 //!
 //! # Masking: what stays exact
 //! A masked step of `s` threads in a block of `B > s` threads runs over its own virtual
@@ -183,14 +189,29 @@ pub fn packing_obstacle(program: &Program) -> Option<&'static str> {
     }
 }
 
-/// Reason a smaller step masks in a dataflow group (see the module docs).
-pub const DATAFLOW_MASKS: &str =
-    "dataflow sync form: tasks publish one per block; packing runs in --sync barrier";
+/// Reason a smaller one-workgroup step masks in a dataflow group (see the module docs).
+pub const ONE_WORKGROUP: &str =
+    "one workgroup in the dataflow form (a fold or a broadcast): nothing to pack";
+
+/// What keeps a step of `workgroups` workgroups from packing in its group, given its
+/// Program's own [`packing_obstacle`] (`dataflow`: the group runs the dataflow sync form).
+pub fn group_obstacle(
+    program: Option<&'static str>,
+    workgroups: u64,
+    dataflow: bool,
+) -> Option<&'static str> {
+    if dataflow && workgroups <= 1 {
+        Some(ONE_WORKGROUP)
+    } else {
+        program
+    }
+}
 
 /// The layout of every step of one group: `steps[i]` is (pipeline step index, workgroup
-/// size, [`packing_obstacle`] of its Program); `grid_after[i]` is true when a grid barrier
+/// size, [`group_obstacle`] of the step); `grid_after[i]` is true when a grid barrier
 /// separates position `i` from `i + 1`; `dataflow` when the group runs the dataflow sync
-/// form. The block is [`block_size`] of the steps.
+/// form (one mapping per size over the whole group). The block is [`block_size`] of the
+/// steps.
 pub fn step_layouts(
     steps: &[(usize, [u32; 3], Option<&str>)],
     grid_after: &[bool],
@@ -204,8 +225,6 @@ pub fn step_layouts(
             let masked = |reason: String| StepLayout::Masked { threads, reason };
             if w == block {
                 StepLayout::Whole
-            } else if dataflow {
-                masked(DATAFLOW_MASKS.to_string())
             } else if let Some(o) = obstacle {
                 masked(o.to_string())
             } else if w[1] != 1 || w[2] != 1 || block[1] != 1 || block[2] != 1 {
@@ -226,7 +245,8 @@ pub fn step_layouts(
     // Within a run of steps without a grid barrier, one mapping per size.
     let mut start = 0;
     for end in 1..=steps.len() {
-        if end < steps.len() && !grid_after.get(end - 1).copied().unwrap_or(true) {
+        let barrier = !dataflow && grid_after.get(end - 1).copied().unwrap_or(true);
+        if end < steps.len() && !barrier {
             continue;
         }
         for i in start..end {
@@ -238,10 +258,18 @@ pub fn step_layouts(
             if let Some(j) = masked {
                 out[i] = StepLayout::Masked {
                     threads: steps[i].1[0],
-                    reason: format!(
-                        "step {} of the same size masks and no grid barrier separates them",
-                        steps[j].0
-                    ),
+                    reason: if dataflow {
+                        format!(
+                            "step {} of the same size masks (a dataflow group maps each size \
+                             one way)",
+                            steps[j].0
+                        )
+                    } else {
+                        format!(
+                            "step {} of the same size masks and no grid barrier separates them",
+                            steps[j].0
+                        )
+                    },
                 };
             }
         }
@@ -354,9 +382,27 @@ mod tests {
     }
 
     #[test]
-    fn dataflow_groups_mask() {
+    fn dataflow_groups_pack_but_one_workgroup_steps_and_one_mapping_per_size() {
         let got = layouts(&[(0, 256, None), (1, 1024, None)], &[true], true);
-        assert!(got[0].contains(DATAFLOW_MASKS), "{got:?}");
+        assert_eq!(got[0], "packed 4 x 256 in 1024");
+        // A fold (one workgroup) masks.
+        let fold = group_obstacle(None, 1, true);
+        assert_eq!(fold, Some(ONE_WORKGROUP));
+        assert_eq!(group_obstacle(None, 1, false), None);
+        assert_eq!(group_obstacle(None, 7, true), None);
+        let got = layouts(&[(0, 1024, None), (1, 256, fold)], &[true], true);
+        assert!(got[1].contains(ONE_WORKGROUP), "{got:?}");
+        // Grid separations do not split the mapping rule in a dataflow group: step 4 (256)
+        // masks because step 2 (256, shared memory) does, though grid barriers lie between.
+        let steps = [
+            (0, 1024, None),
+            (2, 256, Some("it uses workgroup (shared) memory")),
+            (4, 256, None),
+        ];
+        let got = layouts(&steps, &[true, true], true);
+        assert!(got[2].contains("step 2 of the same size masks"), "{got:?}");
+        let got = layouts(&steps, &[true, true], false);
+        assert_eq!(got[2], "packed 4 x 256 in 1024");
     }
 
     #[test]

@@ -548,7 +548,14 @@ pub fn plan_measured(
     let mut decisions = Vec::new();
     for m in &members {
         let mut whole = build_group(caps, &deps, &res, m);
-        whole.dataflow = group_sync(pipeline, shapes, &deps, caps, &whole)?;
+        whole.dataflow = group_sync(
+            pipeline,
+            shapes,
+            &deps,
+            caps,
+            &whole,
+            &dataflow_packs(&res, &whole.steps),
+        )?;
         set_layouts(&mut whole, &res, opts.sync);
         if m.len() < 2 {
             groups.push(whole);
@@ -567,7 +574,14 @@ pub fn plan_measured(
                     });
                 }
                 let mut g = build_group(caps, &deps, &res, part);
-                g.dataflow = group_sync(pipeline, shapes, &deps, caps, &g)?;
+                g.dataflow = group_sync(
+                    pipeline,
+                    shapes,
+                    &deps,
+                    caps,
+                    &g,
+                    &dataflow_packs(&res, part),
+                )?;
                 set_layouts(&mut g, &res, opts.sync);
                 groups.push(g);
             }
@@ -620,6 +634,15 @@ fn set_layouts(g: &mut Group, res: &[StepRes], sync: SyncMode) {
     g.step_layouts = layouts_of(res, &g.steps, &grid_after, spec.dataflow.is_some());
 }
 
+/// How many workgroups of each step of `run` the dataflow form packs into one block (it
+/// maps each size one way for the whole group, so no grid barrier matters).
+fn dataflow_packs(res: &[StepRes], run: &[usize]) -> Vec<u32> {
+    layouts_of(res, run, &[], true)
+        .iter()
+        .map(|l| l.packed().unwrap_or(1))
+        .collect()
+}
+
 /// [`super::mixed::step_layouts`] of the steps `run` (`grid_after[i]`: a grid barrier
 /// after position `i`).
 fn layouts_of(
@@ -630,7 +653,11 @@ fn layouts_of(
 ) -> Vec<super::mixed::StepLayout> {
     let steps: Vec<(usize, [u32; 3], Option<&str>)> = run
         .iter()
-        .map(|&s| (s, res[s].wg, res[s].pack_obstacle))
+        .map(|&s| {
+            let wgs = res[s].grid.iter().map(|&g| u64::from(g)).product();
+            let obstacle = super::mixed::group_obstacle(res[s].pack_obstacle, wgs, dataflow);
+            (s, res[s].wg, obstacle)
+        })
         .collect();
     super::mixed::step_layouts(&steps, grid_after, dataflow)
 }
@@ -656,7 +683,7 @@ struct Boundaries {
     cost: std::collections::HashMap<usize, f64>,
     /// Steps followed by a grid barrier.
     grid: std::collections::HashSet<usize>,
-    /// The whole run runs the dataflow sync form (its smaller steps mask).
+    /// The whole run runs the dataflow sync form (one mapping per workgroup size over it).
     dataflow: bool,
 }
 
@@ -722,14 +749,25 @@ impl DecideCtx<'_> {
             ..Boundaries::default()
         };
         let blocks = f64::from(whole.dataflow.blocks.max(1));
+        // A packed consumer's sub-tasks wait once per block trip, together.
+        let packed: std::collections::HashMap<usize, u32> = whole
+            .steps
+            .iter()
+            .zip(&whole.step_layouts)
+            .map(|(&s, l)| (s, l.tasks()))
+            .collect();
         for (w, b) in whole.barriers.iter().enumerate() {
             let cost = match (sync, whole.dataflow.boundaries.get(w)) {
-                // Each kept wait, paid by every consumer task: a block runs `waves` of them.
+                // Each kept wait, paid by every consumer task (trip, when packed): a block
+                // runs `waves` of them.
                 (SyncMode::Dataflow, Some(d)) if b.kind == super::DepKind::Grid => {
                     let waves = d
                         .waits
                         .iter()
-                        .map(|t| (self.work[t.to].workgroups as f64 / blocks).ceil())
+                        .map(|t| {
+                            let lanes = blocks * f64::from(packed.get(&t.to).copied().unwrap_or(1));
+                            (self.work[t.to].workgroups as f64 / lanes).ceil()
+                        })
                         .fold(1.0, f64::max);
                     self.model.dataflow_us(d, waves)
                 }

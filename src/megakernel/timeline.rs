@@ -35,9 +35,9 @@ pub fn fused_spec(kernel: &FusedKernel) -> TimelineSpec {
         // Made-up statements between steps that do not wait (a workgroup barrier) are no unit.
         let Some(k) = step else { continue };
         last_step = Some(k);
-        let (marked, trips, wg_var, workgroups, before) = match virtual_body(s) {
+        let (marked, trips, wg_var, workgroups, before, head) = match virtual_body(s) {
             Some(v) => v,
-            None => (s, 1, None, None, &[][..]),
+            None => (s, 1, None, None, &[][..], &[][..]),
         };
         // Waits of the step's prologue (fixed waits moved out of the task loop): once per
         // block, before its tasks.
@@ -47,6 +47,13 @@ pub fn fused_spec(kernel: &FusedKernel) -> TimelineSpec {
                 records += 1;
             }
             records += waits_inside(b, step, 1, &mut units);
+        }
+        // A packed step's trip-level waits: once per trip.
+        for h in head {
+            if let Some(w) = wait_kind(&h.kind) {
+                units.push(unit(h, UnitKind::Wait(w), step, None, None));
+                records += trips;
+            }
         }
         // A packed step: one record per sub-task (see `TimelineUnit::packed`).
         let packed = kernel
@@ -125,32 +132,44 @@ fn visit(s: &Stmt, f: &mut dyn FnMut(&Stmt)) {
 
 /// A step on virtual workgroups: (the guarded `if`, trips per block, the virtual id
 /// variable, the step's workgroup count, the statements of the step's block before its
-/// task loop). Those come from fusion's prologue (loads issued ahead of a wait, and fixed
-/// waits moved out of the loop); the statements after the loop (a block's arrival, its
-/// tasks' flags) do no task's work.
-type Virtual<'a> = (&'a Stmt, u64, Option<String>, Option<u32>, &'a [Stmt]);
+/// task loop, the waits each trip runs before its test). The statements before the loop
+/// come from fusion's prologue (loads issued ahead of a wait, and fixed waits moved out of
+/// the loop); the statements after the loop (a block's arrival, its tasks' flags) do no
+/// task's work. A packed step's waits stand at trip level, between `let f{k}_v` and the
+/// test: they serve all the trip's sub-tasks at once.
+type Virtual<'a> = (
+    &'a Stmt,
+    u64,
+    Option<String>,
+    Option<u32>,
+    &'a [Stmt],
+    &'a [Stmt],
+);
+
+/// One trip of a step's task loop: (guard, trips, id variable, workgroups, trip waits).
+type Trip<'a> = (&'a Stmt, u64, Option<String>, Option<u32>, &'a [Stmt]);
 
 fn virtual_body(s: &Stmt) -> Option<Virtual<'_>> {
     match &s.kind {
-        StmtKind::Loop { .. } => task_loop(s).map(|(g, t, v, w)| (g, t, v, w, &[][..])),
+        StmtKind::Loop { .. } => task_loop(s).map(|(g, t, v, w, h)| (g, t, v, w, &[][..], h)),
         StmtKind::Block(body) => {
-            if let Some((g, t, v, w)) = task_pair(body, 1) {
-                return Some((g, t, v, w, &[]));
+            if let Some((g, t, v, w, h)) = task_pair(body, 1) {
+                return Some((g, t, v, w, &[], h));
             }
             (0..body.len()).find_map(|i| {
                 let found = match &body[i].kind {
                     StmtKind::Loop { .. } => task_loop(&body[i]),
                     _ => task_pair(&body[i..], 1),
                 };
-                found.map(|(g, t, v, w)| (g, t, v, w, &body[..i]))
+                found.map(|(g, t, v, w, h)| (g, t, v, w, &body[..i], h))
             })
         }
         _ => None,
     }
 }
 
-/// `loop f{k}_t { let f{k}_v = ...; if (f{k}_v < G) {...} }`.
-fn task_loop(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
+/// `loop f{k}_t { [let f{k}_trip = ...;] let f{k}_v = ...; waits...; if (f{k}_v < G) {...} }`.
+fn task_loop(s: &Stmt) -> Option<Trip<'_>> {
     match &s.kind {
         StmtKind::Loop { to, body, var, .. } if var.starts_with('f') && var.ends_with("_t") => {
             task_pair(body, u32_of(to)? as u64)
@@ -159,10 +178,24 @@ fn task_loop(s: &Stmt) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
     }
 }
 
-/// `let f{k}_v = ...; if (f{k}_v < G) {...}` at the start of `pair`.
-fn task_pair(pair: &[Stmt], trips: u64) -> Option<(&Stmt, u64, Option<String>, Option<u32>)> {
+/// `[let f{k}_trip = ...;] let f{k}_v = ...; waits...; if (f{k}_v < G) {...}` at the start
+/// of `pair` (the trip id and the waits only in a packed step).
+fn task_pair(pair: &[Stmt], trips: u64) -> Option<Trip<'_>> {
+    let is_let = |s: &Stmt, suffix: &str| matches!(&s.kind, StmtKind::Let { name, .. } if name.starts_with('f') && name.ends_with(suffix));
+    let pair = match pair.first() {
+        Some(first) if is_let(first, "_trip") => &pair[1..],
+        _ => pair,
+    };
+    let [let_v, after_v @ ..] = pair else {
+        return None;
+    };
+    let waits = after_v
+        .iter()
+        .take_while(|s| wait_kind(&s.kind).is_some())
+        .count();
+    let (head, after_head) = after_v.split_at(waits);
     // A step's block may end with its arrival (`after_step`): no wait, so no unit.
-    let [let_v, guard, rest @ ..] = pair else {
+    let [guard, rest @ ..] = after_head else {
         return None;
     };
     if rest.iter().any(|r| wait_kind(&r.kind).is_some()) {
@@ -171,7 +204,7 @@ fn task_pair(pair: &[Stmt], trips: u64) -> Option<(&Stmt, u64, Option<String>, O
     let StmtKind::Let { name, .. } = &let_v.kind else {
         return None;
     };
-    if !(name.starts_with('f') && name.ends_with("_v")) {
+    if !is_let(let_v, "_v") {
         return None;
     }
     let StmtKind::If { cond, .. } = &guard.kind else {
@@ -184,7 +217,7 @@ fn task_pair(pair: &[Stmt], trips: u64) -> Option<(&Stmt, u64, Option<String>, O
         Expr::Var(last) if last.starts_with('f') && last.ends_with("_last") => Some(1),
         _ => None,
     };
-    Some((guard, trips, Some(name.clone()), workgroups))
+    Some((guard, trips, Some(name.clone()), workgroups, head))
 }
 
 fn u32_of(e: &Expr) -> Option<u32> {

@@ -125,14 +125,30 @@ impl Schedule {
         reset: CounterReset,
         folds: &[Fold],
     ) -> Schedule {
+        let none = BTreeMap::new();
+        Schedule::round_robin_packed(steps, blocks, deps, reset, folds, &none)
+    }
+
+    /// [`Schedule::round_robin_with_folds`] where step `s` runs `packs[s]` workgroups side
+    /// by side in a block (`super::mixed`): its virtual workgroup `g` is on block
+    /// `(g / P) % blocks`; each block's tasks keep their order.
+    pub fn round_robin_packed(
+        steps: &[(usize, u64)],
+        blocks: u32,
+        deps: &[TileDep],
+        reset: CounterReset,
+        folds: &[Fold],
+        packs: &BTreeMap<usize, u32>,
+    ) -> Schedule {
         let n = u64::from(blocks.max(1));
         let mut lists: Vec<Vec<Task>> = vec![Vec::new(); n as usize];
         for &(step, wgs) in steps {
             if folds.iter().any(|f| f.step == step) {
                 continue;
             }
+            let p = u64::from(packs.get(&step).copied().unwrap_or(1).max(1));
             for g in 0..wgs {
-                lists[(g % n) as usize].push(Task { step, workgroup: g });
+                lists[((g / p) % n) as usize].push(Task { step, workgroup: g });
             }
         }
         Schedule {

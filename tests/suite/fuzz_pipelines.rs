@@ -13,7 +13,7 @@ use vyrescope::harness::fuzz_pipelines::{
 };
 use vyrescope::inputs::pipeline::prepare_pipeline;
 use vyrescope::interp;
-use vyrescope::ir::{load_pipeline, parse_pipeline, Pipeline, StmtKind};
+use vyrescope::ir::{load_pipeline, parse_pipeline, Pipeline, StmtKind, SyncOp};
 use vyrescope::megakernel::dataflow::SyncMode;
 use vyrescope::megakernel::fuse_group;
 use vyrescope::megakernel::plan::Plan;
@@ -33,31 +33,32 @@ fn generator_is_deterministic_per_seed() {
     assert_ne!(a, b);
 }
 
-/// Groups of `plan` whose dataflow kernel issues loads ahead of a wait (`fN_preJ_T` lets).
-fn prefetching_groups(p: &Pipeline, plan: &Plan) -> usize {
+/// Groups of `plan` in dataflow form: (those whose kernel issues loads ahead of a wait
+/// (`fN_preJ_T` lets), those where a packed step waits once for all its sub-tasks (a wait
+/// whose span is above 1)).
+fn dataflow_features(p: &Pipeline, plan: &Plan) -> (usize, usize) {
     let prepared = prepare_pipeline(p, &std::env::temp_dir()).expect("prepare");
     let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
-    plan.groups
-        .iter()
-        .filter(|g| g.runs_dataflow())
-        .filter(|g| {
-            let k = fuse_group(p, &shapes, &g.spec_for(SyncMode::Dataflow)).expect("fuses");
-            let mut any = false;
-            k.program.walk_stmts(&mut |s| {
-                if let StmtKind::Let { name, .. } = &s.kind {
-                    any |= name.starts_with('f') && name.contains("_pre");
-                }
-            });
-            any
-        })
-        .count()
+    let (mut prefetching, mut packed_waits) = (0, 0);
+    for g in plan.groups.iter().filter(|g| g.runs_dataflow()) {
+        let k = fuse_group(p, &shapes, &g.spec_for(SyncMode::Dataflow)).expect("fuses");
+        let (mut pre, mut packed) = (false, false);
+        k.program.walk_stmts(&mut |s| match &s.kind {
+            StmtKind::Let { name, .. } => pre |= name.starts_with('f') && name.contains("_pre"),
+            StmtKind::Sync(SyncOp::Wait { span, .. }) => packed |= *span > 1,
+            _ => {}
+        });
+        prefetching += usize::from(pre);
+        packed_waits += usize::from(packed);
+    }
+    (prefetching, packed_waits)
 }
 
 #[test]
 fn generated_pipelines_validate_plan_and_fuse_exactly() {
     let caps = profiles::load("h200").unwrap();
     let (mut mixed, mut fused_steps, mut steps, mut barriers) = (0, 0, 0, 0);
-    let (mut dataflow, mut prefetched) = (0, 0);
+    let (mut dataflow, mut prefetched, mut packed_waits) = (0, 0, 0);
     let (mut stencils, mut stencils_dataflow) = (0, 0);
     for seed in 0..240u64 {
         let p = random_pipeline(0xfeed_0000 + seed).unwrap();
@@ -95,13 +96,16 @@ fn generated_pipelines_validate_plan_and_fuse_exactly() {
             });
             dataflow += 1;
             stencils_dataflow += usize::from(has_stencil);
-            prefetched += prefetching_groups(&p, &df);
+            let (pre, packed) = dataflow_features(&p, &df);
+            prefetched += pre;
+            packed_waits += packed;
         }
     }
     eprintln!(
         "{steps} steps, {fused_steps} fused, {mixed} mixed-size groups, {barriers} grid \
-         barriers; {dataflow} pipelines in dataflow form ({prefetched} prefetching groups); \
-         {stencils} pipelines with stencils, {stencils_dataflow} of them in dataflow form"
+         barriers; {dataflow} pipelines in dataflow form ({prefetched} prefetching groups, \
+         {packed_waits} with packed steps that wait); {stencils} pipelines with stencils, \
+         {stencils_dataflow} of them in dataflow form"
     );
     assert!(
         dataflow >= 40,
@@ -115,6 +119,12 @@ fn generated_pipelines_validate_plan_and_fuse_exactly() {
     // Loads issued ahead of a wait (fuse/prefetch.rs) are in some of them, so the exact
     // comparison above covers that rewrite too.
     assert!(prefetched >= 20, "only {prefetched} groups prefetch");
+    // Packed steps in dataflow form wait at trip level, once for all their sub-tasks
+    // (`SyncOp::Wait::span`): the exact comparison above covers those windows too.
+    assert!(
+        packed_waits >= 30,
+        "only {packed_waits} dataflow groups with a packed step that waits"
+    );
     // The generator must exercise what it is for: fusion, mixed sizes, grid barriers.
     assert!(mixed >= 100, "only {mixed} mixed-size groups");
     assert!(

@@ -491,7 +491,7 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
             assert_eq!(s.folds.len(), arrivals, "{what}");
             assert_eq!(s.blocks.len() as u32, k.shape.grid[0], "{what}");
             // Mutations of every dataflow statement.
-            let mutations: [Mutation; 6] = [
+            let mutations: [Mutation; 8] = [
                 ("dropped", &|op| match op {
                     SyncOp::Wait { .. } | SyncOp::Arrive { .. } => None,
                     other => Some(other.clone()),
@@ -508,6 +508,7 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                                 hi,
                             },
                         workgroup,
+                        span,
                     } if lo < hi => Some(SyncOp::Wait {
                         consumer: *consumer,
                         producer: *producer,
@@ -518,6 +519,7 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                             hi: *hi,
                         },
                         workgroup: workgroup.clone(),
+                        span: *span,
                     }),
                     other => Some(other.clone()),
                 }),
@@ -527,6 +529,7 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                         producer,
                         on: WaitOn::Count { counter, total },
                         workgroup,
+                        span,
                     } => Some(SyncOp::Wait {
                         consumer: *consumer,
                         producer: *producer,
@@ -535,6 +538,7 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                             total: total.saturating_sub(1),
                         },
                         workgroup: workgroup.clone(),
+                        span: *span,
                     }),
                     other => Some(other.clone()),
                 }),
@@ -566,6 +570,28 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
                                 count: t.count - 1,
                                 ..*t
                             });
+                        }
+                        Some(m)
+                    }
+                    other => Some(other.clone()),
+                }),
+                // A packed step's trip waits for fewer of its sub-tasks than it runs.
+                ("span narrowed", &|op| match op {
+                    SyncOp::Wait { span, .. } if *span > 1 => {
+                        let mut m = op.clone();
+                        if let SyncOp::Wait { span, .. } = &mut m {
+                            *span -= 1;
+                        }
+                        Some(m)
+                    }
+                    other => Some(other.clone()),
+                }),
+                // A block publishes the flags of a packed step as if it ran fewer sub-tasks.
+                ("block's tasks unpacked", &|op| match op {
+                    SyncOp::Signal { tasks: Some(t), .. } if t.pack > 1 => {
+                        let mut m = op.clone();
+                        if let SyncOp::Signal { tasks, .. } = &mut m {
+                            *tasks = Some(BlockTasks { pack: 1, ..*t });
                         }
                         Some(m)
                     }
@@ -609,6 +635,54 @@ fn the_emitted_schedule_is_validated_and_broken_emissions_are_refused() {
         }
     }
     assert!(refused >= 10, "only {refused} mutations tried");
+}
+
+/// `stencil_mixed_sizes`: in dataflow form the two 64-thread stencils pack four workgroups
+/// into each 256-thread block, so the grid is one block per four of their workgroups, and
+/// the second waits once per trip, for the union of its four sub-tasks' windows.
+#[test]
+fn packed_dataflow_steps_wait_once_per_trip_for_all_their_sub_tasks() {
+    let l = load(
+        &pipeline_fixtures()
+            .into_iter()
+            .find(|p| p.ends_with("stencil_mixed_sizes.json"))
+            .expect("fixture"),
+    );
+    let group = &l.plan.groups[0];
+    assert!(group.runs_dataflow());
+    assert_eq!(
+        group
+            .step_layouts
+            .iter()
+            .map(|x| x.packed())
+            .collect::<Vec<_>>(),
+        vec![None, Some(4), Some(4)]
+    );
+    // 313 workgroups of 64 threads, four to a block: 79 blocks, as many as the scale's.
+    assert_eq!(group.dataflow.blocks, 79);
+    let k = &kernels(&l, SyncMode::Dataflow)[0];
+    assert_eq!(k.shape.grid[0], 79);
+    let spans: Vec<u32> = sync_ops(k)
+        .iter()
+        .filter_map(|o| match o {
+            SyncOp::Wait { consumer, span, .. } => Some((*consumer, *span)),
+            _ => None,
+        })
+        .filter(|&(c, _)| c == 2)
+        .map(|(_, s)| s)
+        .collect();
+    assert!(
+        !spans.is_empty() && spans.iter().all(|&s| s == 4),
+        "{spans:?}"
+    );
+    let packs: Vec<u32> = sync_ops(k)
+        .iter()
+        .filter_map(|o| match o {
+            SyncOp::Signal { tasks: Some(t), .. } => Some(t.pack),
+            _ => None,
+        })
+        .collect();
+    assert!(packs.contains(&4), "{packs:?}");
 }
 
 #[test]

@@ -463,14 +463,18 @@ impl VirtualLoop<'_> {
     /// lid.x / s` for `t` in `0..ceil(G / (L * P))`, with `lid.x % s` for its local id
     /// (`let f{k}_lid_x` before the loop). The trip count stays a literal, so the loop is
     /// uniform; the `v < G` test is not, which a packed step (no workgroup barrier) allows.
-    pub fn wrap(&self, body: Vec<Stmt>) -> Vec<Stmt> {
+    /// The trip's first virtual workgroup `(t * L + w) * P` is `let f{k}_trip`, and `head`
+    /// (a dataflow step's waits for all the trip's sub-tasks) runs after it, before the
+    /// test, in every thread of the block. Unpacked, `head` opens the body instead.
+    pub fn wrap(&self, head: Vec<Stmt>, body: Vec<Stmt>) -> Vec<Stmt> {
         let p = self.prefix;
         let ids = self.ids();
         let v = format!("{p}v");
         let t = format!("{p}t");
+        let trip = format!("{p}trip");
         let trips = self.trips();
         let phys = Expr::Builtin(Builtin::WorkgroupId(Axis::X));
-        let v_value = self.packed_id(if trips == 1 {
+        let base = if trips == 1 {
             phys
         } else {
             bin(
@@ -482,7 +486,26 @@ impl VirtualLoop<'_> {
                 ),
                 phys,
             )
-        });
+        };
+        let (trip_let, v_value) = if self.pack > 1 {
+            let first = bin(BinOp::Mul, base, u32_lit(self.pack));
+            let sub = bin(
+                BinOp::Div,
+                Expr::Builtin(Builtin::LocalId(Axis::X)),
+                u32_lit(self.workgroup_size[0]),
+            );
+            (
+                Some(let_(&trip, first)),
+                bin(BinOp::Add, Expr::Var(trip.clone()), sub),
+            )
+        } else {
+            (None, base)
+        };
+        let (head, body) = if self.pack > 1 {
+            (head, body)
+        } else {
+            (Vec::new(), head.into_iter().chain(body).collect())
+        };
         // The packed local id, once for all trips (the fold below is never packed: folds are
         // dataflow, which masks).
         let lid = ids.lid.as_ref().map(|l| {
@@ -519,13 +542,13 @@ impl VirtualLoop<'_> {
             );
             return vec![let_(&v, id), if_(Expr::Var(last.clone()), inner)];
         }
-        let guarded = vec![
-            let_(&v, v_value),
-            if_(
-                bin(BinOp::Lt, Expr::Var(v.clone()), u32_lit(self.workgroups)),
-                inner,
-            ),
-        ];
+        let mut guarded: Vec<Stmt> = trip_let.into_iter().collect();
+        guarded.push(let_(&v, v_value));
+        guarded.extend(head);
+        guarded.push(if_(
+            bin(BinOp::Lt, Expr::Var(v.clone()), u32_lit(self.workgroups)),
+            inner,
+        ));
         let mut out: Vec<Stmt> = lid.into_iter().collect();
         if trips == 1 {
             out.extend(guarded);

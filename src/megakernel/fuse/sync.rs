@@ -65,6 +65,8 @@ pub(super) struct SyncLayout {
     folds: BTreeMap<usize, usize>,
     /// Blocks of the launch: every one adds to a counter once per step.
     blocks: u32,
+    /// Sub-tasks per block of each packed step (`super::super::mixed`; absent: one).
+    packs: BTreeMap<usize, u32>,
 }
 
 /// Variable that is true in the block that runs fold step `k`.
@@ -90,18 +92,33 @@ pub(super) fn workgroup_var(k: usize) -> String {
     format!("f{k}_v")
 }
 
+/// Variable of the first virtual workgroup of a packed step `k`'s block trip (as
+/// `rewrite::VirtualLoop` names it): its sub-tasks run that one and the next `P - 1`.
+pub(super) fn trip_var(k: usize) -> String {
+    format!("f{k}_trip")
+}
+
 impl SyncLayout {
-    /// The layout for steps `steps` (in execution order) with `workgroups[i]` workgroups and
-    /// the required producer sets `deps`.
+    /// The layout for steps `steps` (in execution order) with `workgroups[i]` workgroups,
+    /// `packs[i]` of them side by side in a block, and the required producer sets `deps`.
     pub(super) fn new(
         steps: &[usize],
         workgroups: &[u64],
+        packs: &[u32],
         deps: &[TileDep],
         blocks: u32,
     ) -> SyncLayout {
         let pos = |s: usize| steps.iter().position(|&x| x == s);
         let wgs = |s: usize| pos(s).and_then(|i| workgroups.get(i)).copied().unwrap_or(0);
-        let mut l = SyncLayout::default();
+        let mut l = SyncLayout {
+            packs: steps
+                .iter()
+                .zip(packs)
+                .filter(|(_, &p)| p > 1)
+                .map(|(&s, &p)| (s, p))
+                .collect(),
+            ..SyncLayout::default()
+        };
         // What each dependence needs, before words are given out.
         #[derive(Clone, Copy)]
         enum Need {
@@ -195,8 +212,9 @@ impl SyncLayout {
                 // fence, after its last: its consumers' first tasks need its neighbours' tasks
                 // of the same round anyway, and each task's own `bar.sync` + release store
                 // cost a memory barrier (on an H200, the 2^20 stencil with four tasks per
-                // block: docs/benchmarks-history.md, session 11).
-                if wgs(s) > u64::from(blocks) {
+                // block: docs/benchmarks-history.md, session 11). A packed step always does:
+                // its per-sub-task `v < G` test is no place for a `bar.sync`.
+                if wgs(s) > u64::from(blocks) || l.packs.contains_key(&s) {
                     p.batched = u32::try_from(wgs(s)).ok();
                 }
                 next = next.saturating_add(u32::try_from(wgs(s)).unwrap_or(u32::MAX));
@@ -239,8 +257,21 @@ impl SyncLayout {
         self.folds.get(&k).copied()
     }
 
-    /// The statements that open task `workgroup_var(k)` of step `k`: its waits.
+    /// Sub-tasks per block of step `k` (1 unless packed).
+    pub(super) fn pack(&self, k: usize) -> u32 {
+        self.packs.get(&k).copied().unwrap_or(1)
+    }
+
+    /// The statements that open task `workgroup_var(k)` of step `k`: its waits. A packed
+    /// step's waits open the block's trip instead (outside the per-sub-task test, from
+    /// `trip_var(k)`), for all its sub-tasks at once.
     pub(super) fn before_task(&self, k: usize) -> Vec<Stmt> {
+        let span = self.pack(k);
+        let workgroup = if span > 1 {
+            trip_var(k)
+        } else {
+            workgroup_var(k)
+        };
         self.waits
             .get(&k)
             .map(|ws| {
@@ -250,7 +281,8 @@ impl SyncLayout {
                             consumer: k as u32,
                             producer: from as u32,
                             on,
-                            workgroup: workgroup_var(k),
+                            workgroup: workgroup.clone(),
+                            span,
                         }))
                     })
                     .collect()
@@ -307,6 +339,7 @@ impl SyncLayout {
                 tasks: Some(BlockTasks {
                     stride: self.blocks,
                     count,
+                    pack: self.pack(k),
                 }),
             })));
         }
