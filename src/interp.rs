@@ -106,7 +106,8 @@ pub struct InterpStats {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InterpError {
     /// Stable code: `I001` launch or buffers unusable, `I002` the Program does not compile
-    /// (invalid), `I003` the step budget ran out, `I004` a barrier not reached by every thread.
+    /// (invalid), `I003` the step budget ran out, `I004` a barrier not reached by every thread, `I005` a sub-task barrier
+    /// not reached by every thread of its sub-task.
     pub code: &'static str,
     /// The statement where it happened, when one is to blame.
     pub node: Option<NodeId>,

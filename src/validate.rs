@@ -13,7 +13,7 @@
 //!   validator accepts exactly what the interpreter and emitter will see), operand rules of
 //!   `docs/semantics.md`, buffer access rules, atomics;
 //! - [`divergence`]: barrier uniformity (a real divergence analysis, once per barrier scope)
-//!   and subgroup operations under non-uniform control flow.
+//!   and subgroup operations under non-uniform control flow; the shape of sub-task barriers.
 //!
 //! Each [`Diagnostic`] has a stable code, the node id of the statement (its JSON path; for
 //! declarations the JSON path of the declaration, e.g. `buffers[2]`; `None` = the whole
@@ -59,6 +59,7 @@
 //! | V070 | error | statements nested deeper than [`MAX_STMT_DEPTH`] |
 //! | V071 | error | expression nested deeper than [`MAX_EXPR_DEPTH`] |
 //! | V072 | error | more than [`MAX_NODES`] statements and expressions |
+//! | V073 | error | `barrier(subtask)` of 0 threads, not a multiple of 32, not dividing a one-dimensional workgroup, or more than 15 sub-tasks |
 
 use std::collections::{HashMap, HashSet};
 
@@ -91,6 +92,7 @@ pub fn validate(program: &Program) -> Vec<Diagnostic> {
         let elaborated = crate::ir::elaborate(program);
         types::check(program, &elaborated, &mut sink);
         divergence::check(program, &mut sink);
+        divergence::check_subtask_barriers(program, &mut sink);
     }
     sink.finish(program)
 }

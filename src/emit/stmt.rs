@@ -119,6 +119,17 @@ impl Writer<'_> {
                 self.grid_barrier();
                 Ok(())
             }
+            StmtKind::Barrier(BarrierScope::Subtask { threads }) => {
+                // One hardware named barrier per sub-task: id `1 + lid.x / threads` (0 is the
+                // workgroup's), counting `threads` threads. The validator keeps the ids below
+                // 16 and `threads` a multiple of the warp (V073).
+                let tid = self.builtin(crate::ir::Builtin::LocalId(crate::ir::Axis::X));
+                let id = self.reg(ScalarType::U32);
+                self.ins(format!("div.u32 {id}, {tid}, {threads}"));
+                self.ins(format!("add.u32 {id}, {id}, 1"));
+                self.ins(format!("bar.sync {id}, {threads}"));
+                Ok(())
+            }
             StmtKind::Return => {
                 let g = self.at.guard.clone();
                 self.timeline_kernel_end(g.as_deref());

@@ -385,6 +385,38 @@ impl Unit {
                     }
                 }
             }
+            BarrierScope::Subtask { threads } => {
+                // Lanes are numbered workgroup by workgroup and the workgroup is
+                // one-dimensional (V073), so lane / threads is (slot, sub-task); statements
+                // run in lockstep, so only a divergent arrival is left to catch.
+                let s = (threads as usize).max(1);
+                let mut here = vec![0usize; self.alive.len().div_ceil(s)];
+                lanes.for_each(|l| here[l / s] += 1);
+                for (g, &h) in here.iter().enumerate() {
+                    let live = self.alive[g * s..((g + 1) * s).min(self.alive.len())]
+                        .iter()
+                        .filter(|&&a| a)
+                        .count();
+                    if h > 0 && h != live {
+                        return Err(InterpError {
+                            code: "I005",
+                            node: Some(NodeId::from(node)),
+                            message: format!(
+                                "sub-task barrier reached by {h} of the {live} live threads of \
+                                 sub-task {} of workgroup slot {}; the other threads of the \
+                                 sub-task did not reach it (a divergent barrier hangs or \
+                                 misbehaves on a GPU)",
+                                (g * s % t.max(1)) / s,
+                                g * s / t.max(1)
+                            ),
+                            fix: "move the barrier out of any `if` or loop whose condition \
+                                  differs between threads of one sub-task (`vyrescope check` \
+                                  reports where)"
+                                .into(),
+                        });
+                    }
+                }
+            }
             BarrierScope::Grid => {
                 let total_live = self.alive[..self.n].iter().filter(|&&a| a).count();
                 if lanes.len() != total_live {

@@ -98,6 +98,24 @@ pub enum BarrierScope {
     Workgroup,
     /// All threads of the dispatch (cooperative launch).
     Grid,
+    /// The threads of one sub-task of the workgroup: threads `lid.x / threads` equal wait for
+    /// each other (a packed step of a fused kernel runs `workgroup_size.x / threads` sub-tasks
+    /// side by side in one block, each synchronising only itself).
+    Subtask {
+        /// Threads per sub-task (a multiple of 32 dividing the workgroup's x size).
+        threads: u32,
+    },
+}
+
+impl BarrierScope {
+    /// The scope's name in the Program format (`workgroup`, `grid`, `subtask`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BarrierScope::Workgroup => "workgroup",
+            BarrierScope::Grid => "grid",
+            BarrierScope::Subtask { .. } => "subtask",
+        }
+    }
 }
 
 /// A statement with its node id.

@@ -257,8 +257,8 @@ impl Writer<'_> {
             }
             StmtKind::Barrier(scope) => {
                 let scope = match scope {
-                    BarrierScope::Workgroup => "workgroup",
-                    BarrierScope::Grid => "grid",
+                    BarrierScope::Subtask { threads } => format!("subtask, threads {threads}"),
+                    other => other.name().to_string(),
                 };
                 self.push(format!("{ind}barrier({scope})"), id);
             }

@@ -254,10 +254,10 @@ impl Writer<'_> {
             }
             StmtKind::Barrier(scope) => {
                 self.key("barrier");
-                self.string(match scope {
-                    BarrierScope::Workgroup => "workgroup",
-                    BarrierScope::Grid => "grid",
-                });
+                self.string(scope.name());
+                if let BarrierScope::Subtask { threads } = scope {
+                    self.s(&format!(",\"threads\":{threads}"));
+                }
             }
             StmtKind::Return => self.s("\"return\":{}"),
             StmtKind::Sync(op) => {

@@ -6,9 +6,11 @@
 //!   pipeline, bindings `0..`; access `uniform` if every step binds it `uniform`, `read` if no
 //!   step writes it, else `read_write`;
 //! - workgroup buffers: each step's own, renamed `s{k}_{name}` (`k` the pipeline step index;
-//!   a trailing `_` is added while the name is taken), except that a step reuses an earlier
-//!   step's array of the same element type and count when a barrier separates that array's
-//!   last use from the step (shared memory is then sized by the largest step, not the sum);
+//!   a trailing `_` is added while the name is taken), `P` times as long for a step packed
+//!   `P` to a block (one copy per sub-task, see [`pack`]), except that a step reuses an
+//!   earlier step's array of the same element type and count when a barrier separates that
+//!   array's last use from the step (shared memory is then sized by the largest step, not the
+//!   sum);
 //! - loads of pipeline buffers the same thread just stored are forwarded in variables, and
 //!   transient buffers nobody else reads are not stored (see [`forward`]);
 //! - variables: renamed `s{k}_{name}`; the variables made up here start with `f{k}_`, so they
@@ -23,7 +25,8 @@
 //!   virtual ones (see [`rewrite::VirtualLoop`]);
 //! - the block is the largest workgroup size of the group; a smaller step runs on virtual
 //!   workgroups of its own size, packed several to a block where it can (see
-//!   `super::mixed::step_layouts` and [`rewrite::VirtualLoop`]), else masking the extra
+//!   `super::mixed::step_layouts` and [`rewrite::VirtualLoop`]; a packed step's workgroup
+//!   barriers and buffers become its sub-task's, see [`pack`]), else masking the extra
 //!   threads (see [`mask`]).
 //!
 //! The fused Program is validated; a Program the validator rejects is a [`FuseError`] naming
@@ -31,6 +34,7 @@
 
 mod forward;
 mod mask;
+mod pack;
 mod prefetch;
 mod rewrite;
 mod sync;
@@ -263,13 +267,16 @@ pub fn fuse_group(
         let step = &pipeline.steps[k];
         let mut names = HashMap::new();
         let mut mine = HashSet::new();
+        // A packed step's sub-tasks each get their own copy of its workgroup buffers.
+        let copies = layouts[i].packed().unwrap_or(1);
         for b in &step.program.buffers {
+            let count = b.count.map(|c| c.saturating_mul(copies));
             let reuse = (!b.access.is_host())
                 .then(|| {
                     shared.iter_mut().find(|(d, last)| {
                         let d = &decls[*d];
                         d.elem == b.elem
-                            && d.count == b.count
+                            && d.count == count
                             && !mine.contains(&d.name)
                             && barrier_between(&barriers_before, *last, i)
                     })
@@ -293,6 +300,7 @@ pub fn fuse_group(
                 decls.push(BufferDecl {
                     name: n.clone(),
                     binding: None,
+                    count,
                     ..b.clone()
                 });
                 n
@@ -395,17 +403,24 @@ fn step_layouts(
     spec: &FusedGroupSpec,
     dataflow: bool,
 ) -> Vec<StepLayout> {
-    let steps: Vec<(usize, [u32; 3], Option<&str>)> = spec
+    let block = super::mixed::block_size(spec.steps.iter().map(|&k| shapes[k].workgroup_size));
+    let obstacles: Vec<Option<String>> = spec
         .steps
         .iter()
         .map(|&k| {
-            let obstacle = super::mixed::group_obstacle(
-                super::mixed::packing_obstacle(&pipeline.steps[k].program),
+            let needs = super::mixed::packing_needs(&pipeline.steps[k].program);
+            super::mixed::group_obstacle(
+                needs.obstacle(shapes[k].workgroup_size[0], block[0]),
                 shapes[k].workgroups(),
                 dataflow,
-            );
-            (k, shapes[k].workgroup_size, obstacle)
+            )
         })
+        .collect();
+    let steps: Vec<(usize, [u32; 3], Option<&str>)> = spec
+        .steps
+        .iter()
+        .zip(&obstacles)
+        .map(|(&k, o)| (k, shapes[k].workgroup_size, o.as_deref()))
         .collect();
     let grid_after: Vec<bool> = spec
         .separations
@@ -809,6 +824,16 @@ fn step_stmt(
             "declare every buffer the step's Program uses (run `vyrescope check` on it)",
         )
     })?;
+    if pack.is_some() {
+        // Its workgroup barriers and buffers become its sub-task's (see pack.rs).
+        let shared: HashMap<String, u32> = program
+            .buffers
+            .iter()
+            .filter(|b| !b.access.is_host())
+            .filter_map(|b| Some((names.get(&b.name)?.clone(), b.count?)))
+            .collect();
+        pack::pack(&mut stmts, step_shape.workgroup_size[0], &shared);
+    }
     tag_origin(&mut stmts, k);
     if stmts.iter().any(rewrite::has_return) {
         let alive = format!("{prefix}alive");

@@ -12,10 +12,14 @@
 //! `(t * blocks + wgid.x) * P + lid.x / s`. The trip count is a literal, so the loop is
 //! uniform across the block; a sub-task whose virtual workgroup is past the step's count
 //! does nothing in that trip. `gid`, `wgid`, `nwg` and `lid` mean what they meant in the
-//! step's own launch. A step packs only when it has no `barrier(workgroup)`, no workgroup
-//! buffer, no subgroup operation (`shuffle`, `subgroup_reduce`, `ballot`) and does not read
-//! the `lane` or `subgroup_size` builtins: its sub-tasks then never share anything that a
-//! neighbour sub-task could disturb ([`packing_obstacle`] names the first such use).
+//! step's own launch. A step packs only when it has no subgroup operation (`shuffle`,
+//! `subgroup_reduce`, `ballot`) and does not read the `lane` or `subgroup_size` builtins
+//! (a subgroup could span two sub-tasks). Its workgroup barriers become sub-task barriers
+//! and its workgroup buffers one copy per sub-task (`fuse::pack`), so its sub-tasks never
+//! share anything a neighbour could disturb; that rewrite has limits of its own (a barrier
+//! counts whole warps and there are 15 named barriers, the copies must fit 48 KiB, a
+//! workgroup-buffer index is evaluated twice): [`packing_needs`] and
+//! [`PackNeeds::obstacle`] name the first obstacle.
 //!
 //! Packing runs in both sync forms. In a dataflow group (`fuse::sync`) the block's `P`
 //! sub-tasks of one trip wait together, before the trip: thread 0 polls the union of their
@@ -155,19 +159,119 @@ impl StepLayout {
     }
 }
 
-/// What keeps `program`'s workgroups from sharing a block side by side, if anything: a
-/// workgroup barrier (it would wait for the whole block), a workgroup buffer (one per
-/// block), a subgroup operation or the `lane` / `subgroup_size` builtins (a subgroup could
-/// span two sub-tasks).
-pub fn packing_obstacle(program: &Program) -> Option<&'static str> {
-    if program.buffers.iter().any(|b| !b.access.is_host()) {
-        return Some("it uses workgroup (shared) memory");
+/// What packing `program`'s workgroups side by side in a larger block takes: the obstacles
+/// no sub-task count lifts, and what each sub-task needs its own of (see [`packing_needs`]
+/// and [`PackNeeds::obstacle`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PackNeeds {
+    /// What keeps the step from packing at any size: a subgroup operation or the `lane` /
+    /// `subgroup_size` builtins (a subgroup could span two sub-tasks), a sub-task barrier of
+    /// its own (a sub-task is not split again), or an index into workgroup memory that the
+    /// per-sub-task rewrite could not evaluate twice alike (it holds an atomic, or a load of
+    /// memory the step writes).
+    pub fixed: Option<&'static str>,
+    /// It has workgroup barriers: packed, each becomes a sub-task barrier
+    /// (`fuse::pack`), one hardware barrier per sub-task.
+    pub barriers: bool,
+    /// Bytes of its workgroup buffers: packed, each sub-task gets its own copy.
+    pub shared_bytes: u64,
+}
+
+/// Most sub-tasks of a packed step with barriers: one hardware named barrier each
+/// (`crate::validate::divergence::MAX_SUBTASKS`).
+pub const MAX_BARRIER_TASKS: u32 = crate::validate::divergence::MAX_SUBTASKS;
+
+impl PackNeeds {
+    /// Why a step of `threads` threads does not pack `block / threads` to a block of `block`
+    /// threads, if anything. `None` too when `threads` does not divide `block`
+    /// ([`step_layouts`] names that case).
+    pub fn obstacle(&self, threads: u32, block: u32) -> Option<String> {
+        if let Some(f) = self.fixed {
+            return Some(f.to_string());
+        }
+        if threads == 0 || block % threads != 0 {
+            return None;
+        }
+        let tasks = block / threads;
+        if self.barriers && threads % SUBGROUP != 0 {
+            return Some(format!(
+                "it has workgroup barriers and its {threads} threads are not a multiple of the \
+                 {SUBGROUP}-thread subgroup (a sub-task barrier counts whole warps)"
+            ));
+        }
+        if self.barriers && tasks > MAX_BARRIER_TASKS {
+            return Some(format!(
+                "it has workgroup barriers and {tasks} sub-tasks would need {tasks} hardware \
+                 barriers (at most {MAX_BARRIER_TASKS})"
+            ));
+        }
+        let copies = self.shared_bytes.saturating_mul(u64::from(tasks));
+        if copies > crate::validate::MAX_SHARED_BYTES {
+            return Some(format!(
+                "its {tasks} copies of {} B of workgroup (shared) memory need {copies} B, more \
+                 than the {} KiB of static shared memory",
+                self.shared_bytes,
+                crate::validate::MAX_SHARED_BYTES / 1024
+            ));
+        }
+        None
     }
+
+    /// Copies of the step's workgroup buffers in a block of `block` threads: `P = block /
+    /// threads` when it can pack (no [`PackNeeds::obstacle`]), else 1. An upper bound for
+    /// the planner's shared memory: a step may still mask for its group's sake.
+    pub fn copies(&self, threads: u32, block: u32) -> u32 {
+        if threads == 0 || threads >= block || block % threads != 0 {
+            return 1;
+        }
+        if self.obstacle(threads, block).is_some() {
+            1
+        } else {
+            block / threads
+        }
+    }
+}
+
+/// What packing `program`'s workgroups side by side takes ([`PackNeeds`]): a workgroup
+/// barrier becomes a sub-task barrier and a workgroup buffer one copy per sub-task, so those
+/// only count; a subgroup operation, the `lane` or `subgroup_size` builtins, a sub-task
+/// barrier or a workgroup-buffer index the rewrite cannot repeat safely keep it from packing.
+pub fn packing_needs(program: &Program) -> PackNeeds {
     let mut barrier = false;
+    let mut subtask = false;
     let mut subgroup = false;
     let mut lane = false;
+    let mut unsafe_index = false;
+    let shared = |b: &str| {
+        program
+            .buffer(b)
+            .is_some_and(|d| d.access == crate::ir::Access::Workgroup)
+    };
+    // An index the rewrite repeats (`select(i < n, sub * n + i, ..)`) must give the same
+    // value twice: no atomic, and no load of memory the step (or a neighbour sub-task)
+    // may write in between.
+    let repeats_unsafely = |i: &Expr| {
+        let mut bad = false;
+        i.visit(&mut |x| match x {
+            Expr::Atomic { .. } => bad = true,
+            Expr::Load { buffer, .. } => {
+                bad |= program
+                    .buffer(buffer)
+                    .is_none_or(|d| d.access.is_writable())
+            }
+            _ => {}
+        });
+        bad
+    };
     program.walk_stmts(&mut |s| {
-        barrier |= matches!(s.kind, StmtKind::Barrier(BarrierScope::Workgroup));
+        match s.kind {
+            StmtKind::Barrier(BarrierScope::Workgroup) => barrier = true,
+            StmtKind::Barrier(BarrierScope::Subtask { .. }) => subtask = true,
+            _ => {}
+        }
+        if let StmtKind::Store { buffer, index, .. } = &s.kind {
+            unsafe_index |= shared(buffer) && repeats_unsafely(index);
+        }
         for e in stmt_exprs(s) {
             e.visit(&mut |x| {
                 subgroup |= matches!(
@@ -175,17 +279,30 @@ pub fn packing_obstacle(program: &Program) -> Option<&'static str> {
                     Expr::Shuffle { .. } | Expr::SubgroupReduce(..) | Expr::Ballot(_)
                 );
                 lane |= matches!(x, Expr::Builtin(Builtin::Lane | Builtin::SubgroupSize));
+                if let Expr::Load { buffer, index } | Expr::Atomic { buffer, index, .. } = x {
+                    unsafe_index |= shared(buffer) && repeats_unsafely(index);
+                }
             });
         }
     });
-    if barrier {
-        Some("it has workgroup barriers")
+    let fixed = if subtask {
+        Some("it already has sub-task barriers (a sub-task is not split again)")
     } else if subgroup {
         Some("it uses subgroup operations")
     } else if lane {
         Some("it reads the subgroup lane or size")
+    } else if unsafe_index {
+        Some(
+            "an index into its workgroup (shared) memory holds an atomic or a load of memory \
+             it writes, which the per-sub-task index would evaluate twice",
+        )
     } else {
         None
+    };
+    PackNeeds {
+        fixed,
+        barriers: barrier,
+        shared_bytes: crate::diagnostics::launch::workgroup_bytes(program),
     }
 }
 
@@ -194,14 +311,11 @@ pub const ONE_WORKGROUP: &str =
     "one workgroup in the dataflow form (a fold or a broadcast): nothing to pack";
 
 /// What keeps a step of `workgroups` workgroups from packing in its group, given its
-/// Program's own [`packing_obstacle`] (`dataflow`: the group runs the dataflow sync form).
-pub fn group_obstacle(
-    program: Option<&'static str>,
-    workgroups: u64,
-    dataflow: bool,
-) -> Option<&'static str> {
+/// Program's own obstacle ([`PackNeeds::obstacle`]; `dataflow`: the group runs the dataflow
+/// sync form).
+pub fn group_obstacle(program: Option<String>, workgroups: u64, dataflow: bool) -> Option<String> {
     if dataflow && workgroups <= 1 {
-        Some(ONE_WORKGROUP)
+        Some(ONE_WORKGROUP.to_string())
     } else {
         program
     }
@@ -387,10 +501,10 @@ mod tests {
         assert_eq!(got[0], "packed 4 x 256 in 1024");
         // A fold (one workgroup) masks.
         let fold = group_obstacle(None, 1, true);
-        assert_eq!(fold, Some(ONE_WORKGROUP));
+        assert_eq!(fold.as_deref(), Some(ONE_WORKGROUP));
         assert_eq!(group_obstacle(None, 1, false), None);
         assert_eq!(group_obstacle(None, 7, true), None);
-        let got = layouts(&[(0, 1024, None), (1, 256, fold)], &[true], true);
+        let got = layouts(&[(0, 1024, None), (1, 256, fold.as_deref())], &[true], true);
         assert!(got[1].contains(ONE_WORKGROUP), "{got:?}");
         // Grid separations do not split the mapping rule in a dataflow group: step 4 (256)
         // masks because step 2 (256, shared memory) does, though grid barriers lie between.
@@ -436,12 +550,37 @@ mod tests {
             crate::ir::parse::parse_program(&text, "t.json").expect("parses")
         };
         let store = r#"{"store": "a", "index": {"gid": "x"}, "value": 1}"#;
-        assert_eq!(packing_obstacle(&p(store, "")), None);
+        let obstacle = |body: &str, extra: &str, block: u32| {
+            packing_needs(&p(body, extra)).obstacle(64, block)
+        };
+        assert_eq!(obstacle(store, "", 256), None);
+        // Workgroup barriers and shared memory pack (as sub-task barriers and copies).
         let barrier = format!(r#"{store}, {{"barrier": "workgroup"}}"#);
-        assert!(packing_obstacle(&p(&barrier, "")).is_some_and(|r| r.contains("barrier")));
+        assert_eq!(obstacle(&barrier, "", 256), None);
+        assert!(packing_needs(&p(&barrier, "")).barriers);
         let shared = r#", {"name": "t", "access": "workgroup", "type": "u32", "count": 64}"#;
-        assert!(packing_obstacle(&p(store, shared)).is_some_and(|r| r.contains("shared")));
+        assert_eq!(obstacle(store, shared, 256), None);
+        assert_eq!(packing_needs(&p(store, shared)).shared_bytes, 256);
+        assert_eq!(packing_needs(&p(store, shared)).copies(64, 256), 4);
+        // ... but not beyond 15 hardware barriers, nor beyond 48 KiB of copies.
+        assert!(obstacle(&barrier, "", 1024).is_some_and(|r| r.contains("16 sub-tasks")));
+        let partial = packing_needs(&p(&barrier, "")).obstacle(48, 96);
+        assert!(partial.is_some_and(|r| r.contains("not a multiple of the 32")));
+        let big = r#", {"name": "t", "access": "workgroup", "type": "u32", "count": 4096}"#;
+        let r = obstacle(store, big, 1024).unwrap_or_default();
+        assert!(r.contains("16 copies") && r.contains("48 KiB"), "{r}");
+        assert_eq!(packing_needs(&p(store, big)).copies(64, 1024), 1);
         let lane = r#"{"store": "a", "index": {"gid": "x"}, "value": {"lane": {}}}"#;
-        assert!(packing_obstacle(&p(lane, "")).is_some_and(|r| r.contains("lane")));
+        assert!(obstacle(lane, "", 256).is_some_and(|r| r.contains("lane")));
+        let own = r#"{"barrier": "subtask", "threads": 32}"#;
+        assert!(obstacle(own, "", 256).is_some_and(|r| r.contains("sub-task barriers")));
+        // A workgroup-buffer index the rewrite would evaluate twice: an atomic in it, or a
+        // load of memory the step writes; a load of a read-only buffer is fine.
+        let racy = r#"{"store": "t", "index": {"load": "a", "index": 0}, "value": 1}"#;
+        assert!(obstacle(racy, shared, 256).is_some_and(|r| r.contains("twice")));
+        let ro = r#", {"name": "r", "binding": 1, "access": "read", "type": "u32"},
+            {"name": "t", "access": "workgroup", "type": "u32", "count": 64}"#;
+        let fine = r#"{"store": "t", "index": {"load": "r", "index": 0}, "value": 1}"#;
+        assert_eq!(obstacle(fine, ro, 256), None);
     }
 }

@@ -359,8 +359,8 @@ struct StepRes {
     grid_barrier: bool,
     /// Uses `shuffle`, `subgroup_reduce` or `ballot` (see `mixed::subgroup_exact`).
     subgroup_ops: bool,
-    /// Why its workgroups cannot share a block side by side (`mixed::packing_obstacle`).
-    pack_obstacle: Option<&'static str>,
+    /// What sharing a block side by side takes (`mixed::packing_needs`).
+    pack: super::mixed::PackNeeds,
     /// Statements and expression nodes of the step's Program.
     nodes: usize,
 }
@@ -381,6 +381,22 @@ struct Fused {
     blocks_per_sm: u32,
     occupancy_pct: f64,
     why_not: Option<String>,
+}
+
+/// The resources of the steps `run` fused into one block: a step that can pack holds one
+/// copy of its workgroup buffers per sub-task (`fuse::pack`). Counted for every step that
+/// may pack, an upper bound (a step can still mask for its group's sake), so a persistent
+/// grid never counts on more resident blocks than fit.
+fn fused_parts(res: &[StepRes], run: &[usize]) -> Vec<StepRes> {
+    let block = super::mixed::block_size(run.iter().map(|&s| res[s].wg));
+    run.iter()
+        .map(|&s| StepRes {
+            smem: res[s]
+                .smem
+                .saturating_mul(u64::from(res[s].pack.copies(res[s].wg[0], block[0]))),
+            ..res[s]
+        })
+        .collect()
 }
 
 fn fused(caps: &DeviceCaps, steps: &[StepRes]) -> Fused {
@@ -504,7 +520,7 @@ pub fn plan_measured(
             smem: workgroup_bytes(&step.program),
             grid_barrier: has_grid_barrier(&step.program),
             subgroup_ops: super::mixed::uses_subgroup_ops(&step.program),
-            pack_obstacle: super::mixed::packing_obstacle(&step.program),
+            pack: super::mixed::packing_needs(&step.program),
             nodes: program_nodes(&step.program),
         })
         .collect();
@@ -651,13 +667,19 @@ fn layouts_of(
     grid_after: &[bool],
     dataflow: bool,
 ) -> Vec<super::mixed::StepLayout> {
-    let steps: Vec<(usize, [u32; 3], Option<&str>)> = run
+    let block = super::mixed::block_size(run.iter().map(|&s| res[s].wg));
+    let obstacles: Vec<Option<String>> = run
         .iter()
         .map(|&s| {
             let wgs = res[s].grid.iter().map(|&g| u64::from(g)).product();
-            let obstacle = super::mixed::group_obstacle(res[s].pack_obstacle, wgs, dataflow);
-            (s, res[s].wg, obstacle)
+            let own = res[s].pack.obstacle(res[s].wg[0], block[0]);
+            super::mixed::group_obstacle(own, wgs, dataflow)
         })
+        .collect();
+    let steps: Vec<(usize, [u32; 3], Option<&str>)> = run
+        .iter()
+        .zip(&obstacles)
+        .map(|(&s, o)| (s, res[s].wg, o.as_deref()))
         .collect();
     super::mixed::step_layouts(&steps, grid_after, dataflow)
 }
@@ -716,7 +738,7 @@ impl DecideCtx<'_> {
         if let [s] = run {
             return self.separate_us(*s);
         }
-        let parts: Vec<StepRes> = run.iter().map(|&s| self.res[s]).collect();
+        let parts = fused_parts(self.res, run);
         let f = fused(self.caps, &parts);
         let block = parts.iter().map(|p| p.threads).max().unwrap_or(1).max(1);
         let resident = u64::from(f.blocks_per_sm) * u64::from(self.caps.sm_count);
@@ -971,7 +993,7 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         waves.push(vec![b]);
     }
 
-    let parts: Vec<StepRes> = m.iter().map(|&s| res[s]).collect();
+    let parts = fused_parts(res, m);
     let f = fused(caps, &parts);
     let has_grid = barriers.iter().any(|b| b.kind == DepKind::Grid);
     Group {

@@ -9,6 +9,12 @@
 //! condition, inside a loop with non-uniform bounds, and everywhere after a `return` taken
 //! under non-uniform control (threads that returned are missing from later barriers).
 //!
+//! A sub-task barrier (`barrier(subtask)`, `threads` per sub-task) is checked in its own
+//! scope, once per `threads` the Program uses: there `lid.x / d` with `d` a literal multiple
+//! of `threads` is uniform as well (every thread of the sub-task `lid.x / threads` computes
+//! the same quotient), which is how a packed step of a fused kernel picks its virtual
+//! workgroup. A sub-task barrier's shape is checked by [`check_subtask_barriers`] (V073).
+//!
 //! One workgroup (V064): when the Program's `run` section pins its dispatch to a single
 //! workgroup (`grid` of one workgroup, or `elements` within one), a load of a host buffer at
 //! a uniform index is uniform too: every thread of the (only) workgroup reads the same element
@@ -94,8 +100,74 @@ pub fn one_workgroup(p: &Program) -> bool {
     }
 }
 
+/// Most sub-tasks one workgroup may hold under sub-task barriers: each takes a hardware named
+/// barrier `1 + lid.x / threads`, and CUDA has 16 (0 is the workgroup's own `bar.sync 0`).
+pub const MAX_SUBTASKS: u32 = 15;
+
+/// Checks the shape of every `barrier(subtask)` (V073): `threads` a nonzero multiple of the
+/// 32-thread subgroup (`bar.sync` counts whole warps) dividing a one-dimensional workgroup
+/// into at most [`MAX_SUBTASKS`] sub-tasks.
+pub fn check_subtask_barriers(p: &Program, sink: &mut Sink) {
+    let [x, y, z] = p.workgroup_size;
+    p.walk_stmts(&mut |s| {
+        let StmtKind::Barrier(BarrierScope::Subtask { threads }) = s.kind else {
+            return;
+        };
+        let problem = if threads == 0 {
+            Some(("`threads` is 0".to_string(), "give the sub-task's thread count, e.g. \"threads\": 256".to_string()))
+        } else if threads % 32 != 0 {
+            Some((
+                format!("`threads` {threads} is not a multiple of 32 (`bar.sync` counts whole warps)"),
+                "make every sub-task a whole number of 32-thread warps".to_string(),
+            ))
+        } else if y != 1 || z != 1 {
+            Some((
+                format!("the workgroup {:?} is multi-dimensional; sub-tasks split `lid.x` only", p.workgroup_size),
+                "use a one-dimensional workgroup ([n, 1, 1]) or a workgroup barrier".to_string(),
+            ))
+        } else if x % threads != 0 {
+            Some((
+                format!("`threads` {threads} does not divide the workgroup's {x} threads"),
+                format!("use a `threads` that divides {x}, or a workgroup barrier"),
+            ))
+        } else if x / threads > MAX_SUBTASKS {
+            Some((
+                format!(
+                    "{} sub-tasks of {threads} threads in a workgroup of {x}: each needs its own \
+                     hardware barrier and there are {MAX_SUBTASKS}",
+                    x / threads
+                ),
+                format!("use at least {} threads per sub-task", x.div_ceil(MAX_SUBTASKS).next_multiple_of(32)),
+            ))
+        } else {
+            None
+        };
+        if let Some((what, fix)) = problem {
+            sink.error(
+                "V073",
+                Some(&s.id),
+                format!("sub-task barrier: {what}"),
+                fix,
+            );
+        }
+    });
+}
+
+/// The scopes the analysis runs for: workgroup, grid and every sub-task size `p` uses.
+fn scopes(p: &Program) -> Vec<BarrierScope> {
+    let mut out = vec![BarrierScope::Workgroup, BarrierScope::Grid];
+    p.walk_stmts(&mut |s| {
+        if let StmtKind::Barrier(b @ BarrierScope::Subtask { threads }) = s.kind {
+            if threads > 0 && !out.contains(&b) {
+                out.push(b);
+            }
+        }
+    });
+    out
+}
+
 fn run(p: &Program, one_workgroup: bool, sink: &mut Sink) {
-    for scope in [BarrierScope::Workgroup, BarrierScope::Grid] {
+    for scope in scopes(p) {
         let mut a = Analysis {
             p,
             scope,
@@ -175,14 +247,37 @@ struct Analysis<'a> {
 
 fn scope_name(s: BarrierScope) -> &'static str {
     match s {
-        BarrierScope::Workgroup => "workgroup",
-        BarrierScope::Grid => "grid",
+        BarrierScope::Subtask { .. } => "sub-task",
+        other => other.name(),
     }
+}
+
+/// True when `e` is `lid.x / d` with `d` a literal multiple of `threads`: the same in every
+/// thread of a sub-task of `threads` threads (the sub-task is `lid.x / threads`).
+fn subtask_uniform(e: &Expr, threads: u32) -> bool {
+    use crate::ir::{Axis, BinOp, Literal, Scalar};
+    let Expr::Binary(BinOp::Div, a, d) = e else {
+        return false;
+    };
+    let d = match **d {
+        Expr::Lit(Literal::Typed(Scalar::U32(d))) => u64::from(d),
+        Expr::Lit(Literal::Int(d)) => u64::try_from(d).unwrap_or(0),
+        _ => 0,
+    };
+    matches!(**a, Expr::Builtin(Builtin::LocalId(Axis::X)))
+        && threads > 0
+        && d > 0
+        && d % u64::from(threads) == 0
 }
 
 impl<'a> Analysis<'a> {
     /// Why `e` may differ between threads of the scope; `None` when uniform.
     fn value(&self, e: &Expr) -> Option<Why> {
+        if let BarrierScope::Subtask { threads } = self.scope {
+            if subtask_uniform(e, threads) {
+                return None;
+            }
+        }
         match e {
             Expr::Lit(_) | Expr::Len(_) => None,
             Expr::Builtin(b) => match b {
@@ -342,7 +437,7 @@ impl<'a> Analysis<'a> {
                             shown: format!("`{name}`, true only in the last arriving workgroup"),
                             root: "the last arriver".to_string(),
                         }),
-                        BarrierScope::Workgroup => self.control(),
+                        BarrierScope::Workgroup | BarrierScope::Subtask { .. } => self.control(),
                     };
                     if let Some(decl) = self.walk.scopes.lookup(name).map(|v| v.decl) {
                         self.define(decl, why);
@@ -376,6 +471,9 @@ impl<'a> Analysis<'a> {
         let sc = scope_name(self.scope);
         let uniform_hint = match self.scope {
             BarrierScope::Workgroup => "`wgid`, `nwg`, `len`, literals or uniform-buffer loads",
+            BarrierScope::Subtask { .. } => {
+                "`wgid`, `lid.x / threads`, `nwg`, `len`, literals or uniform-buffer loads"
+            }
             BarrierScope::Grid => "`nwg`, `len`, literals or uniform-buffer loads",
         };
         if let Some(c) = self.walk.ctrl.first() {

@@ -364,6 +364,18 @@ fn stmt(
             ordering: match scope {
                 BarrierScope::Workgroup => v::MemoryOrdering::SeqCst,
                 BarrierScope::Grid => v::MemoryOrdering::GridSync,
+                BarrierScope::Subtask { threads } => {
+                    return Err(ExportError::new(
+                        id,
+                        "barrier(subtask)",
+                        format!(
+                            "a sub-task barrier ({threads} threads) synchronises part of a \
+                             workgroup, which vyre has no barrier for"
+                        ),
+                        "export the pipeline's steps one by one (a packed step of a fused kernel \
+                         is where sub-task barriers come from), or use `barrier(workgroup)`",
+                    ))
+                }
             },
         }),
         StmtKind::Return => out.push(v::Node::Return),

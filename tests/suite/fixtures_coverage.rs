@@ -54,6 +54,7 @@ fn used(p: &Program, seen: &mut BTreeSet<String>) {
             }
             StmtKind::Barrier(BarrierScope::Workgroup) => "barrier_workgroup",
             StmtKind::Barrier(BarrierScope::Grid) => "barrier_grid",
+            StmtKind::Barrier(BarrierScope::Subtask { .. }) => "barrier_subtask",
             StmtKind::Return => "return",
             StmtKind::Block(_) => "block",
             // Made by fusion only; no Program file spells it.

@@ -94,15 +94,27 @@ impl<'de> Visitor<'de> for StmtVisitor {
                 let scope = match s.as_str() {
                     "workgroup" => BarrierScope::Workgroup,
                     "grid" => BarrierScope::Grid,
+                    "subtask" => BarrierScope::Subtask { threads: 0 },
                     _ => {
                         return Err(err(
                             format!("unknown barrier scope `{s}`"),
-                            "use \"workgroup\" or \"grid\"",
+                            "use \"workgroup\", \"grid\" or \"subtask\"",
                         ))
                     }
                 };
-                extra.read(&mut map, &[])?;
-                StmtKind::Barrier(scope)
+                if let BarrierScope::Subtask { .. } = scope {
+                    extra.read(&mut map, &["threads"])?;
+                    let threads = extra.threads.take().ok_or_else(|| {
+                        err::<A::Error>(
+                            "`barrier: subtask` is missing `threads`",
+                            "add \"threads\": <threads per sub-task>",
+                        )
+                    })?;
+                    StmtKind::Barrier(BarrierScope::Subtask { threads })
+                } else {
+                    extra.read(&mut map, &[])?;
+                    StmtKind::Barrier(scope)
+                }
             }
             "return" => {
                 map.next_value::<Empty>()?;
@@ -147,6 +159,8 @@ pub(crate) struct Extra {
     pub(crate) body: Option<Vec<Stmt>>,
     pub(crate) buffer: Option<String>,
     pub(crate) order: Option<AtomicOrder>,
+    /// A sub-task barrier's `threads`.
+    pub(crate) threads: Option<u32>,
 }
 
 impl Extra {
@@ -172,6 +186,12 @@ impl Extra {
                 "else" => self.otherwise = Some(stmts(map.next_value()?)),
                 "body" => self.body = Some(stmts(map.next_value()?)),
                 "buffer" => self.buffer = Some(map.next_value()?),
+                "threads" => {
+                    if self.threads.is_some() {
+                        return Err(err("duplicate key `threads`", "keep one of them"));
+                    }
+                    self.threads = Some(map.next_value()?);
+                }
                 "order" => {
                     if self.order.is_some() {
                         return Err(err("duplicate key `order`", "keep one of them"));

@@ -7,7 +7,7 @@ use super::rewrite::{bin, children_mut, find_barrier, if_, u32_lit};
 
 /// The index a masked thread stores to: outside every buffer (buffers hold fewer than 2^32
 /// elements), so the store or atomic does nothing.
-const NOWHERE: u32 = u32::MAX;
+pub(super) const NOWHERE: u32 = u32::MAX;
 
 fn active(threads: u32) -> Expr {
     bin(
