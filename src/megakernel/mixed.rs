@@ -472,7 +472,7 @@ mod tests {
             &[
                 (0, 256, None),
                 (1, 1024, None),
-                (2, 256, Some("it has workgroup barriers")),
+                (2, 256, Some("it uses subgroup operations")),
                 (3, 96, None),
                 (4, 128, None),
             ],
@@ -481,7 +481,7 @@ mod tests {
         );
         assert_eq!(got[0], "packed 4 x 256 in 1024");
         assert_eq!(got[1], "whole block");
-        assert_eq!(got[2], "masked 256 of 1024 (it has workgroup barriers)");
+        assert_eq!(got[2], "masked 256 of 1024 (it uses subgroup operations)");
         assert!(got[3].starts_with("masked 96 of 1024") && got[3].contains("divide"));
         assert_eq!(got[4], "packed 8 x 128 in 1024");
         assert_eq!(
@@ -507,10 +507,10 @@ mod tests {
         let got = layouts(&[(0, 1024, None), (1, 256, fold.as_deref())], &[true], true);
         assert!(got[1].contains(ONE_WORKGROUP), "{got:?}");
         // Grid separations do not split the mapping rule in a dataflow group: step 4 (256)
-        // masks because step 2 (256, shared memory) does, though grid barriers lie between.
+        // masks because step 2 (256, subgroup operations) does, though grid barriers lie between.
         let steps = [
             (0, 1024, None),
-            (2, 256, Some("it uses workgroup (shared) memory")),
+            (2, 256, Some("it uses subgroup operations")),
             (4, 256, None),
         ];
         let got = layouts(&steps, &[true, true], true);
@@ -526,13 +526,13 @@ mod tests {
         let steps = [
             (0, 1024, None),
             (1, 256, None),
-            (2, 256, Some("it uses workgroup (shared) memory")),
+            (2, 256, Some("it uses subgroup operations")),
             (3, 1024, None),
             (4, 256, None),
         ];
         let got = layouts(&steps, &[true, false, true, true], false);
         assert!(got[1].contains("step 2 of the same size masks"), "{got:?}");
-        assert!(got[2].contains("shared"), "{got:?}");
+        assert!(got[2].contains("subgroup"), "{got:?}");
         assert_eq!(got[4], "packed 4 x 256 in 1024");
         // With a grid barrier between 1 and 2, step 1 packs.
         let got = layouts(&steps, &[true, true, true, true], false);

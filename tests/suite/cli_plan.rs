@@ -230,10 +230,11 @@ fn dataflow_labels_name_fold_and_broadcast_in_text_and_json() {
     assert!(text.contains("dataflow grid: "), "{text}");
 }
 
-/// `scan_1024_middle` (256, 1024, 256 threads) in the barrier form: the last step, elementwise,
-/// packs 4 x 256 into the 1024-thread block; the first, a shared-memory scan, masks. The text
-/// plan says so per step, the JSON as `step_layouts`. In the dataflow form both mask, with
-/// that reason.
+/// `scan_1024_middle` (256, 1024, 256 threads): both 256-thread steps pack 4 x 256 into the
+/// 1024-thread block, the elementwise last one and the first, a shared-memory scan with
+/// workgroup barriers (its barriers become sub-task barriers, its tile one copy per sub-task:
+/// 4 x 1 KiB plus step 1's 4 KiB of shared memory). The text plan says so per step, the JSON
+/// as `step_layouts`; the dataflow form packs both too.
 #[test]
 fn scan_1024_middle_packs_its_elementwise_step_in_the_barrier_form() {
     let cache = cache_dir("packed");
@@ -242,24 +243,18 @@ fn scan_1024_middle_packs_its_elementwise_step_in_the_barrier_form() {
     let v = json(&[&common[..], &["--sync", "barrier"]].concat(), &cache);
     let g = &v["groups"][0];
     assert_eq!(g["workgroup_size"], serde_json::json!([1024, 1, 1]), "{v}");
-    assert_eq!(g["step_layouts"][0]["layout"], "masked", "{g}");
-    assert!(g["step_layouts"][0]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("shared"));
+    let packed = serde_json::json!({"layout": "packed", "tasks": 4, "threads": 256});
+    assert_eq!(g["step_layouts"][0], packed, "{g}");
     assert_eq!(g["step_layouts"][1]["layout"], "whole", "{g}");
-    assert_eq!(
-        g["step_layouts"][2],
-        serde_json::json!({"layout": "packed", "tasks": 4, "threads": 256})
-    );
+    assert_eq!(g["step_layouts"][2], packed, "{g}");
+    assert_eq!(g["shared_bytes"], 4 * 1024 + 4 * 1024, "{g}");
     let (code, out, err) = plan(&[&common[..], &["--sync", "barrier"]].concat(), &cache);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("step 2: packed 4 x 256 in 1024"), "{out}");
-    assert!(out.contains("step 0: masked 256 of 1024 (it uses workgroup (shared) memory)"));
+    assert!(out.contains("step 0: packed 4 x 256 in 1024"), "{out}");
     let d = json(&[&common[..], &["--sync", "dataflow"]].concat(), &cache);
-    let reason = d["groups"][0]["step_layouts"][2]["reason"]
-        .as_str()
-        .unwrap();
-    assert!(reason.contains("dataflow"), "{d}");
+    for k in [0, 2] {
+        assert_eq!(d["groups"][0]["step_layouts"][k], packed, "{d}");
+    }
     let _ = std::fs::remove_dir_all(&cache);
 }

@@ -250,7 +250,8 @@ fn weak_separations_between_sizes_and_unmappable_sizes_are_errors() {
 
 /// Steps of 256, 1024, 64 and 256 threads over grid barriers: the 256- and 64-thread
 /// elementwise, neighbour and atomic steps pack 4 and 16 workgroups into each 1024-thread
-/// block; the last 256-thread step (a workgroup barrier over shared memory) masks.
+/// block; the last 256-thread step (a workgroup barrier over shared memory) packs 4 too, with
+/// sub-task barriers and one copy of its tile per sub-task (`fuse::pack`).
 fn packing_case() -> Case {
     let ids = prog(
         "ids256",
@@ -324,15 +325,20 @@ fn elementwise_neighbour_and_atomic_steps_pack_into_the_block() {
         let k = fuse_group(&pipeline, &shapes, &case.spec(p)).expect("fuses");
         let got: Vec<String> = k.layouts.iter().map(|l| l.describe(1024)).collect();
         assert_eq!(
-            got[..3],
+            got,
             [
                 "packed 4 x 256 in 1024".to_string(),
                 "whole block".to_string(),
-                "packed 16 x 64 in 1024".to_string()
+                "packed 16 x 64 in 1024".to_string(),
+                "packed 4 x 256 in 1024".to_string()
             ],
             "{p:?}"
         );
-        assert!(got[3].contains("masked 256 of 1024"), "{got:?}");
+        // The shared step's barrier is its sub-task's and its tile is 4 copies long.
+        let text = vyrescope::ir::print::print_program(&k.program).text();
+        assert!(text.contains("barrier(subtask, threads 256)"), "{text}");
+        let tile = k.program.buffers.iter().find(|b| b.name.ends_with("tile"));
+        assert_eq!(tile.and_then(|b| b.count), Some(1024));
     }
     check(&case, &PERSISTENT);
 }
