@@ -56,6 +56,7 @@ mod sass_control;
 mod sass_map;
 mod sass_tui;
 mod selftest_fuzz;
+mod subtask_barrier;
 mod timeline;
 mod tui_gpu;
 mod tui_screens;
