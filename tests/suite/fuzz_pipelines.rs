@@ -14,6 +14,7 @@ use vyrescope::harness::fuzz_pipelines::{
 use vyrescope::inputs::pipeline::prepare_pipeline;
 use vyrescope::interp;
 use vyrescope::ir::{load_pipeline, parse_pipeline, Pipeline, StmtKind, SyncOp};
+use vyrescope::megakernel::mixed::packing_needs;
 use vyrescope::megakernel::dataflow::SyncMode;
 use vyrescope::megakernel::fuse_group;
 use vyrescope::megakernel::plan::Plan;
@@ -546,7 +547,7 @@ fn fuzz_pipelines_on_the_interpreter() {
     );
     let caps = profiles::load("h200").unwrap();
     let mut failures = Vec::new();
-    let (mut dataflow, mut stencils, mut packed) = (0, 0, 0);
+    let (mut dataflow, mut stencils, mut packed, mut packed_shared) = (0, 0, 0, 0);
     for seed in first..first.saturating_add(count) {
         let p = random_pipeline(seed).unwrap();
         stencils += usize::from((0..p.steps.len()).any(|s| stencil_kind(&p, s).is_some()));
@@ -556,13 +557,19 @@ fn fuzz_pipelines_on_the_interpreter() {
                     dataflow += usize::from(
                         sync == SyncMode::Dataflow && plan.groups.iter().any(|g| g.runs_dataflow()),
                     );
-                    // Steps that ran packed several workgroups to a block.
-                    packed += plan
-                        .groups
-                        .iter()
-                        .flat_map(|g| &g.step_layouts)
-                        .filter(|l| l.packed().is_some())
-                        .count();
+                    // Steps that ran packed several workgroups to a block, and those of
+                    // them with workgroup barriers or shared memory (sub-task barriers and a
+                    // copy of each buffer per sub-task, `fuse::pack`).
+                    for g in &plan.groups {
+                        for (&k, l) in g.steps.iter().zip(&g.step_layouts) {
+                            if l.packed().is_none() {
+                                continue;
+                            }
+                            packed += 1;
+                            let needs = packing_needs(&p.steps[k].program);
+                            packed_shared += usize::from(needs.barriers || needs.shared_bytes > 0);
+                        }
+                    }
                 }
                 Err(e) => {
                     eprintln!("seed {seed} ({sync:?}): {e}");
@@ -573,8 +580,15 @@ fn fuzz_pipelines_on_the_interpreter() {
     }
     eprintln!(
         "{count} pipelines from seed {first} ({stencils} with stencils, {dataflow} with a \
-         dataflow group, {packed} packed steps over both forms), {} mismatches or failures",
+         dataflow group, {packed} packed steps over both forms, {packed_shared} of them with \
+         barriers or shared memory), {} mismatches or failures",
         failures.len()
     );
     assert!(failures.is_empty(), "failing: {failures:?}");
+    // The block reductions (a shared tile, workgroup barriers) of the generator pack when a
+    // larger step shares their group; 20 seeds hold several (a longer run scales).
+    assert!(
+        packed_shared * 20 >= count as usize * 2,
+        "only {packed_shared} packed steps with barriers or shared memory in {count} pipelines"
+    );
 }
