@@ -126,6 +126,11 @@ fn wild_stmts(r: &mut Rng, depth: usize, n: usize) -> Vec<Stmt> {
                 }),
                 6 => StmtKind::Barrier(if r.chance(1, 2) {
                     BarrierScope::Workgroup
+                } else if r.chance(1, 3) {
+                    // Good and bad sub-task sizes alike: 0, not a warp multiple, too many.
+                    BarrierScope::Subtask {
+                        threads: r.pick(&[0, 32, 48, 64, 256, 4096]),
+                    }
                 } else {
                     BarrierScope::Grid
                 }),
