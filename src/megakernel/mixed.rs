@@ -189,11 +189,11 @@ impl PackNeeds {
         if let Some(f) = self.fixed {
             return Some(f.to_string());
         }
-        if threads == 0 || block % threads != 0 {
+        if threads == 0 || !block.is_multiple_of(threads) {
             return None;
         }
         let tasks = block / threads;
-        if self.barriers && threads % SUBGROUP != 0 {
+        if self.barriers && !threads.is_multiple_of(SUBGROUP) {
             return Some(format!(
                 "it has workgroup barriers and its {threads} threads are not a multiple of the \
                  {SUBGROUP}-thread subgroup (a sub-task barrier counts whole warps)"
@@ -221,7 +221,7 @@ impl PackNeeds {
     /// threads` when it can pack (no [`PackNeeds::obstacle`]), else 1. An upper bound for
     /// the planner's shared memory: a step may still mask for its group's sake.
     pub fn copies(&self, threads: u32, block: u32) -> u32 {
-        if threads == 0 || threads >= block || block % threads != 0 {
+        if threads == 0 || threads >= block || !block.is_multiple_of(threads) {
             return 1;
         }
         if self.obstacle(threads, block).is_some() {

@@ -114,18 +114,26 @@ pub fn check_subtask_barriers(p: &Program, sink: &mut Sink) {
             return;
         };
         let problem = if threads == 0 {
-            Some(("`threads` is 0".to_string(), "give the sub-task's thread count, e.g. \"threads\": 256".to_string()))
-        } else if threads % 32 != 0 {
             Some((
-                format!("`threads` {threads} is not a multiple of 32 (`bar.sync` counts whole warps)"),
+                "`threads` is 0".to_string(),
+                "give the sub-task's thread count, e.g. \"threads\": 256".to_string(),
+            ))
+        } else if !threads.is_multiple_of(32) {
+            Some((
+                format!(
+                    "`threads` {threads} is not a multiple of 32 (`bar.sync` counts whole warps)"
+                ),
                 "make every sub-task a whole number of 32-thread warps".to_string(),
             ))
         } else if y != 1 || z != 1 {
             Some((
-                format!("the workgroup {:?} is multi-dimensional; sub-tasks split `lid.x` only", p.workgroup_size),
+                format!(
+                    "the workgroup {:?} is multi-dimensional; sub-tasks split `lid.x` only",
+                    p.workgroup_size
+                ),
                 "use a one-dimensional workgroup ([n, 1, 1]) or a workgroup barrier".to_string(),
             ))
-        } else if x % threads != 0 {
+        } else if !x.is_multiple_of(threads) {
             Some((
                 format!("`threads` {threads} does not divide the workgroup's {x} threads"),
                 format!("use a `threads` that divides {x}, or a workgroup barrier"),
@@ -137,7 +145,10 @@ pub fn check_subtask_barriers(p: &Program, sink: &mut Sink) {
                      hardware barrier and there are {MAX_SUBTASKS}",
                     x / threads
                 ),
-                format!("use at least {} threads per sub-task", x.div_ceil(MAX_SUBTASKS).next_multiple_of(32)),
+                format!(
+                    "use at least {} threads per sub-task",
+                    x.div_ceil(MAX_SUBTASKS).next_multiple_of(32)
+                ),
             ))
         } else {
             None
@@ -267,7 +278,7 @@ fn subtask_uniform(e: &Expr, threads: u32) -> bool {
     matches!(**a, Expr::Builtin(Builtin::LocalId(Axis::X)))
         && threads > 0
         && d > 0
-        && d % u64::from(threads) == 0
+        && d.is_multiple_of(u64::from(threads))
 }
 
 impl<'a> Analysis<'a> {

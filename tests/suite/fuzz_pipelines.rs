@@ -14,9 +14,9 @@ use vyrescope::harness::fuzz_pipelines::{
 use vyrescope::inputs::pipeline::prepare_pipeline;
 use vyrescope::interp;
 use vyrescope::ir::{load_pipeline, parse_pipeline, Pipeline, StmtKind, SyncOp};
-use vyrescope::megakernel::mixed::packing_needs;
 use vyrescope::megakernel::dataflow::SyncMode;
 use vyrescope::megakernel::fuse_group;
+use vyrescope::megakernel::mixed::packing_needs;
 use vyrescope::megakernel::plan::Plan;
 use vyrescope::occupancy::profiles;
 use vyrescope::validate::pipeline::has_error;

@@ -7,7 +7,9 @@ use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::inputs::{HostBuffer, LaunchShape};
 use vyrescope::interp;
-use vyrescope::ir::{parse_program, program_to_json, Access, BarrierScope, ElemType, Program, StmtKind};
+use vyrescope::ir::{
+    parse_program, program_to_json, Access, BarrierScope, ElemType, Program, StmtKind,
+};
 use vyrescope::validate::validate;
 
 fn program(wg: [u32; 3], shared: u32, body: &str) -> Result<Program, String> {
@@ -83,11 +85,17 @@ fn subtask_barriers_parse_write_and_print_back() {
         StmtKind::Barrier(BarrierScope::Subtask { threads: 64 })
     );
     let text = program_to_json(&p).unwrap();
-    assert!(text.contains(r#""barrier":"subtask","threads":64"#), "{text}");
+    assert!(
+        text.contains(r#""barrier":"subtask","threads":64"#),
+        "{text}"
+    );
     let q = parse_program(&text, "w.json").unwrap();
     assert_eq!(format!("{q:?}"), format!("{p:?}"));
     let printed = vyrescope::ir::print::print_program(&p).text();
-    assert!(printed.contains("barrier(subtask, threads 64)"), "{printed}");
+    assert!(
+        printed.contains("barrier(subtask, threads 64)"),
+        "{printed}"
+    );
     // `threads` is required for a sub-task barrier and refused on the others.
     let e = program([128, 1, 1], 4, r#"{"barrier": "subtask"}"#).unwrap_err();
     assert!(e.contains("missing `threads`") && e.contains("Fix:"), "{e}");
@@ -147,7 +155,8 @@ fn a_subtask_barrier_needs_uniformity_only_within_its_subtask() {
         let v = v.unwrap_or_else(|| panic!("{cond}: {diags:?}"));
         assert!(v.message.contains("sub-task barrier"), "{}", v.message);
     }
-    let body = r#"{"if": {"lt": [{"div": [{"lid": "x"}, 64]}, 3]}, "then": [{"barrier": "workgroup"}]}"#;
+    let body =
+        r#"{"if": {"lt": [{"div": [{"lid": "x"}, 64]}, 3]}, "then": [{"barrier": "workgroup"}]}"#;
     let diags = validate(&program([256, 1, 1], 4, body).unwrap());
     assert!(diags.iter().any(|d| d.code == "V060"), "{diags:?}");
 }
@@ -158,9 +167,15 @@ fn a_subtask_barrier_needs_uniformity_only_within_its_subtask() {
 #[test]
 fn subtasks_run_like_workgroups_of_their_own_on_the_interpreter() {
     let n = 1024u32;
-    let x: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761) >> 20).collect();
+    let x: Vec<u32> = (0..n)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 20)
+        .collect();
     let packed = tree_sum(256, 64, r#"{"barrier": "subtask", "threads": 64}"#);
-    assert!(vyrescope::validate::is_valid(&validate(&packed)), "{:?}", validate(&packed));
+    assert!(
+        vyrescope::validate::is_valid(&validate(&packed)),
+        "{:?}",
+        validate(&packed)
+    );
     let reference = tree_sum(64, 64, r#"{"barrier": "workgroup"}"#);
     let got = run(&packed, n / 256, &x).unwrap();
     let want = run(&reference, n / 64, &x).unwrap();
@@ -171,7 +186,8 @@ fn subtasks_run_like_workgroups_of_their_own_on_the_interpreter() {
 
 #[test]
 fn a_subtask_barrier_reached_by_part_of_a_subtask_is_i005() {
-    let body = r#"{"if": {"lt": [{"lid": "x"}, 16]}, "then": [{"barrier": "subtask", "threads": 32}]}"#;
+    let body =
+        r#"{"if": {"lt": [{"lid": "x"}, 16]}, "then": [{"barrier": "subtask", "threads": 32}]}"#;
     let p = program([64, 1, 1], 4, body).unwrap();
     let e = run(&p, 1, &[0; 64]).unwrap_err();
     assert_eq!(e.code, "I005", "{e}");
@@ -193,7 +209,9 @@ fn subtask_barriers_emit_named_barriers_that_ptxas_accepts() {
     let k = emit(&p, &EmitOptions::for_program(&p)).expect("emits");
     assert!(k.ptx.contains(", 64;"), "no counted bar.sync:\n{}", k.ptx);
     assert!(
-        k.ptx.lines().any(|l| l.trim_start().starts_with("bar.sync %")),
+        k.ptx
+            .lines()
+            .any(|l| l.trim_start().starts_with("bar.sync %")),
         "the barrier id is a register:\n{}",
         k.ptx
     );
@@ -209,5 +227,8 @@ fn vyre_export_refuses_subtask_barriers() {
     let p = tree_sum(256, 64, r#"{"barrier": "subtask", "threads": 64}"#);
     let e = vyrescope::vyre::export(&p).unwrap_err();
     let text = e.to_string();
-    assert!(text.contains("sub-task barrier") && text.contains("Fix:"), "{text}");
+    assert!(
+        text.contains("sub-task barrier") && text.contains("Fix:"),
+        "{text}"
+    );
 }

@@ -135,9 +135,20 @@ mod tests {
         let Expr::Select(cond, moved, out) = index else {
             panic!("a select: {index:?}");
         };
-        assert_eq!(**cond, bin(BinOp::Lt, Expr::Builtin(Builtin::LocalId(Axis::X)), u32_lit(64)));
+        assert_eq!(
+            **cond,
+            bin(
+                BinOp::Lt,
+                Expr::Builtin(Builtin::LocalId(Axis::X)),
+                u32_lit(64)
+            )
+        );
         assert_eq!(**out, u32_lit(NOWHERE));
-        let sub = bin(BinOp::Div, Expr::Builtin(Builtin::LocalId(Axis::X)), u32_lit(64));
+        let sub = bin(
+            BinOp::Div,
+            Expr::Builtin(Builtin::LocalId(Axis::X)),
+            u32_lit(64),
+        );
         let want = bin(
             BinOp::Add,
             bin(BinOp::Mul, sub, u32_lit(64)),
