@@ -90,6 +90,8 @@ struct ValidGen<'c> {
     next_name: usize,
     /// A `return` was emitted under control flow: no barrier may follow.
     returned: bool,
+    /// The Program's workgroup size (sub-task barriers must divide it).
+    wg: [u32; 3],
 }
 
 /// A well-typed Program the validator must accept.
@@ -107,8 +109,10 @@ pub fn valid_program_with(rng: Rng, cfg: &Config, name: String) -> Program {
         frames: Vec::new(),
         next_name: 0,
         returned: false,
+        wg: [1, 1, 1],
     };
     let wg = g.rng.pick(&cfg.workgroups);
+    g.wg = wg;
     let mut body = vec![Stmt {
         id: Default::default(),
         kind: StmtKind::Let {
@@ -336,6 +340,17 @@ impl ValidGen<'_> {
                 }
                 7 if nested_ok => return st(StmtKind::Block(self.block(depth))),
                 8 if top && self.cfg.barriers && !self.returned => {
+                    // Sub-tasks of whole warps (V073) now and then; never in race-free
+                    // Programs, whose shared-memory order relies on whole-workgroup barriers.
+                    let [x, y, z] = self.wg;
+                    let sizes: Vec<u32> = [32, 64, 128]
+                        .into_iter()
+                        .filter(|&t| x.is_multiple_of(t) && x / t <= 15 && y == 1 && z == 1)
+                        .collect();
+                    if !self.cfg.race_free && !sizes.is_empty() && self.rng.chance(1, 3) {
+                        let threads = self.rng.pick(&sizes);
+                        return st(StmtKind::Barrier(BarrierScope::Subtask { threads }));
+                    }
                     return st(StmtKind::Barrier(BarrierScope::Workgroup));
                 }
                 9 if !top && self.rng.chance(3, 4) => {
