@@ -54,6 +54,8 @@ fn used(p: &Program, seen: &mut BTreeSet<String>) {
             }
             StmtKind::Barrier(BarrierScope::Workgroup) => "barrier_workgroup",
             StmtKind::Barrier(BarrierScope::Grid) => "barrier_grid",
+            // Not required below: fusion writes it for packed steps (scan_1024_middle's block
+            // scan fused), and `subtask_barrier.rs` covers it in Program files.
             StmtKind::Barrier(BarrierScope::Subtask { .. }) => "barrier_subtask",
             StmtKind::Return => "return",
             StmtKind::Block(_) => "block",
