@@ -404,3 +404,93 @@ fn a_wrong_sub_task_offset_or_local_id_is_caught() {
         );
     }
 }
+
+/// A 32-element reversal within each sub-task of `sub` threads of a `wg`-thread workgroup
+/// through a shared tile, synchronised by `barrier`.
+fn reverse_within(name: &str, wg: u32, sub: u32, barrier: &str) -> vyrescope::ir::Program {
+    prog(
+        name,
+        [wg, 1, 1],
+        &format!(
+            r#"{}, {{"name": "tile", "access": "workgroup", "type": "u32", "count": {wg}}}"#,
+            bufs(&[("src", "read"), ("dst", "write")])
+        ),
+        &format!(
+            r#"{{"store": "tile", "index": {{"lid": "x"}}, "value": {{"load": "src", "index": {{"gid": "x"}}}}}},
+               {barrier},
+               {{"let": "base", "value": {{"mul": [{{"div": [{{"lid": "x"}}, {sub}]}}, {sub}]}}}},
+               {{"let": "mirror", "value": {{"sub": [{last}, {{"rem": [{{"lid": "x"}}, {sub}]}}]}}}},
+               {{"store": "dst", "index": {{"gid": "x"}},
+                 "value": {{"load": "tile", "index": {{"add": ["base", "mirror"]}}}}}}"#,
+            last = sub - 1
+        ),
+    )
+}
+
+/// What still masks among steps with barriers or shared memory, each with its reason, and
+/// runs exactly: a step with sub-task barriers of its own (guarded per sub-task, `lid.x / 32
+/// < 2`), and a 48-thread step with workgroup barriers (a sub-task barrier counts whole
+/// warps). A 32-thread step with barriers and a tile in the same block packs 4.
+#[test]
+fn steps_with_own_subtask_barriers_or_partial_warps_mask_and_stay_exact() {
+    let copy = |wg: u32| {
+        prog(
+            "copy",
+            [wg, 1, 1],
+            &bufs(&[("src", "read"), ("dst", "write")]),
+            r#"{"store": "dst", "index": {"gid": "x"}, "value": {"add": [{"load": "src", "index": {"gid": "x"}}, 1]}}"#,
+        )
+    };
+    let own = reverse_within("own", 64, 32, r#"{"barrier": "subtask", "threads": 32}"#);
+    let packs = reverse_within("packs", 32, 32, r#"{"barrier": "workgroup"}"#);
+    let case = Case {
+        name: "own_subtasks",
+        buffers: vec![
+            ("a", ElemType::U32, N, rnd(141, 0.0, 1.0e6)),
+            ("b", ElemType::U32, N, rnd(142, 0.0, 1.0e6)),
+            ("c", ElemType::U32, N, rnd(143, 0.0, 1.0e6)),
+            ("d", ElemType::U32, N, rnd(144, 0.0, 1.0e6)),
+        ],
+        steps: vec![
+            (copy(128), vec![("src", "a"), ("dst", "b")], grid(128)),
+            (own, vec![("src", "b"), ("dst", "c")], grid(64)),
+            (packs, vec![("src", "c"), ("dst", "d")], grid(32)),
+        ],
+        seps: vec![DepKind::Grid, DepKind::Grid],
+        transient: vec![],
+    };
+    let (pipeline, shapes) = case.pipeline();
+    let k = fuse_group(&pipeline, &shapes, &case.spec(None)).expect("fuses");
+    let got: Vec<String> = k.layouts.iter().map(|l| l.describe(128)).collect();
+    assert_eq!(got[0], "whole block");
+    assert!(
+        got[1].starts_with("masked 64 of 128") && got[1].contains("already has sub-task barriers"),
+        "{got:?}"
+    );
+    assert_eq!(got[2], "packed 4 x 32 in 128");
+    check(&case, &PERSISTENT);
+
+    let partial = reverse_within("partial", 48, 48, r#"{"barrier": "workgroup"}"#);
+    let case = Case {
+        name: "partial_warps",
+        buffers: vec![
+            ("a", ElemType::U32, N, rnd(145, 0.0, 1.0e6)),
+            ("b", ElemType::U32, N, rnd(146, 0.0, 1.0e6)),
+            ("c", ElemType::U32, N, rnd(147, 0.0, 1.0e6)),
+        ],
+        steps: vec![
+            (copy(96), vec![("src", "a"), ("dst", "b")], grid(96)),
+            (partial, vec![("src", "b"), ("dst", "c")], grid(48)),
+        ],
+        seps: vec![DepKind::Grid],
+        transient: vec![],
+    };
+    let (pipeline, shapes) = case.pipeline();
+    let k = fuse_group(&pipeline, &shapes, &case.spec(None)).expect("fuses");
+    let reason = k.layouts[1].describe(96);
+    assert!(
+        reason.starts_with("masked 48 of 96") && reason.contains("not a multiple of the 32"),
+        "{reason}"
+    );
+    check(&case, &PERSISTENT);
+}

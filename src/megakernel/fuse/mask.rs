@@ -21,11 +21,59 @@ fn active(threads: u32) -> Expr {
 /// block's threads `lid.x >= threads` change nothing and still reach every barrier.
 pub(super) fn mask(body: Vec<Stmt>, threads: u32) -> Vec<Stmt> {
     if find_barrier(&body, BarrierScope::Workgroup).is_none() {
-        return vec![if_(active(threads), body)];
+        // The step's own sub-task barriers (of sizes dividing `threads`, V073) need a guard
+        // that is uniform in each sub-task: `lid.x / d < threads / d` with `d` a multiple of
+        // every size says the same as `lid.x < threads` and the validator sees it uniform.
+        let d = subtask_unit(&body);
+        let guard = match d {
+            Some(d) if d > 0 && threads.is_multiple_of(d) => bin(
+                BinOp::Lt,
+                bin(
+                    BinOp::Div,
+                    Expr::Builtin(Builtin::LocalId(Axis::X)),
+                    u32_lit(d),
+                ),
+                u32_lit(threads / d),
+            ),
+            _ => active(threads),
+        };
+        return vec![if_(guard, body)];
     }
     let mut body = body;
     mask_effects(&mut body, threads);
     body
+}
+
+/// The least common multiple of the sizes of the sub-task barriers in `list`, if any.
+fn subtask_unit(list: &[Stmt]) -> Option<u32> {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    fn walk(list: &[Stmt], acc: &mut Option<u64>) {
+        for s in list {
+            match &s.kind {
+                StmtKind::Barrier(BarrierScope::Subtask { threads }) => {
+                    let t = u64::from(*threads).max(1);
+                    *acc = Some(acc.map_or(t, |a| a / gcd(a, t) * t));
+                }
+                StmtKind::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, acc);
+                    walk(otherwise, acc);
+                }
+                StmtKind::Loop { body, .. } | StmtKind::Block(body) => walk(body, acc),
+                _ => {}
+            }
+        }
+    }
+    let mut acc = None;
+    walk(list, &mut acc);
+    acc.and_then(|a| u32::try_from(a).ok())
 }
 
 /// Sends every store and atomic of the masked threads out of range.
