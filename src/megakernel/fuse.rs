@@ -849,6 +849,22 @@ fn step_stmt(
             (prologue, waits_hoisted) = prefetch::ahead_of_waits(&mut stmts, v, l, k, buffers);
         }
     }
+    // A block that runs several virtual workgroups of a step one trip after another reuses
+    // its workgroup buffers: a thread starting the next trip must not overwrite an element
+    // that a slower thread of the same workgroup (sub-task) still reads after the step's last
+    // barrier. One more barrier closes each trip (the sub-task's when packed); a step
+    // without barriers only ever reads its own elements, and needs none.
+    let reuses_shared = program.buffers.iter().any(|b| !b.access.is_host())
+        && rewrite::find_barrier(&program.body, BarrierScope::Workgroup).is_some();
+    if reuses_shared && virtual_loop.as_ref().is_some_and(|v| v.trips() > 1) {
+        let scope = match pack {
+            Some(_) => BarrierScope::Subtask {
+                threads: step_shape.workgroup_size[0],
+            },
+            None => BarrierScope::Workgroup,
+        };
+        stmts.push(rewrite::synth(StmtKind::Barrier(scope)));
+    }
     // A packed step's threads all run a sub-task: nothing to mask.
     if smaller && pack.is_none() {
         stmts = mask::mask(stmts, step_shape.workgroup_size[0]);
