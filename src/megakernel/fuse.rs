@@ -403,19 +403,18 @@ fn step_layouts(
     spec: &FusedGroupSpec,
     dataflow: bool,
 ) -> Vec<StepLayout> {
-    let block = super::mixed::block_size(spec.steps.iter().map(|&k| shapes[k].workgroup_size));
-    let obstacles: Vec<Option<String>> = spec
+    let needs: Vec<_> = spec
         .steps
         .iter()
         .map(|&k| {
-            let needs = super::mixed::packing_needs(&pipeline.steps[k].program);
-            super::mixed::group_obstacle(
-                needs.obstacle(shapes[k].workgroup_size[0], block[0]),
+            (
+                shapes[k].workgroup_size,
+                super::mixed::packing_needs(&pipeline.steps[k].program),
                 shapes[k].workgroups(),
-                dataflow,
             )
         })
         .collect();
+    let obstacles = super::mixed::group_obstacles(&needs, dataflow);
     let steps: Vec<(usize, [u32; 3], Option<&str>)> = spec
         .steps
         .iter()

@@ -321,6 +321,49 @@ pub fn group_obstacle(program: Option<String>, workgroups: u64, dataflow: bool) 
     }
 }
 
+/// The packing obstacle of every step of one group, in order: `steps[i]` is (workgroup size,
+/// [`packing_needs`] of the step's Program, its workgroup count); `dataflow` as in
+/// [`group_obstacle`]. Beyond each step's own [`PackNeeds::obstacle`], the fused kernel's
+/// workgroup memory stays within the 48 KiB a Program may declare (V008): starting from
+/// every step's buffers once, a step whose `P` copies would take the total past it masks
+/// (steps are granted their copies in order; a step that masks later for its group's sake
+/// keeps its share, which only errs on the safe side).
+pub fn group_obstacles(
+    steps: &[([u32; 3], PackNeeds, u64)],
+    dataflow: bool,
+) -> Vec<Option<String>> {
+    let block = block_size(steps.iter().map(|s| s.0));
+    let limit = crate::validate::MAX_SHARED_BYTES;
+    let mut total: u64 = steps
+        .iter()
+        .fold(0u64, |t, s| t.saturating_add(s.1.shared_bytes));
+    steps
+        .iter()
+        .map(|(wg, needs, workgroups)| {
+            let own = needs.obstacle(wg[0], block[0]);
+            let own = own.or_else(|| {
+                let copies = u64::from(needs.copies(wg[0], block[0]));
+                let extra = needs.shared_bytes.saturating_mul(copies.saturating_sub(1));
+                if extra == 0 || (dataflow && *workgroups <= 1) {
+                    return None;
+                }
+                let with = total.saturating_add(extra);
+                if with > limit {
+                    return Some(format!(
+                        "its {copies} copies of {} B of workgroup (shared) memory would take the \
+                         fused kernel's to {with} B, more than the {} KiB a kernel may declare",
+                        needs.shared_bytes,
+                        limit / 1024
+                    ));
+                }
+                total = with;
+                None
+            });
+            group_obstacle(own, *workgroups, dataflow)
+        })
+        .collect()
+}
+
 /// The layout of every step of one group: `steps[i]` is (pipeline step index, workgroup
 /// size, [`group_obstacle`] of the step); `grid_after[i]` is true when a grid barrier
 /// separates position `i` from `i + 1`; `dataflow` when the group runs the dataflow sync
@@ -537,6 +580,39 @@ mod tests {
         // With a grid barrier between 1 and 2, step 1 packs.
         let got = layouts(&steps, &[true, true, true, true], false);
         assert_eq!(got[1], "packed 4 x 256 in 1024");
+    }
+
+    #[test]
+    fn packed_copies_keep_the_group_within_48_kib() {
+        let tile = |bytes: u64| PackNeeds {
+            shared_bytes: bytes,
+            ..PackNeeds::default()
+        };
+        // 4 copies of 8 KiB (32 KiB) and the 1024-thread step's 8 KiB: 40 KiB, fine.
+        let steps = [
+            ([256, 1, 1], tile(8 * 1024), 64),
+            ([1024, 1, 1], tile(8 * 1024), 16),
+        ];
+        assert_eq!(group_obstacles(&steps, false), [None, None]);
+        // A second 8 KiB tile step would need 32 KiB more: it masks, named; the first packs.
+        let steps = [
+            ([256, 1, 1], tile(8 * 1024), 64),
+            ([1024, 1, 1], tile(8 * 1024), 16),
+            ([256, 1, 1], tile(8 * 1024), 64),
+        ];
+        let got = group_obstacles(&steps, false);
+        assert_eq!(got[..2], [None, None]);
+        let r = got[2].clone().unwrap_or_default();
+        assert!(r.contains("4 copies") && r.contains("48 KiB"), "{r}");
+        // A one-workgroup step of a dataflow group masks for that reason, and takes no share.
+        let got = group_obstacles(
+            &[
+                ([256, 1, 1], tile(16 * 1024), 1),
+                ([1024, 1, 1], tile(0), 4),
+            ],
+            true,
+        );
+        assert_eq!(got[0].as_deref(), Some(ONE_WORKGROUP));
     }
 
     #[test]

@@ -667,15 +667,14 @@ fn layouts_of(
     grid_after: &[bool],
     dataflow: bool,
 ) -> Vec<super::mixed::StepLayout> {
-    let block = super::mixed::block_size(run.iter().map(|&s| res[s].wg));
-    let obstacles: Vec<Option<String>> = run
+    let needs: Vec<_> = run
         .iter()
         .map(|&s| {
             let wgs = res[s].grid.iter().map(|&g| u64::from(g)).product();
-            let own = res[s].pack.obstacle(res[s].wg[0], block[0]);
-            super::mixed::group_obstacle(own, wgs, dataflow)
+            (res[s].wg, res[s].pack, wgs)
         })
         .collect();
+    let obstacles = super::mixed::group_obstacles(&needs, dataflow);
     let steps: Vec<(usize, [u32; 3], Option<&str>)> = run
         .iter()
         .zip(&obstacles)
