@@ -205,7 +205,7 @@ pub fn decode(capture: &Capture) -> Result<Decoded, TimelineError> {
 }
 
 /// Checks a decoded capture: every (step, workgroup) of every launch present exactly once,
-/// no record lost or malformed, every wait inside its launch's span. Returns the problems
+/// no record lost or malformed, every wait ending inside its launch's span. Returns the problems
 /// (empty: consistent).
 ///
 /// Time and memory grow with the slices, never with the counts a spec declares: a record
@@ -241,9 +241,14 @@ pub fn check(capture: &Capture, d: &Decoded) -> Vec<String> {
                 .get(&(li as u32, ui as u32))
                 .map_or(&[][..], Vec::as_slice);
             if matches!(u.kind, UnitKind::Wait(_)) {
+                // A wait ends inside the work's span: not before any work began (it waits for
+                // some), not after all of it ended. It may start before the first work slice:
+                // a block with nothing to do before its wait can be scheduled ahead of the
+                // block that runs the producer (seen on an H100: a one-workgroup step's
+                // consumers waiting before its block stamped its start).
                 let outside = mine
                     .iter()
-                    .filter(|s| s.start_ns < lo || s.end_ns > hi)
+                    .filter(|s| s.end_ns < lo || s.end_ns > hi)
                     .count();
                 if outside > 0 {
                     problems.push(format!(

@@ -303,8 +303,15 @@ pub fn runs_as(compiled: &CompiledPipeline) -> Vec<Vec<String>> {
                         consumer,
                         producer,
                         on,
+                        span,
                         ..
                     } => Some(match on {
+                        // A packed step's trip: its sub-tasks w..w+span-1 wait together.
+                        WaitOn::Window { lo, hi, .. } if *span > 1 => format!(
+                            "step {consumer} sub-tasks w..w+{} (one trip of a packed block) wait together for the flags of step {producer} workgroups w{lo:+}..w{:+} (counter)",
+                            *span - 1,
+                            i64::from(*hi) + i64::from(*span) - 1
+                        ),
                         WaitOn::Count { total, .. } => format!(
                             "step {consumer} waits for step {producer}'s counter to reach {total} (counter)"
                         ),

@@ -258,3 +258,28 @@ fn scan_1024_middle_packs_its_elementwise_step_in_the_barrier_form() {
     }
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// In the dataflow form a packed step's sub-tasks wait together: `plan` shows the packing,
+/// the grid counted in block-sized tasks and the trip's widened window.
+#[test]
+fn stencil_mixed_sizes_packs_and_waits_per_trip_in_the_dataflow_form() {
+    let cache = cache_dir("packed-dataflow");
+    let args = [
+        "fixtures/pipelines/stencil_mixed_sizes.json",
+        "--device",
+        "h200",
+        "--decide",
+        "fuse",
+    ];
+    let (code, out, err) = plan(&args, &cache);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "step 1: packed 4 x 64 in 256",
+        "step 2: packed 4 x 64 in 256",
+        "dataflow grid: 79 blocks",
+        "step 2 sub-tasks w..w+3 (one trip of a packed block) wait together for the flags of step 1 workgroups w-1..w+4",
+    ] {
+        assert!(out.contains(want), "missing `{want}`:\n{out}");
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+}

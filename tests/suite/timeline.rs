@@ -476,6 +476,78 @@ fn bubble_fraction_of_a_known_layout() {
     assert_eq!(s.timer_step_ns, Some(50));
 }
 
+/// A wait may start before the kernel's first work slice (a block with nothing to do first
+/// can be scheduled ahead of the producer's block), but must end inside the work's span.
+#[test]
+fn waits_may_start_before_the_work_but_must_end_inside_it() {
+    let spec = TimelineSpec {
+        units: vec![
+            TimelineUnit {
+                node: "body[0]".into(),
+                kind: UnitKind::Wait(WaitKind::FlagWait),
+                step: Some(1),
+                workgroup_var: None,
+                workgroups: None,
+                packed: None,
+            },
+            TimelineUnit {
+                node: "body[1]".into(),
+                kind: UnitKind::Step,
+                step: Some(1),
+                workgroup_var: None,
+                workgroups: None,
+                packed: None,
+            },
+        ],
+        slots_per_block: 2,
+    };
+    let t = 50_000;
+    let capture = |wait_end: u64| {
+        let mut bytes = vec![0u8; spec.buffer_bytes(2) as usize];
+        // Block 0 works first; block 1 waits from 30 ns before that, then works.
+        put(&mut bytes, 2, 0, 0, (1, NO_WORKGROUP, 0, 0, t, t + 100));
+        put(
+            &mut bytes,
+            2,
+            1,
+            0,
+            (0, NO_WORKGROUP, 1, 0, t - 30, wait_end),
+        );
+        put(
+            &mut bytes,
+            2,
+            1,
+            1,
+            (1, NO_WORKGROUP, 1, 1, t + 100, t + 150),
+        );
+        Capture {
+            launches: vec![LaunchRecords {
+                program: None,
+                kernel: "k".into(),
+                spec: spec.clone(),
+                grid: [2, 1, 1],
+                device_ms: None,
+                bytes,
+            }],
+            host: vec![],
+            device_sms: Some(2),
+        }
+    };
+    let ok = capture(t + 100);
+    assert_eq!(
+        check(&ok, &decode(&ok).expect("decode")),
+        Vec::<String>::new()
+    );
+    let early = capture(t - 10);
+    let problems = check(&early, &decode(&early).expect("decode"));
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("outside the kernel's span")),
+        "{problems:?}"
+    );
+}
+
 #[test]
 fn wrapped_reversed_and_foreign_records_are_reported() {
     let (mut cap, _) = recorded(7, 4, 4);
