@@ -12,13 +12,7 @@ DIR=${2:-${OUT:-/tmp/vyrescope-round}}
 mkdir -p "$DIR"
 # Tune caches and configs go to a private HOME, never the machine's.
 export HOME=$(mktemp -d) XDG_CACHE_HOME= XDG_CONFIG_HOME=
-step() { # name, timeout seconds, command...
-  local name=$1 limit=$2; shift 2
-  local t0=$(date +%s%N)
-  timeout "$limit" "$@" > "$DIR/$name.out" 2> "$DIR/$name.err"
-  local rc=$?
-  printf '%-28s rc=%-3s %6d ms\n' "$name" "$rc" $(( ($(date +%s%N) - t0) / 1000000 )) | tee -a "$DIR/summary.txt"
-}
+. "$(dirname "$0")/step.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$DIR/gpu.txt" 2>&1
 cat "$DIR/gpu.txt"
 P=fixtures/pipelines/softmax.json

@@ -268,7 +268,7 @@ pub fn fuse_group(
         let mut names = HashMap::new();
         let mut mine = HashSet::new();
         // A packed step's sub-tasks each get their own copy of its workgroup buffers.
-        let copies = layouts[i].packed().unwrap_or(1);
+        let copies = layouts[i].tasks();
         for b in &step.program.buffers {
             let count = b.count.map(|c| c.saturating_mul(copies));
             let reuse = (!b.access.is_host())

@@ -655,7 +655,7 @@ fn set_layouts(g: &mut Group, res: &[StepRes], sync: SyncMode) {
 fn dataflow_packs(res: &[StepRes], run: &[usize]) -> Vec<u32> {
     layouts_of(res, run, &[], true)
         .iter()
-        .map(|l| l.packed().unwrap_or(1))
+        .map(super::mixed::StepLayout::tasks)
         .collect()
 }
 
