@@ -38,6 +38,7 @@ pub mod bench;
 pub mod capture;
 pub mod executor;
 pub mod fuzz;
+pub mod fuzz_children;
 pub mod fuzz_pipelines;
 pub mod offline;
 pub mod pipeline;

@@ -92,6 +92,9 @@ struct ValidGen<'c> {
     returned: bool,
     /// The Program's workgroup size (sub-task barriers must divide it).
     wg: [u32; 3],
+    /// The size of the Program's sub-task barriers once one was drawn: one size per Program,
+    /// as V074 requires between workgroup barriers.
+    subtask: Option<u32>,
 }
 
 /// A well-typed Program the validator must accept.
@@ -110,6 +113,7 @@ pub fn valid_program_with(rng: Rng, cfg: &Config, name: String) -> Program {
         next_name: 0,
         returned: false,
         wg: [1, 1, 1],
+        subtask: None,
     };
     let wg = g.rng.pick(&cfg.workgroups);
     g.wg = wg;
@@ -348,7 +352,10 @@ impl ValidGen<'_> {
                         .filter(|&t| x.is_multiple_of(t) && x / t <= 15 && y == 1 && z == 1)
                         .collect();
                     if !self.cfg.race_free && !sizes.is_empty() && self.rng.chance(1, 3) {
-                        let threads = self.rng.pick(&sizes);
+                        // Drawn every time so that the random stream (and every other
+                        // seed's Program) stays as it was before sizes were kept.
+                        let drawn = self.rng.pick(&sizes);
+                        let threads = *self.subtask.get_or_insert(drawn);
                         return st(StmtKind::Barrier(BarrierScope::Subtask { threads }));
                     }
                     return st(StmtKind::Barrier(BarrierScope::Workgroup));

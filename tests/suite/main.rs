@@ -28,6 +28,7 @@ mod emit_snapshots;
 mod fixtures_coverage;
 mod fixtures_reference;
 mod fuzz;
+mod fuzz_children;
 mod fuzz_pipelines;
 mod gpu_worker;
 mod hostile_files;
