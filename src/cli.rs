@@ -79,6 +79,15 @@ pub struct Cli {
     /// Inspector options (without a subcommand).
     #[command(flatten)]
     pub inspector: tui::InspectorOpts,
+    /// The length of a symbolic dimension of a vyre graph or artifact (feature `vyre`), e.g.
+    /// `--bind items=1048576`; repeatable, and taken by every command that opens one.
+    #[arg(
+        long = "bind",
+        global = true,
+        value_name = "SYMBOL=N",
+        value_parser = crate::ir::foreign::parse_binding
+    )]
+    pub bind: Vec<(String, u64)>,
 }
 
 /// Subcommands.
@@ -204,6 +213,13 @@ pub fn main() -> i32 {
         }
     };
     let json = cli.command.as_ref().is_some_and(Command::json);
+    match crate::ir::foreign::collect_bindings(&cli.bind) {
+        Ok(b) => crate::ir::foreign::bind_graph_symbols(b),
+        Err(e) => {
+            let p = Problem::usage(e, "give each symbol one value: `--bind SYMBOL=N`");
+            return report(&p, json);
+        }
+    }
     let outcome = match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
