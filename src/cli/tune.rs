@@ -100,7 +100,16 @@ const PIPELINE_INSTEAD: &str = "tune one step's Program file (the pipeline's `pr
 fn offline(a: &Args, program: &crate::ir::Program, candidates: &[[u32; 3]]) -> super::Outcome {
     let (caps, note) = super::occupancy::resolve_device(a.gpu.device.as_deref())?;
     let inputs = crate::harness::preserve::Inputs::of_file(&a.file, a.root.as_deref());
-    let t = crate::harness::offline::tune_offline(program, &inputs, candidates, &caps, &note);
+    let progress = SweepProgress::new();
+    let report = |done: usize, all: usize| progress.report(done, all);
+    let t = crate::harness::offline::tune_offline(
+        program,
+        &inputs,
+        candidates,
+        &caps,
+        &note,
+        Some(&report),
+    );
     if a.json {
         match serde_json::to_string_pretty(&t) {
             Ok(s) => outln!("{s}"),
@@ -110,6 +119,38 @@ fn offline(a: &Args, program: &crate::ir::Program, candidates: &[[u32; 3]]) -> s
         out!("{}", offline_text(&t));
     }
     Ok(0)
+}
+
+/// Progress of a long offline sweep on stderr: nothing for the first second (a short sweep
+/// stays quiet), then a line at most every second and one when the sweep is done.
+struct SweepProgress {
+    start: std::time::Instant,
+    /// Seconds since `start` of the last line, when one was written.
+    last: std::sync::Mutex<Option<f64>>,
+}
+
+impl SweepProgress {
+    fn new() -> SweepProgress {
+        SweepProgress {
+            start: std::time::Instant::now(),
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn report(&self, done: usize, all: usize) {
+        let now = self.start.elapsed().as_secs_f64();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let due = match *last {
+            None => now >= 1.0,
+            Some(t) => now - t >= 1.0 || (done == all),
+        };
+        if due {
+            *last = Some(now);
+            crate::util::stderr_line(&format!(
+                "tune --offline: {done}/{all} candidates estimated ({now:.1} s)"
+            ));
+        }
+    }
 }
 
 /// The offline sweep as a table: one line per candidate, then the suggestion and the label.
@@ -135,7 +176,8 @@ instruction mix: {}
         let regs = r.registers.map_or("-".into(), |x| x.to_string());
         let mut results = r.results.text();
         if let Some(why) = &r.cannot_launch {
-            results = format!("cannot launch: {why}; {results}");
+            // No results verdict for a size that cannot run.
+            results = format!("cannot launch: {why}");
         }
         let mut marks = String::new();
         if Some(r.workgroup) == t.suggested {
