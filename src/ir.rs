@@ -22,7 +22,7 @@ pub mod walk;
 pub mod write;
 
 pub use ast::*;
-pub use data::{DataArray, DataIter};
+pub use data::{DataArray, DataBuilder, DataIter};
 pub use parse::{load_program, load_source, parse_program, ParseError, Source};
 pub use pipeline::{Pipeline, PipelineBuffer, Step};
 pub use pipeline_parse::{is_pipeline_file, load_pipeline, looks_like_pipeline, parse_pipeline};

@@ -77,24 +77,6 @@ impl DataArray {
         self.bytes.len()
     }
 
-    /// Appends `l`, failing instead of aborting when memory runs out.
-    pub fn try_push(&mut self, l: Literal) -> Result<(), TryReserveError> {
-        let mut item = [0u8; 20];
-        let n = encode(l, &mut item);
-        let bytes = Arc::make_mut(&mut self.bytes);
-        if bytes.capacity() - bytes.len() < n {
-            bytes.try_reserve(n.max(bytes.len() / 2))?;
-        }
-        bytes.extend_from_slice(&item[..n]);
-        self.len += 1;
-        Ok(())
-    }
-
-    /// Releases the growth reserve once the array is complete.
-    pub fn shrink_to_fit(&mut self) {
-        Arc::make_mut(&mut self.bytes).shrink_to_fit();
-    }
-
     /// The elements in order.
     pub fn iter(&self) -> DataIter<'_> {
         DataIter {
@@ -104,16 +86,61 @@ impl DataArray {
     }
 }
 
+/// Builds a [`DataArray`] one element at a time.
+#[derive(Default)]
+pub struct DataBuilder {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl DataBuilder {
+    /// Elements so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True before the first element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes held so far.
+    pub fn encoded_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Appends `l`, failing instead of aborting when memory runs out.
+    pub fn try_push(&mut self, l: Literal) -> Result<(), TryReserveError> {
+        let mut item = [0u8; 20];
+        let n = encode(l, &mut item);
+        if self.bytes.capacity() - self.bytes.len() < n {
+            // Half again: the last growth step over-allocates a third at most.
+            self.bytes.try_reserve(n.max(self.bytes.len() / 2))?;
+        }
+        self.bytes.extend_from_slice(&item[..n]);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The array, its growth reserve released.
+    pub fn finish(mut self) -> DataArray {
+        self.bytes.shrink_to_fit();
+        DataArray {
+            bytes: Arc::new(self.bytes),
+            len: self.len,
+        }
+    }
+}
+
 impl FromIterator<Literal> for DataArray {
     /// Collects literals (in-memory construction; an allocation failure aborts as a `Vec`
-    /// does, so parsing uses [`DataArray::try_push`]).
+    /// does, so parsing uses [`DataBuilder::try_push`]).
     fn from_iter<I: IntoIterator<Item = Literal>>(iter: I) -> DataArray {
-        let mut a = DataArray::new();
+        let mut b = DataBuilder::default();
         for l in iter {
-            a.try_push(l).unwrap_or_else(|e| panic!("data array: {e}"));
+            b.try_push(l).unwrap_or_else(|e| panic!("data array: {e}"));
         }
-        a.shrink_to_fit();
-        a
+        b.finish()
     }
 }
 
@@ -361,12 +388,13 @@ mod tests {
     }
 
     #[test]
-    fn clones_share_and_a_push_does_not_show_in_the_clone() {
-        let mut a: DataArray = vec![Literal::Int(1), Literal::Int(-2)].into();
+    fn clones_share_their_bytes() {
+        let a: DataArray = vec![Literal::Int(1), Literal::Int(-2)].into();
         let b = a.clone();
         assert!(Arc::ptr_eq(&a.bytes, &b.bytes));
-        a.try_push(Literal::Int(3)).unwrap();
-        assert_eq!(b.len(), 2);
-        assert_eq!(a.iter().last(), Some(Literal::Int(3)));
+        assert_eq!(
+            b.iter().collect::<Vec<_>>(),
+            [Literal::Int(1), Literal::Int(-2)]
+        );
     }
 }

@@ -64,3 +64,34 @@ fn check_of_a_twenty_million_element_data_array_fits_a_small_address_space() {
     assert!(!err.contains("memory allocation"), "{err}");
     assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
 }
+
+/// Whatever the memory, `check` ends with its result or an error naming the place with a
+/// `Fix:`: never the allocator's abort. The limits step from one the file barely fits to
+/// one the whole check fits; each fails (if at all) somewhere else in the parse.
+#[test]
+fn running_out_of_memory_while_parsing_data_is_an_error_with_a_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.json");
+    std::fs::write(&file, program_text(10_000_000, 0x0dd_ba11)).unwrap();
+    for mib in [48u64, 64, 80, 96, 128, 192] {
+        let mut cmd = cli::command();
+        cmd.current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env("RAYON_NUM_THREADS", "2")
+            .env("MALLOC_ARENA_MAX", "2")
+            .args(["check", "big.json"]);
+        vyrescope::util::os::tool_child(&mut cmd, mib << 20);
+        let (code, out, err) = cli::output(&mut cmd);
+        let all = format!("{out}{err}");
+        assert!(!all.contains("memory allocation of"), "{mib} MiB: {all}");
+        match code {
+            0 => assert!(out.contains("big.json: ok"), "{mib} MiB: {all}"),
+            1 => assert!(
+                all.contains("Fix:") && all.contains("big.json"),
+                "{mib} MiB: {all}"
+            ),
+            _ => panic!("{mib} MiB: exit {code}: {all}"),
+        }
+    }
+}

@@ -200,7 +200,7 @@ impl<'de> Deserialize<'de> for RawData {
                 f.write_str("an array of numbers")
             }
             fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<DataArray, A::Error> {
-                let mut data = DataArray::new();
+                let mut data = crate::ir::data::DataBuilder::default();
                 while let Some(DataElem(l)) = seq.next_element()? {
                     data.try_push(l).map_err(|e| {
                         err::<A::Error>(
@@ -213,8 +213,7 @@ impl<'de> Deserialize<'de> for RawData {
                         )
                     })?;
                 }
-                data.shrink_to_fit();
-                Ok(data)
+                Ok(data.finish())
             }
         }
         d.deserialize_seq(V).map(RawData)
