@@ -138,18 +138,25 @@ impl SweepProgress {
     }
 
     fn report(&self, done: usize, all: usize) {
-        let now = self.start.elapsed().as_secs_f64();
+        if let Some(line) = self.line_at(done, all, self.start.elapsed().as_secs_f64()) {
+            crate::util::stderr_line(&line);
+        }
+    }
+
+    /// The line due `now` seconds into the sweep, if one is.
+    fn line_at(&self, done: usize, all: usize, now: f64) -> Option<String> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         let due = match *last {
             None => now >= 1.0,
-            Some(t) => now - t >= 1.0 || (done == all),
+            Some(t) => now - t >= 1.0 || done == all,
         };
-        if due {
-            *last = Some(now);
-            crate::util::stderr_line(&format!(
-                "tune --offline: {done}/{all} candidates estimated ({now:.1} s)"
-            ));
+        if !due {
+            return None;
         }
+        *last = Some(now);
+        Some(format!(
+            "tune --offline: {done}/{all} candidates estimated ({now:.1} s)"
+        ))
     }
 }
 
@@ -207,4 +214,24 @@ instruction mix: {}
     }
     s.push_str(&format!("note: {}\n", t.label));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_quiet_for_a_second_then_a_line_a_second_and_the_last() {
+        let p = SweepProgress::new();
+        assert_eq!(p.line_at(1, 40, 0.2), None);
+        assert_eq!(p.line_at(2, 40, 0.9), None);
+        let first = p.line_at(3, 40, 1.3).expect("after a second");
+        assert!(first.contains("3/40") && first.contains("1.3 s"), "{first}");
+        assert_eq!(p.line_at(4, 40, 2.0), None);
+        assert!(p.line_at(9, 40, 2.4).is_some_and(|l| l.contains("9/40")));
+        assert!(p.line_at(40, 40, 2.5).is_some_and(|l| l.contains("40/40")));
+        // A sweep done within its first second says nothing.
+        let q = SweepProgress::new();
+        assert_eq!(q.line_at(32, 32, 0.8), None);
+    }
 }
