@@ -190,6 +190,11 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
+            // `chek FILE --json` and `chek --help` fail to parse or ask for help as the
+            // inspector's command line; the mistyped command word is what went wrong.
+            if let Some(p) = mistyped_command() {
+                return report(&p, std::env::args().skip(1).any(|a| a == "--json"));
+            }
             // A usage error of a `--json` command line is JSON too (help and version stay text).
             if e.use_stderr() && std::env::args().skip(1).any(|a| a == "--json") {
                 let text = e.kind().to_string();
@@ -256,15 +261,34 @@ fn inspector(files: &[std::path::PathBuf], opts: &tui::InspectorOpts) -> Outcome
             "run `vyrescope FILE...` or see `vyrescope --help`",
         ));
     };
-    let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
-        .get_subcommands()
-        .filter(|c| !c.is_hide_set())
-        .map(|c| c.get_name().to_string())
-        .collect();
-    if let Some(e) = unknown_command::unknown_command(first, &commands) {
+    if let Some(e) = unknown_command::unknown_command(first, &command_names()) {
         return Err(e);
     }
     tui::open(files, opts)
+}
+
+/// The visible subcommand names.
+fn command_names() -> Vec<String> {
+    <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// The unknown-command error when the command line's first word is a mistyped command (see
+/// [`unknown_command::unknown_command`]).
+fn mistyped_command() -> Option<Problem> {
+    let first = std::env::args_os().nth(1)?;
+    // Any subcommand, hidden ones and aliases too, is no typo.
+    let cmd = <Cli as clap::CommandFactory>::command();
+    if first
+        .to_str()
+        .is_some_and(|w| w == "help" || cmd.find_subcommand(w).is_some())
+    {
+        return None;
+    }
+    unknown_command::unknown_command(std::path::Path::new(&first), &command_names())
 }
 
 /// The one place a [`Problem`] is printed; returns its exit code (the same with and without

@@ -253,7 +253,9 @@ impl ValidGen<'_> {
                                 ScalarType::I32,
                             ),
                             _ => (
-                                Expr::Lit(Literal::Float(self.rng.below(1000) as f64 / 8.0)),
+                                Expr::Lit(Literal::Float(FloatLit::exact(
+                                    self.rng.below(1000) as f64 / 8.0,
+                                ))),
                                 ScalarType::F32,
                             ),
                         }
@@ -402,9 +404,9 @@ impl ValidGen<'_> {
 
     fn bare(&mut self, ty: ScalarType) -> Expr {
         Expr::Lit(match ty {
-            ScalarType::F32 | ScalarType::F64 => {
-                Literal::Float(self.rng.pick(&[0.0, 0.5, -1.25, 3.0e4, 1.0e-3, 7.0]))
-            }
+            ScalarType::F32 | ScalarType::F64 => Literal::Float(FloatLit::exact(
+                self.rng.pick(&[0.0, 0.5, -1.25, 3.0e4, 1.0e-3, 7.0]),
+            )),
             t => {
                 let v = self.int_value(t);
                 Literal::Int(v)
