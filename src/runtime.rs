@@ -32,8 +32,11 @@ pub mod jit;
 pub mod parity;
 pub mod pipeline;
 pub mod probe;
+pub mod resident;
 pub(crate) mod scratch;
 pub mod telemetry;
+#[cfg(feature = "vyre")]
+pub mod vyre_device;
 pub mod worker;
 
 pub use cache::CacheStats;

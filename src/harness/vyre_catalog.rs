@@ -221,31 +221,12 @@ fn run_case(
         CatalogBackend::Cuda(rt) => {
             let c =
                 rt.compile_program(program, case.shape.workgroup_size, &JitOptions::default())?;
-            // The ABI takes host buffers in binding order.
-            let order: Vec<usize> = c
-                .emitted
-                .abi
-                .params
-                .iter()
-                .map(|p| {
-                    bufs.iter().position(|b| b.name == p.buffer).ok_or_else(|| {
-                        Problem::new(
-                            format!("the kernel takes `{}`, which was not bound", p.buffer),
-                            "",
-                        )
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            let mut abi_bufs: Vec<HostBuffer> = order.iter().map(|&i| bufs[i].clone()).collect();
             let opts = DispatchOptions {
                 timeout: Some(std::time::Duration::from_secs(10)),
                 device_timing: false,
                 ..DispatchOptions::default()
             };
-            rt.dispatch(&c.handle, &c.emitted.abi, &case.shape, &mut abi_bufs, &opts)?;
-            for (&i, b) in order.iter().zip(abi_bufs) {
-                bufs[i] = b;
-            }
+            rt.dispatch_by_name(&c.handle, &c.emitted.abi, &case.shape, &mut bufs, &opts)?;
         }
     }
     Ok(bufs)

@@ -132,6 +132,73 @@ pub(crate) fn download_from(
     Ok(())
 }
 
+/// Copies `src` into `dst[offset..offset + src.len()]` through the staging ring (queued on
+/// the session's stream; later work on that stream sees the bytes).
+pub(crate) fn upload_at(
+    sess: &mut super::Session,
+    dst: &DeviceBuffer,
+    offset: usize,
+    src: &[u8],
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    for (k, piece) in src.chunks(STAGING_CHUNK).enumerate() {
+        let waited = sess.staging.slots[k % STAGING_SLOTS].upload(
+            piece.len(),
+            |d| par_copy(d, piece),
+            dst,
+            offset + k * STAGING_CHUNK,
+            &sess.stream,
+        )?;
+        c.syncs += u64::from(waited);
+        c.h2d += piece.len() as u64;
+    }
+    Ok(())
+}
+
+/// Copies `src[offset..offset + out.len()]` into `out` through the staging ring, keeping up
+/// to [`STAGING_SLOTS`] chunks in flight.
+pub(crate) fn download_at(
+    sess: &mut super::Session,
+    src: &DeviceBuffer,
+    offset: usize,
+    out: &mut [u8],
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    let total = out.len();
+    let n = total.div_ceil(STAGING_CHUNK);
+    let piece = |j: usize| (j * STAGING_CHUNK, STAGING_CHUNK.min(total - j * STAGING_CHUNK));
+    for j in 0..n.min(STAGING_SLOTS) {
+        let (off, len) = piece(j);
+        c.syncs += u64::from(sess.staging.slots[j % STAGING_SLOTS].download(
+            src,
+            offset + off,
+            len,
+            &sess.stream,
+        )?);
+    }
+    for j in 0..n {
+        let (off, len) = piece(j);
+        par_copy(
+            &mut out[off..off + len],
+            sess.staging.slots[j % STAGING_SLOTS].read(len)?,
+        );
+        c.syncs += 1;
+        c.d2h += len as u64;
+        if j + STAGING_SLOTS < n {
+            let (off, len) = piece(j + STAGING_SLOTS);
+            c.syncs += u64::from(sess.staging.slots[(j + STAGING_SLOTS) % STAGING_SLOTS].download(
+                src,
+                offset + off,
+                len,
+                &sess.stream,
+            )?);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

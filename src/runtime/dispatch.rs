@@ -180,6 +180,15 @@ pub struct ResidentSet {
 }
 
 impl ResidentSet {
+    /// A set of one buffer already in the pool's resident map under `id`.
+    pub(crate) fn single(id: u64, generation: u64, len: u64) -> ResidentSet {
+        ResidentSet {
+            id,
+            generation,
+            lens: vec![len],
+        }
+    }
+
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -196,7 +205,7 @@ pub(crate) struct BufferPool {
     bytes: usize,
     /// Buffers of resident sets, by set id.
     pub(crate) resident: HashMap<u64, Vec<DeviceBuffer>>,
-    next_id: u64,
+    pub(crate) next_id: u64,
     /// Grid-barrier scratch (zeroed when allocated, not between launches: see
     /// [`Runtime::arm_grid_sync`]).
     pub(crate) scratch: Option<DeviceBuffer>,
@@ -236,7 +245,7 @@ pub(crate) struct Counters {
 }
 
 impl Runtime {
-    fn apply(&mut self, c: &Counters) {
+    pub(crate) fn apply(&mut self, c: &Counters) {
         self.telemetry.allocations += c.allocs;
         self.telemetry.allocated_bytes += c.alloc_bytes;
         self.telemetry.h2d_bytes += c.h2d;
@@ -246,7 +255,7 @@ impl Runtime {
 
     /// Maps a driver error of a copy: sticky errors (an earlier faulting kernel) recreate
     /// the context.
-    fn copy_error(&mut self, e: DriverError) -> RuntimeError {
+    pub(crate) fn copy_error(&mut self, e: DriverError) -> RuntimeError {
         if e.is_sticky() {
             self.launch_error("(previous launch)", e)
         } else {
@@ -327,7 +336,7 @@ impl Runtime {
     }
 
     /// Checks a launch against the device and kernel limits before the driver sees it.
-    fn check_shape(
+    pub(crate) fn check_shape(
         &self,
         kernel: &str,
         shape: &LaunchShape,
@@ -519,68 +528,13 @@ impl Runtime {
         if map.len() != abi.params.len() || map.iter().any(|&i| i >= set.lens.len()) {
             return Err(RuntimeError::Abi(crate::util::Problem::new(format!("kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}", h.name, abi.params.len(), set.lens.len()), "map every kernel buffer to a buffer of the resident set")));
         }
-        let (f, res) = self.kernel_for_launch(h)?;
-        self.check_shape(
-            &h.name,
-            shape,
-            res.max_threads_per_block,
-            opts.dynamic_smem,
-            res.static_smem_bytes,
-        )?;
         let all = self.resident_ptrs(set)?;
-        let mut args: Vec<u64> = Vec::with_capacity(map.len() * 2 + 1);
+        let mut bufs = Vec::with_capacity(map.len());
         for &i in map {
-            let len = set.lens[i];
-            let len32 = u32::try_from(len).map_err(|_| {
-                RuntimeError::Abi(crate::util::Problem::new(format!("a buffer of {len} elements does not fit the kernel's .u32 length parameter"), format!("split the data into buffers of at most {} elements", u32::MAX)))
-            })?;
-            args.push(all.get(i).copied().ok_or(RuntimeError::StaleResident)?);
-            args.push(len32 as u64);
+            let ptr = all.get(i).copied().ok_or(RuntimeError::StaleResident)?;
+            bufs.push((ptr, set.lens[i]));
         }
-        let geo = Geometry {
-            grid: shape.grid,
-            block: shape.workgroup_size,
-            dynamic_smem: opts.dynamic_smem,
-        };
-        if abi.grid_sync {
-            self.check_coresidency(&h.name, f, &geo)?;
-            let words = abi.scratch.words.max(1) as usize;
-            let sess = self.sess()?;
-            if sess
-                .pool
-                .scratch
-                .as_ref()
-                .is_none_or(|s| s.bytes() < words * 4)
-            {
-                sess.pool.scratch = None;
-                let s = DeviceBuffer::alloc(words * 4)
-                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                s.memset_async(0, &sess.stream)
-                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                sess.pool.scratch = Some(s);
-                sess.pool.scratch_state = ScratchState::zeroed();
-                self.telemetry.allocations += 1;
-                self.telemetry.allocated_bytes += (words * 4) as u64;
-            }
-            let p = self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr());
-            args.push(p);
-        }
-        let sync = abi.grid_sync.then(|| SyncUse {
-            epoch_arg: abi.scratch.epoch.then(|| {
-                // Set by `arm_grid_sync` before each launch.
-                args.push(0);
-                args.len() - 1
-            }),
-            scratch: abi.scratch,
-        });
-        Ok(ReadyLaunch {
-            f,
-            geo,
-            args,
-            cooperative: abi.grid_sync,
-            slots: product(shape.grid) * product(shape.workgroup_size),
-            sync,
-        })
+        self.prepare_launch_bufs(h, abi, shape, &bufs, opts)
     }
 
     /// Readies the grid-sync scratch for the next launch of `ready` (call it right before
@@ -607,7 +561,7 @@ impl Runtime {
     }
 
     /// Refuses a cooperative launch whose grid cannot be resident at once.
-    fn check_coresidency(&mut self, kernel: &str, f: Function, geo: &Geometry) -> Result<()> {
+    pub(crate) fn check_coresidency(&mut self, kernel: &str, f: Function, geo: &Geometry) -> Result<()> {
         let block = product(geo.block) as u32;
         let per_sm = f
             .max_active_blocks(block, geo.dynamic_smem)
