@@ -12,7 +12,7 @@ use crate::inputs::HostBuffer;
 /// The pinned staging ring.
 #[derive(Default)]
 pub(crate) struct Staging {
-    slots: Vec<StagingSlot>,
+    pub(crate) slots: Vec<StagingSlot>,
 }
 
 impl Staging {
@@ -168,7 +168,12 @@ pub(crate) fn download_at(
     sess.staging.ensure()?;
     let total = out.len();
     let n = total.div_ceil(STAGING_CHUNK);
-    let piece = |j: usize| (j * STAGING_CHUNK, STAGING_CHUNK.min(total - j * STAGING_CHUNK));
+    let piece = |j: usize| {
+        (
+            j * STAGING_CHUNK,
+            STAGING_CHUNK.min(total - j * STAGING_CHUNK),
+        )
+    };
     for j in 0..n.min(STAGING_SLOTS) {
         let (off, len) = piece(j);
         c.syncs += u64::from(sess.staging.slots[j % STAGING_SLOTS].download(
@@ -188,12 +193,14 @@ pub(crate) fn download_at(
         c.d2h += len as u64;
         if j + STAGING_SLOTS < n {
             let (off, len) = piece(j + STAGING_SLOTS);
-            c.syncs += u64::from(sess.staging.slots[(j + STAGING_SLOTS) % STAGING_SLOTS].download(
-                src,
-                offset + off,
-                len,
-                &sess.stream,
-            )?);
+            c.syncs += u64::from(
+                sess.staging.slots[(j + STAGING_SLOTS) % STAGING_SLOTS].download(
+                    src,
+                    offset + off,
+                    len,
+                    &sess.stream,
+                )?,
+            );
         }
     }
     Ok(())

@@ -561,7 +561,12 @@ impl Runtime {
     }
 
     /// Refuses a cooperative launch whose grid cannot be resident at once.
-    pub(crate) fn check_coresidency(&mut self, kernel: &str, f: Function, geo: &Geometry) -> Result<()> {
+    pub(crate) fn check_coresidency(
+        &mut self,
+        kernel: &str,
+        f: Function,
+        geo: &Geometry,
+    ) -> Result<()> {
         let block = product(geo.block) as u32;
         let per_sm = f
             .max_active_blocks(block, geo.dynamic_smem)

@@ -244,12 +244,15 @@ impl Runtime {
             .params
             .iter()
             .map(|p| {
-                buffers.iter().position(|b| b.name == p.buffer).ok_or_else(|| {
-                    super::RuntimeError::Abi(crate::util::Problem::new(
+                buffers
+                    .iter()
+                    .position(|b| b.name == p.buffer)
+                    .ok_or_else(|| {
+                        super::RuntimeError::Abi(crate::util::Problem::new(
                         format!("the kernel takes `{}`, which was not bound", p.buffer),
                         "bind one host buffer per kernel parameter, named as the Program names it",
                     ))
-                })
+                    })
             })
             .collect::<Result<_>>()?;
         let mut abi_bufs: Vec<HostBuffer> = Vec::with_capacity(order.len());

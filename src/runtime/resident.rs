@@ -79,8 +79,9 @@ impl Runtime {
                 let Some(devs) = sess.pool.resident.remove(&set.id()) else {
                     return Err(RuntimeError::StaleResident);
                 };
-                let r = range_ok(&devs[index], offset, bytes.len())
-                    .and_then(|_| upload_at(sess, &devs[index], offset, bytes, &mut c).map_err(Some));
+                let r = range_ok(&devs[index], offset, bytes.len()).and_then(|_| {
+                    upload_at(sess, &devs[index], offset, bytes, &mut c).map_err(Some)
+                });
                 sess.pool.resident.insert(set.id(), devs);
                 r
             }
@@ -112,8 +113,9 @@ impl Runtime {
                 let Some(devs) = sess.pool.resident.remove(&set.id()) else {
                     return Err(RuntimeError::StaleResident);
                 };
-                let r = range_ok(&devs[index], offset, len)
-                    .and_then(|_| download_at(sess, &devs[index], offset, out, &mut c).map_err(Some));
+                let r = range_ok(&devs[index], offset, len).and_then(|_| {
+                    download_at(sess, &devs[index], offset, out, &mut c).map_err(Some)
+                });
                 sess.pool.resident.insert(set.id(), devs);
                 r
             }
@@ -125,6 +127,42 @@ impl Runtime {
             Err(None) => Err(out_of_range("read", offset, len, set, index)),
             Err(Some(e)) => Err(self.copy_error(e)),
         }
+    }
+
+    /// Pinned host<->device copy bandwidth (GB/s, host to device and device to host): the
+    /// staging ring's page-locked slots copied `rounds` times each way with no host work in
+    /// between, the DMA engines' own speed. The copy limit a dispatch of pageable inputs is
+    /// measured against.
+    pub fn pinned_copy_gbps(&mut self, rounds: usize) -> Result<(f64, f64)> {
+        let bytes = super::dispatch::STAGING_CHUNK;
+        let slots = super::dispatch::STAGING_SLOTS;
+        let dev = DeviceBuffer::alloc(bytes).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let sess = self.sess()?;
+        sess.staging
+            .ensure()
+            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let run =
+            |sess: &mut super::Session, up: bool| -> std::result::Result<f64, super::DriverError> {
+                sess.stream.synchronize()?;
+                let t = std::time::Instant::now();
+                for k in 0..rounds.max(1) {
+                    let slot = &mut sess.staging.slots[k % slots];
+                    if up {
+                        slot.upload(bytes, |_| {}, &dev, 0, &sess.stream)?;
+                    } else {
+                        slot.download(&dev, 0, bytes, &sess.stream)?;
+                    }
+                }
+                sess.stream.synchronize()?;
+                Ok((rounds.max(1) * bytes) as f64 / t.elapsed().as_secs_f64() / 1e9)
+            };
+        let h2d = run(sess, true).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        let d2h = run(sess, false).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        // Leave no copy in flight on the slots.
+        for s in sess.staging.slots.iter_mut() {
+            s.wait().map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+        }
+        Ok((h2d, d2h))
     }
 
     /// Waits for all work queued on the runtime's stream.
@@ -151,7 +189,10 @@ impl Runtime {
         let mut bufs = Vec::with_capacity(parts.len());
         for &(set, index, elements) in parts {
             let ptrs = self.resident_ptrs(set)?;
-            let ptr = ptrs.get(index).copied().ok_or(RuntimeError::StaleResident)?;
+            let ptr = ptrs
+                .get(index)
+                .copied()
+                .ok_or(RuntimeError::StaleResident)?;
             bufs.push((ptr, elements));
         }
         let _range = nvtx::range(&format!("vyrescope launch {}", h.name));

@@ -12,9 +12,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use vyre_driver::backend::{
-    BackendCapability, BackendError, BackendPrecedence, VyreBackend,
-};
+use vyre_driver::backend::{BackendCapability, BackendError, BackendPrecedence, VyreBackend};
 
 use super::dispatch::{DispatchOptions, LaunchTiming, ResidentSet};
 use super::jit::{JitOptions, KernelHandle};
@@ -25,7 +23,8 @@ use crate::ir::Program;
 use crate::shape::LaunchShape;
 use crate::util::HasFix;
 use crate::vyre::backend::device::{
-    Device, DeviceFailure, DeviceResult, FailKind, Limits, ProgramKey, ResidentArg, RunTimes,
+    Device, DeviceFailure, DeviceResult, FailKind, Limits, ProgramKey, ResidentArg, RunOptions,
+    RunTimes,
 };
 use crate::vyre::backend::registry::{self, CUDA_ID, CUDA_RANK};
 use crate::vyre::backend::VyrescopeBackend;
@@ -40,9 +39,10 @@ pub struct CudaDevice {
     kernels: HashMap<ProgramKey, (KernelHandle, KernelAbi)>,
     hits: u64,
     misses: u64,
-    /// Longest a launch may run before the context is recreated.
-    timeout: Option<Duration>,
 }
+
+/// Longest a launch may run, unless the caller's `DispatchConfig::timeout` says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn failure(e: RuntimeError) -> DeviceFailure {
     let kind = match &e {
@@ -80,7 +80,6 @@ impl CudaDevice {
             kernels: HashMap::new(),
             hits: 0,
             misses: 0,
-            timeout: Some(Duration::from_secs(60)),
         })
     }
 
@@ -107,10 +106,10 @@ impl CudaDevice {
         Ok(k)
     }
 
-    fn options(&self, timed: bool) -> DispatchOptions {
+    fn options(opts: RunOptions) -> DispatchOptions {
         DispatchOptions {
-            timeout: self.timeout,
-            device_timing: timed,
+            timeout: Some(opts.timeout.unwrap_or(DEFAULT_TIMEOUT)),
+            device_timing: opts.timed,
             ..DispatchOptions::default()
         }
     }
@@ -147,10 +146,10 @@ impl Device for CudaDevice {
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        timed: bool,
+        opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
         let (h, abi) = self.kernel(key, program, shape.workgroup_size)?;
-        let opts = self.options(timed);
+        let opts = Self::options(opts);
         let rep = self
             .rt
             .dispatch_by_name(&h, &abi, shape, buffers, &opts)
@@ -188,7 +187,7 @@ impl Device for CudaDevice {
         program: &Program,
         shape: &LaunchShape,
         args: &[ResidentArg<'_, ResidentSet>],
-        timed: bool,
+        opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
         let (h, abi) = self.kernel(key, program, shape.workgroup_size)?;
         let mut parts = Vec::with_capacity(abi.params.len());
@@ -196,13 +195,16 @@ impl Device for CudaDevice {
             let Some(a) = args.iter().find(|a| a.name == p.buffer) else {
                 return Err(DeviceFailure::new(
                     FailKind::Invalid,
-                    format!("the kernel takes `{}`, which has no resident buffer", p.buffer),
+                    format!(
+                        "the kernel takes `{}`, which has no resident buffer",
+                        p.buffer
+                    ),
                     "pass one resource per non-workgroup buffer of the Program, in binding order",
                 ));
             };
             parts.push((a.buffer, 0usize, a.elements));
         }
-        let opts = self.options(timed);
+        let opts = Self::options(opts);
         let t = self
             .rt
             .launch_resident_parts(&h, &abi, shape, &parts, &opts)

@@ -44,8 +44,9 @@ pub mod programs;
 pub mod reference;
 pub mod registry;
 pub mod resident;
+pub mod samples;
 
-use device::{Device, Limits, RunTimes};
+use device::{Device, Limits, RunOptions, RunTimes};
 
 /// A vyre backend over device `D` (see the module docs). Cheap to clone handles are not
 /// offered: vyre owns it as a `Box<dyn VyreBackend>`.
@@ -138,8 +139,14 @@ impl<D: Device> Inner<D> {
 
     /// The caller's launch choices (workgroup, grid or coverage), checked against the
     /// device's limits where known up front.
-    fn choice(&self, program: &VyreProgram, config: &DispatchConfig) -> Result<LaunchChoice, BackendError> {
-        let workgroup = config.workgroup_override.unwrap_or(program.workgroup_size());
+    fn choice(
+        &self,
+        program: &VyreProgram,
+        config: &DispatchConfig,
+    ) -> Result<LaunchChoice, BackendError> {
+        let workgroup = config
+            .workgroup_override
+            .unwrap_or(program.workgroup_size());
         let l = &self.limits;
         let threads: u64 = workgroup.iter().map(|&d| u64::from(d)).product();
         if workgroup.contains(&0)
@@ -158,7 +165,10 @@ impl<D: Device> Inner<D> {
         if let Some(g) = grid {
             if g.contains(&0) || g.iter().any(|&d| d > l.max_workgroups_per_dim) {
                 return Err(errors::invalid(
-                    format!("{}: grid {g:?} is outside this device's limits (1 to {} per axis)", self.id, l.max_workgroups_per_dim),
+                    format!(
+                        "{}: grid {g:?} is outside this device's limits (1 to {} per axis)",
+                        self.id, l.max_workgroups_per_dim
+                    ),
                     "pick a grid within max_compute_workgroups_per_dimension()",
                 ));
             }
@@ -197,7 +207,13 @@ impl<D: Device> Inner<D> {
             for _ in 0..iterations {
                 let t = st
                     .device
-                    .run(key, &ours, &bound.shape, &mut bound.buffers, timed)
+                    .run(
+                        key,
+                        &ours,
+                        &bound.shape,
+                        &mut bound.buffers,
+                        run_options(config, timed),
+                    )
                     .map_err(|f| self.device_error(&st, f))?;
                 times = Some(times.map_or(t, |a| add_times(a, t)));
             }
@@ -206,17 +222,26 @@ impl<D: Device> Inner<D> {
         let mut outputs = Vec::with_capacity(bound.outputs.len());
         let mut total = 0usize;
         for slot in &bound.outputs {
-            let data = bound
-                .buffers
-                .get(slot.buffer)
-                .map_or(&[][..], |b| slot.bytes(&b.data));
+            let Some(b) = bound.buffers.get_mut(slot.buffer) else {
+                outputs.push(Vec::new());
+                continue;
+            };
+            // A whole buffer moves out (no copy of a large output); a range is copied.
+            let data = if slot.bytes(&b.data).len() == b.data.len() {
+                std::mem::take(&mut b.data)
+            } else {
+                slot.bytes(&b.data).to_vec()
+            };
             total += data.len();
-            outputs.push(data.to_vec());
+            outputs.push(data);
         }
         if let Some(max) = config.max_output_bytes {
             if total > max {
                 return Err(errors::invalid(
-                    format!("{}: the outputs take {total} bytes, more than max_output_bytes = {max}", self.id),
+                    format!(
+                        "{}: the outputs take {total} bytes, more than max_output_bytes = {max}",
+                        self.id
+                    ),
                     "raise DispatchConfig::max_output_bytes or read a smaller output_byte_range",
                 ));
             }
@@ -237,6 +262,14 @@ impl<D: Device> Inner<D> {
             enqueue_ns: times.enqueue_ns,
             wait_ns: times.wait_ns,
         }
+    }
+}
+
+/// The device options of a dispatch.
+pub(crate) fn run_options(config: &DispatchConfig, timed: bool) -> RunOptions {
+    RunOptions {
+        timed,
+        timeout: config.timeout,
     }
 }
 

@@ -51,6 +51,20 @@ pub struct CatalogOp {
     pub f32_ulp: u32,
     /// The converted Program and its cases, or why there is none.
     pub outcome: Result<PreparedOp, Refusal>,
+    /// vyre's own Program and fixture as vyre registers them (what a vyre backend is
+    /// given), when vyre could build them.
+    pub fixture: Option<Fixture>,
+}
+
+/// vyre's Program for an operation and its fixture, as built by vyre.
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    /// The Program (`SemanticOperation::program`).
+    pub program: VyreProgram,
+    /// Per case, the input byte vectors (`test_inputs`).
+    pub inputs: Vec<Vec<Vec<u8>>>,
+    /// Per case, the expected outputs (`expected_output`).
+    pub expected: Vec<Vec<Vec<u8>>>,
 }
 
 /// Why an operation is not run.
@@ -139,42 +153,52 @@ fn refusal(code: &str, message: String) -> Refusal {
 
 /// Builds `op`'s Program, converts and validates it, and binds its fixture cases.
 pub fn prepare(source: Source, op: &SemanticOperation) -> CatalogOp {
+    let fixture = fixture(op);
     CatalogOp {
         id: op.id.to_string(),
         source,
         f32_ulp: op.tolerance.f32_ulp,
-        outcome: prepare_op(op),
+        outcome: fixture
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|f| prepare_op(op, f)),
+        fixture: fixture.ok(),
     }
 }
 
-fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
+/// vyre's Program and fixture for `op` (a panic in vyre's builder is the refusal `VYC01`).
+fn fixture(op: &SemanticOperation) -> Result<Fixture, Refusal> {
     let built = catch_unwind(AssertUnwindSafe(|| {
-        let vp = op.program()?;
+        let program = op.program()?;
         let inputs = (op.test_inputs?)();
         let expected = (op.expected_output?)();
-        Some((vp, inputs, expected))
+        Some(Fixture {
+            program,
+            inputs,
+            expected,
+        })
     }));
-    let (vp, inputs, expected) = match built {
-        Ok(Some(x)) => x,
-        Ok(None) => {
-            return Err(refusal(
-                "VYC01",
-                "vyre registers no Program or no fixtures for it".into(),
-            ))
-        }
-        Err(p) => {
-            return Err(refusal(
-                "VYC01",
-                format!("vyre's builder or fixture panicked: {}", panic_text(&p)),
-            ))
-        }
-    };
+    match built {
+        Ok(Some(f)) => Ok(f),
+        Ok(None) => Err(refusal(
+            "VYC01",
+            "vyre registers no Program or no fixtures for it".into(),
+        )),
+        Err(p) => Err(refusal(
+            "VYC01",
+            format!("vyre's builder or fixture panicked: {}", panic_text(&p)),
+        )),
+    }
+}
+
+fn prepare_op(op: &SemanticOperation, f: &Fixture) -> Result<PreparedOp, Refusal> {
+    let (vp, inputs, expected) = (&f.program, &f.inputs, &f.expected);
     let name = super::import::identifier(op.id.rsplit("::").next().unwrap_or(op.id));
-    let (vp, mut program) = import_for_reference(&vp, &name)?;
+    let (vp, mut program) = import_for_reference(vp, &name)?;
     let cases: Vec<Result<CatalogCase, Refusal>> = if expected.len() == inputs.len() {
         inputs
             .iter()
-            .zip(&expected)
+            .zip(expected)
             .map(|(i, e)| bind(&vp, &program, i, e))
             .collect()
     } else {

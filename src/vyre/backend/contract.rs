@@ -266,8 +266,14 @@ impl<D: Device> VyreBackend for VyrescopeBackend<D> {
         read_ranges: &[ResidentReadRange<'_>],
         outputs: &mut [&mut Vec<u8>],
     ) -> Result<(), BackendError> {
-        self.sequence(prefix_steps, repeated_steps, repeat_count, read_ranges, outputs)
-            .map(|_| ())
+        self.sequence(
+            prefix_steps,
+            repeated_steps,
+            repeat_count,
+            read_ranges,
+            outputs,
+        )
+        .map(|_| ())
     }
 
     fn pipeline_cache_snapshot(&self) -> Option<PipelineCacheSnapshot> {

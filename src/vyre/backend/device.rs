@@ -43,6 +43,16 @@ pub struct Limits {
     pub mem_bw_gbps: u32,
 }
 
+/// How to run: measure device time, and how long a launch may take.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Measure the kernel's device time (CUDA events).
+    pub timed: bool,
+    /// Give up on a launch after this long (the device recovers); `None` = the device's
+    /// default.
+    pub timeout: Option<std::time::Duration>,
+}
+
 /// Host times of one run, when the device measures them (nanoseconds).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunTimes {
@@ -129,7 +139,7 @@ pub trait Device: Send + 'static {
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        timed: bool,
+        opts: RunOptions,
     ) -> DeviceResult<RunTimes>;
 
     /// A zeroed buffer of `bytes` bytes.
@@ -152,7 +162,7 @@ pub trait Device: Send + 'static {
         program: &Program,
         shape: &LaunchShape,
         args: &[ResidentArg<'_, Self::Buffer>],
-        timed: bool,
+        opts: RunOptions,
     ) -> DeviceResult<RunTimes>;
 
     /// Waits for queued work.

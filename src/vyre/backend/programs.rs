@@ -74,13 +74,13 @@ impl Programs {
     /// `vp` converted (from the cache when seen before). A panic inside vyre while
     /// fingerprinting or lowering is a refusal (`VYC01`).
     pub fn get(&self, vp: &VyreProgram) -> Result<Arc<Converted>, Refusal> {
-        let fingerprint = catch_unwind(AssertUnwindSafe(|| vp.fingerprint())).map_err(|_| {
-            Refusal {
+        let fingerprint =
+            catch_unwind(AssertUnwindSafe(|| vp.fingerprint())).map_err(|_| Refusal {
                 codes: vec!["VYC01".into()],
-                message: "vyre panicked while fingerprinting the Program (its wire encoding failed)"
-                    .into(),
-            }
-        })?;
+                message:
+                    "vyre panicked while fingerprinting the Program (its wire encoding failed)"
+                        .into(),
+            })?;
         if let Some(r) = self.lock().get(&fingerprint) {
             return r.clone();
         }
@@ -106,7 +106,9 @@ impl Programs {
         self.lock().clear();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Result<Arc<Converted>, Refusal>>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Result<Arc<Converted>, Refusal>>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

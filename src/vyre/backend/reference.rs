@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use super::device::{
-    Device, DeviceFailure, DeviceResult, FailKind, Limits, ProgramKey, ResidentArg, RunTimes,
+    Device, DeviceFailure, DeviceResult, FailKind, Limits, ProgramKey, ResidentArg, RunOptions,
+    RunTimes,
 };
 use crate::inputs::HostBuffer;
 use crate::ir::Program;
@@ -60,7 +61,7 @@ impl Device for ReferenceDevice {
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        _timed: bool,
+        _opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
         crate::interp::run(program, shape, buffers).map_err(interp_failure)?;
         self.runs += 1;
@@ -103,7 +104,7 @@ impl Device for ReferenceDevice {
         program: &Program,
         shape: &LaunchShape,
         args: &[ResidentArg<'_, u64>],
-        timed: bool,
+        opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
         let mut host = Vec::with_capacity(args.len());
         for a in args {
@@ -118,7 +119,7 @@ impl Device for ReferenceDevice {
                 data,
             });
         }
-        let times = self.run(key, program, shape, &mut host, timed)?;
+        let times = self.run(key, program, shape, &mut host, opts)?;
         for (a, h) in args.iter().zip(host) {
             if a.access.is_writable() {
                 if let Some(dst) = self

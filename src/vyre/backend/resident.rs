@@ -7,7 +7,7 @@ use vyre_driver::backend::{BackendError, DispatchConfig, Resource};
 use vyre_foundation::ir::Program as VyreProgram;
 
 use super::device::{Device, ResidentArg, RunTimes};
-use super::{add_times, errors, Inner, Slot, State};
+use super::{add_times, errors, run_options, Inner, Slot, State};
 use crate::vyre::binding;
 
 impl<D: Device> Inner<D> {
@@ -16,7 +16,10 @@ impl<D: Device> Inner<D> {
         match resource {
             Resource::Resident(h) => self.owner.resolve(*h, context),
             Resource::Borrowed(_) => Err(errors::invalid(
-                format!("{}: {context} was given borrowed bytes, not a resident handle", self.id),
+                format!(
+                    "{}: {context} was given borrowed bytes, not a resident handle",
+                    self.id
+                ),
                 "allocate the buffer with allocate_resident and upload into it first",
             )),
         }
@@ -84,19 +87,30 @@ impl<D: Device> Inner<D> {
         uploads: &[(&Resource, usize, &[u8])],
         whole: bool,
     ) -> Result<(), BackendError> {
-        let context = if whole { "resident upload" } else { "resident ranged upload" };
+        let context = if whole {
+            "resident upload"
+        } else {
+            "resident ranged upload"
+        };
         let mut st = self.lock()?;
         for &(resource, offset, bytes) in uploads {
             let id = self.resolve(resource, context)?;
             let slot = self.slot(&st, id, context)?;
             if whole && bytes.len() != slot.bytes {
                 return Err(errors::invalid(
-                    format!("{}: upload_resident of {} bytes into a {}-byte resident buffer", self.id, bytes.len(), slot.bytes),
+                    format!(
+                        "{}: upload_resident of {} bytes into a {}-byte resident buffer",
+                        self.id,
+                        bytes.len(),
+                        slot.bytes
+                    ),
                     "upload exactly the allocation's length, or use upload_resident_at for a part",
                 ));
             }
             self.check_range(slot.bytes, offset, bytes.len(), context)?;
-            let State { device, resident, .. } = &mut *st;
+            let State {
+                device, resident, ..
+            } = &mut *st;
             let Some(slot) = resident.get(&id) else {
                 continue;
             };
@@ -116,7 +130,12 @@ impl<D: Device> Inner<D> {
     ) -> Result<(), BackendError> {
         if ranges.len() != outputs.len() {
             return Err(errors::invalid(
-                format!("{}: {} ranges but {} outputs", self.id, ranges.len(), outputs.len()),
+                format!(
+                    "{}: {} ranges but {} outputs",
+                    self.id,
+                    ranges.len(),
+                    outputs.len()
+                ),
                 "pass one output vector per range",
             ));
         }
@@ -128,7 +147,9 @@ impl<D: Device> Inner<D> {
             self.check_range(slot.bytes, offset, len, "resident download")?;
             out.clear();
             out.resize(len, 0);
-            let State { device, resident, .. } = &mut *st;
+            let State {
+                device, resident, ..
+            } = &mut *st;
             let Some(slot) = resident.get(&id) else {
                 continue;
             };
@@ -149,7 +170,10 @@ impl<D: Device> Inner<D> {
                 Ok(())
             }
             None => Err(errors::invalid(
-                format!("{}: free_resident of buffer {id}, which is not allocated", self.id),
+                format!(
+                    "{}: free_resident of buffer {id}, which is not allocated",
+                    self.id
+                ),
                 "free each handle once",
             )),
         }
@@ -204,11 +228,19 @@ impl<D: Device> Inner<D> {
                 }
             }
         }
-        let State { device, resident, generation, .. } = &mut *st;
+        let State {
+            device,
+            resident,
+            generation,
+            ..
+        } = &mut *st;
         let mut args = Vec::with_capacity(host.len());
         for (pos, &decl) in host.iter().enumerate() {
             let (Some((id, bytes)), Some(b)) = (by_pos[pos], conv.ours.buffers.get(decl)) else {
-                return Err(errors::bad_inputs(self.id, "a buffer of the Program has no resource"));
+                return Err(errors::bad_inputs(
+                    self.id,
+                    "a buffer of the Program has no resource",
+                ));
             };
             let Some(slot) = resident.get(&id) else {
                 return Err(errors::bad_inputs(self.id, "a resource was freed"));
@@ -226,7 +258,7 @@ impl<D: Device> Inner<D> {
         let mut times: Option<RunTimes> = None;
         for _ in 0..iterations {
             let t = device
-                .run_resident(key, &ours, &rb.shape, &args, timed)
+                .run_resident(key, &ours, &rb.shape, &args, run_options(config, timed))
                 .map_err(|f| errors::device(self.id, &self.limits.device, *generation, f))?;
             times = Some(times.map_or(t, |a| add_times(a, t)));
         }
