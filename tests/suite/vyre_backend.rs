@@ -412,7 +412,7 @@ fn bad_programs_and_inputs_give_backend_errors_with_a_fix() {
     let cfg = DispatchConfig::default();
     let p = vadd(64);
     // Wrong input count and a short input.
-    let text = has_fix(&be.dispatch(&p, &[a.clone()], &cfg).unwrap_err());
+    let text = has_fix(&be.dispatch(&p, std::slice::from_ref(&a), &cfg).unwrap_err());
     assert!(text.contains("input"), "{text}");
     let text = has_fix(
         &be.dispatch(&p, &[a.clone(), a[..100].to_vec()], &cfg)
@@ -433,7 +433,10 @@ fn bad_programs_and_inputs_give_backend_errors_with_a_fix() {
             N::store("dst", E::gid_x(), E::load("tile", E::local_x())),
         ],
     );
-    let text = has_fix(&be.dispatch(&async_load, &[a.clone()], &cfg).unwrap_err());
+    let text = has_fix(
+        &be.dispatch(&async_load, std::slice::from_ref(&a), &cfg)
+            .unwrap_err(),
+    );
     assert!(text.contains("VY001"), "{text}");
     // A validator error (a barrier under a divergent branch) names the V code.
     let divergent = VP::wrapped(

@@ -278,13 +278,12 @@ impl<D: Device> VyreBackend for VyrescopeBackend<D> {
 
     fn pipeline_cache_snapshot(&self) -> Option<PipelineCacheSnapshot> {
         self.inner
-            .counters()
-            .0
+            .cache_counts()
             .map(|(hits, misses)| PipelineCacheSnapshot { hits, misses })
     }
 
     fn backend_metric_snapshot(&self) -> Vec<(&'static str, u64)> {
-        self.inner.counters().1
+        self.inner.metrics()
     }
 
     fn supports_subgroup_ops(&self) -> bool {

@@ -22,6 +22,9 @@ const CAPACITY: usize = 512;
 /// Most launch shapes kept per Program.
 const SHAPES: usize = 64;
 
+/// A conversion or a launch variant, or why there is none (kept: a refusal is not retried).
+type Outcome<T> = Result<Arc<T>, Refusal>;
+
 /// One vyre Program, converted.
 #[derive(Debug)]
 pub struct Converted {
@@ -31,7 +34,7 @@ pub struct Converted {
     pub ours: Program,
     /// vyre's fingerprint of the Program as given.
     pub fingerprint: [u8; 32],
-    shapes: Mutex<HashMap<[u32; 6], Result<Arc<Program>, Refusal>>>,
+    shapes: Mutex<HashMap<[u32; 6], Outcome<Program>>>,
 }
 
 impl Converted {
@@ -67,7 +70,7 @@ impl Converted {
 /// The conversion cache.
 #[derive(Debug, Default)]
 pub struct Programs {
-    map: Mutex<HashMap<[u8; 32], Result<Arc<Converted>, Refusal>>>,
+    map: Mutex<HashMap<[u8; 32], Outcome<Converted>>>,
 }
 
 impl Programs {
@@ -106,9 +109,7 @@ impl Programs {
         self.lock().clear();
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Result<Arc<Converted>, Refusal>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Outcome<Converted>>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

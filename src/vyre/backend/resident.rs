@@ -291,16 +291,21 @@ impl<D: Device> Inner<D> {
         self.state.lock().map_or(true, |st| st.device.lost())
     }
 
-    /// Cache counters and metrics of the device.
-    pub(crate) fn counters(&self) -> (Option<(u64, u64)>, Vec<(&'static str, u64)>) {
+    /// Kernel-cache hits and misses of the device.
+    pub(crate) fn cache_counts(&self) -> Option<(u64, u64)> {
+        self.state.lock().ok()?.device.cache_counts()
+    }
+
+    /// The device's metrics and the backend's own.
+    pub(crate) fn metrics(&self) -> Vec<(&'static str, u64)> {
         match self.state.lock() {
             Ok(st) => {
                 let mut m = st.device.metrics();
                 m.push(("vyrescope_resident_buffers", st.resident.len() as u64));
                 m.push(("vyrescope_generation", st.generation));
-                (st.device.cache_counts(), m)
+                m
             }
-            Err(_) => (None, Vec::new()),
+            Err(_) => Vec::new(),
         }
     }
 }
