@@ -269,12 +269,22 @@ impl Runtime {
     /// Uploads `buffers` (binding order) into device memory that stays resident. Buffers
     /// whose bytes are all zero are cleared on the device instead of copied.
     pub fn upload(&mut self, buffers: &[HostBuffer]) -> Result<ResidentSet> {
+        self.upload_from(buffers, &[])
+    }
+
+    /// [`Runtime::upload`] with buffer `i`'s bytes taken from `sources[i]` when given (the
+    /// caller's slice staged as it is; `buffers[i].data` is then not read).
+    pub fn upload_from(
+        &mut self,
+        buffers: &[HostBuffer],
+        sources: &[Option<&[u8]>],
+    ) -> Result<ResidentSet> {
         let _range = nvtx::range("vyrescope upload");
         self.sess()?;
         let mut c = Counters::default();
         let mut devs = Vec::with_capacity(buffers.len());
         let r = match self.session.as_mut() {
-            Some(sess) => upload_into(sess, buffers, &mut devs, &mut c),
+            Some(sess) => upload_into(sess, buffers, sources, &mut devs, &mut c),
             None => Ok(()),
         };
         self.apply(&c);
@@ -282,6 +292,11 @@ impl Runtime {
             drop(devs);
             return Err(self.copy_error(e));
         }
+        let lens = devs
+            .iter()
+            .zip(buffers)
+            .map(|(d, b)| (d.bytes() / b.elem.size_bytes()) as u64)
+            .collect();
         let sess = self.sess()?;
         sess.pool.next_id += 1;
         let id = sess.pool.next_id;
@@ -289,7 +304,7 @@ impl Runtime {
         Ok(ResidentSet {
             id,
             generation: sess.generation,
-            lens: buffers.iter().map(|b| b.len() as u64).collect(),
+            lens,
         })
     }
 
@@ -681,6 +696,21 @@ impl Runtime {
         buffers: &mut [HostBuffer],
         opts: &DispatchOptions,
     ) -> Result<DispatchReport> {
+        self.dispatch_from(h, abi, shape, buffers, &[], opts)
+    }
+
+    /// [`Runtime::dispatch`] with buffer `i`'s input bytes taken from `sources[i]` when given
+    /// (see [`Runtime::upload_from`]); a writable buffer with a source is read back into
+    /// `buffers[i].data`, sized to the source.
+    pub fn dispatch_from(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        buffers: &mut [HostBuffer],
+        sources: &[Option<&[u8]>],
+        opts: &DispatchOptions,
+    ) -> Result<DispatchReport> {
         if buffers.len() != abi.params.len() {
             return Err(RuntimeError::Abi(crate::util::Problem::new(
                 format!(
@@ -696,7 +726,14 @@ impl Runtime {
         self.kernel_for_launch(h)?;
         let h2d0 = self.telemetry.h2d_bytes;
         let t0 = Instant::now();
-        let set = self.upload(buffers)?;
+        let set = self.upload_from(buffers, sources)?;
+        for (b, s) in buffers.iter_mut().zip(sources) {
+            if let Some(s) = s {
+                if b.access.is_writable() && b.data.len() != s.len() {
+                    b.data.resize(s.len(), 0);
+                }
+            }
+        }
         let upload_ms = t0.elapsed().as_secs_f64() * 1e3;
         let result = (|| {
             let first = self.launch_resident(h, abi, shape, &set, 1, opts)?;

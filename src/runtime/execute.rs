@@ -240,6 +240,20 @@ impl Runtime {
         buffers: &mut [HostBuffer],
         opts: &DispatchOptions,
     ) -> Result<super::DispatchReport> {
+        self.dispatch_by_name_from(h, abi, shape, buffers, &[], opts)
+    }
+
+    /// [`Runtime::dispatch_by_name`] with buffer `i`'s input bytes taken from `sources[i]`
+    /// when given (staged from the caller's slice; see [`Runtime::dispatch_from`]).
+    pub fn dispatch_by_name_from(
+        &mut self,
+        h: &crate::runtime::KernelHandle,
+        abi: &crate::emit::KernelAbi,
+        shape: &LaunchShape,
+        buffers: &mut [HostBuffer],
+        sources: &[Option<&[u8]>],
+        opts: &DispatchOptions,
+    ) -> Result<super::DispatchReport> {
         let order: Vec<usize> = abi
             .params
             .iter()
@@ -263,7 +277,11 @@ impl Runtime {
                 ..buffers[i].clone()
             });
         }
-        let r = self.dispatch(h, abi, shape, &mut abi_bufs, opts);
+        let abi_sources: Vec<Option<&[u8]>> = order
+            .iter()
+            .map(|&i| sources.get(i).copied().flatten())
+            .collect();
+        let r = self.dispatch_from(h, abi, shape, &mut abi_bufs, &abi_sources, opts);
         for (&i, b) in order.iter().zip(abi_bufs) {
             buffers[i].data = b.data;
         }

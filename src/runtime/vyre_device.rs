@@ -10,7 +10,6 @@
 //! The device ordinal is `VYRESCOPE_CUDA_DEVICE` (default 0).
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use vyre_driver::backend::{BackendCapability, BackendError, BackendPrecedence, VyreBackend};
 
@@ -40,9 +39,6 @@ pub struct CudaDevice {
     hits: u64,
     misses: u64,
 }
-
-/// Longest a launch may run, unless the caller's `DispatchConfig::timeout` says otherwise.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn failure(e: RuntimeError) -> DeviceFailure {
     let kind = match &e {
@@ -106,9 +102,12 @@ impl CudaDevice {
         Ok(k)
     }
 
+    /// The runtime's options for a run. Without a caller's timeout the host blocks on the
+    /// stream (or the stop event) instead of polling it, which keeps the wait off the
+    /// dispatch's latency.
     fn options(opts: RunOptions) -> DispatchOptions {
         DispatchOptions {
-            timeout: Some(opts.timeout.unwrap_or(DEFAULT_TIMEOUT)),
+            timeout: opts.timeout,
             device_timing: opts.timed,
             ..DispatchOptions::default()
         }
@@ -146,13 +145,14 @@ impl Device for CudaDevice {
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
+        sources: &[Option<&[u8]>],
         opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
         let (h, abi) = self.kernel(key, program, shape.workgroup_size)?;
         let opts = Self::options(opts);
         let rep = self
             .rt
-            .dispatch_by_name(&h, &abi, shape, buffers, &opts)
+            .dispatch_by_name_from(&h, &abi, shape, buffers, sources, &opts)
             .map_err(failure)?;
         Ok(RunTimes {
             device_ns: rep.device_ms.map(|s| ns(s.median_ms)),

@@ -195,7 +195,7 @@ impl<D: Device> Inner<D> {
             .programs
             .get(program)
             .map_err(|r| errors::refused(self.id, &r))?;
-        let mut bound = binding::bind(&conv.vyre, &conv.ours, inputs, choice)
+        let mut bound = binding::bind_borrowed(&conv.vyre, &conv.ours, inputs, choice)
             .map_err(|m| errors::bad_inputs(self.id, &m))?;
         let ours = conv
             .for_launch(&bound.shape)
@@ -205,6 +205,17 @@ impl<D: Device> Inner<D> {
         {
             let mut st = self.lock()?;
             for _ in 0..iterations {
+                // A buffer still empty takes the caller's bytes; one that holds results (a
+                // later fixpoint iteration) keeps them.
+                let sources: Vec<Option<&[u8]>> = bound
+                    .sources
+                    .iter()
+                    .zip(&bound.buffers)
+                    .map(|(s, b)| {
+                        s.filter(|_| b.data.is_empty())
+                            .and_then(|i| inputs.get(i).copied())
+                    })
+                    .collect();
                 let t = st
                     .device
                     .run(
@@ -212,6 +223,7 @@ impl<D: Device> Inner<D> {
                         &ours,
                         &bound.shape,
                         &mut bound.buffers,
+                        &sources,
                         run_options(config, timed),
                     )
                     .map_err(|f| self.device_error(&st, f))?;

@@ -65,6 +65,9 @@ pub struct Bound {
     pub buffers: Vec<HostBuffer>,
     /// vyre's outputs, in vyre's order.
     pub outputs: Vec<OutputSlot>,
+    /// Per buffer, the caller's input whose bytes stand for its contents when the buffer
+    /// was bound without a copy ([`bind_borrowed`]; its `data` is then empty).
+    pub sources: Vec<Option<usize>>,
 }
 
 /// A resident dispatch bound: which buffer each resource is, and the launch.
@@ -120,12 +123,35 @@ fn same_buffers(vp: &VyreProgram, ours: &Program) -> Result<(), String> {
 }
 
 /// Binds `inputs` (see the module docs) to `ours`, the import of `vp` (same buffers in the
-/// same order). The error is one line saying which input is missing or short.
+/// same order), copying them into the buffers. The error is one line saying which input is
+/// missing or short.
 pub fn bind(
     vp: &VyreProgram,
     ours: &Program,
     inputs: &[&[u8]],
     choice: LaunchChoice,
+) -> Result<Bound, String> {
+    bind_inner(vp, ours, inputs, choice, true)
+}
+
+/// [`bind`] without copying the inputs: an input of whole elements leaves its buffer's
+/// `data` empty and names the input in [`Bound::sources`] (a device stages it from the
+/// caller's slice).
+pub fn bind_borrowed(
+    vp: &VyreProgram,
+    ours: &Program,
+    inputs: &[&[u8]],
+    choice: LaunchChoice,
+) -> Result<Bound, String> {
+    bind_inner(vp, ours, inputs, choice, false)
+}
+
+fn bind_inner(
+    vp: &VyreProgram,
+    ours: &Program,
+    inputs: &[&[u8]],
+    choice: LaunchChoice,
+    copy: bool,
 ) -> Result<Bound, String> {
     same_buffers(vp, ours)?;
     let decls = vp.buffers();
@@ -139,6 +165,7 @@ pub fn bind(
     let mut next = 0usize;
     let mut buffers = Vec::new();
     let mut outputs = Vec::new();
+    let mut sources = Vec::new();
     let mut span = Span::default();
     for (d, b) in decls.iter().zip(&ours.buffers) {
         if !is_host(d, b) {
@@ -146,6 +173,7 @@ pub fn bind(
         }
         let size = b.elem.size_bytes();
         let declared = d.count() as usize * size;
+        let mut source = None;
         let mut data = if is_input(d) {
             let Some(v) = inputs.get(next) else {
                 return Err(format!(
@@ -165,7 +193,14 @@ pub fn bind(
                     size
                 ));
             }
-            v.to_vec()
+            if !copy && v.len() % size == 0 {
+                source = Some(next - 1);
+                Vec::new()
+            } else {
+                // Large inputs are copied on all cores (a vyre dispatch of 2^26 f32
+                // elements binds 512 MB).
+                crate::util::par_to_vec(v)
+            }
         } else {
             if legacy {
                 next += 1;
@@ -180,7 +215,12 @@ pub fn bind(
         };
         // Whole elements only (a trailing partial element is not addressable).
         data.resize(data.len().div_ceil(size) * size, 0);
-        span.add(d, (data.len() / size) as u64);
+        let bytes = match source.and_then(|i| inputs.get(i)) {
+            Some(v) => v.len(),
+            None => data.len(),
+        };
+        span.add(d, (bytes / size) as u64);
+        sources.push(source);
         if is_output(d) {
             outputs.push(OutputSlot {
                 buffer: buffers.len(),
@@ -205,6 +245,7 @@ pub fn bind(
         shape: span.shape(vp, choice)?,
         buffers,
         outputs,
+        sources,
     })
 }
 

@@ -310,7 +310,7 @@ impl<D: Device> VyreBackend for VyrescopeBackend<D> {
             .programs
             .get(program)
             .map_err(|r| errors::refused(self.inner.id, &r))?;
-        let bound = crate::vyre::binding::bind(&conv.vyre, &conv.ours, inputs, choice)
+        let bound = crate::vyre::binding::bind_borrowed(&conv.vyre, &conv.ours, inputs, choice)
             .map_err(|m| errors::bad_inputs(self.inner.id, &m))?;
         let threads: u64 = bound
             .shape

@@ -132,13 +132,16 @@ pub trait Device: Send + 'static {
     fn limits(&self) -> Limits;
 
     /// Runs `program` (compiled once per `key`) on `shape` over `buffers` (the Program's
-    /// non-workgroup buffers, declaration order), leaving the writable ones updated.
+    /// non-workgroup buffers, declaration order), leaving the writable ones updated. Where
+    /// `sources[i]` is given, buffer `i`'s `data` is empty and those bytes are its contents
+    /// (the caller's input, not copied); a writable such buffer gets its results in `data`.
     fn run(
         &mut self,
         key: ProgramKey,
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
+        sources: &[Option<&[u8]>],
         opts: RunOptions,
     ) -> DeviceResult<RunTimes>;
 

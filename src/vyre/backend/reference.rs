@@ -61,8 +61,15 @@ impl Device for ReferenceDevice {
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
+        sources: &[Option<&[u8]>],
         _opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
+        // The interpreter needs owned bytes.
+        for (b, s) in buffers.iter_mut().zip(sources) {
+            if let Some(s) = s {
+                b.data = s.to_vec();
+            }
+        }
         crate::interp::run(program, shape, buffers).map_err(interp_failure)?;
         self.runs += 1;
         Ok(RunTimes::default())
@@ -119,7 +126,7 @@ impl Device for ReferenceDevice {
                 data,
             });
         }
-        let times = self.run(key, program, shape, &mut host, opts)?;
+        let times = self.run(key, program, shape, &mut host, &[], opts)?;
         for (a, h) in args.iter().zip(host) {
             if a.access.is_writable() {
                 if let Some(dst) = self
