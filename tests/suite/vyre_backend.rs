@@ -597,3 +597,83 @@ fn selftest_vyre_dispatch_runs_verified_on_the_reference_backend() {
     assert_eq!(rows[2]["program"], "reduce_sum_u32");
     assert_eq!(v["passed"], true);
 }
+
+/// On a machine with a GPU (skipped without a CUDA driver): `vyrescope-cuda`, acquired by
+/// id, gives the reference backend's bytes for every dispatch form, a resident sequence with
+/// a step's own workgroup, and recovers: after `try_recover` the old resident handles report
+/// themselves stale with a `Fix:` and new work runs.
+#[test]
+fn on_a_gpu_the_cuda_backend_gives_the_reference_bytes_and_recovers() {
+    vyrescope::runtime::vyre_device::link();
+    if vyrescope::runtime::load_driver().is_err() {
+        return;
+    }
+    let gpu = acquire(CUDA_ID).expect("a CUDA driver is present");
+    let cpu = reference();
+    assert!(gpu.supports_resident_dispatch());
+    assert_eq!(gpu.device_profile().subgroup_size, 32);
+    let mut rng = SplitMix64::new(2024);
+    let cfg = DispatchConfig::default();
+    for n in [1usize, 1000, 1 << 20] {
+        let inputs = vec![
+            bytes_f32(&random_f32(&mut rng, n)),
+            bytes_f32(&random_f32(&mut rng, n)),
+        ];
+        let p = vadd(n as u32);
+        let want = cpu.dispatch(&p, &inputs, &cfg).unwrap();
+        assert_eq!(gpu.dispatch(&p, &inputs, &cfg).unwrap(), want, "{n}");
+        let borrowed: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+        let t = gpu.dispatch_borrowed_timed(&p, &borrowed, &cfg).unwrap();
+        assert_eq!(t.outputs, want);
+        assert!(t.device_ns.is_some_and(|d| d > 0), "{t:?}");
+    }
+    let data = random_u32(&mut rng, 5000);
+    let mut cfg3 = DispatchConfig::default();
+    cfg3.fixpoint_iterations = Some(3);
+    assert_eq!(
+        gpu.dispatch(&scale(5000), &[bytes_u32(&data)], &cfg3)
+            .unwrap(),
+        cpu.dispatch(&scale(5000), &[bytes_u32(&data)], &cfg3)
+            .unwrap()
+    );
+    // Resident: a sequence whose second step runs at workgroup 32.
+    let n = 4096usize;
+    let ids = local_ids(n as u32);
+    let r = gpu.allocate_resident(n * 4).unwrap();
+    let res = [r.clone()];
+    let steps = [ResidentDispatchStep {
+        program: &ids,
+        resources: &res,
+        grid_override: Some([(n as u32) / 32, 1, 1]),
+        workgroup_override: Some([32, 1, 1]),
+    }];
+    let read = [ResidentReadRange {
+        resource: &r,
+        byte_offset: 0,
+        byte_len: n * 4,
+    }];
+    let mut got = Vec::new();
+    gpu.dispatch_resident_sequence_read_ranges_into(&steps, &read, &mut [&mut got])
+        .unwrap();
+    assert_eq!(
+        u32s(&got),
+        (0..n as u32).map(|i| i % 32).collect::<Vec<_>>()
+    );
+    let t = gpu
+        .dispatch_resident_timed(&ids, &res, &DispatchConfig::default())
+        .unwrap();
+    assert!(t.device_ns.is_some(), "{t:?}");
+    // Recovery: a fresh context; the old handle is stale, new work runs.
+    gpu.try_recover().unwrap();
+    assert!(!gpu.device_lost());
+    has_fix(&gpu.download_resident(&r).unwrap_err());
+    let inputs = vec![
+        bytes_f32(&random_f32(&mut rng, 777)),
+        bytes_f32(&random_f32(&mut rng, 777)),
+    ];
+    assert_eq!(
+        gpu.dispatch(&vadd(777), &inputs, &cfg).unwrap(),
+        cpu.dispatch(&vadd(777), &inputs, &cfg).unwrap()
+    );
+    gpu.free_resident(r).unwrap();
+}
