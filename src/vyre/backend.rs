@@ -180,6 +180,25 @@ impl<D: Device> Inner<D> {
         })
     }
 
+    /// Refuses, before anything is allocated, a backend-allocated output larger than the
+    /// device's memory (its zero-filled host copy would be as large).
+    fn check_output_sizes(&self, conv: &programs::Converted) -> Result<(), BackendError> {
+        let max = self.limits.max_buffer_bytes;
+        if max == 0 {
+            return Ok(());
+        }
+        for (d, b) in conv.vyre.buffers().iter().zip(&conv.ours.buffers) {
+            let bytes = u64::from(d.count()).saturating_mul(b.elem.size_bytes() as u64);
+            if binding::is_output(d) && bytes > max {
+                return Err(BackendError::DeviceOutOfMemory {
+                    requested: bytes,
+                    available: max,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// One dispatch over host inputs: convert, bind, run (`iterations` times on the same
     /// buffers), return vyre's outputs.
     pub(crate) fn dispatch(
@@ -195,6 +214,7 @@ impl<D: Device> Inner<D> {
             .programs
             .get(program)
             .map_err(|r| errors::refused(self.id, &r))?;
+        self.check_output_sizes(&conv)?;
         let mut bound = binding::bind_borrowed(&conv.vyre, &conv.ours, inputs, choice)
             .map_err(|m| errors::bad_inputs(self.id, &m))?;
         let ours = conv
