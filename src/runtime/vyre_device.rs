@@ -69,10 +69,11 @@ fn times(t: &LaunchTiming) -> RunTimes {
 }
 
 impl CudaDevice {
-    /// Opens device `ordinal`.
+    /// Opens device `ordinal` in a CUDA context of its own: the application's other CUDA
+    /// users keep the primary context, and `try_recover` (a new context) never resets it.
     pub fn open(ordinal: u32) -> Result<CudaDevice, RuntimeError> {
         Ok(CudaDevice {
-            rt: Runtime::open(ordinal)?,
+            rt: Runtime::open_owned(ordinal)?,
             kernels: HashMap::new(),
             hits: 0,
             misses: 0,
