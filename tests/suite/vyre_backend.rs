@@ -677,3 +677,109 @@ fn on_a_gpu_the_cuda_backend_gives_the_reference_bytes_and_recovers() {
     );
     gpu.free_resident(r).unwrap();
 }
+
+/// A device that reports a small memory (the interpreter underneath): outputs and resident
+/// buffers past it are `DeviceOutOfMemory` before anything is allocated.
+struct SmallDevice(ReferenceDevice);
+
+impl vyrescope::vyre::backend::device::Device for SmallDevice {
+    type Buffer = u64;
+    fn limits(&self) -> vyrescope::vyre::backend::device::Limits {
+        let mut l = self.0.limits();
+        l.max_buffer_bytes = 4096;
+        l
+    }
+    fn run(
+        &mut self,
+        key: u64,
+        program: &vyrescope::ir::Program,
+        shape: &vyrescope::shape::LaunchShape,
+        buffers: &mut [vyrescope::inputs::HostBuffer],
+        sources: &[Option<&[u8]>],
+        opts: vyrescope::vyre::backend::device::RunOptions,
+    ) -> vyrescope::vyre::backend::device::DeviceResult<vyrescope::vyre::backend::device::RunTimes>
+    {
+        self.0.run(key, program, shape, buffers, sources, opts)
+    }
+    fn alloc(&mut self, bytes: usize) -> vyrescope::vyre::backend::device::DeviceResult<u64> {
+        self.0.alloc(bytes)
+    }
+    fn write(
+        &mut self,
+        b: &u64,
+        offset: usize,
+        bytes: &[u8],
+    ) -> vyrescope::vyre::backend::device::DeviceResult<()> {
+        self.0.write(b, offset, bytes)
+    }
+    fn read(
+        &mut self,
+        b: &u64,
+        offset: usize,
+        out: &mut [u8],
+    ) -> vyrescope::vyre::backend::device::DeviceResult<()> {
+        self.0.read(b, offset, out)
+    }
+    fn free(&mut self, b: u64) {
+        self.0.free(b)
+    }
+    fn run_resident(
+        &mut self,
+        key: u64,
+        program: &vyrescope::ir::Program,
+        shape: &vyrescope::shape::LaunchShape,
+        args: &[vyrescope::vyre::backend::device::ResidentArg<'_, u64>],
+        opts: vyrescope::vyre::backend::device::RunOptions,
+    ) -> vyrescope::vyre::backend::device::DeviceResult<vyrescope::vyre::backend::device::RunTimes>
+    {
+        self.0.run_resident(key, program, shape, args, opts)
+    }
+    fn finish(&mut self) -> vyrescope::vyre::backend::device::DeviceResult<()> {
+        self.0.finish()
+    }
+    fn recover(&mut self) -> vyrescope::vyre::backend::device::DeviceResult<()> {
+        self.0.recover()
+    }
+    fn lost(&self) -> bool {
+        self.0.lost()
+    }
+    fn cache_counts(&self) -> Option<(u64, u64)> {
+        self.0.cache_counts()
+    }
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        self.0.metrics()
+    }
+}
+
+#[test]
+fn outputs_and_buffers_larger_than_the_device_are_out_of_memory() {
+    let be = VyrescopeBackend::new("small-test", SmallDevice(ReferenceDevice::default())).unwrap();
+    assert_eq!(be.max_storage_buffer_bytes(), 4096);
+    let mut rng = SplitMix64::new(5);
+    let cfg = DispatchConfig::default();
+    // 1024 f32 = 4096 bytes fits; 1025 does not.
+    let ok = vec![
+        bytes_f32(&random_f32(&mut rng, 1024)),
+        bytes_f32(&random_f32(&mut rng, 1024)),
+    ];
+    assert_eq!(be.dispatch(&vadd(1024), &ok, &cfg).unwrap()[0].len(), 4096);
+    let big = vec![
+        bytes_f32(&random_f32(&mut rng, 1025)),
+        bytes_f32(&random_f32(&mut rng, 1025)),
+    ];
+    let e = be.dispatch(&vadd(1025), &big, &cfg).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BackendError::DeviceOutOfMemory {
+                requested: 4100,
+                available: 4096
+            }
+        ),
+        "{e:?}"
+    );
+    has_fix(&e);
+    let e = be.allocate_resident(4097).unwrap_err();
+    assert!(matches!(e, BackendError::DeviceOutOfMemory { .. }), "{e:?}");
+    assert!(be.allocate_resident(4096).is_ok());
+}
