@@ -172,9 +172,9 @@ fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
                     .map(|i| be.dispatch(&f.program, i, &DispatchConfig::default()))
                 {
                     Some(Err(e)) => {
+                        // The backend's own message names the same construct.
                         row.detail = format!(
-                            "{} (backend error {}: {})",
-                            r.message,
+                            "backend error {}: {}",
                             e.code().stable_id(),
                             first_line(&e.to_string())
                         );
