@@ -17,7 +17,9 @@
 //!   workgroup-size suggestion.
 //! - [`bench`]: kernel and dispatch-overhead benchmarks; [`tune`]: timed workgroup sizes with
 //!   the tune cache; [`vyre_race`] (feature `vyre`): our kernel against vyre's;
-//!   [`vyre_catalog`] (feature `vyre`): vyre's op catalogue against vyre's expected outputs.
+//!   [`vyre_catalog`] (feature `vyre`): vyre's op catalogue against vyre's expected outputs,
+//!   also through a `VyreBackend` acquired from vyre's registry; [`vyre_dispatch`] (feature
+//!   `vyre`): dispatch speed through that trait against the copy limit.
 //! - [`pipeline`]: a pipeline as separate launches and/or its megakernel plan, each form
 //!   checked against the interpreter and judged by the speedup gate (the launch list itself
 //!   runs in `runtime::pipeline`); [`timeline_run`]: instrumented launches read back into a
@@ -48,6 +50,8 @@ pub mod timeline_run;
 pub mod tune;
 #[cfg(feature = "vyre")]
 pub mod vyre_catalog;
+#[cfg(feature = "vyre")]
+pub mod vyre_dispatch;
 #[cfg(feature = "vyre")]
 pub mod vyre_race;
 pub mod worker_jobs;

@@ -32,8 +32,11 @@ pub mod jit;
 pub mod parity;
 pub mod pipeline;
 pub mod probe;
+pub mod resident;
 pub(crate) mod scratch;
 pub mod telemetry;
+#[cfg(feature = "vyre")]
+pub mod vyre_device;
 pub mod worker;
 
 pub use cache::CacheStats;
@@ -310,12 +313,23 @@ impl Runtime {
     /// Sets `CUDA_CACHE_PATH` (the driver's persistent JIT cache) under the user cache dir
     /// unless the user set it.
     pub fn open(ordinal: u32) -> Result<Runtime> {
+        let primary = std::env::var("VYRESCOPE_CONTEXT").map_or(true, |v| v != "owned");
+        Self::open_with(ordinal, primary)
+    }
+
+    /// [`Runtime::open`] with a context of its own (not the device's primary context), for a
+    /// runtime living inside another application (the vyre backend): recreating it after a
+    /// fault then never resets the primary context under the application's other CUDA users.
+    pub fn open_owned(ordinal: u32) -> Result<Runtime> {
+        Self::open_with(ordinal, false)
+    }
+
+    fn open_with(ordinal: u32, primary: bool) -> Result<Runtime> {
         // Must happen before cuInit, which reads the variable.
         let driver_cache = cache::DriverCache::configure();
         load_driver()?;
         let device = probe::device(ordinal)?;
         let caps = probe::read_caps(device)?;
-        let primary = std::env::var("VYRESCOPE_CONTEXT").map_or(true, |v| v != "owned");
         let session = Some(Session::create(device, 1, primary)?);
         let telemetry = Telemetry {
             contexts_created: 1,

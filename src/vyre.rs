@@ -6,6 +6,8 @@
 //! so the default build stays lean.
 
 pub mod artifact;
+pub mod backend;
+pub mod binding;
 pub mod catalog;
 pub mod compare;
 pub mod export;

@@ -17,7 +17,7 @@ use crate::util::Problem;
 /// Run every fixture on the GPU, verify it, and check the occupancy model and fault recovery.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1\n  vyrescope selftest --fuzz-pipelines 500 --seed 1\n  vyrescope selftest --vyre-catalog --backend reference"
+    after_help = "Examples:\n  vyrescope selftest\n  vyrescope selftest --fixtures fixtures/programs --repeat 20 --json\n  vyrescope selftest --fuzz 2000 --seed 1\n  vyrescope selftest --fuzz-pipelines 500 --seed 1\n  vyrescope selftest --vyre-catalog --backend reference\n  vyrescope selftest --vyre-backend --backend reference --json\n  vyrescope selftest --vyre-dispatch --backend cuda"
 )]
 pub struct Args {
     /// Directory of Program fixtures (`*.json`).
@@ -107,12 +107,27 @@ pub struct Args {
     /// differs or fails.
     #[arg(long, conflicts_with_all = ["fuzzing", "vyre"])]
     pub vyre_catalog: bool,
-    /// With --vyre-catalog: where the entries run (`reference`: the CPU interpreter, no GPU
-    /// needed; `cuda`: the live GPU).
-    #[arg(long, value_enum, default_value = "cuda", requires = "vyre_catalog")]
+    /// vyre's op catalogue (the entries of --vyre-catalog) through vyre's backend contract:
+    /// each entry's own vyre Program and fixture inputs dispatched on a `&dyn VyreBackend`
+    /// acquired from vyre's registry by id (`vyrescope-cuda` or `vyrescope-reference`, by
+    /// --backend), outputs compared with vyre's expected ones. Exit 1 when an imported entry
+    /// differs or fails.
+    #[arg(long, conflicts_with_all = ["fuzzing", "vyre", "vyre_catalog"])]
+    pub vyre_backend: bool,
+    /// Dispatch speed through vyre's backend contract: a backend acquired from vyre's
+    /// registry by id (--backend) dispatches vyre's vector add (f32; 2^10, 2^20, 2^26
+    /// elements) and a u32 sum (2^24) from pageable inputs, each verified, then timed
+    /// (median wall time of `dispatch` and of `dispatch_resident_timed` with its device
+    /// time) against the copy limit: the bytes moved over the pinned bandwidth measured in
+    /// the same run on --gpu. `--backend reference` runs small sizes as a smoke test.
+    #[arg(long, conflicts_with_all = ["fuzzing", "vyre", "vyre_catalog", "vyre_backend"])]
+    pub vyre_dispatch: bool,
+    /// With --vyre-catalog or --vyre-backend: where the entries run (`reference`: the CPU
+    /// interpreter, no GPU needed; `cuda`: the live GPU).
+    #[arg(long, value_enum, default_value = "cuda")]
     pub backend: super::run::Backend,
-    /// With --vyre-catalog: only the entries whose id contains TEXT.
-    #[arg(long, value_name = "TEXT", requires = "vyre_catalog")]
+    /// With --vyre-catalog or --vyre-backend: only the entries whose id contains TEXT.
+    #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
 }
 
@@ -186,8 +201,98 @@ fn run_vyre_catalog(a: &Args) -> super::Outcome {
     Ok(i32::from(!rep.passed))
 }
 
+#[cfg(not(feature = "vyre"))]
+fn run_vyre_backend(_a: &Args) -> super::Outcome {
+    Err(super::vyre_emit::feature_off())
+}
+
+/// `selftest --vyre-backend`: the catalogue through a backend acquired from vyre's registry.
+#[cfg(feature = "vyre")]
+fn run_vyre_backend(a: &Args) -> super::Outcome {
+    use crate::harness::vyre_catalog::{catalog_table, run_catalog, CatalogBackend};
+    use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
+    crate::runtime::vyre_device::link();
+    let id = match a.backend {
+        super::run::Backend::Reference => REFERENCE_ID,
+        super::run::Backend::Cuda => CUDA_ID,
+    };
+    let be = vyre_driver::backend::acquire(id).map_err(|e| {
+        Problem::new(
+            format!("vyre's registry could not acquire `{id}`: {e}"),
+            "use --backend reference on a machine without a GPU",
+        )
+    })?;
+    let rep = run_catalog(&mut CatalogBackend::Vyre(be.as_ref()), a.only.as_deref())
+        .map_err(|e| Problem::new(e, "report this bug (vyre's registry could not be read)"))?;
+    if a.json {
+        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
+        outln!("{s}");
+    } else {
+        outln!(
+            "vyre op catalogue through vyre's backend contract: `{}` acquired from vyre's registry by id\n",
+            rep.backend
+        );
+        out!("{}", catalog_table(&rep));
+        outln!(
+            "selftest --vyre-backend {}",
+            if rep.passed { "PASSED" } else { "FAILED" }
+        );
+    }
+    Ok(i32::from(!rep.passed))
+}
+
+#[cfg(not(feature = "vyre"))]
+fn run_vyre_dispatch(_a: &Args) -> super::Outcome {
+    Err(super::vyre_emit::feature_off())
+}
+
+/// `selftest --vyre-dispatch`: the dispatch benchmark through a registry-acquired backend.
+#[cfg(feature = "vyre")]
+fn run_vyre_dispatch(a: &Args) -> super::Outcome {
+    use crate::harness::vyre_dispatch::{dispatch_table, run_dispatch_bench};
+    use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
+    crate::runtime::vyre_device::link();
+    let (id, sizes, reduce): (&str, &[u32], u32) = match a.backend {
+        super::run::Backend::Reference => (REFERENCE_ID, &[1 << 10, 1 << 14], 1 << 14),
+        super::run::Backend::Cuda => (CUDA_ID, &[1 << 10, 1 << 20, 1 << 26], 1 << 24),
+    };
+    let be = vyre_driver::backend::acquire(id).map_err(|e| {
+        Problem::new(
+            format!("vyre's registry could not acquire `{id}`: {e}"),
+            "use --backend reference on a machine without a GPU",
+        )
+    })?;
+    let bandwidth = match a.backend {
+        super::run::Backend::Reference => None,
+        super::run::Backend::Cuda => Some(a.gpu.open()?.pinned_copy_gbps(32)?),
+    };
+    let rep = run_dispatch_bench(be.as_ref(), bandwidth, sizes, reduce)
+        .map_err(|e| Problem::new(e, "report this bug with the command line"))?;
+    if a.json {
+        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
+        outln!("{s}");
+    } else {
+        outln!(
+            "dispatch through vyre's backend contract: `{}` acquired from vyre's registry by id\n",
+            rep.backend
+        );
+        out!("{}", dispatch_table(&rep));
+        outln!(
+            "\nselftest --vyre-dispatch {}",
+            if rep.passed { "PASSED" } else { "FAILED" }
+        );
+    }
+    Ok(i32::from(!rep.passed))
+}
+
 /// Runs `selftest`.
 pub fn run(a: &Args) -> super::Outcome {
+    if a.vyre_dispatch {
+        return run_vyre_dispatch(a);
+    }
+    if a.vyre_backend {
+        return run_vyre_backend(a);
+    }
     if a.vyre {
         return run_vyre(a);
     }

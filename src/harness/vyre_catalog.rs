@@ -4,6 +4,11 @@
 //! an f32 operation with a ULP tolerance accepts float elements within it, everything else
 //! must match bit for bit (the runtime's parity rules, [`crate::runtime::parity`]; NaNs
 //! compare equal whatever their payload, as everywhere in vyrescope).
+//!
+//! The same catalogue also runs through vyre's backend contract ([`CatalogBackend::Vyre`],
+//! `selftest --vyre-backend`): each entry's own vyre Program and fixture inputs go to a
+//! `&dyn VyreBackend` acquired from vyre's registry by id, exactly as a vyre application
+//! would dispatch them, and the returned outputs are compared by the same rule.
 
 use serde::Serialize;
 
@@ -12,6 +17,7 @@ use crate::runtime::parity::{self, ParityReport, Tolerance};
 use crate::runtime::{DispatchOptions, JitOptions, Runtime};
 use crate::util::Problem;
 use crate::vyre::catalog::{self, CatalogCase, CatalogOp, Source};
+use vyre_driver::backend::{DispatchConfig, VyreBackend};
 
 /// Where the catalogue runs.
 pub enum CatalogBackend<'a> {
@@ -19,6 +25,9 @@ pub enum CatalogBackend<'a> {
     Reference,
     /// The live GPU.
     Cuda(&'a mut Runtime),
+    /// A vyre backend (acquired from vyre's registry), given vyre's own Programs and
+    /// fixture inputs.
+    Vyre(&'a dyn VyreBackend),
 }
 
 impl CatalogBackend<'_> {
@@ -27,6 +36,7 @@ impl CatalogBackend<'_> {
         match self {
             CatalogBackend::Reference => "reference",
             CatalogBackend::Cuda(_) => "cuda",
+            CatalogBackend::Vyre(b) => b.id(),
         }
     }
 }
@@ -154,6 +164,31 @@ fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
         Err(r) => {
             row.codes = r.codes.clone();
             row.detail = r.message.clone();
+            if let (CatalogBackend::Vyre(be), Some(f)) = (&*backend, &op.fixture) {
+                // The backend must refuse it too, with its own message.
+                match f
+                    .inputs
+                    .first()
+                    .map(|i| be.dispatch(&f.program, i, &DispatchConfig::default()))
+                {
+                    Some(Err(e)) => {
+                        // The backend's own message names the same construct.
+                        row.detail = format!(
+                            "backend error {}: {}",
+                            e.code().stable_id(),
+                            first_line(&e.to_string())
+                        );
+                    }
+                    Some(Ok(_)) => {
+                        row.status = Status::Failed;
+                        row.detail = format!(
+                            "the import refuses it ({}) but the backend ran it",
+                            r.codes.join(",")
+                        );
+                    }
+                    None => {}
+                }
+            }
             return row;
         }
     };
@@ -168,14 +203,10 @@ fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
         let result = case
             .as_ref()
             .map_err(|r| format!("[{}] {}", r.codes.join(","), r.message))
-            .and_then(|c| {
-                run_case(backend, &prepared.program, c)
-                    .map(|out| (c, out))
-                    .map_err(|p| p.to_string())
-            });
+            .and_then(|c| run_case(backend, op, k, &prepared.program, c).map(|out| (c, out)));
         match result {
             Ok((c, out)) => {
-                let rep = compare(c, &out, tol);
+                let rep = compare_outputs(c, &out, tol);
                 row.max_ulps_seen = row.max_ulps_seen.max(rep.max_ulps_seen);
                 if rep.passed {
                     row.matched_cases += 1;
@@ -203,12 +234,18 @@ fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
     row
 }
 
-/// Runs one case; the buffers after the run (declaration order, as bound).
+fn first_line(s: &str) -> String {
+    crate::util::terminal_safe(s.lines().next().unwrap_or_default()).into_owned()
+}
+
+/// Runs case `k` of `op`; vyre's outputs in order (each cut to its byte range).
 fn run_case(
     backend: &mut CatalogBackend<'_>,
+    op: &CatalogOp,
+    k: usize,
     program: &crate::ir::Program,
     case: &CatalogCase,
-) -> Result<Vec<HostBuffer>, Problem> {
+) -> Result<Vec<Vec<u8>>, String> {
     let mut bufs = case.buffers.clone();
     match backend {
         CatalogBackend::Reference => {
@@ -216,51 +253,56 @@ fn run_case(
                 parallel: false,
                 ..crate::interp::Options::default()
             };
-            crate::interp::run_with(program, &case.shape, &mut bufs, &opts)?;
+            crate::interp::run_with(program, &case.shape, &mut bufs, &opts)
+                .map_err(|e| Problem::from(e).to_string())?;
         }
         CatalogBackend::Cuda(rt) => {
-            let c =
-                rt.compile_program(program, case.shape.workgroup_size, &JitOptions::default())?;
-            // The ABI takes host buffers in binding order.
-            let order: Vec<usize> = c
-                .emitted
-                .abi
-                .params
-                .iter()
-                .map(|p| {
-                    bufs.iter().position(|b| b.name == p.buffer).ok_or_else(|| {
-                        Problem::new(
-                            format!("the kernel takes `{}`, which was not bound", p.buffer),
-                            "",
-                        )
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            let mut abi_bufs: Vec<HostBuffer> = order.iter().map(|&i| bufs[i].clone()).collect();
+            let c = rt
+                .compile_program(program, case.shape.workgroup_size, &JitOptions::default())
+                .map_err(|e| Problem::from(e).to_string())?;
             let opts = DispatchOptions {
                 timeout: Some(std::time::Duration::from_secs(10)),
                 device_timing: false,
                 ..DispatchOptions::default()
             };
-            rt.dispatch(&c.handle, &c.emitted.abi, &case.shape, &mut abi_bufs, &opts)?;
-            for (&i, b) in order.iter().zip(abi_bufs) {
-                bufs[i] = b;
-            }
+            rt.dispatch_by_name(&c.handle, &c.emitted.abi, &case.shape, &mut bufs, &opts)
+                .map_err(|e| Problem::from(e).to_string())?;
+        }
+        CatalogBackend::Vyre(be) => {
+            let Some(inputs) = op.fixture.as_ref().and_then(|f| f.inputs.get(k)) else {
+                return Err("vyre's fixture has no inputs for this case".into());
+            };
+            let Some(f) = &op.fixture else {
+                return Err("vyre's Program could not be built".into());
+            };
+            return be
+                .dispatch(&f.program, inputs, &DispatchConfig::default())
+                .map_err(|e| format!("backend error {}: {e}", e.code().stable_id()));
         }
     }
-    Ok(bufs)
+    Ok(case
+        .expected
+        .iter()
+        .map(|e| {
+            let data = bufs.get(e.buffer).map_or(&[][..], |b| &b.data[..]);
+            match &e.range {
+                Some(r) if r.start <= r.end && r.end <= data.len() => data[r.clone()].to_vec(),
+                _ => data.to_vec(),
+            }
+        })
+        .collect())
 }
 
-/// Our outputs against vyre's expected bytes, by vyre's rule (see the module docs).
-fn compare(case: &CatalogCase, out: &[HostBuffer], tol: Option<Tolerance>) -> ParityReport {
+/// Our outputs (vyre's order, each already cut to its range) against vyre's expected bytes,
+/// by vyre's rule (see the module docs).
+fn compare_outputs(case: &CatalogCase, out: &[Vec<u8>], tol: Option<Tolerance>) -> ParityReport {
     let mut got = Vec::new();
     let mut want = Vec::new();
-    for e in &case.expected {
-        let b = &out[e.buffer];
-        let data = match &e.range {
-            Some(r) if r.start <= r.end && r.end <= b.data.len() => b.data[r.clone()].to_vec(),
-            _ => b.data.clone(),
+    for (j, e) in case.expected.iter().enumerate() {
+        let Some(b) = case.buffers.get(e.buffer) else {
+            continue;
         };
+        let data = out.get(j).cloned().unwrap_or_default();
         let size = b.elem.size_bytes();
         // Compare whole elements; a byte length that differs is a mismatch of its own.
         let pad = |mut v: Vec<u8>| {

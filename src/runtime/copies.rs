@@ -12,7 +12,7 @@ use crate::inputs::HostBuffer;
 /// The pinned staging ring.
 #[derive(Default)]
 pub(crate) struct Staging {
-    slots: Vec<StagingSlot>,
+    pub(crate) slots: Vec<StagingSlot>,
 }
 
 impl Staging {
@@ -24,32 +24,26 @@ impl Staging {
     }
 }
 
-/// Copies `src` into `dst` on all cores when it is large enough to pay for the split.
-pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 1 << 20;
-    if src.len() <= PIECE {
-        dst.copy_from_slice(src);
-    } else {
-        dst.par_chunks_mut(PIECE)
-            .zip(src.par_chunks(PIECE))
-            .for_each(|(d, s)| d.copy_from_slice(s));
-    }
-}
+pub(crate) use crate::util::par_copy;
 
 pub(crate) fn all_zero(data: &[u8]) -> bool {
     data.par_chunks(1 << 20).all(|c| c.iter().all(|&b| b == 0))
 }
 
+/// Uploads each buffer's bytes: `sources[i]` when given (the caller's own slice, staged
+/// without an intermediate copy), else `buffers[i].data`.
 pub(crate) fn upload_into(
     sess: &mut super::Session,
     buffers: &[HostBuffer],
+    sources: &[Option<&[u8]>],
     devs: &mut Vec<DeviceBuffer>,
     c: &mut Counters,
 ) -> std::result::Result<(), DriverError> {
     sess.staging.ensure()?;
     let mut k = 0usize;
-    for b in buffers {
-        let bytes = b.data.len();
+    for (i, b) in buffers.iter().enumerate() {
+        let data: &[u8] = sources.get(i).copied().flatten().unwrap_or(&b.data);
+        let bytes = data.len();
         let d = match sess.pool.take(bytes) {
             Some(d) => d,
             None => {
@@ -58,10 +52,10 @@ pub(crate) fn upload_into(
                 DeviceBuffer::alloc(bytes)?
             }
         };
-        if all_zero(&b.data) {
+        if all_zero(data) {
             d.memset_async(0, &sess.stream)?;
         } else {
-            for (ci, piece) in b.data.chunks(STAGING_CHUNK).enumerate() {
+            for (ci, piece) in data.chunks(STAGING_CHUNK).enumerate() {
                 let s = k % STAGING_SLOTS;
                 k += 1;
                 // The slot waits for its previous copy before its bytes are replaced.
@@ -132,16 +126,86 @@ pub(crate) fn download_from(
     Ok(())
 }
 
+/// Copies `src` into `dst[offset..offset + src.len()]` through the staging ring (queued on
+/// the session's stream; later work on that stream sees the bytes).
+pub(crate) fn upload_at(
+    sess: &mut super::Session,
+    dst: &DeviceBuffer,
+    offset: usize,
+    src: &[u8],
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    for (k, piece) in src.chunks(STAGING_CHUNK).enumerate() {
+        let waited = sess.staging.slots[k % STAGING_SLOTS].upload(
+            piece.len(),
+            |d| par_copy(d, piece),
+            dst,
+            offset + k * STAGING_CHUNK,
+            &sess.stream,
+        )?;
+        c.syncs += u64::from(waited);
+        c.h2d += piece.len() as u64;
+    }
+    Ok(())
+}
+
+/// Copies `src[offset..offset + out.len()]` into `out` through the staging ring, keeping up
+/// to [`STAGING_SLOTS`] chunks in flight.
+pub(crate) fn download_at(
+    sess: &mut super::Session,
+    src: &DeviceBuffer,
+    offset: usize,
+    out: &mut [u8],
+    c: &mut Counters,
+) -> std::result::Result<(), DriverError> {
+    sess.staging.ensure()?;
+    let total = out.len();
+    let n = total.div_ceil(STAGING_CHUNK);
+    let piece = |j: usize| {
+        (
+            j * STAGING_CHUNK,
+            STAGING_CHUNK.min(total - j * STAGING_CHUNK),
+        )
+    };
+    for j in 0..n.min(STAGING_SLOTS) {
+        let (off, len) = piece(j);
+        c.syncs += u64::from(sess.staging.slots[j % STAGING_SLOTS].download(
+            src,
+            offset + off,
+            len,
+            &sess.stream,
+        )?);
+    }
+    for j in 0..n {
+        let (off, len) = piece(j);
+        par_copy(
+            &mut out[off..off + len],
+            sess.staging.slots[j % STAGING_SLOTS].read(len)?,
+        );
+        c.syncs += 1;
+        c.d2h += len as u64;
+        if j + STAGING_SLOTS < n {
+            let (off, len) = piece(j + STAGING_SLOTS);
+            c.syncs += u64::from(
+                sess.staging.slots[(j + STAGING_SLOTS) % STAGING_SLOTS].download(
+                    src,
+                    offset + off,
+                    len,
+                    &sess.stream,
+                )?,
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn par_copy_copies_every_byte() {
-        let src: Vec<u8> = (0..(3 << 20) + 17).map(|i| (i * 31 % 251) as u8).collect();
-        let mut dst = vec![0u8; src.len()];
-        par_copy(&mut dst, &src);
-        assert_eq!(dst, src);
+    fn all_zero_sees_one_set_byte() {
         assert!(all_zero(&vec![0u8; 5 << 20]));
         let mut z = vec![0u8; 5 << 20];
         z[(4 << 20) + 3] = 1;

@@ -210,6 +210,15 @@ pub struct ResidentSet {
 }
 
 impl ResidentSet {
+    /// A set of one buffer already in the pool's resident map under `id`.
+    pub(crate) fn single(id: u64, generation: u64, len: u64) -> ResidentSet {
+        ResidentSet {
+            id,
+            generation,
+            lens: vec![len],
+        }
+    }
+
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -226,7 +235,7 @@ pub(crate) struct BufferPool {
     bytes: usize,
     /// Buffers of resident sets, by set id.
     pub(crate) resident: HashMap<u64, Vec<DeviceBuffer>>,
-    next_id: u64,
+    pub(crate) next_id: u64,
     /// Grid-barrier scratch (zeroed when allocated, not between launches: see
     /// [`Runtime::arm_grid_sync`]).
     pub(crate) scratch: Option<DeviceBuffer>,
@@ -266,7 +275,7 @@ pub(crate) struct Counters {
 }
 
 impl Runtime {
-    fn apply(&mut self, c: &Counters) {
+    pub(crate) fn apply(&mut self, c: &Counters) {
         self.telemetry.allocations += c.allocs;
         self.telemetry.allocated_bytes += c.alloc_bytes;
         self.telemetry.h2d_bytes += c.h2d;
@@ -276,7 +285,7 @@ impl Runtime {
 
     /// Maps a driver error of a copy: sticky errors (an earlier faulting kernel) recreate
     /// the context.
-    fn copy_error(&mut self, e: DriverError) -> RuntimeError {
+    pub(crate) fn copy_error(&mut self, e: DriverError) -> RuntimeError {
         if e.is_sticky() {
             self.launch_error("(previous launch)", e)
         } else {
@@ -290,12 +299,22 @@ impl Runtime {
     /// Uploads `buffers` (binding order) into device memory that stays resident. Buffers
     /// whose bytes are all zero are cleared on the device instead of copied.
     pub fn upload(&mut self, buffers: &[HostBuffer]) -> Result<ResidentSet> {
+        self.upload_from(buffers, &[])
+    }
+
+    /// [`Runtime::upload`] with buffer `i`'s bytes taken from `sources[i]` when given (the
+    /// caller's slice staged as it is; `buffers[i].data` is then not read).
+    pub fn upload_from(
+        &mut self,
+        buffers: &[HostBuffer],
+        sources: &[Option<&[u8]>],
+    ) -> Result<ResidentSet> {
         let _range = nvtx::range("vyrescope upload");
         self.sess()?;
         let mut c = Counters::default();
         let mut devs = Vec::with_capacity(buffers.len());
         let r = match self.session.as_mut() {
-            Some(sess) => upload_into(sess, buffers, &mut devs, &mut c),
+            Some(sess) => upload_into(sess, buffers, sources, &mut devs, &mut c),
             None => Ok(()),
         };
         self.apply(&c);
@@ -303,6 +322,11 @@ impl Runtime {
             drop(devs);
             return Err(self.copy_error(e));
         }
+        let lens = devs
+            .iter()
+            .zip(buffers)
+            .map(|(d, b)| (d.bytes() / b.elem.size_bytes()) as u64)
+            .collect();
         let sess = self.sess()?;
         sess.pool.next_id += 1;
         let id = sess.pool.next_id;
@@ -310,7 +334,7 @@ impl Runtime {
         Ok(ResidentSet {
             id,
             generation: sess.generation,
-            lens: buffers.iter().map(|b| b.len() as u64).collect(),
+            lens,
         })
     }
 
@@ -357,7 +381,7 @@ impl Runtime {
     }
 
     /// Checks a launch against the device and kernel limits before the driver sees it.
-    fn check_shape(
+    pub(crate) fn check_shape(
         &self,
         kernel: &str,
         shape: &LaunchShape,
@@ -549,68 +573,13 @@ impl Runtime {
         if map.len() != abi.params.len() || map.iter().any(|&i| i >= set.lens.len()) {
             return Err(RuntimeError::Abi(crate::util::Problem::new(format!("kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}", h.name, abi.params.len(), set.lens.len()), "map every kernel buffer to a buffer of the resident set")));
         }
-        let (f, res) = self.kernel_for_launch(h)?;
-        self.check_shape(
-            &h.name,
-            shape,
-            res.max_threads_per_block,
-            opts.dynamic_smem,
-            res.static_smem_bytes,
-        )?;
         let all = self.resident_ptrs(set)?;
-        let mut args: Vec<u64> = Vec::with_capacity(map.len() * 2 + 1);
+        let mut bufs = Vec::with_capacity(map.len());
         for &i in map {
-            let len = set.lens[i];
-            let len32 = u32::try_from(len).map_err(|_| {
-                RuntimeError::Abi(crate::util::Problem::new(format!("a buffer of {len} elements does not fit the kernel's .u32 length parameter"), format!("split the data into buffers of at most {} elements", u32::MAX)))
-            })?;
-            args.push(all.get(i).copied().ok_or(RuntimeError::StaleResident)?);
-            args.push(len32 as u64);
+            let ptr = all.get(i).copied().ok_or(RuntimeError::StaleResident)?;
+            bufs.push((ptr, set.lens[i]));
         }
-        let geo = Geometry {
-            grid: shape.grid,
-            block: shape.workgroup_size,
-            dynamic_smem: opts.dynamic_smem,
-        };
-        if abi.grid_sync {
-            self.check_coresidency(&h.name, f, &geo)?;
-            let words = abi.scratch.words.max(1) as usize;
-            let sess = self.sess()?;
-            if sess
-                .pool
-                .scratch
-                .as_ref()
-                .is_none_or(|s| s.bytes() < words * 4)
-            {
-                sess.pool.scratch = None;
-                let s = DeviceBuffer::alloc(words * 4)
-                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                s.memset_async(0, &sess.stream)
-                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                sess.pool.scratch = Some(s);
-                sess.pool.scratch_state = ScratchState::zeroed();
-                self.telemetry.allocations += 1;
-                self.telemetry.allocated_bytes += (words * 4) as u64;
-            }
-            let p = self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr());
-            args.push(p);
-        }
-        let sync = abi.grid_sync.then(|| SyncUse {
-            epoch_arg: abi.scratch.epoch.then(|| {
-                // Set by `arm_grid_sync` before each launch.
-                args.push(0);
-                args.len() - 1
-            }),
-            scratch: abi.scratch,
-        });
-        Ok(ReadyLaunch {
-            f,
-            geo,
-            args,
-            cooperative: abi.grid_sync,
-            slots: product(shape.grid) * product(shape.workgroup_size),
-            sync,
-        })
+        self.prepare_launch_bufs(h, abi, shape, &bufs, opts)
     }
 
     /// Readies the grid-sync scratch for the next launch of `ready` (call it right before
@@ -637,7 +606,12 @@ impl Runtime {
     }
 
     /// Refuses a cooperative launch whose grid cannot be resident at once.
-    fn check_coresidency(&mut self, kernel: &str, f: Function, geo: &Geometry) -> Result<()> {
+    pub(crate) fn check_coresidency(
+        &mut self,
+        kernel: &str,
+        f: Function,
+        geo: &Geometry,
+    ) -> Result<()> {
         let block = product(geo.block) as u32;
         let per_sm = f
             .max_active_blocks(block, geo.dynamic_smem)
@@ -752,6 +726,21 @@ impl Runtime {
         buffers: &mut [HostBuffer],
         opts: &DispatchOptions,
     ) -> Result<DispatchReport> {
+        self.dispatch_from(h, abi, shape, buffers, &[], opts)
+    }
+
+    /// [`Runtime::dispatch`] with buffer `i`'s input bytes taken from `sources[i]` when given
+    /// (see [`Runtime::upload_from`]); a writable buffer with a source is read back into
+    /// `buffers[i].data`, sized to the source.
+    pub fn dispatch_from(
+        &mut self,
+        h: &KernelHandle,
+        abi: &KernelAbi,
+        shape: &LaunchShape,
+        buffers: &mut [HostBuffer],
+        sources: &[Option<&[u8]>],
+        opts: &DispatchOptions,
+    ) -> Result<DispatchReport> {
         if buffers.len() != abi.params.len() {
             return Err(RuntimeError::Abi(crate::util::Problem::new(
                 format!(
@@ -767,7 +756,14 @@ impl Runtime {
         self.kernel_for_launch(h)?;
         let h2d0 = self.telemetry.h2d_bytes;
         let t0 = Instant::now();
-        let set = self.upload(buffers)?;
+        let set = self.upload_from(buffers, sources)?;
+        for (b, s) in buffers.iter_mut().zip(sources) {
+            if let Some(s) = s {
+                if b.access.is_writable() && b.data.len() != s.len() {
+                    b.data.resize(s.len(), 0);
+                }
+            }
+        }
         let upload_ms = t0.elapsed().as_secs_f64() * 1e3;
         let result = (|| {
             let first = self.launch_resident(h, abi, shape, &set, 1, opts)?;

@@ -228,6 +228,67 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// [`Runtime::dispatch`] with `buffers` in any order: each kernel parameter takes the
+    /// buffer of its name (the ABI takes buffers in binding order). Every parameter must have
+    /// a buffer; buffers the kernel does not take are left as they are.
+    pub fn dispatch_by_name(
+        &mut self,
+        h: &crate::runtime::KernelHandle,
+        abi: &crate::emit::KernelAbi,
+        shape: &LaunchShape,
+        buffers: &mut [HostBuffer],
+        opts: &DispatchOptions,
+    ) -> Result<super::DispatchReport> {
+        self.dispatch_by_name_from(h, abi, shape, buffers, &[], opts)
+    }
+
+    /// [`Runtime::dispatch_by_name`] with buffer `i`'s input bytes taken from `sources[i]`
+    /// when given (staged from the caller's slice; see [`Runtime::dispatch_from`]).
+    pub fn dispatch_by_name_from(
+        &mut self,
+        h: &crate::runtime::KernelHandle,
+        abi: &crate::emit::KernelAbi,
+        shape: &LaunchShape,
+        buffers: &mut [HostBuffer],
+        sources: &[Option<&[u8]>],
+        opts: &DispatchOptions,
+    ) -> Result<super::DispatchReport> {
+        let order: Vec<usize> = abi
+            .params
+            .iter()
+            .map(|p| {
+                buffers
+                    .iter()
+                    .position(|b| b.name == p.buffer)
+                    .ok_or_else(|| {
+                        super::RuntimeError::Abi(crate::util::Problem::new(
+                        format!("the kernel takes `{}`, which was not bound", p.buffer),
+                        "bind one host buffer per kernel parameter, named as the Program names it",
+                    ))
+                    })
+            })
+            .collect::<Result<_>>()?;
+        let mut abi_bufs: Vec<HostBuffer> = Vec::with_capacity(order.len());
+        for &i in &order {
+            let data = std::mem::take(&mut buffers[i].data);
+            abi_bufs.push(HostBuffer {
+                data,
+                ..buffers[i].clone()
+            });
+        }
+        let abi_sources: Vec<Option<&[u8]>> = order
+            .iter()
+            .map(|&i| sources.get(i).copied().flatten())
+            .collect();
+        let r = self.dispatch_from(h, abi, shape, &mut abi_bufs, &abi_sources, opts);
+        for (&i, b) in order.iter().zip(abi_bufs) {
+            buffers[i].data = b.data;
+        }
+        r
+    }
+}
+
 /// Invocations that do useful work: `run.elements` if given, else the largest writable
 /// host buffer (the spec's default element count), capped by the launched slots.
 pub fn useful_invocations(program: &Program, buffers: &[HostBuffer], shape: &LaunchShape) -> u64 {

@@ -5,27 +5,19 @@
 //! (see `docs/vyre.md`, "The op catalogue"). Running and comparing is the harness's part
 //! (`harness::vyre_catalog`): this module only prepares.
 //!
-//! Binding, as `vyre_reference::reference_eval` does it:
-//! - a case holds one byte vector per *input*: every non-workgroup buffer that is not a
-//!   backend-allocated output (`is_output`, `WriteOnly`, or live-out `ReadWrite`), in
-//!   declaration order; a case with one vector per non-workgroup buffer (vyre's "legacy"
-//!   form) also gives the outputs, whose contents are then ignored;
-//! - backend-allocated outputs are zero-filled with their static size (`count` elements);
-//! - the expected outputs are the backend-allocated outputs and the `ReadWrite` buffers in
-//!   declaration order, each cut to its `output_byte_range` when it has one;
-//! - the dispatch covers the largest output (or, with workgroup memory, atomics or no
-//!   output, the largest buffer) in elements, `ceil(elements / workgroup threads)`
-//!   workgroups spread evenly over the workgroup's axes larger than 1.
+//! Each case is bound as `vyre_reference::reference_eval` binds it ([`super::binding`], the
+//! rule vyrescope's vyre backends use too); the expected outputs are vyre's outputs in order.
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use vyre_foundation::ir::{BufferAccess, Program as VyreProgram};
+use vyre_foundation::ir::Program as VyreProgram;
 use vyre_foundation::operation::{OperationRegistry, OperationTier, SemanticOperation};
 
+use super::binding;
 use crate::diagnostic::Severity;
 use crate::inputs::HostBuffer;
-use crate::ir::{Access, Program};
+use crate::ir::Program;
 use crate::shape::LaunchShape;
 
 /// Which vyre crate an operation comes from.
@@ -59,6 +51,20 @@ pub struct CatalogOp {
     pub f32_ulp: u32,
     /// The converted Program and its cases, or why there is none.
     pub outcome: Result<PreparedOp, Refusal>,
+    /// vyre's own Program and fixture as vyre registers them (what a vyre backend is
+    /// given), when vyre could build them.
+    pub fixture: Option<Fixture>,
+}
+
+/// vyre's Program for an operation and its fixture, as built by vyre.
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    /// The Program (`SemanticOperation::program`).
+    pub program: VyreProgram,
+    /// Per case, the input byte vectors (`test_inputs`).
+    pub inputs: Vec<Vec<Vec<u8>>>,
+    /// Per case, the expected outputs (`expected_output`).
+    pub expected: Vec<Vec<Vec<u8>>>,
 }
 
 /// Why an operation is not run.
@@ -147,62 +153,53 @@ fn refusal(code: &str, message: String) -> Refusal {
 
 /// Builds `op`'s Program, converts and validates it, and binds its fixture cases.
 pub fn prepare(source: Source, op: &SemanticOperation) -> CatalogOp {
+    let fixture = fixture(op);
     CatalogOp {
         id: op.id.to_string(),
         source,
         f32_ulp: op.tolerance.f32_ulp,
-        outcome: prepare_op(op),
+        outcome: fixture
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|f| prepare_op(op, f)),
+        fixture: fixture.ok(),
     }
 }
 
-fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
+/// vyre's Program and fixture for `op` (a panic in vyre's builder is the refusal `VYC01`).
+fn fixture(op: &SemanticOperation) -> Result<Fixture, Refusal> {
     let built = catch_unwind(AssertUnwindSafe(|| {
-        let vp = op.program()?;
+        let program = op.program()?;
         let inputs = (op.test_inputs?)();
         let expected = (op.expected_output?)();
-        Some((vp, inputs, expected))
+        Some(Fixture {
+            program,
+            inputs,
+            expected,
+        })
     }));
-    let (vp, inputs, expected) = match built {
-        Ok(Some(x)) => x,
-        Ok(None) => {
-            return Err(refusal(
-                "VYC01",
-                "vyre registers no Program or no fixtures for it".into(),
-            ))
-        }
-        Err(p) => {
-            return Err(refusal(
-                "VYC01",
-                format!("vyre's builder or fixture panicked: {}", panic_text(&p)),
-            ))
-        }
-    };
-    // What vyre's reference runs: single-rank collectives lowered, composite calls inlined.
-    let vp = match catch_unwind(AssertUnwindSafe(|| for_reference(&vp))) {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => return Err(e),
-        Err(p) => {
-            return Err(refusal(
-                "VYC01",
-                format!("vyre's call inlining panicked: {}", panic_text(&p)),
-            ))
-        }
-    };
-    let name = super::import::identifier(op.id.rsplit("::").next().unwrap_or(op.id));
-    let mut imported = super::import_program(&vp, &name);
-    let errors: Vec<&crate::diagnostic::Diagnostic> = imported
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .collect();
-    if !errors.is_empty() {
-        return Err(refused_by(&errors));
+    match built {
+        Ok(Some(f)) => Ok(f),
+        Ok(None) => Err(refusal(
+            "VYC01",
+            "vyre registers no Program or no fixtures for it".into(),
+        )),
+        Err(p) => Err(refusal(
+            "VYC01",
+            format!("vyre's builder or fixture panicked: {}", panic_text(&p)),
+        )),
     }
+}
+
+fn prepare_op(op: &SemanticOperation, f: &Fixture) -> Result<PreparedOp, Refusal> {
+    let (vp, inputs, expected) = (&f.program, &f.inputs, &f.expected);
+    let name = super::import::identifier(op.id.rsplit("::").next().unwrap_or(op.id));
+    let (vp, mut program) = import_for_reference(vp, &name)?;
     let cases: Vec<Result<CatalogCase, Refusal>> = if expected.len() == inputs.len() {
         inputs
             .iter()
-            .zip(&expected)
-            .map(|(i, e)| bind(&vp, &imported.program, i, e))
+            .zip(expected)
+            .map(|(i, e)| bind(&vp, &program, i, e))
             .collect()
     } else {
         vec![Err(refusal(
@@ -220,12 +217,54 @@ fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
         .iter()
         .filter_map(|c| c.as_ref().ok().map(|c| c.shape.grid))
         .collect();
-    if let (Some(first), Some(run)) = (grids.first(), imported.program.run.as_mut()) {
-        if grids.iter().all(|g| g == first) {
-            run.grid = Some(*first);
+    let grid = grids
+        .first()
+        .filter(|first| grids.iter().all(|g| g == *first))
+        .copied();
+    validate_for_grid(&mut program, grid)?;
+    Ok(PreparedOp { program, cases })
+}
+
+/// What vyre's reference interpreter runs for `vp` (composite calls inlined, single-rank
+/// collectives lowered; a panic in vyre is the refusal `VYC01`), and its import as a Program
+/// named `name`; an import error refuses it with the import's codes.
+pub(crate) fn import_for_reference(
+    vp: &VyreProgram,
+    name: &str,
+) -> Result<(VyreProgram, Program), Refusal> {
+    let vp = match catch_unwind(AssertUnwindSafe(|| for_reference(vp))) {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return Err(e),
+        Err(p) => {
+            return Err(refusal(
+                "VYC01",
+                format!("vyre's call inlining panicked: {}", panic_text(&p)),
+            ))
         }
+    };
+    let imported = super::import_program(&vp, name);
+    let errors: Vec<&crate::diagnostic::Diagnostic> = imported
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .collect();
+    if !errors.is_empty() {
+        return Err(refused_by(&errors));
     }
-    let validation = crate::validate::validate(&imported.program);
+    Ok((vp, imported.program))
+}
+
+/// Validates `program` for a launch of `grid` workgroups (set as its `run.grid`, which the
+/// validator's one-workgroup rule V064 reads; `None` leaves it as imported); validator
+/// errors refuse it with their codes.
+pub(crate) fn validate_for_grid(
+    program: &mut Program,
+    grid: Option<[u32; 3]>,
+) -> Result<(), Refusal> {
+    if let (Some(g), Some(run)) = (grid, program.run.as_mut()) {
+        run.grid = Some(g);
+    }
+    let validation = crate::validate::validate(program);
     let errors: Vec<&crate::diagnostic::Diagnostic> = validation
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -233,10 +272,7 @@ fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
     if !errors.is_empty() {
         return Err(refused_by(&errors));
     }
-    Ok(PreparedOp {
-        program: imported.program,
-        cases,
-    })
+    Ok(())
 }
 
 /// A refusal carrying every error's code and the first error's message.
@@ -264,147 +300,40 @@ fn for_reference(vp: &VyreProgram) -> Result<VyreProgram, Refusal> {
         .map_err(|e| refusal("VYC01", format!("vyre's call inlining failed: {e}")))
 }
 
-/// vyre's `is_reference_input`: the caller supplies this buffer.
-fn is_input(d: &vyre_foundation::ir::BufferDecl) -> bool {
-    d.access() != BufferAccess::Workgroup && !d.is_backend_allocated_output()
-}
-
-/// vyre's `is_reference_output`: the reference returns this buffer.
-fn is_output(d: &vyre_foundation::ir::BufferDecl) -> bool {
-    d.is_backend_allocated_output() || d.access() == BufferAccess::ReadWrite
-}
-
-/// One case bound to our Program's buffers (same order as vyre's: the import keeps it).
+/// One case bound to our Program's buffers (same order as vyre's: the import keeps it), by
+/// the rule of [`super::binding`].
 fn bind(
     vp: &VyreProgram,
     ours: &Program,
     inputs: &[Vec<u8>],
     expected: &[Vec<u8>],
 ) -> Result<CatalogCase, Refusal> {
-    let bad = |m: String| refusal("VYC02", m);
-    let decls = vp.buffers();
-    if decls.len() != ours.buffers.len() {
-        return Err(bad(format!(
-            "the converted Program has {} buffers, vyre's {}",
-            ours.buffers.len(),
-            decls.len()
-        )));
+    let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let bound = binding::bind(vp, ours, &inputs, binding::LaunchChoice::default())
+        .map_err(|m| refusal("VYC02", format!("vyre's fixture: {m}")))?;
+    if bound.outputs.len() != expected.len() {
+        return Err(refusal(
+            "VYC02",
+            format!(
+                "vyre's fixture expects {} outputs, the Program returns {}",
+                expected.len(),
+                bound.outputs.len()
+            ),
+        ));
     }
-    let host = decls
-        .iter()
-        .filter(|d| d.access() != BufferAccess::Workgroup)
-        .count();
-    let logical = decls.iter().filter(|d| is_input(d)).count();
-    let legacy = inputs.len() == host && inputs.len() != logical;
-    let mut next = 0usize;
-    let mut buffers = Vec::new();
-    let mut out_expected = Vec::new();
-    let (mut max_out, mut max_in) = (0u64, 1u64);
-    let mut graph_nodes = 0u64;
-    let mut has_outputs = false;
-    for (d, b) in decls.iter().zip(&ours.buffers) {
-        if d.access() == BufferAccess::Workgroup || b.access == Access::Workgroup {
-            continue;
-        }
-        let size = b.elem.size_bytes();
-        let declared = d.count() as usize * size;
-        if d.binding() == 0 && d.name() == "pg_nodes" {
-            graph_nodes = u64::from(d.count());
-        }
-        let mut data = if is_input(d) {
-            let Some(v) = inputs.get(next) else {
-                return Err(bad(format!(
-                    "vyre's fixture gives {} inputs; buffer `{}` has none",
-                    inputs.len(),
-                    d.name()
-                )));
-            };
-            next += 1;
-            if v.len() < declared {
-                return Err(bad(format!(
-                    "vyre's fixture gives buffer `{}` {} bytes, less than its {declared}",
-                    d.name(),
-                    v.len()
-                )));
-            }
-            v.clone()
-        } else {
-            if legacy {
-                next += 1;
-            }
-            if d.count() == 0 && d.output_byte_range().is_none() {
-                return Err(bad(format!(
-                    "output `{}` has no static size (vyre's reference refuses it too)",
-                    d.name()
-                )));
-            }
-            vec![0u8; declared]
-        };
-        // Whole elements only (a trailing partial element is not addressable).
-        data.resize(data.len().div_ceil(size) * size, 0);
-        let elements = (data.len() / size) as u64;
-        if is_output(d) {
-            has_outputs = true;
-            max_out = max_out.max(elements);
-            out_expected.push((buffers.len(), d.output_byte_range()));
-        } else {
-            max_in = max_in.max(elements);
-        }
-        buffers.push(HostBuffer {
-            name: b.name.clone(),
-            elem: b.elem,
-            access: b.access,
-            binding: b.binding.unwrap_or(0),
-            data,
-        });
-    }
-    if next != inputs.len() {
-        return Err(bad(format!(
-            "vyre's fixture gives {} inputs, the Program takes {next}",
-            inputs.len()
-        )));
-    }
-    if out_expected.len() != expected.len() {
-        return Err(bad(format!(
-            "vyre's fixture expects {} outputs, the Program returns {}",
-            expected.len(),
-            out_expected.len()
-        )));
-    }
-    let expected = out_expected
+    let expected = bound
+        .outputs
         .into_iter()
         .zip(expected)
-        .map(|((buffer, range), bytes)| Expected {
-            buffer,
-            range,
+        .map(|(slot, bytes)| Expected {
+            buffer: slot.buffer,
+            range: slot.range,
             bytes: bytes.clone(),
         })
         .collect();
-    let wg = vp.workgroup_size().map(|d| d.max(1));
-    let threads = wg.iter().map(|&d| u64::from(d)).product::<u64>().max(1);
-    let full_span = decls.iter().any(|d| d.access() == BufferAccess::Workgroup)
-        || vp.stats().atomic_op_count > 0;
-    let elements = max_out
-        .max(graph_nodes)
-        .max(1)
-        .max(if !has_outputs || full_span { max_in } else { 1 });
-    let groups = elements.div_ceil(threads).max(1);
-    let active: Vec<usize> = (0..3).filter(|&a| wg[a] > 1).collect();
-    let mut grid = [1u32; 3];
-    if active.is_empty() {
-        grid[0] = u32::try_from(groups).unwrap_or(u32::MAX);
-    } else {
-        let base = (groups as f64).powf(1.0 / active.len() as f64).ceil() as u32;
-        for a in active {
-            grid[a] = base.max(1);
-        }
-    }
     Ok(CatalogCase {
-        shape: LaunchShape {
-            workgroup_size: wg,
-            grid,
-        },
-        buffers,
+        shape: bound.shape,
+        buffers: bound.buffers,
         expected,
     })
 }

@@ -71,6 +71,8 @@ mod tui_tmux_live;
 mod tui_update;
 mod validate_props;
 #[cfg(feature = "vyre")]
+mod vyre_backend;
+#[cfg(feature = "vyre")]
 mod vyre_both;
 #[cfg(feature = "vyre")]
 mod vyre_catalog;

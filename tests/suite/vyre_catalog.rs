@@ -14,7 +14,7 @@ use vyrescope::ir::{BinOp, Expr};
 use vyrescope::vyre::catalog;
 
 /// `id -> code` of the entries docs/vyre.md lists under "Refused catalogue entries".
-fn documented_refusals() -> BTreeMap<String, String> {
+pub(crate) fn documented_refusals() -> BTreeMap<String, String> {
     let doc = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/vyre.md"),
     )

@@ -13,6 +13,8 @@ fn vyre_commands_explain_the_feature() {
         vec!["emit", "--vyre", vadd],
         vec!["emit", "--compare-vyre", vadd],
         vec!["selftest", "--vyre"],
+        vec!["selftest", "--vyre-backend", "--backend", "reference"],
+        vec!["selftest", "--vyre-dispatch", "--backend", "reference"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
             .args(&args)

@@ -1,0 +1,367 @@
+//! vyre's host I/O binding of a Program, as `vyre_reference::reference_eval` binds it: the
+//! one rule shared by the op catalogue (`vyre::catalog`) and vyrescope's vyre backends
+//! (`vyre::backend`), so that both see the buffers, outputs and launch vyre's reference sees.
+//!
+//! - The caller gives one byte vector per *input*: every non-workgroup buffer that is not a
+//!   backend-allocated output (`is_output`, `WriteOnly`, or live-out `ReadWrite`), in
+//!   declaration order; one vector per non-workgroup buffer (vyre's "legacy" form) also
+//!   gives the outputs, whose contents are then ignored.
+//! - Backend-allocated outputs are zero-filled with their static size (`count` elements).
+//! - The outputs are the backend-allocated outputs and the `ReadWrite` buffers in
+//!   declaration order, each cut to its `output_byte_range` when it has one.
+//! - The dispatch covers the largest output (or, with workgroup memory, atomics or no
+//!   output, the largest buffer) in elements, `ceil(elements / workgroup threads)`
+//!   workgroups spread evenly over the workgroup's axes larger than 1. A caller's grid
+//!   (`DispatchConfig::grid_override`) replaces the inference; a caller's workgroup
+//!   (`workgroup_override`) replaces the Program's.
+//!
+//! Resident dispatches bind one resource per non-workgroup buffer in binding-number order
+//! (vyre-driver's `BindingPlan` order), each buffer as long as its resource.
+
+use std::ops::Range;
+
+use vyre_foundation::ir::{BufferAccess, BufferDecl, Program as VyreProgram};
+
+use crate::inputs::HostBuffer;
+use crate::ir::{Access, Program};
+use crate::shape::LaunchShape;
+
+/// One buffer vyre returns after a dispatch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputSlot {
+    /// Index into [`Bound::buffers`].
+    pub buffer: usize,
+    /// The bytes vyre returns (`output_byte_range`); `None` = the whole buffer.
+    pub range: Option<Range<usize>>,
+}
+
+impl OutputSlot {
+    /// The bytes of `data` this output returns (all of them when the range does not fit).
+    pub fn bytes<'a>(&self, data: &'a [u8]) -> &'a [u8] {
+        match &self.range {
+            Some(r) if r.start <= r.end && r.end <= data.len() => &data[r.clone()],
+            _ => data,
+        }
+    }
+}
+
+/// Caller choices that replace vyre's inference.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchChoice {
+    /// Threads per workgroup instead of the Program's.
+    pub workgroup: Option<[u32; 3]>,
+    /// Workgroups instead of the inferred grid.
+    pub grid: Option<[u32; 3]>,
+    /// At least this many invocations (vyre's `dispatch_elements` coverage floor).
+    pub min_elements: Option<u32>,
+}
+
+/// A dispatch bound to our Program's host buffers.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    /// The launch.
+    pub shape: LaunchShape,
+    /// Our Program's non-workgroup buffers, in declaration order, with their contents.
+    pub buffers: Vec<HostBuffer>,
+    /// vyre's outputs, in vyre's order.
+    pub outputs: Vec<OutputSlot>,
+    /// Per buffer, the caller's input whose bytes stand for its contents when the buffer
+    /// was bound without a copy ([`bind_borrowed`]; its `data` is then empty).
+    pub sources: Vec<Option<usize>>,
+}
+
+/// A resident dispatch bound: which buffer each resource is, and the launch.
+#[derive(Debug, Clone)]
+pub struct ResidentBound {
+    /// The launch.
+    pub shape: LaunchShape,
+    /// Per resource (binding-number order): the index of its buffer among our Program's
+    /// non-workgroup buffers in declaration order (the order of [`Bound::buffers`]).
+    pub buffer_of_resource: Vec<usize>,
+}
+
+/// vyre's `is_reference_input`: the caller supplies this buffer.
+pub fn is_input(d: &BufferDecl) -> bool {
+    d.access() != BufferAccess::Workgroup && !d.is_backend_allocated_output()
+}
+
+/// vyre's `is_reference_output`: the reference returns this buffer.
+pub fn is_output(d: &BufferDecl) -> bool {
+    d.is_backend_allocated_output() || d.access() == BufferAccess::ReadWrite
+}
+
+fn is_host(d: &BufferDecl, ours: &crate::ir::BufferDecl) -> bool {
+    d.access() != BufferAccess::Workgroup && ours.access != Access::Workgroup
+}
+
+/// Declaration indices of the buffers a dispatch binds (every non-workgroup buffer), in
+/// declaration order: position `k` of [`Bound::buffers`] is buffer `host_buffers(..)[k]`.
+pub fn host_buffers(vp: &VyreProgram, ours: &Program) -> Vec<usize> {
+    vp.buffers()
+        .iter()
+        .zip(&ours.buffers)
+        .enumerate()
+        .filter(|(_, (d, b))| is_host(d, b))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// How many input vectors a dispatch of `vp` takes (the short form).
+pub fn input_count(vp: &VyreProgram) -> usize {
+    vp.buffers().iter().filter(|d| is_input(d)).count()
+}
+
+fn same_buffers(vp: &VyreProgram, ours: &Program) -> Result<(), String> {
+    if vp.buffers().len() != ours.buffers.len() {
+        return Err(format!(
+            "the converted Program has {} buffers, vyre's {}",
+            ours.buffers.len(),
+            vp.buffers().len()
+        ));
+    }
+    Ok(())
+}
+
+/// Binds `inputs` (see the module docs) to `ours`, the import of `vp` (same buffers in the
+/// same order), copying them into the buffers. The error is one line saying which input is
+/// missing or short.
+pub fn bind(
+    vp: &VyreProgram,
+    ours: &Program,
+    inputs: &[&[u8]],
+    choice: LaunchChoice,
+) -> Result<Bound, String> {
+    bind_inner(vp, ours, inputs, choice, true)
+}
+
+/// [`bind`] without copying the inputs: an input of whole elements leaves its buffer's
+/// `data` empty and names the input in [`Bound::sources`] (a device stages it from the
+/// caller's slice).
+pub fn bind_borrowed(
+    vp: &VyreProgram,
+    ours: &Program,
+    inputs: &[&[u8]],
+    choice: LaunchChoice,
+) -> Result<Bound, String> {
+    bind_inner(vp, ours, inputs, choice, false)
+}
+
+fn bind_inner(
+    vp: &VyreProgram,
+    ours: &Program,
+    inputs: &[&[u8]],
+    choice: LaunchChoice,
+    copy: bool,
+) -> Result<Bound, String> {
+    same_buffers(vp, ours)?;
+    let decls = vp.buffers();
+    let host = decls
+        .iter()
+        .zip(&ours.buffers)
+        .filter(|(d, b)| is_host(d, b))
+        .count();
+    let logical = input_count(vp);
+    let legacy = inputs.len() == host && inputs.len() != logical;
+    let mut next = 0usize;
+    let mut buffers = Vec::new();
+    let mut outputs = Vec::new();
+    let mut sources = Vec::new();
+    let mut span = Span::default();
+    for (d, b) in decls.iter().zip(&ours.buffers) {
+        if !is_host(d, b) {
+            continue;
+        }
+        let size = b.elem.size_bytes();
+        let declared = d.count() as usize * size;
+        let mut source = None;
+        let mut data = if is_input(d) {
+            let Some(v) = inputs.get(next) else {
+                return Err(format!(
+                    "{} input buffers given, but the Program takes {logical} (buffer `{}` is input {next})",
+                    inputs.len(),
+                    d.name()
+                ));
+            };
+            next += 1;
+            if v.len() < declared {
+                return Err(format!(
+                    "input {} (buffer `{}`) has {} bytes, less than its declared {declared} ({} elements of {} bytes)",
+                    next - 1,
+                    d.name(),
+                    v.len(),
+                    d.count(),
+                    size
+                ));
+            }
+            if !copy && v.len() % size == 0 {
+                source = Some(next - 1);
+                Vec::new()
+            } else {
+                // Large inputs are copied on all cores (a vyre dispatch of 2^26 f32
+                // elements binds 512 MB).
+                crate::util::par_to_vec(v)
+            }
+        } else {
+            if legacy {
+                next += 1;
+            }
+            if d.count() == 0 && d.output_byte_range().is_none() {
+                return Err(format!(
+                    "output `{}` has no static size (vyre's reference refuses it too)",
+                    d.name()
+                ));
+            }
+            vec![0u8; declared]
+        };
+        // Whole elements only (a trailing partial element is not addressable).
+        data.resize(data.len().div_ceil(size) * size, 0);
+        let bytes = match source.and_then(|i| inputs.get(i)) {
+            Some(v) => v.len(),
+            None => data.len(),
+        };
+        span.add(d, (bytes / size) as u64);
+        sources.push(source);
+        if is_output(d) {
+            outputs.push(OutputSlot {
+                buffer: buffers.len(),
+                range: d.output_byte_range(),
+            });
+        }
+        buffers.push(HostBuffer {
+            name: b.name.clone(),
+            elem: b.elem,
+            access: b.access,
+            binding: b.binding.unwrap_or(0),
+            data,
+        });
+    }
+    if next != inputs.len() {
+        return Err(format!(
+            "{} input buffers given, but the Program takes {logical} (or {host} with its outputs)",
+            inputs.len()
+        ));
+    }
+    Ok(Bound {
+        shape: span.shape(vp, choice)?,
+        buffers,
+        outputs,
+        sources,
+    })
+}
+
+/// Binds resident resources of `byte_lens` bytes (one per non-workgroup buffer, in
+/// binding-number order) to `ours`, the import of `vp`. Each buffer is as long as its
+/// resource in whole elements; a resource shorter than its buffer's declared count is an
+/// error.
+pub fn bind_resident(
+    vp: &VyreProgram,
+    ours: &Program,
+    byte_lens: &[usize],
+    choice: LaunchChoice,
+) -> Result<ResidentBound, String> {
+    same_buffers(vp, ours)?;
+    // Host buffers in declaration order, then sorted by binding number (stable, as vyre's
+    // BindingPlan sorts).
+    let host = host_buffers(vp, ours);
+    let mut by_binding: Vec<(usize, usize)> = host.iter().copied().enumerate().collect();
+    by_binding.sort_by_key(|&(_, i)| vp.buffers()[i].binding());
+    if byte_lens.len() != host.len() {
+        return Err(format!(
+            "{} resources given, but the Program binds {} non-workgroup buffers (one resource each, in binding order)",
+            byte_lens.len(),
+            host.len()
+        ));
+    }
+    let mut span = Span::default();
+    let mut buffer_of_resource = Vec::with_capacity(host.len());
+    for (&(pos, i), &bytes) in by_binding.iter().zip(byte_lens) {
+        let d = &vp.buffers()[i];
+        let size = ours.buffers[i].elem.size_bytes();
+        let declared = d.count() as usize * size;
+        if bytes < declared {
+            return Err(format!(
+                "resource {} (buffer `{}`, binding {}) has {bytes} bytes, less than its declared {declared}",
+                buffer_of_resource.len(),
+                d.name(),
+                d.binding()
+            ));
+        }
+        span.add(d, (bytes / size) as u64);
+        buffer_of_resource.push(pos);
+    }
+    Ok(ResidentBound {
+        shape: span.shape(vp, choice)?,
+        buffer_of_resource,
+    })
+}
+
+/// The element counts vyre's dispatch inference looks at.
+#[derive(Default)]
+struct Span {
+    max_out: u64,
+    max_in: u64,
+    graph_nodes: u64,
+    has_outputs: bool,
+}
+
+impl Span {
+    fn add(&mut self, d: &BufferDecl, elements: u64) {
+        if d.binding() == 0 && d.name() == "pg_nodes" {
+            self.graph_nodes = u64::from(d.count());
+        }
+        if is_output(d) {
+            self.has_outputs = true;
+            self.max_out = self.max_out.max(elements);
+        } else {
+            self.max_in = self.max_in.max(elements);
+        }
+    }
+
+    fn shape(&self, vp: &VyreProgram, choice: LaunchChoice) -> Result<LaunchShape, String> {
+        let wg = choice
+            .workgroup
+            .unwrap_or_else(|| vp.workgroup_size())
+            .map(|d| d.max(1));
+        if let Some(grid) = choice.grid {
+            if grid.contains(&0) {
+                return Err(format!("grid {grid:?} has a zero dimension"));
+            }
+            return Ok(LaunchShape {
+                workgroup_size: wg,
+                grid,
+            });
+        }
+        let threads = wg.iter().map(|&d| u64::from(d)).product::<u64>().max(1);
+        let full_span = vp
+            .buffers()
+            .iter()
+            .any(|d| d.access() == BufferAccess::Workgroup)
+            || vp.stats().atomic_op_count > 0;
+        let elements = self
+            .max_out
+            .max(self.graph_nodes)
+            .max(choice.min_elements.map_or(1, u64::from))
+            .max(1)
+            .max(if !self.has_outputs || full_span {
+                self.max_in.max(1)
+            } else {
+                1
+            });
+        let groups = elements.div_ceil(threads).max(1);
+        let active: Vec<usize> = (0..3).filter(|&a| wg[a] > 1).collect();
+        let mut grid = [1u32; 3];
+        if active.is_empty() {
+            grid[0] = u32::try_from(groups)
+                .map_err(|_| format!("{groups} workgroups do not fit a 32-bit grid"))?;
+        } else {
+            let base = (groups as f64).powf(1.0 / active.len() as f64).ceil() as u32;
+            for a in active {
+                grid[a] = base.max(1);
+            }
+        }
+        Ok(LaunchShape {
+            workgroup_size: wg,
+            grid,
+        })
+    }
+}
