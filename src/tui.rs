@@ -173,9 +173,10 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
     if files.is_empty() {
         return Err(TuiError::NoFiles);
     }
-    // Read before anything starts: a bad file is refused with its reason.
+    // Read before anything starts: a bad file, or a record of another file, is refused
+    // with its reason.
     let recorded = match &opts.timeline {
-        Some(p) => Some(timeline::from_file(p).map_err(TuiError::Timeline)?),
+        Some(p) => Some(timeline::from_file(p, &files).map_err(TuiError::Timeline)?),
         None => None,
     };
     let mut app = App::new(files, keymap, ui);

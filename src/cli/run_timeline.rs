@@ -114,8 +114,9 @@ fn finish(
     if let Some(out) = &a.timeline_out {
         let parts: Vec<_> = forms.iter().map(|f| (f.label, &f.run.capture)).collect();
         let source = a.file.display().to_string();
-        let text =
-            timeline::file::to_json(Some(&caps.name), &source, &parts).map_err(Problem::bug)?;
+        let bytes = std::fs::read(&a.file).ok();
+        let text = timeline::file::to_json(Some(&caps.name), &source, bytes.as_deref(), &parts)
+            .map_err(Problem::bug)?;
         if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
             return Err(Problem::new(
                 format!("cannot write {}: {e}", out.display()),

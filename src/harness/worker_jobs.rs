@@ -93,6 +93,7 @@ fn pipeline_job(
     let text = crate::timeline::file::to_json(
         Some(&rt.caps().name),
         &job.file.display().to_string(),
+        None,
         &parts,
     )
     .map_err(Problem::bug)?;
@@ -118,6 +119,11 @@ fn timeline_job(rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem> 
         ..DispatchOptions::default()
     };
     let run = rt.run_timeline(&[launch], &mut bufs, 1, 0, &opts, &JitOptions::default())?;
-    crate::timeline::file::to_json(Some(&rt.caps().name), &program.name, &[("", &run.capture)])
-        .map_err(Problem::bug)
+    crate::timeline::file::to_json(
+        Some(&rt.caps().name),
+        &program.name,
+        None,
+        &[("", &run.capture)],
+    )
+    .map_err(Problem::bug)
 }

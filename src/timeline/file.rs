@@ -41,8 +41,25 @@ pub struct RecordFile {
     pub device: Option<String>,
     /// Program or pipeline it was recorded from.
     pub source: String,
+    /// FNV-1a of the recorded file's bytes, when the record names a file (records written
+    /// before this field have none).
+    pub source_hash: Option<u64>,
     /// Forms in the order recorded.
     pub forms: Vec<RecordedForm>,
+}
+
+impl RecordFile {
+    /// Whether this record was made from the file `path`: the same bytes when the record
+    /// holds their hash, else (an older record) the same file name.
+    pub fn recorded_from(&self, path: &Path) -> bool {
+        match self.source_hash {
+            Some(h) => std::fs::read(path).is_ok_and(|b| crate::util::hash::fnv1a(&b) == h),
+            None => {
+                let name = |p: &Path| p.file_name().map(|n| n.to_os_string());
+                name(Path::new(&self.source)).is_some_and(|n| Some(n) == name(path))
+            }
+        }
+    }
 }
 
 /// A record file that cannot be read.
@@ -65,6 +82,8 @@ struct Doc {
     device: Option<String>,
     #[serde(default)]
     source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source_hash: Option<String>,
     forms: Vec<FormDoc>,
 }
 
@@ -132,10 +151,13 @@ fn records_of(l: &LaunchRecords) -> Vec<Record> {
     out
 }
 
-/// The record file of `forms` (label, capture) recorded from `source` on `device`.
+/// The record file of `forms` (label, capture) recorded from `source` on `device`;
+/// `source_bytes`, the recorded file's contents when there is one, is kept as its hash so
+/// that a reader can tell whether the record belongs to the file it has open.
 pub fn to_json(
     device: Option<&str>,
     source: &str,
+    source_bytes: Option<&[u8]>,
     forms: &[(&str, &Capture)],
 ) -> serde_json::Result<String> {
     let doc = Doc {
@@ -143,6 +165,7 @@ pub fn to_json(
         version: VERSION,
         device: device.map(str::to_string),
         source: source.to_string(),
+        source_hash: source_bytes.map(|b| format!("{:016x}", crate::util::hash::fnv1a(b))),
         forms: forms
             .iter()
             .map(|(label, c)| FormDoc {
@@ -310,6 +333,10 @@ pub fn parse(text: &str, path: &str) -> Result<RecordFile, FileError> {
     Ok(RecordFile {
         device: doc.device,
         source: doc.source,
+        source_hash: doc
+            .source_hash
+            .as_deref()
+            .and_then(|h| u64::from_str_radix(h, 16).ok()),
         forms,
     })
 }

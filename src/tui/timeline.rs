@@ -100,9 +100,39 @@ impl TimelineData {
     }
 }
 
-/// Every form of a record file, built (the last form, a pipeline's fused one, first shown).
-pub fn from_file(path: &Path) -> Result<Vec<Arc<TimelineData>>, Problem> {
+/// Every form of a record file, built (the last form, a pipeline's fused one, first shown);
+/// refused when it was recorded from none of the files `opened` (a record of another
+/// Program would show kernels the open one does not have).
+pub fn from_file(
+    path: &Path,
+    opened: &[std::path::PathBuf],
+) -> Result<Vec<Arc<TimelineData>>, Problem> {
     let f = timeline::file::read(path)?;
+    if !opened.iter().any(|o| f.recorded_from(o)) {
+        let shown: Vec<String> = opened
+            .iter()
+            .take(3)
+            .map(|o| o.display().to_string())
+            .collect();
+        return Err(Problem::new(
+            format!(
+                "{}: this timeline record was made from `{}`{}, not from {}{}",
+                path.display(),
+                f.source,
+                if f.source_hash.is_some() {
+                    " (its bytes when recorded)"
+                } else {
+                    ""
+                },
+                shown.join(", "),
+                if opened.len() > 3 { ", ..." } else { "" }
+            ),
+            format!(
+                "open the file it was recorded from, or record this one: `vyrescope run {} --backend cuda --timeline --timeline-out REC.json`",
+                opened.first().map(|o| o.display().to_string()).unwrap_or_else(|| "FILE".into())
+            ),
+        ));
+    }
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

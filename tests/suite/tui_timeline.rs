@@ -137,9 +137,11 @@ pub fn fused_capture(seed: u64) -> Capture {
 /// The record file of [`fused_capture`] in a temporary folder.
 fn record_file(dir: &Path) -> PathBuf {
     let cap = fused_capture(2026);
+    let source = pipeline("reduce_total_normalize.json");
     let text = to_json(
         Some("NVIDIA H200"),
         "fixtures/pipelines/reduce_total_normalize.json",
+        Some(&std::fs::read(&source).expect("fixture")),
         &[("fused", &cap)],
     )
     .expect("json");
@@ -167,7 +169,10 @@ fn timeline_app(w: u16, h: u16) -> (App, vyrescope::tui::highlight::Highlighter)
     let tmp = tempfile::tempdir().expect("temp dir");
     let rec = record_file(tmp.path());
     let (mut a, hl) = app(&[pipeline("reduce_total_normalize.json")], w, h);
-    timeline_mut(&mut a).set(vyrescope::tui::timeline::from_file(&rec).expect("record file"));
+    timeline_mut(&mut a).set(
+        vyrescope::tui::timeline::from_file(&rec, &[pipeline("reduce_total_normalize.json")])
+            .expect("record file"),
+    );
     press(&mut a, &[Command::Tab(8)]);
     assert_eq!(a.detail.tab, tabs::Timeline.id());
     a.screen.focus = Focus::Detail;
@@ -181,7 +186,7 @@ fn record_file_round_trips_and_decodes_as_the_capture() {
     // 96 + 1 + 96 step slices and two waits per block.
     assert_eq!(d.slices.len(), 96 + 1 + 96 + 2 * 24);
     assert_eq!(check(&cap, &d), Vec::<String>::new());
-    let text = to_json(None, "x", &[("fused", &cap)]).expect("json");
+    let text = to_json(None, "x", None, &[("fused", &cap)]).expect("json");
     let back = parse(&text, "rec.json").expect("parse");
     assert_eq!(back.forms.len(), 1);
     assert_eq!(back.forms[0].label, "fused");
@@ -453,7 +458,11 @@ const H200: &str = "tests/data/reduce_total_normalize.h200.rec.json";
 
 #[test]
 fn the_h200_capture_opens_consistent_in_both_forms() {
-    let forms = vyrescope::tui::timeline::from_file(Path::new(H200)).expect("record file");
+    let forms = vyrescope::tui::timeline::from_file(
+        Path::new(H200),
+        &[pipeline("reduce_total_normalize.json")],
+    )
+    .expect("record file");
     assert_eq!(forms.len(), 2);
     for f in &forms {
         assert!(f.problems.is_empty(), "{}: {:?}", f.label, f.problems);
@@ -638,4 +647,52 @@ fn small_screens_draw_without_panicking() {
         press(&mut a, &[Command::Expand, Command::End, Command::PageDown]);
         let _ = screen(&mut a, &hl);
     }
+}
+
+#[test]
+fn a_record_of_another_file_is_refused_with_what_it_was_recorded_from() {
+    // An older record (no hash): told apart by the file name it names.
+    let vadd = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
+    let e = vyrescope::tui::timeline::from_file(Path::new(H200), std::slice::from_ref(&vadd))
+        .expect_err("another Program");
+    let text = e.to_string();
+    assert!(
+        text.contains("reduce_total_normalize.json") && text.contains("vadd_f32.json"),
+        "{text}"
+    );
+    assert!(e.fix.contains("--timeline-out"), "{}", e.fix);
+    // A record with the hash of its file's bytes: a changed file is refused, the same
+    // bytes under another name are taken.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let rec = record_file(tmp.path());
+    let copy = tmp.path().join("renamed.json");
+    std::fs::copy(pipeline("reduce_total_normalize.json"), &copy).expect("copy");
+    assert!(vyrescope::tui::timeline::from_file(&rec, std::slice::from_ref(&copy)).is_ok());
+    let mut edited = std::fs::read_to_string(&copy).expect("read");
+    edited.push('\n');
+    std::fs::write(&copy, edited).expect("write");
+    let e = vyrescope::tui::timeline::from_file(&rec, std::slice::from_ref(&copy))
+        .expect_err("changed since recorded");
+    assert!(e.to_string().contains("its bytes when recorded"), "{e}");
+    // The command line: exit non-zero with the reason.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .args([
+            "tui",
+            vadd.to_str().unwrap(),
+            "--timeline",
+            H200,
+            "--keys",
+            "",
+            "--snapshot",
+            "-",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("was made from") && err.contains("Fix:"),
+        "{err}"
+    );
 }
