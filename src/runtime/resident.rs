@@ -136,6 +136,8 @@ impl Runtime {
     pub fn pinned_copy_gbps(&mut self, rounds: usize) -> Result<(f64, f64)> {
         let bytes = super::dispatch::STAGING_CHUNK;
         let slots = super::dispatch::STAGING_SLOTS;
+        // The context current first: the buffer belongs to it.
+        self.sess()?;
         let dev = DeviceBuffer::alloc(bytes).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
         let sess = self.sess()?;
         sess.staging
