@@ -38,7 +38,7 @@ pub mod gpu_worker;
 pub mod import;
 pub mod import_graph;
 pub mod occupancy;
-pub mod occupancy_capture;
+pub mod occupancy_record;
 pub mod pipeline_kernels;
 pub mod plan;
 pub mod print;
@@ -113,9 +113,9 @@ pub enum Command {
     Selftest(selftest::Args),
     /// Time candidate workgroup sizes on the GPU.
     Tune(tune::Args),
-    /// Capture the driver's occupancy table (test-only).
+    /// Record the driver's occupancy table (test-only).
     #[command(hide = true)]
-    OccupancyCapture(occupancy_capture::Args),
+    OccupancyRecord(occupancy_record::Args),
     /// Benchmark an emitted kernel (test-only, used by benches/gpu).
     #[command(hide = true)]
     BenchKernel(bench_kernel::Args),
@@ -219,7 +219,7 @@ pub fn main() -> i32 {
         Some(Command::FaultTest(a)) => fault_test::run(&a),
         Some(Command::Selftest(a)) => selftest::run(&a),
         Some(Command::Tune(a)) => tune::run(&a),
-        Some(Command::OccupancyCapture(a)) => occupancy_capture::run(&a),
+        Some(Command::OccupancyRecord(a)) => occupancy_record::run(&a),
         Some(Command::BenchKernel(a)) => bench_kernel::run(&a),
         Some(Command::Tui(a)) => tui::run(&a),
         Some(Command::GpuWorker(a)) => gpu_worker::run(&a),
