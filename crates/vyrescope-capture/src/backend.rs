@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use vyre_driver::backend::{
     private, BackendError, DeviceBuffer, DispatchConfig, OutputBuffers, PendingDispatch,
-    ResidentDispatchStep, ResidentReadRange, ResidentSequenceTiming, Resource,
-    TimedDispatchResult, VyreBackend,
+    ResidentDispatchStep, ResidentReadRange, ResidentSequenceTiming, Resource, TimedDispatchResult,
+    VyreBackend,
 };
 use vyre_foundation::ir::{OpId, Program};
 
@@ -100,18 +100,17 @@ impl CapturingBackend {
         self.recorder.as_ref().filter(|r| r.active())
     }
 
-    /// Records a host-buffer dispatch that returned `r`.
+    /// Records a host-buffer dispatch (`what`: the method, the Program, the inputs copied,
+    /// the configuration) that returned `r`.
     fn record_dispatch(
         &self,
         rec: &Recorder,
         call: &Call,
-        name: &'static str,
-        program: &Program,
-        inputs: Vec<Payload>,
-        config: &DispatchConfig,
+        what: (&'static str, &Program, Vec<Payload>, &DispatchConfig),
         r: Result<&[Vec<u8>], &BackendError>,
         timing: Timing,
     ) {
+        let (name, program, inputs, config) = what;
         let outputs = r.map(|o| rec.payloads(o)).unwrap_or_default();
         let result = match r {
             Ok(_) => CallResult::Ok,
@@ -186,7 +185,11 @@ impl CapturingBackend {
         );
     }
 
-    fn steps(&self, rec: &Recorder, steps: &[ResidentDispatchStep<'_>]) -> Vec<StepRef<Program, Payload>> {
+    fn steps(
+        &self,
+        rec: &Recorder,
+        steps: &[ResidentDispatchStep<'_>],
+    ) -> Vec<StepRef<Program, Payload>> {
         steps
             .iter()
             .map(|s| StepRef {
@@ -245,7 +248,7 @@ impl VyreBackend for CapturingBackend {
         let timing = host_timing(&call);
         let ins = rec.payloads(inputs);
         let view = r.as_deref();
-        self.record_dispatch(rec, &call, "dispatch", program, ins, config, view, timing);
+        self.record_dispatch(rec, &call, ("dispatch", program, ins, config), view, timing);
         r
     }
 
@@ -263,7 +266,13 @@ impl VyreBackend for CapturingBackend {
         let timing = host_timing(&call);
         let ins = rec.payloads(inputs);
         let view = r.as_deref();
-        self.record_dispatch(rec, &call, "dispatch_borrowed", program, ins, config, view, timing);
+        self.record_dispatch(
+            rec,
+            &call,
+            ("dispatch_borrowed", program, ins, config),
+            view,
+            timing,
+        );
         r
     }
 
@@ -290,10 +299,7 @@ impl VyreBackend for CapturingBackend {
         self.record_dispatch(
             rec,
             &call,
-            "dispatch_borrowed_timed",
-            program,
-            ins,
-            config,
+            ("dispatch_borrowed_timed", program, ins, config),
             view,
             timing,
         );
@@ -322,10 +328,7 @@ impl VyreBackend for CapturingBackend {
         self.record_dispatch(
             rec,
             &call,
-            "dispatch_borrowed_into",
-            program,
-            ins,
-            config,
+            ("dispatch_borrowed_into", program, ins, config),
             view,
             timing,
         );
@@ -342,7 +345,13 @@ impl VyreBackend for CapturingBackend {
             byte_len: byte_len as u64,
             resource: r.as_ref().ok().map(|res| rec.resource(res)),
         };
-        rec.finish(&call, "allocate_resident", event, host_timing(&call), CallResult::of(&r));
+        rec.finish(
+            &call,
+            "allocate_resident",
+            event,
+            host_timing(&call),
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -352,7 +361,13 @@ impl VyreBackend for CapturingBackend {
         };
         let call = rec.begin();
         let r = self.inner.upload_resident(resource, bytes);
-        self.record_writes(rec, &call, "upload_resident", &[(resource, 0, bytes)], CallResult::of(&r));
+        self.record_writes(
+            rec,
+            &call,
+            "upload_resident",
+            &[(resource, 0, bytes)],
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -363,7 +378,13 @@ impl VyreBackend for CapturingBackend {
         let call = rec.begin();
         let r = self.inner.upload_resident_many(uploads);
         let writes: Vec<_> = uploads.iter().map(|(res, b)| (*res, 0, *b)).collect();
-        self.record_writes(rec, &call, "upload_resident_many", &writes, CallResult::of(&r));
+        self.record_writes(
+            rec,
+            &call,
+            "upload_resident_many",
+            &writes,
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -374,10 +395,14 @@ impl VyreBackend for CapturingBackend {
         bytes: &[u8],
     ) -> Result<(), BackendError> {
         let Some(rec) = self.live() else {
-            return self.inner.upload_resident_at(resource, dst_offset_bytes, bytes);
+            return self
+                .inner
+                .upload_resident_at(resource, dst_offset_bytes, bytes);
         };
         let call = rec.begin();
-        let r = self.inner.upload_resident_at(resource, dst_offset_bytes, bytes);
+        let r = self
+            .inner
+            .upload_resident_at(resource, dst_offset_bytes, bytes);
         self.record_writes(
             rec,
             &call,
@@ -397,7 +422,13 @@ impl VyreBackend for CapturingBackend {
         };
         let call = rec.begin();
         let r = self.inner.upload_resident_at_many(uploads);
-        self.record_writes(rec, &call, "upload_resident_at_many", uploads, CallResult::of(&r));
+        self.record_writes(
+            rec,
+            &call,
+            "upload_resident_at_many",
+            uploads,
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -408,7 +439,14 @@ impl VyreBackend for CapturingBackend {
         let call = rec.begin();
         let r = self.inner.download_resident(resource);
         let data = r.as_ref().ok().map(|b| vec![b.as_slice()]);
-        self.record_reads(rec, &call, "download_resident", vec![(resource, 0, None)], data, CallResult::of(&r));
+        self.record_reads(
+            rec,
+            &call,
+            "download_resident",
+            vec![(resource, 0, None)],
+            data,
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -423,7 +461,14 @@ impl VyreBackend for CapturingBackend {
         let call = rec.begin();
         let r = self.inner.download_resident_into(resource, out);
         let data = r.as_ref().ok().map(|_| vec![out.as_slice()]);
-        self.record_reads(rec, &call, "download_resident_into", vec![(resource, 0, None)], data, CallResult::of(&r));
+        self.record_reads(
+            rec,
+            &call,
+            "download_resident_into",
+            vec![(resource, 0, None)],
+            data,
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -434,10 +479,14 @@ impl VyreBackend for CapturingBackend {
         byte_len: usize,
     ) -> Result<Vec<u8>, BackendError> {
         let Some(rec) = self.live() else {
-            return self.inner.download_resident_range(resource, byte_offset, byte_len);
+            return self
+                .inner
+                .download_resident_range(resource, byte_offset, byte_len);
         };
         let call = rec.begin();
-        let r = self.inner.download_resident_range(resource, byte_offset, byte_len);
+        let r = self
+            .inner
+            .download_resident_range(resource, byte_offset, byte_len);
         let data = r.as_ref().ok().map(|b| vec![b.as_slice()]);
         self.record_reads(
             rec,
@@ -488,12 +537,22 @@ impl VyreBackend for CapturingBackend {
         };
         let call = rec.begin();
         let r = self.inner.download_resident_ranges_into(ranges, outputs);
-        let reads = ranges.iter().map(|(res, o, l)| (*res, *o, Some(*l))).collect();
+        let reads = ranges
+            .iter()
+            .map(|(res, o, l)| (*res, *o, Some(*l)))
+            .collect();
         let data = r
             .as_ref()
             .ok()
             .map(|_| outputs.iter().map(|o| o.as_slice()).collect());
-        self.record_reads(rec, &call, "download_resident_ranges_into", reads, data, CallResult::of(&r));
+        self.record_reads(
+            rec,
+            &call,
+            "download_resident_ranges_into",
+            reads,
+            data,
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -521,10 +580,14 @@ impl VyreBackend for CapturingBackend {
         config: &DispatchConfig,
     ) -> Result<TimedDispatchResult, BackendError> {
         let Some(rec) = self.live() else {
-            return self.inner.dispatch_resident_timed(program, resources, config);
+            return self
+                .inner
+                .dispatch_resident_timed(program, resources, config);
         };
         let call = rec.begin();
-        let r = self.inner.dispatch_resident_timed(program, resources, config);
+        let r = self
+            .inner
+            .dispatch_resident_timed(program, resources, config);
         let mut timing = host_timing(&call);
         if let Ok(t) = &r {
             timing.backend_wall_ns = Some(t.wall_ns);
@@ -541,7 +604,13 @@ impl VyreBackend for CapturingBackend {
                 .map(|t| rec.payloads(&t.outputs))
                 .unwrap_or_default(),
         };
-        rec.finish(&call, "dispatch_resident_timed", event, timing, CallResult::of(&r));
+        rec.finish(
+            &call,
+            "dispatch_resident_timed",
+            event,
+            timing,
+            CallResult::of(&r),
+        );
         r
     }
 
@@ -552,7 +621,9 @@ impl VyreBackend for CapturingBackend {
         config: &DispatchConfig,
     ) -> Result<Box<dyn PendingDispatch>, BackendError> {
         let Some(rec) = self.live() else {
-            return self.inner.dispatch_resident_async(program, resources, config);
+            return self
+                .inner
+                .dispatch_resident_async(program, resources, config);
         };
         let call = rec.begin();
         let kind = PendingKind::Resident {
@@ -560,7 +631,9 @@ impl VyreBackend for CapturingBackend {
             config: ConfigRecord::from_config(config),
             resources: resources.iter().map(|x| rec.resource(x)).collect(),
         };
-        let r = self.inner.dispatch_resident_async(program, resources, config);
+        let r = self
+            .inner
+            .dispatch_resident_async(program, resources, config);
         CapturedPending::wrap(rec.clone(), call, "dispatch_resident_async", kind, r)
     }
 
@@ -571,9 +644,11 @@ impl VyreBackend for CapturingBackend {
         outputs: &mut [&mut Vec<u8>],
     ) -> Result<(), BackendError> {
         let Some(rec) = self.live() else {
-            return self
-                .inner
-                .dispatch_resident_sequence_read_ranges_into(steps, read_ranges, outputs);
+            return self.inner.dispatch_resident_sequence_read_ranges_into(
+                steps,
+                read_ranges,
+                outputs,
+            );
         };
         let call = rec.begin();
         let r = self
@@ -642,22 +717,26 @@ impl VyreBackend for CapturingBackend {
         outputs: &mut [&mut Vec<u8>],
     ) -> Result<(), BackendError> {
         let Some(rec) = self.live() else {
-            return self.inner.dispatch_resident_repeated_sequence_read_ranges_into(
+            return self
+                .inner
+                .dispatch_resident_repeated_sequence_read_ranges_into(
+                    prefix_steps,
+                    repeated_steps,
+                    repeat_count,
+                    read_ranges,
+                    outputs,
+                );
+        };
+        let call = rec.begin();
+        let r = self
+            .inner
+            .dispatch_resident_repeated_sequence_read_ranges_into(
                 prefix_steps,
                 repeated_steps,
                 repeat_count,
                 read_ranges,
                 outputs,
             );
-        };
-        let call = rec.begin();
-        let r = self.inner.dispatch_resident_repeated_sequence_read_ranges_into(
-            prefix_steps,
-            repeated_steps,
-            repeat_count,
-            read_ranges,
-            outputs,
-        );
         let event = Event::Sequence {
             prefix: self.steps(rec, prefix_steps),
             repeated: self.steps(rec, repeated_steps),
@@ -762,7 +841,8 @@ impl VyreBackend for CapturingBackend {
         inputs: &[&[u8]],
         config: &DispatchConfig,
     ) -> Result<bool, BackendError> {
-        self.inner.cooperative_grid_sync_fits(program, inputs, config)
+        self.inner
+            .cooperative_grid_sync_fits(program, inputs, config)
     }
 
     fn allows_host_grid_sync_split(&self) -> bool {
@@ -830,7 +910,10 @@ impl VyreBackend for CapturingBackend {
         self.inner.try_recover()
     }
 
-    fn allocate_device_buffer(&self, byte_len: usize) -> Result<Box<dyn DeviceBuffer>, BackendError> {
+    fn allocate_device_buffer(
+        &self,
+        byte_len: usize,
+    ) -> Result<Box<dyn DeviceBuffer>, BackendError> {
         self.inner.allocate_device_buffer(byte_len)
     }
 

@@ -39,4 +39,6 @@ mod writer;
 
 pub use backend::{CaptureStatus, CapturingBackend};
 pub use read::{is_capture, Capture, LoadedRecord, ReadError};
-pub use start::{capture, capture_boxed, capture_from_env, try_capture, CaptureOptions, StartError};
+pub use start::{
+    capture, capture_boxed, capture_from_env, try_capture, CaptureOptions, StartError,
+};

@@ -68,16 +68,13 @@ impl CapturedPending {
             }
         }
     }
-
 }
 
+/// What a finished call is recorded with: the recorder, the call, its name and kind.
+type Parts = (Arc<Recorder>, Call, &'static str, PendingKind);
+
 /// Records a finished call.
-fn done(
-    parts: (Arc<Recorder>, Call, &'static str, PendingKind),
-    outputs: Option<&[Vec<u8>]>,
-    timing: Timing,
-    result: CallResult,
-) {
+fn done(parts: Parts, outputs: Option<&[Vec<u8>]>, timing: Timing, result: CallResult) {
     let (rec, call, name, kind) = parts;
     let outputs = outputs.map(|o| rec.payloads(o)).unwrap_or_default();
     rec.finish(&call, name, event(kind, outputs), timing, result);
@@ -99,7 +96,7 @@ fn timing_of(call: &Call, timed: Option<&TimedDispatchResult>) -> Timing {
 }
 
 impl CapturedPending {
-    fn split(self) -> (Box<dyn PendingDispatch>, (Arc<Recorder>, Call, &'static str, PendingKind)) {
+    fn split(self) -> (Box<dyn PendingDispatch>, Parts) {
         (self.inner, (self.rec, self.call, self.name, self.kind))
     }
 }
@@ -157,7 +154,12 @@ impl PendingDispatch for CapturedPending {
         let (inner, parts) = self.split();
         let r = inner.await_result_into(outputs);
         let timing = timing_of(&parts.1, None);
-        done(parts, r.as_ref().ok().map(|_| outputs.as_slice()), timing, CallResult::of(&r));
+        done(
+            parts,
+            r.as_ref().ok().map(|_| outputs.as_slice()),
+            timing,
+            CallResult::of(&r),
+        );
         r
     }
 }

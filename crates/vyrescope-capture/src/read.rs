@@ -7,8 +7,8 @@ use vyre_foundation::ir::Program;
 
 use crate::format::{
     record_file_name, record_index, BufferRef, DataState, Event, Manifest, ProgramRef, Record,
-    ResourceRef, BLOBS_DIR, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, PROGRAMS_DIR,
-    RECORDS_DIR, RECORD_FORMAT_NAME,
+    ResourceRef, BLOBS_DIR, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, PROGRAMS_DIR, RECORDS_DIR,
+    RECORD_FORMAT_NAME,
 };
 
 /// Largest file the reader loads (a manifest or record is far smaller; a buffer may be large).
@@ -339,7 +339,12 @@ impl Capture {
 
     /// The bytes of a stored Program, checked against its hash.
     pub fn program_wire(&self, p: &ProgramRef) -> Result<Vec<u8>, ReadError> {
-        self.content(p.hash.as_deref(), p.bytes, &self.program_path(p), "a Program")
+        self.content(
+            p.hash.as_deref(),
+            p.bytes,
+            &self.program_path(p),
+            "a Program",
+        )
     }
 
     /// The bytes of a stored buffer, checked against its hash and size.
@@ -413,7 +418,10 @@ impl Capture {
                 ..
             } => (
                 program,
-                inputs.iter().map(|b| self.blob(b)).collect::<Result<_, _>>()?,
+                inputs
+                    .iter()
+                    .map(|b| self.blob(b))
+                    .collect::<Result<_, _>>()?,
                 outputs,
             ),
             Event::ResidentDispatch {
@@ -435,7 +443,10 @@ impl Capture {
             other => {
                 return Err(ReadError::Malformed {
                     path,
-                    detail: format!("record {index} is a `{}`, not a dispatch", event_kind(other)),
+                    detail: format!(
+                        "record {index} is a `{}`, not a dispatch",
+                        event_kind(other)
+                    ),
                     fix: "load dispatch records only (`Record::event`)".into(),
                 })
             }

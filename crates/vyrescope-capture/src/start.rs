@@ -6,8 +6,8 @@ use vyre_driver::backend::VyreBackend;
 
 use crate::backend::CapturingBackend;
 use crate::format::{
-    parse_limit, BackendInfo, CaptureState, Manifest, BLOBS_DIR, CAPTURE_ENV,
-    DEFAULT_LIMIT_BYTES, FORMAT_NAME, FORMAT_VERSION, LIMIT_ENV, PROGRAMS_DIR, RECORDS_DIR,
+    parse_limit, BackendInfo, CaptureState, Manifest, BLOBS_DIR, CAPTURE_ENV, DEFAULT_LIMIT_BYTES,
+    FORMAT_NAME, FORMAT_VERSION, LIMIT_ENV, PROGRAMS_DIR, RECORDS_DIR,
 };
 use crate::recorder::Recorder;
 use crate::writer::{write_manifest, Writer};
@@ -114,7 +114,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StartError + '_ {
 }
 
 /// Creates the folder layout and the manifest, then the writer thread.
-fn start(backend: &dyn VyreBackend, dir: &Path, options: CaptureOptions) -> Result<Recorder, StartError> {
+fn start(
+    backend: &dyn VyreBackend,
+    dir: &Path,
+    options: CaptureOptions,
+) -> Result<Recorder, StartError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     if std::fs::read_dir(dir).map_err(io(dir))?.next().is_some() {
         return Err(StartError::NotEmpty {

@@ -18,9 +18,9 @@ use std::thread::JoinHandle;
 use vyre_foundation::ir::Program;
 
 use crate::format::{
-    record_file_name, BufferRef, CallResult, CaptureState, DataState, Event, Manifest,
-    ProgramRef, ReadRef, Record, ResourceRef, StepRef, Timing, UploadRef, BLOBS_DIR,
-    FORMAT_VERSION, MANIFEST_FILE, PROGRAMS_DIR, RECORDS_DIR, RECORD_FORMAT_NAME,
+    record_file_name, BufferRef, CallResult, CaptureState, DataState, Event, Manifest, ProgramRef,
+    ReadRef, Record, ResourceRef, StepRef, Timing, UploadRef, BLOBS_DIR, FORMAT_VERSION,
+    MANIFEST_FILE, PROGRAMS_DIR, RECORDS_DIR, RECORD_FORMAT_NAME,
 };
 
 /// Calls queued before the calling thread waits for the writer (back-pressure instead of
@@ -226,7 +226,10 @@ impl<'a> Converter<'a> {
             .collect()
     }
 
-    fn steps(&mut self, ss: &'a [StepRef<Program, Payload>]) -> Vec<StepRef<ProgramRef, BufferRef>> {
+    fn steps(
+        &mut self,
+        ss: &'a [StepRef<Program, Payload>],
+    ) -> Vec<StepRef<ProgramRef, BufferRef>> {
         ss.iter()
             .map(|s| StepRef {
                 program: self.program(&s.program),
@@ -325,7 +328,10 @@ fn programs_of(e: &Event<Program, Payload>) -> Vec<&Program> {
 fn encode(p: &Program) -> (Vec<u8>, String) {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.to_wire())) {
         Ok(Ok(w)) => (w, String::new()),
-        Ok(Err(e)) => (Vec::new(), format!("vyre's encoder refused the Program: {e}")),
+        Ok(Err(e)) => (
+            Vec::new(),
+            format!("vyre's encoder refused the Program: {e}"),
+        ),
         Err(_) => (Vec::new(), "vyre's encoder panicked".to_string()),
     }
 }
@@ -335,8 +341,7 @@ impl Worker {
         if self.shared.stopped.load(Ordering::SeqCst) {
             return;
         }
-        let wires: Vec<(Vec<u8>, String)> =
-            programs_of(&p.event).into_iter().map(encode).collect();
+        let wires: Vec<(Vec<u8>, String)> = programs_of(&p.event).into_iter().map(encode).collect();
         let mut conv = Converter {
             files: Vec::new(),
             wires: &wires,
@@ -372,7 +377,11 @@ impl Worker {
             }
         } else {
             for (folder, hash, bytes) in fresh {
-                let ext = if *folder == PROGRAMS_DIR { "vyre" } else { "bin" };
+                let ext = if *folder == PROGRAMS_DIR {
+                    "vyre"
+                } else {
+                    "bin"
+                };
                 let path = self.dir.join(folder).join(format!("{hash}.{ext}"));
                 if let Err(e) = write_atomic(&path, bytes) {
                     return self.stop(e);
@@ -442,12 +451,12 @@ fn visit_payloads(e: &Event<Program, Payload>, f: &mut dyn FnMut(&Payload)) {
     match e {
         Event::Dispatch {
             inputs, outputs, ..
-        } => inputs.iter().chain(outputs).for_each(|p| f(p)),
+        } => inputs.iter().chain(outputs).for_each(&mut *f),
         Event::ResidentDispatch {
             resources, outputs, ..
         } => {
             resources.iter().for_each(|r| res(r, f));
-            outputs.iter().for_each(|p| f(p));
+            outputs.iter().for_each(&mut *f);
         }
         Event::Allocate { resource, .. } => resource.iter().for_each(|r| res(r, f)),
         Event::Free { resource } => res(resource, f),
@@ -457,7 +466,7 @@ fn visit_payloads(e: &Event<Program, Payload>, f: &mut dyn FnMut(&Payload)) {
         }),
         Event::Download { reads } => reads.iter().for_each(|r| {
             res(&r.resource, f);
-            r.data.iter().for_each(|d| f(d));
+            r.data.iter().for_each(&mut *f);
         }),
         Event::Sequence {
             prefix,
@@ -472,7 +481,7 @@ fn visit_payloads(e: &Event<Program, Payload>, f: &mut dyn FnMut(&Payload)) {
                 .for_each(|r| res(r, f));
             reads.iter().for_each(|r| {
                 res(&r.resource, f);
-                r.data.iter().for_each(|d| f(d));
+                r.data.iter().for_each(&mut *f);
             });
         }
         Event::DeviceBufferDispatch { .. } => {}
