@@ -43,6 +43,7 @@ pub mod pipeline_kernels;
 pub mod plan;
 pub mod print;
 pub mod probe;
+pub mod replay;
 pub mod run;
 pub mod run_args;
 #[cfg(feature = "vyre")]
@@ -106,6 +107,9 @@ pub enum Command {
     Plan(plan::Args),
     /// Probe a CUDA device and print its capabilities.
     Probe(probe::Args),
+    /// Replay a capture of a vyre application's dispatches and compare every output
+    /// (feature `vyre`).
+    Replay(replay::Args),
     /// Fault-recovery check with raw PTX (test-only).
     #[command(hide = true)]
     FaultTest(fault_test::Args),
@@ -160,6 +164,7 @@ impl Command {
             Command::Occupancy(a) => a.json,
             Command::Plan(a) => a.json,
             Command::Probe(a) => a.json,
+            Command::Replay(a) => a.json,
             Command::Selftest(a) => a.json,
             Command::Tune(a) => a.json,
             Command::BenchKernel(a) => a.json,
@@ -216,6 +221,7 @@ pub fn main() -> i32 {
         Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Plan(a)) => plan::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),
+        Some(Command::Replay(a)) => replay::run(&a),
         Some(Command::FaultTest(a)) => fault_test::run(&a),
         Some(Command::Selftest(a)) => selftest::run(&a),
         Some(Command::Tune(a)) => tune::run(&a),

@@ -9,6 +9,8 @@
 //!   the fault-recovery check; [`occupancy_record`]: the driver's occupancy table.
 //! - [`fuzz`] and [`fuzz_pipelines`]: differential fuzzing of generated Programs and pipelines
 //!   against the reference interpreter.
+//! - [`replay`] (feature `vyre`): a capture of a vyre application's dispatches
+//!   (`vyrescope-capture`) replayed on a backend, each output compared byte for byte.
 //! - [`offline`]: tuning without a GPU (`tune --offline`): per candidate registers,
 //!   occupancy, instruction mix and result preservation, all labelled as estimates; and the
 //!   one place a kernel's resources come from without a GPU (`--regs`, ptxas, estimate).
@@ -42,6 +44,8 @@ pub mod occupancy_record;
 pub mod offline;
 pub mod pipeline;
 pub mod preserve;
+#[cfg(feature = "vyre")]
+pub mod replay;
 pub mod selftest;
 pub mod timeline_run;
 pub mod tune;

@@ -177,32 +177,13 @@ fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
             ))
         }
     };
-    // What vyre's reference runs: single-rank collectives lowered, composite calls inlined.
-    let vp = match catch_unwind(AssertUnwindSafe(|| for_reference(&vp))) {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => return Err(e),
-        Err(p) => {
-            return Err(refusal(
-                "VYC01",
-                format!("vyre's call inlining panicked: {}", panic_text(&p)),
-            ))
-        }
-    };
     let name = super::import::identifier(op.id.rsplit("::").next().unwrap_or(op.id));
-    let mut imported = super::import_program(&vp, &name);
-    let errors: Vec<&crate::diagnostic::Diagnostic> = imported
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .collect();
-    if !errors.is_empty() {
-        return Err(refused_by(&errors));
-    }
+    let (vp, mut program) = convert(&vp, &name)?;
     let cases: Vec<Result<CatalogCase, Refusal>> = if expected.len() == inputs.len() {
         inputs
             .iter()
             .zip(&expected)
-            .map(|(i, e)| bind(&vp, &imported.program, i, e))
+            .map(|(i, e)| bind(&vp, &program, i, e))
             .collect()
     } else {
         vec![Err(refusal(
@@ -220,12 +201,48 @@ fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
         .iter()
         .filter_map(|c| c.as_ref().ok().map(|c| c.shape.grid))
         .collect();
-    if let (Some(first), Some(run)) = (grids.first(), imported.program.run.as_mut()) {
-        if grids.iter().all(|g| g == first) {
-            run.grid = Some(*first);
+    let grid = match grids.first() {
+        Some(first) if grids.iter().all(|g| g == first) => Some(*first),
+        _ => None,
+    };
+    validate_for(&mut program, grid)?;
+    Ok(PreparedOp { program, cases })
+}
+
+/// `vp` made what vyre's reference interpreter runs (collectives lowered, composite calls
+/// inlined; a panic in vyre is the refusal `VYC01`) and converted to our Program named
+/// `name`; an import error refuses it with its codes. Returns both: binding needs vyre's
+/// buffer declarations.
+pub fn convert(vp: &VyreProgram, name: &str) -> Result<(VyreProgram, Program), Refusal> {
+    let vp = match catch_unwind(AssertUnwindSafe(|| for_reference(vp))) {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return Err(e),
+        Err(p) => {
+            return Err(refusal(
+                "VYC01",
+                format!("vyre's call inlining panicked: {}", panic_text(&p)),
+            ))
         }
+    };
+    let imported = super::import_program(&vp, name);
+    let errors: Vec<&crate::diagnostic::Diagnostic> = imported
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .collect();
+    if !errors.is_empty() {
+        return Err(refused_by(&errors));
     }
-    let validation = crate::validate::validate(&imported.program);
+    Ok((vp, imported.program))
+}
+
+/// Validates a converted Program for a dispatch of `grid` workgroups (when known: the
+/// validator's one-workgroup rule, V064, depends on it); a validator error refuses it.
+pub fn validate_for(program: &mut Program, grid: Option<[u32; 3]>) -> Result<(), Refusal> {
+    if let (Some(g), Some(run)) = (grid, program.run.as_mut()) {
+        run.grid = Some(g);
+    }
+    let validation = crate::validate::validate(program);
     let errors: Vec<&crate::diagnostic::Diagnostic> = validation
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -233,10 +250,7 @@ fn prepare_op(op: &SemanticOperation) -> Result<PreparedOp, Refusal> {
     if !errors.is_empty() {
         return Err(refused_by(&errors));
     }
-    Ok(PreparedOp {
-        program: imported.program,
-        cases,
-    })
+    Ok(())
 }
 
 /// A refusal carrying every error's code and the first error's message.
@@ -281,6 +295,50 @@ fn bind(
     inputs: &[Vec<u8>],
     expected: &[Vec<u8>],
 ) -> Result<CatalogCase, Refusal> {
+    let bound = bind_inputs(vp, ours, inputs)?;
+    if bound.outputs.len() != expected.len() {
+        return Err(refusal(
+            "VYC02",
+            format!(
+                "vyre's fixture expects {} outputs, the Program returns {}",
+                expected.len(),
+                bound.outputs.len()
+            ),
+        ));
+    }
+    let expected = bound
+        .outputs
+        .into_iter()
+        .zip(expected)
+        .map(|((buffer, range), bytes)| Expected {
+            buffer,
+            range,
+            bytes: bytes.clone(),
+        })
+        .collect();
+    Ok(CatalogCase {
+        shape: bound.shape,
+        buffers: bound.buffers,
+        expected,
+    })
+}
+
+/// A dispatch's inputs bound to our Program's buffers, the way vyre's reference binds them.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    /// The launch vyre's reference infers from the buffers.
+    pub shape: LaunchShape,
+    /// Our Program's host buffers (declaration order) with the inputs; outputs zeroed.
+    pub buffers: Vec<HostBuffer>,
+    /// vyre's outputs in order: index into `buffers` and the byte range vyre returns
+    /// (`output_byte_range`; `None` = the whole buffer).
+    pub outputs: Vec<(usize, Option<Range<usize>>)>,
+}
+
+/// Binds vyre's inputs of one dispatch (one byte vector per input buffer in declaration
+/// order, or one per host buffer, see the module docs) to our converted Program `ours`; a
+/// dispatch vyre's reference would refuse is the refusal `VYC02`.
+pub fn bind_inputs(vp: &VyreProgram, ours: &Program, inputs: &[Vec<u8>]) -> Result<Bound, Refusal> {
     let bad = |m: String| refusal("VYC02", m);
     let decls = vp.buffers();
     if decls.len() != ours.buffers.len() {
@@ -364,22 +422,6 @@ fn bind(
             inputs.len()
         )));
     }
-    if out_expected.len() != expected.len() {
-        return Err(bad(format!(
-            "vyre's fixture expects {} outputs, the Program returns {}",
-            expected.len(),
-            out_expected.len()
-        )));
-    }
-    let expected = out_expected
-        .into_iter()
-        .zip(expected)
-        .map(|((buffer, range), bytes)| Expected {
-            buffer,
-            range,
-            bytes: bytes.clone(),
-        })
-        .collect();
     let wg = vp.workgroup_size().map(|d| d.max(1));
     let threads = wg.iter().map(|&d| u64::from(d)).product::<u64>().max(1);
     let full_span = decls.iter().any(|d| d.access() == BufferAccess::Workgroup)
@@ -399,12 +441,12 @@ fn bind(
             grid[a] = base.max(1);
         }
     }
-    Ok(CatalogCase {
+    Ok(Bound {
         shape: LaunchShape {
             workgroup_size: wg,
             grid,
         },
         buffers,
-        expected,
+        outputs: out_expected,
     })
 }
