@@ -244,7 +244,14 @@ fn replay_one(cap: &Capture, r: &Replayer<'_>, index: u64) -> RecordReplay {
         Ok(x) => x,
         Err(e) => return failed(row, e.to_string()),
     };
+    let label = match &rec.event {
+        Event::Dispatch { program, .. } | Event::ResidentDispatch { program, .. } => {
+            program.entry_op_id.clone().unwrap_or_else(|| "-".into())
+        }
+        _ => "-".into(),
+    };
     let mut row = RecordReplay {
+        program: label,
         call: rec.call.clone(),
         kind: event_kind(&rec.event).to_string(),
         captured_host_ns: rec.timing.host_ns,

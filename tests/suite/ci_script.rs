@@ -71,12 +71,13 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
 
 #[test]
 fn total_line_is_printed_when_tests_fail_and_the_exit_status_is_kept() {
-    // cargo runs twice (the default build, then `--features vyre`); the total covers both.
+    // cargo runs three times (the default build, `--features vyre`, the capture crate); the
+    // total covers all three.
     let (code, text) = run_ci(101);
     assert_eq!(code, 101, "{text}");
-    assert!(text.contains("total: 20 passed, 4 failed"), "{text}");
+    assert!(text.contains("total: 30 passed, 6 failed"), "{text}");
     let (code, text) = run_ci(0);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("total: 20 passed, 4 failed"), "{text}");
+    assert!(text.contains("total: 30 passed, 6 failed"), "{text}");
     assert!(text.contains("cargo test failed") == (code != 0), "{text}");
 }

@@ -441,6 +441,11 @@ impl ConfigRecord {
     }
 }
 
+/// The content hash naming a stored file: lowercase hex blake3 of its bytes.
+pub fn content_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
 /// The record file name of record `index` (`00000042.json`).
 pub fn record_file_name(index: u64) -> String {
     format!("{index:08}.json")

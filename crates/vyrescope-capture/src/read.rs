@@ -376,7 +376,7 @@ impl Capture {
                 bytes.len()
             )));
         }
-        let got = crate::writer::content_hash(&bytes);
+        let got = crate::format::content_hash(&bytes);
         if got != hash {
             return Err(corrupt(format!("its blake3 hash is {got}")));
         }

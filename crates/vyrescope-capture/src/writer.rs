@@ -18,9 +18,9 @@ use std::thread::JoinHandle;
 use vyre_foundation::ir::Program;
 
 use crate::format::{
-    record_file_name, BufferRef, CallResult, CaptureState, DataState, Event, Manifest, ProgramRef,
-    ReadRef, Record, ResourceRef, StepRef, Timing, UploadRef, BLOBS_DIR, FORMAT_VERSION,
-    MANIFEST_FILE, PROGRAMS_DIR, RECORDS_DIR, RECORD_FORMAT_NAME,
+    content_hash, record_file_name, BufferRef, CallResult, CaptureState, DataState, Event,
+    Manifest, ProgramRef, ReadRef, Record, ResourceRef, StepRef, Timing, UploadRef, BLOBS_DIR,
+    FORMAT_VERSION, MANIFEST_FILE, PROGRAMS_DIR, RECORDS_DIR, RECORD_FORMAT_NAME,
 };
 
 /// Calls queued before the calling thread waits for the writer (back-pressure instead of
@@ -144,11 +144,6 @@ struct Worker {
     known: HashSet<String>,
     last_written: Option<u64>,
     shared: Arc<Shared>,
-}
-
-/// Hex blake3 of `bytes`.
-pub(crate) fn content_hash(bytes: &[u8]) -> String {
-    blake3::hash(bytes).to_hex().to_string()
 }
 
 /// Encodes and hashes everything of one call, collecting the files it needs.
@@ -364,7 +359,9 @@ impl Worker {
         } else {
             DataState::Full
         };
-        if sent_sizes_only || self.written.saturating_add(new_bytes) > self.limit {
+        // Once one record went without data, every later one does too ("past the limit").
+        let past_limit = self.shared.metadata_only.load(Ordering::SeqCst);
+        if past_limit || sent_sizes_only || self.written.saturating_add(new_bytes) > self.limit {
             data = DataState::MetadataOnly;
             strip_hashes(&mut event);
             if !self.shared.metadata_only.swap(true, Ordering::SeqCst) {
@@ -576,4 +573,68 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub(crate) fn write_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
     let text = serde_json::to_vec_pretty(m).map_err(std::io::Error::other)?;
     write_atomic(&dir.join(MANIFEST_FILE), &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{BackendInfo, UploadRef};
+
+    fn upload(index: u64, bytes: Vec<u8>) -> Pending {
+        Pending {
+            index,
+            call: "upload_resident",
+            unix_ms: 0,
+            not_captured: false,
+            event: Event::Upload {
+                writes: vec![UploadRef {
+                    resource: ResourceRef::Resident {
+                        handle: 1,
+                        owner: 1,
+                    },
+                    offset: 0,
+                    data: Payload::Data(bytes),
+                }],
+            },
+            timing: Timing::default(),
+            result: CallResult::Ok,
+        }
+    }
+
+    fn record(dir: &Path, i: u64) -> Record {
+        let text = std::fs::read(dir.join(RECORDS_DIR).join(record_file_name(i))).unwrap();
+        serde_json::from_slice(&text).unwrap()
+    }
+
+    /// The writer alone decides, in order: once a record went without data, a later one that
+    /// would fit (sent with its bytes before the calling side saw the limit) goes without too.
+    #[test]
+    fn past_the_limit_is_for_good_whatever_the_calling_side_sent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        for sub in [RECORDS_DIR, PROGRAMS_DIR, BLOBS_DIR] {
+            std::fs::create_dir(dir.join(sub)).unwrap();
+        }
+        let manifest = Manifest {
+            format: crate::format::FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            writer: "test".into(),
+            backend: BackendInfo {
+                id: "t".into(),
+                version: "0".into(),
+            },
+            limit_bytes: 100,
+            started_unix_ms: 0,
+            state: CaptureState::Full,
+        };
+        let w = Writer::start(dir.clone(), manifest).unwrap();
+        w.send(upload(0, vec![1; 60]));
+        w.send(upload(1, vec![2; 60]));
+        w.send(upload(2, vec![3; 10]));
+        w.flush();
+        assert_eq!(record(&dir, 0).data, DataState::Full);
+        assert_eq!(record(&dir, 1).data, DataState::MetadataOnly);
+        assert_eq!(record(&dir, 2).data, DataState::MetadataOnly);
+        assert_eq!(std::fs::read_dir(dir.join(BLOBS_DIR)).unwrap().count(), 1);
+    }
 }

@@ -256,6 +256,14 @@ fn past_the_limit_records_carry_metadata_only() {
             &DispatchConfig::default(),
         )
         .unwrap();
+    // A small record that would still fit under the limit stays without data too (the
+    // writer's own check is pinned by a unit test in writer.rs).
+    b.dispatch(
+        &p,
+        &[random_bytes(22, 4), random_bytes(23, 4)],
+        &DispatchConfig::default(),
+    )
+    .unwrap();
     assert_eq!(r0[0].len(), 256);
     assert_eq!(r1[0].len(), 256);
     assert_eq!(r2[0].len(), 256);
@@ -268,6 +276,7 @@ fn past_the_limit_records_carry_metadata_only() {
         }
     );
     assert_eq!(cap.record(0).unwrap().data, DataState::Full);
+    assert_eq!(cap.record(3).unwrap().data, DataState::MetadataOnly);
     for i in [1, 2] {
         let r = cap.record(i).unwrap();
         assert_eq!(r.data, DataState::MetadataOnly);
