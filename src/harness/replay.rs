@@ -8,10 +8,14 @@
 //! dispatch the backend refuses as unsupported (our import refusing a Program) runs on
 //! [`Replayer::fallback`] when one is given, and the report says so.
 //!
+//! The resident API's records (allocate, upload, download, free, resident dispatch) replay in
+//! call order on a backend that has the resident API ([`resident`]): reads and dispatch
+//! outputs are compared, the other calls are `replayed`.
+//!
 //! Records that cannot be compared are listed as skipped with the reason: past the capture's
-//! limit (sizes only), calls that failed when captured, opaque device-buffer dispatches, and
-//! the resident API's calls (uploads, downloads, resident dispatches and sequences), which
-//! this replay does not run yet.
+//! limit (sizes only), calls that failed when captured, opaque device-buffer dispatches,
+//! resident sequences (not replayed yet), and resident records on a backend without the
+//! resident API or under `--only`.
 
 use std::path::Path;
 use std::time::Instant;
@@ -27,6 +31,8 @@ use crate::runtime::parity;
 use crate::util::Problem;
 use crate::vyre::replay::{decode, output_slots, program_label, OutputSlot};
 
+mod resident;
+
 /// Where dispatches are replayed.
 pub struct Replayer<'a> {
     /// The backend every dispatch runs on.
@@ -41,6 +47,8 @@ pub struct Replayer<'a> {
 pub enum Verdict {
     /// Every output equal to the captured bytes.
     Verified,
+    /// Ran, with nothing to compare (a resident allocation, upload or free).
+    Replayed,
     /// Some output differs (see the divergence).
     Diverged,
     /// The record could not be read, or the replay failed.
@@ -102,6 +110,8 @@ pub struct Totals {
     pub records: usize,
     /// Verified.
     pub verified: usize,
+    /// Ran with nothing to compare.
+    pub replayed: usize,
     /// Diverged.
     pub diverged: usize,
     /// Failed.
@@ -185,7 +195,11 @@ pub fn replay(dir: &Path, r: &Replayer<'_>, only: Option<u64>) -> Result<ReplayR
         }
         None => indices,
     };
-    let records: Vec<RecordReplay> = chosen.iter().map(|&i| replay_one(&cap, r, i)).collect();
+    let mut session = resident::Session::new(r.backend, only.is_none());
+    let records: Vec<RecordReplay> = chosen
+        .iter()
+        .map(|&i| replay_one(&cap, r, i, &mut session))
+        .collect();
     let mut t = Totals {
         records: records.len(),
         ..Totals::default()
@@ -193,6 +207,7 @@ pub fn replay(dir: &Path, r: &Replayer<'_>, only: Option<u64>) -> Result<ReplayR
     for x in &records {
         match x.verdict {
             Verdict::Verified => t.verified += 1,
+            Verdict::Replayed => t.replayed += 1,
             Verdict::Diverged => t.diverged += 1,
             Verdict::Failed => t.failed += 1,
             Verdict::Skipped => t.skipped += 1,
@@ -238,7 +253,12 @@ fn failed(mut row: RecordReplay, why: String) -> RecordReplay {
 }
 
 /// Replays record `index`.
-fn replay_one(cap: &Capture, r: &Replayer<'_>, index: u64) -> RecordReplay {
+fn replay_one(
+    cap: &Capture,
+    r: &Replayer<'_>,
+    index: u64,
+    session: &mut resident::Session<'_>,
+) -> RecordReplay {
     let row = blank(index);
     let rec: Record = match cap.record(index) {
         Ok(x) => x,
@@ -260,18 +280,16 @@ fn replay_one(cap: &Capture, r: &Replayer<'_>, index: u64) -> RecordReplay {
     };
     match &rec.event {
         Event::Dispatch { .. } => {}
-        Event::ResidentDispatch { .. } | Event::Sequence { .. } => return skipped(
-            row,
-            "resident dispatches are not replayed yet (their buffers live on the captured backend)"
-                .into(),
-        ),
+        Event::Sequence { .. } => {
+            return skipped(row, "resident sequences are not replayed yet".into())
+        }
         Event::DeviceBufferDispatch { .. } => {
             return skipped(
                 row,
                 "dispatch on opaque device buffers: not captured".into(),
             )
         }
-        _ => return skipped(row, "resident buffer call (not replayed yet)".into()),
+        _ => return session.replay(cap, &rec, row),
     }
     if let CallResult::Error { code, message } = &rec.result {
         return skipped(
@@ -417,6 +435,7 @@ pub fn replay_table(rep: &ReplayReport) -> String {
     for x in &rep.records {
         let what = match x.verdict {
             Verdict::Verified => "verified".to_string(),
+            Verdict::Replayed => "replayed".to_string(),
             Verdict::Diverged => match &x.divergence {
                 Some(d) => format!(
                     "DIVERGED: output {} `{}` element {} ({}): captured {}, replayed {}{}",
@@ -449,8 +468,8 @@ pub fn replay_table(rep: &ReplayReport) -> String {
     }
     let t = &rep.totals;
     s.push_str(&format!(
-        "\n{} records: {} verified, {} diverged, {} failed, {} skipped\n",
-        t.records, t.verified, t.diverged, t.failed, t.skipped
+        "\n{} records: {} verified, {} replayed, {} diverged, {} failed, {} skipped\n",
+        t.records, t.verified, t.replayed, t.diverged, t.failed, t.skipped
     ));
     s
 }

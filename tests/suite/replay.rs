@@ -317,7 +317,7 @@ fn a_capture_past_its_limit_says_so_and_skips_with_a_fix() {
     );
     assert!(
         out.contains(&format!(
-            "{n} records: 1 verified, 0 diverged, 0 failed, {} skipped",
+            "{n} records: 1 verified, 0 replayed, 0 diverged, 0 failed, {} skipped",
             n - 1
         )),
         "{out}"
@@ -385,4 +385,190 @@ fn an_exported_dispatch_runs_to_the_captured_outputs() {
         out_dir.to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// A host backend with the resident API: buffers in host memory; a resident dispatch writes
+/// the XOR of every resource but the last into the last.
+struct HostResident {
+    owner: vyre_driver::backend::ResidentOwner,
+    buffers: std::sync::Mutex<std::collections::HashMap<u64, Vec<u8>>>,
+}
+
+impl HostResident {
+    fn new() -> Self {
+        HostResident {
+            owner: vyre_driver::backend::ResidentOwner::new().unwrap(),
+            buffers: Default::default(),
+        }
+    }
+
+    fn id_of(
+        &self,
+        r: &vyre_driver::backend::Resource,
+    ) -> Result<u64, vyre_driver::backend::BackendError> {
+        match r {
+            vyre_driver::backend::Resource::Resident(h) => self.owner.resolve(*h, "host-resident"),
+            _ => Err(vyre_driver::backend::BackendError::new(
+                "Fix: resident only",
+            )),
+        }
+    }
+}
+
+impl vyre_driver::backend::private::Sealed for HostResident {}
+
+impl VyreBackend for HostResident {
+    fn id(&self) -> &'static str {
+        "host-resident"
+    }
+
+    fn dispatch(
+        &self,
+        _p: &VP,
+        _i: &[Vec<u8>],
+        _c: &DispatchConfig,
+    ) -> Result<Vec<Vec<u8>>, vyre_driver::backend::BackendError> {
+        Err(vyre_driver::backend::BackendError::new(
+            "Fix: resident only",
+        ))
+    }
+
+    fn supports_resident_dispatch(&self) -> bool {
+        true
+    }
+
+    fn allocate_resident(
+        &self,
+        len: usize,
+    ) -> Result<vyre_driver::backend::Resource, vyre_driver::backend::BackendError> {
+        let mut m = self.buffers.lock().unwrap();
+        let id = m.len() as u64 + 100;
+        m.insert(id, vec![0; len]);
+        Ok(vyre_driver::backend::Resource::Resident(
+            self.owner.handle(id),
+        ))
+    }
+
+    fn upload_resident(
+        &self,
+        r: &vyre_driver::backend::Resource,
+        bytes: &[u8],
+    ) -> Result<(), vyre_driver::backend::BackendError> {
+        let id = self.id_of(r)?;
+        let mut m = self.buffers.lock().unwrap();
+        let b = m.get_mut(&id).unwrap();
+        b[..bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn download_resident_into(
+        &self,
+        r: &vyre_driver::backend::Resource,
+        out: &mut Vec<u8>,
+    ) -> Result<(), vyre_driver::backend::BackendError> {
+        let id = self.id_of(r)?;
+        out.clear();
+        out.extend_from_slice(&self.buffers.lock().unwrap()[&id]);
+        Ok(())
+    }
+
+    fn free_resident(
+        &self,
+        r: vyre_driver::backend::Resource,
+    ) -> Result<(), vyre_driver::backend::BackendError> {
+        let id = self.id_of(&r)?;
+        self.buffers.lock().unwrap().remove(&id);
+        Ok(())
+    }
+
+    fn dispatch_resident_timed(
+        &self,
+        _p: &VP,
+        resources: &[vyre_driver::backend::Resource],
+        _c: &DispatchConfig,
+    ) -> Result<vyre_driver::backend::TimedDispatchResult, vyre_driver::backend::BackendError> {
+        let ids = resources
+            .iter()
+            .map(|r| self.id_of(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut m = self.buffers.lock().unwrap();
+        let (last, ins) = ids.split_last().unwrap();
+        let mut acc = vec![0u8; m[last].len()];
+        for i in ins {
+            for (a, x) in acc.iter_mut().zip(&m[i]) {
+                *a ^= x;
+            }
+        }
+        m.insert(*last, acc);
+        Ok(vyre_driver::backend::TimedDispatchResult {
+            outputs: Vec::new(),
+            wall_ns: 1,
+            device_ns: None,
+            enqueue_ns: None,
+            wait_ns: None,
+        })
+    }
+}
+
+#[test]
+fn a_resident_sequence_replays_and_a_changed_read_diverges() {
+    let (_t, dir) = tmp_capture();
+    let b = capture_boxed(
+        Box::new(HostResident::new()),
+        &dir,
+        CaptureOptions::default(),
+    );
+    let p = xor_program(64);
+    let (a, c) = (u32_bytes(&words(40, 64)), u32_bytes(&words(41, 64)));
+    let ra = b.allocate_resident(256).unwrap();
+    let rc = b.allocate_resident(256).unwrap();
+    let ro = b.allocate_resident(256).unwrap();
+    b.upload_resident(&ra, &a).unwrap();
+    b.upload_resident(&rc, &c).unwrap();
+    b.dispatch_resident_timed(&p, &[ra, rc, ro.clone()], &DispatchConfig::default())
+        .unwrap();
+    let got = b.download_resident(&ro).unwrap();
+    assert_eq!(
+        got,
+        a.iter().zip(&c).map(|(x, y)| x ^ y).collect::<Vec<u8>>()
+    );
+    b.free_resident(ro).unwrap();
+    drop(b);
+    let fresh = HostResident::new();
+    let on = |backend: &dyn VyreBackend| {
+        replay(
+            &dir,
+            &Replayer {
+                backend,
+                fallback: None,
+            },
+            None,
+        )
+        .unwrap()
+    };
+    let rep = on(&fresh);
+    assert!(rep.passed, "{rep:?}");
+    assert_eq!(rep.totals.records, 8);
+    assert_eq!(rep.totals.verified, 1, "the read is compared: {rep:?}");
+    assert_eq!(rep.totals.replayed, 7, "{rep:?}");
+    // Our interpreter has no resident API: listed as skipped, with the reason.
+    let rep = on(&ImportInterp);
+    assert_eq!(rep.totals.skipped, 8);
+    assert!(rep.records[0].detail.contains("no resident API"), "{rep:?}");
+    // A read that differs (byte 9 of the downloaded buffer) is a divergence at that byte.
+    let rec_path = dir.join("records/00000006.json");
+    let mut rec = json(&std::fs::read_to_string(&rec_path).unwrap());
+    let slot = &mut rec["event"]["reads"][0]["data"];
+    let old = slot["hash"].as_str().unwrap().to_string();
+    let mut bytes = std::fs::read(dir.join(format!("blobs/{old}.bin"))).unwrap();
+    bytes[9] ^= 1;
+    let new = content_hash(&bytes);
+    std::fs::write(dir.join(format!("blobs/{new}.bin")), &bytes).unwrap();
+    slot["hash"] = serde_json::Value::String(new);
+    std::fs::write(&rec_path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let rep = on(&HostResident::new());
+    assert!(!rep.passed);
+    let d = rep.records[6].divergence.as_ref().expect("a divergence");
+    assert_eq!(d.element, 9);
+    assert!(d.buffer.starts_with("read 0"), "{d:?}");
 }
