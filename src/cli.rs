@@ -80,6 +80,15 @@ pub struct Cli {
     /// Inspector options (without a subcommand).
     #[command(flatten)]
     pub inspector: tui::InspectorOpts,
+    /// The length of a symbolic dimension of a vyre graph or artifact (feature `vyre`), e.g.
+    /// `--bind items=1048576`; repeatable, and taken by every command that opens one.
+    #[arg(
+        long = "bind",
+        global = true,
+        value_name = "SYMBOL=N",
+        value_parser = crate::ir::foreign::parse_binding
+    )]
+    pub bind: Vec<(String, u64)>,
 }
 
 /// Subcommands.
@@ -186,6 +195,11 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
+            // `chek FILE --json` and `chek --help` fail to parse or ask for help as the
+            // inspector's command line; the mistyped command word is what went wrong.
+            if let Some(p) = mistyped_command() {
+                return report(&p, std::env::args().skip(1).any(|a| a == "--json"));
+            }
             // A usage error of a `--json` command line is JSON too (help and version stay text).
             if e.use_stderr() && std::env::args().skip(1).any(|a| a == "--json") {
                 let text = e.kind().to_string();
@@ -209,6 +223,13 @@ pub fn main() -> i32 {
         }
     };
     let json = cli.command.as_ref().is_some_and(Command::json);
+    match crate::ir::foreign::collect_bindings(&cli.bind) {
+        Ok(b) => crate::ir::foreign::bind_graph_symbols(b),
+        Err(e) => {
+            let p = Problem::usage(e, "give each symbol one value: `--bind SYMBOL=N`");
+            return report(&p, json);
+        }
+    }
     let outcome = match cli.command {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Print(a)) => print::run(&a),
@@ -246,15 +267,34 @@ fn inspector(files: &[std::path::PathBuf], opts: &tui::InspectorOpts) -> Outcome
             "run `vyrescope FILE...` or see `vyrescope --help`",
         ));
     };
-    let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
-        .get_subcommands()
-        .filter(|c| !c.is_hide_set())
-        .map(|c| c.get_name().to_string())
-        .collect();
-    if let Some(e) = unknown_command::unknown_command(first, &commands) {
+    if let Some(e) = unknown_command::unknown_command(first, &command_names()) {
         return Err(e);
     }
     tui::open(files, opts)
+}
+
+/// The visible subcommand names.
+fn command_names() -> Vec<String> {
+    <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// The unknown-command error when the command line's first word is a mistyped command (see
+/// [`unknown_command::unknown_command`]).
+fn mistyped_command() -> Option<Problem> {
+    let first = std::env::args_os().nth(1)?;
+    // Any subcommand, hidden ones and aliases too, is no typo.
+    let cmd = <Cli as clap::CommandFactory>::command();
+    if first
+        .to_str()
+        .is_some_and(|w| w == "help" || cmd.find_subcommand(w).is_some())
+    {
+        return None;
+    }
+    unknown_command::unknown_command(std::path::Path::new(&first), &command_names())
 }
 
 /// The one place a [`Problem`] is printed; returns its exit code (the same with and without

@@ -39,6 +39,7 @@
 pub mod bench;
 pub mod executor;
 pub mod fuzz;
+pub mod fuzz_children;
 pub mod fuzz_pipelines;
 pub mod occupancy_record;
 pub mod offline;

@@ -6,6 +6,7 @@
 //! [`walk`] holds the one definition of a statement's expressions and of their visiting order.
 
 pub mod ast;
+pub mod data;
 pub mod foreign;
 pub mod node_id;
 pub mod parse;
@@ -21,6 +22,7 @@ pub mod walk;
 pub mod write;
 
 pub use ast::*;
+pub use data::{DataArray, DataBuilder, DataIter};
 pub use parse::{load_program, load_source, parse_program, ParseError, Source};
 pub use pipeline::{Pipeline, PipelineBuffer, Step};
 pub use pipeline_parse::{is_pipeline_file, load_pipeline, looks_like_pipeline, parse_pipeline};

@@ -37,7 +37,7 @@ pub mod telemetry;
 pub mod worker;
 
 pub use cache::CacheStats;
-pub use dispatch::{DispatchOptions, DispatchReport, ResidentSet, TimingStats};
+pub use dispatch::{ColdWarm, DispatchOptions, DispatchReport, ResidentSet, TimingStats};
 pub use driver::DriverError;
 pub use jit::{JitOptions, KernelHandle, KernelInfo};
 pub use parity::{Mismatch, ParityReport};

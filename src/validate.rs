@@ -60,6 +60,7 @@
 //! | V071 | error | expression nested deeper than [`MAX_EXPR_DEPTH`] |
 //! | V072 | error | more than [`MAX_NODES`] statements and expressions |
 //! | V073 | error | `barrier(subtask)` of 0 threads, not a multiple of 32, not dividing a one-dimensional workgroup, or more than 15 sub-tasks |
+//! | V074 | error | sub-task barriers of two sizes with no workgroup barrier between them on some path (one hardware named barrier would wait for two thread counts) |
 
 use std::collections::{HashMap, HashSet};
 
@@ -70,6 +71,7 @@ pub mod buffers;
 pub mod divergence;
 pub mod limits;
 pub mod load;
+pub mod named_barriers;
 pub mod pipeline;
 pub mod scope;
 pub mod types;
@@ -93,6 +95,7 @@ pub fn validate(program: &Program) -> Vec<Diagnostic> {
         types::check(program, &elaborated, &mut sink);
         divergence::check(program, &mut sink);
         divergence::check_subtask_barriers(program, &mut sink);
+        named_barriers::check(program, &mut sink);
     }
     sink.finish(program)
 }

@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use crate::inputs::{self, HostBuffer};
 use crate::util::Problem;
 
+/// Launches `run --backend cuda` makes by default: one cold, then enough warm ones for a
+/// stable median.
+pub const DEFAULT_REPEAT: u32 = 20;
+
 /// Where a Program runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
@@ -70,8 +74,10 @@ pub struct Args {
     /// Reference interpreter step budget in steps: node evaluations plus one per invocation and loop iteration (default 2^32, about 10 s at most).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
-    /// cuda: launches in total; the first is read back, all are timed (min/median/max).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    /// cuda: launches in total (per form of a pipeline). The first is read back and reported
+    /// on its own as the cold figure (module load, first touch of the buffers); the median is
+    /// over the rest (warm). `--repeat 1` gives only the cold figure.
+    #[arg(long, default_value_t = DEFAULT_REPEAT, value_name = "N")]
     pub repeat: u32,
     /// cuda: compare the GPU results with the reference interpreter (exit 1 on mismatch).
     #[arg(long)]

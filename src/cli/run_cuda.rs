@@ -77,6 +77,13 @@ pub fn run(a: &Args, program: &Program) -> super::Outcome {
             let caps = rt.caps();
             obj.insert("device".into(), serde_json::json!({"name": caps.name, "cc": format!("{}.{}", caps.cc_major, caps.cc_minor), "sm_count": caps.sm_count, "driver_version": caps.driver_version}));
             obj.insert("device_ms".into(), serde_json::json!(run.report.device_ms));
+            // The cold first launch and the warm rest, told apart (`device_ms` covers all).
+            let cw = crate::runtime::ColdWarm::of(&run.report.device_samples_ms);
+            obj.insert(
+                "first_launch_ms".into(),
+                serde_json::json!(cw.as_ref().map(|c| c.first_ms)),
+            );
+            obj.insert("warm_ms".into(), serde_json::json!(cw.and_then(|c| c.warm)));
             obj.insert("jit_ms".into(), serde_json::json!(run.compiled.info.jit_ms));
             obj.insert(
                 "resources".into(),
@@ -108,10 +115,18 @@ pub fn run(a: &Args, program: &Program) -> super::Outcome {
             rt.caps().name,
             a.sm.unwrap_or(device_sm)
         );
-        let device = match &run.report.device_ms {
-            Some(d) => format!(
-                "median {:.4} ms (min {:.4}, max {:.4}, {} launches)",
-                d.median_ms, d.min_ms, d.max_ms, d.count
+        let device = match crate::runtime::ColdWarm::of(&run.report.device_samples_ms) {
+            Some(crate::runtime::ColdWarm {
+                first_ms,
+                warm: Some(w),
+            }) => format!(
+                "warm median {:.4} ms (min {:.4}, max {:.4}, {} launches after the first); first launch {first_ms:.4} ms (cold: module load, first touch)",
+                w.median_ms, w.min_ms, w.max_ms, w.count
+            ),
+            Some(c) => format!(
+                "{:.4} ms (one launch: a cold figure with module load and first-touch costs; the default --repeat {} gives a warm median)",
+                c.first_ms,
+                super::run_args::DEFAULT_REPEAT
             ),
             None => format!(
                 "not measured (--no-device-timing, {} launches)",

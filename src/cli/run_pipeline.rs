@@ -252,14 +252,29 @@ pub fn print_text(r: &PipelineGpuReport) {
     );
     for (name, f) in [("separate", &r.separate), ("megakernel", &r.megakernel)] {
         let Some(f) = f else { continue };
+        let time = if f.samples_ms.len() > 1 {
+            format!(
+                "warm median {:.4} ms (min {:.4}, max {:.4}), first {:.4} ms (cold)",
+                f.device_ms.median_ms,
+                f.device_ms.min_ms,
+                f.device_ms.max_ms,
+                f.first_ms.unwrap_or_default()
+            )
+        } else {
+            format!(
+                "{:.4} ms (one repetition: a cold figure)",
+                f.device_ms.median_ms
+            )
+        };
         outln!(
-            "  {name:<10} {} launch{}: median {:.4} ms (min {:.4}, max {:.4}); {} ({}, {} elements)",
+            "  {name:<10} {} launch{}: {time}; {} ({}, {} elements)",
             f.launches,
             if f.launches == 1 { "" } else { "es" },
-            f.device_ms.median_ms,
-            f.device_ms.min_ms,
-            f.device_ms.max_ms,
-            if f.parity.passed { "verified" } else { "MISMATCH" },
+            if f.parity.passed {
+                "verified"
+            } else {
+                "MISMATCH"
+            },
             f.parity.mode,
             f.parity.compared
         );

@@ -82,6 +82,10 @@ pub struct Args {
         requires = "fuzz_pipelines"
     )]
     pub sync: crate::megakernel::dataflow::SyncMode,
+    /// With --fuzz-pipelines: run them in this process and report each as a JSON line (what
+    /// the worker processes of a fuzz run do; a fault ends the process).
+    #[arg(long, hide = true, requires = "fuzz_pipelines")]
+    pub fuzz_child: bool,
     /// Race our kernels against vyre's own (feature `vyre`): every PROGRAM (default: vadd,
     /// saxpy, a reduction and a global-atomic histogram) exported to vyre, emitted by vyre's
     /// crates, both kernels verified against the reference interpreter and timed side by
@@ -357,53 +361,68 @@ fn run_fuzz(a: &Args, n: u64) -> super::Outcome {
     }
 }
 
-/// `selftest --fuzz-pipelines N` (`runtime::fuzz_pipelines`); exit 1 on any finding.
+/// `selftest --fuzz-pipelines N`: the pipelines run in child processes
+/// (`harness::fuzz_children`) so that a faulting fused kernel is recorded and the run goes
+/// on; exit 1 on any finding.
 fn run_fuzz_pipelines(a: &Args, n: u64) -> super::Outcome {
-    use crate::harness::fuzz_pipelines::{
-        default_pipeline_out_dir, pipeline_summary, PipelineFuzzOptions,
-    };
-    let mut rt = a.gpu.open()?;
-    let opts = PipelineFuzzOptions {
-        count: n,
-        seed: a.seed,
-        out: a.out.clone().unwrap_or_else(default_pipeline_out_dir),
-        timeout: std::time::Duration::from_millis(a.timeout.max(1)),
-        sync: a.sync,
-    };
+    use crate::harness::fuzz_children::{supervise, Progress};
+    use crate::harness::fuzz_pipelines::pipeline_summary;
+    let opts = fuzz_pipeline_options(a, n);
+    if a.fuzz_child {
+        return run_fuzz_child(a, &opts);
+    }
+    let exe = std::env::current_exe().map_err(|e| {
+        Problem::new(
+            format!("cannot find this program's own path to start fuzz workers: {e}"),
+            "run vyrescope by its path",
+        )
+    })?;
     let json = a.json;
     if !json {
-        let d = rt.caps();
         outln!(
-            "fuzz-pipelines: {n} generated pipelines from seed {} on {} (sm_{}{}), separate and fused (--sync {}), against the reference interpreter",
+            "fuzz-pipelines: {n} generated pipelines from seed {}, separate and fused (--sync {}), against the reference interpreter; each in a worker process that a fault ends and the next seed restarts",
             a.seed,
-            d.name,
-            d.cc_major,
-            d.cc_minor,
             a.sync.name()
         );
     }
-    let rep = rt.fuzz_pipelines(&opts, &mut |done, finding| {
+    let out = opts.out.clone();
+    let child_args = |seed: u64, count: u64| -> Vec<std::ffi::OsString> {
+        let mut v: Vec<std::ffi::OsString> = vec!["selftest".into(), "--fuzz-pipelines".into()];
+        v.push(count.to_string().into());
+        v.extend(["--seed".into(), seed.to_string().into()]);
+        v.extend(["--sync".into(), a.sync.name().into()]);
+        v.extend(["--timeout".into(), a.timeout.to_string().into()]);
+        v.extend(["--gpu".into(), a.gpu.gpu.to_string().into()]);
+        v.extend(["--out".into(), out.clone().into_os_string()]);
+        v.push("--fuzz-child".into());
+        v
+    };
+    let mut device_said = false;
+    let rep = supervise(&exe, &opts, &child_args, &mut |p| {
         if json {
             return;
         }
-        if let Some(f) = finding {
-            outln!(
-                "{} seed {}: {}",
-                f.kind.to_uppercase(),
-                f.seed,
-                crate::util::terminal_safe(&f.detail)
-            );
-            if let Some(file) = &f.file {
+        match p {
+            Progress::Device(d) if !device_said => {
+                device_said = true;
+                outln!("  on {d}");
+            }
+            Progress::Device(_) => {}
+            Progress::Done(done) if done % 100 == 0 => outln!("  {done} / {n} done"),
+            Progress::Done(_) => {}
+            Progress::Finding(f) => {
                 outln!(
-                    "  replay: vyrescope run {} --backend cuda --both",
-                    file.display()
+                    "{} seed {}: {}",
+                    f.kind.to_uppercase(),
+                    f.seed,
+                    crate::util::terminal_safe(&f.detail)
                 );
+                if let Some(r) = &f.replay {
+                    outln!("  replay: {r}");
+                }
             }
         }
-        if done % 100 == 0 {
-            outln!("  {done} / {n} done");
-        }
-    });
+    })?;
     if json {
         match serde_json::to_string_pretty(&rep) {
             Ok(s) => outln!("{s}"),
@@ -411,6 +430,19 @@ fn run_fuzz_pipelines(a: &Args, n: u64) -> super::Outcome {
         }
     } else {
         outln!("{}", pipeline_summary(&rep));
+        let listed = |kind: &str| -> Vec<String> {
+            rep.findings
+                .iter()
+                .filter(|f| f.kind == kind)
+                .map(|f| f.seed.to_string())
+                .collect()
+        };
+        for kind in ["fault", "timeout", "mismatch", "error"] {
+            let seeds = listed(kind);
+            if !seeds.is_empty() {
+                outln!("  {kind} seeds ({}): {}", seeds.len(), seeds.join(" "));
+            }
+        }
         if !rep.findings.is_empty() {
             outln!(
                 "failing pipelines and their plans are in {}",
@@ -423,6 +455,40 @@ fn run_fuzz_pipelines(a: &Args, n: u64) -> super::Outcome {
         );
     }
     Ok(i32::from(!rep.passed))
+}
+
+/// The options of a `--fuzz-pipelines N` run from the arguments.
+fn fuzz_pipeline_options(a: &Args, n: u64) -> crate::harness::fuzz_pipelines::PipelineFuzzOptions {
+    crate::harness::fuzz_pipelines::PipelineFuzzOptions {
+        count: n,
+        seed: a.seed,
+        out: a
+            .out
+            .clone()
+            .unwrap_or_else(crate::harness::fuzz_pipelines::default_pipeline_out_dir),
+        timeout: std::time::Duration::from_millis(a.timeout.max(1)),
+        sync: a.sync,
+    }
+}
+
+/// A fuzz worker (`--fuzz-child`): the pipelines in this process, each reported as a JSON
+/// line (`harness::fuzz_children::ChildEvent`) on stdout; stops at the first fault.
+fn run_fuzz_child(
+    a: &Args,
+    opts: &crate::harness::fuzz_pipelines::PipelineFuzzOptions,
+) -> super::Outcome {
+    use crate::harness::fuzz_children::ChildEvent;
+    let mut rt = a.gpu.open()?;
+    outln!("{}", ChildEvent::Device(rt.caps().name.clone()).line());
+    let rep = rt.fuzz_pipelines(opts, &mut |done, finding| {
+        if let Some(f) = finding {
+            outln!("{}", ChildEvent::Finding(f.clone()).line());
+        }
+        outln!("{}", ChildEvent::Done(done).line());
+    });
+    let passed = rep.passed;
+    outln!("{}", ChildEvent::Report(rep).line());
+    Ok(i32::from(!passed))
 }
 
 /// Every pipeline fixture in `dir` in both forms, verified (empty when `dir` is missing).

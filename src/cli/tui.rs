@@ -158,5 +158,30 @@ pub fn run(a: &Args) -> super::Outcome {
         }
         None => out!("{screen}"),
     }
-    Ok(0)
+    // The screen is written either way; a named file that could not be loaded still fails
+    // the replay, so that a script does not take the error screen for a result.
+    match failed_load(&app, &a.files) {
+        Some(p) => Err(p),
+        None => Ok(0),
+    }
+}
+
+/// The load error of the first file named on the command line (not found in a named folder)
+/// that could not be opened, as a problem at that file.
+fn failed_load(app: &tui::app::App, named: &[PathBuf]) -> Option<Problem> {
+    app.programs.entries.iter().find_map(|e| {
+        let tui::app::programs::EntryStatus::Failed(text) = &e.status else {
+            return None;
+        };
+        if !named.contains(&e.path) {
+            return None;
+        }
+        let (message, fix) = text.split_once("\n  Fix: ").unwrap_or((text, ""));
+        let fix = if fix.is_empty() {
+            "check the path and the file's contents".to_string()
+        } else {
+            fix.to_string()
+        };
+        Some(Problem::new(message.to_string(), fix).at(e.path.display().to_string()))
+    })
 }

@@ -100,7 +100,16 @@ const PIPELINE_INSTEAD: &str = "tune one step's Program file (the pipeline's `pr
 fn offline(a: &Args, program: &crate::ir::Program, candidates: &[[u32; 3]]) -> super::Outcome {
     let (caps, note) = super::occupancy::resolve_device(a.gpu.device.as_deref())?;
     let inputs = crate::harness::preserve::Inputs::of_file(&a.file, a.root.as_deref());
-    let t = crate::harness::offline::tune_offline(program, &inputs, candidates, &caps, &note);
+    let progress = SweepProgress::new();
+    let report = |done: usize, all: usize| progress.report(done, all);
+    let t = crate::harness::offline::tune_offline(
+        program,
+        &inputs,
+        candidates,
+        &caps,
+        &note,
+        Some(&report),
+    );
     if a.json {
         match serde_json::to_string_pretty(&t) {
             Ok(s) => outln!("{s}"),
@@ -110,6 +119,45 @@ fn offline(a: &Args, program: &crate::ir::Program, candidates: &[[u32; 3]]) -> s
         out!("{}", offline_text(&t));
     }
     Ok(0)
+}
+
+/// Progress of a long offline sweep on stderr: nothing for the first second (a short sweep
+/// stays quiet), then a line at most every second and one when the sweep is done.
+struct SweepProgress {
+    start: std::time::Instant,
+    /// Seconds since `start` of the last line, when one was written.
+    last: std::sync::Mutex<Option<f64>>,
+}
+
+impl SweepProgress {
+    fn new() -> SweepProgress {
+        SweepProgress {
+            start: std::time::Instant::now(),
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn report(&self, done: usize, all: usize) {
+        if let Some(line) = self.line_at(done, all, self.start.elapsed().as_secs_f64()) {
+            crate::util::stderr_line(&line);
+        }
+    }
+
+    /// The line due `now` seconds into the sweep, if one is.
+    fn line_at(&self, done: usize, all: usize, now: f64) -> Option<String> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let due = match *last {
+            None => now >= 1.0,
+            Some(t) => now - t >= 1.0 || done == all,
+        };
+        if !due {
+            return None;
+        }
+        *last = Some(now);
+        Some(format!(
+            "tune --offline: {done}/{all} candidates estimated ({now:.1} s)"
+        ))
+    }
 }
 
 /// The offline sweep as a table: one line per candidate, then the suggestion and the label.
@@ -135,7 +183,8 @@ instruction mix: {}
         let regs = r.registers.map_or("-".into(), |x| x.to_string());
         let mut results = r.results.text();
         if let Some(why) = &r.cannot_launch {
-            results = format!("cannot launch: {why}; {results}");
+            // No results verdict for a size that cannot run.
+            results = format!("cannot launch: {why}");
         }
         let mut marks = String::new();
         if Some(r.workgroup) == t.suggested {
@@ -165,4 +214,24 @@ instruction mix: {}
     }
     s.push_str(&format!("note: {}\n", t.label));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_quiet_for_a_second_then_a_line_a_second_and_the_last() {
+        let p = SweepProgress::new();
+        assert_eq!(p.line_at(1, 40, 0.2), None);
+        assert_eq!(p.line_at(2, 40, 0.9), None);
+        let first = p.line_at(3, 40, 1.3).expect("after a second");
+        assert!(first.contains("3/40") && first.contains("1.3 s"), "{first}");
+        assert_eq!(p.line_at(4, 40, 2.0), None);
+        assert!(p.line_at(9, 40, 2.4).is_some_and(|l| l.contains("9/40")));
+        assert!(p.line_at(40, 40, 2.5).is_some_and(|l| l.contains("40/40")));
+        // A sweep done within its first second says nothing.
+        let q = SweepProgress::new();
+        assert_eq!(q.line_at(32, 32, 0.8), None);
+    }
 }

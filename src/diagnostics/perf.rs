@@ -57,21 +57,37 @@ pub fn perf_diagnostics(
         waves(caps, e, shape, &mut out);
     }
     grid_vs_sms(caps, shape, &mut out);
-    if !threads.is_multiple_of(32) {
-        let up = threads.div_ceil(32) * 32;
-        out.push(Diagnostic::warning(
-            "P005",
-            None,
-            format!(
-                "{threads} threads per workgroup is not a multiple of 32: the last warp runs {} of 32 lanes ({} idle lanes per workgroup)",
-                threads % 32,
-                up - threads
-            ),
-            format!("use {up} (or {}) threads per workgroup", (threads / 32).max(1) * 32),
-        ));
+    if let Some(d) = partial_warp(threads) {
+        out.push(d);
     }
     memory_access(program, wg, &mut out);
     out
+}
+
+/// `P005` for a workgroup of `threads` threads that is not a whole number of warps; the fix
+/// names the multiples of 32 around it (one when there is no smaller one).
+fn partial_warp(threads: u64) -> Option<Diagnostic> {
+    if threads.is_multiple_of(32) {
+        return None;
+    }
+    let up = threads.div_ceil(32) * 32;
+    let down = threads / 32 * 32;
+    let sizes = if down == 0 {
+        format!("{up}")
+    } else {
+        format!("{up} (or {down})")
+    };
+    let noun = if threads == 1 { "thread" } else { "threads" };
+    Some(Diagnostic::warning(
+        "P005",
+        None,
+        format!(
+            "{threads} {noun} per workgroup is not a multiple of 32: the last warp runs {} of 32 lanes ({} idle lanes per workgroup)",
+            threads % 32,
+            up - threads
+        ),
+        format!("use {sizes} threads per workgroup"),
+    ))
 }
 
 fn spills(r: &KernelResources, out: &mut Vec<Diagnostic>) {
@@ -362,6 +378,36 @@ mod tests {
         assert_eq!(bank_conflict_degree(2, 8), 2);
         // Bytes at unit stride share words: no conflict.
         assert_eq!(bank_conflict_degree(1, 1), 1);
+    }
+
+    #[test]
+    fn partial_warps_name_each_size_once() {
+        assert!(partial_warp(64).is_none());
+        let one = partial_warp(1).unwrap();
+        assert!(one.message.starts_with("1 thread per workgroup"), "{one:?}");
+        assert_eq!(one.fix, "use 32 threads per workgroup");
+        let d = partial_warp(17).unwrap();
+        assert!(d.message.starts_with("17 threads per"), "{d:?}");
+        assert_eq!(d.fix, "use 32 threads per workgroup");
+        assert_eq!(
+            partial_warp(100).unwrap().fix,
+            "use 128 (or 96) threads per workgroup"
+        );
+        // Any size: the fix never names one size twice.
+        for t in 1..2000u64 {
+            if let Some(d) = partial_warp(t) {
+                assert!(
+                    !d.fix
+                        .contains(&format!("{0} (or {0})", t.div_ceil(32) * 32)),
+                    "{t}"
+                );
+                assert!(
+                    d.message
+                        .contains(&format!("{} idle", t.div_ceil(32) * 32 - t)),
+                    "{t}"
+                );
+            }
+        }
     }
 
     fn gcd(a: u64, b: u64) -> u64 {

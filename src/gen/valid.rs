@@ -92,6 +92,9 @@ struct ValidGen<'c> {
     returned: bool,
     /// The Program's workgroup size (sub-task barriers must divide it).
     wg: [u32; 3],
+    /// The size of the Program's sub-task barriers once one was drawn: one size per Program,
+    /// as V074 requires between workgroup barriers.
+    subtask: Option<u32>,
 }
 
 /// A well-typed Program the validator must accept.
@@ -110,6 +113,7 @@ pub fn valid_program_with(rng: Rng, cfg: &Config, name: String) -> Program {
         next_name: 0,
         returned: false,
         wg: [1, 1, 1],
+        subtask: None,
     };
     let wg = g.rng.pick(&cfg.workgroups);
     g.wg = wg;
@@ -249,7 +253,9 @@ impl ValidGen<'_> {
                                 ScalarType::I32,
                             ),
                             _ => (
-                                Expr::Lit(Literal::Float(self.rng.below(1000) as f64 / 8.0)),
+                                Expr::Lit(Literal::Float(FloatLit::exact(
+                                    self.rng.below(1000) as f64 / 8.0,
+                                ))),
                                 ScalarType::F32,
                             ),
                         }
@@ -348,7 +354,10 @@ impl ValidGen<'_> {
                         .filter(|&t| x.is_multiple_of(t) && x / t <= 15 && y == 1 && z == 1)
                         .collect();
                     if !self.cfg.race_free && !sizes.is_empty() && self.rng.chance(1, 3) {
-                        let threads = self.rng.pick(&sizes);
+                        // Drawn every time so that the random stream (and every other
+                        // seed's Program) stays as it was before sizes were kept.
+                        let drawn = self.rng.pick(&sizes);
+                        let threads = *self.subtask.get_or_insert(drawn);
                         return st(StmtKind::Barrier(BarrierScope::Subtask { threads }));
                     }
                     return st(StmtKind::Barrier(BarrierScope::Workgroup));
@@ -395,9 +404,9 @@ impl ValidGen<'_> {
 
     fn bare(&mut self, ty: ScalarType) -> Expr {
         Expr::Lit(match ty {
-            ScalarType::F32 | ScalarType::F64 => {
-                Literal::Float(self.rng.pick(&[0.0, 0.5, -1.25, 3.0e4, 1.0e-3, 7.0]))
-            }
+            ScalarType::F32 | ScalarType::F64 => Literal::Float(FloatLit::exact(
+                self.rng.pick(&[0.0, 0.5, -1.25, 3.0e4, 1.0e-3, 7.0]),
+            )),
             t => {
                 let v = self.int_value(t);
                 Literal::Int(v)

@@ -17,7 +17,9 @@ pub(super) fn wild_expr(r: &mut Rng, depth: usize) -> Expr {
                 2 => i128::MAX,
                 _ => r.below(10) as i128,
             })),
-            1 => Expr::Lit(Literal::Float(f64::from_bits(r.next_u64()))),
+            1 => Expr::Lit(Literal::Float(FloatLit::exact(f64::from_bits(
+                r.next_u64(),
+            )))),
             2 => Expr::Lit(Literal::Typed(Scalar::from_bits(
                 r.pick(&VALUE_TYPES),
                 r.next_u64(),

@@ -169,13 +169,13 @@ pub fn with_scale(program: &Program, scale: u32) -> std::result::Result<Program,
             .buffer(name)
             .is_some_and(|b| b.access == Access::Uniform);
         if let (true, InputSource::Data(values)) = (uniform, &mut input.source) {
-            for v in values.iter_mut() {
-                if let Literal::Int(x) = v {
-                    if extents.contains(x) {
-                        *x *= scale as i128;
-                    }
-                }
-            }
+            *values = values
+                .iter()
+                .map(|v| match v {
+                    Literal::Int(x) if extents.contains(&x) => Literal::Int(x * scale as i128),
+                    v => v,
+                })
+                .collect();
         }
     }
     run.grid = Some(new_grid);
@@ -446,7 +446,7 @@ mod tests {
             .1
             .source
         {
-            InputSource::Data(v) => v.clone(),
+            InputSource::Data(v) => v.iter().collect(),
             other => panic!("{name}: {other:?}"),
         }
     }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::pipeline::{
     host_buffers, launches_on_reference, run_pipeline_forms, Forms, PipelineGpuOptions,
@@ -51,7 +51,7 @@ pub struct PipelineFuzzOptions {
 }
 
 /// One pipeline that failed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineFinding {
     /// The pipeline's seed.
     pub seed: u64,
@@ -61,10 +61,44 @@ pub struct PipelineFinding {
     pub detail: String,
     /// The pipeline file written for replay.
     pub file: Option<PathBuf>,
+    /// The command that runs `file` the way it failed (the fuzzer fuses as far as legal, so
+    /// the line carries `--decide fuse`, and the sync form it ran).
+    #[serde(default)]
+    pub replay: Option<String>,
+}
+
+impl PipelineFinding {
+    /// A finding of `kind` for `seed`, with its replay line when `file` was written.
+    pub fn new(
+        seed: u64,
+        kind: &str,
+        detail: String,
+        file: Option<PathBuf>,
+        sync: SyncMode,
+    ) -> Self {
+        let replay = file.as_deref().map(|f| replay_line(f, sync));
+        PipelineFinding {
+            seed,
+            kind: kind.into(),
+            detail,
+            file,
+            replay,
+        }
+    }
+}
+
+/// The `run` line that reproduces a fuzz pipeline's run: both forms on the GPU, fused as far
+/// as legal (the fuzzer's decision, not the cost model's) in the form it ran.
+pub fn replay_line(file: &Path, sync: SyncMode) -> String {
+    format!(
+        "vyrescope run {} --backend cuda --both --decide fuse --sync {}",
+        file.display(),
+        sync.name()
+    )
 }
 
 /// The outcome of a pipeline fuzz run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineFuzzReport {
     /// Pipelines generated.
     pub pipelines: u64,
@@ -264,12 +298,13 @@ impl Runtime {
             let p = match random_pipeline(seed) {
                 Ok(p) => p,
                 Err(e) => {
-                    rep.findings.push(PipelineFinding {
+                    rep.findings.push(PipelineFinding::new(
                         seed,
-                        kind: "error".into(),
-                        detail: e.to_string(),
-                        file: None,
-                    });
+                        "error",
+                        e.to_string(),
+                        None,
+                        o.sync,
+                    ));
                     each(k + 1, rep.findings.last());
                     continue;
                 }
@@ -278,12 +313,13 @@ impl Runtime {
                 Ok(x) => x,
                 Err(e) => {
                     let file = write_pipeline_case(&o.out, seed, &p, None).ok();
-                    rep.findings.push(PipelineFinding {
+                    rep.findings.push(PipelineFinding::new(
                         seed,
-                        kind: "error".into(),
-                        detail: e.to_string(),
+                        "error",
+                        e.to_string(),
                         file,
-                    });
+                        o.sync,
+                    ));
                     each(k + 1, rep.findings.last());
                     continue;
                 }
@@ -338,16 +374,17 @@ impl Runtime {
                         Err(w) => (None, format!("{detail} (not written: {w})")),
                     };
                     let stop = kind == "timeout" || kind == "fault";
-                    rep.findings.push(PipelineFinding {
+                    rep.findings.push(PipelineFinding::new(
                         seed,
-                        kind: kind.into(),
-                        detail: if stop {
-                            format!("{detail} (fuzzing stopped: the context may be unusable)")
+                        kind,
+                        if stop {
+                            format!("{detail} (this process stops: the context may be unusable)")
                         } else {
                             detail
                         },
                         file,
-                    });
+                        o.sync,
+                    ));
                     each(k + 1, rep.findings.last());
                     if stop {
                         break;

@@ -119,87 +119,50 @@ pub struct OfflineTune {
     pub label: &'static str,
 }
 
-/// Sweeps `candidates` for `program` on `caps` (described as `device`) without a GPU.
+/// Called after each candidate of a sweep with (candidates done, candidates in all), from
+/// whichever thread finished it.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+/// Sweeps `candidates` for `program` on `caps` (described as `device`) without a GPU. The
+/// candidates are estimated in parallel (each its own emission, `ptxas` and `nvdisasm` runs
+/// and reference run); `progress` hears of each one done. Results are compared only for sizes
+/// that can launch.
 pub fn tune_offline(
     program: &Program,
     inputs: &Inputs,
     candidates: &[[u32; 3]],
     caps: &DeviceCaps,
     device: &str,
+    progress: Option<Progress<'_>>,
 ) -> OfflineTune {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let sm = (caps.cc_major * 10 + caps.cc_minor).min(90);
     let own = program.workgroup_size;
     let mut wanted = candidates.to_vec();
     if !wanted.contains(&own) {
         wanted.push(own);
     }
-    let mut reg_source = String::new();
-    let mut mix_source = String::new();
-    let rows: Vec<OfflineRow> = wanted
-        .iter()
+    // The own size's reference run, once, before the candidates compare against it.
+    super::preserve::own_outputs(program, inputs);
+    let done = AtomicUsize::new(0);
+    let found: Vec<(OfflineRow, Option<String>, Option<&'static str>)> = wanted
+        .par_iter()
         .map(|&wg| {
-            let threads = wg.iter().map(|&d| u64::from(d)).product::<u64>();
-            let results = preserves(program, inputs, wg);
-            let opts = EmitOptions {
-                sm,
-                workgroup_size: wg,
-                lineinfo: false,
-                unroll: true,
-                grid_barrier: Default::default(),
-                version_bounds: false,
-            };
-            let kernel = match emit(program, &opts) {
-                Ok(k) => k,
-                Err(e) => {
-                    return OfflineRow {
-                        workgroup: wg,
-                        registers: None,
-                        occupancy_pct: 0.0,
-                        cannot_launch: Some(e.to_string()),
-                        mix: None,
-                        results,
-                    }
-                }
-            };
-            let (res, src) = match kernel_resources(&kernel, sm, None) {
-                Ok(r) => r,
-                Err(p) => {
-                    return OfflineRow {
-                        workgroup: wg,
-                        registers: None,
-                        occupancy_pct: 0.0,
-                        cannot_launch: Some(p.message),
-                        mix: None,
-                        results,
-                    }
-                }
-            };
-            if reg_source.is_empty() {
-                reg_source = src.text;
+            let r = candidate(program, inputs, wg, caps, sm);
+            if let Some(report) = progress {
+                report(done.fetch_add(1, Ordering::Relaxed) + 1, wanted.len());
             }
-            let e = estimate(caps, &res, u32::try_from(threads).unwrap_or(u32::MAX), 0);
-            let (mix, from) = instruction_mix(&kernel, sm);
-            if mix_source.is_empty() {
-                mix_source = from.into();
-            }
-            OfflineRow {
-                workgroup: wg,
-                registers: Some(res.regs_per_thread),
-                occupancy_pct: if e.launchable.is_ok() {
-                    e.occupancy_pct
-                } else {
-                    0.0
-                },
-                cannot_launch: e
-                    .launchable
-                    .as_ref()
-                    .err()
-                    .map(|u| u.to_string().lines().next().unwrap_or("").to_string()),
-                mix: Some(mix),
-                results,
-            }
+            r
         })
         .collect();
+    let reg_source = found.iter().find_map(|f| f.1.clone()).unwrap_or_default();
+    let mix_source = found
+        .iter()
+        .find_map(|f| f.2)
+        .unwrap_or_default()
+        .to_string();
+    let rows: Vec<OfflineRow> = found.into_iter().map(|f| f.0).collect();
     let suggested = suggest(&rows);
     OfflineTune {
         program: program.name.clone(),
@@ -211,6 +174,73 @@ pub fn tune_offline(
         suggested,
         label: ESTIMATE_LABEL,
     }
+}
+
+/// Why a size that cannot launch has no results verdict.
+pub const NOT_LAUNCHED: &str = "the size cannot launch";
+
+/// One candidate: its row, where its registers came from and where its mix came from.
+fn candidate(
+    program: &Program,
+    inputs: &Inputs,
+    wg: [u32; 3],
+    caps: &DeviceCaps,
+    sm: u32,
+) -> (OfflineRow, Option<String>, Option<&'static str>) {
+    let threads = wg.iter().map(|&d| u64::from(d)).product::<u64>();
+    let not_launched = |why: String| OfflineRow {
+        workgroup: wg,
+        registers: None,
+        occupancy_pct: 0.0,
+        cannot_launch: Some(why),
+        mix: None,
+        results: Preservation::NotChecked {
+            why: NOT_LAUNCHED.into(),
+        },
+    };
+    let opts = EmitOptions {
+        sm,
+        workgroup_size: wg,
+        lineinfo: false,
+        unroll: true,
+        grid_barrier: Default::default(),
+        version_bounds: false,
+    };
+    let kernel = match emit(program, &opts) {
+        Ok(k) => k,
+        Err(e) => return (not_launched(e.to_string()), None, None),
+    };
+    let (res, src) = match kernel_resources(&kernel, sm, None) {
+        Ok(r) => r,
+        Err(p) => return (not_launched(p.message), None, None),
+    };
+    let e = estimate(caps, &res, u32::try_from(threads).unwrap_or(u32::MAX), 0);
+    let (mix, from) = instruction_mix(&kernel, sm);
+    let cannot_launch = e
+        .launchable
+        .as_ref()
+        .err()
+        .map(|u| u.to_string().lines().next().unwrap_or("").to_string());
+    // A results verdict only for a size that can run.
+    let results = match cannot_launch {
+        None => preserves(program, inputs, wg),
+        Some(_) => Preservation::NotChecked {
+            why: NOT_LAUNCHED.into(),
+        },
+    };
+    let row = OfflineRow {
+        workgroup: wg,
+        registers: Some(res.regs_per_thread),
+        occupancy_pct: if cannot_launch.is_none() {
+            e.occupancy_pct
+        } else {
+            0.0
+        },
+        cannot_launch,
+        mix: Some(mix),
+        results,
+    };
+    (row, Some(src.text), Some(from))
 }
 
 fn suggest(rows: &[OfflineRow]) -> Option<[u32; 3]> {

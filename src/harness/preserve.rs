@@ -221,6 +221,12 @@ fn lock() -> std::sync::MutexGuard<'static, Cache> {
     cache().lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Computes and caches the own size's reference outputs, so that [`preserves`] calls made in
+/// parallel afterwards share one run instead of each starting its own.
+pub fn own_outputs(program: &Program, files: &Inputs) {
+    own_run(program, files, program_key(program, files));
+}
+
 /// The own size's reference outputs (cached per Program).
 fn own_run(program: &Program, files: &Inputs, key: u64) -> OwnRun {
     if let Some((_, r)) = lock().own.iter().find(|(k, _)| *k == key) {

@@ -7,7 +7,7 @@ use half::f16;
 
 use super::prng::SplitMix64;
 use super::InputError;
-use crate::ir::{ElemType, Fill, Literal, Scalar};
+use crate::ir::{DataArray, ElemType, Fill, FloatLit, Literal, Scalar};
 
 /// Appends the low `elem.size_bytes()` bytes of `bits`, little-endian.
 fn push(out: &mut Vec<u8>, elem: ElemType, bits: u64) {
@@ -205,7 +205,7 @@ pub fn fill_bytes(
 enum Num {
     Bool(bool),
     Int(i128),
-    Float(f64),
+    Float(FloatLit),
 }
 
 fn literal_num(l: &Literal) -> Num {
@@ -218,19 +218,19 @@ fn literal_num(l: &Literal) -> Num {
             Scalar::I32(v) => Num::Int(v as i128),
             Scalar::U64(v) => Num::Int(v as i128),
             Scalar::I64(v) => Num::Int(v as i128),
-            Scalar::F32(v) => Num::Float(v as f64),
-            Scalar::F64(v) => Num::Float(v),
+            Scalar::F32(v) => Num::Float(FloatLit::exact(v.into())),
+            Scalar::F64(v) => Num::Float(FloatLit::exact(v)),
         },
     }
 }
 
 /// Raw bits of `data` element `i` converted to `elem`, with range checks.
-fn data_bits(name: &str, elem: ElemType, i: usize, l: &Literal) -> Result<u64, InputError> {
+fn data_bits(name: &str, elem: ElemType, i: usize, l: Literal) -> Result<u64, InputError> {
     let bad = |what: String, fix: &str| InputError {
         message: format!("input `{name}`, data[{i}]: {what}"),
         fix: fix.to_string(),
     };
-    let n = literal_num(l);
+    let n = literal_num(&l);
     if is_float(elem) {
         let (bits, shown) = match n {
             // Convert directly from the integer so there is only one rounding.
@@ -239,7 +239,9 @@ fn data_bits(name: &str, elem: ElemType, i: usize, l: &Literal) -> Result<u64, I
                 ElemType::F64 => ((v as f64).to_bits(), v as f64),
                 _ => (float_bits(elem, v as f64), v as f64),
             },
-            Num::Float(f) => (float_bits(elem, f), f),
+            // The literal's own f32 rounding (from the decimal), not the f64 rounded again.
+            Num::Float(f) if elem == ElemType::F32 => (f.f32.to_bits() as u64, f.value),
+            Num::Float(f) => (float_bits(elem, f.value), f.value),
             Num::Bool(_) => {
                 return Err(bad(
                     format!("true/false in a {elem} buffer"),
@@ -269,13 +271,13 @@ fn data_bits(name: &str, elem: ElemType, i: usize, l: &Literal) -> Result<u64, I
             ))
         }
         Num::Int(v) => v,
-        Num::Float(f) if !f.is_finite() => {
+        Num::Float(FloatLit { value: f, .. }) if !f.is_finite() => {
             return Err(bad(
                 format!("{f} has no {elem} value"),
                 "\"inf\", \"-inf\" and \"nan\" only go in float buffers (f16, f32, f64): write an integer",
             ))
         }
-        Num::Float(f) => {
+        Num::Float(FloatLit { value: f, .. }) => {
             if f.fract() != 0.0 {
                 return Err(bad(
                     format!("{f} is not an integer, but the buffer holds {elem}"),
@@ -306,7 +308,7 @@ pub fn check_fill(name: &str, elem: ElemType, fill: Fill) -> Result<(), InputErr
 
 /// Checks that every `data` element converts to `elem` (the same conversion as
 /// [`data_bytes`], without keeping the bytes).
-pub fn check_data(name: &str, elem: ElemType, data: &[Literal]) -> Result<(), InputError> {
+pub fn check_data(name: &str, elem: ElemType, data: &DataArray) -> Result<(), InputError> {
     for (i, l) in data.iter().enumerate() {
         data_bits(name, elem, i, l)?;
     }
@@ -314,8 +316,8 @@ pub fn check_data(name: &str, elem: ElemType, data: &[Literal]) -> Result<(), In
 }
 
 /// The bytes of a `data` buffer.
-pub fn data_bytes(name: &str, elem: ElemType, data: &[Literal]) -> Result<Vec<u8>, InputError> {
-    let mut out = Vec::with_capacity(data.len() * elem.size_bytes());
+pub fn data_bytes(name: &str, elem: ElemType, data: &DataArray) -> Result<Vec<u8>, InputError> {
+    let mut out = alloc_bytes(name, data.len() * elem.size_bytes())?;
     for (i, l) in data.iter().enumerate() {
         push(&mut out, elem, data_bits(name, elem, i, l)?);
     }
@@ -423,36 +425,52 @@ mod tests {
 
     #[test]
     fn data_conversion_and_range_checks() {
-        let d = |e, l: Vec<Literal>| data_bytes("x", e, &l);
+        let d = |e, l: Vec<Literal>| data_bytes("x", e, &l.into());
         assert_eq!(
             d(ElemType::I8, vec![Literal::Int(-128), Literal::Int(127)]).unwrap(),
             vec![0x80, 0x7f]
         );
         assert!(d(ElemType::I8, vec![Literal::Int(128)]).is_err());
         assert!(d(ElemType::U32, vec![Literal::Int(-1)]).is_err());
-        assert!(d(ElemType::U32, vec![Literal::Float(1.5)]).is_err());
+        assert!(d(ElemType::U32, vec![Literal::Float(FloatLit::exact(1.5))]).is_err());
         assert_eq!(
-            d(ElemType::U32, vec![Literal::Float(3.0)]).unwrap(),
+            d(ElemType::U32, vec![Literal::Float(FloatLit::exact(3.0))]).unwrap(),
             3u32.to_le_bytes()
         );
         assert_eq!(
-            d(ElemType::F16, vec![Literal::Float(1.0)]).unwrap(),
+            d(ElemType::F16, vec![Literal::Float(FloatLit::exact(1.0))]).unwrap(),
             0x3c00u16.to_le_bytes()
         );
-        assert!(d(ElemType::F16, vec![Literal::Float(70000.0)]).is_err());
+        assert!(d(
+            ElemType::F16,
+            vec![Literal::Float(FloatLit::exact(70000.0))]
+        )
+        .is_err());
         for (v, bits) in [(f64::INFINITY, 0x7c00u16), (f64::NEG_INFINITY, 0xfc00)] {
             assert_eq!(
-                d(ElemType::F16, vec![Literal::Float(v)]).unwrap(),
+                d(ElemType::F16, vec![Literal::Float(FloatLit::exact(v))]).unwrap(),
                 bits.to_le_bytes()
             );
         }
-        let nan = d(ElemType::F32, vec![Literal::Float(f64::NAN)]).unwrap();
+        let nan = d(
+            ElemType::F32,
+            vec![Literal::Float(FloatLit::exact(f64::NAN))],
+        )
+        .unwrap();
         assert!(f32::from_le_bytes(nan.try_into().unwrap()).is_nan());
         assert_eq!(
-            d(ElemType::F64, vec![Literal::Float(f64::NEG_INFINITY)]).unwrap(),
+            d(
+                ElemType::F64,
+                vec![Literal::Float(FloatLit::exact(f64::NEG_INFINITY))]
+            )
+            .unwrap(),
             f64::NEG_INFINITY.to_le_bytes()
         );
-        let e = d(ElemType::I32, vec![Literal::Float(f64::INFINITY)]).unwrap_err();
+        let e = d(
+            ElemType::I32,
+            vec![Literal::Float(FloatLit::exact(f64::INFINITY))],
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("only go in float buffers"), "{e}");
         assert_eq!(
             d(

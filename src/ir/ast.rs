@@ -192,9 +192,31 @@ pub enum Literal {
     /// Bare integer; its type comes from context (see [`crate::validate::elaborate`]).
     Int(i128),
     /// Bare fractional number; its type comes from context.
-    Float(f64),
+    Float(FloatLit),
     /// `true`/`false` or a typed literal such as `{"u64": 7}`.
     Typed(Scalar),
+}
+
+/// A bare fractional literal: the decimal as written, rounded once to each float type it may
+/// take from context. The f32 is rounded from the decimal, not from the f64: a decimal just
+/// above an f32 midpoint can round to that midpoint in f64, and rounding again would tie to
+/// even (see `docs/program-format.md`, literals).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FloatLit {
+    /// The nearest f64.
+    pub value: f64,
+    /// The nearest f32.
+    pub f32: f32,
+}
+
+impl FloatLit {
+    /// The literal whose decimal is exactly `value` (its f32 is `value` rounded once).
+    pub fn exact(value: f64) -> FloatLit {
+        FloatLit {
+            value,
+            f32: value as f32,
+        }
+    }
 }
 
 /// Axis of a builtin id.

@@ -151,3 +151,64 @@ pub fn import_graph(path: &Path, bytes: &[u8]) -> Result<Pipeline, ParseError> {
         }),
     }
 }
+
+/// Values of the symbolic dimensions of vyre graphs and artifacts (`--bind SYMBOL=N`), by
+/// symbol: a graph value of shape `[items]` becomes a buffer of N elements.
+pub type GraphBindings = std::collections::BTreeMap<String, u64>;
+
+static GRAPH_BINDINGS: OnceLock<GraphBindings> = OnceLock::new();
+
+/// Sets the symbol values every graph import of this process uses (the CLI's `--bind`, once,
+/// before any file is read; a later call changes nothing).
+pub fn bind_graph_symbols(bindings: GraphBindings) {
+    let _ = GRAPH_BINDINGS.set(bindings);
+}
+
+/// The symbol values set by [`bind_graph_symbols`] (none if it was not called).
+pub fn graph_bindings() -> &'static GraphBindings {
+    static NONE: GraphBindings = GraphBindings::new();
+    GRAPH_BINDINGS.get().unwrap_or(&NONE)
+}
+
+/// Largest value `--bind` takes: a buffer length the format can hold (2^32 elements).
+pub const MAX_BINDING: u64 = 1 << 32;
+
+/// Parses one `SYMBOL=N` (the `--bind` option): a symbol of letters, digits, `_`, `-` or `.`
+/// and a length from 1 to [`MAX_BINDING`].
+pub fn parse_binding(text: &str) -> Result<(String, u64), String> {
+    let Some((symbol, value)) = text.split_once('=') else {
+        return Err(format!(
+            "`{text}` is not SYMBOL=N (e.g. `--bind items=1048576`)"
+        ));
+    };
+    let symbol = symbol.trim();
+    if symbol.is_empty()
+        || !symbol
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(format!(
+            "`{symbol}` is not a symbol name (letters, digits, `_`, `-`, `.`)"
+        ));
+    }
+    match value.trim().parse::<u64>() {
+        Ok(n) if (1..=MAX_BINDING).contains(&n) => Ok((symbol.to_string(), n)),
+        _ => Err(format!(
+            "`{}` is not a length from 1 to {MAX_BINDING} for `{symbol}`",
+            value.trim()
+        )),
+    }
+}
+
+/// Collects `--bind` values into bindings; one symbol given two values is refused.
+pub fn collect_bindings(list: &[(String, u64)]) -> Result<GraphBindings, String> {
+    let mut out = GraphBindings::new();
+    for (s, n) in list {
+        if let Some(old) = out.insert(s.clone(), *n) {
+            if old != *n {
+                return Err(format!("`--bind {s}` is given twice ({old} and {n})"));
+            }
+        }
+    }
+    Ok(out)
+}

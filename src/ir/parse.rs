@@ -12,10 +12,12 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::ast::*;
+use super::data::DataArray;
 use super::run_spec::*;
 use super::types::ElemType;
 
 mod expr;
+pub(crate) mod f32_text;
 mod run;
 mod stmt;
 pub(crate) mod suggest;
@@ -190,14 +192,16 @@ pub(crate) fn deserialize_document<'de, T: Deserialize<'de>>(
             path: d.path,
         });
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        from_json_error(file, path, e.into_inner())
-    })?;
-    de.end()
-        .map_err(|e| from_json_error(file, String::new(), e))?;
-    Ok(value)
+    f32_text::with_document(text, || {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            from_json_error(file, path, e.into_inner())
+        })?;
+        de.end()
+            .map_err(|e| from_json_error(file, String::new(), e))?;
+        Ok(value)
+    })
 }
 
 pub(crate) fn from_json_error(file: &str, path: String, e: serde_json::Error) -> ParseError {

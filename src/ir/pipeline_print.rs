@@ -83,7 +83,7 @@ fn contents_text(b: &PipelineBuffer) -> String {
             None => format!("random seed {seed}"),
         },
         InputSource::Data(d) => {
-            let shown: Vec<String> = d.iter().take(8).map(|l| literal(*l)).collect();
+            let shown: Vec<String> = d.iter().take(8).map(literal).collect();
             let more = if d.len() > 8 { ", ..." } else { "" };
             format!("data [{}{more}]", shown.join(", "))
         }

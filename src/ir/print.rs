@@ -364,7 +364,7 @@ fn prec(e: &Expr) -> u8 {
         Expr::Unary(op, _) if unop_prefix(*op).is_some() => PREFIX,
         // A negative literal reads like a prefix minus: `-(-3)`, `2 * -3` stay unambiguous.
         Expr::Lit(Literal::Int(v)) if *v < 0 => PREFIX,
-        Expr::Lit(Literal::Float(v)) if v.is_sign_negative() => PREFIX,
+        Expr::Lit(Literal::Float(v)) if v.value.is_sign_negative() => PREFIX,
         Expr::Lit(Literal::Typed(s)) if literal_is_negative(*s) => PREFIX,
         _ => ATOM,
     }
@@ -585,7 +585,7 @@ fn literal_is_negative(s: Scalar) -> bool {
 pub fn literal(l: Literal) -> String {
     match l {
         Literal::Int(v) => v.to_string(),
-        Literal::Float(v) => float(v, ""),
+        Literal::Float(v) => float(v.value, ""),
         Literal::Typed(s) => match s {
             Scalar::Bool(b) => b.to_string(),
             Scalar::U32(v) => v.to_string(),

@@ -1,7 +1,5 @@
 //! The optional `run` section: default dispatch shape and input contents.
 
-use super::ast::Literal;
-
 /// `run`: how to dispatch a Program by default.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunSpec {
@@ -27,8 +25,8 @@ pub struct InputSpec {
 pub enum InputSource {
     /// A generated fill.
     Fill(Fill),
-    /// Literal elements.
-    Data(Vec<Literal>),
+    /// Literal elements, converted to the buffer's type when the buffer is built.
+    Data(super::data::DataArray),
     /// Raw little-endian elements from a file relative to the Program file.
     File(String),
 }

@@ -89,8 +89,8 @@ pub fn typed_literal(l: Literal, t: ScalarType) -> Scalar {
             ScalarType::F64 => Scalar::F64(v as f64),
         },
         Literal::Float(f) => match t {
-            ScalarType::F64 => Scalar::F64(f),
-            _ => Scalar::F32(f as f32),
+            ScalarType::F64 => Scalar::F64(f.value),
+            _ => Scalar::F32(f.f32),
         },
     }
 }

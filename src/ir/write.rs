@@ -306,14 +306,20 @@ impl Writer<'_> {
                     ));
                 }
             }
-            Literal::Float(v) => {
+            Literal::Float(f) => {
+                let v = f.value;
                 if !v.is_finite() {
                     return Err(self.fail(
                         format!("bare float literal {v} has no JSON spelling"),
                         "use a typed literal such as {\"f32\": \"nan\"}",
                     ));
                 }
-                self.float(v)?;
+                // Digits that give back both roundings (f64 and f32) of the literal.
+                let text = crate::ir::parse::f32_text::decimal_text(f);
+                self.s(&text);
+                if !text.contains(['.', 'e', 'E']) {
+                    self.s(".0");
+                }
             }
             Literal::Typed(Scalar::Bool(b)) => self.s(if b { "true" } else { "false" }),
             Literal::Typed(s) => {
@@ -552,7 +558,7 @@ impl Writer<'_> {
                     if i > 0 {
                         self.s(",");
                     }
-                    self.literal(l)?;
+                    self.literal(&l)?;
                 }
                 self.s("]");
             }
@@ -646,7 +652,7 @@ mod tests {
         )
         .expect("parses");
         if let StmtKind::Let { value, .. } = &mut p.body[0].kind {
-            *value = Expr::Lit(Literal::Float(f64::NAN));
+            *value = Expr::Lit(Literal::Float(FloatLit::exact(f64::NAN)));
         }
         let e = program_to_json(&p).expect_err("NaN bare literal");
         assert!(e.to_string().contains("Fix:"), "{e}");

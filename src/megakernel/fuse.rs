@@ -263,6 +263,8 @@ pub fn fuse_group(
     let mut body = Vec::new();
     // Workgroup arrays declared so far: (index in `decls`, position of the last step using it).
     let mut shared: Vec<(usize, usize)> = Vec::new();
+    // Sub-task barrier sizes used since the last block-wide barrier of the fused body.
+    let mut in_flight = std::collections::BTreeSet::new();
     for (i, &k) in spec.steps.iter().enumerate() {
         let step = &pipeline.steps[k];
         let mut names = HashMap::new();
@@ -311,7 +313,7 @@ pub fn fuse_group(
             names.insert(b.name.clone(), fused);
         }
         settled.extend(std::mem::take(&mut settle_at[i]));
-        body.push(step_stmt(
+        let stmt = step_stmt(
             k,
             &step.program,
             &names,
@@ -319,20 +321,31 @@ pub fn fuse_group(
             layout.as_ref(),
             (!spec.no_prefetch).then_some((&read_only, &settled)),
             &group,
-        )?);
+        )?;
+        // Sub-task barriers of another size than those still in flight reuse the same
+        // hardware named barriers with another thread count: the block's threads must all
+        // be past the earlier ones first (V074; a packed 8 x 32 step followed by a packed
+        // 4 x 64 one faulted with CUDA_ERROR_ILLEGAL_INSTRUCTION without this barrier).
+        let sizes = rewrite::subtask_sizes(std::slice::from_ref(&stmt));
+        if !in_flight.is_empty() && !sizes.is_empty() && in_flight.union(&sizes).count() > 1 {
+            body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Workgroup)));
+            in_flight.clear();
+        }
+        in_flight.extend(sizes);
+        body.push(stmt);
         if let Some(sep) = spec.separations.get(i) {
-            match sep.kind {
-                DepKind::None | DepKind::Invocation => {}
-                DepKind::Workgroup => {
-                    body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Workgroup)))
-                }
+            let scope = match sep.kind {
+                DepKind::None | DepKind::Invocation => None,
+                DepKind::Workgroup => Some(BarrierScope::Workgroup),
                 // Dataflow: the cross-workgroup waits sit in the consumer tasks; the
                 // block-local dependences across this boundary still need the block's
                 // threads in step.
-                DepKind::Grid if layout.is_some() => {
-                    body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Workgroup)))
-                }
-                DepKind::Grid => body.push(rewrite::synth(StmtKind::Barrier(BarrierScope::Grid))),
+                DepKind::Grid if layout.is_some() => Some(BarrierScope::Workgroup),
+                DepKind::Grid => Some(BarrierScope::Grid),
+            };
+            if let Some(scope) = scope {
+                body.push(rewrite::synth(StmtKind::Barrier(scope)));
+                in_flight.clear();
             }
         }
     }

@@ -98,6 +98,36 @@ impl TimingStats {
     }
 }
 
+/// A run's launches told apart: the first is cold (it carries the module's first use and the
+/// first touch of its buffers, several times a warm launch for small kernels), the rest warm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ColdWarm {
+    /// The first launch (ms).
+    pub first_ms: f64,
+    /// The launches after it; `None` after a single launch (then only a cold figure exists).
+    pub warm: Option<TimingStats>,
+}
+
+impl ColdWarm {
+    /// Splits `samples` (ms, in launch order); `None` when there are none.
+    pub fn of(samples: &[f64]) -> Option<ColdWarm> {
+        let (first, rest) = samples.split_first()?;
+        Some(ColdWarm {
+            first_ms: *first,
+            warm: (!rest.is_empty()).then(|| TimingStats::of(rest)),
+        })
+    }
+
+    /// The samples a comparison should use: the warm ones, or the one cold one if that is
+    /// all there is.
+    pub fn comparable(samples: &[f64]) -> &[f64] {
+        match samples {
+            [_, rest @ ..] if !rest.is_empty() => rest,
+            all => all,
+        }
+    }
+}
+
 /// How one launch is made and waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LaunchMode {
@@ -780,6 +810,21 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_launch_is_cold_and_the_rest_are_warm() {
+        let c = ColdWarm::of(&[9.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!(c.first_ms, 9.0);
+        let w = c.warm.unwrap();
+        assert_eq!(
+            (w.count, w.min_ms, w.median_ms, w.max_ms),
+            (3, 1.0, 2.0, 3.0)
+        );
+        assert_eq!(ColdWarm::of(&[4.0]).unwrap().warm, None);
+        assert_eq!(ColdWarm::of(&[]), None);
+        assert_eq!(ColdWarm::comparable(&[9.0, 1.0, 3.0]), &[1.0, 3.0]);
+        assert_eq!(ColdWarm::comparable(&[9.0]), &[9.0]);
+    }
 
     #[test]
     fn timing_stats_median_and_extremes() {

@@ -355,7 +355,8 @@ fn offline_tune_rows(
     };
     let candidates = super::gpu::candidates(program, caps.max_threads_per_block);
     let device = format!("{} ({})", caps.name, caps.source);
-    let t = crate::harness::offline::tune_offline(program, &inputs, &candidates, caps, &device);
+    let t =
+        crate::harness::offline::tune_offline(program, &inputs, &candidates, caps, &device, None);
     let mut rows: Vec<TuneRow> = t
         .rows
         .iter()

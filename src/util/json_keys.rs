@@ -47,7 +47,7 @@ pub fn find_duplicate_key(text: &str) -> Option<DuplicateKey> {
     let found = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let seed = Node {
-        path: String::new(),
+        at: At::Root,
         found: &found,
     };
     if let Err(e) = seed.deserialize(&mut de) {
@@ -60,10 +60,34 @@ pub fn find_duplicate_key(text: &str) -> Option<DuplicateKey> {
     None
 }
 
-/// One JSON value at `path`; records the first duplicate in `found`.
+/// One JSON value at `at`; records the first duplicate in `found`.
 struct Node<'a> {
-    path: String,
+    at: At<'a>,
     found: &'a RefCell<Option<DuplicateKey>>,
+}
+
+/// Where a value sits, as links to its parent: the path text is built only for a duplicate,
+/// so a long array costs no string per element.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    /// The document.
+    Root,
+    /// Member `key` of the object at the parent.
+    Key(&'a At<'a>, &'a str),
+    /// Element `index` of the array at the parent.
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    /// `buffers[1].name`; a top-level key alone; empty for the document.
+    fn path(&self) -> String {
+        match self {
+            At::Root => String::new(),
+            At::Key(At::Root, key) => key.to_string(),
+            At::Key(parent, key) => format!("{}.{key}", parent.path()),
+            At::Index(parent, i) => format!("{}[{i}]", parent.path()),
+        }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Node<'_> {
@@ -100,7 +124,7 @@ impl<'de> Visitor<'de> for Node<'_> {
         let mut i = 0usize;
         while seq
             .next_element_seed(Node {
-                path: format!("{}[{i}]", self.path),
+                at: At::Index(&self.at, i),
                 found: self.found,
             })?
             .is_some()
@@ -112,24 +136,21 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            if !seen.insert(key.clone()) {
+            let at = At::Key(&self.at, &key);
+            if seen.contains(&key) {
                 *self.found.borrow_mut() = Some(DuplicateKey {
+                    path: at.path(),
                     key,
-                    path,
                     line: 0,
                     column: 0,
                 });
                 return Err(de::Error::custom("duplicate key"));
             }
             map.next_value_seed(Node {
-                path,
+                at,
                 found: self.found,
             })?;
+            seen.insert(key);
         }
         Ok(())
     }

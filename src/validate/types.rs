@@ -14,8 +14,8 @@
 use crate::diagnostic::Severity;
 use crate::ir::parse::is_ident;
 use crate::ir::{
-    Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, Literal, Program, ReduceOp, Scalar,
-    ScalarType, Stmt, StmtKind, UnOp,
+    Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, FloatLit, Literal, Program, ReduceOp,
+    Scalar, ScalarType, Stmt, StmtKind, UnOp,
 };
 
 use super::limits::expr_children;
@@ -308,7 +308,7 @@ impl<'a> Checker<'a, '_> {
         code: &'static str,
         what: &str,
     ) {
-        if let Expr::Lit(Literal::Float(f)) = o {
+        if let Expr::Lit(Literal::Float(FloatLit { value: f, .. })) = o {
             self.err(
                 "V042",
                 format!("bare literal {f:?} is fractional but {what} is {want}; there are no implicit conversions"),
@@ -352,8 +352,8 @@ impl<'a> Checker<'a, '_> {
                 format!("bare integer {v} is used as bool"),
                 "write true or false",
             ),
-            Literal::Float(f)
-                if t == ScalarType::F32 && f.is_finite() && (f as f32).is_infinite() =>
+            Literal::Float(FloatLit { value: f, f32 })
+                if t == ScalarType::F32 && f.is_finite() && f32.is_infinite() =>
             {
                 self.err(
                     "V043",
@@ -561,7 +561,7 @@ impl<'a> Checker<'a, '_> {
         if let Some(i) = types.iter().position(|&t| t != first) {
             let other = types[i];
             let bare = operands.iter().find_map(|(o, _)| match o {
-                Expr::Lit(Literal::Float(f)) => Some(*f),
+                Expr::Lit(Literal::Float(f)) => Some(f.value),
                 _ => None,
             });
             match bare {

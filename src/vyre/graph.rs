@@ -20,6 +20,7 @@ use std::path::Path;
 use vyre_foundation::ir::{ProgramGraph, ShapeDim, ValueLifetime};
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::ir::foreign::GraphBindings;
 use crate::ir::{Fill, InputSource, InputSpec, NodeId, ParseError, Pipeline, PipelineBuffer, Step};
 use crate::util::HasFix;
 
@@ -74,10 +75,39 @@ pub fn decode_graph(path: &Path, bytes: &[u8]) -> Result<ProgramGraph, ParseErro
     })
 }
 
-/// Converts `graph` into a pipeline named `name` (made an identifier).
+/// Converts `graph` into a pipeline named `name` (made an identifier), its symbolic
+/// dimensions bound by this process's `--bind` values
+/// ([`crate::ir::foreign::graph_bindings`]).
 pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
+    import_graph_bound(graph, name, crate::ir::foreign::graph_bindings())
+}
+
+/// The symbolic dimensions of `graph`'s values that `bindings` leaves unbound, each once,
+/// sorted.
+pub fn unbound_symbols(graph: &ProgramGraph, bindings: &GraphBindings) -> Vec<String> {
+    let mut out: Vec<String> = graph
+        .values()
+        .iter()
+        .flat_map(|v| v.contract.shape.iter())
+        .filter_map(|d| match d {
+            ShapeDim::Symbol(s) if !bindings.contains_key(s.as_str()) => Some(s.to_string()),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// [`import_graph`] with the symbol values `bindings`.
+pub fn import_graph_bound(
+    graph: &ProgramGraph,
+    name: &str,
+    bindings: &GraphBindings,
+) -> ImportedGraph {
     let mut diagnostics = Vec::new();
     let values = graph.values();
+    let unbound = unbound_symbols(graph, bindings);
     // Buffer of each value (by value id): a retained successor shares its prior's.
     let mut buffer_of: Vec<usize> = Vec::with_capacity(values.len());
     let mut buffers: Vec<PipelineBuffer> = Vec::new();
@@ -114,19 +144,30 @@ pub fn import_graph(graph: &ProgramGraph, name: &str) -> ImportedGraph {
         for d in &v.contract.shape {
             match d {
                 ShapeDim::Known(n) => len = len.saturating_mul(*n),
-                ShapeDim::Symbol(s) => {
-                    diagnostics.push(Diagnostic::error(
-                        "VY021",
-                        None,
-                        format!(
-                            "{at}: dimension `{s}` is a configuration symbol; a pipeline buffer \
-                             has a fixed length"
-                        ),
-                        "bind the symbol in vyre (a graph with known dimensions) before writing \
-                         the graph",
-                    ));
-                    len = len.saturating_mul(DEFAULT_RUNTIME_LEN);
-                }
+                ShapeDim::Symbol(s) => match bindings.get(s.as_str()) {
+                    Some(&n) => len = len.saturating_mul(n),
+                    None => {
+                        diagnostics.push(Diagnostic::error(
+                            "VY021",
+                            None,
+                            format!(
+                                "{at}: dimension `{s}` is a configuration symbol with no value \
+                                 (unbound in this graph: {}); a pipeline buffer has a fixed \
+                                 length",
+                                unbound.join(", ")
+                            ),
+                            format!(
+                                "bind each symbol on the command line, e.g. {}",
+                                unbound
+                                    .iter()
+                                    .map(|u| format!("`--bind {u}=N`"))
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                            ),
+                        ));
+                        len = len.saturating_mul(DEFAULT_RUNTIME_LEN);
+                    }
+                },
             }
         }
         let fill = if v.producer.is_none() && v.contract.lifetime != ValueLifetime::Output {

@@ -334,7 +334,11 @@ pub fn compile_graph(
             (v.id, Digest(d))
         })
         .collect();
-    let mut facts = ExternalFacts::new(Digest([0; 32]), Default::default());
+    // The symbols the user bound (`--bind`), as vyre's planner needs them too.
+    let mut facts = ExternalFacts::new(
+        Digest([0; 32]),
+        crate::ir::foreign::graph_bindings().clone(),
+    );
     facts.constant_identities = constants;
     // The elapsed bound counts the same deterministic units as the work bound in 0.7.2; it
     // is set so that the work bound is the one that binds.

@@ -45,13 +45,27 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
         ),
     );
     script(&bin, "tmux", "exit 0");
+    // A stand-in test executable for the pass without ptxas and nvdisasm: it reports what it
+    // was given (the tool variables must be gone, skipping allowed) and one skip.
+    let exe = bin.join("suite-test-exe");
+    script(
+        &bin,
+        "suite-test-exe",
+        "echo \"tools: ${VYRESCOPE_PTXAS:-unset} ${VYRESCOPE_NVDISASM:-unset} allow=${VYRESCOPE_ALLOW_MISSING_TOOLS:-0}\"\n\
+         printf 'ptxas\\tsome check\\n' >> \"$VYRESCOPE_SKIP_LOG\"\n\
+         echo 'test result: ok. 5 passed; 0 failed; 0 ignored'",
+    );
     script(
         &bin,
         "cargo",
         &format!(
-            "echo 'test result: ok. 7 passed; 0 failed; 0 ignored'\n\
+            "case \"$*\" in\n\
+               *--message-format=json*) echo '{{\"profile\":{{\"test\":true}},\"executable\":\"{}\"}}'; exit 0 ;;\n\
+             esac\n\
+             echo 'test result: ok. 7 passed; 0 failed; 0 ignored'\n\
              echo 'test result: FAILED. 3 passed; 2 failed; 0 ignored'\n\
-             exit {cargo_exit}"
+             exit {cargo_exit}",
+            exe.display()
         ),
     );
     let out = Command::new("bash")
@@ -71,13 +85,25 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
 
 #[test]
 fn total_line_is_printed_when_tests_fail_and_the_exit_status_is_kept() {
-    // cargo runs three times (the default build, `--features vyre`, the capture crate); the
-    // total covers all three.
+    // cargo runs three times (the default build, `--features vyre`, the capture crate), then
+    // the built test executables once more without the tools; the total covers all four.
     let (code, text) = run_ci(101);
     assert_eq!(code, 101, "{text}");
-    assert!(text.contains("total: 30 passed, 6 failed"), "{text}");
+    assert!(text.contains("total: 35 passed, 6 failed"), "{text}");
     let (code, text) = run_ci(0);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("total: 30 passed, 6 failed"), "{text}");
+    assert!(text.contains("total: 35 passed, 6 failed"), "{text}");
     assert!(text.contains("cargo test failed") == (code != 0), "{text}");
+}
+
+#[test]
+fn the_suite_runs_once_more_without_ptxas_and_nvdisasm_and_counts_its_skips() {
+    let (_, text) = run_ci(0);
+    assert!(text.contains("tools: unset unset allow=1"), "{text}");
+    assert!(
+        text.contains(
+            "without ptxas and nvdisasm: 1 tool checks skipped (1 for ptxas, 0 for nvdisasm)"
+        ),
+        "{text}"
+    );
 }

@@ -553,6 +553,40 @@ fn mistyped_commands_and_no_terminal_are_clear_errors() {
         "{}",
         o.stderr
     );
+    // The hint stays when the options after the word are a subcommand's (`--json`) or ask
+    // for help: not clap's "unexpected argument" or the top-level help with exit 0.
+    let o = vy_in(t.path(), &["chek", "prog.json", "--json"]);
+    assert_eq!(o.code, 2, "{}{}", o.stdout, o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON error");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown command `chek`"),
+        "{v}"
+    );
+    assert!(
+        v["fix"].as_str().unwrap().contains("did you mean `check`?"),
+        "{v}"
+    );
+    for args in [
+        &["chek", "--help"][..],
+        &["ocupancy", "-h"],
+        &["chek", "prog.json", "--regs", "3"],
+    ] {
+        let o = vy_in(t.path(), args);
+        assert_eq!(o.code, 2, "{args:?}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr.contains("unknown command"),
+            "{args:?}: {}",
+            o.stderr
+        );
+        assert!(o.stderr.contains("did you mean"), "{args:?}: {}", o.stderr);
+        assert!(!o.stdout.contains("Usage"), "{args:?}: {}", o.stdout);
+    }
+    // A real file named like a command is still the inspector's.
+    let o = vy_in(&root(), &["fixtures/programs/vadd_f32.json", "--json"]);
+    assert!(!o.stderr.contains("unknown command"), "{}", o.stderr);
     assert!(
         !o.stdout.contains('\u{1b}'),
         "escapes on stdout: {:?}",
@@ -579,4 +613,39 @@ fn mistyped_commands_and_no_terminal_are_clear_errors() {
         "{}",
         o.stderr
     );
+}
+
+/// A headless replay of a named file that cannot be loaded shows the error screen and exits
+/// 1 with the load error, instead of 0 as if the replay had worked.
+#[test]
+fn a_headless_replay_of_a_file_that_does_not_load_fails() {
+    let t = tmp();
+    let bad = t.path().join("broken.json");
+    std::fs::write(&bad, "{\"format\": 1, \"name\": ").unwrap();
+    for (file, says) in [("nope.json", "nope.json"), ("broken.json", "broken.json")] {
+        let o = vy_in(t.path(), &["tui", file, "--keys", "", "--snapshot", "-"]);
+        assert_eq!(o.code, 1, "{file}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr.contains(says) && o.stderr.contains("Fix:"),
+            "{}",
+            o.stderr
+        );
+        assert!(!o.stdout.is_empty(), "the screen is still written");
+    }
+    let good = root().join("fixtures/programs/vadd_f32.json");
+    let o = vy_in(
+        t.path(),
+        &[
+            "tui",
+            good.to_str().unwrap(),
+            "--keys",
+            "",
+            "--snapshot",
+            "-",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // A folder's files are the inspector's list: a bad one there is shown, not an error.
+    let o = vy_in(t.path(), &["tui", ".", "--keys", "", "--snapshot", "-"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
 }

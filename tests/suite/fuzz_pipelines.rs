@@ -592,3 +592,44 @@ fn fuzz_pipelines_on_the_interpreter() {
         "only {packed_shared} packed steps with barriers or shared memory in {count} pipelines"
     );
 }
+
+/// The three pipelines whose fused kernels faulted on an H100 (`CUDA_ERROR_ILLEGAL_INSTRUCTION`,
+/// synccheck: "Divergent thread(s) in block"): packed steps of different sub-task sizes shared
+/// hardware named barriers with no block barrier between them. Fused as the fuzzer fused them
+/// (`--decide fuse`, the saved plan's groups), every kernel must now pass the validator (V074
+/// refuses the old shape, so before the fix these groups failed to fuse) and equal the steps
+/// run one by one on the interpreter.
+#[test]
+fn the_faulting_reproducers_fuse_validly_and_exactly() {
+    let caps = profiles::load("h100").unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/megakernel-faults");
+    for (name, sync) in [
+        ("seed-20261226-dataflow", SyncMode::Dataflow),
+        ("seed-20261450-dataflow", SyncMode::Dataflow),
+        ("seed-20261333-barrier", SyncMode::Barrier),
+    ] {
+        let p = load_pipeline(&dir.join(format!("{name}.pipeline.json"))).unwrap();
+        let saved: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{name}.plan.json"))).unwrap(),
+        )
+        .unwrap();
+        let plan =
+            fused_on_interpreter_in(&p, &caps, sync).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.steps.clone()).collect();
+        let want: Vec<Vec<usize>> = saved["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| serde_json::from_value(g["steps"].clone()).unwrap())
+            .collect();
+        assert_eq!(groups, want, "{name}: not the plan that faulted");
+        // The faulting kernel's packed steps of different sizes are now separated.
+        let prepared = prepare_pipeline(&p, &std::env::temp_dir()).expect("prepare");
+        let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+        for g in &plan.groups {
+            let k = fuse_group(&p, &shapes, &g.spec_for(sync)).expect("fuses");
+            let diags = vyrescope::validate::validate(&k.program);
+            assert!(!diags.iter().any(|d| d.code == "V074"), "{name}: {diags:?}");
+        }
+    }
+}

@@ -133,17 +133,40 @@ fn text_has_a_gutter_of_ptx_line_and_node() {
 
 #[test]
 fn a_missing_tool_is_one_line_with_a_fix_and_emit_still_works() {
+    // Independent of the tools this machine has: PATH holds nothing, the tool under test
+    // points nowhere, and the other one is a stand-in file (the lookup only asks that it
+    // exists; `sass` looks both up before running either). So the error names the tool under
+    // test whether or not ptxas and nvdisasm are installed here.
     let tmp = tempfile::tempdir().unwrap();
     let nowhere = tmp.path().join("none");
-    for (var, tool, script) in [
-        ("VYRESCOPE_NVDISASM", "nvdisasm", "install-nvdisasm.sh"),
-        ("VYRESCOPE_PTXAS", "ptxas", "install-ptxas.sh"),
+    let stand_in = tmp.path().join("stand-in");
+    std::fs::create_dir(&stand_in).unwrap();
+    let fake_ptxas = stand_in.join("ptxas");
+    let fake_nvdisasm = stand_in.join("nvdisasm-elsewhere");
+    std::fs::write(&fake_ptxas, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::write(&fake_nvdisasm, "#!/bin/sh\nexit 1\n").unwrap();
+    for (var, tool, script, other_var, other) in [
+        (
+            "VYRESCOPE_NVDISASM",
+            "nvdisasm",
+            "install-nvdisasm.sh",
+            "VYRESCOPE_PTXAS",
+            &fake_ptxas,
+        ),
+        (
+            "VYRESCOPE_PTXAS",
+            "ptxas",
+            "install-ptxas.sh",
+            "VYRESCOPE_NVDISASM",
+            &fake_nvdisasm,
+        ),
     ] {
         let out = bin()
             .arg("sass")
             .arg(fixture("vadd_f32"))
             .env(var, &nowhere)
-            .env("PATH", tmp.path())
+            .env(other_var, other)
+            .env("PATH", &nowhere)
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(1));

@@ -5,7 +5,8 @@ use proptest::prelude::*;
 use vyrescope::diagnostics::Severity;
 use vyrescope::gen::{mutate, valid_program, wild_program, Config};
 use vyrescope::ir::{
-    parse_program, Axis, BarrierScope, BinOp, Builtin, Expr, Literal, Program, Stmt, StmtKind, UnOp,
+    parse_program, Axis, BarrierScope, BinOp, Builtin, Expr, FloatLit, Literal, Program, Stmt,
+    StmtKind, UnOp,
 };
 use vyrescope::validate::{is_valid, validate, MAX_EXPR_DEPTH, MAX_NODES, MAX_STMT_DEPTH};
 
@@ -192,7 +193,7 @@ fn very_deep_statements_are_rejected_without_recursion() {
 
 #[test]
 fn very_deep_expressions_are_rejected_without_recursion() {
-    let mut e = Expr::Lit(Literal::Float(1.0));
+    let mut e = Expr::Lit(Literal::Float(FloatLit::exact(1.0)));
     for _ in 0..50_000 {
         e = Expr::Unary(UnOp::Neg, Box::new(e));
     }

@@ -655,6 +655,134 @@ fn what_has_no_equivalent_names_the_node_or_value_and_has_a_fix() {
     assert_eq!(got.errors().next().map(|d| d.code), Some("VY023"));
 }
 
+/// x[items] -> `double` -> out[items]: a graph whose length is a configuration symbol.
+fn symbolic_chain() -> ProgramGraph {
+    let mut g = ProgramGraph::new();
+    let sym = |c: ValueContract| ValueContract {
+        shape: vec![ShapeDim::Symbol("items".into())],
+        ..c
+    };
+    let x = g.add_external_value("x", sym(read(N))).unwrap();
+    g.add_node(
+        "double",
+        VP::wrapped(
+            // vyre's wire format needs a positive count on a live-out buffer; the graph's
+            // values stay symbolic.
+            vec![
+                VB::read("src", 0, DT::U32),
+                VB::output("dst", 1, DT::U32).with_count(N),
+            ],
+            [64, 1, 1],
+            vec![
+                N::let_bind("i", E::gid_x()),
+                N::if_then(
+                    E::lt(E::var("i"), E::buf_len("dst")),
+                    vec![N::store(
+                        "dst",
+                        E::var("i"),
+                        E::mul(E::load("src", E::var("i")), E::u32(2)),
+                    )],
+                ),
+            ],
+        ),
+        vec![port("src", x, sym(read(N)))],
+        vec![out_port("dst", "out", sym(result(N)))],
+    )
+    .unwrap();
+    g
+}
+
+#[test]
+fn bind_gives_symbolic_dimensions_their_length_in_every_command() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("sym.vgr");
+    std::fs::write(&path, symbolic_chain().to_wire().unwrap()).unwrap();
+    let file = path.to_str().unwrap();
+    // Unbound: the error lists the symbols and shows the flag.
+    for cmd in [
+        &["plan", file][..],
+        &["run", file, "--backend", "reference"][..],
+    ] {
+        let (code, stdout, err) = cli_in(cmd, t.path());
+        assert_eq!(code, 1, "{cmd:?}: {stdout}{err}");
+        assert!(
+            err.contains("VY021") && err.contains("unbound in this graph: items"),
+            "{err}"
+        );
+        assert!(
+            err.contains("Fix:") && err.contains("--bind items=N"),
+            "{err}"
+        );
+    }
+    // Bound: each command opens it at that length.
+    let (code, stdout, err) = cli_in(&["plan", file, "--bind", "items=3000"], t.path());
+    assert_eq!(code, 0, "{stdout}{err}");
+    let (code, stdout, err) = cli_in(
+        &[
+            "run",
+            file,
+            "--backend",
+            "reference",
+            "--json",
+            "--bind",
+            "items=3000",
+        ],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{stdout}{err}");
+    let out = t.path().join("out");
+    let (code, _, err) = cli_in(
+        &[
+            "import",
+            file,
+            "--bind",
+            "items=3000",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    vyrescope::vyre::install();
+    let written = vyrescope::ir::load_pipeline(&out.join("sym.pipeline.json")).unwrap();
+    let lens: Vec<Option<u64>> = written.buffers.iter().map(|b| b.contents.len).collect();
+    assert_eq!(lens, vec![Some(3000), Some(3000)], "{:?}", written.buffers);
+    // On the reference interpreter the bound graph computes out = 2x over all 3000.
+    let (init, done) = run(&written);
+    let x = u32s(&init, "x");
+    let got = u32s(&done, "out");
+    assert_eq!(got.len(), 3000);
+    assert!(x.iter().any(|&v| v != 0));
+    // The step dispatches over the bound length, not the Program's declared count.
+    assert!(x.iter().zip(&got).all(|(a, b)| a.wrapping_mul(2) == *b));
+    // The inspector takes it too, and bad values are usage errors.
+    let (code, stdout, err) = cli_in(
+        &[
+            "tui",
+            file,
+            "--bind",
+            "items=3000",
+            "--keys",
+            "q",
+            "--snapshot",
+            "-",
+        ],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(stdout.contains("double"), "{stdout}");
+    for bad in ["items", "items=0", "=5", "items=x", "items=99999999999"] {
+        let (code, _, err) = cli_in(&["plan", file, "--bind", bad], t.path());
+        assert_eq!(code, 2, "{bad}: {err}");
+    }
+    let (code, _, err) = cli_in(
+        &["plan", file, "--bind", "items=4", "--bind", "items=5"],
+        t.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("given twice"), "{err}");
+}
+
 #[test]
 fn hostile_graph_bytes_give_errors_with_a_fix() {
     vyrescope::vyre::install();

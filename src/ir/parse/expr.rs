@@ -38,7 +38,7 @@ impl<'de> Visitor<'de> for ExprVisitor {
         Ok(Expr::Lit(Literal::Int(v as i128)))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Expr, E> {
-        Ok(Expr::Lit(Literal::Float(v)))
+        Ok(Expr::Lit(Literal::Float(f32_text::float_lit(v)?)))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Expr, E> {
         if !is_ident(v) {
@@ -263,7 +263,7 @@ impl<'de> Visitor<'de> for TypedLit {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
         match self.0 {
             ScalarType::F32 => {
-                let f = v as f32;
+                let f = f32_text::nearest_f32(v)?;
                 if f.is_infinite() && v.is_finite() {
                     return Err(err(
                         format!("{v} does not fit f32"),

@@ -105,7 +105,7 @@ pub(crate) struct InputFields {
     fill: Option<String>,
     seed: Option<u64>,
     range: Option<(f64, f64)>,
-    data: Option<Vec<Literal>>,
+    data: Option<DataArray>,
     file: Option<String>,
 }
 
@@ -130,14 +130,7 @@ impl InputFields {
                 }
                 self.range = Some((r[0], r[1]));
             }
-            "data" => {
-                self.data = Some(
-                    map.next_value::<Vec<DataElem>>()?
-                        .into_iter()
-                        .map(|e| e.0)
-                        .collect(),
-                )
-            }
+            "data" => self.data = Some(map.next_value::<RawData>()?.0),
             "file" => self.file = Some(map.next_value::<String>()?),
             _ => return Ok(false),
         }
@@ -193,6 +186,40 @@ impl InputFields {
     }
 }
 
+/// A `data` array, each element stored compactly as it is read (see [`DataArray`]): memory
+/// grows with the elements' encoding, never with a parsed JSON tree, and running out of it is
+/// an error, not an abort.
+struct RawData(DataArray);
+
+impl<'de> Deserialize<'de> for RawData {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DataArray;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of numbers")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<DataArray, A::Error> {
+                let mut data = crate::ir::data::DataBuilder::default();
+                while let Some(DataElem(l)) = seq.next_element()? {
+                    data.try_push(l).map_err(|e| {
+                        err::<A::Error>(
+                            format!(
+                                "out of memory after {} data elements ({} bytes held): {e}",
+                                data.len(),
+                                data.encoded_bytes()
+                            ),
+                            "move large input data to a raw binary file and name it with \"file\" instead of \"data\"",
+                        )
+                    })?;
+                }
+                Ok(data.finish())
+            }
+        }
+        d.deserialize_seq(V).map(RawData)
+    }
+}
+
 /// One element of a `data` array: a number, true/false, a typed literal, or one of the
 /// strings `"inf"`, `"-inf"`, `"nan"` (float buffers only; the conversion to the buffer's type refuses them
 /// for integer buffers, where the type is known).
@@ -216,13 +243,13 @@ impl<'de> Deserialize<'de> for DataElem {
                 Ok(Literal::Int(v as i128))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Literal, E> {
-                Ok(Literal::Float(v))
+                Ok(Literal::Float(f32_text::float_lit(v)?))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Literal, E> {
                 match v {
-                    "inf" => Ok(Literal::Float(f64::INFINITY)),
-                    "-inf" => Ok(Literal::Float(f64::NEG_INFINITY)),
-                    "nan" => Ok(Literal::Float(f64::NAN)),
+                    "inf" => Ok(Literal::Float(FloatLit::exact(f64::INFINITY))),
+                    "-inf" => Ok(Literal::Float(FloatLit::exact(f64::NEG_INFINITY))),
+                    "nan" => Ok(Literal::Float(FloatLit::exact(f64::NAN))),
                     _ => Err(err(
                         format!("`{v}` is not a data element"),
                         "write plain numbers, e.g. [1, 2.5, -3]; float buffers also take \"inf\", \"-inf\", \"nan\"",

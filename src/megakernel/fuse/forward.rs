@@ -230,7 +230,7 @@ impl Walker<'_> {
         let k = match e {
             Expr::Lit(l) => match l {
                 Literal::Int(v) => v.to_string(),
-                Literal::Float(f) => format!("F{:x}", f.to_bits()),
+                Literal::Float(f) => format!("F{:x}_{:x}", f.value.to_bits(), f.f32.to_bits()),
                 Literal::Typed(s) => match *s {
                     Scalar::U32(v) => v.to_string(),
                     Scalar::I32(v) => v.to_string(),

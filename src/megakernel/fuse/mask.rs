@@ -3,7 +3,7 @@
 
 use crate::ir::{Axis, BarrierScope, BinOp, Builtin, Expr, Stmt, StmtKind};
 
-use super::rewrite::{bin, children_mut, find_barrier, if_, u32_lit};
+use super::rewrite::{bin, children_mut, find_barrier, if_, subtask_sizes, u32_lit};
 
 /// The index a masked thread stores to: outside every buffer (buffers hold fewer than 2^32
 /// elements), so the store or atomic does nothing.
@@ -53,27 +53,11 @@ fn subtask_unit(list: &[Stmt]) -> Option<u32> {
             gcd(b, a % b)
         }
     }
-    fn walk(list: &[Stmt], acc: &mut Option<u64>) {
-        for s in list {
-            match &s.kind {
-                StmtKind::Barrier(BarrierScope::Subtask { threads }) => {
-                    let t = u64::from(*threads).max(1);
-                    *acc = Some(acc.map_or(t, |a| a / gcd(a, t) * t));
-                }
-                StmtKind::If {
-                    then, otherwise, ..
-                } => {
-                    walk(then, acc);
-                    walk(otherwise, acc);
-                }
-                StmtKind::Loop { body, .. } | StmtKind::Block(body) => walk(body, acc),
-                _ => {}
-            }
-        }
-    }
-    let mut acc = None;
-    walk(list, &mut acc);
-    acc.and_then(|a| u32::try_from(a).ok())
+    subtask_sizes(list)
+        .into_iter()
+        .map(|t| u64::from(t).max(1))
+        .reduce(|a, t| a / gcd(a, t) * t)
+        .and_then(|a| u32::try_from(a).ok())
 }
 
 /// Sends every store and atomic of the masked threads out of range.

@@ -222,6 +222,30 @@ pub(super) fn find_barrier(list: &[Stmt], scope: BarrierScope) -> Option<&NodeId
     })
 }
 
+/// The thread counts of the sub-task barriers in `list` (each size once, ascending).
+pub(super) fn subtask_sizes(list: &[Stmt]) -> std::collections::BTreeSet<u32> {
+    fn walk(list: &[Stmt], out: &mut std::collections::BTreeSet<u32>) {
+        for s in list {
+            match &s.kind {
+                StmtKind::Barrier(BarrierScope::Subtask { threads }) => {
+                    out.insert(*threads);
+                }
+                StmtKind::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, out);
+                    walk(otherwise, out);
+                }
+                StmtKind::Loop { body, .. } | StmtKind::Block(body) => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(list, &mut out);
+    out
+}
+
 /// Rewrites every `return` in `list` into `assign alive = false` and guards what could run
 /// after it with `if alive`, so the invocation skips the rest of its step but still reaches
 /// the separations (barriers) and the later steps of the fused Program.

@@ -1,5 +1,10 @@
 //! `--candidates` parsing: `32..1024` (every multiple of 32 in the range, inclusive),
-//! `64,128,256`, or a mix (`32..128,512`); `x` sizes, or `16x16` for 2-D workgroups.
+//! `64,128,256`, or a mix (`32..128,512`); `x` sizes, or `16x16` for 2-D workgroups. A size
+//! above what a CUDA workgroup (block) may have, 1024 threads and 1024 x 1024 x 64, is refused
+//! here, as `0` is: it could never launch, and a range like `32..100000` would otherwise sweep
+//! thousands of sizes.
+
+use crate::shape::{MAX_WORKGROUP_DIMS, MAX_WORKGROUP_THREADS};
 
 /// A malformed candidate list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -10,8 +15,9 @@ pub struct CandidateError {
     pub reason: String,
 }
 
-/// Parses a candidate list into workgroup sizes (deduplicated, in first-seen order); sizes
-/// above `max_threads` threads are kept (the tuner reports why they cannot launch).
+/// Parses a candidate list into workgroup sizes (deduplicated, in first-seen order). Sizes
+/// above the CUDA workgroup limits are refused; sizes within them that a device still cannot
+/// launch (registers, shared memory) are kept, and the tuner says why.
 pub fn parse_candidates(text: &str) -> Result<Vec<[u32; 3]>, CandidateError> {
     let err = |reason: String| CandidateError {
         text: text.to_string(),
@@ -28,6 +34,24 @@ pub fn parse_candidates(text: &str) -> Result<Vec<[u32; 3]>, CandidateError> {
                     Ok(v)
                 }
             })
+    };
+    let too_big = |w: [u32; 3], part: &str| -> Result<(), CandidateError> {
+        let threads = w.iter().map(|&d| u64::from(d)).product::<u64>();
+        let axis = (0..3).find(|&a| w[a] > MAX_WORKGROUP_DIMS[a]);
+        if threads > MAX_WORKGROUP_THREADS {
+            return Err(err(format!(
+                "`{part}` reaches {threads} threads per workgroup, above the {MAX_WORKGROUP_THREADS} a CUDA workgroup (block) may have"
+            )));
+        }
+        if let Some(a) = axis {
+            return Err(err(format!(
+                "`{part}` has {} threads along {}, above the {} a CUDA workgroup may have there",
+                w[a],
+                ["x", "y", "z"][a],
+                MAX_WORKGROUP_DIMS[a]
+            )));
+        }
+        Ok(())
     };
     let mut out: Vec<[u32; 3]> = Vec::new();
     let mut push = |w: [u32; 3]| {
@@ -49,6 +73,7 @@ pub fn parse_candidates(text: &str) -> Result<Vec<[u32; 3]>, CandidateError> {
             if first > hi {
                 return Err(err(format!("range `{part}` holds no multiple of 32")));
             }
+            too_big([hi, 1, 1], part)?;
             let mut x = first;
             while x <= hi {
                 push([x, 1, 1]);
@@ -63,9 +88,12 @@ pub fn parse_candidates(text: &str) -> Result<Vec<[u32; 3]>, CandidateError> {
             for (slot, d) in w.iter_mut().zip(&dims) {
                 *slot = num(d)?;
             }
+            too_big(w, part)?;
             push(w);
         } else {
-            push([num(part)?, 1, 1]);
+            let w = [num(part)?, 1, 1];
+            too_big(w, part)?;
+            push(w);
         }
     }
     Ok(out)
@@ -77,7 +105,9 @@ impl crate::util::HasFix for CandidateError {
     }
 
     fn fix(&self) -> String {
-        "write a range of multiples of 32 like `32..1024`, a list like `64,128,256`, or 2-D sizes like `16x16`".to_string()
+        format!(
+            "write sizes of 1 to {MAX_WORKGROUP_THREADS} threads: a range of multiples of 32 like `32..1024`, a list like `64,128,256`, or 2-D sizes like `16x16`"
+        )
     }
 }
 
@@ -105,5 +135,26 @@ mod tests {
             let e = parse_candidates(bad).unwrap_err().to_string();
             assert!(e.contains("Fix:"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn sizes_above_the_workgroup_limit_are_refused_when_parsed() {
+        let start = std::time::Instant::now();
+        for (bad, says) in [
+            ("32..100000", "100000 threads"),
+            ("1..4294967295", "4294967295 threads"),
+            ("64,1056", "1056 threads"),
+            ("64x32", "2048 threads"),
+            ("1x1x128", "128 threads along z"),
+            ("1x2048", "2048 threads"),
+        ] {
+            let e = parse_candidates(bad).expect_err(bad).to_string();
+            assert!(e.contains(says) && e.contains("1024"), "{bad}: {e}");
+            assert!(e.contains("Fix:") && e.contains("32..1024"), "{bad}: {e}");
+        }
+        // Refused at once, not after expanding a range of 134 million sizes.
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(parse_candidates("1000..1024").unwrap(), vec![[1024, 1, 1]]);
+        assert_eq!(parse_candidates("32x32,1x1x64").unwrap().len(), 2);
     }
 }

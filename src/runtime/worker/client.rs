@@ -509,8 +509,12 @@ impl GpuWorker {
         let mut cmd = Command::new(&exe);
         cmd.arg("gpu-worker")
             .arg("--gpu")
-            .arg(self.device.to_string())
-            .stdin(Stdio::piped())
+            .arg(self.device.to_string());
+        // The worker opens pipeline files itself: it needs the same graph symbol values.
+        for (symbol, n) in crate::ir::foreign::graph_bindings() {
+            cmd.arg("--bind").arg(format!("{symbol}={n}"));
+        }
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // A worker busy in a kernel does not read its stdin, so it would not notice its
