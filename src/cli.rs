@@ -38,11 +38,12 @@ pub mod gpu_worker;
 pub mod import;
 pub mod import_graph;
 pub mod occupancy;
-pub mod occupancy_capture;
+pub mod occupancy_record;
 pub mod pipeline_kernels;
 pub mod plan;
 pub mod print;
 pub mod probe;
+pub mod replay;
 pub mod run;
 pub mod run_args;
 #[cfg(feature = "vyre")]
@@ -115,6 +116,9 @@ pub enum Command {
     Plan(plan::Args),
     /// Probe a CUDA device and print its capabilities.
     Probe(probe::Args),
+    /// Replay a capture of a vyre application's dispatches and compare every output
+    /// (feature `vyre`).
+    Replay(replay::Args),
     /// Fault-recovery check with raw PTX (test-only).
     #[command(hide = true)]
     FaultTest(fault_test::Args),
@@ -122,9 +126,9 @@ pub enum Command {
     Selftest(selftest::Args),
     /// Time candidate workgroup sizes on the GPU.
     Tune(tune::Args),
-    /// Capture the driver's occupancy table (test-only).
+    /// Record the driver's occupancy table (test-only).
     #[command(hide = true)]
-    OccupancyCapture(occupancy_capture::Args),
+    OccupancyRecord(occupancy_record::Args),
     /// Benchmark an emitted kernel (test-only, used by benches/gpu).
     #[command(hide = true)]
     BenchKernel(bench_kernel::Args),
@@ -169,6 +173,7 @@ impl Command {
             Command::Occupancy(a) => a.json,
             Command::Plan(a) => a.json,
             Command::Probe(a) => a.json,
+            Command::Replay(a) => a.json,
             Command::Selftest(a) => a.json,
             Command::Tune(a) => a.json,
             Command::BenchKernel(a) => a.json,
@@ -237,10 +242,11 @@ pub fn main() -> i32 {
         Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Plan(a)) => plan::run(&a),
         Some(Command::Probe(a)) => probe::run(&a),
+        Some(Command::Replay(a)) => replay::run(&a),
         Some(Command::FaultTest(a)) => fault_test::run(&a),
         Some(Command::Selftest(a)) => selftest::run(&a),
         Some(Command::Tune(a)) => tune::run(&a),
-        Some(Command::OccupancyCapture(a)) => occupancy_capture::run(&a),
+        Some(Command::OccupancyRecord(a)) => occupancy_record::run(&a),
         Some(Command::BenchKernel(a)) => bench_kernel::run(&a),
         Some(Command::Tui(a)) => tui::run(&a),
         Some(Command::GpuWorker(a)) => gpu_worker::run(&a),

@@ -1,14 +1,16 @@
 //! Command harnesses: the GPU-side halves of the commands that orchestrate many runs
 //! (`selftest`, `selftest --fuzz`, `selftest --fuzz-pipelines`, `selftest --vyre`, `tune`,
-//! `bench-kernel`, `occupancy --capture`, timelines, pipeline runs), built on the runtime's
+//! `bench-kernel`, `occupancy-record`, timelines, pipeline runs), built on the runtime's
 //! API one layer down.
 //!
 //! - [`executor`]: the one Executor seam (reference interpreter, in-process CUDA, GPU
 //!   worker process) that `run` and the inspector dispatch through.
 //! - [`selftest`]: every fixture on the live GPU, the occupancy estimator against the driver,
-//!   the fault-recovery check; [`capture`]: the driver's occupancy table.
+//!   the fault-recovery check; [`occupancy_record`]: the driver's occupancy table.
 //! - [`fuzz`] and [`fuzz_pipelines`]: differential fuzzing of generated Programs and pipelines
 //!   against the reference interpreter.
+//! - [`replay`] (feature `vyre`): a capture of a vyre application's dispatches
+//!   (`vyrescope-capture`) replayed on a backend, each output compared byte for byte.
 //! - [`offline`]: tuning without a GPU (`tune --offline`): per candidate registers,
 //!   occupancy, instruction mix and result preservation, all labelled as estimates; and the
 //!   one place a kernel's resources come from without a GPU (`--regs`, ptxas, estimate).
@@ -37,14 +39,16 @@
 //! - Layer 8: above `runtime` (and everything below it), below `tui` and `cli`.
 
 pub mod bench;
-pub mod capture;
 pub mod executor;
 pub mod fuzz;
 pub mod fuzz_children;
 pub mod fuzz_pipelines;
+pub mod occupancy_record;
 pub mod offline;
 pub mod pipeline;
 pub mod preserve;
+#[cfg(feature = "vyre")]
+pub mod replay;
 pub mod selftest;
 pub mod timeline_run;
 pub mod tune;

@@ -17,6 +17,7 @@ pub mod graph;
 pub mod import;
 pub mod plan;
 pub mod ptx;
+pub mod replay;
 
 pub use export::{export, ExportError};
 pub use files::install;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::capture::dynamic_sizes;
+use super::occupancy_record::dynamic_sizes;
 use crate::occupancy::table::{compare_rows, TableRow};
 use crate::occupancy::DeviceCaps;
 use crate::runtime::execute::RunRequest;

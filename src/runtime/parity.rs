@@ -143,7 +143,7 @@ pub fn show(elem: ElemType, raw: u64) -> String {
 
 /// Distance between two elements in ulps (0 = equal, both NaN counts as equal); u64::MAX
 /// when one is NaN and the other is not. Non-float elements: 0 or u64::MAX.
-fn distance(elem: ElemType, a: u64, b: u64) -> u64 {
+pub fn distance(elem: ElemType, a: u64, b: u64) -> u64 {
     match elem {
         ElemType::F32 => {
             let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));

@@ -270,7 +270,10 @@ pub fn cuda_factory() -> Result<Box<dyn VyreBackend>, BackendError> {
             e.fix()
         ))
     })?;
-    Ok(Box::new(VyrescopeBackend::new(CUDA_ID, device)?))
+    // `VYRESCOPE_CAPTURE=DIR` records every call (docs/capture.md); unset, the backend as is.
+    Ok(vyrescope_capture::capture_from_env(Box::new(
+        VyrescopeBackend::new(CUDA_ID, device)?,
+    )))
 }
 
 inventory::submit! {

@@ -85,15 +85,14 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
 
 #[test]
 fn total_line_is_printed_when_tests_fail_and_the_exit_status_is_kept() {
-    // cargo runs twice (the default build, then `--features vyre`); the total covers both.
-    // cargo runs twice (the default build, then `--features vyre`), then the built test
-    // executables once more without the tools; the total covers all three.
+    // cargo runs three times (the default build, `--features vyre`, the capture crate), then
+    // the built test executables once more without the tools; the total covers all four.
     let (code, text) = run_ci(101);
     assert_eq!(code, 101, "{text}");
-    assert!(text.contains("total: 25 passed, 4 failed"), "{text}");
+    assert!(text.contains("total: 35 passed, 6 failed"), "{text}");
     let (code, text) = run_ci(0);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("total: 25 passed, 4 failed"), "{text}");
+    assert!(text.contains("total: 35 passed, 6 failed"), "{text}");
     assert!(text.contains("cargo test failed") == (code != 0), "{text}");
 }
 

@@ -45,7 +45,7 @@ fn claimed_record_file(units: usize, workgroups: u32) -> String {
     };
     let units: Vec<String> = (0..units).map(unit).collect();
     format!(
-        r#"{{"format": "vyrescope-timeline", "version": 1, "source": "x", "forms": [{{"form": "", "launches": [{{"kernel": "k", "spec": {{"units": [{}], "slots_per_block": 1}}, "grid": [1, 1, 1], "records": [{{"block": 0, "unit": 0, "workgroup": 0, "sm": 0, "seq": 0, "start_ns": 1, "end_ns": 2}}]}}]}}]}}"#,
+        r#"{{"format": "vyrescope-timeline", "version": 1, "source": "fixtures/programs/atomics_mixed.json", "forms": [{{"form": "", "launches": [{{"kernel": "k", "spec": {{"units": [{}], "slots_per_block": 1}}, "grid": [1, 1, 1], "records": [{{"block": 0, "unit": 0, "workgroup": 0, "sm": 0, "seq": 0, "start_ns": 1, "end_ns": 2}}]}}]}}]}}"#,
         units.join(", ")
     )
 }

@@ -53,6 +53,8 @@ mod pipeline_parse;
 mod pipeline_run;
 mod ptxas;
 mod reg_estimate;
+#[cfg(feature = "vyre")]
+mod replay;
 mod runtime_without_gpu;
 mod sass_cli;
 mod sass_control;

@@ -13,7 +13,7 @@ fn estimator_matches_every_h200_driver_row() {
     // The capture is committed: its absence is a failure, never a silent skip.
     assert!(
         csv.exists(),
-        "{} is missing: run `vyrescope occupancy-capture --out fixtures/devices/h200-occupancy.csv` on an H200 and commit it",
+        "{} is missing: run `vyrescope occupancy-record --out fixtures/devices/h200-occupancy.csv` on an H200 and commit it",
         csv.display()
     );
     let caps = profiles::load(root.join("fixtures/devices/h200.json").to_str().unwrap()).unwrap();

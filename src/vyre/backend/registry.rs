@@ -79,10 +79,10 @@ pub const fn registration(
 
 /// Builds `vyrescope-reference`.
 pub fn reference_factory() -> Result<Box<dyn VyreBackend>, BackendError> {
-    Ok(Box::new(VyrescopeBackend::new(
-        REFERENCE_ID,
-        ReferenceDevice::default(),
-    )?))
+    // `VYRESCOPE_CAPTURE=DIR` records every call (docs/capture.md); unset, the backend as is.
+    Ok(vyrescope_capture::capture_from_env(Box::new(
+        VyrescopeBackend::new(REFERENCE_ID, ReferenceDevice::default())?,
+    )))
 }
 
 inventory::submit! {

@@ -1,13 +1,13 @@
-//! `vyrescope occupancy-capture --out FILE` (hidden): JIT kernels of many register counts and
+//! `vyrescope occupancy-record --out FILE` (hidden): JIT kernels of many register counts and
 //! static shared sizes and record the driver's blocks per SM as CSV (the committed
 //! `fixtures/devices/h200-occupancy.csv` the estimator is tested against).
 
 use std::path::PathBuf;
 
-use crate::harness::capture::to_csv;
+use crate::harness::occupancy_record::to_csv;
 use crate::util::Problem;
 
-/// Capture the driver's occupancy answers for many kernels into a CSV table.
+/// Record the driver's occupancy answers for many kernels into a CSV table.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Output CSV file.
@@ -26,10 +26,10 @@ const REG_CAPS: [u32; 22] = [
 /// Static shared sizes (bytes).
 const STATIC_SMEM: [u32; 3] = [0, 4096, 20000];
 
-/// Runs `occupancy-capture`.
+/// Runs `occupancy-record`.
 pub fn run(a: &Args) -> super::Outcome {
     let mut rt = a.gpu.open()?;
-    let rows = rt.capture_occupancy(&REG_CAPS, &STATIC_SMEM)?;
+    let rows = rt.record_occupancy(&REG_CAPS, &STATIC_SMEM)?;
     let csv = to_csv(&rows);
     if let Err(e) = crate::util::write_atomic(&a.out, csv.as_bytes()) {
         return Err(Problem::new(

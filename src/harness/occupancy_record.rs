@@ -1,4 +1,4 @@
-//! Occupancy capture: kernels of many register counts and static shared sizes, asked of the
+//! Occupancy record: kernels of many register counts and static shared sizes, asked of the
 //! driver (`cuOccupancyMaxActiveBlocksPerMultiprocessor`) at every block size and several
 //! dynamic shared sizes; the table the estimator is tested against in CI.
 
@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::runtime::jit::JitOptions;
 use crate::runtime::{Result, Runtime};
 
-/// CSV header of the capture.
+/// CSV header of the occupancy record.
 pub const CSV_HEADER: &str =
     "regs_per_thread,block_size,dynamic_smem_bytes,static_smem_bytes,blocks_per_sm_driver";
 
@@ -28,7 +28,7 @@ pub struct OccupancyRow {
     pub blocks_per_sm_driver: u32,
 }
 
-/// Values kept live at once by the capture kernel: enough that any register cap up to 255
+/// Values kept live at once by the occupancy-record kernel: enough that any register cap up to 255
 /// is reached.
 const LIVE_VALUES: usize = 160;
 
@@ -88,7 +88,7 @@ impl Runtime {
     /// Captures the occupancy table: register caps `caps_regs`, static shared sizes
     /// `static_sizes`; every multiple-of-32 block size the kernel allows; dynamic shared
     /// sizes from 0 to what fits next to the static part.
-    pub fn capture_occupancy(
+    pub fn record_occupancy(
         &mut self,
         caps_regs: &[u32],
         static_sizes: &[u32],
@@ -177,7 +177,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn capture_kernel_is_well_formed() {
+    fn record_kernel_is_well_formed() {
         let p = register_hungry_ptx("vs_regs", 4096);
         assert!(p.contains(".shared .align 16 .b8 tile[4096];"));
         assert_eq!(p.matches("ld.volatile.global.u32").count(), LIVE_VALUES);

@@ -1,0 +1,198 @@
+//! Replaying the resident API's records: in call order, on a backend that has the resident
+//! API. Each captured handle gets a new one from the replaying backend's own allocation, every
+//! upload writes the recorded bytes, a resident dispatch runs on the mapped resources and is
+//! compared with its captured outputs, and every read is compared with the bytes the
+//! application read. Resident sequences are not replayed yet (listed as skipped).
+//!
+//! The records depend on each other, so they replay only as a whole capture (not with
+//! `--only`), and a resident record without data (past the limit) ends the resident replay:
+//! later reads could not be trusted.
+
+use std::collections::HashMap;
+
+use vyre_driver::backend::{Resource, VyreBackend};
+use vyrescope_capture::format::{BufferRef, CallResult, DataState, Event, Record, ResourceRef};
+use vyrescope_capture::Capture;
+
+use super::{failed, first_divergence, one_line, skipped, Divergence, RecordReplay, Verdict};
+use crate::vyre::replay::{decode, output_slots, OutputSlot};
+
+/// The resident replay's state: captured handle -> the replaying backend's resource.
+pub(super) struct Session<'a> {
+    backend: &'a dyn VyreBackend,
+    handles: HashMap<(u64, u64), Resource>,
+    /// Why resident records are not replayed, once that is so.
+    off: Option<String>,
+}
+
+/// What a resident record's replay gave.
+enum Ran {
+    /// It ran; nothing to compare (an allocation, upload, free).
+    Done,
+    /// It ran and its bytes were compared: the first divergence, if any.
+    Compared(Option<Divergence>),
+}
+
+impl<'a> Session<'a> {
+    /// A session on `backend`; `whole` is false under `--only`.
+    pub fn new(backend: &'a dyn VyreBackend, whole: bool) -> Self {
+        let off = if !whole {
+            Some("resident records replay only with the whole capture (run without --only)".into())
+        } else if !backend.supports_resident_dispatch() {
+            Some(format!(
+                "{} has no resident API; replay on a backend that has one",
+                backend.id()
+            ))
+        } else {
+            None
+        };
+        Session {
+            backend,
+            handles: HashMap::new(),
+            off,
+        }
+    }
+
+    /// Replays one resident record (allocate, upload, download, free, resident dispatch).
+    pub fn replay(&mut self, cap: &Capture, rec: &Record, mut row: RecordReplay) -> RecordReplay {
+        if let Some(why) = &self.off {
+            return skipped(row, why.clone());
+        }
+        if let CallResult::Error { code, message } = &rec.result {
+            return skipped(
+                row,
+                format!("the captured call failed ({code}): {}", one_line(message)),
+            );
+        }
+        if rec.data != DataState::Full {
+            self.off = Some(format!(
+                "record {} carries no data, so later resident records cannot replay (Fix: record again with a larger VYRESCOPE_CAPTURE_LIMIT)",
+                rec.index
+            ));
+            return skipped(row, self.off.clone().unwrap_or_default());
+        }
+        row.replayed_on = Some(self.backend.id().to_string());
+        match self.run(cap, rec) {
+            Ok(Ran::Done) => {
+                row.verdict = Verdict::Replayed;
+                row
+            }
+            Ok(Ran::Compared(None)) => {
+                row.verdict = Verdict::Verified;
+                row
+            }
+            Ok(Ran::Compared(Some(d))) => {
+                row.verdict = Verdict::Diverged;
+                row.divergence = Some(d);
+                row
+            }
+            Err(e) => failed(row, e),
+        }
+    }
+
+    fn resource(&self, cap: &Capture, r: &ResourceRef<BufferRef>) -> Result<Resource, String> {
+        match r {
+            ResourceRef::Resident { handle, owner } => {
+                self.handles.get(&(*owner, *handle)).cloned().ok_or_else(|| {
+                    format!("resident handle {handle} of instance {owner} was not allocated earlier in the capture")
+                })
+            }
+            ResourceRef::Borrowed { data } => cap
+                .blob(data)
+                .map(Resource::Borrowed)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    fn run(&mut self, cap: &Capture, rec: &Record) -> Result<Ran, String> {
+        let b = self.backend;
+        let id = b.id();
+        match &rec.event {
+            Event::Allocate { byte_len, resource } => {
+                let len = usize::try_from(*byte_len).map_err(|e| e.to_string())?;
+                let res = b
+                    .allocate_resident(len)
+                    .map_err(|e| format!("{id} failed: {e}"))?;
+                if let Some(ResourceRef::Resident { handle, owner }) = resource {
+                    self.handles.insert((*owner, *handle), res);
+                }
+                Ok(Ran::Done)
+            }
+            Event::Upload { writes } => {
+                for w in writes {
+                    let res = self.resource(cap, &w.resource)?;
+                    let bytes = cap.blob(&w.data).map_err(|e| e.to_string())?;
+                    let offset = usize::try_from(w.offset).map_err(|e| e.to_string())?;
+                    let r = if offset == 0 && !rec.call.contains("_at") {
+                        b.upload_resident(&res, &bytes)
+                    } else {
+                        b.upload_resident_at(&res, offset, &bytes)
+                    };
+                    r.map_err(|e| format!("{id} failed: {e}"))?;
+                }
+                Ok(Ran::Done)
+            }
+            Event::Download { reads } => {
+                for (k, rd) in reads.iter().enumerate() {
+                    let res = self.resource(cap, &rd.resource)?;
+                    let offset = usize::try_from(rd.offset).map_err(|e| e.to_string())?;
+                    let got = match rd.len {
+                        Some(l) => {
+                            let l = usize::try_from(l).map_err(|e| e.to_string())?;
+                            b.download_resident_range(&res, offset, l)
+                        }
+                        None => b.download_resident(&res),
+                    }
+                    .map_err(|e| format!("{id} failed: {e}"))?;
+                    let Some(data) = &rd.data else { continue };
+                    let want = cap.blob(data).map_err(|e| e.to_string())?;
+                    let name = match rd.resource {
+                        ResourceRef::Resident { handle, .. } => {
+                            format!("read {k} (handle {handle})")
+                        }
+                        ResourceRef::Borrowed { .. } => format!("read {k}"),
+                    };
+                    let slot = [OutputSlot { name, elem: None }];
+                    if let Some(mut d) = first_divergence(&slot, &[want], &[got]) {
+                        d.output = k;
+                        return Ok(Ran::Compared(Some(d)));
+                    }
+                }
+                Ok(Ran::Compared(None))
+            }
+            Event::ResidentDispatch {
+                config, resources, ..
+            } => {
+                let loaded = cap.load(rec.index).map_err(|e| e.to_string())?;
+                let vp = decode(&loaded.program_wire)?;
+                let res = resources
+                    .iter()
+                    .map(|r| self.resource(cap, r))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let cfg = config.to_config()?;
+                let out = b
+                    .dispatch_resident_timed(&vp, &res, &cfg)
+                    .map_err(|e| format!("{id} failed: {e}"))?
+                    .outputs;
+                if out.is_empty() && loaded.outputs.is_empty() {
+                    return Ok(Ran::Done);
+                }
+                Ok(Ran::Compared(first_divergence(
+                    &output_slots(&vp),
+                    &loaded.outputs,
+                    &out,
+                )))
+            }
+            Event::Free { resource } => {
+                let res = self.resource(cap, resource)?;
+                if let ResourceRef::Resident { handle, owner } = resource {
+                    self.handles.remove(&(*owner, *handle));
+                }
+                b.free_resident(res)
+                    .map_err(|e| format!("{id} failed: {e}"))?;
+                Ok(Ran::Done)
+            }
+            _ => Err("not a resident record".into()),
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The vyre side of `vyrescope replay` (issue 46): backends a captured dispatch can be
+//! replayed on, and what a captured Program's outputs are.
+//!
+//! Replay dispatches through vyre's own backend trait (`vyre_driver::VyreBackend`), so any
+//! backend replays a capture: the harness (`harness::replay`) is handed one. `replay
+//! --backend reference` and `--backend cuda` acquire `vyrescope-reference` and
+//! `vyrescope-cuda` from vyre's registry (`super::backend`), with [`VyreReference`] (vyre's
+//! own reference interpreter, `vyre_reference`) as the fallback for a Program our import
+//! refuses; `--backend vyre-reference` replays on it alone.
+
+pub mod export;
+mod vyre_reference;
+
+pub use vyre_reference::VyreReference;
+
+use vyre_foundation::ir::{BufferAccess, Program as VyreProgram};
+
+use crate::ir::ElemType;
+
+/// One output of a vyre dispatch, in vyre's output order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputSlot {
+    /// The buffer's name.
+    pub name: String,
+    /// Its element type, when ours has it (otherwise compared byte by byte).
+    pub elem: Option<ElemType>,
+}
+
+/// The outputs a dispatch of `vp` returns, in order: the backend-allocated outputs and the
+/// `ReadWrite` buffers in declaration order (vyre-driver's and vyre-reference's order).
+pub fn output_slots(vp: &VyreProgram) -> Vec<OutputSlot> {
+    vp.buffers()
+        .iter()
+        .filter(|d| {
+            d.access() != BufferAccess::Workgroup
+                && (d.is_backend_allocated_output() || d.access() == BufferAccess::ReadWrite)
+        })
+        .map(|d| OutputSlot {
+            name: d.name().to_string(),
+            elem: super::import::elem_type(&d.element()),
+        })
+        .collect()
+}
+
+/// vyre's Program decoded from wire bytes (a panic in vyre's decoder is an error).
+pub fn decode(wire: &[u8]) -> Result<VyreProgram, String> {
+    match std::panic::catch_unwind(|| VyreProgram::from_wire(wire)) {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(e)) => Err(format!("vyre's decoder refused the Program: {e}")),
+        Err(_) => Err("vyre's decoder panicked".into()),
+    }
+}
+
+/// A short name for a captured Program: its op id, else the first buffer names.
+pub fn program_label(vp: &VyreProgram) -> String {
+    if let Some(id) = vp.entry_op_id() {
+        return id.to_string();
+    }
+    let names: Vec<&str> = vp.buffers().iter().take(3).map(|d| d.name()).collect();
+    format!("({})", names.join(", "))
+}
