@@ -26,6 +26,9 @@ pub fn run(a: &Args) -> super::Outcome {
     for d in &diags {
         errln!("{}", crate::util::terminal_safe(&d.to_string()));
     }
+    if let Some(note) = partial_grid_note(&program, a.grid, a.workgroup) {
+        errln!("{note}");
+    }
     if a.backend == Backend::Cuda {
         if a.wants_timeline() {
             return super::run_timeline::program(a, &program);
@@ -74,4 +77,24 @@ pub fn run(a: &Args) -> super::Outcome {
         out!("{}", report.to_text(&run.buffers));
     }
     Ok(0)
+}
+
+/// A note when `--grid` launches fewer invocations than the Program's `run.elements` asks
+/// for: the elements past them are never computed, which the outputs alone do not show.
+fn partial_grid_note(
+    program: &crate::ir::Program,
+    grid: Option<[u32; 3]>,
+    workgroup: Option<[u32; 3]>,
+) -> Option<String> {
+    let grid = grid?;
+    let elements = program.run.as_ref()?.elements?;
+    let wg = workgroup.unwrap_or(program.workgroup_size);
+    let product = |v: [u32; 3]| v.iter().map(|&x| u64::from(x)).product::<u64>();
+    let invocations = product(grid).saturating_mul(product(wg));
+    (invocations < elements).then(|| {
+        format!(
+            "note: --grid {},{},{} with workgroup {},{},{} launches {invocations} invocations; the Program's run.elements is {elements}, so elements from {invocations} on are not computed (leave --grid out to cover them all)",
+            grid[0], grid[1], grid[2], wg[0], wg[1], wg[2]
+        )
+    })
 }

@@ -125,3 +125,39 @@ fn bad_overrides_are_errors() {
     assert_ne!(code, 0);
     assert!(err.contains("1024") && err.contains("Fix:"), "{err}");
 }
+
+#[test]
+fn a_grid_that_covers_part_of_the_elements_says_so() {
+    let f = fixture("fixtures/programs/vadd_f32.json");
+    let f = f.to_str().unwrap();
+    let (code, _, err) = vyrescope(&[
+        "run",
+        f,
+        "--backend",
+        "reference",
+        "--grid",
+        "8,1,1",
+        "--workgroup",
+        "128,1,1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("launches 1024 invocations")
+            && err.contains("run.elements is 1048576")
+            && err.contains("leave --grid out"),
+        "{err}"
+    );
+    // A grid that covers them all, or no --grid, says nothing.
+    let (code, _, err) = vyrescope(&[
+        "run",
+        f,
+        "--backend",
+        "reference",
+        "--grid",
+        "8192,1,1",
+        "--workgroup",
+        "128,1,1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("not computed"), "{err}");
+}
