@@ -48,8 +48,8 @@ pub fn run(_a: &Args) -> super::Outcome {
 /// Runs `replay`.
 #[cfg(feature = "vyre")]
 pub fn run(a: &Args) -> super::Outcome {
+    use super::run::Backend;
     use crate::harness::replay::{replay, replay_table, Replayer};
-    use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
     use crate::vyre::replay::VyreReference;
 
     if let Some(out) = &a.export {
@@ -58,18 +58,10 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     let theirs = VyreReference;
     // Our two backends are acquired from vyre's registry by id, as a vyre application would.
-    crate::runtime::vyre_device::link();
-    let acquire = |id: &str| {
-        vyre_driver::backend::acquire(id).map_err(|e| {
-            Problem::new(
-                format!("vyre's registry could not acquire `{id}`: {e}"),
-                "replay with --backend reference (no GPU needed)",
-            )
-        })
-    };
+    let acquire = super::selftest::acquire_vyrescope;
     let ours = match a.backend.as_str() {
-        "reference" => Some(acquire(REFERENCE_ID)?),
-        "cuda" => Some(acquire(CUDA_ID)?),
+        "reference" => Some(acquire(Backend::Reference)?),
+        "cuda" => Some(acquire(Backend::Cuda)?),
         "vyre-reference" => None,
         other => {
             return Err(Problem::usage(

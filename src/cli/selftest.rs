@@ -173,7 +173,7 @@ fn run_vyre_catalog(_a: &Args) -> super::Outcome {
 /// `selftest --vyre-catalog`: the report as a table or JSON; exit 1 unless it passed.
 #[cfg(feature = "vyre")]
 fn run_vyre_catalog(a: &Args) -> super::Outcome {
-    use crate::harness::vyre_catalog::{catalog_table, run_catalog, CatalogBackend};
+    use crate::harness::vyre_catalog::{run_catalog, CatalogBackend};
     let mut rt;
     let mut backend = match a.backend {
         super::run::Backend::Reference => CatalogBackend::Reference,
@@ -184,21 +184,54 @@ fn run_vyre_catalog(a: &Args) -> super::Outcome {
     };
     let rep = run_catalog(&mut backend, a.only.as_deref())
         .map_err(|e| Problem::new(e, "report this bug (vyre's registry could not be read)"))?;
+    let header = format!(
+        "vyre op catalogue (vyre-libs 0.7.2 default features, vyre-primitives 0.7.2 all lego features) on the {} backend",
+        rep.backend
+    );
+    print_catalog(a, &rep, &header, "--vyre-catalog")
+}
+
+/// A catalogue report as JSON, or as its table between `header` and the verdict line of
+/// `selftest FLAG`; exit 1 unless it passed.
+#[cfg(feature = "vyre")]
+fn print_catalog(
+    a: &Args,
+    rep: &crate::harness::vyre_catalog::CatalogReport,
+    header: &str,
+    flag: &str,
+) -> super::Outcome {
     if a.json {
-        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
+        let s = serde_json::to_string_pretty(rep).map_err(Problem::bug)?;
         outln!("{s}");
     } else {
+        outln!("{header}\n");
+        out!("{}", crate::harness::vyre_catalog::catalog_table(rep));
         outln!(
-            "vyre op catalogue (vyre-libs 0.7.2 default features, vyre-primitives 0.7.2 all lego features) on the {} backend\n",
-            rep.backend
-        );
-        out!("{}", catalog_table(&rep));
-        outln!(
-            "selftest --vyre-catalog {}",
+            "selftest {flag} {}",
             if rep.passed { "PASSED" } else { "FAILED" }
         );
     }
     Ok(i32::from(!rep.passed))
+}
+
+/// vyrescope's vyre backend for `backend`, acquired from vyre's registry by id as a vyre
+/// application acquires it (`vyrescope-reference` or `vyrescope-cuda`).
+#[cfg(feature = "vyre")]
+pub(super) fn acquire_vyrescope(
+    backend: super::run::Backend,
+) -> Result<Box<dyn vyre_driver::VyreBackend>, Problem> {
+    use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
+    crate::runtime::vyre_device::link();
+    let id = match backend {
+        super::run::Backend::Reference => REFERENCE_ID,
+        super::run::Backend::Cuda => CUDA_ID,
+    };
+    vyre_driver::backend::acquire(id).map_err(|e| {
+        Problem::new(
+            format!("vyre's registry could not acquire `{id}`: {e}"),
+            "use --backend reference on a machine without a GPU",
+        )
+    })
 }
 
 #[cfg(not(feature = "vyre"))]
@@ -209,36 +242,15 @@ fn run_vyre_backend(_a: &Args) -> super::Outcome {
 /// `selftest --vyre-backend`: the catalogue through a backend acquired from vyre's registry.
 #[cfg(feature = "vyre")]
 fn run_vyre_backend(a: &Args) -> super::Outcome {
-    use crate::harness::vyre_catalog::{catalog_table, run_catalog, CatalogBackend};
-    use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
-    crate::runtime::vyre_device::link();
-    let id = match a.backend {
-        super::run::Backend::Reference => REFERENCE_ID,
-        super::run::Backend::Cuda => CUDA_ID,
-    };
-    let be = vyre_driver::backend::acquire(id).map_err(|e| {
-        Problem::new(
-            format!("vyre's registry could not acquire `{id}`: {e}"),
-            "use --backend reference on a machine without a GPU",
-        )
-    })?;
+    use crate::harness::vyre_catalog::{run_catalog, CatalogBackend};
+    let be = acquire_vyrescope(a.backend)?;
     let rep = run_catalog(&mut CatalogBackend::Vyre(be.as_ref()), a.only.as_deref())
         .map_err(|e| Problem::new(e, "report this bug (vyre's registry could not be read)"))?;
-    if a.json {
-        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
-        outln!("{s}");
-    } else {
-        outln!(
-            "vyre op catalogue through vyre's backend contract: `{}` acquired from vyre's registry by id\n",
-            rep.backend
-        );
-        out!("{}", catalog_table(&rep));
-        outln!(
-            "selftest --vyre-backend {}",
-            if rep.passed { "PASSED" } else { "FAILED" }
-        );
-    }
-    Ok(i32::from(!rep.passed))
+    let header = format!(
+        "vyre op catalogue through vyre's backend contract: `{}` acquired from vyre's registry by id",
+        rep.backend
+    );
+    print_catalog(a, &rep, &header, "--vyre-backend")
 }
 
 #[cfg(not(feature = "vyre"))]
@@ -250,18 +262,11 @@ fn run_vyre_dispatch(_a: &Args) -> super::Outcome {
 #[cfg(feature = "vyre")]
 fn run_vyre_dispatch(a: &Args) -> super::Outcome {
     use crate::harness::vyre_dispatch::{dispatch_table, run_dispatch_bench};
-    use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
-    crate::runtime::vyre_device::link();
-    let (id, sizes, reduce): (&str, &[u32], u32) = match a.backend {
-        super::run::Backend::Reference => (REFERENCE_ID, &[1 << 10, 1 << 14], 1 << 14),
-        super::run::Backend::Cuda => (CUDA_ID, &[1 << 10, 1 << 20, 1 << 26], 1 << 24),
+    let (sizes, reduce): (&[u32], u32) = match a.backend {
+        super::run::Backend::Reference => (&[1 << 10, 1 << 14], 1 << 14),
+        super::run::Backend::Cuda => (&[1 << 10, 1 << 20, 1 << 26], 1 << 24),
     };
-    let be = vyre_driver::backend::acquire(id).map_err(|e| {
-        Problem::new(
-            format!("vyre's registry could not acquire `{id}`: {e}"),
-            "use --backend reference on a machine without a GPU",
-        )
-    })?;
+    let be = acquire_vyrescope(a.backend)?;
     let bandwidth = match a.backend {
         super::run::Backend::Reference => None,
         super::run::Backend::Cuda => Some(a.gpu.open()?.pinned_copy_gbps(32)?),
