@@ -129,6 +129,9 @@ pub struct Totals {
     pub peak_live: Option<u32>,
     /// Occupancy at the chosen device, percent.
     pub occupancy_pct: Option<f64>,
+    /// True when `registers`, `shared_bytes` and `occupancy_pct` are estimated from the PTX
+    /// (no SASS: ptxas or nvdisasm not installed), as `occupancy` estimates them.
+    pub estimated: bool,
 }
 
 /// A whole comparison.
@@ -294,24 +297,27 @@ pub fn totals(side: &Side, caps: &DeviceCaps) -> Totals {
     let l = side.sass.as_ref();
     let wg = side.opts.workgroup_size;
     let block = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
-    let occupancy = l.map(|l| {
-        let res = KernelResources {
+    // The assembled kernel's figures, else (no ptxas) the same estimate from the PTX that
+    // `occupancy` shows, labelled as such.
+    let res = match l {
+        Some(l) => KernelResources {
             regs_per_thread: l.resources.registers,
             static_smem_bytes: l.resources.shared_bytes,
             ..Default::default()
-        };
-        estimate(caps, &res, block, 0).occupancy_pct
-    });
+        },
+        None => crate::emit::reg_estimate::estimate_resources(&side.kernel.ptx),
+    };
     Totals {
         sm: side.opts.sm,
         workgroup: wg,
         ptx_instructions: ptx,
         sass_instructions: l.map(|l| l.instructions.len() as u32),
-        registers: l.map(|l| l.resources.registers),
+        registers: Some(res.regs_per_thread),
         spill_bytes: l.map(|l| l.resources.spill_stores + l.resources.spill_loads),
-        shared_bytes: l.map(|l| l.resources.shared_bytes),
+        shared_bytes: Some(res.static_smem_bytes),
         peak_live: l.and_then(|l| l.peak_live),
-        occupancy_pct: occupancy,
+        occupancy_pct: Some(estimate(caps, &res, block, 0).occupancy_pct),
+        estimated: l.is_none(),
     }
 }
 

@@ -200,6 +200,11 @@ pub fn text(c: &Comparison) -> String {
         opt(pct(to)),
         opt(pct(tn)),
     ));
+    if to.estimated || tn.estimated {
+        s.push_str(
+            "  (registers, shared bytes and occupancy estimated from the PTX: ptxas or nvdisasm not found; scripts/install-ptxas.sh and scripts/install-nvdisasm.sh give exact figures)\n",
+        );
+    }
     let level = match c.level {
         Level::Ir => "IR",
         Level::Ptx => "PTX",

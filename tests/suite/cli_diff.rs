@@ -223,3 +223,48 @@ fn sm_70_side_says_its_sass_is_sm_75() {
     );
     assert!(!text.contains("sm_90 (the pinned"), "{text}");
 }
+
+#[test]
+fn without_ptxas_the_totals_are_the_ptx_estimate_and_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nowhere = tmp.path().join("none");
+    let f = path("fixtures/programs/saxpy_f32.json");
+    let f = f.to_str().unwrap();
+    let out = bin()
+        .args(["diff", &format!("{f}@wg=64"), &format!("{f}@wg=256")])
+        .env("VYRESCOPE_PTXAS", &nowhere)
+        .env("VYRESCOPE_NVDISASM", &nowhere)
+        .env("PATH", &nowhere)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let totals = text
+        .lines()
+        .find(|l| l.starts_with("totals:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // Figures, not dashes: registers and occupancy as `occupancy` estimates them.
+    assert!(!totals.contains("registers -"), "{totals}");
+    assert!(totals.contains('%'), "{totals}");
+    assert!(text.contains("estimated from the PTX"), "{text}");
+    let json = bin()
+        .args([
+            "diff",
+            &format!("{f}@wg=64"),
+            &format!("{f}@wg=256"),
+            "--json",
+        ])
+        .env("VYRESCOPE_PTXAS", &nowhere)
+        .env("VYRESCOPE_NVDISASM", &nowhere)
+        .env("PATH", &nowhere)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let old = v["totals"]["old"].clone();
+    assert!(old["registers"].as_u64().is_some_and(|r| r > 0), "{v}");
+    assert_eq!(old["estimated"], true, "{v}");
+}
