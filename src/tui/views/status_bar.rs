@@ -97,7 +97,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         .render(area, buf);
 }
 
-/// `text` cut to at most `room` columns at a word boundary, with `…` when cut.
+/// `text` cut to at most `room` columns at a word boundary, with `…` when cut. A path that
+/// does not fit keeps its end (`…/dir/file.ptx`): the file name is what the message is for.
 fn fit_words(text: &str, room: usize) -> String {
     if text.chars().count() <= room {
         return text.to_string();
@@ -110,6 +111,23 @@ fn fit_words(text: &str, room: usize) -> String {
             out.chars().count() + 1 + word.chars().count()
         };
         if next + 1 > room {
+            let used = out.chars().count() + usize::from(!out.is_empty());
+            let left = room.saturating_sub(used + 1);
+            if word.contains('/') && left >= 8 {
+                let chars: Vec<char> = word.chars().collect();
+                let tail: String = chars[chars.len() - left..].iter().collect();
+                // From a folder boundary when there is one, so no name is cut.
+                let tail = match tail.find('/') {
+                    Some(i) if i + 1 < tail.len() => tail[i..].to_string(),
+                    _ => tail,
+                };
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push('…');
+                out.push_str(&tail);
+                return out;
+            }
             break;
         }
         if !out.is_empty() {
@@ -119,4 +137,21 @@ fn fit_words(text: &str, room: usize) -> String {
     }
     out.push('…');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_words;
+
+    #[test]
+    fn a_path_that_does_not_fit_keeps_its_file_name() {
+        let msg = "exported /home/someone/projects/vyrescope/out/a_rather_long_kernel_name.ptx";
+        let got = fit_words(msg, 50);
+        assert!(got.chars().count() <= 50, "{got}");
+        assert!(got.starts_with("exported …/"), "{got}");
+        assert!(got.ends_with("a_rather_long_kernel_name.ptx"), "{got}");
+        // Words that are not paths are cut as before, and what fits stays whole.
+        assert_eq!(fit_words("one two three four", 10), "one two…");
+        assert_eq!(fit_words(msg, 200), msg);
+    }
 }
