@@ -49,27 +49,9 @@ fn u32s(b: &[u8]) -> Vec<u32> {
         .collect()
 }
 
-/// `out[i] = a[i] + b[i]` over `n` f32 elements.
+/// `out[i] = a[i] + b[i]` over `n` f32 elements: the dispatch benchmark's own Program.
 fn vadd(n: u32) -> VP {
-    VP::wrapped(
-        vec![
-            VB::read("a", 0, DT::F32).with_count(n),
-            VB::read("b", 1, DT::F32).with_count(n),
-            VB::output("out", 2, DT::F32).with_count(n),
-        ],
-        [256, 1, 1],
-        vec![
-            N::let_bind("i", E::gid_x()),
-            N::if_then(
-                E::lt(E::var("i"), E::buf_len("out")),
-                vec![N::store(
-                    "out",
-                    E::var("i"),
-                    E::add(E::load("a", E::var("i")), E::load("b", E::var("i"))),
-                )],
-            ),
-        ],
-    )
+    vyrescope::vyre::backend::samples::vadd_f32(n)
 }
 
 /// `data[i] = data[i] * 3 + 1` (u32, wrapping): a ReadWrite buffer, so an input and an
