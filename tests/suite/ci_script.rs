@@ -55,16 +55,25 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
          printf 'ptxas\\tsome check\\n' >> \"$VYRESCOPE_SKIP_LOG\"\n\
          echo 'test result: ok. 5 passed; 0 failed; 0 ignored'",
     );
+    // The program the integration tests drive is in cargo's list too (its target is tested,
+    // its profile is not a test one); it is no test harness and rejects `--skip` (exit 2).
+    let cli = bin.join("vyrescope");
+    script(
+        &bin,
+        "vyrescope",
+        "echo \"error: unexpected argument '--skip' found\"; exit 2",
+    );
     script(
         &bin,
         "cargo",
         &format!(
             "case \"$*\" in\n\
-               *--message-format=json*) echo '{{\"profile\":{{\"test\":true}},\"executable\":\"{}\"}}'; exit 0 ;;\n\
+               *--message-format=json*) echo '{{\"target\":{{\"kind\":[\"bin\"],\"test\":true}},\"profile\":{{\"test\":false}},\"executable\":\"{}\"}}'; echo '{{\"profile\":{{\"test\":true}},\"executable\":\"{}\"}}'; exit 0 ;;\n\
              esac\n\
              echo 'test result: ok. 7 passed; 0 failed; 0 ignored'\n\
              echo 'test result: FAILED. 3 passed; 2 failed; 0 ignored'\n\
              exit {cargo_exit}",
+            cli.display(),
             exe.display()
         ),
     );
