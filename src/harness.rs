@@ -13,7 +13,9 @@
 //!   (`vyrescope-capture`) replayed on a backend, each output compared byte for byte.
 //! - [`offline`]: tuning without a GPU (`tune --offline`): per candidate registers,
 //!   occupancy, instruction mix and result preservation, all labelled as estimates; and the
-//!   one place a kernel's resources come from without a GPU (`--regs`, ptxas, estimate).
+//!   one place a kernel's resources come from without a GPU (`--regs`, ptxas, estimate);
+//!   [`offline_fit`]: a compiled pipeline's persistent grids fitted to those figures, which
+//!   then replace the planner's assumed ones (`plan`, `occupancy`, the Plan tab).
 //! - [`preserve`]: does a workgroup size preserve a Program's results (reference
 //!   interpreter at its own size and at the other, same inputs): the one check behind every
 //!   workgroup-size suggestion.
@@ -45,6 +47,7 @@ pub mod fuzz_children;
 pub mod fuzz_pipelines;
 pub mod occupancy_record;
 pub mod offline;
+pub mod offline_fit;
 pub mod pipeline;
 pub mod preserve;
 #[cfg(feature = "vyre")]

@@ -103,10 +103,15 @@ pub(crate) fn load(
     let (caps, _) = super::occupancy::resolve_device(device)?;
     let mut opts = PlanOptions::new(caps.clone());
     opts.decide = how.decide;
-    let compiled = CompiledPipeline::compile(Arc::new(pipeline), shapes, &opts, how.sync, None)?;
+    let mut compiled =
+        CompiledPipeline::compile(Arc::new(pipeline), shapes, &opts, how.sync, None)?;
     let sm = how
         .sm
         .unwrap_or_else(|| (caps.cc_major * 10 + caps.cc_minor).min(90));
+    // The kernels as a run launches them: each persistent grid fitted to what the kernel's
+    // own registers keep resident (as `plan` and the Plan tab report it).
+    crate::harness::offline_fit::fit_offline(&mut compiled, &caps, sm, &[])
+        .map_err(|e| e.context(file.display()))?;
     let eopts = EmitOptions {
         sm,
         workgroup_size: [1, 1, 1],

@@ -97,13 +97,17 @@ pub fn run(a: &Args) -> super::Outcome {
         decide: a.decide,
     };
     let cache = if a.no_cache { None } else { PlanCache::user() };
-    let compiled = CompiledPipeline::compile(
+    let mut compiled = CompiledPipeline::compile(
         std::sync::Arc::new(pipeline),
         shapes,
         &opts,
         a.sync,
         cache.as_ref(),
     )?;
+    // Decided with the registers assumed per step; reported with each kernel's own.
+    let sm = (opts.device.cc_major * 10 + opts.device.cc_minor).min(90);
+    let fit =
+        crate::harness::offline_fit::fit_offline(&mut compiled, &opts.device, sm, &opts.registers)?;
     if let Some(w) = &compiled.planned.warning {
         errln!("warning: {w}");
     }
@@ -116,6 +120,11 @@ pub fn run(a: &Args) -> super::Outcome {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("sync".into(), serde_json::json!(a.sync.name()));
             obj.insert("runs_as".into(), serde_json::json!(runs));
+            obj.insert("registers_note".into(), serde_json::json!(fit.note));
+            obj.insert(
+                "registers_estimated".into(),
+                serde_json::json!(fit.estimated),
+            );
         }
         if let Some(theirs) = &vyre {
             v = theirs.json(v)?;
@@ -125,7 +134,13 @@ pub fn run(a: &Args) -> super::Outcome {
             Err(e) => return Err(Problem::bug(e)),
         }
     } else {
-        let mut t = render(&cached.plan, pipeline, &device_note, a.regs.len());
+        let mut t = render(
+            &cached.plan,
+            pipeline,
+            &device_note,
+            a.regs.len(),
+            &fit.note,
+        );
         t.push_str(&render_runs_as(&runs, a.sync));
         if let Some(theirs) = &vyre {
             t = theirs.text(t);
@@ -173,7 +188,13 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline, Problem> {
 
 /// The human-readable plan: a summary line, then per group its waves with the separation
 /// after each, then the fusion breaks.
-pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: usize) -> String {
+pub fn render(
+    plan: &Plan,
+    pipeline: &Pipeline,
+    device_note: &str,
+    regs_given: usize,
+    registers_note: &str,
+) -> String {
     let mut o = String::new();
     let name = |s: usize| {
         pipeline
@@ -201,10 +222,13 @@ pub fn render(plan: &Plan, pipeline: &Pipeline, device_note: &str, regs_given: u
             crate::megakernel::plan::CacheStatus::Miss => "miss",
         }
     );
+    // The groups below give the kernels' own figures; the fusion decisions were made with
+    // the planner's assumption, and the reader should know both.
+    let _ = writeln!(o, "{registers_note}");
     if regs_given < pipeline.steps.len() {
         let _ = writeln!(
             o,
-            "registers: {DEFAULT_REGISTERS} per thread assumed for steps without --regs"
+            "fusion decided with {DEFAULT_REGISTERS} registers per thread assumed for steps without --regs"
         );
     }
     for (gi, g) in plan.groups.iter().enumerate() {

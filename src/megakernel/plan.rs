@@ -174,9 +174,17 @@ pub struct Group {
     /// cached plans from before it).
     #[serde(default)]
     pub step_layouts: Vec<super::mixed::StepLayout>,
-    /// Registers per thread assumed for the fused kernel (the maximum of its steps').
+    /// Registers per thread of the fused kernel: assumed by the planner (the maximum of its
+    /// steps'), or, once fitted without a GPU (`harness::offline_fit`), the assembled
+    /// kernel's own figure; [`Group::registers_source`] says which.
     pub registers: u32,
-    /// Shared memory per block (the sum of the steps' workgroup buffers).
+    /// Where [`Group::registers`] and the figures derived from it (co-resident blocks,
+    /// occupancy, the persistent grid) come from when they are the kernel's own (`ptxas -v
+    /// for sm_90`, the PTX estimate's label, `--regs`); `None`: the planner's assumption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers_source: Option<String>,
+    /// Shared memory per block: the sum of the steps' workgroup buffers as planned, the
+    /// kernel's static shared memory once fitted (see [`Group::registers_source`]).
     pub shared_bytes: u64,
     /// Blocks that fit the device at once with these resources.
     pub coresident_blocks: u32,
@@ -1009,6 +1017,7 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         step_workgroup_sizes: parts.iter().map(|p| p.wg).collect(),
         step_layouts: Vec::new(),
         registers: f.regs,
+        registers_source: None,
         shared_bytes: f.smem,
         coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),
         occupancy_pct: f.occupancy_pct,

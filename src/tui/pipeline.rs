@@ -105,6 +105,7 @@ impl PipelineFile {
         device: Option<&DeviceCaps>,
         sync: SyncMode,
         cache: Option<&PlanCache>,
+        given_registers: Option<u32>,
     ) -> Result<CompiledPipeline, Problem> {
         let Some(device) = device else {
             return Err(Problem::new(
@@ -113,13 +114,19 @@ impl PipelineFile {
             ));
         };
         let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
-        Ok(CompiledPipeline::compile(
+        let mut compiled = CompiledPipeline::compile(
             self.pipeline.clone(),
             shapes.clone(),
             &PlanOptions::new(device.clone()),
             sync,
             cache,
-        )?)
+        )?;
+        // The Plan tab gives each kernel's own registers and a grid that fits them, the
+        // figures `vyrescope plan` prints (a GPU run fits the grid to the driver again).
+        let sm = (device.cc_major * 10 + device.cc_minor).min(90);
+        let regs = vec![given_registers; self.pipeline.steps.len()];
+        crate::harness::offline_fit::fit_offline(&mut compiled, device, sm, &regs)?;
+        Ok(compiled)
     }
 
     /// Step `step`'s IR with node ids prefixed `steps[step].`.
@@ -154,6 +161,10 @@ pub struct PipelineView {
     /// How fused persistent groups wait between steps (`--sync`): the PTX pane, the GPU
     /// run and its timeline all use it.
     pub sync: SyncMode,
+    /// Registers per thread to report for every fused kernel instead of assembling it: the
+    /// inspector's given resources (its tests), so the Plan tab agrees with the Occupancy
+    /// tab; `None`: ptxas, else the PTX estimate.
+    pub given_registers: Option<u32>,
 }
 
 impl PipelineView {
@@ -168,6 +179,7 @@ impl PipelineView {
             group: None,
             fused: Err(not_yet(NOT_PLANNED)),
             sync: SyncMode::default(),
+            given_registers: None,
         }
     }
 
@@ -199,7 +211,10 @@ impl PipelineView {
         let name = device.map(|d| d.name.clone());
         let mut planned = None;
         if self.planned_for != name || self.compiled.is_err() {
-            self.compiled = self.file.compile(device, self.sync, cache).map(Arc::new);
+            self.compiled = self
+                .file
+                .compile(device, self.sync, cache, self.given_registers)
+                .map(Arc::new);
             self.plan = self
                 .compiled
                 .as_ref()

@@ -104,6 +104,13 @@ pub fn app(files: &[PathBuf], w: u16, h: u16) -> (App, Highlighter) {
     let (mut app, hl, mut first) = setup(&opts).expect("setup");
     // No probe (machine-dependent) and no ptxas: fixed resources instead.
     first.retain(|c| !matches!(c, Cmd::Job(Job::Probe | Job::Resources { .. })));
+    // The Plan tab's figures too: a pipeline queued for planning before the fixed resources
+    // were set reports them instead of assembling its kernels.
+    for c in &mut first {
+        if let Cmd::Job(Job::Plan { view, .. }) = c {
+            view.given_registers = Some(resources().regs_per_thread);
+        }
+    }
     app.jobs.pending = 0;
     app.jobs.busy = None;
     app.code.fixed_resources = Some(resources());

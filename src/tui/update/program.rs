@@ -216,9 +216,11 @@ pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
         // seconds: the worker does them (the PTX pane says so meanwhile), so quitting and
         // every other key keep working. The reply lands in `planned`.
         app.code.emission = None;
+        let mut view = Box::new(pv.clone());
+        view.given_registers = app.code.fixed_resources.as_ref().map(|r| r.regs_per_thread);
         let job = Job::Plan {
             generation: app.code.generation,
-            view: Box::new(pv.clone()),
+            view,
             device: device.map(Box::new),
             cache: app.jobs.session.plan_cache.clone(),
             opts,

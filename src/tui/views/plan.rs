@@ -273,15 +273,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         ])],
         width,
     );
-    let own = group_of(plan, step);
     for (g, group) in plan.groups.iter().enumerate() {
         let colour = colours[g % colours.len()];
         let wg = group.workgroup_size;
-        // The selected step's group shows the Occupancy tab's estimate of its fused kernel
-        // (one figure in both tabs); other groups the planner's, which assumes registers.
-        let figures = match kernel_estimate(app).filter(|_| own == Some(g)) {
-            Some((regs, pct)) => format!(
-                "{regs} regs, {pct:.0}% occupancy (this kernel's estimate, as the Occupancy tab)"
+        // Each group's kernel's own registers (the figure the Occupancy tab shows for it),
+        // or the planner's assumption where the kernel could not be assembled.
+        let figures = match &group.registers_source {
+            Some(src) => format!(
+                "{} regs, {:.0}% occupancy ({src})",
+                group.registers, group.occupancy_pct
             ),
             None => format!(
                 "{} regs assumed, {:.0}% occupancy planned",
@@ -454,17 +454,6 @@ fn kind_of(k: GroupKind) -> &'static str {
         GroupKind::Megakernel => "megakernel",
         GroupKind::Launch => "launch",
     }
-}
-
-/// The Occupancy tab's registers and occupancy of the open kernel, when estimated.
-fn kernel_estimate(app: &App) -> Option<(u32, f64)> {
-    let occ = app.code.emission.as_ref()?.occupancy.as_ref().ok()?;
-    Some((occ.registers, occ.current_row.as_ref()?.occupancy_pct))
-}
-
-/// Group index of `step` in `plan`.
-fn group_of(plan: &Plan, step: usize) -> Option<usize> {
-    plan.groups.iter().position(|g| g.steps.contains(&step))
 }
 
 /// The buffer a separation's reason names first (`` `y` ``), if any.
