@@ -642,10 +642,24 @@ fn small_screens_draw_without_panicking() {
                 Command::NextBlock,
             ],
         );
-        // Drawing is what is tested here: no panic at any size.
-        let _ = screen(&mut a, &hl);
-        press(&mut a, &[Command::Expand, Command::End, Command::PageDown]);
-        let _ = screen(&mut a, &hl);
+        // Every size draws a whole screen with the timeline's tab in it.
+        for keys in [
+            &[][..],
+            &[Command::Expand, Command::End, Command::PageDown][..],
+        ] {
+            press(&mut a, keys);
+            let s = screen(&mut a, &hl);
+            let lines: Vec<&str> = s.lines().collect();
+            assert_eq!(lines.len(), usize::from(h), "{w}x{h}:\n{s}");
+            // Lines are trimmed at the right; the frame above the status bar spans the width.
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= usize::from(w)),
+                "{w}x{h}:\n{s}"
+            );
+            let frame = lines[lines.len() - 2];
+            assert_eq!(frame.chars().count(), usize::from(w), "{w}x{h}:\n{s}");
+            assert!(s.contains("Timeline"), "{w}x{h}:\n{s}");
+        }
     }
 }
 

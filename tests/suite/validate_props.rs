@@ -44,7 +44,9 @@ proptest! {
     #[test]
     fn mutated_programs_never_panic_the_validator(seed in any::<u64>(), m in any::<u64>()) {
         let p = mutate(&valid_program(seed, &Config::default()), m);
-        let _ = validate(&p);
+        let d = validate(&p);
+        prop_assert!(complete(&d), "{d:#?}");
+        prop_assert_eq!(d, validate(&p));
     }
 
     #[test]
@@ -74,8 +76,12 @@ proptest! {
     #[test]
     fn random_bytes_never_panic_the_parser(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
         let text = String::from_utf8_lossy(&bytes);
-        if let Ok(p) = parse_program(&text, "fuzz.json") {
-            let _ = validate(&p);
+        match parse_program(&text, "fuzz.json") {
+            Ok(p) => {
+                let d = validate(&p);
+                prop_assert!(complete(&d), "{d:#?}");
+            }
+            Err(e) => prop_assert!(!e.fix.is_empty() && e.line >= 1, "{e}"),
         }
     }
 
@@ -95,10 +101,19 @@ proptest! {
         }
         let text = String::from_utf8_lossy(&bytes);
         match parse_program(&text, "m.json") {
-            Ok(p) => { let _ = validate(&p); }
+            Ok(p) => {
+                let d = validate(&p);
+                prop_assert!(complete(&d), "{d:#?}");
+            }
             Err(e) => prop_assert!(!e.fix.is_empty() && e.line >= 1, "{e}"),
         }
     }
+}
+
+/// Every diagnostic names its rule, says what is wrong and how to fix it.
+fn complete(d: &[vyrescope::diagnostic::Diagnostic]) -> bool {
+    d.iter()
+        .all(|x| x.code.starts_with('V') && !x.message.is_empty() && !x.fix.is_empty())
 }
 
 #[test]
