@@ -406,3 +406,17 @@ fn plan_cache_counts_show_in_the_cache_and_telemetry_tabs() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The Plan tab says which decided each run of fusable steps and why, as `plan` does: here
+/// the cost model's predicted times (a `--decide measure` run's cached medians otherwise).
+#[test]
+fn plan_tab_says_what_decided_fusion_and_why() {
+    let (mut a, hl) = app(&[pipeline("softmax.json")], 160, 60);
+    press(&mut a, &[Command::Tab(7), Command::Expand]);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("fusion decisions:"), "{s}");
+    assert!(
+        s.contains("steps 0,1,2,3,4: fuse [0,1,2,3,4] (predicted: fused"),
+        "{s}"
+    );
+}
