@@ -173,7 +173,8 @@ impl Writer<'_> {
             // `add.s64` per buffer) gives ptxas 13 shorter SASS (one IMAD.WIDE.U32 with the base
             // in a register pair), but measured side by side on an H200 it was slower on every
             // timed fixture it changed (warp_scan_u32 1.023x, reduce_sum_f32 1.015x, stencil5_f32
-            // 1.006x; docs/benchmarks-history.md, session 5), so the emitter keeps this form.
+            // 1.006x; docs/benchmarks-history.md, 2026-12-03, NVIDIA H200, build 50e88b1), so
+            // the emitter keeps this form.
             let a = self.reg_class(RegClass::B64);
             self.ins(format!("mad.wide.u32 {a}, {index_reg}, {size}, {base}"));
             a

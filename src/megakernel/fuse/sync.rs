@@ -212,8 +212,9 @@ impl SyncLayout {
                 // fence, after its last: its consumers' first tasks need its neighbours' tasks
                 // of the same round anyway, and each task's own `bar.sync` + release store
                 // cost a memory barrier (on an H200, the 2^20 stencil with four tasks per
-                // block: docs/benchmarks-history.md, session 11). A packed step always does:
-                // its per-sub-task `v < G` test is no place for a `bar.sync`.
+                // block: docs/benchmarks-history.md, 2026-12-04, builds e47f5a7-7154200). A
+                // packed step always does: its per-sub-task `v < G` test is no place for a
+                // `bar.sync`.
                 if wgs(s) > u64::from(blocks) || l.packs.contains_key(&s) {
                     p.batched = u32::try_from(wgs(s)).ok();
                 }
