@@ -8,6 +8,7 @@
 //! own reference interpreter, `vyre_reference`) as the fallback for a Program our import
 //! refuses; `--backend vyre-reference` replays on it alone.
 
+pub mod dispatches;
 pub mod export;
 mod vyre_reference;
 

@@ -447,7 +447,7 @@ pub(super) const TABLE: &[Row] = &[
     (
         Command::Dispatch,
         "dispatch",
-        "dispatch on GPU + verify",
+        "dispatch on GPU + verify (capture: replay)",
         Group::Actions,
         &["r"],
         "run",
@@ -516,6 +516,14 @@ pub(super) const TABLE: &[Row] = &[
         &["V"],
         "plan_vyre",
     ),
+    (
+        Command::CaptureSort,
+        "capture_sort",
+        "capture: sort dispatches (call, host, device time)",
+        Group::Navigation,
+        &["S"],
+        "sort",
+    ),
 ];
 
 impl Command {
@@ -526,7 +534,7 @@ impl Command {
     /// False for commands of a feature this build lacks (the vyre views without `vyre`):
     /// they get no key and no help line.
     pub fn available(self) -> bool {
-        self != Command::VyreView || cfg!(feature = "vyre")
+        !matches!(self, Command::VyreView | Command::CaptureSort) || cfg!(feature = "vyre")
     }
 
     /// Name in the config file's `keys` object.
