@@ -153,6 +153,14 @@ fn s_sorts_the_dispatches_by_host_time() {
         want.iter().map(|&(i, _)| i).collect::<Vec<_>>(),
         "{screen}"
     );
+    // Enter on the Capture tab's first row opens the longest dispatch; r replays it.
+    let (code, screen, err) = inspect(&dir, "S Tab Tab Enter r");
+    assert_eq!(code, 0, "{screen}{err}");
+    let first = want[0].0;
+    assert!(
+        screen.contains(&format!("dispatch #{first} (")) && screen.contains(": verified"),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -326,4 +334,54 @@ fn damaged_captures_fail_headless_with_a_fix() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("version 7") && err.contains("Fix:"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    std::fs::write(&m, text).unwrap();
+    // A capture opens on its own.
+    let (code, out, err) = support::cli::run(&[
+        "tui",
+        dir.to_str().unwrap(),
+        "fixtures/programs",
+        "--keys",
+        "",
+        "--snapshot",
+        "-",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("one capture at a time"), "{err}");
+}
+
+/// `r` with a GPU goes to the GPU worker process: the real `vyrescope gpu-worker` replays the
+/// dispatch on `vyrescope-cuda` there. On a GPU machine that is `replay --backend cuda`'s
+/// verdict; without one the worker's answer is the registry's refusal with its `Fix:`, never
+/// a hang or a dead worker.
+#[test]
+fn the_gpu_worker_replays_a_dispatch_or_says_why_not() {
+    use vyrescope::runtime::worker::protocol::ReplayJob;
+    let (_t, dir) = tmp_capture();
+    record_app_on(vyrescope_reference(), &dir, 1 << 30);
+    let mut worker = vyrescope::runtime::GpuWorker::with_exe(env!("CARGO_BIN_EXE_vyrescope"));
+    let job = ReplayJob {
+        capture: dir.clone(),
+        index: 1,
+    };
+    let ask = |w: &mut vyrescope::runtime::GpuWorker| {
+        w.replay_capture(&job)
+            .map_err(vyrescope::util::Problem::from)
+    };
+    let first = ask(&mut worker);
+    match &first {
+        Ok(line) => {
+            assert_eq!(line["verdict"], "verified", "{line}");
+            assert_eq!(line["replayed_on"], "vyrescope-cuda", "{line}");
+        }
+        Err(p) => {
+            assert!(p.message.contains("vyrescope-cuda"), "{p}");
+            assert!(!p.fix.is_empty(), "{p}");
+        }
+    }
+    // The worker keeps serving: asked again, it answers the same.
+    let second = ask(&mut worker);
+    assert_eq!(
+        first.map(|l| l["verdict"].clone()).map_err(|p| p.message),
+        second.map(|l| l["verdict"].clone()).map_err(|p| p.message)
+    );
 }

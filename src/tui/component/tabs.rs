@@ -360,11 +360,7 @@ impl TabComponent for Timeline {
             .collect::<Vec<_>>())
     }
     fn help(&self, app: &App) -> Vec<Line<'static>> {
-        let k = |c: Command| {
-            app.keymap
-                .first_key(c)
-                .map_or_else(|| "-".to_string(), |k| k.to_string())
-        };
+        let k = |c: Command| app.keymap.key_text(c);
         vec![
             Line::raw(""),
             Line::styled(

@@ -196,7 +196,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     Paragraph::new(summary(app, cap)).render(top, buf);
     let head_at = Rect::new(list.area.x, list.area.y, list.area.width, 1);
     Paragraph::new(Line::styled(
-        format!("{} · sorted by {} (S)", header(), cap.sort.label()),
+        format!(
+            "{} · sorted by {} ({})",
+            header(),
+            cap.sort.label(),
+            app.keymap.key_text(Command::CaptureSort)
+        ),
         t.title,
     ))
     .render(head_at, buf);
@@ -277,11 +282,7 @@ pub fn data(app: &App) -> Value {
 
 /// The help overlay's lines about the tab's keys.
 pub fn help(app: &App) -> Vec<Line<'static>> {
-    let k = |c: Command| {
-        app.keymap
-            .first_key(c)
-            .map_or_else(|| "-".to_string(), |k| k.to_string())
-    };
+    let k = |c: Command| app.keymap.key_text(c);
     vec![
         Line::raw(""),
         Line::styled("Capture tab (a capture folder open)".to_string(), app.theme.title),
