@@ -15,7 +15,7 @@ pub struct Detail {
     pub pane: PaneState,
     /// A pipeline is open: the tabs shown only for one (Plan) are shown too.
     pub pipeline: bool,
-    /// A capture is open: its tab (Capture) is shown, first.
+    /// A capture is open: its tab (Capture) is shown, last.
     pub capture: bool,
     /// Each tab's own view state (what its component keeps beyond the cursor).
     pub states: TabStates,
@@ -60,8 +60,13 @@ impl Detail {
 
     /// Says whether a capture is open, and shows its tab when one is.
     pub fn set_capture(&mut self, capture: bool) {
+        use crate::tui::component::tabs::{Capture, TabComponent};
         self.capture = capture;
-        self.switch(0);
+        if capture {
+            self.show(Capture.id());
+        } else if !self.tabs().contains(&self.tab) {
+            self.switch(0);
+        }
     }
 
     /// Says whether a pipeline is open; closing one leaves a pipeline's tab for the first.

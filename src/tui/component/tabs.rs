@@ -80,7 +80,6 @@ pub trait TabComponent: Sync {
 
 /// Every tab, in the order of the tab bar and the number keys.
 pub const TABS: &[&dyn TabComponent] = &[
-    &Capture,
     &Occupancy,
     &Resources,
     &Diagnostics,
@@ -89,6 +88,7 @@ pub const TABS: &[&dyn TabComponent] = &[
     &Telemetry,
     &Plan,
     &Timeline,
+    &Capture,
 ];
 
 /// The component of tab `t`.

@@ -519,7 +519,7 @@ pub(super) const TABLE: &[Row] = &[
     (
         Command::CaptureSort,
         "capture_sort",
-        "capture: sort dispatches (call, host, device time)",
+        "capture: sort by time",
         Group::Navigation,
         &["S"],
         "sort",

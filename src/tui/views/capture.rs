@@ -280,8 +280,11 @@ pub fn data(app: &App) -> Value {
     })
 }
 
-/// The help overlay's lines about the tab's keys.
+/// The help overlay's lines about the tab's keys (none while no capture is open).
 pub fn help(app: &App) -> Vec<Line<'static>> {
+    if app.capture.is_none() {
+        return Vec::new();
+    }
     let k = |c: Command| app.keymap.key_text(c);
     vec![
         Line::raw(""),
