@@ -547,11 +547,20 @@ impl Gpu for WorkerGpu {
 
     /// In the GPU worker process, like a dispatch.
     fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<serde_json::Value, Problem> {
-        let job = crate::runtime::worker::protocol::ReplayJob {
+        use crate::runtime::worker::protocol::{ReplayJob, Request, Response};
+        let job = ReplayJob {
             capture: dir.to_path_buf(),
             index,
         };
-        Ok(self.worker.replay_capture(&job)?)
+        match self
+            .worker
+            .call(&Request::ReplayCapture(job), &mut |_| {})?
+        {
+            Response::Replayed(line) => Ok(*line),
+            other => Err(Problem::bug(format!(
+                "the GPU worker answered a replay with {other:?}"
+            ))),
+        }
     }
 
     fn timeline(

@@ -355,7 +355,7 @@ fn damaged_captures_fail_headless_with_a_fix() {
 /// a hang or a dead worker.
 #[test]
 fn the_gpu_worker_replays_a_dispatch_or_says_why_not() {
-    use vyrescope::runtime::worker::protocol::ReplayJob;
+    use vyrescope::runtime::worker::protocol::{ReplayJob, Request, Response};
     let (_t, dir) = tmp_capture();
     record_app_on(vyrescope_reference(), &dir, 1 << 30);
     let mut worker = vyrescope::runtime::GpuWorker::with_exe(env!("CARGO_BIN_EXE_vyrescope"));
@@ -363,9 +363,12 @@ fn the_gpu_worker_replays_a_dispatch_or_says_why_not() {
         capture: dir.clone(),
         index: 1,
     };
-    let ask = |w: &mut vyrescope::runtime::GpuWorker| {
-        w.replay_capture(&job)
-            .map_err(vyrescope::util::Problem::from)
+    let ask = |w: &mut vyrescope::runtime::GpuWorker| match w
+        .call(&Request::ReplayCapture(job.clone()), &mut |_| {})
+    {
+        Ok(Response::Replayed(line)) => Ok(*line),
+        Ok(other) => panic!("not a replay's answer: {other:?}"),
+        Err(e) => Err(vyrescope::util::Problem::from(e)),
     };
     let first = ask(&mut worker);
     match &first {

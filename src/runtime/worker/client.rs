@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::protocol::{
-    FaultCase, Message, PipelineJob, Progress, ReplayJob, Request, ResourcesJob, Response, RunJob,
-    RunOutcome, StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome, WireError,
-    PROTOCOL_VERSION,
+    FaultCase, Message, PipelineJob, Progress, Request, ResourcesJob, Response, RunJob, RunOutcome,
+    StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome, WireError, PROTOCOL_VERSION,
 };
 
 use crate::ir::Program;
@@ -363,15 +362,6 @@ impl GpuWorker {
     pub fn record_timeline(&mut self, job: &TimelineJob) -> Result<String> {
         match self.call(&Request::Timeline(job.clone()), &mut |_| {})? {
             Response::Recorded(text) => Ok(text),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Replays a captured dispatch on `vyrescope-cuda` in the worker: the record's line of
-    /// `replay --json`'s report.
-    pub fn replay_capture(&mut self, job: &ReplayJob) -> Result<serde_json::Value> {
-        match self.call(&Request::ReplayCapture(job.clone()), &mut |_| {})? {
-            Response::Replayed(v) => Ok(*v),
             other => Err(unexpected(&other)),
         }
     }
