@@ -29,7 +29,10 @@ use vyrescope_capture::{Capture, ReadError};
 use crate::ir::ElemType;
 use crate::runtime::parity;
 use crate::util::Problem;
-use crate::vyre::replay::{decode, output_slots, program_label, OutputSlot};
+pub use crate::vyre::replay::read_problem;
+use crate::vyre::replay::{
+    decode, import_refusal, output_slots, program_label, OutputSlot, VyreProgram,
+};
 
 mod resident;
 
@@ -137,15 +140,6 @@ pub struct ReplayReport {
     pub totals: Totals,
     /// True when nothing diverged or failed.
     pub passed: bool,
-}
-
-/// A reader error as a problem: its message and its `Fix:` apart.
-pub fn read_problem(e: &ReadError) -> Problem {
-    let text = e.to_string();
-    match text.split_once("\n  Fix: ") {
-        Some((m, f)) => Problem::new(m, f),
-        None => Problem::new(text, "record the application again"),
-    }
 }
 
 /// One line of an error (a backend's or the reader's).
@@ -386,14 +380,10 @@ fn replay_one(
 /// Why a backend's error `e` is a refusal of the Program itself, which the fallback runs
 /// instead: an unsupported feature, or an invalid-Program error for a Program our import
 /// refuses (vyrescope's backends say so with its codes). Other errors are the replay's.
-fn refused(e: &BackendError, vp: &vyre_foundation::ir::Program) -> Option<String> {
+fn refused(e: &BackendError, vp: &VyreProgram) -> Option<String> {
     match e {
         BackendError::UnsupportedFeature { name, .. } => Some(name.clone()),
-        BackendError::InvalidProgram { .. } => {
-            crate::vyre::catalog::import_for_reference(vp, "replay")
-                .err()
-                .map(|r| format!("{}: {}", r.codes.join(","), r.message))
-        }
+        BackendError::InvalidProgram { .. } => import_refusal(vp),
         _ => None,
     }
 }

@@ -15,7 +15,8 @@ use crate::util::Problem;
 
 pub mod read;
 
-/// The file that marks a folder as a capture (the capture format's manifest).
+/// The file that marks a folder as a capture (the capture format's manifest; named here too
+/// so that a build without vyre support recognises a capture and says what it needs).
 pub const MANIFEST_FILE: &str = "manifest.json";
 
 /// Whether `path` is a capture folder (it holds a capture manifest). Other folders open as
@@ -158,6 +159,17 @@ pub enum ReplayState {
     Failed(String),
 }
 
+/// A record that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// Its index.
+    pub index: u64,
+    /// Its file (the program list's entry).
+    pub path: PathBuf,
+    /// The reader's message, with its `Fix:`.
+    pub message: String,
+}
+
 /// The open capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureView {
@@ -169,8 +181,8 @@ pub struct CaptureView {
     pub state: String,
     /// One row per dispatch, in call order.
     pub rows: Vec<Row>,
-    /// Records that could not be read: index and the reader's message with its `Fix:`.
-    pub unreadable: Vec<(u64, String)>,
+    /// Records that could not be read.
+    pub unreadable: Vec<Unreadable>,
     /// Distinct Programs dispatched.
     pub distinct_programs: usize,
     /// Time by Program, the most first.
@@ -212,26 +224,24 @@ impl CaptureView {
     /// The program list's entries: every record file, dispatches and unreadable records, in
     /// call order.
     pub fn entries(&self) -> Vec<PathBuf> {
-        let records = self.dir.join("records");
-        let mut v: Vec<(u64, PathBuf)> = self
+        let mut v: Vec<(u64, &PathBuf)> = self
             .rows
             .iter()
-            .map(|r| (r.index, r.path.clone()))
-            .chain(
-                self.unreadable
-                    .iter()
-                    .map(|(i, _)| (*i, records.join(format!("{i:08}.json")))),
-            )
+            .map(|r| (r.index, &r.path))
+            .chain(self.unreadable.iter().map(|u| (u.index, &u.path)))
             .collect();
         v.sort_by_key(|(i, _)| *i);
-        v.into_iter().map(|(_, p)| p).collect()
+        v.into_iter().map(|(_, p)| p.clone()).collect()
     }
 
     /// The first unreadable record as a problem (a headless run fails on it).
     pub fn problem(&self) -> Option<Problem> {
-        self.unreadable.first().map(|(i, text)| {
-            let (m, f) = text.split_once("\n  Fix: ").unwrap_or((text, ""));
-            Problem::new(format!("record {i}: {m}"), f.trim_end_matches('.'))
+        self.unreadable.first().map(|u| {
+            let (m, f) = u
+                .message
+                .split_once("\n  Fix: ")
+                .unwrap_or((&u.message, ""));
+            Problem::new(format!("record {}: {m}", u.index), f.trim_end_matches('.'))
         })
     }
 }

@@ -52,7 +52,11 @@ pub fn open(dir: &Path) -> Result<CaptureView, Problem> {
     for index in cap.indices().map_err(|e| read_problem(&e))? {
         match cap.record(index) {
             Ok(rec) => rows.extend(row(&cap, &rec)),
-            Err(e) => unreadable.push((index, e.to_string())),
+            Err(e) => unreadable.push(super::Unreadable {
+                index,
+                path: cap.record_path(index),
+                message: e.to_string(),
+            }),
         }
     }
     let (distinct_programs, by_program) = totals(&rows);

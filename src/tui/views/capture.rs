@@ -72,9 +72,12 @@ fn summary(app: &App, cap: &CaptureView) -> Vec<Line<'static>> {
     if cap.state != "full" {
         v.push(Line::styled(format!("state: {}", cap.state), t.warning));
     }
-    for (i, text) in &cap.unreadable {
-        let (m, f) = text.split_once("\n  Fix: ").unwrap_or((text, ""));
-        v.push(Line::styled(format!("record {i}: {m}"), t.error));
+    for u in &cap.unreadable {
+        let (m, f) = u
+            .message
+            .split_once("\n  Fix: ")
+            .unwrap_or((&u.message, ""));
+        v.push(Line::styled(format!("record {}: {m}", u.index), t.error));
         if !f.is_empty() {
             v.push(Line::styled(format!("  Fix: {f}"), t.error));
         }
@@ -276,7 +279,7 @@ pub fn data(app: &App) -> Value {
         "distinct_programs": cap.distinct_programs,
         "time_by_program": by,
         "rows": rows,
-        "unreadable": cap.unreadable.iter().map(|(i, m)| json!({"index": i, "error": m})).collect::<Vec<_>>(),
+        "unreadable": cap.unreadable.iter().map(|u| json!({"index": u.index, "error": u.message})).collect::<Vec<_>>(),
     })
 }
 

@@ -13,7 +13,7 @@ use vyrescope_capture::read::{event_kind, is_capture};
 use vyrescope_capture::Capture;
 
 use super::export::{dispatch_program, CapturedDispatch, DispatchRefusal};
-use crate::harness::replay::read_problem;
+use super::read_problem;
 use crate::ir::{Fill, InputSource, InputSpec, Program};
 use crate::util::Problem;
 
