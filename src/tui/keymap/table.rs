@@ -447,7 +447,7 @@ pub(super) const TABLE: &[Row] = &[
     (
         Command::Dispatch,
         "dispatch",
-        "dispatch on GPU + verify (capture: replay)",
+        "dispatch on GPU + verify",
         Group::Actions,
         &["r"],
         "run",
