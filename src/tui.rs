@@ -23,6 +23,7 @@ pub mod action;
 pub mod analysis;
 pub mod app;
 pub mod bench;
+pub mod capture;
 pub mod component;
 pub mod config;
 pub mod export;
@@ -99,6 +100,8 @@ pub enum TuiError {
     Io(#[from] std::io::Error),
     /// A timeline record file that cannot be read (the message names it).
     Timeline(crate::util::Problem),
+    /// A capture folder that cannot be opened (the message names it).
+    Capture(crate::util::Problem),
     /// Writing a snapshot failed.
     Snapshot {
         /// Target.
@@ -169,8 +172,17 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
         )
     };
     cfg.apply_styles(&mut ui).map_err(in_cfg)?;
-    let files = app::expand_paths(&opts.files);
-    if files.is_empty() {
+    // A capture folder lists its dispatches (their record files), read before anything
+    // starts: a capture that cannot be read is refused with the reader's reason.
+    let capture = match capture::split(&opts.files).map_err(TuiError::Capture)? {
+        Some(dir) => Some(capture::read::open(&dir).map_err(TuiError::Capture)?),
+        None => None,
+    };
+    let files = match &capture {
+        Some(c) => c.entries(),
+        None => app::expand_paths(&opts.files),
+    };
+    if files.is_empty() && capture.is_none() {
         return Err(TuiError::NoFiles);
     }
     // Read before anything starts: a bad file, or a record of another file, is refused
@@ -180,6 +192,10 @@ pub fn setup(opts: &Options) -> Result<(App, Highlighter, Vec<Cmd>), TuiError> {
         None => None,
     };
     let mut app = App::new(files, keymap, ui);
+    if let Some(c) = capture {
+        app.detail.set_capture(true);
+        app.capture = Some(c);
+    }
     app.programs.root = opts.root.clone();
     app.programs.sync = opts.sync;
     if opts.plan_cache {
@@ -266,6 +282,7 @@ impl crate::util::HasFix for TuiError {
             Self::Workgroup { wg, threads, max, device, .. } => format!("--workgroup {x},{y},{z}: {threads} threads per workgroup; {device} allows at most {max}", x = wg[0], y = wg[1], z = wg[2]),
             Self::Io(a0) => format!("terminal error: {a0}"),
             Self::Timeline(p) => format!("--timeline: {}", p.message),
+            Self::Capture(p) => p.message.clone(),
             Self::Snapshot { path, source, .. } => format!("cannot write snapshot {path}: {source}"),
         }
     }
@@ -282,7 +299,7 @@ impl crate::util::HasFix for TuiError {
             Self::Io(_) => {
                 "run in an interactive terminal (or use --keys/--snapshot for scripts)".to_string()
             }
-            Self::Timeline(p) => p.fix.clone(),
+            Self::Timeline(p) | Self::Capture(p) => p.fix.clone(),
             Self::Snapshot { .. } => "choose a writable path".to_string(),
         }
     }

@@ -117,11 +117,7 @@ fn export(a: &Args, index: u64, out: &std::path::Path) -> super::Outcome {
             "record again",
         )
     })?;
-    let name = vp
-        .entry_op_id()
-        .and_then(|id| id.rsplit("::").next())
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("dispatch_{index}"));
+    let name = crate::vyre::replay::dispatches::name_of(vp.entry_op_id(), index);
     let d = CapturedDispatch {
         program: &vp,
         inputs: &loaded.inputs,

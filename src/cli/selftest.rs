@@ -221,16 +221,9 @@ pub(super) fn acquire_vyrescope(
     backend: super::run::Backend,
 ) -> Result<Box<dyn vyre_driver::VyreBackend>, Problem> {
     use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
-    crate::runtime::vyre_device::link();
-    let id = match backend {
+    crate::harness::replay::acquire_vyrescope(match backend {
         super::run::Backend::Reference => REFERENCE_ID,
         super::run::Backend::Cuda => CUDA_ID,
-    };
-    vyre_driver::backend::acquire(id).map_err(|e| {
-        Problem::new(
-            format!("vyre's registry could not acquire `{id}`: {e}"),
-            "use --backend reference on a machine without a GPU",
-        )
     })
 }
 

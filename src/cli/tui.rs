@@ -160,7 +160,8 @@ pub fn run(a: &Args) -> super::Outcome {
     }
     // The screen is written either way; a named file that could not be loaded still fails
     // the replay, so that a script does not take the error screen for a result.
-    match failed_load(&app, &a.files) {
+    // So does a capture with a record that cannot be read.
+    match failed_load(&app, &a.files).or_else(|| app.capture.as_ref()?.problem()) {
         Some(p) => Err(p),
         None => Ok(0),
     }

@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vyre_driver::backend::{BackendError, VyreBackend};
 use vyrescope_capture::format::{CallResult, CaptureState, Event, Record};
 use vyrescope_capture::read::event_kind;
@@ -29,7 +29,10 @@ use vyrescope_capture::{Capture, ReadError};
 use crate::ir::ElemType;
 use crate::runtime::parity;
 use crate::util::Problem;
-use crate::vyre::replay::{decode, output_slots, program_label, OutputSlot};
+pub use crate::vyre::replay::read_problem;
+use crate::vyre::replay::{
+    decode, import_refusal, output_slots, program_label, OutputSlot, VyreProgram,
+};
 
 mod resident;
 
@@ -42,7 +45,7 @@ pub struct Replayer<'a> {
 }
 
 /// How one record's replay ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every output equal to the captured bytes.
@@ -58,7 +61,7 @@ pub enum Verdict {
 }
 
 /// The first element where a replayed output differs from the captured one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Divergence {
     /// Output index, in vyre's output order.
     pub output: usize,
@@ -77,7 +80,7 @@ pub struct Divergence {
 }
 
 /// One record's replay.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordReplay {
     /// The record's index.
     pub index: u64,
@@ -139,22 +142,13 @@ pub struct ReplayReport {
     pub passed: bool,
 }
 
-/// A reader error as a problem: its message and its `Fix:` apart.
-pub fn read_problem(e: &ReadError) -> Problem {
-    let text = e.to_string();
-    match text.split_once("\n  Fix: ") {
-        Some((m, f)) => Problem::new(m, f),
-        None => Problem::new(text, "record the application again"),
-    }
-}
-
 /// One line of an error (a backend's or the reader's).
 fn one_line(text: &str) -> String {
     crate::util::terminal_safe(&text.split_whitespace().collect::<Vec<_>>().join(" ")).to_string()
 }
 
 /// The capture's state in words.
-fn state_text(c: &Capture) -> String {
+pub(crate) fn state_text(c: &Capture) -> String {
     match &c.manifest().state {
         CaptureState::Full => "full".into(),
         CaptureState::LimitReached {
@@ -222,6 +216,40 @@ pub fn replay(dir: &Path, r: &Replayer<'_>, only: Option<u64>) -> Result<ReplayR
         records,
         totals: t,
     })
+}
+
+/// vyrescope's vyre backend `id` (`vyrescope-reference` or `vyrescope-cuda`), acquired from
+/// vyre's registry by id as a vyre application would (`replay --backend`, `selftest
+/// --vyre-backend`, the inspector's `r` on a captured dispatch).
+pub fn acquire_vyrescope(id: &str) -> Result<Box<dyn VyreBackend>, Problem> {
+    crate::runtime::vyre_device::link();
+    vyre_driver::backend::acquire(id).map_err(|e| {
+        Problem::new(
+            format!("vyre's registry could not acquire `{id}`: {e}"),
+            "use --backend reference on a machine without a GPU",
+        )
+    })
+}
+
+/// Replays record `index` on vyrescope's backend `id` acquired from vyre's registry, a
+/// Program our import refuses on vyre's reference interpreter: the line `replay --only N
+/// --backend reference|cuda` reports.
+pub fn replay_on(dir: &Path, id: &str, index: u64) -> Result<RecordReplay, Problem> {
+    let ours = acquire_vyrescope(id)?;
+    let theirs = crate::vyre::replay::VyreReference;
+    let r = Replayer {
+        backend: ours.as_ref(),
+        fallback: Some(&theirs),
+    };
+    replay_record(dir, &r, index)
+}
+
+/// Replays record `index` alone (`replay --only N`): its line of the report.
+pub fn replay_record(dir: &Path, r: &Replayer<'_>, index: u64) -> Result<RecordReplay, Problem> {
+    let mut rep = replay(dir, r, Some(index))?;
+    rep.records
+        .pop()
+        .ok_or_else(|| Problem::bug("replay --only returned no record"))
 }
 
 fn blank(index: u64) -> RecordReplay {
@@ -320,11 +348,14 @@ fn replay_one(
     let started = Instant::now();
     let mut ran_on = r.backend;
     let mut result = r.backend.dispatch(&vp, &loaded.inputs, &config);
-    if let (Err(BackendError::UnsupportedFeature { name, .. }), Some(fb)) = (&result, r.fallback) {
+    if let (Some(why), Some(fb)) = (
+        result.as_ref().err().and_then(|e| refused(e, &vp)),
+        r.fallback,
+    ) {
         row.detail = format!(
             "{} refused it ({}); replayed on {}",
             r.backend.id(),
-            one_line(name),
+            one_line(&why),
             fb.id()
         );
         ran_on = fb;
@@ -344,6 +375,17 @@ fn replay_one(
         }
     }
     row
+}
+
+/// Why a backend's error `e` is a refusal of the Program itself, which the fallback runs
+/// instead: an unsupported feature, or an invalid-Program error for a Program our import
+/// refuses (vyrescope's backends say so with its codes). Other errors are the replay's.
+fn refused(e: &BackendError, vp: &VyreProgram) -> Option<String> {
+    match e {
+        BackendError::UnsupportedFeature { name, .. } => Some(name.clone()),
+        BackendError::InvalidProgram { .. } => import_refusal(vp),
+        _ => None,
+    }
 }
 
 /// Element `i` of `data` as raw bits (little-endian, zero-extended); `None` past the end.
@@ -423,6 +465,30 @@ pub fn first_divergence(
     None
 }
 
+/// A record's verdict in words, as `replay` prints it: `verified`, or `DIVERGED:` with the
+/// output, buffer, element, both values and the ulp distance of the first divergence.
+pub fn verdict_text(x: &RecordReplay) -> String {
+    match x.verdict {
+        Verdict::Verified => "verified".to_string(),
+        Verdict::Replayed => "replayed".to_string(),
+        Verdict::Diverged => match &x.divergence {
+            Some(d) => format!(
+                "DIVERGED: output {} `{}` element {} ({}): captured {}, replayed {}{}",
+                d.output,
+                d.buffer,
+                d.element,
+                d.elem_type,
+                d.captured,
+                d.replayed,
+                d.ulps.map_or(String::new(), |u| format!(", {u} ulp"))
+            ),
+            None => "DIVERGED".to_string(),
+        },
+        Verdict::Failed => "FAILED".to_string(),
+        Verdict::Skipped => "skipped".to_string(),
+    }
+}
+
 /// The report as text: one line per record, then the totals.
 pub fn replay_table(rep: &ReplayReport) -> String {
     let mut s = format!(
@@ -433,25 +499,7 @@ pub fn replay_table(rep: &ReplayReport) -> String {
         s.push_str(&format!("capture state: {}\n", rep.state));
     }
     for x in &rep.records {
-        let what = match x.verdict {
-            Verdict::Verified => "verified".to_string(),
-            Verdict::Replayed => "replayed".to_string(),
-            Verdict::Diverged => match &x.divergence {
-                Some(d) => format!(
-                    "DIVERGED: output {} `{}` element {} ({}): captured {}, replayed {}{}",
-                    d.output,
-                    d.buffer,
-                    d.element,
-                    d.elem_type,
-                    d.captured,
-                    d.replayed,
-                    d.ulps.map_or(String::new(), |u| format!(", {u} ulp"))
-                ),
-                None => "DIVERGED".to_string(),
-            },
-            Verdict::Failed => "FAILED".to_string(),
-            Verdict::Skipped => "skipped".to_string(),
-        };
+        let what = verdict_text(x);
         s.push_str(&format!(
             "  #{:<5} {:<26} {:<40} {}\n",
             x.index,

@@ -1,6 +1,7 @@
 //! The GPU worker's harness jobs ([`crate::runtime::worker::server::Jobs`]): a pipeline's
 //! forms run by the one pipeline runner ([`super::pipeline::run_forms`]) and, when asked, their
-//! timelines recorded from the same compiled pipeline; a Program's timeline. The inspector's
+//! timelines recorded from the same compiled pipeline; a Program's timeline; a captured
+//! dispatch replayed on `vyrescope-cuda` (feature `vyre`). The inspector's
 //! `r` sends them, so a faulting kernel ends the worker process, never the inspector, and the
 //! verdict is the one `run --backend cuda --both` gives.
 
@@ -14,7 +15,7 @@ use crate::inputs::pipeline::prepare_pipeline_rooted;
 use crate::inputs::FileRoot;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
-use crate::runtime::worker::protocol::{PipelineJob, TimelineJob};
+use crate::runtime::worker::protocol::{PipelineJob, ReplayJob, TimelineJob};
 use crate::runtime::worker::server::Jobs;
 use crate::runtime::Runtime;
 use crate::util::Problem;
@@ -33,6 +34,21 @@ impl Jobs for HarnessJobs {
 
     fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem> {
         timeline_job(rt, job)
+    }
+
+    #[cfg(feature = "vyre")]
+    fn replay(&mut self, job: &ReplayJob) -> Result<serde_json::Value, Problem> {
+        use crate::vyre::backend::registry::CUDA_ID;
+        let line = super::replay::replay_on(&job.capture, CUDA_ID, job.index)?;
+        serde_json::to_value(&line).map_err(Problem::bug)
+    }
+
+    #[cfg(not(feature = "vyre"))]
+    fn replay(&mut self, _: &ReplayJob) -> Result<serde_json::Value, Problem> {
+        Err(Problem::new(
+            "replaying a capture needs vyre support, and this vyrescope was built without it",
+            "build with `cargo build --features vyre`",
+        ))
     }
 }
 

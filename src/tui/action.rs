@@ -114,6 +114,8 @@ pub enum Command {
     /// Plan tab: vyre-megakernel's plan of the pipeline and where it differs from ours, or
     /// ours again (feature `vyre`).
     PlanVyre,
+    /// An open capture: order its dispatches by call, host time or device time.
+    CaptureSort,
 }
 
 /// One state change.

@@ -228,6 +228,16 @@ impl Document {
     /// Loads, prints and validates `path`; its `file` inputs must stay inside `root` (or its
     /// own folder when `None`).
     pub fn load(path: &Path, root: Option<&Path>) -> Result<Self, Problem> {
+        // A capture's record file opens as its dispatch: the Program with its captured
+        // inputs, read from the capture folder (its root).
+        #[cfg(feature = "vyre")]
+        if let Some((dir, index)) = crate::vyre::replay::dispatches::record_at(path) {
+            let program = crate::vyre::replay::dispatches::open_dispatch(&dir, index)?;
+            return Ok(Document {
+                root: Some(dir),
+                ..Self::from_program(path.to_path_buf(), program)
+            });
+        }
         if crate::ir::is_pipeline_file(path) {
             return Self::load_pipeline(path, root);
         }

@@ -96,11 +96,12 @@ impl Tab {
         tabs::TABS.iter().position(|c| c.id() == self).unwrap_or(0)
     }
 
-    /// Tabs shown: those whose component shows for a pipeline (`pipeline`) or a Program.
-    pub fn visible(pipeline: bool) -> Vec<Tab> {
+    /// Tabs shown: those whose component shows for a pipeline (`pipeline`) or a Program,
+    /// and the capture's tabs while a capture is open.
+    pub fn visible(pipeline: bool, capture: bool) -> Vec<Tab> {
         tabs::TABS
             .iter()
-            .filter(|c| c.shown(pipeline))
+            .filter(|c| c.shown(pipeline) && (capture || !c.capture_only()))
             .map(|c| c.id())
             .collect()
     }
@@ -149,6 +150,8 @@ pub struct App {
     pub theme: Theme,
     /// Where `x` exports ([`crate::tui::export::export_dir`]; tests point it elsewhere).
     pub export_dir: Option<PathBuf>,
+    /// The capture whose dispatches the program list holds (`vyrescope CAPTURE_DIR`).
+    pub capture: Option<super::capture::CaptureView>,
 }
 
 impl App {
@@ -166,6 +169,7 @@ impl App {
             keymap,
             theme,
             export_dir: super::export::export_dir(),
+            capture: None,
         }
     }
 

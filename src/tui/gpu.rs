@@ -98,6 +98,13 @@ pub trait Gpu: Send {
         let _ = (file, sync);
         Err(Problem::new("this GPU seam runs no pipelines", ""))
     }
+    /// Replays dispatch `index` of the capture in `dir` on `vyrescope-cuda` (in the GPU
+    /// worker process, as `replay --only N --backend cuda`): the record's line of `replay
+    /// --json`'s report. The default replays nothing (test fakes).
+    fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<serde_json::Value, Problem> {
+        let _ = (dir, index);
+        Err(Problem::new("this GPU seam replays no captures", ""))
+    }
     /// Records one instrumented round of a Program for the Timeline tab (after a
     /// dispatch). The default records nothing (test fakes).
     fn timeline(
@@ -539,6 +546,23 @@ impl Gpu for WorkerGpu {
     }
 
     /// In the GPU worker process, like a dispatch.
+    fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<serde_json::Value, Problem> {
+        use crate::runtime::worker::protocol::{ReplayJob, Request, Response};
+        let job = ReplayJob {
+            capture: dir.to_path_buf(),
+            index,
+        };
+        match self
+            .worker
+            .call(&Request::ReplayCapture(job), &mut |_| {})?
+        {
+            Response::Replayed(line) => Ok(*line),
+            other => Err(Problem::bug(format!(
+                "the GPU worker answered a replay with {other:?}"
+            ))),
+        }
+    }
+
     fn timeline(
         &mut self,
         what: &super::timeline::Recording,

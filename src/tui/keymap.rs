@@ -69,6 +69,12 @@ impl KeyMap {
             .and_then(|(_, ks)| ks.first().copied())
     }
 
+    /// The first key of `cmd` as help text shows it (`-` when it has none).
+    pub fn key_text(&self, cmd: Command) -> String {
+        self.first_key(cmd)
+            .map_or_else(|| "-".to_string(), |k| k.to_string())
+    }
+
     /// Replaces `cmd`'s keys; keys it takes are removed from other commands so a key means
     /// one thing.
     pub fn rebind(&mut self, cmd: Command, keys: Vec<KeySpec>) {

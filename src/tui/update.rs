@@ -16,6 +16,7 @@ use super::app::{App, Focus, Overlay, PromptKind, SM_TARGETS};
 use super::component;
 use super::export;
 
+mod capture;
 pub(crate) mod nav;
 mod pin;
 pub(crate) mod program;
@@ -194,7 +195,13 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         Command::SassPane => program::cycle_sass(app, out),
         Command::VyreView => program::cycle_vyre(app, out),
         Command::CycleDevice => program::cycle_device(app, out),
-        Command::Dispatch => program::gpu_job(app, false, out),
+        // On a captured dispatch, `r` replays it against the captured outputs.
+        Command::Dispatch => {
+            if !capture::replay(app, out) {
+                program::gpu_job(app, false, out)
+            }
+        }
+        Command::CaptureSort => capture::cycle_sort(app, out),
         Command::Tune => program::gpu_job(app, true, out),
         Command::Reload => program::reload(app, false, out),
         Command::Export => match export::target(app) {

@@ -15,6 +15,7 @@ use super::highlight::Highlighter;
 use super::layout::areas;
 
 pub mod cache;
+pub mod capture;
 pub mod code_view;
 pub mod diagnostics;
 pub mod help;

@@ -169,6 +169,16 @@ pub enum Job {
         /// Options (sm; the workgroup is swept).
         opts: EmitOptions,
     },
+    /// Replay a captured dispatch and compare its outputs with the captured ones: on
+    /// `vyrescope-cuda` in the GPU worker process when `gpu`, else on `vyrescope-reference`.
+    ReplayCapture {
+        /// The capture folder.
+        dir: PathBuf,
+        /// The record.
+        index: u64,
+        /// A live GPU was probed.
+        gpu: bool,
+    },
 }
 
 impl Job {
@@ -190,6 +200,8 @@ impl Job {
             Job::Tune { .. } => "tuning",
             Job::TuneOffline { .. } => "estimating a tune sweep (no GPU)",
             Job::Pipeline { gpu: true, .. } => "running pipeline on the GPU",
+            Job::ReplayCapture { gpu: true, .. } => "replaying the dispatch on the GPU",
+            Job::ReplayCapture { .. } => "replaying the dispatch on the reference interpreter",
             Job::Pipeline { .. } => "running reference pipeline",
         }
     }
@@ -237,6 +249,8 @@ pub enum Reply {
     TunedOffline(Result<Vec<TuneRow>, Problem>),
     /// Tune finished.
     Tuned(Result<Vec<TuneRow>, Problem>, Box<Stats>),
+    /// A captured dispatch replayed (record index, verdict).
+    Replayed(u64, Result<super::capture::Verdict, Problem>),
 }
 
 /// What a [`Job::Load`] read: the request it answers and the document or the error.
@@ -555,6 +569,23 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             });
             report(Reply::Tuned(r, Box::new(Stats::now(gpu))));
         }
+        Job::ReplayCapture { dir, index, gpu: g } => {
+            report(Reply::Started(
+                if g {
+                    "replaying the dispatch on the GPU"
+                } else {
+                    "replaying the dispatch on the reference interpreter"
+                },
+                0,
+            ));
+            let r = if g {
+                gpu.replay_capture(&dir, index)
+                    .and_then(super::capture::read::verdict_from_json)
+            } else {
+                super::capture::read::replay_reference(&dir, index)
+            };
+            report(Reply::Replayed(index, r));
+        }
     }
 }
 
@@ -574,6 +605,7 @@ impl Job {
                 | Job::Reference { .. }
                 | Job::Sass { .. }
                 | Job::Vyre { .. }
+                | Job::ReplayCapture { gpu: false, .. }
         )
     }
 }

@@ -8,14 +8,17 @@
 //! own reference interpreter, `vyre_reference`) as the fallback for a Program our import
 //! refuses; `--backend vyre-reference` replays on it alone.
 
+pub mod dispatches;
 pub mod export;
 mod vyre_reference;
 
 pub use vyre_reference::VyreReference;
 
-use vyre_foundation::ir::{BufferAccess, Program as VyreProgram};
+use vyre_foundation::ir::BufferAccess;
+pub use vyre_foundation::ir::Program as VyreProgram;
 
 use crate::ir::ElemType;
+use crate::util::Problem;
 
 /// One output of a vyre dispatch, in vyre's output order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,4 +61,20 @@ pub fn program_label(vp: &VyreProgram) -> String {
     }
     let names: Vec<&str> = vp.buffers().iter().take(3).map(|d| d.name()).collect();
     format!("({})", names.join(", "))
+}
+
+/// Why our import refuses `vp` (its codes and first reason), or `None` when it takes it.
+pub fn import_refusal(vp: &VyreProgram) -> Option<String> {
+    super::catalog::import_for_reference(vp, "replay")
+        .err()
+        .map(|r| format!("{}: {}", r.codes.join(","), r.message))
+}
+
+/// A capture reader's error as a problem: its message and its `Fix:` apart.
+pub fn read_problem(e: &vyrescope_capture::ReadError) -> Problem {
+    let text = e.to_string();
+    match text.split_once("\n  Fix: ") {
+        Some((m, f)) => Problem::new(m, f),
+        None => Problem::new(text, "record the application again"),
+    }
 }

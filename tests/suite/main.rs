@@ -8,6 +8,8 @@ mod tui_pin;
 mod tui_pipeline;
 
 mod atomic_order;
+#[cfg(feature = "vyre")]
+mod capture_view;
 mod ci_script;
 mod cli_check;
 mod cli_diff;

@@ -123,3 +123,47 @@ fn inspector_plan_tab_v_says_how_to_enable_the_feature() {
         "{screen}"
     );
 }
+
+/// A capture folder (its manifest names the capture format) opened by a build without vyre
+/// support says how to get it, and a folder with an unrelated `manifest.json` still opens as
+/// a folder of Programs.
+#[test]
+fn a_capture_folder_says_how_to_enable_the_feature() {
+    let t = tempfile::tempdir().unwrap();
+    let cap = t.path().join("cap");
+    std::fs::create_dir_all(cap.join("records")).unwrap();
+    std::fs::write(
+        cap.join("manifest.json"),
+        r#"{"format": "vyrescope-capture", "version": 1}"#,
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vyrescope"))
+        .args([
+            "tui",
+            cap.to_str().unwrap(),
+            "--keys",
+            "",
+            "--snapshot",
+            "-",
+        ])
+        .env("HOME", t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("vyre support") && err.contains("--features vyre"),
+        "{err}"
+    );
+    // Not a capture: the manifest is some other JSON, next to a Program.
+    let other = t.path().join("programs");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("manifest.json"), r#"{"name": "not a capture"}"#).unwrap();
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json"),
+        other.join("vadd_f32.json"),
+    )
+    .unwrap();
+    assert!(!vyrescope::tui::capture::is_capture_dir(&other));
+    assert!(vyrescope::tui::capture::is_capture_dir(&cap));
+}

@@ -23,7 +23,7 @@ use crate::runtime::parity::ParityReport;
 use crate::runtime::{RuntimeError, Telemetry};
 
 /// Bumped whenever a message changes shape; client and worker must agree.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Longest line either side accepts (bytes); PTX of the largest Programs is well below.
 pub const MAX_LINE: usize = 256 << 20;
@@ -48,6 +48,9 @@ pub enum Request {
     Pipeline(PipelineJob),
     /// Record one instrumented round of a Program (the Timeline tab after `r`).
     Timeline(TimelineJob),
+    /// Replay one dispatch of a capture on `vyrescope-cuda` (the inspector's `r` on a
+    /// captured dispatch; feature `vyre`).
+    ReplayCapture(ReplayJob),
     /// Test-only: launch a raw PTX kernel that faults or spins (valid Programs cannot fault).
     #[doc(hidden)]
     RawFault {
@@ -77,6 +80,11 @@ impl Request {
             Request::Stats => "the statistics query".into(),
             Request::Pipeline(j) => format!("a run of pipeline `{}`", j.file.display()),
             Request::Timeline(j) => format!("a timeline recording of `{}`", j.file),
+            Request::ReplayCapture(j) => format!(
+                "the replay of record {} of capture {}",
+                j.index,
+                j.capture.display()
+            ),
             Request::RawFault { case, .. } => format!("the raw test kernel {case:?}"),
             Request::Test { action } => format!("the test action {action:?}"),
             Request::Shutdown => "shutdown".into(),
@@ -155,6 +163,16 @@ pub struct TimelineJob {
     pub workgroup: [u32; 3],
     /// Per-launch timeout (ms).
     pub timeout_ms: Option<u64>,
+}
+
+/// One captured dispatch to replay in the worker, as `replay CAPTURE --only INDEX --backend
+/// cuda` does (the capture is read there; nothing large crosses the pipe).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayJob {
+    /// The capture folder.
+    pub capture: PathBuf,
+    /// The record to replay.
+    pub index: u64,
 }
 
 /// A kernel-resources query.
@@ -289,6 +307,8 @@ pub enum Response {
     },
     /// [`Request::Timeline`]: the record file's text (`timeline::file`).
     Recorded(String),
+    /// [`Request::ReplayCapture`]: the record's line of `replay --json`'s report.
+    Replayed(Box<serde_json::Value>),
     /// [`Request::RawFault`] that did not fault.
     Launched(LaunchTiming),
     /// [`Request::Shutdown`].

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::protocol::{
-    read_line, write_line, FaultCase, Message, PipelineJob, Progress, Reply, Request, Response,
-    RunJob, RunOutcome, StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome, TunePoint,
-    WireError, PROTOCOL_VERSION,
+    read_line, write_line, FaultCase, Message, PipelineJob, Progress, ReplayJob, Reply, Request,
+    Response, RunJob, RunOutcome, StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome,
+    TunePoint, WireError, PROTOCOL_VERSION,
 };
 use crate::occupancy::estimate::estimate;
 use crate::report::RunReport;
@@ -45,6 +45,12 @@ pub trait Jobs {
     ) -> Result<(serde_json::Value, Option<String>), Problem>;
     /// Records a Program's timeline on `rt`: the record file's text.
     fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem>;
+    /// Replays a captured dispatch on `vyrescope-cuda` (a backend with its own CUDA context,
+    /// acquired from vyre's registry): the record's line of `replay --json`'s report.
+    fn replay(&mut self, job: &ReplayJob) -> Result<serde_json::Value, Problem> {
+        let _ = job;
+        Err(no_jobs())
+    }
 }
 
 /// [`Jobs`] of a worker without the harnesses (tests of the protocol): refuses both.
@@ -217,6 +223,18 @@ impl Worker<'_> {
             Request::Timeline(job) => {
                 let text = self.with_jobs(|jobs, rt| jobs.timeline(rt, &job))?;
                 Ok(Response::Recorded(text))
+            }
+            Request::ReplayCapture(job) => {
+                // The replay's backend opens a CUDA context of its own: this worker's
+                // runtime is not needed.
+                self.progress(Progress::default());
+                self.jobs
+                    .replay(&job)
+                    .map(|v| Response::Replayed(Box::new(v)))
+                    .map_err(|p| WireError::Other {
+                        message: p.message,
+                        fix: p.fix,
+                    })
             }
         }
     }

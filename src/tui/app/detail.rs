@@ -15,6 +15,8 @@ pub struct Detail {
     pub pane: PaneState,
     /// A pipeline is open: the tabs shown only for one (Plan) are shown too.
     pub pipeline: bool,
+    /// A capture is open: its tab (Capture) is shown, last.
+    pub capture: bool,
     /// Each tab's own view state (what its component keeps beyond the cursor).
     pub states: TabStates,
 }
@@ -25,6 +27,7 @@ impl Default for Detail {
             tab: Tab(""),
             pane: PaneState::default(),
             pipeline: false,
+            capture: false,
             states: TabStates::default(),
         };
         d.switch(0);
@@ -52,7 +55,18 @@ impl Detail {
 
     /// The tabs shown now ([`Tab::visible`]).
     pub fn tabs(&self) -> Vec<Tab> {
-        Tab::visible(self.pipeline)
+        Tab::visible(self.pipeline, self.capture)
+    }
+
+    /// Says whether a capture is open, and shows its tab when one is.
+    pub fn set_capture(&mut self, capture: bool) {
+        use crate::tui::component::tabs::{Capture, TabComponent};
+        self.capture = capture;
+        if capture {
+            self.show(Capture.id());
+        } else if !self.tabs().contains(&self.tab) {
+            self.switch(0);
+        }
     }
 
     /// Says whether a pipeline is open; closing one leaves a pipeline's tab for the first.

@@ -37,6 +37,11 @@ pub trait TabComponent: Sync {
         true
     }
 
+    /// Shown only while a capture is open.
+    fn capture_only(&self) -> bool {
+        false
+    }
+
     /// A fresh view state of the tab's own, when it keeps one beyond the panel's cursor
     /// (held in [`super::state::TabStates`], read back by its type).
     fn state(&self) -> Option<Box<dyn TabState>> {
@@ -83,6 +88,7 @@ pub const TABS: &[&dyn TabComponent] = &[
     &Telemetry,
     &Plan,
     &Timeline,
+    &Capture,
 ];
 
 /// The component of tab `t`.
@@ -354,11 +360,7 @@ impl TabComponent for Timeline {
             .collect::<Vec<_>>())
     }
     fn help(&self, app: &App) -> Vec<Line<'static>> {
-        let k = |c: Command| {
-            app.keymap
-                .first_key(c)
-                .map_or_else(|| "-".to_string(), |k| k.to_string())
-        };
+        let k = |c: Command| app.keymap.key_text(c);
         vec![
             Line::raw(""),
             Line::styled(
@@ -385,6 +387,38 @@ impl TabComponent for Timeline {
                 k(Command::End)
             )),
         ]
+    }
+}
+
+/// An open capture: its summary, the dispatch list and the open dispatch's replay; Enter
+/// opens the dispatch under the cursor.
+pub struct Capture;
+
+impl TabComponent for Capture {
+    fn title(&self) -> &'static str {
+        "Capture"
+    }
+    fn capture_only(&self) -> bool {
+        true
+    }
+    fn command(&self, app: &mut App, c: Command, out: &mut Vec<Cmd>) -> bool {
+        c == Command::Enter && views::capture::open_under_cursor(app, out)
+    }
+    fn hints(&self, app: &App) -> Vec<Hint> {
+        use Command::*;
+        with_global(app, &[Enter, Dispatch, CaptureSort, Expand])
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::capture::draw(frame.buffer_mut(), area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        views::capture::list(app, content).into_iter().collect()
+    }
+    fn data(&self, app: &App) -> Value {
+        views::capture::data(app)
+    }
+    fn help(&self, app: &App) -> Vec<Line<'static>> {
+        views::capture::help(app)
     }
 }
 

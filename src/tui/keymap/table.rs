@@ -516,6 +516,14 @@ pub(super) const TABLE: &[Row] = &[
         &["V"],
         "plan_vyre",
     ),
+    (
+        Command::CaptureSort,
+        "capture_sort",
+        "capture: sort by time",
+        Group::Navigation,
+        &["S"],
+        "sort",
+    ),
 ];
 
 impl Command {
@@ -526,7 +534,7 @@ impl Command {
     /// False for commands of a feature this build lacks (the vyre views without `vyre`):
     /// they get no key and no help line.
     pub fn available(self) -> bool {
-        self != Command::VyreView || cfg!(feature = "vyre")
+        !matches!(self, Command::VyreView | Command::CaptureSort) || cfg!(feature = "vyre")
     }
 
     /// Name in the config file's `keys` object.

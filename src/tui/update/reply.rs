@@ -151,6 +151,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
             }
             nav::keep_visible(app, Focus::Detail);
         }
+        Reply::Replayed(index, r) => super::capture::replayed(app, index, r),
         Reply::TunedOffline(r) => {
             match &r {
                 Err(e) => app.screen.error(format!("offline tune: {e}")),

@@ -15,7 +15,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         area,
         app,
         Focus::List,
-        super::title(app, "Programs", app.programs.entries.len().to_string()),
+        super::title(
+            app,
+            if app.capture.is_some() {
+                "Dispatches"
+            } else {
+                "Programs"
+            },
+            app.programs.entries.len().to_string(),
+        ),
     );
     if app.programs.entries.is_empty() {
         return super::empty_note(buf, inner, t.dim, "no files - press o to open one");
@@ -40,10 +48,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 // Not checked yet: no claim either way.
                 EntryStatus::Pending => ("…", t.dim),
             };
-            let name = e.path.file_stem().map_or_else(
-                || e.path.display().to_string(),
-                |s| s.to_string_lossy().into_owned(),
-            );
+            let name = match app.capture.as_ref().and_then(|c| c.row_of(&e.path)) {
+                // A dispatch: its index and Program, and the codes of an import refusal.
+                Some(r) => match &r.opens {
+                    crate::tui::capture::Opens::Refused { codes, .. } => {
+                        format!("#{} {} {}", r.index, r.name, codes.join(","))
+                    }
+                    _ => format!("#{} {}", r.index, r.name),
+                },
+                None => e.path.file_stem().map_or_else(
+                    || e.path.display().to_string(),
+                    |s| s.to_string_lossy().into_owned(),
+                ),
+            };
             let open = if app.programs.current == Some(i) {
                 "▸"
             } else {

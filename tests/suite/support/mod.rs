@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests.
 
+#[cfg(feature = "vyre")]
+pub mod capture;
 pub mod cli;
 pub mod fixtures;
 pub mod snapshot;
