@@ -707,6 +707,11 @@ pub enum Expr {
     SubgroupReduce(ReduceOp, Box<Expr>),
     /// `{"ballot": E}`
     Ballot(Box<Expr>),
+    /// The thread's cycle counter (`u64`), made by the profiler's instrumentation only
+    /// (`crate::profile::instrument`); not part of the file format. The GPU reads
+    /// `%clock64`; the interpreter reads a deterministic count of the statements the
+    /// invocation has started that are not instrumentation ([`NodeId::is_instrumentation`]).
+    Clock,
 }
 
 impl Program {
@@ -768,7 +773,7 @@ impl Expr {
     pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => {}
+            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => {}
             Expr::Load { index, .. } => index.visit(f),
             Expr::Binary(_, a, b) => {
                 a.visit(f);

@@ -84,7 +84,7 @@ pub(super) fn if_(cond: Expr, then: Vec<Stmt>) -> Stmt {
 /// The direct sub-expressions of `e`, mutably.
 pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     match e {
-        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => Vec::new(),
+        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => Vec::new(),
         Expr::Load { index, .. } => vec![index.as_mut()],
         Expr::Binary(_, a, b) => vec![a.as_mut(), b.as_mut()],
         Expr::Unary(_, a)
