@@ -47,6 +47,7 @@ pub mod occupancy_record;
 pub mod offline;
 pub mod pipeline;
 pub mod preserve;
+pub mod profile_run;
 #[cfg(feature = "vyre")]
 pub mod replay;
 pub mod selftest;

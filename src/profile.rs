@@ -12,6 +12,7 @@
 //!
 //! Docs: `docs/profile.md`.
 
+pub mod estimate;
 pub mod instrument;
 pub mod pc;
 pub mod report;

@@ -171,3 +171,179 @@ fn the_table_attributes_ticks_to_the_right_statements() {
         assert!(profile.render(10).contains("ESTIMATE"));
     }
 }
+
+/// `profile` without a GPU says so with a `Fix:` naming `--estimate` and exits 1; with
+/// `--estimate` it prints the labelled estimate, and its JSON shares add up.
+#[test]
+fn profile_without_a_gpu_says_so_and_estimate_is_labelled() {
+    let fixture = "fixtures/programs/stencil5_f32.json";
+    let (code, stdout, stderr) =
+        crate::support::cli::output(crate::support::cli::in_root().args(["profile", fixture]));
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    if stderr.contains("none could be opened") {
+        assert_eq!(code, 1);
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(
+            stderr.contains("\n  Fix: ") && stderr.contains("--estimate"),
+            "{stderr}"
+        );
+    } else {
+        // A machine with a GPU: the cycles profile, with its overhead.
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stdout.contains("overhead of the instrumented build"),
+            "{stdout}"
+        );
+    }
+    let (code, stdout, stderr) =
+        crate::support::cli::output(crate::support::cli::in_root().args([
+            "profile",
+            fixture,
+            "--estimate",
+        ]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("instruction-count ESTIMATE"), "{stdout}");
+    assert!(!stdout.contains("cycles"), "{stdout}");
+    for file in [fixture, "fixtures/pipelines/chain.json"] {
+        let (code, stdout, stderr) =
+            crate::support::cli::output(crate::support::cli::in_root().args([
+                "profile",
+                file,
+                "--estimate",
+                "--json",
+            ]));
+        assert_eq!(code, 0, "{stderr}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+        let profiles = v["profiles"].as_array().expect("profiles");
+        assert!(!profiles.is_empty());
+        for p in profiles {
+            assert_eq!(p["source"], "estimate");
+            assert_eq!(p["unit"], "statements");
+            let shares: f64 = p["statements"]
+                .as_array()
+                .expect("statements")
+                .iter()
+                .map(|s| s["self_share"].as_f64().expect("share"))
+                .sum();
+            assert!(
+                (shares - 1.0).abs() < 1e-9,
+                "{file}: shares sum to {shares}"
+            );
+        }
+    }
+}
+
+/// Sampled PCs map through a real SASS listing (ptxas + nvdisasm of a fixture): samples
+/// built here from the listing's own addresses, with seeded random counts and reasons, land
+/// on the instruction's statement; other functions and non-instruction offsets are unmapped.
+/// (No CUPTI buffer recorded on a GPU is among the fixtures yet.)
+#[test]
+fn sampled_pcs_map_through_the_sass_listing_to_statements() {
+    use vyrescope::profile::pc::{is_memory_stall, map_samples, profile, PcSample};
+    if crate::support::tools::ptxas("the PC mapping test").is_none()
+        || crate::support::tools::nvdisasm("the PC mapping test").is_none()
+    {
+        return;
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/programs/matmul_tiled_f32.json");
+    let p = vyrescope::ir::load_program(&path).expect("fixture");
+    let opts = EmitOptions {
+        lineinfo: true,
+        ..EmitOptions::for_program(&p)
+    };
+    let k = emit(&p, &opts).expect("emit");
+    let listing = vyrescope::sass::disassemble(&k, 90).expect("sass");
+    let reasons = [
+        "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
+        "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle",
+        "smsp__pcsamp_warps_issue_stalled_barrier",
+        "smsp__pcsamp_warps_issue_stalled_selected",
+    ];
+    let mut rng = SplitMix64::new(0x50_9c);
+    let mut samples = Vec::new();
+    let mut want: std::collections::HashMap<String, u64> = Default::default();
+    let mut want_reason: std::collections::HashMap<(String, String), u64> = Default::default();
+    let mut unowned = 0;
+    for i in &listing.instructions {
+        if rng.next_u64() % 3 == 0 {
+            continue;
+        }
+        let n = 1 + rng.next_u64() % 50;
+        let reason = reasons[(rng.next_u64() % 4) as usize];
+        samples.push(PcSample {
+            function: listing.kernel.clone(),
+            pc_offset: u64::from(i.address),
+            stall_reason: reason.to_string(),
+            samples: n,
+        });
+        match &i.node {
+            Some(node) => {
+                *want.entry(node.clone()).or_default() += n;
+                let short = reason.trim_start_matches("smsp__pcsamp_warps_issue_stalled_");
+                *want_reason
+                    .entry((node.clone(), short.to_string()))
+                    .or_default() += n;
+            }
+            None => unowned += n,
+        }
+    }
+    let last = listing.instructions.last().expect("instructions").address;
+    let stray = [
+        ("other_kernel", 0u64, 7u64),
+        (listing.kernel.as_str(), u64::from(last) + 4096, 5),
+        (listing.kernel.as_str(), 2, 3),
+    ];
+    for (f, pc, n) in stray {
+        samples.push(PcSample {
+            function: f.to_string(),
+            pc_offset: pc,
+            stall_reason: reasons[0].to_string(),
+            samples: n,
+        });
+    }
+    let m = map_samples(&listing, &samples);
+    assert_eq!(m.other_function, 7);
+    assert_eq!(m.no_instruction, 8);
+    assert_eq!(m.unmapped(), 15);
+    assert_eq!(m.unowned, unowned);
+    let got: std::collections::HashMap<String, u64> = m
+        .per_node
+        .iter()
+        .map(|(n, e)| (n.clone(), e.self_value))
+        .collect();
+    assert_eq!(got, want);
+    for ((node, reason), n) in &want_reason {
+        assert_eq!(
+            m.per_node[node].stalls.get(reason),
+            Some(n),
+            "{node} {reason}"
+        );
+    }
+    let prof = profile(
+        &p,
+        &m,
+        Lowering {
+            kernel: Some(&k),
+            sass: Some(&listing),
+        },
+    );
+    assert_eq!(prof.total, want.values().sum::<u64>());
+    // The body's top-level statements' totals hold every mapped sample.
+    let top: u64 = p
+        .body
+        .iter()
+        .filter_map(|s| prof.statement(&s.id))
+        .map(|s| s.total_value)
+        .sum();
+    assert_eq!(top, prof.total);
+    let hottest = &prof.statements[0];
+    assert!(!hottest.sass.is_empty() && !hottest.stalls.is_empty());
+    assert!(is_memory_stall(reasons[0]) && !is_memory_stall(reasons[1]));
+    // A record survives its JSON form (the form recorded buffers will be saved in).
+    let text = serde_json::to_string(&samples[0]).expect("json");
+    assert_eq!(
+        serde_json::from_str::<PcSample>(&text).expect("parse"),
+        samples[0]
+    );
+}
