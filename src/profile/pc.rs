@@ -106,13 +106,7 @@ pub fn profile(plain: &Program, mapping: &PcMapping, lowering: Lowering) -> Prof
                 .and_then(|(_, p)| p.clone());
         }
     }
-    build(
-        plain,
-        Source::Pc,
-        entries,
-        mapping.unmapped() + mapping.unowned,
-        lowering,
-    )
+    build(plain, Source::Pc, entries, mapping.unmapped(), lowering)
 }
 
 fn parent_list(

@@ -94,7 +94,9 @@ pub struct Profile {
     pub total: u64,
     /// Statements with a nonzero total, by own value, most first.
     pub statements: Vec<HotStatement>,
-    /// PC sampling: samples at addresses outside the listing or owned by no statement.
+    /// PC sampling: samples of another function or at an offset that is no instruction of
+    /// the listing (samples on unowned entry/prologue code are mapped, just not to a
+    /// statement).
     pub unmapped: u64,
     /// Instrumented: every how many workgroups one was timed.
     pub stride: Option<u32>,
