@@ -266,7 +266,7 @@ fn sampled_pcs_map_through_the_sass_listing_to_statements() {
     let mut want_reason: std::collections::HashMap<(String, String), u64> = Default::default();
     let mut unowned = 0;
     for i in &listing.instructions {
-        if rng.next_u64() % 3 == 0 {
+        if rng.next_u64().is_multiple_of(3) {
             continue;
         }
         let n = 1 + rng.next_u64() % 50;
