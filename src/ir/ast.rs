@@ -751,6 +751,39 @@ impl Program {
     }
 }
 
+impl StmtKind {
+    /// The same statement with each nested statement list (an `if`'s branches, a loop's body,
+    /// a block) replaced by `f` of it; other kinds are returned as they are.
+    pub fn map_lists(self, f: &mut dyn FnMut(Vec<Stmt>) -> Vec<Stmt>) -> StmtKind {
+        match self {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                has_else,
+            } => StmtKind::If {
+                cond,
+                then: f(then),
+                otherwise: f(otherwise),
+                has_else,
+            },
+            StmtKind::Loop {
+                var,
+                from,
+                to,
+                body,
+            } => StmtKind::Loop {
+                var,
+                from,
+                to,
+                body: f(body),
+            },
+            StmtKind::Block(b) => StmtKind::Block(f(b)),
+            other => other,
+        }
+    }
+}
+
 pub(super) fn walk_list<'a>(list: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for s in list {
         f(s);

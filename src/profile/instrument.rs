@@ -178,35 +178,12 @@ impl Transform {
 
     /// `s` with its nested statement lists instrumented.
     fn nested(&mut self, s: &Stmt, k: usize) -> Stmt {
-        let kind = match &s.kind {
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-                has_else,
-            } => StmtKind::If {
-                cond: cond.clone(),
-                then: self.list(then, Some(k)),
-                otherwise: self.list(otherwise, Some(k)),
-                has_else: *has_else,
-            },
-            StmtKind::Loop {
-                var,
-                from,
-                to,
-                body,
-            } => StmtKind::Loop {
-                var: var.clone(),
-                from: from.clone(),
-                to: to.clone(),
-                body: self.list(body, Some(k)),
-            },
-            StmtKind::Block(b) => StmtKind::Block(self.list(b, Some(k))),
-            other => other.clone(),
-        };
         Stmt {
             id: s.id.clone(),
-            kind,
+            kind: s
+                .kind
+                .clone()
+                .map_lists(&mut |list| self.list(&list, Some(k))),
         }
     }
 

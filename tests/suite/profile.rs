@@ -352,24 +352,28 @@ fn sampled_pcs_map_through_the_sass_listing_to_statements() {
 /// The GPU check's loop Program (benches/gpu/profile.sh) is valid, and on the interpreter
 /// its loop holds well over 70% of the statements executed: the GPU threshold is about time,
 /// but a loop that did not dominate the work could not dominate the time either.
+/// A bench Program, parsed and free of validation errors.
+fn valid_bench(name: &str) -> (std::path::PathBuf, Program) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches/gpu")
+        .join(name);
+    let p = vyrescope::ir::load_program(&path).expect("bench program");
+    let errors: Vec<_> = validate(&p)
+        .into_iter()
+        .filter(|d| d.severity == vyrescope::diagnostic::Severity::Error)
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+    (path, p)
+}
+
 #[test]
 fn the_gpu_check_loop_program_puts_its_work_in_the_loop() {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/gpu/profile_chain_f32.json");
-    let p = vyrescope::ir::load_program(&path).expect("bench program");
-    assert!(validate(&p)
-        .iter()
-        .all(|d| d.severity != vyrescope::diagnostic::Severity::Error));
+    let (path, p) = valid_bench("profile_chain_f32.json");
     let prepared =
         prepare(&p, path.parent().expect("folder"), None, Some([2, 1, 1])).expect("prepare");
     let prof = vyrescope::profile::estimate::estimate(&p, &prepared, Lowering::default())
         .expect("estimate");
     let lp = prof.statement("body[3]").expect("the loop");
     assert!(lp.total_share > 0.99, "{}", prof.render(10));
-    let copy =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/gpu/profile_copy_f32.json");
-    let c = vyrescope::ir::load_program(&copy).expect("copy program");
-    assert!(validate(&c)
-        .iter()
-        .all(|d| d.severity != vyrescope::diagnostic::Severity::Error));
+    valid_bench("profile_copy_f32.json");
 }

@@ -288,35 +288,16 @@ pub(super) fn lower_returns(list: Vec<Stmt>, alive: &str) -> Vec<Stmt> {
 }
 
 fn lower_stmt(s: Stmt, alive: &str) -> Stmt {
-    let kind = match s.kind {
-        StmtKind::If {
-            cond,
-            then,
-            otherwise,
-            has_else,
-        } => StmtKind::If {
-            cond,
-            then: lower_returns(then, alive),
-            otherwise: lower_returns(otherwise, alive),
-            has_else,
-        },
-        StmtKind::Loop {
-            var,
-            from,
-            to,
-            body,
-        } => StmtKind::Loop {
-            var,
-            from,
-            to,
-            body: vec![if_(
-                Expr::Var(alive.to_string()),
-                lower_returns(body, alive),
-            )],
-        },
-        StmtKind::Block(b) => StmtKind::Block(lower_returns(b, alive)),
-        other => other,
-    };
+    // A loop's body runs again after a `return` in it: each iteration is guarded by `alive`.
+    let is_loop = matches!(s.kind, StmtKind::Loop { .. });
+    let kind = s.kind.map_lists(&mut |list| {
+        let lowered = lower_returns(list, alive);
+        if is_loop {
+            vec![if_(Expr::Var(alive.to_string()), lowered)]
+        } else {
+            lowered
+        }
+    });
     Stmt { id: s.id, kind }
 }
 
