@@ -75,21 +75,10 @@ fn libraries_in(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// Loads `path` and asks it `cuptiGetVersion`.
+/// Loads `path` and asks it `cuptiGetVersion` (the call itself lives behind the unsafe
+/// boundary, `runtime::driver`).
 pub fn api_version(path: &Path) -> Result<u32, String> {
-    // SAFETY: loading a shared library runs its initialisers; libcupti's only register
-    // itself. The symbol has CUPTI's documented C signature
-    // `CUptiResult cuptiGetVersion(uint32_t *version)`.
-    unsafe {
-        let lib = libloading::Library::new(path).map_err(|e| e.to_string())?;
-        let f: libloading::Symbol<unsafe extern "C" fn(*mut u32) -> i32> =
-            lib.get(b"cuptiGetVersion\0").map_err(|e| e.to_string())?;
-        let mut v = 0u32;
-        match f(&mut v) {
-            0 => Ok(v),
-            code => Err(format!("cuptiGetVersion returned error {code}")),
-        }
-    }
+    super::driver::cupti::api_version(path)
 }
 
 /// The first candidate that loads and answers its version.
