@@ -43,6 +43,7 @@ pub mod pipeline_kernels;
 pub mod plan;
 pub mod print;
 pub mod probe;
+pub mod profile;
 pub mod replay;
 pub mod run;
 pub mod run_args;
@@ -108,6 +109,8 @@ pub enum Command {
     Export(export::Args),
     /// SASS of a Program's kernel with the PTX line and IR node of every instruction.
     Sass(sass::Args),
+    /// Where a Program's time goes, per IR statement, on the GPU (or `--estimate` without one).
+    Profile(profile::Args),
     /// Compare two lowerings (variants of a Program, or two Programs) statement by statement.
     Diff(diff::Args),
     /// Occupancy of a Program's kernel, or calculator mode with --regs.
@@ -180,6 +183,7 @@ impl Command {
             Command::FaultTest(a) => a.json,
             Command::Emit(a) => a.json,
             Command::Sass(a) => a.json,
+            Command::Profile(a) => a.json,
             Command::Diff(a) => a.json,
             _ => false,
         }
@@ -238,6 +242,7 @@ pub fn main() -> i32 {
         Some(Command::Emit(a)) => emit::run(&a),
         Some(Command::Export(a)) => export::run(&a),
         Some(Command::Sass(a)) => sass::run(&a),
+        Some(Command::Profile(a)) => profile::run(&a),
         Some(Command::Diff(a)) => diff::run(&a),
         Some(Command::Occupancy(a)) => occupancy::run(&a),
         Some(Command::Plan(a)) => plan::run(&a),

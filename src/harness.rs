@@ -50,6 +50,7 @@ pub mod offline;
 pub mod offline_fit;
 pub mod pipeline;
 pub mod preserve;
+pub mod profile_run;
 #[cfg(feature = "vyre")]
 pub mod replay;
 pub mod selftest;

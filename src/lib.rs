@@ -14,6 +14,7 @@ pub mod interp;
 pub mod ir;
 pub mod megakernel;
 pub mod occupancy;
+pub mod profile;
 pub mod report;
 pub mod runtime;
 pub mod sass;

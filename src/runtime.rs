@@ -23,6 +23,7 @@ use crate::occupancy::DeviceCaps;
 
 pub mod cache;
 pub(crate) mod copies;
+pub mod cupti;
 pub mod dispatch;
 pub(crate) mod driver;
 pub mod execute;

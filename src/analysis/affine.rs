@@ -968,7 +968,9 @@ impl Walker<'_> {
             Expr::Ballot(_) => Index::uniform(None),
             // Every thread reading the same element gets the same value.
             Expr::Load { index, .. } if self.eval(index).is_uniform() => Index::uniform(None),
-            Expr::Load { .. } | Expr::Atomic { .. } | Expr::Shuffle { .. } => Index::Varying,
+            Expr::Load { .. } | Expr::Atomic { .. } | Expr::Shuffle { .. } | Expr::Clock => {
+                Index::Varying
+            }
         }
     }
 }

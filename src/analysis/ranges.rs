@@ -127,6 +127,7 @@ pub fn range_of(e: &Expr, env: &dyn RangeEnv) -> Option<Range> {
             env.var_range(n)
         }
         Expr::Builtin(b) => env.builtin_range(*b),
+        Expr::Clock => return None,
         Expr::Len(b) => match env.buffer(b)? {
             (_, Some(count)) => Range::point(count as u64),
             (_, None) => Range::FULL,

@@ -210,7 +210,7 @@ fn taint(e: &Expr, sized: &[u64], vars: &HashMap<String, Taint>) -> Taint {
             size: None,
         },
         // A loaded value is data, whatever its index.
-        Expr::Load { .. } | Expr::Len(_) | Expr::Atomic { .. } => Taint::default(),
+        Expr::Load { .. } | Expr::Len(_) | Expr::Atomic { .. } | Expr::Clock => Taint::default(),
         Expr::Binary(_, a, b) => taint(a, sized, vars).join(taint(b, sized, vars)),
         Expr::Unary(_, a) | Expr::Cast(_, a) | Expr::Bitcast(_, a) => taint(a, sized, vars),
         Expr::Select(a, b, c) | Expr::Fma(a, b, c) => taint(a, sized, vars)

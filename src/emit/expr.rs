@@ -47,6 +47,12 @@ impl Writer<'_> {
                 fresh: false,
             }),
             Expr::Len(buf) => self.len_of(buf),
+            Expr::Clock => {
+                // A fresh register per read: two reads never share a value (not cached).
+                let v = self.fresh(ScalarType::U64);
+                self.ins(format!("mov.u64 {}, %clock64", v.text()));
+                Ok(v)
+            }
             Expr::Load { buffer, index } => self.load(buffer, index),
             Expr::Binary(op, a, b) => {
                 let x = self.expr(a)?;
@@ -196,6 +202,7 @@ impl Writer<'_> {
                     | Expr::Shuffle { .. }
                     | Expr::SubgroupReduce(..)
                     | Expr::Ballot(_)
+                    | Expr::Clock
             )
         });
         let facts = crate::analysis::ranges::implied(c, truth, &self.env(true));

@@ -351,7 +351,8 @@ fn is_short(list: &[Stmt]) -> bool {
                     Expr::Atomic { .. }
                     | Expr::Shuffle { .. }
                     | Expr::SubgroupReduce(..)
-                    | Expr::Ballot(_) => false,
+                    | Expr::Ballot(_)
+                    | Expr::Clock => false,
                     Expr::Unary(op, _) => !op.is_approximate(),
                     _ => true,
                 };

@@ -93,6 +93,7 @@ fn versionable(s: &Stmt) -> bool {
                     | Expr::Shuffle { .. }
                     | Expr::SubgroupReduce(..)
                     | Expr::Ballot(_)
+                    | Expr::Clock
             )
         });
     }

@@ -15,7 +15,7 @@ fn with_nth_expr(list: &mut [Stmt], k: &mut usize, f: &mut dyn FnMut(&mut Expr))
         }
         *k -= 1;
         match e {
-            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => false,
+            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => false,
             Expr::Load { index, .. } => walk(index, k, f),
             Expr::Binary(_, a, b) | Expr::Shuffle { value: a, lane: b } => {
                 walk(a, k, f) || walk(b, k, f)

@@ -120,6 +120,9 @@ pub(crate) struct SCode {
     pub(crate) cost: u64,
     /// True when a `return` may run inside (lanes must be re-filtered afterwards).
     pub(crate) may_return: bool,
+    /// True when the statement advances the clock ([`Code::clock`]): every statement the
+    /// Program's author wrote, none that instrumentation added.
+    pub(crate) ticks: bool,
     pub(crate) kind: SKind,
 }
 
@@ -186,6 +189,10 @@ pub(crate) struct Code {
     pub(crate) shared: Vec<SharedDecl>,
     pub(crate) body: Vec<SCode>,
     pub(crate) has_grid_barrier: bool,
+    /// The register `clock()` reads, when the Program reads it: per lane, the number of
+    /// ticking statements ([`SCode::ticks`]) the invocation has started. Zero at the start of
+    /// every unit; advanced before a statement runs, so a read sees its own statement.
+    pub(crate) clock: Option<Reg>,
 }
 
 /// An operand: a register, its value type, and whether it is a temporary to release.
@@ -205,6 +212,7 @@ struct Compiler<'p> {
     buffers: HashMap<&'p str, BufRef>,
     scopes: Vec<HashMap<&'p str, (Reg, ScalarType)>>,
     has_grid_barrier: bool,
+    clock: Option<Reg>,
 }
 
 fn err(node: &str, message: String) -> InterpError {
@@ -246,6 +254,7 @@ pub(crate) fn compile(program: &Program) -> Result<Code, InterpError> {
         buffers,
         scopes: vec![HashMap::new()],
         has_grid_barrier: false,
+        clock: None,
     };
     let body = c.list(&program.body)?;
     let mut consts: Vec<_> = c.consts.iter().map(|(&v, &r)| (r, v)).collect();
@@ -260,6 +269,7 @@ pub(crate) fn compile(program: &Program) -> Result<Code, InterpError> {
         shared,
         body,
         has_grid_barrier: c.has_grid_barrier,
+        clock: c.clock,
     })
 }
 
@@ -514,6 +524,7 @@ impl<'p> Compiler<'p> {
             id: s.id.clone(),
             cost,
             may_return,
+            ticks: !s.id.is_instrumentation(),
             kind,
         })
     }
@@ -548,6 +559,21 @@ impl<'p> Compiler<'p> {
             }
             Expr::Builtin(Builtin::SubgroupSize) => self.constant(32, ScalarType::U32),
             Expr::Builtin(b) => self.special(Special::Builtin(*b)),
+            Expr::Clock => {
+                let reg = match self.clock {
+                    Some(r) => r,
+                    None => {
+                        let r = self.fresh();
+                        self.clock = Some(r);
+                        r
+                    }
+                };
+                Operand {
+                    reg,
+                    ty: ScalarType::U64,
+                    temp: false,
+                }
+            }
             Expr::Len(name) => match self.buffer(node, name)? {
                 (BufRef::Global(i), _) => self.special(Special::Len(i)),
                 (BufRef::Shared(i), _) => {

@@ -121,6 +121,9 @@ impl Unit {
         self.n = n;
         self.fill_specials(cx, first, count);
         self.alive[..n].fill(true);
+        if let Some(clock) = cx.code.clock {
+            self.regs[clock as usize][..n].fill(0);
+        }
         self.arrivals.clear();
         self.shared.iter().for_each(Memory::clear);
         // Every invocation costs at least one step, charged in bulk before the unit runs, so a
@@ -215,6 +218,10 @@ impl Unit {
         self.evals += evals;
         // The fixed charge covers dispatching a statement on few lanes, where it dominates.
         self.pending += evals + super::STATEMENT_OVERHEAD;
+        if let (Some(clock), true) = (cx.code.clock, s.ticks) {
+            let ticks = &mut self.regs[clock as usize];
+            lanes.for_each(|l| ticks[l] += 1);
+        }
         match &s.kind {
             SKind::Set { dst, value } => {
                 self.eval(cx, value, lanes);

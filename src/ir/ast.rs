@@ -707,6 +707,11 @@ pub enum Expr {
     SubgroupReduce(ReduceOp, Box<Expr>),
     /// `{"ballot": E}`
     Ballot(Box<Expr>),
+    /// The thread's cycle counter (`u64`), made by the profiler's instrumentation only
+    /// (`crate::profile::instrument`); not part of the file format. The GPU reads
+    /// `%clock64`; the interpreter reads a deterministic count of the statements the
+    /// invocation has started that are not instrumentation ([`NodeId::is_instrumentation`]).
+    Clock,
 }
 
 impl Program {
@@ -746,6 +751,39 @@ impl Program {
     }
 }
 
+impl StmtKind {
+    /// The same statement with each nested statement list (an `if`'s branches, a loop's body,
+    /// a block) replaced by `f` of it; other kinds are returned as they are.
+    pub fn map_lists(self, f: &mut dyn FnMut(Vec<Stmt>) -> Vec<Stmt>) -> StmtKind {
+        match self {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+                has_else,
+            } => StmtKind::If {
+                cond,
+                then: f(then),
+                otherwise: f(otherwise),
+                has_else,
+            },
+            StmtKind::Loop {
+                var,
+                from,
+                to,
+                body,
+            } => StmtKind::Loop {
+                var,
+                from,
+                to,
+                body: f(body),
+            },
+            StmtKind::Block(b) => StmtKind::Block(f(b)),
+            other => other,
+        }
+    }
+}
+
 pub(super) fn walk_list<'a>(list: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for s in list {
         f(s);
@@ -768,7 +806,7 @@ impl Expr {
     pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => {}
+            Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => {}
             Expr::Load { index, .. } => index.visit(f),
             Expr::Binary(_, a, b) => {
                 a.visit(f);

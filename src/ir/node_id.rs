@@ -5,6 +5,9 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::ops::Deref;
 
+/// Separates an instrumented statement's id from the purpose of an added statement.
+const INSTRUMENTATION_MARK: char = '~';
+
 /// A statement's node id: its JSON path in the file (`body[1].then[0]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(transparent)]
@@ -19,6 +22,26 @@ impl NodeId {
     /// The path text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The id of a statement that instrumentation inserted next to statement `self` for
+    /// `purpose` (`body[1]~profile.start`). File paths never hold `~`, so these ids cannot
+    /// collide with a statement of the file.
+    pub fn instrumentation(&self, purpose: &str) -> NodeId {
+        NodeId(format!("{}{INSTRUMENTATION_MARK}{purpose}", self.0))
+    }
+
+    /// True for ids that [`NodeId::instrumentation`] made: statements the profiler added,
+    /// which the interpreter's clock does not count.
+    pub fn is_instrumentation(&self) -> bool {
+        self.0.contains(INSTRUMENTATION_MARK)
+    }
+
+    /// The id of the file's statement an instrumentation id belongs to (itself otherwise).
+    pub fn instrumented_owner(&self) -> &str {
+        self.0
+            .split_once(INSTRUMENTATION_MARK)
+            .map_or(self.0.as_str(), |(owner, _)| owner)
     }
 
     /// The id of child `index` in the list field `field` (`body[1]` -> `body[1].then[0]`).

@@ -452,6 +452,7 @@ fn write_expr(s: &mut String, e: &Expr) {
         Expr::Lit(l) => s.push_str(&literal(*l)),
         Expr::Var(n) => s.push_str(n),
         Expr::Builtin(b) => s.push_str(&builtin(*b)),
+        Expr::Clock => s.push_str("clock()"),
         Expr::Load { buffer, index } => {
             s.push_str(buffer);
             s.push('[');

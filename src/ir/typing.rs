@@ -33,6 +33,7 @@ pub fn expr_type(
         Expr::Lit(Literal::Float(_)) => ScalarType::F32,
         Expr::Var(n) => var(n)?,
         Expr::Builtin(_) | Expr::Len(_) | Expr::Ballot(_) => ScalarType::U32,
+        Expr::Clock => ScalarType::U64,
         Expr::Load { buffer, .. } | Expr::Atomic { buffer, .. } => {
             program.buffer(buffer)?.elem.value_type()
         }
@@ -188,7 +189,7 @@ fn elab_expr(
             };
             *l = Literal::Typed(typed_literal(*l, t));
         }
-        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => {}
+        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => {}
         Expr::Load { index, .. } => elab_expr(p, index, Some(ScalarType::U32), scopes),
         Expr::Binary(op, a, b) => {
             if op.is_shift() {

@@ -482,6 +482,14 @@ impl Writer<'_> {
                 self.expr(v)?;
                 self.s("}");
             }
+            Expr::Clock => {
+                // Made by the profiler's instrumentation only, not part of the Program
+                // format: a file written with it could not be read back.
+                return Err(self.fail(
+                    "a `clock()` read is profiler instrumentation, not part of the Program format".to_string(),
+                    "write the Program before instrumenting it (`vyrescope profile FILE` instruments on its own)",
+                ));
+            }
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ use std::fmt;
 use cudarc::driver::sys;
 
 mod baseline;
+pub(crate) mod cupti;
 pub(crate) mod nvtx;
 pub(crate) mod staging;
 

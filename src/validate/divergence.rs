@@ -323,6 +323,7 @@ impl<'a> Analysis<'a> {
                 }
             }
             Expr::Atomic { buffer, .. } => Some(Why::source(format!("an atomic on `{buffer}`"))),
+            Expr::Clock => Some(Why::source("a `clock()` read".into())),
             Expr::Shuffle { .. } => Some(Why::source("a `shuffle` result".into())),
             Expr::SubgroupReduce(..) => Some(Why::source("a `subgroup_reduce` result".into())),
             Expr::Ballot(_) => Some(Why::source("a `ballot` result".into())),

@@ -75,7 +75,7 @@ pub fn stmt_exprs(s: &Stmt) -> Vec<(&'static str, &Expr)> {
 /// The direct sub-expressions of `e`, in evaluation order.
 pub fn expr_children(e: &Expr) -> Vec<&Expr> {
     match e {
-        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => Vec::new(),
+        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => Vec::new(),
         Expr::Load { index, .. } => vec![index],
         Expr::Binary(_, a, b) => vec![a, b],
         Expr::Unary(_, a)

@@ -389,6 +389,7 @@ impl<'a> Checker<'a, '_> {
                 }
             },
             Expr::Builtin(_) => Some(ScalarType::U32),
+            Expr::Clock => Some(ScalarType::U64),
             Expr::Len(b) => {
                 self.at("len", |c| c.buffer(b));
                 Some(ScalarType::U32)

@@ -425,6 +425,7 @@ fn has_effects(e: &Expr) -> bool {
                 | Expr::Shuffle { .. }
                 | Expr::SubgroupReduce(..)
                 | Expr::Ballot(..)
+                | Expr::Clock
         )
     });
     found

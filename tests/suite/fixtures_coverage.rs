@@ -104,6 +104,8 @@ fn used(p: &Program, seen: &mut BTreeSet<String>) {
                     Expr::Shuffle { .. } => "shuffle".into(),
                     Expr::SubgroupReduce(op, _) => format!("reduce:{}", op.name()),
                     Expr::Ballot(_) => "ballot".into(),
+                    // Made by the profiler's instrumentation only; no Program file spells it.
+                    Expr::Clock => "clock".into(),
                 };
                 seen.insert(name);
             });

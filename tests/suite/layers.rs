@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("vyre", 5),
     ("megakernel", 6),
     ("compare", 6),
+    ("profile", 6),
     ("runtime", 7),
     ("harness", 8),
     ("tui", 9),

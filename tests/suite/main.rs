@@ -53,6 +53,7 @@ mod pipeline_cli;
 mod pipeline_invalid;
 mod pipeline_parse;
 mod pipeline_run;
+mod profile;
 mod ptxas;
 mod reg_estimate;
 #[cfg(feature = "vyre")]

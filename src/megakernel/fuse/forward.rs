@@ -285,7 +285,8 @@ impl Walker<'_> {
             | Expr::Atomic { .. }
             | Expr::Shuffle { .. }
             | Expr::SubgroupReduce(..)
-            | Expr::Ballot(_) => return None,
+            | Expr::Ballot(_)
+            | Expr::Clock => return None,
         };
         (k.len() <= MAX_KEY).then_some(k)
     }

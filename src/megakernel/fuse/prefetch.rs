@@ -216,6 +216,7 @@ fn assigned_or_redeclared(list: &[Stmt]) -> HashSet<String> {
 fn hoistable(e: &Expr, ro: &Loadable, known: &HashMap<String, Option<Expr>>) -> bool {
     match e {
         Expr::Lit(_) | Expr::Len(_) => true,
+        Expr::Clock => false,
         Expr::Var(v) => known.contains_key(v),
         // After renaming, gid/wgid/nwg of a virtual-workgroup step are variables or literals;
         // these are the thread's own and do not change.

@@ -84,7 +84,7 @@ pub(super) fn if_(cond: Expr, then: Vec<Stmt>) -> Stmt {
 /// The direct sub-expressions of `e`, mutably.
 pub(super) fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     match e {
-        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => Vec::new(),
+        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => Vec::new(),
         Expr::Load { index, .. } => vec![index.as_mut()],
         Expr::Binary(_, a, b) => vec![a.as_mut(), b.as_mut()],
         Expr::Unary(_, a)
@@ -288,35 +288,16 @@ pub(super) fn lower_returns(list: Vec<Stmt>, alive: &str) -> Vec<Stmt> {
 }
 
 fn lower_stmt(s: Stmt, alive: &str) -> Stmt {
-    let kind = match s.kind {
-        StmtKind::If {
-            cond,
-            then,
-            otherwise,
-            has_else,
-        } => StmtKind::If {
-            cond,
-            then: lower_returns(then, alive),
-            otherwise: lower_returns(otherwise, alive),
-            has_else,
-        },
-        StmtKind::Loop {
-            var,
-            from,
-            to,
-            body,
-        } => StmtKind::Loop {
-            var,
-            from,
-            to,
-            body: vec![if_(
-                Expr::Var(alive.to_string()),
-                lower_returns(body, alive),
-            )],
-        },
-        StmtKind::Block(b) => StmtKind::Block(lower_returns(b, alive)),
-        other => other,
-    };
+    // A loop's body runs again after a `return` in it: each iteration is guarded by `alive`.
+    let is_loop = matches!(s.kind, StmtKind::Loop { .. });
+    let kind = s.kind.map_lists(&mut |list| {
+        let lowered = lower_returns(list, alive);
+        if is_loop {
+            vec![if_(Expr::Var(alive.to_string()), lowered)]
+        } else {
+            lowered
+        }
+    });
     Stmt { id: s.id, kind }
 }
 

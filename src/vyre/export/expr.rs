@@ -259,6 +259,12 @@ impl<'p> Cx<'p> {
                     ))
                 }
             },
+            Expr::Clock => return Err(ExportError::new(
+                node,
+                "`clock()` read",
+                "vyre has no cycle-counter expression, and `clock()` is profiler instrumentation",
+                "export the Program before instrumenting it",
+            )),
             Expr::Load { buffer, index } => self.load(buffer, index, env, node)?,
             Expr::Len(b) => match self.program.buffer(b).and_then(|d| d.count) {
                 Some(c) => v::Expr::LitU32(c),

@@ -176,7 +176,9 @@ impl Proof<'_> {
     fn expr(&self, e: &Expr, bounded: bool) -> bool {
         let mut ok = true;
         e.visit(&mut |x| match x {
-            Expr::Shuffle { .. } | Expr::SubgroupReduce(..) | Expr::Ballot(..) => ok = false,
+            Expr::Shuffle { .. } | Expr::SubgroupReduce(..) | Expr::Ballot(..) | Expr::Clock => {
+                ok = false
+            }
             Expr::Atomic { buffer, index, .. } => ok &= self.dead(buffer, index, bounded),
             _ => {}
         });

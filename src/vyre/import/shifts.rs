@@ -114,7 +114,7 @@ fn stmt(s: &mut Stmt, env: &mut Env, dropped: &mut usize) {
 /// Settles the marks in `e`, innermost first.
 fn expr(e: &mut Expr, env: &Env, dropped: &mut usize) {
     match e {
-        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) => {}
+        Expr::Lit(_) | Expr::Var(_) | Expr::Builtin(_) | Expr::Len(_) | Expr::Clock => {}
         Expr::Load { index, .. } => expr(index, env, dropped),
         Expr::Binary(op, a, b) => {
             expr(a, env, dropped);
