@@ -180,9 +180,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
             let tol = pipeline_tolerance(pipeline);
             let separate = separate_launches(pipeline, &shapes)?;
             let mut opts = PlanOptions::new(caps.clone());
-            if a.decide == DecideMode::Fuse {
-                opts.decide = Decide::Fuse;
-            }
+            opts.decide = a.decide.plan_decide();
             let ours = CompiledPipeline::compile(
                 Arc::new(pipeline.clone()),
                 shapes.clone(),

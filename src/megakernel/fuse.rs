@@ -33,12 +33,15 @@
 //! the step and its own node.
 
 mod forward;
+mod halo;
 mod mask;
 mod pack;
 mod prefetch;
 mod rewrite;
 mod sync;
 
+/// Statement and expression builders, shared with the recomputed form's probe.
+pub(crate) use rewrite::{bin, bool_lit, if_, let_, synth, u32_lit};
 pub use sync::{FOLD_SPREAD, FOLD_SPREAD_FROM_BLOCKS};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -184,6 +187,9 @@ pub fn fuse_group(
         "group of steps {:?} of pipeline `{}`",
         spec.steps, pipeline.name
     );
+    if let Some(h) = &spec.halo {
+        return halo::fuse_halo(pipeline, shapes, spec, h, &group);
+    }
     check_spec(pipeline, shapes, spec, &group)?;
     let shape = launch_shape(shapes, spec, &group)?;
     // The pipeline's buffers by name, built once for the group.
