@@ -30,8 +30,8 @@ use super::rewrite::{self, Renamer, VirtualIds};
 use super::{err, renumber, tag_origin, FuseError, FusedKernel};
 use crate::inputs::LaunchShape;
 use crate::ir::{
-    Access, Axis, BarrierScope, BinOp, BufferDecl, Builtin, Expr, NodeId, Pipeline, Program,
-    RunSpec, Stmt, StmtKind,
+    Access, Axis, BarrierScope, BinOp, BufferDecl, Builtin, Expr, NodeId, Pipeline, Program, Stmt,
+    StmtKind,
 };
 use crate::megakernel::halo::{check, HaloSpec, Pass};
 use crate::megakernel::mixed::StepLayout;
@@ -152,18 +152,7 @@ pub(super) fn fuse_halo(
         workgroup_size: shape.workgroup_size,
         buffers: decls,
         body,
-        run: Some(RunSpec {
-            grid: Some(shape.grid),
-            elements: None,
-            inputs: buffers
-                .iter()
-                .filter_map(|b| {
-                    pipeline
-                        .buffer(b)
-                        .map(|pb| (b.clone(), pb.contents.clone()))
-                })
-                .collect(),
-        }),
+        run: Some(super::run_spec(pipeline, &buffers, &shape)),
     };
     let kernel = FusedKernel {
         program,
@@ -479,30 +468,7 @@ impl Cell<'_> {
                         index,
                         value,
                     } if buffer == self.out => return self.store(id, index, value),
-                    StmtKind::If {
-                        cond,
-                        then,
-                        otherwise,
-                        has_else,
-                    } => StmtKind::If {
-                        cond,
-                        then: self.rewrite(then),
-                        otherwise: self.rewrite(otherwise),
-                        has_else,
-                    },
-                    StmtKind::Loop {
-                        var,
-                        from,
-                        to,
-                        body,
-                    } => StmtKind::Loop {
-                        var,
-                        from,
-                        to,
-                        body: self.rewrite(body),
-                    },
-                    StmtKind::Block(b) => StmtKind::Block(self.rewrite(b)),
-                    other => other,
+                    other => rewrite::map_nested(other, &mut |l| self.rewrite(l)),
                 };
                 Stmt { id, kind }
             })

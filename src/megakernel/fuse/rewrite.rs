@@ -289,17 +289,6 @@ pub(super) fn lower_returns(list: Vec<Stmt>, alive: &str) -> Vec<Stmt> {
 
 fn lower_stmt(s: Stmt, alive: &str) -> Stmt {
     let kind = match s.kind {
-        StmtKind::If {
-            cond,
-            then,
-            otherwise,
-            has_else,
-        } => StmtKind::If {
-            cond,
-            then: lower_returns(then, alive),
-            otherwise: lower_returns(otherwise, alive),
-            has_else,
-        },
         StmtKind::Loop {
             var,
             from,
@@ -314,10 +303,41 @@ fn lower_stmt(s: Stmt, alive: &str) -> Stmt {
                 lower_returns(body, alive),
             )],
         },
-        StmtKind::Block(b) => StmtKind::Block(lower_returns(b, alive)),
-        other => other,
+        other => map_nested(other, &mut |list| lower_returns(list, alive)),
     };
     Stmt { id: s.id, kind }
+}
+
+/// `kind` with `f` applied to each statement list it holds (an `if`'s branches, a loop's
+/// body, a block); other statements unchanged. The one walk of nested bodies that fusion's
+/// rewrites (and the recomputed form's probe) build on.
+pub(crate) fn map_nested(kind: StmtKind, f: &mut dyn FnMut(Vec<Stmt>) -> Vec<Stmt>) -> StmtKind {
+    match kind {
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+            has_else,
+        } => StmtKind::If {
+            cond,
+            then: f(then),
+            otherwise: f(otherwise),
+            has_else,
+        },
+        StmtKind::Loop {
+            var,
+            from,
+            to,
+            body,
+        } => StmtKind::Loop {
+            var,
+            from,
+            to,
+            body: f(body),
+        },
+        StmtKind::Block(b) => StmtKind::Block(f(b)),
+        other => other,
+    }
 }
 
 /// Builtins of the step body that the virtual-workgroup rewrite must provide, per kind and

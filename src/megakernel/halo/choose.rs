@@ -318,15 +318,7 @@ fn pass_group(
         grid[0] * grid[1],
         tried.join(", ")
     );
-    let e = estimate(
-        ctx.caps,
-        &KernelResources {
-            regs_per_thread: REGISTERS,
-            ..KernelResources::default()
-        },
-        THREADS,
-        u32::try_from(smem).unwrap_or(u32::MAX),
-    );
+    let e = resources(ctx.caps, smem);
     let plan = HaloPlan {
         k,
         halo,
@@ -364,6 +356,19 @@ fn pass_group(
     })
 }
 
+/// The occupancy estimate of a pass's kernel with `smem` bytes of shared memory.
+fn resources(caps: &DeviceCaps, smem: u64) -> crate::occupancy::Estimate {
+    estimate(
+        caps,
+        &KernelResources {
+            regs_per_thread: REGISTERS,
+            ..KernelResources::default()
+        },
+        THREADS,
+        u32::try_from(smem).unwrap_or(u32::MAX),
+    )
+}
+
 /// Predicted time of a pass (see the module docs): (us, shared bytes, resident blocks).
 fn pass_us(
     ctx: &ChooseCtx,
@@ -375,15 +380,7 @@ fn pass_us(
     let window = spec.window();
     let cells = u64::from(window[0]) * u64::from(window[1]);
     let smem = super::shared_bytes(windows, cells);
-    let e = estimate(
-        ctx.caps,
-        &KernelResources {
-            regs_per_thread: REGISTERS,
-            ..KernelResources::default()
-        },
-        THREADS,
-        u32::try_from(smem).unwrap_or(u32::MAX),
-    );
+    let e = resources(ctx.caps, smem);
     let resident = u64::from(e.blocks_per_sm) * u64::from(ctx.caps.sm_count);
     let grid = spec.grid();
     let blocks = u64::from(grid[0]) * u64::from(grid[1]);

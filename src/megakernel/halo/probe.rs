@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use crate::inputs::HostBuffer;
 use crate::ir::{Access, Axis, BinOp, BufferDecl, ElemType, Expr, Program, Stmt, StmtKind};
 use crate::ir::{Builtin, Pipeline};
-use crate::megakernel::fuse::{bin, if_, synth, u32_lit};
+use crate::megakernel::fuse::{bin, if_, map_nested, synth, u32_lit};
 use crate::shape::LaunchShape;
 
 use super::{refuse, HaloError, StepWindow};
@@ -280,30 +280,7 @@ impl Ctx<'_> {
                         value: bin(BinOp::Or, load(&self.names.st, self.slot()), bit),
                     }
                 }
-                StmtKind::If {
-                    cond,
-                    then,
-                    otherwise,
-                    has_else,
-                } => StmtKind::If {
-                    cond,
-                    then: self.rewrite(then),
-                    otherwise: self.rewrite(otherwise),
-                    has_else,
-                },
-                StmtKind::Loop {
-                    var,
-                    from,
-                    to,
-                    body,
-                } => StmtKind::Loop {
-                    var,
-                    from,
-                    to,
-                    body: self.rewrite(body),
-                },
-                StmtKind::Block(b) => StmtKind::Block(self.rewrite(b)),
-                other => other,
+                other => map_nested(other, &mut |l| self.rewrite(l)),
             };
             out.push(s);
         }
