@@ -39,6 +39,11 @@ use crate::shape::LaunchShape;
 
 pub use choose::{choose, HaloPlan};
 
+/// Most elements of any buffer of a window step: the probe that proves where a step reads
+/// runs the step on the interpreter over buffers of their declared lengths, so a larger step
+/// is not recomputed (the 2048 x 2048 target has 2^22).
+pub const MAX_PROBE_ELEMENTS: u64 = 1 << 23;
+
 /// Most shared memory a pass may use per block (bytes): the static shared-memory limit, so
 /// the kernel needs no opt-in.
 pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
@@ -183,6 +188,23 @@ pub fn window_step(
     let not = |why: String| refuse(format!("step {s} ({}): {why}", p.name), NOT_A_WINDOW_FIX);
     if p.buffers.iter().any(|b| !b.access.is_host()) {
         return Err(not("it uses workgroup memory".into()));
+    }
+    // Checked before anything is probed: the probe allocates every buffer of the step.
+    for b in p.buffers.iter() {
+        let len = pipeline.bound_len(s, &b.name).unwrap_or(u64::MAX);
+        if len > MAX_PROBE_ELEMENTS {
+            return Err(not(format!(
+                "its buffer `{}` has {len} elements, more than the {MAX_PROBE_ELEMENTS} a \
+                 recomputed step may have (or no declared length)",
+                b.name
+            )));
+        }
+    }
+    let invocations = shape.invocations();
+    if invocations > MAX_PROBE_ELEMENTS.saturating_mul(2) {
+        return Err(not(format!(
+            "its {invocations} invocations are too many to probe"
+        )));
     }
     let stored = stored_buffers(&p.body);
     let [out_prog] = stored.as_slice() else {
@@ -526,7 +548,7 @@ pub fn check_layout(
         ));
     }
     let cells = u64::from(window[0]) * u64::from(window[1]);
-    let bytes: u64 = shared_bytes(&windows, cells);
+    let bytes: u64 = shared_bytes(windows, cells);
     if bytes > MAX_SHARED_BYTES {
         return Err(refuse(
             format!(

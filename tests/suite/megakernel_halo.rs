@@ -357,3 +357,40 @@ fn plan_shows_the_tile_the_halo_and_the_recomputed_fraction() {
         "{v}"
     );
 }
+
+/// A cached recomputed plan is used again only when its pass still passes the validator: an
+/// entry edited to a smaller halo is a miss, planned afresh.
+#[test]
+fn an_edited_recomputed_plan_in_the_cache_is_never_used() {
+    use vyrescope::megakernel::cache::{plan_cached, plan_key, PlanCache};
+    use vyrescope::megakernel::plan::CacheStatus;
+    let t = tempfile::tempdir().unwrap();
+    let cache = PlanCache::at(t.path().join("plan"));
+    let (p, shapes) = load("stencil_clamped");
+    let opts = PlanOptions {
+        decide: Decide::Recompute,
+        ..PlanOptions::new(profiles::load("h100").unwrap())
+    };
+    let first = plan_cached(&p, &shapes, &opts, Some(&cache)).unwrap();
+    assert!(first.plan.groups.iter().any(|g| g.halo.is_some()));
+    let again = plan_cached(&p, &shapes, &opts, Some(&cache)).unwrap();
+    assert_eq!(again.plan.cache, CacheStatus::Hit);
+    let file = cache.path(plan_key(&p, &shapes, &opts));
+    let mut entry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    for g in entry["plan"]["groups"].as_array_mut().unwrap() {
+        if let Some(r) = g["halo"]["spec"]["radius"].as_array_mut() {
+            for x in r.iter_mut() {
+                *x = serde_json::json!([0, 0]);
+            }
+        }
+    }
+    std::fs::write(&file, serde_json::to_vec(&entry).unwrap()).unwrap();
+    let edited = plan_cached(&p, &shapes, &opts, Some(&cache)).unwrap();
+    assert_eq!(
+        edited.plan.cache,
+        CacheStatus::Miss,
+        "the edited entry was used"
+    );
+    assert_eq!(edited.plan.groups, first.plan.groups);
+}

@@ -182,6 +182,10 @@ pub fn choose(ctx: &ChooseCtx, groups: Vec<Group>) -> Vec<Group> {
     out
 }
 
+/// A partition of a prefix of a chain: (launches, predicted us, parts as (start, end, the
+/// pass's group or `None` for a single step)).
+type Partial = (usize, f64, Vec<(usize, usize, Option<Group>)>);
+
 enum Part {
     Single(usize),
     Pass(Box<Group>),
@@ -216,10 +220,10 @@ fn best_partition(
     // Whether a step stores every element, probed once per step however many passes ask.
     let memo: RefCell<HashMap<usize, bool>> = RefCell::new(HashMap::new());
     // best[x]: (launches, us, parts) covering run[..x].
-    let mut best: Vec<Option<(usize, f64, Vec<(usize, usize, Option<Group>)>)>> = vec![None; m + 1];
+    let mut best: Vec<Option<Partial>> = vec![None; m + 1];
     best[0] = Some((0, 0.0, Vec::new()));
     for end in 1..=m {
-        let mut cands: Vec<(usize, f64, Vec<(usize, usize, Option<Group>)>)> = Vec::new();
+        let mut cands: Vec<Partial> = Vec::new();
         if let Some((l, us, parts)) = best[end - 1].clone() {
             let mut parts = parts;
             parts.push((end - 1, end, None));
