@@ -45,6 +45,14 @@ const TILES_1D: [[u32; 2]; 5] = [[256, 1], [512, 1], [1024, 1], [2048, 1], [4096
 /// Tiles tried for two-dimensional chains (elements per axis).
 const TILES_2D: [[u32; 2]; 6] = [[32, 8], [32, 16], [64, 8], [64, 16], [32, 32], [128, 8]];
 
+/// Most steps one pass fuses: the targets need 7 and 8; a longer pass's halo grows past
+/// what a tile can carry, and the partition search stays linear in a chain's length.
+pub const MAX_PASS_STEPS: usize = 8;
+
+/// Most steps of a plan whose reads are probed for the recomputed form (each probe runs the
+/// step on the interpreter): planning a 10,000-step chain must stay as fast as before.
+pub const MAX_PROBED_STEPS: usize = 256;
+
 /// Registers per thread assumed for a pass (as for any step without `--regs`).
 const REGISTERS: u32 = 32;
 
@@ -139,6 +147,7 @@ pub fn choose(ctx: &ChooseCtx, groups: Vec<Group>) -> Vec<Group> {
         }
     };
     let mut out: Vec<Group> = Vec::with_capacity(groups.len());
+    let mut probed = 0usize;
     let mut i = 0;
     while i < groups.len() {
         // The longest run of whole groups from i whose steps form one chain.
@@ -160,7 +169,8 @@ pub fn choose(ctx: &ChooseCtx, groups: Vec<Group>) -> Vec<Group> {
             continue;
         }
         let run: Vec<usize> = groups[i..j].iter().flat_map(|g| g.steps.clone()).collect();
-        if run.len() < 2 {
+        probed += run.len();
+        if run.len() < 2 || probed > MAX_PROBED_STEPS {
             out.extend(groups[i..j].iter().cloned());
             i = j;
             continue;
@@ -229,7 +239,7 @@ fn best_partition(
             parts.push((end - 1, end, None));
             cands.push((l + 1, us + single_us(end - 1), parts));
         }
-        for start in 0..end.saturating_sub(1) {
+        for start in end.saturating_sub(MAX_PASS_STEPS)..end.saturating_sub(1) {
             let Some((l, us, parts)) = best[start].clone() else {
                 continue;
             };
