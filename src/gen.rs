@@ -15,12 +15,16 @@
 //! - [`random_pipeline`]: race-free pipelines of several steps (mixed workgroup sizes,
 //!   reductions, neighbour reads, clamped and periodic stencils, ping-pong runs, histograms)
 //!   for the fused-versus-separate checks.
+//! - [`random_window_chain`]: chains of window steps (mixed radii, clamped, periodic and open
+//!   boundaries, 1-D and 2-D) for the recomputed (halo) form's checks.
 
+mod chain;
 mod mutate;
 mod pipeline;
 mod valid;
 mod wild;
 
+pub use chain::random_window_chain;
 pub use mutate::{mutate, mutate_with};
 pub use pipeline::random_pipeline;
 pub use valid::{standard_buffers, valid_program, valid_program_with};

@@ -90,6 +90,11 @@ pub struct FusedGroupSpec {
     /// resident than the kernel without (its registers).
     #[serde(default)]
     pub no_prefetch: bool,
+    /// `Some` for the recomputed form (`halo`): the steps run as one launch of one block per
+    /// tile, each block computing its tile for every step from the tile and a halo in shared
+    /// memory; `separations`, `persistent_blocks` and `dataflow` do not apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halo: Option<halo::HaloSpec>,
 }
 
 #[cfg(feature = "vyre")]
@@ -101,6 +106,7 @@ pub mod cost;
 pub mod dataflow;
 pub mod deps;
 pub mod emitted;
+pub mod halo;
 pub mod plan;
 pub mod tiles;
 pub mod validate;

@@ -60,8 +60,9 @@ pub struct Args {
     #[arg(long, value_name = "FORM")]
     pub sync: Option<crate::megakernel::plan::SyncMode>,
     /// On a pipeline: how fusion is decided, as `plan --decide` does: `model` (the cost model;
-    /// the default) or `fuse` (fuse whatever may legally fuse, to study a fused kernel the model
-    /// declines).
+    /// the default), `fuse` (fuse whatever may legally fuse, to study a fused kernel the model
+    /// declines) or `recompute` (chains of window
+    /// steps as recomputed passes).
     #[arg(long, value_name = "HOW")]
     pub decide: Option<crate::megakernel::plan::Decide>,
 }

@@ -44,7 +44,8 @@ pub struct Args {
     #[arg(long, default_value = "dataflow", value_name = "FORM")]
     pub sync: SyncMode,
     /// How fusion is decided: `model` (the cost model: never a form it predicts slower than
-    /// separate launches; the default) or `fuse` (fuse whatever may legally fuse). A plan
+    /// separate launches; the default), `fuse` (fuse whatever may legally fuse) or `recompute`
+    /// (run every chain of window steps as recomputed passes: halo recomputation). A plan
     /// that `run --decide measure` timed on this device comes from the plan cache.
     #[arg(long, default_value = "model", value_name = "HOW")]
     pub decide: crate::megakernel::plan::Decide,
@@ -238,6 +239,7 @@ pub fn render(
             "\ngroup {gi}: {} | workgroup {}x{}x{} | {} regs | {} B shared | {} co-resident blocks ({:.1}% occupancy)",
             match g.kind {
                 GroupKind::Megakernel => "megakernel (cooperative, persistent)",
+                GroupKind::Launch if g.halo.is_some() => "launch (recomputed: one block per tile)",
                 GroupKind::Launch => "launch",
             },
             wg[0],
@@ -248,6 +250,14 @@ pub fn render(
             g.coresident_blocks,
             g.occupancy_pct
         );
+        if let Some(h) = &g.halo {
+            let _ = writeln!(o, "  {}", h.describe());
+            let _ = writeln!(
+                o,
+                "    why: {} against {:.1} us as separate launches",
+                h.reason, h.otherwise_us
+            );
+        }
         if g.mixed_workgroup_sizes() {
             let sizes: Vec<String> = g
                 .steps

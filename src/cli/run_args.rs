@@ -119,9 +119,10 @@ pub struct Args {
     pub topology: Topology,
     /// cuda, pipelines: how the plan decides what to fuse: `model` (the cost model, or what an
     /// earlier `measure` stored in the plan cache for this GPU: never a form predicted or
-    /// measured slower than separate launches), `fuse` (fuse whatever may legally fuse) or
+    /// measured slower than separate launches), `fuse` (fuse whatever may legally fuse),
     /// `measure` (time each run of fusable steps fused, separate and as the model splits it,
-    /// keep the fastest and store the choice in the plan cache).
+    /// keep the fastest and store the choice in the plan cache) or `recompute` (run every
+    /// chain of window steps as recomputed passes: halo recomputation).
     #[arg(long, default_value = "model", value_name = "HOW")]
     pub decide: crate::harness::pipeline::DecideMode,
     /// cuda, pipelines: how fused kernels lower grid barriers: `flip` (one flipping arrival

@@ -16,14 +16,14 @@ use serde::Serialize;
 
 use super::run_args::{Args, Backend};
 use crate::harness::pipeline::{
-    check_on_reference, expected, pipeline_tolerance, run_forms_with, DecideMode, FormReport, Forms,
+    check_on_reference, expected, pipeline_tolerance, run_forms_with, FormReport, Forms,
 };
 use crate::inputs::pipeline::{pipeline_shapes, PreparedPipeline};
 use crate::ir::Pipeline;
 use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::gate::GateResult;
 use crate::megakernel::launch::{separate_launches, PipelineLaunch};
-use crate::megakernel::plan::{Decide, PlanOptions};
+use crate::megakernel::plan::PlanOptions;
 use crate::runtime::dispatch::TimingStats;
 use crate::runtime::parity::ParityReport;
 use crate::util::Problem;
@@ -180,9 +180,7 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
             let tol = pipeline_tolerance(pipeline);
             let separate = separate_launches(pipeline, &shapes)?;
             let mut opts = PlanOptions::new(caps.clone());
-            if a.decide == DecideMode::Fuse {
-                opts.decide = Decide::Fuse;
-            }
+            opts.decide = a.decide.plan_decide();
             let ours = CompiledPipeline::compile(
                 Arc::new(pipeline.clone()),
                 shapes.clone(),

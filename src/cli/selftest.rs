@@ -626,6 +626,11 @@ fn run_pipelines(
         sync: crate::megakernel::dataflow::SyncMode::Barrier,
         ..opts.clone()
     };
+    let recompute_opts = PipelineGpuOptions {
+        forms: Forms::Megakernel,
+        decide: crate::harness::pipeline::DecideMode::Recompute,
+        ..opts.clone()
+    };
     let mut out = Vec::new();
     for f in files {
         let (pipeline, prepared) = match load_fixture(&f, root) {
@@ -646,12 +651,33 @@ fn run_pipelines(
         });
         out.push((f.clone(), r));
         if dataflow {
+            let r = run_pipeline_forms(rt, &pipeline, &mut prepared.clone(), &barrier_opts);
+            out.push((f.clone(), r));
+        }
+        // A fixture with a chain of window steps runs its recomputed passes too (halo
+        // recomputation), verified the same way.
+        if has_recomputed_pass(rt, &pipeline, &prepared) {
             let mut prepared = prepared;
-            let r = run_pipeline_forms(rt, &pipeline, &mut prepared, &barrier_opts);
+            let r = run_pipeline_forms(rt, &pipeline, &mut prepared, &recompute_opts);
             out.push((f, r));
         }
     }
     out
+}
+
+/// Whether `--decide recompute` runs a pass of `pipeline` recomputed on `rt`'s device.
+fn has_recomputed_pass(
+    rt: &Runtime,
+    pipeline: &crate::ir::Pipeline,
+    prepared: &crate::inputs::pipeline::PreparedPipeline,
+) -> bool {
+    use crate::megakernel::plan::{plan, Decide, PlanOptions};
+    let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+    let opts = PlanOptions {
+        decide: Decide::Recompute,
+        ..PlanOptions::new(rt.caps().clone())
+    };
+    plan(pipeline, &shapes, &opts).is_ok_and(|p| p.groups.iter().any(|g| g.halo.is_some()))
 }
 
 /// A pipeline fixture loaded, validated and with its buffers made (`file` inputs from its

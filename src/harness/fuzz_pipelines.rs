@@ -23,14 +23,14 @@ use super::pipeline::{
     host_buffers, launches_on_reference, run_pipeline_forms, Forms, PipelineGpuOptions,
 };
 use crate::emit::grid_sync::GridBarrier;
-use crate::gen::random_pipeline;
+use crate::gen::{random_pipeline, random_window_chain};
 use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use crate::inputs::LaunchShape;
 use crate::interp;
 use crate::ir::Pipeline;
 use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::dataflow::SyncMode;
-use crate::megakernel::plan::{Plan, PlanOptions};
+use crate::megakernel::plan::{Decide, Plan, PlanOptions};
 use crate::occupancy::DeviceCaps;
 use crate::runtime::Runtime;
 use crate::util::Problem;
@@ -90,8 +90,13 @@ impl PipelineFinding {
 /// The `run` line that reproduces a fuzz pipeline's run: both forms on the GPU, fused as far
 /// as legal (the fuzzer's decision, not the cost model's) in the form it ran.
 pub fn replay_line(file: &Path, sync: SyncMode) -> String {
+    replay_line_as(file, sync, "fuse")
+}
+
+/// [`replay_line`] with `--decide DECIDE` (`recompute` for a chain of window steps).
+pub fn replay_line_as(file: &Path, sync: SyncMode, decide: &str) -> String {
     format!(
-        "vyrescope run {} --backend cuda --both --decide fuse --sync {}",
+        "vyrescope run {} --backend cuda --both --decide {decide} --sync {}",
         file.display(),
         sync.name()
     )
@@ -137,31 +142,45 @@ pub fn plan_for(
     caps: &DeviceCaps,
 ) -> Result<Plan, Problem> {
     let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
-    plan_of(p, &shapes, caps)
+    plan_of(p, &shapes, caps, Decide::Fuse)
 }
 
-fn plan_of(p: &Pipeline, shapes: &[LaunchShape], caps: &DeviceCaps) -> Result<Plan, Problem> {
-    compile(p, shapes, caps, SyncMode::Barrier).map(|c| c.planned.plan)
+fn plan_of(
+    p: &Pipeline,
+    shapes: &[LaunchShape],
+    caps: &DeviceCaps,
+    decide: Decide,
+) -> Result<Plan, Problem> {
+    compile(p, shapes, caps, SyncMode::Barrier, decide).map(|c| c.planned.plan)
 }
 
-/// `p` compiled for `caps` in `sync` form, without the plan cache.
+/// `p` compiled for `caps` in `sync` form, without the plan cache. The fuzzer checks fused
+/// forms: `Decide::Fuse` fuses whatever may legally fuse, `Decide::Recompute` runs every
+/// chain of window steps recomputed, whatever either costs.
 fn compile(
     p: &Pipeline,
     shapes: &[LaunchShape],
     caps: &DeviceCaps,
     sync: SyncMode,
+    decide: Decide,
 ) -> Result<CompiledPipeline, Problem> {
     Ok(CompiledPipeline::compile(
         Arc::new(p.clone()),
         shapes.to_vec(),
-        // The fuzzer checks fused forms: fuse whatever may legally fuse, whatever it costs.
         &PlanOptions {
-            decide: crate::megakernel::plan::Decide::Fuse,
+            decide,
             ..PlanOptions::new(caps.clone())
         },
         sync,
         None,
     )?)
+}
+
+/// [`fused_on_interpreter`] with every chain of window steps in the recomputed form
+/// (`--decide recompute`, `megakernel::halo`): each pass's kernel, as emitted, on the
+/// interpreter against the steps one by one, bit for bit.
+pub fn recomputed_on_interpreter(p: &Pipeline, caps: &DeviceCaps) -> Result<Plan, Problem> {
+    on_interpreter(p, caps, SyncMode::Dataflow, Decide::Recompute)
 }
 
 /// Runs `p` as its plan's fused kernels on the interpreter and as separate steps, and
@@ -179,12 +198,21 @@ pub fn fused_on_interpreter_in(
     caps: &DeviceCaps,
     sync: SyncMode,
 ) -> Result<Plan, Problem> {
+    on_interpreter(p, caps, sync, Decide::Fuse)
+}
+
+fn on_interpreter(
+    p: &Pipeline,
+    caps: &DeviceCaps,
+    sync: SyncMode,
+    decide: Decide,
+) -> Result<Plan, Problem> {
     let initial = prepare(p)?;
     let mut reference = initial.clone();
     super::pipeline::reference(p, &mut reference, interp::DEFAULT_FUEL)
         .map_err(|e| e.context("reference"))?;
     let shapes: Vec<_> = initial.steps.iter().map(|s| s.shape).collect();
-    let compiled = compile(p, &shapes, caps, sync)?;
+    let compiled = compile(p, &shapes, caps, sync, decide)?;
     let mut mem = host_buffers(&initial);
     for (gi, g) in compiled.groups.iter().enumerate() {
         let k = g
@@ -237,15 +265,26 @@ pub fn write_pipeline_case(
     p: &Pipeline,
     plan: Option<&Plan>,
 ) -> Result<PathBuf, Problem> {
+    write_case(dir, &format!("pipeline_{seed:016x}"), p, plan)
+}
+
+/// Writes `<dir>/<stem>.json` and, when planned, `<dir>/<stem>.plan.json` (a window chain
+/// of the fuzzer is `chain_<seed>`).
+fn write_case(
+    dir: &Path,
+    stem: &str,
+    p: &Pipeline,
+    plan: Option<&Plan>,
+) -> Result<PathBuf, Problem> {
     let fix = "pass --out DIR with a writable folder";
     std::fs::create_dir_all(dir)
         .map_err(|e| Problem::new(format!("cannot create {}: {e}", dir.display()), fix))?;
-    let path = dir.join(format!("pipeline_{seed:016x}.json"));
+    let path = dir.join(format!("{stem}.json"));
     let text = pipeline_json(p)?;
     crate::util::write_atomic(&path, format!("{text}\n").as_bytes())
         .map_err(|e| Problem::new(format!("cannot write {}: {e}", path.display()), fix))?;
     if let Some(plan) = plan {
-        let plan_path = dir.join(format!("pipeline_{seed:016x}.plan.json"));
+        let plan_path = dir.join(format!("{stem}.plan.json"));
         let text = serde_json::to_string_pretty(plan).map_err(Problem::bug)?;
         crate::util::write_atomic(&plan_path, format!("{text}\n").as_bytes())
             .map_err(|e| Problem::new(format!("cannot write {}: {e}", plan_path.display()), fix))?;
@@ -291,106 +330,122 @@ impl Runtime {
             grid_barrier: GridBarrier::default(),
             sync: o.sync,
         };
+        // Every fourth seed also draws a chain of window steps, run recomputed.
+        let recompute = PipelineGpuOptions {
+            decide: crate::harness::pipeline::DecideMode::Recompute,
+            ..opts.clone()
+        };
         let caps = self.caps().clone();
-        for k in 0..o.count {
+        'seeds: for k in 0..o.count {
             let seed = o.seed.wrapping_add(k);
-            rep.pipelines += 1;
-            let p = match random_pipeline(seed) {
-                Ok(p) => p,
-                Err(e) => {
-                    rep.findings.push(PipelineFinding::new(
-                        seed,
-                        "error",
-                        e.to_string(),
-                        None,
-                        o.sync,
-                    ));
-                    each(k + 1, rep.findings.last());
-                    continue;
-                }
-            };
-            let mut prepared = match prepare(&p) {
-                Ok(x) => x,
-                Err(e) => {
-                    let file = write_pipeline_case(&o.out, seed, &p, None).ok();
-                    rep.findings.push(PipelineFinding::new(
-                        seed,
-                        "error",
-                        e.to_string(),
-                        file,
-                        o.sync,
-                    ));
-                    each(k + 1, rep.findings.last());
-                    continue;
-                }
-            };
-            let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
-            let outcome = run_pipeline_forms(self, &p, &mut prepared, &opts);
-            let found = match outcome {
-                Ok(r) if r.verified() => {
-                    rep.agreed += 1;
-                    rep.separate_launches += r.separate.as_ref().map_or(0, |f| f.launches) as u64;
-                    rep.fused_launches += r.megakernel.as_ref().map_or(0, |f| f.launches) as u64;
-                    rep.mixed_groups += r.plan.as_ref().map_or(0, |pl| {
-                        pl.groups
-                            .iter()
-                            .filter(|g| g.mixed_workgroup_sizes())
-                            .count()
-                    }) as u64;
-                    None
-                }
-                Ok(r) => {
-                    let which = |f: &Option<super::pipeline::FormReport>| {
-                        f.as_ref().is_some_and(|f| !f.parity.passed)
-                    };
-                    Some((
-                        "mismatch",
-                        format!(
-                            "differs from the interpreter: separate {}, fused {}",
-                            if which(&r.separate) { "DIFFERS" } else { "ok" },
-                            if which(&r.megakernel) {
-                                "DIFFERS"
-                            } else {
-                                "ok"
-                            }
-                        ),
-                    ))
-                }
-                Err(e) => {
-                    let e = e.to_string();
-                    let line = e.lines().next().unwrap_or_default().to_string();
-                    Some((kind_of(&e), line))
-                }
-            };
-            match found {
-                Some((kind, detail)) => {
-                    let (file, detail) = match write_pipeline_case(
-                        &o.out,
-                        seed,
-                        &p,
-                        plan_of(&p, &shapes, &caps).ok().as_ref(),
-                    ) {
-                        Ok(f) => (Some(f), detail),
-                        Err(w) => (None, format!("{detail} (not written: {w})")),
-                    };
-                    let stop = kind == "timeout" || kind == "fault";
-                    rep.findings.push(PipelineFinding::new(
-                        seed,
-                        kind,
-                        if stop {
-                            format!("{detail} (this process stops: the context may be unusable)")
-                        } else {
-                            detail
-                        },
-                        file,
-                        o.sync,
-                    ));
-                    each(k + 1, rep.findings.last());
-                    if stop {
-                        break;
+            let mut cases: Vec<(Result<Pipeline, Problem>, &PipelineGpuOptions, &str)> =
+                vec![(random_pipeline(seed), &opts, "pipeline")];
+            if seed % 4 == 0 {
+                cases.push((random_window_chain(seed), &recompute, "chain"));
+            }
+            for (generated, opts, stem) in cases {
+                // A chain's finding names its own file and replays recomputed.
+                let finding = |kind: &str, detail: String, file: Option<PathBuf>| {
+                    let mut f = PipelineFinding::new(seed, kind, detail, file, o.sync);
+                    if stem == "chain" {
+                        f.replay = f
+                            .file
+                            .as_deref()
+                            .map(|x| replay_line_as(x, o.sync, "recompute"));
                     }
+                    f
+                };
+                rep.pipelines += 1;
+                let p = match generated {
+                    Ok(p) => p,
+                    Err(e) => {
+                        rep.findings.push(finding("error", e.to_string(), None));
+                        each(k + 1, rep.findings.last());
+                        continue;
+                    }
+                };
+                let mut prepared = match prepare(&p) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        let file =
+                            write_case(&o.out, &format!("{stem}_{seed:016x}"), &p, None).ok();
+                        rep.findings.push(finding("error", e.to_string(), file));
+                        each(k + 1, rep.findings.last());
+                        continue;
+                    }
+                };
+                let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+                let outcome = run_pipeline_forms(self, &p, &mut prepared, opts);
+                let found = match outcome {
+                    Ok(r) if r.verified() => {
+                        rep.agreed += 1;
+                        rep.separate_launches +=
+                            r.separate.as_ref().map_or(0, |f| f.launches) as u64;
+                        rep.fused_launches +=
+                            r.megakernel.as_ref().map_or(0, |f| f.launches) as u64;
+                        rep.mixed_groups += r.plan.as_ref().map_or(0, |pl| {
+                            pl.groups
+                                .iter()
+                                .filter(|g| g.mixed_workgroup_sizes())
+                                .count()
+                        }) as u64;
+                        None
+                    }
+                    Ok(r) => {
+                        let which = |f: &Option<super::pipeline::FormReport>| {
+                            f.as_ref().is_some_and(|f| !f.parity.passed)
+                        };
+                        Some((
+                            "mismatch",
+                            format!(
+                                "differs from the interpreter: separate {}, fused {}",
+                                if which(&r.separate) { "DIFFERS" } else { "ok" },
+                                if which(&r.megakernel) {
+                                    "DIFFERS"
+                                } else {
+                                    "ok"
+                                }
+                            ),
+                        ))
+                    }
+                    Err(e) => {
+                        let e = e.to_string();
+                        let line = e.lines().next().unwrap_or_default().to_string();
+                        Some((kind_of(&e), line))
+                    }
+                };
+                match found {
+                    Some((kind, detail)) => {
+                        let (file, detail) = match write_case(
+                            &o.out,
+                            &format!("{stem}_{seed:016x}"),
+                            &p,
+                            plan_of(&p, &shapes, &caps, opts.decide.plan_decide())
+                                .ok()
+                                .as_ref(),
+                        ) {
+                            Ok(f) => (Some(f), detail),
+                            Err(w) => (None, format!("{detail} (not written: {w})")),
+                        };
+                        let stop = kind == "timeout" || kind == "fault";
+                        rep.findings.push(finding(
+                            kind,
+                            if stop {
+                                format!(
+                                    "{detail} (this process stops: the context may be unusable)"
+                                )
+                            } else {
+                                detail
+                            },
+                            file,
+                        ));
+                        each(k + 1, rep.findings.last());
+                        if stop {
+                            break 'seeds;
+                        }
+                    }
+                    None => each(k + 1, None),
                 }
-                None => each(k + 1, None),
             }
         }
         rep.passed = rep.findings.is_empty();

@@ -277,6 +277,20 @@ pub enum DecideMode {
     /// Time each run of fusable steps fused, separate and as the model splits it, keep the
     /// fastest, and store the choice in the plan cache for this device.
     Measure,
+    /// Run every chain of window steps recomputed (halo recomputation), whatever the model
+    /// predicts (to study or verify that form).
+    Recompute,
+}
+
+impl DecideMode {
+    /// The planner's decision for this mode (`measure` plans by the model, then times).
+    pub fn plan_decide(self) -> Decide {
+        match self {
+            DecideMode::Model | DecideMode::Measure => Decide::Model,
+            DecideMode::Fuse => Decide::Fuse,
+            DecideMode::Recompute => Decide::Recompute,
+        }
+    }
 }
 
 impl std::str::FromStr for DecideMode {
@@ -286,9 +300,10 @@ impl std::str::FromStr for DecideMode {
             "model" => Ok(DecideMode::Model),
             "fuse" => Ok(DecideMode::Fuse),
             "measure" => Ok(DecideMode::Measure),
+            "recompute" => Ok(DecideMode::Recompute),
             _ => Err(Problem::usage(
                 format!("unknown fusion decision `{s}`"),
-                "use `model` (the default), `fuse` or `measure`",
+                "use `model` (the default), `fuse`, `measure` or `recompute`",
             )),
         }
     }
@@ -319,9 +334,7 @@ pub fn compile_on(
     jit: &JitOptions,
 ) -> Result<CompiledPipeline, Problem> {
     let mut plan_opts = PlanOptions::new(rt.caps().clone());
-    if how.decide == DecideMode::Fuse {
-        plan_opts.decide = Decide::Fuse;
-    }
+    plan_opts.decide = how.decide.plan_decide();
     let cache = PlanCache::user();
     let mut compiled = CompiledPipeline::compile(
         Arc::new(pipeline.clone()),

@@ -784,7 +784,9 @@ impl StmtKind {
     }
 }
 
-pub(super) fn walk_list<'a>(list: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+/// Calls `f` on every statement of `list`, depth first, in program order (the walk of
+/// [`Program::walk_stmts`] over a part of a body).
+pub fn walk_list<'a>(list: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for s in list {
         f(s);
         match &s.kind {

@@ -234,7 +234,7 @@ pub fn plan_cached(
                 // An entry is a claim about this pipeline: it is used only when the fresh
                 // dependences agree with it and its barriers order every one of them.
                 let deps = analyse(pipeline, shapes)?;
-                match super::cache_check::check_plan(&p, &deps, shapes) {
+                match super::cache_check::check_plan(&p, pipeline, &deps, shapes) {
                     Ok(()) => {
                         p.cache = CacheStatus::Hit;
                         return Ok(Cached {

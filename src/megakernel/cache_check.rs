@@ -3,6 +3,7 @@
 //! dependences computed afresh for the pipeline, and its structure with the launch shapes.
 //! A plan that fails is never run; the planner plans afresh.
 
+use crate::ir::Pipeline;
 use crate::shape::LaunchShape;
 
 use super::deps::DepTable;
@@ -14,7 +15,12 @@ use super::DepKind;
 /// dependences are the fresh ones, and between the two steps of every dependence inside a
 /// group there is a separation at least as strong as the dependence. The error says the
 /// first disagreement.
-pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Result<(), String> {
+pub fn check_plan(
+    plan: &Plan,
+    pipeline: &Pipeline,
+    deps: &DepTable,
+    shapes: &[LaunchShape],
+) -> Result<(), String> {
     let fresh: Vec<_> = deps
         .pairs
         .iter()
@@ -33,6 +39,22 @@ pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Resul
     let mut place: Vec<Option<(usize, usize)>> = vec![None; shapes.len()];
     let mut next = 0usize;
     for (g, group) in plan.groups.iter().enumerate() {
+        // A recomputed pass runs on its own launch shape, one block per tile; its claim is
+        // its validator's (every read of every step within the halo), run again here.
+        if let Some(h) = &group.halo {
+            super::halo::check(pipeline, shapes, &group.steps, &h.spec)
+                .map_err(|e| format!("group {g}: {}", e.message))?;
+            for (w, &s) in group.steps.iter().enumerate() {
+                if s != next {
+                    return Err(format!(
+                        "group {g} runs step {s} where step {next} comes next"
+                    ));
+                }
+                place[s] = Some((g, w));
+                next += 1;
+            }
+            continue;
+        }
         let flat: Vec<usize> = group.waves.iter().flatten().copied().collect();
         if flat != group.steps || group.steps.is_empty() {
             return Err(format!("group {g}'s waves are not its steps"));
@@ -117,8 +139,10 @@ pub fn check_plan(plan: &Plan, deps: &DepTable, shapes: &[LaunchShape]) -> Resul
         let (Some((ga, wa)), Some((gb, wb))) = (place[d.from], place[d.to]) else {
             return Err(format!("step {} or {} is in no group", d.from, d.to));
         };
-        if ga != gb {
-            continue; // separate launches: the launch boundary orders everything
+        if ga != gb || plan.groups[ga].halo.is_some() {
+            // Separate launches: the launch boundary orders everything; a recomputed pass:
+            // its validator passed above.
+            continue;
         }
         let strongest = plan.groups[ga]
             .barriers

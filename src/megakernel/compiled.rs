@@ -454,7 +454,11 @@ mod tests {
     #[test]
     fn fit_shrinks_a_persistent_grid_to_what_the_device_keeps_resident() {
         let (p, s) = two_steps();
-        let opts = PlanOptions::new(profiles::load("h200").unwrap());
+        // Fused as far as legal: the model runs the neighbour read as a recomputed pass.
+        let opts = PlanOptions {
+            decide: Decide::Fuse,
+            ..PlanOptions::new(profiles::load("h200").unwrap())
+        };
         let mut c = CompiledPipeline::compile(p, s, &opts, SyncMode::Barrier, None).unwrap();
         let persistent: Vec<usize> = (0..c.groups.len())
             .filter(|&g| c.groups[g].spec.persistent_blocks.is_some())

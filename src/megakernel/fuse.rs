@@ -33,12 +33,15 @@
 //! the step and its own node.
 
 mod forward;
+mod halo;
 mod mask;
 mod pack;
 mod prefetch;
 mod rewrite;
 mod sync;
 
+/// Statement and expression builders, shared with the recomputed form's probe.
+pub(crate) use rewrite::{bin, bool_lit, if_, let_, synth, u32_lit};
 pub use sync::{FOLD_SPREAD, FOLD_SPREAD_FROM_BLOCKS};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -184,6 +187,9 @@ pub fn fuse_group(
         "group of steps {:?} of pipeline `{}`",
         spec.steps, pipeline.name
     );
+    if let Some(h) = &spec.halo {
+        return halo::fuse_halo(pipeline, shapes, spec, h, &group);
+    }
     check_spec(pipeline, shapes, spec, &group)?;
     let shape = launch_shape(shapes, spec, &group)?;
     // The pipeline's buffers by name, built once for the group.
@@ -366,18 +372,7 @@ pub fn fuse_group(
         workgroup_size: shape.workgroup_size,
         buffers: decls,
         body,
-        run: Some(RunSpec {
-            grid: Some(shape.grid),
-            elements: None,
-            inputs: buffers
-                .iter()
-                .filter_map(|b| {
-                    by_name
-                        .get(b.as_str())
-                        .map(|(_, pb)| (b.clone(), pb.contents.clone()))
-                })
-                .collect(),
-        }),
+        run: Some(run_spec(pipeline, &buffers, &shape)),
     };
     let kernel = FusedKernel {
         program,
@@ -913,6 +908,23 @@ fn step_stmt(
     } else {
         rewrite::synth(StmtKind::Block(wrapped))
     })
+}
+
+/// The fused Program's default run: its launch grid and its host buffers' contents as the
+/// pipeline declares them.
+fn run_spec(pipeline: &Pipeline, buffers: &[String], shape: &LaunchShape) -> RunSpec {
+    RunSpec {
+        grid: Some(shape.grid),
+        elements: None,
+        inputs: buffers
+            .iter()
+            .filter_map(|b| {
+                pipeline
+                    .buffer(b)
+                    .map(|pb| (b.clone(), pb.contents.clone()))
+            })
+            .collect(),
+    }
 }
 
 /// Marks every statement of step `k` with its origin (`k|node`), read back by [`renumber`].

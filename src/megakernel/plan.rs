@@ -77,6 +77,9 @@ pub enum Decide {
     Model,
     /// Fuse everything that may legally fuse, whatever it costs (to study a fused form).
     Fuse,
+    /// As `model`, but chains of window steps always run recomputed (`super::halo`), in as
+    /// few passes as are legal, whatever the model predicts (to study and verify that form).
+    Recompute,
 }
 
 impl std::str::FromStr for Decide {
@@ -85,13 +88,14 @@ impl std::str::FromStr for Decide {
         match s {
             "model" => Ok(Decide::Model),
             "fuse" => Ok(Decide::Fuse),
+            "recompute" => Ok(Decide::Recompute),
             "measure" => Err(crate::util::Problem::usage(
                 "`--decide measure` times the forms on a GPU, which `plan` does not run",
                 "run `vyrescope run PIPELINE --backend cuda --decide measure`; `plan` then shows its choice from the plan cache",
             )),
             _ => Err(crate::util::Problem::usage(
                 format!("unknown fusion decision `{s}`"),
-                "use `model` (the default) or `fuse`",
+                "use `model` (the default), `fuse` or `recompute`",
             )),
         }
     }
@@ -193,6 +197,10 @@ pub struct Group {
     /// What each boundary waits for under a dataflow schedule, and its persistent grid
     /// (`super::dataflow`). Required, so a cached plan from before it is a miss.
     pub dataflow: GroupSync,
+    /// `Some` when the group runs recomputed (`super::halo`): its tile, halo per step, `k`,
+    /// the recomputed fraction and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halo: Option<super::halo::HaloPlan>,
 }
 
 impl Group {
@@ -259,6 +267,7 @@ impl Group {
             dataflow: None,
             implied: Vec::new(),
             no_prefetch: false,
+            halo: self.halo.as_ref().map(|h| h.spec.clone()),
         }
     }
 
@@ -612,6 +621,9 @@ pub fn plan_measured(
         }
         decisions.push(d);
     }
+    if opts.decide != Decide::Fuse {
+        groups = recompute_chains(&ctx, pipeline, shapes, &deps, groups, &decisions)?;
+    }
     fusion_breaks.sort_by_key(|b| b.step);
     let grid_barriers = groups.iter().map(Group::grid_barriers).sum();
     let persistent: Vec<u32> = groups
@@ -644,6 +656,48 @@ pub fn plan_measured(
         min_occupancy_pct: opts.min_occupancy_pct,
         decisions,
     })
+}
+
+/// Runs chains of window steps recomputed where the model (or `--decide recompute`) says so
+/// (`super::halo::choose`); every other group stays as planned.
+fn recompute_chains(
+    ctx: &DecideCtx,
+    pipeline: &Pipeline,
+    shapes: &[LaunchShape],
+    deps: &DepTable,
+    groups: Vec<Group>,
+    decisions: &[Decision],
+) -> Result<Vec<Group>, PlanError> {
+    let single = |s: usize| {
+        let mut g = build_group(ctx.caps, deps, ctx.res, &[s]);
+        g.dataflow = group_sync(pipeline, shapes, deps, ctx.caps, &g, &[1]).unwrap_or_default();
+        set_layouts(&mut g, ctx.res, ctx.opts.sync);
+        g
+    };
+    // A group's predicted time as planned: one step alone, or its share of the decision
+    // that chose it.
+    let group_us = |g: &Group| -> f64 {
+        if let [s] = g.steps.as_slice() {
+            return ctx.separate_us(*s);
+        }
+        decisions
+            .iter()
+            .find(|d| d.chosen.contains(&g.steps))
+            .map(|d| d.chosen_us * g.steps.len() as f64 / d.steps.len().max(1) as f64)
+            .unwrap_or_else(|| g.steps.iter().map(|&s| ctx.separate_us(s)).sum())
+    };
+    Ok(super::halo::choose(
+        &super::halo::choose::ChooseCtx {
+            pipeline,
+            shapes,
+            caps: ctx.caps,
+            model: ctx.model,
+            force: ctx.opts.decide == Decide::Recompute,
+            group_us: &group_us,
+            single: &single,
+        },
+        groups,
+    ))
 }
 
 /// Fills `g.step_layouts` for the sync form `sync`: what fused emission builds from
@@ -844,7 +898,7 @@ impl DecideCtx<'_> {
                 (fastest, DecisionSource::Measured)
             }
             (None, Decide::Fuse) => (vec![m.to_vec()], DecisionSource::Forced),
-            (None, Decide::Model) => (model_parts, DecisionSource::Model),
+            (None, Decide::Model | Decide::Recompute) => (model_parts, DecisionSource::Model),
         };
         let chosen_us = chosen.iter().map(|r| self.fused_us(r, &boundary)).sum();
         Decision {
@@ -1022,6 +1076,7 @@ fn build_group(caps: &DeviceCaps, deps: &DepTable, res: &[StepRes], m: &[usize])
         coresident_blocks: f.blocks_per_sm.saturating_mul(caps.sm_count),
         occupancy_pct: f.occupancy_pct,
         dataflow: GroupSync::default(),
+        halo: None,
     }
 }
 

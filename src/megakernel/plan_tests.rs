@@ -17,6 +17,15 @@ fn h200() -> PlanOptions {
     PlanOptions::new(profiles::load("h200").expect("bundled h200"))
 }
 
+/// [`h200`] fusing as far as legal: the cost model runs chains of neighbour reads as
+/// recomputed passes (`super::halo`), and these tests study the grouping of fused kernels.
+fn h200_fused() -> PlanOptions {
+    PlanOptions {
+        decide: Decide::Fuse,
+        ..h200()
+    }
+}
+
 type StepDef<'a> = (Program, &'a [(&'a str, &'a str)]);
 
 fn plan_of(steps: Vec<StepDef>, shapes: &[LaunchShape], opts: &PlanOptions) -> Plan {
@@ -69,7 +78,7 @@ fn elementwise_chain_is_one_launch_without_barriers() {
 
 #[test]
 fn neighbour_read_needs_a_grid_barrier_in_a_megakernel() {
-    let opts = h200();
+    let opts = h200_fused();
     let plan = plan_of(
         vec![
             (copy("a", WG, GID, GID), &[("src", "x"), ("dst", "y")]),
@@ -355,7 +364,7 @@ fn a_step_with_its_own_grid_barrier_stays_alone() {
 
 #[test]
 fn no_cooperative_launch_breaks_at_grid_dependences() {
-    let mut opts = h200();
+    let mut opts = h200_fused();
     opts.device.cooperative_launch = false;
     let plan = plan_of(
         vec![
@@ -380,7 +389,7 @@ fn json_has_the_spec_keys() {
             (copy("b", WG, NEXT, GID), &[("src", "y"), ("dst", "z")]),
         ],
         &[S; 2],
-        &h200(),
+        &h200_fused(),
     );
     let v = serde_json::to_value(&plan).unwrap();
     for key in [

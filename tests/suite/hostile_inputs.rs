@@ -248,7 +248,13 @@ fn stencil() -> (
     let path = fixture("fixtures/pipelines/stencil_pingpong.json");
     let p = load_pipeline(&path);
     let shapes = pipeline_shapes(&p, path.parent().unwrap()).unwrap();
-    (p, shapes, h200())
+    // Fused with its barriers (the cost model runs the chain as a recomputed pass, whose
+    // cache check `megakernel_halo` covers).
+    let opts = PlanOptions {
+        decide: vyrescope::megakernel::plan::Decide::Fuse,
+        ..h200()
+    };
+    (p, shapes, opts)
 }
 
 #[test]

@@ -46,6 +46,7 @@ mod layers;
 mod megakernel_dataflow;
 mod megakernel_forward;
 mod megakernel_fuse;
+mod megakernel_halo;
 mod megakernel_mixed;
 mod occupancy_h200_table;
 mod occupancy_model;

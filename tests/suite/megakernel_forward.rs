@@ -293,6 +293,7 @@ fn chain3_transient_fixture_moves_two_buffers() {
         dataflow: None,
         implied: Vec::new(),
         no_prefetch: false,
+        halo: None,
     };
     let k = fuse_group(&pipeline, &shapes, &spec(vec![0, 1, 2])).expect("fuses");
     let acc = accesses(&k.program);

@@ -107,6 +107,7 @@ impl Case {
             dataflow: None,
             implied: Vec::new(),
             no_prefetch: false,
+            halo: None,
         }
     }
 

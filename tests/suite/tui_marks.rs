@@ -77,16 +77,17 @@ fn pipeline(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
-/// Item 17: at 80x24 the Plan diagram of a chain wider than the panel keeps its three box
+/// Item 17: at 80x24 the Plan diagram of a chain wider than the panel (softmax: a stencil
+/// chain now runs as recomputed passes, with no grid barrier to show) keeps its three box
 /// rows whole (no wrapping), scrolls sideways with `›`/`‹` marks, the arrows name the barrier
 /// in `plan --json`'s words and the buffer, and what is below the panel has a mark.
 #[test]
 fn plan_diagram_scrolls_sideways_and_marks_what_is_below() {
-    let (mut a, hl) = app(&[pipeline("stencil_pingpong.json")], 80, 24);
+    let (mut a, hl) = app(&[pipeline("softmax.json")], 80, 24);
     press(&mut a, &[Command::Tab(7)]);
     let s = screen(&mut a, &hl);
     let rows = detail_rows(&s);
-    assert!(rows.iter().any(|l| l.contains("─grid a─▶")), "{s}");
+    assert!(rows.iter().any(|l| l.contains("─grid bmax─▶")), "{s}");
     assert!(
         rows.iter().any(|l| l.trim_end_matches('│').ends_with('›')),
         "{s}"
@@ -98,11 +99,11 @@ fn plan_diagram_scrolls_sideways_and_marks_what_is_below() {
     );
     // No diagram row wrapped: the row after a top edge is a name row.
     let top = rows.iter().position(|l| l.contains("┌───")).unwrap();
-    assert!(rows[top + 1].contains("0 blur3_f32"), "{s}");
+    assert!(rows[top + 1].contains("0 block_max_f32"), "{s}");
     check("plan_scroll_80x24", &s);
 
-    // Expanded, with the last boundary selected: scrolled right, the reason cites its node
-    // with the step prefix the IR pane uses.
+    // Expanded, with the third boundary selected: scrolled right, the reason names the
+    // buffer.
     press(
         &mut a,
         &[
@@ -116,7 +117,7 @@ fn plan_diagram_scrolls_sideways_and_marks_what_is_below() {
     let s = screen(&mut a, &hl);
     assert!(s.contains("‹"), "{s}");
     assert!(s.contains("boundary after step 2: grid"), "{s}");
-    assert!(s.contains("`steps[2].body[2].then[2]`"), "{s}");
+    assert!(s.contains("`bsum`"), "{s}");
     check("plan_scrolled_expanded_80x24", &s);
 }
 

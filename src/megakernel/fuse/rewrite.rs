@@ -46,33 +46,33 @@ pub(super) struct UnknownBuffer {
     pub buffer: String,
 }
 
-pub(super) fn u32_lit(v: u32) -> Expr {
+pub(crate) fn u32_lit(v: u32) -> Expr {
     Expr::Lit(Literal::Typed(Scalar::U32(v)))
 }
 
-pub(super) fn bool_lit(v: bool) -> Expr {
+pub(crate) fn bool_lit(v: bool) -> Expr {
     Expr::Lit(Literal::Typed(Scalar::Bool(v)))
 }
 
-pub(super) fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+pub(crate) fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
     Expr::Binary(op, Box::new(a), Box::new(b))
 }
 
-pub(super) fn synth(kind: StmtKind) -> Stmt {
+pub(crate) fn synth(kind: StmtKind) -> Stmt {
     Stmt {
         id: NodeId::new(SYNTHETIC),
         kind,
     }
 }
 
-pub(super) fn let_(name: &str, value: Expr) -> Stmt {
+pub(crate) fn let_(name: &str, value: Expr) -> Stmt {
     synth(StmtKind::Let {
         name: name.to_string(),
         value,
     })
 }
 
-pub(super) fn if_(cond: Expr, then: Vec<Stmt>) -> Stmt {
+pub(crate) fn if_(cond: Expr, then: Vec<Stmt>) -> Stmt {
     synth(StmtKind::If {
         cond,
         then,

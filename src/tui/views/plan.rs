@@ -303,6 +303,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             ))],
             width,
         ));
+        // A recomputed pass: its tile, the halo of each step, k and the recomputed share.
+        if let Some(h) = &group.halo {
+            for line in [h.describe(), format!("  why: {}", h.reason)] {
+                out.extend(wrap(
+                    &[Line::from(Span::styled(format!("  {line}"), colour))],
+                    width,
+                ));
+            }
+        }
         // A smaller step of a mixed-size group: packed several to a block, or masked.
         for (s, l) in group.steps.iter().zip(&group.step_layouts) {
             if *l != crate::megakernel::mixed::StepLayout::Whole {
