@@ -781,9 +781,13 @@ fn cli_emit_timeline_on_a_pipeline_is_what_run_timeline_builds() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "{fixture} {sync:?}: {err}");
             let text = String::from_utf8(out.stdout).expect("utf-8 PTX");
-            let compiled =
+            let mut compiled =
                 CompiledPipeline::compile(Arc::new(p.clone()), shapes.clone(), &opts, sync, None)
                     .expect("compile");
+            // Without a GPU the CLI fits each persistent grid to the kernel's own registers
+            // (ptxas, else the estimate) as a GPU run fits it to the driver's answer.
+            vyrescope::harness::offline_fit::fit_offline(&mut compiled, &opts.device, 90, &[])
+                .expect("offline fit");
             let launches = pipeline_launches(&compiled, PipelineForm::Fused).expect("launches");
             let n = compiled.plan().groups.len();
             forms_differ |= compiled.plan().groups.iter().any(|g| g.runs_dataflow());
