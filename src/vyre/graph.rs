@@ -410,6 +410,23 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
         what,
         fix: fix.to_string(),
     };
+    // vyre dispatches a graph node by its element count, in one dimension: a step launched
+    // on a 2-D or 3-D grid would come back with every `gid.y` and `wgid.y` past the first
+    // row lost, computing something else.
+    if let Some((i, g)) = pipeline
+        .steps
+        .iter()
+        .enumerate()
+        .find_map(|(i, s)| s.grid.filter(|g| g[1] > 1 || g[2] > 1).map(|g| (i, g)))
+    {
+        return Err(fail(
+            format!(
+                "steps[{i}] launches a {}x{}x{} grid; a vyre graph dispatches each node by its element count, in one dimension",
+                g[0], g[1], g[2]
+            ),
+            "give the step a one-dimensional grid (index rows with gid.x / width), or export its Program on its own",
+        ));
+    }
     // How each buffer is written: counts of plain writes and of in-place updates.
     let mut writes = vec![(0usize, 0usize); pipeline.buffers.len()];
     let index = |name: &str| pipeline.buffers.iter().position(|b| b.name == name);
