@@ -514,14 +514,12 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_hung_ptxas_is_stopped_and_its_files_removed() {
-        use std::os::unix::fs::PermissionsExt;
         let d = std::env::temp_dir().join(format!("vyrescope-ptxas-hang-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         let parent = d.join("tmp");
         std::fs::create_dir_all(&parent).unwrap();
         let fake = d.join("ptxas");
-        std::fs::write(&fake, "#!/bin/sh\nexec sleep 30\n").unwrap();
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_script(&fake, "exec sleep 30");
         let t = Instant::now();
         let e = assemble_in(
             &parent,
@@ -542,14 +540,35 @@ mod tests {
     /// parent for its runs).
     #[cfg(unix)]
     fn fake(script: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
-        use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
         let parent = t.path().join("tmp");
         std::fs::create_dir_all(&parent).unwrap();
         let tool = t.path().join("ptxas");
-        std::fs::write(&tool, format!("#!/bin/sh\n{script}\n")).unwrap();
-        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_script(&tool, script);
         (t, tool, parent)
+    }
+
+    /// Writes an executable `sh` script through a short-lived `sh`, so that the write
+    /// descriptor never lives in this (many-threaded) test process: a child forked by another
+    /// test in that moment would inherit it, and exec'ing the script would then fail with
+    /// "Text file busy".
+    #[cfg(unix)]
+    fn write_script(path: &Path, body: &str) {
+        use std::io::Write;
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("cat > \"$1\" && chmod 755 \"$1\"")
+            .arg("sh")
+            .arg(path)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
+            .unwrap();
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
     }
 
     #[cfg(unix)]

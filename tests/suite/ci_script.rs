@@ -2,14 +2,11 @@
 //! failure status. Run against stand-ins for cargo, python3 (the ptxas and nvdisasm wheels) and tmux in a
 //! private folder, so nothing is installed or built.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
 fn script(dir: &Path, name: &str, body: &str) {
-    let p = dir.join(name);
-    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::script::sh_script(&dir.join(name), body);
 }
 
 fn run_ci(cargo_exit: i32) -> (i32, String) {

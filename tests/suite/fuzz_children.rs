@@ -2,7 +2,6 @@
 //! print the worker protocol's JSON lines) stop at a fault, die mid-pipeline and finish; the
 //! supervisor records each failing seed once, restarts after it and counts every pipeline.
 
-use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use vyrescope::harness::fuzz_children::{supervise, ChildEvent, Progress};
@@ -58,18 +57,16 @@ fn a_fault_or_a_dying_worker_is_recorded_and_the_run_goes_on_from_the_next_seed(
         ChildEvent::Report(report(3, 3, Vec::new())),
     ]);
     let exe = d.path().join("worker");
-    std::fs::write(
+    crate::support::script::write_executable(
         &exe,
-        format!(
+        &format!(
             "#!/bin/sh\ncase \"$*\" in\n\
              *'--seed 100 --count 8'*)\n{first}\n;;\n\
              *'--seed 102 --count 6'*)\n{second}\nkill -ABRT $$\n;;\n\
              *'--seed 105 --count 3'*)\n{third}\n;;\n\
              *) echo \"unexpected: $*\" >&2; exit 2 ;;\nesac\n"
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let o = PipelineFuzzOptions {
         count: 8,
         seed: 100,
@@ -119,12 +116,10 @@ fn a_fault_or_a_dying_worker_is_recorded_and_the_run_goes_on_from_the_next_seed(
 fn a_worker_that_cannot_start_its_first_pipeline_is_one_error() {
     let d = tempfile::tempdir().unwrap();
     let exe = d.path().join("worker");
-    std::fs::write(
+    crate::support::script::write_executable(
         &exe,
         "#!/bin/sh\necho 'error: no CUDA driver' >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let o = PipelineFuzzOptions {
         count: 5,
         seed: 1,

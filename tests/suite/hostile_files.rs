@@ -336,13 +336,7 @@ fn ptxas_temp_files_never_outlive_the_call() {
     std::fs::create_dir_all(&tmp).unwrap();
     // A ptxas that fails after looking at its input: the error path must clean up too.
     let fake = d.join("fake-ptxas");
-    std::fs::write(
-        &fake,
-        "#!/bin/sh\necho 'ptxas fatal: planted failure' >&2\nexit 3\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::script::sh_script(&fake, "echo 'ptxas fatal: planted failure' >&2\nexit 3");
     let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/vadd_f32.json");
     let mut ptxases = vec![fake.clone()];
     if let Some(real) = std::env::var_os("VYRESCOPE_PTXAS").map(PathBuf::from) {

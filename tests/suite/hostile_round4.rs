@@ -571,20 +571,14 @@ fn json_usage_errors_list_every_missing_argument() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_worker_that_never_answers_is_stopped_with_everything_it_started() {
-    use std::os::unix::fs::PermissionsExt;
     // Before: the replay waited 30 s and the worker's child ran on.
     let t = tempfile::tempdir().unwrap();
     let fake = t.path().join("fake-worker");
     let pid_file = t.path().join("child.pid");
-    std::fs::write(
+    crate::support::script::sh_script(
         &fake,
-        format!(
-            "#!/bin/sh\nsleep 300 &\necho $! > {}\nwait\n",
-            pid_file.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        &format!("sleep 300 &\necho $! > {}\nwait", pid_file.display()),
+    );
     let prog = fixture("fixtures/programs/vadd_f32.json");
     let start = Instant::now();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_vyrescope"))
@@ -628,9 +622,7 @@ fn a_worker_that_never_answers_is_stopped_with_everything_it_started() {
 /// An executable `sh` script at `path`.
 #[cfg(unix)]
 fn script(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::script::sh_script(path, body);
 }
 
 #[cfg(unix)]

@@ -4,6 +4,7 @@
 pub mod capture;
 pub mod cli;
 pub mod fixtures;
+pub mod script;
 pub mod snapshot;
 pub mod tools;
 #[cfg(feature = "vyre")]
