@@ -16,7 +16,8 @@
 
 use crate::ir::{BinOp, Expr, NodeId, ScalarType};
 
-use super::{add_parts, scale_parts, Parts, Walker, IDS};
+use super::walker::Walker;
+use super::{add_parts, scale_parts, Parts, IDS};
 
 /// Most alternatives one index keeps; past it the index is `Varying` as before.
 pub const MAX_ALTS: usize = 8;
