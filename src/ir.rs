@@ -9,6 +9,7 @@ pub mod ast;
 pub mod data;
 pub mod foreign;
 pub mod node_id;
+pub mod ops;
 pub mod parse;
 pub mod pipeline;
 pub mod pipeline_parse;
