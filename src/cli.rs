@@ -230,7 +230,10 @@ pub fn main() -> i32 {
     match crate::ir::foreign::collect_bindings(&cli.bind) {
         Ok(b) => crate::ir::foreign::bind_graph_symbols(b),
         Err(e) => {
-            let p = Problem::usage(e, "give each symbol one value: `--bind SYMBOL=N`");
+            let p = Problem::usage(
+                e.to_string(),
+                "give each symbol one value: `--bind SYMBOL=N`",
+            );
             return report(&p, json);
         }
     }

@@ -173,13 +173,40 @@ pub fn graph_bindings() -> &'static GraphBindings {
 /// Largest value `--bind` takes: a buffer length the format can hold (2^32 elements).
 pub const MAX_BINDING: u64 = 1 << 32;
 
+/// A `--bind SYMBOL=N` value that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    /// No `=` in the value.
+    #[error("`{0}` is not SYMBOL=N (e.g. `--bind items=1048576`)")]
+    NotAPair(String),
+    /// The symbol holds characters a symbol name cannot.
+    #[error("`{0}` is not a symbol name (letters, digits, `_`, `-`, `.`)")]
+    BadSymbol(String),
+    /// The length is not a number in range.
+    #[error("`{value}` is not a length from 1 to {MAX_BINDING} for `{symbol}`")]
+    BadLength {
+        /// The symbol being bound.
+        symbol: String,
+        /// The text given as its length.
+        value: String,
+    },
+    /// One symbol given two different lengths.
+    #[error("`--bind {symbol}` is given twice ({first} and {second})")]
+    Twice {
+        /// The symbol.
+        symbol: String,
+        /// The first length given.
+        first: u64,
+        /// The other length given.
+        second: u64,
+    },
+}
+
 /// Parses one `SYMBOL=N` (the `--bind` option): a symbol of letters, digits, `_`, `-` or `.`
 /// and a length from 1 to [`MAX_BINDING`].
-pub fn parse_binding(text: &str) -> Result<(String, u64), String> {
+pub fn parse_binding(text: &str) -> Result<(String, u64), BindError> {
     let Some((symbol, value)) = text.split_once('=') else {
-        return Err(format!(
-            "`{text}` is not SYMBOL=N (e.g. `--bind items=1048576`)"
-        ));
+        return Err(BindError::NotAPair(text.to_string()));
     };
     let symbol = symbol.trim();
     if symbol.is_empty()
@@ -187,26 +214,28 @@ pub fn parse_binding(text: &str) -> Result<(String, u64), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
     {
-        return Err(format!(
-            "`{symbol}` is not a symbol name (letters, digits, `_`, `-`, `.`)"
-        ));
+        return Err(BindError::BadSymbol(symbol.to_string()));
     }
     match value.trim().parse::<u64>() {
         Ok(n) if (1..=MAX_BINDING).contains(&n) => Ok((symbol.to_string(), n)),
-        _ => Err(format!(
-            "`{}` is not a length from 1 to {MAX_BINDING} for `{symbol}`",
-            value.trim()
-        )),
+        _ => Err(BindError::BadLength {
+            symbol: symbol.to_string(),
+            value: value.trim().to_string(),
+        }),
     }
 }
 
 /// Collects `--bind` values into bindings; one symbol given two values is refused.
-pub fn collect_bindings(list: &[(String, u64)]) -> Result<GraphBindings, String> {
+pub fn collect_bindings(list: &[(String, u64)]) -> Result<GraphBindings, BindError> {
     let mut out = GraphBindings::new();
     for (s, n) in list {
         if let Some(old) = out.insert(s.clone(), *n) {
             if old != *n {
-                return Err(format!("`--bind {s}` is given twice ({old} and {n})"));
+                return Err(BindError::Twice {
+                    symbol: s.clone(),
+                    first: old,
+                    second: *n,
+                });
             }
         }
     }

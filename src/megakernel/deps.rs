@@ -46,6 +46,19 @@ pub struct Dependence {
     pub reason: String,
 }
 
+/// Why a dependence proof did not go through, as the sentence the plan's explanation shows
+/// (the step, node and index where it stopped). Not a failure of planning: the pair keeps the
+/// conservative dependence the proof would have relaxed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unproven(pub String);
+
+impl From<String> for Unproven {
+    fn from(why: String) -> Self {
+        Unproven(why)
+    }
+}
+
 /// A pipeline that the dependence analysis cannot read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DepError {
@@ -356,15 +369,15 @@ fn invocation(
     all: &[(usize, &Touch)],
     forms: &[Option<Form>],
     shape: LaunchShape,
-) -> Result<String, String> {
+) -> Result<String, Unproven> {
     let (s0, t0) = all[0];
     let Some(f0) = forms[0].filter(|f| f.exact) else {
-        return Err(format!(
+        return Err(Unproven(format!(
             "step {s0} {} it at {} (node `steps[{s0}].{}`)",
             what(t0),
             describe(&t0.index),
             t0.node
-        ));
+        )));
     };
     for (i, (s, t)) in all.iter().enumerate() {
         if forms[i] != Some(f0) {
@@ -378,6 +391,7 @@ fn invocation(
                     what(t),
                     t.node
                 )
+                .into()
             } else if *s == s0 {
                 format!(
                     "step {s} {} it at {b} (node `steps[{s}].{}`) and {} it at {a} (node `steps[{s}].{}`)",
@@ -385,7 +399,7 @@ fn invocation(
                     t0.node,
                     what(t),
                     t.node
-                )
+                ).into()
             } else {
                 format!(
                     "step {s} {} it at {a} (node `steps[{s}].{}`) but step {s0} {} it at {b} (node `steps[{s0}].{}`)",
@@ -393,7 +407,7 @@ fn invocation(
                     t.node,
                     what(t0),
                     t0.node
-                )
+                ).into()
             });
         }
     }
@@ -407,9 +421,11 @@ fn invocation(
 /// A sufficient condition for `f` to map distinct invocations of `shape` to distinct
 /// elements: sorted by size, each coefficient exceeds the largest sum the smaller terms reach
 /// (mixed radix), and the whole span stays below 2^32.
-fn injective(f: &Form, shape: LaunchShape) -> Result<(), String> {
+fn injective(f: &Form, shape: LaunchShape) -> Result<(), Unproven> {
     if f.lane != 0 && shape.threads_per_workgroup() > 1 {
-        return Err("it depends on `lane`, which repeats across warps".to_string());
+        return Err(Unproven(
+            "it depends on `lane`, which repeats across warps".to_string(),
+        ));
     }
     let mut terms: Vec<(i128, i128, String)> = Vec::new();
     for d in 0..3 {
@@ -427,19 +443,21 @@ fn injective(f: &Form, shape: LaunchShape) -> Result<(), String> {
     let mut reach: i128 = 0;
     for (c, ext, name) in &terms {
         if *c == 0 {
-            return Err(format!(
+            return Err(Unproven(format!(
                 "invocations differing only in {name} share an element"
-            ));
+            )));
         }
         if *c <= reach {
-            return Err(format!(
+            return Err(Unproven(format!(
                 "its terms may overlap (the step along {name} is {c}, smaller terms reach {reach})"
-            ));
+            )));
         }
         reach += c * ext;
     }
     if reach >= INDEX_SPAN {
-        return Err(format!("it spans {reach} elements, beyond 32-bit indices"));
+        return Err(Unproven(format!(
+            "it spans {reach} elements, beyond 32-bit indices"
+        )));
     }
     Ok(())
 }
@@ -450,7 +468,7 @@ fn workgroup(
     all: &[(usize, &Touch)],
     forms: &[Option<Form>],
     shape: LaunchShape,
-) -> Result<String, String> {
+) -> Result<String, Unproven> {
     let g = shape.grid.map(i128::from);
     let stride = [1, g[0], g[0] * g[1]];
     let mut tile: Option<i128> = None;
@@ -465,43 +483,46 @@ fn workgroup(
             )
         };
         let Some(f) = forms[i] else {
-            return Err(format!("{}, not a known affine index", at()));
+            return Err(Unproven(format!("{}, not a known affine index", at())));
         };
         // The form's workgroup part must be T * L with one T for every access.
         let mut t_here: Option<i128> = None;
         for d in 0..3 {
             if g[d] > 1 {
                 if f.wg[d] % stride[d] != 0 {
-                    return Err(format!("{}: its workgroup term is not a whole tile", at()));
+                    return Err(Unproven(format!(
+                        "{}: its workgroup term is not a whole tile",
+                        at()
+                    )));
                 }
                 let q = f.wg[d] / stride[d];
                 match t_here {
                     None => t_here = Some(q),
                     Some(p) if p == q => {}
                     Some(_) => {
-                        return Err(format!(
+                        return Err(Unproven(format!(
                             "{}: its workgroup axes do not form one linear tile index",
                             at()
-                        ))
+                        )))
                     }
                 }
             }
         }
         let t_here = t_here.unwrap_or(0);
         if t_here <= 0 {
-            return Err(format!(
+            return Err(Unproven(format!(
                 "{}: it does not advance by a positive tile from one workgroup to the next",
                 at()
-            ));
+            )));
         }
         match tile {
             None => tile = Some(t_here),
             Some(p) if p == t_here => {}
             Some(p) => {
-                return Err(format!(
+                return Err(Unproven(format!(
                     "{}: tile of {t_here} elements, another access uses {p}",
                     at()
-                ))
+                )))
             }
         }
         ranges.push((local_range(&f, shape), at()));
@@ -510,17 +531,17 @@ fn workgroup(
     let lo = ranges.iter().map(|((l, _), _)| *l).min().unwrap_or(0);
     for ((_, hi), at) in &ranges {
         if *hi >= lo + t {
-            return Err(format!(
+            return Err(Unproven(format!(
                 "{at}, which reaches {} past the start of its workgroup's tile of {t} elements",
                 hi - lo
-            ));
+            )));
         }
     }
     let span = t * i128::from(shape.workgroups());
     if span >= INDEX_SPAN {
-        return Err(format!(
+        return Err(Unproven(format!(
             "the tiles span {span} elements, beyond 32-bit indices"
-        ));
+        )));
     }
     Ok(format!(
         "every access stays in its workgroup's tile [{t}*wgid + {lo}, {t}*wgid + {})",

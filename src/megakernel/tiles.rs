@@ -27,7 +27,7 @@ use crate::analysis::affine::{accesses_exact, AltSet, Index, Parts, IDS};
 use crate::ir::{Access as BufAccess, Pipeline};
 use crate::shape::LaunchShape;
 
-use super::deps::{describe, DepError};
+use super::deps::{describe, DepError, Unproven};
 
 /// Element indices are 32-bit: an interval argument is exact only while no access wraps.
 const INDEX_SPAN: i128 = 1 << 32;
@@ -370,7 +370,7 @@ fn touches(pipeline: &Pipeline, step: usize) -> Result<Vec<Touch>, DepError> {
 /// `len` is the buffer's length when known: an index below 0 wraps to 2^32 minus a little,
 /// out of bounds of any buffer shorter than that, where loads give 0 and stores are dropped
 /// (the format's bounds semantics), so it touches nothing.
-fn span(index: &Index, shape: LaunchShape, len: Option<u64>) -> Result<Span, String> {
+fn span(index: &Index, shape: LaunchShape, len: Option<u64>) -> Result<Span, Unproven> {
     let parts = index
         .known_parts()
         .ok_or_else(|| format!("{} is not a known affine form", describe(index)))?;
@@ -378,25 +378,32 @@ fn span(index: &Index, shape: LaunchShape, len: Option<u64>) -> Result<Span, Str
 }
 
 /// [`span`] of a known form.
-fn span_parts(parts: Parts, shape: LaunchShape, len: Option<u64>) -> Result<Span, String> {
+fn span_parts(parts: Parts, shape: LaunchShape, len: Option<u64>) -> Result<Span, Unproven> {
     let (tile, a, b) = linear(parts, shape)?;
     if tile < 0 {
-        return Err("it moves backwards with the workgroup id".to_string());
+        return Err(Unproven(
+            "it moves backwards with the workgroup id".to_string(),
+        ));
     }
     let top = tile * (i128::from(shape.grid[0]) - 1) + b;
     let wraps_out = len.is_some_and(|n| i128::from(n) <= INDEX_SPAN + a);
     if (a < 0 && !wraps_out) || top >= INDEX_SPAN {
-        return Err(format!("its elements [{a}, {top}] may wrap at 2^32"));
+        return Err(Unproven(format!(
+            "its elements [{a}, {top}] may wrap at 2^32"
+        )));
     }
     Ok(Span { tile, lo: a, hi: b })
 }
 
 /// A known form over a one-dimensional grid as `tile * w + [lo, hi]` (`w` the workgroup id,
 /// any sign of `tile`), as integers: no wrap check.
-fn linear(parts: Parts, shape: LaunchShape) -> Result<(i128, i128, i128), String> {
+fn linear(parts: Parts, shape: LaunchShape) -> Result<(i128, i128, i128), Unproven> {
     let (coef, wgid, c, lo, hi) = parts;
     if shape.grid[1] > 1 || shape.grid[2] > 1 {
-        return Err(format!("the grid {:?} is not one-dimensional", shape.grid));
+        return Err(Unproven(format!(
+            "the grid {:?} is not one-dimensional",
+            shape.grid
+        )));
     }
     let w = shape.workgroup_size.map(i128::from);
     // gid = wgid * W + lid; with grid y = z = 1 the y and z workgroup ids are 0.
@@ -437,7 +444,7 @@ fn div_ceil(a: i128, b: i128) -> i128 {
 
 /// The producer workgroups of `a` (grid `ga` workgroups) that a consumer access `b` (grid
 /// `gb`) may share an element with, or why only "all" is known.
-fn pair_set(a: Span, ga: u64, b: Span, gb: u64) -> Result<ProducerSet, String> {
+fn pair_set(a: Span, ga: u64, b: Span, gb: u64) -> Result<ProducerSet, Unproven> {
     let top = i128::from(ga) - 1;
     let clip = |lo: i128, hi: i128| -> ProducerSet {
         let (lo, hi) = (lo.max(0), hi.min(top));
@@ -455,7 +462,9 @@ fn pair_set(a: Span, ga: u64, b: Span, gb: u64) -> Result<ProducerSet, String> {
         return Ok(clip(0, 0));
     }
     if a.tile == 0 {
-        return Err("every producer workgroup writes the same elements".to_string());
+        return Err(Unproven(
+            "every producer workgroup writes the same elements".to_string(),
+        ));
     }
     if gb <= 1 || b.tile == 0 {
         // The consumer's elements do not move with its workgroup.
@@ -477,10 +486,10 @@ fn pair_set(a: Span, ga: u64, b: Span, gb: u64) -> Result<ProducerSet, String> {
             hi: fit(hi)?,
         });
     }
-    Err(format!(
+    Err(Unproven(format!(
         "tiles of {} and {} elements per workgroup differ",
         a.tile, b.tile
-    ))
+    )))
 }
 
 /// What step `to` needs from the earlier step `from` (`shapes[i]`: step i's launch shape):
@@ -528,10 +537,10 @@ pub fn tile_dep(
                 reach::Ctx::new(pipeline, to, sb, len),
             );
             let one = reach::reaches(&x.index, x.alts.as_ref(), &ca)
-                .map_err(|e| format!("step {from}'s index: {e}"))
+                .map_err(|e| Unproven(format!("step {from}'s index: {e}")))
                 .and_then(|a| {
                     reach::reaches(&y.index, y.alts.as_ref(), &cb)
-                        .map_err(|e| format!("step {to}'s index: {e}"))
+                        .map_err(|e| Unproven(format!("step {to}'s index: {e}")))
                         .and_then(|b| reach::pairs(&a, ga, &b, gb))
                 });
             match one {

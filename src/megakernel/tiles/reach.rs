@@ -20,7 +20,7 @@ use crate::analysis::affine::{AltSet, Guard, Index, Lin, Parts, Piece};
 use crate::ir::Pipeline;
 use crate::shape::LaunchShape;
 
-use super::super::deps::describe;
+use super::super::deps::{describe, Unproven};
 use super::{div_ceil, div_floor, linear, pair_set, span, span_parts, ProducerSet, Span};
 
 /// Most wrap segments (`k` of `f - k * len`) an access may have before it counts as unknown.
@@ -67,15 +67,19 @@ impl<'a> Ctx<'a> {
     }
 
     /// The length of the Program buffer `name` of this step (its pipeline buffer's).
-    fn buffer_len(&self, name: &str) -> Result<i128, String> {
+    fn buffer_len(&self, name: &str) -> Result<i128, Unproven> {
         self.pipeline
             .bound_len(self.step, name)
             .map(i128::from)
-            .ok_or_else(|| format!("the length of `{name}` is not known before the run"))
+            .ok_or_else(|| {
+                Unproven(format!(
+                    "the length of `{name}` is not known before the run"
+                ))
+            })
     }
 
     /// `lin` with its length term replaced by the buffer's length.
-    fn resolve(&self, lin: &Lin) -> Result<Parts, String> {
+    fn resolve(&self, lin: &Lin) -> Result<Parts, Unproven> {
         let (coef, wgid, c, lo, hi) = lin.parts;
         let Some((buf, k)) = &lin.len else {
             return Ok(lin.parts);
@@ -86,7 +90,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Smallest and largest value of `parts` over every invocation of the step.
-    fn whole_range(&self, parts: Parts) -> Result<(i128, i128), String> {
+    fn whole_range(&self, parts: Parts) -> Result<(i128, i128), Unproven> {
         let (t, lo, hi) = linear(parts, self.shape)?;
         let far = t * (i128::from(self.grid()) - 1);
         Ok((lo + far.min(0), hi + far.max(0)))
@@ -161,7 +165,7 @@ pub(super) fn reaches(
     index: &Index,
     alts: Option<&AltSet>,
     ctx: &Ctx,
-) -> Result<Vec<Reach>, String> {
+) -> Result<Vec<Reach>, Unproven> {
     let Some(alts) = alts.filter(|_| index.known_parts().is_none()) else {
         return Ok(vec![Reach::Moving(span(index, ctx.shape, ctx.len)?)]);
     };
@@ -196,18 +200,18 @@ fn wrap(
     buf: &str,
     wgs: (u64, u64),
     out: &mut Vec<Reach>,
-) -> Result<(), String> {
+) -> Result<(), Unproven> {
     let n = ctx.buffer_len(buf)?;
     if n < 1 || n > i128::from(i32::MAX) {
-        return Err(format!("it wraps at a length of {n}"));
+        return Err(Unproven(format!("it wraps at a length of {n}")));
     }
     let parts = ctx.resolve(lin)?;
     let (t, lo, hi) = linear(parts, ctx.shape)?;
     let (a, b) = ctx.whole_range(parts)?;
     if t < 0 || a < 0 || b > i128::from(i32::MAX) {
-        return Err(format!(
+        return Err(Unproven(format!(
             "the wrapped value [{a}, {b}] may be negative or wrap at 2^31"
-        ));
+        )));
     }
     let (k0, k1) = (a / n, b / n);
     if k1 - k0 >= MAX_SEGMENTS {
@@ -257,7 +261,7 @@ fn wrap(
 
 /// The producer set of every pair of a producer piece (grid `ga`) and a consumer piece
 /// (grid `gb`), joined.
-pub(super) fn pairs(a: &[Reach], ga: u64, b: &[Reach], gb: u64) -> Result<ProducerSet, String> {
+pub(super) fn pairs(a: &[Reach], ga: u64, b: &[Reach], gb: u64) -> Result<ProducerSet, Unproven> {
     let mut sets = Vec::with_capacity(a.len() * b.len());
     for x in a {
         for y in b {
@@ -267,7 +271,7 @@ pub(super) fn pairs(a: &[Reach], ga: u64, b: &[Reach], gb: u64) -> Result<Produc
     Ok(ProducerSet::join(sets))
 }
 
-fn pair(x: Reach, ga: u64, y: Reach, gb: u64) -> Result<ProducerSet, String> {
+fn pair(x: Reach, ga: u64, y: Reach, gb: u64) -> Result<ProducerSet, Unproven> {
     match (x, y) {
         (Reach::Moving(a), Reach::Moving(b)) => pair_set(a, ga, b, gb),
         (Reach::Moving(a), Reach::Fixed { elems, .. }) => pair_set(
