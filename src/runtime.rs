@@ -281,7 +281,10 @@ pub fn load_driver() -> Result<u32> {
     }
     let lib = driver::LIBCUDA_NAMES[0].to_string();
     match driver::guarded(|| driver::init().and_then(|_| driver::driver_version())) {
-        Err(panic) => Err(RuntimeError::NoDriver { lib, reason: panic }),
+        Err(panic) => Err(RuntimeError::NoDriver {
+            lib,
+            reason: panic.0,
+        }),
         Ok(Err(e)) if e.code == 100 => Err(RuntimeError::NoDevice {
             ordinal: 0,
             detail: e.to_string(),

@@ -235,7 +235,7 @@ fn run_nvdisasm(
         tools::NVDISASM_TIMEOUT,
         "nvdisasm",
     )
-    .map_err(SassError::Nvdisasm)?;
+    .map_err(|e| SassError::Nvdisasm(e.to_string()))?;
     if !run.success {
         let why = match run.signal {
             Some(sig) => format!(

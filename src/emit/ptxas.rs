@@ -251,7 +251,8 @@ fn run_in(
         cmd.arg("-lineinfo");
     }
     cmd.arg(&src).arg("-o").arg(&out);
-    run_limited(&mut cmd, &dir.join("ptxas.log"), limit, "ptxas").map_err(PtxasError::Io)
+    run_limited(&mut cmd, &dir.join("ptxas.log"), limit, "ptxas")
+        .map_err(|e| PtxasError::Io(e.to_string()))
 }
 
 /// How one tool run ended.
@@ -354,6 +355,33 @@ impl Drop for ToolDir {
     }
 }
 
+/// Why [`run_limited`] has no result from a tool.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolRunError {
+    /// Creating its log, starting it, waiting for it or reading its log failed.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// [`stop_all`] was called: the program is quitting and starts no tool.
+    #[error("the program is quitting")]
+    Quitting,
+    /// It ran past its time limit and was stopped.
+    #[error("{tool} ran longer than {seconds} s and was stopped")]
+    TooLong {
+        /// The tool's name.
+        tool: String,
+        /// The limit.
+        seconds: f64,
+    },
+    /// Its output passed [`TOOL_OUTPUT_LIMIT`] and it was stopped.
+    #[error("{tool} wrote more than {mib} MiB of output and was stopped")]
+    TooMuchOutput {
+        /// The tool's name.
+        tool: String,
+        /// The limit in MiB.
+        mib: u64,
+    },
+}
+
 /// Runs `cmd` with no stdin and its stdout and stderr both written to the file `log`, in a
 /// process group of its own under [`tool_memory_limit`], and waits for it; returns how it
 /// ended. The whole group is killed after `limit`, when its output passes
@@ -365,8 +393,8 @@ pub fn run_limited(
     log: &Path,
     limit: Duration,
     tool: &str,
-) -> Result<ToolRun, String> {
-    let io = |e: std::io::Error| e.to_string();
+) -> Result<ToolRun, ToolRunError> {
+    let io = ToolRunError::Io;
     let log_file = std::fs::File::create(log).map_err(io)?;
     let size = log_file.try_clone().map_err(io)?;
     cmd.stdin(Stdio::null())
@@ -377,7 +405,7 @@ pub fn run_limited(
     let id = {
         let mut l = live();
         if l.stopped {
-            return Err("the program is quitting".into());
+            return Err(ToolRunError::Quitting);
         }
         l.next += 1;
         l.next
@@ -397,22 +425,22 @@ pub fn run_limited(
             Ok(None) => {}
             Err(e) => {
                 stop(&mut child);
-                return Err(e.to_string());
+                return Err(ToolRunError::Io(e));
             }
         }
         if start.elapsed() > limit {
             stop(&mut child);
-            return Err(format!(
-                "{tool} ran longer than {} s and was stopped",
-                limit.as_secs_f64()
-            ));
+            return Err(ToolRunError::TooLong {
+                tool: tool.to_string(),
+                seconds: limit.as_secs_f64(),
+            });
         }
         if size.metadata().is_ok_and(|m| m.len() > TOOL_OUTPUT_LIMIT) {
             stop(&mut child);
-            return Err(format!(
-                "{tool} wrote more than {} MiB of output and was stopped",
-                TOOL_OUTPUT_LIMIT >> 20
-            ));
+            return Err(ToolRunError::TooMuchOutput {
+                tool: tool.to_string(),
+                mib: TOOL_OUTPUT_LIMIT >> 20,
+            });
         }
         std::thread::sleep(Duration::from_millis(5));
     };

@@ -10,6 +10,12 @@ use super::deps::DepTable;
 use super::plan::{GroupKind, Plan};
 use super::DepKind;
 
+/// The first way a cached plan disagrees with the pipeline it claims to plan (the sentence
+/// the cache's refusal shows).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanMismatch(pub String);
+
 /// `Ok` when `plan` is a plan of a pipeline with dependences `deps` and launch shapes
 /// `shapes`: its groups cover the steps in order, each group's waves are its steps, its
 /// dependences are the fresh ones, and between the two steps of every dependence inside a
@@ -20,7 +26,7 @@ pub fn check_plan(
     pipeline: &Pipeline,
     deps: &DepTable,
     shapes: &[LaunchShape],
-) -> Result<(), String> {
+) -> Result<(), PlanMismatch> {
     let fresh: Vec<_> = deps
         .pairs
         .iter()
@@ -29,11 +35,11 @@ pub fn check_plan(
     if plan.dependences.len() != fresh.len()
         || plan.dependences.iter().zip(&fresh).any(|(a, b)| a != *b)
     {
-        return Err(format!(
+        return Err(PlanMismatch(format!(
             "its {} dependences are not the {} the analysis finds",
             plan.dependences.len(),
             fresh.len()
-        ));
+        )));
     }
     // Where each step runs: (group, wave).
     let mut place: Vec<Option<(usize, usize)>> = vec![None; shapes.len()];
@@ -43,12 +49,12 @@ pub fn check_plan(
         // its validator's (every read of every step within the halo), run again here.
         if let Some(h) = &group.halo {
             super::halo::check(pipeline, shapes, &group.steps, &h.spec)
-                .map_err(|e| format!("group {g}: {}", e.message))?;
+                .map_err(|e| PlanMismatch(format!("group {g}: {}", e.message)))?;
             for (w, &s) in group.steps.iter().enumerate() {
                 if s != next {
-                    return Err(format!(
+                    return Err(PlanMismatch(format!(
                         "group {g} runs step {s} where step {next} comes next"
-                    ));
+                    )));
                 }
                 place[s] = Some((g, w));
                 next += 1;
@@ -57,41 +63,43 @@ pub fn check_plan(
         }
         let flat: Vec<usize> = group.waves.iter().flatten().copied().collect();
         if flat != group.steps || group.steps.is_empty() {
-            return Err(format!("group {g}'s waves are not its steps"));
+            return Err(PlanMismatch(format!("group {g}'s waves are not its steps")));
         }
         if group.barriers.len() + 1 != group.waves.len() {
-            return Err(format!(
+            return Err(PlanMismatch(format!(
                 "group {g} has {} waves and {} separations",
                 group.waves.len(),
                 group.barriers.len()
-            ));
+            )));
         }
         if group.step_grids.len() != group.steps.len() {
-            return Err(format!(
+            return Err(PlanMismatch(format!(
                 "group {g} lists {} grids for {} steps",
                 group.step_grids.len(),
                 group.steps.len()
-            ));
+            )));
         }
         if !group.step_workgroup_sizes.is_empty()
             && group.step_workgroup_sizes.len() != group.steps.len()
         {
-            return Err(format!(
+            return Err(PlanMismatch(format!(
                 "group {g} lists {} workgroup sizes for {} steps",
                 group.step_workgroup_sizes.len(),
                 group.steps.len()
-            ));
+            )));
         }
         for (w, wave) in group.waves.iter().enumerate() {
             for &s in wave {
                 if s != next {
-                    return Err(format!(
+                    return Err(PlanMismatch(format!(
                         "group {g} runs step {s} where step {next} comes next"
-                    ));
+                    )));
                 }
-                let shape = shapes
-                    .get(s)
-                    .ok_or_else(|| format!("group {g} names step {s}, which the pipeline lacks"))?;
+                let shape = shapes.get(s).ok_or_else(|| {
+                    PlanMismatch(format!(
+                        "group {g} names step {s}, which the pipeline lacks"
+                    ))
+                })?;
                 // A mixed-size group's block is its largest step's workgroup; each step keeps
                 // its own size (`step_workgroup_sizes`; empty in entries that predate it).
                 let i = s - group.steps[0];
@@ -100,7 +108,9 @@ pub fn check_plan(
                     .get(i)
                     .unwrap_or(&group.workgroup_size);
                 if group.step_grids[i] != shape.grid || *wg != shape.workgroup_size {
-                    return Err(format!("step {s}'s launch shape differs from the plan's"));
+                    return Err(PlanMismatch(format!(
+                        "step {s}'s launch shape differs from the plan's"
+                    )));
                 }
                 place[s] = Some((g, w));
                 next += 1;
@@ -108,36 +118,43 @@ pub fn check_plan(
         }
         let grid = group.barriers.iter().any(|b| b.kind == DepKind::Grid);
         if grid != (group.kind == GroupKind::Megakernel) || (grid && group.coresident_blocks == 0) {
-            return Err(format!("group {g}'s kind does not match its barriers"));
+            return Err(PlanMismatch(format!(
+                "group {g}'s kind does not match its barriers"
+            )));
         }
         for (w, b) in group.barriers.iter().enumerate() {
             let last = group.waves[w].last().copied();
             let first = group.waves.get(w + 1).and_then(|n| n.first()).copied();
             if b.after_step != last.unwrap_or(usize::MAX) {
-                return Err(format!("group {g}'s separation {w} is not after its wave"));
+                return Err(PlanMismatch(format!(
+                    "group {g}'s separation {w} is not after its wave"
+                )));
             }
             let grids = |s: Option<usize>| s.and_then(|s| shapes.get(s)).map(|x| x.grid);
             if b.kind == DepKind::Workgroup && grids(last) != grids(first) {
-                return Err(format!(
+                return Err(PlanMismatch(format!(
                     "group {g} has a workgroup barrier between steps of different grids"
-                ));
+                )));
             }
             if b.kind == DepKind::None {
-                return Err(format!(
+                return Err(PlanMismatch(format!(
                     "group {g} has a wave boundary without a separation"
-                ));
+                )));
             }
         }
     }
     if next != shapes.len() {
-        return Err(format!(
+        return Err(PlanMismatch(format!(
             "its groups cover {next} of the {} steps",
             shapes.len()
-        ));
+        )));
     }
     for d in fresh {
         let (Some((ga, wa)), Some((gb, wb))) = (place[d.from], place[d.to]) else {
-            return Err(format!("step {} or {} is in no group", d.from, d.to));
+            return Err(PlanMismatch(format!(
+                "step {} or {} is in no group",
+                d.from, d.to
+            )));
         };
         if ga != gb || plan.groups[ga].halo.is_some() {
             // Separate launches: the launch boundary orders everything; a recomputed pass:
@@ -149,17 +166,19 @@ pub fn check_plan(
             .get(wa..wb)
             .and_then(|bs| bs.iter().map(|b| b.kind).max());
         if wa >= wb || strongest.is_none_or(|k| k < d.kind) {
-            return Err(format!(
+            return Err(PlanMismatch(format!(
                 "step {} needs a {} separation after step {}, which the plan lacks",
                 d.to,
                 d.kind.name(),
                 d.from
-            ));
+            )));
         }
     }
     let barriers: usize = plan.groups.iter().map(|g| g.grid_barriers()).sum();
     if barriers != plan.grid_barriers || plan.launches != plan.groups.len() {
-        return Err("its totals do not match its groups".to_string());
+        return Err(PlanMismatch(
+            "its totals do not match its groups".to_string(),
+        ));
     }
     Ok(())
 }

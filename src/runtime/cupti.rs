@@ -75,25 +75,42 @@ fn libraries_in(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Why no usable libcupti is at hand.
+#[derive(Debug, thiserror::Error)]
+pub enum CuptiError {
+    /// The file does not load as a library, or lacks `cuptiGetVersion`.
+    #[error("{0}")]
+    Load(libloading::Error),
+    /// `cuptiGetVersion` answered an error code.
+    #[error("cuptiGetVersion returned error {0}")]
+    Version(i32),
+    /// No candidate file exists.
+    #[error("no libcupti found (set {CUPTI_ENV} to the file, e.g. the CUDA toolkit's targets/x86_64-linux/lib/libcupti.so.13)")]
+    NotFound,
+    /// Every candidate failed; each path with its reason.
+    #[error("no usable libcupti: {}", .0.iter().map(|(p, e)| format!("{}: {e}", p.display())).collect::<Vec<_>>().join("; "))]
+    Unusable(Vec<(PathBuf, CuptiError)>),
+}
+
 /// Loads `path` and asks it `cuptiGetVersion` (the call itself lives behind the unsafe
 /// boundary, `runtime::driver`).
-pub fn api_version(path: &Path) -> Result<u32, String> {
+pub fn api_version(path: &Path) -> Result<u32, CuptiError> {
     super::driver::cupti::api_version(path)
 }
 
 /// The first candidate that loads and answers its version.
-pub fn find() -> Result<CuptiLibrary, String> {
+pub fn find() -> Result<CuptiLibrary, CuptiError> {
     let mut tried = Vec::new();
     for path in candidates() {
         match api_version(&path) {
             Ok(api_version) => return Ok(CuptiLibrary { path, api_version }),
-            Err(e) => tried.push(format!("{}: {e}", path.display())),
+            Err(e) => tried.push((path, e)),
         }
     }
     Err(if tried.is_empty() {
-        format!("no libcupti found (set {CUPTI_ENV} to the file, e.g. the CUDA toolkit's targets/x86_64-linux/lib/libcupti.so.13)")
+        CuptiError::NotFound
     } else {
-        format!("no usable libcupti: {}", tried.join("; "))
+        CuptiError::Unusable(tried)
     })
 }
 
@@ -105,7 +122,7 @@ pub fn pc_sampling_unavailable() -> String {
             l.path.display(),
             l.api_version
         ),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     };
     format!("PC sampling (`--source pc`) is not collected by this build yet ({found}); docs/profile.md says what is missing")
 }

@@ -106,18 +106,26 @@ pub(crate) fn load_library() -> Result<(), (String, String)> {
     Err((LIBCUDA_NAMES[0].to_string(), last))
 }
 
-/// Runs `f`, turning a panic inside cudarc (missing symbol) into an error string, without
+/// A panic inside cudarc's loader (a symbol the driver library lacks), caught by [`guarded`];
+/// its message is the panic's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct LoaderPanic(pub String);
+
+/// Runs `f`, turning a panic inside cudarc (missing symbol) into a [`LoaderPanic`], without
 /// printing the panic message.
-pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, LoaderPanic> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     std::panic::set_hook(hook);
     r.map_err(|p| {
-        p.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "the driver library panicked".into())
+        LoaderPanic(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "the driver library panicked".into()),
+        )
     })
 }
 
