@@ -10,7 +10,7 @@
 //! makes the reference stop (a workgroup-buffer overrun, a divergent barrier) changes the
 //! results too.
 //!
-//! Cost is bounded: a run of more than [`MAX_INVOCATIONS`] invocations, more than
+//! Cost is bounded: a run of more than [`MAX_CHECKED_INVOCATIONS`] invocations, more than
 //! [`MAX_HOST_BYTES`] of host buffers or more than [`FUEL`] interpreter steps is not checked
 //! ("not checked: too large"), never claimed safe. Answers are cached in memory per (Program
 //! hash, input folder, size), and the own size's outputs per Program, so the inspector asks
@@ -29,7 +29,7 @@ use crate::runtime::parity;
 
 /// Most invocations one checked run may have (2^22): about a second of interpreter time per
 /// run in an optimised build for a short kernel.
-pub const MAX_INVOCATIONS: u64 = 1 << 22;
+pub const MAX_CHECKED_INVOCATIONS: u64 = 1 << 22;
 
 /// Most bytes of host buffers one checked run may hold (256 MiB; the two sizes' outputs are
 /// held at once).
@@ -193,7 +193,7 @@ pub fn pipeline_step_preserves(
     };
     for i in 0..step {
         let shape = before.steps[i].shape;
-        if shape.invocations() > MAX_INVOCATIONS {
+        if shape.invocations() > MAX_CHECKED_INVOCATIONS {
             return too_large_invocations(&shape);
         }
         let mut host = before.take_step_buffers(i);
@@ -278,7 +278,7 @@ fn prepared(
 ) -> Result<(LaunchShape, Vec<HostBuffer>), Preservation> {
     // Sizes first, from lengths only, so nothing large is allocated.
     let (shape, lens) = inputs::default_shape(program, wg);
-    if shape.invocations() > MAX_INVOCATIONS {
+    if shape.invocations() > MAX_CHECKED_INVOCATIONS {
         return Err(too_large_invocations(&shape));
     }
     let bytes: u64 = lens
@@ -310,7 +310,7 @@ fn prepared(
 fn too_large_invocations(shape: &LaunchShape) -> Preservation {
     Preservation::NotChecked {
         why: format!(
-            "too large: {} invocations, the check runs at most {MAX_INVOCATIONS}",
+            "too large: {} invocations, the check runs at most {MAX_CHECKED_INVOCATIONS}",
             shape.invocations()
         ),
     }
@@ -327,7 +327,7 @@ fn too_large_bytes(bytes: u64) -> Preservation {
 }
 
 fn within_bounds(shape: &LaunchShape, buffers: &[HostBuffer]) -> Result<(), Preservation> {
-    if shape.invocations() > MAX_INVOCATIONS {
+    if shape.invocations() > MAX_CHECKED_INVOCATIONS {
         return Err(too_large_invocations(shape));
     }
     let bytes: u64 = buffers.iter().map(|b| b.data.len() as u64).sum();
