@@ -8,8 +8,10 @@
 //! `jit` loads PTX with logs and reads [`KernelResources`]; `dispatch` moves buffers, launches
 //! and times; `parity` compares against the reference interpreter; `cache` and `telemetry`
 //! keep the statistics; `fault` holds the raw-PTX fault kernels used to test recovery;
-//! `execute` runs one Program (inputs, JIT, dispatch, parity) and `pipeline` one list of
-//! launches over resident pipeline buffers; `worker` runs GPU work in a replaceable process.
+//! `execute` runs one Program (inputs, JIT, dispatch, parity); `launch_list` is the one loop
+//! that runs a sequence of launches over resident buffers, `pipeline` a pipeline's execution
+//! through it and `timeline` its record mode (instrumented kernels, one record buffer per
+//! launch); `worker` runs GPU work in a replaceable process.
 //! The command harnesses built on this API (`selftest`, `fuzz`, `bench`, `tune`, ...) live one
 //! layer up, in [`crate::harness`].
 //!

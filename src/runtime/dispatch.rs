@@ -366,20 +366,6 @@ impl Runtime {
         }
     }
 
-    /// Device pointers of a resident set (binding order).
-    pub(super) fn resident_ptrs(&mut self, set: &ResidentSet) -> Result<Vec<u64>> {
-        let sess = self.sess()?;
-        if set.generation != sess.generation {
-            return Err(RuntimeError::StaleResident);
-        }
-        let bufs = sess
-            .pool
-            .resident
-            .get(&set.id)
-            .ok_or(RuntimeError::StaleResident)?;
-        Ok(bufs.iter().map(|b| b.ptr()).collect())
-    }
-
     /// Checks a launch against the device and kernel limits before the driver sees it.
     pub(super) fn check_shape(
         &self,
@@ -573,7 +559,7 @@ impl Runtime {
         if map.len() != abi.params.len() || map.iter().any(|&i| i >= set.lens.len()) {
             return Err(RuntimeError::Abi(crate::util::Problem::new(format!("kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}", h.name, abi.params.len(), set.lens.len()), "map every kernel buffer to a buffer of the resident set")));
         }
-        let all = self.resident_ptrs(set)?;
+        let all = self.resident_pointers(set)?;
         let mut bufs = Vec::with_capacity(map.len());
         for &i in map {
             let ptr = all.get(i).copied().ok_or(RuntimeError::StaleResident)?;

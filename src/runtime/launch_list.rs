@@ -345,7 +345,7 @@ impl Runtime {
         if let Some(words) = words {
             self.ensure_scratch(words)?;
         }
-        let ptrs = self.resident_ptrs(set)?;
+        let ptrs = self.resident_pointers(set)?;
         let mut ready = Vec::with_capacity(kernels.len());
         for (e, k) in list.entries.iter().zip(kernels) {
             let abi = &k.emitted.abi;

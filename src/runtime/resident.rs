@@ -190,7 +190,7 @@ impl Runtime {
     ) -> Result<LaunchTiming> {
         let mut bufs = Vec::with_capacity(parts.len());
         for &(set, index, elements) in parts {
-            let ptrs = self.resident_ptrs(set)?;
+            let ptrs = self.resident_pointers(set)?;
             let ptr = ptrs
                 .get(index)
                 .copied()
