@@ -26,8 +26,9 @@
 //!   `vyre`): dispatch speed through that trait against the copy limit.
 //! - [`pipeline`]: a pipeline as separate launches and/or its megakernel plan, each form
 //!   checked against the interpreter and judged by the speedup gate (the launch list itself
-//!   runs in `runtime::pipeline`); [`timeline_run`]: instrumented launches read back into a
-//!   `timeline::Capture`.
+//!   runs in `runtime::launch_list`); [`timeline_run`]: which launches each form of a pipeline
+//!   records, and the recorded forms checked against the interpreter (the run is the
+//!   runtime's `run_timeline`, the record mode of its launch list).
 //!
 //! Invariants:
 //! - A harness decides *what* to run and how to judge it; *how* a kernel is compiled,
@@ -38,6 +39,9 @@
 //!   own notion of "close enough".
 //! - Harnesses return data (reports, tables, findings), never print: the `cli` and the `tui`
 //!   render them, so both show the same figures.
+//! - Harnesses are free functions over the runtime's public API (`fn selftest(rt: &mut
+//!   Runtime, ..)`); only `runtime/` adds methods to `Runtime`, and only the runtime builds
+//!   and enqueues launches (the layers test checks both).
 //! - Layer 8: above `runtime` (and everything below it), below `tui` and `cli`.
 
 pub mod bench;

@@ -8,8 +8,10 @@
 //! `jit` loads PTX with logs and reads [`KernelResources`]; `dispatch` moves buffers, launches
 //! and times; `parity` compares against the reference interpreter; `cache` and `telemetry`
 //! keep the statistics; `fault` holds the raw-PTX fault kernels used to test recovery;
-//! `execute` runs one Program (inputs, JIT, dispatch, parity) and `pipeline` one list of
-//! launches over resident pipeline buffers; `worker` runs GPU work in a replaceable process.
+//! `execute` runs one Program (inputs, JIT, dispatch, parity); `launch_list` is the one loop
+//! that runs a sequence of launches over resident buffers, `pipeline` a pipeline's execution
+//! through it and `timeline` its record mode (instrumented kernels, one record buffer per
+//! launch); `worker` runs GPU work in a replaceable process.
 //! The command harnesses built on this API (`selftest`, `fuzz`, `bench`, `tune`, ...) live one
 //! layer up, in [`crate::harness`].
 //!
@@ -30,12 +32,14 @@ pub mod execute;
 pub mod fault;
 pub mod foreign;
 pub mod jit;
+pub mod launch_list;
 pub mod parity;
 pub mod pipeline;
 pub mod probe;
 pub mod resident;
 pub(crate) mod scratch;
 pub mod telemetry;
+pub mod timeline;
 #[cfg(feature = "vyre")]
 pub mod vyre_device;
 pub mod worker;
@@ -44,8 +48,10 @@ pub use cache::CacheStats;
 pub use dispatch::{ColdWarm, DispatchOptions, DispatchReport, ResidentSet, TimingStats};
 pub use driver::DriverError;
 pub use jit::{JitOptions, KernelHandle, KernelInfo};
+pub use launch_list::{LaunchList, ListTiming, PassTimes};
 pub use parity::{Mismatch, ParityReport};
 pub use telemetry::Telemetry;
+pub use timeline::{TimelineLaunch, TimelineRun};
 pub use worker::{GpuWorker, SweepRequest};
 
 use driver::{Context, Device, Event, Stream};
@@ -206,16 +212,16 @@ pub(crate) const GENERIC_FIX: &str = "check `nvidia-smi`; if the GPU is healthy 
 
 /// Everything that lives inside one CUDA context. Field order is drop order: all resources
 /// go before the context that owns them.
-pub(crate) struct Session {
-    pub(crate) modules: cache::ModuleCache,
-    pub(crate) staging: copies::Staging,
-    pub(crate) pool: dispatch::BufferPool,
-    pub(crate) ev_start: Event,
-    pub(crate) ev_stop: Event,
-    pub(crate) stream: Stream,
-    pub(crate) ctx: Context,
+struct Session {
+    modules: cache::ModuleCache,
+    staging: copies::Staging,
+    pool: dispatch::BufferPool,
+    ev_start: Event,
+    ev_stop: Event,
+    stream: Stream,
+    ctx: Context,
     /// Increments with each new context; resident sets remember theirs.
-    pub(crate) generation: u64,
+    generation: u64,
 }
 
 impl Session {
@@ -253,7 +259,7 @@ pub struct Runtime {
     device: Device,
     caps: DeviceCaps,
     /// None only between destroying a faulted context and creating its replacement.
-    pub(crate) session: Option<Session>,
+    session: Option<Session>,
     /// Primary context (default) or an owned one (`VYRESCOPE_CONTEXT=owned`).
     primary: bool,
     /// Set when a sticky fault left the driver refusing new contexts (observed on driver
@@ -264,13 +270,13 @@ pub struct Runtime {
     /// exits instead, and its client starts a fresh process).
     fault_recovery: bool,
     next_generation: u64,
-    pub(crate) ptx_cache: cache::PtxCache,
+    ptx_cache: cache::PtxCache,
     /// Module-cache counters of contexts destroyed by recoveries.
-    pub(crate) module_stats: CacheStats,
-    pub(crate) telemetry: Telemetry,
+    module_stats: CacheStats,
+    telemetry: Telemetry,
     driver_cache: cache::DriverCache,
     /// Kernel names by handle, for messages.
-    pub(crate) names: HashMap<u64, String>,
+    names: HashMap<u64, String>,
 }
 
 /// Loads the driver and initialises it, mapping a missing library (or a panic inside the
@@ -404,7 +410,7 @@ impl Runtime {
     }
 
     /// The live session, made current on this thread (recreated if a fault destroyed it).
-    pub(crate) fn sess(&mut self) -> Result<&mut Session> {
+    fn sess(&mut self) -> Result<&mut Session> {
         if let Some(why) = &self.poisoned {
             return Err(RuntimeError::Poisoned(why.clone()));
         }
@@ -430,7 +436,7 @@ impl Runtime {
 
     /// Destroys the current context with everything in it (the only way out of a sticky
     /// fault) and creates a fresh one; returns how long that took (ms).
-    pub(crate) fn recreate(&mut self) -> Result<f64> {
+    fn recreate(&mut self) -> Result<f64> {
         let t = std::time::Instant::now();
         // Destroy first: a faulted context must be gone before the device is used again.
         // Its module-cache counters are kept (entries and bytes go with it).
@@ -458,7 +464,7 @@ impl Runtime {
 
     /// Turns a driver error during or after a launch into a fault (recreating the context
     /// for sticky errors) or a plain driver error.
-    pub(crate) fn launch_error(&mut self, kernel: &str, err: DriverError) -> RuntimeError {
+    fn launch_error(&mut self, kernel: &str, err: DriverError) -> RuntimeError {
         if err.is_sticky() {
             self.telemetry.faults += 1;
             let (what, fix) = fault::describe(&err);

@@ -83,9 +83,11 @@ pub fn run(a: &Args) -> super::Outcome {
         verify,
         version_bounds: a.version_bounds,
     };
-    let bench = rt.bench_program(&program, base, &opts)?;
+    let bench = crate::harness::bench::bench_program(&mut rt, &program, base, &opts)?;
     let overhead = if a.overhead {
-        Some(rt.bench_overhead(&program, base, 1024, 2000)?)
+        Some(crate::harness::bench::bench_overhead(
+            &mut rt, &program, base, 1024, 2000,
+        )?)
     } else {
         None
     };

@@ -29,7 +29,8 @@ const STATIC_SMEM: [u32; 3] = [0, 4096, 20000];
 /// Runs `occupancy-record`.
 pub fn run(a: &Args) -> super::Outcome {
     let mut rt = a.gpu.open()?;
-    let rows = rt.record_occupancy(&REG_CAPS, &STATIC_SMEM)?;
+    let rows =
+        crate::harness::occupancy_record::record_occupancy(&mut rt, &REG_CAPS, &STATIC_SMEM)?;
     let csv = to_csv(&rows);
     if let Err(e) = crate::util::write_atomic(&a.out, csv.as_bytes()) {
         return Err(Problem::new(

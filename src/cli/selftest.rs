@@ -147,7 +147,8 @@ fn run_vyre(a: &Args) -> super::Outcome {
         a.vyre_programs.clone()
     };
     let mut rt = a.gpu.open()?;
-    let rep = rt.vyre_race(&files, Some(a.vyre_elements), a.vyre_rounds);
+    let rep =
+        crate::harness::vyre_race::vyre_race(&mut rt, &files, Some(a.vyre_elements), a.vyre_rounds);
     if a.json {
         let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
         outln!("{s}");
@@ -311,7 +312,13 @@ pub fn run(a: &Args) -> super::Outcome {
         ));
     }
     let mut rt = a.gpu.open()?;
-    let rep = rt.selftest(&files, a.repeat, !a.no_faults, a.root.as_deref());
+    let rep = crate::harness::selftest::selftest(
+        &mut rt,
+        &files,
+        a.repeat,
+        !a.no_faults,
+        a.root.as_deref(),
+    );
     let pipelines = run_pipelines(&mut rt, &a.pipelines, a.repeat, a.root.as_deref());
     let pipelines_ok = pipelines
         .iter()
@@ -420,7 +427,7 @@ fn run_fuzz(a: &Args, n: u64) -> super::Outcome {
         );
     }
     let json = a.json;
-    let rep = rt.fuzz(&opts, &mut |done, finding| {
+    let rep = crate::harness::fuzz::fuzz(&mut rt, &opts, &mut |done, finding| {
         if json {
             return;
         }
@@ -583,12 +590,13 @@ fn run_fuzz_child(
     use crate::harness::fuzz_children::ChildEvent;
     let mut rt = a.gpu.open()?;
     outln!("{}", ChildEvent::Device(rt.caps().name.clone()).line());
-    let rep = rt.fuzz_pipelines(opts, &mut |done, finding| {
-        if let Some(f) = finding {
-            outln!("{}", ChildEvent::Finding(f.clone()).line());
-        }
-        outln!("{}", ChildEvent::Done(done).line());
-    });
+    let rep =
+        crate::harness::fuzz_pipelines::fuzz_pipelines(&mut rt, opts, &mut |done, finding| {
+            if let Some(f) = finding {
+                outln!("{}", ChildEvent::Finding(f.clone()).line());
+            }
+            outln!("{}", ChildEvent::Done(done).line());
+        });
     let passed = rep.passed;
     outln!("{}", ChildEvent::Report(rep).line());
     Ok(i32::from(!passed))

@@ -80,7 +80,7 @@ pub fn run(a: &Args) -> super::Outcome {
         },
         cache: None,
     };
-    match rt.tune(&req) {
+    match crate::harness::tune::tune(&mut rt, &req) {
         Ok(r) => {
             if a.json {
                 outln!("{}", render_json(&r));

@@ -46,7 +46,7 @@ pub struct KernelBench {
     pub parity: Option<ParityReport>,
 }
 
-/// How [`Runtime::bench_program`] checks the GPU's result.
+/// How [`bench_program`] checks the GPU's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verify {
     /// Interpret the whole dispatch and compare every output element.
@@ -58,7 +58,7 @@ pub enum Verify {
     Off,
 }
 
-/// Options of [`Runtime::bench_program`].
+/// Options of [`bench_program`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BenchOptions {
     /// Workgroup size override.
@@ -230,183 +230,178 @@ fn prepare(program: &Program, base: &Path, workgroup: Option<[u32; 3]>) -> Resul
     Ok(inputs::prepare(program, base, workgroup, None)?)
 }
 
-impl Runtime {
-    /// Times `program` at the size its run section gives (see [`with_elements`] and
-    /// [`with_scale`]): `repeat` resident launches, then `full_reps` full dispatches whose last
-    /// result is compared with the reference interpreter as `verify` says.
-    pub fn bench_program(
-        &mut self,
-        p: &Program,
-        base: &Path,
-        o: &BenchOptions,
-    ) -> Result<KernelBench> {
-        if let Verify::Sampled(_) = o.verify {
-            if !can_sample(p) {
-                return Err(RuntimeError::Other(crate::util::Problem::new(format!("`{}` has a grid barrier or atomics on host buffers, so its workgroups are not independent and a sampled reference run would not be comparable", p.name), "leave out --sample (verify the whole dispatch) or use --no-verify")));
-            }
+/// Times `program` at the size its run section gives (see [`with_elements`] and
+/// [`with_scale`]): `repeat` resident launches, then `full_reps` full dispatches whose last
+/// result is compared with the reference interpreter as `verify` says.
+pub fn bench_program(
+    rt: &mut Runtime,
+    p: &Program,
+    base: &Path,
+    o: &BenchOptions,
+) -> Result<KernelBench> {
+    if let Verify::Sampled(_) = o.verify {
+        if !can_sample(p) {
+            return Err(RuntimeError::Other(crate::util::Problem::new(format!("`{}` has a grid barrier or atomics on host buffers, so its workgroups are not independent and a sampled reference run would not be comparable", p.name), "leave out --sample (verify the whole dispatch) or use --no-verify")));
         }
-        let PreparedRun { shape, buffers } = prepare(p, base, o.workgroup)?;
-        let jit = JitOptions {
-            version_bounds: o.version_bounds,
-            ..JitOptions::default()
-        };
-        let c = self.compile_program(p, shape.workgroup_size, &jit)?;
-        let opts = DispatchOptions {
-            useful_invocations: Some(shape.invocations()),
-            ..DispatchOptions::default()
-        };
-        let set = self.upload(&buffers)?;
-        let timed = (|| {
-            self.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 3, &opts)?;
-            self.launch_resident(
-                &c.handle,
-                &c.emitted.abi,
-                &shape,
-                &set,
-                o.repeat.max(1),
-                &opts,
-            )
-        })();
-        self.release(set);
-        let samples: Vec<f64> = timed?.iter().filter_map(|t| t.device_ms).collect();
-        let mut full = Vec::new();
-        let mut h2d = 0;
-        let mut d2h = 0;
-        let mut gpu = Vec::new();
-        let dispatches = match (o.verify, o.full_reps) {
-            (Verify::Off, 0) => 0,
-            (_, n) => n.max(1) + 1,
-        };
-        for i in 0..dispatches {
-            let mut bufs = buffers.clone();
-            let r = self.dispatch(&c.handle, &c.emitted.abi, &shape, &mut bufs, &opts)?;
-            if i > 0 {
-                full.push(r.full_ms);
-            }
-            h2d = r.h2d_bytes;
-            d2h = r.d2h_bytes;
-            gpu = bufs;
-        }
-        // The bench sizes are far beyond the interactive default budget.
-        let interp_opts = crate::interp::Options {
-            fuel: 1 << 44,
-            parallel: true,
-        };
-        let (parity, reference_run) = match o.verify {
-            Verify::Off => (None, "off".to_string()),
-            Verify::Full => {
-                let mut reference = buffers.clone();
-                let (_, sums) =
-                    crate::interp::run_with_sums(p, &shape, &mut reference, &interp_opts)?;
-                let parity = parity::compare_with(&gpu, &reference, tolerance_for(p), Some(&sums));
-                (Some(parity), "full".to_string())
-            }
-            Verify::Sampled(every) => {
-                let mut reference = buffers.clone();
-                crate::interp::run_sampled(p, &shape, &mut reference, &interp_opts, every)?;
-                let (view, changed) = sampled_view(&gpu, &reference, &buffers);
-                let mut parity = parity::compare(&view, &reference, tolerance_for(p));
-                parity.compared = changed;
-                if changed == 0 {
-                    // A sample that wrote nothing checked nothing.
-                    parity.passed = false;
-                }
-                let text = format!(
-                    "sampled: every {every}th unit of workgroups and the last, {changed} output elements compared"
-                );
-                (Some(parity), text)
-            }
-        };
-        match &parity {
-            Some(r) if r.passed => self.telemetry.parity_passed += 1,
-            Some(_) => self.telemetry.parity_failed += 1,
-            None => {}
-        }
-        Ok(KernelBench {
-            program: p.name.clone(),
-            elements: shape.invocations(),
-            workgroup: shape.workgroup_size,
-            grid: shape.grid,
-            regs: c.info.resources.regs_per_thread,
-            buffer_bytes: buffers.iter().map(|b| b.data.len() as u64).sum(),
-            device_ms: TimingStats::of(&samples),
-            full_dispatch_ms: TimingStats::of(&full),
-            full_h2d_bytes: h2d,
-            full_d2h_bytes: d2h,
-            reference_run,
-            parity,
-        })
     }
+    let PreparedRun { shape, buffers } = prepare(p, base, o.workgroup)?;
+    let jit = JitOptions {
+        version_bounds: o.version_bounds,
+        ..JitOptions::default()
+    };
+    let c = rt.compile_program(p, shape.workgroup_size, &jit)?;
+    let opts = DispatchOptions {
+        useful_invocations: Some(shape.invocations()),
+        ..DispatchOptions::default()
+    };
+    let set = rt.upload(&buffers)?;
+    let timed = (|| {
+        rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 3, &opts)?;
+        rt.launch_resident(
+            &c.handle,
+            &c.emitted.abi,
+            &shape,
+            &set,
+            o.repeat.max(1),
+            &opts,
+        )
+    })();
+    rt.release(set);
+    let samples: Vec<f64> = timed?.iter().filter_map(|t| t.device_ms).collect();
+    let mut full = Vec::new();
+    let mut h2d = 0;
+    let mut d2h = 0;
+    let mut gpu = Vec::new();
+    let dispatches = match (o.verify, o.full_reps) {
+        (Verify::Off, 0) => 0,
+        (_, n) => n.max(1) + 1,
+    };
+    for i in 0..dispatches {
+        let mut bufs = buffers.clone();
+        let r = rt.dispatch(&c.handle, &c.emitted.abi, &shape, &mut bufs, &opts)?;
+        if i > 0 {
+            full.push(r.full_ms);
+        }
+        h2d = r.h2d_bytes;
+        d2h = r.d2h_bytes;
+        gpu = bufs;
+    }
+    // The bench sizes are far beyond the interactive default budget.
+    let interp_opts = crate::interp::Options {
+        fuel: 1 << 44,
+        parallel: true,
+    };
+    let (parity, reference_run) = match o.verify {
+        Verify::Off => (None, "off".to_string()),
+        Verify::Full => {
+            let mut reference = buffers.clone();
+            let (_, sums) = crate::interp::run_with_sums(p, &shape, &mut reference, &interp_opts)?;
+            let parity = parity::compare_with(&gpu, &reference, tolerance_for(p), Some(&sums));
+            (Some(parity), "full".to_string())
+        }
+        Verify::Sampled(every) => {
+            let mut reference = buffers.clone();
+            crate::interp::run_sampled(p, &shape, &mut reference, &interp_opts, every)?;
+            let (view, changed) = sampled_view(&gpu, &reference, &buffers);
+            let mut parity = parity::compare(&view, &reference, tolerance_for(p));
+            parity.compared = changed;
+            if changed == 0 {
+                // A sample that wrote nothing checked nothing.
+                parity.passed = false;
+            }
+            let text = format!(
+                "sampled: every {every}th unit of workgroups and the last, {changed} output elements compared"
+            );
+            (Some(parity), text)
+        }
+    };
+    if let Some(r) = &parity {
+        rt.record_parity(r.passed);
+    }
+    Ok(KernelBench {
+        program: p.name.clone(),
+        elements: shape.invocations(),
+        workgroup: shape.workgroup_size,
+        grid: shape.grid,
+        regs: c.info.resources.regs_per_thread,
+        buffer_bytes: buffers.iter().map(|b| b.data.len() as u64).sum(),
+        device_ms: TimingStats::of(&samples),
+        full_dispatch_ms: TimingStats::of(&full),
+        full_h2d_bytes: h2d,
+        full_d2h_bytes: d2h,
+        reference_run,
+        parity,
+    })
+}
 
-    /// Warm dispatch overhead of `program` at a small size vs a bare cudarc launch loop of
-    /// the same PTX with the same arguments, `iters` each after warm-up.
-    pub fn bench_overhead(
-        &mut self,
-        program: &Program,
-        base: &Path,
-        elements: u64,
-        iters: u32,
-    ) -> Result<OverheadBench> {
-        let p = with_elements(program, elements);
-        let PreparedRun { shape, buffers } = prepare(&p, base, None)?;
-        let c = self.compile_program(&p, shape.workgroup_size, &JitOptions::default())?;
-        if c.emitted.abi.grid_sync {
-            return Err(RuntimeError::Other(crate::util::Problem::new(
-                "overhead bench needs a kernel without a grid barrier",
-                "use the elementwise fixture",
-            )));
-        }
-        let set = self.upload(&buffers)?;
-        let result = (|| {
-            let ours = |rt: &mut Runtime, device_timing: bool| -> Result<Vec<f64>> {
-                let opts = DispatchOptions {
-                    device_timing,
-                    ..DispatchOptions::default()
-                };
-                rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 200, &opts)?;
-                let mut v = Vec::with_capacity(iters as usize);
-                for _ in 0..iters {
-                    let t = Instant::now();
-                    rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 1, &opts)?;
-                    v.push(t.elapsed().as_secs_f64() * 1e6);
-                }
-                Ok(v)
-            };
-            let untimed = ours(self, false)?;
-            let timed = ours(self, true)?;
-            let (ptx, name) = (&c.emitted.ptx, &c.emitted.kernel_name);
-            let mut bare =
-                |events: bool| self.bare_launch_loop(ptx, name, &shape, &set, 200, iters, events);
-            let bare_untimed = bare(false)?;
-            let bare_timed = bare(true)?;
-            Ok::<_, RuntimeError>((untimed, bare_untimed, timed, bare_timed))
-        })();
-        self.release(set);
-        let (untimed, bare_untimed, timed, bare_timed) = result?;
-        let ratio = |a: &TimingStats, b: &TimingStats| {
-            if b.median_ms > 0.0 {
-                a.median_ms / b.median_ms
-            } else {
-                0.0
-            }
-        };
-        let (u, bu, t, bt) = (
-            TimingStats::of(&untimed),
-            TimingStats::of(&bare_untimed),
-            TimingStats::of(&timed),
-            TimingStats::of(&bare_timed),
-        );
-        Ok(OverheadBench {
-            kernel: c.emitted.kernel_name,
-            elements,
-            ratio_untimed: ratio(&u, &bu),
-            ratio_timed: ratio(&t, &bt),
-            vyrescope_untimed_us: u,
-            bare_cudarc_us: bu,
-            vyrescope_timed_us: t,
-            bare_cudarc_timed_us: bt,
-        })
+/// Warm dispatch overhead of `program` at a small size vs a bare cudarc launch loop of
+/// the same PTX with the same arguments, `iters` each after warm-up.
+pub fn bench_overhead(
+    rt: &mut Runtime,
+    program: &Program,
+    base: &Path,
+    elements: u64,
+    iters: u32,
+) -> Result<OverheadBench> {
+    let p = with_elements(program, elements);
+    let PreparedRun { shape, buffers } = prepare(&p, base, None)?;
+    let c = rt.compile_program(&p, shape.workgroup_size, &JitOptions::default())?;
+    if c.emitted.abi.grid_sync {
+        return Err(RuntimeError::Other(crate::util::Problem::new(
+            "overhead bench needs a kernel without a grid barrier",
+            "use the elementwise fixture",
+        )));
     }
+    let set = rt.upload(&buffers)?;
+    let result = (|| {
+        let ours = |rt: &mut Runtime, device_timing: bool| -> Result<Vec<f64>> {
+            let opts = DispatchOptions {
+                device_timing,
+                ..DispatchOptions::default()
+            };
+            rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 200, &opts)?;
+            let mut v = Vec::with_capacity(iters as usize);
+            for _ in 0..iters {
+                let t = Instant::now();
+                rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &set, 1, &opts)?;
+                v.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            Ok(v)
+        };
+        let untimed = ours(rt, false)?;
+        let timed = ours(rt, true)?;
+        let (ptx, name) = (&c.emitted.ptx, &c.emitted.kernel_name);
+        let mut bare =
+            |events: bool| rt.bare_launch_loop(ptx, name, &shape, &set, 200, iters, events);
+        let bare_untimed = bare(false)?;
+        let bare_timed = bare(true)?;
+        Ok::<_, RuntimeError>((untimed, bare_untimed, timed, bare_timed))
+    })();
+    rt.release(set);
+    let (untimed, bare_untimed, timed, bare_timed) = result?;
+    let ratio = |a: &TimingStats, b: &TimingStats| {
+        if b.median_ms > 0.0 {
+            a.median_ms / b.median_ms
+        } else {
+            0.0
+        }
+    };
+    let (u, bu, t, bt) = (
+        TimingStats::of(&untimed),
+        TimingStats::of(&bare_untimed),
+        TimingStats::of(&timed),
+        TimingStats::of(&bare_timed),
+    );
+    Ok(OverheadBench {
+        kernel: c.emitted.kernel_name,
+        elements,
+        ratio_untimed: ratio(&u, &bu),
+        ratio_timed: ratio(&t, &bt),
+        vyrescope_untimed_us: u,
+        bare_cudarc_us: bu,
+        vyrescope_timed_us: t,
+        bare_cudarc_timed_us: bt,
+    })
 }
 
 #[cfg(test)]

@@ -128,102 +128,100 @@ pub fn write_case(dir: &Path, seed: u64, program: &Program) -> Result<PathBuf, P
     Ok(path)
 }
 
-impl Runtime {
-    /// Runs the differential fuzz; `each` sees every finding as it happens (to print it at
-    /// once) and the count of Programs done.
-    pub fn fuzz(
-        &mut self,
-        o: &FuzzOptions,
-        each: &mut dyn FnMut(u64, Option<&FuzzFinding>),
-    ) -> FuzzReport {
-        let mut rep = FuzzReport {
-            programs: 0,
-            agreed: 0,
-            findings: Vec::new(),
-            skipped: BTreeMap::new(),
-            elements: 0,
-            out: o.out.clone(),
-            passed: true,
-        };
-        let req = RunRequest {
-            repeat: 1,
-            verify: true,
-            timeout: Some(o.timeout),
-            device_timing: false,
-            ..RunRequest::default()
-        };
-        // Generated Programs read no files; the folder only anchors the (unused) file rule.
-        let base = std::env::temp_dir();
-        for k in 0..o.count {
-            let seed = o.seed.wrapping_add(k);
-            let program = fuzz_program(seed);
-            rep.programs += 1;
-            let found = match self.run_program(&program, &base, &req) {
-                Ok(run) => match run.parity {
-                    Some(p) if p.passed => {
-                        rep.agreed += 1;
-                        rep.elements += p.compared;
-                        None
-                    }
-                    Some(p) => {
-                        let first = p.first_text();
-                        Some((
-                            "mismatch",
-                            format!(
-                                "{} of {} elements differ ({}){first}",
-                                p.mismatches, p.compared, p.mode
-                            ),
-                        ))
-                    }
-                    None => Some(("error", "the run was not verified".to_string())),
-                },
-                Err(e) => match skip_reason(&e) {
-                    Some(reason) => {
-                        *rep.skipped.entry(reason).or_default() += 1;
-                        None
-                    }
-                    None => {
-                        let kind = failure_kind(&e);
-                        let line = e.to_string().lines().next().unwrap_or_default().to_string();
-                        let poisoned = matches!(
-                            e,
-                            RuntimeError::Poisoned(_) | RuntimeError::FaultUnrecovered { .. }
-                        );
-                        if poisoned {
-                            // Nothing later can run in this process: report and stop.
-                            rep.findings.push(FuzzFinding {
-                                seed,
-                                kind: kind.into(),
-                                detail: format!("{line} (fuzzing stopped: restart to go on)"),
-                                file: write_case(&o.out, seed, &program).ok(),
-                            });
-                            each(k + 1, rep.findings.last());
-                            break;
-                        }
-                        Some((kind, line))
-                    }
-                },
-            };
-            match found {
-                Some((kind, detail)) => {
-                    let (file, detail) = match write_case(&o.out, seed, &program) {
-                        Ok(f) => (Some(f), detail),
-                        Err(w) => (None, format!("{detail} (not written: {w})")),
-                    };
-                    rep.findings.push(FuzzFinding {
-                        seed,
-                        kind: kind.into(),
-                        detail,
-                        file,
-                    });
-                    each(k + 1, rep.findings.last());
+/// Runs the differential fuzz; `each` sees every finding as it happens (to print it at
+/// once) and the count of Programs done.
+pub fn fuzz(
+    rt: &mut Runtime,
+    o: &FuzzOptions,
+    each: &mut dyn FnMut(u64, Option<&FuzzFinding>),
+) -> FuzzReport {
+    let mut rep = FuzzReport {
+        programs: 0,
+        agreed: 0,
+        findings: Vec::new(),
+        skipped: BTreeMap::new(),
+        elements: 0,
+        out: o.out.clone(),
+        passed: true,
+    };
+    let req = RunRequest {
+        repeat: 1,
+        verify: true,
+        timeout: Some(o.timeout),
+        device_timing: false,
+        ..RunRequest::default()
+    };
+    // Generated Programs read no files; the folder only anchors the (unused) file rule.
+    let base = std::env::temp_dir();
+    for k in 0..o.count {
+        let seed = o.seed.wrapping_add(k);
+        let program = fuzz_program(seed);
+        rep.programs += 1;
+        let found = match rt.run_program(&program, &base, &req) {
+            Ok(run) => match run.parity {
+                Some(p) if p.passed => {
+                    rep.agreed += 1;
+                    rep.elements += p.compared;
+                    None
                 }
-                None => each(k + 1, None),
+                Some(p) => {
+                    let first = p.first_text();
+                    Some((
+                        "mismatch",
+                        format!(
+                            "{} of {} elements differ ({}){first}",
+                            p.mismatches, p.compared, p.mode
+                        ),
+                    ))
+                }
+                None => Some(("error", "the run was not verified".to_string())),
+            },
+            Err(e) => match skip_reason(&e) {
+                Some(reason) => {
+                    *rep.skipped.entry(reason).or_default() += 1;
+                    None
+                }
+                None => {
+                    let kind = failure_kind(&e);
+                    let line = e.to_string().lines().next().unwrap_or_default().to_string();
+                    let poisoned = matches!(
+                        e,
+                        RuntimeError::Poisoned(_) | RuntimeError::FaultUnrecovered { .. }
+                    );
+                    if poisoned {
+                        // Nothing later can run in this process: report and stop.
+                        rep.findings.push(FuzzFinding {
+                            seed,
+                            kind: kind.into(),
+                            detail: format!("{line} (fuzzing stopped: restart to go on)"),
+                            file: write_case(&o.out, seed, &program).ok(),
+                        });
+                        each(k + 1, rep.findings.last());
+                        break;
+                    }
+                    Some((kind, line))
+                }
+            },
+        };
+        match found {
+            Some((kind, detail)) => {
+                let (file, detail) = match write_case(&o.out, seed, &program) {
+                    Ok(f) => (Some(f), detail),
+                    Err(w) => (None, format!("{detail} (not written: {w})")),
+                };
+                rep.findings.push(FuzzFinding {
+                    seed,
+                    kind: kind.into(),
+                    detail,
+                    file,
+                });
+                each(k + 1, rep.findings.last());
             }
+            None => each(k + 1, None),
         }
-        rep.passed = rep.findings.is_empty();
-        rep
     }
+    rep.passed = rep.findings.is_empty();
+    rep
 }
 
 /// The summary line: Programs, agreed, findings, and skipped Programs with their reasons.

@@ -303,154 +303,147 @@ fn kind_of(detail: &str) -> &'static str {
     }
 }
 
-impl Runtime {
-    /// Runs the pipeline fuzz; `each` sees every finding as it happens and the count done.
-    pub fn fuzz_pipelines(
-        &mut self,
-        o: &PipelineFuzzOptions,
-        each: &mut dyn FnMut(u64, Option<&PipelineFinding>),
-    ) -> PipelineFuzzReport {
-        let mut rep = PipelineFuzzReport {
-            pipelines: 0,
-            agreed: 0,
-            separate_launches: 0,
-            fused_launches: 0,
-            mixed_groups: 0,
-            findings: Vec::new(),
-            out: o.out.clone(),
-            passed: true,
-        };
-        let opts = PipelineGpuOptions {
-            forms: Forms::Both,
-            repeat: 1,
-            timeout: Some(o.timeout),
-            fuel: interp::Options::default().fuel,
-            measure_topology: false,
-            decide: crate::harness::pipeline::DecideMode::Fuse,
-            grid_barrier: GridBarrier::default(),
-            sync: o.sync,
-        };
-        // Every fourth seed also draws a chain of window steps, run recomputed.
-        let recompute = PipelineGpuOptions {
-            decide: crate::harness::pipeline::DecideMode::Recompute,
-            ..opts.clone()
-        };
-        let caps = self.caps().clone();
-        'seeds: for k in 0..o.count {
-            let seed = o.seed.wrapping_add(k);
-            let mut cases: Vec<(Result<Pipeline, Problem>, &PipelineGpuOptions, &str)> =
-                vec![(random_pipeline(seed), &opts, "pipeline")];
-            if seed % 4 == 0 {
-                cases.push((random_window_chain(seed), &recompute, "chain"));
-            }
-            for (generated, opts, stem) in cases {
-                // A chain's finding names its own file and replays recomputed.
-                let finding = |kind: &str, detail: String, file: Option<PathBuf>| {
-                    let mut f = PipelineFinding::new(seed, kind, detail, file, o.sync);
-                    if stem == "chain" {
-                        f.replay = f
-                            .file
-                            .as_deref()
-                            .map(|x| replay_line_as(x, o.sync, "recompute"));
-                    }
-                    f
-                };
-                rep.pipelines += 1;
-                let p = match generated {
-                    Ok(p) => p,
-                    Err(e) => {
-                        rep.findings.push(finding("error", e.to_string(), None));
-                        each(k + 1, rep.findings.last());
-                        continue;
-                    }
-                };
-                let mut prepared = match prepare(&p) {
-                    Ok(x) => x,
-                    Err(e) => {
-                        let file =
-                            write_case(&o.out, &format!("{stem}_{seed:016x}"), &p, None).ok();
-                        rep.findings.push(finding("error", e.to_string(), file));
-                        each(k + 1, rep.findings.last());
-                        continue;
-                    }
-                };
-                let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
-                let outcome = run_pipeline_forms(self, &p, &mut prepared, opts);
-                let found = match outcome {
-                    Ok(r) if r.verified() => {
-                        rep.agreed += 1;
-                        rep.separate_launches +=
-                            r.separate.as_ref().map_or(0, |f| f.launches) as u64;
-                        rep.fused_launches +=
-                            r.megakernel.as_ref().map_or(0, |f| f.launches) as u64;
-                        rep.mixed_groups += r.plan.as_ref().map_or(0, |pl| {
-                            pl.groups
-                                .iter()
-                                .filter(|g| g.mixed_workgroup_sizes())
-                                .count()
-                        }) as u64;
-                        None
-                    }
-                    Ok(r) => {
-                        let which = |f: &Option<super::pipeline::FormReport>| {
-                            f.as_ref().is_some_and(|f| !f.parity.passed)
-                        };
-                        Some((
-                            "mismatch",
-                            format!(
-                                "differs from the interpreter: separate {}, fused {}",
-                                if which(&r.separate) { "DIFFERS" } else { "ok" },
-                                if which(&r.megakernel) {
-                                    "DIFFERS"
-                                } else {
-                                    "ok"
-                                }
-                            ),
-                        ))
-                    }
-                    Err(e) => {
-                        let e = e.to_string();
-                        let line = e.lines().next().unwrap_or_default().to_string();
-                        Some((kind_of(&e), line))
-                    }
-                };
-                match found {
-                    Some((kind, detail)) => {
-                        let (file, detail) = match write_case(
-                            &o.out,
-                            &format!("{stem}_{seed:016x}"),
-                            &p,
-                            plan_of(&p, &shapes, &caps, opts.decide.plan_decide())
-                                .ok()
-                                .as_ref(),
-                        ) {
-                            Ok(f) => (Some(f), detail),
-                            Err(w) => (None, format!("{detail} (not written: {w})")),
-                        };
-                        let stop = kind == "timeout" || kind == "fault";
-                        rep.findings.push(finding(
-                            kind,
-                            if stop {
-                                format!(
-                                    "{detail} (this process stops: the context may be unusable)"
-                                )
-                            } else {
-                                detail
-                            },
-                            file,
-                        ));
-                        each(k + 1, rep.findings.last());
-                        if stop {
-                            break 'seeds;
-                        }
-                    }
-                    None => each(k + 1, None),
+/// Runs the pipeline fuzz; `each` sees every finding as it happens and the count done.
+pub fn fuzz_pipelines(
+    rt: &mut Runtime,
+    o: &PipelineFuzzOptions,
+    each: &mut dyn FnMut(u64, Option<&PipelineFinding>),
+) -> PipelineFuzzReport {
+    let mut rep = PipelineFuzzReport {
+        pipelines: 0,
+        agreed: 0,
+        separate_launches: 0,
+        fused_launches: 0,
+        mixed_groups: 0,
+        findings: Vec::new(),
+        out: o.out.clone(),
+        passed: true,
+    };
+    let opts = PipelineGpuOptions {
+        forms: Forms::Both,
+        repeat: 1,
+        timeout: Some(o.timeout),
+        fuel: interp::Options::default().fuel,
+        measure_topology: false,
+        decide: crate::harness::pipeline::DecideMode::Fuse,
+        grid_barrier: GridBarrier::default(),
+        sync: o.sync,
+    };
+    // Every fourth seed also draws a chain of window steps, run recomputed.
+    let recompute = PipelineGpuOptions {
+        decide: crate::harness::pipeline::DecideMode::Recompute,
+        ..opts.clone()
+    };
+    let caps = rt.caps().clone();
+    'seeds: for k in 0..o.count {
+        let seed = o.seed.wrapping_add(k);
+        let mut cases: Vec<(Result<Pipeline, Problem>, &PipelineGpuOptions, &str)> =
+            vec![(random_pipeline(seed), &opts, "pipeline")];
+        if seed % 4 == 0 {
+            cases.push((random_window_chain(seed), &recompute, "chain"));
+        }
+        for (generated, opts, stem) in cases {
+            // A chain's finding names its own file and replays recomputed.
+            let finding = |kind: &str, detail: String, file: Option<PathBuf>| {
+                let mut f = PipelineFinding::new(seed, kind, detail, file, o.sync);
+                if stem == "chain" {
+                    f.replay = f
+                        .file
+                        .as_deref()
+                        .map(|x| replay_line_as(x, o.sync, "recompute"));
                 }
+                f
+            };
+            rep.pipelines += 1;
+            let p = match generated {
+                Ok(p) => p,
+                Err(e) => {
+                    rep.findings.push(finding("error", e.to_string(), None));
+                    each(k + 1, rep.findings.last());
+                    continue;
+                }
+            };
+            let mut prepared = match prepare(&p) {
+                Ok(x) => x,
+                Err(e) => {
+                    let file = write_case(&o.out, &format!("{stem}_{seed:016x}"), &p, None).ok();
+                    rep.findings.push(finding("error", e.to_string(), file));
+                    each(k + 1, rep.findings.last());
+                    continue;
+                }
+            };
+            let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
+            let outcome = run_pipeline_forms(rt, &p, &mut prepared, opts);
+            let found = match outcome {
+                Ok(r) if r.verified() => {
+                    rep.agreed += 1;
+                    rep.separate_launches += r.separate.as_ref().map_or(0, |f| f.launches) as u64;
+                    rep.fused_launches += r.megakernel.as_ref().map_or(0, |f| f.launches) as u64;
+                    rep.mixed_groups += r.plan.as_ref().map_or(0, |pl| {
+                        pl.groups
+                            .iter()
+                            .filter(|g| g.mixed_workgroup_sizes())
+                            .count()
+                    }) as u64;
+                    None
+                }
+                Ok(r) => {
+                    let which = |f: &Option<super::pipeline::FormReport>| {
+                        f.as_ref().is_some_and(|f| !f.parity.passed)
+                    };
+                    Some((
+                        "mismatch",
+                        format!(
+                            "differs from the interpreter: separate {}, fused {}",
+                            if which(&r.separate) { "DIFFERS" } else { "ok" },
+                            if which(&r.megakernel) {
+                                "DIFFERS"
+                            } else {
+                                "ok"
+                            }
+                        ),
+                    ))
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    let line = e.lines().next().unwrap_or_default().to_string();
+                    Some((kind_of(&e), line))
+                }
+            };
+            match found {
+                Some((kind, detail)) => {
+                    let (file, detail) = match write_case(
+                        &o.out,
+                        &format!("{stem}_{seed:016x}"),
+                        &p,
+                        plan_of(&p, &shapes, &caps, opts.decide.plan_decide())
+                            .ok()
+                            .as_ref(),
+                    ) {
+                        Ok(f) => (Some(f), detail),
+                        Err(w) => (None, format!("{detail} (not written: {w})")),
+                    };
+                    let stop = kind == "timeout" || kind == "fault";
+                    rep.findings.push(finding(
+                        kind,
+                        if stop {
+                            format!("{detail} (this process stops: the context may be unusable)")
+                        } else {
+                            detail
+                        },
+                        file,
+                    ));
+                    each(k + 1, rep.findings.last());
+                    if stop {
+                        break 'seeds;
+                    }
+                }
+                None => each(k + 1, None),
             }
         }
-        rep.passed = rep.findings.is_empty();
-        rep
     }
+    rep.passed = rep.findings.is_empty();
+    rep
 }
 
 /// The summary line.

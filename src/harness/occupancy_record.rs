@@ -84,50 +84,48 @@ pub fn register_hungry_ptx(name: &str, static_smem: u32) -> String {
     p
 }
 
-impl Runtime {
-    /// Captures the occupancy table: register caps `caps_regs`, static shared sizes
-    /// `static_sizes`; every multiple-of-32 block size the kernel allows; dynamic shared
-    /// sizes from 0 to what fits next to the static part.
-    pub fn record_occupancy(
-        &mut self,
-        caps_regs: &[u32],
-        static_sizes: &[u32],
-    ) -> Result<Vec<OccupancyRow>> {
-        let optin = self.caps().smem_per_block_optin;
-        let mut rows = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for &st in static_sizes {
-            let ptx = register_hungry_ptx("vs_regs", st);
-            for &cap in caps_regs {
-                let opts = JitOptions {
-                    max_registers: cap,
-                    ..JitOptions::default()
-                };
-                let (h, info) = self.load_kernel(&ptx, "vs_regs", &opts)?;
-                let r = info.resources.clone();
-                if !seen.insert((r.regs_per_thread, r.static_smem_bytes)) {
-                    continue;
+/// Captures the occupancy table: register caps `caps_regs`, static shared sizes
+/// `static_sizes`; every multiple-of-32 block size the kernel allows; dynamic shared
+/// sizes from 0 to what fits next to the static part.
+pub fn record_occupancy(
+    rt: &mut Runtime,
+    caps_regs: &[u32],
+    static_sizes: &[u32],
+) -> Result<Vec<OccupancyRow>> {
+    let optin = rt.caps().smem_per_block_optin;
+    let mut rows = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &st in static_sizes {
+        let ptx = register_hungry_ptx("vs_regs", st);
+        for &cap in caps_regs {
+            let opts = JitOptions {
+                max_registers: cap,
+                ..JitOptions::default()
+            };
+            let (h, info) = rt.load_kernel(&ptx, "vs_regs", &opts)?;
+            let r = info.resources.clone();
+            if !seen.insert((r.regs_per_thread, r.static_smem_bytes)) {
+                continue;
+            }
+            let room = optin.saturating_sub(r.static_smem_bytes);
+            let dyn_sizes = dynamic_sizes(room);
+            let mut block = 32;
+            while block <= r.max_threads_per_block {
+                for &d in &dyn_sizes {
+                    let n = rt.driver_occupancy(&h, block, d)?;
+                    rows.push(OccupancyRow {
+                        regs_per_thread: r.regs_per_thread,
+                        block_size: block,
+                        dynamic_smem_bytes: d,
+                        static_smem_bytes: r.static_smem_bytes,
+                        blocks_per_sm_driver: n,
+                    });
                 }
-                let room = optin.saturating_sub(r.static_smem_bytes);
-                let dyn_sizes = dynamic_sizes(room);
-                let mut block = 32;
-                while block <= r.max_threads_per_block {
-                    for &d in &dyn_sizes {
-                        let n = self.driver_occupancy(&h, block, d)?;
-                        rows.push(OccupancyRow {
-                            regs_per_thread: r.regs_per_thread,
-                            block_size: block,
-                            dynamic_smem_bytes: d,
-                            static_smem_bytes: r.static_smem_bytes,
-                            blocks_per_sm_driver: n,
-                        });
-                    }
-                    block += 32;
-                }
+                block += 32;
             }
         }
-        Ok(rows)
     }
+    Ok(rows)
 }
 
 /// Dynamic shared sizes to test next to `room` free bytes: zero, small, around the 48 KiB

@@ -346,7 +346,7 @@ pub fn compile_on(
     if let Some(w) = &compiled.planned.warning {
         crate::util::stderr_line(&format!("warning: {w}"));
     }
-    rt.telemetry.record_plan(&compiled.planned);
+    rt.record_plan(&compiled.planned);
     let mut driver = Driver { rt, jit, initial };
     compiled.fit(&mut driver, how.measure_topology)?;
     if how.decide == DecideMode::Measure {

@@ -75,139 +75,136 @@ pub struct RaceReport {
     pub passed: bool,
 }
 
-impl Runtime {
-    /// Races every file of `files` (format-1 Programs with a `run` section), at `elements`
-    /// invocations when given.
-    pub fn vyre_race(
-        &mut self,
-        files: &[std::path::PathBuf],
-        elements: Option<u64>,
-        rounds: u32,
-    ) -> RaceReport {
-        let mut rep = RaceReport::default();
-        for f in files {
-            match self.race_one(f, elements, rounds) {
-                Ok(row) => rep.rows.push(row),
-                Err(e) => rep.failed.push(RaceSkip {
-                    file: f.display().to_string(),
-                    error: e.to_string(),
-                }),
-            }
+/// Races every file of `files` (format-1 Programs with a `run` section), at `elements`
+/// invocations when given.
+pub fn vyre_race(
+    rt: &mut Runtime,
+    files: &[std::path::PathBuf],
+    elements: Option<u64>,
+    rounds: u32,
+) -> RaceReport {
+    let mut rep = RaceReport::default();
+    for f in files {
+        match race_one(rt, f, elements, rounds) {
+            Ok(row) => rep.rows.push(row),
+            Err(e) => rep.failed.push(RaceSkip {
+                file: f.display().to_string(),
+                error: e.to_string(),
+            }),
         }
-        rep.passed = rep.failed.is_empty()
-            && !rep.rows.is_empty()
-            && rep
-                .rows
-                .iter()
-                .all(|r| r.ours_parity.passed && r.vyre_parity.passed);
-        rep
     }
-
-    fn race_one(&mut self, file: &Path, elements: Option<u64>, rounds: u32) -> Result<RaceRow> {
-        let p = crate::ir::load_program(file).map_err(|e| RuntimeError::Other(e.into()))?;
-        let p = match elements {
-            Some(n) => super::bench::with_elements(&p, n),
-            None => p,
-        };
-        let base = file.parent().unwrap_or(Path::new("."));
-        let PreparedRun { shape, buffers } = inputs::prepare(&p, base, None, None)?;
-        // vyre's kernel.
-        let vp = crate::vyre::export(&p).map_err(|e| RuntimeError::Other(e.into()))?;
-        let sm = self.caps().cc_major * 10 + self.caps().cc_minor;
-        let vk = crate::vyre::vyre_ptx(&vp, sm).map_err(|e| RuntimeError::Other(e.into()))?;
-        if vk.grid_sync {
-            return Err(RuntimeError::Other(crate::util::Problem::new(format!("`{}`: vyre's kernel has a grid barrier on a module-scope counter, which this race does not reset between launches", p.name), "race Programs without grid barriers")));
-        }
-        let (vh, vinfo) = self.load_kernel(&vk.ptx, "main", &JitOptions::default())?;
-        // Our kernel.
-        let c = self.compile_program(&p, shape.workgroup_size, &JitOptions::default())?;
-        let opts = DispatchOptions {
-            useful_invocations: Some(shape.invocations()),
-            ..DispatchOptions::default()
-        };
-        // Reference.
-        let mut reference = buffers.clone();
-        let interp_opts = crate::interp::Options {
-            fuel: 1 << 44,
-            parallel: true,
-        };
-        crate::interp::run_with(&p, &shape, &mut reference, &interp_opts)?;
-        let tol = tolerance_for(&p);
-        // vyre's parameter list: buffer pointers by name, then params_buf.
-        let order: Vec<usize> = vk
-            .params
+    rep.passed = rep.failed.is_empty()
+        && !rep.rows.is_empty()
+        && rep
+            .rows
             .iter()
-            .map(|n| {
-                buffers.iter().position(|b| &b.name == n).ok_or_else(|| {
-                    RuntimeError::Other(crate::util::Problem::bug(format!(
-                        "vyre's kernel takes buffer `{n}`, which the Program does not have"
-                    )))
-                })
-            })
-            .collect::<Result<_>>()?;
-        let words = params_words(&buffers, &shape);
-        let pbuf = HostBuffer {
-            name: "params_buf".into(),
-            elem: crate::ir::ElemType::U32,
-            access: crate::ir::Access::Read,
-            binding: 0,
-            data: words.iter().flat_map(|w| w.to_le_bytes()).collect(),
-        };
-        let ours_set = self.upload(&buffers)?;
-        let vyre_set = self.upload(&buffers)?;
-        let pset = self.upload(std::slice::from_ref(&pbuf))?;
-        let result = (|| {
-            let ptrs = self.resident_pointers(&vyre_set)?;
-            let pptr = self.resident_pointers(&pset)?;
-            let mut args: Vec<u64> = order.iter().map(|&i| ptrs[i]).collect();
-            args.push(pptr[0]);
-            // First launch of each on fresh inputs: verified.
-            self.launch_resident(&c.handle, &c.emitted.abi, &shape, &ours_set, 1, &opts)?;
-            self.launch_foreign(&vh, &shape, &args, false, 1, true)?;
-            let mut ours_out = buffers.clone();
-            self.download(&ours_set, &mut ours_out)?;
-            let mut vyre_out = buffers.clone();
-            self.download(&vyre_set, &mut vyre_out)?;
-            let ours_parity = parity::compare(&ours_out, &reference, tol);
-            let vyre_parity = parity::compare(&vyre_out, &reference, tol);
-            // Interleaved timed rounds.
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            for _ in 0..rounds.max(1) {
-                let t =
-                    self.launch_resident(&c.handle, &c.emitted.abi, &shape, &ours_set, 1, &opts)?;
-                a.extend(t.iter().filter_map(|t| t.device_ms));
-                let t = self.launch_foreign(&vh, &shape, &args, false, 1, true)?;
-                b.extend(t.iter().filter_map(|t| t.device_ms));
-            }
-            Ok::<_, RuntimeError>((ours_parity, vyre_parity, a, b))
-        })();
-        self.release(ours_set);
-        self.release(vyre_set);
-        self.release(pset);
-        let (ours_parity, vyre_parity, a, b) = result?;
-        let ours_ms = TimingStats::of(&a);
-        let vyre_ms = TimingStats::of(&b);
-        let ratio = if vyre_ms.median_ms > 0.0 {
-            ours_ms.median_ms / vyre_ms.median_ms
-        } else {
-            f64::NAN
-        };
-        Ok(RaceRow {
-            program: p.name.clone(),
-            elements: shape.invocations(),
-            grid: shape.grid,
-            workgroup: shape.workgroup_size,
-            regs: [
-                c.info.resources.regs_per_thread,
-                vinfo.resources.regs_per_thread,
-            ],
-            ours_ms,
-            vyre_ms,
-            ratio,
-            ours_parity,
-            vyre_parity,
-        })
+            .all(|r| r.ours_parity.passed && r.vyre_parity.passed);
+    rep
+}
+
+fn race_one(rt: &mut Runtime, file: &Path, elements: Option<u64>, rounds: u32) -> Result<RaceRow> {
+    let p = crate::ir::load_program(file).map_err(|e| RuntimeError::Other(e.into()))?;
+    let p = match elements {
+        Some(n) => super::bench::with_elements(&p, n),
+        None => p,
+    };
+    let base = file.parent().unwrap_or(Path::new("."));
+    let PreparedRun { shape, buffers } = inputs::prepare(&p, base, None, None)?;
+    // vyre's kernel.
+    let vp = crate::vyre::export(&p).map_err(|e| RuntimeError::Other(e.into()))?;
+    let sm = rt.caps().cc_major * 10 + rt.caps().cc_minor;
+    let vk = crate::vyre::vyre_ptx(&vp, sm).map_err(|e| RuntimeError::Other(e.into()))?;
+    if vk.grid_sync {
+        return Err(RuntimeError::Other(crate::util::Problem::new(format!("`{}`: vyre's kernel has a grid barrier on a module-scope counter, which this race does not reset between launches", p.name), "race Programs without grid barriers")));
     }
+    let (vh, vinfo) = rt.load_kernel(&vk.ptx, "main", &JitOptions::default())?;
+    // Our kernel.
+    let c = rt.compile_program(&p, shape.workgroup_size, &JitOptions::default())?;
+    let opts = DispatchOptions {
+        useful_invocations: Some(shape.invocations()),
+        ..DispatchOptions::default()
+    };
+    // Reference.
+    let mut reference = buffers.clone();
+    let interp_opts = crate::interp::Options {
+        fuel: 1 << 44,
+        parallel: true,
+    };
+    crate::interp::run_with(&p, &shape, &mut reference, &interp_opts)?;
+    let tol = tolerance_for(&p);
+    // vyre's parameter list: buffer pointers by name, then params_buf.
+    let order: Vec<usize> = vk
+        .params
+        .iter()
+        .map(|n| {
+            buffers.iter().position(|b| &b.name == n).ok_or_else(|| {
+                RuntimeError::Other(crate::util::Problem::bug(format!(
+                    "vyre's kernel takes buffer `{n}`, which the Program does not have"
+                )))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let words = params_words(&buffers, &shape);
+    let pbuf = HostBuffer {
+        name: "params_buf".into(),
+        elem: crate::ir::ElemType::U32,
+        access: crate::ir::Access::Read,
+        binding: 0,
+        data: words.iter().flat_map(|w| w.to_le_bytes()).collect(),
+    };
+    let ours_set = rt.upload(&buffers)?;
+    let vyre_set = rt.upload(&buffers)?;
+    let pset = rt.upload(std::slice::from_ref(&pbuf))?;
+    let result = (|| {
+        let ptrs = rt.resident_pointers(&vyre_set)?;
+        let pptr = rt.resident_pointers(&pset)?;
+        let mut args: Vec<u64> = order.iter().map(|&i| ptrs[i]).collect();
+        args.push(pptr[0]);
+        // First launch of each on fresh inputs: verified.
+        rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &ours_set, 1, &opts)?;
+        rt.launch_foreign(&vh, &shape, &args, false, 1, true)?;
+        let mut ours_out = buffers.clone();
+        rt.download(&ours_set, &mut ours_out)?;
+        let mut vyre_out = buffers.clone();
+        rt.download(&vyre_set, &mut vyre_out)?;
+        let ours_parity = parity::compare(&ours_out, &reference, tol);
+        let vyre_parity = parity::compare(&vyre_out, &reference, tol);
+        // Interleaved timed rounds.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..rounds.max(1) {
+            let t = rt.launch_resident(&c.handle, &c.emitted.abi, &shape, &ours_set, 1, &opts)?;
+            a.extend(t.iter().filter_map(|t| t.device_ms));
+            let t = rt.launch_foreign(&vh, &shape, &args, false, 1, true)?;
+            b.extend(t.iter().filter_map(|t| t.device_ms));
+        }
+        Ok::<_, RuntimeError>((ours_parity, vyre_parity, a, b))
+    })();
+    rt.release(ours_set);
+    rt.release(vyre_set);
+    rt.release(pset);
+    let (ours_parity, vyre_parity, a, b) = result?;
+    let ours_ms = TimingStats::of(&a);
+    let vyre_ms = TimingStats::of(&b);
+    let ratio = if vyre_ms.median_ms > 0.0 {
+        ours_ms.median_ms / vyre_ms.median_ms
+    } else {
+        f64::NAN
+    };
+    Ok(RaceRow {
+        program: p.name.clone(),
+        elements: shape.invocations(),
+        grid: shape.grid,
+        workgroup: shape.workgroup_size,
+        regs: [
+            c.info.resources.regs_per_thread,
+            vinfo.resources.regs_per_thread,
+        ],
+        ours_ms,
+        vyre_ms,
+        ratio,
+        ours_parity,
+        vyre_parity,
+    })
 }
 
 /// vyre's `params_buf` words for `buffers` (binding order) launched as `shape`: word 0 the

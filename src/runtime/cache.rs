@@ -144,27 +144,27 @@ impl<V> Lru<V> {
 pub type PtxCache = Lru<EmittedKernel>;
 
 /// A module loaded in the current context, with its kernel function.
-pub(crate) struct LoadedKernel {
-    pub(crate) function: Function,
-    pub(crate) info: KernelInfo,
+pub(super) struct LoadedKernel {
+    pub(super) function: Function,
+    pub(super) info: KernelInfo,
     // Kept last: the function handle is only valid while the module is loaded.
-    pub(crate) _module: Module,
+    pub(super) _module: Module,
 }
 
 /// Loaded modules by (PTX hash, device, JIT options); lives and dies with its context.
-pub(crate) type ModuleCache = Lru<LoadedKernel>;
+pub(super) type ModuleCache = Lru<LoadedKernel>;
 
 /// Where the driver keeps compiled PTX between processes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct DriverCache {
-    pub(crate) path: Option<String>,
-    pub(crate) user_set: bool,
+pub(super) struct DriverCache {
+    pub(super) path: Option<String>,
+    pub(super) user_set: bool,
 }
 
 impl DriverCache {
     /// Points `CUDA_CACHE_PATH` at `<user cache dir>/vyrescope/cuda-jit` unless the user set
     /// it. Must run before the driver is initialised.
-    pub(crate) fn configure() -> DriverCache {
+    pub(super) fn configure() -> DriverCache {
         if let Some(v) = std::env::var_os("CUDA_CACHE_PATH") {
             return DriverCache {
                 path: Some(v.to_string_lossy().into_owned()),

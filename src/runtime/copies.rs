@@ -11,12 +11,12 @@ use crate::inputs::HostBuffer;
 
 /// The pinned staging ring.
 #[derive(Default)]
-pub(crate) struct Staging {
-    pub(crate) slots: Vec<StagingSlot>,
+pub(super) struct Staging {
+    pub(super) slots: Vec<StagingSlot>,
 }
 
 impl Staging {
-    pub(crate) fn ensure(&mut self) -> std::result::Result<(), DriverError> {
+    pub(super) fn ensure(&mut self) -> std::result::Result<(), DriverError> {
         while self.slots.len() < STAGING_SLOTS {
             self.slots.push(StagingSlot::new(STAGING_CHUNK)?);
         }
@@ -24,15 +24,15 @@ impl Staging {
     }
 }
 
-pub(crate) use crate::util::par_copy;
+pub(super) use crate::util::par_copy;
 
-pub(crate) fn all_zero(data: &[u8]) -> bool {
+pub(super) fn all_zero(data: &[u8]) -> bool {
     data.par_chunks(1 << 20).all(|c| c.iter().all(|&b| b == 0))
 }
 
 /// Uploads each buffer's bytes: `sources[i]` when given (the caller's own slice, staged
 /// without an intermediate copy), else `buffers[i].data`.
-pub(crate) fn upload_into(
+pub(super) fn upload_into(
     sess: &mut super::Session,
     buffers: &[HostBuffer],
     sources: &[Option<&[u8]>],
@@ -75,7 +75,7 @@ pub(crate) fn upload_into(
     Ok(())
 }
 
-pub(crate) fn download_from(
+pub(super) fn download_from(
     sess: &mut super::Session,
     id: u64,
     buffers: &mut [HostBuffer],
@@ -128,7 +128,7 @@ pub(crate) fn download_from(
 
 /// Copies `src` into `dst[offset..offset + src.len()]` through the staging ring (queued on
 /// the session's stream; later work on that stream sees the bytes).
-pub(crate) fn upload_at(
+pub(super) fn upload_at(
     sess: &mut super::Session,
     dst: &DeviceBuffer,
     offset: usize,
@@ -152,7 +152,7 @@ pub(crate) fn upload_at(
 
 /// Copies `src[offset..offset + out.len()]` into `out` through the staging ring, keeping up
 /// to [`STAGING_SLOTS`] chunks in flight.
-pub(crate) fn download_at(
+pub(super) fn download_at(
     sess: &mut super::Session,
     src: &DeviceBuffer,
     offset: usize,

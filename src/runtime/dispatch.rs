@@ -130,7 +130,7 @@ impl ColdWarm {
 
 /// How one launch is made and waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LaunchMode {
+pub(super) struct LaunchMode {
     /// `cuLaunchCooperativeKernel` (grid barrier).
     pub cooperative: bool,
     /// Give up after this long.
@@ -140,7 +140,7 @@ pub(crate) struct LaunchMode {
 }
 
 /// A launch whose kernel, shape and arguments are checked and built, ready to enqueue.
-pub(crate) struct ReadyLaunch {
+pub(super) struct ReadyLaunch {
     /// The kernel.
     pub f: Function,
     /// Grid and block.
@@ -211,7 +211,7 @@ pub struct ResidentSet {
 
 impl ResidentSet {
     /// A set of one buffer already in the pool's resident map under `id`.
-    pub(crate) fn single(id: u64, generation: u64, len: u64) -> ResidentSet {
+    pub(super) fn single(id: u64, generation: u64, len: u64) -> ResidentSet {
         ResidentSet {
             id,
             generation,
@@ -219,32 +219,32 @@ impl ResidentSet {
         }
     }
 
-    pub(crate) fn id(&self) -> u64 {
+    pub(super) fn id(&self) -> u64 {
         self.id
     }
 
-    pub(crate) fn generation_of(&self) -> u64 {
+    pub(super) fn generation_of(&self) -> u64 {
         self.generation
     }
 }
 
 /// Device buffers kept for reuse, by size.
 #[derive(Default)]
-pub(crate) struct BufferPool {
+pub(super) struct BufferPool {
     free: HashMap<usize, Vec<DeviceBuffer>>,
     bytes: usize,
     /// Buffers of resident sets, by set id.
-    pub(crate) resident: HashMap<u64, Vec<DeviceBuffer>>,
-    pub(crate) next_id: u64,
+    pub(super) resident: HashMap<u64, Vec<DeviceBuffer>>,
+    pub(super) next_id: u64,
     /// Grid-barrier scratch (zeroed when allocated, not between launches: see
     /// [`Runtime::arm_grid_sync`]).
-    pub(crate) scratch: Option<DeviceBuffer>,
+    pub(super) scratch: Option<DeviceBuffer>,
     /// What the scratch has held since it was zeroed.
-    pub(crate) scratch_state: ScratchState,
+    pub(super) scratch_state: ScratchState,
 }
 
 impl BufferPool {
-    pub(crate) fn take(&mut self, bytes: usize) -> Option<DeviceBuffer> {
+    pub(super) fn take(&mut self, bytes: usize) -> Option<DeviceBuffer> {
         let v = self.free.get_mut(&bytes)?;
         let b = v.pop()?;
         self.bytes -= bytes;
@@ -266,16 +266,16 @@ fn product(v: [u32; 3]) -> u64 {
 /// Copies and allocation counters of one operation, applied to telemetry afterwards (the
 /// session and the telemetry are borrowed separately).
 #[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) allocs: u64,
-    pub(crate) alloc_bytes: u64,
-    pub(crate) h2d: u64,
-    pub(crate) d2h: u64,
-    pub(crate) syncs: u64,
+pub(super) struct Counters {
+    pub(super) allocs: u64,
+    pub(super) alloc_bytes: u64,
+    pub(super) h2d: u64,
+    pub(super) d2h: u64,
+    pub(super) syncs: u64,
 }
 
 impl Runtime {
-    pub(crate) fn apply(&mut self, c: &Counters) {
+    pub(super) fn apply(&mut self, c: &Counters) {
         self.telemetry.allocations += c.allocs;
         self.telemetry.allocated_bytes += c.alloc_bytes;
         self.telemetry.h2d_bytes += c.h2d;
@@ -285,7 +285,7 @@ impl Runtime {
 
     /// Maps a driver error of a copy: sticky errors (an earlier faulting kernel) recreate
     /// the context.
-    pub(crate) fn copy_error(&mut self, e: DriverError) -> RuntimeError {
+    pub(super) fn copy_error(&mut self, e: DriverError) -> RuntimeError {
         if e.is_sticky() {
             self.launch_error("(previous launch)", e)
         } else {
@@ -366,22 +366,8 @@ impl Runtime {
         }
     }
 
-    /// Device pointers of a resident set (binding order).
-    pub(crate) fn resident_ptrs(&mut self, set: &ResidentSet) -> Result<Vec<u64>> {
-        let sess = self.sess()?;
-        if set.generation != sess.generation {
-            return Err(RuntimeError::StaleResident);
-        }
-        let bufs = sess
-            .pool
-            .resident
-            .get(&set.id)
-            .ok_or(RuntimeError::StaleResident)?;
-        Ok(bufs.iter().map(|b| b.ptr()).collect())
-    }
-
     /// Checks a launch against the device and kernel limits before the driver sees it.
-    pub(crate) fn check_shape(
+    pub(super) fn check_shape(
         &self,
         kernel: &str,
         shape: &LaunchShape,
@@ -561,7 +547,7 @@ impl Runtime {
     /// Checks a launch of `h` over `set` (through `map`) and builds its arguments, ready to
     /// enqueue: the kernel loaded, the shape and co-residency checked, the grid-barrier
     /// scratch allocated.
-    pub(crate) fn prepare_launch(
+    pub(super) fn prepare_launch(
         &mut self,
         h: &KernelHandle,
         abi: &KernelAbi,
@@ -573,7 +559,7 @@ impl Runtime {
         if map.len() != abi.params.len() || map.iter().any(|&i| i >= set.lens.len()) {
             return Err(RuntimeError::Abi(crate::util::Problem::new(format!("kernel `{}` takes {} buffers; the map {map:?} does not fit a resident set of {}", h.name, abi.params.len(), set.lens.len()), "map every kernel buffer to a buffer of the resident set")));
         }
-        let all = self.resident_ptrs(set)?;
+        let all = self.resident_pointers(set)?;
         let mut bufs = Vec::with_capacity(map.len());
         for &i in map {
             let ptr = all.get(i).copied().ok_or(RuntimeError::StaleResident)?;
@@ -585,7 +571,7 @@ impl Runtime {
     /// Readies the grid-sync scratch for the next launch of `ready` (call it right before
     /// every launch of a prepared kernel): gives it a fresh epoch, and zeroes the scratch in
     /// the rare cases `scratch::ScratchState::arm` names.
-    pub(crate) fn arm_grid_sync(&mut self, ready: &mut ReadyLaunch) -> Result<()> {
+    pub(super) fn arm_grid_sync(&mut self, ready: &mut ReadyLaunch) -> Result<()> {
         let Some(sync) = ready.sync else {
             return Ok(());
         };
@@ -606,7 +592,7 @@ impl Runtime {
     }
 
     /// Refuses a cooperative launch whose grid cannot be resident at once.
-    pub(crate) fn check_coresidency(
+    pub(super) fn check_coresidency(
         &mut self,
         kernel: &str,
         f: Function,
@@ -639,7 +625,7 @@ impl Runtime {
     }
 
     /// One timed launch: events around it, host enqueue and wait times, fault handling.
-    pub(crate) fn launch_core(
+    pub(super) fn launch_core(
         &mut self,
         kernel: &str,
         f: Function,

@@ -211,11 +211,7 @@ impl Runtime {
         phase(RunPhase::Host);
         let parity = reference.map(|(r, sums)| {
             let p = parity::compare_with(&buffers, &r, tolerance_for(program), Some(&sums));
-            if p.passed {
-                self.telemetry.parity_passed += 1;
-            } else {
-                self.telemetry.parity_failed += 1;
-            }
+            self.record_parity(p.passed);
             p
         });
         Ok(ProgramRun {

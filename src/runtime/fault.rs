@@ -11,7 +11,7 @@ use super::worker::protocol::{FaultCase, RunJob};
 use super::{GpuWorker, JitOptions, Result, Runtime, RuntimeError};
 
 /// What a sticky error means, and what to do about it.
-pub(crate) fn describe(err: &DriverError) -> (String, String) {
+pub(super) fn describe(err: &DriverError) -> (String, String) {
     let (what, fix) = match err.code {
         700 => ("illegal memory address", "a load or store went outside any allocation; for an emitted kernel this is a vyrescope bug (bounds checks are emitted), please report it"),
         710 => ("device-side assert", "an assertion in the kernel failed"),

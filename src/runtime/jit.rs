@@ -156,7 +156,7 @@ impl Runtime {
 
     /// The function and resources for a launch of `h`: an uncounted cache lookup, falling
     /// back to [`Runtime::kernel`] (a counted load) when the module is gone.
-    pub(crate) fn kernel_for_launch(
+    pub(super) fn kernel_for_launch(
         &mut self,
         h: &KernelHandle,
     ) -> Result<(Function, KernelResources)> {
@@ -170,7 +170,7 @@ impl Runtime {
 
     /// The loaded function for `h`, JIT-compiling it again if its module is not loaded in
     /// the current context.
-    pub(crate) fn kernel(&mut self, h: &KernelHandle) -> Result<(Function, KernelInfo)> {
+    pub(super) fn kernel(&mut self, h: &KernelHandle) -> Result<(Function, KernelInfo)> {
         let ordinal_key = h.key;
         let sess = self.sess()?;
         if let Some(k) = sess.modules.get(ordinal_key) {

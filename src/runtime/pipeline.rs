@@ -2,18 +2,19 @@
 //! on the device from launch to launch (uploaded once, read back once), the whole sequence
 //! timed with one pair of CUDA events.
 //!
-//! The same executor runs both executions of a pipeline: separately (one launch per step,
-//! [`separate_launches`]) and as a megakernel plan (one launch per fused group, built above
-//! this layer by `megakernel::FusedKernel::launch`). Only the list of launches differs.
+//! The same launch list runs both executions of a pipeline (see [`super::launch_list`]):
+//! separately (one launch per step, [`separate_launches`]) and as a megakernel plan (one
+//! launch per fused group, built above this layer by `megakernel::FusedKernel::launch`).
+//! Only the list of launches differs.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
-use super::dispatch::{DispatchOptions, ReadyLaunch, TimingStats};
-use super::driver::{self, Event};
+use super::dispatch::{DispatchOptions, TimingStats};
 use super::jit::JitOptions;
-use super::{profiler_range, GENERIC_FIX};
+use super::launch_list::{LaunchList, ListTiming};
+use super::GENERIC_FIX;
 use super::{Result, Runtime, RuntimeError};
 use crate::inputs::HostBuffer;
 use crate::ir::Program;
@@ -65,20 +66,8 @@ impl Runtime {
         opts: &DispatchOptions,
         jit: &JitOptions,
     ) -> Result<PipelineRunReport> {
-        let mut kernels = Vec::with_capacity(launches.len());
-        for l in launches {
-            if let Some(&bad) = l.buffers.iter().find(|&&i| i >= buffers.len()) {
-                return Err(RuntimeError::Abi(crate::util::Problem::new(
-                    format!(
-                        "launch of `{}` names pipeline buffer {bad} of {}",
-                        l.program.name,
-                        buffers.len()
-                    ),
-                    "index the buffers given to run_pipeline",
-                )));
-            }
-            kernels.push(self.compile_program(&l.program, l.shape.workgroup_size, jit)?);
-        }
+        let list = LaunchList::plain(launches, buffers.len())?;
+        let kernels = self.compile_list(&list, jit)?;
         let initial: Vec<HostBuffer> = buffers.to_vec();
         let mut totals = Vec::new();
         let (mut upload_ms, mut download_ms) = (0.0, 0.0);
@@ -89,25 +78,13 @@ impl Runtime {
                 upload_ms = t.elapsed().as_secs_f64() * 1e3;
             }
             let mut run = || -> Result<f64> {
-                let mut ready = Vec::with_capacity(launches.len());
-                for (l, k) in launches.iter().zip(&kernels) {
-                    ready.push(self.prepare_launch(
-                        &k.handle,
-                        &k.emitted.abi,
-                        &l.shape,
-                        &set,
-                        &l.buffers,
-                        opts,
-                    )?);
-                }
-                let names: Vec<&str> = launches.iter().map(|l| l.program.name.as_str()).collect();
-                let ms = self.launch_sequence(&names, &mut ready, opts.timeout)?;
+                let pass = self.launch_list(&list, &kernels, &set, ListTiming::Sequence, opts)?;
                 if r == 0 {
                     let t = Instant::now();
                     self.download(&set, buffers)?;
                     download_ms = t.elapsed().as_secs_f64() * 1e3;
                 }
-                Ok(ms)
+                Ok(pass.total_ms)
             };
             let outcome = run();
             self.release(set);
@@ -146,70 +123,5 @@ impl Runtime {
             .max_active_blocks(threads, 0)
             .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
         Ok(per_sm.saturating_mul(self.caps().sm_count))
-    }
-
-    /// Enqueues `ready` back to back between the session's two events and waits for the
-    /// last one (polling against `timeout`); returns the device time of the whole sequence.
-    fn launch_sequence(
-        &mut self,
-        names: &[&str],
-        ready: &mut [ReadyLaunch],
-        timeout: Option<Duration>,
-    ) -> Result<f64> {
-        let _range = profiler_range("vyrescope pipeline sequence");
-        {
-            let sess = self.sess()?;
-            sess.ev_start
-                .record(&sess.stream)
-                .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-        }
-        for (k, launch) in ready.iter_mut().enumerate() {
-            let name = names.get(k).copied().unwrap_or("kernel");
-            let _step = profiler_range(&format!("vyrescope launch {k}: {name}"));
-            self.arm_grid_sync(launch)?;
-            let sess = self.sess()?;
-            if let Err(e) = driver::launch(
-                launch.f,
-                &launch.geo,
-                &sess.stream,
-                &mut launch.args,
-                launch.cooperative,
-            ) {
-                return Err(self.launch_error(name, e));
-            }
-            self.telemetry
-                .record_launch(launch.cooperative, launch.slots, launch.slots, None);
-        }
-        let sess = self.sess()?;
-        sess.ev_stop
-            .record(&sess.stream)
-            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-        let t = Instant::now();
-        let waited = loop {
-            let sess = self.sess()?;
-            match sess.ev_stop.query() {
-                Ok(true) => break Ok(()),
-                Ok(false) if timeout.is_none_or(|l| t.elapsed() < l) => {
-                    std::thread::sleep(Duration::from_micros(50))
-                }
-                Ok(false) => {
-                    self.telemetry.faults += 1;
-                    let recover_ms = self.recreate()?;
-                    return Err(RuntimeError::Timeout {
-                        kernel: names.join(" + "),
-                        timeout_ms: timeout.map_or(0, |l| l.as_millis() as u64),
-                        recover_ms,
-                    });
-                }
-                Err(e) => break Err(e),
-            }
-        };
-        self.telemetry.sync_points += 1;
-        if let Err(e) = waited {
-            return Err(self.launch_error(&names.join(" + "), e));
-        }
-        let sess = self.sess()?;
-        Event::elapsed_ms(&sess.ev_start, &sess.ev_stop)
-            .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))
     }
 }

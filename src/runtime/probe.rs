@@ -14,7 +14,7 @@ pub fn probe(ordinal: u32) -> Result<DeviceCaps> {
 }
 
 /// Device `ordinal` (the driver must be loaded), or `NoDevice` naming how many are visible.
-pub(crate) fn device(ordinal: u32) -> Result<Device> {
+pub(super) fn device(ordinal: u32) -> Result<Device> {
     let count = driver::device_count().map_err(|e| RuntimeError::NoDevice {
         ordinal,
         detail: e.to_string(),
@@ -40,7 +40,7 @@ impl Runtime {
 }
 
 /// Reads every [`DeviceCaps`] field from the driver.
-pub(crate) fn read_caps(dev: Device) -> Result<DeviceCaps> {
+pub(super) fn read_caps(dev: Device) -> Result<DeviceCaps> {
     let d = |e| RuntimeError::driver(e, GENERIC_FIX);
     let a = |attr: A| -> Result<u32> { dev.attr(attr).map(|v| v.max(0) as u32).map_err(d) };
     let driver_version = driver::driver_version().map_err(d)?;

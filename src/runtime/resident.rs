@@ -190,7 +190,7 @@ impl Runtime {
     ) -> Result<LaunchTiming> {
         let mut bufs = Vec::with_capacity(parts.len());
         for &(set, index, elements) in parts {
-            let ptrs = self.resident_ptrs(set)?;
+            let ptrs = self.resident_pointers(set)?;
             let ptr = ptrs
                 .get(index)
                 .copied()
@@ -218,7 +218,7 @@ impl Runtime {
     /// Checks a launch of `h` over device buffers `bufs` (pointer, element count; binding
     /// order) and builds its arguments, ready to enqueue: the kernel loaded, the shape and
     /// co-residency checked, the grid-barrier scratch allocated.
-    pub(crate) fn prepare_launch_bufs(
+    pub(super) fn prepare_launch_bufs(
         &mut self,
         h: &KernelHandle,
         abi: &KernelAbi,
@@ -260,25 +260,7 @@ impl Runtime {
         };
         if abi.grid_sync {
             self.check_coresidency(&h.name, f, &geo)?;
-            let words = abi.scratch.words.max(1) as usize;
-            let sess = self.sess()?;
-            if sess
-                .pool
-                .scratch
-                .as_ref()
-                .is_none_or(|s| s.bytes() < words * 4)
-            {
-                sess.pool.scratch = None;
-                let s = DeviceBuffer::alloc(words * 4)
-                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                s.memset_async(0, &sess.stream)
-                    .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
-                sess.pool.scratch = Some(s);
-                sess.pool.scratch_state = ScratchState::zeroed();
-                self.telemetry.allocations += 1;
-                self.telemetry.allocated_bytes += (words * 4) as u64;
-            }
-            let p = self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr());
+            let p = self.ensure_scratch(abi.scratch.words.max(1) as usize)?;
             args.push(p);
         }
         let sync = abi.grid_sync.then(|| SyncUse {
@@ -301,6 +283,33 @@ impl Runtime {
 }
 
 use super::dispatch::ResidentSet;
+
+impl Runtime {
+    /// The grid-barrier scratch, grown (replaced by a zeroed one) when it holds fewer than
+    /// `words` u32 words; returns its device pointer. A replaced scratch is freed, so every
+    /// launch prepared before the growth would point at freed memory: callers preparing
+    /// several launches size it for the largest first.
+    pub(super) fn ensure_scratch(&mut self, words: usize) -> Result<u64> {
+        let sess = self.sess()?;
+        if sess
+            .pool
+            .scratch
+            .as_ref()
+            .is_none_or(|s| s.bytes() < words * 4)
+        {
+            sess.pool.scratch = None;
+            let s =
+                DeviceBuffer::alloc(words * 4).map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+            s.memset_async(0, &sess.stream)
+                .map_err(|e| RuntimeError::driver(e, GENERIC_FIX))?;
+            sess.pool.scratch = Some(s);
+            sess.pool.scratch_state = ScratchState::zeroed();
+            self.telemetry.allocations += 1;
+            self.telemetry.allocated_bytes += (words * 4) as u64;
+        }
+        Ok(self.sess()?.pool.scratch.as_ref().map_or(0, |s| s.ptr()))
+    }
+}
 
 /// `Err(None)` when `[offset, offset + len)` is outside `d`.
 fn range_ok(

@@ -13,7 +13,7 @@ use crate::ir::ScratchLayout;
 
 /// How a cooperative kernel uses the scratch (from its `KernelAbi`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SyncUse {
+pub(super) struct SyncUse {
     /// Index in the launch's arguments of the `param_sync_epoch` slot, when it takes one.
     pub epoch_arg: Option<usize>,
     /// The words the kernel uses.
@@ -22,7 +22,7 @@ pub(crate) struct SyncUse {
 
 /// What the scratch has been used for since it was last zeroed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct ScratchState {
+pub(super) struct ScratchState {
     /// The epoch the last dataflow launch got (0: none since the scratch was zeroed).
     pub epoch: u32,
     /// The lowest word any launch used as a flag since then.
@@ -31,7 +31,7 @@ pub(crate) struct ScratchState {
 
 /// What to do before one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Armed {
+pub(super) struct Armed {
     /// Zero the scratch first.
     pub clear: bool,
     /// The launch's epoch, for its `param_sync_epoch`.

@@ -56,9 +56,26 @@ pub struct Telemetry {
     pub plan_cache_evictions: u64,
 }
 
+impl super::Runtime {
+    /// Counts one comparison with the reference interpreter (passed or failed) in the
+    /// telemetry; every GPU result a caller verifies is counted here.
+    pub fn record_parity(&mut self, passed: bool) {
+        if passed {
+            self.telemetry.parity_passed += 1;
+        } else {
+            self.telemetry.parity_failed += 1;
+        }
+    }
+
+    /// Counts one planning of a pipeline through the plan cache in the telemetry.
+    pub fn record_plan(&mut self, c: &crate::megakernel::cache::Cached) {
+        self.telemetry.record_plan(c);
+    }
+}
+
 impl Telemetry {
     /// Records one launch.
-    pub(crate) fn record_launch(
+    pub(super) fn record_launch(
         &mut self,
         cooperative: bool,
         slots: u64,

@@ -204,3 +204,39 @@ fn pipelines_are_planned_and_fused_only_by_the_compiled_pipeline() {
     );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// The runtime owns launching: only `runtime/` adds methods to `Runtime` (the harnesses are
+/// free functions over its public API), and only the runtime's launch list builds launches
+/// from prepared arguments (`prepare_launch` and `launch_core` are named nowhere else, so a
+/// second launch loop cannot grow outside it).
+#[test]
+fn only_the_runtime_extends_the_runtime_and_launches() {
+    let mut bad = Vec::new();
+    let mut impls = 0;
+    for (module, file, code) in sources() {
+        let name = file.to_string_lossy().replace('\\', "/");
+        let extends =
+            code.contains("impl Runtime {") || code.contains("impl crate::runtime::Runtime {");
+        if module == "runtime" {
+            impls += usize::from(extends);
+            continue;
+        }
+        if extends {
+            bad.push(format!("{name}: `impl Runtime` outside runtime/"));
+        }
+        for internal in ["prepare_launch", "launch_core", "arm_grid_sync", ".sess()"] {
+            if code.contains(internal) {
+                bad.push(format!("{name}: uses the runtime's internal `{internal}`"));
+            }
+        }
+    }
+    assert!(
+        impls > 5,
+        "the scan found only {impls} runtime files extending Runtime"
+    );
+    assert!(
+        bad.is_empty(),
+        "launching outside the runtime:\n{}",
+        bad.join("\n")
+    );
+}

@@ -42,6 +42,7 @@ mod invalid_fixtures;
 mod ir_print;
 mod ir_write;
 mod large_data;
+mod launch_list;
 mod layers;
 mod megakernel_dataflow;
 mod megakernel_forward;

@@ -10,7 +10,8 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
     let fixture = "fixtures/programs/vadd_f32.json";
     let out = tempfile::tempdir().unwrap();
     let out = out.path().to_str().unwrap();
-    let commands: [&[&str]; 9] = [
+    let csv = format!("{out}/occ.csv");
+    let commands: &[&[&str]] = &[
         &["probe"],
         &["probe", "--json"],
         &["selftest", "--fixtures", "fixtures/programs"],
@@ -28,8 +29,26 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
         &["fault-test"],
         &["selftest", "--fuzz", "3", "--seed", "7", "--out", out],
         &["selftest", "--root", "fixtures", "--no-faults"],
+        // Every launch path of the runtime: a pipeline's launch list, a Program's and a
+        // pipeline's timeline mode, the bench harness and the occupancy recorder.
+        &[
+            "run",
+            "fixtures/pipelines/softmax.json",
+            "--backend",
+            "cuda",
+        ],
+        &["run", fixture, "--backend", "cuda", "--timeline"],
+        &[
+            "run",
+            "fixtures/pipelines/softmax.json",
+            "--backend",
+            "cuda",
+            "--timeline",
+        ],
+        &["bench-kernel", fixture],
+        &["occupancy-record", "--out", &csv],
     ];
-    for args in commands {
+    for &args in commands {
         let (code, stdout, stderr) = vyrescope(args);
         assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
         // With --json the error is JSON on stdout, with the same exit code.
@@ -65,7 +84,7 @@ fn gpu_commands_fail_cleanly_without_a_driver() {
                 assert_eq!(code, 0, "{stderr}");
                 assert!(stdout.contains("\"source\": \"probed\""));
             }
-            if args[..2] == ["selftest", "--fuzz"] {
+            if args.starts_with(&["selftest", "--fuzz"]) {
                 assert!(stdout.contains("fuzz: 3 programs"), "{stdout}");
             }
         }
