@@ -340,7 +340,12 @@ pub fn emit_timeline_valid(
 pub fn validated(program: &Program) -> Result<ProgramInfo, EmitError> {
     crate::validate::prove(program).map_err(|e| EmitError::Invalid {
         diagnostic: Box::new(e.first_error().cloned().unwrap_or_else(|| {
-            Diagnostic::error("V000", None, e.to_string(), "fix the Program's validation errors")
+            Diagnostic::error(
+                "V000",
+                None,
+                e.to_string(),
+                "fix the Program's validation errors",
+            )
         })),
         program: e.program,
     })

@@ -190,7 +190,14 @@ pub fn run_with(
     buffers: &mut [HostBuffer],
     options: &Options,
 ) -> Result<InterpStats, InterpError> {
-    run_units(&crate::ir::elaborate(program), shape, buffers, options, 1, None)
+    run_units(
+        &crate::ir::elaborate(program),
+        shape,
+        buffers,
+        options,
+        1,
+        None,
+    )
 }
 
 /// [`run_with`] for a Program the validator accepted: it runs the typed Program `info`

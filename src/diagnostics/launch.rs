@@ -12,10 +12,10 @@
 use super::Diagnostic;
 use crate::analysis::affine::accesses;
 use crate::ir::{Access as BufAccess, BarrierScope, Program, StmtKind};
-use crate::validate::ProgramInfo;
 use crate::occupancy::{
     estimate, max_threads_for_regs, DeviceCaps, KernelResources, Limiter, Unlaunchable,
 };
+use crate::validate::ProgramInfo;
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 

@@ -113,11 +113,7 @@ pub fn print_program_typed(program: &Program, let_types: &HashMap<NodeId, Scalar
     print_with(program, "", let_types.clone())
 }
 
-fn print_with(
-    program: &Program,
-    prefix: &str,
-    let_types: HashMap<NodeId, ScalarType>,
-) -> Printed {
+fn print_with(program: &Program, prefix: &str, let_types: HashMap<NodeId, ScalarType>) -> Printed {
     let mut w = Writer {
         program,
         prefix,

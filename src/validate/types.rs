@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use crate::diagnostic::Severity;
 use crate::ir::parse::is_ident;
 use crate::ir::{
-    Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, FloatLit, Literal, NodeId, Program, ReduceOp,
-    Scalar, ScalarType, Stmt, StmtKind, UnOp,
+    Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, FloatLit, Literal, NodeId, Program,
+    ReduceOp, Scalar, ScalarType, Stmt, StmtKind, UnOp,
 };
 
 use super::limits::expr_children;
