@@ -178,7 +178,3 @@ pub(crate) mod runs {
         RUNS.with(|r| r.borrow().clone())
     }
 }
-
-#[cfg(test)]
-#[path = "info_tests.rs"]
-mod tests;

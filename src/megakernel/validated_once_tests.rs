@@ -1,10 +1,11 @@
-//! The validator's facts match what later stages used to derive for themselves, and the
-//! emit and fuse paths validate each Program once.
+//! The validator's facts ([`crate::validate::ProgramInfo`]) match what later stages used to
+//! derive for themselves, and the emit and fuse paths validate each Program once. Here
+//! rather than beside the validator because it drives the layers above it (generators,
+//! emitter, planner).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::runs;
 use crate::diagnostic::Severity;
 use crate::emit::{emit, emit_valid, EmitOptions};
 use crate::gen::{mutate, random_pipeline, valid_program, Config};
@@ -12,6 +13,7 @@ use crate::ir::print::{print_program, print_program_typed};
 use crate::ir::StmtKind;
 use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::plan::{PlanOptions, SyncMode};
+use crate::validate::info::runs;
 use crate::validate::{analyze, prove};
 
 fn opts(workgroup_size: [u32; 3]) -> EmitOptions {
@@ -161,4 +163,34 @@ fn the_fuse_and_emit_path_validates_each_program_once() {
 
 fn opts_for(p: &crate::ir::Program) -> EmitOptions {
     opts(p.workgroup_size)
+}
+
+/// The interpreter's checked entry runs the info's typed Program: the same results, bit for
+/// bit, as elaborating the Program again.
+#[test]
+fn interpreting_from_the_info_gives_the_same_results() {
+    let mut compared = 0;
+    for seed in 0..60u64 {
+        let p = valid_program(0x1e7_0000 + seed, &Config::differential());
+        let info = prove(&p).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let prepared = crate::inputs::prepare(&p, Path::new("."), None, None)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let o = crate::interp::Options::default();
+        let mut again = prepared.buffers.clone();
+        let mut staged = prepared.buffers;
+        let a = crate::interp::run_with(&p, &prepared.shape, &mut again, &o);
+        let b = crate::interp::run_valid(&info, &prepared.shape, &mut staged, &o);
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.node_evals, b.node_evals, "seed {seed}");
+                for (x, y) in again.iter().zip(&staged) {
+                    assert_eq!(x.data, y.data, "seed {seed}: buffer {}", x.name);
+                }
+                compared += 1;
+            }
+            (Err(a), Err(b)) => assert_eq!(a.code, b.code, "seed {seed}"),
+            (a, b) => panic!("seed {seed}: {a:?} vs {b:?}"),
+        }
+    }
+    assert!(compared >= 50, "only {compared} of 60 ran");
 }
