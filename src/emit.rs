@@ -1,8 +1,10 @@
 //! PTX emitter: Program + launch shape + target -> PTX text, source map, ABI and stats.
 //!
-//! [`emit`] validates the Program, elaborates its literals, and walks it with a
-//! [`writer::Writer`] that records the owner of every PTX line (the source map). Emission is
-//! deterministic: the same Program and options give byte-identical PTX and map.
+//! [`emit_valid`] takes the validator's [`ProgramInfo`] (the Program with its literals typed
+//! and its `let` types, proved once by the validator; [`emit`] validates first for callers
+//! that hold a bare Program) and walks the typed Program with a [`writer::Writer`] that
+//! records the owner of every PTX line (the source map). Emission is deterministic: the
+//! same Program and options give byte-identical PTX and map.
 //!
 //! # Targets and PTX ISA versions
 //!
@@ -64,8 +66,9 @@
 
 use serde::Serialize;
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::ir::{ElemType, Program, ScratchLayout};
+use crate::validate::ProgramInfo;
 
 mod address;
 mod bounds;
@@ -292,14 +295,32 @@ pub fn ptx_isa(sm: u32) -> Result<&'static str, EmitError> {
     })
 }
 
-/// Emits PTX for `program` (validated and elaborated inside).
+/// Emits PTX for `program`, validating it first: the convenience for front ends that hold
+/// a Program only. Stages that already hold the validator's [`ProgramInfo`] call
+/// [`emit_valid`], so that nothing validates a Program twice.
 pub fn emit(program: &Program, opts: &EmitOptions) -> Result<EmittedKernel, EmitError> {
-    emit_inner(program, opts, None)
+    emit_valid(&validated(program)?, opts)
 }
 
-/// Emits PTX for `program` instrumented to record the units of `spec` (see [`timeline`]).
+/// Emits PTX for the Program `info` describes (the validator accepted it; its typed literals
+/// and `let` types are read from `info`, not derived again).
+pub fn emit_valid(info: &ProgramInfo, opts: &EmitOptions) -> Result<EmittedKernel, EmitError> {
+    emit_inner(info, opts, None)
+}
+
+/// Emits PTX for `program` instrumented to record the units of `spec` (see [`timeline`]),
+/// validating it first (see [`emit`]).
 pub fn emit_timeline(
     program: &Program,
+    opts: &EmitOptions,
+    spec: &timeline::TimelineSpec,
+) -> Result<EmittedKernel, EmitError> {
+    emit_timeline_valid(&validated(program)?, opts, spec)
+}
+
+/// [`emit_timeline`] for a Program the validator already accepted.
+pub fn emit_timeline_valid(
+    info: &ProgramInfo,
     opts: &EmitOptions,
     spec: &timeline::TimelineSpec,
 ) -> Result<EmittedKernel, EmitError> {
@@ -310,11 +331,28 @@ pub fn emit_timeline(
             timeline::MAX_SLOTS
         )));
     }
-    emit_inner(program, opts, Some(spec.clone()))
+    emit_inner(info, opts, Some(spec.clone()))
+}
+
+/// Validates `program` for emission: the validator's facts, or its first error as the
+/// emitter reports it ([`EmitError::Invalid`]). For front ends that emit and then use the
+/// same facts elsewhere (the launch rules), so the Program is validated once.
+pub fn validated(program: &Program) -> Result<ProgramInfo, EmitError> {
+    crate::validate::prove(program).map_err(|e| EmitError::Invalid {
+        diagnostic: Box::new(e.first_error().cloned().unwrap_or_else(|| {
+            Diagnostic::error(
+                "V000",
+                None,
+                e.to_string(),
+                "fix the Program's validation errors",
+            )
+        })),
+        program: e.program,
+    })
 }
 
 fn emit_inner(
-    program: &Program,
+    info: &ProgramInfo,
     opts: &EmitOptions,
     timeline: Option<timeline::TimelineSpec>,
 ) -> Result<EmittedKernel, EmitError> {
@@ -330,18 +368,9 @@ fn emit_inner(
     {
         return Err(EmitError::Workgroup(opts.workgroup_size));
     }
-    if let Some(d) = crate::validate::validate(program)
-        .into_iter()
-        .find(|d| d.severity == Severity::Error)
-    {
-        return Err(EmitError::Invalid {
-            program: program.name.clone(),
-            diagnostic: Box::new(d),
-        });
-    }
-    let prog = crate::ir::elaborate(program);
-    let printed = crate::ir::print::print_program(program);
-    let mut w = Writer::new(&prog, opts, printed);
+    let prog = info.typed();
+    let printed = crate::ir::print::print_program_typed(info.program(), info.let_types());
+    let mut w = Writer::new(prog, opts, printed);
     w.timeline = timeline.map(timeline::State::new);
     w.timeline_setup();
     w.stmts(&prog.body)?;

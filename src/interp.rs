@@ -190,7 +190,26 @@ pub fn run_with(
     buffers: &mut [HostBuffer],
     options: &Options,
 ) -> Result<InterpStats, InterpError> {
-    run_units(program, shape, buffers, options, 1, None)
+    run_units(
+        &crate::ir::elaborate(program),
+        shape,
+        buffers,
+        options,
+        1,
+        None,
+    )
+}
+
+/// [`run_with`] for a Program the validator accepted: it runs the typed Program `info`
+/// holds, so nothing is elaborated again (the interpreter itself accepts any Program that
+/// parsed, as an oracle must, and reports what it cannot run as an [`InterpError`]).
+pub fn run_valid(
+    info: &crate::validate::ProgramInfo,
+    shape: &LaunchShape,
+    buffers: &mut [HostBuffer],
+    options: &Options,
+) -> Result<InterpStats, InterpError> {
+    run_units(info.typed(), shape, buffers, options, 1, None)
 }
 
 /// Like [`run_with`], and also returns the float atomic sums of the buffers that only float
@@ -202,7 +221,8 @@ pub fn run_with_sums(
     options: &Options,
 ) -> Result<(InterpStats, float_sums::FloatSums), InterpError> {
     let mut sums = float_sums::FloatSums::default();
-    let stats = run_units(program, shape, buffers, options, 1, Some(&mut sums))?;
+    let elaborated = crate::ir::elaborate(program);
+    let stats = run_units(&elaborated, shape, buffers, options, 1, Some(&mut sums))?;
     Ok((stats, sums))
 }
 
@@ -218,11 +238,13 @@ pub fn run_sampled(
     options: &Options,
     every: u64,
 ) -> Result<InterpStats, InterpError> {
-    run_units(program, shape, buffers, options, every.max(1), None)
+    let elaborated = crate::ir::elaborate(program);
+    run_units(&elaborated, shape, buffers, options, every.max(1), None)
 }
 
+/// Runs `elaborated` (a Program with every literal typed) unit by unit.
 fn run_units(
-    program: &Program,
+    elaborated: &Program,
     shape: &LaunchShape,
     buffers: &mut [HostBuffer],
     options: &Options,
@@ -235,11 +257,10 @@ fn run_units(
         message: e.message,
         fix: e.fix,
     })?;
-    let elaborated = crate::ir::elaborate(program);
-    let code = compile::compile(&elaborated)?;
+    let code = compile::compile(elaborated)?;
 
     let float_targets = if sums.is_some() {
-        float_sums::float_add_targets(&elaborated)
+        float_sums::float_add_targets(elaborated)
     } else {
         Default::default()
     };

@@ -113,3 +113,6 @@ pub mod validate;
 
 #[cfg(test)]
 pub(crate) mod test_support;
+
+#[cfg(test)]
+mod validated_once_tests;

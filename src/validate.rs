@@ -69,6 +69,7 @@ use crate::ir::{NodeId, Program};
 
 pub mod buffers;
 pub mod divergence;
+pub mod info;
 pub mod limits;
 pub mod load;
 pub mod named_barriers;
@@ -76,6 +77,7 @@ pub mod pipeline;
 pub mod scope;
 pub mod types;
 
+pub use info::{InvalidProgram, ProgramInfo, Validation};
 pub use limits::{MAX_EXPR_DEPTH, MAX_NODES, MAX_STMT_DEPTH};
 pub use load::{load, Loaded};
 
@@ -86,18 +88,44 @@ pub use load::{load, Loaded};
 /// runtime does not set, so `check` rejects them instead of letting ptxas fail.
 pub const MAX_SHARED_BYTES: u64 = 48 * 1024;
 
-/// Checks `program`; an empty result (or warnings only) means it is valid.
+/// Checks `program`; an empty result (or warnings only) means it is valid. For the facts
+/// the checks proved, use [`analyze`] or [`prove`].
 pub fn validate(program: &Program) -> Vec<Diagnostic> {
+    analyze(program).diagnostics
+}
+
+/// Checks `program` and, when no finding is an error, returns what the checks proved (a
+/// [`ProgramInfo`], the argument of every later stage) with the findings.
+pub fn analyze(program: &Program) -> Validation {
+    #[cfg(test)]
+    info::runs::record(program.fingerprint());
     let mut sink = Sink::default();
     buffers::check(program, &mut sink);
+    let mut typed = None;
     if limits::check(program, &mut sink) {
         let elaborated = crate::ir::elaborate(program);
-        types::check(program, &elaborated, &mut sink);
+        let let_types = types::check(program, &elaborated, &mut sink);
         divergence::check(program, &mut sink);
         divergence::check_subtask_barriers(program, &mut sink);
         named_barriers::check(program, &mut sink);
+        typed = Some((elaborated, let_types));
     }
-    sink.finish(program)
+    let diagnostics = sink.finish(program);
+    let info = match typed {
+        Some((elaborated, let_types)) if is_valid(&diagnostics) => Some(ProgramInfo::new(
+            program,
+            elaborated,
+            let_types,
+            diagnostics.clone(),
+        )),
+        _ => None,
+    };
+    Validation { diagnostics, info }
+}
+
+/// The facts the validator proves about `program`, or every finding when one is an error.
+pub fn prove(program: &Program) -> Result<ProgramInfo, InvalidProgram> {
+    analyze(program).into_result(&program.name)
 }
 
 /// True when `diagnostics` hold no error (warnings and notes are fine).

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::diagnostics::{launch, perf, wg_dependence, Diagnostic};
-use crate::emit::{emit, EmitOptions};
+use crate::emit::{emit_valid, validated, EmitOptions};
 use crate::harness::offline::kernel_resources;
 use crate::inputs::default_shape;
 use crate::ir::load_program;
@@ -282,7 +282,9 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
         grid_barrier: Default::default(),
         version_bounds: false,
     };
-    let kernel = emit(&program, &opts)?;
+    // Validated once: the emitter and the launch rules read the same facts.
+    let info = validated(&program)?;
+    let kernel = emit_valid(&info, &opts)?;
     let (res, res_source) = kernel_resources(&kernel, sm, a.regs)?;
     let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
     let e = estimate(caps, &res, threads, a.dynamic_smem);
@@ -298,7 +300,7 @@ fn program_mode(a: &Args, file: &Path, caps: &DeviceCaps, note: &str) -> super::
     let (shape, lens) = default_shape(&program, wg);
     let lens_ref: Vec<(&str, u64)> = lens.iter().map(|(n, l)| (n.as_str(), *l)).collect();
     let mut diags: Vec<Diagnostic> =
-        launch::launch_diagnostics(&program, caps, Some(&res), wg, shape.grid, &lens_ref);
+        launch::launch_diagnostics(&info, caps, Some(&res), wg, shape.grid, &lens_ref);
     diags.extend(perf::perf_diagnostics(
         &program,
         caps,

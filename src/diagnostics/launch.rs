@@ -15,6 +15,7 @@ use crate::ir::{Access as BufAccess, BarrierScope, Program, StmtKind};
 use crate::occupancy::{
     estimate, max_threads_for_regs, DeviceCaps, KernelResources, Limiter, Unlaunchable,
 };
+use crate::validate::ProgramInfo;
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
@@ -44,40 +45,40 @@ pub fn has_grid_barrier(program: &Program) -> bool {
     found
 }
 
-/// All launch problems of `program` at `workgroup` x `grid` on `caps`. `resources` are the
-/// compiled kernel's (registers, static shared memory) when known; `buffer_lens` are the host
-/// buffers' element counts by name.
+/// All launch problems of the Program `info` describes at `workgroup` x `grid` on `caps`.
+/// `resources` are the compiled kernel's (registers, static shared memory) when known;
+/// `buffer_lens` are the host buffers' element counts by name. The rules that depend on what
+/// the validator proved (a grid barrier, barriers uniform only in one workgroup) read it from
+/// `info` instead of analysing the Program again.
 pub fn launch_diagnostics(
-    program: &Program,
+    info: &ProgramInfo,
     caps: &DeviceCaps,
     resources: Option<&KernelResources>,
     workgroup: [u32; 3],
     grid: [u32; 3],
     buffer_lens: &[(&str, u64)],
 ) -> Vec<Diagnostic> {
+    let program = info.program();
     let mut out = Vec::new();
     block_dims(caps, resources, workgroup, &mut out);
     shared_memory(program, caps, resources, workgroup, &mut out);
     grid_dims(caps, workgroup, grid, &mut out);
-    cooperative(program, caps, resources, workgroup, grid, &mut out);
+    cooperative(info, caps, resources, workgroup, grid, &mut out);
     coverage(program, workgroup, grid, buffer_lens, &mut out);
     out.extend(super::wg_overrun::workgroup_overruns(program, workgroup));
-    one_workgroup(program, grid, &mut out);
+    one_workgroup(info, grid, &mut out);
     out
 }
 
 /// `L015`: the validator accepted barriers after a load-dependent `return` because the
 /// Program's `run` section dispatches one workgroup (`V064`); on a larger grid threads of a
 /// workgroup could disagree and the barrier would wait forever.
-fn one_workgroup(program: &Program, grid: [u32; 3], out: &mut Vec<Diagnostic>) {
+fn one_workgroup(info: &ProgramInfo, grid: [u32; 3], out: &mut Vec<Diagnostic>) {
     let workgroups: u64 = grid.iter().map(|&g| u64::from(g)).product();
     if workgroups <= 1 {
         return;
     }
-    let relies = crate::validate::validate(program)
-        .iter()
-        .any(|d| d.code == "V064");
-    if relies {
+    if info.needs_one_workgroup() {
         out.push(Diagnostic::error(
             "L015",
             None,
@@ -259,14 +260,15 @@ fn grid_dims(caps: &DeviceCaps, wg: [u32; 3], grid: [u32; 3], out: &mut Vec<Diag
 }
 
 fn cooperative(
-    program: &Program,
+    info: &ProgramInfo,
     caps: &DeviceCaps,
     res: Option<&KernelResources>,
     wg: [u32; 3],
     grid: [u32; 3],
     out: &mut Vec<Diagnostic>,
 ) {
-    if !has_grid_barrier(program) {
+    let program = info.program();
+    if !info.has_grid_barrier() {
         return;
     }
     if !caps.cooperative_launch {

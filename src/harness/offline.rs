@@ -10,11 +10,14 @@
 use serde::Serialize;
 
 use super::preserve::{preserves, Inputs, Preservation};
-use crate::emit::{emit, ptxas, reg_estimate, EmitOptions, EmittedKernel};
+use crate::emit::{
+    emit_valid, ptxas, reg_estimate, validated, EmitError, EmitOptions, EmittedKernel,
+};
 use crate::ir::Program;
 use crate::occupancy::{estimate, DeviceCaps, KernelResources};
 use crate::sass::classify::{Class, Mix};
 use crate::util::Problem;
+use crate::validate::ProgramInfo;
 
 /// What every offline result says about itself.
 pub const ESTIMATE_LABEL: &str =
@@ -145,11 +148,13 @@ pub fn tune_offline(
     }
     // The own size's reference run, once, before the candidates compare against it.
     super::preserve::own_outputs(program, inputs);
+    // Validated once for every candidate: each emits from the same facts.
+    let info = validated(program);
     let done = AtomicUsize::new(0);
     let found: Vec<(OfflineRow, Option<String>, Option<&'static str>)> = wanted
         .par_iter()
         .map(|&wg| {
-            let r = candidate(program, inputs, wg, caps, sm);
+            let r = candidate(program, &info, inputs, wg, caps, sm);
             if let Some(report) = progress {
                 report(done.fetch_add(1, Ordering::Relaxed) + 1, wanted.len());
             }
@@ -180,8 +185,10 @@ pub fn tune_offline(
 pub const NOT_LAUNCHED: &str = "the size cannot launch";
 
 /// One candidate: its row, where its registers came from and where its mix came from.
+/// `info` is the validator's verdict on `program` (an invalid Program launches at no size).
 fn candidate(
     program: &Program,
+    info: &Result<ProgramInfo, EmitError>,
     inputs: &Inputs,
     wg: [u32; 3],
     caps: &DeviceCaps,
@@ -206,7 +213,11 @@ fn candidate(
         grid_barrier: Default::default(),
         version_bounds: false,
     };
-    let kernel = match emit(program, &opts) {
+    let kernel = match info
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|i| emit_valid(i, &opts))
+    {
         Ok(k) => k,
         Err(e) => return (not_launched(e.to_string()), None, None),
     };

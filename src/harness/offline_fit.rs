@@ -12,7 +12,7 @@
 //! into the plan so that `plan`, the inspector's Plan tab and `occupancy` report one register
 //! figure and a grid that fits it.
 
-use crate::emit::{emit, EmitOptions};
+use crate::emit::{emit_valid, EmitOptions};
 use crate::harness::offline::{kernel_resources, ResourceSource};
 use crate::megakernel::compiled::{CompiledPipeline, Residency};
 use crate::megakernel::fuse::FusedKernel;
@@ -59,7 +59,7 @@ impl Offline<'_> {
             grid_barrier: Default::default(),
             version_bounds: false,
         };
-        let kernel = emit(&k.program, &opts)?;
+        let kernel = emit_valid(k.info(), &opts)?;
         let (res, source) = kernel_resources(&kernel, self.sm, self.regs)?;
         let threads = wg[0].saturating_mul(wg[1]).saturating_mul(wg[2]);
         // Workgroup buffers are static shared memory in a fused kernel; the runtime asks

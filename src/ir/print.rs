@@ -104,10 +104,20 @@ pub fn print_program(program: &Program) -> Printed {
 /// Prints `program` with every line's node id prefixed by `prefix` (a pipeline prints step 1's
 /// `body[2]` as `steps[1].body[2]`, so ids stay unique across the steps).
 pub fn print_program_prefixed(program: &Program, prefix: &str) -> Printed {
+    print_with(program, prefix, let_types(program))
+}
+
+/// Prints `program` whose `let` types are already known (`let_types`, by node id: the
+/// validator's, see [`crate::validate::ProgramInfo::let_types`]) instead of deriving them again.
+pub fn print_program_typed(program: &Program, let_types: &HashMap<NodeId, ScalarType>) -> Printed {
+    print_with(program, "", let_types.clone())
+}
+
+fn print_with(program: &Program, prefix: &str, let_types: HashMap<NodeId, ScalarType>) -> Printed {
     let mut w = Writer {
         program,
         prefix,
-        let_types: let_types(program),
+        let_types,
         lines: Vec::new(),
     };
     w.header();

@@ -27,7 +27,7 @@ use super::plan::{
     plan_measured, Decide, Group, Measurement, Plan, PlanError, PlanOptions, SyncMode,
 };
 use super::FusedGroupSpec;
-use crate::emit::{emit, EmitOptions, EmittedKernel};
+use crate::emit::{emit_valid, EmitOptions, EmittedKernel};
 use crate::inputs::LaunchShape;
 use crate::ir::Pipeline;
 use crate::util::Problem;
@@ -190,7 +190,7 @@ impl CompiledPipeline {
             workgroup_size: fused.program.workgroup_size,
             ..opts.clone()
         };
-        let mut kernel = emit(&fused.program, &opts)?;
+        let mut kernel = emit_valid(fused.info(), &opts)?;
         rename_to_steps(&mut kernel, fused, &self.pipeline);
         Ok(kernel)
     }

@@ -54,6 +54,7 @@ use crate::ir::{
     StmtKind,
 };
 use crate::shape::MAX_GRID_DIMS;
+use crate::validate::ProgramInfo;
 
 use super::mixed::StepLayout;
 use super::{DepKind, FusedGroupSpec};
@@ -66,6 +67,9 @@ use rewrite::{Renamer, VirtualLoop, SYNTHETIC};
 pub struct FusedKernel {
     /// The fused Program (valid: the validator reports no error on it).
     pub program: Program,
+    /// What the validator proved about `program` when the group was fused: the kernel is
+    /// emitted from it (see [`FusedKernel::info`]).
+    info: ProgramInfo,
     /// Its launch: the group's largest workgroup size; the grid is `[persistent_blocks, 1, 1]`, or the
     /// steps' common grid (one workgroup size), or `[most workgroups of any step, 1, 1]` when the grids
     /// or workgroup sizes differ.
@@ -96,6 +100,12 @@ pub struct FuseError {
 }
 
 impl FusedKernel {
+    /// The validator's facts about the fused Program, proved once when the group was fused;
+    /// emission reads them instead of validating the kernel again.
+    pub fn info(&self) -> &ProgramInfo {
+        &self.info
+    }
+
     /// This kernel as one launch of `Runtime::run_pipeline` (runtime), whose buffers
     /// are `pipeline.buffers` in pipeline order.
     pub fn launch(&self, pipeline: &Pipeline) -> Result<PipelineLaunch, FuseError> {
@@ -374,8 +384,10 @@ pub fn fuse_group(
         body,
         run: Some(run_spec(pipeline, &buffers, &shape)),
     };
+    let info = check_valid(&program, &node_origin, &group)?;
     let kernel = FusedKernel {
         program,
+        info,
         shape,
         buffers,
         node_origin,
@@ -383,7 +395,6 @@ pub fn fuse_group(
         layouts,
         steps: spec.steps.clone(),
     };
-    check_valid(&kernel, &group)?;
     if let Some(deps) = &spec.dataflow {
         // The schedule the kernel really emits, validated before anyone can launch it.
         let steps: Vec<(usize, u64)> = spec
@@ -982,18 +993,24 @@ fn renumber(body: &mut [Stmt]) -> BTreeMap<NodeId, (usize, NodeId)> {
     origin
 }
 
-/// The validator must accept the fused Program; its errors are reported at the steps' nodes.
-fn check_valid(kernel: &FusedKernel, group: &str) -> Result<(), FuseError> {
-    let diags = crate::validate::validate(&kernel.program);
-    if crate::validate::is_valid(&diags) {
-        return Ok(());
+/// The validator must accept the fused Program; its errors are reported at the steps' nodes
+/// (`node_origin`). Its facts are what the kernel is emitted from.
+fn check_valid(
+    program: &Program,
+    node_origin: &BTreeMap<NodeId, (usize, NodeId)>,
+    group: &str,
+) -> Result<ProgramInfo, FuseError> {
+    let validation = crate::validate::analyze(program);
+    if let Some(info) = validation.info {
+        return Ok(info);
     }
-    let lines: Vec<String> = diags
+    let lines: Vec<String> = validation
+        .diagnostics
         .iter()
         .filter(|d| d.severity == crate::diagnostic::Severity::Error)
         .map(|d| {
             let at = match &d.node {
-                Some(n) => match kernel.node_origin.get(n) {
+                Some(n) => match node_origin.get(n) {
                     Some((k, id)) => format!("step {k} at {id}"),
                     None => format!("fused node {n}"),
                 },

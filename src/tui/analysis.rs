@@ -476,14 +476,18 @@ pub fn estimate_into(
     };
     let (shape, lens) = default_shape(program, wg);
     let lens_ref: Vec<(&str, u64)> = lens.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-    e.diagnostics.extend(launch::launch_diagnostics(
-        program,
-        device,
-        known.map(|k| &k.0),
-        wg,
-        shape.grid,
-        &lens_ref,
-    ));
+    // The launch rules read the validator's facts; an invalid Program has no kernel to
+    // launch (its validation errors are shown instead).
+    if let Ok(info) = crate::validate::prove(program) {
+        e.diagnostics.extend(launch::launch_diagnostics(
+            &info,
+            device,
+            known.map(|k| &k.0),
+            wg,
+            shape.grid,
+            &lens_ref,
+        ));
+    }
     let Some((kr, source)) = known else {
         e.diagnostics
             .extend(perf::perf_diagnostics(program, device, None, None, &shape));

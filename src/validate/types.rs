@@ -11,27 +11,37 @@
 //! A variable whose declaration had an error gets no type (`None`); operations on it are not
 //! checked further, so one mistake yields one diagnostic instead of a cascade.
 
+use std::collections::HashMap;
+
 use crate::diagnostic::Severity;
 use crate::ir::parse::is_ident;
 use crate::ir::{
-    Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, FloatLit, Literal, Program, ReduceOp,
-    Scalar, ScalarType, Stmt, StmtKind, UnOp,
+    Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, FloatLit, Literal, NodeId, Program,
+    ReduceOp, Scalar, ScalarType, Stmt, StmtKind, UnOp,
 };
 
 use super::limits::expr_children;
 use super::scope::Scopes;
 use super::Sink;
 
-/// Runs the pass over `p` and its elaboration `elab` (same shape, typed literals).
-pub fn check<'a>(p: &'a Program, elab: &'a Program, sink: &mut Sink) {
+/// Runs the pass over `p` and its elaboration `elab` (same shape, typed literals); returns
+/// the type of the variable each `let` introduces (by the `let`'s node id; absent where the
+/// `let`'s value had an error).
+pub fn check<'a>(
+    p: &'a Program,
+    elab: &'a Program,
+    sink: &mut Sink,
+) -> HashMap<NodeId, ScalarType> {
     let mut c = Checker {
         p,
         sink,
         scopes: Scopes::default(),
         node: "",
         path: String::new(),
+        let_types: HashMap::new(),
     };
     c.list(&p.body, &elab.body);
+    c.let_types
 }
 
 struct Checker<'a, 's> {
@@ -43,6 +53,8 @@ struct Checker<'a, 's> {
     node: &'a str,
     /// JSON path of the current operand below the statement (`value.add[1]`).
     path: String,
+    /// The type each `let` gave its variable, by node id (a fact later stages reuse).
+    let_types: HashMap<NodeId, ScalarType>,
 }
 
 /// The `i`-th child of the written expression, or `fallback` (the elaborated child) if the
@@ -113,6 +125,9 @@ impl<'a> Checker<'a, '_> {
         match (&o.kind, &e.kind) {
             (StmtKind::Let { name, value: ov }, StmtKind::Let { value: ev, .. }) => {
                 let t = self.at("value", |c| c.ty(ov, ev));
+                if let Some(t) = t {
+                    self.let_types.insert(o.id.clone(), t);
+                }
                 self.check_name(name);
                 self.check_shadow(name, "`let`");
                 self.scopes.declare(name, &o.id, false, t);

@@ -59,20 +59,23 @@ impl ExportError {
 
 /// Converts `program` (which must validate) into a vyre Program.
 pub fn export(program: &Program) -> Result<v::Program, ExportError> {
-    let diags = crate::validate::validate(program);
-    if let Some(d) = diags
-        .iter()
-        .find(|d| d.severity == crate::diagnostic::Severity::Error)
-    {
-        return Err(ExportError::new(
+    let info = crate::validate::prove(program).map_err(|e| match e.first_error() {
+        Some(d) => ExportError::new(
             d.node.as_ref().map_or("program", |n| n.as_str()),
             "invalid Program",
             format!("{} {}", d.code, d.message),
             "fix the Program first (`vyrescope check` lists every error)",
-        ));
-    }
-    let p = crate::ir::elaborate(program);
-    let whole = readable(build(&p, None)?)?;
+        ),
+        None => ExportError::new(
+            "program",
+            "invalid Program",
+            e.to_string(),
+            "fix the Program first (`vyrescope check` lists every error)",
+        ),
+    })?;
+    // The validator's typed Program: bare literals carry the types it checked.
+    let p = info.typed();
+    let whole = readable(build(p, None)?)?;
     // A first statement that is the import's early exit past vyre's dispatch count: vyre's
     // kernel ends those invocations by itself, so the exported Program leaves it out (and
     // the import writes it again).
@@ -85,7 +88,7 @@ pub fn export(program: &Program) -> Result<v::Program, ExportError> {
     {
         let exit = crate::vyre::import::dispatch_exit(&whole);
         if proof::is_bare_return(then) && otherwise.is_empty() && exit.as_ref() == Some(cond) {
-            return readable(build(&p, Some(cond))?);
+            return readable(build(p, Some(cond))?);
         }
     }
     Ok(whole)

@@ -7,6 +7,7 @@ use vyrescope::diagnostics::{Diagnostic, Severity};
 use vyrescope::inputs::LaunchShape;
 use vyrescope::ir::{parse_program, Program};
 use vyrescope::occupancy::{estimate, profiles, DeviceCaps, KernelResources};
+use vyrescope::validate::{prove, ProgramInfo};
 
 fn h200() -> DeviceCaps {
     profiles::load("h200").unwrap()
@@ -17,6 +18,11 @@ fn program(buffers: &str, body: &str) -> Program {
         r#"{{"format":1,"name":"k","workgroup_size":[256,1,1],"buffers":[{buffers}],"body":[{body}]}}"#
     );
     parse_program(&text, "k.json").unwrap()
+}
+
+/// The validator's facts about `p`, which the launch rules take.
+fn valid(p: &Program) -> ProgramInfo {
+    prove(p).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// c[i] = a[i] guarded, the usual elementwise shape.
@@ -49,7 +55,7 @@ fn one<'a>(d: &'a [Diagnostic], code: &str) -> &'a Diagnostic {
 #[test]
 fn clean_launch_has_no_diagnostics() {
     let d = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         Some(&res(16)),
         [256, 1, 1],
@@ -64,7 +70,7 @@ fn every_launch_failure_is_collected() {
     // Block z = 128 > 64, block 8*8*128 = 8192 threads > 1024, grid y = 70000 > 65535,
     // grid z = 0: four rules at once, all errors with fixes.
     let d = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         None,
         [8, 8, 128],
@@ -76,7 +82,14 @@ fn every_launch_failure_is_collected() {
         .iter()
         .all(|x| x.severity == Severity::Error && !x.fix.is_empty()));
     assert!(d[0].message.contains("z = 128") && d[0].message.contains("64"));
-    let d = launch_diagnostics(&elementwise(), &h200(), None, [0, 1, 1], [1, 1, 1], &[]);
+    let d = launch_diagnostics(
+        &valid(&elementwise()),
+        &h200(),
+        None,
+        [0, 1, 1],
+        [1, 1, 1],
+        &[],
+    );
     assert_eq!(codes(&d), vec!["L001"]);
 }
 
@@ -85,7 +98,7 @@ fn register_limited_block_size() {
     // 128 regs: 4096 per warp; 1024 threads = 32 warps need 131072 > 65536; the largest
     // block that fits is 16 warps = 512 threads.
     let d = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         Some(&res(128)),
         [1024, 1, 1],
@@ -105,14 +118,37 @@ fn shared_memory_default_and_opt_in_limits() {
         r#"{"store":"t","index":{"lid":"x"},"value":1.0}"#,
     );
     assert_eq!(workgroup_bytes(&p), 52000);
-    let d = launch_diagnostics(&p, &h200(), None, [256, 1, 1], [1, 1, 1], &[]);
+    // The validator refuses it (V008), so the launch rules see such a footprint only as a
+    // compiled kernel's static shared memory.
+    assert!(prove(&p).is_err());
+    let smem = |bytes: u64| KernelResources {
+        static_smem_bytes: bytes as u32,
+        ..res(32)
+    };
+    let ok = valid(&elementwise());
+    let d = launch_diagnostics(
+        &ok,
+        &h200(),
+        Some(&smem(52000)),
+        [256, 1, 1],
+        [1, 1, 1],
+        &[],
+    );
     assert!(one(&d, "L004").message.contains("49152"));
     // 60000 f32 = 240000 B: over the 232448 B opt-in maximum too.
     let p = program(
         r#"{"name":"t","access":"workgroup","type":"f32","count":60000}"#,
         r#"{"store":"t","index":{"lid":"x"},"value":1.0}"#,
     );
-    let d = launch_diagnostics(&p, &h200(), None, [256, 1, 1], [1, 1, 1], &[]);
+    let bytes = workgroup_bytes(&p);
+    let d = launch_diagnostics(
+        &ok,
+        &h200(),
+        Some(&smem(bytes)),
+        [256, 1, 1],
+        [1, 1, 1],
+        &[],
+    );
     assert!(one(&d, "L004").message.contains("232448"));
     // Mixed element sizes are laid out with alignment: 3 u8 then an f64 at offset 8.
     let p = program(
@@ -127,7 +163,7 @@ fn shared_memory_default_and_opt_in_limits() {
 fn invocation_id_overflow() {
     // 2^31 - 1 workgroups of 4 threads = 8589934588 invocations along x > 2^32.
     let d = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         None,
         [4, 1, 1],
@@ -137,7 +173,7 @@ fn invocation_id_overflow() {
     assert_eq!(codes(&d), vec!["L006"]);
     // Exactly 2^32 invocations is fine (the last gid is 2^32 - 1).
     let d = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         None,
         [256, 1, 1],
@@ -165,7 +201,7 @@ fn cooperative_co_residency_with_largest_grid() {
     assert_eq!(estimate(&caps, &res(64), 256, 0).blocks_per_sm, 4);
     let lens = [("c", 600 * 256)];
     let d = launch_diagnostics(
-        &grid_barrier(),
+        &valid(&grid_barrier()),
         &caps,
         Some(&res(64)),
         [256, 1, 1],
@@ -178,7 +214,7 @@ fn cooperative_co_residency_with_largest_grid() {
     assert!(l7.fix.contains("register"), "{}", l7.fix);
     let lens = [("c", 528 * 256)];
     let d = launch_diagnostics(
-        &grid_barrier(),
+        &valid(&grid_barrier()),
         &caps,
         Some(&res(64)),
         [256, 1, 1],
@@ -190,7 +226,7 @@ fn cooperative_co_residency_with_largest_grid() {
     let mut no_coop = caps.clone();
     no_coop.cooperative_launch = false;
     let d = launch_diagnostics(
-        &grid_barrier(),
+        &valid(&grid_barrier()),
         &no_coop,
         None,
         [256, 1, 1],
@@ -204,14 +240,21 @@ fn cooperative_co_residency_with_largest_grid() {
 fn buffer_coverage_and_overshoot() {
     // 1000 elements need 4 workgroups of 256. 3 workgroups leave 768..1000 unwritten.
     let lens = [("a", 1000), ("c", 1000)];
-    let d = launch_diagnostics(&elementwise(), &h200(), None, [256, 1, 1], [3, 1, 1], &lens);
+    let d = launch_diagnostics(
+        &valid(&elementwise()),
+        &h200(),
+        None,
+        [256, 1, 1],
+        [3, 1, 1],
+        &lens,
+    );
     let l8 = one(&d, "L008");
     assert!(l8.message.contains("768..1000"), "{}", l8.message);
     assert_eq!(l8.node.as_deref(), Some("body[1].then[0]"));
     assert!(l8.fix.contains("launch 4 workgroups"));
     // 10 workgroups: 6 do nothing.
     let d = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         None,
         [256, 1, 1],
@@ -222,10 +265,17 @@ fn buffer_coverage_and_overshoot() {
         .message
         .starts_with("6 of the 10 workgroups"));
     // Exactly 4: clean. A buffer longer than u32 indices reach is an error.
-    let d = launch_diagnostics(&elementwise(), &h200(), None, [256, 1, 1], [4, 1, 1], &lens);
+    let d = launch_diagnostics(
+        &valid(&elementwise()),
+        &h200(),
+        None,
+        [256, 1, 1],
+        [4, 1, 1],
+        &lens,
+    );
     assert!(d.is_empty(), "{d:#?}");
     let d = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         None,
         [256, 1, 1],
@@ -240,9 +290,23 @@ fn buffer_coverage_and_overshoot() {
            {"store":"c","index":"i","value":1.0},
            {"store":"c","index":{"add":["i",1]},"value":2.0}"#,
     );
-    let d = launch_diagnostics(&p, &h200(), None, [256, 1, 1], [2, 1, 1], &[("c", 1000)]);
+    let d = launch_diagnostics(
+        &valid(&p),
+        &h200(),
+        None,
+        [256, 1, 1],
+        [2, 1, 1],
+        &[("c", 1000)],
+    );
     assert!(d.is_empty(), "{d:#?}");
-    let d = launch_diagnostics(&p, &h200(), None, [256, 1, 1], [1, 1, 1], &[("c", 1000)]);
+    let d = launch_diagnostics(
+        &valid(&p),
+        &h200(),
+        None,
+        [256, 1, 1],
+        [1, 1, 1],
+        &[("c", 1000)],
+    );
     assert!(one(&d, "L008").message.contains("512..1000"));
 }
 
@@ -482,13 +546,27 @@ fn l013_one_workgroup_program_on_a_larger_grid() {
             {"if": {"eq": [{"load": "flag", "index": 0}, 0]}, "then": [{"return": {}}]},
             {"barrier": "workgroup"}]}], "run": {"grid": [1, 1, 1]}}"#;
     let p = parse_program(text, "f.json").unwrap();
-    let two = launch_diagnostics(&p, &h200(), None, [64, 1, 1], [2, 1, 1], &[("flag", 1)]);
+    let two = launch_diagnostics(
+        &valid(&p),
+        &h200(),
+        None,
+        [64, 1, 1],
+        [2, 1, 1],
+        &[("flag", 1)],
+    );
     assert!(codes(&two).contains(&"L015"), "{two:#?}");
-    let one = launch_diagnostics(&p, &h200(), None, [64, 1, 1], [1, 1, 1], &[("flag", 1)]);
+    let one = launch_diagnostics(
+        &valid(&p),
+        &h200(),
+        None,
+        [64, 1, 1],
+        [1, 1, 1],
+        &[("flag", 1)],
+    );
     assert!(!codes(&one).contains(&"L015"), "{one:#?}");
     // A Program without the relaxation is not affected by the grid.
     let e = launch_diagnostics(
-        &elementwise(),
+        &valid(&elementwise()),
         &h200(),
         None,
         [256, 1, 1],

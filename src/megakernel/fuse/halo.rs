@@ -154,8 +154,10 @@ pub(super) fn fuse_halo(
         body,
         run: Some(super::run_spec(pipeline, &buffers, &shape)),
     };
+    let info = super::check_valid(&program, &node_origin, group)?;
     let kernel = FusedKernel {
         program,
+        info,
         shape,
         buffers,
         node_origin,
@@ -163,7 +165,6 @@ pub(super) fn fuse_halo(
         layouts: vec![StepLayout::Whole; spec.steps.len()],
         steps: spec.steps.clone(),
     };
-    super::check_valid(&kernel, group)?;
     Ok(kernel)
 }
 
