@@ -38,19 +38,13 @@ impl VyreBackend for VyreReference {
             .iter()
             .map(|b| Value::Bytes(Arc::from(b.as_slice())))
             .collect();
-        // vyre's error is large: keep its text only.
-        let run = || {
-            match (
-                config.dispatch_grid.or(config.grid_override),
-                config.dispatch_elements,
-            ) {
-                (Some(grid), _) => vyre_reference::reference_eval_with_grid(program, &values, grid),
-                (None, Some(n)) => {
-                    vyre_reference::reference_eval_with_dispatch(program, &values, n)
-                }
-                (None, None) => vyre_reference::reference_eval(program, &values),
-            }
-            .map_err(|e| e.to_string())
+        let run = || match (
+            config.dispatch_grid.or(config.grid_override),
+            config.dispatch_elements,
+        ) {
+            (Some(grid), _) => vyre_reference::reference_eval_with_grid(program, &values, grid),
+            (None, Some(n)) => vyre_reference::reference_eval_with_dispatch(program, &values, n),
+            (None, None) => vyre_reference::reference_eval(program, &values),
         };
         let outputs = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
             Ok(r) => r.map_err(|e| BackendError::DispatchFailed {
