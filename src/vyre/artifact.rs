@@ -40,7 +40,10 @@ pub fn is_artifact(path: &Path, bytes: &[u8]) -> bool {
 /// Decodes `Artifact::to_bytes` bytes; `path` names the file in errors. vyre's diagnostic (its
 /// `MKC0xx` code and advice) is kept; a panic in vyre's decoder is reported as an error.
 pub fn decode_artifact(path: &Path, bytes: &[u8]) -> Result<Artifact, ParseError> {
-    let failure = match catch_unwind(AssertUnwindSafe(|| Artifact::from_bytes(bytes))) {
+    // vyre's error is large (clippy's result_large_err): boxed until it is formatted.
+    let failure = match catch_unwind(AssertUnwindSafe(|| {
+        Artifact::from_bytes(bytes).map_err(Box::new)
+    })) {
         Ok(Ok(a)) => return Ok(a),
         Ok(Err(e)) => e.to_string(),
         Err(_) => "vyre's decoder panicked on these bytes".to_string(),

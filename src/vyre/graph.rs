@@ -54,7 +54,10 @@ impl ImportedGraph {
 /// Decodes `ProgramGraph::to_wire` bytes; `path` names the file in errors. A panic inside
 /// vyre's decoder on hostile bytes is reported like any other decode error.
 pub fn decode_graph(path: &Path, bytes: &[u8]) -> Result<ProgramGraph, ParseError> {
-    let failure = match catch_unwind(AssertUnwindSafe(|| ProgramGraph::from_wire(bytes))) {
+    // vyre's error is large (clippy's result_large_err): boxed until it is formatted.
+    let failure = match catch_unwind(AssertUnwindSafe(|| {
+        ProgramGraph::from_wire(bytes).map_err(Box::new)
+    })) {
         Ok(Ok(graph)) => return Ok(graph),
         Ok(Err(e)) => e.to_string(),
         Err(_) => "vyre's decoder panicked on these bytes".to_string(),
@@ -645,11 +648,13 @@ pub fn encode_graph(graph: &ProgramGraph, pipeline: &str) -> Result<Vec<u8>, Gra
         what: format!("vyre cannot read the graph back: {why}"),
         fix: "report this with the pipeline file".into(),
     };
-    let bytes = catch_unwind(AssertUnwindSafe(|| graph.to_wire()))
+    let bytes = catch_unwind(AssertUnwindSafe(|| graph.to_wire().map_err(Box::new)))
         .map_err(|_| refuse(&"vyre's encoder panicked"))?
         .map_err(|e| refuse(&e))?;
     match catch_unwind(AssertUnwindSafe(|| {
-        ProgramGraph::from_wire(&bytes).map(|_| ())
+        ProgramGraph::from_wire(&bytes)
+            .map(|_| ())
+            .map_err(Box::new)
     })) {
         Ok(Ok(())) => Ok(bytes),
         Ok(Err(e)) => Err(refuse(&e)),

@@ -38,13 +38,19 @@ impl VyreBackend for VyreReference {
             .iter()
             .map(|b| Value::Bytes(Arc::from(b.as_slice())))
             .collect();
-        let run = || match (
-            config.dispatch_grid.or(config.grid_override),
-            config.dispatch_elements,
-        ) {
-            (Some(grid), _) => vyre_reference::reference_eval_with_grid(program, &values, grid),
-            (None, Some(n)) => vyre_reference::reference_eval_with_dispatch(program, &values, n),
-            (None, None) => vyre_reference::reference_eval(program, &values),
+        // vyre's error is large (clippy's result_large_err): boxed.
+        let run = || {
+            match (
+                config.dispatch_grid.or(config.grid_override),
+                config.dispatch_elements,
+            ) {
+                (Some(grid), _) => vyre_reference::reference_eval_with_grid(program, &values, grid),
+                (None, Some(n)) => {
+                    vyre_reference::reference_eval_with_dispatch(program, &values, n)
+                }
+                (None, None) => vyre_reference::reference_eval(program, &values),
+            }
+            .map_err(Box::new)
         };
         let outputs = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
             Ok(r) => r.map_err(|e| BackendError::DispatchFailed {
