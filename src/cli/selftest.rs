@@ -183,8 +183,12 @@ fn run_vyre_catalog(a: &Args) -> super::Outcome {
             CatalogBackend::Cuda(&mut rt)
         }
     };
-    let rep = run_catalog(&mut backend, a.only.as_deref())
-        .map_err(|e| Problem::new(e, "report this bug (vyre's registry could not be read)"))?;
+    let rep = run_catalog(&mut backend, a.only.as_deref()).map_err(|e| {
+        Problem::new(
+            e.to_string(),
+            "report this bug (vyre's registry could not be read)",
+        )
+    })?;
     let header = format!(
         "vyre op catalogue (vyre-libs 0.7.2 default features, vyre-primitives 0.7.2 all lego features) on the {} backend",
         rep.backend
@@ -238,8 +242,13 @@ fn run_vyre_backend(_a: &Args) -> super::Outcome {
 fn run_vyre_backend(a: &Args) -> super::Outcome {
     use crate::harness::vyre_catalog::{run_catalog, CatalogBackend};
     let be = acquire_vyrescope(a.backend)?;
-    let rep = run_catalog(&mut CatalogBackend::Vyre(be.as_ref()), a.only.as_deref())
-        .map_err(|e| Problem::new(e, "report this bug (vyre's registry could not be read)"))?;
+    let rep =
+        run_catalog(&mut CatalogBackend::Vyre(be.as_ref()), a.only.as_deref()).map_err(|e| {
+            Problem::new(
+                e.to_string(),
+                "report this bug (vyre's registry could not be read)",
+            )
+        })?;
     let header = format!(
         "vyre op catalogue through vyre's backend contract: `{}` acquired from vyre's registry by id",
         rep.backend
@@ -266,7 +275,7 @@ fn run_vyre_dispatch(a: &Args) -> super::Outcome {
         super::run::Backend::Cuda => Some(a.gpu.open()?.pinned_copy_gbps(32)?),
     };
     let rep = run_dispatch_bench(be.as_ref(), bandwidth, sizes, reduce)
-        .map_err(|e| Problem::new(e, "report this bug with the command line"))?;
+        .map_err(|e| Problem::new(e.to_string(), "report this bug with the command line"))?;
     if a.json {
         let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
         outln!("{s}");

@@ -332,7 +332,7 @@ fn replay_one(
     };
     let vp = match decode(&loaded.program_wire) {
         Ok(p) => p,
-        Err(e) => return failed(row, e),
+        Err(e) => return failed(row, e.to_string()),
     };
     row.program = program_label(&vp);
     let Event::Dispatch { config, .. } = &loaded.record.event else {

@@ -16,8 +16,8 @@ use crate::inputs::HostBuffer;
 use crate::runtime::parity::{self, ParityReport, Tolerance};
 use crate::runtime::{DispatchOptions, JitOptions, Runtime};
 use crate::util::Problem;
-use crate::vyre::catalog::{self, CatalogCase, CatalogOp, Source};
-use vyre_driver::backend::{DispatchConfig, VyreBackend};
+use crate::vyre::catalog::{self, CatalogCase, CatalogOp, Refusal, RegistryPanic, Source};
+use vyre_driver::backend::{BackendError, DispatchConfig, VyreBackend};
 
 /// Where the catalogue runs.
 pub enum CatalogBackend<'a> {
@@ -115,7 +115,7 @@ pub struct CatalogReport {
 pub fn run_catalog(
     backend: &mut CatalogBackend<'_>,
     filter: Option<&str>,
-) -> Result<CatalogReport, String> {
+) -> Result<CatalogReport, RegistryPanic> {
     let ops = catalog::operations()?;
     let mut entries = Vec::new();
     for (source, op) in &ops {
@@ -202,7 +202,7 @@ fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
     for (k, case) in prepared.cases.iter().enumerate() {
         let result = case
             .as_ref()
-            .map_err(|r| format!("[{}] {}", r.codes.join(","), r.message))
+            .map_err(|r| CaseError::Refused(r.clone()))
             .and_then(|c| run_case(backend, op, k, &prepared.program, c).map(|out| (c, out)));
         match result {
             Ok((c, out)) => {
@@ -224,7 +224,8 @@ fn run_entry(backend: &mut CatalogBackend<'_>, op: &CatalogOp) -> CatalogRow {
             }
             Err(e) => {
                 if status != Status::Failed {
-                    row.detail = format!("case {k}: {}", crate::util::terminal_safe(&e));
+                    row.detail =
+                        format!("case {k}: {}", crate::util::terminal_safe(&e.to_string()));
                 }
                 status = Status::Failed;
             }
@@ -238,6 +239,26 @@ fn first_line(s: &str) -> String {
     crate::util::terminal_safe(s.lines().next().unwrap_or_default()).into_owned()
 }
 
+/// Why one fixture case did not run (the row's detail).
+#[derive(Debug, thiserror::Error)]
+enum CaseError {
+    /// The case was refused while it was prepared (its codes and reason).
+    #[error("[{}] {}", .0.codes.join(","), .0.message)]
+    Refused(Refusal),
+    /// Our interpreter or runtime failed on the converted Program.
+    #[error("{0}")]
+    Ours(Box<Problem>),
+    /// vyre's fixture lacks this case's inputs.
+    #[error("vyre's fixture has no inputs for this case")]
+    NoInputs,
+    /// vyre's Program for the operation could not be built.
+    #[error("vyre's Program could not be built")]
+    NoProgram,
+    /// The vyre backend refused or failed the dispatch.
+    #[error("backend error {}: {}", .0.code().stable_id(), .0)]
+    Backend(Box<BackendError>),
+}
+
 /// Runs case `k` of `op`; vyre's outputs in order (each cut to its byte range).
 fn run_case(
     backend: &mut CatalogBackend<'_>,
@@ -245,7 +266,7 @@ fn run_case(
     k: usize,
     program: &crate::ir::Program,
     case: &CatalogCase,
-) -> Result<Vec<Vec<u8>>, String> {
+) -> Result<Vec<Vec<u8>>, CaseError> {
     let mut bufs = case.buffers.clone();
     match backend {
         CatalogBackend::Reference => {
@@ -254,30 +275,30 @@ fn run_case(
                 ..crate::interp::Options::default()
             };
             crate::interp::run_with(program, &case.shape, &mut bufs, &opts)
-                .map_err(|e| Problem::from(e).to_string())?;
+                .map_err(|e| CaseError::Ours(Box::new(Problem::from(e))))?;
         }
         CatalogBackend::Cuda(rt) => {
             let c = rt
                 .compile_program(program, case.shape.workgroup_size, &JitOptions::default())
-                .map_err(|e| Problem::from(e).to_string())?;
+                .map_err(|e| CaseError::Ours(Box::new(Problem::from(e))))?;
             let opts = DispatchOptions {
                 timeout: Some(std::time::Duration::from_secs(10)),
                 device_timing: false,
                 ..DispatchOptions::default()
             };
             rt.dispatch_by_name(&c.handle, &c.emitted.abi, &case.shape, &mut bufs, &opts)
-                .map_err(|e| Problem::from(e).to_string())?;
+                .map_err(|e| CaseError::Ours(Box::new(Problem::from(e))))?;
         }
         CatalogBackend::Vyre(be) => {
             let Some(inputs) = op.fixture.as_ref().and_then(|f| f.inputs.get(k)) else {
-                return Err("vyre's fixture has no inputs for this case".into());
+                return Err(CaseError::NoInputs);
             };
             let Some(f) = &op.fixture else {
-                return Err("vyre's Program could not be built".into());
+                return Err(CaseError::NoProgram);
             };
             return be
                 .dispatch(&f.program, inputs, &DispatchConfig::default())
-                .map_err(|e| format!("backend error {}: {e}", e.code().stable_id()));
+                .map_err(|e| CaseError::Backend(Box::new(e)));
         }
     }
     Ok(case

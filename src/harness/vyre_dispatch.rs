@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use vyre_driver::backend::{DispatchConfig, VyreBackend};
+use vyre_driver::backend::{BackendError, DispatchConfig, VyreBackend};
 
 use crate::vyre::backend::samples::{reduce_sum_u32, vadd_f32, VyreProgram};
 
@@ -79,6 +79,19 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// A backend call of the benchmark that failed: which Program, at which size, and the
+/// backend's error.
+#[derive(Debug, thiserror::Error)]
+#[error("{program} ({elements} elements): {error}")]
+pub struct DispatchBenchError {
+    /// The benchmark Program's name (`vadd_f32`, `reduce_sum_u32`).
+    pub program: String,
+    /// Its element count.
+    pub elements: u64,
+    /// The backend's error.
+    pub error: Box<BackendError>,
+}
+
 fn repeats_for(elements: u64) -> u32 {
     match elements {
         0..=65_536 => 200,
@@ -100,9 +113,13 @@ fn measure(
     bytes_out: u64,
     bw: Option<(f64, f64)>,
     check: &dyn Fn(&[Vec<u8>]) -> bool,
-) -> Result<DispatchRow, String> {
+) -> Result<DispatchRow, DispatchBenchError> {
     let cfg = DispatchConfig::default();
-    let err = |e: vyre_driver::backend::BackendError| format!("{name} ({elements} elements): {e}");
+    let err = |e: BackendError| DispatchBenchError {
+        program: name.to_string(),
+        elements,
+        error: Box::new(e),
+    };
     let t = Instant::now();
     let out = be.dispatch(program, inputs, &cfg).map_err(err)?;
     let first_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -165,7 +182,7 @@ pub fn run_dispatch_bench(
     bandwidth: Option<(f64, f64)>,
     sizes: &[u32],
     reduce_elements: u32,
-) -> Result<DispatchBench, String> {
+) -> Result<DispatchBench, DispatchBenchError> {
     let mut rng = Rng(45);
     let mut rows = Vec::new();
     for &n in sizes {

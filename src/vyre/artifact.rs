@@ -40,11 +40,12 @@ pub fn is_artifact(path: &Path, bytes: &[u8]) -> bool {
 /// Decodes `Artifact::to_bytes` bytes; `path` names the file in errors. vyre's diagnostic (its
 /// `MKC0xx` code and advice) is kept; a panic in vyre's decoder is reported as an error.
 pub fn decode_artifact(path: &Path, bytes: &[u8]) -> Result<Artifact, ParseError> {
+    // vyre's error is large (clippy's result_large_err): boxed until it is formatted.
     let failure = match catch_unwind(AssertUnwindSafe(|| {
-        Artifact::from_bytes(bytes).map_err(|e| e.to_string())
+        Artifact::from_bytes(bytes).map_err(Box::new)
     })) {
         Ok(Ok(a)) => return Ok(a),
-        Ok(Err(e)) => e,
+        Ok(Err(e)) => e.to_string(),
         Err(_) => "vyre's decoder panicked on these bytes".to_string(),
     };
     Err(file_error(
@@ -132,7 +133,9 @@ pub fn artifact_graph(
                     "value {id} is produced by no node before it is needed"
                 )));
             }
-            let (name, contract) = lookup(&values, id).map_err(refuse)?.clone();
+            let (name, contract) = lookup(&values, id)
+                .map_err(|e| refuse(e.to_string()))?
+                .clone();
             graph.add_external_value(name, contract).map_err(vyre_err)?;
         }
         Ok(())
@@ -193,13 +196,40 @@ pub fn artifact_graph(
 
 type Ports = (Vec<GraphInput>, Vec<GraphOutput>);
 
+/// Why a node's ports cannot be rebuilt from the artifact's records (the `VY024` reason).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum PortError {
+    /// A value the node names has no ABI resource record.
+    #[error("value {0} has no ABI record")]
+    NoRecord(u32),
+    /// A retained output's prior is not among the node's inputs.
+    #[error("retained output `{0}` does not consume its prior")]
+    PriorNotConsumed(String),
+    /// A retained value whose node has no input it replaces.
+    #[error("retained value {0} replaces no input of its node")]
+    NoReplacedInput(u32),
+    /// No unused buffer of the Program fits the port.
+    #[error(
+        "no {} buffer of element type {dtype:?} is left for value `{value}`",
+        if *.output { "writable" } else { "readable" }
+    )]
+    NoBuffer {
+        /// An output port (needs a writable buffer).
+        output: bool,
+        /// The value's element type.
+        dtype: vyre_foundation::ir::DataType,
+        /// The value's name.
+        value: String,
+    },
+}
+
 /// The ports of one node: each value of `entry` bound to a buffer of `program`.
 fn ports(
     artifact: &Artifact,
     program: &VyreProgram,
     entry: &vyre_megakernel::EntryAbiRecord,
     values: &[Option<(String, ValueContract)>],
-) -> Result<Ports, String> {
+) -> Result<Ports, PortError> {
     let mut host: Vec<_> = program
         .buffers()
         .iter()
@@ -276,9 +306,7 @@ fn ports(
                 .iter()
                 .find(|i| i.value == prior)
                 .map(|i| i.buffer.clone())
-                .ok_or_else(|| {
-                    format!("retained output `{}` does not consume its prior", o.name)
-                })?;
+                .ok_or_else(|| PortError::PriorNotConsumed(o.name.clone()))?;
         }
     }
     Ok((inputs, outputs))
@@ -290,7 +318,7 @@ fn retained_prior(
     entry: &vyre_megakernel::EntryAbiRecord,
     out: u32,
     values: &[Option<(String, ValueContract)>],
-) -> Result<Option<u32>, String> {
+) -> Result<Option<u32>, PortError> {
     let Some(edge) = artifact
         .dependencies()
         .iter()
@@ -316,9 +344,7 @@ fn retained_prior(
                     return Ok(Some(v.0));
                 }
             }
-            Err(format!(
-                "retained value {out} replaces no input of its node"
-            ))
+            Err(PortError::NoReplacedInput(out))
         }
     }
 }
@@ -327,11 +353,11 @@ fn retained_prior(
 fn lookup(
     values: &[Option<(String, ValueContract)>],
     id: u32,
-) -> Result<&(String, ValueContract), String> {
+) -> Result<&(String, ValueContract), PortError> {
     values
         .get(id as usize)
         .and_then(Option::as_ref)
-        .ok_or_else(|| format!("value {id} has no ABI record"))
+        .ok_or(PortError::NoRecord(id))
 }
 
 /// The buffer for a port of value `name` (`output`: an output port): the one named like the
@@ -343,7 +369,7 @@ fn pick(
     name: &str,
     contract: &ValueContract,
     output: bool,
-) -> Result<String, String> {
+) -> Result<String, PortError> {
     // What vyre's graph check accepts for the port: a read_write or uniform value needs a
     // buffer of that access; any other input a readable buffer, an output a writable one.
     let fits = |b: &&&vyre_foundation::ir::BufferDecl| {
@@ -371,12 +397,10 @@ fn pick(
         .or_else(|| host.iter().filter(fits).find(preferred))
         .or_else(|| host.iter().find(fits))
         .map(|b| b.name().to_string())
-        .ok_or_else(|| {
-            format!(
-                "no {} buffer of element type {:?} is left for value `{name}`",
-                if output { "writable" } else { "readable" },
-                contract.dtype
-            )
+        .ok_or_else(|| PortError::NoBuffer {
+            output,
+            dtype: contract.dtype.clone(),
+            value: name.to_string(),
         })?;
     used.insert(chosen.clone());
     Ok(chosen)

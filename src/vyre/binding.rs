@@ -111,26 +111,108 @@ pub fn input_count(vp: &VyreProgram) -> usize {
     vp.buffers().iter().filter(|d| is_input(d)).count()
 }
 
-fn same_buffers(vp: &VyreProgram, ours: &Program) -> Result<(), String> {
+/// Why a dispatch's inputs or resources do not bind to a Program (one line, naming the
+/// input, resource or buffer at fault).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindingError {
+    /// The converted Program and vyre's declare different numbers of buffers.
+    #[error("the converted Program has {ours} buffers, vyre's {vyre}")]
+    BufferCount {
+        /// Buffers of our Program.
+        ours: usize,
+        /// Buffers of vyre's Program.
+        vyre: usize,
+    },
+    /// Fewer inputs than the Program takes: input `index` (buffer `buffer`) is missing.
+    #[error("{given} input buffers given, but the Program takes {takes} (buffer `{buffer}` is input {index})")]
+    MissingInput {
+        /// Inputs given.
+        given: usize,
+        /// Inputs the Program takes.
+        takes: usize,
+        /// The missing buffer's name.
+        buffer: String,
+        /// Its position among the inputs.
+        index: usize,
+    },
+    /// An input shorter than its buffer's declared size.
+    #[error("input {index} (buffer `{buffer}`) has {bytes} bytes, less than its declared {declared} ({count} elements of {elem_bytes} bytes)")]
+    ShortInput {
+        /// The input's position.
+        index: usize,
+        /// Its buffer's name.
+        buffer: String,
+        /// Bytes given.
+        bytes: usize,
+        /// Bytes declared.
+        declared: usize,
+        /// Elements declared.
+        count: u32,
+        /// Bytes per element.
+        elem_bytes: usize,
+    },
+    /// A backend-allocated output without a static size.
+    #[error("output `{0}` has no static size (vyre's reference refuses it too)")]
+    UnsizedOutput(String),
+    /// More inputs than the Program takes, in either form.
+    #[error("{given} input buffers given, but the Program takes {takes} (or {with_outputs} with its outputs)")]
+    InputCount {
+        /// Inputs given.
+        given: usize,
+        /// Inputs the Program takes (the short form).
+        takes: usize,
+        /// Vectors of the legacy form (inputs and outputs).
+        with_outputs: usize,
+    },
+    /// Not one resource per non-workgroup buffer.
+    #[error("{given} resources given, but the Program binds {buffers} non-workgroup buffers (one resource each, in binding order)")]
+    ResourceCount {
+        /// Resources given.
+        given: usize,
+        /// Non-workgroup buffers of the Program.
+        buffers: usize,
+    },
+    /// A resource shorter than its buffer's declared size.
+    #[error("resource {index} (buffer `{buffer}`, binding {binding}) has {bytes} bytes, less than its declared {declared}")]
+    ShortResource {
+        /// The resource's position (binding order).
+        index: usize,
+        /// Its buffer's name.
+        buffer: String,
+        /// The buffer's binding number.
+        binding: u32,
+        /// Bytes of the resource.
+        bytes: usize,
+        /// Bytes declared.
+        declared: usize,
+    },
+    /// A caller's grid with a zero dimension.
+    #[error("grid {0:?} has a zero dimension")]
+    ZeroGrid([u32; 3]),
+    /// The inferred grid needs more workgroups than a 32-bit dimension holds.
+    #[error("{0} workgroups do not fit a 32-bit grid")]
+    GridTooLarge(u64),
+}
+
+fn same_buffers(vp: &VyreProgram, ours: &Program) -> Result<(), BindingError> {
     if vp.buffers().len() != ours.buffers.len() {
-        return Err(format!(
-            "the converted Program has {} buffers, vyre's {}",
-            ours.buffers.len(),
-            vp.buffers().len()
-        ));
+        return Err(BindingError::BufferCount {
+            ours: ours.buffers.len(),
+            vyre: vp.buffers().len(),
+        });
     }
     Ok(())
 }
 
 /// Binds `inputs` (see the module docs) to `ours`, the import of `vp` (same buffers in the
-/// same order), copying them into the buffers. The error is one line saying which input is
-/// missing or short.
+/// same order), copying them into the buffers. The error says which input is missing or
+/// short.
 pub fn bind(
     vp: &VyreProgram,
     ours: &Program,
     inputs: &[&[u8]],
     choice: LaunchChoice,
-) -> Result<Bound, String> {
+) -> Result<Bound, BindingError> {
     bind_inner(vp, ours, inputs, choice, true)
 }
 
@@ -142,7 +224,7 @@ pub fn bind_borrowed(
     ours: &Program,
     inputs: &[&[u8]],
     choice: LaunchChoice,
-) -> Result<Bound, String> {
+) -> Result<Bound, BindingError> {
     bind_inner(vp, ours, inputs, choice, false)
 }
 
@@ -152,7 +234,7 @@ fn bind_inner(
     inputs: &[&[u8]],
     choice: LaunchChoice,
     copy: bool,
-) -> Result<Bound, String> {
+) -> Result<Bound, BindingError> {
     same_buffers(vp, ours)?;
     let decls = vp.buffers();
     let host = decls
@@ -176,22 +258,23 @@ fn bind_inner(
         let mut source = None;
         let mut data = if is_input(d) {
             let Some(v) = inputs.get(next) else {
-                return Err(format!(
-                    "{} input buffers given, but the Program takes {logical} (buffer `{}` is input {next})",
-                    inputs.len(),
-                    d.name()
-                ));
+                return Err(BindingError::MissingInput {
+                    given: inputs.len(),
+                    takes: logical,
+                    buffer: d.name().to_string(),
+                    index: next,
+                });
             };
             next += 1;
             if v.len() < declared {
-                return Err(format!(
-                    "input {} (buffer `{}`) has {} bytes, less than its declared {declared} ({} elements of {} bytes)",
-                    next - 1,
-                    d.name(),
-                    v.len(),
-                    d.count(),
-                    size
-                ));
+                return Err(BindingError::ShortInput {
+                    index: next - 1,
+                    buffer: d.name().to_string(),
+                    bytes: v.len(),
+                    declared,
+                    count: d.count(),
+                    elem_bytes: size,
+                });
             }
             if !copy && v.len() % size == 0 {
                 source = Some(next - 1);
@@ -206,10 +289,7 @@ fn bind_inner(
                 next += 1;
             }
             if d.count() == 0 && d.output_byte_range().is_none() {
-                return Err(format!(
-                    "output `{}` has no static size (vyre's reference refuses it too)",
-                    d.name()
-                ));
+                return Err(BindingError::UnsizedOutput(d.name().to_string()));
             }
             vec![0u8; declared]
         };
@@ -236,10 +316,11 @@ fn bind_inner(
         });
     }
     if next != inputs.len() {
-        return Err(format!(
-            "{} input buffers given, but the Program takes {logical} (or {host} with its outputs)",
-            inputs.len()
-        ));
+        return Err(BindingError::InputCount {
+            given: inputs.len(),
+            takes: logical,
+            with_outputs: host,
+        });
     }
     Ok(Bound {
         shape: span.shape(vp, choice)?,
@@ -258,7 +339,7 @@ pub fn bind_resident(
     ours: &Program,
     byte_lens: &[usize],
     choice: LaunchChoice,
-) -> Result<ResidentBound, String> {
+) -> Result<ResidentBound, BindingError> {
     same_buffers(vp, ours)?;
     // Host buffers in declaration order, then sorted by binding number (stable, as vyre's
     // BindingPlan sorts).
@@ -266,11 +347,10 @@ pub fn bind_resident(
     let mut by_binding: Vec<(usize, usize)> = host.iter().copied().enumerate().collect();
     by_binding.sort_by_key(|&(_, i)| vp.buffers()[i].binding());
     if byte_lens.len() != host.len() {
-        return Err(format!(
-            "{} resources given, but the Program binds {} non-workgroup buffers (one resource each, in binding order)",
-            byte_lens.len(),
-            host.len()
-        ));
+        return Err(BindingError::ResourceCount {
+            given: byte_lens.len(),
+            buffers: host.len(),
+        });
     }
     let mut span = Span::default();
     let mut buffer_of_resource = Vec::with_capacity(host.len());
@@ -279,12 +359,13 @@ pub fn bind_resident(
         let size = ours.buffers[i].elem.size_bytes();
         let declared = d.count() as usize * size;
         if bytes < declared {
-            return Err(format!(
-                "resource {} (buffer `{}`, binding {}) has {bytes} bytes, less than its declared {declared}",
-                buffer_of_resource.len(),
-                d.name(),
-                d.binding()
-            ));
+            return Err(BindingError::ShortResource {
+                index: buffer_of_resource.len(),
+                buffer: d.name().to_string(),
+                binding: d.binding(),
+                bytes,
+                declared,
+            });
         }
         span.add(d, (bytes / size) as u64);
         buffer_of_resource.push(pos);
@@ -317,14 +398,14 @@ impl Span {
         }
     }
 
-    fn shape(&self, vp: &VyreProgram, choice: LaunchChoice) -> Result<LaunchShape, String> {
+    fn shape(&self, vp: &VyreProgram, choice: LaunchChoice) -> Result<LaunchShape, BindingError> {
         let wg = choice
             .workgroup
             .unwrap_or_else(|| vp.workgroup_size())
             .map(|d| d.max(1));
         if let Some(grid) = choice.grid {
             if grid.contains(&0) {
-                return Err(format!("grid {grid:?} has a zero dimension"));
+                return Err(BindingError::ZeroGrid(grid));
             }
             return Ok(LaunchShape {
                 workgroup_size: wg,
@@ -351,8 +432,7 @@ impl Span {
         let active: Vec<usize> = (0..3).filter(|&a| wg[a] > 1).collect();
         let mut grid = [1u32; 3];
         if active.is_empty() {
-            grid[0] = u32::try_from(groups)
-                .map_err(|_| format!("{groups} workgroups do not fit a 32-bit grid"))?;
+            grid[0] = u32::try_from(groups).map_err(|_| BindingError::GridTooLarge(groups))?;
         } else {
             let base = (groups as f64).powf(1.0 / active.len() as f64).ceil() as u32;
             for a in active {
@@ -363,5 +443,121 @@ impl Span {
             workgroup_size: wg,
             grid,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::Rng;
+    use crate::vyre::backend::samples::vadd_f32;
+
+    /// vyre's vector add of `n` f32 (inputs `a`, `b`; output `out`) and our import of it.
+    fn vadd(n: u32) -> (VyreProgram, Program) {
+        let vp = vadd_f32(n);
+        let ours = crate::vyre::import_program(&vp, "vadd").program;
+        (vp, ours)
+    }
+
+    fn random_bytes(rng: &mut Rng, len: usize) -> Vec<u8> {
+        (0..len).map(|_| rng.next_u64() as u8).collect()
+    }
+
+    #[test]
+    fn inputs_that_fit_bind_and_each_misfit_has_its_own_error() {
+        let mut rng = Rng::new(0xb1d);
+        for _ in 0..8 {
+            let n = 1 + (rng.next_u64() % 5000) as u32;
+            let bytes = 4 * n as usize;
+            let (vp, ours) = vadd(n);
+            let a = random_bytes(&mut rng, bytes);
+            let b = random_bytes(&mut rng, bytes);
+            let choice = LaunchChoice::default();
+
+            let bound = bind(&vp, &ours, &[&a, &b], choice).unwrap();
+            assert_eq!(bound.buffers[0].data, a);
+            assert_eq!(bound.buffers[1].data, b);
+            assert_eq!(bound.shape.grid, [n.div_ceil(256), 1, 1]);
+
+            let e = bind(&vp, &ours, &[&a], choice).unwrap_err();
+            assert_eq!(
+                e,
+                BindingError::MissingInput {
+                    given: 1,
+                    takes: 2,
+                    buffer: "b".into(),
+                    index: 1
+                }
+            );
+            assert_eq!(
+                e.to_string(),
+                "1 input buffers given, but the Program takes 2 (buffer `b` is input 1)"
+            );
+
+            let short = (rng.next_u64() % bytes as u64) as usize;
+            let e = bind(&vp, &ours, &[&a, &b[..short]], choice).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "input 1 (buffer `b`) has {short} bytes, less than its declared {bytes} ({n} elements of 4 bytes)"
+                )
+            );
+            assert!(matches!(e, BindingError::ShortInput { index: 1, .. }));
+
+            let e = bind(&vp, &ours, &[&a, &b, &a, &b], choice).unwrap_err();
+            assert_eq!(
+                e,
+                BindingError::InputCount {
+                    given: 4,
+                    takes: 2,
+                    with_outputs: 3
+                }
+            );
+
+            let zero = LaunchChoice {
+                grid: Some([1 + n % 7, 0, 1]),
+                ..choice
+            };
+            let e = bind(&vp, &ours, &[&a, &b], zero).unwrap_err();
+            assert_eq!(e, BindingError::ZeroGrid([1 + n % 7, 0, 1]));
+            assert!(e.to_string().ends_with("has a zero dimension"));
+        }
+    }
+
+    #[test]
+    fn resident_resources_that_misfit_are_told_apart() {
+        let mut rng = Rng::new(0x7e5);
+        for _ in 0..8 {
+            let n = 1 + (rng.next_u64() % 5000) as u32;
+            let bytes = 4 * n as usize;
+            let (vp, ours) = vadd(n);
+            let choice = LaunchChoice::default();
+            let extra = (rng.next_u64() % 64) as usize * 4;
+            let rb = bind_resident(&vp, &ours, &[bytes + extra; 3], choice).unwrap();
+            assert_eq!(rb.buffer_of_resource, vec![0, 1, 2]);
+
+            let e = bind_resident(&vp, &ours, &[bytes; 2], choice).unwrap_err();
+            assert_eq!(
+                e,
+                BindingError::ResourceCount {
+                    given: 2,
+                    buffers: 3
+                }
+            );
+
+            let short = (rng.next_u64() % bytes as u64) as usize;
+            let e = bind_resident(&vp, &ours, &[bytes, bytes, short], choice).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "resource 2 (buffer `out`, binding 2) has {short} bytes, less than its declared {bytes}"
+                )
+            );
+
+            let mut fewer = ours.clone();
+            fewer.buffers.pop();
+            let e = bind_resident(&vp, &fewer, &[bytes; 3], choice).unwrap_err();
+            assert_eq!(e, BindingError::BufferCount { ours: 2, vyre: 3 });
+        }
     }
 }

@@ -109,10 +109,16 @@ pub struct Expected {
     pub bytes: Vec<u8>,
 }
 
+/// vyre's operation registry panicked while it was built (it does on a duplicate id); the
+/// panic's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("vyre's operation registry panicked: {0}")]
+pub struct RegistryPanic(pub String);
+
 /// Every catalogue operation with fixtures: vyre-libs' `fixture_entries()` then
 /// vyre-primitives' registered primitives, each sorted by id. `Err` when vyre's registry
 /// cannot be built (it panics on a duplicate id).
-pub fn operations() -> Result<Vec<(Source, SemanticOperation)>, String> {
+pub fn operations() -> Result<Vec<(Source, SemanticOperation)>, RegistryPanic> {
     // Referencing both crates keeps their registrations linked into the binary.
     let _ = vyre_primitives::wire::pack_u32_slice(&[]);
     catch_unwind(|| {
@@ -134,7 +140,7 @@ pub fn operations() -> Result<Vec<(Source, SemanticOperation)>, String> {
         out.extend(prims);
         out
     })
-    .map_err(|p| format!("vyre's operation registry panicked: {}", panic_text(&p)))
+    .map_err(|p| RegistryPanic(panic_text(&p)))
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -18,24 +18,40 @@ use crate::ir::{ParseError, Program};
 
 use super::import::import_program;
 
+/// Why vyre's codec did not decode a file (its message, which may carry vyre's `Fix:`).
+#[derive(Debug, thiserror::Error)]
+enum DecodeFailure {
+    /// The wire decoder refused the bytes.
+    #[error(transparent)]
+    Wire(Box<vyre_foundation::IrError>),
+    /// The text envelope's parser refused the text.
+    #[error(transparent)]
+    Text(Box<vyre_foundation::serial::text::TextParseError>),
+    /// The text envelope is not UTF-8 from this byte on.
+    #[error("the text envelope is not UTF-8 (byte {0})")]
+    NotUtf8(usize),
+    /// The decoder panicked.
+    #[error("vyre's decoder panicked on these bytes")]
+    Panicked,
+}
+
 /// Decodes the bytes of a vyre file in `format`; `path` names it in errors.
 pub fn decode(path: &Path, bytes: &[u8], format: ForeignFormat) -> Result<VyreProgram, ParseError> {
     let decoded = catch_unwind(AssertUnwindSafe(|| match format {
-        ForeignFormat::VyreWire => VyreProgram::from_wire(bytes).map_err(|e| e.to_string()),
+        ForeignFormat::VyreWire => {
+            VyreProgram::from_wire(bytes).map_err(|e| DecodeFailure::Wire(Box::new(e)))
+        }
         ForeignFormat::VyreText => match std::str::from_utf8(bytes) {
-            Ok(text) => VyreProgram::from_text(text).map_err(|e| e.to_string()),
-            Err(e) => Err(format!(
-                "the text envelope is not UTF-8 (byte {})",
-                e.valid_up_to()
-            )),
+            Ok(text) => VyreProgram::from_text(text).map_err(|e| DecodeFailure::Text(Box::new(e))),
+            Err(e) => Err(DecodeFailure::NotUtf8(e.valid_up_to())),
         },
     }));
     let failure = match decoded {
         Ok(Ok(program)) => return Ok(program),
-        Ok(Err(message)) => message,
-        Err(_) => "vyre's decoder panicked on these bytes".to_string(),
+        Ok(Err(failure)) => failure,
+        Err(_) => DecodeFailure::Panicked,
     };
-    Err(decode_error(path, format, &failure))
+    Err(decode_error(path, format, &failure.to_string()))
 }
 
 /// A vyre decoder failure as our error: vyre's message (its checksum failure said in words)

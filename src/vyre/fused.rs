@@ -368,7 +368,7 @@ fn fused_group(
             g.ptx_lines = Some(p.lines().count());
             g.ptx = Some(p);
         }
-        Err(e) => g.ptx_error = Some(e),
+        Err(e) => g.ptx_error = Some(e.to_string()),
     }
     let ours = super::import_program(&fused, &kernel);
     g.findings = ours.diagnostics.iter().map(|d| d.to_string()).collect();
@@ -459,15 +459,29 @@ fn fused_group(
     g
 }
 
+/// Why vyre's PTX for a fused Program could not be made (the group's `ptx_error`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum TargetPtxError {
+    /// vyre's lowering panicked.
+    #[error("vyre's lowering panicked")]
+    LoweringPanicked,
+    /// vyre's lowering refused the Program.
+    #[error("vyre's lowering failed: {}", .0.message())]
+    Lowering(Box<vyre_lower::LowerVerifiedError>),
+    /// vyre's PTX emitter failed on the lowered kernel.
+    #[error("{}", crate::util::HasFix::message(&**.0))]
+    Emit(Box<super::ptx::VyrePtxError>),
+}
+
 /// vyre's PTX for a group's fused Program as `compile_selected_modules` makes it:
 /// `vyre_lower::lower_verified` (no validator: vyre's own validator refuses merged Programs
 /// with two output buffers, V022, which the target compile never asks), then vyre's emitter.
-fn target_ptx(program: &VyreProgram, sm: u32) -> Result<String, String> {
+fn target_ptx(program: &VyreProgram, sm: u32) -> Result<String, TargetPtxError> {
     let lowered = catch_unwind(AssertUnwindSafe(|| vyre_lower::lower_verified(program)))
-        .map_err(|_| "vyre's lowering panicked".to_string())?
-        .map_err(|e| format!("vyre's lowering failed: {}", e.message()))?;
+        .map_err(|_| TargetPtxError::LoweringPanicked)?
+        .map_err(|e| TargetPtxError::Lowering(Box::new(e)))?;
     super::ptx::emit_descriptor(&lowered.descriptor, sm)
-        .map_err(|e| crate::util::HasFix::message(&e))
+        .map_err(|e| TargetPtxError::Emit(Box::new(e)))
 }
 
 /// vyre's CUDA target compile of `artifact` for `sm`: the verdict, and vyre's logical

@@ -54,11 +54,12 @@ impl ImportedGraph {
 /// Decodes `ProgramGraph::to_wire` bytes; `path` names the file in errors. A panic inside
 /// vyre's decoder on hostile bytes is reported like any other decode error.
 pub fn decode_graph(path: &Path, bytes: &[u8]) -> Result<ProgramGraph, ParseError> {
+    // vyre's error is large (clippy's result_large_err): boxed until it is formatted.
     let failure = match catch_unwind(AssertUnwindSafe(|| {
-        ProgramGraph::from_wire(bytes).map_err(|e| e.to_string())
+        ProgramGraph::from_wire(bytes).map_err(Box::new)
     })) {
         Ok(Ok(graph)) => return Ok(graph),
-        Ok(Err(e)) => e,
+        Ok(Err(e)) => e.to_string(),
         Err(_) => "vyre's decoder panicked on these bytes".to_string(),
     };
     Err(ParseError {
@@ -642,23 +643,21 @@ fn first_use_reads(pipeline: &Pipeline, k: usize, index: &dyn Fn(&str) -> Option
 /// own decoder, so that a graph vyre would refuse is refused here with vyre's reason.
 /// `pipeline` names it in errors.
 pub fn encode_graph(graph: &ProgramGraph, pipeline: &str) -> Result<Vec<u8>, GraphExportError> {
-    let refuse = |why: String| GraphExportError {
+    let refuse = |why: &dyn std::fmt::Display| GraphExportError {
         pipeline: pipeline.into(),
         what: format!("vyre cannot read the graph back: {why}"),
         fix: "report this with the pipeline file".into(),
     };
-    let bytes = catch_unwind(AssertUnwindSafe(|| {
-        graph.to_wire().map_err(|e| e.to_string())
-    }))
-    .map_err(|_| refuse("vyre's encoder panicked".into()))?
-    .map_err(refuse)?;
+    let bytes = catch_unwind(AssertUnwindSafe(|| graph.to_wire().map_err(Box::new)))
+        .map_err(|_| refuse(&"vyre's encoder panicked"))?
+        .map_err(|e| refuse(&e))?;
     match catch_unwind(AssertUnwindSafe(|| {
         ProgramGraph::from_wire(&bytes)
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(Box::new)
     })) {
         Ok(Ok(())) => Ok(bytes),
-        Ok(Err(e)) => Err(refuse(e)),
-        Err(_) => Err(refuse("vyre's decoder panicked on it".into())),
+        Ok(Err(e)) => Err(refuse(&e)),
+        Err(_) => Err(refuse(&"vyre's decoder panicked on it")),
     }
 }

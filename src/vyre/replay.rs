@@ -45,12 +45,23 @@ pub fn output_slots(vp: &VyreProgram) -> Vec<OutputSlot> {
         .collect()
 }
 
+/// Why a captured Program's wire bytes do not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// vyre's decoder returned an error (its message says which check failed).
+    #[error("vyre's decoder refused the Program: {0}")]
+    Refused(Box<vyre_foundation::IrError>),
+    /// vyre's decoder panicked on the bytes.
+    #[error("vyre's decoder panicked")]
+    Panicked,
+}
+
 /// vyre's Program decoded from wire bytes (a panic in vyre's decoder is an error).
-pub fn decode(wire: &[u8]) -> Result<VyreProgram, String> {
+pub fn decode(wire: &[u8]) -> Result<VyreProgram, DecodeError> {
     match std::panic::catch_unwind(|| VyreProgram::from_wire(wire)) {
         Ok(Ok(p)) => Ok(p),
-        Ok(Err(e)) => Err(format!("vyre's decoder refused the Program: {e}")),
-        Err(_) => Err("vyre's decoder panicked".into()),
+        Ok(Err(e)) => Err(DecodeError::Refused(Box::new(e))),
+        Err(_) => Err(DecodeError::Panicked),
     }
 }
 
@@ -76,5 +87,32 @@ pub fn read_problem(e: &vyrescope_capture::ReadError) -> Problem {
     match text.split_once("\n  Fix: ") {
         Some((m, f)) => Problem::new(m, f),
         None => Problem::new(text, "record the application again"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::Rng;
+
+    #[test]
+    fn decode_takes_vyre_wire_and_refuses_other_bytes_with_vyre_reason() {
+        let mut rng = Rng::new(0xdec0);
+        for _ in 0..16 {
+            let n = 1 + (rng.next_u64() % 100_000) as u32;
+            let vp = crate::vyre::backend::samples::vadd_f32(n);
+            let wire = vp.to_wire().unwrap();
+            let back = decode(&wire).unwrap();
+            assert_eq!(back.buffers()[2].count(), n);
+            // Bytes without vyre's header: the decoder's own refusal, not a panic.
+            let len = 1 + (rng.next_u64() % 256) as usize;
+            let mut junk: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            junk[0] = b'X';
+            let e = decode(&junk).unwrap_err();
+            assert!(matches!(e, DecodeError::Refused(_)), "{e:?}");
+            assert!(e
+                .to_string()
+                .starts_with("vyre's decoder refused the Program: "));
+        }
     }
 }

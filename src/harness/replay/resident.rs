@@ -9,13 +9,14 @@
 //! later reads could not be trusted.
 
 use std::collections::HashMap;
+use std::num::TryFromIntError;
 
-use vyre_driver::backend::{Resource, VyreBackend};
+use vyre_driver::backend::{BackendError, Resource, VyreBackend};
 use vyrescope_capture::format::{BufferRef, CallResult, DataState, Event, Record, ResourceRef};
-use vyrescope_capture::Capture;
+use vyrescope_capture::{Capture, ReadError};
 
 use super::{failed, first_divergence, one_line, skipped, Divergence, RecordReplay, Verdict};
-use crate::vyre::replay::{decode, output_slots, OutputSlot};
+use crate::vyre::replay::{decode, output_slots, DecodeError, OutputSlot};
 
 /// The resident replay's state: captured handle -> the replaying backend's resource.
 pub(super) struct Session<'a> {
@@ -23,6 +24,44 @@ pub(super) struct Session<'a> {
     handles: HashMap<(u64, u64), Resource>,
     /// Why resident records are not replayed, once that is so.
     off: Option<String>,
+}
+
+/// Why a resident record could not be replayed (the row's detail).
+#[derive(Debug, thiserror::Error)]
+enum ResidentError {
+    /// A record names a handle no earlier allocation made.
+    #[error(
+        "resident handle {handle} of instance {owner} was not allocated earlier in the capture"
+    )]
+    Unallocated {
+        /// The captured handle.
+        handle: u64,
+        /// The backend instance that owned it.
+        owner: u64,
+    },
+    /// The capture's files could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A captured length or offset does not fit this machine's address space.
+    #[error(transparent)]
+    Size(#[from] TryFromIntError),
+    /// The captured Program does not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The captured dispatch configuration has a value vyre-driver gives no meaning.
+    #[error("{0}")]
+    Config(String),
+    /// The replaying backend refused a call.
+    #[error("{backend} failed: {error}")]
+    Backend {
+        /// The replaying backend's id.
+        backend: String,
+        /// Its error.
+        error: Box<BackendError>,
+    },
+    /// The record is not one of the resident API's.
+    #[error("not a resident record")]
+    NotResident,
 }
 
 /// What a resident record's replay gave.
@@ -86,33 +125,39 @@ impl<'a> Session<'a> {
                 row.divergence = Some(d);
                 row
             }
-            Err(e) => failed(row, e),
+            Err(e) => failed(row, e.to_string()),
         }
     }
 
-    fn resource(&self, cap: &Capture, r: &ResourceRef<BufferRef>) -> Result<Resource, String> {
+    fn resource(
+        &self,
+        cap: &Capture,
+        r: &ResourceRef<BufferRef>,
+    ) -> Result<Resource, ResidentError> {
         match r {
-            ResourceRef::Resident { handle, owner } => {
-                self.handles.get(&(*owner, *handle)).cloned().ok_or_else(|| {
-                    format!("resident handle {handle} of instance {owner} was not allocated earlier in the capture")
-                })
-            }
-            ResourceRef::Borrowed { data } => cap
-                .blob(data)
-                .map(Resource::Borrowed)
-                .map_err(|e| e.to_string()),
+            ResourceRef::Resident { handle, owner } => self
+                .handles
+                .get(&(*owner, *handle))
+                .cloned()
+                .ok_or(ResidentError::Unallocated {
+                    handle: *handle,
+                    owner: *owner,
+                }),
+            ResourceRef::Borrowed { data } => Ok(Resource::Borrowed(cap.blob(data)?)),
         }
     }
 
-    fn run(&mut self, cap: &Capture, rec: &Record) -> Result<Ran, String> {
+    fn run(&mut self, cap: &Capture, rec: &Record) -> Result<Ran, ResidentError> {
         let b = self.backend;
         let id = b.id();
+        let backend_failed = |error: BackendError| ResidentError::Backend {
+            backend: id.to_string(),
+            error: Box::new(error),
+        };
         match &rec.event {
             Event::Allocate { byte_len, resource } => {
-                let len = usize::try_from(*byte_len).map_err(|e| e.to_string())?;
-                let res = b
-                    .allocate_resident(len)
-                    .map_err(|e| format!("{id} failed: {e}"))?;
+                let len = usize::try_from(*byte_len)?;
+                let res = b.allocate_resident(len).map_err(backend_failed)?;
                 if let Some(ResourceRef::Resident { handle, owner }) = resource {
                     self.handles.insert((*owner, *handle), res);
                 }
@@ -121,31 +166,31 @@ impl<'a> Session<'a> {
             Event::Upload { writes } => {
                 for w in writes {
                     let res = self.resource(cap, &w.resource)?;
-                    let bytes = cap.blob(&w.data).map_err(|e| e.to_string())?;
-                    let offset = usize::try_from(w.offset).map_err(|e| e.to_string())?;
+                    let bytes = cap.blob(&w.data)?;
+                    let offset = usize::try_from(w.offset)?;
                     let r = if offset == 0 && !rec.call.contains("_at") {
                         b.upload_resident(&res, &bytes)
                     } else {
                         b.upload_resident_at(&res, offset, &bytes)
                     };
-                    r.map_err(|e| format!("{id} failed: {e}"))?;
+                    r.map_err(backend_failed)?;
                 }
                 Ok(Ran::Done)
             }
             Event::Download { reads } => {
                 for (k, rd) in reads.iter().enumerate() {
                     let res = self.resource(cap, &rd.resource)?;
-                    let offset = usize::try_from(rd.offset).map_err(|e| e.to_string())?;
+                    let offset = usize::try_from(rd.offset)?;
                     let got = match rd.len {
                         Some(l) => {
-                            let l = usize::try_from(l).map_err(|e| e.to_string())?;
+                            let l = usize::try_from(l)?;
                             b.download_resident_range(&res, offset, l)
                         }
                         None => b.download_resident(&res),
                     }
-                    .map_err(|e| format!("{id} failed: {e}"))?;
+                    .map_err(backend_failed)?;
                     let Some(data) = &rd.data else { continue };
-                    let want = cap.blob(data).map_err(|e| e.to_string())?;
+                    let want = cap.blob(data)?;
                     let name = match rd.resource {
                         ResourceRef::Resident { handle, .. } => {
                             format!("read {k} (handle {handle})")
@@ -163,16 +208,16 @@ impl<'a> Session<'a> {
             Event::ResidentDispatch {
                 config, resources, ..
             } => {
-                let loaded = cap.load(rec.index).map_err(|e| e.to_string())?;
+                let loaded = cap.load(rec.index)?;
                 let vp = decode(&loaded.program_wire)?;
                 let res = resources
                     .iter()
                     .map(|r| self.resource(cap, r))
                     .collect::<Result<Vec<_>, _>>()?;
-                let cfg = config.to_config()?;
+                let cfg = config.to_config().map_err(ResidentError::Config)?;
                 let out = b
                     .dispatch_resident_timed(&vp, &res, &cfg)
-                    .map_err(|e| format!("{id} failed: {e}"))?
+                    .map_err(backend_failed)?
                     .outputs;
                 if out.is_empty() && loaded.outputs.is_empty() {
                     return Ok(Ran::Done);
@@ -188,11 +233,10 @@ impl<'a> Session<'a> {
                 if let ResourceRef::Resident { handle, owner } = resource {
                     self.handles.remove(&(*owner, *handle));
                 }
-                b.free_resident(res)
-                    .map_err(|e| format!("{id} failed: {e}"))?;
+                b.free_resident(res).map_err(backend_failed)?;
                 Ok(Ran::Done)
             }
-            _ => Err("not a resident record".into()),
+            _ => Err(ResidentError::NotResident),
         }
     }
 }

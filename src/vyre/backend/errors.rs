@@ -20,7 +20,7 @@ pub fn refused(backend: &str, r: &Refusal) -> BackendError {
 }
 
 /// Inputs or resources that do not fit the Program.
-pub fn bad_inputs(backend: &str, message: &str) -> BackendError {
+pub fn bad_inputs(backend: &str, message: impl std::fmt::Display) -> BackendError {
     BackendError::InvalidProgram {
         fix: format!(
             "{backend}: {message}. Fix: pass one byte vector per input buffer (the non-workgroup buffers that are not backend-allocated outputs, in declaration order), each at least its declared count of elements."

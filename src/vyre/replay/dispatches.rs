@@ -106,7 +106,7 @@ pub fn program_of(cap: &Capture, rec: &Record) -> Result<Program, Refused> {
         .load(rec.index)
         .map_err(|e| Refused::Other(read_problem(&e)))?;
     let config = config.to_config().map_err(|e| at(e, "record again"))?;
-    let vp = super::decode(&loaded.program_wire).map_err(|e| at(e, "record again"))?;
+    let vp = super::decode(&loaded.program_wire).map_err(|e| at(e.to_string(), "record again"))?;
     let d = CapturedDispatch {
         program: &vp,
         inputs: &loaded.inputs,

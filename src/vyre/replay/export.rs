@@ -15,7 +15,7 @@ use vyre_foundation::ir::Program as VyreProgram;
 
 use crate::ir::{InputSource, InputSpec, Program, RunSpec};
 use crate::util::Problem;
-use crate::vyre::binding::{bind_borrowed, Bound, LaunchChoice};
+use crate::vyre::binding::{bind_borrowed, BindingError, Bound, LaunchChoice};
 use crate::vyre::catalog::import_for_reference;
 
 /// What an export wrote.
@@ -61,7 +61,7 @@ pub enum DispatchRefusal {
         message: String,
     },
     /// The captured inputs do not bind to the Program (a damaged capture).
-    Inputs(String),
+    Inputs(BindingError),
 }
 
 impl crate::util::HasFix for DispatchRefusal {

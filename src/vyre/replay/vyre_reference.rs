@@ -38,7 +38,7 @@ impl VyreBackend for VyreReference {
             .iter()
             .map(|b| Value::Bytes(Arc::from(b.as_slice())))
             .collect();
-        // vyre's error is large: keep its text only.
+        // vyre's error is large (clippy's result_large_err): boxed.
         let run = || {
             match (
                 config.dispatch_grid.or(config.grid_override),
@@ -50,7 +50,7 @@ impl VyreBackend for VyreReference {
                 }
                 (None, None) => vyre_reference::reference_eval(program, &values),
             }
-            .map_err(|e| e.to_string())
+            .map_err(Box::new)
         };
         let outputs = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
             Ok(r) => r.map_err(|e| BackendError::DispatchFailed {
