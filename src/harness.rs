@@ -28,6 +28,9 @@
 //!   checked against the interpreter and judged by the speedup gate (the launch list itself
 //!   runs in `runtime::pipeline`); [`timeline_run`]: instrumented launches read back into a
 //!   `timeline::Capture`.
+//! - [`worker_messages`]: the harness's jobs of the GPU worker protocol (a pipeline's forms,
+//!   a timeline, a capture replay) and what they answer, typed; [`worker_jobs`] runs them in
+//!   the `gpu-worker` process; [`replay_record`]: a replayed record's line, which one carries.
 //!
 //! Invariants:
 //! - A harness decides *what* to run and how to judge it; *how* a kernel is compiled,
@@ -53,6 +56,7 @@ pub mod preserve;
 pub mod profile_run;
 #[cfg(feature = "vyre")]
 pub mod replay;
+pub mod replay_record;
 pub mod selftest;
 pub mod timeline_run;
 pub mod tune;
@@ -63,3 +67,4 @@ pub mod vyre_dispatch;
 #[cfg(feature = "vyre")]
 pub mod vyre_race;
 pub mod worker_jobs;
+pub mod worker_messages;

@@ -580,7 +580,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             ));
             let r = if g {
                 gpu.replay_capture(&dir, index)
-                    .and_then(super::capture::read::verdict_from_json)
+                    .map(|line| super::capture::read::verdict(&line))
             } else {
                 super::capture::read::replay_reference(&dir, index)
             };

@@ -7,9 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vyrescope::runtime::worker::protocol::{
-    Message, Reply, Request, Response, TestAction, WireError,
-};
+use vyrescope::harness::worker_messages::{WorkerMessage as Message, WorkerRequest as Request};
+use vyrescope::runtime::worker::protocol::{Reply, Response, TestAction, WireError};
 use vyrescope::runtime::{GpuWorker, Runtime, RuntimeError};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vyrescope");
