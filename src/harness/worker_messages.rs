@@ -192,3 +192,168 @@ fn wrong_answer(ask: &HarnessJob, got: &HarnessDone) -> RuntimeError {
         format!("the worker binary must be this vyrescope build (unset {WORKER_EXE_ENV})"),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::{any, prop_assert_eq, proptest, ProptestConfig};
+
+    use super::*;
+    use crate::harness::pipeline::FormReport;
+    use crate::harness::replay_record::{Divergence, Verdict};
+    use crate::runtime::parity::ParityReport;
+    use crate::runtime::worker::protocol::{read_line, write_line, Reply};
+    use crate::runtime::TimingStats;
+
+    /// One line that parses back to the same line (the report has no `PartialEq`: its text
+    /// is compared, which covers every field that travels).
+    fn same_after_round_trip<T: Serialize + serde::de::DeserializeOwned>(
+        v: &T,
+    ) -> (String, String) {
+        let mut buf = Vec::new();
+        write_line(&mut buf, v).expect("writes");
+        let line = read_line(&mut &buf[..]).expect("reads").expect("a line");
+        let back: T = serde_json::from_str(&line).expect("parses");
+        (line, serde_json::to_string(&back).expect("encodes"))
+    }
+
+    fn form(n: u64, ms: f64, text: &str) -> FormReport {
+        FormReport {
+            launches: (n % 50) as usize,
+            kernels: vec![text.to_string(); (n % 3) as usize],
+            fingerprints: vec![n, n / 3],
+            device_ms: TimingStats::of(&[ms, ms * 1.5, ms / 2.0]),
+            first_ms: Some(ms * 3.0),
+            samples_ms: vec![ms, ms * 1.5, ms / 2.0],
+            upload_ms: ms / 7.0,
+            download_ms: ms / 9.0,
+            parity: ParityReport {
+                mode: text.to_string(),
+                compared: n,
+                mismatches: n % 5,
+                first: Vec::new(),
+                max_ulps_seen: n % 11,
+                order_bounded: n % 13,
+                passed: n % 2 == 0,
+            },
+        }
+    }
+
+    fn jobs(text: &str, n: u64) -> Vec<HarnessJob> {
+        vec![
+            HarnessJob::Pipeline(PipelineJob {
+                file: PathBuf::from(text),
+                root: (n % 2 == 0).then(|| PathBuf::from(text)),
+                sync: SyncMode::default(),
+                repeat: (n % 1000) as u32,
+                timeout_ms: Some(n),
+                timeline: n % 3 == 0,
+                fault_after: n % 5 == 0,
+            }),
+            HarnessJob::Timeline(TimelineJob {
+                program: text.to_string(),
+                file: text.to_string(),
+                base_dir: PathBuf::from(text),
+                root: None,
+                workgroup: [(n % 1024) as u32 + 1, 2, 1],
+                timeout_ms: (n % 2 == 1).then_some(n),
+            }),
+            HarnessJob::ReplayCapture(ReplayJob {
+                capture: PathBuf::from(text),
+                index: n,
+            }),
+        ]
+    }
+
+    fn answers(text: &str, n: u64, ms: f64) -> Vec<HarnessDone> {
+        let report = PipelineGpuReport {
+            pipeline: text.to_string(),
+            device: text.to_string(),
+            repeat: (n % 100) as u32,
+            separate: Some(form(n, ms, text)),
+            megakernel: Some(form(n / 2, ms / 2.0, text)),
+            plan: None,
+            topology: Vec::new(),
+            grid_barrier: Default::default(),
+            sync: SyncMode::default(),
+            telemetry: Default::default(),
+            gate: None,
+            alternative: (n % 2 == 0).then(|| form(n / 3, ms * 2.0, text)),
+            alternative_gate: None,
+        };
+        vec![
+            HarnessDone::PipelineRan {
+                report: Box::new(report),
+                timeline: Some(text.to_string()),
+            },
+            HarnessDone::Recorded(text.to_string()),
+            HarnessDone::Replayed(Box::new(RecordReplay {
+                index: n,
+                call: text.to_string(),
+                kind: "dispatch".into(),
+                program: text.to_string(),
+                replayed_on: Some(text.to_string()),
+                verdict: Verdict::Diverged,
+                detail: text.to_string(),
+                divergence: Some(Divergence {
+                    output: (n % 4) as usize,
+                    buffer: text.to_string(),
+                    element: n / 3,
+                    elem_type: "f32".into(),
+                    captured: format!("{ms}"),
+                    replayed: format!("{}", ms * 2.0),
+                    ulps: Some(n % 1000),
+                }),
+                captured_host_ns: n,
+                captured_device_ns: Some(n / 2),
+                replay_ns: None,
+            })),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Every harness job, as a request of the worker binary, and every answer, as its
+        /// reply, is one line that parses back to itself.
+        #[test]
+        fn every_job_and_answer_round_trips(
+            text in "[ -~\u{e9}\u{4e16}\n\"\\\\]{0,24}",
+            n in any::<u64>(),
+            ms in 0.0f64..1e7,
+        ) {
+            for job in jobs(&text, n) {
+                let req: WorkerRequest = Request::Job(job);
+                let (line, back) = same_after_round_trip(&req);
+                prop_assert_eq!(&line, &back);
+                let parsed: WorkerRequest = serde_json::from_str(&line).expect("parses");
+                prop_assert_eq!(parsed, req);
+            }
+            let kinds: std::collections::BTreeSet<&str> =
+                answers(&text, n, ms).iter().map(HarnessDone::kind).collect();
+            prop_assert_eq!(kinds.len(), 3, "every answer variant is made");
+            for done in answers(&text, n, ms) {
+                let msg: WorkerMessage = Message::Reply(Reply {
+                    result: Ok(Response::Done(done)),
+                    exiting: false,
+                });
+                let (line, back) = same_after_round_trip(&msg);
+                prop_assert_eq!(line, back);
+            }
+        }
+    }
+
+    /// A reply to one job with another job's answer is an error that names the request.
+    #[test]
+    fn an_answer_of_another_job_is_an_error() {
+        let ask = HarnessJob::ReplayCapture(ReplayJob {
+            capture: PathBuf::from("cap"),
+            index: 3,
+        });
+        let e = wrong_answer(&ask, &HarnessDone::Recorded("{}".into())).to_string();
+        assert!(
+            e.contains("record 3 of capture cap") && e.contains("a timeline recording"),
+            "{e}"
+        );
+        assert!(e.contains("Fix:"), "{e}");
+    }
+}
