@@ -233,7 +233,7 @@ mod tests {
                 first: Vec::new(),
                 max_ulps_seen: n % 11,
                 order_bounded: n % 13,
-                passed: n % 2 == 0,
+                passed: n.is_multiple_of(2),
             },
         }
     }
@@ -242,12 +242,12 @@ mod tests {
         vec![
             HarnessJob::Pipeline(PipelineJob {
                 file: PathBuf::from(text),
-                root: (n % 2 == 0).then(|| PathBuf::from(text)),
+                root: (n.is_multiple_of(2)).then(|| PathBuf::from(text)),
                 sync: SyncMode::default(),
                 repeat: (n % 1000) as u32,
                 timeout_ms: Some(n),
-                timeline: n % 3 == 0,
-                fault_after: n % 5 == 0,
+                timeline: n.is_multiple_of(3),
+                fault_after: n.is_multiple_of(5),
             }),
             HarnessJob::Timeline(TimelineJob {
                 program: text.to_string(),
@@ -277,7 +277,7 @@ mod tests {
             sync: SyncMode::default(),
             telemetry: Default::default(),
             gate: None,
-            alternative: (n % 2 == 0).then(|| form(n / 3, ms * 2.0, text)),
+            alternative: (n.is_multiple_of(2)).then(|| form(n / 3, ms * 2.0, text)),
             alternative_gate: None,
         };
         vec![

@@ -75,7 +75,7 @@ impl Live {
     /// Starts `exe gpu-worker` on device `device` with readers of its stdout (one line per
     /// message, sent to [`Live::lines`]) and stderr (its tail kept for error messages).
     pub(super) fn spawn(exe: &Path, device: u32) -> Result<Live> {
-        let mut cmd = Command::new(&exe);
+        let mut cmd = Command::new(exe);
         cmd.arg("gpu-worker").arg("--gpu").arg(device.to_string());
         // The worker opens pipeline files itself: it needs the same graph symbol values.
         for (symbol, n) in crate::ir::foreign::graph_bindings() {

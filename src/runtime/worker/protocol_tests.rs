@@ -86,7 +86,7 @@ fn requests(text: String, n: u64, wg: [u32; 3]) -> Vec<Request> {
     job.request.workgroup = Some(wg);
     job.request.sm = Some(wg[0] % 100);
     job.request.timeout = Some(std::time::Duration::from_millis(n % 1_000_000));
-    job.request.device_timing = n % 2 == 0;
+    job.request.device_timing = n.is_multiple_of(2);
     job.request.repeat = wg[1];
     vec![
         Request::Probe,
@@ -94,7 +94,7 @@ fn requests(text: String, n: u64, wg: [u32; 3]) -> Vec<Request> {
         Request::Resources(ResourcesJob {
             ptx: text.clone(),
             kernel: text.clone(),
-            lineinfo: n % 3 == 0,
+            lineinfo: n.is_multiple_of(3),
         }),
         Request::Tune(TuneJob {
             program: text.clone(),
@@ -165,7 +165,7 @@ fn messages(text: String, n: u64, ms: f64) -> Vec<Message> {
                 ..Default::default()
             },
             driver_cache_path: Some(text.clone()),
-            driver_cache_user_set: n % 2 == 0,
+            driver_cache_user_set: n.is_multiple_of(2),
         },
         telemetry: Telemetry {
             launches: n / 7,
@@ -199,7 +199,7 @@ fn messages(text: String, n: u64, ms: f64) -> Vec<Message> {
         jit_ms: ms,
         driver_jit_ms: ms / 2.0,
         info_log: text.clone(),
-        cached: n % 5 == 0,
+        cached: n.is_multiple_of(5),
     };
     let outcome = RunOutcome {
         program: text.clone(),
@@ -212,7 +212,7 @@ fn messages(text: String, n: u64, ms: f64) -> Vec<Message> {
             kernel: text.clone(),
             grid: shape.grid,
             block: shape.workgroup_size,
-            cooperative: n % 3 == 0,
+            cooperative: n.is_multiple_of(3),
             device_ms: Some(crate::runtime::TimingStats::of(&[ms, ms * 2.0, ms / 2.0])),
             device_samples_ms: vec![ms, ms * 2.0, ms / 2.0],
             upload_ms: ms / 4.0,
@@ -224,7 +224,7 @@ fn messages(text: String, n: u64, ms: f64) -> Vec<Message> {
             d2h_bytes: n / 2,
         },
         info: info.clone(),
-        ptx_cached: n % 7 == 0,
+        ptx_cached: n.is_multiple_of(7),
         parity: Some(parity),
         outputs: vec![OutputDigest {
             buffer: text.clone(),
@@ -244,7 +244,7 @@ fn messages(text: String, n: u64, ms: f64) -> Vec<Message> {
     let reply = |result| {
         Message::Reply(Reply {
             result,
-            exiting: n % 2 == 0,
+            exiting: n.is_multiple_of(2),
         })
     };
     let mut all = vec![
@@ -267,7 +267,7 @@ fn messages(text: String, n: u64, ms: f64) -> Vec<Message> {
                 result: Ok(TunePoint {
                     median_ms: Some(ms),
                     occupancy_pct: ms % 100.0,
-                    parity_ok: n % 2 == 0,
+                    parity_ok: n.is_multiple_of(2),
                 }),
             },
             TuneOutcome {
