@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use vyre_driver::backend::{BackendError, VyreBackend};
 use vyrescope_capture::format::{CallResult, CaptureState, Event, Record};
 use vyrescope_capture::read::event_kind;
