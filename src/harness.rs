@@ -29,6 +29,9 @@
 //!   runs in `runtime::launch_list`); [`timeline_run`]: which launches each form of a pipeline
 //!   records, and the recorded forms checked against the interpreter (the run is the
 //!   runtime's `run_timeline`, the record mode of its launch list).
+//! - [`worker_messages`]: the harness's jobs of the GPU worker protocol (a pipeline's forms,
+//!   a timeline, a capture replay) and what they answer, typed; [`worker_jobs`] runs them in
+//!   the `gpu-worker` process; [`replay_record`]: a replayed record's line, which one carries.
 //!
 //! Invariants:
 //! - A harness decides *what* to run and how to judge it; *how* a kernel is compiled,
@@ -57,6 +60,7 @@ pub mod preserve;
 pub mod profile_run;
 #[cfg(feature = "vyre")]
 pub mod replay;
+pub mod replay_record;
 pub mod selftest;
 pub mod timeline_run;
 pub mod tune;
@@ -67,3 +71,4 @@ pub mod vyre_dispatch;
 #[cfg(feature = "vyre")]
 pub mod vyre_race;
 pub mod worker_jobs;
+pub mod worker_messages;

@@ -8,9 +8,11 @@
 //! - [`component`]: each pane and detail tab as a component: its own keys, its status-bar
 //!   hints and its drawing; the tab registry. [`views`]: draw from `&App` only; [`layout`]
 //!   places panes for draw, mouse and paging.
-//! - [`worker`]: slow work (large emissions, probe, dispatch, tune) on a thread, reporting
-//!   through a channel; [`gpu::Gpu`] is the one seam to the CUDA runtime, an instance made
-//!   by [`run`] (or the replay's caller) and owned by the worker thread.
+//! - [`background`]: slow work (loading, planning, large emissions, probe, dispatch, tune) on
+//!   two threads off the UI thread, reporting through a channel; [`gpu::Gpu`] is the one
+//!   seam to the CUDA runtime (whose GPU work runs in the GPU worker process,
+//!   `runtime::worker`), an instance made by [`run`] (or the replay's caller) and owned by
+//!   the GPU thread.
 //! - [`terminal`]: raw mode, alternate screen, mouse, the event loop and restoring the
 //!   terminal on every exit path (including panics).
 //! - [`replay`]: the same update and draw against a text backend for `--keys`/`--snapshot`.
@@ -22,6 +24,7 @@ use std::path::PathBuf;
 pub mod action;
 pub mod analysis;
 pub mod app;
+pub mod background;
 pub mod bench;
 pub mod capture;
 pub mod component;
@@ -42,7 +45,6 @@ pub mod timeline;
 pub mod update;
 pub mod views;
 pub mod vyre_view;
-pub mod worker;
 
 use action::Cmd;
 use app::App;
@@ -124,9 +126,9 @@ fn read_first_file(app: &mut App, cmds: Vec<Cmd>) -> Vec<Cmd> {
     let mut out = Vec::new();
     for cmd in cmds {
         match cmd {
-            Cmd::Job(job @ worker::Job::Load { .. }) => {
+            Cmd::Job(job @ background::Job::Load { .. }) => {
                 let mut replies = Vec::new();
-                worker::execute(job, &mut gpu::CpuOnly, &mut |r| replies.push(r));
+                background::execute(job, &mut gpu::CpuOnly, &mut |r| replies.push(r));
                 for r in replies {
                     out.extend(update::update(app, action::Action::Worker(r)));
                 }

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::harness::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport};
+use crate::harness::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions};
+use crate::harness::worker_messages::JobsClient;
 use crate::megakernel::dataflow::SyncMode;
 use crate::runtime::{GpuWorker, Runtime, RuntimeError};
 use crate::tui::gpu::pipeline_job;
@@ -139,9 +140,7 @@ fn inspector_run(
     sync: SyncMode,
 ) -> Result<(PipelineRun, bool), Problem> {
     let (file, _) = PipelineFile::load(f, root)?;
-    let (report, timeline) = worker.run_pipeline_job(&pipeline_job(&file, sync), &mut |_| {})?;
-    let report: PipelineGpuReport = serde_json::from_value(report)
-        .map_err(|e| Problem::new(format!("unreadable report: {e}"), ""))?;
+    let (report, timeline) = worker.run_pipeline(&pipeline_job(&file, sync), &mut |_| {})?;
     let recorded = timeline.is_some_and(|t| crate::tui::timeline::from_recorded(&t).is_ok());
     Ok((PipelineRun::from_report(&report), recorded))
 }
@@ -161,7 +160,7 @@ fn fault(worker: &mut GpuWorker, f: &Path, root: Option<&Path>) -> InspectorChec
     };
     job.fault_after = true;
     let before = worker.pid();
-    match worker.run_pipeline_job(&job, &mut |_| {}) {
+    match worker.run_pipeline(&job, &mut |_| {}) {
         Err(RuntimeError::WorkerFault { .. }) if worker.pid().is_none() => {
             c.run_verified = true;
         }

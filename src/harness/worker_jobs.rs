@@ -1,5 +1,5 @@
-//! The GPU worker's harness jobs ([`crate::runtime::worker::server::Jobs`]): a pipeline's
-//! forms run by the one pipeline runner ([`super::pipeline::run_forms`]) and, when asked, their
+//! The GPU worker's harness jobs ([`crate::runtime::worker::server::Jobs`], their messages
+//! in [`super::worker_messages`]): a pipeline's forms run by the one pipeline runner ([`super::pipeline::run_forms`]) and, when asked, their
 //! timelines recorded from the same compiled pipeline; a Program's timeline; a captured
 //! dispatch replayed on `vyrescope-cuda` (feature `vyre`). The inspector's
 //! `r` sends them, so a faulting kernel ends the worker process, never the inspector, and the
@@ -8,14 +8,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::pipeline::{run_forms, Forms, PipelineGpuOptions};
+use super::pipeline::{run_forms, Forms, PipelineGpuOptions, PipelineGpuReport};
 use super::timeline_run::{record_pipeline, PipelineForm, TimelineLaunch};
+use super::worker_messages::{HarnessDone, HarnessJob, PipelineJob, ReplayJob, TimelineJob};
 use crate::emit::timeline::TimelineSpec;
 use crate::inputs::pipeline::prepare_pipeline_rooted;
 use crate::inputs::FileRoot;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::jit::JitOptions;
-use crate::runtime::worker::protocol::{PipelineJob, ReplayJob, TimelineJob};
 use crate::runtime::worker::server::Jobs;
 use crate::runtime::Runtime;
 use crate::util::Problem;
@@ -24,38 +24,50 @@ use crate::util::Problem;
 pub struct HarnessJobs;
 
 impl Jobs for HarnessJobs {
-    fn pipeline(
-        &mut self,
-        rt: &mut Runtime,
-        job: &PipelineJob,
-    ) -> Result<(serde_json::Value, Option<String>), Problem> {
-        pipeline_job(rt, job)
+    type Job = HarnessJob;
+    type Done = HarnessDone;
+
+    fn uses_runtime(&self, job: &HarnessJob) -> bool {
+        // The replay's backend opens a CUDA context of its own.
+        !matches!(job, HarnessJob::ReplayCapture(_))
     }
 
-    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem> {
-        timeline_job(rt, job)
+    fn run(&mut self, job: HarnessJob, rt: Option<&mut Runtime>) -> Result<HarnessDone, Problem> {
+        let runtime = || rt.ok_or_else(|| Problem::bug("a GPU worker job ran without the runtime"));
+        match job {
+            HarnessJob::Pipeline(j) => {
+                let (report, timeline) = pipeline_job(runtime()?, &j)?;
+                Ok(HarnessDone::PipelineRan {
+                    report: Box::new(report),
+                    timeline,
+                })
+            }
+            HarnessJob::Timeline(j) => timeline_job(runtime()?, &j).map(HarnessDone::Recorded),
+            HarnessJob::ReplayCapture(j) => replay(&j).map(|l| HarnessDone::Replayed(Box::new(l))),
+        }
     }
+}
 
-    #[cfg(feature = "vyre")]
-    fn replay(&mut self, job: &ReplayJob) -> Result<serde_json::Value, Problem> {
-        use crate::vyre::backend::registry::CUDA_ID;
-        let line = super::replay::replay_on(&job.capture, CUDA_ID, job.index)?;
-        serde_json::to_value(&line).map_err(Problem::bug)
-    }
+/// Replays a captured dispatch on `vyrescope-cuda` (a backend with its own CUDA context,
+/// acquired from vyre's registry): the record's line of `replay --json`'s report.
+#[cfg(feature = "vyre")]
+fn replay(job: &ReplayJob) -> Result<super::replay_record::RecordReplay, Problem> {
+    use crate::vyre::backend::registry::CUDA_ID;
+    super::replay::replay_on(&job.capture, CUDA_ID, job.index)
+}
 
-    #[cfg(not(feature = "vyre"))]
-    fn replay(&mut self, _: &ReplayJob) -> Result<serde_json::Value, Problem> {
-        Err(Problem::new(
-            "replaying a capture needs vyre support, and this vyrescope was built without it",
-            "build with `cargo build --features vyre`",
-        ))
-    }
+#[cfg(not(feature = "vyre"))]
+fn replay(_: &ReplayJob) -> Result<super::replay_record::RecordReplay, Problem> {
+    Err(Problem::new(
+        "replaying a capture needs vyre support, and this vyrescope was built without it",
+        "build with `cargo build --features vyre`",
+    ))
 }
 
 fn pipeline_job(
     rt: &mut Runtime,
     job: &PipelineJob,
-) -> Result<(serde_json::Value, Option<String>), Problem> {
+) -> Result<(PipelineGpuReport, Option<String>), Problem> {
     let loaded = crate::validate::pipeline::load_pipeline(&job.file);
     let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
         return Err(Problem::invalid_file(
@@ -86,9 +98,8 @@ fn pipeline_job(
     if job.fault_after {
         rt.fault_for_test()?;
     }
-    let value = serde_json::to_value(&report).map_err(Problem::bug)?;
     let Some(compiled) = compiled.filter(|_| job.timeline) else {
-        return Ok((value, None));
+        return Ok((report, None));
     };
     // One instrumented round after the timed ones (which it cannot perturb), of the very
     // kernels they launched.
@@ -113,7 +124,7 @@ fn pipeline_job(
         &parts,
     )
     .map_err(Problem::bug)?;
-    Ok((value, Some(text)))
+    Ok((report, Some(text)))
 }
 
 fn timeline_job(rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem> {

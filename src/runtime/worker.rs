@@ -16,7 +16,11 @@
 //! `no CUDA driver found ...` error, the same line an in-process [`super::Runtime`] gives.
 
 pub mod client;
+mod process;
 pub mod protocol;
+#[cfg(test)]
+mod protocol_tests;
 pub mod server;
 
 pub use client::*;
+pub use process::{mark_this_binary, worker_exe, WORKER_EXE_ENV};

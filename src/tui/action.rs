@@ -5,7 +5,7 @@
 //! [`crate::tui::update::update`] is the only function that applies an [`Action`]; the
 //! shell (terminal loop, headless replay) performs the [`Cmd`]s it returns.
 
-use super::worker::{Job, Reply};
+use super::background::{Job, Reply};
 
 /// A user command: what a key binding maps to. Names (`Command::name`) are the keys of the
 /// `keys` object in the user config file, so they are part of the documented interface.

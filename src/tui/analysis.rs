@@ -308,7 +308,7 @@ impl Document {
 
     /// For a pipeline: selects step `step` (clamped) and shows its IR; the plan (when the
     /// device `device` changed) and the fused kernel are left pending for the worker
-    /// ([`crate::tui::worker::Job::Plan`]), so the UI thread never plans or fuses.
+    /// ([`crate::tui::background::Job::Plan`]), so the UI thread never plans or fuses.
     pub fn begin_step(&mut self, step: usize, device: Option<&str>) {
         let Some(pv) = self.pipeline.as_mut() else {
             return;
@@ -374,9 +374,15 @@ pub type Resources = Result<(KernelResources, String), String>;
 /// and performance diagnostics are filled in by [`estimate_into`] once the kernel's
 /// resources are known.
 pub fn analyze(program: &Program, opts: &EmitOptions) -> Emission {
-    let ptx = emit(program, opts)
-        .map(|k| Arc::new(PtxView::new(k)))
-        .map_err(|e| e.to_string());
+    emission_of(emit(program, opts).map_err(|e| e.to_string()), opts)
+}
+
+/// The [`Emission`] of a kernel already emitted with `opts` (or why it could not be): a
+/// pipeline group's fused kernel comes from the emitter's own
+/// [`crate::megakernel::compiled::CompiledPipeline::emit_group`], as `vyrescope emit` prints
+/// it. Estimates follow as for [`analyze`].
+pub fn emission_of(kernel: Result<EmittedKernel, String>, opts: &EmitOptions) -> Emission {
+    let ptx = kernel.map(|k| Arc::new(PtxView::new(k)));
     let resources = resource_rows(ptx.as_ref().ok().map(|p| &p.kernel), None);
     Emission {
         opts: opts.clone(),

@@ -22,9 +22,9 @@ use crate::runtime::{parity, GpuWorker, SweepRequest};
 
 use super::analysis::Resources;
 use super::pipeline::{PipelineFile, PipelineRun, GPU_REPEAT};
-use crate::harness::pipeline::PipelineGpuReport;
+use crate::harness::replay_record::RecordReplay;
+use crate::harness::worker_messages::{JobsClient, PipelineJob, ReplayJob, TimelineJob};
 use crate::megakernel::plan::SyncMode;
-use crate::runtime::worker::protocol::{PipelineJob, TimelineJob};
 use crate::util::Problem;
 
 /// Why the live panels are empty before the first probe.
@@ -101,7 +101,7 @@ pub trait Gpu: Send {
     /// Replays dispatch `index` of the capture in `dir` on `vyrescope-cuda` (in the GPU
     /// worker process, as `replay --only N --backend cuda`): the record's line of `replay
     /// --json`'s report. The default replays nothing (test fakes).
-    fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<serde_json::Value, Problem> {
+    fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<RecordReplay, Problem> {
         let _ = (dir, index);
         Err(Problem::new("this GPU seam replays no captures", ""))
     }
@@ -535,32 +535,18 @@ impl Gpu for WorkerGpu {
         sync: SyncMode,
     ) -> Result<PipelineRan, Problem> {
         let job = pipeline_job(file, sync);
-        let (report, timeline) = self.worker.run_pipeline_job(&job, &mut |_| {})?;
-        let report: PipelineGpuReport = serde_json::from_value(report).map_err(|e| {
-            Problem::bug(format!(
-                "the GPU worker's pipeline report could not be read: {e}"
-            ))
-        })?;
+        let (report, timeline) = self.worker.run_pipeline(&job, &mut |_| {})?;
         let timeline = timeline.map(|t| super::timeline::from_recorded(&t));
         Ok((PipelineRun::from_report(&report), timeline))
     }
 
     /// In the GPU worker process, like a dispatch.
-    fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<serde_json::Value, Problem> {
-        use crate::runtime::worker::protocol::{ReplayJob, Request, Response};
+    fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<RecordReplay, Problem> {
         let job = ReplayJob {
             capture: dir.to_path_buf(),
             index,
         };
-        match self
-            .worker
-            .call(&Request::ReplayCapture(job), &mut |_| {})?
-        {
-            Response::Replayed(line) => Ok(*line),
-            other => Err(Problem::bug(format!(
-                "the GPU worker answered a replay with {other:?}"
-            ))),
-        }
+        Ok(self.worker.replay_capture(&job)?)
     }
 
     fn timeline(

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use similar::{capture_diff_slices, Algorithm, DiffOp};
 
 use super::analysis::PtxView;
+use super::background::ResKey;
 use super::sass_view::SassView;
-use super::worker::ResKey;
 
 /// The pinned lowering.
 #[derive(Debug, Clone)]

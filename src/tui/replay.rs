@@ -10,12 +10,12 @@ use ratatui::Terminal;
 
 use super::action::{Action, Cmd};
 use super::app::App;
+use super::background::execute;
 use super::gpu::Gpu;
 use super::highlight::Highlighter;
 use super::input::{key_action, script_keys};
 use super::update::update;
 use super::views;
-use super::worker::execute;
 
 /// Performs `cmds` inline: every worker job runs to completion on `gpu` and its replies go
 /// through `update`, until no job is left (jobs that replies queue run too). Returns true

@@ -30,12 +30,12 @@ use ratatui::Terminal;
 
 use super::action::{Action, Cmd};
 use super::app::App;
+use super::background::Background;
 use super::gpu::Gpu;
 use super::highlight::Highlighter;
 use super::input::event_action;
 use super::update::update;
 use super::views;
-use super::worker::Worker;
 use super::TuiError;
 use crate::util::os::{terminal_input, InputState};
 
@@ -203,7 +203,7 @@ fn mtime(p: &PathBuf) -> Option<SystemTime> {
 
 /// The shell's side of the loop: hands jobs to the worker and remembers a quit.
 struct Shell {
-    worker: Worker,
+    worker: Background,
     quit: bool,
 }
 
@@ -280,7 +280,7 @@ fn event_loop(
     terminal.clear()?;
     let size = terminal.size()?;
     let mut shell = Shell {
-        worker: Worker::spawn(gpu),
+        worker: Background::spawn(gpu),
         quit: false,
     };
     shell.apply(&mut app, Action::Resize(size.width, size.height));

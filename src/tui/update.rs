@@ -242,7 +242,7 @@ pub fn start(app: &mut App) -> Vec<Cmd> {
     collect(|out| {
         program::open_selected(app, out);
         program::check_files(app, 0, out);
-        out.push(app.jobs.queue(super::worker::Job::Probe));
+        out.push(app.jobs.queue(super::background::Job::Probe));
     })
 }
 

@@ -1,6 +1,6 @@
 //! The PTX pane's vyre views (feature `vyre`): vyre's own PTX for the open Program, or the
 //! comparison of ours with it (counts by instruction class, register declarations, the line
-//! diff). Made on the CPU worker lane ([`crate::tui::worker::Job::Vyre`]) like the SASS
+//! diff). Made on the CPU worker lane ([`crate::tui::background::Job::Vyre`]) like the SASS
 //! listing; without the feature the key is not bound and nothing here is ever shown.
 
 use std::sync::Arc;

@@ -362,7 +362,7 @@ fn damaged_captures_fail_headless_with_a_fix() {
 /// a hang or a dead worker.
 #[test]
 fn the_gpu_worker_replays_a_dispatch_or_says_why_not() {
-    use vyrescope::runtime::worker::protocol::{ReplayJob, Request, Response};
+    use vyrescope::harness::worker_messages::{JobsClient, ReplayJob};
     let (_t, dir) = tmp_capture();
     record_app_on(vyrescope_reference(), &dir, 1 << 30);
     let mut worker = vyrescope::runtime::GpuWorker::with_exe(env!("CARGO_BIN_EXE_vyrescope"));
@@ -370,18 +370,20 @@ fn the_gpu_worker_replays_a_dispatch_or_says_why_not() {
         capture: dir.clone(),
         index: 1,
     };
-    let ask = |w: &mut vyrescope::runtime::GpuWorker| match w
-        .call(&Request::ReplayCapture(job.clone()), &mut |_| {})
-    {
-        Ok(Response::Replayed(line)) => Ok(*line),
-        Ok(other) => panic!("not a replay's answer: {other:?}"),
-        Err(e) => Err(vyrescope::util::Problem::from(e)),
+    let ask = |w: &mut vyrescope::runtime::GpuWorker| {
+        w.replay_capture(&job)
+            .map_err(vyrescope::util::Problem::from)
     };
     let first = ask(&mut worker);
     match &first {
         Ok(line) => {
-            assert_eq!(line["verdict"], "verified", "{line}");
-            assert_eq!(line["replayed_on"], "vyrescope-cuda", "{line}");
+            use vyrescope::harness::replay_record::Verdict;
+            assert_eq!(line.verdict, Verdict::Verified, "{line:?}");
+            assert_eq!(
+                line.replayed_on.as_deref(),
+                Some("vyrescope-cuda"),
+                "{line:?}"
+            );
         }
         Err(p) => {
             assert!(p.message.contains("vyrescope-cuda"), "{p}");
@@ -391,7 +393,7 @@ fn the_gpu_worker_replays_a_dispatch_or_says_why_not() {
     // The worker keeps serving: asked again, it answers the same.
     let second = ask(&mut worker);
     assert_eq!(
-        first.map(|l| l["verdict"].clone()).map_err(|p| p.message),
-        second.map(|l| l["verdict"].clone()).map_err(|p| p.message)
+        first.map(|l| l.verdict).map_err(|p| p.message),
+        second.map(|l| l.verdict).map_err(|p| p.message)
     );
 }

@@ -7,9 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vyrescope::runtime::worker::protocol::{
-    Message, Reply, Request, Response, TestAction, WireError,
-};
+use vyrescope::harness::worker_messages::{WorkerMessage as Message, WorkerRequest as Request};
+use vyrescope::runtime::worker::protocol::{Reply, Response, TestAction, WireError};
 use vyrescope::runtime::{GpuWorker, Runtime, RuntimeError};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vyrescope");
@@ -327,4 +326,130 @@ fn the_inspector_backend_dispatches_through_the_worker() {
             }
         }
     }
+}
+
+/// A stand-in worker: a script that says `hello` (a line of protocol version `version`),
+/// then answers the first request with `answer` and waits for the end of its input.
+fn fake_worker(dir: &std::path::Path, version: u32, answer: &str) -> GpuWorker {
+    let hello = serde_json::to_string(&Message::Hello {
+        protocol: version,
+        pid: 1,
+    })
+    .expect("encodes");
+    let exe = dir.join("fake-worker");
+    // JSON has no single quotes of its own here, so single-quoting keeps each line whole.
+    crate::support::script::sh_script(
+        &exe,
+        &format!(
+            "printf '%s\\n' '{hello}'\nread -r request\nprintf '%s\\n' '{answer}'\ncat >/dev/null"
+        ),
+    );
+    GpuWorker::with_exe(exe)
+}
+
+/// A worker binary of another build (another protocol version) is refused at the handshake,
+/// before it is asked anything, with both versions named and a `Fix:`; it is stopped.
+#[test]
+fn a_worker_of_another_protocol_version_is_refused_at_the_handshake() {
+    use vyrescope::runtime::worker::protocol::PROTOCOL_VERSION;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for other in [PROTOCOL_VERSION - 1, PROTOCOL_VERSION + 7] {
+        let mut w = fake_worker(dir.path(), other, "unused");
+        let e = w.probe().expect_err("refused");
+        let text = e.to_string();
+        assert!(matches!(e, RuntimeError::Worker(_)), "{text}");
+        assert!(
+            text.contains(&format!("protocol version {other}"))
+                && text.contains(&format!("speaks version {PROTOCOL_VERSION}")),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .last()
+                .is_some_and(|l| l.trim_start().starts_with("Fix:")),
+            "{text}"
+        );
+        assert_eq!(w.pid(), None, "the worker was stopped");
+        assert!(w
+            .last_end()
+            .is_some_and(|end| end.why.contains(&format!("protocol {other}"))));
+    }
+}
+
+/// An answer that is not a message of this protocol (garbage, an unknown kind, a reply of
+/// the wrong kind) is an error naming the request, never a panic; the worker is stopped
+/// when it cannot be understood, and the error says how to fix it.
+#[test]
+fn an_unknown_or_garbled_answer_is_an_error() {
+    use vyrescope::runtime::worker::protocol::PROTOCOL_VERSION;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bye = serde_json::to_string(&Message::Reply(Reply {
+        result: Ok(Response::Bye),
+        exiting: false,
+    }))
+    .expect("encodes");
+    for (answer, says) in [
+        ("this is not a message", "cannot read"),
+        (
+            "{\"reply\":{\"result\":{\"Ok\":{\"warp_drive\":{}}},\"exiting\":false}}",
+            "cannot read",
+        ),
+        (
+            "{\"reply\":{\"result\":{\"Ok\":{\"caps\":{\"name\":7}}},\"exiting\":false}}",
+            "cannot read",
+        ),
+        (bye.as_str(), "unexpected"),
+    ] {
+        let mut w = fake_worker(dir.path(), PROTOCOL_VERSION, answer);
+        let e = w.probe().expect_err("not an answer to a probe");
+        let text = e.to_string();
+        assert!(text.contains(says), "{answer}: {text}");
+        assert!(text.contains("Fix:"), "{answer}: {text}");
+        if says == "cannot read" {
+            assert!(text.contains("the device probe"), "{text}");
+            assert_eq!(w.pid(), None, "an unreadable worker is stopped");
+        }
+    }
+}
+
+/// The harness's jobs travel through the real worker binary as typed requests: without a
+/// GPU each answers with the in-process runtime's error, with one it records and runs.
+#[test]
+fn harness_jobs_run_through_the_worker_binary() {
+    use vyrescope::harness::worker_messages::{JobsClient, PipelineJob, TimelineJob};
+    let mut w = client();
+    let program = std::fs::read_to_string("fixtures/programs/vadd_f32.json").expect("fixture");
+    let timeline = w.record_timeline(&TimelineJob {
+        program,
+        file: "vadd_f32.json".into(),
+        base_dir: "fixtures/programs".into(),
+        root: None,
+        workgroup: [128, 1, 1],
+        timeout_ms: Some(10_000),
+    });
+    let pipeline = w.run_pipeline(
+        &PipelineJob {
+            file: "fixtures/pipelines/reduce_total_normalize.json".into(),
+            root: None,
+            sync: Default::default(),
+            repeat: 1,
+            timeout_ms: Some(10_000),
+            timeline: false,
+            fault_after: false,
+        },
+        &mut |_| {},
+    );
+    match in_process() {
+        Err(local) => {
+            assert_eq!(timeline.map_err(|e| e.to_string()), Err(local.clone()));
+            assert_eq!(pipeline.map(|_| ()).map_err(|e| e.to_string()), Err(local));
+        }
+        Ok(_) => {
+            let text = timeline.expect("recorded");
+            assert!(vyrescope::tui::timeline::from_recorded(&text).is_ok());
+            let (report, _) = pipeline.expect("ran");
+            assert!(report.verified(), "{report:?}");
+        }
+    }
+    assert_eq!(w.workers_started(), 1, "errors of jobs keep the worker");
 }

@@ -11,10 +11,10 @@ use crate::tui_helpers as helpers;
 use helpers::*;
 use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{App, Focus};
+use vyrescope::tui::background::Reply;
 use vyrescope::tui::layout::areas;
 use vyrescope::tui::replay::render;
 use vyrescope::tui::sass_view::SassMode;
-use vyrescope::tui::worker::Reply;
 
 fn check(name: &str, a: &App, got: &str) {
     let l = &a.sass_view().expect("a SASS listing").listing;

@@ -8,10 +8,10 @@ use vyrescope::emit::{EmitOptions, EmittedKernel};
 use vyrescope::ir::Program;
 use vyrescope::occupancy::{DeviceCaps, KernelResources};
 use vyrescope::tui::action::{Action, Cmd, Command};
+use vyrescope::tui::background::Job;
 use vyrescope::tui::component::tabs::{self, TabComponent};
 use vyrescope::tui::gpu::{Counters, Gpu, InputFolder, Parity, RunRecord, TuneRow};
 use vyrescope::tui::replay::perform;
-use vyrescope::tui::worker::Job;
 use vyrescope::util::Problem;
 
 /// What the fake was asked, and what it answers: a record with times drawn from `seed`.

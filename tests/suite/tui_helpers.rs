@@ -10,11 +10,11 @@ use vyrescope::ir::Program;
 use vyrescope::occupancy::{DeviceCaps, KernelResources};
 use vyrescope::tui::action::{Action, Cmd, Command};
 use vyrescope::tui::app::App;
+use vyrescope::tui::background::{Job, Reply, Stats};
 use vyrescope::tui::gpu::{Counters, Gpu, InputFolder, Parity, RunRecord, TuneRow};
 use vyrescope::tui::highlight::Highlighter;
 use vyrescope::tui::replay::{apply, buffer_text, perform, render};
 use vyrescope::tui::update::refresh_estimate;
-use vyrescope::tui::worker::{Job, Reply, Stats};
 use vyrescope::tui::{setup, Options};
 use vyrescope::util::Problem;
 

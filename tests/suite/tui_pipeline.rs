@@ -141,6 +141,45 @@ fn fused_ptx_lines_select_the_steps_ir_lines() {
     assert!(checked > steps, "too few correlated lines: {checked}");
 }
 
+/// The PTX pane's kernel for each step is its group's fused kernel exactly as the emitter
+/// makes it for `vyrescope emit PIPELINE` (`CompiledPipeline::emit_group`: the fused
+/// kernel's own workgroup size, node ids renamed to the steps'), with the emission's
+/// options saying so.
+#[test]
+fn fused_ptx_is_the_emitters_group_kernel() {
+    for file in ["reduce_total_normalize.json", "workgroup_rotate.json"] {
+        let (mut a, _) = app(&[pipeline(file)], 120, 40);
+        let steps = a
+            .programs
+            .doc
+            .as_ref()
+            .unwrap()
+            .pipeline
+            .as_ref()
+            .unwrap()
+            .steps();
+        for k in 0..steps {
+            let pv = a.programs.doc.as_ref().unwrap().pipeline.as_ref().unwrap();
+            assert_eq!(pv.step, k);
+            let compiled = pv.compiled.as_ref().expect("compiled for the profile");
+            let g = pv.group.expect("the step's group");
+            let fused = pv.fused.as_ref().expect("fused");
+            let em = a.code.emission.as_ref().expect("emitted");
+            assert_eq!(
+                em.opts.workgroup_size, fused.program.workgroup_size,
+                "{file} step {k}"
+            );
+            let want = compiled
+                .emit_group(g, &a.emit_options())
+                .expect("the emitter makes the group's kernel");
+            let shown = &a.ptx_view().expect("PTX pane").kernel;
+            assert_eq!(shown.kernel_name, want.kernel_name, "{file} step {k}");
+            assert_eq!(shown.ptx, want.ptx, "{file} step {k}");
+            press(&mut a, &[Command::NextStep]);
+        }
+    }
+}
+
 #[test]
 fn step_keys_move_and_clamp() {
     let (mut a, _) = app(&[pipeline("workgroup_rotate.json")], 120, 40);
@@ -255,8 +294,8 @@ fn workgroup_keys_and_tune_say_they_do_not_apply_to_a_pipeline() {
 #[test]
 fn run_tab_charts_separate_against_fused() {
     use vyrescope::tui::action::Action;
+    use vyrescope::tui::background::Reply;
     use vyrescope::tui::pipeline::PipelineRun;
-    use vyrescope::tui::worker::Reply;
     let (mut a, hl) = app(&[pipeline("reduce_total_normalize.json")], 120, 40);
     press(&mut a, &[Command::Tab(4)]);
     let run = PipelineRun {

@@ -9,11 +9,11 @@ use helpers::*;
 use vyrescope::tui::action::{Action, Cmd, Command};
 use vyrescope::tui::app::screen::MESSAGE_TICKS;
 use vyrescope::tui::app::{Edit, EntryStatus, Focus, Overlay};
+use vyrescope::tui::background::Job;
 use vyrescope::tui::input::key_action;
 use vyrescope::tui::keymap::KeySpec;
 use vyrescope::tui::layout::{areas, MIN_SIZE};
 use vyrescope::tui::replay::perform;
-use vyrescope::tui::worker::Job;
 use vyrescope::tui::{setup, Options};
 
 fn last_row(s: &str) -> &str {
@@ -468,7 +468,7 @@ fn analysis_runs_as_worker_jobs_and_absurd_workgroups_are_refused_first() {
     // A stale estimate (an older request) is dropped.
     let old = a.code.estimate_gen;
     let cmds = vyrescope::tui::update::update(&mut a, Action::Command(Command::WgHalve));
-    let stale = vyrescope::tui::worker::Reply::Estimated(
+    let stale = vyrescope::tui::background::Reply::Estimated(
         old,
         Box::new(vyrescope::tui::analysis::Estimated {
             occupancy: Err("stale".into()),

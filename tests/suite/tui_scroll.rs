@@ -11,13 +11,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{App, Focus, Overlay};
+use vyrescope::tui::background::{Reply, Stats};
 use vyrescope::tui::component::tabs as tab_rows;
 use vyrescope::tui::gpu::{Counters, RunRecord};
 use vyrescope::tui::highlight::Highlighter;
 use vyrescope::tui::layout::areas;
 use vyrescope::tui::replay::render;
 use vyrescope::tui::views::tab_rows::{Offset, RowList};
-use vyrescope::tui::worker::{Reply, Stats};
 
 const W: u16 = 80;
 const H: u16 = 24;

@@ -7,9 +7,9 @@ use crate::tui_helpers as helpers;
 use helpers::*;
 use vyrescope::tui::action::{Action, Command};
 use vyrescope::tui::app::{Focus, Level, Overlay};
+use vyrescope::tui::background::Reply;
 use vyrescope::tui::component::tabs::{self, TabComponent};
 use vyrescope::tui::layout::areas;
-use vyrescope::tui::worker::Reply;
 
 fn all_fixtures() -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(fixture(""))
@@ -510,8 +510,8 @@ fn live_probe_sets_the_target_sm_unless_the_user_chose_one() {
 #[test]
 fn files_are_read_and_exports_written_outside_update() {
     use vyrescope::tui::action::Cmd;
+    use vyrescope::tui::background::Job;
     use vyrescope::tui::replay::perform;
-    use vyrescope::tui::worker::Job;
     let (mut a, _) = app(
         &[fixture("vadd_f32.json"), fixture("saxpy_f32.json")],
         120,

@@ -1,18 +1,19 @@
 //! The client side of the GPU worker: [`GpuWorker`] starts the `vyrescope gpu-worker` child
-//! lazily, sends requests, reads replies with a timeout, and replaces a worker that faulted,
-//! hung or died.
+//! lazily (through [`super::process`]), sends typed requests, reads replies with a timeout,
+//! and replaces a worker that faulted, hung, died or spoke another protocol version.
 
-use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::process::ExitStatus;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::process::{describe_status, worker_exe, Line, Live, WORKER_EXE_ENV};
 use super::protocol::{
-    FaultCase, Message, PipelineJob, Progress, Request, ResourcesJob, Response, RunJob, RunOutcome,
-    StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome, WireError, PROTOCOL_VERSION,
+    FaultCase, Message, NoJob, Progress, Request, ResourcesJob, Response, RunJob, RunOutcome,
+    StatsSnapshot, TestAction, TuneJob, TuneOutcome, WireError, WorkerJob, PROTOCOL_VERSION,
 };
 
 use crate::ir::Program;
@@ -21,9 +22,6 @@ use crate::runtime::dispatch::LaunchTiming;
 use crate::runtime::execute::RunRequest;
 use crate::runtime::jit::KernelInfo;
 use crate::runtime::{Result, RuntimeError};
-
-/// Environment variable naming the vyrescope binary to run as the worker.
-pub const WORKER_EXE_ENV: &str = "VYRESCOPE_WORKER_EXE";
 
 /// Extra time a request may take beyond the kernel time its timeout allows (JIT, copies,
 /// context recreation after a timeout) before the worker counts as hung.
@@ -38,111 +36,6 @@ const START_LIMIT: Duration = Duration::from_secs(10);
 
 /// Time a worker gets to exit by itself before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
-
-/// Bytes of a worker's stderr kept for error messages.
-const STDERR_TAIL: usize = 4096;
-
-static IS_VYRESCOPE_BINARY: AtomicBool = AtomicBool::new(false);
-
-/// Called by the `vyrescope` binary's `main`: this process's executable can serve as the
-/// worker. (Library users and test binaries find the binary next to theirs, or through
-/// [`WORKER_EXE_ENV`].)
-pub fn mark_this_binary() {
-    IS_VYRESCOPE_BINARY.store(true, Ordering::Relaxed);
-}
-
-/// The executable to run as the worker: [`WORKER_EXE_ENV`], this binary, or a `vyrescope`
-/// next to this executable or one directory up (cargo puts test binaries in `deps/`).
-/// Err lists the places looked at.
-pub fn worker_exe() -> std::result::Result<PathBuf, Vec<PathBuf>> {
-    if let Some(p) = std::env::var_os(WORKER_EXE_ENV).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(p));
-    }
-    let me = std::env::current_exe().ok();
-    if IS_VYRESCOPE_BINARY.load(Ordering::Relaxed) {
-        if let Some(me) = me {
-            return Ok(me);
-        }
-    }
-    let name = format!("vyrescope{}", std::env::consts::EXE_SUFFIX);
-    let mut looked = Vec::new();
-    if let Some(dir) = me.as_deref().and_then(Path::parent) {
-        for d in [Some(dir), dir.parent()].into_iter().flatten() {
-            let p = d.join(&name);
-            if p.is_file() {
-                return Ok(p);
-            }
-            looked.push(p);
-        }
-    }
-    Err(looked)
-}
-
-/// One line from the worker's stdout, or why there are no more.
-enum Line {
-    Text(String),
-    Eof,
-    Broken(String),
-}
-
-/// A started worker process.
-struct Live {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Line>,
-    stderr: Arc<Mutex<String>>,
-    pid: u32,
-    reaped: bool,
-}
-
-impl Live {
-    /// Closes stdin (a healthy worker then exits), waits up to `grace`, then kills; reaps.
-    fn finish(&mut self, grace: Duration) -> Option<ExitStatus> {
-        self.stdin.take();
-        let t = Instant::now();
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if t.elapsed() < grace => std::thread::sleep(Duration::from_millis(5)),
-                Ok(None) | Err(_) => {
-                    // The whole group: whatever the worker started goes with it.
-                    crate::util::os::kill_group(self.pid);
-                    let _ = self.child.kill();
-                    break self.child.wait().ok();
-                }
-            }
-        };
-        self.reaped = true;
-        status
-    }
-
-    /// Kills at once and reaps.
-    fn kill(&mut self) -> Option<ExitStatus> {
-        self.finish(Duration::ZERO)
-    }
-
-    /// The last lines the worker wrote to stderr, on one line.
-    fn last_words(&self) -> String {
-        // Give the stderr reader a moment to drain what the worker wrote before dying.
-        std::thread::sleep(Duration::from_millis(20));
-        let text = self.stderr.lock().map(|s| s.clone()).unwrap_or_default();
-        let lines: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
-        let tail = &lines[lines.len().saturating_sub(3)..];
-        tail.join(" | ")
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        if !self.reaped {
-            self.finish(Duration::from_millis(500));
-        }
-    }
-}
 
 /// A tune sweep as callers of [`GpuWorker::tune_program`] ask for it (the wire's `TuneJob`
 /// is built from it, so callers need not know the protocol).
@@ -252,7 +145,7 @@ impl GpuWorker {
         if let Some(c) = &self.caps {
             return Ok(c.clone());
         }
-        match self.call(&Request::Probe, &mut |_| {})? {
+        match self.core(Request::Probe, &mut |_| {})? {
             Response::Caps(c) => {
                 self.caps = Some((*c).clone());
                 Ok(*c)
@@ -267,7 +160,7 @@ impl GpuWorker {
         job: &RunJob,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunOutcome> {
-        match self.call(&Request::Run(job.clone()), progress)? {
+        match self.core(Request::Run(job.clone()), progress)? {
             Response::Ran(r) => Ok(*r),
             other => Err(unexpected(&other)),
         }
@@ -302,7 +195,7 @@ impl GpuWorker {
             kernel: kernel.to_string(),
             lineinfo: false,
         });
-        match self.call(&req, &mut |_| {})? {
+        match self.core(req, &mut |_| {})? {
             Response::Resources(info) => Ok(*info),
             other => Err(unexpected(&other)),
         }
@@ -314,7 +207,7 @@ impl GpuWorker {
         job: &TuneJob,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Vec<TuneOutcome>> {
-        match self.call(&Request::Tune(job.clone()), progress)? {
+        match self.core(Request::Tune(job.clone()), progress)? {
             Response::Tuned(rows) => Ok(rows),
             other => Err(unexpected(&other)),
         }
@@ -345,30 +238,9 @@ impl GpuWorker {
         self.tune(&job, progress)
     }
 
-    /// Runs a pipeline job (its forms, verified; optionally their timelines): the report as
-    /// JSON and the timeline record file's text.
-    pub fn run_pipeline_job(
-        &mut self,
-        job: &PipelineJob,
-        progress: &mut dyn FnMut(&Progress),
-    ) -> Result<(serde_json::Value, Option<String>)> {
-        match self.call(&Request::Pipeline(job.clone()), progress)? {
-            Response::PipelineRan { report, timeline } => Ok((*report, timeline)),
-            other => Err(unexpected(&other)),
-        }
-    }
-
-    /// Records a Program's timeline: the record file's text.
-    pub fn record_timeline(&mut self, job: &TimelineJob) -> Result<String> {
-        match self.call(&Request::Timeline(job.clone()), &mut |_| {})? {
-            Response::Recorded(text) => Ok(text),
-            other => Err(unexpected(&other)),
-        }
-    }
-
     /// Cache and telemetry counters of the current worker (a fresh worker starts at zero).
     pub fn stats(&mut self) -> Result<StatsSnapshot> {
-        match self.call(&Request::Stats, &mut |_| {})? {
+        match self.core(Request::Stats, &mut |_| {})? {
             Response::Stats(s) => Ok(*s),
             other => Err(unexpected(&other)),
         }
@@ -385,7 +257,7 @@ impl GpuWorker {
             case,
             timeout_ms: timeout.map(|t| t.as_millis() as u64),
         };
-        match self.call(&req, &mut |_| {})? {
+        match self.core(req, &mut |_| {})? {
             Response::Launched(t) => Ok(t),
             other => Err(unexpected(&other)),
         }
@@ -395,12 +267,40 @@ impl GpuWorker {
     /// of it.
     #[doc(hidden)]
     pub fn test_action(&mut self, action: TestAction) -> Result<()> {
-        self.call(&Request::Test { action }, &mut |_| {})
-            .map(|_| ())
+        self.core(Request::Test { action }, &mut |_| {}).map(|_| ())
+    }
+
+    /// Runs `job` of the layers above in the worker ([`Request::Job`]): what it produced, or
+    /// the worker's error (an answer of another kind is an error too).
+    pub fn job<J, D>(&mut self, job: J, progress: &mut dyn FnMut(&Progress)) -> Result<D>
+    where
+        J: WorkerJob + Serialize,
+        D: DeserializeOwned + std::fmt::Debug,
+    {
+        match self.call::<J, D>(&Request::Job(job), progress)? {
+            Response::Done(d) => Ok(d),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// [`GpuWorker::call`] of one of the runtime's own requests.
+    fn core(&mut self, req: Request, progress: &mut dyn FnMut(&Progress)) -> Result<Response> {
+        self.call::<NoJob, NoJob>(&req, progress)
     }
 
     /// Sends `req` and waits for its reply, starting a worker first when none is running.
-    pub fn call(&mut self, req: &Request, progress: &mut dyn FnMut(&Progress)) -> Result<Response> {
+    /// `J` and `D` are the payloads of [`Request::Job`] and [`Response::Done`] ([`NoJob`] for
+    /// the runtime's own requests). A line that is not a message of this protocol stops the
+    /// worker and is an error naming the request, never a panic.
+    pub fn call<J, D>(
+        &mut self,
+        req: &Request<J>,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Response<D>>
+    where
+        J: WorkerJob + Serialize,
+        D: DeserializeOwned,
+    {
         if self.live.is_none() {
             self.start()?;
         }
@@ -455,7 +355,7 @@ impl GpuWorker {
                     return Err(RuntimeError::Worker(crate::util::Problem::new(format!("the GPU worker's output could not be read while handling {what}: {e}; it was stopped, and the next GPU request starts a fresh worker"), "retry; if it persists, report it")));
                 }
             };
-            let msg: Message = match serde_json::from_str(&line) {
+            let msg: Message<D> = match serde_json::from_str(&line) {
                 Ok(m) => m,
                 Err(e) => {
                     self.end_worker(true, "spoke an unknown protocol".into());
@@ -506,115 +406,41 @@ impl GpuWorker {
                 return Err(RuntimeError::Worker(crate::util::Problem::new(format!("cannot find the vyrescope binary to run the GPU worker process (looked at {})", if places.is_empty() { "nothing".into() } else { places.join(", ") }), format!("set {WORKER_EXE_ENV}=/path/to/vyrescope"))));
             }
         };
-        let mut cmd = Command::new(&exe);
-        cmd.arg("gpu-worker")
-            .arg("--gpu")
-            .arg(self.device.to_string());
-        // The worker opens pipeline files itself: it needs the same graph symbol values.
-        for (symbol, n) in crate::ir::foreign::graph_bindings() {
-            cmd.arg("--bind").arg(format!("{symbol}={n}"));
-        }
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // A worker busy in a kernel does not read its stdin, so it would not notice its
-        // parent's end by the closed pipe: the kernel ends it with the parent instead (the
-        // inspector killed by a closed terminal or a signal must not leave a GPU context
-        // behind). Tied to the spawning thread, which is the one that uses the worker.
-        crate::util::os::die_with_parent(&mut cmd);
-        // A group of its own, so that killing a hung worker ends what it started too.
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd.spawn().map_err(|e| {
-            RuntimeError::Worker(crate::util::Problem::new(
-                format!(
-                    "cannot start the GPU worker process `{} gpu-worker`: {e}",
-                    exe.display()
-                ),
-                format!("check that the file exists and is executable, or set {WORKER_EXE_ENV}"),
-            ))
-        })?;
-        let pid = child.id();
-        let (tx, rx) = mpsc::channel();
-        if let Some(out) = child.stdout.take() {
-            let spawned = std::thread::Builder::new()
-                .name(format!("gpu-worker-{pid}-out"))
-                .spawn(move || {
-                    let mut r = BufReader::new(out);
-                    loop {
-                        let msg = match super::protocol::read_line(&mut r) {
-                            Ok(Some(l)) => Line::Text(l),
-                            Ok(None) => Line::Eof,
-                            Err(e) => Line::Broken(e.to_string()),
-                        };
-                        let last = !matches!(msg, Line::Text(_));
-                        if tx.send(msg).is_err() || last {
-                            break;
-                        }
-                    }
-                });
-            if spawned.is_err() {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(RuntimeError::Worker(crate::util::Problem::new(
-                    "cannot start a thread to read the GPU worker",
-                    "the system is out of threads; close other programs",
-                )));
-            }
-        }
-        let stderr = Arc::new(Mutex::new(String::new()));
-        if let Some(mut err) = child.stderr.take() {
-            let sink = Arc::clone(&stderr);
-            // Without this reader a chatty worker would block on a full pipe.
-            let _ = std::thread::Builder::new()
-                .name(format!("gpu-worker-{pid}-err"))
-                .spawn(move || {
-                    let mut buf = [0u8; 1024];
-                    while let Ok(n) = err.read(&mut buf) {
-                        if n == 0 {
-                            break;
-                        }
-                        if let Ok(mut s) = sink.lock() {
-                            s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                            if s.len() > 2 * STDERR_TAIL {
-                                let cut = s.len() - STDERR_TAIL;
-                                let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i));
-                                if let Some(c) = cut {
-                                    s.drain(..c);
-                                }
-                            }
-                        }
-                    }
-                });
-        }
-        let stdin = child.stdin.take();
-        self.live = Some(Live {
-            child,
-            stdin,
-            lines: rx,
-            stderr,
-            pid,
-            reaped: false,
-        });
+        self.live = Some(Live::spawn(&exe, self.device)?);
         self.started += 1;
         let hello = self
             .live
             .as_ref()
             .map(|l| l.lines.recv_timeout(START_LIMIT));
         match hello {
-            Some(Ok(Line::Text(t))) => {
-                match serde_json::from_str::<Message>(&t) {
-                    Ok(Message::Hello { protocol, .. }) if protocol == PROTOCOL_VERSION => Ok(()),
-                    Ok(Message::Hello { protocol, .. }) => {
-                        self.end_worker(true, "spoke another protocol".into());
-                        Err(RuntimeError::Worker(crate::util::Problem::new(format!("the GPU worker `{}` speaks protocol {protocol}, this vyrescope {PROTOCOL_VERSION}", exe.display()), format!("use the same vyrescope build for both (unset {WORKER_EXE_ENV} or point it at this build)"))))
-                    }
-                    _ => {
-                        self.end_worker(true, "did not say hello".into());
-                        Err(RuntimeError::Worker(crate::util::Problem::new(format!("`{} gpu-worker` did not start as a GPU worker (its first line: {})", exe.display(), t.chars().take(120).collect::<String>()), format!("{WORKER_EXE_ENV} must name a vyrescope binary"))))
-                    }
+            Some(Ok(Line::Text(t))) => match serde_json::from_str::<Message>(&t) {
+                Ok(Message::Hello { protocol, .. }) if protocol == PROTOCOL_VERSION => Ok(()),
+                Ok(Message::Hello { protocol, .. }) => {
+                    self.end_worker(true, format!("spoke protocol {protocol}"));
+                    Err(RuntimeError::Worker(crate::util::Problem::new(
+                        format!(
+                            "the GPU worker `{}` speaks protocol version {protocol}, and this \
+                             vyrescope speaks version {PROTOCOL_VERSION}: it is another vyrescope build",
+                            exe.display()
+                        ),
+                        format!(
+                            "run a worker of this build: unset {WORKER_EXE_ENV}, or point it at \
+                             the vyrescope binary built with this one"
+                        ),
+                    )))
                 }
-            }
+                _ => {
+                    self.end_worker(true, "did not say hello".into());
+                    let first: String = t.chars().take(120).collect();
+                    Err(RuntimeError::Worker(crate::util::Problem::new(
+                        format!(
+                            "`{} gpu-worker` did not start as a GPU worker (its first line: {first})",
+                            exe.display()
+                        ),
+                        format!("{WORKER_EXE_ENV} must name a vyrescope binary"),
+                    )))
+                }
+            },
             Some(Err(RecvTimeoutError::Timeout)) => Err(self.hung("start-up", START_LIMIT)),
             _ => Err(self.died("start-up")),
         }
@@ -684,7 +510,7 @@ impl Drop for GpuWorker {
     }
 }
 
-fn unexpected(r: &Response) -> RuntimeError {
+fn unexpected<D: std::fmt::Debug>(r: &Response<D>) -> RuntimeError {
     RuntimeError::Worker(crate::util::Problem::new(
         format!("the GPU worker answered with an unexpected {r:?}"),
         format!("the worker binary must be this vyrescope build (unset {WORKER_EXE_ENV})"),
@@ -724,44 +550,6 @@ fn into_runtime(e: WireError, pid: u32) -> RuntimeError {
     }
 }
 
-/// Words for an exit status, and a fix hint.
-fn describe_status(status: Option<ExitStatus>) -> (String, String) {
-    let bug = "retry; if it happens again, run the same work with `vyrescope run FILE --backend cuda` to see it in-process, and report it with the worker's last words".to_string();
-    let Some(s) = status else {
-        return ("exit status unknown".into(), bug);
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = s.signal() {
-            let name = match sig {
-                1 => "SIGHUP",
-                2 => "SIGINT",
-                4 => "SIGILL",
-                6 => "SIGABRT",
-                7 => "SIGBUS",
-                8 => "SIGFPE",
-                9 => "SIGKILL",
-                11 => "SIGSEGV",
-                13 => "SIGPIPE",
-                15 => "SIGTERM",
-                _ => "signal",
-            };
-            let fix = match sig {
-                9 => "the system may have run out of memory (see `dmesg`), or something killed the worker; retry with smaller buffers".to_string(),
-                2 | 15 | 1 => "something stopped the worker from outside; retry".to_string(),
-                _ => bug,
-            };
-            return (format!("killed by signal {sig} ({name})"), fix);
-        }
-    }
-    match s.code() {
-        Some(101) => ("exit code 101 (a panic)".into(), bug),
-        Some(c) => (format!("exit code {c}"), bug),
-        None => ("exit status unknown".into(), bug),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -795,18 +583,5 @@ mod tests {
         assert!(f.contains("faulted: launch failure"), "{f}");
         assert!(f.contains("pid 1234") && f.contains("fresh worker"), "{f}");
         assert!(f.lines().last().is_some_and(|l| l.contains("Fix:")), "{f}");
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn statuses_are_described_with_signal_names() {
-        use std::os::unix::process::ExitStatusExt;
-        let (d, f) = describe_status(Some(ExitStatus::from_raw(9)));
-        assert_eq!(d, "killed by signal 9 (SIGKILL)");
-        assert!(f.contains("memory"));
-        let (d, _) = describe_status(Some(ExitStatus::from_raw(3 << 8)));
-        assert_eq!(d, "exit code 3");
-        let (d, _) = describe_status(None);
-        assert!(d.contains("unknown"));
     }
 }

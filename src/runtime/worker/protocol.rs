@@ -1,12 +1,22 @@
-//! The GPU worker protocol: one JSON object per line in each direction.
+//! The GPU worker protocol: one JSON object per line in each direction, every message a
+//! variant of the typed enums below (no loose JSON values: a Program travels as its file
+//! text, everything else as typed fields).
 //!
 //! The client writes one [`Request`] line; the worker answers with any number of
 //! [`Message::Progress`] lines and then exactly one [`Message::Reply`]. The worker's first
-//! line, before any request, is [`Message::Hello`] (protocol version and pid). Large data
-//! never crosses the pipe: a run request carries the Program text and its base directory,
-//! and the worker builds the inputs from the Program's `run` section exactly as an
-//! in-process run does; replies carry summaries (shape, timings, resources, parity with the
-//! first mismatches, output checksums, cache and telemetry counters).
+//! line, before any request, is [`Message::Hello`] with [`PROTOCOL_VERSION`] and its pid; the
+//! client refuses a worker of another version (another vyrescope build) before sending it
+//! anything. Large data never crosses the pipe: a run request carries the Program text and
+//! its base directory, and the worker builds the inputs from the Program's `run` section
+//! exactly as an in-process run does; replies carry summaries (shape, timings, resources,
+//! parity with the first mismatches, output checksums, cache and telemetry counters).
+//!
+//! The runtime's own requests (probe, run, resources, tune, stats) are variants here. Work
+//! built from the layers above the runtime (a pipeline's forms, timelines, capture replays)
+//! travels as [`Request::Job`] and [`Response::Done`], whose payload types those layers
+//! define (`harness::worker_messages`): the runtime never names them, and the `gpu-worker`
+//! command serves them through [`super::server::Jobs`]. The defaults ([`NoJob`]) are the
+//! runtime's requests alone.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -22,16 +32,34 @@ use crate::runtime::jit::KernelInfo;
 use crate::runtime::parity::ParityReport;
 use crate::runtime::{RuntimeError, Telemetry};
 
-/// Bumped whenever a message changes shape; client and worker must agree.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Bumped whenever a message changes shape; client and worker must agree (checked at the
+/// handshake). 3: jobs of the layers above as typed [`Request::Job`] / [`Response::Done`].
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Longest line either side accepts (bytes); PTX of the largest Programs is well below.
 pub const MAX_LINE: usize = 256 << 20;
 
-/// Client -> worker.
+/// A job of a layer above the runtime, as [`Request::Job`] carries it.
+pub trait WorkerJob {
+    /// Short words for messages ("a run of pipeline `p.json`").
+    fn describe(&self) -> String;
+}
+
+/// No jobs beyond the runtime's own requests: the payload type of a protocol without them
+/// (it has no values, so such a request or answer cannot be made or parsed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NoJob {}
+
+impl WorkerJob for NoJob {
+    fn describe(&self) -> String {
+        match *self {}
+    }
+}
+
+/// Client -> worker. `J`: the jobs of the layers above ([`NoJob`] for none).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub enum Request {
+pub enum Request<J = NoJob> {
     /// The device's capabilities.
     Probe,
     /// Run a Program (emit, JIT, dispatch, optional verification).
@@ -42,15 +70,9 @@ pub enum Request {
     Tune(TuneJob),
     /// Cache and telemetry counters.
     Stats,
-    /// Run a pipeline file's forms (separate launches and the compiled plan), each verified,
-    /// optionally recording their timelines from the same compiled kernels (the inspector's
-    /// `r` on a pipeline).
-    Pipeline(PipelineJob),
-    /// Record one instrumented round of a Program (the Timeline tab after `r`).
-    Timeline(TimelineJob),
-    /// Replay one dispatch of a capture on `vyrescope-cuda` (the inspector's `r` on a
-    /// captured dispatch; feature `vyre`).
-    ReplayCapture(ReplayJob),
+    /// A job of the layers above (a pipeline's forms, a timeline, a capture replay), run by
+    /// the worker's [`super::server::Jobs`]; answered with [`Response::Done`].
+    Job(J),
     /// Test-only: launch a raw PTX kernel that faults or spins (valid Programs cannot fault).
     #[doc(hidden)]
     RawFault {
@@ -69,7 +91,7 @@ pub enum Request {
     Shutdown,
 }
 
-impl Request {
+impl<J: WorkerJob> Request<J> {
     /// Short words for messages ("run `vadd_f32`").
     pub fn describe(&self) -> String {
         match self {
@@ -78,13 +100,7 @@ impl Request {
             Request::Resources(j) => format!("the kernel-resources query of `{}`", j.kernel),
             Request::Tune(j) => format!("a tune sweep of `{}`", j.file),
             Request::Stats => "the statistics query".into(),
-            Request::Pipeline(j) => format!("a run of pipeline `{}`", j.file.display()),
-            Request::Timeline(j) => format!("a timeline recording of `{}`", j.file),
-            Request::ReplayCapture(j) => format!(
-                "the replay of record {} of capture {}",
-                j.index,
-                j.capture.display()
-            ),
+            Request::Job(j) => j.describe(),
             Request::RawFault { case, .. } => format!("the raw test kernel {case:?}"),
             Request::Test { action } => format!("the test action {action:?}"),
             Request::Shutdown => "shutdown".into(),
@@ -121,58 +137,6 @@ impl RunJob {
             },
         }
     }
-}
-
-/// A pipeline run in the worker: the file (read and prepared there, as `run` does) and what
-/// to run. The worker plans it for its own device, as `run --backend cuda` does.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PipelineJob {
-    /// The pipeline file.
-    pub file: PathBuf,
-    /// Folder `file` inputs may come from (`--root DIR`); None: the pipeline's folder.
-    #[serde(default)]
-    pub root: Option<PathBuf>,
-    /// Grid barriers or dataflow waits in the fused kernels.
-    pub sync: crate::megakernel::plan::SyncMode,
-    /// Timed repetitions per form.
-    pub repeat: u32,
-    /// Per-sequence timeout (ms).
-    pub timeout_ms: Option<u64>,
-    /// After the timed run, record one instrumented round of each form.
-    pub timeline: bool,
-    /// Test-only (`selftest`'s fault check for pipelines): after the run, launch a kernel
-    /// that stores through an illegal address, as a faulting fused kernel would.
-    #[doc(hidden)]
-    #[serde(default)]
-    pub fault_after: bool,
-}
-
-/// A Program's timeline recording in the worker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimelineJob {
-    /// The Program as format-1 JSON text.
-    pub program: String,
-    /// File name for messages.
-    pub file: String,
-    /// Directory that `file` inputs are relative to.
-    pub base_dir: PathBuf,
-    /// Folder `file` inputs may come from; None: `base_dir` only.
-    #[serde(default)]
-    pub root: Option<PathBuf>,
-    /// Workgroup size to run at.
-    pub workgroup: [u32; 3],
-    /// Per-launch timeout (ms).
-    pub timeout_ms: Option<u64>,
-}
-
-/// One captured dispatch to replay in the worker, as `replay CAPTURE --only INDEX --backend
-/// cuda` does (the capture is read there; nothing large crosses the pipe).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplayJob {
-    /// The capture folder.
-    pub capture: PathBuf,
-    /// The record to replay.
-    pub index: u64,
 }
 
 /// A kernel-resources query.
@@ -241,10 +205,10 @@ pub enum TestAction {
     },
 }
 
-/// Worker -> client.
+/// Worker -> client. `D`: the answers to the jobs of the layers above ([`NoJob`] for none).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Message {
+pub enum Message<D = NoJob> {
     /// First line of a worker.
     Hello {
         /// [`PROTOCOL_VERSION`] of the worker.
@@ -255,7 +219,7 @@ pub enum Message {
     /// The request moved to a new phase.
     Progress(Progress),
     /// The answer to the request.
-    Reply(Reply),
+    Reply(Reply<D>),
 }
 
 /// A phase change of the running request.
@@ -275,18 +239,18 @@ pub struct Progress {
 
 /// The outcome of one request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reply {
+pub struct Reply<D = NoJob> {
     /// What the request produced, or why it failed.
-    pub result: Result<Response, WireError>,
+    pub result: Result<Response<D>, WireError>,
     /// True when the worker exits right after this reply (a sticky fault poisoned its CUDA
     /// state); the client then starts a fresh worker for the next request.
     pub exiting: bool,
 }
 
-/// Successful answers.
+/// Successful answers. `D`: the answers to [`Request::Job`] ([`NoJob`] for none).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Response {
+pub enum Response<D = NoJob> {
     /// [`Request::Probe`].
     Caps(Box<DeviceCaps>),
     /// [`Request::Run`].
@@ -297,18 +261,8 @@ pub enum Response {
     Tuned(Vec<TuneOutcome>),
     /// [`Request::Stats`].
     Stats(Box<StatsSnapshot>),
-    /// [`Request::Pipeline`]: the run's report (`run PIPELINE --backend cuda --json`'s
-    /// shape) and, when asked for, the timeline record file's text of its forms.
-    PipelineRan {
-        /// The report.
-        report: Box<serde_json::Value>,
-        /// The record file (`timeline::file`), when recorded.
-        timeline: Option<String>,
-    },
-    /// [`Request::Timeline`]: the record file's text (`timeline::file`).
-    Recorded(String),
-    /// [`Request::ReplayCapture`]: the record's line of `replay --json`'s report.
-    Replayed(Box<serde_json::Value>),
+    /// [`Request::Job`]: what the job produced.
+    Done(D),
     /// [`Request::RawFault`] that did not fault.
     Launched(LaunchTiming),
     /// [`Request::Shutdown`].
@@ -338,11 +292,24 @@ pub struct RunOutcome {
     pub ptx_cached: bool,
     /// Parity with the reference interpreter (when asked for).
     pub parity: Option<ParityReport>,
-    /// Per output buffer: type, length, checksum and first elements (the `outputs` object
-    /// of `run --json`).
-    pub outputs: serde_json::Value,
+    /// Per output buffer, in binding order: its name, type, length and checksum (those of
+    /// `run --json`'s `outputs`).
+    pub outputs: Vec<OutputDigest>,
     /// Counters after the run.
     pub stats: StatsSnapshot,
+}
+
+/// One output buffer after a run in the worker (the elements stay there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputDigest {
+    /// Buffer name.
+    pub buffer: String,
+    /// Element type name (`f32`, `u32`, ...).
+    pub elem: String,
+    /// Element count.
+    pub len: usize,
+    /// FNV-1a 64 of the raw bytes, 16 hex digits ([`crate::report::OutputSummary`]'s).
+    pub checksum: String,
 }
 
 /// One tune candidate's result.
@@ -507,246 +474,4 @@ pub fn read_line(input: &mut dyn BufRead) -> std::io::Result<Option<String>> {
     String::from_utf8(buf)
         .map(Some)
         .map_err(|e| std::io::Error::other(format!("a protocol line is not UTF-8: {e}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn roundtrip<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug>(v: &T) {
-        let mut buf = Vec::new();
-        write_line(&mut buf, v).expect("writes");
-        assert_eq!(buf.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
-        let line = read_line(&mut &buf[..]).expect("reads").expect("a line");
-        let back: T = serde_json::from_str(&line).expect("parses");
-        assert_eq!(&back, v);
-    }
-
-    #[test]
-    fn requests_round_trip() {
-        let mut job = RunJob::new(
-            "{\"format\":1,\n\"name\":\"k\"}".into(),
-            "a b.json",
-            PathBuf::from("/tmp/x"),
-        );
-        job.request.workgroup = Some([128, 2, 1]);
-        job.request.sm = Some(80);
-        job.request.timeout = Some(std::time::Duration::from_millis(250));
-        job.request.device_timing = false;
-        for r in [
-            Request::Probe,
-            Request::Run(job.clone()),
-            Request::Resources(ResourcesJob {
-                ptx: ".version 8.0\n.target sm_90\n".into(),
-                kernel: "k".into(),
-                lineinfo: true,
-            }),
-            Request::Tune(TuneJob {
-                program: job.program.clone(),
-                file: "k.json".into(),
-                base_dir: PathBuf::from("."),
-                root: Some(PathBuf::from("/data")),
-                sm: None,
-                candidates: vec![[32, 1, 1], [1024, 1, 1]],
-                repeat: 10,
-                timeout_ms: None,
-            }),
-            Request::Stats,
-            Request::RawFault {
-                case: FaultCase::Spin { ns: 2_000_000_000 },
-                timeout_ms: Some(200),
-            },
-            Request::RawFault {
-                case: FaultCase::IllegalAddress,
-                timeout_ms: None,
-            },
-            Request::Test {
-                action: TestAction::Hang { budget_ms: 5 },
-            },
-            Request::Test {
-                action: TestAction::Exit { code: 3 },
-            },
-            Request::Shutdown,
-        ] {
-            roundtrip(&r);
-        }
-    }
-
-    #[test]
-    fn messages_round_trip() {
-        let stats = StatsSnapshot {
-            cache: CacheReport {
-                ptx: Default::default(),
-                module: crate::runtime::CacheStats {
-                    hits: 3,
-                    saved_ms: 1.25,
-                    ..Default::default()
-                },
-                driver_cache_path: Some("/c".into()),
-                driver_cache_user_set: false,
-            },
-            telemetry: Telemetry {
-                launches: 7,
-                device_ms_max: 0.5,
-                ..Default::default()
-            },
-        };
-        let parity = ParityReport {
-            mode: "exact".into(),
-            compared: 10,
-            mismatches: 1,
-            first: vec![crate::runtime::Mismatch {
-                buffer: "c".into(),
-                index: 4,
-                gpu: "1.0".into(),
-                reference: "2.0".into(),
-            }],
-            max_ulps_seen: 0,
-            order_bounded: 0,
-            passed: false,
-        };
-        let outcome = RunOutcome {
-            program: "k".into(),
-            kernel: "k".into(),
-            shape: LaunchShape {
-                workgroup_size: [256, 1, 1],
-                grid: [4, 1, 1],
-            },
-            sm: 90,
-            device: "NVIDIA H200".into(),
-            device_sm: 90,
-            dispatch: DispatchReport {
-                kernel: "k".into(),
-                grid: [4, 1, 1],
-                block: [256, 1, 1],
-                cooperative: false,
-                device_ms: None,
-                device_samples_ms: vec![],
-                upload_ms: 0.1,
-                enqueue_ms: 0.01,
-                wait_ms: 0.02,
-                readback_ms: 0.1,
-                full_ms: 0.3,
-                h2d_bytes: 8192,
-                d2h_bytes: 4096,
-            },
-            info: KernelInfo {
-                resources: Default::default(),
-                ptx_version: 80,
-                binary_version: 90,
-                max_dynamic_smem: 0,
-                jit_ms: 3.5,
-                driver_jit_ms: 3.0,
-                info_log: "ptxas info\n: Used 8 registers".into(),
-                cached: false,
-            },
-            ptx_cached: true,
-            parity: Some(parity),
-            outputs: serde_json::json!({"c": {"len": 1024}}),
-            stats: stats.clone(),
-        };
-        for m in [
-            Message::Hello {
-                protocol: PROTOCOL_VERSION,
-                pid: 42,
-            },
-            Message::Progress(Progress {
-                done: 1,
-                total: 12,
-                device: true,
-                budget_ms: Some(2000),
-            }),
-            Message::Reply(Reply {
-                result: Ok(Response::Ran(Box::new(outcome))),
-                exiting: false,
-            }),
-            Message::Reply(Reply {
-                result: Ok(Response::Stats(Box::new(stats))),
-                exiting: false,
-            }),
-            Message::Reply(Reply {
-                result: Ok(Response::Tuned(vec![
-                    TuneOutcome {
-                        workgroup: [64, 1, 1],
-                        result: Ok(TunePoint {
-                            median_ms: Some(0.01),
-                            occupancy_pct: 100.0,
-                            parity_ok: true,
-                        }),
-                    },
-                    TuneOutcome {
-                        workgroup: [2048, 1, 1],
-                        result: Err("cannot launch".into()),
-                    },
-                ])),
-                exiting: false,
-            }),
-            Message::Reply(Reply {
-                result: Err(WireError::Fault {
-                    kernel: "vs_fault_store".into(),
-                    what: "illegal memory address".into(),
-                    driver: "cuStreamSynchronize failed".into(),
-                    fix: "report it".into(),
-                }),
-                exiting: true,
-            }),
-            Message::Reply(Reply {
-                result: Err(WireError::NoDriver {
-                    lib: "libcuda.so.1".into(),
-                    reason: "libcuda.so.1: cannot open shared object file".into(),
-                }),
-                exiting: false,
-            }),
-        ] {
-            roundtrip(&m);
-        }
-    }
-
-    #[test]
-    fn runtime_errors_keep_their_words_across_the_pipe() {
-        let e = RuntimeError::NoDriver {
-            lib: "libcuda.so.1".into(),
-            reason: "nope".into(),
-        };
-        let w = WireError::from_runtime(&e);
-        assert!(!w.is_sticky());
-        assert!(matches!(&w, WireError::NoDriver { reason, .. } if reason == "nope"));
-        let err = crate::runtime::DriverError {
-            call: "cuStreamSynchronize",
-            code: 700,
-            name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
-            text: "an illegal memory access was encountered".into(),
-        };
-        let w = WireError::from_runtime(&RuntimeError::FaultUnrecovered {
-            kernel: "k".into(),
-            what: "illegal memory address".into(),
-            err: Box::new(err),
-            recovery: "x".into(),
-        });
-        assert!(w.is_sticky());
-        match w {
-            WireError::Fault { driver, fix, .. } => {
-                assert!(driver.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{driver}");
-                assert!(!fix.is_empty());
-            }
-            other => panic!("{other:?}"),
-        }
-        let w =
-            WireError::from_runtime(&RuntimeError::Other(crate::util::Problem::new("boom", "x")));
-        assert_eq!(
-            w,
-            WireError::Other {
-                message: "boom".into(),
-                fix: "x".into()
-            }
-        );
-    }
-
-    #[test]
-    fn overlong_or_binary_lines_are_errors() {
-        let mut bad: &[u8] = b"\xff\xfe\n";
-        assert!(read_line(&mut bad).is_err());
-        let mut empty: &[u8] = b"";
-        assert_eq!(read_line(&mut empty).expect("eof"), None);
-    }
 }

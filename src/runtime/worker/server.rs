@@ -10,10 +10,13 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use super::protocol::{
-    read_line, write_line, FaultCase, Message, PipelineJob, Progress, ReplayJob, Reply, Request,
-    Response, RunJob, RunOutcome, StatsSnapshot, TestAction, TimelineJob, TuneJob, TuneOutcome,
-    TunePoint, WireError, PROTOCOL_VERSION,
+    read_line, write_line, FaultCase, Message, NoJob, OutputDigest, Progress, Reply, Request,
+    Response, RunJob, RunOutcome, StatsSnapshot, TestAction, TuneJob, TuneOutcome, TunePoint,
+    WireError, WorkerJob, PROTOCOL_VERSION,
 };
 use crate::occupancy::estimate::estimate;
 use crate::report::RunReport;
@@ -25,63 +28,52 @@ use crate::util::Problem;
 /// Device budget announced for the raw fault kernels (they end in microseconds).
 const RAW_FAULT_BUDGET_MS: u64 = 10_000;
 
-struct Worker<'a> {
+struct Worker<'a, J: Jobs> {
     out: &'a mut dyn Write,
     device: u32,
     rt: Option<Result<Runtime, RuntimeError>>,
-    jobs: &'a mut dyn Jobs,
+    jobs: &'a mut J,
 }
 
-/// The requests built from the harnesses above this layer (a pipeline's forms, timelines):
-/// the `gpu-worker` command hands in the harness's implementation, so the worker runs exactly
-/// the code an in-process run does. A sticky fault among their errors is recognised from the
-/// runtime's state, not the text.
+/// The jobs built from the harnesses above this layer (a pipeline's forms, timelines, capture
+/// replays), which the runtime cannot name: the `gpu-worker` command hands in the harness's
+/// implementation, whose [`Jobs::Job`] and [`Jobs::Done`] are the payloads of
+/// [`Request::Job`] and [`Response::Done`], so the worker runs exactly the code an
+/// in-process run does. A sticky fault among their errors is recognised from the runtime's
+/// state, not the text.
 pub trait Jobs {
-    /// Runs a pipeline job on `rt`: the report as JSON and, when asked, the record file.
-    fn pipeline(
-        &mut self,
-        rt: &mut Runtime,
-        job: &PipelineJob,
-    ) -> Result<(serde_json::Value, Option<String>), Problem>;
-    /// Records a Program's timeline on `rt`: the record file's text.
-    fn timeline(&mut self, rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem>;
-    /// Replays a captured dispatch on `vyrescope-cuda` (a backend with its own CUDA context,
-    /// acquired from vyre's registry): the record's line of `replay --json`'s report.
-    fn replay(&mut self, job: &ReplayJob) -> Result<serde_json::Value, Problem> {
-        let _ = job;
-        Err(no_jobs())
-    }
+    /// The job requests.
+    type Job: WorkerJob + DeserializeOwned;
+    /// Their answers.
+    type Done: Serialize;
+    /// True when `job` runs on this worker's runtime (opened for it); false for a job that
+    /// opens its own device (a capture replay on `vyrescope-cuda`, with its own context).
+    fn uses_runtime(&self, job: &Self::Job) -> bool;
+    /// Runs `job`, on `rt` when [`Jobs::uses_runtime`] said so (else `rt` is `None`).
+    fn run(&mut self, job: Self::Job, rt: Option<&mut Runtime>) -> Result<Self::Done, Problem>;
 }
 
-/// [`Jobs`] of a worker without the harnesses (tests of the protocol): refuses both.
+/// [`Jobs`] of a worker without the harnesses (tests of the protocol): there are none to ask
+/// for.
 pub struct NoJobs;
 
 impl Jobs for NoJobs {
-    fn pipeline(
-        &mut self,
-        _: &mut Runtime,
-        _: &PipelineJob,
-    ) -> Result<(serde_json::Value, Option<String>), Problem> {
-        Err(no_jobs())
+    type Job = NoJob;
+    type Done = NoJob;
+    fn uses_runtime(&self, job: &NoJob) -> bool {
+        match *job {}
     }
-    fn timeline(&mut self, _: &mut Runtime, _: &TimelineJob) -> Result<String, Problem> {
-        Err(no_jobs())
+    fn run(&mut self, job: NoJob, _: Option<&mut Runtime>) -> Result<NoJob, Problem> {
+        match job {}
     }
-}
-
-fn no_jobs() -> Problem {
-    Problem::new(
-        "this GPU worker runs no pipelines or timelines",
-        "start it as `vyrescope gpu-worker`",
-    )
 }
 
 /// Serves requests from `input`, writing messages to `out`; returns the exit code.
-pub fn serve(
+pub fn serve<J: Jobs>(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
     device: u32,
-    jobs: &mut dyn Jobs,
+    jobs: &mut J,
 ) -> i32 {
     let mut w = Worker {
         out,
@@ -89,7 +81,7 @@ pub fn serve(
         rt: None,
         jobs,
     };
-    let hello = Message::Hello {
+    let hello = Message::<NoJob>::Hello {
         protocol: PROTOCOL_VERSION,
         pid: std::process::id(),
     };
@@ -106,10 +98,10 @@ pub fn serve(
         if line.trim().is_empty() {
             continue;
         }
-        let req: Request = match serde_json::from_str(&line) {
+        let req: Request<J::Job> = match serde_json::from_str(&line) {
             Ok(r) => r,
             Err(e) => {
-                let reply = Reply {
+                let reply = Reply::<NoJob> {
                     result: Err(WireError::Other {
                         message: format!("the GPU worker could not read a request: {e}"),
                         fix: "the client and the worker must be the same vyrescope build (unset VYRESCOPE_WORKER_EXE or point it at this build)".into(),
@@ -122,7 +114,7 @@ pub fn serve(
                 continue;
             }
         };
-        let shutdown = req == Request::Shutdown;
+        let shutdown = matches!(req, Request::Shutdown);
         let result = w.handle(req);
         let exiting = shutdown || result.as_ref().is_err_and(WireError::is_sticky);
         let sent = write_line(w.out, &Message::Reply(Reply { result, exiting }));
@@ -136,10 +128,10 @@ pub fn serve(
     }
 }
 
-impl Worker<'_> {
+impl<J: Jobs> Worker<'_, J> {
     fn progress(&mut self, p: Progress) {
         // A client that stopped reading will see the reply fail too; nothing to do here.
-        let _ = write_line(self.out, &Message::Progress(p));
+        let _ = write_line(self.out, &Message::<NoJob>::Progress(p));
     }
 
     fn runtime(&mut self) -> Result<&mut Runtime, WireError> {
@@ -160,7 +152,7 @@ impl Worker<'_> {
         }
     }
 
-    fn handle(&mut self, req: Request) -> Result<Response, WireError> {
+    fn handle(&mut self, req: Request<J::Job>) -> Result<Response<J::Done>, WireError> {
         match req {
             Request::Shutdown => Ok(Response::Bye),
             Request::Test { action } => self.test(action),
@@ -213,40 +205,21 @@ impl Worker<'_> {
             }
             Request::Run(job) => self.run(job),
             Request::Tune(job) => self.tune(job),
-            Request::Pipeline(job) => {
-                let (report, timeline) = self.with_jobs(|jobs, rt| jobs.pipeline(rt, &job))?;
-                Ok(Response::PipelineRan {
-                    report: Box::new(report),
-                    timeline,
-                })
-            }
-            Request::Timeline(job) => {
-                let text = self.with_jobs(|jobs, rt| jobs.timeline(rt, &job))?;
-                Ok(Response::Recorded(text))
-            }
-            Request::ReplayCapture(job) => {
-                // The replay's backend opens a CUDA context of its own: this worker's
-                // runtime is not needed.
-                self.progress(Progress::default());
-                self.jobs
-                    .replay(&job)
-                    .map(|v| Response::Replayed(Box::new(v)))
-                    .map_err(|p| WireError::Other {
-                        message: p.message,
-                        fix: p.fix,
-                    })
-            }
+            Request::Job(job) => self.job(job).map(Response::Done),
         }
     }
 
-    /// Runs a harness job on the runtime. The job announces no device budget: its launches
-    /// carry their own timeouts. An error after which the runtime is poisoned is a sticky
-    /// fault, so this worker exits after replying.
-    fn with_jobs<T>(
-        &mut self,
-        f: impl FnOnce(&mut dyn Jobs, &mut Runtime) -> Result<T, Problem>,
-    ) -> Result<T, WireError> {
+    /// Runs a harness job, on the runtime when it uses it. The job announces no device
+    /// budget: its launches carry their own timeouts. An error after which the runtime is
+    /// poisoned is a sticky fault, so this worker exits after replying.
+    fn job(&mut self, job: J::Job) -> Result<J::Done, WireError> {
         self.progress(Progress::default());
+        if !self.jobs.uses_runtime(&job) {
+            return self.jobs.run(job, None).map_err(|p| WireError::Other {
+                message: p.message,
+                fix: p.fix,
+            });
+        }
         self.runtime()?;
         let Some(Ok(rt)) = self.rt.as_mut() else {
             return Err(WireError::Other {
@@ -254,7 +227,8 @@ impl Worker<'_> {
                 fix: "retry".into(),
             });
         };
-        f(&mut *self.jobs, rt).map_err(|p| match rt.poisoned() {
+        let done = self.jobs.run(job, Some(&mut *rt));
+        done.map_err(|p| match rt.poisoned() {
             Some(what) => WireError::Fault {
                 kernel: String::new(),
                 what: what.to_string(),
@@ -268,7 +242,7 @@ impl Worker<'_> {
         })
     }
 
-    fn test(&mut self, action: TestAction) -> Result<Response, WireError> {
+    fn test(&mut self, action: TestAction) -> Result<Response<J::Done>, WireError> {
         match action {
             TestAction::Exit { code } => {
                 let _ = self.out.flush();
@@ -288,7 +262,7 @@ impl Worker<'_> {
         }
     }
 
-    fn run(&mut self, job: RunJob) -> Result<Response, WireError> {
+    fn run(&mut self, job: RunJob) -> Result<Response<J::Done>, WireError> {
         // A malformed Program is reported before (and without) touching the GPU.
         let program = parse(&job.program, &job.file)?;
         self.runtime()?;
@@ -309,10 +283,16 @@ impl Worker<'_> {
             run.report.full_ms,
             None,
         );
-        let outputs = serde_json::to_value(&report)
-            .ok()
-            .and_then(|v| v.get("outputs").cloned())
-            .unwrap_or(serde_json::Value::Null);
+        let outputs = report
+            .outputs
+            .iter()
+            .map(|(name, o)| OutputDigest {
+                buffer: name.clone(),
+                elem: o.elem.name().to_string(),
+                len: o.len,
+                checksum: o.checksum.clone(),
+            })
+            .collect();
         Ok(Response::Ran(Box::new(RunOutcome {
             program: program.name.clone(),
             kernel: run.compiled.emitted.kernel_name.clone(),
@@ -360,11 +340,11 @@ impl Worker<'_> {
                     budget_ms: budget.map(|b| b.as_millis() as u64),
                 },
             };
-            let _ = write_line(out, &Message::Progress(p));
+            let _ = write_line(out, &Message::<NoJob>::Progress(p));
         })
     }
 
-    fn tune(&mut self, job: TuneJob) -> Result<Response, WireError> {
+    fn tune(&mut self, job: TuneJob) -> Result<Response<J::Done>, WireError> {
         let program = parse(&job.program, &job.file)?;
         self.runtime()?;
         let total = job.candidates.len() as u32;

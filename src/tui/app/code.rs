@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use crate::occupancy::KernelResources;
 use crate::tui::analysis::{Emission, Resources};
+use crate::tui::background::ResKey;
 use crate::tui::pin::{Pin, PinView};
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
-use crate::tui::worker::ResKey;
 
 /// The emission and its options.
 #[derive(Debug)]

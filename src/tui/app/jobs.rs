@@ -4,8 +4,8 @@
 use crate::megakernel::cache::{PlanCache, PlanCacheCounts};
 use crate::occupancy::DeviceCaps;
 use crate::tui::action::{Action, Cmd};
+use crate::tui::background::{Job, Reply, Stats};
 use crate::tui::gpu::{Counters, RunRecord, TuneRow, NO_RUNTIME};
-use crate::tui::worker::{Job, Reply, Stats};
 use crate::util::Problem;
 
 /// Work in progress, for the progress indicator.

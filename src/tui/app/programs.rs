@@ -1,5 +1,5 @@
 //! The program list sub-state: the files, the list cursor, and the open program (or why it
-//! could not be opened). Files are read on the worker ([`crate::tui::worker::Job::Load`]);
+//! could not be opened). Files are read on the worker ([`crate::tui::background::Job::Load`]);
 //! this state only takes what it read.
 
 use std::path::PathBuf;

@@ -32,12 +32,6 @@ pub fn replay_reference(_dir: &Path, _index: u64) -> Result<Verdict, Problem> {
     Err(feature_off())
 }
 
-/// A replay's line of `replay --json` as a verdict.
-#[cfg(not(feature = "vyre"))]
-pub fn verdict_from_json(_line: serde_json::Value) -> Result<Verdict, Problem> {
-    Err(feature_off())
-}
-
 /// Lists the capture in `dir`. `Err` when it is not a readable capture (no manifest,
 /// another format version, no records folder): the reader's message with its `Fix:`.
 #[cfg(feature = "vyre")]
@@ -186,17 +180,10 @@ pub fn replay_reference(dir: &Path, index: u64) -> Result<Verdict, Problem> {
     Ok(verdict(&line))
 }
 
-/// A replay's line of `replay --json` (from the GPU worker) as a verdict.
-#[cfg(feature = "vyre")]
-pub fn verdict_from_json(line: serde_json::Value) -> Result<Verdict, Problem> {
-    let line: crate::harness::replay::RecordReplay = serde_json::from_value(line)
-        .map_err(|e| Problem::bug(format!("the GPU worker's replay could not be read: {e}")))?;
-    Ok(verdict(&line))
-}
-
-#[cfg(feature = "vyre")]
-fn verdict(line: &crate::harness::replay::RecordReplay) -> Verdict {
-    use crate::harness::replay::{verdict_text, Verdict as V};
+/// A replayed record's line of `replay --json` (from the GPU worker, or this process) as the
+/// capture view's verdict.
+pub fn verdict(line: &crate::harness::replay_record::RecordReplay) -> Verdict {
+    use crate::harness::replay_record::{verdict_text, Verdict as V};
     Verdict {
         line: verdict_text(line),
         detail: line.detail.clone(),

@@ -4,9 +4,9 @@
 
 use crate::tui::action::Cmd;
 use crate::tui::app::App;
+use crate::tui::background::Job;
 use crate::tui::capture::{ReplayState, Verdict};
 use crate::tui::component::tabs::{self, TabComponent};
-use crate::tui::worker::Job;
 use crate::util::Problem;
 
 use super::program;

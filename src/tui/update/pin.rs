@@ -6,9 +6,9 @@ use std::sync::Arc;
 use super::{nav, program};
 use crate::tui::action::Cmd;
 use crate::tui::app::{App, Focus};
+use crate::tui::background::{Job, ResKey};
 use crate::tui::pin::{label, Pin, PinView};
 use crate::tui::sass_view::{SassMode, SassState};
-use crate::tui::worker::{Job, ResKey};
 
 /// The current lowering's key and PTX, when emitted.
 fn current(app: &App) -> Option<(ResKey, Arc<crate::tui::analysis::PtxView>)> {

@@ -8,11 +8,11 @@ use crate::tui::action::Cmd;
 use crate::tui::analysis::{analyze, Document, INLINE_EMIT_MAX_STMTS};
 use crate::tui::app::programs::{LoadKind, Loaded};
 use crate::tui::app::{App, Focus, PromptKind, SM_TARGETS};
+use crate::tui::background::{Job, LoadedFile, ResKey};
 use crate::tui::component::tabs::{self, TabComponent};
 use crate::tui::export;
 use crate::tui::sass_view::{SassMode, SassState};
 use crate::tui::vyre_view::{VyreMode, VyreState};
-use crate::tui::worker::{Job, LoadedFile, ResKey};
 use crate::util::Problem;
 
 use super::nav;
@@ -245,7 +245,7 @@ pub(super) fn reanalyze(app: &mut App, out: &mut Vec<Cmd>) {
 pub(super) fn planned(
     app: &mut App,
     generation: u64,
-    p: crate::tui::worker::Planned,
+    p: crate::tui::background::Planned,
     out: &mut Vec<Cmd>,
 ) {
     if generation != app.code.generation {

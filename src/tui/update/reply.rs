@@ -8,9 +8,9 @@ use crate::tui::timeline::TimelineState;
 use crate::util::Problem;
 use std::sync::Arc;
 
+use crate::tui::background::Reply;
 use crate::tui::sass_view::{SassState, SassView};
 use crate::tui::vyre_view::VyreState;
-use crate::tui::worker::Reply;
 
 use super::timeline::set as set_timeline;
 use super::{nav, program};

@@ -1,7 +1,9 @@
-//! Slow work off the UI thread: emission of large programs, device probe, dispatch, tune
-//! sweeps. Jobs go in through a channel; progress and results come back as [`Reply`]s that
-//! the event loop turns into [`crate::tui::action::Action::Worker`]. [`execute`] is the same
-//! code the headless replay runs inline, so replays see exactly what the UI sees.
+//! Slow work off the UI thread (not the GPU worker process, which the GPU thread's
+//! [`super::gpu::WorkerGpu`] talks to): loading and planning, emission of large programs,
+//! device probe, dispatch, tune sweeps. Jobs go in through a channel; progress and results
+//! come back as [`Reply`]s that the event loop turns into
+//! [`crate::tui::action::Action::Worker`]. [`execute`] is the same code the headless replay
+//! runs inline, so replays see exactly what the UI sees.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -13,7 +15,7 @@ use crate::ir::Program;
 use crate::occupancy::DeviceCaps;
 
 use super::analysis::{
-    analyze, estimate_emission, Document, Emission, Estimated, PtxView, Resources,
+    analyze, emission_of, estimate_emission, Document, Emission, Estimated, PtxView, Resources,
 };
 use super::app::programs::LoadKind;
 use super::app::EntryStatus;
@@ -278,8 +280,10 @@ pub struct Planned {
     pub emission: Emission,
 }
 
-/// Plans (when needed) and fuses `view`'s step for `device`, and emits the kernel with its
-/// source map renamed to the steps' node ids.
+/// Plans (when needed) and fuses `view`'s step for `device`, and emits the kernel the PTX
+/// pane shows: the step's group's fused kernel as the emitter makes it for `vyrescope emit`
+/// (at the fused kernel's own workgroup size, its source map renamed to the steps' node ids),
+/// or the step's own Program when there is no fused kernel.
 fn plan_step(
     mut view: PipelineView,
     device: Option<&DeviceCaps>,
@@ -287,25 +291,22 @@ fn plan_step(
     opts: &EmitOptions,
 ) -> Planned {
     let cached = view.refresh(device, cache);
-    let program = match (&view.fused, view.file.pipeline.steps.get(view.step)) {
-        (Ok(f), _) => Some(&f.program),
-        (Err(_), s) => s.map(|s| &s.program),
-    };
-    let mut emission = match program {
-        Some(p) => analyze(p, opts),
-        None => Emission {
-            opts: opts.clone(),
-            ptx: Err(format!("the pipeline has no step {}", view.step)),
-            occupancy: Err("no kernel".into()),
-            resources: Vec::new(),
-            diagnostics: Vec::new(),
+    let emission = match (&view.compiled, view.group, &view.fused) {
+        (Ok(compiled), Some(g), Ok(fused)) => {
+            let opts = EmitOptions {
+                workgroup_size: fused.program.workgroup_size,
+                ..opts.clone()
+            };
+            emission_of(
+                compiled.emit_group(g, &opts).map_err(|e| e.to_string()),
+                &opts,
+            )
+        }
+        _ => match view.file.pipeline.steps.get(view.step) {
+            Some(s) => analyze(&s.program, opts),
+            None => emission_of(Err(format!("the pipeline has no step {}", view.step)), opts),
         },
     };
-    if let (Ok(f), Ok(ptx)) = (&view.fused, &emission.ptx) {
-        let mut kernel = ptx.kernel.clone();
-        crate::megakernel::compiled::rename_to_steps(&mut kernel, f, &view.file.pipeline);
-        emission.ptx = Ok(Arc::new(PtxView::new(kernel)));
-    }
     Planned {
         view,
         cached,
@@ -580,7 +581,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             ));
             let r = if g {
                 gpu.replay_capture(&dir, index)
-                    .and_then(super::capture::read::verdict_from_json)
+                    .map(|line| super::capture::read::verdict(&line))
             } else {
                 super::capture::read::replay_reference(&dir, index)
             };
@@ -655,18 +656,18 @@ impl Drop for Lane {
 
 /// The worker threads: one owns the GPU (probe, resources, dispatch, tune, pipelines), one
 /// does CPU analysis ([`Job::is_cpu`]); both report through one channel.
-pub struct Worker {
+pub struct Background {
     gpu: Lane,
     cpu: Lane,
     /// Replies to drain each loop iteration.
     pub replies: Receiver<Reply>,
 }
 
-impl Worker {
+impl Background {
     /// Starts the threads; the GPU thread owns `gpu`.
     pub fn spawn(gpu: Box<dyn Gpu>) -> Self {
         let (rtx, rrx) = channel::<Reply>();
-        Worker {
+        Background {
             gpu: Lane::spawn("vyrescope-gpu", gpu, rtx.clone()),
             cpu: Lane::spawn("vyrescope-cpu", Box::new(super::gpu::CpuOnly), rtx),
             replies: rrx,
