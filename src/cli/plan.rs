@@ -136,7 +136,6 @@ pub fn run(a: &Args) -> super::Outcome {
             a.regs.len(),
             &fit.note,
         );
-
         t.push_str(&render_runs_as(&runs, a.sync));
         if let Some(theirs) = &vyre {
             t = theirs.text(t);
