@@ -24,6 +24,9 @@
 //!   [`vyre_catalog`] (feature `vyre`): vyre's op catalogue against vyre's expected outputs,
 //!   also through a `VyreBackend` acquired from vyre's registry; [`vyre_dispatch`] (feature
 //!   `vyre`): dispatch speed through that trait against the copy limit.
+//! - [`target`]: the one compile target of a pipeline (device, sync form, decision, plan
+//!   cache) and the one `compile` every pipeline front end calls, with the decision it
+//!   carries.
 //! - [`pipeline`]: a pipeline as separate launches and/or its megakernel plan, each form
 //!   checked against the interpreter and judged by the speedup gate (the launch list itself
 //!   runs in `runtime::launch_list`); [`timeline_run`]: which launches each form of a pipeline
@@ -62,6 +65,7 @@ pub mod profile_run;
 pub mod replay;
 pub mod replay_record;
 pub mod selftest;
+pub mod target;
 pub mod timeline_run;
 pub mod tune;
 #[cfg(feature = "vyre")]

@@ -104,6 +104,7 @@ pub mod cache_check;
 pub mod compiled;
 pub mod cost;
 pub mod dataflow;
+pub mod decision;
 pub mod deps;
 pub mod emitted;
 pub mod halo;

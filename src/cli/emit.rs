@@ -157,7 +157,11 @@ fn pipeline(a: &Args) -> super::Outcome {
         timeline: a.timeline,
     };
     let pk = super::pipeline_kernels::load(&a.file, None, a.workgroup, &how)?;
-    let mut text = String::new();
+    // `--resources` stays one line per group; PTX says what decided its kernels in comments.
+    let mut text = match a.resources || a.map {
+        true => String::new(),
+        false => pk.decision_text("// "),
+    };
     let mut groups = Vec::new();
     for g in &pk.groups {
         let k = &g.kernel;

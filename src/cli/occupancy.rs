@@ -77,26 +77,11 @@ pub fn run(a: &Args) -> super::Outcome {
 }
 
 /// The `--device` profile (a bundled name or a DeviceCaps file), else the default profile;
-/// with a note saying which and why.
+/// with a note saying which and why (the compile target's own resolution).
 pub(crate) fn resolve_device(
     arg: Option<&str>,
 ) -> Result<(DeviceCaps, String), profiles::ProfileError> {
-    if let Some(d) = arg {
-        let caps = profiles::load(d)?;
-        let note = format!(
-            "{} ({}, --device {d})",
-            caps.name,
-            profiles::label(d, &caps)
-        );
-        return Ok((caps, note));
-    }
-    let caps = profiles::load(profiles::DEFAULT_PROFILE)?;
-    let note = format!(
-        "{} ({}: no --device given)",
-        caps.name,
-        profiles::label(profiles::DEFAULT_PROFILE, &caps)
-    );
-    Ok((caps, note))
+    crate::harness::target::device_profile(arg)
 }
 
 fn row_json(r: &SweepRow) -> serde_json::Value {
@@ -390,9 +375,10 @@ fn pipeline_mode(a: &Args, file: &Path, note: &str) -> super::Outcome {
     let mut failed = false;
     let mut groups = Vec::new();
     let mut text = format!(
-        "pipeline: {} ({})\ndevice: {note}\n",
+        "pipeline: {} ({})\ndevice: {note}\n{}",
         pk.pipeline.name,
-        file.display()
+        file.display(),
+        pk.decision_text("")
     );
     for g in &pk.groups {
         let (res, src) = kernel_resources(&g.kernel, sm, a.regs)?;

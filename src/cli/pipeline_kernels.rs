@@ -9,11 +9,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::emit::{EmitOptions, EmittedKernel};
+use crate::harness::target::{compile, target, CompiledTarget, DeviceChoice, Fit, TargetSpec};
 use crate::harness::timeline_run::{instrumented_kernel, pipeline_launches, PipelineForm};
 use crate::inputs::pipeline::pipeline_shapes;
 use crate::ir::Pipeline;
-use crate::megakernel::compiled::CompiledPipeline;
-use crate::megakernel::plan::{Group, GroupKind, PlanOptions, SyncMode};
+use crate::megakernel::decision::DecisionReport;
+use crate::megakernel::plan::{Group, GroupKind, SyncMode};
 use crate::occupancy::DeviceCaps;
 use crate::util::Problem;
 
@@ -35,6 +36,9 @@ pub(crate) struct PipelineKernels {
     pub pipeline: Pipeline,
     /// The device profile it was planned for.
     pub device: DeviceCaps,
+    /// What decided the plan's fusion (printed by `emit`, `sass` and `occupancy` as every
+    /// front end prints it).
+    pub decision: DecisionReport,
     /// One kernel per group, in plan order.
     pub groups: Vec<GroupKernel>,
 }
@@ -100,18 +104,32 @@ pub(crate) fn load(
     let pipeline = super::plan::load(file)?;
     let base = file.parent().unwrap_or(Path::new("."));
     let shapes = pipeline_shapes(&pipeline, base)?;
-    let (caps, _) = super::occupancy::resolve_device(device)?;
-    let mut opts = PlanOptions::new(caps.clone());
-    opts.decide = how.decide;
-    let mut compiled =
-        CompiledPipeline::compile(Arc::new(pipeline), shapes, &opts, how.sync, None)?;
-    let sm = how
-        .sm
-        .unwrap_or_else(|| (caps.cc_major * 10 + caps.cc_minor).min(90));
+    // The plan cache is looked up, never written: a decision `run --decide measure`
+    // recorded for this pipeline, device and sync form is the one these kernels follow.
+    let spec = TargetSpec {
+        device: DeviceChoice::Profile(device.map(str::to_string)),
+        sync: how.sync,
+        decide: how.decide,
+        ..TargetSpec::default()
+    };
+    let t = target(Arc::new(pipeline), shapes, &spec)?;
+    let caps = t.device.clone();
+    let sm = how.sm.unwrap_or_else(|| t.default_sm());
     // The kernels as a run launches them: each persistent grid fitted to what the kernel's
     // own registers keep resident (as `plan` and the Plan tab report it).
-    crate::harness::offline_fit::fit_offline(&mut compiled, &caps, sm, &[])
-        .map_err(|e| e.context(file.display()))?;
+    let fit = Fit::Offline {
+        sm: Some(sm),
+        registers: Vec::new(),
+    };
+    let CompiledTarget {
+        compiled,
+        decision,
+        warnings,
+        ..
+    } = compile(&t, fit).map_err(|e| e.context(file.display()))?;
+    for w in &warnings {
+        errln!("warning: {w}");
+    }
     let eopts = EmitOptions {
         sm,
         workgroup_size: [1, 1, 1],
@@ -148,6 +166,7 @@ pub(crate) fn load(
     Ok(PipelineKernels {
         pipeline: (*compiled.pipeline).clone(),
         device: caps,
+        decision,
         groups,
     })
 }
@@ -194,13 +213,23 @@ impl PipelineKernels {
         })
     }
 
-    /// `{"pipeline", "device", "groups": [...]}` around per-group objects.
+    /// `{"pipeline", "device", "decision", "groups": [...]}` around per-group objects.
     pub fn wrap_json(&self, groups: Vec<Value>) -> Value {
         json!({
             "pipeline": self.pipeline.name,
             "device": self.device.name,
+            "decision": self.decision,
             "groups": groups,
         })
+    }
+
+    /// The decision's lines ([`DecisionReport::lines`]), each after `prefix` (`// ` in PTX).
+    pub fn decision_text(&self, prefix: &str) -> String {
+        self.decision
+            .lines()
+            .iter()
+            .map(|l| format!("{prefix}{l}\n"))
+            .collect()
     }
 }
 

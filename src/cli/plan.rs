@@ -5,11 +5,14 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::harness::target::{
+    compile, target, CacheUse, CompiledTarget, DeviceChoice, Fit, TargetSpec,
+};
 use crate::inputs::pipeline::pipeline_shapes;
 use crate::ir::Pipeline;
-use crate::megakernel::cache::PlanCache;
 use crate::megakernel::compiled::CompiledPipeline;
-use crate::megakernel::plan::{GroupKind, Plan, PlanOptions, SyncMode, DEFAULT_REGISTERS};
+use crate::megakernel::decision::DecisionReport;
+use crate::megakernel::plan::{GroupKind, Plan, SyncMode, DEFAULT_REGISTERS};
 use crate::megakernel::DepKind;
 use crate::util::Problem;
 
@@ -73,45 +76,35 @@ pub fn run(a: &Args) -> super::Outcome {
     let base = a.file.parent().unwrap_or(Path::new("."));
     // Shapes only: a plan never looks at the buffers' contents.
     let shapes = pipeline_shapes(&pipeline, base)?;
-    let (caps, device_note) = super::occupancy::resolve_device(a.device.as_deref())?;
-    if !(0.0..=100.0).contains(&a.min_occupancy) {
-        return Err(Problem::new(
-            format!("--min-occupancy {} is not a percentage", a.min_occupancy),
-            "give a value from 0 to 100, e.g. --min-occupancy 25",
-        ));
-    }
-    if a.regs.len() > pipeline.steps.len() || a.regs.iter().any(|&r| r == 0 || r > 255) {
-        return Err(Problem::new(
-            format!(
-                "--regs {:?}: expected at most {} counts (one per step) from 1 to 255",
-                a.regs,
-                pipeline.steps.len()
-            ),
-            "give one register count per step in order, e.g. --regs 18,20",
-        ));
-    }
-    let opts = PlanOptions {
-        device: caps,
-        registers: a.regs.iter().map(|&r| Some(r)).collect(),
-        min_occupancy_pct: a.min_occupancy,
+    let spec = TargetSpec {
+        device: DeviceChoice::Profile(a.device.clone()),
         sync: a.sync,
         decide: a.decide,
+        registers: a.regs.clone(),
+        min_occupancy_pct: a.min_occupancy,
+        cache: match a.no_cache {
+            true => CacheUse::Off,
+            false => CacheUse::ReadWrite,
+        },
     };
-    let cache = if a.no_cache { None } else { PlanCache::user() };
-    let mut compiled = CompiledPipeline::compile(
-        std::sync::Arc::new(pipeline),
-        shapes,
-        &opts,
-        a.sync,
-        cache.as_ref(),
-    )?;
+    let t = target(std::sync::Arc::new(pipeline), shapes, &spec)?;
     // Decided with the registers assumed per step; reported with each kernel's own.
-    let sm = (opts.device.cc_major * 10 + opts.device.cc_minor).min(90);
-    let fit =
-        crate::harness::offline_fit::fit_offline(&mut compiled, &opts.device, sm, &opts.registers)?;
-    if let Some(w) = &compiled.planned.warning {
+    let fit = Fit::Offline {
+        sm: None,
+        registers: t.plan_options.registers.clone(),
+    };
+    let CompiledTarget {
+        compiled,
+        decision,
+        offline,
+        warnings,
+        ..
+    } = compile(&t, fit)?;
+    for w in &warnings {
         errln!("warning: {w}");
     }
+    let fit = offline.ok_or_else(|| Problem::bug("an offline fit gave no register note"))?;
+    let device_note = t.device_note;
     let runs = runs_as(&compiled);
     let cached = &compiled.planned;
     let vyre = beside::vyre_beside(a, &compiled.pipeline, &cached.plan)?;
@@ -120,6 +113,7 @@ pub fn run(a: &Args) -> super::Outcome {
         let mut v = serde_json::to_value(&cached.plan).map_err(Problem::bug)?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert("sync".into(), serde_json::json!(a.sync.name()));
+            obj.insert("decision".into(), serde_json::json!(decision));
             obj.insert("runs_as".into(), serde_json::json!(runs));
             obj.insert("registers_note".into(), serde_json::json!(fit.note));
             obj.insert(
@@ -301,11 +295,10 @@ pub fn render(
             }
         }
     }
-    if !plan.decisions.is_empty() {
-        let _ = writeln!(o, "\nfusion decisions:");
-        for d in &plan.decisions {
-            let _ = writeln!(o, "  {}", d.describe());
-        }
+    // What decided fusion, in the words every front end uses.
+    let _ = writeln!(o);
+    for l in DecisionReport::of(plan).lines() {
+        let _ = writeln!(o, "{l}");
     }
     if !plan.fusion_breaks.is_empty() {
         let _ = writeln!(o, "\nfusion breaks:");

@@ -124,7 +124,7 @@ pub struct Args {
     /// keep the fastest and store the choice in the plan cache) or `recompute` (run every
     /// chain of window steps as recomputed passes: halo recomputation).
     #[arg(long, default_value = "model", value_name = "HOW")]
-    pub decide: crate::harness::pipeline::DecideMode,
+    pub decide: crate::megakernel::plan::Decide,
     /// cuda, pipelines: how fused kernels lower grid barriers: `flip` (one flipping arrival
     /// counter, the default) or `generation` (the earlier counter-plus-generation lowering),
     /// to compare the two on the same GPU.

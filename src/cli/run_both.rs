@@ -18,12 +18,11 @@ use super::run_args::{Args, Backend};
 use crate::harness::pipeline::{
     check_on_reference, expected, pipeline_tolerance, run_forms_with, FormReport, Forms,
 };
+use crate::harness::target::{compile, target, DeviceChoice, Fit, TargetSpec};
 use crate::inputs::pipeline::{pipeline_shapes, PreparedPipeline};
 use crate::ir::Pipeline;
-use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::gate::GateResult;
 use crate::megakernel::launch::{separate_launches, PipelineLaunch};
-use crate::megakernel::plan::PlanOptions;
 use crate::runtime::dispatch::TimingStats;
 use crate::runtime::parity::ParityReport;
 use crate::util::Problem;
@@ -179,16 +178,14 @@ pub fn run(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) -> su
             let want = expected(pipeline, prepared, fuel)?;
             let tol = pipeline_tolerance(pipeline);
             let separate = separate_launches(pipeline, &shapes)?;
-            let mut opts = PlanOptions::new(caps.clone());
-            opts.decide = a.decide.plan_decide();
-            let ours = CompiledPipeline::compile(
-                Arc::new(pipeline.clone()),
-                shapes.clone(),
-                &opts,
-                a.sync,
-                None,
-            )?
-            .fused_launches()?;
+            let spec = TargetSpec {
+                device: DeviceChoice::Caps(caps.clone()),
+                sync: a.sync,
+                decide: a.decide,
+                ..TargetSpec::default()
+            };
+            let t = target(Arc::new(pipeline.clone()), shapes.clone(), &spec)?;
+            let ours = compile(&t, Fit::Plan)?.compiled.fused_launches()?;
             let mut rows = Vec::new();
             for (form, launches) in [("separate", &separate), ("vyrescope", &ours)] {
                 let parity = check_on_reference(launches, prepared, &want, tol, fuel)?;

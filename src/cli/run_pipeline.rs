@@ -13,10 +13,13 @@ use serde::Serialize;
 use super::run_args::{dump_named, Args, Backend};
 use crate::harness::executor::{Executor, PipelineExecution};
 use crate::harness::pipeline::{Forms, PipelineGpuOptions, PipelineGpuReport};
+use crate::harness::target::{compile, target, Fit, TargetSpec};
 use crate::inputs::pipeline::{prepare_pipeline_rooted, PreparedPipeline};
 use crate::interp::{self, pipeline::StepRun};
 use crate::ir::Pipeline;
+use crate::megakernel::decision::DecisionReport;
 use crate::megakernel::gate::evidence_csv;
+use crate::megakernel::plan::Decide;
 use crate::report::{element_text, OutputSummary, FIRST_ELEMENTS};
 use crate::util::Problem;
 use crate::validate::pipeline::load_pipeline;
@@ -32,6 +35,8 @@ struct PipelineReport<'a> {
     outputs: Vec<(String, OutputSummary)>,
     elapsed_ms: f64,
     node_evals: u64,
+    /// What decides the pipeline's fusion when it runs on a GPU (the plan `plan` shows).
+    decision: Option<DecisionReport>,
 }
 
 fn ser_outputs<S: serde::Serializer>(
@@ -101,6 +106,7 @@ pub fn run(a: &Args) -> super::Outcome {
             "add --backend cuda",
         ));
     }
+    let decision = reference_decision(a, pipeline, &prepared)?;
     let (steps, elapsed_ms) =
         match Executor::Reference.run_pipeline(pipeline, &mut prepared, &options(a)) {
             Ok(PipelineExecution::Reference { steps, elapsed_ms }) => (steps, elapsed_ms),
@@ -127,6 +133,7 @@ pub fn run(a: &Args) -> super::Outcome {
             .collect(),
         elapsed_ms,
         node_evals: steps.iter().map(|s| s.stats.node_evals).sum(),
+        decision,
     };
     if a.json {
         match serde_json::to_string_pretty(&report) {
@@ -152,6 +159,9 @@ pub fn run(a: &Args) -> super::Outcome {
                 s.elapsed_ms
             );
         }
+        for l in report.decision.iter().flat_map(DecisionReport::lines) {
+            outln!("  {l}");
+        }
         for ((name, o), b) in report
             .outputs
             .iter()
@@ -174,6 +184,33 @@ pub fn run(a: &Args) -> super::Outcome {
     Ok(0)
 }
 
+/// The decision a GPU run of `pipeline` would follow (the default device profile, the plan
+/// cache looked up only), for the reference run to report as every front end does. A
+/// pipeline the planner cannot plan still runs on the interpreter (said on stderr); only
+/// `--decide measure`, which needs a GPU, is refused.
+fn reference_decision(
+    a: &Args,
+    pipeline: &Pipeline,
+    prepared: &PreparedPipeline,
+) -> Result<Option<DecisionReport>, Problem> {
+    let spec = TargetSpec {
+        sync: a.sync,
+        decide: a.decide,
+        ..TargetSpec::default()
+    };
+    let shapes = prepared.steps.iter().map(|s| s.shape).collect();
+    let compiled = target(std::sync::Arc::new(pipeline.clone()), shapes, &spec)
+        .and_then(|t| compile(&t, Fit::Plan));
+    match compiled {
+        Ok(c) => Ok(Some(c.decision)),
+        Err(e) if a.decide == Decide::Measure => Err(e),
+        Err(e) => {
+            errln!("note: no fusion decision: {}", e.message);
+            Ok(None)
+        }
+    }
+}
+
 fn forms(a: &Args) -> Forms {
     match (a.separate, a.megakernel, a.both) {
         (true, false, false) => Forms::Separate,
@@ -184,16 +221,13 @@ fn forms(a: &Args) -> Forms {
 
 /// What `a` asks of a pipeline run (the reference interpreter uses only the fuel).
 pub(super) fn options(a: &Args) -> PipelineGpuOptions {
-    PipelineGpuOptions {
-        forms: forms(a),
-        repeat: a.repeat,
-        timeout: a.timeout_ms.map(std::time::Duration::from_millis),
-        fuel: a.fuel.unwrap_or(interp::DEFAULT_FUEL),
-        measure_topology: a.topology == super::run_args::Topology::Measure,
-        decide: a.decide,
-        grid_barrier: a.grid_barrier,
-        sync: a.sync,
-    }
+    PipelineGpuOptions::new(forms(a), a.repeat)
+        .with_timeout(a.timeout_ms.map(std::time::Duration::from_millis))
+        .with_fuel(a.fuel.unwrap_or(interp::DEFAULT_FUEL))
+        .with_measure_topology(a.topology == super::run_args::Topology::Measure)
+        .with_decide(a.decide)
+        .with_grid_barrier(a.grid_barrier)
+        .with_sync(a.sync)
 }
 
 /// Runs the pipeline on the GPU; `prepared` holds the initial contents and receives the final
@@ -287,6 +321,9 @@ pub fn print_text(r: &PipelineGpuReport) {
                 m.reference
             );
         }
+    }
+    for l in r.decision.iter().flat_map(DecisionReport::lines) {
+        outln!("  {l}");
     }
     if let Some(p) = &r.plan {
         outln!(

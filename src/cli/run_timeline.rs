@@ -282,6 +282,13 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
     };
     let initial = crate::harness::pipeline::host_buffers(prepared);
     let compiled = compile_on(&mut rt, pipeline, &shapes, &how, &initial, &jit)?;
+    let decision = compiled.decision;
+    let compiled = compiled.compiled;
+    if !a.json {
+        for l in decision.lines() {
+            outln!("{l}");
+        }
+    }
     let opts = DispatchOptions {
         timeout: a.timeout_ms.map(std::time::Duration::from_millis),
         ..DispatchOptions::default()
@@ -315,6 +322,6 @@ pub fn pipeline(a: &Args, pipeline: &Pipeline, prepared: &mut PreparedPipeline) 
         }
         forms.push(checked(f.label, f.run)?);
     }
-    let extra = json!({"pipeline": pipeline.name, "backend": "cuda", "parity": parity});
+    let extra = json!({"pipeline": pipeline.name, "backend": "cuda", "parity": parity, "decision": decision});
     finish(a, &rt, &forms, extra, parity_ok)
 }

@@ -96,7 +96,7 @@ fn pipeline(a: &Args) -> super::Outcome {
         timeline: false,
     };
     let pk = super::pipeline_kernels::load(&a.file, a.device.as_deref(), a.workgroup, &how)?;
-    let mut text = String::new();
+    let mut text = pk.decision_text("// ");
     let mut groups = Vec::new();
     for g in &pk.groups {
         let listing = match sass::disassemble(&g.kernel, a.sm) {

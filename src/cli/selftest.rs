@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::harness::pipeline::{run_pipeline_forms, Forms, PipelineGpuOptions, PipelineGpuReport};
 use crate::inputs::pipeline::prepare_pipeline_rooted;
 use crate::inputs::FileRoot;
+use crate::megakernel::plan::Decide;
 use crate::validate::pipeline::load_pipeline;
 
 use crate::harness::fuzz::{default_out_dir, summary as fuzz_summary, FuzzOptions};
@@ -626,28 +627,19 @@ fn run_pipelines(
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    let opts = PipelineGpuOptions {
-        forms: Forms::Both,
-        repeat: repeat.max(1),
-        timeout: Some(std::time::Duration::from_secs(10)),
-        fuel: crate::interp::DEFAULT_FUEL,
-        measure_topology: false,
-        decide: crate::harness::pipeline::DecideMode::Fuse,
-        grid_barrier: Default::default(),
-        sync: Default::default(),
-    };
+    let opts = PipelineGpuOptions::new(Forms::Both, repeat)
+        .with_timeout(Some(std::time::Duration::from_secs(10)))
+        .with_decide(Decide::Fuse);
     // The other sync form: fixtures run the default (dataflow waits) with separate launches,
     // then grid barriers in the fused form alone.
-    let barrier_opts = PipelineGpuOptions {
-        forms: Forms::Megakernel,
-        sync: crate::megakernel::dataflow::SyncMode::Barrier,
-        ..opts.clone()
-    };
-    let recompute_opts = PipelineGpuOptions {
-        forms: Forms::Megakernel,
-        decide: crate::harness::pipeline::DecideMode::Recompute,
-        ..opts.clone()
-    };
+    let barrier_opts = opts
+        .clone()
+        .with_forms(Forms::Megakernel)
+        .with_sync(crate::megakernel::dataflow::SyncMode::Barrier);
+    let recompute_opts = opts
+        .clone()
+        .with_forms(Forms::Megakernel)
+        .with_decide(Decide::Recompute);
     let mut out = Vec::new();
     for f in files {
         let (pipeline, prepared) = match load_fixture(&f, root) {
@@ -688,13 +680,17 @@ fn has_recomputed_pass(
     pipeline: &crate::ir::Pipeline,
     prepared: &crate::inputs::pipeline::PreparedPipeline,
 ) -> bool {
-    use crate::megakernel::plan::{plan, Decide, PlanOptions};
+    use crate::harness::target::{compile, target, CacheUse, DeviceChoice, Fit, TargetSpec};
     let shapes: Vec<_> = prepared.steps.iter().map(|s| s.shape).collect();
-    let opts = PlanOptions {
+    let spec = TargetSpec {
+        device: DeviceChoice::Caps(rt.caps().clone()),
         decide: Decide::Recompute,
-        ..PlanOptions::new(rt.caps().clone())
+        cache: CacheUse::Off,
+        ..TargetSpec::default()
     };
-    plan(pipeline, &shapes, &opts).is_ok_and(|p| p.groups.iter().any(|g| g.halo.is_some()))
+    target(std::sync::Arc::new(pipeline.clone()), shapes, &spec)
+        .and_then(|t| compile(&t, Fit::Plan))
+        .is_ok_and(|c| c.compiled.plan().groups.iter().any(|g| g.halo.is_some()))
 }
 
 /// A pipeline fixture loaded, validated and with its buffers made (`file` inputs from its

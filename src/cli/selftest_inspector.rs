@@ -83,16 +83,9 @@ fn one(
     let mut c = check(f, sync);
     match super::selftest::load_fixture(f, root) {
         Ok((pipeline, mut prepared)) => {
-            let opts = PipelineGpuOptions {
-                forms: Forms::Both,
-                repeat: GPU_REPEAT,
-                timeout: Some(crate::tui::gpu::KERNEL_TIMEOUT),
-                fuel: crate::interp::DEFAULT_FUEL,
-                measure_topology: false,
-                decide: crate::harness::pipeline::DecideMode::Model,
-                grid_barrier: Default::default(),
-                sync,
-            };
+            let opts = PipelineGpuOptions::new(Forms::Both, GPU_REPEAT)
+                .with_timeout(Some(crate::tui::gpu::KERNEL_TIMEOUT))
+                .with_sync(sync);
             match run_pipeline_forms(rt, &pipeline, &mut prepared, &opts) {
                 Ok(r) => c.run_verified = r.verified(),
                 Err(e) => c.problems.push(format!("run: {}", e.message)),

@@ -94,16 +94,9 @@ fn one(
     // The fused form as `run --megakernel` launches it (once), then its timeline from the
     // same compiled pipeline: the recorded kernels must be the launched ones (a group that
     // fell back to its kernel without prefetch included).
-    let run = PipelineGpuOptions {
-        forms: Forms::Megakernel,
-        repeat: 1,
-        timeout: opts.timeout,
-        fuel: crate::interp::DEFAULT_FUEL,
-        measure_topology: false,
-        decide: crate::harness::pipeline::DecideMode::Model,
-        grid_barrier: Default::default(),
-        sync,
-    };
+    let run = PipelineGpuOptions::new(Forms::Megakernel, 1)
+        .with_timeout(opts.timeout)
+        .with_sync(sync);
     let (report, compiled) = run_forms(rt, &pipeline, &mut prepared, &run)?;
     let compiled = compiled.ok_or_else(|| Problem::bug("the fused form was not compiled"))?;
     let recorded = record_pipeline(rt, &compiled, &initial, &[form], (1, 0), &opts, &jit)?;

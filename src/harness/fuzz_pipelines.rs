@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::pipeline::{
     host_buffers, launches_on_reference, run_pipeline_forms, Forms, PipelineGpuOptions,
 };
-use crate::emit::grid_sync::GridBarrier;
+use super::target::{target, CacheUse, DeviceChoice, Fit, TargetSpec};
 use crate::gen::{random_pipeline, random_window_chain};
 use crate::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use crate::inputs::LaunchShape;
@@ -30,7 +30,7 @@ use crate::interp;
 use crate::ir::Pipeline;
 use crate::megakernel::compiled::CompiledPipeline;
 use crate::megakernel::dataflow::SyncMode;
-use crate::megakernel::plan::{Decide, Plan, PlanOptions};
+use crate::megakernel::plan::{Decide, Plan};
 use crate::occupancy::DeviceCaps;
 use crate::runtime::Runtime;
 use crate::util::Problem;
@@ -164,16 +164,15 @@ fn compile(
     sync: SyncMode,
     decide: Decide,
 ) -> Result<CompiledPipeline, Problem> {
-    Ok(CompiledPipeline::compile(
-        Arc::new(p.clone()),
-        shapes.to_vec(),
-        &PlanOptions {
-            decide,
-            ..PlanOptions::new(caps.clone())
-        },
+    let spec = TargetSpec {
+        device: DeviceChoice::Caps(caps.clone()),
         sync,
-        None,
-    )?)
+        decide,
+        cache: CacheUse::Off,
+        ..TargetSpec::default()
+    };
+    let t = target(Arc::new(p.clone()), shapes.to_vec(), &spec)?;
+    Ok(super::target::compile(&t, Fit::Plan)?.compiled)
 }
 
 /// [`fused_on_interpreter`] with every chain of window steps in the recomputed form
@@ -319,21 +318,13 @@ pub fn fuzz_pipelines(
         out: o.out.clone(),
         passed: true,
     };
-    let opts = PipelineGpuOptions {
-        forms: Forms::Both,
-        repeat: 1,
-        timeout: Some(o.timeout),
-        fuel: interp::Options::default().fuel,
-        measure_topology: false,
-        decide: crate::harness::pipeline::DecideMode::Fuse,
-        grid_barrier: GridBarrier::default(),
-        sync: o.sync,
-    };
+    let opts = PipelineGpuOptions::new(Forms::Both, 1)
+        .with_timeout(Some(o.timeout))
+        .with_fuel(interp::Options::default().fuel)
+        .with_decide(Decide::Fuse)
+        .with_sync(o.sync);
     // Every fourth seed also draws a chain of window steps, run recomputed.
-    let recompute = PipelineGpuOptions {
-        decide: crate::harness::pipeline::DecideMode::Recompute,
-        ..opts.clone()
-    };
+    let recompute = opts.clone().with_decide(Decide::Recompute);
     let caps = rt.caps().clone();
     'seeds: for k in 0..o.count {
         let seed = o.seed.wrapping_add(k);
@@ -416,9 +407,7 @@ pub fn fuzz_pipelines(
                         &o.out,
                         &format!("{stem}_{seed:016x}"),
                         &p,
-                        plan_of(&p, &shapes, &caps, opts.decide.plan_decide())
-                            .ok()
-                            .as_ref(),
+                        plan_of(&p, &shapes, &caps, opts.decide).ok().as_ref(),
                     ) {
                         Ok(f) => (Some(f), detail),
                         Err(w) => (None, format!("{detail} (not written: {w})")),

@@ -211,7 +211,6 @@ pub fn fit_offline(
 mod tests {
     use super::*;
     use crate::inputs::pipeline::pipeline_shapes;
-    use crate::megakernel::plan::PlanOptions;
     use std::path::Path;
     use std::sync::Arc;
 
@@ -220,15 +219,15 @@ mod tests {
         let p = crate::ir::load_pipeline(&file).unwrap();
         let shapes = pipeline_shapes(&p, file.parent().unwrap()).unwrap();
         let caps = crate::occupancy::profiles::load("h100-sxm").unwrap();
-        let c = CompiledPipeline::compile(
-            Arc::new(p),
-            shapes,
-            &PlanOptions::new(caps.clone()),
+        let spec = crate::harness::target::TargetSpec {
+            device: crate::harness::target::DeviceChoice::Caps(caps.clone()),
             sync,
-            None,
-        )
-        .unwrap();
-        (c, caps)
+            cache: crate::harness::target::CacheUse::Off,
+            ..Default::default()
+        };
+        let t = crate::harness::target::target(Arc::new(p), shapes, &spec).unwrap();
+        let c = crate::harness::target::compile(&t, crate::harness::target::Fit::Plan).unwrap();
+        (c.compiled, caps)
     }
 
     #[test]

@@ -13,12 +13,12 @@ use crate::inputs::{HostBuffer, LaunchShape};
 use crate::interp;
 use crate::interp::pipeline::StepRun;
 use crate::ir::{Access, Pipeline};
-use crate::megakernel::cache::PlanCache;
 pub use crate::megakernel::compiled::Topology;
 use crate::megakernel::compiled::{CompiledPipeline, Residency};
+use crate::megakernel::decision::DecisionReport;
 use crate::megakernel::gate::{judge, GateResult};
 use crate::megakernel::launch::{separate_launches, PipelineLaunch};
-use crate::megakernel::plan::{Decide, Plan, PlanOptions, SyncMode};
+use crate::megakernel::plan::{Decide, Plan, SyncMode};
 use crate::megakernel::FusedKernel;
 use crate::runtime::dispatch::{DispatchOptions, TimingStats};
 use crate::runtime::execute::tolerance_for;
@@ -27,6 +27,8 @@ use crate::runtime::parity::{compare, ParityReport, Tolerance};
 use crate::runtime::pipeline::PipelineRunReport;
 use crate::runtime::Runtime;
 use crate::util::Problem;
+
+use super::target::{compile, target, CacheUse, CompiledTarget, DeviceChoice, Fit, TargetSpec};
 
 /// Repetitions per form and round when both forms are timed (interleaved rounds keep slow
 /// drifts of the machine from favouring one form).
@@ -77,6 +79,10 @@ pub struct PipelineGpuReport {
     /// The plan, when the megakernel form ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+    /// What decided the plan's fusion, when the megakernel form ran (printed by every front
+    /// end as [`DecisionReport::lines`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionReport>,
     /// Persistent grids confirmed by the driver.
     pub topology: Vec<Topology>,
     /// How the fused kernels lowered their grid barriers.
@@ -265,66 +271,23 @@ impl Residency for Driver<'_> {
     }
 }
 
-/// How a GPU run decides what to fuse (`run --decide`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DecideMode {
-    /// The cost model, or a decision an earlier `measure` left in the plan cache for this
-    /// device: never a form predicted (or measured) slower than separate launches.
-    #[default]
-    Model,
-    /// Fuse whatever may legally fuse, whatever it costs (to study or verify a fused form).
-    Fuse,
-    /// Time each run of fusable steps fused, separate and as the model splits it, keep the
-    /// fastest, and store the choice in the plan cache for this device.
-    Measure,
-    /// Run every chain of window steps recomputed (halo recomputation), whatever the model
-    /// predicts (to study or verify that form).
-    Recompute,
-}
-
-impl DecideMode {
-    /// The planner's decision for this mode (`measure` plans by the model, then times).
-    pub fn plan_decide(self) -> Decide {
-        match self {
-            DecideMode::Model | DecideMode::Measure => Decide::Model,
-            DecideMode::Fuse => Decide::Fuse,
-            DecideMode::Recompute => Decide::Recompute,
-        }
-    }
-}
-
-impl std::str::FromStr for DecideMode {
-    type Err = Problem;
-    fn from_str(s: &str) -> Result<Self, Problem> {
-        match s {
-            "model" => Ok(DecideMode::Model),
-            "fuse" => Ok(DecideMode::Fuse),
-            "measure" => Ok(DecideMode::Measure),
-            "recompute" => Ok(DecideMode::Recompute),
-            _ => Err(Problem::usage(
-                format!("unknown fusion decision `{s}`"),
-                "use `model` (the default), `fuse`, `measure` or `recompute`",
-            )),
-        }
-    }
-}
-
 /// How [`compile_on`] plans and fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CompileHow {
     /// Dataflow waits or grid barriers (`--sync`).
     pub sync: SyncMode,
     /// How fusion is decided (`--decide`).
-    pub decide: DecideMode,
+    pub decide: Decide,
     /// Choose each persistent grid by timing (`--topology measure`).
     pub measure_topology: bool,
 }
 
-/// The compiled pipeline every GPU front end runs: planned for the live device (through the
-/// user's plan cache, counted in the runtime's telemetry), fused under `how.sync`, fitted to
-/// the driver's co-residency, and with `measure` choices timed over `initial` (the pipeline's
-/// initial contents; unused otherwise). `run` in every form, `--timeline`, `selftest` and the
-/// inspector's runs (through the GPU worker) all launch and record exactly its kernels.
+/// The compiled pipeline every GPU front end runs: the pipeline's [`super::target`] for the
+/// live device (through the user's plan cache, counted in the runtime's telemetry), fused
+/// under `how.sync`, fitted to the driver's co-residency, and with `measure` choices timed
+/// over `initial` (the pipeline's initial contents; unused otherwise) and recorded. `run` in
+/// every form, `--timeline`, `selftest` and the inspector's runs (through the GPU worker) all
+/// launch and record exactly its kernels.
 pub fn compile_on(
     rt: &mut Runtime,
     pipeline: &Pipeline,
@@ -332,35 +295,26 @@ pub fn compile_on(
     how: &CompileHow,
     initial: &[HostBuffer],
     jit: &JitOptions,
-) -> Result<CompiledPipeline, Problem> {
-    let mut plan_opts = PlanOptions::new(rt.caps().clone());
-    plan_opts.decide = how.decide.plan_decide();
-    let cache = PlanCache::user();
-    let mut compiled = CompiledPipeline::compile(
-        Arc::new(pipeline.clone()),
-        shapes.to_vec(),
-        &plan_opts,
-        how.sync,
-        cache.as_ref(),
-    )?;
-    if let Some(w) = &compiled.planned.warning {
+) -> Result<CompiledTarget, Problem> {
+    let spec = TargetSpec {
+        device: DeviceChoice::Caps(rt.caps().clone()),
+        sync: how.sync,
+        decide: how.decide,
+        cache: CacheUse::ReadWrite,
+        ..TargetSpec::default()
+    };
+    let t = target(Arc::new(pipeline.clone()), shapes.to_vec(), &spec)?;
+    let mut driver = Driver { rt, jit, initial };
+    let fit = Fit::Device {
+        device: &mut driver,
+        measure_topology: how.measure_topology,
+    };
+    let c = compile(&t, fit)?;
+    for w in &c.warnings {
         crate::util::stderr_line(&format!("warning: {w}"));
     }
-    rt.record_plan(&compiled.planned);
-    let mut driver = Driver { rt, jit, initial };
-    compiled.fit(&mut driver, how.measure_topology)?;
-    if how.decide == DecideMode::Measure {
-        compiled.decide_by_timing(
-            &plan_opts,
-            &mut driver,
-            cache.as_ref(),
-            how.measure_topology,
-        )?;
-        if let Some(w) = &compiled.planned.warning {
-            crate::util::stderr_line(&format!("warning: {w}"));
-        }
-    }
-    Ok(compiled)
+    driver.rt.record_plan(&c.planning);
+    Ok(c)
 }
 
 /// One form's timed samples and its first repetition's report and results.
@@ -391,11 +345,72 @@ pub struct PipelineGpuOptions {
     /// Choose each persistent grid by timing a few choices (`--topology measure`).
     pub measure_topology: bool,
     /// How fusion is decided (`--decide`).
-    pub decide: DecideMode,
+    pub decide: Decide,
     /// How fused kernels lower their grid barriers (`--grid-barrier`).
     pub grid_barrier: GridBarrier,
     /// Dataflow waits or grid barriers in fused persistent groups (`--sync`).
     pub sync: SyncMode,
+}
+
+impl PipelineGpuOptions {
+    /// The one place the options are written out: `forms`, `repeat` timed repetitions per
+    /// form (at least 1), no timeout, the reference interpreter's default fuel, the default
+    /// fusion decision, sync form and grid-barrier lowering, the estimated persistent grid.
+    /// Every front end starts here and changes what it asks for with the `with_` methods.
+    pub fn new(forms: Forms, repeat: u32) -> Self {
+        PipelineGpuOptions {
+            forms,
+            repeat: repeat.max(1),
+            timeout: None,
+            fuel: crate::interp::DEFAULT_FUEL,
+            measure_topology: false,
+            decide: Decide::default(),
+            grid_barrier: GridBarrier::default(),
+            sync: SyncMode::default(),
+        }
+    }
+
+    /// Which forms run.
+    pub fn with_forms(mut self, forms: Forms) -> Self {
+        self.forms = forms;
+        self
+    }
+
+    /// A per-sequence timeout.
+    pub fn with_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The reference interpreter's step budget.
+    pub fn with_fuel(mut self, fuel: u64) -> Self {
+        self.fuel = fuel;
+        self
+    }
+
+    /// `--topology measure`.
+    pub fn with_measure_topology(mut self, measure_topology: bool) -> Self {
+        self.measure_topology = measure_topology;
+        self
+    }
+
+    /// `--decide`.
+    pub fn with_decide(mut self, decide: Decide) -> Self {
+        self.decide = decide;
+        self
+    }
+
+    /// `--grid-barrier`.
+    pub fn with_grid_barrier(mut self, grid_barrier: GridBarrier) -> Self {
+        self.grid_barrier = grid_barrier;
+        self
+    }
+
+    /// `--sync`.
+    pub fn with_sync(mut self, sync: SyncMode) -> Self {
+        self.sync = sync;
+        self
+    }
 }
 
 fn form_report(
@@ -466,6 +481,7 @@ pub fn run_forms_with(
     };
     let separate = separate_launches(pipeline, &shapes)?;
     let mut compiled = None;
+    let mut decision = None;
     let mut fused = Vec::new();
     // The initial contents, copied once: every form and topology trial starts from them.
     let initial = host_buffers(prepared);
@@ -476,8 +492,9 @@ pub fn run_forms_with(
             measure_topology: o.measure_topology,
         };
         let c = compile_on(rt, pipeline, &shapes, &how, &initial, &jit)?;
-        fused = c.fused_launches()?;
-        compiled = Some(c);
+        fused = c.compiled.fused_launches()?;
+        decision = Some(c.decision);
+        compiled = Some(c.compiled);
     }
     let total = o.repeat.max(1);
     let mut results: Vec<FormSamples> =
@@ -539,6 +556,7 @@ pub fn run_forms_with(
         separate: separate_rep,
         megakernel,
         plan: compiled.as_ref().map(|c| c.plan().clone()),
+        decision,
         topology: compiled
             .as_ref()
             .map_or_else(Vec::new, |c| c.topology.clone()),

@@ -84,16 +84,9 @@ fn pipeline_job(
     let initial = prepare_pipeline_rooted(pipeline, files)?;
     let mut prepared = initial.clone();
     let timeout = job.timeout_ms.map(Duration::from_millis);
-    let o = PipelineGpuOptions {
-        forms: Forms::Both,
-        repeat: job.repeat.max(1),
-        timeout,
-        fuel: crate::interp::DEFAULT_FUEL,
-        measure_topology: false,
-        decide: crate::harness::pipeline::DecideMode::Model,
-        grid_barrier: Default::default(),
-        sync: job.sync,
-    };
+    let o = PipelineGpuOptions::new(Forms::Both, job.repeat)
+        .with_timeout(timeout)
+        .with_sync(job.sync);
     let (report, compiled) = run_forms(rt, pipeline, &mut prepared, &o)?;
     if job.fault_after {
         rt.fault_for_test()?;

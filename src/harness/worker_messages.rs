@@ -279,6 +279,7 @@ mod tests {
             gate: None,
             alternative: (n.is_multiple_of(2)).then(|| form(n / 3, ms * 2.0, text)),
             alternative_gate: None,
+            decision: None,
         };
         vec![
             HarnessDone::PipelineRan {

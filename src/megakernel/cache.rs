@@ -19,6 +19,8 @@ use super::plan::{plan, CacheStatus, Plan, PlanError, PlanOptions};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanCache {
     dir: PathBuf,
+    /// Looked up, never written ([`PlanCache::read_only`]).
+    read_only: bool,
 }
 
 /// What one cache file holds: the key it was written for (a second check against hash
@@ -85,14 +87,25 @@ impl PlanCache {
     /// `dirs::cache_dir()/vyrescope/plan/`; `None` when the system has no user cache
     /// directory.
     pub fn user() -> Option<PlanCache> {
-        dirs::cache_dir().map(|d| PlanCache {
-            dir: d.join("vyrescope").join("plan"),
-        })
+        dirs::cache_dir().map(|d| PlanCache::at(d.join("vyrescope").join("plan")))
     }
 
     /// A cache in `dir` (tests, or a custom location).
     pub fn at(dir: impl Into<PathBuf>) -> PlanCache {
-        PlanCache { dir: dir.into() }
+        PlanCache {
+            dir: dir.into(),
+            read_only: false,
+        }
+    }
+
+    /// The same cache, only looked up: a plan or a recorded decision is read from it, and
+    /// nothing is ever stored (front ends that show a plan without making one their own:
+    /// `emit`, `sass`, `occupancy` and the reference `run`).
+    pub fn read_only(self) -> PlanCache {
+        PlanCache {
+            read_only: true,
+            ..self
+        }
     }
 
     /// The directory.
@@ -128,7 +141,11 @@ impl PlanCache {
 
     /// Stores `plan` under `key` (atomically: a crash never leaves half a file), then
     /// evicts the least recently written entries beyond [`MAX_ENTRIES`]; returns how many.
+    /// A read-only cache stores nothing and evicts nothing.
     pub fn store(&self, key: u64, plan: &Plan) -> Result<u32, Problem> {
+        if self.read_only {
+            return Ok(0);
+        }
         let fail = |p: &Path, e: &dyn std::fmt::Display| {
             Problem::new(
                 format!("plan cache {}: {e}", p.display()),
@@ -208,7 +225,14 @@ pub fn plan_key(pipeline: &Pipeline, shapes: &[LaunchShape], opts: &PlanOptions)
         ));
     }
     let shapes = serde_json::to_string(shapes).unwrap_or_default();
-    let opts = serde_json::to_string(opts).unwrap_or_default();
+    // Where the device figures came from is not a figure: a probe's provenance names the day
+    // it ran, and the inspector labels a profile's source for display. A choice
+    // `--decide measure` recorded must be found the next day, by the inspector, and by an
+    // offline command given the same probe saved to a file.
+    let mut opts = opts.clone();
+    opts.device.provenance.clear();
+    opts.device.source.clear();
+    let opts = serde_json::to_string(&opts).unwrap_or_default();
     hash_parts(&[
         b"vyrescope plan",
         build_id().as_bytes(),
@@ -395,6 +419,11 @@ mod tests {
         let mut p3 = p.clone();
         p3.steps[0].bind[1].1 = "w".into();
         assert_ne!(k, plan_key(&p3, &s, &o));
+        // Another day's probe of the same device is the same device.
+        let mut o4 = o.clone();
+        o4.device.provenance = "probed on 2026-12-08 (UTC)".into();
+        o4.device.source = "bundled profile".into();
+        assert_eq!(k, plan_key(&p, &s, &o4));
     }
 
     #[test]

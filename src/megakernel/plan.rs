@@ -67,37 +67,65 @@ pub const MAX_GROUP_STEPS: usize = 32;
 /// what fusion adds (virtual workgroup loops, waits, renamed copies).
 pub const MAX_GROUP_NODES: usize = 25_000;
 
-/// How the planner decides between fusing a run of steps and launching them separately.
+/// How fusion is decided (`--decide`, spelled the same by every command that takes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decide {
-    /// The cost model (`super::cost`): never a form it predicts slower than separate
-    /// launches; `run --decide measure` replaces its choice by timings on the GPU.
+    /// The cost model (`super::cost`), or a decision an earlier `measure` recorded in the
+    /// plan cache for this pipeline, device and sync form: never a form predicted (or
+    /// measured) slower than separate launches.
     #[default]
     Model,
     /// Fuse everything that may legally fuse, whatever it costs (to study a fused form).
     Fuse,
+    /// Time each run of fusable steps fused, separate and as the model splits it on the GPU,
+    /// keep the fastest and record the choice in the plan cache (`run --backend cuda` only;
+    /// the planner itself plans as [`Decide::Model`], see [`Decide::planner`]).
+    Measure,
     /// As `model`, but chains of window steps always run recomputed (`super::halo`), in as
     /// few passes as are legal, whatever the model predicts (to study and verify that form).
     Recompute,
 }
 
+impl Decide {
+    /// The decision the planner itself makes: `measure` plans by the model and then times
+    /// (`super::compiled::CompiledPipeline::decide_by_timing`), so its plan, and the cache
+    /// key a measured choice is recorded under, are the model's.
+    pub fn planner(self) -> Decide {
+        match self {
+            Decide::Measure => Decide::Model,
+            d => d,
+        }
+    }
+
+    /// The `--decide` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decide::Model => "model",
+            Decide::Fuse => "fuse",
+            Decide::Measure => "measure",
+            Decide::Recompute => "recompute",
+        }
+    }
+}
+
 impl std::str::FromStr for Decide {
     type Err = crate::util::Problem;
     fn from_str(s: &str) -> Result<Self, crate::util::Problem> {
-        match s {
-            "model" => Ok(Decide::Model),
-            "fuse" => Ok(Decide::Fuse),
-            "recompute" => Ok(Decide::Recompute),
-            "measure" => Err(crate::util::Problem::usage(
-                "`--decide measure` times the forms on a GPU, which `plan` does not run",
-                "run `vyrescope run PIPELINE --backend cuda --decide measure`; `plan` then shows its choice from the plan cache",
-            )),
-            _ => Err(crate::util::Problem::usage(
+        [
+            Decide::Model,
+            Decide::Fuse,
+            Decide::Measure,
+            Decide::Recompute,
+        ]
+        .into_iter()
+        .find(|d| d.name() == s)
+        .ok_or_else(|| {
+            crate::util::Problem::usage(
                 format!("unknown fusion decision `{s}`"),
-                "use `model` (the default), `fuse` or `recompute`",
-            )),
-        }
+                "use `model` (the default), `fuse`, `measure` or `recompute`",
+            )
+        })
     }
 }
 
@@ -898,7 +926,9 @@ impl DecideCtx<'_> {
                 (fastest, DecisionSource::Measured)
             }
             (None, Decide::Fuse) => (vec![m.to_vec()], DecisionSource::Forced),
-            (None, Decide::Model | Decide::Recompute) => (model_parts, DecisionSource::Model),
+            (None, Decide::Model | Decide::Measure | Decide::Recompute) => {
+                (model_parts, DecisionSource::Model)
+            }
         };
         let chosen_us = chosen.iter().map(|r| self.fused_us(r, &boundary)).sum();
         Decision {

@@ -12,13 +12,14 @@ use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
 use crate::harness::pipeline::PipelineGpuReport;
+use crate::harness::target::{compile, target, CacheUse, DeviceChoice, Fit, TargetSpec};
 use crate::inputs::pipeline::{pipeline_shapes_rooted, prepare_pipeline_rooted, PreparedPipeline};
 use crate::inputs::LaunchShape;
 use crate::ir::print::{print_program_prefixed, PrintedLine};
 use crate::ir::Pipeline;
 use crate::megakernel::cache::{Cached, PlanCache};
 use crate::megakernel::compiled::CompiledPipeline;
-use crate::megakernel::plan::{Plan, PlanOptions, SyncMode};
+use crate::megakernel::plan::{Plan, SyncMode};
 use crate::megakernel::FusedKernel;
 use crate::occupancy::DeviceCaps;
 use crate::util::Problem;
@@ -114,19 +115,20 @@ impl PipelineFile {
             ));
         };
         let shapes = self.shapes.as_ref().map_err(Clone::clone)?;
-        let mut compiled = CompiledPipeline::compile(
-            self.pipeline.clone(),
-            shapes.clone(),
-            &PlanOptions::new(device.clone()),
+        let spec = TargetSpec {
+            device: DeviceChoice::Caps(device.clone()),
             sync,
-            cache,
-        )?;
+            cache: cache.map_or(CacheUse::Off, |c| CacheUse::At(c.clone())),
+            ..TargetSpec::default()
+        };
+        let t = target(self.pipeline.clone(), shapes.clone(), &spec)?;
         // The Plan tab gives each kernel's own registers and a grid that fits them, the
         // figures `vyrescope plan` prints (a GPU run fits the grid to the driver again).
-        let sm = (device.cc_major * 10 + device.cc_minor).min(90);
-        let regs = vec![given_registers; self.pipeline.steps.len()];
-        crate::harness::offline_fit::fit_offline(&mut compiled, device, sm, &regs)?;
-        Ok(compiled)
+        let fit = Fit::Offline {
+            sm: None,
+            registers: vec![given_registers; self.pipeline.steps.len()],
+        };
+        Ok(compile(&t, fit)?.compiled)
     }
 
     /// Step `step`'s IR with node ids prefixed `steps[step].`.

@@ -240,3 +240,47 @@ fn only_the_runtime_extends_the_runtime_and_launches() {
         bad.join("\n")
     );
 }
+
+/// One compile target per pipeline: outside the megakernel layer only
+/// `harness::target::compile` compiles a pipeline, and the GPU run options are written out
+/// in one builder (`PipelineGpuOptions::new`); one `--decide` enum.
+#[test]
+fn pipelines_compile_through_one_target_and_one_options_builder() {
+    let mut bad = Vec::new();
+    let mut compiles = 0;
+    let mut builders = 0;
+    for (module, file, code) in sources() {
+        let name = file.to_string_lossy().replace('\\', "/");
+        if module != "megakernel" && code.contains("CompiledPipeline::compile(") {
+            if name == "harness/target.rs" {
+                compiles += code.matches("CompiledPipeline::compile(").count();
+            } else {
+                bad.push(format!(
+                    "{name}: compiles a pipeline outside harness::target"
+                ));
+            }
+        }
+        // A struct literal, not the type in a signature, a definition or an impl header.
+        let literals = code
+            .match_indices("PipelineGpuOptions {")
+            .filter(|(i, _)| {
+                let before = code[..*i].trim_end();
+                !["->", "struct", "impl"].iter().any(|k| before.ends_with(k))
+            })
+            .count();
+        if name == "harness/pipeline.rs" {
+            builders += literals;
+        } else if literals > 0 {
+            bad.push(format!("{name}: writes PipelineGpuOptions out itself"));
+        }
+        if code.contains("DecideMode") {
+            bad.push(format!("{name}: a second decide enum"));
+        }
+    }
+    assert_eq!(compiles, 1, "harness/target.rs compiles once");
+    assert_eq!(
+        builders, 1,
+        "PipelineGpuOptions::new writes the options out"
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

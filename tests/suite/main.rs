@@ -67,6 +67,7 @@ mod sass_map;
 mod sass_tui;
 mod selftest_fuzz;
 mod subtask_barrier;
+mod target_decision;
 mod timeline;
 mod tui_gpu;
 mod tui_screens;

@@ -310,8 +310,10 @@ fn sass_shows_every_fused_group_of_a_pipeline() {
         .is_some_and(|i| !i.is_empty()));
     let (code, out, _) = vyrescope(&["sass", f]);
     assert_eq!(code, 0);
+    // What decided the kernels first, in `plan`'s words, then each group's listing.
+    assert!(out.starts_with("// fusion decided by: "), "{out}");
     assert!(
-        out.starts_with("// pipeline reduce_total_normalize, group 0"),
+        out.contains("\n// pipeline reduce_total_normalize, group 0"),
         "{out}"
     );
 }

@@ -453,7 +453,7 @@ fn plan_tab_says_what_decided_fusion_and_why() {
     let (mut a, hl) = app(&[pipeline("softmax.json")], 160, 60);
     press(&mut a, &[Command::Tab(7), Command::Expand]);
     let s = screen(&mut a, &hl);
-    assert!(s.contains("fusion decisions:"), "{s}");
+    assert!(s.contains("fusion decided by: model prediction"), "{s}");
     assert!(
         s.contains("steps 0,1,2,3,4: fuse [0,1,2,3,4] (predicted: fused"),
         "{s}"

@@ -441,15 +441,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         t.dim,
     )));
     // Which decided each run of fusable steps and why: the model's predicted times, the
-    // medians a `--decide measure` run cached for this device, or forced fusion (as `plan`).
-    if !plan.decisions.is_empty() {
-        text.push(Line::from(Span::styled("fusion decisions:", t.key)));
-        for d in &plan.decisions {
-            text.push(Line::from(Span::styled(
-                format!("  {}", d.describe()),
-                t.text,
-            )));
-        }
+    // medians a `--decide measure` run recorded for this device, or forced fusion, in the
+    // words of every other front end.
+    let decision = crate::megakernel::decision::DecisionReport::of(plan);
+    for (i, l) in decision.lines().into_iter().enumerate() {
+        let style = if i == 0 { t.key } else { t.text };
+        text.push(Line::from(Span::styled(l, style)));
     }
     out.extend(wrap(&text, width));
     // Below the fold: the last row says how much more there is and how to see it.
