@@ -2,15 +2,16 @@
 //! Program's time goes, per IR statement (a pipeline: per step), with the PTX lines and SASS
 //! instructions behind each statement.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::emit::{emit, EmitOptions, EmittedKernel};
-use crate::harness::profile_run::{instrumented_run_on, InstrumentedRun};
+use crate::harness::profile_run::{
+    instrumented_runs, load_kernels, profile_request, PROFILE_REPEAT,
+};
 use crate::inputs::{HostBuffer, LaunchShape};
 use crate::ir::Program;
 use crate::profile::instrument::instrument;
 use crate::profile::report::{from_table, Lowering, Overhead, Profile, Source};
-use crate::runtime::execute::RunRequest;
 use crate::sass::SassListing;
 use crate::util::Problem;
 
@@ -51,17 +52,9 @@ pub struct Args {
     pub gpu: super::gpu_arg::GpuArg,
 }
 
-/// One kernel to profile: its Program, launch shape and inputs.
-struct Kernel {
-    label: Option<String>,
-    program: Program,
-    shape: LaunchShape,
-}
-
 /// Runs `profile`.
 pub fn run(a: &Args) -> super::Outcome {
-    let base = a.file.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let (kernels, mut inputs) = load(&a.file, &base)?;
+    let (kernels, mut inputs) = load_kernels(&a.file)?;
     let mut profiles = Vec::new();
     if a.estimate {
         for (k, kernel) in kernels.iter().enumerate() {
@@ -92,16 +85,11 @@ pub fn run(a: &Args) -> super::Outcome {
         let why = crate::runtime::cupti::pc_sampling_unavailable();
         errln!("note: {}\n  falling back to `--source instrumented`", why);
     }
-    let req = RunRequest {
-        sm: None,
-        repeat: 5,
-        ..RunRequest::default()
-    };
-    for (k, kernel) in kernels.iter().enumerate() {
-        let mut buffers = inputs.take(k);
-        let r: InstrumentedRun =
-            instrumented_run_on(&mut rt, &kernel.program, &kernel.shape, &mut buffers, &req)?;
-        inputs.put(k, buffers);
+    // In this process, as `run --backend cuda` runs; the GPU worker's
+    // `HarnessJob::Profile` calls the same `instrumented_runs` (through `profile_file`).
+    let req = profile_request(PROFILE_REPEAT, None);
+    let runs = instrumented_runs(&mut rt, &kernels, &mut inputs, &req)?;
+    for (kernel, r) in kernels.iter().zip(&runs) {
         let lowered = lower(&kernel.program, kernel.shape.workgroup_size, a.sm);
         let inst = instrument(&kernel.program, r.stride)?;
         let mut p = from_table(
@@ -168,67 +156,6 @@ fn lower(program: &Program, wg: [u32; 3], sm: u32) -> Lowered {
         .as_ref()
         .and_then(|k| crate::sass::disassemble(k, sm).ok());
     Lowered { kernel, sass }
-}
-
-/// Inputs per kernel: a Program's prepared buffers, or a pipeline's, taken step by step.
-enum Inputs {
-    Program(Option<Vec<HostBuffer>>),
-    Pipeline(crate::inputs::pipeline::PreparedPipeline),
-}
-
-impl Inputs {
-    fn take(&mut self, k: usize) -> Vec<HostBuffer> {
-        match self {
-            Inputs::Program(b) => b.take().unwrap_or_default(),
-            Inputs::Pipeline(p) => p.take_step_buffers(k),
-        }
-    }
-
-    fn put(&mut self, k: usize, buffers: Vec<HostBuffer>) {
-        match self {
-            Inputs::Program(b) => *b = Some(buffers),
-            Inputs::Pipeline(p) => p.put_back(k, buffers),
-        }
-    }
-}
-
-/// The kernels of `file`: the Program, or each step of a pipeline in order.
-fn load(file: &Path, base: &Path) -> Result<(Vec<Kernel>, Inputs), Problem> {
-    if crate::ir::is_pipeline_file(file) {
-        let loaded = crate::validate::pipeline::load_pipeline(file);
-        let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
-            return Err(Problem::invalid_file(file, "pipeline", &loaded.diagnostics));
-        };
-        let prepared = crate::inputs::pipeline::prepare_pipeline(pipeline, base)?;
-        let kernels = pipeline
-            .steps
-            .iter()
-            .zip(&prepared.steps)
-            .enumerate()
-            .map(|(k, (s, ps))| Kernel {
-                label: Some(format!("steps[{k}] {}", s.program.name)),
-                program: s.program.clone(),
-                shape: ps.shape,
-            })
-            .collect();
-        return Ok((kernels, Inputs::Pipeline(prepared)));
-    }
-    let (program, prepared) = crate::inputs::prepare_file(file, None, None)?;
-    let diags = crate::validate::validate(&program);
-    if diags
-        .iter()
-        .any(|d| d.severity == crate::diagnostic::Severity::Error)
-    {
-        return Err(Problem::invalid_file(file, "Program", &diags));
-    }
-    Ok((
-        vec![Kernel {
-            label: None,
-            program,
-            shape: prepared.shape,
-        }],
-        Inputs::Program(Some(prepared.buffers)),
-    ))
 }
 
 fn print(a: &Args, profiles: &[Profile]) -> super::Outcome {

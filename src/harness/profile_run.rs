@@ -1,14 +1,23 @@
 //! A Program's profile on the live GPU from its instrumented build: the plain kernel is
 //! timed, the instrumented one runs once on the same inputs for its table and is timed the
 //! same way for the overhead, and its outputs are compared with the plain kernel's (the
-//! instrumentation must not change them). The CLI runs this in its own process, as
-//! `run --backend cuda` does; the inspector runs it in the GPU worker.
+//! instrumentation must not change them).
+//!
+//! [`profile_file`] is the one GPU path of a profile, for a Program or each step of a
+//! pipeline. `vyrescope profile` calls it in its own process, as `run --backend cuda` runs
+//! its GPU work in-process; the GPU worker calls the same function for
+//! [`HarnessJob::Profile`](super::worker_messages::HarnessJob::Profile), the job a caller
+//! that must survive a faulting kernel sends through
+//! [`JobsClient::profile`](super::worker_messages::JobsClient::profile) instead (the
+//! inspector has no profile view yet).
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::inputs::{self, FileRoot};
+use crate::inputs::pipeline::PreparedPipeline;
+use crate::inputs::{self, FileRoot, HostBuffer, LaunchShape};
 use crate::ir::Program;
 use crate::profile::instrument::{instrument, stride_for};
 use crate::runtime::dispatch::DispatchOptions;
@@ -144,4 +153,126 @@ pub fn instrumented_run_on(
         instrumented_ms: median(&inst_report),
         device: rt.caps().name.clone(),
     })
+}
+
+/// Timed repetitions of a profile's plain and instrumented kernels unless a caller asks
+/// for others (`vyrescope profile`'s count).
+pub const PROFILE_REPEAT: u32 = 5;
+
+/// The run request of a profile: `repeat` timed rounds (at least 3, see
+/// [`instrumented_run_on`]), each launch bounded by `timeout`, built for the GPU's own SM.
+pub fn profile_request(repeat: u32, timeout: Option<Duration>) -> RunRequest {
+    RunRequest {
+        sm: None,
+        repeat,
+        timeout,
+        ..RunRequest::default()
+    }
+}
+
+/// One kernel of a profiled file: the Program, or one step of a pipeline.
+#[derive(Debug, Clone)]
+pub struct ProfileKernel {
+    /// `steps[K] NAME` for a pipeline step; None for a Program (its own name is used).
+    pub label: Option<String>,
+    /// The Program.
+    pub program: Program,
+    /// Its launch shape.
+    pub shape: LaunchShape,
+}
+
+/// Inputs of a profiled file's kernels: a Program's prepared buffers, or a pipeline's,
+/// taken step by step so each step reads what the step before it wrote.
+pub enum KernelInputs {
+    /// A Program's buffers (taken once).
+    Program(Option<Vec<HostBuffer>>),
+    /// A pipeline's buffers.
+    Pipeline(PreparedPipeline),
+}
+
+impl KernelInputs {
+    /// The buffers kernel `k` runs on.
+    pub fn take(&mut self, k: usize) -> Vec<HostBuffer> {
+        match self {
+            KernelInputs::Program(b) => b.take().unwrap_or_default(),
+            KernelInputs::Pipeline(p) => p.take_step_buffers(k),
+        }
+    }
+
+    /// Hands back kernel `k`'s buffers after its run (its outputs, for the next step).
+    pub fn put(&mut self, k: usize, buffers: Vec<HostBuffer>) {
+        match self {
+            KernelInputs::Program(b) => *b = Some(buffers),
+            KernelInputs::Pipeline(p) => p.put_back(k, buffers),
+        }
+    }
+}
+
+/// The kernels of `file` and their inputs: the Program, or each step of a pipeline in order
+/// (inputs relative to the file's folder, as `run` reads them).
+pub fn load_kernels(file: &Path) -> Result<(Vec<ProfileKernel>, KernelInputs), Problem> {
+    let base = file.parent().unwrap_or(Path::new("."));
+    if crate::ir::is_pipeline_file(file) {
+        let loaded = crate::validate::pipeline::load_pipeline(file);
+        let Some(pipeline) = loaded.pipeline.as_ref().filter(|_| loaded.is_valid()) else {
+            return Err(Problem::invalid_file(file, "pipeline", &loaded.diagnostics));
+        };
+        let prepared = crate::inputs::pipeline::prepare_pipeline(pipeline, base)?;
+        let kernels = pipeline
+            .steps
+            .iter()
+            .zip(&prepared.steps)
+            .enumerate()
+            .map(|(k, (s, ps))| ProfileKernel {
+                label: Some(format!("steps[{k}] {}", s.program.name)),
+                program: s.program.clone(),
+                shape: ps.shape,
+            })
+            .collect();
+        return Ok((kernels, KernelInputs::Pipeline(prepared)));
+    }
+    let (program, prepared) = crate::inputs::prepare_file(file, None, None)?;
+    let diags = crate::validate::validate(&program);
+    if diags
+        .iter()
+        .any(|d| d.severity == crate::diagnostic::Severity::Error)
+    {
+        return Err(Problem::invalid_file(file, "Program", &diags));
+    }
+    Ok((
+        vec![ProfileKernel {
+            label: None,
+            program,
+            shape: prepared.shape,
+        }],
+        KernelInputs::Program(Some(prepared.buffers)),
+    ))
+}
+
+/// The instrumented run of each of `kernels` in order on `rt`, one per kernel.
+pub fn instrumented_runs(
+    rt: &mut Runtime,
+    kernels: &[ProfileKernel],
+    inputs: &mut KernelInputs,
+    req: &RunRequest,
+) -> Result<Vec<InstrumentedRun>, Problem> {
+    let mut runs = Vec::with_capacity(kernels.len());
+    for (k, kernel) in kernels.iter().enumerate() {
+        let mut buffers = inputs.take(k);
+        let r = instrumented_run_on(rt, &kernel.program, &kernel.shape, &mut buffers, req)?;
+        inputs.put(k, buffers);
+        runs.push(r);
+    }
+    Ok(runs)
+}
+
+/// Profiles a Program or pipeline file on `rt`: one [`InstrumentedRun`] per kernel, in
+/// the order of [`load_kernels`].
+pub fn profile_file(
+    rt: &mut Runtime,
+    file: &Path,
+    req: &RunRequest,
+) -> Result<Vec<InstrumentedRun>, Problem> {
+    let (kernels, mut inputs) = load_kernels(file)?;
+    instrumented_runs(rt, &kernels, &mut inputs, req)
 }

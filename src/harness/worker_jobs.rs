@@ -1,7 +1,8 @@
 //! The GPU worker's harness jobs ([`crate::runtime::worker::server::Jobs`], their messages
 //! in [`super::worker_messages`]): a pipeline's forms run by the one pipeline runner ([`super::pipeline::run_forms`]) and, when asked, their
 //! timelines recorded from the same compiled pipeline; a Program's timeline; a captured
-//! dispatch replayed on `vyrescope-cuda` (feature `vyre`). The inspector's
+//! dispatch replayed on `vyrescope-cuda` (feature `vyre`); a file's profile, by the function
+//! `vyrescope profile` calls ([`super::profile_run::profile_file`]). The inspector's
 //! `r` sends them, so a faulting kernel ends the worker process, never the inspector, and the
 //! verdict is the one `run --backend cuda --both` gives.
 
@@ -9,8 +10,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::pipeline::{run_forms, Forms, PipelineGpuOptions, PipelineGpuReport};
+use super::profile_run::{profile_file, profile_request};
 use super::timeline_run::{record_pipeline, PipelineForm, TimelineLaunch};
-use super::worker_messages::{HarnessDone, HarnessJob, PipelineJob, ReplayJob, TimelineJob};
+use super::worker_messages::{
+    HarnessDone, HarnessJob, PipelineJob, ProfileJob, ReplayJob, TimelineJob,
+};
 use crate::emit::timeline::TimelineSpec;
 use crate::inputs::pipeline::prepare_pipeline_rooted;
 use crate::inputs::FileRoot;
@@ -44,6 +48,7 @@ impl Jobs for HarnessJobs {
             }
             HarnessJob::Timeline(j) => timeline_job(runtime()?, &j).map(HarnessDone::Recorded),
             HarnessJob::ReplayCapture(j) => replay(&j).map(|l| HarnessDone::Replayed(Box::new(l))),
+            HarnessJob::Profile(j) => profile_job(runtime()?, &j).map(HarnessDone::Profiled),
         }
     }
 }
@@ -118,6 +123,14 @@ fn pipeline_job(
     )
     .map_err(Problem::bug)?;
     Ok((report, Some(text)))
+}
+
+fn profile_job(
+    rt: &mut Runtime,
+    job: &ProfileJob,
+) -> Result<Vec<super::profile_run::InstrumentedRun>, Problem> {
+    let req = profile_request(job.repeat, job.timeout_ms.map(Duration::from_millis));
+    profile_file(rt, &job.file, &req)
 }
 
 fn timeline_job(rt: &mut Runtime, job: &TimelineJob) -> Result<String, Problem> {

@@ -1,6 +1,7 @@
 //! The harness's jobs as messages of the GPU worker protocol: what the inspector and
 //! `selftest` ask the `gpu-worker` process to run beyond the runtime's own requests (a
-//! pipeline's forms, a Program's timeline, a captured dispatch's replay) and what each
+//! pipeline's forms, a Program's timeline, a captured dispatch's replay, a file's profile)
+//! and what each
 //! answers, as the typed payloads of [`Request::Job`] and [`Response::Done`]. The worker
 //! runs them through [`super::worker_jobs::HarnessJobs`]; [`JobsClient`] asks for them
 //! through a [`GpuWorker`] and hands back the typed answer.
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::pipeline::PipelineGpuReport;
+use super::profile_run::InstrumentedRun;
 use super::replay_record::RecordReplay;
 use crate::megakernel::plan::SyncMode;
 use crate::runtime::worker::protocol::{Message, Progress, Request, Response, WorkerJob};
@@ -38,6 +40,10 @@ pub enum HarnessJob {
     /// Replay one dispatch of a capture on `vyrescope-cuda` (the inspector's `r` on a
     /// captured dispatch; feature `vyre`); answered with [`HarnessDone::Replayed`].
     ReplayCapture(ReplayJob),
+    /// Profile a Program or pipeline file with its instrumented build, as `vyrescope
+    /// profile` does (both call [`super::profile_run::profile_file`]); answered with
+    /// [`HarnessDone::Profiled`].
+    Profile(ProfileJob),
 }
 
 impl WorkerJob for HarnessJob {
@@ -50,6 +56,7 @@ impl WorkerJob for HarnessJob {
                 j.index,
                 j.capture.display()
             ),
+            HarnessJob::Profile(j) => format!("the profile of `{}`", j.file.display()),
         }
     }
 }
@@ -71,6 +78,9 @@ pub enum HarnessDone {
     Recorded(String),
     /// [`HarnessJob::ReplayCapture`]: the record's line of `replay --json`'s report.
     Replayed(Box<RecordReplay>),
+    /// [`HarnessJob::Profile`]: one instrumented run per kernel (a pipeline's in step
+    /// order), what `vyrescope profile` turns into its per-statement table.
+    Profiled(Vec<InstrumentedRun>),
 }
 
 impl HarnessDone {
@@ -80,6 +90,7 @@ impl HarnessDone {
             HarnessDone::PipelineRan { .. } => "a pipeline run",
             HarnessDone::Recorded(_) => "a timeline recording",
             HarnessDone::Replayed(_) => "a replay",
+            HarnessDone::Profiled(_) => "a profile",
         }
     }
 }
@@ -136,6 +147,21 @@ pub struct ReplayJob {
     pub index: u64,
 }
 
+/// A profile in the worker: the file (a Program or a pipeline, read there as `profile` reads
+/// it) and the run settings. The instrumented build is the source: PC sampling is not
+/// available on this build (`profile --source pc` falls back to it too), and which
+/// workgroups are timed follows from the launch size
+/// ([`crate::profile::instrument::stride_for`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileJob {
+    /// The Program or pipeline file.
+    pub file: PathBuf,
+    /// Timed rounds of the plain and the instrumented kernel (at least 3 are run).
+    pub repeat: u32,
+    /// Per-launch timeout (ms).
+    pub timeout_ms: Option<u64>,
+}
+
 /// The harness's jobs asked of a [`GpuWorker`], each answered with its typed result.
 pub trait JobsClient {
     /// Runs a pipeline job (its forms, verified; optionally their timelines): the report
@@ -149,6 +175,8 @@ pub trait JobsClient {
     fn record_timeline(&mut self, job: &TimelineJob) -> Result<String, RuntimeError>;
     /// Replays a captured dispatch on `vyrescope-cuda`: the record's line of the report.
     fn replay_capture(&mut self, job: &ReplayJob) -> Result<RecordReplay, RuntimeError>;
+    /// Profiles a file with its instrumented build: one run per kernel.
+    fn profile(&mut self, job: &ProfileJob) -> Result<Vec<InstrumentedRun>, RuntimeError>;
 }
 
 impl JobsClient for GpuWorker {
@@ -176,6 +204,14 @@ impl JobsClient for GpuWorker {
         let ask = HarnessJob::ReplayCapture(job.clone());
         match self.job(ask.clone(), &mut |_| {})? {
             HarnessDone::Replayed(line) => Ok(*line),
+            other => Err(wrong_answer(&ask, &other)),
+        }
+    }
+
+    fn profile(&mut self, job: &ProfileJob) -> Result<Vec<InstrumentedRun>, RuntimeError> {
+        let ask = HarnessJob::Profile(job.clone());
+        match self.job(ask.clone(), &mut |_| {})? {
+            HarnessDone::Profiled(runs) => Ok(runs),
             other => Err(wrong_answer(&ask, &other)),
         }
     }
@@ -261,6 +297,11 @@ mod tests {
                 capture: PathBuf::from(text),
                 index: n,
             }),
+            HarnessJob::Profile(ProfileJob {
+                file: PathBuf::from(text),
+                repeat: (n % 100) as u32,
+                timeout_ms: (n.is_multiple_of(2)).then_some(n / 2),
+            }),
         ]
     }
 
@@ -308,6 +349,19 @@ mod tests {
                 captured_device_ns: Some(n / 2),
                 replay_ns: None,
             })),
+            HarnessDone::Profiled(
+                (0..n % 4)
+                    .map(|k| InstrumentedRun {
+                        table: (0..(n + k) % 9)
+                            .map(|i| n.wrapping_mul(i + k + 1))
+                            .collect(),
+                        stride: (n % 64) as u32 + 1,
+                        plain_ms: ms,
+                        instrumented_ms: ms * 1.25 + k as f64,
+                        device: text.to_string(),
+                    })
+                    .collect(),
+            ),
         ]
     }
 
@@ -331,7 +385,7 @@ mod tests {
             }
             let kinds: std::collections::BTreeSet<&str> =
                 answers(&text, n, ms).iter().map(HarnessDone::kind).collect();
-            prop_assert_eq!(kinds.len(), 3, "every answer variant is made");
+            prop_assert_eq!(kinds.len(), 4, "every answer variant is made");
             for done in answers(&text, n, ms) {
                 let msg: WorkerMessage = Message::Reply(Reply {
                     result: Ok(Response::Done(done)),

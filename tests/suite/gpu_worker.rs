@@ -453,3 +453,44 @@ fn harness_jobs_run_through_the_worker_binary() {
     }
     assert_eq!(w.workers_started(), 1, "errors of jobs keep the worker");
 }
+
+/// `profile`'s GPU work is a job of the worker too: without a GPU the job answers with the
+/// in-process runtime's error (a `Fix:` included) and keeps the worker; with one it gives an
+/// instrumented run per kernel (a pipeline's per step) from the same device.
+#[test]
+fn the_profile_job_runs_through_the_worker_binary() {
+    use vyrescope::harness::worker_messages::{JobsClient, ProfileJob};
+    let mut w = client();
+    let job = |file: &str| ProfileJob {
+        file: file.into(),
+        repeat: 3,
+        timeout_ms: Some(10_000),
+    };
+    let program = w.profile(&job("fixtures/programs/vadd_f32.json"));
+    let pipeline = w.profile(&job("fixtures/pipelines/reduce_total_normalize.json"));
+    match in_process() {
+        Err(local) => {
+            assert!(local.contains("Fix:"), "{local}");
+            assert_eq!(program.map_err(|e| e.to_string()), Err(local.clone()));
+            assert_eq!(pipeline.map_err(|e| e.to_string()), Err(local));
+        }
+        Ok(device) => {
+            let runs = program.expect("profiled");
+            assert_eq!(runs.len(), 1, "{runs:?}");
+            assert!(runs[0].table.iter().any(|&c| c > 0), "{runs:?}");
+            assert_eq!(runs[0].device, device);
+            let steps = pipeline.expect("profiled");
+            assert!(steps.len() > 1, "one run per step: {steps:?}");
+        }
+    }
+    // A file that is not there is the job's own error, from the same loader as `profile`'s.
+    let missing = w.profile(&job("fixtures/programs/no_such_program.json"));
+    if in_process().is_ok() {
+        let e = missing.expect_err("no file").to_string();
+        assert!(
+            e.contains("no_such_program.json") && e.contains("Fix:"),
+            "{e}"
+        );
+    }
+    assert_eq!(w.workers_started(), 1, "errors of jobs keep the worker");
+}
