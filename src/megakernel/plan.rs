@@ -470,8 +470,11 @@ pub fn plan_measured(
                 current.push(s);
                 agg.add(s, &res[s]);
             }
-            Err(reason) => {
-                fusion_breaks.push(FusionBreak { step: s, reason });
+            Err(refused) => {
+                fusion_breaks.push(FusionBreak {
+                    step: s,
+                    reason: refused.to_string(),
+                });
                 members.push(vec![s]);
                 agg = Agg::default();
                 agg.add(s, &res[s]);

@@ -3,6 +3,98 @@
 
 use super::*;
 
+/// Why a step may not join the current group: the fusion break the plan records (its text is
+/// [`FusionBreak::reason`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum JoinRefused {
+    /// The step, or one of the group, has a grid barrier of its own.
+    #[error("step {step} has its own grid barrier, so it stays its own cooperative launch")]
+    OwnGridBarrier {
+        /// The step with the grid barrier.
+        step: usize,
+    },
+    /// The group already holds [`MAX_GROUP_STEPS`] steps.
+    #[error(
+        "the group has {steps} steps, the most one fused kernel takes (larger kernels need \
+         gigabytes of memory in ptxas)"
+    )]
+    TooManySteps {
+        /// Steps in the group.
+        steps: usize,
+    },
+    /// The fused Program would hold more than [`MAX_GROUP_NODES`] nodes.
+    #[error(
+        "the fused kernel would hold {total} IR nodes (the group's {group} + step {step}'s \
+         {nodes}), more than the {max} one fused kernel takes",
+        total = group.saturating_add(*nodes),
+        max = MAX_GROUP_NODES
+    )]
+    TooManyNodes {
+        /// The step.
+        step: usize,
+        /// Nodes of the group.
+        group: usize,
+        /// Nodes of the step.
+        nodes: usize,
+    },
+    /// The workgroup sizes cannot share one block.
+    #[error(transparent)]
+    Sizes(#[from] crate::megakernel::mixed::SizeMismatch),
+    /// The fused workgroup buffers exceed the device's shared memory per block.
+    #[error(
+        "shared memory of the fused kernel ({total} B: the group's {group} B + step {step}'s \
+         {own} B) exceeds the {max} B per block of {device}",
+        group = total - own
+    )]
+    SharedMemory {
+        /// The step.
+        step: usize,
+        /// Fused bytes.
+        total: u64,
+        /// The step's bytes.
+        own: u64,
+        /// Bytes per block the device allows.
+        max: u64,
+        /// The device.
+        device: String,
+    },
+    /// The fused kernel's launch check failed (its first line).
+    #[error("the fused kernel could not launch: {0}")]
+    Unlaunchable(String),
+    /// Fusing would drag occupancy below the floor.
+    #[error(
+        "fusing would cut occupancy to {pct:.1}% ({regs} registers, {smem} B shared: {blocks} \
+         blocks/SM), below {floor:.1}% (group alone {group_pct:.1}%, step {step} alone \
+         {alone_pct:.1}%)"
+    )]
+    Occupancy {
+        /// The step.
+        step: usize,
+        /// Occupancy of the fused kernel (%).
+        pct: f64,
+        /// Its registers per thread.
+        regs: u32,
+        /// Its shared memory (bytes).
+        smem: u64,
+        /// Its resident blocks per SM.
+        blocks: u32,
+        /// [`PlanOptions::min_occupancy_pct`].
+        floor: f64,
+        /// The group's occupancy without the step (%).
+        group_pct: f64,
+        /// The step's occupancy alone (%).
+        alone_pct: f64,
+    },
+    /// The step needs a grid barrier on a device without cooperative launch.
+    #[error("step {step} needs a grid barrier and {device} has no cooperative launch")]
+    NoCooperativeLaunch {
+        /// The step.
+        step: usize,
+        /// The device.
+        device: String,
+    },
+}
+
 /// Whether step `s` may join the group `group` (its steps and their [`Agg`]); the reason
 /// when not.
 pub(super) fn can_join(
@@ -12,31 +104,23 @@ pub(super) fn can_join(
     res: &[StepRes],
     (group, agg): (&[usize], &Agg),
     s: usize,
-) -> Result<(), String> {
+) -> Result<(), JoinRefused> {
     let me = res[s];
     if me.grid_barrier {
-        return Err(format!(
-            "step {s} has its own grid barrier, so it stays its own cooperative launch"
-        ));
+        return Err(JoinRefused::OwnGridBarrier { step: s });
     }
     if let Some(g) = agg.grid_barrier {
-        return Err(format!(
-            "step {g} has its own grid barrier, so it stays its own cooperative launch"
-        ));
+        return Err(JoinRefused::OwnGridBarrier { step: g });
     }
     if agg.steps >= MAX_GROUP_STEPS {
-        return Err(format!(
-            "the group has {} steps, the most one fused kernel takes (larger kernels need gigabytes of memory in ptxas)",
-            agg.steps
-        ));
+        return Err(JoinRefused::TooManySteps { steps: agg.steps });
     }
     if agg.nodes.saturating_add(me.nodes) > MAX_GROUP_NODES {
-        return Err(format!(
-            "the fused kernel would hold {} IR nodes (the group's {} + step {s}'s {}), more than the {MAX_GROUP_NODES} one fused kernel takes",
-            agg.nodes.saturating_add(me.nodes),
-            agg.nodes,
-            me.nodes
-        ));
+        return Err(JoinRefused::TooManyNodes {
+            step: s,
+            group: agg.nodes,
+            nodes: me.nodes,
+        });
     }
     let mut with = agg.clone();
     with.add(s, &me);
@@ -44,18 +128,17 @@ pub(super) fn can_join(
     let together = fused_agg(caps, &with);
     let max_smem = u64::from(caps.smem_per_block_optin.max(caps.smem_per_block));
     if together.smem > max_smem {
-        return Err(format!(
-            "shared memory of the fused kernel ({} B: the group's {} B + step {s}'s {} B) exceeds the {max_smem} B per block of {}",
-            together.smem,
-            together.smem - me.smem,
-            me.smem,
-            caps.name
-        ));
+        return Err(JoinRefused::SharedMemory {
+            step: s,
+            total: together.smem,
+            own: me.smem,
+            max: max_smem,
+            device: caps.name.clone(),
+        });
     }
     if let Some(why) = together.why_not {
-        return Err(format!(
-            "the fused kernel could not launch: {}",
-            why.lines().next().unwrap_or("")
+        return Err(JoinRefused::Unlaunchable(
+            why.lines().next().unwrap_or("").to_string(),
         ));
     }
     let before = fused_agg(caps, agg);
@@ -63,24 +146,24 @@ pub(super) fn can_join(
     let floor = opts.min_occupancy_pct;
     let dragged = before.occupancy_pct >= floor || alone.occupancy_pct >= floor;
     if together.occupancy_pct < floor && dragged {
-        return Err(format!(
-            "fusing would cut occupancy to {:.1}% ({} registers, {} B shared: {} blocks/SM), below {:.1}% (group alone {:.1}%, step {s} alone {:.1}%)",
-            together.occupancy_pct,
-            together.regs,
-            together.smem,
-            together.blocks_per_sm,
-            opts.min_occupancy_pct,
-            before.occupancy_pct,
-            alone.occupancy_pct
-        ));
+        return Err(JoinRefused::Occupancy {
+            step: s,
+            pct: together.occupancy_pct,
+            regs: together.regs,
+            smem: together.smem,
+            blocks: together.blocks_per_sm,
+            floor: opts.min_occupancy_pct,
+            group_pct: before.occupancy_pct,
+            alone_pct: alone.occupancy_pct,
+        });
     }
     // Only a device without cooperative launch cares, and building the group is linear in
     // it: asking on every device made planning a long chain cubic.
     if !caps.cooperative_launch && needs_grid_barrier(caps, deps, res, group, s) {
-        return Err(format!(
-            "step {s} needs a grid barrier and {} has no cooperative launch",
-            caps.name
-        ));
+        return Err(JoinRefused::NoCooperativeLaunch {
+            step: s,
+            device: caps.name.clone(),
+        });
     }
     Ok(())
 }
