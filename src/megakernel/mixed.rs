@@ -76,30 +76,59 @@ pub fn block_size(sizes: impl Iterator<Item = [u32; 3]>) -> [u32; 3] {
         .unwrap_or([1, 1, 1])
 }
 
+/// Why the workgroup sizes of a set of steps cannot share one block: the fusion break reason
+/// the planner records, and what `fuse` reports for a spec that asks for it anyway.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeMismatch {
+    /// The sizes differ and one of them is not `[n, 1, 1]`.
+    #[error(
+        "workgroup sizes differ and step {step}'s {size:?} is multi-dimensional (mixed sizes share \
+         a block only when every size is one-dimensional, [n, 1, 1])"
+    )]
+    MultiDimensional {
+        /// The step.
+        step: usize,
+        /// Its workgroup size.
+        size: [u32; 3],
+    },
+    /// A step smaller than the block uses subgroup operations and would leave masked threads
+    /// in its last subgroup.
+    #[error(
+        "step {step} runs {threads} threads, not a multiple of the {sub}-thread subgroup, and \
+         uses subgroup operations, so in a block of {block} threads its last subgroup would \
+         hold masked threads",
+        sub = SUBGROUP
+    )]
+    PartialSubgroup {
+        /// The step.
+        step: usize,
+        /// Its threads per workgroup.
+        threads: u32,
+        /// Threads per block of the group.
+        block: u32,
+    },
+}
+
 /// Whether steps `(index, workgroup size, uses subgroup ops)` can share one block; the fusion
 /// break reason when not.
-pub fn check_sizes(sizes: &[(usize, [u32; 3], bool)]) -> Result<(), String> {
+pub fn check_sizes(sizes: &[(usize, [u32; 3], bool)]) -> Result<(), SizeMismatch> {
     let Some(&(_, first, _)) = sizes.first() else {
         return Ok(());
     };
     if sizes.iter().all(|(_, w, _)| *w == first) {
         return Ok(());
     }
-    if let Some((k, w, _)) = sizes.iter().find(|(_, w, _)| w[1] != 1 || w[2] != 1) {
-        return Err(format!(
-            "workgroup sizes differ and step {k}'s {w:?} is multi-dimensional (mixed sizes share \
-             a block only when every size is one-dimensional, [n, 1, 1])"
-        ));
+    if let Some(&(step, size, _)) = sizes.iter().find(|(_, w, _)| w[1] != 1 || w[2] != 1) {
+        return Err(SizeMismatch::MultiDimensional { step, size });
     }
     let block = block_size(sizes.iter().map(|(_, w, _)| *w));
-    for &(k, w, sub) in sizes {
+    for &(step, w, sub) in sizes {
         if w[0] < block[0] && sub && w[0] % SUBGROUP != 0 {
-            return Err(format!(
-                "step {k} runs {} threads, not a multiple of the {SUBGROUP}-thread subgroup, and \
-                 uses subgroup operations, so in a block of {} threads its last subgroup would \
-                 hold masked threads",
-                w[0], block[0]
-            ));
+            return Err(SizeMismatch::PartialSubgroup {
+                step,
+                threads: w[0],
+                block: block[0],
+            });
         }
     }
     Ok(())
@@ -485,7 +514,9 @@ mod tests {
 
     #[test]
     fn multi_dimensional_mixed_sizes_break() {
-        let e = check_sizes(&[(0, [16, 16, 1], false), (3, [64, 1, 1], false)]).unwrap_err();
+        let e = check_sizes(&[(0, [16, 16, 1], false), (3, [64, 1, 1], false)])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("step 0") && e.contains("multi-dimensional"),
             "{e}"
@@ -495,7 +526,19 @@ mod tests {
     #[test]
     fn partial_subgroups_with_subgroup_ops_break() {
         let e = check_sizes(&[(0, [256, 1, 1], false), (1, [48, 1, 1], true)]).unwrap_err();
-        assert!(e.contains("step 1") && e.contains("subgroup"), "{e}");
+        assert_eq!(
+            e,
+            SizeMismatch::PartialSubgroup {
+                step: 1,
+                threads: 48,
+                block: 256
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "step 1 runs 48 threads, not a multiple of the 32-thread subgroup, and uses subgroup \
+             operations, so in a block of 256 threads its last subgroup would hold masked threads"
+        );
         // The same size without subgroup operations, or the largest step itself, is fine.
         assert!(check_sizes(&[(0, [256, 1, 1], false), (1, [48, 1, 1], false)]).is_ok());
         assert!(check_sizes(&[(0, [48, 1, 1], true), (1, [16, 1, 1], false)]).is_ok());
