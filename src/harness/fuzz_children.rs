@@ -59,16 +59,7 @@ pub fn supervise(
     child_args: &dyn Fn(u64, u64) -> Vec<OsString>,
     each: &mut dyn FnMut(Progress),
 ) -> Result<PipelineFuzzReport, Problem> {
-    let mut rep = PipelineFuzzReport {
-        pipelines: 0,
-        agreed: 0,
-        separate_launches: 0,
-        fused_launches: 0,
-        mixed_groups: 0,
-        findings: Vec::new(),
-        out: o.out.clone(),
-        passed: true,
-    };
+    let mut rep = PipelineFuzzReport::empty(o.out.clone());
     let mut left = o.count;
     let mut seed = o.seed;
     while left > 0 {

@@ -123,6 +123,22 @@ pub struct PipelineFuzzReport {
     pub passed: bool,
 }
 
+impl PipelineFuzzReport {
+    /// A report of no pipelines yet, writing its findings under `out`.
+    pub fn empty(out: PathBuf) -> Self {
+        PipelineFuzzReport {
+            pipelines: 0,
+            agreed: 0,
+            separate_launches: 0,
+            fused_launches: 0,
+            mixed_groups: 0,
+            findings: Vec::new(),
+            out,
+            passed: true,
+        }
+    }
+}
+
 /// The default out folder: `~/.cache/vyrescope/fuzz-pipelines`, else the temp folder.
 pub fn default_pipeline_out_dir() -> PathBuf {
     dirs::cache_dir()
@@ -308,16 +324,7 @@ pub fn fuzz_pipelines(
     o: &PipelineFuzzOptions,
     each: &mut dyn FnMut(u64, Option<&PipelineFinding>),
 ) -> PipelineFuzzReport {
-    let mut rep = PipelineFuzzReport {
-        pipelines: 0,
-        agreed: 0,
-        separate_launches: 0,
-        fused_launches: 0,
-        mixed_groups: 0,
-        findings: Vec::new(),
-        out: o.out.clone(),
-        passed: true,
-    };
+    let mut rep = PipelineFuzzReport::empty(o.out.clone());
     let opts = PipelineGpuOptions::new(Forms::Both, 1)
         .with_timeout(Some(o.timeout))
         .with_fuel(interp::Options::default().fuel)
