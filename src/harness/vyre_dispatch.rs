@@ -39,8 +39,26 @@ pub struct DispatchRow {
     pub resident_wall_us: f64,
     /// Median device time of those dispatches, µs (None when the backend has no clock).
     pub resident_device_us: Option<f64>,
+    /// Where a timed dispatch's wall time goes (`dispatch_borrowed_timed`), medians.
+    pub split: DispatchSplit,
     /// The outputs equalled the host's.
     pub verified: bool,
+}
+
+/// Medians of `dispatch_borrowed_timed` over the same inputs, as vyre's
+/// `TimedDispatchResult` splits a dispatch: before the wait (host preparation, input
+/// copies, launch) and after it (kernel wait, output copies, collecting the outputs).
+/// `None` where the backend does not report the part.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DispatchSplit {
+    /// Median wall time of the timed dispatch, µs.
+    pub wall_us: f64,
+    /// Before the wait, µs.
+    pub before_wait_us: Option<f64>,
+    /// The kernel's device time, µs.
+    pub device_us: Option<f64>,
+    /// From the wait on, µs.
+    pub after_wait_us: Option<f64>,
 }
 
 /// The whole benchmark.
@@ -134,6 +152,7 @@ fn measure(
     }
     let min_us = walls.iter().copied().fold(f64::INFINITY, f64::min);
     let median_us = median(&mut walls);
+    let split = measure_split(be, program, inputs, repeats).map_err(err)?;
     // Resident: every non-workgroup buffer allocated once (binding order = declaration
     // order here), inputs uploaded once, then dispatches on the resident buffers.
     let mut resources = Vec::new();
@@ -171,7 +190,36 @@ fn measure(
         vs_limit: limit_us.filter(|l| *l > 0.0).map(|l| median_us / l),
         resident_wall_us: median(&mut res_walls),
         resident_device_us: (!res_device.is_empty()).then(|| median(&mut res_device)),
+        split,
         verified,
+    })
+}
+
+/// `repeats` timed dispatches of `program`: the medians of each part vyre's
+/// `TimedDispatchResult` reports.
+fn measure_split(
+    be: &dyn VyreBackend,
+    program: &VyreProgram,
+    inputs: &[Vec<u8>],
+    repeats: u32,
+) -> Result<DispatchSplit, BackendError> {
+    let cfg = DispatchConfig::default();
+    let borrowed: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let (mut wall, mut before, mut device, mut after) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..repeats {
+        let t = be.dispatch_borrowed_timed(program, &borrowed, &cfg)?;
+        let us = |ns: u64| ns as f64 / 1e3;
+        wall.push(us(t.wall_ns));
+        before.extend(t.enqueue_ns.map(us));
+        device.extend(t.device_ns.map(us));
+        after.extend(t.wait_ns.map(us));
+    }
+    let med = |v: &mut Vec<f64>| (v.len() == repeats as usize).then(|| median(v));
+    Ok(DispatchSplit {
+        wall_us: median(&mut wall),
+        before_wait_us: med(&mut before),
+        device_us: med(&mut device),
+        after_wait_us: med(&mut after),
     })
 }
 
@@ -268,5 +316,25 @@ pub fn dispatch_table(r: &DispatchBench) -> String {
             if row.verified { "verified" } else { "WRONG" }
         ));
     }
+    s.push_str(&format!(
+        "\nwhere a timed dispatch's time goes (dispatch_borrowed_timed, medians, us):\n  {:<16} {:>10} {:>10} {:>13} {:>10} {:>12}\n",
+        "program", "elements", "wall", "before wait", "kernel", "after wait"
+    ));
+    for row in &r.rows {
+        let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let sp = &row.split;
+        s.push_str(&format!(
+            "  {:<16} {:>10} {:>10.1} {:>13} {:>10} {:>12}\n",
+            row.program,
+            row.elements,
+            sp.wall_us,
+            opt(sp.before_wait_us),
+            opt(sp.device_us),
+            opt(sp.after_wait_us),
+        ));
+    }
+    s.push_str(
+        "  before wait: conversion lookup, binding, input copies, launch; after wait: the kernel's wait, output copies, collecting the outputs\n",
+    );
     s
 }

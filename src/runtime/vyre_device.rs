@@ -65,6 +65,8 @@ fn times(t: &LaunchTiming) -> RunTimes {
         device_ns: t.device_ms.map(ns),
         enqueue_ns: Some(ns(t.enqueue_ms)),
         wait_ns: Some(ns(t.wait_ms)),
+        upload_ns: None,
+        readback_ns: None,
     }
 }
 
@@ -159,6 +161,8 @@ impl Device for CudaDevice {
             device_ns: rep.device_ms.map(|s| ns(s.median_ms)),
             enqueue_ns: Some(ns(rep.enqueue_ms)),
             wait_ns: Some(ns(rep.wait_ms)),
+            upload_ns: Some(ns(rep.upload_ms)),
+            readback_ns: Some(ns(rep.readback_ms)),
         })
     }
 

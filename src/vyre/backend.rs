@@ -81,6 +81,30 @@ struct Slot<B> {
 pub(crate) struct Dispatched {
     pub outputs: Vec<Vec<u8>>,
     pub times: RunTimes,
+    /// Host time before the first run: conversion lookup, checks, binding.
+    pub prep_ns: u64,
+    /// Host time after the last run: moving the outputs out.
+    pub collect_ns: u64,
+}
+
+impl Dispatched {
+    /// The run's times split the way vyre's `TimedDispatchResult` reads them: `enqueue_ns`
+    /// is everything before the wait (host preparation, input copies, launch), `wait_ns`
+    /// everything after it (the kernel's wait, output copies, collecting the outputs).
+    /// Without a device clock for a part, the split is absent.
+    pub fn vyre_split(&self) -> RunTimes {
+        let t = self.times;
+        let sum = |parts: &[Option<u64>]| {
+            parts
+                .iter()
+                .try_fold(0u64, |acc, p| Some(acc.saturating_add((*p)?)))
+        };
+        RunTimes {
+            enqueue_ns: sum(&[Some(self.prep_ns), t.upload_ns, t.enqueue_ns]),
+            wait_ns: sum(&[t.wait_ns, t.readback_ns, Some(self.collect_ns)]),
+            ..t
+        }
+    }
 }
 
 impl<D: Device> VyrescopeBackend<D> {
@@ -208,6 +232,7 @@ impl<D: Device> Inner<D> {
         config: &DispatchConfig,
         timed: bool,
     ) -> Result<Dispatched, BackendError> {
+        let t0 = Instant::now();
         let iterations = self.check_config(config)?;
         let choice = self.choice(program, config)?;
         let conv = self
@@ -222,6 +247,7 @@ impl<D: Device> Inner<D> {
             .map_err(|r| errors::refused(self.id, &r))?;
         let key = conv.key(bound.shape.workgroup_size);
         let mut times: Option<RunTimes> = None;
+        let prep_ns = elapsed_ns(t0);
         {
             let mut st = self.lock()?;
             for _ in 0..iterations {
@@ -251,6 +277,7 @@ impl<D: Device> Inner<D> {
             }
         }
         let times = times.unwrap_or_default();
+        let t_collect = Instant::now();
         let mut outputs = Vec::with_capacity(bound.outputs.len());
         let mut total = 0usize;
         for slot in &bound.outputs {
@@ -278,7 +305,12 @@ impl<D: Device> Inner<D> {
                 ));
             }
         }
-        Ok(Dispatched { outputs, times })
+        Ok(Dispatched {
+            outputs,
+            times,
+            prep_ns,
+            collect_ns: elapsed_ns(t_collect),
+        })
     }
 
     /// Device time etc. of a run, with the host wall time since `t0`.
@@ -289,12 +321,17 @@ impl<D: Device> Inner<D> {
     ) -> vyre_driver::backend::TimedDispatchResult {
         vyre_driver::backend::TimedDispatchResult {
             outputs,
-            wall_ns: u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            wall_ns: elapsed_ns(t0),
             device_ns: times.device_ns,
             enqueue_ns: times.enqueue_ns,
             wait_ns: times.wait_ns,
         }
     }
+}
+
+/// Nanoseconds since `t0`.
+pub(crate) fn elapsed_ns(t0: Instant) -> u64 {
+    u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The device options of a dispatch.
@@ -312,5 +349,7 @@ pub(crate) fn add_times(a: RunTimes, b: RunTimes) -> RunTimes {
         device_ns: add(a.device_ns, b.device_ns),
         enqueue_ns: add(a.enqueue_ns, b.enqueue_ns),
         wait_ns: add(a.wait_ns, b.wait_ns),
+        upload_ns: add(a.upload_ns, b.upload_ns),
+        readback_ns: add(a.readback_ns, b.readback_ns),
     }
 }

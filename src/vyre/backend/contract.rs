@@ -52,7 +52,7 @@ impl<D: Device> VyrescopeBackend<D> {
         self.inner.download(&ranges, outputs)?;
         let times = times.unwrap_or_default();
         Ok(ResidentSequenceTiming {
-            wall_ns: u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            wall_ns: super::elapsed_ns(t0),
             device_ns: times.device_ns,
             enqueue_ns: times.enqueue_ns,
             wait_ns: times.wait_ns,
@@ -71,7 +71,8 @@ impl<D: Device> VyrescopeBackend<D> {
         let pending = ThreadPending::spawn(self.inner.id, move || {
             let t0 = Instant::now();
             let d = inner.dispatch(&program, &borrowed(&inputs), &config, true)?;
-            Ok(Inner::<D>::timed_result(d.outputs, t0, d.times))
+            let split = d.vyre_split();
+            Ok(Inner::<D>::timed_result(d.outputs, t0, split))
         })?;
         Ok(Box::new(pending))
     }
@@ -121,7 +122,8 @@ impl<D: Device> VyreBackend for VyrescopeBackend<D> {
     ) -> Result<TimedDispatchResult, BackendError> {
         let t0 = Instant::now();
         let d = self.inner.dispatch(program, inputs, config, true)?;
-        Ok(Inner::<D>::timed_result(d.outputs, t0, d.times))
+        let split = d.vyre_split();
+        Ok(Inner::<D>::timed_result(d.outputs, t0, split))
     }
 
     fn dispatch_borrowed_into(

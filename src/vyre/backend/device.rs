@@ -62,6 +62,10 @@ pub struct RunTimes {
     pub enqueue_ns: Option<u64>,
     /// Host time spent waiting for completion.
     pub wait_ns: Option<u64>,
+    /// Host time copying the inputs to the device (staging included), one-shot runs only.
+    pub upload_ns: Option<u64>,
+    /// Host time copying the outputs back, one-shot runs only.
+    pub readback_ns: Option<u64>,
 }
 
 /// One buffer of a resident launch: a device buffer standing for one of the Program's
