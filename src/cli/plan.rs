@@ -46,11 +46,12 @@ pub struct Args {
     /// barriers). The plan then lists what each boundary runs as, read from the fused kernel.
     #[arg(long, default_value = "dataflow", value_name = "FORM")]
     pub sync: SyncMode,
-    /// How fusion is decided: `model` (the cost model: never a form it predicts slower than
-    /// separate launches; the default), `fuse` (fuse whatever may legally fuse) or `recompute`
+    /// How fusion is decided: `auto` (the default; without a GPU the same as `model`, and a
+    /// choice that `run` timed on this device comes from the plan cache), `model` (the cost
+    /// model: never a form it predicts slower than separate launches), `fuse` (fuse whatever may legally fuse) or `recompute`
     /// (run every chain of window steps as recomputed passes: halo recomputation). A plan
     /// that `run --decide measure` timed on this device comes from the plan cache.
-    #[arg(long, default_value = "model", value_name = "HOW")]
+    #[arg(long, default_value = "auto", value_name = "HOW")]
     pub decide: crate::megakernel::plan::Decide,
     /// Also plan the pipeline with vyre-megakernel's own planner (feature `vyre`; the pipeline
     /// is exported as a vyre ProgramGraph) and list where the plans differ. Always on for a

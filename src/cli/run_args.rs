@@ -117,13 +117,15 @@ pub struct Args {
     /// 1, 2 and 4 blocks per SM and keep the fastest).
     #[arg(long, value_enum, default_value = "estimate")]
     pub topology: Topology,
-    /// cuda, pipelines: how the plan decides what to fuse: `model` (the cost model, or what an
-    /// earlier `measure` stored in the plan cache for this GPU: never a form predicted or
-    /// measured slower than separate launches), `fuse` (fuse whatever may legally fuse),
+    /// cuda, pipelines: how the plan decides what to fuse: `auto` (the default: the cost model,
+    /// or what an earlier measurement stored in the plan cache for this GPU; where the model
+    /// predicts a fused form to gain less than 1.3x, the forms are timed once on the GPU and
+    /// the winner stored), `model` (the cost model or the plan cache, never timing: never a
+    /// form predicted or measured slower than separate launches), `fuse` (fuse whatever may legally fuse),
     /// `measure` (time each run of fusable steps fused, separate and as the model splits it,
     /// keep the fastest and store the choice in the plan cache) or `recompute` (run every
     /// chain of window steps as recomputed passes: halo recomputation).
-    #[arg(long, default_value = "model", value_name = "HOW")]
+    #[arg(long, default_value = "auto", value_name = "HOW")]
     pub decide: crate::megakernel::plan::Decide,
     /// cuda, pipelines: how fused kernels lower grid barriers: `flip` (one flipping arrival
     /// counter, the default) or `generation` (the earlier counter-plus-generation lowering),

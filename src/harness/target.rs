@@ -25,7 +25,7 @@ use crate::inputs::LaunchShape;
 use crate::ir::Pipeline;
 use crate::megakernel::cache::{Cached, PlanCache};
 use crate::megakernel::compiled::{CompiledPipeline, Residency};
-use crate::megakernel::decision::DecisionReport;
+use crate::megakernel::decision::{unsure, DecisionOrigin, DecisionReport};
 use crate::megakernel::plan::{Decide, PlanOptions, SyncMode, MIN_OCCUPANCY_PCT};
 use crate::occupancy::{profiles, DeviceCaps};
 use crate::util::Problem;
@@ -248,6 +248,7 @@ pub fn compile(target: &PipelineTarget, fit: Fit<'_>) -> Result<CompiledTarget, 
     let planning = compiled.planned.clone();
     let mut warnings: Vec<String> = planning.warning.iter().cloned().collect();
     let mut offline = None;
+    let mut note = None;
     match fit {
         Fit::Plan => {}
         Fit::Offline { sm, registers } => {
@@ -259,7 +260,12 @@ pub fn compile(target: &PipelineTarget, fit: Fit<'_>) -> Result<CompiledTarget, 
             measure_topology,
         } => {
             compiled.fit(device, measure_topology)?;
-            if target.decide == Decide::Measure {
+            let auto = match target.decide {
+                Decide::Measure => Some(AutoMeasure::Asked),
+                Decide::Auto => auto_measure(compiled.plan()),
+                _ => None,
+            };
+            if let Some(AutoMeasure::Asked | AutoMeasure::Unsure(_)) = &auto {
                 compiled.decide_by_timing(
                     &target.plan_options,
                     device,
@@ -268,14 +274,82 @@ pub fn compile(target: &PipelineTarget, fit: Fit<'_>) -> Result<CompiledTarget, 
                 )?;
                 warnings.extend(compiled.planned.warning.iter().cloned());
             }
+            note = auto.and_then(AutoMeasure::note);
         }
     }
+    let mut decision = DecisionReport::of(compiled.plan());
+    decision.note = note;
     Ok(CompiledTarget {
-        decision: DecisionReport::of(compiled.plan()),
+        decision,
         compiled,
         planning,
         offline,
         warnings,
+    })
+}
+
+/// Most device time the default may spend timing forms it is unsure of (predicted).
+pub const AUTO_MEASURE_BUDGET_MS: f64 = 2000.0;
+
+/// Rounds x forms x repetitions `decide_by_timing` launches a run of steps: 3 interleaved
+/// rounds of up to 3 forms, 5 repetitions each.
+const LAUNCHES_PER_MEASURE: f64 = 45.0;
+
+/// Why a compile on a GPU times the forms (or, unsure, does not).
+#[derive(Debug, Clone, PartialEq)]
+enum AutoMeasure {
+    /// `--decide measure`.
+    Asked,
+    /// The default, where the model is unsure: the reason.
+    Unsure(String),
+    /// Unsure, but timing would take longer than the budget.
+    TooLong(String),
+}
+
+impl AutoMeasure {
+    fn note(self) -> Option<String> {
+        match self {
+            AutoMeasure::Asked => None,
+            AutoMeasure::Unsure(why) => Some(format!(
+                "the default measured the forms once: the model was unsure, {why}"
+            )),
+            AutoMeasure::TooLong(why) => Some(format!(
+                "the model was unsure, {why}, and timing the forms would take longer than {:.0} s: run `--decide measure` once to settle it",
+                AUTO_MEASURE_BUDGET_MS / 1e3
+            )),
+        }
+    }
+}
+
+/// The default's rule on a GPU: time the forms when the model's own plan (not a choice
+/// read from the plan cache) holds a fused or split choice it is unsure of
+/// ([`unsure`]), within [`AUTO_MEASURE_BUDGET_MS`] of predicted device time.
+fn auto_measure(plan: &crate::megakernel::plan::Plan) -> Option<AutoMeasure> {
+    if DecisionOrigin::of(plan) != DecisionOrigin::Model {
+        return None;
+    }
+    let runs = unsure(plan);
+    let first = runs.first()?;
+    let why = format!(
+        "{} of steps {} predicted {:.2}x over separate launches (under {:.1}x)",
+        first.verdict(),
+        first
+            .steps
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join("+"),
+        first.separate_us / first.chosen_us.max(f64::MIN_POSITIVE),
+        crate::megakernel::plan::UNSURE_GAIN
+    );
+    let predicted_ms: f64 = runs
+        .iter()
+        .map(|d| d.separate_us.max(d.fused_us) * LAUNCHES_PER_MEASURE / 1e3)
+        .sum();
+    Some(if predicted_ms > AUTO_MEASURE_BUDGET_MS {
+        AutoMeasure::TooLong(why)
+    } else {
+        AutoMeasure::Unsure(why)
     })
 }
 
@@ -334,6 +408,41 @@ mod tests {
         ] {
             let e = target(p.clone(), s.clone(), &spec).unwrap_err();
             assert!(e.to_string().contains("Fix:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_default_measures_what_the_model_is_unsure_of_within_its_budget() {
+        let (p, s) = softmax();
+        let spec = TargetSpec {
+            cache: CacheUse::Off,
+            ..TargetSpec::default()
+        };
+        let t = target(p, s, &spec).unwrap();
+        let mut plan = compile(&t, Fit::Plan).unwrap().compiled.plan().clone();
+        let i = plan
+            .decisions
+            .iter()
+            .position(|d| d.verdict() != "separate")
+            .expect("the model fuses some of softmax");
+        let mut with = |separate_us: f64, chosen_us: f64| {
+            plan.decisions[i].separate_us = separate_us;
+            plan.decisions[i].chosen_us = chosen_us;
+            plan.decisions[i].fused_us = chosen_us;
+            auto_measure(&plan)
+        };
+        // A predicted gain of 2x is sure; 1.1x is not; 1.1x over 100 ms runs is too long.
+        assert_eq!(with(20.0, 10.0), None);
+        match with(11.0, 10.0) {
+            Some(AutoMeasure::Unsure(why)) => assert!(why.contains("1.10x"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        match with(110_000.0, 100_000.0) {
+            Some(AutoMeasure::TooLong(why)) => {
+                let note = AutoMeasure::TooLong(why).note().unwrap();
+                assert!(note.contains("--decide measure"), "{note}");
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

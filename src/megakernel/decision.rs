@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cost::{Decision, DecisionSource};
-use super::plan::{CacheStatus, Plan};
+use super::plan::{CacheStatus, Plan, UNSURE_GAIN};
 
 /// Where a plan's fusion decisions came from, as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,9 +53,7 @@ impl DecisionOrigin {
         match self {
             DecisionOrigin::Nothing => "nothing to decide (no run of steps may fuse)",
             DecisionOrigin::Model => "model prediction (no measured choice recorded)",
-            DecisionOrigin::Measured => {
-                "measured now (--decide measure; recorded in the plan cache)"
-            }
+            DecisionOrigin::Measured => "measured now (recorded in the plan cache)",
             DecisionOrigin::MeasuredCached => "measured (cached, by an earlier --decide measure)",
             DecisionOrigin::Forced => "forced (--decide fuse)",
         }
@@ -72,6 +70,24 @@ pub struct DecisionReport {
     pub summary: String,
     /// One line per run of fusable steps ([`Decision::describe`]).
     pub runs: Vec<String>,
+    /// Why the default (`--decide auto`) measured, or why it did not where the model was
+    /// unsure; printed after the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The runs of steps whose model decision is unsure: a fused or split choice the cost model
+/// made (not measured, not forced) with a predicted gain over separate launches under
+/// [`UNSURE_GAIN`]. A choice of separate launches is never unsure: it cannot lose to them.
+pub fn unsure(plan: &Plan) -> Vec<&Decision> {
+    plan.decisions
+        .iter()
+        .filter(|d| {
+            d.source == DecisionSource::Model
+                && d.verdict() != "separate"
+                && d.separate_us < UNSURE_GAIN * d.chosen_us
+        })
+        .collect()
 }
 
 impl DecisionReport {
@@ -82,6 +98,7 @@ impl DecisionReport {
             origin,
             summary: origin.text().to_string(),
             runs: plan.decisions.iter().map(Decision::describe).collect(),
+            note: None,
         }
     }
 
@@ -89,6 +106,7 @@ impl DecisionReport {
     /// wording of every front end (a caller only adds its own prefix, e.g. `// ` in PTX).
     pub fn lines(&self) -> Vec<String> {
         let mut out = vec![format!("fusion decided by: {}", self.summary)];
+        out.extend(self.note.iter().map(|n| format!("  ({n})")));
         out.extend(self.runs.iter().map(|r| format!("  {r}")));
         out
     }

@@ -75,14 +75,26 @@ pub const MAX_GROUP_STEPS: usize = 32;
 /// what fusion adds (virtual workgroup loops, waits, renamed copies).
 pub const MAX_GROUP_NODES: usize = 25_000;
 
+/// Below this predicted gain (separate launches' predicted time over the chosen form's), a
+/// fused or split choice of the cost model is unsure: [`Decide::Auto`] measures it on a GPU.
+/// The model's predictions were off by up to 1.3x on held-out pipelines (a histogram
+/// equalisation it predicted to gain ran 0.88x), so a smaller predicted gain proves nothing.
+pub const UNSURE_GAIN: f64 = 1.3;
+
 /// How fusion is decided (`--decide`, spelled the same by every command that takes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decide {
+    /// The default: as [`Decide::Model`], and where a GPU runs the pipeline and the model is
+    /// unsure of a fused choice (`harness::target::unsure`: a predicted gain under
+    /// [`UNSURE_GAIN`]), the candidate forms are timed once, as `measure` times them, and
+    /// the winner is recorded in the plan cache. Without a GPU it is the model's prediction,
+    /// and says so.
+    #[default]
+    Auto,
     /// The cost model (`super::cost`), or a decision an earlier `measure` recorded in the
     /// plan cache for this pipeline, device and sync form: never a form predicted (or
-    /// measured) slower than separate launches.
-    #[default]
+    /// measured) slower than separate launches. Never measures.
     Model,
     /// Fuse everything that may legally fuse, whatever it costs (to study a fused form).
     Fuse,
@@ -101,7 +113,7 @@ impl Decide {
     /// key a measured choice is recorded under, are the model's.
     pub fn planner(self) -> Decide {
         match self {
-            Decide::Measure => Decide::Model,
+            Decide::Measure | Decide::Auto => Decide::Model,
             d => d,
         }
     }
@@ -109,6 +121,7 @@ impl Decide {
     /// The `--decide` spelling.
     pub fn name(self) -> &'static str {
         match self {
+            Decide::Auto => "auto",
             Decide::Model => "model",
             Decide::Fuse => "fuse",
             Decide::Measure => "measure",
@@ -121,6 +134,7 @@ impl std::str::FromStr for Decide {
     type Err = crate::util::Problem;
     fn from_str(s: &str) -> Result<Self, crate::util::Problem> {
         [
+            Decide::Auto,
             Decide::Model,
             Decide::Fuse,
             Decide::Measure,
@@ -131,7 +145,7 @@ impl std::str::FromStr for Decide {
         .ok_or_else(|| {
             crate::util::Problem::usage(
                 format!("unknown fusion decision `{s}`"),
-                "use `model` (the default), `fuse`, `measure` or `recompute`",
+                "use `auto` (the default), `model`, `fuse`, `measure` or `recompute`",
             )
         })
     }

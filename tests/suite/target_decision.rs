@@ -228,3 +228,113 @@ fn without_a_record_the_decision_is_a_model_prediction() {
         );
     }
 }
+
+/// `--decide auto` (the default) on a GPU times the forms exactly when the model's plan holds
+/// a choice it is unsure of, and records the winner with a note saying why; `--decide model`
+/// on the same device never times. Without a GPU, `auto` plans as the model.
+#[test]
+fn the_default_measures_on_a_gpu_only_where_the_model_is_unsure() {
+    use vyrescope::megakernel::decision::unsure;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("seed {seed}");
+    let mut unsure_seen = 0;
+    for name in [
+        "softmax",
+        "reduce_normalize",
+        "chain3_transient",
+        "stencil_clamped",
+    ] {
+        let file =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/pipelines/{name}.json"));
+        let p = Arc::new(vyrescope::ir::load_pipeline(&file).unwrap());
+        let shapes =
+            vyrescope::inputs::pipeline::pipeline_shapes(&p, file.parent().unwrap()).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let cache = PlanCache::at(home.path().join("plan"));
+        let spec = |decide| TargetSpec {
+            device: DeviceChoice::Profile(None),
+            decide,
+            cache: CacheUse::At(cache.clone()),
+            ..TargetSpec::default()
+        };
+        let offline = compile(
+            &target(p.clone(), shapes.clone(), &spec(Decide::Auto)).unwrap(),
+            Fit::Plan,
+        )
+        .unwrap();
+        assert_eq!(
+            offline.decision.origin,
+            DecisionOrigin::of(offline.compiled.plan())
+        );
+        assert!(
+            offline.decision.note.is_none(),
+            "{name}: no GPU, no measuring"
+        );
+        let doubts = unsure(offline.compiled.plan()).len();
+        unsure_seen += usize::from(doubts > 0);
+
+        let mut gpu = SeparateWins { state: seed | 1 };
+        let model = target(p.clone(), shapes.clone(), &spec(Decide::Model)).unwrap();
+        let m = compile(
+            &model,
+            Fit::Device {
+                device: &mut gpu,
+                measure_topology: false,
+            },
+        )
+        .unwrap();
+        assert_ne!(
+            m.decision.origin,
+            DecisionOrigin::Measured,
+            "{name}: `model` never times"
+        );
+
+        let auto = target(p.clone(), shapes.clone(), &spec(Decide::Auto)).unwrap();
+        let a = compile(
+            &auto,
+            Fit::Device {
+                device: &mut gpu,
+                measure_topology: false,
+            },
+        )
+        .unwrap();
+        if doubts > 0 {
+            assert_eq!(a.decision.origin, DecisionOrigin::Measured, "{name}");
+            let note = a.decision.note.clone().unwrap_or_default();
+            assert!(note.contains("the model was unsure"), "{name}: {note}");
+            assert!(
+                a.decision.lines()[1].contains("the default measured"),
+                "{:?}",
+                a.decision.lines()
+            );
+            // Recorded: a second default compile reads it back and does not time again.
+            let again = compile(
+                &auto,
+                Fit::Device {
+                    device: &mut gpu,
+                    measure_topology: false,
+                },
+            )
+            .unwrap();
+            assert_eq!(
+                again.decision.origin,
+                DecisionOrigin::MeasuredCached,
+                "{name}"
+            );
+            assert!(again.decision.note.is_none());
+        } else {
+            assert_eq!(
+                a.decision.origin, m.decision.origin,
+                "{name}: sure, so no timing"
+            );
+            assert!(a.decision.note.is_none(), "{name}");
+        }
+    }
+    assert!(
+        unsure_seen > 0,
+        "at least one fixture must exercise the measuring path"
+    );
+}

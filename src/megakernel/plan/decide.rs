@@ -248,7 +248,7 @@ impl DecideCtx<'_> {
                 (fastest, DecisionSource::Measured)
             }
             (None, Decide::Fuse) => (vec![m.to_vec()], DecisionSource::Forced),
-            (None, Decide::Model | Decide::Measure | Decide::Recompute) => {
+            (None, Decide::Auto | Decide::Model | Decide::Measure | Decide::Recompute) => {
                 (model_parts, DecisionSource::Model)
             }
         };
