@@ -329,22 +329,36 @@ fn auto_measure(plan: &crate::megakernel::plan::Plan) -> Option<AutoMeasure> {
         return None;
     }
     let runs = unsure(plan);
-    let first = runs.first()?;
-    let why = format!(
-        "{} of steps {} predicted {:.2}x over separate launches (under {:.1}x)",
-        first.verdict(),
-        first
-            .steps
-            .iter()
+    let passes: Vec<&crate::megakernel::halo::HaloPlan> =
+        plan.groups.iter().filter_map(|g| g.halo.as_ref()).collect();
+    let steps = |s: &[usize]| {
+        s.iter()
             .map(|s| s.to_string())
             .collect::<Vec<_>>()
-            .join("+"),
-        first.separate_us / first.chosen_us.max(f64::MIN_POSITIVE),
-        crate::megakernel::plan::UNSURE_GAIN
-    );
+            .join("+")
+    };
+    let why = match (runs.first(), passes.first()) {
+        (Some(first), _) => format!(
+            "{} of steps {} predicted {:.2}x over separate launches (under {:.1}x)",
+            first.verdict(),
+            steps(&first.steps),
+            first.separate_us / first.chosen_us.max(f64::MIN_POSITIVE),
+            crate::megakernel::plan::UNSURE_GAIN
+        ),
+        (None, Some(_)) => format!(
+            "{} recomputed pass(es) chosen (its predictions for recomputation are not calibrated: such passes are always timed)",
+            passes.len()
+        ),
+        (None, None) => return None,
+    };
     let predicted_ms: f64 = runs
         .iter()
         .map(|d| d.separate_us.max(d.fused_us) * LAUNCHES_PER_MEASURE / 1e3)
+        .chain(
+            passes
+                .iter()
+                .map(|h| h.otherwise_us.max(h.predicted_us) * LAUNCHES_PER_MEASURE / 1e3),
+        )
         .sum();
     Some(if predicted_ms > AUTO_MEASURE_BUDGET_MS {
         AutoMeasure::TooLong(why)

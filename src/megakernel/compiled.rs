@@ -353,6 +353,32 @@ impl CompiledPipeline {
                     separate_ms: median(&mut times[1]),
                     model_ms: split.then(|| median(&mut times[2])),
                 },
+                recomputed: false,
+            });
+        }
+        // Recomputed passes the model chose: each timed against its steps apart, so a pass
+        // that does not win keeps its chain out of recomputation.
+        for g in self.groups.iter().filter(|g| g.group.halo.is_some()) {
+            let pass = vec![g.kernel.clone()?.launch(&self.pipeline)?];
+            let apart: Vec<PipelineLaunch> = g
+                .group
+                .steps
+                .iter()
+                .filter_map(|&s| separate.get(s).cloned())
+                .collect();
+            let mut times: [Vec<f64>; 2] = Default::default();
+            for _ in 0..3 {
+                times[0].push(device.time_launches(&pass)?);
+                times[1].push(device.time_launches(&apart)?);
+            }
+            measured.push(Measurement {
+                steps: g.group.steps.clone(),
+                forms: MeasuredForms {
+                    fused_ms: median(&mut times[0]),
+                    separate_ms: median(&mut times[1]),
+                    model_ms: None,
+                },
+                recomputed: true,
             });
         }
         let plan = plan_measured(&self.pipeline, &self.shapes, &opts, &measured)?;

@@ -34,9 +34,9 @@ impl DecisionOrigin {
     /// plan came from the cache), else forced when any was forced, else the model's.
     pub fn of(plan: &Plan) -> DecisionOrigin {
         let any = |s: DecisionSource| plan.decisions.iter().any(|d| d.source == s);
-        if plan.decisions.is_empty() {
+        if plan.decisions.is_empty() && plan.recompute_measured.is_empty() {
             DecisionOrigin::Nothing
-        } else if any(DecisionSource::Measured) {
+        } else if any(DecisionSource::Measured) || !plan.recompute_measured.is_empty() {
             match plan.cache {
                 CacheStatus::Hit => DecisionOrigin::MeasuredCached,
                 CacheStatus::Miss => DecisionOrigin::Measured,
@@ -97,7 +97,28 @@ impl DecisionReport {
         DecisionReport {
             origin,
             summary: origin.text().to_string(),
-            runs: plan.decisions.iter().map(Decision::describe).collect(),
+            runs: plan
+                .decisions
+                .iter()
+                .map(Decision::describe)
+                .chain(plan.recompute_measured.iter().map(|m| {
+                    format!(
+                        "recomputed pass of steps {}: {} (measured: pass {:.4} ms, separate {:.4} ms)",
+                        m.steps
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>()
+                            .join("+"),
+                        if m.recompute_lost() {
+                            "not recomputed"
+                        } else {
+                            "recomputed"
+                        },
+                        m.forms.fused_ms,
+                        m.forms.separate_ms
+                    )
+                }))
+                .collect(),
             note: None,
         }
     }
@@ -147,6 +168,7 @@ mod tests {
                 separate_ms: 0.402,
                 model_ms: None,
             },
+            recomputed: false,
         };
         let mut measured = plan_measured(&p, &s, &opts, &[m]).unwrap();
         assert_eq!(DecisionOrigin::of(&measured), DecisionOrigin::Measured);

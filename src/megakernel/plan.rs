@@ -392,6 +392,10 @@ pub struct Plan {
     /// them, splits them or launches them separately, with the predicted (or measured) times.
     #[serde(default)]
     pub decisions: Vec<Decision>,
+    /// Recomputed passes timed on the GPU (`--decide measure`, or the default where it
+    /// measured): a pass that lost keeps its chain out of recomputation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recompute_measured: Vec<Measurement>,
 }
 
 impl Plan {
@@ -433,6 +437,18 @@ pub struct Measurement {
     pub steps: Vec<usize>,
     /// Their timings.
     pub forms: MeasuredForms,
+    /// A recomputed pass (`super::halo`) over `steps` was timed: `forms.fused_ms` is the
+    /// pass, `forms.separate_ms` the steps launched apart. A pass measured no faster keeps
+    /// its whole chain out of recomputation.
+    #[serde(default)]
+    pub recomputed: bool,
+}
+
+impl Measurement {
+    /// A recomputed pass measured no faster than its steps apart.
+    pub fn recompute_lost(&self) -> bool {
+        self.recomputed && self.forms.separate_ms <= self.forms.fused_ms
+    }
 }
 
 /// [`plan`], with the runs of steps in `measured` decided by their timings instead of the
@@ -526,7 +542,10 @@ pub fn plan_measured(
             groups.push(whole);
             continue;
         }
-        let found = measured.iter().find(|x| x.steps == *m).map(|x| &x.forms);
+        let found = measured
+            .iter()
+            .find(|x| !x.recomputed && x.steps == *m)
+            .map(|x| &x.forms);
         let d = ctx.decide(m, &whole, found);
         if d.chosen.len() == 1 {
             groups.push(whole);
@@ -554,7 +573,12 @@ pub fn plan_measured(
         decisions.push(d);
     }
     if opts.decide != Decide::Fuse {
-        groups = recompute_chains(&ctx, pipeline, shapes, &deps, groups, &decisions)?;
+        let lost: Vec<usize> = measured
+            .iter()
+            .filter(|x| x.recompute_lost())
+            .flat_map(|x| x.steps.iter().copied())
+            .collect();
+        groups = recompute_chains(&ctx, pipeline, shapes, &deps, groups, &decisions, &lost)?;
     }
     fusion_breaks.sort_by_key(|b| b.step);
     let grid_barriers = groups.iter().map(Group::grid_barriers).sum();
@@ -587,6 +611,7 @@ pub fn plan_measured(
             .collect(),
         min_occupancy_pct: opts.min_occupancy_pct,
         decisions,
+        recompute_measured: measured.iter().filter(|x| x.recomputed).cloned().collect(),
     })
 }
 

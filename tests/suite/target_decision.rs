@@ -273,7 +273,8 @@ fn the_default_measures_on_a_gpu_only_where_the_model_is_unsure() {
             offline.decision.note.is_none(),
             "{name}: no GPU, no measuring"
         );
-        let doubts = unsure(offline.compiled.plan()).len();
+        let plan = offline.compiled.plan();
+        let doubts = unsure(plan).len() + plan.groups.iter().filter(|g| g.halo.is_some()).count();
         unsure_seen += usize::from(doubts > 0);
 
         let mut gpu = SeparateWins { state: seed | 1 };
@@ -337,4 +338,108 @@ fn the_default_measures_on_a_gpu_only_where_the_model_is_unsure() {
         unsure_seen > 0,
         "at least one fixture must exercise the measuring path"
     );
+}
+
+/// A device on which fewer launches are always faster (a recomputed pass beats its steps
+/// apart); random figures, seeded.
+struct FewerWins {
+    state: u64,
+}
+
+impl Residency for FewerWins {
+    fn resident_blocks(&mut self, _: &FusedKernel) -> Result<u32, Problem> {
+        Ok(1 << 20)
+    }
+
+    fn time_launches(&mut self, launches: &[PipelineLaunch]) -> Result<f64, Problem> {
+        let mut s = SeparateWins { state: self.state };
+        let t = s.next();
+        self.state = s.state;
+        // At least 0.5 ms per launch, at most 1.5: one launch always beats three.
+        Ok(t * launches.len().max(1) as f64)
+    }
+
+    fn sm_count(&self) -> u32 {
+        132
+    }
+}
+
+/// The model's recomputed passes are always timed by the default on a GPU: a pass measured
+/// slower than its steps apart keeps the chain out of recomputation (and a later command
+/// reads that from the plan cache); a pass measured faster stays.
+#[test]
+fn the_default_times_recomputed_passes_and_drops_one_that_loses() {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("seed {seed}");
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/stencil_clamped.json");
+    let p = Arc::new(vyrescope::ir::load_pipeline(&file).unwrap());
+    let shapes = vyrescope::inputs::pipeline::pipeline_shapes(&p, file.parent().unwrap()).unwrap();
+    let halos = |c: &vyrescope::harness::target::CompiledTarget| {
+        c.compiled
+            .plan()
+            .groups
+            .iter()
+            .filter(|g| g.halo.is_some())
+            .count()
+    };
+    for separate_wins in [true, false] {
+        let home = tempfile::tempdir().unwrap();
+        let spec = TargetSpec {
+            device: DeviceChoice::Profile(None),
+            decide: Decide::Auto,
+            cache: CacheUse::At(PlanCache::at(home.path().join("plan"))),
+            ..TargetSpec::default()
+        };
+        let t = target(p.clone(), shapes.clone(), &spec).unwrap();
+        let offline = compile(&t, Fit::Plan).unwrap();
+        assert!(halos(&offline) > 0, "the model recomputes stencil_clamped");
+        let c = if separate_wins {
+            let mut gpu = SeparateWins { state: seed | 1 };
+            compile(
+                &t,
+                Fit::Device {
+                    device: &mut gpu,
+                    measure_topology: false,
+                },
+            )
+            .unwrap()
+        } else {
+            let mut gpu = FewerWins { state: seed | 1 };
+            compile(
+                &t,
+                Fit::Device {
+                    device: &mut gpu,
+                    measure_topology: false,
+                },
+            )
+            .unwrap()
+        };
+        assert_eq!(c.decision.origin, DecisionOrigin::Measured);
+        let lines = c.decision.lines();
+        let pass_line = lines
+            .iter()
+            .find(|l| l.contains("recomputed pass of steps"))
+            .unwrap_or_else(|| panic!("{lines:?}"));
+        if separate_wins {
+            assert_eq!(halos(&c), 0, "{lines:?}");
+            assert!(
+                pass_line.contains(": not recomputed (measured: pass"),
+                "{pass_line}"
+            );
+        } else {
+            assert_eq!(halos(&c), halos(&offline), "{lines:?}");
+            assert!(
+                pass_line.contains(": recomputed (measured: pass"),
+                "{pass_line}"
+            );
+        }
+        // Read back by a later command: the same plan, not timed again.
+        let again = compile(&t, Fit::Plan).unwrap();
+        assert_eq!(again.decision.origin, DecisionOrigin::MeasuredCached);
+        assert_eq!(halos(&again), halos(&c));
+    }
 }

@@ -119,6 +119,9 @@ pub struct ChooseCtx<'a> {
     pub group_us: &'a dyn Fn(&Group) -> f64,
     /// The plan group of one step launched alone.
     pub single: &'a dyn Fn(usize) -> Group,
+    /// Steps of recomputed passes measured no faster than their steps apart: a chain holding
+    /// one is not recomputed (not even when forced: a measurement outranks the flag).
+    pub lost: &'a [usize],
 }
 
 /// Facts about one step of a chain, measured once.
@@ -170,7 +173,7 @@ pub fn choose(ctx: &ChooseCtx, groups: Vec<Group>) -> Vec<Group> {
         }
         let run: Vec<usize> = groups[i..j].iter().flat_map(|g| g.steps.clone()).collect();
         probed += run.len();
-        if run.len() < 2 || probed > MAX_PROBED_STEPS {
+        if run.len() < 2 || probed > MAX_PROBED_STEPS || run.iter().any(|s| ctx.lost.contains(s)) {
             out.extend(groups[i..j].iter().cloned());
             i = j;
             continue;

@@ -4,7 +4,9 @@
 use super::*;
 
 /// Runs chains of window steps recomputed where the model (or `--decide recompute`) says so
-/// (`crate::megakernel::halo::choose`); every other group stays as planned.
+/// (`crate::megakernel::halo::choose`), except chains holding a step of `lost` (a
+/// recomputed pass measured no faster than its steps apart); every other group stays as
+/// planned.
 pub(super) fn recompute_chains(
     ctx: &DecideCtx,
     pipeline: &Pipeline,
@@ -12,6 +14,7 @@ pub(super) fn recompute_chains(
     deps: &DepTable,
     groups: Vec<Group>,
     decisions: &[Decision],
+    lost: &[usize],
 ) -> Result<Vec<Group>, PlanError> {
     let single = |s: usize| {
         let mut g = build_group(ctx.caps, deps, ctx.res, &[s]);
@@ -40,6 +43,7 @@ pub(super) fn recompute_chains(
             force: ctx.opts.decide == Decide::Recompute,
             group_us: &group_us,
             single: &single,
+            lost,
         },
         groups,
     ))
