@@ -18,7 +18,7 @@ const CUDA_ID: &str = "cuda";
 enum RaceError {
     #[error("unknown argument `{0}`. Fix: run `vyre-driver-race [--json] [--list]`")]
     Usage(String),
-    #[error("vyre's registry could not be read: {0}. Fix: report this bug with `vyre-driver-race --list`")]
+    #[error("vyre's registry could not be read: {0}. Fix: report this bug with the output of `cargo tree` in benches/gpu/vyre-driver-race")]
     Registry(Box<BackendError>),
     #[error("vyre's registry could not acquire `{CUDA_ID}`: {0}. Fix: run on a machine with an NVIDIA GPU and its driver (libcuda.so)")]
     Acquire(String),
