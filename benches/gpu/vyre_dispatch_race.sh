@@ -26,9 +26,12 @@ import json, sys
 def load(path):
     try:
         with open(path) as f:
-            return json.load(f)
+            report = json.load(f)
     except (OSError, ValueError) as e:
         sys.exit(f"{path}: no report ({e}); see the run's error above")
+    if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
+        sys.exit(f"{path}: not a dispatch report (no `rows`); see the run's output")
+    return report
 
 ours, theirs = load(sys.argv[1]), load(sys.argv[2])
 by_key = {(r["program"], r["elements"]): r for r in theirs["rows"]}
