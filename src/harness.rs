@@ -22,8 +22,9 @@
 //! - [`bench`]: kernel and dispatch-overhead benchmarks; [`tune`]: timed workgroup sizes with
 //!   the tune cache; [`vyre_race`] (feature `vyre`): our kernel against vyre's;
 //!   [`vyre_catalog`] (feature `vyre`): vyre's op catalogue against vyre's expected outputs,
-//!   also through a `VyreBackend` acquired from vyre's registry; [`vyre_dispatch`] (feature
-//!   `vyre`): dispatch speed through that trait against the copy limit.
+//!   also through a `VyreBackend` acquired from vyre's registry (dispatch speed through that
+//!   trait is the workspace crate `vyrescope-dispatch-bench`, shared with the race binary on
+//!   vyre-driver-cuda).
 //! - [`target`]: the one compile target of a pipeline (device, sync form, decision, plan
 //!   cache) and the one `compile` every pipeline front end calls, with the decision it
 //!   carries.
@@ -70,8 +71,6 @@ pub mod timeline_run;
 pub mod tune;
 #[cfg(feature = "vyre")]
 pub mod vyre_catalog;
-#[cfg(feature = "vyre")]
-pub mod vyre_dispatch;
 #[cfg(feature = "vyre")]
 pub mod vyre_race;
 pub mod worker_jobs;

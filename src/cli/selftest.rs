@@ -265,17 +265,17 @@ fn run_vyre_dispatch(_a: &Args) -> super::Outcome {
 /// `selftest --vyre-dispatch`: the dispatch benchmark through a registry-acquired backend.
 #[cfg(feature = "vyre")]
 fn run_vyre_dispatch(a: &Args) -> super::Outcome {
-    use crate::harness::vyre_dispatch::{dispatch_table, run_dispatch_bench};
-    let (sizes, reduce): (&[u32], u32) = match a.backend {
-        super::run::Backend::Reference => (&[1 << 10, 1 << 14], 1 << 14),
-        super::run::Backend::Cuda => (&[1 << 10, 1 << 20, 1 << 26], 1 << 24),
+    use vyrescope_dispatch_bench::{dispatch_table, run_dispatch_bench, BenchSizes};
+    let sizes = match a.backend {
+        super::run::Backend::Reference => BenchSizes::HOST,
+        super::run::Backend::Cuda => BenchSizes::GPU,
     };
     let be = acquire_vyrescope(a.backend)?;
     let bandwidth = match a.backend {
         super::run::Backend::Reference => None,
         super::run::Backend::Cuda => Some(a.gpu.open()?.pinned_copy_gbps(32)?),
     };
-    let rep = run_dispatch_bench(be.as_ref(), bandwidth, sizes, reduce)
+    let rep = run_dispatch_bench(be.as_ref(), bandwidth, &sizes)
         .map_err(|e| Problem::new(e.to_string(), "report this bug with the command line"))?;
     if a.json {
         let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;

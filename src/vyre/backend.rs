@@ -44,7 +44,9 @@ pub mod programs;
 pub mod reference;
 pub mod registry;
 pub mod resident;
-pub mod samples;
+/// The dispatch benchmark's vyre Programs (the workspace crate `vyrescope-dispatch-bench`,
+/// which the race binary on vyre-driver-cuda shares).
+pub use vyrescope_dispatch_bench::samples;
 
 use device::{Device, Limits, RunOptions, RunTimes};
 

@@ -91,14 +91,15 @@ fn run_ci(cargo_exit: i32) -> (i32, String) {
 
 #[test]
 fn total_line_is_printed_when_tests_fail_and_the_exit_status_is_kept() {
-    // cargo runs three times (the default build, `--features vyre`, the capture crate), then
-    // the built test executables once more without the tools; the total covers all four.
+    // cargo runs four times (the default build, `--features vyre`, the capture crate, the
+    // dispatch benchmark crate), then the built test executables once more without the
+    // tools; the total covers all five.
     let (code, text) = run_ci(101);
     assert_eq!(code, 101, "{text}");
-    assert!(text.contains("total: 35 passed, 6 failed"), "{text}");
+    assert!(text.contains("total: 45 passed, 8 failed"), "{text}");
     let (code, text) = run_ci(0);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("total: 35 passed, 6 failed"), "{text}");
+    assert!(text.contains("total: 45 passed, 8 failed"), "{text}");
     assert!(text.contains("cargo test failed") == (code != 0), "{text}");
 }
 

@@ -22,6 +22,7 @@ mod cli_stderr;
 mod cli_tune;
 mod compile_diagnostics;
 mod diagnostics_rules;
+mod dispatch_race_script;
 mod docs_links;
 mod emit_map;
 mod emit_opt;

@@ -556,8 +556,10 @@ fn selftest_vyre_backend_prints_the_catalogue_acquired_by_id() {
     assert!(out.contains("acquired from vyre's registry"), "{out}");
 }
 
-/// The dispatch benchmark's code path on the interpreter (small sizes, no timing claims):
-/// every result verified, rows for each size and the reduction.
+/// The dispatch benchmark's code path (the workspace crate `vyrescope-dispatch-bench`) on the
+/// interpreter acquired by id (small sizes, no timing claims): every result verified, rows
+/// for each size and the reduction, the timed split as the interpreter reports it (wall time
+/// only: it has no device clock), and the same in the table.
 #[test]
 fn selftest_vyre_dispatch_runs_verified_on_the_reference_backend() {
     let (code, out, err) = crate::support::cli::run(&[
@@ -572,12 +574,47 @@ fn selftest_vyre_dispatch_runs_verified_on_the_reference_backend() {
     assert_eq!(v["backend"], REFERENCE_ID);
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "{v}");
+    let sizes: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["program"].as_str().unwrap(),
+                r["elements"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sizes,
+        [
+            ("vadd_f32", 1 << 10),
+            ("vadd_f32", 1 << 14),
+            ("reduce_sum_u32", 1 << 14)
+        ]
+    );
     for r in rows {
         assert_eq!(r["verified"], true, "{r}");
         assert!(r["median_us"].as_f64().unwrap() > 0.0, "{r}");
+        // No bandwidth without a device: no limit.
+        assert!(r["limit_us"].is_null() && r["vs_limit"].is_null(), "{r}");
+        let split = &r["split"];
+        assert!(split["wall_us"].as_f64().unwrap() > 0.0, "{r}");
+        for part in ["before_wait_us", "device_us", "after_wait_us"] {
+            assert!(split[part].is_null(), "{part}: {r}");
+        }
+        assert!(r["resident_device_us"].is_null(), "{r}");
     }
-    assert_eq!(rows[2]["program"], "reduce_sum_u32");
+    assert!(v["h2d_gbps"].is_null());
     assert_eq!(v["passed"], true);
+    let (code, out, err) =
+        crate::support::cli::run(&["selftest", "--vyre-dispatch", "--backend", "reference"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("`{REFERENCE_ID}` acquired from vyre's registry")),
+        "{out}"
+    );
+    assert_eq!(out.matches("verified").count(), 3, "{out}");
+    assert!(out.contains("where a timed dispatch's time goes"), "{out}");
+    assert!(out.contains("selftest --vyre-dispatch PASSED"), "{out}");
 }
 
 /// On a machine with a GPU (skipped without a CUDA driver): `vyrescope-cuda`, acquired by

@@ -1,9 +1,9 @@
-//! vyre Programs built with vyre's own builder API for the dispatch benchmark
-//! (`selftest --vyre-dispatch`): the shapes a vyre application sends most.
+//! vyre Programs built with vyre's own builder API for the dispatch benchmark: the shapes a
+//! vyre application sends most.
 
 use vyre_foundation::ir::{BufferDecl as VB, DataType as DT, Expr as E, Node as N, Program};
 
-/// vyre's Program type, for callers outside the `vyre` module.
+/// vyre's Program type, under the name vyrescope's callers use.
 pub type VyreProgram = Program;
 
 /// `out[i] = a[i] + b[i]` over `n` f32 elements, workgroup 256.
