@@ -275,8 +275,24 @@ fn run_vyre_dispatch(a: &Args) -> super::Outcome {
         super::run::Backend::Reference => None,
         super::run::Backend::Cuda => Some(a.gpu.open()?.pinned_copy_gbps(32)?),
     };
-    let rep = run_dispatch_bench(be.as_ref(), bandwidth, &sizes)
+    let mut rep = run_dispatch_bench(be.as_ref(), bandwidth, &sizes)
         .map_err(|e| Problem::new(e.to_string(), "report this bug with the command line"))?;
+    // What recording costs, in a private folder removed afterwards.
+    let dir = std::env::temp_dir().join(format!("vyrescope-capture-bench-{}", std::process::id()));
+    let (elements, repeats) = match a.backend {
+        super::run::Backend::Reference => (1 << 12, 5),
+        super::run::Backend::Cuda => (1 << 20, 30),
+    };
+    let overhead = vyrescope_dispatch_bench::capture_overhead(be, &dir, elements, repeats);
+    let _ = std::fs::remove_dir_all(&dir);
+    let overhead = overhead.map_err(|e| {
+        Problem::new(
+            format!("the capture overhead run failed: {e}"),
+            "report this bug with the command line",
+        )
+    })?;
+    rep.passed &= overhead.verified && overhead.records >= u64::from(repeats);
+    rep.capture = Some(overhead);
     if a.json {
         let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
         outln!("{s}");

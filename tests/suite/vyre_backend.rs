@@ -605,6 +605,22 @@ fn selftest_vyre_dispatch_runs_verified_on_the_reference_backend() {
     }
     assert!(v["h2d_gbps"].is_null());
     assert_eq!(v["passed"], true);
+    // What recording costs: every dispatch recorded in full, every output right.
+    let cap = &v["capture"];
+    assert_eq!(cap["verified"], true, "{cap}");
+    assert!(
+        cap["records"].as_u64().unwrap() >= cap["repeats"].as_u64().unwrap(),
+        "{cap}"
+    );
+    let (plain, captured) = (
+        cap["plain_us"].as_f64().unwrap(),
+        cap["captured_us"].as_f64().unwrap(),
+    );
+    assert!(plain > 0.0 && captured > 0.0, "{cap}");
+    assert!(
+        (cap["ratio"].as_f64().unwrap() - captured / plain).abs() < 1e-9,
+        "{cap}"
+    );
     let (code, out, err) =
         crate::support::cli::run(&["selftest", "--vyre-dispatch", "--backend", "reference"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -612,8 +628,9 @@ fn selftest_vyre_dispatch_runs_verified_on_the_reference_backend() {
         out.contains(&format!("`{REFERENCE_ID}` acquired from vyre's registry")),
         "{out}"
     );
-    assert_eq!(out.matches("verified").count(), 3, "{out}");
+    assert_eq!(out.matches("verified").count(), 4, "{out}");
     assert!(out.contains("where a timed dispatch's time goes"), "{out}");
+    assert!(out.contains("capture overhead (vadd_f32"), "{out}");
     assert!(out.contains("selftest --vyre-dispatch PASSED"), "{out}");
 }
 

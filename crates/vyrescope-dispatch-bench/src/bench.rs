@@ -47,7 +47,7 @@ impl Rng {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => 0.0,
@@ -249,5 +249,6 @@ pub fn run_dispatch_bench(
         d2h_gbps: bandwidth.map(|b| b.1),
         passed: rows.iter().all(|r| r.verified),
         rows,
+        capture: None,
     })
 }

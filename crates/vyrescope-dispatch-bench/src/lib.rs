@@ -14,8 +14,10 @@
 //! share one process.
 
 mod bench;
+mod capture;
 mod report;
 pub mod samples;
 
 pub use bench::{run_dispatch_bench, BenchSizes, DispatchBenchError};
+pub use capture::{capture_overhead, CaptureOverhead};
 pub use report::{dispatch_table, DispatchBench, DispatchRow, DispatchSplit};

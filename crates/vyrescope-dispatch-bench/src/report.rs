@@ -63,6 +63,9 @@ pub struct DispatchBench {
     pub rows: Vec<DispatchRow>,
     /// Every result verified.
     pub passed: bool,
+    /// What recording costs ([`crate::capture_overhead`]), where it was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<crate::CaptureOverhead>,
 }
 
 /// The report as a table.
@@ -123,5 +126,19 @@ pub fn dispatch_table(r: &DispatchBench) -> String {
     s.push_str(
         "  before wait: conversion lookup, binding, input copies, launch; after wait: the kernel's wait, output copies, collecting the outputs\n",
     );
+    if let Some(c) = &r.capture {
+        s.push_str(&format!(
+            "\ncapture overhead (vadd_f32, {} elements, distinct inputs each call, full records, {} dispatches a side): \
+             {:.1} us plain, {:.1} us captured = {:.2}x; flush after the last {:.1} ms; {} records; {}\n",
+            c.elements,
+            c.repeats,
+            c.plain_us,
+            c.captured_us,
+            c.ratio,
+            c.flush_ms,
+            c.records,
+            if c.verified { "verified" } else { "WRONG" }
+        ));
+    }
     s
 }
