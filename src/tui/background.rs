@@ -16,6 +16,7 @@ use crate::occupancy::DeviceCaps;
 
 use super::analysis::{
     analyze, emission_of, estimate_emission, Document, Emission, Estimated, PtxView, Resources,
+    Unavailable,
 };
 use super::app::programs::LoadKind;
 use super::app::EntryStatus;
@@ -109,7 +110,7 @@ pub enum Job {
         /// Request number (stale estimates are dropped).
         id: u64,
         /// The emitted kernel, or why there is none.
-        ptx: Result<Arc<PtxView>, String>,
+        ptx: Result<Arc<PtxView>, Unavailable>,
         /// Options it was emitted with.
         opts: EmitOptions,
         /// Program.
@@ -297,14 +298,17 @@ fn plan_step(
                 workgroup_size: fused.program.workgroup_size,
                 ..opts.clone()
             };
-            emission_of(
-                compiled.emit_group(g, &opts).map_err(|e| e.to_string()),
-                &opts,
-            )
+            emission_of(compiled.emit_group(g, &opts), &opts)
         }
         _ => match view.file.pipeline.steps.get(view.step) {
             Some(s) => analyze(&s.program, opts),
-            None => emission_of(Err(format!("the pipeline has no step {}", view.step)), opts),
+            None => emission_of(
+                Err(Problem::new(
+                    format!("the pipeline has no step {}", view.step),
+                    "",
+                )),
+                opts,
+            ),
         },
     };
     Planned {

@@ -12,6 +12,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use crate::megakernel::plan::{GroupKind, Plan};
 use crate::megakernel::DepKind;
 use crate::tui::app::App;
+use crate::util::Problem;
 
 use super::tab_rows::{Offset, RowList};
 use super::wrap::wrap;
@@ -68,7 +69,7 @@ pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
     v
 }
 
-fn plan_of(app: &App) -> Option<Result<&Plan, &crate::util::Problem>> {
+fn plan_of(app: &App) -> Option<Result<&Plan, &Problem>> {
     let pv = app.programs.doc.as_ref()?.pipeline.as_ref()?;
     Some(pv.plan.as_deref())
 }
@@ -80,7 +81,7 @@ pub struct PlanState {
     pub vyre: bool,
     /// The text (or why there is none), and the plan it was computed beside (its address:
     /// a reload plans again, and the text is then stale).
-    pub text: Option<(Result<String, String>, usize)>,
+    pub text: Option<(Result<String, Problem>, usize)>,
 }
 
 /// Address of the open pipeline's plan, when there is one.
@@ -118,10 +119,10 @@ pub fn toggle_vyre(app: &mut App) {
 fn vyre_text(
     path: &std::path::Path,
     pipeline: &crate::ir::Pipeline,
-    ours: Result<&Plan, &crate::util::Problem>,
-) -> Result<String, String> {
+    ours: Result<&Plan, &Problem>,
+) -> Result<String, Problem> {
     use crate::megakernel::against_vyre::{beside, render_vyre, Ask};
-    let ours = ours.map_err(|e| e.to_string())?;
+    let ours = ours.map_err(Problem::clone)?;
     let ask = Ask {
         pipeline: true,
         ..Ask::default()
@@ -132,8 +133,8 @@ fn vyre_text(
             render_vyre(&b.vyre),
             b.differences_text()
         )),
-        Ok(None) => Err("no vyre plan for this file".into()),
-        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(Problem::new("no vyre plan for this file", "")),
+        Err(e) => Err(e),
     }
 }
 
@@ -141,13 +142,12 @@ fn vyre_text(
 fn vyre_text(
     _path: &std::path::Path,
     _pipeline: &crate::ir::Pipeline,
-    _ours: Result<&Plan, &crate::util::Problem>,
-) -> Result<String, String> {
-    Err(
-        "vyre's plan needs vyre-megakernel: this vyrescope was built without vyre support\n  \
-         Fix: rebuild with `cargo build --release --features vyre` (see docs/vyre.md)"
-            .into(),
-    )
+    _ours: Result<&Plan, &Problem>,
+) -> Result<String, Problem> {
+    Err(Problem::new(
+        "vyre's plan needs vyre-megakernel: this vyrescope was built without vyre support",
+        "rebuild with `cargo build --release --features vyre` (see docs/vyre.md)",
+    ))
 }
 
 /// The vyre view's lines wrapped to `width`, when the tab shows it.
@@ -181,7 +181,7 @@ fn vyre_lines(app: &App, width: usize) -> Option<Vec<Line<'static>>> {
             }
         }
         Some((Err(e), _)) => {
-            for l in e.lines() {
+            for l in e.to_string().lines() {
                 lines.push(Line::from(Span::styled(l.to_string(), t.error)));
             }
         }
