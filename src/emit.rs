@@ -66,7 +66,7 @@
 
 use serde::Serialize;
 
-use crate::diagnostic::Diagnostic;
+use crate::finding::Diagnostic;
 use crate::ir::{ElemType, Program, ScratchLayout};
 use crate::validate::ProgramInfo;
 

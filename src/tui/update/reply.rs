@@ -47,7 +47,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 let changed = est
                     .diagnostics
                     .iter()
-                    .find(|d| d.code == "L014" && d.severity == crate::diagnostic::Severity::Error)
+                    .find(|d| d.code == "L014" && d.severity == crate::finding::Severity::Error)
                     // The finding without its long tail, so it fits the status bar.
                     .map(|d| {
                         let m = d.message.split(" (at ").next().unwrap_or(&d.message);
