@@ -4,9 +4,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use vyre_foundation::ir::{ProgramGraph, ShapeDim, ValueLifetime};
+use vyre_foundation::ir::{
+    BufferAccess, GraphInput, GraphOutput, GraphValueId, ProgramGraph, ShapeDim, ValueContract,
+    ValueLifetime,
+};
 
-use crate::ir::Pipeline;
+use crate::ir::{Access, Pipeline, Step};
 use crate::util::HasFix;
 
 /// Why a pipeline has no ProgramGraph form.
@@ -35,21 +38,47 @@ impl crate::util::HasFix for GraphExportError {
 
 crate::util::problem::into_problem!(GraphExportError);
 
-/// The reverse of [`crate::vyre::import::graph::import_graph`]: `pipeline` as a ProgramGraph, every step Program exported
-/// as a single Program is ([`super::export()`]). Each write of a buffer makes a new value (the
-/// first keeps the buffer's name, later ones are `<name>_v<k>`); the last value of a buffer
-/// that outlives the pipeline is an `Output`, earlier ones and transient ones `Invocation`
-/// values. A buffer a step reads and writes in place is `Retained`: its value and each
-/// in-place update are one retained chain, which vyre requires to be updated in place only.
+/// The reverse of [`crate::vyre::import::graph::import_graph`]: `pipeline` as a
+/// ProgramGraph, every step Program exported as a single Program is ([`super::export()`]).
+/// Each write of a buffer makes a new value (the first keeps the buffer's name, later ones
+/// are `<name>_v<k>`); the last value of a buffer that outlives the pipeline is an `Output`,
+/// earlier ones and transient ones `Invocation` values. A buffer a step reads and writes in
+/// place is `Retained`: its value and each in-place update are one retained chain, which
+/// vyre requires to be updated in place only.
 pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportError> {
-    use vyre_foundation::ir::{BufferAccess, GraphInput, GraphOutput, GraphValueId, ValueContract};
+    let writes = write_counts(pipeline)?;
+    let mut e = Exporter {
+        pipeline,
+        current: vec![None; pipeline.buffers.len()],
+        versions: vec![0; pipeline.buffers.len()],
+        written: vec![0; pipeline.buffers.len()],
+        writes,
+        graph: ProgramGraph::new(),
+    };
+    e.add_externals()?;
+    for (i, step) in pipeline.steps.iter().enumerate() {
+        e.add_step(i, step)?;
+    }
+    Ok(e.graph)
+}
 
-    use crate::ir::Access;
-    let fail = |what: String, fix: &str| GraphExportError {
+fn fail(pipeline: &Pipeline, what: String, fix: &str) -> GraphExportError {
+    GraphExportError {
         pipeline: pipeline.name.clone(),
         what,
         fix: fix.to_string(),
-    };
+    }
+}
+
+/// Index of pipeline buffer `name`.
+fn index(pipeline: &Pipeline, name: &str) -> Option<usize> {
+    pipeline.buffers.iter().position(|b| b.name == name)
+}
+
+/// How each buffer is written, as counts of plain writes and of in-place updates; refuses
+/// what a graph cannot express (a 2-D or 3-D grid, a buffer written both ways, a binding to
+/// no buffer).
+fn write_counts(pipeline: &Pipeline) -> Result<Vec<(usize, usize)>, GraphExportError> {
     // vyre dispatches a graph node by its element count, in one dimension: a step launched
     // on a 2-D or 3-D grid would come back with every `gid.y` and `wgid.y` past the first
     // row lost, computing something else.
@@ -60,6 +89,7 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
         .find_map(|(i, s)| s.grid.filter(|g| g[1] > 1 || g[2] > 1).map(|g| (i, g)))
     {
         return Err(fail(
+            pipeline,
             format!(
                 "steps[{i}] launches a {}x{}x{} grid; a vyre graph dispatches each node by its element count, in one dimension",
                 g[0], g[1], g[2]
@@ -67,16 +97,15 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
             "give the step a one-dimensional grid (index rows with gid.x / width), or export its Program on its own",
         ));
     }
-    // How each buffer is written: counts of plain writes and of in-place updates.
     let mut writes = vec![(0usize, 0usize); pipeline.buffers.len()];
-    let index = |name: &str| pipeline.buffers.iter().position(|b| b.name == name);
     for (i, step) in pipeline.steps.iter().enumerate() {
         for (port, buffer) in &step.bind {
             let Some(decl) = step.program.buffers.iter().find(|b| b.name == *port) else {
                 continue;
             };
-            let Some(k) = index(buffer) else {
+            let Some(k) = index(pipeline, buffer) else {
                 return Err(fail(
+                    pipeline,
                     format!("steps[{i}] binds `{port}` to `{buffer}`, which is not a buffer"),
                     "run `vyrescope check` on the pipeline first",
                 ));
@@ -90,6 +119,7 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
     }
     if let Some(k) = (0..writes.len()).find(|&k| writes[k].0 > 0 && writes[k].1 > 0) {
         return Err(fail(
+            pipeline,
             format!(
                 "buffer `{}` is written both as a step's output and in place (read_write); vyre \
                  updates a value in place only along a retained chain",
@@ -98,16 +128,37 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
             "give the in-place updates a buffer of their own, or write the output to a new buffer",
         ));
     }
-    let mut graph = ProgramGraph::new();
-    let contract = |k: usize,
-                    lifetime: ValueLifetime,
-                    access: BufferAccess|
-     -> Result<ValueContract, GraphExportError> {
-        let b = &pipeline.buffers[k];
+    Ok(writes)
+}
+
+/// The graph as it is built, with each buffer's current value.
+struct Exporter<'a> {
+    pipeline: &'a Pipeline,
+    /// Per buffer: plain writes and in-place updates ([`write_counts`]).
+    writes: Vec<(usize, usize)>,
+    /// The current value of each buffer and its lifetime.
+    current: Vec<Option<(GraphValueId, ValueLifetime)>>,
+    /// How many versions each buffer has had.
+    versions: Vec<usize>,
+    /// Plain writes of each buffer so far.
+    written: Vec<usize>,
+    graph: ProgramGraph,
+}
+
+impl Exporter<'_> {
+    /// The contract of a value of buffer `k`.
+    fn contract(
+        &self,
+        k: usize,
+        lifetime: ValueLifetime,
+        access: BufferAccess,
+    ) -> Result<ValueContract, GraphExportError> {
+        let b = &self.pipeline.buffers[k];
         let dtype = super::data_type(b.elem, &format!("buffers.{}", b.name))
-            .map_err(|e| fail(HasFix::message(&e), &e.fix))?;
+            .map_err(|e| fail(self.pipeline, HasFix::message(&e), &e.fix))?;
         let Some(len) = b.contents.len else {
             return Err(fail(
+                self.pipeline,
                 format!(
                     "buffer `{}` takes its length from its file; a graph value has a fixed shape",
                     b.name
@@ -121,53 +172,67 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
             access,
             lifetime,
         })
-    };
-    let vyre_err = |e: vyre_foundation::ir::ProgramGraphError| {
+    }
+
+    fn vyre_err(&self, e: vyre_foundation::ir::ProgramGraphError) -> GraphExportError {
         fail(
+            self.pipeline,
             format!("vyre refuses the graph: {e}"),
             "vyre's graph cannot express this pipeline as written (its message says what); \
              bind each buffer to one port per step",
         )
-    };
-    // The current value of each buffer, its lifetime, and how many versions it has had.
-    let mut current: Vec<Option<(GraphValueId, ValueLifetime)>> =
-        vec![None; pipeline.buffers.len()];
-    let mut versions = vec![0usize; pipeline.buffers.len()];
-    let mut written = vec![0usize; pipeline.buffers.len()];
-    // Graph inputs first: vyre's wire form lists external values before every node's, and
-    // renumbers them so (an external added after a node would change the ids its ports name).
-    for (k, b) in pipeline.buffers.iter().enumerate() {
-        if !first_use_reads(pipeline, k, &index) {
-            continue;
-        }
-        let retained = writes[k].1 > 0;
-        let (lifetime, access) = if retained {
-            (ValueLifetime::Retained, BufferAccess::ReadWrite)
-        } else {
-            (ValueLifetime::Invocation, BufferAccess::ReadOnly)
-        };
-        let id = graph
-            .add_external_value(&b.name, contract(k, lifetime, access)?)
-            .map_err(vyre_err)?;
-        versions[k] = 1;
-        current[k] = Some((id, lifetime));
     }
-    for (i, step) in pipeline.steps.iter().enumerate() {
-        let program = super::export(&step.program)
-            .map_err(|e| fail(format!("steps[{i}]: {}", HasFix::message(&e)), &e.fix))?;
+
+    /// Graph inputs first: vyre's wire form lists external values before every node's, and
+    /// renumbers them so (an external added after a node would change the ids its ports name).
+    fn add_externals(&mut self) -> Result<(), GraphExportError> {
+        let pipeline = self.pipeline;
+        for (k, b) in pipeline.buffers.iter().enumerate() {
+            if !first_use_reads(pipeline, k, &|name| index(pipeline, name)) {
+                continue;
+            }
+            let retained = self.writes[k].1 > 0;
+            let (lifetime, access) = if retained {
+                (ValueLifetime::Retained, BufferAccess::ReadWrite)
+            } else {
+                (ValueLifetime::Invocation, BufferAccess::ReadOnly)
+            };
+            let contract = self.contract(k, lifetime, access)?;
+            let id = self
+                .graph
+                .add_external_value(&b.name, contract)
+                .map_err(|e| self.vyre_err(e))?;
+            self.versions[k] = 1;
+            self.current[k] = Some((id, lifetime));
+        }
+        Ok(())
+    }
+
+    /// Step `i` as a node: its ports read the buffers' current values, and each buffer it
+    /// writes gets a new value.
+    fn add_step(&mut self, i: usize, step: &Step) -> Result<(), GraphExportError> {
+        let pipeline = self.pipeline;
+        let program = super::export(&step.program).map_err(|e| {
+            fail(
+                pipeline,
+                format!("steps[{i}]: {}", HasFix::message(&e)),
+                &e.fix,
+            )
+        })?;
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
         for (port, buffer) in &step.bind {
             let (Some(decl), Some(k)) = (
                 step.program.buffers.iter().find(|b| b.name == *port),
-                index(buffer),
+                index(pipeline, buffer),
             ) else {
                 continue;
             };
-            let retained = writes[k].1 > 0;
+            let retained = self.writes[k].1 > 0;
             if binding_reads(&step.program, port, decl.access) || retained {
-                let Some((value, lifetime)) = current[k] else {
+                let Some((value, lifetime)) = self.current[k] else {
                     return Err(fail(
+                        pipeline,
                         format!("steps[{i}] reads `{buffer}` before any step writes it"),
                         "run `vyrescope check` on the pipeline first",
                     ));
@@ -180,55 +245,66 @@ pub fn export_pipeline(pipeline: &Pipeline) -> Result<ProgramGraph, GraphExportE
                 inputs.push(GraphInput {
                     buffer: port.clone(),
                     value,
-                    contract: contract(k, lifetime, access)?,
+                    contract: self.contract(k, lifetime, access)?,
                 });
             }
             if matches!(decl.access, Access::Write | Access::ReadWrite) {
-                let last = written[k] + 1 == writes[k].0;
-                let (lifetime, access, successor_of) = if retained {
-                    (
-                        ValueLifetime::Retained,
-                        BufferAccess::ReadWrite,
-                        current[k].map(|(v, _)| v),
-                    )
-                } else if last && !pipeline.buffers[k].transient {
-                    (ValueLifetime::Output, BufferAccess::WriteOnly, None)
-                } else {
-                    (ValueLifetime::Invocation, BufferAccess::WriteOnly, None)
-                };
-                let name = if versions[k] == 0 {
-                    pipeline.buffers[k].name.clone()
-                } else {
-                    format!("{}_v{}", pipeline.buffers[k].name, versions[k] + 1)
-                };
-                outputs.push((
-                    k,
-                    lifetime,
-                    GraphOutput {
-                        buffer: port.clone(),
-                        name,
-                        contract: contract(k, lifetime, access)?,
-                        retained_successor_of: successor_of,
-                    },
-                ));
+                let (lifetime, output) = self.output(k, port, retained)?;
+                outputs.push((k, lifetime, output));
             }
         }
         let node_name = format!("s{i}_{}", step.program.name);
-        let (_, ids) = graph
+        let (_, ids) = self
+            .graph
             .add_node(
                 node_name,
                 program,
                 inputs,
                 outputs.iter().map(|(_, _, o)| o.clone()).collect(),
             )
-            .map_err(vyre_err)?;
+            .map_err(|e| self.vyre_err(e))?;
         for ((k, lifetime, _), id) in outputs.into_iter().zip(ids) {
-            versions[k] += 1;
-            written[k] += 1;
-            current[k] = Some((id, lifetime));
+            self.versions[k] += 1;
+            self.written[k] += 1;
+            self.current[k] = Some((id, lifetime));
         }
+        Ok(())
     }
-    Ok(graph)
+
+    /// The new value a write of buffer `k` through `port` makes: a retained update, the
+    /// buffer's output (its last write, when it outlives the pipeline) or an intermediate.
+    fn output(
+        &self,
+        k: usize,
+        port: &str,
+        retained: bool,
+    ) -> Result<(ValueLifetime, GraphOutput), GraphExportError> {
+        let buffer = &self.pipeline.buffers[k];
+        let last = self.written[k] + 1 == self.writes[k].0;
+        let (lifetime, access, successor_of) = if retained {
+            (
+                ValueLifetime::Retained,
+                BufferAccess::ReadWrite,
+                self.current[k].map(|(v, _)| v),
+            )
+        } else if last && !buffer.transient {
+            (ValueLifetime::Output, BufferAccess::WriteOnly, None)
+        } else {
+            (ValueLifetime::Invocation, BufferAccess::WriteOnly, None)
+        };
+        let name = if self.versions[k] == 0 {
+            buffer.name.clone()
+        } else {
+            format!("{}_v{}", buffer.name, self.versions[k] + 1)
+        };
+        let output = GraphOutput {
+            buffer: port.to_string(),
+            name,
+            contract: self.contract(k, lifetime, access)?,
+            retained_successor_of: successor_of,
+        };
+        Ok((lifetime, output))
+    }
 }
 
 /// True when `program` reads its buffer `name` (a load or an atomic): a `read_write` buffer
@@ -245,8 +321,7 @@ fn reads_buffer(program: &crate::ir::Program, name: &str) -> bool {
 }
 
 /// True when the binding of `port` (declared with `access`) reads the buffer.
-fn binding_reads(program: &crate::ir::Program, port: &str, access: crate::ir::Access) -> bool {
-    use crate::ir::Access;
+fn binding_reads(program: &crate::ir::Program, port: &str, access: Access) -> bool {
     match access {
         Access::Read | Access::Uniform => true,
         Access::ReadWrite => reads_buffer(program, port),

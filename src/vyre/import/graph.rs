@@ -108,8 +108,64 @@ pub fn import_graph_bound(
 ) -> ImportedGraph {
     let mut diagnostics = Vec::new();
     let values = graph.values();
+    let (buffer_of, buffers) = value_buffers(graph, bindings, &mut diagnostics);
+    let mut steps = Vec::new();
+    let mut node_names = Vec::new();
+    let mut step_names = HashSet::new();
+    for (i, node) in graph.nodes().iter().enumerate() {
+        let mut pname = identifier(&node.name);
+        while !step_names.insert(pname.clone()) {
+            pname.push('_');
+        }
+        steps.push(node_step(
+            i,
+            node,
+            &pname,
+            (&buffer_of, &buffers),
+            &mut diagnostics,
+        ));
+        node_names.push(node.name.clone());
+    }
+    if steps.is_empty() {
+        diagnostics.push(Diagnostic::error(
+            "VY023",
+            None,
+            "the graph has no nodes",
+            "add at least one Program node to the graph",
+        ));
+    }
+    let pipeline = Pipeline {
+        name: identifier(name),
+        doc: Some(format!(
+            "Imported from a vyre ProgramGraph (wire format VGR0): {} node(s), {} value(s); a \
+             retained value and its successors are one buffer.",
+            graph.nodes().len(),
+            values.len()
+        )),
+        buffers,
+        steps,
+    };
+    ImportedGraph {
+        value_buffers: buffer_of
+            .iter()
+            .map(|&k| pipeline.buffers[k].name.clone())
+            .collect(),
+        pipeline,
+        diagnostics,
+        node_names,
+    }
+}
+
+/// The pipeline buffers of `graph`'s values and the buffer of each value (by value id): a
+/// retained successor shares its prior's buffer. What has no equivalent is reported in
+/// `diagnostics` (`VY020`, `VY021`).
+fn value_buffers(
+    graph: &ProgramGraph,
+    bindings: &GraphBindings,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<usize>, Vec<PipelineBuffer>) {
+    let values = graph.values();
     let unbound = unbound_symbols(graph, bindings);
-    // Buffer of each value (by value id): a retained successor shares its prior's.
     let mut buffer_of: Vec<usize> = Vec::with_capacity(values.len());
     let mut buffers: Vec<PipelineBuffer> = Vec::new();
     let mut used = HashSet::new();
@@ -141,36 +197,7 @@ pub fn import_graph_bound(
                 crate::ir::ElemType::U32
             }
         };
-        let mut len: u64 = 1;
-        for d in &v.contract.shape {
-            match d {
-                ShapeDim::Known(n) => len = len.saturating_mul(*n),
-                ShapeDim::Symbol(s) => match bindings.get(s.as_str()) {
-                    Some(&n) => len = len.saturating_mul(n),
-                    None => {
-                        diagnostics.push(Diagnostic::error(
-                            "VY021",
-                            None,
-                            format!(
-                                "{at}: dimension `{s}` is a configuration symbol with no value \
-                                 (unbound in this graph: {}); a pipeline buffer has a fixed \
-                                 length",
-                                unbound.join(", ")
-                            ),
-                            format!(
-                                "bind each symbol on the command line, e.g. {}",
-                                unbound
-                                    .iter()
-                                    .map(|u| format!("`--bind {u}=N`"))
-                                    .collect::<Vec<_>>()
-                                    .join(" ")
-                            ),
-                        ));
-                        len = len.saturating_mul(DEFAULT_RUNTIME_LEN);
-                    }
-                },
-            }
-        }
+        let len = value_len(&v.contract.shape, &at, bindings, &unbound, diagnostics);
         let fill = if v.producer.is_none() && v.contract.lifetime != ValueLifetime::Output {
             // Seeded by the name, not the position: a graph written again (by an export, with
             // its values in another order) gets the same inputs.
@@ -193,103 +220,123 @@ pub fn import_graph_bound(
             transient,
         });
     }
-    let mut steps = Vec::new();
-    let mut node_names = Vec::new();
-    let mut step_names = HashSet::new();
-    for (i, node) in graph.nodes().iter().enumerate() {
-        let mut pname = identifier(&node.name);
-        while !step_names.insert(pname.clone()) {
-            pname.push('_');
+    (buffer_of, buffers)
+}
+
+/// Elements of a value of shape `shape` (`at` names it): symbols take their `bindings`; an
+/// unbound one is reported (`VY021`, naming every symbol `unbound` in the graph) and counts as
+/// [`DEFAULT_RUNTIME_LEN`].
+fn value_len(
+    shape: &[ShapeDim],
+    at: &str,
+    bindings: &GraphBindings,
+    unbound: &[String],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> u64 {
+    let mut len: u64 = 1;
+    for d in shape {
+        match d {
+            ShapeDim::Known(n) => len = len.saturating_mul(*n),
+            ShapeDim::Symbol(s) => match bindings.get(s.as_str()) {
+                Some(&n) => len = len.saturating_mul(n),
+                None => {
+                    diagnostics.push(Diagnostic::error(
+                        "VY021",
+                        None,
+                        format!(
+                            "{at}: dimension `{s}` is a configuration symbol with no value \
+                             (unbound in this graph: {}); a pipeline buffer has a fixed \
+                             length",
+                            unbound.join(", ")
+                        ),
+                        format!(
+                            "bind each symbol on the command line, e.g. {}",
+                            unbound
+                                .iter()
+                                .map(|u| format!("`--bind {u}=N`"))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
+                    ));
+                    len = len.saturating_mul(DEFAULT_RUNTIME_LEN);
+                }
+            },
         }
-        let imported = import_program(&node.program, &pname);
-        for mut d in imported.diagnostics {
-            d.node = Some(match &d.node {
-                Some(n) => NodeId::new(format!("steps[{i}].{n}")),
-                None => NodeId::new(format!("steps[{i}]")),
-            });
-            diagnostics.push(d);
-        }
-        // Port of each vyre buffer: an input value, else the output value at its position.
-        let port = |vyre_buffer: &str| {
-            node.inputs
-                .iter()
-                .find(|p| p.buffer == vyre_buffer)
-                .map(|p| p.value)
-                .or_else(|| {
-                    node.output_ports
-                        .iter()
-                        .position(|p| p.buffer == vyre_buffer)
-                        .and_then(|k| node.outputs.get(k).copied())
-                })
-        };
-        let mut bind = Vec::new();
-        for b in imported
-            .program
-            .buffers
-            .iter()
-            .filter(|b| b.access.is_host())
-        {
-            let vyre_name = imported
-                .buffer_names
-                .iter()
-                .find(|(_, ours)| **ours == b.name)
-                .map(|(theirs, _)| theirs.clone())
-                .unwrap_or_else(|| b.name.clone());
-            match port(&vyre_name).and_then(|v| buffer_of.get(v.0 as usize)) {
-                Some(&k) => bind.push((b.name.clone(), buffers[k].name.clone())),
-                None => diagnostics.push(Diagnostic::error(
-                    "VY022",
-                    Some(NodeId::new(format!("steps[{i}]"))),
-                    format!(
-                        "node `{}`: its Program's buffer `{vyre_name}` is bound to no graph value",
-                        node.name
-                    ),
-                    "connect the buffer in the graph (an input port or an output port of the node)",
-                )),
-            }
-        }
-        let elements = dispatch_elements(&imported.count_buffers, &bind, &buffers);
-        let mut program = imported.program;
-        // The pipeline's buffers decide the contents; the Program's own `run` section would
-        // only repeat vyre's counts.
-        program.run = None;
-        steps.push(Step {
-            program,
-            program_path: None,
-            bind,
-            workgroup_size: None,
-            grid: None,
-            elements: Some(elements),
+    }
+    len
+}
+
+/// Graph node `i` as pipeline step `pname`: its Program converted, its buffers bound to the
+/// buffers of the values on its ports (`values`: each value's buffer, and the buffers).
+/// The conversion's findings and unbound buffers (`VY022`) go to `diagnostics`, under
+/// `steps[i]`.
+fn node_step(
+    i: usize,
+    node: &vyre_foundation::ir::ProgramGraphNode,
+    pname: &str,
+    values: (&[usize], &[PipelineBuffer]),
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Step {
+    let (buffer_of, buffers) = values;
+    let imported = import_program(&node.program, pname);
+    for mut d in imported.diagnostics {
+        d.node = Some(match &d.node {
+            Some(n) => NodeId::new(format!("steps[{i}].{n}")),
+            None => NodeId::new(format!("steps[{i}]")),
         });
-        node_names.push(node.name.clone());
+        diagnostics.push(d);
     }
-    if steps.is_empty() {
-        diagnostics.push(Diagnostic::error(
-            "VY023",
-            None,
-            "the graph has no nodes",
-            "add at least one Program node to the graph",
-        ));
-    }
-    let pipeline = Pipeline {
-        name: identifier(name),
-        doc: Some(format!(
-            "Imported from a vyre ProgramGraph (wire format VGR0): {} node(s), {} value(s); a \
-             retained value and its successors are one buffer.",
-            graph.nodes().len(),
-            values.len()
-        )),
-        buffers,
-        steps,
-    };
-    ImportedGraph {
-        value_buffers: buffer_of
+    // Port of each vyre buffer: an input value, else the output value at its position.
+    let port = |vyre_buffer: &str| {
+        node.inputs
             .iter()
-            .map(|&k| pipeline.buffers[k].name.clone())
-            .collect(),
-        pipeline,
-        diagnostics,
-        node_names,
+            .find(|p| p.buffer == vyre_buffer)
+            .map(|p| p.value)
+            .or_else(|| {
+                node.output_ports
+                    .iter()
+                    .position(|p| p.buffer == vyre_buffer)
+                    .and_then(|k| node.outputs.get(k).copied())
+            })
+    };
+    let mut bind = Vec::new();
+    for b in imported
+        .program
+        .buffers
+        .iter()
+        .filter(|b| b.access.is_host())
+    {
+        let vyre_name = imported
+            .buffer_names
+            .iter()
+            .find(|(_, ours)| **ours == b.name)
+            .map(|(theirs, _)| theirs.clone())
+            .unwrap_or_else(|| b.name.clone());
+        match port(&vyre_name).and_then(|v| buffer_of.get(v.0 as usize)) {
+            Some(&k) => bind.push((b.name.clone(), buffers[k].name.clone())),
+            None => diagnostics.push(Diagnostic::error(
+                "VY022",
+                Some(NodeId::new(format!("steps[{i}]"))),
+                format!(
+                    "node `{}`: its Program's buffer `{vyre_name}` is bound to no graph value",
+                    node.name
+                ),
+                "connect the buffer in the graph (an input port or an output port of the node)",
+            )),
+        }
+    }
+    let elements = dispatch_elements(&imported.count_buffers, &bind, buffers);
+    let mut program = imported.program;
+    // The pipeline's buffers decide the contents; the Program's own `run` section would
+    // only repeat vyre's counts.
+    program.run = None;
+    Step {
+        program,
+        program_path: None,
+        bind,
+        workgroup_size: None,
+        grid: None,
+        elements: Some(elements),
     }
 }
 
