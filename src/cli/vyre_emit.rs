@@ -5,6 +5,7 @@ use crate::ir::Program;
 use crate::util::Problem;
 
 /// The error of a vyre command in a build without the feature.
+#[cfg(not(feature = "vyre"))]
 pub fn feature_off() -> Problem {
     Problem::new(
         "this vyrescope was built without vyre support",
