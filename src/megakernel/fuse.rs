@@ -266,19 +266,7 @@ pub fn fuse_group(
     }
     let forwarding = forward::forward(&mut body, &forward_input(pipeline, &by_name, spec, &decls));
     let node_origin = renumber(&mut body);
-    let first = spec.steps.first().copied().unwrap_or(0);
-    let last = spec.steps.last().copied().unwrap_or(0);
-    let program = Program {
-        name: format!("{}_fused_{first}_{last}", pipeline.name),
-        doc: Some(format!(
-            "steps {:?} of pipeline `{}` fused into one kernel",
-            spec.steps, pipeline.name
-        )),
-        workgroup_size: shape.workgroup_size,
-        buffers: decls,
-        body,
-        run: Some(run_spec(pipeline, &buffers, &shape)),
-    };
+    let program = fused_program(pipeline, spec, &shape, (decls, body), &buffers);
     let info = check_valid(&program, &node_origin, &group)?;
     let kernel = FusedKernel {
         program,
@@ -292,6 +280,31 @@ pub fn fuse_group(
     };
     check_schedule(&kernel, spec, shapes, &group)?;
     Ok(kernel)
+}
+
+/// The fused Program of `spec`'s steps: named after the first and last, launched at
+/// `shape`, with the declarations and body built for it and a `run` section over the
+/// pipeline's `buffers`.
+fn fused_program(
+    pipeline: &Pipeline,
+    spec: &FusedGroupSpec,
+    shape: &LaunchShape,
+    (decls, body): (Vec<BufferDecl>, Vec<Stmt>),
+    buffers: &[String],
+) -> Program {
+    let first = spec.steps.first().copied().unwrap_or(0);
+    let last = spec.steps.last().copied().unwrap_or(0);
+    Program {
+        name: format!("{}_fused_{first}_{last}", pipeline.name),
+        doc: Some(format!(
+            "steps {:?} of pipeline `{}` fused into one kernel",
+            spec.steps, pipeline.name
+        )),
+        workgroup_size: shape.workgroup_size,
+        buffers: decls,
+        body,
+        run: Some(run_spec(pipeline, buffers, shape)),
+    }
 }
 
 /// Per position in the group: the host buffers no step from there on writes (their
