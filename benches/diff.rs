@@ -5,7 +5,7 @@
 //! Run: `cargo bench --bench diff`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use vyrescope::compare::{run, Level, SassFigures};
+use vyrescope::diff::{run, Level, SassFigures};
 
 /// A Program of `n` stores inside one bounds check, each with its own constant.
 fn many_statements(n: usize) -> String {

@@ -27,39 +27,39 @@ macro_rules! errln {
     ($($t:tt)*) => { $crate::util::stderr_line(&format!($($t)*)) };
 }
 
-pub mod bench_kernel;
-pub mod check;
-pub mod diff;
-pub mod emit;
-pub mod export;
-pub mod fault_test;
-pub mod gpu_arg;
-pub mod gpu_worker;
-pub mod import;
-pub mod import_graph;
-pub mod occupancy;
-pub mod occupancy_record;
-pub mod pipeline_kernels;
-pub mod plan;
-pub mod print;
-pub mod probe;
-pub mod profile;
-pub mod replay;
+pub(crate) mod bench_kernel;
+pub(crate) mod check;
+pub(crate) mod diff;
+pub(crate) mod emit;
+pub(crate) mod export;
+pub(crate) mod fault_test;
+pub(crate) mod gpu_arg;
+pub(crate) mod gpu_worker;
+pub(crate) mod import;
+pub(crate) mod import_graph;
+pub(crate) mod occupancy;
+pub(crate) mod occupancy_record;
+pub(crate) mod pipeline_kernels;
+pub(crate) mod plan;
+pub(crate) mod print;
+pub(crate) mod probe;
+pub(crate) mod profile;
+pub(crate) mod replay;
 pub mod run;
-pub mod run_args;
+pub(crate) mod run_args;
 #[cfg(feature = "vyre")]
-pub mod run_both;
-pub mod run_cuda;
-pub mod run_pipeline;
-pub mod run_timeline;
-pub mod sass;
-pub mod selftest;
-pub mod selftest_inspector;
-pub mod selftest_timeline;
-pub mod tui;
-pub mod tune;
-pub mod unknown_command;
-pub mod vyre_emit;
+pub(crate) mod run_both;
+pub(crate) mod run_cuda;
+pub(crate) mod run_pipeline;
+pub(crate) mod run_timeline;
+pub(crate) mod sass;
+pub(crate) mod selftest;
+pub(crate) mod selftest_inspector;
+pub(crate) mod selftest_timeline;
+pub(crate) mod tui;
+pub(crate) mod tune;
+pub(crate) mod unknown_command;
+pub(crate) mod vyre_emit;
 
 /// vyrescope: inspect, emit, run and tune vyre-style compute Programs on CUDA GPUs.
 #[derive(Debug, Parser)]

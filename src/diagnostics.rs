@@ -1,5 +1,5 @@
 //! Diagnostics: the rule sets over the shared [`Diagnostic`] type (defined in
-//! [`crate::diagnostic`] so the validator can report without importing this layer).
+//! [`crate::finding`] so the validator can report without importing this layer).
 //!
 //! The rule sets: [`launch`] (will this launch run on this device: `L...`), [`compile`]
 //! (ptxas / driver JIT logs mapped back to IR nodes: `C...`) and [`perf`] (lints on why it may
@@ -9,7 +9,7 @@
 //! results. The index analysis the launch and performance
 //! rules share is [`crate::analysis::affine`], one layer down.
 
-pub use crate::diagnostic::{Diagnostic, Severity};
+pub use crate::finding::{Diagnostic, Severity};
 
 pub mod compile;
 pub mod launch;

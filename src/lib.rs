@@ -3,10 +3,10 @@
 
 pub mod analysis;
 pub mod cli;
-pub mod compare;
-pub mod diagnostic;
 pub mod diagnostics;
+pub mod diff;
 pub mod emit;
+pub mod finding;
 pub mod gen;
 pub mod harness;
 pub mod inputs;

@@ -282,7 +282,7 @@ pub struct Runtime {
 /// Loads the driver and initialises it, mapping a missing library (or a panic inside the
 /// loader) to [`RuntimeError::NoDriver`].
 pub fn load_driver() -> Result<u32> {
-    if let Err((lib, reason)) = driver::load_library() {
+    if let Err(driver::NoLibrary { lib, reason }) = driver::load_library() {
         return Err(RuntimeError::NoDriver { lib, reason });
     }
     let lib = driver::LIBCUDA_NAMES[0].to_string();

@@ -13,10 +13,10 @@
 //!   seam to the CUDA runtime (whose GPU work runs in the GPU worker process,
 //!   `runtime::worker`), an instance made by [`run`] (or the replay's caller) and owned by
 //!   the GPU thread.
-//! - [`terminal`]: raw mode, alternate screen, mouse, the event loop and restoring the
+//! - `terminal`: raw mode, alternate screen, mouse, the event loop and restoring the
 //!   terminal on every exit path (including panics).
 //! - [`replay`]: the same update and draw against a text backend for `--keys`/`--snapshot`.
-//! - [`keymap`], [`theme`], [`config`], [`highlight`]: data with defaults that the user
+//! - [`keymap`], `theme`, [`config`], [`highlight`]: data with defaults that the user
 //!   config file overrides field by field.
 
 use std::path::PathBuf;
@@ -25,11 +25,11 @@ pub mod action;
 pub mod analysis;
 pub mod app;
 pub mod background;
-pub mod bench;
+pub(crate) mod bench;
 pub mod capture;
 pub mod component;
 pub mod config;
-pub mod export;
+pub(crate) mod export;
 pub mod gpu;
 pub mod highlight;
 pub mod input;
@@ -39,12 +39,12 @@ pub mod pin;
 pub mod pipeline;
 pub mod replay;
 pub mod sass_view;
-pub mod terminal;
-pub mod theme;
+pub(crate) mod terminal;
+pub(crate) mod theme;
 pub mod timeline;
 pub mod update;
 pub mod views;
-pub mod vyre_view;
+pub(crate) mod vyre_view;
 
 use action::Cmd;
 use app::App;

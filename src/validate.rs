@@ -64,7 +64,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::finding::{Diagnostic, Severity};
 use crate::ir::{NodeId, Program};
 
 pub mod buffers;

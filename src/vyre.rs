@@ -9,14 +9,13 @@ pub mod artifact;
 pub mod backend;
 pub mod binding;
 pub mod catalog;
-pub mod compare;
 pub mod export;
 pub mod files;
 pub mod fused;
-pub mod graph;
 pub mod import;
 pub mod plan;
 pub mod ptx;
+pub mod ptx_diff;
 pub mod replay;
 
 pub use export::{export, ExportError};

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::diagnostic::Diagnostic;
+use crate::finding::Diagnostic;
 use crate::util::Problem;
 
 /// Parse and validate Program and pipeline files; exit 0 when all are valid.
@@ -39,7 +39,7 @@ pub struct Args {
 
 /// An informational note of a vyre import: printed in text only under `--verbose`.
 fn quiet_note(d: &Diagnostic) -> bool {
-    d.severity == crate::diagnostic::Severity::Info && d.code.starts_with("VY")
+    d.severity == crate::finding::Severity::Info && d.code.starts_with("VY")
 }
 
 #[derive(Serialize)]

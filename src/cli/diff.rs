@@ -1,6 +1,6 @@
 //! `vyrescope diff OLD NEW [--level ir|ptx|sass] [--sm N] [--device D] [--json]`
 
-use crate::compare::{self, Comparison, Level, StatementFigures, StatementRow, Totals};
+use crate::diff::{self, Comparison, Level, StatementFigures, StatementRow, Totals};
 use crate::util::Problem;
 
 /// Compare two lowerings statement by statement.
@@ -51,7 +51,7 @@ pub fn run(a: &Args) -> super::Outcome {
         LevelArg::Sass => Level::Sass,
     };
     for spec in [&a.old, &a.new] {
-        let (file, _) = compare::variant::split(spec);
+        let (file, _) = diff::variant::split(spec);
         super::refuse_pipeline(
             std::path::Path::new(file),
             "diff",
@@ -65,11 +65,11 @@ pub fn run(a: &Args) -> super::Outcome {
                 "drop --no-sass, or diff at --level ptx or --level ir",
             ));
         }
-        compare::SassFigures::Skip
+        diff::SassFigures::Skip
     } else {
-        compare::SassFigures::IfAvailable
+        diff::SassFigures::IfAvailable
     };
-    let c = compare::run(&a.old, &a.new, level, a.sm, sass, &caps)?;
+    let c = diff::run(&a.old, &a.new, level, a.sm, sass, &caps)?;
     let results = [results_of(&a.old), results_of(&a.new)];
     let out = if a.json {
         let mut v = match serde_json::to_value(&c) {
@@ -105,7 +105,7 @@ pub fn run(a: &Args) -> super::Outcome {
 /// For a side with `wg=` other than its Program's own size: do its outputs stay the same
 /// (`harness::preserve`)? `None` for a side at its own size (nothing to compare).
 fn results_of(spec: &str) -> Option<crate::harness::preserve::Preservation> {
-    let v = compare::variant::Variant::parse(spec).ok()?;
+    let v = diff::variant::Variant::parse(spec).ok()?;
     let wg = v.workgroup?;
     let program = crate::validate::load(&v.file).program?;
     (wg != program.workgroup_size).then(|| {
@@ -217,7 +217,7 @@ pub fn text(c: &Comparison) -> String {
             "\n--- {} ({level})\n+++ {} ({level})\n",
             c.old, c.new
         ));
-        s.push_str(&compare::hunks::text(&c.hunks));
+        s.push_str(&diff::hunks::text(&c.hunks));
     }
     s
 }

@@ -88,8 +88,8 @@ fn graph_bytes(a: &Args) -> Result<Vec<u8>, Problem> {
         ));
     }
     let pipeline = super::plan::load(&a.file)?;
-    let graph = crate::vyre::graph::export_pipeline(&pipeline)
+    let graph = crate::vyre::export::graph::export_pipeline(&pipeline)
         .map_err(|e| Problem::from(e).context(a.file.display()))?;
-    crate::vyre::graph::encode_graph(&graph, &pipeline.name)
+    crate::vyre::export::graph::encode_graph(&graph, &pipeline.name)
         .map_err(|e| Problem::from(e).context(a.file.display()))
 }

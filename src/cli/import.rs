@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::finding::{Diagnostic, Severity};
 use crate::util::Problem;
 
 /// Convert a vyre Program file (wire or `vyre_ir` text) into Program JSON.

@@ -1,5 +1,5 @@
 //! `vyrescope import GRAPH.vgr [-o DIR] [--json]` (feature `vyre`): a vyre ProgramGraph (or
-//! a megakernel artifact `.vmk`, through the graph it carries) converted into a pipeline ([`crate::vyre::graph`]). With `-o DIR` the pipeline goes to
+//! a megakernel artifact `.vmk`, through the graph it carries) converted into a pipeline ([`crate::vyre::import::graph`]). With `-o DIR` the pipeline goes to
 //! `DIR/<name>.pipeline.json` and each step's Program to `DIR/programs/<step>.json`, so that
 //! the result reads like any hand-written pipeline; without it, one pipeline file with inline
 //! Programs goes to stdout.
@@ -18,14 +18,14 @@ struct Report<'a> {
     valid: bool,
     steps: usize,
     buffers: usize,
-    diagnostics: &'a [crate::diagnostic::Diagnostic],
+    diagnostics: &'a [crate::finding::Diagnostic],
 }
 
 /// Runs `import` on a graph file (`bytes` are its contents): exit 0 when the graph converted
 /// completely and the pipeline validates.
 #[cfg(feature = "vyre")]
 pub(super) fn run(a: &Args, bytes: &[u8]) -> super::Outcome {
-    use crate::vyre::graph::{graph_name, import_graph, read_graph};
+    use crate::vyre::import::graph::{graph_name, import_graph, read_graph};
     let (graph, notes) = read_graph(&a.file, bytes).map_err(Problem::from)?;
     let mut imported = import_graph(&graph, &graph_name(&a.file));
     imported.diagnostics.splice(0..0, notes);
@@ -41,7 +41,7 @@ pub(super) fn run(a: &Args, bytes: &[u8]) -> super::Outcome {
     diagnostics.extend(crate::validate::pipeline::validate_pipeline(&pipeline));
     let valid = !diagnostics
         .iter()
-        .any(|d| d.severity == crate::diagnostic::Severity::Error);
+        .any(|d| d.severity == crate::finding::Severity::Error);
     let text = match &a.out {
         Some(dir) => {
             let (path, files) = write_dir(a, dir, &pipeline)?;

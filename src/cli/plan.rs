@@ -165,7 +165,7 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline, Problem> {
             let errors = loaded
                 .diagnostics
                 .iter()
-                .filter(|d| d.severity == crate::diagnostic::Severity::Error);
+                .filter(|d| d.severity == crate::finding::Severity::Error);
             for d in errors.clone() {
                 let _ = write!(msg, "\n  {}", d.to_string().replace('\n', "\n  "));
             }

@@ -130,7 +130,7 @@ fn pipeline(a: &Args) -> super::Outcome {
 }
 
 /// The register-pressure lints as `//` comment lines.
-fn lint_text(lints: &[crate::diagnostic::Diagnostic]) -> String {
+fn lint_text(lints: &[crate::finding::Diagnostic]) -> String {
     let mut t = String::new();
     for d in lints {
         let node = d

@@ -5,6 +5,7 @@ use crate::ir::Program;
 use crate::util::Problem;
 
 /// The error of a vyre command in a build without the feature.
+#[cfg(not(feature = "vyre"))]
 pub fn feature_off() -> Problem {
     Problem::new(
         "this vyrescope was built without vyre support",
@@ -23,13 +24,13 @@ pub fn vyre_text(p: &Program, sm: u32) -> Result<String, Problem> {
 #[cfg(feature = "vyre")]
 pub fn compare_text(p: &Program, ours: &str, sm: u32, json: bool) -> Result<String, Problem> {
     let theirs = vyre_text(p, sm)?;
-    let c = crate::vyre::compare::compare(ours, &theirs);
+    let c = crate::vyre::ptx_diff::compare(ours, &theirs);
     if json {
         serde_json::to_string_pretty(&c)
             .map(|s| s + "\n")
             .map_err(Problem::bug)
     } else {
-        Ok(format!("{}\n{}", crate::vyre::compare::table(&c), c.diff))
+        Ok(format!("{}\n{}", crate::vyre::ptx_diff::table(&c), c.diff))
     }
 }
 

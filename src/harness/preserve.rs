@@ -46,8 +46,9 @@ const OWN_MAX: usize = 4;
 
 type Key = (u64, [u32; 3]);
 
-/// The reference run at the Program's own size: outputs and float sums, or why there are none.
-type OwnRun = Arc<Result<(Vec<HostBuffer>, FloatSums), String>>;
+/// The reference run at the Program's own size: outputs and float sums, or the
+/// [`Preservation::NotChecked`] answer every other size then gets.
+type OwnRun = Arc<Result<(Vec<HostBuffer>, FloatSums), Preservation>>;
 
 #[derive(Default)]
 struct Cache {
@@ -114,7 +115,7 @@ pub fn preserves(program: &Program, files: &Inputs, wg: [u32; 3]) -> Preservatio
     }
     let own = own_run(program, files, key.0);
     let answer = match &*own {
-        Err(why) => Preservation::NotChecked { why: why.clone() },
+        Err(not_checked) => not_checked.clone(),
         Ok((own_out, sums)) => match prepared(program, files, wg) {
             Err(p) => p,
             Ok((shape, mut buffers)) => {
@@ -233,17 +234,17 @@ fn own_run(program: &Program, files: &Inputs, key: u64) -> OwnRun {
         return r.clone();
     }
     let result = match prepared(program, files, program.workgroup_size) {
-        Err(Preservation::NotChecked { why }) => Err(why),
-        Err(other) => Err(other.text()),
+        Err(p @ Preservation::NotChecked { .. }) => Err(p),
+        Err(other) => Err(Preservation::NotChecked { why: other.text() }),
         Ok((shape, mut buffers)) => match run(program, &shape, &mut buffers) {
             Ok(sums) => {
                 buffers.retain(HostBuffer::is_output);
                 Ok((buffers, sums))
             }
-            Err(Stop::Budget) => Err(too_large_text()),
-            Err(Stop::Error(e)) => Err(format!(
-                "the reference interpreter stops at the own size: {e}"
-            )),
+            Err(Stop::Budget) => Err(too_large_fuel()),
+            Err(Stop::Error(e)) => Err(Preservation::NotChecked {
+                why: format!("the reference interpreter stops at the own size: {e}"),
+            }),
         },
     };
     let r: OwnRun = Arc::new(result);
@@ -260,13 +261,9 @@ enum Stop {
     Error(String),
 }
 
-fn too_large_text() -> String {
-    format!("too large: more than {FUEL} interpreter steps")
-}
-
 fn too_large_fuel() -> Preservation {
     Preservation::NotChecked {
-        why: too_large_text(),
+        why: format!("too large: more than {FUEL} interpreter steps"),
     }
 }
 

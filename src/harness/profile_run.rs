@@ -235,7 +235,7 @@ pub fn load_kernels(file: &Path) -> Result<(Vec<ProfileKernel>, KernelInputs), P
     let diags = crate::validate::validate(&program);
     if diags
         .iter()
-        .any(|d| d.severity == crate::diagnostic::Severity::Error)
+        .any(|d| d.severity == crate::finding::Severity::Error)
     {
         return Err(Problem::invalid_file(file, "Program", &diags));
     }

@@ -548,7 +548,7 @@ pub fn beside(
     let name = &pipeline.name;
     let vyre = if graph_file {
         let artifact = crate::vyre::artifact::is_artifact(path, &bytes);
-        let (graph, _) = crate::vyre::graph::read_graph(path, &bytes)?;
+        let (graph, _) = crate::vyre::import::graph::read_graph(path, &bytes)?;
         if artifact && !replan {
             let recorded = crate::vyre::artifact::decode_artifact(path, &bytes)?;
             describe(&recorded, &graph, PlanSource::Artifact, name)?
@@ -556,7 +556,7 @@ pub fn beside(
             plan_graph(graph, budget, name)?
         }
     } else {
-        let graph = crate::vyre::graph::export_pipeline(pipeline).map_err(|e| {
+        let graph = crate::vyre::export::graph::export_pipeline(pipeline).map_err(|e| {
             let p: Problem = e.into();
             Problem::new(
                 format!("--vyre: {}", p.message),

@@ -46,7 +46,7 @@ mod sync;
 pub(crate) use rewrite::{bin, bool_lit, if_, let_, synth, u32_lit};
 pub use sync::{FOLD_SPREAD, FOLD_SPREAD_FROM_BLOCKS};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::launch::PipelineLaunch;
 use crate::inputs::LaunchShape;
@@ -220,118 +220,18 @@ pub fn fuse_group(
         .filter(|d| d.access == Access::Read)
         .map(|d| (d.name.clone(), d.elem.value_type()))
         .collect();
-    // Per position in the group: the host buffers no step from there on writes (their
-    // writers, if any, ran before, so after a step's waits their contents are settled). The
-    // set only grows along the group: a buffer joins it after its last writer, so one map
-    // is extended step by step (a map per position was quadratic in steps, in time and
-    // memory).
-    let mut last_writer: HashMap<&str, usize> = HashMap::new();
-    for (i, &k) in spec.steps.iter().enumerate() {
-        let step = &pipeline.steps[k];
-        for b in step.program.buffers.iter() {
-            if b.access.is_host() && b.access.is_writable() {
-                last_writer.insert(step.bound(&b.name).unwrap_or(&b.name), i);
-            }
-        }
-    }
-    let mut settle_at: Vec<Vec<(String, ScalarType)>> = vec![Vec::new(); spec.steps.len()];
-    let mut settled = ValueTypes::new();
-    for d in &host_decls {
-        let t = (d.name.clone(), d.elem.value_type());
-        match last_writer.get(d.name.as_str()) {
-            None => {
-                settled.insert(t.0, t.1);
-            }
-            Some(&i) if i + 1 < spec.steps.len() => settle_at[i + 1].push(t),
-            Some(_) => {}
-        }
-    }
-    // Positions of the steps after a workgroup or grid barrier, counted: whether a barrier
-    // separates two positions is one subtraction (see `barrier_between`).
-    let mut barriers_before = vec![0usize; spec.steps.len() + 1];
-    for (i, s) in spec.separations.iter().enumerate() {
-        let b = matches!(s.kind, DepKind::Workgroup | DepKind::Grid);
-        barriers_before[i + 1] = barriers_before[i] + usize::from(b);
-    }
-    for i in spec.separations.len() + 1..barriers_before.len() {
-        barriers_before[i] = barriers_before[i - 1];
-    }
+    let (mut settled, mut settle_at) = settle_points(pipeline, spec, &host_decls);
+    let barriers_before = barriers_before(spec);
     let layouts = step_layouts(pipeline, shapes, spec, spec.dataflow.is_some());
-    let layout = match (&spec.dataflow, spec.persistent_blocks) {
-        (Some(deps), Some(blocks)) => {
-            let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
-            let packs: Vec<u32> = layouts.iter().map(StepLayout::tasks).collect();
-            Some(sync::SyncLayout::new(
-                &spec.steps,
-                &wgs,
-                &packs,
-                deps,
-                blocks,
-            ))
-        }
-        (Some(_), None) => {
-            return Err(err(
-                format!("{group}: a dataflow schedule without a persistent grid"),
-                "give `persistent_blocks` with `dataflow` (the plan's dataflow grid)",
-            ))
-        }
-        (None, _) => None,
-    };
+    let layout = sync_layout(spec, shapes, &layouts, &group)?;
 
-    let mut taken: HashSet<String> = buffers.iter().cloned().collect();
-    let mut decls = host_decls;
+    let mut decls = Declarations::new(&buffers, host_decls);
     let mut body = Vec::new();
-    // Workgroup arrays declared so far: (index in `decls`, position of the last step using it).
-    let mut shared: Vec<(usize, usize)> = Vec::new();
     // Sub-task barrier sizes used since the last block-wide barrier of the fused body.
-    let mut in_flight = std::collections::BTreeSet::new();
+    let mut in_flight = BTreeSet::new();
     for (i, &k) in spec.steps.iter().enumerate() {
         let step = &pipeline.steps[k];
-        let mut names = HashMap::new();
-        let mut mine = HashSet::new();
-        // A packed step's sub-tasks each get their own copy of its workgroup buffers.
-        let copies = layouts[i].tasks();
-        for b in &step.program.buffers {
-            let count = b.count.map(|c| c.saturating_mul(copies));
-            let reuse = (!b.access.is_host())
-                .then(|| {
-                    shared.iter_mut().find(|(d, last)| {
-                        let d = &decls[*d];
-                        d.elem == b.elem
-                            && d.count == count
-                            && !mine.contains(&d.name)
-                            && barrier_between(&barriers_before, *last, i)
-                    })
-                })
-                .flatten();
-            let fused = if b.access.is_host() {
-                // Bound and known: checked by `host_buffers`.
-                step.bound(&b.name).unwrap_or(&b.name).to_string()
-            } else if let Some((d, last)) = reuse {
-                // An earlier step's array of the same type and length, whose last use is
-                // behind a barrier: every thread of the workgroup is done with it.
-                *last = i;
-                decls[*d].name.clone()
-            } else {
-                let mut n = format!("s{k}_{}", b.name);
-                while taken.contains(&n) {
-                    n.push('_');
-                }
-                taken.insert(n.clone());
-                shared.push((decls.len(), i));
-                decls.push(BufferDecl {
-                    name: n.clone(),
-                    binding: None,
-                    count,
-                    ..b.clone()
-                });
-                n
-            };
-            if !b.access.is_host() {
-                mine.insert(fused.clone());
-            }
-            names.insert(b.name.clone(), fused);
-        }
+        let names = decls.add_step(i, k, step, &layouts[i], &barriers_before);
         settled.extend(std::mem::take(&mut settle_at[i]));
         let stmt = step_stmt(
             k,
@@ -353,41 +253,20 @@ pub fn fuse_group(
         }
         in_flight.extend(sizes);
         body.push(stmt);
-        if let Some(sep) = spec.separations.get(i) {
-            let scope = match sep.kind {
-                DepKind::None | DepKind::Invocation => None,
-                DepKind::Workgroup => Some(BarrierScope::Workgroup),
-                // Dataflow: the cross-workgroup waits sit in the consumer tasks; the
-                // block-local dependences across this boundary still need the block's
-                // threads in step.
-                DepKind::Grid if layout.is_some() => Some(BarrierScope::Workgroup),
-                DepKind::Grid => Some(BarrierScope::Grid),
-            };
-            if let Some(scope) = scope {
-                body.push(rewrite::synth(StmtKind::Barrier(scope)));
-                in_flight.clear();
-            }
+        let after = spec.separations.get(i);
+        if let Some(scope) = after.and_then(|sep| separation_barrier(sep.kind, layout.is_some())) {
+            body.push(rewrite::synth(StmtKind::Barrier(scope)));
+            in_flight.clear();
         }
     }
+    let decls = decls.decls;
 
     if let Some(l) = &layout {
         body.splice(0..0, l.declarations());
     }
     let forwarding = forward::forward(&mut body, &forward_input(pipeline, &by_name, spec, &decls));
     let node_origin = renumber(&mut body);
-    let first = spec.steps.first().copied().unwrap_or(0);
-    let last = spec.steps.last().copied().unwrap_or(0);
-    let program = Program {
-        name: format!("{}_fused_{first}_{last}", pipeline.name),
-        doc: Some(format!(
-            "steps {:?} of pipeline `{}` fused into one kernel",
-            spec.steps, pipeline.name
-        )),
-        workgroup_size: shape.workgroup_size,
-        buffers: decls,
-        body,
-        run: Some(run_spec(pipeline, &buffers, &shape)),
-    };
+    let program = fused_program(pipeline, spec, &shape, (decls, body), &buffers);
     let info = check_valid(&program, &node_origin, &group)?;
     let kernel = FusedKernel {
         program,
@@ -399,23 +278,231 @@ pub fn fuse_group(
         layouts,
         steps: spec.steps.clone(),
     };
-    if let Some(deps) = &spec.dataflow {
-        // The schedule the kernel really emits, validated before anyone can launch it.
-        let steps: Vec<(usize, u64)> = spec
-            .steps
-            .iter()
-            .map(|&k| (k, shapes[k].workgroups()))
-            .collect();
-        // Every dependence: those with waits and those the waits imply.
-        let required: Vec<_> = deps.iter().chain(&spec.implied).cloned().collect();
-        super::emitted::check_emitted(&kernel, &steps, &required).map_err(|e| {
-            err(
-                format!("{group}: the dataflow schedule is refused: {}", e.message),
-                e.fix,
-            )
-        })?;
-    }
+    check_schedule(&kernel, spec, shapes, &group)?;
     Ok(kernel)
+}
+
+/// The fused Program of `spec`'s steps: named after the first and last, launched at
+/// `shape`, with the declarations and body built for it and a `run` section over the
+/// pipeline's `buffers`.
+fn fused_program(
+    pipeline: &Pipeline,
+    spec: &FusedGroupSpec,
+    shape: &LaunchShape,
+    (decls, body): (Vec<BufferDecl>, Vec<Stmt>),
+    buffers: &[String],
+) -> Program {
+    let first = spec.steps.first().copied().unwrap_or(0);
+    let last = spec.steps.last().copied().unwrap_or(0);
+    Program {
+        name: format!("{}_fused_{first}_{last}", pipeline.name),
+        doc: Some(format!(
+            "steps {:?} of pipeline `{}` fused into one kernel",
+            spec.steps, pipeline.name
+        )),
+        workgroup_size: shape.workgroup_size,
+        buffers: decls,
+        body,
+        run: Some(run_spec(pipeline, buffers, shape)),
+    }
+}
+
+/// Per position in the group: the host buffers no step from there on writes (their
+/// writers, if any, ran before, so after a step's waits their contents are settled), as the
+/// set settled before the first step and what joins it at each later position. The set only
+/// grows along the group: a buffer joins it after its last writer, so one map is extended
+/// step by step (a map per position was quadratic in steps, in time and memory).
+fn settle_points(
+    pipeline: &Pipeline,
+    spec: &FusedGroupSpec,
+    host_decls: &[BufferDecl],
+) -> (ValueTypes, Vec<Vec<(String, ScalarType)>>) {
+    let mut last_writer: HashMap<&str, usize> = HashMap::new();
+    for (i, &k) in spec.steps.iter().enumerate() {
+        let step = &pipeline.steps[k];
+        for b in step.program.buffers.iter() {
+            if b.access.is_host() && b.access.is_writable() {
+                last_writer.insert(step.bound(&b.name).unwrap_or(&b.name), i);
+            }
+        }
+    }
+    let mut settle_at: Vec<Vec<(String, ScalarType)>> = vec![Vec::new(); spec.steps.len()];
+    let mut settled = ValueTypes::new();
+    for d in host_decls {
+        let t = (d.name.clone(), d.elem.value_type());
+        match last_writer.get(d.name.as_str()) {
+            None => {
+                settled.insert(t.0, t.1);
+            }
+            Some(&i) if i + 1 < spec.steps.len() => settle_at[i + 1].push(t),
+            Some(_) => {}
+        }
+    }
+    (settled, settle_at)
+}
+
+/// Per position of the group (and one past the end), how many workgroup or grid barriers
+/// come before it: whether a barrier separates two positions is one subtraction (see
+/// `barrier_between`).
+fn barriers_before(spec: &FusedGroupSpec) -> Vec<usize> {
+    let mut barriers_before = vec![0usize; spec.steps.len() + 1];
+    for (i, s) in spec.separations.iter().enumerate() {
+        let b = matches!(s.kind, DepKind::Workgroup | DepKind::Grid);
+        barriers_before[i + 1] = barriers_before[i] + usize::from(b);
+    }
+    for i in spec.separations.len() + 1..barriers_before.len() {
+        barriers_before[i] = barriers_before[i - 1];
+    }
+    barriers_before
+}
+
+/// The dataflow form's task layout over the persistent grid, when the group runs it; a
+/// dataflow schedule without a persistent grid is refused.
+fn sync_layout(
+    spec: &FusedGroupSpec,
+    shapes: &[LaunchShape],
+    layouts: &[StepLayout],
+    group: &str,
+) -> Result<Option<sync::SyncLayout>, FuseError> {
+    match (&spec.dataflow, spec.persistent_blocks) {
+        (Some(deps), Some(blocks)) => {
+            let wgs: Vec<u64> = spec.steps.iter().map(|&k| shapes[k].workgroups()).collect();
+            let packs: Vec<u32> = layouts.iter().map(StepLayout::tasks).collect();
+            Ok(Some(sync::SyncLayout::new(
+                &spec.steps,
+                &wgs,
+                &packs,
+                deps,
+                blocks,
+            )))
+        }
+        (Some(_), None) => Err(err(
+            format!("{group}: a dataflow schedule without a persistent grid"),
+            "give `persistent_blocks` with `dataflow` (the plan's dataflow grid)",
+        )),
+        (None, _) => Ok(None),
+    }
+}
+
+/// The barrier the fused body needs at a separation of kind `kind` (`dataflow`: the group
+/// runs the dataflow sync form), if any.
+fn separation_barrier(kind: DepKind, dataflow: bool) -> Option<BarrierScope> {
+    match kind {
+        DepKind::None | DepKind::Invocation => None,
+        DepKind::Workgroup => Some(BarrierScope::Workgroup),
+        // Dataflow: the cross-workgroup waits sit in the consumer tasks; the block-local
+        // dependences across this boundary still need the block's threads in step.
+        DepKind::Grid if dataflow => Some(BarrierScope::Workgroup),
+        DepKind::Grid => Some(BarrierScope::Grid),
+    }
+}
+
+/// The fused kernel's buffer declarations as its steps are added: host buffers keep their
+/// pipeline names; each step's workgroup arrays get a declaration of their own, or reuse an
+/// earlier step's array of the same type and length once a barrier has retired it.
+struct Declarations {
+    /// Names in use.
+    taken: HashSet<String>,
+    /// The declarations, host buffers first.
+    decls: Vec<BufferDecl>,
+    /// Workgroup arrays declared so far: (index in `decls`, position of the last step
+    /// using it).
+    shared: Vec<(usize, usize)>,
+}
+
+impl Declarations {
+    fn new(buffers: &[String], host_decls: Vec<BufferDecl>) -> Self {
+        Declarations {
+            taken: buffers.iter().cloned().collect(),
+            decls: host_decls,
+            shared: Vec::new(),
+        }
+    }
+
+    /// Declares what step `k` (at position `i` of the group, laid out as `layout`) needs
+    /// and returns its buffers' names in the fused kernel.
+    fn add_step(
+        &mut self,
+        i: usize,
+        k: usize,
+        step: &crate::ir::Step,
+        layout: &StepLayout,
+        barriers_before: &[usize],
+    ) -> HashMap<String, String> {
+        let mut names = HashMap::new();
+        let mut mine = HashSet::new();
+        // A packed step's sub-tasks each get their own copy of its workgroup buffers.
+        let copies = layout.tasks();
+        for b in &step.program.buffers {
+            let count = b.count.map(|c| c.saturating_mul(copies));
+            let decls = &self.decls;
+            let reuse = (!b.access.is_host())
+                .then(|| {
+                    self.shared.iter_mut().find(|(d, last)| {
+                        let d = &decls[*d];
+                        d.elem == b.elem
+                            && d.count == count
+                            && !mine.contains(&d.name)
+                            && barrier_between(barriers_before, *last, i)
+                    })
+                })
+                .flatten();
+            let fused = if b.access.is_host() {
+                // Bound and known: checked by `host_buffers`.
+                step.bound(&b.name).unwrap_or(&b.name).to_string()
+            } else if let Some((d, last)) = reuse {
+                // An earlier step's array of the same type and length, whose last use is
+                // behind a barrier: every thread of the workgroup is done with it.
+                *last = i;
+                self.decls[*d].name.clone()
+            } else {
+                let mut n = format!("s{k}_{}", b.name);
+                while self.taken.contains(&n) {
+                    n.push('_');
+                }
+                self.taken.insert(n.clone());
+                self.shared.push((self.decls.len(), i));
+                self.decls.push(BufferDecl {
+                    name: n.clone(),
+                    binding: None,
+                    count,
+                    ..b.clone()
+                });
+                n
+            };
+            if !b.access.is_host() {
+                mine.insert(fused.clone());
+            }
+            names.insert(b.name.clone(), fused);
+        }
+        names
+    }
+}
+
+/// For a dataflow group: the schedule the kernel really emits, validated before anyone can
+/// launch it, against every dependence (those with waits and those the waits imply).
+fn check_schedule(
+    kernel: &FusedKernel,
+    spec: &FusedGroupSpec,
+    shapes: &[LaunchShape],
+    group: &str,
+) -> Result<(), FuseError> {
+    let Some(deps) = &spec.dataflow else {
+        return Ok(());
+    };
+    let steps: Vec<(usize, u64)> = spec
+        .steps
+        .iter()
+        .map(|&k| (k, shapes[k].workgroups()))
+        .collect();
+    let required: Vec<_> = deps.iter().chain(&spec.implied).cloned().collect();
+    super::emitted::check_emitted(kernel, &steps, &required).map_err(|e| {
+        err(
+            format!("{group}: the dataflow schedule is refused: {}", e.message),
+            e.fix,
+        )
+    })?;
+    Ok(())
 }
 
 /// How each step of the group uses the block (`dataflow`: the group runs the dataflow sync

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::diagnostic::Severity;
 use crate::emit::{emit, emit_valid, EmitOptions};
+use crate::finding::Severity;
 use crate::gen::{mutate, random_pipeline, valid_program, Config};
 use crate::ir::print::{print_program, print_program_typed};
 use crate::ir::StmtKind;

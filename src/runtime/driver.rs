@@ -86,9 +86,19 @@ fn check(call: &'static str, r: sys::CUresult) -> Result<(), DriverError> {
     })
 }
 
-/// Opens `libcuda` with the system loader; on failure returns the name tried and the
-/// loader's message. Opening it here keeps cudarc from panicking later.
-pub(crate) fn load_library() -> Result<(), (String, String)> {
+/// `libcuda` could not be opened: the name tried and the loader's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot open {lib}: {reason}")]
+pub(crate) struct NoLibrary {
+    /// Library name tried first.
+    pub lib: String,
+    /// The loader's message.
+    pub reason: String,
+}
+
+/// Opens `libcuda` with the system loader; on failure says which library and why. Opening
+/// it here keeps cudarc from panicking later.
+pub(crate) fn load_library() -> Result<(), NoLibrary> {
     let mut last = String::new();
     for name in LIBCUDA_NAMES {
         // Safety: loading libcuda runs its initialisers, which have no preconditions; the
@@ -105,7 +115,10 @@ pub(crate) fn load_library() -> Result<(), (String, String)> {
             }
         }
     }
-    Err((LIBCUDA_NAMES[0].to_string(), last))
+    Err(NoLibrary {
+        lib: LIBCUDA_NAMES[0].to_string(),
+        reason: last,
+    })
 }
 
 /// A panic inside cudarc's loader (a symbol the driver library lacks), caught by [`guarded`];

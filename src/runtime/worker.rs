@@ -15,7 +15,7 @@
 //! and reaps its child on drop. Without a CUDA driver, requests fail with the worker's
 //! `no CUDA driver found ...` error, the same line an in-process [`super::Runtime`] gives.
 
-pub mod client;
+pub(crate) mod client;
 mod process;
 pub mod protocol;
 #[cfg(test)]

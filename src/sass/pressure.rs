@@ -3,7 +3,7 @@
 //! statements that would have to hold fewer values at once for the kernel to need fewer
 //! registers) and what would help.
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::finding::{Diagnostic, Severity};
 use crate::ir::NodeId;
 use crate::occupancy::estimate::{estimate, Limiter};
 use crate::occupancy::{DeviceCaps, KernelResources};

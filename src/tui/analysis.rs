@@ -27,6 +27,41 @@ use super::pipeline::{PipelineFile, PipelineView};
 /// Programs with more statements than this are emitted on the worker thread.
 pub const INLINE_EMIT_MAX_STMTS: usize = 2_000;
 
+/// What the Occupancy tab says while the analysis worker estimates.
+pub const ESTIMATING: &str = "estimating...";
+
+/// What the Occupancy tab says while the worker measures the kernel's resources.
+pub const MEASURING: &str = "measuring kernel resources (live driver or ptxas)...";
+
+/// Why the inspector has no PTX, occupancy estimate or kernel resources to show; a pane
+/// prints it in their place. Typed rather than a sentence so that waiting is told from
+/// failing, and a stage's problem keeps its `Fix:` line as the command line prints it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// Still being computed on the analysis worker ([`ESTIMATING`], [`MEASURING`]).
+    #[error("{0}")]
+    Pending(&'static str),
+    /// Something the figures need is missing (a device, a way to measure); `fix` says how
+    /// to supply it, on the same line.
+    #[error("{what} - {fix}")]
+    Missing {
+        /// What is missing.
+        what: String,
+        /// How to supply it.
+        fix: String,
+    },
+    /// A stage failed (emission, a pipeline step, ptxas): its problem, `message` then
+    /// `Fix:` when there is advice.
+    #[error("{0}")]
+    Failed(Problem),
+}
+
+impl From<Problem> for Unavailable {
+    fn from(p: Problem) -> Self {
+        Unavailable::Failed(p)
+    }
+}
+
 /// IR <-> PTX correlation built from the emitter's source map.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Correlation {
@@ -192,9 +227,9 @@ pub struct Emission {
     /// Options used.
     pub opts: EmitOptions,
     /// PTX, or why there is none.
-    pub ptx: Result<Arc<PtxView>, String>,
+    pub ptx: Result<Arc<PtxView>, Unavailable>,
     /// Occupancy, or why there is none.
-    pub occupancy: Result<OccupancyView, String>,
+    pub occupancy: Result<OccupancyView, Unavailable>,
     /// Kernel resources.
     pub resources: Vec<ResourceRow>,
     /// Diagnostics beyond the validator's (compile, launch, performance).
@@ -368,26 +403,28 @@ impl Document {
 
 /// Kernel resources and where they came from (`live driver`, `ptxas -v for sm_90`), or why
 /// there are none.
-pub type Resources = Result<(KernelResources, String), String>;
+pub type Resources = Result<(KernelResources, String), Unavailable>;
 
 /// Emits `program` for `opts` (pure; safe on any thread). Occupancy, resources and launch
 /// and performance diagnostics are filled in by [`estimate_into`] once the kernel's
 /// resources are known.
 pub fn analyze(program: &Program, opts: &EmitOptions) -> Emission {
-    emission_of(emit(program, opts).map_err(|e| e.to_string()), opts)
+    emission_of(emit(program, opts).map_err(Problem::from), opts)
 }
 
 /// The [`Emission`] of a kernel already emitted with `opts` (or why it could not be): a
 /// pipeline group's fused kernel comes from the emitter's own
 /// [`crate::megakernel::compiled::CompiledPipeline::emit_group`], as `vyrescope emit` prints
 /// it. Estimates follow as for [`analyze`].
-pub fn emission_of(kernel: Result<EmittedKernel, String>, opts: &EmitOptions) -> Emission {
-    let ptx = kernel.map(|k| Arc::new(PtxView::new(k)));
+pub fn emission_of(kernel: Result<EmittedKernel, Problem>, opts: &EmitOptions) -> Emission {
+    let ptx = kernel
+        .map(|k| Arc::new(PtxView::new(k)))
+        .map_err(Unavailable::Failed);
     let resources = resource_rows(ptx.as_ref().ok().map(|p| &p.kernel), None);
     Emission {
         opts: opts.clone(),
         ptx,
-        occupancy: Err("estimating...".into()),
+        occupancy: Err(Unavailable::Pending(ESTIMATING)),
         resources,
         diagnostics: Vec::new(),
     }
@@ -398,7 +435,7 @@ pub fn emission_of(kernel: Result<EmittedKernel, String>, opts: &EmitOptions) ->
 #[derive(Debug, Clone)]
 pub struct Estimated {
     /// Occupancy, or why there is none.
-    pub occupancy: Result<OccupancyView, String>,
+    pub occupancy: Result<OccupancyView, Unavailable>,
     /// Kernel resource rows.
     pub resources: Vec<ResourceRow>,
     /// Launch and performance diagnostics.
@@ -408,7 +445,7 @@ pub struct Estimated {
 /// [`estimate_into`] on a copy of what it needs, for the worker: occupancy sweep, resource
 /// rows and launch/performance diagnostics of the kernel `ptx` emitted with `opts`.
 pub fn estimate_emission(
-    ptx: Result<Arc<PtxView>, String>,
+    ptx: Result<Arc<PtxView>, Unavailable>,
     opts: &EmitOptions,
     program: &Program,
     device: Option<&DeviceCaps>,
@@ -418,7 +455,7 @@ pub fn estimate_emission(
     let mut e = Emission {
         opts: opts.clone(),
         ptx,
-        occupancy: Err(String::new()),
+        occupancy: Err(Unavailable::Pending(ESTIMATING)),
         resources: Vec::new(),
         diagnostics: Vec::new(),
     };
@@ -477,7 +514,10 @@ pub fn estimate_into(
             .extend(crate::diagnostics::wg_overrun::workgroup_overruns(
                 program, wg,
             ));
-        e.occupancy = Err("no device: no live GPU and no device profile - press d to pick a profile or start with --device NAME|FILE".into());
+        e.occupancy = Err(Unavailable::Missing {
+            what: "no device: no live GPU and no device profile".into(),
+            fix: "press d to pick a profile or start with --device NAME|FILE".into(),
+        });
         return;
     };
     let (shape, lens) = default_shape(program, wg);
@@ -497,10 +537,10 @@ pub fn estimate_into(
     let Some((kr, source)) = known else {
         e.diagnostics
             .extend(perf::perf_diagnostics(program, device, None, None, &shape));
+        // `known` is `None` here, so `res` is absent (still measuring) or an error.
         e.occupancy = Err(match res {
-            None => "measuring kernel resources (live driver or ptxas)...".into(),
             Some(Err(why)) => why.clone(),
-            Some(Ok(_)) => String::new(),
+            _ => Unavailable::Pending(MEASURING),
         });
         return;
     };

@@ -148,7 +148,7 @@ pub struct App {
     pub keymap: KeyMap,
     /// Styles.
     pub theme: Theme,
-    /// Where `x` exports ([`crate::tui::export::export_dir`]; tests point it elsewhere).
+    /// Where `x` exports (by default `tui::export::export_dir`; tests point it elsewhere).
     pub export_dir: Option<PathBuf>,
     /// The capture whose dispatches the program list holds (`vyrescope CAPTURE_DIR`).
     pub capture: Option<super::capture::CaptureView>,

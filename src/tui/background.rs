@@ -5,7 +5,7 @@
 //! [`crate::tui::action::Action::Worker`]. [`execute`] is the same code the headless replay
 //! runs inline, so replays see exactly what the UI sees.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -16,6 +16,7 @@ use crate::occupancy::DeviceCaps;
 
 use super::analysis::{
     analyze, emission_of, estimate_emission, Document, Emission, Estimated, PtxView, Resources,
+    Unavailable,
 };
 use super::app::programs::LoadKind;
 use super::app::EntryStatus;
@@ -109,7 +110,7 @@ pub enum Job {
         /// Request number (stale estimates are dropped).
         id: u64,
         /// The emitted kernel, or why there is none.
-        ptx: Result<Arc<PtxView>, String>,
+        ptx: Result<Arc<PtxView>, Unavailable>,
         /// Options it was emitted with.
         opts: EmitOptions,
         /// Program.
@@ -297,14 +298,17 @@ fn plan_step(
                 workgroup_size: fused.program.workgroup_size,
                 ..opts.clone()
             };
-            emission_of(
-                compiled.emit_group(g, &opts).map_err(|e| e.to_string()),
-                &opts,
-            )
+            emission_of(compiled.emit_group(g, &opts), &opts)
         }
         _ => match view.file.pipeline.steps.get(view.step) {
             Some(s) => analyze(&s.program, opts),
-            None => emission_of(Err(format!("the pipeline has no step {}", view.step)), opts),
+            None => emission_of(
+                Err(Problem::new(
+                    format!("the pipeline has no step {}", view.step),
+                    "",
+                )),
+                opts,
+            ),
         },
     };
     Planned {
@@ -463,16 +467,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Started("finding files", 0));
             report(Reply::Expanded(expand_typed(&typed)));
         }
-        Job::Validate { files, root } => {
-            report(Reply::Started("checking files", files.len()));
-            let total = files.len();
-            for (n, (i, path)) in files.into_iter().enumerate() {
-                let (status, pipeline) = EntryStatus::check(&path, root.as_deref());
-                report(Reply::Validated(i, path, status, pipeline));
-                report(Reply::Progress(n + 1, total));
-            }
-            report(Reply::ValidationDone);
-        }
+        Job::Validate { files, root } => validate_files(files, root.as_deref(), report),
         Job::Estimate {
             id,
             ptx,
@@ -502,21 +497,12 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             files,
             opts,
         } => {
-            report(Reply::Started("dispatching", 0));
-            let r = gpu.dispatch(&program, &files, &opts);
-            // One more, instrumented round after the timed one (which it cannot perturb).
-            if r.as_ref()
-                .is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND)
-            {
-                report(Reply::Started("recording the timeline", 0));
-                let what = Recording {
-                    program: &program,
-                    files: &files,
-                    opts: &opts,
-                };
-                report(Reply::Timeline(gpu.timeline(&what)));
-            }
-            report(Reply::Dispatched(r, Box::new(Stats::now(gpu))));
+            let what = Recording {
+                program: &program,
+                files: &files,
+                opts: &opts,
+            };
+            dispatch(&what, gpu, report);
         }
         Job::Reference {
             program,
@@ -527,26 +513,7 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             let r = super::gpu::reference_dispatch(&program, &files, &opts);
             report(Reply::Referenced(r));
         }
-        Job::Pipeline { file, gpu: g, sync } => {
-            report(Reply::Started(job_label(g), 0));
-            let r = if g {
-                // Both forms and their timelines in the GPU worker, by the one runner.
-                gpu.run_pipeline(&file, sync).map(|(run, timeline)| {
-                    if let Some(t) = timeline {
-                        report(Reply::Timeline(t));
-                    }
-                    run
-                })
-            } else {
-                file.prepare()
-                    .and_then(|prepared| reference_run(&file.pipeline, &prepared))
-                    .map(|mut run| {
-                        run.note = "no GPU: ran the reference interpreter".into();
-                        run
-                    })
-            };
-            report(Reply::PipelineRan(r));
-        }
+        Job::Pipeline { file, gpu: g, sync } => run_pipeline(&file, g.then_some(gpu), sync, report),
         Job::TuneOffline {
             program,
             files,
@@ -571,23 +538,92 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
             report(Reply::Tuned(r, Box::new(Stats::now(gpu))));
         }
         Job::ReplayCapture { dir, index, gpu: g } => {
-            report(Reply::Started(
-                if g {
-                    "replaying the dispatch on the GPU"
-                } else {
-                    "replaying the dispatch on the reference interpreter"
-                },
-                0,
-            ));
-            let r = if g {
-                gpu.replay_capture(&dir, index)
-                    .map(|line| super::capture::read::verdict(&line))
-            } else {
-                super::capture::read::replay_reference(&dir, index)
-            };
-            report(Reply::Replayed(index, r));
+            replay_capture(&dir, index, g.then_some(gpu), report)
         }
     }
+}
+
+/// Checks the listed files (index in the program list, path), reporting each and the
+/// progress.
+fn validate_files(
+    files: Vec<(usize, PathBuf)>,
+    root: Option<&Path>,
+    report: &mut dyn FnMut(Reply),
+) {
+    report(Reply::Started("checking files", files.len()));
+    let total = files.len();
+    for (n, (i, path)) in files.into_iter().enumerate() {
+        let (status, pipeline) = EntryStatus::check(&path, root);
+        report(Reply::Validated(i, path, status, pipeline));
+        report(Reply::Progress(n + 1, total));
+    }
+    report(Reply::ValidationDone);
+}
+
+/// A verified dispatch on `gpu`; on a GPU, one more, instrumented round after the timed one
+/// (which it cannot perturb) records the timeline.
+fn dispatch(what: &Recording, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
+    report(Reply::Started("dispatching", 0));
+    let r = gpu.dispatch(what.program, what.files, what.opts);
+    if r.as_ref()
+        .is_ok_and(|run| run.backend == super::gpu::GPU_BACKEND)
+    {
+        report(Reply::Started("recording the timeline", 0));
+        report(Reply::Timeline(gpu.timeline(what)));
+    }
+    report(Reply::Dispatched(r, Box::new(Stats::now(gpu))));
+}
+
+/// A pipeline's run: both forms and their timelines in the GPU worker by the one runner
+/// when there is a `gpu`, else the reference interpreter.
+fn run_pipeline(
+    file: &PipelineFile,
+    gpu: Option<&mut dyn Gpu>,
+    sync: crate::megakernel::plan::SyncMode,
+    report: &mut dyn FnMut(Reply),
+) {
+    report(Reply::Started(job_label(gpu.is_some()), 0));
+    let r = match gpu {
+        Some(gpu) => gpu.run_pipeline(file, sync).map(|(run, timeline)| {
+            if let Some(t) = timeline {
+                report(Reply::Timeline(t));
+            }
+            run
+        }),
+        None => file
+            .prepare()
+            .and_then(|prepared| reference_run(&file.pipeline, &prepared))
+            .map(|mut run| {
+                run.note = "no GPU: ran the reference interpreter".into();
+                run
+            }),
+    };
+    report(Reply::PipelineRan(r));
+}
+
+/// Replays captured dispatch `index` of `dir` on `vyrescope-cuda` in the GPU worker when
+/// there is a `gpu`, else on the reference interpreter, and compares its outputs.
+fn replay_capture(
+    dir: &Path,
+    index: u64,
+    gpu: Option<&mut dyn Gpu>,
+    report: &mut dyn FnMut(Reply),
+) {
+    report(Reply::Started(
+        if gpu.is_some() {
+            "replaying the dispatch on the GPU"
+        } else {
+            "replaying the dispatch on the reference interpreter"
+        },
+        0,
+    ));
+    let r = match gpu {
+        Some(gpu) => gpu
+            .replay_capture(dir, index)
+            .map(|line| super::capture::read::verdict(&line)),
+        None => super::capture::read::replay_reference(dir, index),
+    };
+    report(Reply::Replayed(index, r));
 }
 
 impl Job {

@@ -20,7 +20,7 @@ use crate::occupancy::{profiles, DeviceCaps, KernelResources};
 use crate::runtime::execute::RunRequest;
 use crate::runtime::{parity, GpuWorker, SweepRequest};
 
-use super::analysis::Resources;
+use super::analysis::{Resources, Unavailable};
 use super::pipeline::{PipelineFile, PipelineRun, GPU_REPEAT};
 use crate::harness::replay_record::RecordReplay;
 use crate::harness::worker_messages::{JobsClient, PipelineJob, ReplayJob, TimelineJob};
@@ -201,11 +201,20 @@ pub fn kernel_resources(gpu: &mut dyn Gpu, kernel: &EmittedKernel, sm: u32) -> R
                 r,
                 "estimated, ptxas not found (exact figures: export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh))".into(),
             )),
-            None => Err(format!(
-                "kernel resources unknown: {why} and ptxas not found - run on a GPU machine, or export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)"
-            )),
+            None => Err(Unavailable::Missing {
+                what: format!("kernel resources unknown: {why} and ptxas not found"),
+                fix: "run on a GPU machine, or export VYRESCOPE_PTXAS=$(scripts/install-ptxas.sh)"
+                    .into(),
+            }),
         },
-        Err(e) => Err(format!("kernel resources unknown: {why}; {}", e.to_string().lines().next().unwrap_or(""))),
+        // Only the first line of ptxas's message: the Occupancy tab shows it in a sentence.
+        Err(e) => Err(Unavailable::Failed(Problem::new(
+            format!(
+                "kernel resources unknown: {why}; {}",
+                e.to_string().lines().next().unwrap_or("")
+            ),
+            "",
+        ))),
     }
 }
 
@@ -501,7 +510,8 @@ impl Gpu for WorkerGpu {
                     median_ms: None,
                     occupancy_pct: None,
                     speedup: None,
-                    note: e,
+                    // The table has one line per candidate: the message's first.
+                    note: e.message.lines().next().unwrap_or("failed").to_string(),
                 },
             })
             .collect::<Vec<TuneRow>>();

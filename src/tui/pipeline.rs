@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::diagnostic::Diagnostic;
+use crate::finding::Diagnostic;
 use crate::harness::pipeline::PipelineGpuReport;
 use crate::harness::target::{compile, target, CacheUse, DeviceChoice, Fit, TargetSpec};
 use crate::inputs::pipeline::{pipeline_shapes_rooted, prepare_pipeline_rooted, PreparedPipeline};

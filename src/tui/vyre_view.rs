@@ -85,8 +85,8 @@ pub fn make(
 ) -> Result<VyreText, crate::util::Problem> {
     let vp = crate::vyre::export(program)?;
     let k = crate::vyre::vyre_ptx(&vp, sm)?;
-    let c = crate::vyre::compare::compare(ours, &k.ptx);
-    let text = format!("{}\n{}", crate::vyre::compare::table(&c), c.diff);
+    let c = crate::vyre::ptx_diff::compare(ours, &k.ptx);
+    let text = format!("{}\n{}", crate::vyre::ptx_diff::table(&c), c.diff);
     Ok(VyreText::new(&k.ptx, &text))
 }
 

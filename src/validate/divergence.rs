@@ -34,7 +34,7 @@
 
 use std::collections::HashMap;
 
-use crate::diagnostic::Severity;
+use crate::finding::Severity;
 use crate::ir::{Access, BarrierScope, Builtin, Expr, NodeId, Program, Stmt, StmtKind};
 
 use super::limits::{expr_children, stmt_exprs};

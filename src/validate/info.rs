@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::finding::{Diagnostic, Severity};
 use crate::ir::{BarrierScope, NodeId, Program, ScalarType, StmtKind};
 
 /// The facts the validator proved about one valid Program (see the module docs).

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::finding::{Diagnostic, Severity};
 use crate::ir::foreign::ForeignFormat;
 use crate::ir::{load_source, parse_program, NodeId, ParseError, Program, Source};
 

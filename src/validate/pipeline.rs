@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::finding::{Diagnostic, Severity};
 use crate::ir::{
     load_pipeline as parse_file, Access, Expr, NodeId, Pipeline, PipelineBuffer, Program, StmtKind,
 };

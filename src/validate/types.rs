@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use crate::diagnostic::Severity;
+use crate::finding::Severity;
 use crate::ir::parse::is_ident;
 use crate::ir::{
     Access, AtomicOp, BinOp, BufferDecl, ElemType, Expr, FloatLit, Literal, NodeId, Program,

@@ -22,7 +22,7 @@ use vyre_foundation::ir::{
 };
 use vyre_megakernel::{AbiAccess, Artifact, DependencyEndpoint, DependencyKind, ResourceLifetime};
 
-use crate::diagnostic::Diagnostic;
+use crate::finding::Diagnostic;
 use crate::ir::ParseError;
 
 /// The first bytes of a vyre-megakernel artifact.

@@ -15,7 +15,7 @@ use vyre_foundation::ir::Program as VyreProgram;
 use vyre_foundation::operation::{OperationRegistry, OperationTier, SemanticOperation};
 
 use super::binding;
-use crate::diagnostic::Severity;
+use crate::finding::Severity;
 use crate::inputs::HostBuffer;
 use crate::ir::Program;
 use crate::shape::LaunchShape;
@@ -249,7 +249,7 @@ pub(crate) fn import_for_reference(
         }
     };
     let imported = super::import_program(&vp, name);
-    let errors: Vec<&crate::diagnostic::Diagnostic> = imported
+    let errors: Vec<&crate::finding::Diagnostic> = imported
         .diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -271,7 +271,7 @@ pub(crate) fn validate_for_grid(
         run.grid = Some(g);
     }
     let validation = crate::validate::validate(program);
-    let errors: Vec<&crate::diagnostic::Diagnostic> = validation
+    let errors: Vec<&crate::finding::Diagnostic> = validation
         .iter()
         .filter(|d| d.severity == Severity::Error)
         .collect();
@@ -282,7 +282,7 @@ pub(crate) fn validate_for_grid(
 }
 
 /// A refusal carrying every error's code and the first error's message.
-fn refused_by(errors: &[&crate::diagnostic::Diagnostic]) -> Refusal {
+fn refused_by(errors: &[&crate::finding::Diagnostic]) -> Refusal {
     let mut codes: Vec<String> = errors.iter().map(|d| d.code.to_string()).collect();
     codes.sort();
     codes.dedup();

@@ -25,6 +25,7 @@
 //! What vyre cannot express is an [`ExportError`] naming the node, the construct and why.
 
 mod expr;
+pub mod graph;
 mod ops;
 pub mod proof;
 

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use vyre_foundation::ir::Program as VyreProgram;
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::finding::{Diagnostic, Severity};
 use crate::ir::foreign::{sniff, ForeignFormat};
 use crate::ir::{ParseError, Program};
 
@@ -215,6 +215,6 @@ pub fn import_file_strict(
 /// command line (and by tests); calling it again changes nothing.
 pub fn install() {
     crate::ir::foreign::install_importer(import_file_strict);
-    crate::ir::foreign::install_graph_importer(super::graph::import_graph_file);
+    crate::ir::foreign::install_graph_importer(super::import::graph::import_graph_file);
     crate::validate::load::install_importer(import_file);
 }

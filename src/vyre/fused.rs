@@ -6,7 +6,7 @@
 //! `GridSync` after each arm a later arm depends on by name), lowered and emitted. This module
 //! forms the same fused Program per group through the same vyre calls, imports it into our IR
 //! as any vyre Program is ([`super::import_program`]), and binds its buffers to the pipeline
-//! the graph opens as ([`super::graph::import_graph`]): the result is a pipeline over the same
+//! the graph opens as ([`super::import::graph::import_graph`]): the result is a pipeline over the same
 //! buffers with one step (one launch) per vyre group, in vyre's stage order, which the
 //! pipeline run path verifies and times like any other form.
 //!
@@ -41,11 +41,11 @@ use vyre_megakernel::{
     TargetPayloadFormat, TargetProfile,
 };
 
-use crate::diagnostic::Severity;
+use crate::finding::Severity;
 use crate::ir::{Pipeline, PipelineBuffer, Step};
 use crate::util::Problem;
 
-use super::graph::{dispatch_elements, graph_name, import_graph, ImportedGraph};
+use super::import::graph::{dispatch_elements, graph_name, import_graph, ImportedGraph};
 use super::plan::{compile_graph, Budget, PlanSource};
 
 /// One fusion group of vyre's selected plan as a step of the vyre form.
@@ -156,7 +156,7 @@ pub fn open(
     sm: u32,
 ) -> Result<(ImportedGraph, VyreForm), Problem> {
     let name = graph_name(path);
-    let (graph, _) = super::graph::read_graph(path, bytes)?;
+    let (graph, _) = super::import::graph::read_graph(path, bytes)?;
     let (artifact, source) = if super::artifact::is_artifact(path, bytes) {
         (
             super::artifact::decode_artifact(path, bytes)?,
@@ -164,7 +164,7 @@ pub fn open(
         )
     } else {
         // vyre's compile consumes the graph; the ports come from the one the loader reads.
-        let (fresh, _) = super::graph::read_graph(path, bytes)?;
+        let (fresh, _) = super::import::graph::read_graph(path, bytes)?;
         (compile_graph(fresh, budget, &name)?.0, PlanSource::Computed)
     };
     let imported = import_graph(&graph, &name);

@@ -23,7 +23,7 @@ use vyre_foundation::ir::{
     Program as VyreProgram,
 };
 
-use crate::diagnostic::Diagnostic;
+use crate::finding::Diagnostic;
 use crate::ir::{
     Access, BarrierScope, BinOp, BufferDecl, Builtin, ElemType, Expr, Fill, InputSource, InputSpec,
     Literal, NodeId, Program, RunSpec, Scalar, ScalarType, Stmt, StmtKind,
@@ -32,6 +32,7 @@ use crate::ir::{
 mod exit;
 mod expr;
 mod forms;
+pub mod graph;
 mod guards;
 mod shifts;
 mod size;

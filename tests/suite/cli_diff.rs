@@ -38,7 +38,7 @@ fn emit_instructions(file: &Path, flags: &[&str]) -> u64 {
     assert!(out.status.success());
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| vyrescope::compare::is_ptx_instruction(l))
+        .filter(|l| vyrescope::diff::is_ptx_instruction(l))
         .count() as u64
 }
 

@@ -178,7 +178,7 @@ fn the_scanner_finds_and_resolves_citations() {
 #[test]
 fn diff_examples_name_files_that_exist() {
     let root = root();
-    let mut files = vec![root.join("README.md"), root.join("src/compare/variant.rs")];
+    let mut files = vec![root.join("README.md"), root.join("src/diff/variant.rs")];
     files_under(&root.join("docs"), "md", &mut files);
     files.push(root.join("src/cli/diff.rs"));
     let mut seen = 0;

@@ -29,7 +29,7 @@ fn ptxas() -> Option<PathBuf> {
 fn ptx_of(p: &Program, sm: u32) -> String {
     let errors: Vec<_> = validate(p)
         .into_iter()
-        .filter(|d| d.severity == vyrescope::diagnostic::Severity::Error)
+        .filter(|d| d.severity == vyrescope::finding::Severity::Error)
         .collect();
     assert!(
         errors.is_empty(),

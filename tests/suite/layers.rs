@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("util", 0),
     ("ir", 1),
-    ("diagnostic", 2),
+    ("finding", 2),
     ("semantics", 2),
     ("shape", 2),
     ("validate", 3),
@@ -26,7 +26,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("timeline", 5),
     ("vyre", 5),
     ("megakernel", 6),
-    ("compare", 6),
+    ("diff", 6),
     ("profile", 6),
     ("runtime", 7),
     ("harness", 8),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vyrescope::diagnostic::Severity;
+use vyrescope::finding::Severity;
 use vyrescope::validate::pipeline::load_pipeline;
 
 fn dir() -> PathBuf {

@@ -55,7 +55,7 @@ fn instrumented_build_of_every_fixture_validates_assembles_and_matches_the_plain
             let inst = instrument(&p, stride).expect("instrument");
             let errors: Vec<_> = validate(&inst.program)
                 .into_iter()
-                .filter(|d| d.severity == vyrescope::diagnostic::Severity::Error)
+                .filter(|d| d.severity == vyrescope::finding::Severity::Error)
                 .collect();
             assert!(errors.is_empty(), "{}: {errors:?}", path.display());
             let mut plain = prepared.buffers.clone();
@@ -360,7 +360,7 @@ fn valid_bench(name: &str) -> (std::path::PathBuf, Program) {
     let p = vyrescope::ir::load_program(&path).expect("bench program");
     let errors: Vec<_> = validate(&p)
         .into_iter()
-        .filter(|d| d.severity == vyrescope::diagnostic::Severity::Error)
+        .filter(|d| d.severity == vyrescope::finding::Severity::Error)
         .collect();
     assert!(errors.is_empty(), "{name}: {errors:?}");
     (path, p)

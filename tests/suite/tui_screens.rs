@@ -471,7 +471,7 @@ fn analysis_runs_as_worker_jobs_and_absurd_workgroups_are_refused_first() {
     let stale = vyrescope::tui::background::Reply::Estimated(
         old,
         Box::new(vyrescope::tui::analysis::Estimated {
-            occupancy: Err("stale".into()),
+            occupancy: Err(vyrescope::tui::analysis::Unavailable::Pending("stale")),
             resources: vec![],
             diagnostics: vec![],
         }),

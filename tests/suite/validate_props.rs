@@ -111,7 +111,7 @@ proptest! {
 }
 
 /// Every diagnostic names its rule, says what is wrong and how to fix it.
-fn complete(d: &[vyrescope::diagnostic::Diagnostic]) -> bool {
+fn complete(d: &[vyrescope::finding::Diagnostic]) -> bool {
     d.iter()
         .all(|x| x.code.starts_with('V') && !x.message.is_empty() && !x.fix.is_empty())
 }

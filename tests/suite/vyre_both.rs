@@ -14,7 +14,7 @@ use vyrescope::harness::pipeline::{check_on_reference, expected, pipeline_tolera
 use vyrescope::inputs::pipeline::{pipeline_shapes, prepare_pipeline};
 use vyrescope::megakernel::launch::separate_launches;
 use vyrescope::vyre::fused::{open, vyre_form, VyreForm};
-use vyrescope::vyre::graph::ImportedGraph;
+use vyrescope::vyre::import::graph::ImportedGraph;
 use vyrescope::vyre::plan::{compile_graph, Budget, PlanSource};
 
 use crate::support::cli;

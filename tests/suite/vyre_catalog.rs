@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::support;
 
-use vyrescope::diagnostic::Severity;
+use vyrescope::finding::Severity;
 use vyrescope::harness::vyre_catalog::{run_catalog, CatalogBackend, Status};
 use vyrescope::ir::{BinOp, Expr};
 use vyrescope::vyre::catalog;

@@ -14,7 +14,7 @@ use vyre_foundation::ir::Program as VProgram;
 use vyrescope::emit::ptxas::assemble;
 use vyrescope::emit::{emit, EmitOptions};
 use vyrescope::ir::parse_program;
-use vyrescope::vyre::{compare, export, vyre_ptx};
+use vyrescope::vyre::{export, ptx_diff, vyre_ptx};
 
 /// What each fixture's export gives: `Ok` or pieces of the expected refusal (node, construct).
 const EXPORT: &[(&str, Option<(&str, &str)>)] = &[
@@ -368,10 +368,10 @@ fn compare_classes_and_figures() {
         ("cvta.to.global.u64", "param"),
         ("wibble", "other"),
     ] {
-        assert_eq!(compare::class(op), class, "{op}");
+        assert_eq!(ptx_diff::class(op), class, "{op}");
     }
     let ptx = ".visible .entry k(\n  .param .u64 p\n)\n{\n  .reg .pred %p<3>;\n  .reg .b32 %r<7>;\n  ld.param.u64 %rd1, [p];\n  @%p1 bra $L1;\n  ld.global.u32 %r1, [%rd1]; // load\n  add.s32 %r2, %r1, 1;\n$L1:\n  @!%p2 st.global.u32 [%rd1], %r2;\n  ret;\n}\n";
-    let f = compare::figures(ptx);
+    let f = ptx_diff::figures(ptx);
     assert_eq!(f.registers.len(), 2);
     assert_eq!(f.virtual_registers, 10);
     let c = &f.counts;
@@ -395,11 +395,11 @@ fn compare_of_vadd_is_stable() {
     let p = vyrescope::ir::load_program(&f).unwrap();
     let ours = emit(&p, &EmitOptions::for_program(&p)).unwrap();
     let theirs = vyre_ptx(&export(&p).unwrap(), 90).unwrap();
-    let c = compare::compare(&ours.ptx, &theirs.ptx);
+    let c = ptx_diff::compare(&ours.ptx, &theirs.ptx);
     assert_eq!(c.ours.counts.st_global, 1);
     assert!(c.vyre.counts.ld_global >= 2, "{:?}", c.vyre.counts);
     assert!(c.diff.starts_with("--- vyrescope\n+++ vyre\n"));
-    let text = format!("{}\n{}", compare::table(&c), c.diff);
+    let text = format!("{}\n{}", ptx_diff::table(&c), c.diff);
     let snap = root().join("tests/snapshots/vyre/vadd_f32.compare.txt");
     support::snapshot::check(&snap, &text, "vyre compare of vadd_f32", "vyre_export")
         .unwrap_or_else(|e| panic!("{e}"));

@@ -14,13 +14,14 @@ use vyre_foundation::ir::{
     ValueLifetime as L,
 };
 
-use vyrescope::diagnostic::Severity;
+use vyrescope::finding::Severity;
 use vyrescope::inputs::pipeline::{prepare_pipeline, PreparedPipeline};
 use vyrescope::interp::{self, pipeline::run_pipeline};
 use vyrescope::ir::{Access, Pipeline};
 use vyrescope::megakernel::plan::{plan, Decide, PlanOptions};
 use vyrescope::occupancy::profiles;
-use vyrescope::vyre::graph::{decode_graph, export_pipeline, import_graph, ImportedGraph};
+use vyrescope::vyre::export::graph::export_pipeline;
+use vyrescope::vyre::import::graph::{decode_graph, import_graph, ImportedGraph};
 
 use crate::support::cli;
 
@@ -881,7 +882,7 @@ fn fixture_pipelines_export_as_graphs_that_compute_the_same_results() {
             }
         };
         exported += 1;
-        let bytes = vyrescope::vyre::graph::encode_graph(&graph, &name).unwrap();
+        let bytes = vyrescope::vyre::export::graph::encode_graph(&graph, &name).unwrap();
         let back = ProgramGraph::from_wire(&bytes).unwrap();
         let mut second = converted(&back, &name).pipeline;
         // The same initial contents (a graph carries none of its own).
@@ -930,7 +931,7 @@ fn megakernel_artifacts_open_as_the_graph_they_were_compiled_from() {
         assert!(bytes.starts_with(b"VMK0"));
         let path = t.path().join(format!("{name}.vmk"));
         std::fs::write(&path, &bytes).unwrap();
-        let (rebuilt, notes) = vyrescope::vyre::graph::read_graph(&path, &bytes)
+        let (rebuilt, notes) = vyrescope::vyre::import::graph::read_graph(&path, &bytes)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert_eq!(notes[0].code, "VY025");
         // The same pipeline as the graph's own, up to vyre's canonical form of the Programs.
@@ -988,7 +989,7 @@ fn hostile_artifact_bytes_give_errors_with_a_fix() {
     ] {
         let path = t.path().join("hostile.vmk");
         std::fs::write(&path, &bytes).unwrap();
-        let e = vyrescope::vyre::graph::read_graph(&path, &bytes)
+        let e = vyrescope::vyre::import::graph::read_graph(&path, &bytes)
             .err()
             .unwrap_or_else(|| panic!("{what}: accepted"));
         assert!(

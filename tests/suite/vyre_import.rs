@@ -13,7 +13,7 @@ use vyre_foundation::ir::{
     BufferDecl as VB, DataType as DT, Expr as E, Ident, MemoryOrdering, Node as N, Program as VP,
 };
 
-use vyrescope::diagnostic::{Diagnostic, Severity};
+use vyrescope::finding::{Diagnostic, Severity};
 use vyrescope::inputs::{prepare, HostBuffer};
 use vyrescope::ir::{load_program, parse_program, program_to_json, Program};
 

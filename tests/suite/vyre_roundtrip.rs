@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vyrescope::diagnostic::Severity;
+use vyrescope::finding::Severity;
 use vyrescope::ir::print::print_program;
 use vyrescope::ir::{elaborate, Program};
 use vyrescope::vyre::export;

@@ -243,7 +243,7 @@ pub(super) fn check_valid(
     let lines: Vec<String> = validation
         .diagnostics
         .iter()
-        .filter(|d| d.severity == crate::diagnostic::Severity::Error)
+        .filter(|d| d.severity == crate::finding::Severity::Error)
         .map(|d| {
             let at = match &d.node {
                 Some(n) => match node_origin.get(n) {

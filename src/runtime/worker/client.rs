@@ -399,7 +399,9 @@ impl GpuWorker {
             Err(looked) => {
                 // Without the binary there is no worker; say at least what an in-process
                 // runtime would say on a machine without a driver.
-                if let Err((lib, reason)) = crate::runtime::driver::load_library() {
+                if let Err(crate::runtime::driver::NoLibrary { lib, reason }) =
+                    crate::runtime::driver::load_library()
+                {
                     return Err(RuntimeError::NoDriver { lib, reason });
                 }
                 let places: Vec<String> = looked.iter().map(|p| p.display().to_string()).collect();

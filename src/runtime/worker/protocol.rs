@@ -33,8 +33,9 @@ use crate::runtime::parity::ParityReport;
 use crate::runtime::{RuntimeError, Telemetry};
 
 /// Bumped whenever a message changes shape; client and worker must agree (checked at the
-/// handshake). 3: jobs of the layers above as typed [`Request::Job`] / [`Response::Done`].
-pub const PROTOCOL_VERSION: u32 = 3;
+/// handshake). 3: jobs of the layers above as typed [`Request::Job`] / [`Response::Done`];
+/// 4: a tune candidate's failure as a typed [`TuneFailure`] (message and fix).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Longest line either side accepts (bytes); PTX of the largest Programs is well below.
 pub const MAX_LINE: usize = 256 << 20;
@@ -317,8 +318,31 @@ pub struct OutputDigest {
 pub struct TuneOutcome {
     /// Workgroup size tried.
     pub workgroup: [u32; 3],
-    /// Its measurement, or why it could not run (first line of the error).
-    pub result: Result<TunePoint, String>,
+    /// Its measurement, or why it could not run.
+    pub result: Result<TunePoint, TuneFailure>,
+}
+
+/// Why one tune candidate could not run (the sweep goes on with the next): the runtime
+/// error's message and fix, as they cross the pipe. Its text form is the message alone, as a
+/// tune table's note shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct TuneFailure {
+    /// What went wrong.
+    pub message: String,
+    /// How to fix it (empty when there is no advice).
+    #[serde(default)]
+    pub fix: String,
+}
+
+impl TuneFailure {
+    /// The failure of a candidate whose run ended with `e`.
+    pub fn from_runtime(e: &RuntimeError) -> TuneFailure {
+        TuneFailure {
+            message: crate::util::HasFix::message(e),
+            fix: crate::util::HasFix::fix(e),
+        }
+    }
 }
 
 /// A measured tune candidate.

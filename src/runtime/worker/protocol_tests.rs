@@ -272,7 +272,10 @@ fn messages(text: String, n: u64, ms: f64) -> Vec<Message> {
             },
             TuneOutcome {
                 workgroup: [2048, 1, 1],
-                result: Err(text.clone()),
+                result: Err(TuneFailure {
+                    message: text.clone(),
+                    fix: format!("{text} ({n})"),
+                }),
             },
         ]))),
         reply(Ok(Response::Launched(LaunchTiming {

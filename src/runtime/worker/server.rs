@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use super::protocol::{
     read_line, write_line, FaultCase, Message, NoJob, OutputDigest, Progress, Reply, Request,
-    Response, RunJob, RunOutcome, StatsSnapshot, TestAction, TuneJob, TuneOutcome, TunePoint,
-    WireError, WorkerJob, PROTOCOL_VERSION,
+    Response, RunJob, RunOutcome, StatsSnapshot, TestAction, TuneFailure, TuneJob, TuneOutcome,
+    TunePoint, WireError, WorkerJob, PROTOCOL_VERSION,
 };
 use crate::occupancy::estimate::estimate;
 use crate::report::RunReport;
@@ -378,7 +378,7 @@ impl<J: Jobs> Worker<'_, J> {
                         // The sweep cannot go on in this process.
                         return Err(w);
                     }
-                    Err(e.to_string().lines().next().unwrap_or("failed").to_string())
+                    Err(TuneFailure::from_runtime(&e))
                 }
             };
             rows.push(TuneOutcome {

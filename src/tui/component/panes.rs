@@ -58,7 +58,7 @@ fn ptx_data(app: &App) -> Value {
             "abi": p.kernel.abi,
             "stats": p.kernel.stats,
         }),
-        Some(Err(e)) => json!({"error": e}),
+        Some(Err(e)) => json!({"error": e.to_string()}),
         None => json!({"error": "emission in progress"}),
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::tui::action::Cmd;
-use crate::tui::analysis::{analyze, Document, INLINE_EMIT_MAX_STMTS};
+use crate::tui::analysis::{analyze, Document, Unavailable, INLINE_EMIT_MAX_STMTS, MEASURING};
 use crate::tui::app::programs::{LoadKind, Loaded};
 use crate::tui::app::{App, Focus, PromptKind, SM_TARGETS};
 use crate::tui::background::{Job, LoadedFile, ResKey};
@@ -293,10 +293,9 @@ pub(super) fn refresh_estimate(app: &mut App, out: &mut Vec<Cmd>) {
                 ptx,
             };
             // Mark as requested so a burst of redraws does not queue it twice.
-            app.code.resources.insert(
-                key,
-                Err("measuring kernel resources (live driver or ptxas)...".into()),
-            );
+            app.code
+                .resources
+                .insert(key, Err(Unavailable::Pending(MEASURING)));
             out.push(app.jobs.queue(job));
         }
     }

@@ -2,9 +2,12 @@
 //! sweeps land in the state here.
 
 use crate::tui::action::Cmd;
+use crate::tui::analysis::Estimated;
 use crate::tui::app::{App, Focus};
 use crate::tui::component::tabs::{self, TabComponent};
-use crate::tui::timeline::TimelineState;
+use crate::tui::gpu::TuneRow;
+use crate::tui::pipeline::PipelineRun;
+use crate::tui::timeline::{TimelineData, TimelineState};
 use crate::util::Problem;
 use std::sync::Arc;
 
@@ -22,15 +25,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Started(..) | Reply::Progress(..) => return,
         // Part of a dispatch or pipeline job, whose own reply follows.
         Reply::Timeline(r) => {
-            match r {
-                Ok(forms) => set_timeline(app, forms),
-                Err(e) => {
-                    set_timeline(app, Vec::new());
-                    if let Some(t) = app.detail.states.get_mut::<TimelineState>() {
-                        t.error = Some(e.to_string());
-                    }
-                }
-            }
+            timeline(app, r);
             return;
         }
         Reply::Validated(i, path, status, pipeline) => {
@@ -42,24 +37,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Expanded(found) => program::expanded(app, found, out),
         Reply::Estimated(id, est) => {
             if id == app.code.estimate_gen {
-                // A workgroup size that changes the Program's results is said at once, in
-                // the status bar, as well as in the Diagnostics tab.
-                let changed = est
-                    .diagnostics
-                    .iter()
-                    .find(|d| d.code == "L014" && d.severity == crate::diagnostic::Severity::Error)
-                    // The finding without its long tail, so it fits the status bar.
-                    .map(|d| {
-                        let m = d.message.split(" (at ").next().unwrap_or(&d.message);
-                        m.replacen("workgroup size ", "wg ", 1)
-                    });
-                if let Some(em) = app.code.emission.as_mut() {
-                    em.set_estimate(*est);
-                }
-                if let Some(m) = changed {
-                    app.screen.error(m);
-                }
-                nav::keep_visible(app, Focus::Detail);
+                estimated(app, *est);
             }
         }
         Reply::Analyzed(generation, e) => {
@@ -79,14 +57,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
                 Err(e) => SassState::Failed(e.to_string()),
             };
             app.code.sass_listings.insert(key, state);
-            // Either side of a diff against the pin may just have been assembled.
-            super::pin::refresh(app, out);
-            nav::keep_visible(app, Focus::Sass);
-            match app.screen.focus {
-                Focus::Sass => nav::sync_from_sass(app),
-                Focus::Ptx => nav::sync_from_ptx(app),
-                _ => nav::sync_from_ir(app),
-            }
+            assembled(app, out);
         }
         Reply::Vyre(key, r) => {
             let state = match r {
@@ -104,71 +75,16 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
             app.jobs.devices.live = Some(caps);
             program::reanalyze(app, out);
         }
-        Reply::Probed(Err(e)) => {
-            // The live tabs say why they are empty: the probe's own one-line reason.
-            let first = e.message.lines().next().unwrap_or("").to_string();
-            app.jobs.session.cache = Err(Problem::new(
-                format!("{first} - press r on a machine with a GPU"),
-                "",
-            ));
-            app.jobs.session.telemetry = app.jobs.session.cache.clone();
-            app.jobs.devices.live_error = e.to_string();
-        }
+        Reply::Probed(Err(e)) => no_device(app, &e),
         Reply::Dispatched(r, stats) => {
             // Counters first: the Run tab's rows are clamped with them in place.
             app.jobs.session.take_stats(*stats);
             dispatched(app, r);
         }
         Reply::Referenced(r) => dispatched(app, r),
-        Reply::PipelineRan(r) => {
-            match r {
-                Ok(run) => {
-                    app.screen.info(match (run.separate_ms, run.fused_ms) {
-                        (Some(s), Some(f)) => format!(
-                            "pipeline on {}: separate {s:.4} ms, {} {f:.4} ms{}",
-                            run.backend,
-                            app.programs.sync.fused_label(),
-                            if run.verified { "" } else { " - MISMATCH" }
-                        ),
-                        _ => format!(
-                            "no GPU: ran the reference interpreter ({:.1} ms wall)",
-                            run.reference_ms.unwrap_or(0.0)
-                        ),
-                    });
-                    app.jobs.session.pipeline_runs.push(run);
-                    app.jobs.session.run_error = None;
-                }
-                Err(e) => {
-                    app.screen.error(
-                        e.message
-                            .lines()
-                            .next()
-                            .unwrap_or("pipeline run failed")
-                            .to_string(),
-                    );
-                    app.jobs.session.run_error = Some(e.to_string());
-                }
-            }
-            nav::keep_visible(app, Focus::Detail);
-        }
+        Reply::PipelineRan(r) => pipeline_ran(app, r),
         Reply::Replayed(index, r) => super::capture::replayed(app, index, r),
-        Reply::TunedOffline(r) => {
-            match &r {
-                Err(e) => app.screen.error(format!("offline tune: {e}")),
-                Ok(rows) => {
-                    let best = rows.iter().find(|r| r.note == "best").map(|r| r.workgroup);
-                    app.screen.info(match best {
-                        Some(w) => format!(
-                            "offline tune (estimate, nothing timed - no GPU): suggested workgroup {},{},{}; P pins it",
-                            w[0], w[1], w[2]
-                        ),
-                        None => "offline tune (estimate, no GPU): no candidate launches and keeps the results".into(),
-                    });
-                }
-            }
-            app.jobs.session.tune = Some(r);
-            nav::keep_visible(app, Focus::Detail);
-        }
+        Reply::TunedOffline(r) => tuned_offline(app, r),
         Reply::Tuned(r, stats) => {
             if let Err(e) = &r {
                 app.screen.error(
@@ -189,6 +105,117 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
     }
     // A final reply: one job fewer in flight.
     app.jobs.finished();
+}
+
+/// A recorded timeline (part of a dispatch or pipeline job), or why there is none.
+fn timeline(app: &mut App, r: Result<Vec<Arc<TimelineData>>, Problem>) {
+    match r {
+        Ok(forms) => set_timeline(app, forms),
+        Err(e) => {
+            set_timeline(app, Vec::new());
+            if let Some(t) = app.detail.states.get_mut::<TimelineState>() {
+                t.error = Some(e.to_string());
+            }
+        }
+    }
+}
+
+/// The current emission's estimate arrived. A workgroup size that changes the Program's
+/// results is said at once, in the status bar, as well as in the Diagnostics tab.
+fn estimated(app: &mut App, est: Estimated) {
+    let changed = est
+        .diagnostics
+        .iter()
+        .find(|d| d.code == "L014" && d.severity == crate::finding::Severity::Error)
+        // The finding without its long tail, so it fits the status bar.
+        .map(|d| {
+            let m = d.message.split(" (at ").next().unwrap_or(&d.message);
+            m.replacen("workgroup size ", "wg ", 1)
+        });
+    if let Some(em) = app.code.emission.as_mut() {
+        em.set_estimate(est);
+    }
+    if let Some(m) = changed {
+        app.screen.error(m);
+    }
+    nav::keep_visible(app, Focus::Detail);
+}
+
+/// A SASS listing was assembled (or failed): either side of a diff against the pin may be
+/// it, and the panes' cursors follow the focused one.
+fn assembled(app: &mut App, out: &mut Vec<Cmd>) {
+    super::pin::refresh(app, out);
+    nav::keep_visible(app, Focus::Sass);
+    match app.screen.focus {
+        Focus::Sass => nav::sync_from_sass(app),
+        Focus::Ptx => nav::sync_from_ptx(app),
+        _ => nav::sync_from_ir(app),
+    }
+}
+
+/// The probe found no device: the live tabs say why they are empty, with the probe's own
+/// one-line reason.
+fn no_device(app: &mut App, e: &Problem) {
+    let first = e.message.lines().next().unwrap_or("").to_string();
+    app.jobs.session.cache = Err(Problem::new(
+        format!("{first} - press r on a machine with a GPU"),
+        "",
+    ));
+    app.jobs.session.telemetry = app.jobs.session.cache.clone();
+    app.jobs.devices.live_error = e.to_string();
+}
+
+/// A pipeline run finished: the status bar gives its times (or why it failed) and the Run
+/// tab lists it.
+fn pipeline_ran(app: &mut App, r: Result<PipelineRun, Problem>) {
+    match r {
+        Ok(run) => {
+            app.screen.info(match (run.separate_ms, run.fused_ms) {
+                (Some(s), Some(f)) => format!(
+                    "pipeline on {}: separate {s:.4} ms, {} {f:.4} ms{}",
+                    run.backend,
+                    app.programs.sync.fused_label(),
+                    if run.verified { "" } else { " - MISMATCH" }
+                ),
+                _ => format!(
+                    "no GPU: ran the reference interpreter ({:.1} ms wall)",
+                    run.reference_ms.unwrap_or(0.0)
+                ),
+            });
+            app.jobs.session.pipeline_runs.push(run);
+            app.jobs.session.run_error = None;
+        }
+        Err(e) => {
+            app.screen.error(
+                e.message
+                    .lines()
+                    .next()
+                    .unwrap_or("pipeline run failed")
+                    .to_string(),
+            );
+            app.jobs.session.run_error = Some(e.to_string());
+        }
+    }
+    nav::keep_visible(app, Focus::Detail);
+}
+
+/// The offline tune sweep finished: the status bar names the suggested workgroup.
+fn tuned_offline(app: &mut App, r: Result<Vec<TuneRow>, Problem>) {
+    match &r {
+        Err(e) => app.screen.error(format!("offline tune: {e}")),
+        Ok(rows) => {
+            let best = rows.iter().find(|r| r.note == "best").map(|r| r.workgroup);
+            app.screen.info(match best {
+                Some(w) => format!(
+                    "offline tune (estimate, nothing timed - no GPU): suggested workgroup {},{},{}; P pins it",
+                    w[0], w[1], w[2]
+                ),
+                None => "offline tune (estimate, no GPU): no candidate launches and keeps the results".into(),
+            });
+        }
+    }
+    app.jobs.session.tune = Some(r);
+    nav::keep_visible(app, Focus::Detail);
 }
 
 /// A dispatch (or offline reference run) finished: the Run tab lists it and selects it.

@@ -9,9 +9,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use crate::megakernel::plan::{GroupKind, Plan};
-use crate::megakernel::DepKind;
+use crate::megakernel::plan::{Group, GroupKind, Plan};
+use crate::megakernel::{DepKind, Separation};
 use crate::tui::app::App;
+use crate::tui::theme::Theme;
+use crate::util::Problem;
 
 use super::tab_rows::{Offset, RowList};
 use super::wrap::wrap;
@@ -68,7 +70,7 @@ pub fn boundaries(plan: &Plan) -> Vec<Boundary> {
     v
 }
 
-fn plan_of(app: &App) -> Option<Result<&Plan, &crate::util::Problem>> {
+fn plan_of(app: &App) -> Option<Result<&Plan, &Problem>> {
     let pv = app.programs.doc.as_ref()?.pipeline.as_ref()?;
     Some(pv.plan.as_deref())
 }
@@ -80,7 +82,7 @@ pub struct PlanState {
     pub vyre: bool,
     /// The text (or why there is none), and the plan it was computed beside (its address:
     /// a reload plans again, and the text is then stale).
-    pub text: Option<(Result<String, String>, usize)>,
+    pub text: Option<(Result<String, Problem>, usize)>,
 }
 
 /// Address of the open pipeline's plan, when there is one.
@@ -118,10 +120,10 @@ pub fn toggle_vyre(app: &mut App) {
 fn vyre_text(
     path: &std::path::Path,
     pipeline: &crate::ir::Pipeline,
-    ours: Result<&Plan, &crate::util::Problem>,
-) -> Result<String, String> {
+    ours: Result<&Plan, &Problem>,
+) -> Result<String, Problem> {
     use crate::megakernel::against_vyre::{beside, render_vyre, Ask};
-    let ours = ours.map_err(|e| e.to_string())?;
+    let ours = ours.map_err(Problem::clone)?;
     let ask = Ask {
         pipeline: true,
         ..Ask::default()
@@ -132,8 +134,8 @@ fn vyre_text(
             render_vyre(&b.vyre),
             b.differences_text()
         )),
-        Ok(None) => Err("no vyre plan for this file".into()),
-        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(Problem::new("no vyre plan for this file", "")),
+        Err(e) => Err(e),
     }
 }
 
@@ -141,13 +143,12 @@ fn vyre_text(
 fn vyre_text(
     _path: &std::path::Path,
     _pipeline: &crate::ir::Pipeline,
-    _ours: Result<&Plan, &crate::util::Problem>,
-) -> Result<String, String> {
-    Err(
-        "vyre's plan needs vyre-megakernel: this vyrescope was built without vyre support\n  \
-         Fix: rebuild with `cargo build --release --features vyre` (see docs/vyre.md)"
-            .into(),
-    )
+    _ours: Result<&Plan, &Problem>,
+) -> Result<String, Problem> {
+    Err(Problem::new(
+        "vyre's plan needs vyre-megakernel: this vyrescope was built without vyre support",
+        "rebuild with `cargo build --release --features vyre` (see docs/vyre.md)",
+    ))
 }
 
 /// The vyre view's lines wrapped to `width`, when the tab shows it.
@@ -181,7 +182,7 @@ fn vyre_lines(app: &App, width: usize) -> Option<Vec<Line<'static>>> {
             }
         }
         Some((Err(e), _)) => {
-            for l in e.lines() {
+            for l in e.to_string().lines() {
                 lines.push(Line::from(Span::styled(l.to_string(), t.error)));
             }
         }
@@ -205,7 +206,8 @@ pub fn list(app: &App, area: Rect) -> Option<RowList> {
     ))
 }
 
-/// Draws the tab into `area`.
+/// Draws the tab into `area`: the plan's headline, each group with its wave diagram, then
+/// the selected boundary, the fusion breaks, the planner's limits and its decision.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
     let plan = match plan_of(app) {
@@ -227,105 +229,127 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         list.draw_scrollbar(buf, app);
         return;
     }
-    let step = app
-        .programs
-        .doc
-        .as_ref()
-        .and_then(|d| d.pipeline.as_ref())
-        .map_or(0, |p| p.step);
-    let names: Vec<String> = app
-        .programs
-        .doc
-        .as_ref()
-        .and_then(|d| d.pipeline.as_ref())
-        .map(|p| {
-            p.file
-                .pipeline
-                .steps
-                .iter()
-                .map(|s| s.program.name.clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    let colours = [t.ok, t.info, t.warning, t.key, t.title];
     let bounds = boundaries(plan);
     let selected = bounds.get(app.detail.pane.cursor);
     let width = area.width as usize;
+    let diagram = Diagram::of(app, selected, width);
     // Text wraps at the panel edge; the diagram rows never do (a wrapped box row breaks the
     // picture): they scroll sideways to keep the selected step or boundary in view, with
     // `‹`/`›` where they go on.
-    let mut out = wrap(
-        &[Line::from(vec![
-            Span::styled(format!("{} ", plan.pipeline), t.title),
-            Span::styled(
-                format!(
-                    "on {}: {} group{}, {} launch{}, {} grid barrier{}",
-                    plan.device,
-                    plan.groups.len(),
-                    plural(plan.groups.len()),
-                    plan.launches,
-                    if plan.launches == 1 { "" } else { "es" },
-                    plan.grid_barriers,
-                    plural(plan.grid_barriers)
-                ),
-                t.text,
-            ),
-        ])],
-        width,
-    );
+    let mut out = wrap(&[headline(plan, t)], width);
     for (g, group) in plan.groups.iter().enumerate() {
-        let colour = colours[g % colours.len()];
-        let wg = group.workgroup_size;
-        // Each group's kernel's own registers (the figure the Occupancy tab shows for it),
-        // or the planner's assumption where the kernel could not be assembled.
-        let figures = match &group.registers_source {
-            Some(src) => format!(
-                "{} regs, {:.0}% occupancy ({src})",
-                group.registers, group.occupancy_pct
+        out.extend(wrap(&group_lines(g, group, diagram.colour(g)), width));
+        out.extend(diagram.rows(g, group));
+    }
+    let mut text = boundary_lines(app, plan, selected);
+    text.extend(plan_notes(plan, t));
+    out.extend(wrap(&text, width));
+    fold(&mut out, area.height as usize, t);
+    Paragraph::new(out).style(Style::new()).render(area, buf);
+}
+
+/// The plan's first line: pipeline, device, groups, launches and grid barriers.
+fn headline(plan: &Plan, t: &Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{} ", plan.pipeline), t.title),
+        Span::styled(
+            format!(
+                "on {}: {} group{}, {} launch{}, {} grid barrier{}",
+                plan.device,
+                plan.groups.len(),
+                plural(plan.groups.len()),
+                plan.launches,
+                if plan.launches == 1 { "" } else { "es" },
+                plan.grid_barriers,
+                plural(plan.grid_barriers)
             ),
-            None => format!(
-                "{} regs assumed, {:.0}% occupancy planned",
-                group.registers, group.occupancy_pct
-            ),
-        };
-        out.extend(wrap(
-            &[Line::from(Span::styled(
-                format!(
-                    "group {g}: {} wg {}x{}x{}, {} B shared, {} co-resident blocks, {figures}",
-                    kind_of(group.kind),
-                    wg[0],
-                    wg[1],
-                    wg[2],
-                    group.shared_bytes,
-                    group.coresident_blocks,
-                ),
-                colour,
-            ))],
+            t.text,
+        ),
+    ])
+}
+
+/// Group `g`'s description above its diagram: kind, workgroup, shared memory, registers and
+/// occupancy; a recomputed pass's tile and halo; how smaller steps of a mixed group run.
+fn group_lines(g: usize, group: &Group, colour: Style) -> Vec<Line<'static>> {
+    let wg = group.workgroup_size;
+    // Each group's kernel's own registers (the figure the Occupancy tab shows for it),
+    // or the planner's assumption where the kernel could not be assembled.
+    let figures = match &group.registers_source {
+        Some(src) => format!(
+            "{} regs, {:.0}% occupancy ({src})",
+            group.registers, group.occupancy_pct
+        ),
+        None => format!(
+            "{} regs assumed, {:.0}% occupancy planned",
+            group.registers, group.occupancy_pct
+        ),
+    };
+    let line = |text: String| Line::from(Span::styled(text, colour));
+    let mut lines = vec![line(format!(
+        "group {g}: {} wg {}x{}x{}, {} B shared, {} co-resident blocks, {figures}",
+        kind_of(group.kind),
+        wg[0],
+        wg[1],
+        wg[2],
+        group.shared_bytes,
+        group.coresident_blocks,
+    ))];
+    // A recomputed pass: its tile, the halo of each step, k and the recomputed share.
+    if let Some(h) = &group.halo {
+        for l in [h.describe(), format!("  why: {}", h.reason)] {
+            lines.push(line(format!("  {l}")));
+        }
+    }
+    // A smaller step of a mixed-size group: packed several to a block, or masked.
+    for (s, l) in group.steps.iter().zip(&group.step_layouts) {
+        if *l != crate::megakernel::mixed::StepLayout::Whole {
+            lines.push(line(format!("  step {s}: {}", l.describe(wg[0]))));
+        }
+    }
+    lines
+}
+
+/// What every group's wave diagram needs to know: step names, the selected step and
+/// boundary, the panel width and the colours.
+struct Diagram<'a> {
+    app: &'a App,
+    names: Vec<String>,
+    step: usize,
+    selected: Option<&'a Boundary>,
+    width: usize,
+}
+
+impl<'a> Diagram<'a> {
+    fn of(app: &'a App, selected: Option<&'a Boundary>, width: usize) -> Self {
+        let pv = app.programs.doc.as_ref().and_then(|d| d.pipeline.as_ref());
+        Diagram {
+            app,
+            names: pv.map_or_else(Vec::new, |p| {
+                p.file
+                    .pipeline
+                    .steps
+                    .iter()
+                    .map(|s| s.program.name.clone())
+                    .collect()
+            }),
+            step: pv.map_or(0, |p| p.step),
+            selected,
             width,
-        ));
-        // A recomputed pass: its tile, the halo of each step, k and the recomputed share.
-        if let Some(h) = &group.halo {
-            for line in [h.describe(), format!("  why: {}", h.reason)] {
-                out.extend(wrap(
-                    &[Line::from(Span::styled(format!("  {line}"), colour))],
-                    width,
-                ));
-            }
         }
-        // A smaller step of a mixed-size group: packed several to a block, or masked.
-        for (s, l) in group.steps.iter().zip(&group.step_layouts) {
-            if *l != crate::megakernel::mixed::StepLayout::Whole {
-                out.extend(wrap(
-                    &[Line::from(Span::styled(
-                        format!("  step {s}: {}", l.describe(wg[0])),
-                        colour,
-                    ))],
-                    width,
-                ));
-            }
-        }
-        // Three rows of boxes: top edges, names with the barriers between waves, bottoms.
-        let mut rows: [Vec<Span>; 3] = [vec![], vec![], vec![]];
+    }
+
+    /// Group `g`'s colour.
+    fn colour(&self, g: usize) -> Style {
+        let t = &self.app.theme;
+        let colours = [t.ok, t.info, t.warning, t.key, t.title];
+        colours[g % colours.len()]
+    }
+
+    /// Three rows of boxes for group `g`: top edges, names with the barriers between waves,
+    /// bottoms; scrolled sideways to keep the selected step or boundary in view.
+    fn rows(&self, g: usize, group: &Group) -> Vec<Line<'static>> {
+        let colour = self.colour(g);
+        let mut rows: [Vec<Span<'static>>; 3] = [vec![], vec![], vec![]];
         let mut col = 0usize;
         let mut focus = 0..0;
         for (w, wave) in group.waves.iter().enumerate() {
@@ -336,10 +360,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                     }
                     col += 1;
                 }
-                let label = format!(" {s} {} ", names.get(s).map_or("?", String::as_str));
+                let label = format!(" {s} {} ", self.names.get(s).map_or("?", String::as_str));
                 let width = label.chars().count();
                 let mut style = colour;
-                if s == step {
+                if s == self.step {
                     style = style.add_modifier(Modifier::BOLD | Modifier::REVERSED);
                     if focus.is_empty() {
                         focus = col..col + width + 2;
@@ -353,37 +377,55 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 col += width + 2;
             }
             if let Some(b) = group.barriers.get(w) {
-                let sel = selected.is_some_and(|x| x.group == g && x.after_step == b.after_step);
-                // The arrow names the barrier (in `plan --json`'s words) and the buffer
-                // that needs it.
-                let text = match buffer_of(&b.reason) {
-                    Some(buf) => format!(" ─{} {buf}─▶ ", b.kind.name()),
-                    None => format!(" ─{}─▶ ", b.kind.name()),
-                };
-                let n = text.chars().count();
+                let sel = self
+                    .selected
+                    .is_some_and(|x| x.group == g && x.after_step == b.after_step);
+                let [top, arrow, bottom] = self.barrier(b, sel);
+                let n = arrow.content.chars().count();
                 if sel {
                     focus = col..col + n;
                 }
-                let pad = " ".repeat(n);
-                let style = if sel {
-                    app.theme.cursor
-                } else if b.kind == DepKind::Grid {
-                    t.error
-                } else {
-                    t.dim
-                };
-                rows[0].push(Span::raw(pad.clone()));
-                rows[1].push(Span::styled(text, style));
-                rows[2].push(Span::raw(pad));
+                rows[0].push(top);
+                rows[1].push(arrow);
+                rows[2].push(bottom);
                 col += n;
             }
         }
-        let from = window(col, width, &focus);
-        out.extend(
-            rows.into_iter()
-                .map(|r| scrolled(r, from, width, col, t.key)),
-        );
+        let from = window(col, self.width, &focus);
+        let key = self.app.theme.key;
+        rows.into_iter()
+            .map(|r| scrolled(r, from, self.width, col, key))
+            .collect()
     }
+
+    /// The three row pieces of a barrier between waves (`sel`: the selected boundary): the
+    /// arrow names the barrier (in `plan --json`'s words) and the buffer that needs it.
+    fn barrier(&self, b: &Separation, sel: bool) -> [Span<'static>; 3] {
+        let t = &self.app.theme;
+        let text = match buffer_of(&b.reason) {
+            Some(buf) => format!(" ─{} {buf}─▶ ", b.kind.name()),
+            None => format!(" ─{}─▶ ", b.kind.name()),
+        };
+        let pad = " ".repeat(text.chars().count());
+        let style = if sel {
+            t.cursor
+        } else if b.kind == DepKind::Grid {
+            t.error
+        } else {
+            t.dim
+        };
+        [
+            Span::raw(pad.clone()),
+            Span::styled(text, style),
+            Span::raw(pad),
+        ]
+    }
+}
+
+/// The selected boundary and why; for a dataflow boundary its waits and which sync form
+/// runs it.
+fn boundary_lines(app: &App, plan: &Plan, selected: Option<&Boundary>) -> Vec<Line<'static>> {
+    let t = &app.theme;
     let mut text = Vec::new();
     match selected {
         Some(b) => text.push(Line::from(vec![
@@ -395,31 +437,38 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         ])),
         None => text.push(Line::from(Span::styled("one wave: no boundaries", t.dim))),
     }
-    if let Some(b) = selected.filter(|b| !b.dataflow.is_empty()) {
+    let Some(b) = selected.filter(|b| !b.dataflow.is_empty()) else {
+        return text;
+    };
+    text.push(Line::from(vec![
+        Span::styled("dataflow: ", t.key),
+        Span::styled(b.dataflow.clone(), t.text),
+    ]));
+    // Which form runs it (`--sync`, like `run`'s): dataflow waits by default; the
+    // dataflow form's persistent grid and why are what `plan` prints.
+    if let Some(group) = plan.groups.get(b.group).filter(|g| g.runs_dataflow()) {
+        let how = if app.programs.sync == crate::megakernel::plan::SyncMode::Dataflow {
+            format!(
+                "runs with dataflow waits (the default) on {} blocks: {}",
+                group.dataflow.blocks, group.dataflow.blocks_reason
+            )
+        } else {
+            format!(
+                "runs with grid barriers (--sync barrier); the dataflow form runs {} blocks: {}",
+                group.dataflow.blocks, group.dataflow.blocks_reason
+            )
+        };
         text.push(Line::from(vec![
-            Span::styled("dataflow: ", t.key),
-            Span::styled(b.dataflow.clone(), t.text),
+            Span::styled("sync: ", t.key),
+            Span::styled(how, t.text),
         ]));
-        // Which form runs it (`--sync`, like `run`'s): dataflow waits by default; the
-        // dataflow form's persistent grid and why are what `plan` prints.
-        if let Some(group) = plan.groups.get(b.group).filter(|g| g.runs_dataflow()) {
-            let how = if app.programs.sync == crate::megakernel::plan::SyncMode::Dataflow {
-                format!(
-                    "runs with dataflow waits (the default) on {} blocks: {}",
-                    group.dataflow.blocks, group.dataflow.blocks_reason
-                )
-            } else {
-                format!(
-                    "runs with grid barriers (--sync barrier); the dataflow form runs {} blocks: {}",
-                    group.dataflow.blocks, group.dataflow.blocks_reason
-                )
-            };
-            text.push(Line::from(vec![
-                Span::styled("sync: ", t.key),
-                Span::styled(how, t.text),
-            ]));
-        }
     }
+    text
+}
+
+/// The plan's fusion breaks, the planner's limits and its decision, below the diagrams.
+fn plan_notes(plan: &Plan, t: &Theme) -> Vec<Line<'static>> {
+    let mut text = Vec::new();
     if plan.fusion_breaks.is_empty() {
         text.push(Line::from(Span::styled("fusion breaks: none", t.dim)));
     } else {
@@ -448,9 +497,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         let style = if i == 0 { t.key } else { t.text };
         text.push(Line::from(Span::styled(l, style)));
     }
-    out.extend(wrap(&text, width));
-    // Below the fold: the last row says how much more there is and how to see it.
-    let rows = area.height as usize;
+    text
+}
+
+/// Cuts `out` to `rows` lines; below the fold, the last row says how much more there is
+/// and how to see it.
+fn fold(out: &mut Vec<Line<'static>>, rows: usize, t: &Theme) {
     if out.len() > rows && rows > 0 {
         let more = out.len() - (rows - 1);
         out.truncate(rows - 1);
@@ -462,7 +514,6 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             t.key,
         )));
     }
-    Paragraph::new(out).style(Style::new()).render(area, buf);
 }
 
 /// A group's kind in `plan --json`'s words.

@@ -1,7 +1,7 @@
 //! Helpers of the vyre import/export tests (feature `vyre`).
 
 use vyre_foundation::ir::Program as VP;
-use vyrescope::diagnostic::Severity;
+use vyrescope::finding::Severity;
 use vyrescope::ir::{Expr, NodeId, Program, Stmt, StmtKind};
 
 /// `v` imported as a Program named `name`, failing the test (with `what`) on any error

@@ -43,7 +43,7 @@ pub enum Level {
 
 /// Why two lowerings could not be compared.
 #[derive(Debug, thiserror::Error)]
-pub enum CompareError {
+pub enum DiffError {
     /// A side's spec is malformed.
     Variant(#[from] VariantError),
     /// A side's file could not be loaded (the message names the file).
@@ -177,8 +177,8 @@ pub enum SassFigures {
 }
 
 /// Loads and lowers one side; `sm` is the target unless the spec names one.
-pub fn lower(v: &Variant, sm: u32, sass: SassFigures) -> Result<Side, CompareError> {
-    let program = crate::ir::load_program(&v.file).map_err(|e| CompareError::Load(e.into()))?;
+pub fn lower(v: &Variant, sm: u32, sass: SassFigures) -> Result<Side, DiffError> {
+    let program = crate::ir::load_program(&v.file).map_err(|e| DiffError::Load(e.into()))?;
     let opts = EmitOptions {
         sm: v.sm.unwrap_or(sm),
         workgroup_size: v.workgroup.unwrap_or(program.workgroup_size),
@@ -187,7 +187,7 @@ pub fn lower(v: &Variant, sm: u32, sass: SassFigures) -> Result<Side, CompareErr
         version_bounds: v.version_bounds,
         ..EmitOptions::for_program(&program)
     };
-    let kernel = emit(&program, &opts).map_err(|e| CompareError::Emit {
+    let kernel = emit(&program, &opts).map_err(|e| DiffError::Emit {
         side: v.label.clone(),
         source: e,
     })?;
@@ -196,7 +196,7 @@ pub fn lower(v: &Variant, sm: u32, sass: SassFigures) -> Result<Side, CompareErr
         mode => match crate::sass::disassemble(&kernel, opts.sm) {
             Ok(l) => Some(l),
             Err(e) if mode == SassFigures::Required => {
-                return Err(CompareError::Sass {
+                return Err(DiffError::Sass {
                     side: v.label.clone(),
                     source: e,
                 })
@@ -360,7 +360,7 @@ pub fn run(
     sm: u32,
     sass: SassFigures,
     caps: &DeviceCaps,
-) -> Result<Comparison, CompareError> {
+) -> Result<Comparison, DiffError> {
     let (o, n) = (Variant::parse(old)?, Variant::parse(new)?);
     let sass = if level == Level::Sass {
         SassFigures::Required
@@ -383,7 +383,7 @@ pub fn file_of(spec: &str) -> &Path {
     Path::new(variant::split(spec).0)
 }
 
-impl HasFix for CompareError {
+impl HasFix for DiffError {
     fn message(&self) -> String {
         match self {
             Self::Variant(e) => crate::util::HasFix::message(e),
@@ -411,4 +411,4 @@ impl HasFix for CompareError {
     }
 }
 
-crate::util::problem::into_problem!(CompareError);
+crate::util::problem::into_problem!(DiffError);

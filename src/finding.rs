@@ -1,6 +1,7 @@
 //! The one finding type every check reports in (validator, launch, compile and performance
 //! rules): [`Diagnostic`] with its [`Severity`], keyed by node id. It sits at the bottom of the
-//! module graph (it imports only `ir`) so that every layer can speak it.
+//! module graph (it imports only `ir`) so that every layer can speak it; the rule sets that
+//! produce findings beyond the validator's are `crate::diagnostics`, five layers up.
 
 use serde::Serialize;
 
