@@ -338,20 +338,17 @@ impl CompiledPipeline {
                     model.push(g.kernel.clone()?.launch(&self.pipeline)?);
                 }
             }
-            let mut times: [Vec<f64>; 3] = Default::default();
-            for _ in 0..3 {
-                times[0].push(device.time_launches(&fused)?);
-                times[1].push(device.time_launches(&apart)?);
-                if split {
-                    times[2].push(device.time_launches(&model)?);
-                }
+            let mut forms = vec![fused.as_slice(), apart.as_slice()];
+            if split {
+                forms.push(model.as_slice());
             }
+            let t = interleaved_medians(device, &forms)?;
             measured.push(Measurement {
                 steps: d.steps.clone(),
                 forms: MeasuredForms {
-                    fused_ms: median(&mut times[0]),
-                    separate_ms: median(&mut times[1]),
-                    model_ms: split.then(|| median(&mut times[2])),
+                    fused_ms: t[0],
+                    separate_ms: t[1],
+                    model_ms: t.get(2).copied(),
                 },
                 recomputed: false,
             });
@@ -366,16 +363,12 @@ impl CompiledPipeline {
                 .iter()
                 .filter_map(|&s| separate.get(s).cloned())
                 .collect();
-            let mut times: [Vec<f64>; 2] = Default::default();
-            for _ in 0..3 {
-                times[0].push(device.time_launches(&pass)?);
-                times[1].push(device.time_launches(&apart)?);
-            }
+            let t = interleaved_medians(device, &[&pass, &apart])?;
             measured.push(Measurement {
                 steps: g.group.steps.clone(),
                 forms: MeasuredForms {
-                    fused_ms: median(&mut times[0]),
-                    separate_ms: median(&mut times[1]),
+                    fused_ms: t[0],
+                    separate_ms: t[1],
                     model_ms: None,
                 },
                 recomputed: true,
@@ -409,6 +402,21 @@ impl CompiledPipeline {
 }
 
 /// The median of `v` (NaN when empty), by the gate's quantile.
+/// Each of `forms` timed on `device` in three interleaved rounds (so drift hits every form
+/// alike): the median of each form's rounds, in order.
+fn interleaved_medians(
+    device: &mut dyn Residency,
+    forms: &[&[PipelineLaunch]],
+) -> Result<Vec<f64>, Problem> {
+    let mut times = vec![Vec::with_capacity(3); forms.len()];
+    for _ in 0..3 {
+        for (t, launches) in times.iter_mut().zip(forms) {
+            t.push(device.time_launches(launches)?);
+        }
+    }
+    Ok(times.iter_mut().map(|t| median(t)).collect())
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     super::gate::quantile(v, 0.5)

@@ -26,13 +26,27 @@ struct SeparateWins {
     state: u64,
 }
 
+/// A time seed for the stand-in devices, printed so a failure can be replayed.
+fn seed() -> u64 {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("seed {seed}");
+    seed
+}
+
+/// xorshift64: the next figure in [0.5, 1.5) from `state`.
+fn figure(state: &mut u64) -> f64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    0.5 + (*state >> 11) as f64 / (1u64 << 53) as f64
+}
+
 impl SeparateWins {
     fn next(&mut self) -> f64 {
-        // xorshift64: a figure in [0.5, 1.5).
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        0.5 + (self.state >> 11) as f64 / (1u64 << 53) as f64
+        figure(&mut self.state)
     }
 }
 
@@ -123,11 +137,7 @@ fn has_all(out: &str, lines: &[String], prefix: &str, what: &str) {
 
 #[test]
 fn a_recorded_decision_is_the_one_every_front_end_reports() {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("seed {seed}");
+    let seed = seed();
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
     let lines = record(home, seed);
@@ -235,11 +245,7 @@ fn without_a_record_the_decision_is_a_model_prediction() {
 #[test]
 fn the_default_measures_on_a_gpu_only_where_the_model_is_unsure() {
     use vyrescope::megakernel::decision::unsure;
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("seed {seed}");
+    let seed = seed();
     let mut unsure_seen = 0;
     for name in [
         "softmax",
@@ -352,9 +358,7 @@ impl Residency for FewerWins {
     }
 
     fn time_launches(&mut self, launches: &[PipelineLaunch]) -> Result<f64, Problem> {
-        let mut s = SeparateWins { state: self.state };
-        let t = s.next();
-        self.state = s.state;
+        let t = figure(&mut self.state);
         // At least 0.5 ms per launch, at most 1.5: one launch always beats three.
         Ok(t * launches.len().max(1) as f64)
     }
@@ -369,11 +373,7 @@ impl Residency for FewerWins {
 /// reads that from the plan cache); a pass measured faster stays.
 #[test]
 fn the_default_times_recomputed_passes_and_drops_one_that_loses() {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("seed {seed}");
+    let seed = seed();
     let file =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/stencil_clamped.json");
     let p = Arc::new(vyrescope::ir::load_pipeline(&file).unwrap());
