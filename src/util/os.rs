@@ -140,9 +140,12 @@ pub fn restore_terminal_on_abort(fd: std::os::fd::BorrowedFd<'_>) {
 
 /// Waits up to `timeout` for input on terminal descriptor `fd` and says what is there,
 /// without reading it. A hung-up terminal (its window closed, `tmux kill-session`) reports
-/// [`InputState::Closed`]: poll flags it as hung up or in error, or as readable with zero
-/// bytes waiting. A signal that interrupts the wait reports [`InputState::Idle`], so the
-/// caller looks at its signal flags at once.
+/// [`InputState::Closed`]: poll flags it as hung up or in error once nothing is left to read,
+/// or it no longer answers FIONREAD. Readable with zero bytes waiting and no hang-up is
+/// [`InputState::Idle`]: another thread reading the same terminal (the event loop, while the
+/// watchdog asks) took the bytes between the poll and the count; calling that a hang-up ended
+/// the inspector at random when a key or a terminal reply arrived. A signal that interrupts
+/// the wait reports [`InputState::Idle`], so the caller looks at its signal flags at once.
 #[cfg(unix)]
 pub fn terminal_input(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> InputState {
     use std::os::fd::AsRawFd;
@@ -174,13 +177,16 @@ pub fn terminal_input(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> Inp
     let mut waiting: libc::c_int = 0;
     // Safety: FIONREAD writes one c_int into `waiting`, which lives across the call.
     let r = unsafe { libc::ioctl(pfd.fd, libc::FIONREAD, &mut waiting) };
-    // Bytes still waiting are read first (a pipe reports a hang-up with data left in it);
-    // readable with nothing waiting means a read returns 0 (end of file), and a terminal
-    // that no longer answers FIONREAD is hung up.
-    if r == 0 && waiting > 0 {
-        InputState::Ready
-    } else {
+    // Bytes still waiting are read first (a pipe reports a hang-up with data left in it); a
+    // terminal that no longer answers FIONREAD is hung up.
+    if r != 0 {
         InputState::Closed
+    } else if waiting > 0 {
+        InputState::Ready
+    } else if pfd.revents & libc::POLLHUP != 0 {
+        InputState::Closed
+    } else {
+        InputState::Idle
     }
 }
 
@@ -214,5 +220,40 @@ mod tests {
             terminal_input(r.as_fd(), Duration::from_millis(10)),
             InputState::Closed
         );
+    }
+
+    /// The inspector's watchdog asks while the event loop reads the same terminal: bytes
+    /// that the reader takes between the watcher's poll and its count must never look like
+    /// a hang-up (before, they did, and the inspector quit by itself under load).
+    #[test]
+    fn bytes_taken_by_another_reader_are_not_a_hang_up() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (r, mut w) = std::io::pipe().unwrap();
+        let stop = AtomicBool::new(false);
+        let closed = std::thread::scope(|s| {
+            let stop = &stop;
+            // The writer owns its end: dropping it when told to stop ends the reader's loop
+            // (end of file), so neither thread can be left blocked.
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = w.write_all(b"k");
+                    std::thread::yield_now();
+                }
+            });
+            let reader = &r;
+            s.spawn(move || {
+                let mut buf = [0u8; 64];
+                while std::io::Read::read(&mut &*reader, &mut buf).is_ok_and(|n| n > 0) {}
+            });
+            let mut closed = 0usize;
+            for _ in 0..200_000 {
+                if terminal_input(r.as_fd(), Duration::ZERO) == InputState::Closed {
+                    closed += 1;
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            closed
+        });
+        assert_eq!(closed, 0, "an open pipe reported closed {closed} times");
     }
 }

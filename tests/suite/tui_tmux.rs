@@ -71,6 +71,9 @@ fn tmux_failures_are_reported_with_tmux_error() {
     );
 }
 
+/// What the pane's shell prints once the inspector has ended, with its exit status.
+const EXITED: &str = "[inspector exited:";
+
 fn wait_for(session: &str, what: &str, f: impl Fn(&str) -> bool) -> String {
     let t = Instant::now();
     loop {
@@ -78,6 +81,12 @@ fn wait_for(session: &str, what: &str, f: impl Fn(&str) -> bool) -> String {
         if f(&s) {
             return s;
         }
+        // An inspector that ended early fails at once with what it printed, instead of a
+        // time-out (or a server gone with the pane) a minute later.
+        assert!(
+            !s.contains(EXITED),
+            "the inspector ended while waiting for {what}; screen:\n{s}"
+        );
         assert!(
             t.elapsed() < Duration::from_secs(60),
             "timed out waiting for {what}; screen:\n{s}"
@@ -147,11 +156,13 @@ fn real_binary_in_tmux() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let fixture = root.join("fixtures/programs/vadd_f32.json");
     let session = format!("vyrescope-e2e-{}", std::process::id());
-    let stty_out = std::env::temp_dir().join(format!("{session}.stty"));
-    let _ = std::fs::remove_file(&stty_out);
-    // After the inspector exits, record the terminal modes, then keep the pane alive.
+    // Removed with its folder however the test ends.
+    let stty_dir = tempfile::tempdir().unwrap();
+    let stty_out = stty_dir.path().join("stty");
+    // After the inspector exits, say so with its status, record the terminal modes, then
+    // keep the pane alive (the session is killed when the test ends, however it ends).
     let cmd = format!(
-        "env VYRESCOPE_CONFIG=/nonexistent TERM=xterm-256color COLORTERM=truecolor {bin} {} --device h200; stty -a > {} 2>&1; sleep 60",
+        "env VYRESCOPE_CONFIG=/nonexistent TERM=xterm-256color COLORTERM=truecolor {bin} {} --device h200; echo \"{EXITED} $?]\"; stty -a > {} 2>&1; sleep 600",
         fixture.display(),
         stty_out.display()
     );
@@ -234,7 +245,6 @@ fn real_binary_in_tmux() {
         !screen.contains("IR vadd_f32"),
         "alternate screen not left:\n{screen}"
     );
-    let _ = std::fs::remove_file(&stty_out);
 }
 
 /// SIGTERM, SIGHUP, SIGINT and SIGQUIT sent with `kill` end the inspector the way `q` does: the
