@@ -52,6 +52,8 @@
 //! - Layer 8: above `runtime` (and everything below it), below `tui` and `cli`.
 
 pub mod bench;
+#[cfg(feature = "vyre")]
+pub mod dispatch_phases;
 pub mod executor;
 pub mod fuzz;
 pub mod fuzz_children;

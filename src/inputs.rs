@@ -69,6 +69,31 @@ impl LaunchShape {
     }
 }
 
+/// Where a dispatch takes a host buffer's bytes from when it stages them to the device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Staged<'a> {
+    /// The buffer's own `data`, scanned first: an all-zero buffer is cleared on the device
+    /// instead of copied.
+    #[default]
+    Held,
+    /// The caller's slice, staged as it is (the buffer's `data` is empty and not read); a
+    /// writable buffer gets its results in `data`.
+    From(&'a [u8]),
+    /// The buffer's own `data`, known to be zeros (a fresh output): cleared on the device
+    /// and never read, so its untouched pages cost nothing until the results arrive.
+    Zeros,
+}
+
+impl<'a> Staged<'a> {
+    /// The caller's slice, when the bytes come from one.
+    pub fn slice(self) -> Option<&'a [u8]> {
+        match self {
+            Staged::From(s) => Some(s),
+            Staged::Held | Staged::Zeros => None,
+        }
+    }
+}
+
 /// One host buffer's contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostBuffer {

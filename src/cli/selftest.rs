@@ -293,8 +293,20 @@ fn run_vyre_dispatch(a: &Args) -> super::Outcome {
     })?;
     rep.passed &= overhead.verified && overhead.records >= u64::from(repeats);
     rep.capture = Some(overhead);
+    let phases = own_phases(a, &sizes)?;
+    rep.passed &= phases.iter().all(|r| r.verified);
     if a.json {
-        let s = serde_json::to_string_pretty(&rep).map_err(Problem::bug)?;
+        #[derive(serde::Serialize)]
+        struct Report<'a> {
+            #[serde(flatten)]
+            bench: &'a vyrescope_dispatch_bench::DispatchBench,
+            phases: &'a [crate::harness::dispatch_phases::PhaseRow],
+        }
+        let s = serde_json::to_string_pretty(&Report {
+            bench: &rep,
+            phases: &phases,
+        })
+        .map_err(Problem::bug)?;
         outln!("{s}");
     } else {
         outln!(
@@ -302,12 +314,44 @@ fn run_vyre_dispatch(a: &Args) -> super::Outcome {
             rep.backend
         );
         out!("{}", dispatch_table(&rep));
+        outln!();
+        out!(
+            "{}",
+            crate::harness::dispatch_phases::phase_table(rep.backend, &phases)
+        );
         outln!(
             "\nselftest --vyre-dispatch {}",
             if rep.passed { "PASSED" } else { "FAILED" }
         );
     }
     Ok(i32::from(!rep.passed))
+}
+
+/// The benchmark's cases through our own backend type (not the registry's wrapper), phase
+/// by phase: where the time of the race's dispatches goes.
+#[cfg(feature = "vyre")]
+fn own_phases(
+    a: &Args,
+    sizes: &vyrescope_dispatch_bench::BenchSizes,
+) -> Result<Vec<crate::harness::dispatch_phases::PhaseRow>, Problem> {
+    use crate::harness::dispatch_phases::phase_rows;
+    use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
+    use crate::vyre::backend::VyrescopeBackend;
+    let failed = |e: String| Problem::new(e, "report this bug with the command line");
+    let refused = |e: BackendError| failed(e.to_string());
+    use vyre_driver::backend::BackendError;
+    match a.backend {
+        super::run::Backend::Reference => {
+            let device = crate::vyre::backend::reference::ReferenceDevice::default();
+            let be = VyrescopeBackend::new(REFERENCE_ID, device).map_err(refused)?;
+            phase_rows(&be, sizes).map_err(|e| failed(e.to_string()))
+        }
+        super::run::Backend::Cuda => {
+            let device = crate::runtime::vyre_device::CudaDevice::open(a.gpu.ordinal()?)?;
+            let be = VyrescopeBackend::new(CUDA_ID, device).map_err(refused)?;
+            phase_rows(&be, sizes).map_err(|e| failed(e.to_string()))
+        }
+    }
 }
 
 /// Runs `selftest`.

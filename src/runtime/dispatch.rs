@@ -21,7 +21,7 @@ use super::jit::KernelHandle;
 use super::scratch::{ScratchState, SyncUse};
 use super::{Result, Runtime, RuntimeError, GENERIC_FIX};
 use crate::emit::KernelAbi;
-use crate::inputs::{HostBuffer, LaunchShape};
+use crate::inputs::{HostBuffer, LaunchShape, Staged};
 
 mod timing;
 
@@ -228,12 +228,12 @@ impl Runtime {
         self.upload_from(buffers, &[])
     }
 
-    /// [`Runtime::upload`] with buffer `i`'s bytes taken from `sources[i]` when given (the
-    /// caller's slice staged as it is; `buffers[i].data` is then not read).
+    /// [`Runtime::upload`] with buffer `i`'s bytes taken as `sources[i]` says (the
+    /// caller's slice staged as it is, or known zeros; absent: `buffers[i].data`).
     pub fn upload_from(
         &mut self,
         buffers: &[HostBuffer],
-        sources: &[Option<&[u8]>],
+        sources: &[Staged<'_>],
     ) -> Result<ResidentSet> {
         let _range = nvtx::range("vyrescope upload");
         self.sess()?;
@@ -650,7 +650,7 @@ impl Runtime {
         abi: &KernelAbi,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        sources: &[Option<&[u8]>],
+        sources: &[Staged<'_>],
         opts: &DispatchOptions,
     ) -> Result<DispatchReport> {
         if buffers.len() != abi.params.len() {
@@ -670,7 +670,7 @@ impl Runtime {
         let t0 = Instant::now();
         let set = self.upload_from(buffers, sources)?;
         for (b, s) in buffers.iter_mut().zip(sources) {
-            if let Some(s) = s {
+            if let Some(s) = s.slice() {
                 if b.access.is_writable() && b.data.len() != s.len() {
                     b.data.resize(s.len(), 0);
                 }
@@ -678,7 +678,15 @@ impl Runtime {
         }
         let upload_ms = t0.elapsed().as_secs_f64() * 1e3;
         let result = (|| {
-            let first = self.launch_resident(h, abi, shape, &set, 1, opts)?;
+            // While the device copies and computes, the host maps the pages the results
+            // will land in (on the thread pool; this thread launches and waits).
+            let first = rayon::in_place_scope(|s| {
+                if opts.readback {
+                    let outs = &mut *buffers;
+                    s.spawn(move |_| super::copies::prefault_outputs(outs));
+                }
+                self.launch_resident(h, abi, shape, &set, 1, opts)
+            })?;
             let t1 = Instant::now();
             let d2h = if opts.readback {
                 self.download(&set, buffers)?

@@ -239,15 +239,15 @@ impl Runtime {
         self.dispatch_by_name_from(h, abi, shape, buffers, &[], opts)
     }
 
-    /// [`Runtime::dispatch_by_name`] with buffer `i`'s input bytes taken from `sources[i]`
-    /// when given (staged from the caller's slice; see [`Runtime::dispatch_from`]).
+    /// [`Runtime::dispatch_by_name`] with buffer `i`'s input bytes taken as `sources[i]` says
+    /// (see [`Runtime::dispatch_from`]).
     pub fn dispatch_by_name_from(
         &mut self,
         h: &crate::runtime::KernelHandle,
         abi: &crate::emit::KernelAbi,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        sources: &[Option<&[u8]>],
+        sources: &[inputs::Staged<'_>],
         opts: &DispatchOptions,
     ) -> Result<super::DispatchReport> {
         let order: Vec<usize> = abi
@@ -273,9 +273,9 @@ impl Runtime {
                 ..buffers[i].clone()
             });
         }
-        let abi_sources: Vec<Option<&[u8]>> = order
+        let abi_sources: Vec<inputs::Staged<'_>> = order
             .iter()
-            .map(|&i| sources.get(i).copied().flatten())
+            .map(|&i| sources.get(i).copied().unwrap_or_default())
             .collect();
         let r = self.dispatch_from(h, abi, shape, &mut abi_bufs, &abi_sources, opts);
         for (&i, b) in order.iter().zip(abi_bufs) {

@@ -17,7 +17,7 @@ use super::dispatch::{DispatchOptions, LaunchTiming, ResidentSet};
 use super::jit::{JitOptions, KernelHandle};
 use super::{Runtime, RuntimeError};
 use crate::emit::KernelAbi;
-use crate::inputs::HostBuffer;
+use crate::inputs::{HostBuffer, Staged};
 use crate::ir::Program;
 use crate::shape::LaunchShape;
 use crate::util::HasFix;
@@ -148,7 +148,7 @@ impl Device for CudaDevice {
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        sources: &[Option<&[u8]>],
+        sources: &[Staged<'_>],
         opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
         let (h, abi) = self.kernel(key, program, shape.workgroup_size)?;

@@ -34,6 +34,7 @@ use std::time::Instant;
 use vyre_driver::backend::{BackendError, DispatchConfig, ResidentOwner};
 use vyre_foundation::ir::Program as VyreProgram;
 
+use crate::inputs::Staged;
 use crate::vyre::binding::{self, LaunchChoice};
 
 pub mod contract;
@@ -132,6 +133,56 @@ impl<D: Device> VyrescopeBackend<D> {
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
     }
+
+    /// `dispatch_borrowed` with every phase of its host wall time told apart (what vyre's
+    /// `TimedDispatchResult` folds into two parts): the outputs and the phases.
+    pub fn dispatch_phases(
+        &self,
+        program: &VyreProgram,
+        inputs: &[&[u8]],
+    ) -> Result<(Vec<Vec<u8>>, DispatchPhases), BackendError> {
+        let t0 = Instant::now();
+        let d = self
+            .inner
+            .dispatch(program, inputs, &DispatchConfig::default(), true)?;
+        let wall_ns = elapsed_ns(t0);
+        let t = d.times;
+        Ok((
+            d.outputs,
+            DispatchPhases {
+                prep_ns: d.prep_ns,
+                upload_ns: t.upload_ns,
+                launch_ns: t.enqueue_ns,
+                wait_ns: t.wait_ns,
+                device_ns: t.device_ns,
+                readback_ns: t.readback_ns,
+                collect_ns: d.collect_ns,
+                wall_ns,
+            },
+        ))
+    }
+}
+
+/// Where one dispatch's host wall time went, ns (`None`: the device does not tell the part
+/// apart, as the reference interpreter does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchPhases {
+    /// Conversion lookup, checks, binding the inputs (no copy) and allocating outputs.
+    pub prep_ns: u64,
+    /// Input staging: zero scans, host copies into pinned memory, copies queued.
+    pub upload_ns: Option<u64>,
+    /// Queueing the launch.
+    pub launch_ns: Option<u64>,
+    /// Waiting for the queued copies and the kernel (output pages are mapped meanwhile).
+    pub wait_ns: Option<u64>,
+    /// The kernel's own time on the device's clock.
+    pub device_ns: Option<u64>,
+    /// Copying the outputs back into host memory.
+    pub readback_ns: Option<u64>,
+    /// Handing the outputs over.
+    pub collect_ns: u64,
+    /// The whole call.
+    pub wall_ns: u64,
 }
 
 impl<D: Device> Inner<D> {
@@ -252,16 +303,24 @@ impl<D: Device> Inner<D> {
         let prep_ns = elapsed_ns(t0);
         {
             let mut st = self.lock()?;
-            for _ in 0..iterations {
+            for iteration in 0..iterations {
                 // A buffer still empty takes the caller's bytes; one that holds results (a
-                // later fixpoint iteration) keeps them.
-                let sources: Vec<Option<&[u8]>> = bound
+                // later fixpoint iteration) keeps them; a fresh output is zeros until the
+                // first run.
+                let sources: Vec<Staged<'_>> = bound
                     .sources
                     .iter()
+                    .zip(&bound.zeroed)
                     .zip(&bound.buffers)
-                    .map(|(s, b)| {
-                        s.filter(|_| b.data.is_empty())
+                    .map(|((s, &zeroed), b)| {
+                        match s
+                            .filter(|_| b.data.is_empty())
                             .and_then(|i| inputs.get(i).copied())
+                        {
+                            Some(bytes) => Staged::From(bytes),
+                            None if zeroed && iteration == 0 => Staged::Zeros,
+                            None => Staged::Held,
+                        }
                     })
                     .collect();
                 let t = st

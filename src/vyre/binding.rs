@@ -68,6 +68,9 @@ pub struct Bound {
     /// Per buffer, the caller's input whose bytes stand for its contents when the buffer
     /// was bound without a copy ([`bind_borrowed`]; its `data` is then empty).
     pub sources: Vec<Option<usize>>,
+    /// Per buffer, true when its `data` was bound as zeros (an output the backend
+    /// allocates), so a device need not read it to know.
+    pub zeroed: Vec<bool>,
 }
 
 /// A resident dispatch bound: which buffer each resource is, and the launch.
@@ -248,6 +251,7 @@ fn bind_inner(
     let mut buffers = Vec::new();
     let mut outputs = Vec::new();
     let mut sources = Vec::new();
+    let mut zeroed = Vec::new();
     let mut span = Span::default();
     for (d, b) in decls.iter().zip(&ours.buffers) {
         if !is_host(d, b) {
@@ -256,6 +260,7 @@ fn bind_inner(
         let size = b.elem.size_bytes();
         let declared = d.count() as usize * size;
         let mut source = None;
+        let fresh = !is_input(d);
         let mut data = if is_input(d) {
             let Some(v) = inputs.get(next) else {
                 return Err(BindingError::MissingInput {
@@ -301,6 +306,7 @@ fn bind_inner(
         };
         span.add(d, (bytes / size) as u64);
         sources.push(source);
+        zeroed.push(fresh);
         if is_output(d) {
             outputs.push(OutputSlot {
                 buffer: buffers.len(),
@@ -327,6 +333,7 @@ fn bind_inner(
         buffers,
         outputs,
         sources,
+        zeroed,
     })
 }
 

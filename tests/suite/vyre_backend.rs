@@ -605,6 +605,14 @@ fn selftest_vyre_dispatch_runs_verified_on_the_reference_backend() {
     }
     assert!(v["h2d_gbps"].is_null());
     assert_eq!(v["passed"], true);
+    // Our own backend type, phase by phase, over the same cases.
+    let phases = v["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), rows.len(), "{v}");
+    for (p, r) in phases.iter().zip(rows) {
+        assert_eq!(p["program"], r["program"], "{p}");
+        assert_eq!(p["verified"], true, "{p}");
+        assert!(p["wall_us"].as_f64().unwrap() > 0.0, "{p}");
+    }
     // What recording costs: every dispatch recorded in full, every output right.
     let cap = &v["capture"];
     assert_eq!(cap["verified"], true, "{cap}");
@@ -628,8 +636,13 @@ fn selftest_vyre_dispatch_runs_verified_on_the_reference_backend() {
         out.contains(&format!("`{REFERENCE_ID}` acquired from vyre's registry")),
         "{out}"
     );
-    assert_eq!(out.matches("verified").count(), 4, "{out}");
+    // Three rows of the race table, the capture line, three rows of the phase table.
+    assert_eq!(out.matches("verified").count(), 7, "{out}");
     assert!(out.contains("where a timed dispatch's time goes"), "{out}");
+    assert!(
+        out.contains(&format!("where {REFERENCE_ID}'s own dispatch time goes")),
+        "{out}"
+    );
     assert!(out.contains("capture overhead (vadd_f32"), "{out}");
     assert!(out.contains("selftest --vyre-dispatch PASSED"), "{out}");
 }
@@ -731,7 +744,7 @@ impl vyrescope::vyre::backend::device::Device for SmallDevice {
         program: &vyrescope::ir::Program,
         shape: &vyrescope::shape::LaunchShape,
         buffers: &mut [vyrescope::inputs::HostBuffer],
-        sources: &[Option<&[u8]>],
+        sources: &[vyrescope::inputs::Staged<'_>],
         opts: vyrescope::vyre::backend::device::RunOptions,
     ) -> vyrescope::vyre::backend::device::DeviceResult<vyrescope::vyre::backend::device::RunTimes>
     {

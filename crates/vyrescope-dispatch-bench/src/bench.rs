@@ -47,7 +47,8 @@ impl Rng {
     }
 }
 
-pub(crate) fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (sorted in place); 0 when empty.
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => 0.0,
@@ -69,7 +70,8 @@ pub struct DispatchBenchError {
     pub error: Box<BackendError>,
 }
 
-fn repeats_for(elements: u64) -> u32 {
+/// Timed dispatches of a case of `elements` elements.
+pub fn repeats_for(elements: u64) -> u32 {
     match elements {
         0..=65_536 => 200,
         65_537..=4_194_304 => 50,
@@ -77,21 +79,34 @@ fn repeats_for(elements: u64) -> u32 {
     }
 }
 
-/// One Program of the benchmark with its inputs and how to judge its outputs.
-struct Case<'a> {
-    name: &'a str,
-    program: VyreProgram,
-    inputs: Vec<Vec<u8>>,
-    elements: u64,
-    bytes_out: u64,
-    check: &'a dyn Fn(&[Vec<u8>]) -> bool,
+/// One Program of the benchmark with its inputs and the outputs it must produce.
+pub struct BenchCase {
+    /// The Program's name (`vadd_f32`, `reduce_sum_u32`).
+    pub name: &'static str,
+    /// The vyre Program.
+    pub program: VyreProgram,
+    /// Its inputs, as a vyre application passes them.
+    pub inputs: Vec<Vec<u8>>,
+    /// Elements.
+    pub elements: u64,
+    /// Bytes of output a dispatch copies back.
+    pub bytes_out: u64,
+    /// The outputs, computed on the host.
+    pub expected: Vec<Vec<u8>>,
+}
+
+impl BenchCase {
+    /// Whether `out` is exactly the expected outputs.
+    pub fn verifies(&self, out: &[Vec<u8>]) -> bool {
+        out == self.expected.as_slice()
+    }
 }
 
 /// Times `case` on `be`: first dispatch, `repeats` more, the timed split, then resident
 /// dispatches over the same inputs.
 fn measure(
     be: &dyn VyreBackend,
-    case: &Case<'_>,
+    case: &BenchCase,
     bw: Option<(f64, f64)>,
 ) -> Result<DispatchRow, DispatchBenchError> {
     let cfg = DispatchConfig::default();
@@ -104,7 +119,7 @@ fn measure(
     let t = Instant::now();
     let out = be.dispatch(program, inputs, &cfg).map_err(err)?;
     let first_ms = t.elapsed().as_secs_f64() * 1e3;
-    let verified = (case.check)(&out);
+    let verified = case.verifies(&out);
     let repeats = repeats_for(case.elements);
     let mut walls = Vec::with_capacity(repeats as usize);
     for _ in 0..repeats {
@@ -205,44 +220,54 @@ fn le_bytes_f32(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// Runs the benchmark on `be`: vector add at each of `sizes.vadd` and the sum of
-/// `sizes.reduce` u32, inputs from a fixed seed (the same bytes on every backend);
-/// `bandwidth` is the pinned (h2d, d2h) GB/s, when measured.
-pub fn run_dispatch_bench(
-    be: &dyn VyreBackend,
-    bandwidth: Option<(f64, f64)>,
+/// Calls `f` on each case of the benchmark in turn: vector add at each of `sizes.vadd` and
+/// the sum of `sizes.reduce` u32, inputs from a fixed seed (the same bytes on every backend
+/// and every caller). One case is held at a time (at 2^26 elements one takes 1 GB).
+pub fn for_each_case<E>(
     sizes: &BenchSizes,
-) -> Result<DispatchBench, DispatchBenchError> {
+    mut f: impl FnMut(&BenchCase) -> Result<(), E>,
+) -> Result<(), E> {
     let mut rng = Rng(SEED);
-    let mut rows = Vec::new();
     for &n in sizes.vadd {
         let a: Vec<f32> = (0..n).map(|_| (rng.next() >> 40) as f32 / 1e6).collect();
         let b: Vec<f32> = (0..n).map(|_| (rng.next() >> 40) as f32 / 1e6).collect();
         let want = le_bytes_f32(&a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<f32>>());
-        let case = Case {
+        let case = BenchCase {
             name: "vadd_f32",
             program: vadd_f32(n),
             inputs: vec![le_bytes_f32(&a), le_bytes_f32(&b)],
             elements: u64::from(n),
             bytes_out: 4 * u64::from(n),
-            check: &|out| out.len() == 1 && out[0] == want,
+            expected: vec![want],
         };
         drop((a, b));
-        rows.push(measure(be, &case, bandwidth)?);
+        f(&case)?;
     }
     let n = sizes.reduce;
     let x: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
     let sum = x.iter().fold(0u32, |s, &v| s.wrapping_add(v));
-    let case = Case {
+    f(&BenchCase {
         name: "reduce_sum_u32",
         program: reduce_sum_u32(n),
         inputs: vec![x.iter().flat_map(|v| v.to_le_bytes()).collect()],
         elements: u64::from(n),
         bytes_out: 4,
-        check: &|out| out.len() == 1 && out[0] == sum.to_le_bytes(),
-    };
-    drop(x);
-    rows.push(measure(be, &case, bandwidth)?);
+        expected: vec![sum.to_le_bytes().to_vec()],
+    })
+}
+
+/// Runs the benchmark on `be` over [`for_each_case`]; `bandwidth` is the pinned (h2d, d2h)
+/// GB/s, when measured.
+pub fn run_dispatch_bench(
+    be: &dyn VyreBackend,
+    bandwidth: Option<(f64, f64)>,
+    sizes: &BenchSizes,
+) -> Result<DispatchBench, DispatchBenchError> {
+    let mut rows = Vec::new();
+    for_each_case(sizes, |case| {
+        rows.push(measure(be, case, bandwidth)?);
+        Ok(())
+    })?;
     Ok(DispatchBench {
         backend: be.id(),
         h2d_gbps: bandwidth.map(|b| b.0),

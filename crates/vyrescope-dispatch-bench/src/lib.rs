@@ -18,6 +18,9 @@ mod capture;
 mod report;
 pub mod samples;
 
-pub use bench::{run_dispatch_bench, BenchSizes, DispatchBenchError};
+pub use bench::{
+    for_each_case, median, repeats_for, run_dispatch_bench, BenchCase, BenchSizes,
+    DispatchBenchError,
+};
 pub use capture::{capture_overhead, CaptureOverhead};
 pub use report::{dispatch_table, DispatchBench, DispatchRow, DispatchSplit};

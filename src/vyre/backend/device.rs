@@ -3,7 +3,7 @@
 //! (`runtime::vyre_device`) implement it; everything vyre-specific (conversion, binding,
 //! resident handles, errors) lives above it in [`super::VyrescopeBackend`], once for both.
 
-use crate::inputs::HostBuffer;
+use crate::inputs::{HostBuffer, Staged};
 use crate::ir::{Access, ElemType, Program};
 use crate::shape::LaunchShape;
 
@@ -136,16 +136,17 @@ pub trait Device: Send + 'static {
     fn limits(&self) -> Limits;
 
     /// Runs `program` (compiled once per `key`) on `shape` over `buffers` (the Program's
-    /// non-workgroup buffers, declaration order), leaving the writable ones updated. Where
-    /// `sources[i]` is given, buffer `i`'s `data` is empty and those bytes are its contents
-    /// (the caller's input, not copied); a writable such buffer gets its results in `data`.
+    /// non-workgroup buffers, declaration order), leaving the writable ones updated.
+    /// `sources[i]` says where buffer `i`'s contents are: with [`Staged::From`] its `data` is
+    /// empty and the caller's input stands for it (not copied; a writable such buffer gets its
+    /// results in `data`), with [`Staged::Zeros`] its `data` is known to be zeros.
     fn run(
         &mut self,
         key: ProgramKey,
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        sources: &[Option<&[u8]>],
+        sources: &[Staged<'_>],
         opts: RunOptions,
     ) -> DeviceResult<RunTimes>;
 

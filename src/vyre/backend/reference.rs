@@ -9,7 +9,7 @@ use super::device::{
     Device, DeviceFailure, DeviceResult, FailKind, Limits, ProgramKey, ResidentArg, RunOptions,
     RunTimes,
 };
-use crate::inputs::HostBuffer;
+use crate::inputs::{HostBuffer, Staged};
 use crate::ir::Program;
 use crate::shape::{LaunchShape, MAX_GRID_DIMS, MAX_WORKGROUP_DIMS, MAX_WORKGROUP_THREADS};
 
@@ -61,12 +61,12 @@ impl Device for ReferenceDevice {
         program: &Program,
         shape: &LaunchShape,
         buffers: &mut [HostBuffer],
-        sources: &[Option<&[u8]>],
+        sources: &[Staged<'_>],
         _opts: RunOptions,
     ) -> DeviceResult<RunTimes> {
         // The interpreter needs owned bytes.
         for (b, s) in buffers.iter_mut().zip(sources) {
-            if let Some(s) = s {
+            if let Some(s) = s.slice() {
                 b.data = s.to_vec();
             }
         }
