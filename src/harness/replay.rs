@@ -13,9 +13,9 @@
 //! outputs are compared, the other calls are `replayed`.
 //!
 //! Records that cannot be compared are listed as skipped with the reason: past the capture's
-//! limit (sizes only), calls that failed when captured, opaque device-buffer dispatches,
-//! resident sequences (not replayed yet), and resident records on a backend without the
-//! resident API or under `--only`.
+//! limit (sizes only), calls that failed when captured, opaque device-buffer dispatches, and
+//! resident records (sequences among them) on a backend without the resident API or under
+//! `--only`.
 
 use std::path::Path;
 use std::time::Instant;
@@ -248,9 +248,6 @@ fn replay_one(
     };
     match &rec.event {
         Event::Dispatch { .. } => {}
-        Event::Sequence { .. } => {
-            return skipped(row, "resident sequences are not replayed yet".into())
-        }
         Event::DeviceBufferDispatch { .. } => {
             return skipped(
                 row,

@@ -14,7 +14,8 @@ use vyrescope_capture::{capture_boxed, CaptureOptions};
 
 use crate::support;
 use crate::support::capture::{
-    edit_output, json, ours, record_app, tmp_capture, u32_bytes, words, xor_program,
+    accumulate_program, edit_output, json, ours, record_app, tmp_capture, u32_bytes, words,
+    xor_program,
 };
 
 #[test]
@@ -395,5 +396,110 @@ fn a_resident_sequence_replays_and_a_changed_read_diverges() {
     assert!(!rep.passed);
     let d = rep.records[6].divergence.as_ref().expect("a divergence");
     assert_eq!(d.element, 9);
+    assert!(d.buffer.starts_with("read 0"), "{d:?}");
+}
+
+/// Resident sequences replay as one call again, each step with its captured grid and
+/// workgroup overrides and the repeated steps the captured number of times; their reads are
+/// compared, and a changed read is a divergence at its byte.
+#[test]
+fn resident_sequences_replay_with_their_overrides_and_a_changed_read_diverges() {
+    use vyre_driver::backend::{ResidentDispatchStep, ResidentReadRange};
+    let (_t, dir) = tmp_capture();
+    vyrescope::runtime::vyre_device::link();
+    let inner = vyre_driver::backend::acquire("vyrescope-reference").unwrap();
+    let b = capture_boxed(inner, &dir, CaptureOptions::default());
+    let (a, x) = (words(50, 256), words(51, 256));
+    let acc = b.allocate_resident(1024).unwrap();
+    let ra = b.allocate_resident(1024).unwrap();
+    b.upload_resident(&acc, &u32_bytes(&a)).unwrap();
+    b.upload_resident(&ra, &u32_bytes(&x)).unwrap();
+    // acc += x, once at the Program's own workgroup, once at 32 x 8.
+    let p = accumulate_program();
+    let res = [acc.clone(), ra.clone()];
+    let steps = [
+        ResidentDispatchStep {
+            program: &p,
+            resources: &res,
+            grid_override: None,
+            workgroup_override: None,
+        },
+        ResidentDispatchStep {
+            program: &p,
+            resources: &res,
+            grid_override: Some([8, 1, 1]),
+            workgroup_override: Some([32, 1, 1]),
+        },
+    ];
+    let read = [ResidentReadRange {
+        resource: &acc,
+        byte_offset: 16,
+        byte_len: 512,
+    }];
+    let after = |times: u32| -> Vec<u8> {
+        let v: Vec<u32> = a
+            .iter()
+            .zip(&x)
+            .map(|(a, x)| a.wrapping_add(x.wrapping_mul(times)))
+            .collect();
+        u32_bytes(&v[4..132])
+    };
+    let mut got = Vec::new();
+    b.dispatch_resident_sequence_read_ranges_into(&steps, &read, &mut [&mut got])
+        .unwrap();
+    assert_eq!(got, after(2));
+    let mut got = Vec::new();
+    b.dispatch_resident_repeated_sequence_read_ranges_into(
+        &steps[..1],
+        &steps[1..],
+        3,
+        &read,
+        &mut [&mut got],
+    )
+    .unwrap();
+    assert_eq!(got, after(6));
+    b.free_resident(acc).unwrap();
+    b.free_resident(ra).unwrap();
+    drop(b);
+    for i in [4, 5] {
+        let rec = json(&std::fs::read_to_string(dir.join(format!("records/{i:08}.json"))).unwrap());
+        assert_eq!(rec["event"]["kind"], "sequence", "{rec}");
+    }
+    let on = |backend: &dyn VyreBackend| {
+        replay(
+            &dir,
+            &Replayer {
+                backend,
+                fallback: None,
+            },
+            None,
+        )
+        .unwrap()
+    };
+    let ours = ours();
+    let rep = on(ours.as_ref());
+    assert!(rep.passed, "{rep:?}");
+    assert_eq!(rep.totals.records, 8, "{rep:?}");
+    assert_eq!(rep.totals.skipped, 0, "{rep:?}");
+    assert_eq!(
+        rep.totals.verified, 2,
+        "both sequences' reads compared: {rep:?}"
+    );
+    // The repeated sequence's read with its byte 5 changed: a divergence at that byte.
+    let rec_path = dir.join("records/00000005.json");
+    let mut rec = json(&std::fs::read_to_string(&rec_path).unwrap());
+    let slot = &mut rec["event"]["reads"][0]["data"];
+    let old = slot["hash"].as_str().unwrap().to_string();
+    let mut bytes = std::fs::read(dir.join(format!("blobs/{old}.bin"))).unwrap();
+    bytes[5] ^= 0x40;
+    let new = content_hash(&bytes);
+    std::fs::write(dir.join(format!("blobs/{new}.bin")), &bytes).unwrap();
+    slot["hash"] = serde_json::Value::String(new);
+    std::fs::write(&rec_path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let rep = on(ours.as_ref());
+    assert!(!rep.passed);
+    assert_eq!(rep.totals.verified, 1, "{rep:?}");
+    let d = rep.records[5].divergence.as_ref().expect("a divergence");
+    assert_eq!(d.element, 5);
     assert!(d.buffer.starts_with("read 0"), "{d:?}");
 }

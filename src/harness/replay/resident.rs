@@ -2,7 +2,9 @@
 //! API. Each captured handle gets a new one from the replaying backend's own allocation, every
 //! upload writes the recorded bytes, a resident dispatch runs on the mapped resources and is
 //! compared with its captured outputs, and every read is compared with the bytes the
-//! application read. Resident sequences are not replayed yet (listed as skipped).
+//! application read. A resident sequence runs as one call again (its prefix, its repeated
+//! steps the captured number of times, each step with its own grid and workgroup overrides)
+//! and its reads are compared.
 //!
 //! The records depend on each other, so they replay only as a whole capture (not with
 //! `--only`), and a resident record without data (past the limit) ends the resident replay:
@@ -11,8 +13,12 @@
 use std::collections::HashMap;
 use std::num::TryFromIntError;
 
-use vyre_driver::backend::{BackendError, Resource, VyreBackend};
-use vyrescope_capture::format::{BufferRef, CallResult, DataState, Event, Record, ResourceRef};
+use vyre_driver::backend::{
+    BackendError, ResidentDispatchStep, ResidentReadRange, Resource, VyreBackend,
+};
+use vyrescope_capture::format::{
+    BufferRef, CallResult, DataState, Event, ProgramRef, ReadRef, Record, ResourceRef, StepRef,
+};
 use vyrescope_capture::{Capture, ReadError};
 
 use super::{failed, first_divergence, one_line, skipped, Divergence, RecordReplay, Verdict};
@@ -62,6 +68,25 @@ enum ResidentError {
     /// The record is not one of the resident API's.
     #[error("not a resident record")]
     NotResident,
+}
+
+/// A sequence step made ready to run: its Program decoded and its resources mapped.
+struct ReadyStep {
+    program: crate::vyre::replay::VyreProgram,
+    resources: Vec<Resource>,
+    grid_override: Option<[u32; 3]>,
+    workgroup_override: Option<[u32; 3]>,
+}
+
+impl ReadyStep {
+    fn step(&self) -> ResidentDispatchStep<'_> {
+        ResidentDispatchStep {
+            program: &self.program,
+            resources: &self.resources,
+            grid_override: self.grid_override,
+            workgroup_override: self.workgroup_override,
+        }
+    }
 }
 
 /// What a resident record's replay gave.
@@ -147,6 +172,24 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// A captured sequence step with its Program decoded and its resources mapped.
+    fn ready(
+        &self,
+        cap: &Capture,
+        s: &StepRef<ProgramRef, BufferRef>,
+    ) -> Result<ReadyStep, ResidentError> {
+        Ok(ReadyStep {
+            program: decode(&cap.program_wire(&s.program)?)?,
+            resources: s
+                .resources
+                .iter()
+                .map(|r| self.resource(cap, r))
+                .collect::<Result<_, _>>()?,
+            grid_override: s.grid_override,
+            workgroup_override: s.workgroup_override,
+        })
+    }
+
     fn run(&mut self, cap: &Capture, rec: &Record) -> Result<Ran, ResidentError> {
         let b = self.backend;
         let id = b.id();
@@ -178,32 +221,72 @@ impl<'a> Session<'a> {
                 Ok(Ran::Done)
             }
             Event::Download { reads } => {
-                for (k, rd) in reads.iter().enumerate() {
+                let mut got = Vec::with_capacity(reads.len());
+                for rd in reads {
                     let res = self.resource(cap, &rd.resource)?;
                     let offset = usize::try_from(rd.offset)?;
-                    let got = match rd.len {
-                        Some(l) => {
-                            let l = usize::try_from(l)?;
-                            b.download_resident_range(&res, offset, l)
+                    got.push(
+                        match rd.len {
+                            Some(l) => {
+                                let l = usize::try_from(l)?;
+                                b.download_resident_range(&res, offset, l)
+                            }
+                            None => b.download_resident(&res),
                         }
-                        None => b.download_resident(&res),
-                    }
-                    .map_err(backend_failed)?;
-                    let Some(data) = &rd.data else { continue };
-                    let want = cap.blob(data)?;
-                    let name = match rd.resource {
-                        ResourceRef::Resident { handle, .. } => {
-                            format!("read {k} (handle {handle})")
-                        }
-                        ResourceRef::Borrowed { .. } => format!("read {k}"),
-                    };
-                    let slot = [OutputSlot { name, elem: None }];
-                    if let Some(mut d) = first_divergence(&slot, &[want], &[got]) {
-                        d.output = k;
-                        return Ok(Ran::Compared(Some(d)));
-                    }
+                        .map_err(backend_failed)?,
+                    );
                 }
-                Ok(Ran::Compared(None))
+                compare_reads(cap, reads, &got)
+            }
+            Event::Sequence {
+                prefix,
+                repeated,
+                repeat_count,
+                reads,
+            } => {
+                let ready = |steps: &[StepRef<ProgramRef, BufferRef>]| {
+                    steps
+                        .iter()
+                        .map(|s| self.ready(cap, s))
+                        .collect::<Result<Vec<_>, _>>()
+                };
+                let (prefix, repeated) = (ready(prefix)?, ready(repeated)?);
+                let prefix: Vec<_> = prefix.iter().map(ReadyStep::step).collect();
+                let repeated: Vec<_> = repeated.iter().map(ReadyStep::step).collect();
+                let mut ranges = Vec::with_capacity(reads.len());
+                let mut res = Vec::with_capacity(reads.len());
+                for rd in reads {
+                    res.push(self.resource(cap, &rd.resource)?);
+                }
+                for (rd, r) in reads.iter().zip(&res) {
+                    let byte_len = match rd.len {
+                        Some(l) => usize::try_from(l)?,
+                        None => return Err(ResidentError::Config(
+                            "a sequence read without a length (vyre's read ranges always have one): the record was edited or written by another tool".into(),
+                        )),
+                    };
+                    ranges.push(ResidentReadRange {
+                        resource: r,
+                        byte_offset: usize::try_from(rd.offset)?,
+                        byte_len,
+                    });
+                }
+                let mut got = vec![Vec::new(); reads.len()];
+                let mut outs: Vec<&mut Vec<u8>> = got.iter_mut().collect();
+                // The captured call's own form: a repeated sequence only when it had one.
+                if repeated.is_empty() && *repeat_count == 0 {
+                    b.dispatch_resident_sequence_read_ranges_into(&prefix, &ranges, &mut outs)
+                } else {
+                    b.dispatch_resident_repeated_sequence_read_ranges_into(
+                        &prefix,
+                        &repeated,
+                        *repeat_count,
+                        &ranges,
+                        &mut outs,
+                    )
+                }
+                .map_err(backend_failed)?;
+                compare_reads(cap, reads, &got)
             }
             Event::ResidentDispatch {
                 config, resources, ..
@@ -239,4 +322,27 @@ impl<'a> Session<'a> {
             _ => Err(ResidentError::NotResident),
         }
     }
+}
+
+/// Compares what the replay read (`got`, one per read) with the bytes the application read:
+/// the first divergence names the read and its handle.
+fn compare_reads(
+    cap: &Capture,
+    reads: &[ReadRef<BufferRef>],
+    got: &[Vec<u8>],
+) -> Result<Ran, ResidentError> {
+    for (k, (rd, got)) in reads.iter().zip(got).enumerate() {
+        let Some(data) = &rd.data else { continue };
+        let want = cap.blob(data)?;
+        let name = match rd.resource {
+            ResourceRef::Resident { handle, .. } => format!("read {k} (handle {handle})"),
+            ResourceRef::Borrowed { .. } => format!("read {k}"),
+        };
+        let slot = [OutputSlot { name, elem: None }];
+        if let Some(mut d) = first_divergence(&slot, &[want], std::slice::from_ref(got)) {
+            d.output = k;
+            return Ok(Ran::Compared(Some(d)));
+        }
+    }
+    Ok(Ran::Compared(None))
 }
