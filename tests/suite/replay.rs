@@ -503,3 +503,39 @@ fn resident_sequences_replay_with_their_overrides_and_a_changed_read_diverges() 
     assert_eq!(d.element, 5);
     assert!(d.buffer.starts_with("read 0"), "{d:?}");
 }
+
+/// The application the race binary records on vyre-driver-cuda (`--capture DIR`), recorded
+/// here on `vyrescope-reference`: every call replays on our backend, its dispatches, resident
+/// dispatches and sequence reads compared, none skipped.
+#[test]
+fn the_race_binarys_recorded_application_replays_whole() {
+    let (_t, dir) = tmp_capture();
+    vyrescope::runtime::vyre_device::link();
+    let inner = vyre_driver::backend::acquire("vyrescope-reference").unwrap();
+    let b = capture_boxed(inner, &dir, CaptureOptions::default());
+    let w = vyrescope_dispatch_bench::record_workload(&b).unwrap();
+    assert!(w.verified, "{w:?}");
+    assert_eq!(w.dispatches, 6);
+    assert_eq!(
+        w.resident_calls, 10,
+        "vyrescope-reference has the resident API"
+    );
+    b.flush_capture();
+    drop(b);
+    let ours = ours();
+    let rep = replay(
+        &dir,
+        &Replayer {
+            backend: ours.as_ref(),
+            fallback: None,
+        },
+        None,
+    )
+    .unwrap();
+    assert!(rep.passed, "{rep:?}");
+    assert_eq!(rep.totals.records, 16, "{rep:?}");
+    assert_eq!(rep.totals.skipped, 0, "{rep:?}");
+    // Six dispatches, the download after the resident dispatch and the sequence's read (a
+    // resident dispatch returns no outputs of its own: it is `replayed`).
+    assert_eq!(rep.totals.verified, 8, "{rep:?}");
+}

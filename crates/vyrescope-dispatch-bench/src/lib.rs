@@ -17,6 +17,7 @@ mod bench;
 mod capture;
 mod report;
 pub mod samples;
+mod workload;
 
 pub use bench::{
     for_each_case, median, repeats_for, run_dispatch_bench, BenchCase, BenchSizes,
@@ -24,3 +25,4 @@ pub use bench::{
 };
 pub use capture::{capture_overhead, CaptureOverhead};
 pub use report::{dispatch_table, DispatchBench, DispatchRow, DispatchSplit};
+pub use workload::{record_workload, Workload};

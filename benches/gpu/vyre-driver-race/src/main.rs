@@ -1,14 +1,24 @@
-//! `vyre-driver-race [--json] [--list]`: the dispatch benchmark of `vyrescope selftest
-//! --vyre-dispatch --backend cuda` (the same vyre Programs, sizes and seeded inputs, the
-//! same code: the `vyrescope-dispatch-bench` crate) on vyre's own CUDA backend, acquired
-//! from vyre's registry by its id `cuda`. `benches/gpu/vyre_dispatch_race.sh` runs both and
-//! writes them side by side. No copy limit here: the script takes it from vyrescope's run.
+//! `vyre-driver-race [--json] [--list] [--capture DIR]`: the dispatch benchmark of
+//! `vyrescope selftest --vyre-dispatch --backend cuda` (the same vyre Programs, sizes and
+//! seeded inputs, the same code: the `vyrescope-dispatch-bench` crate) on vyre's own CUDA
+//! backend, acquired from vyre's registry by its id `cuda`. `benches/gpu/vyre_dispatch_race.sh`
+//! runs both and writes them side by side. No copy limit here: the script takes it from
+//! vyrescope's run.
+//!
+//! `--capture DIR` instead records a small application on vyre-driver-cuda through the
+//! capture crate alone (`vyrescope-capture`, no vyrescope): the benchmark's cases at host
+//! sizes and, where vyre-driver-cuda has the resident API, resident dispatches and a
+//! sequence. `vyrescope replay DIR` then replays vyre's own dispatches on vyrescope's
+//! backends (`benches/gpu/vyre_driver_capture.sh`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 
 use vyre_driver::backend::{acquire, registered_backends, BackendError};
-use vyrescope_dispatch_bench::{dispatch_table, run_dispatch_bench, BenchSizes, DispatchBench};
+use vyrescope_capture::{capture_boxed, CaptureOptions};
+use vyrescope_dispatch_bench::{
+    dispatch_table, record_workload, run_dispatch_bench, BenchSizes, DispatchBench,
+};
 
 /// vyre-driver-cuda's registry id.
 const CUDA_ID: &str = "cuda";
@@ -16,8 +26,14 @@ const CUDA_ID: &str = "cuda";
 /// Why the race could not run; every message ends in a `Fix:`.
 #[derive(Debug, thiserror::Error)]
 enum RaceError {
-    #[error("unknown argument `{0}`. Fix: run `vyre-driver-race [--json] [--list]`")]
+    #[error(
+        "unknown argument `{0}`. Fix: run `vyre-driver-race [--json] [--list] [--capture DIR]`"
+    )]
     Usage(String),
+    #[error("`--capture` takes a folder. Fix: run `vyre-driver-race --capture DIR` (DIR must not exist yet, or be empty)")]
+    CaptureDir,
+    #[error("the recorded application failed on `{CUDA_ID}`: {0}. Fix: report this with the command line and the card")]
+    Workload(Box<BackendError>),
     #[error("vyre's registry could not be read: {0}. Fix: report this bug with the output of `cargo tree` in benches/gpu/vyre-driver-race")]
     Registry(Box<BackendError>),
     #[error("vyre's registry could not acquire `{CUDA_ID}`: {0}. Fix: run on a machine with an NVIDIA GPU and its driver (libcuda.so)")]
@@ -82,15 +98,39 @@ fn bench() -> Result<DispatchBench, RaceError> {
     })
 }
 
+/// Records the workload on vyre-driver-cuda into `dir`; true when every result was right.
+fn capture(dir: &str) -> Result<bool, RaceError> {
+    let be = guarded("while acquiring the backend", || {
+        acquire(CUDA_ID).map_err(|e| RaceError::Acquire(e.to_string()))
+    })?;
+    let be = capture_boxed(be, dir, CaptureOptions::default());
+    let w = guarded("during the recorded application", || {
+        record_workload(&be).map_err(|e| RaceError::Workload(Box::new(e)))
+    })?;
+    be.flush_capture();
+    println!(
+        "recorded vyre-driver-cuda (`{CUDA_ID}`) into {dir}: {} dispatches, {} resident calls, results {}",
+        w.dispatches,
+        w.resident_calls,
+        if w.verified { "verified" } else { "WRONG" }
+    );
+    Ok(w.verified)
+}
+
 fn run(args: &[String]) -> Result<bool, RaceError> {
     link_vyre_driver_cuda();
     let mut json = false;
-    for a in args {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
             "--list" => {
                 print!("{}", list()?);
                 return Ok(true);
+            }
+            "--capture" => {
+                let dir = it.next().ok_or(RaceError::CaptureDir)?;
+                return capture(dir);
             }
             other => return Err(RaceError::Usage(other.to_string())),
         }
