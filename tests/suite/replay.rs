@@ -9,13 +9,12 @@ use vyre_driver::backend::{DispatchConfig, VyreBackend};
 use vyre_foundation::ir::Program as VP;
 use vyrescope::harness::replay::{replay, Replayer};
 use vyrescope::vyre::replay::VyreReference;
-use vyrescope_capture::format::content_hash;
 use vyrescope_capture::{capture_boxed, CaptureOptions};
 
 use crate::support;
 use crate::support::capture::{
-    accumulate_program, edit_output, json, ours, record_app, tmp_capture, u32_bytes, words,
-    xor_program,
+    accumulate_program, edit_output, edit_read, json, ours, record_app, tmp_capture, u32_bytes,
+    words, xor_program,
 };
 
 #[test]
@@ -382,16 +381,7 @@ fn a_resident_sequence_replays_and_a_changed_read_diverges() {
     assert_eq!(rep.totals.skipped, 0, "{rep:?}");
     assert_eq!(rep.totals.verified, 1, "the read is compared: {rep:?}");
     // A read that differs (byte 9 of the downloaded buffer) is a divergence at that byte.
-    let rec_path = dir.join("records/00000006.json");
-    let mut rec = json(&std::fs::read_to_string(&rec_path).unwrap());
-    let slot = &mut rec["event"]["reads"][0]["data"];
-    let old = slot["hash"].as_str().unwrap().to_string();
-    let mut bytes = std::fs::read(dir.join(format!("blobs/{old}.bin"))).unwrap();
-    bytes[9] ^= 1;
-    let new = content_hash(&bytes);
-    std::fs::write(dir.join(format!("blobs/{new}.bin")), &bytes).unwrap();
-    slot["hash"] = serde_json::Value::String(new);
-    std::fs::write(&rec_path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    edit_read(&dir, 6, 0, |b| b[9] ^= 1);
     let rep = on(&HostResident::new());
     assert!(!rep.passed);
     let d = rep.records[6].divergence.as_ref().expect("a divergence");
@@ -486,16 +476,7 @@ fn resident_sequences_replay_with_their_overrides_and_a_changed_read_diverges() 
         "both sequences' reads compared: {rep:?}"
     );
     // The repeated sequence's read with its byte 5 changed: a divergence at that byte.
-    let rec_path = dir.join("records/00000005.json");
-    let mut rec = json(&std::fs::read_to_string(&rec_path).unwrap());
-    let slot = &mut rec["event"]["reads"][0]["data"];
-    let old = slot["hash"].as_str().unwrap().to_string();
-    let mut bytes = std::fs::read(dir.join(format!("blobs/{old}.bin"))).unwrap();
-    bytes[5] ^= 0x40;
-    let new = content_hash(&bytes);
-    std::fs::write(dir.join(format!("blobs/{new}.bin")), &bytes).unwrap();
-    slot["hash"] = serde_json::Value::String(new);
-    std::fs::write(&rec_path, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    edit_read(&dir, 5, 0, |b| b[5] ^= 0x40);
     let rep = on(ours.as_ref());
     assert!(!rep.passed);
     assert_eq!(rep.totals.verified, 1, "{rep:?}");

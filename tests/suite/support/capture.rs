@@ -191,9 +191,23 @@ pub fn json(stdout: &str) -> serde_json::Value {
 /// Replaces output `output` of record `index` by `edit(bytes)`, as a capture of a wrong
 /// result would hold it (a new content file under its own hash).
 pub fn edit_output(dir: &Path, index: u64, output: usize, edit: impl FnOnce(&mut Vec<u8>)) {
+    edit_blob(dir, index, &format!("/event/outputs/{output}"), edit);
+}
+
+/// Replaces the bytes of read `read` of record `index` (a download or a sequence's read
+/// range) by `edit(bytes)`, as a capture of a wrong read would hold them.
+pub fn edit_read(dir: &Path, index: u64, read: usize, edit: impl FnOnce(&mut Vec<u8>)) {
+    edit_blob(dir, index, &format!("/event/reads/{read}/data"), edit);
+}
+
+/// Replaces the content file that the buffer reference at JSON `pointer` of record `index`
+/// names by `edit(bytes)`, stored under its own hash as the capture writer would.
+fn edit_blob(dir: &Path, index: u64, pointer: &str, edit: impl FnOnce(&mut Vec<u8>)) {
     let rec_path = dir.join(format!("records/{index:08}.json"));
     let mut rec = json(&std::fs::read_to_string(&rec_path).unwrap());
-    let slot = &mut rec["event"]["outputs"][output];
+    let slot = rec
+        .pointer_mut(pointer)
+        .unwrap_or_else(|| panic!("no {pointer}"));
     let old = slot["hash"].as_str().unwrap().to_string();
     let mut bytes = std::fs::read(dir.join(format!("blobs/{old}.bin"))).unwrap();
     edit(&mut bytes);
