@@ -357,17 +357,7 @@ fn a_resident_sequence_replays_and_a_changed_read_diverges() {
     b.free_resident(ro).unwrap();
     drop(b);
     let fresh = HostResident::new();
-    let on = |backend: &dyn VyreBackend| {
-        replay(
-            &dir,
-            &Replayer {
-                backend,
-                fallback: None,
-            },
-            None,
-        )
-        .unwrap()
-    };
+    let on = |backend: &dyn VyreBackend| replay_whole(&dir, backend);
     let rep = on(&fresh);
     assert!(rep.passed, "{rep:?}");
     assert_eq!(rep.totals.records, 8);
@@ -396,9 +386,7 @@ fn a_resident_sequence_replays_and_a_changed_read_diverges() {
 fn resident_sequences_replay_with_their_overrides_and_a_changed_read_diverges() {
     use vyre_driver::backend::{ResidentDispatchStep, ResidentReadRange};
     let (_t, dir) = tmp_capture();
-    vyrescope::runtime::vyre_device::link();
-    let inner = vyre_driver::backend::acquire("vyrescope-reference").unwrap();
-    let b = capture_boxed(inner, &dir, CaptureOptions::default());
+    let b = recording_reference(&dir);
     let (a, x) = (words(50, 256), words(51, 256));
     let acc = b.allocate_resident(1024).unwrap();
     let ra = b.allocate_resident(1024).unwrap();
@@ -455,17 +443,7 @@ fn resident_sequences_replay_with_their_overrides_and_a_changed_read_diverges() 
         let rec = json(&std::fs::read_to_string(dir.join(format!("records/{i:08}.json"))).unwrap());
         assert_eq!(rec["event"]["kind"], "sequence", "{rec}");
     }
-    let on = |backend: &dyn VyreBackend| {
-        replay(
-            &dir,
-            &Replayer {
-                backend,
-                fallback: None,
-            },
-            None,
-        )
-        .unwrap()
-    };
+    let on = |backend: &dyn VyreBackend| replay_whole(&dir, backend);
     let ours = ours();
     let rep = on(ours.as_ref());
     assert!(rep.passed, "{rep:?}");
@@ -491,9 +469,7 @@ fn resident_sequences_replay_with_their_overrides_and_a_changed_read_diverges() 
 #[test]
 fn the_race_binarys_recorded_application_replays_whole() {
     let (_t, dir) = tmp_capture();
-    vyrescope::runtime::vyre_device::link();
-    let inner = vyre_driver::backend::acquire("vyrescope-reference").unwrap();
-    let b = capture_boxed(inner, &dir, CaptureOptions::default());
+    let b = recording_reference(&dir);
     let w = vyrescope_dispatch_bench::record_workload(&b).unwrap();
     assert!(w.verified, "{w:?}");
     assert_eq!(w.dispatches, 6);
@@ -503,20 +479,34 @@ fn the_race_binarys_recorded_application_replays_whole() {
     );
     b.flush_capture();
     drop(b);
-    let ours = ours();
-    let rep = replay(
-        &dir,
-        &Replayer {
-            backend: ours.as_ref(),
-            fallback: None,
-        },
-        None,
-    )
-    .unwrap();
+    let rep = replay_whole(&dir, ours().as_ref());
     assert!(rep.passed, "{rep:?}");
     assert_eq!(rep.totals.records, 16, "{rep:?}");
     assert_eq!(rep.totals.skipped, 0, "{rep:?}");
     // Six dispatches, the download after the resident dispatch and the sequence's read (a
     // resident dispatch returns no outputs of its own: it is `replayed`).
     assert_eq!(rep.totals.verified, 8, "{rep:?}");
+}
+
+/// `vyrescope-reference` (from vyre's registry) recording into `dir`.
+fn recording_reference(dir: &std::path::Path) -> vyrescope_capture::CapturingBackend {
+    vyrescope::runtime::vyre_device::link();
+    let inner = vyre_driver::backend::acquire("vyrescope-reference").unwrap();
+    capture_boxed(inner, dir, CaptureOptions::default())
+}
+
+/// The whole capture in `dir` replayed on `backend`, without a fallback.
+fn replay_whole(
+    dir: &std::path::Path,
+    backend: &dyn VyreBackend,
+) -> vyrescope::harness::replay::ReplayReport {
+    replay(
+        dir,
+        &Replayer {
+            backend,
+            fallback: None,
+        },
+        None,
+    )
+    .unwrap()
 }
