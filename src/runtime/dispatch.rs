@@ -672,7 +672,13 @@ impl Runtime {
         for (b, s) in buffers.iter_mut().zip(sources) {
             if let Some(s) = s.slice() {
                 if b.access.is_writable() && b.data.len() != s.len() {
-                    b.data.resize(s.len(), 0);
+                    if b.data.is_empty() {
+                        // Zeroed by the allocator without touching the pages: they are
+                        // mapped on the thread pool during the launch (below), not here.
+                        b.data = vec![0u8; s.len()];
+                    } else {
+                        b.data.resize(s.len(), 0);
+                    }
                 }
             }
         }
