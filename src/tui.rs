@@ -37,6 +37,7 @@ pub mod keymap;
 pub mod layout;
 pub mod pin;
 pub mod pipeline;
+pub mod profile;
 pub mod replay;
 pub mod sass_view;
 pub(crate) mod terminal;

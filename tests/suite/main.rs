@@ -5,6 +5,7 @@ mod support;
 mod tui_helpers;
 mod tui_marks;
 mod tui_pin;
+mod tui_profile;
 mod tui_pipeline;
 
 mod atomic_order;

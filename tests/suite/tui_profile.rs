@@ -1,0 +1,240 @@
+//! The inspector's per-statement profile (issue 50): `p` without a GPU makes the
+//! interpreter's instruction-count ESTIMATE, labelled so; the IR and PTX panes get a heat
+//! gutter and the Profile tab lists the hot statements with the same numbers `vyrescope
+//! profile FILE --estimate --json` prints; a Profile row selects its statement in the code
+//! panes; a reload with other contents hides the heat; failures say what to fix.
+
+use std::path::Path;
+
+use crate::tui_helpers as helpers;
+
+use helpers::*;
+use serde_json::Value;
+use vyrescope::tui::action::Command;
+use vyrescope::tui::app::{App, Focus, Tab};
+
+/// `vyrescope profile FILE --estimate --json`'s statements of kernel `k`: (node, self
+/// share, total share, IR line).
+fn cli_statements(file: &Path, k: usize) -> Vec<(String, f64, f64, u64)> {
+    let (code, out, err) = crate::support::cli::run(&[
+        "profile",
+        file.to_str().unwrap(),
+        "--estimate",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("profile --json");
+    assert_eq!(v["profiles"][k]["source"], "estimate");
+    v["profiles"][k]["statements"]
+        .as_array()
+        .expect("statements")
+        .iter()
+        .map(|s| {
+            (
+                s["node"].as_str().unwrap().to_string(),
+                s["self_share"].as_f64().unwrap(),
+                s["total_share"].as_f64().unwrap(),
+                s["ir_line"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn message(a: &App) -> String {
+    a.screen
+        .message
+        .as_ref()
+        .map_or(String::new(), |m| m.1.clone())
+}
+
+fn pct(share: f64) -> String {
+    format!("{:.1}", 100.0 * share)
+}
+
+#[test]
+fn p_offline_shows_an_estimate_whose_gutter_and_panel_match_the_profile_command() {
+    let file = fixture("stencil5_f32.json");
+    let (mut a, hl) = app(std::slice::from_ref(&file), 150, 70);
+    press(&mut a, &[Command::Profile]);
+    assert!(message(&a).contains("ESTIMATE"), "{}", message(&a));
+    assert_eq!(a.detail.tab, Tab("Profile"));
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("heat: instruction-count ESTIMATE"), "{s}");
+    assert!(s.contains("instruction-count ESTIMATE from the reference interpreter"), "{s}");
+    let cli = cli_statements(&file, 0);
+    assert!(cli.len() >= 8, "{cli:?}");
+    let lines: Vec<&str> = s.lines().collect();
+    // The panel lists the statements in the command's order with its numbers; the IR
+    // gutter shows each statement's own share on the line that opens it.
+    let rows = lines.iter().position(|l| l.contains("self%  total%")).expect("header");
+    let shown = lines.len() - rows - 3;
+    for (k, (node, own, total, ir_line)) in cli.iter().take(shown).enumerate() {
+        let row = lines[rows + 1 + k];
+        let cells: Vec<&str> = row.trim_matches(|c| c == '│' || c == ' ').split_whitespace().collect();
+        assert_eq!(cells[0], pct(*own), "{row}");
+        assert_eq!(cells[1], pct(*total), "{row}");
+        assert_eq!(cells[2], node, "{row}");
+        assert_eq!(cells[3], ir_line.to_string(), "{row}");
+        let gutter = format!("{:>5} {node:>15}│", pct(*own));
+        assert!(
+            lines.iter().any(|l| l.contains(&gutter)),
+            "no IR gutter `{gutter}` in\n{s}"
+        );
+    }
+    // The shares are of the whole: the own shares add up to 100%.
+    let sum: f64 = cli.iter().map(|c| c.1).sum();
+    assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+    // The state holds the command's numbers exactly, not just their rounding.
+    let view = a.jobs.session.profile.as_ref().expect("a profile");
+    let p = &view.result.as_ref().expect("profiled")[0];
+    let ours: Vec<(String, f64, f64, u64)> = p
+        .statements
+        .iter()
+        .map(|s| {
+            (
+                s.node.clone(),
+                s.self_share,
+                s.total_share,
+                u64::from(s.ir_line.unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(ours, cli);
+}
+
+#[test]
+fn a_profile_row_selects_its_statement_in_the_ir_and_ptx_panes() {
+    let file = fixture("stencil5_f32.json");
+    let (mut a, hl) = app(std::slice::from_ref(&file), 150, 60);
+    press(&mut a, &[Command::Profile]);
+    a.screen.focus = Focus::Detail;
+    let statements = a.jobs.session.profile.as_ref().unwrap().result.clone().unwrap()[0]
+        .statements
+        .clone();
+    for k in 1..5 {
+        press(&mut a, &[Command::Down]);
+        assert_eq!(a.detail.pane.cursor, k);
+        let want = &statements[k];
+        assert_eq!(a.ir_node(), Some(want.node.as_str()), "row {k}");
+        assert_eq!(
+            a.panes.ir.cursor + 1,
+            want.ir_line.unwrap() as usize,
+            "row {k}"
+        );
+        // The PTX cursor is on the statement's first line, whose heat cell shows the share.
+        let view = a.ptx_view().unwrap().clone();
+        let first = view.corr.lines_of(&want.node)[0][0] as usize;
+        assert_eq!(a.panes.ptx.cursor + 1, first, "row {k}");
+        let digits = view.len().to_string().len();
+        let cell = format!("{:>5} {first:>digits$}│", pct(want.self_share));
+        let s = screen(&mut a, &hl);
+        assert!(s.contains(&cell), "no PTX heat `{cell}` in\n{s}");
+    }
+    // Up again: back to the hottest.
+    press(&mut a, &[Command::Home]);
+    assert_eq!(a.ir_node(), Some(statements[0].node.as_str()));
+}
+
+#[test]
+fn a_reload_with_other_contents_hides_the_heat_and_the_same_contents_keep_it() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("saxpy_f32.json");
+    let text = std::fs::read_to_string(fixture("saxpy_f32.json")).unwrap();
+    std::fs::write(&file, &text).unwrap();
+    let (mut a, hl) = app(std::slice::from_ref(&file), 150, 50);
+    press(&mut a, &[Command::Profile]);
+    assert!(a.jobs.session.profile.as_ref().unwrap().result.is_ok());
+    press(&mut a, &[Command::Reload]);
+    assert!(!a.jobs.session.profile.as_ref().unwrap().stale);
+    assert!(screen(&mut a, &hl).contains("heat: instruction-count ESTIMATE"));
+    // Another statement: the profile is of other code now.
+    let changed = text.replace(
+        r#"{"let": "a", "value": {"load": "params", "index": 0}},"#,
+        r#"{"let": "a", "value": {"load": "params", "index": 0}},
+    {"let": "b", "value": {"mul": ["a", "a"]}},"#,
+    );
+    assert_ne!(changed, text);
+    std::fs::write(&file, &changed).unwrap();
+    press(&mut a, &[Command::Reload]);
+    assert!(a.jobs.session.profile.as_ref().unwrap().stale);
+    let s = screen(&mut a, &hl);
+    assert!(!s.contains("heat:"), "{s}");
+    assert!(s.contains("profile stale (p)"), "{s}");
+    assert!(s.contains("stale: the Program changed since it was profiled"), "{s}");
+    // No line carries a share any more: the IR gutter is the node ids alone.
+    assert!(s.lines().all(|l| !l.contains("  body[0]│") || !l.contains('.')), "{s}");
+    // p again profiles the new contents.
+    press(&mut a, &[Command::Profile]);
+    let v = a.jobs.session.profile.as_ref().unwrap();
+    assert!(!v.stale);
+    let p = &v.result.as_ref().unwrap()[0];
+    assert!(p.statement("body[3]").is_some(), "{:?}", p.statements);
+}
+
+#[test]
+fn a_profile_that_cannot_run_says_why_with_a_fix() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("saxpy_f32.json");
+    let text = std::fs::read_to_string(fixture("saxpy_f32.json")).unwrap();
+    // Inputs from a data file that is not there: the run cannot be prepared.
+    let missing = text.replace(
+        r#""x": {"fill": "random", "seed": 11, "range": [-4.0, 4.0]}"#,
+        r#""x": {"file": "x_missing.bin"}"#,
+    );
+    assert_ne!(missing, text);
+    std::fs::write(&file, &missing).unwrap();
+    let (mut a, hl) = app(std::slice::from_ref(&file), 150, 50);
+    press(&mut a, &[Command::Profile]);
+    let m = message(&a);
+    assert!(m.starts_with("profile failed: ") && m.contains("Fix: "), "{m}");
+    assert!(a.jobs.session.profile.as_ref().unwrap().result.is_err());
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("profile failed:"), "{s}");
+    assert!(!s.contains("heat:"), "{s}");
+    // The file on disk changed after it was opened: refused, with what to do.
+    std::fs::write(&file, &text).unwrap();
+    press(&mut a, &[Command::Profile]);
+    let m = message(&a);
+    assert!(
+        m.contains("is not the Program open in the inspector") && m.contains("Fix: press R"),
+        "{m}"
+    );
+    // After R, p profiles.
+    press(&mut a, &[Command::Reload, Command::Profile]);
+    assert!(a.jobs.session.profile.as_ref().unwrap().result.is_ok(), "{}", message(&a));
+}
+
+#[test]
+fn p_on_a_pipeline_shows_the_selected_steps_profile() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pipelines/chain.json");
+    let (mut a, hl) = app(std::slice::from_ref(&file), 150, 50);
+    press(&mut a, &[Command::NextStep, Command::Profile]);
+    let cli = cli_statements(&file, 1);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("step 2/"), "{s}");
+    let (node, own, ..) = &cli[0];
+    let gutter = format!("{:>5} ", pct(*own));
+    let ir_row = s
+        .lines()
+        .find(|l| l.contains(&format!("steps[1].{node}│")))
+        .unwrap_or_else(|| panic!("no IR line of {node} in\n{s}"));
+    assert!(ir_row.contains(&gutter), "{ir_row}");
+}
+
+#[test]
+fn the_headless_inspector_profiles_with_p() {
+    let (code, out, err) = crate::support::cli::run(&[
+        "tui",
+        fixture("matmul_tiled_f32.json").to_str().unwrap(),
+        "--keys",
+        "p",
+        "--size",
+        "140x40",
+        "--snapshot",
+        "-",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("heat: instruction-count ESTIMATE"), "{out}");
+    assert!(out.contains("Profile"), "{out}");
+    assert!(out.contains("self%  total%"), "{out}");
+}
