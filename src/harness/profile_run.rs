@@ -17,17 +17,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::emit::{emit, EmitOptions, EmittedKernel};
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::inputs::{self, FileRoot, HostBuffer, LaunchShape};
 use crate::ir::Program;
-use crate::emit::{emit, EmitOptions, EmittedKernel};
 use crate::profile::instrument::{instrument, stride_for};
 use crate::profile::report::{from_table, Lowering, Overhead, Profile, Source};
-use crate::sass::SassListing;
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::execute::{tolerance_for, RunRequest};
 use crate::runtime::jit::JitOptions;
 use crate::runtime::Runtime;
+use crate::sass::SassListing;
 use crate::util::Problem;
 
 /// What an instrumented GPU run measured (what the worker sends back).

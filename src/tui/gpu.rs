@@ -22,8 +22,8 @@ use crate::runtime::{parity, GpuWorker, SweepRequest};
 
 use super::analysis::{Resources, Unavailable};
 use super::pipeline::{PipelineFile, PipelineRun, GPU_REPEAT};
-use crate::harness::replay_record::RecordReplay;
 use crate::harness::profile_run::{InstrumentedRun, PROFILE_REPEAT};
+use crate::harness::replay_record::RecordReplay;
 use crate::harness::worker_messages::{
     JobsClient, PipelineJob, ProfileJob, ReplayJob, TimelineJob,
 };

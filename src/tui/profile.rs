@@ -147,7 +147,10 @@ pub fn top_stall(app: &App, node: &str) -> Option<String> {
     let (p, prefix) = current(app)?;
     let own = node.strip_prefix(prefix.as_str())?;
     let (reason, n) = p.statement(own)?.stalls.first()?;
-    Some(format!("{} ({n})", crate::profile::pc::short_reason(reason)))
+    Some(format!(
+        "{} ({n})",
+        crate::profile::pc::short_reason(reason)
+    ))
 }
 
 /// Profiles `key`'s file (the worker's side of `p`): on the GPU through `gpu` (the GPU
@@ -157,7 +160,12 @@ pub fn top_stall(app: &App, node: &str) -> Option<String> {
 pub fn run(key: &ProfileKey, gpu: Option<&mut dyn Gpu>) -> Result<Vec<Profile>, Problem> {
     let (kernels, mut inputs) = load_kernels(&key.path)?;
     let on_disk: Vec<&Program> = kernels.iter().map(|k| &k.program).collect();
-    if on_disk.len() != key.programs.len() || on_disk.iter().zip(key.programs.iter()).any(|(a, b)| *a != b) {
+    if on_disk.len() != key.programs.len()
+        || on_disk
+            .iter()
+            .zip(key.programs.iter())
+            .any(|(a, b)| *a != b)
+    {
         return Err(Problem::new(
             format!(
                 "{} on disk is not the Program open in the inspector (it changed since it was opened)",
@@ -181,11 +189,12 @@ pub fn summary(profiles: &[Profile], pipeline_step: Option<usize>) -> String {
     let Some(p) = profiles.get(k) else {
         return "profiled: no kernel".into();
     };
-    let hottest = p
-        .statements
-        .first()
-        .map_or(String::new(), |s| format!("; hottest {} {:.1}%", s.node, 100.0 * s.self_share));
-    let step = pipeline_step.map_or(String::new(), |s| format!(" (step {} of {})", s + 1, profiles.len()));
+    let hottest = p.statements.first().map_or(String::new(), |s| {
+        format!("; hottest {} {:.1}%", s.node, 100.0 * s.self_share)
+    });
+    let step = pipeline_step.map_or(String::new(), |s| {
+        format!(" (step {} of {})", s + 1, profiles.len())
+    });
     format!("profiled{step}: {}{hottest}", source_label(p.source))
 }
 

@@ -5,8 +5,8 @@ mod support;
 mod tui_helpers;
 mod tui_marks;
 mod tui_pin;
-mod tui_profile;
 mod tui_pipeline;
+mod tui_profile;
 
 mod atomic_order;
 #[cfg(feature = "vyre")]

@@ -30,7 +30,12 @@ pub(super) fn request(app: &mut App, out: &mut Vec<Cmd>) {
     let gpu = app.jobs.devices.live.is_some();
     let pipeline = doc.pipeline.is_some();
     app.detail.show(tabs::Profile.id());
-    if app.code.workgroup.is_some_and(|w| w != doc.program.workgroup_size) && !pipeline {
+    if app
+        .code
+        .workgroup
+        .is_some_and(|w| w != doc.program.workgroup_size)
+        && !pipeline
+    {
         app.screen.info(
             "profiling at the file's own workgroup size and inputs (as `vyrescope profile` does)",
         );

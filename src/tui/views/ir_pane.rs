@@ -159,7 +159,12 @@ fn heat_note(app: &App, heat: &Heat) -> String {
             String::new()
         };
     };
-    let mut s = format!(" · heat: {}", profile::source_label(source));
+    // Short (narrow panes cut titles from the right); the estimate in capitals.
+    let word = match source {
+        crate::profile::Source::Estimate => "ESTIMATE",
+        s => s.name(),
+    };
+    let mut s = format!(" · heat {word}");
     if let Some(n) = app.selected_node() {
         if let Some(share) = heat.share(Some(n)) {
             s.push_str(&format!(" · {:.1}%", 100.0 * share));
