@@ -413,6 +413,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn heat_grades_go_from_dim_to_the_error_colour_at_their_bounds() {
+        let t = Theme::from_syntax("dark", &load_syntax_theme("dark").unwrap());
+        let hot = t.error.add_modifier(Modifier::BOLD);
+        for (share, want) in [
+            (1.0, hot),
+            (0.25, hot),
+            (0.2499, t.warning),
+            (0.10, t.warning),
+            (0.0999, t.info),
+            (0.02, t.info),
+            (0.0199, t.dim),
+            (0.0, t.dim),
+        ] {
+            assert_eq!(t.heat(share), want, "share {share}");
+        }
+        // Four distinct grades, so the gutter tells them apart.
+        let mut styles = vec![t.heat(0.5), t.heat(0.15), t.heat(0.05), t.heat(0.01)];
+        styles.dedup();
+        assert_eq!(styles.len(), 4);
+    }
+
+    #[test]
     fn builtin_themes_load_with_distinct_palettes() {
         let mut seen = Vec::new();
         for (name, _) in BUILTIN {

@@ -261,3 +261,76 @@ fn the_headless_inspector_profiles_with_p() {
     assert!(out.contains("Profile"), "{out}");
     assert!(out.contains("self%  total%"), "{out}");
 }
+
+#[test]
+fn a_pc_profile_names_the_top_stall_of_the_selected_statement() {
+    use std::sync::Arc;
+    use vyrescope::profile::{HotStatement, Profile, Source};
+    use vyrescope::tui::profile::{ProfileKey, ProfileView};
+    let (mut a, hl) = app(&[fixture("saxpy_f32.json")], 150, 50);
+    // Samples as the pc source reports them (its collection needs a GPU): the statement
+    // under the IR cursor, body[0], mostly waiting on a global load.
+    let hot = |node: &str, samples: u64, stalls: Vec<(String, u64)>| HotStatement {
+        node: node.into(),
+        ir_line: None,
+        text: String::new(),
+        self_value: samples,
+        self_share: samples as f64 / 100.0,
+        total_value: samples,
+        total_share: samples as f64 / 100.0,
+        stalls,
+        ptx_lines: Vec::new(),
+        sass: Vec::new(),
+    };
+    let profile = Profile {
+        kernel: "saxpy_f32".into(),
+        source: Source::Pc,
+        unit: Source::Pc.unit(),
+        total: 100,
+        statements: vec![
+            hot(
+                "body[3]",
+                63,
+                vec![
+                    (
+                        "smsp__pcsamp_warps_issue_stalled_long_scoreboard".into(),
+                        50,
+                    ),
+                    ("smsp__pcsamp_warps_issue_stalled_wait".into(), 13),
+                ],
+            ),
+            hot(
+                "body[0]",
+                37,
+                vec![(
+                    "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle".into(),
+                    37,
+                )],
+            ),
+        ],
+        unmapped: 3,
+        stride: None,
+        overhead: None,
+    };
+    a.jobs.session.profile = Some(ProfileView {
+        key: ProfileKey::of(a.programs.doc.as_ref().unwrap()),
+        result: Ok(Arc::new(vec![profile])),
+        stale: false,
+    });
+    press(&mut a, &[Command::Tab(8)]);
+    assert_eq!(a.ir_node(), Some("body[0]"));
+    let s = screen(&mut a, &hl);
+    assert!(
+        s.contains("heat pc · 37.0% · stall math_pipe_throttle"),
+        "{s}"
+    );
+    assert!(s.contains("stall long_scoreboard (50)"), "{s}");
+    assert!(s.contains("3 unmapped"), "{s}");
+    // The PTX lines of body[3] carry its share.
+    let view = a.ptx_view().unwrap().clone();
+    let first = view.corr.lines_of("body[3]")[0][0] as usize;
+    assert_eq!(
+        vyrescope::tui::profile::Heat::of(&a).share(view.corr.node_at(first - 1)),
+        Some(0.63)
+    );
+}
