@@ -334,3 +334,31 @@ fn a_pc_profile_names_the_top_stall_of_the_selected_statement() {
         Some(0.63)
     );
 }
+
+#[test]
+fn a_tuned_workgroup_is_named_since_the_profile_is_of_the_files_own() {
+    let file = fixture("saxpy_f32.json");
+    let (mut a, _) = app(std::slice::from_ref(&file), 150, 50);
+    press(&mut a, &[Command::WgHalve, Command::Profile]);
+    assert_eq!(a.workgroup(), [128, 1, 1]);
+    let m = message(&a);
+    assert!(m.contains("at the file's own workgroup size"), "{m}");
+    // Still the command's numbers (the file runs at 256).
+    let p = &a
+        .jobs
+        .session
+        .profile
+        .as_ref()
+        .unwrap()
+        .result
+        .as_ref()
+        .unwrap()[0];
+    let cli = cli_statements(&file, 0);
+    let ours: Vec<(String, f64)> = p
+        .statements
+        .iter()
+        .map(|s| (s.node.clone(), s.self_share))
+        .collect();
+    let theirs: Vec<(String, f64)> = cli.into_iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(ours, theirs);
+}

@@ -445,6 +445,19 @@ impl TabComponent for Profile {
     fn data(&self, app: &App) -> Value {
         views::profile::data(app)
     }
+    fn help(&self, app: &App) -> Vec<Line<'static>> {
+        let k = |c: Command| app.keymap.key_text(c);
+        vec![
+            Line::raw(""),
+            Line::styled("Profile tab".to_string(), app.theme.title),
+            Line::raw(format!(
+                "  {}/{} hot statements: the code panes select the row's statement; {} profiles again",
+                k(Command::Up),
+                k(Command::Down),
+                k(Command::Profile)
+            )),
+        ]
+    }
 }
 
 #[cfg(test)]

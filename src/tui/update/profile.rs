@@ -28,18 +28,7 @@ pub(super) fn request(app: &mut App, out: &mut Vec<Cmd>) {
     }
     let key = ProfileKey::of(doc);
     let gpu = app.jobs.devices.live.is_some();
-    let pipeline = doc.pipeline.is_some();
     app.detail.show(tabs::Profile.id());
-    if app
-        .code
-        .workgroup
-        .is_some_and(|w| w != doc.program.workgroup_size)
-        && !pipeline
-    {
-        app.screen.info(
-            "profiling at the file's own workgroup size and inputs (as `vyrescope profile` does)",
-        );
-    }
     out.push(app.jobs.queue(Job::Profile {
         key: Box::new(key),
         gpu,
@@ -55,7 +44,17 @@ pub(super) fn profiled(app: &mut App, key: ProfileKey, r: Result<Vec<Profile>, P
         .as_ref()
         .and_then(|d| d.pipeline.as_ref())
         .map(|p| p.step);
+    // The profile is of the file as `vyrescope profile` runs it: its own workgroup size.
+    let other_wg = step.is_none()
+        && app
+            .code
+            .workgroup
+            .is_some_and(|w| key.programs.first().is_some_and(|p| p.workgroup_size != w));
     match &r {
+        Ok(p) if other_wg => app.screen.info(format!(
+            "{} (at the file's own workgroup size, not the tuned one)",
+            summary(p, step)
+        )),
         Ok(p) => app.screen.info(summary(p, step)),
         // One line: the message and its fix (the Profile tab shows them whole).
         Err(e) if e.fix.is_empty() => app.screen.error(format!("profile failed: {}", e.message)),
