@@ -362,3 +362,104 @@ fn a_tuned_workgroup_is_named_since_the_profile_is_of_the_files_own() {
     let theirs: Vec<(String, f64)> = cli.into_iter().map(|c| (c.0, c.1)).collect();
     assert_eq!(ours, theirs);
 }
+
+/// A GPU whose worker answers the profile job with tables it made on the interpreter
+/// (cycles are made up: one per statement started) and a 1.5x overhead; everything else
+/// is [`NoGpu`]'s "no driver".
+struct TableGpu {
+    asked: Vec<std::path::PathBuf>,
+}
+
+impl vyrescope::tui::gpu::Gpu for TableGpu {
+    fn probe(&mut self) -> Result<vyrescope::occupancy::DeviceCaps, vyrescope::util::Problem> {
+        NoGpu.probe()
+    }
+    fn live_resources(
+        &mut self,
+        k: &vyrescope::emit::EmittedKernel,
+    ) -> Option<Result<vyrescope::occupancy::KernelResources, vyrescope::util::Problem>> {
+        NoGpu.live_resources(k)
+    }
+    fn dispatch(
+        &mut self,
+        p: &vyrescope::ir::Program,
+        f: &vyrescope::tui::gpu::InputFolder,
+        o: &vyrescope::emit::EmitOptions,
+    ) -> Result<vyrescope::tui::gpu::RunRecord, vyrescope::util::Problem> {
+        NoGpu.dispatch(p, f, o)
+    }
+    fn tune(
+        &mut self,
+        p: &vyrescope::ir::Program,
+        f: &vyrescope::tui::gpu::InputFolder,
+        o: &vyrescope::emit::EmitOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<vyrescope::tui::gpu::TuneRow>, vyrescope::util::Problem> {
+        NoGpu.tune(p, f, o, progress)
+    }
+    fn cache_stats(&mut self) -> Result<vyrescope::tui::gpu::Counters, vyrescope::util::Problem> {
+        NoGpu.cache_stats()
+    }
+    fn telemetry(&mut self) -> Result<vyrescope::tui::gpu::Counters, vyrescope::util::Problem> {
+        NoGpu.telemetry()
+    }
+    fn profile(
+        &mut self,
+        file: &Path,
+    ) -> Result<Vec<vyrescope::harness::profile_run::InstrumentedRun>, vyrescope::util::Problem>
+    {
+        use vyrescope::profile::instrument::{instrument, stride_for};
+        self.asked.push(file.to_path_buf());
+        let (program, prepared) = vyrescope::inputs::prepare_file(file, None, None)?;
+        let inst = instrument(&program, stride_for(prepared.shape.workgroups()))?;
+        let mut buffers = prepared.buffers.clone();
+        buffers.push(inst.table_buffer());
+        vyrescope::interp::run(&inst.program, &prepared.shape, &mut buffers)?;
+        Ok(vec![vyrescope::harness::profile_run::InstrumentedRun {
+            table: inst.read_table(&buffers).expect("table"),
+            stride: inst.stride,
+            plain_ms: 2.0,
+            instrumented_ms: 3.0,
+            device: "fake".into(),
+        }])
+    }
+}
+
+#[test]
+fn with_a_live_gpu_p_goes_to_the_gpu_worker_and_shows_the_instrumented_source() {
+    let file = fixture("stencil5_f32.json");
+    let (mut a, hl) = app(std::slice::from_ref(&file), 150, 50);
+    a.jobs.devices.live = a.jobs.devices.current().cloned();
+    assert!(a.jobs.devices.live.is_some());
+    let mut gpu = TableGpu { asked: Vec::new() };
+    vyrescope::tui::replay::apply(
+        &mut a,
+        &mut gpu,
+        vyrescope::tui::action::Action::Command(Command::Profile),
+    );
+    assert_eq!(gpu.asked, vec![file.clone()], "{}", message(&a));
+    let p = &a
+        .jobs
+        .session
+        .profile
+        .as_ref()
+        .unwrap()
+        .result
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(p.source, vyrescope::profile::Source::Instrumented);
+    assert_eq!(p.unit, "cycles");
+    // The same table as the estimate: the same shares, now labelled as cycles.
+    let cli = cli_statements(&file, 0);
+    let ours: Vec<(String, f64)> = p
+        .statements
+        .iter()
+        .map(|s| (s.node.clone(), s.self_share))
+        .collect();
+    let theirs: Vec<(String, f64)> = cli.into_iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(ours, theirs);
+    let s = screen(&mut a, &hl);
+    assert!(s.contains("heat instrumented"), "{s}");
+    assert!(s.contains("overhead 1.50x"), "{s}");
+    assert!(!s.contains("ESTIMATE"), "{s}");
+}
