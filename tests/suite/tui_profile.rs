@@ -463,3 +463,52 @@ fn with_a_live_gpu_p_goes_to_the_gpu_worker_and_shows_the_instrumented_source() 
     assert!(s.contains("overhead 1.50x"), "{s}");
     assert!(!s.contains("ESTIMATE"), "{s}");
 }
+
+#[test]
+fn the_sass_pane_shows_the_share_of_each_instructions_statement() {
+    if !crate::support::tools::sass_tools("the SASS pane's heat gutter") {
+        return;
+    }
+    let (mut a, hl) = app(&[fixture("saxpy_f32.json")], 160, 48);
+    press(&mut a, &[Command::SassPane, Command::Profile]);
+    let heat = vyrescope::tui::profile::Heat::of(&a);
+    let listing = a.sass_view().expect("a SASS listing").clone();
+    // The instructions of the hottest statement that has some carry its share.
+    let p = &a
+        .jobs
+        .session
+        .profile
+        .as_ref()
+        .unwrap()
+        .result
+        .as_ref()
+        .unwrap()[0];
+    let rows_of = |node: &str| -> Vec<usize> {
+        (0..listing.len())
+            .filter(|&i| listing.node_at(i) == Some(node))
+            .collect()
+    };
+    let top = p
+        .statements
+        .iter()
+        .find(|s| !rows_of(&s.node).is_empty())
+        .expect("a profiled statement with SASS")
+        .clone();
+    let rows = rows_of(&top.node);
+    assert_eq!(heat.share(listing.node_at(rows[0])), Some(top.self_share));
+    a.screen.focus = Focus::Sass;
+    vyrescope::tui::update::update(
+        &mut a,
+        vyrescope::tui::action::Action::Command(Command::Home),
+    );
+    for _ in 0..rows[0] {
+        press(&mut a, &[Command::Down]);
+    }
+    let s = screen(&mut a, &hl);
+    let text = listing.line(rows[0]).trim().to_string();
+    let row = s
+        .lines()
+        .find(|l| l.contains(&text))
+        .unwrap_or_else(|| panic!("no SASS row `{text}` in\n{s}"));
+    assert!(row.contains(&format!("{} ", pct(top.self_share))), "{row}");
+}
