@@ -8,7 +8,8 @@
 //! - [`component`]: each pane and detail tab as a component: its own keys, its status-bar
 //!   hints and its drawing; the tab registry. [`views`]: draw from `&App` only; [`layout`]
 //!   places panes for draw, mouse and paging.
-//! - [`background`]: slow work (loading, planning, large emissions, probe, dispatch, tune) on
+//! - [`background`]: slow work (loading, planning, large emissions, probe, dispatch, tune,
+//!   profiles: [`profile`]) on
 //!   two threads off the UI thread, reporting through a channel; [`gpu::Gpu`] is the one
 //!   seam to the CUDA runtime (whose GPU work runs in the GPU worker process,
 //!   `runtime::worker`), an instance made by [`run`] (or the replay's caller) and owned by
@@ -37,6 +38,7 @@ pub mod keymap;
 pub mod layout;
 pub mod pin;
 pub mod pipeline;
+pub mod profile;
 pub mod replay;
 pub mod sass_view;
 pub(crate) mod terminal;

@@ -4,15 +4,11 @@
 
 use std::path::PathBuf;
 
-use crate::emit::{emit, EmitOptions, EmittedKernel};
 use crate::harness::profile_run::{
-    instrumented_runs, load_kernels, profile_request, PROFILE_REPEAT,
+    estimate_kernels, instrumented_profiles, instrumented_runs, load_kernels, profile_request,
+    PROFILE_REPEAT,
 };
-use crate::inputs::{HostBuffer, LaunchShape};
-use crate::ir::Program;
-use crate::profile::instrument::instrument;
-use crate::profile::report::{from_table, Lowering, Overhead, Profile, Source};
-use crate::sass::SassListing;
+use crate::profile::report::Profile;
 use crate::util::Problem;
 
 /// Which source `--source` picks.
@@ -55,21 +51,8 @@ pub struct Args {
 /// Runs `profile`.
 pub fn run(a: &Args) -> super::Outcome {
     let (kernels, mut inputs) = load_kernels(&a.file)?;
-    let mut profiles = Vec::new();
     if a.estimate {
-        for (k, kernel) in kernels.iter().enumerate() {
-            let mut buffers = inputs.take(k);
-            let lowered = lower(&kernel.program, kernel.shape.workgroup_size, a.sm);
-            let mut p = estimate_on(
-                &kernel.program,
-                &kernel.shape,
-                &mut buffers,
-                lowered.lowering(),
-            )?;
-            p.kernel = kernel.label.clone().unwrap_or(p.kernel);
-            inputs.put(k, buffers);
-            profiles.push(p);
-        }
+        let profiles = estimate_kernels(&kernels, &mut inputs, Some(a.sm))?;
         return print(a, &profiles);
     }
     let mut rt = a.gpu.open().map_err(|p| {
@@ -89,73 +72,8 @@ pub fn run(a: &Args) -> super::Outcome {
     // `HarnessJob::Profile` calls the same `instrumented_runs` (through `profile_file`).
     let req = profile_request(PROFILE_REPEAT, None);
     let runs = instrumented_runs(&mut rt, &kernels, &mut inputs, &req)?;
-    for (kernel, r) in kernels.iter().zip(&runs) {
-        let lowered = lower(&kernel.program, kernel.shape.workgroup_size, a.sm);
-        let inst = instrument(&kernel.program, r.stride)?;
-        let mut p = from_table(
-            &kernel.program,
-            &inst,
-            &r.table,
-            Source::Instrumented,
-            lowered.lowering(),
-        );
-        p.overhead = Some(Overhead {
-            plain_ms: r.plain_ms,
-            instrumented_ms: r.instrumented_ms,
-        });
-        p.kernel = kernel.label.clone().unwrap_or(p.kernel);
-        profiles.push(p);
-    }
+    let profiles = instrumented_profiles(&kernels, &runs, Some(a.sm))?;
     print(a, &profiles)
-}
-
-/// The estimate of one kernel on `buffers` (left holding the plain build's outputs).
-fn estimate_on(
-    program: &Program,
-    shape: &LaunchShape,
-    buffers: &mut Vec<HostBuffer>,
-    lowering: Lowering,
-) -> Result<Profile, Problem> {
-    let prepared = crate::inputs::PreparedRun {
-        shape: *shape,
-        buffers: std::mem::take(buffers),
-    };
-    let p = crate::profile::estimate::estimate(program, &prepared, lowering)?;
-    *buffers = prepared.buffers;
-    // The next pipeline step reads what this one wrote: run the plain build for it.
-    crate::interp::run(program, shape, buffers)?;
-    Ok(p)
-}
-
-/// The plain kernel and its SASS, for the PTX lines and instructions behind statements
-/// (either may be missing: no ptxas or nvdisasm leaves the SASS out).
-struct Lowered {
-    kernel: Option<EmittedKernel>,
-    sass: Option<SassListing>,
-}
-
-impl Lowered {
-    fn lowering(&self) -> Lowering<'_> {
-        Lowering {
-            kernel: self.kernel.as_ref(),
-            sass: self.sass.as_ref(),
-        }
-    }
-}
-
-/// Emits `program` as `sass` does (line info on, so the SASS maps back to IR lines).
-fn lower(program: &Program, wg: [u32; 3], sm: u32) -> Lowered {
-    let opts = EmitOptions {
-        sm,
-        workgroup_size: wg,
-        lineinfo: true,
-        ..EmitOptions::for_program(program)
-    };
-    let kernel = emit(program, &opts).ok();
-    let sass = kernel
-        .as_ref()
-        .and_then(|k| crate::sass::disassemble(k, sm).ok());
-    Lowered { kernel, sass }
 }
 
 fn print(a: &Args, profiles: &[Profile]) -> super::Outcome {

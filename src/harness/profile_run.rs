@@ -9,21 +9,25 @@
 //! [`HarnessJob::Profile`](super::worker_messages::HarnessJob::Profile), the job a caller
 //! that must survive a faulting kernel sends through
 //! [`JobsClient::profile`](super::worker_messages::JobsClient::profile) instead (the
-//! inspector has no profile view yet).
+//! inspector's `p` does). [`instrumented_profiles`] turns the runs into the per-statement
+//! table and [`estimate_kernels`] makes the interpreter's estimate, for both callers.
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::emit::{emit, EmitOptions, EmittedKernel};
 use crate::inputs::pipeline::PreparedPipeline;
 use crate::inputs::{self, FileRoot, HostBuffer, LaunchShape};
 use crate::ir::Program;
 use crate::profile::instrument::{instrument, stride_for};
+use crate::profile::report::{from_table, Lowering, Overhead, Profile, Source};
 use crate::runtime::dispatch::DispatchOptions;
 use crate::runtime::execute::{tolerance_for, RunRequest};
 use crate::runtime::jit::JitOptions;
 use crate::runtime::Runtime;
+use crate::sass::SassListing;
 use crate::util::Problem;
 
 /// What an instrumented GPU run measured (what the worker sends back).
@@ -275,4 +279,112 @@ pub fn profile_file(
 ) -> Result<Vec<InstrumentedRun>, Problem> {
     let (kernels, mut inputs) = load_kernels(file)?;
     instrumented_runs(rt, &kernels, &mut inputs, req)
+}
+
+/// The instruction-count estimate of each of `kernels` in order on the reference
+/// interpreter (no GPU): `vyrescope profile --estimate` and the inspector's `p` offline.
+/// A pipeline step reads what the plain build of the step before it wrote. `sm`: the PTX
+/// and SASS the statements point into (None leaves them out: the inspector maps statements
+/// to its own panes' lines).
+pub fn estimate_kernels(
+    kernels: &[ProfileKernel],
+    inputs: &mut KernelInputs,
+    sm: Option<u32>,
+) -> Result<Vec<Profile>, Problem> {
+    let mut profiles = Vec::with_capacity(kernels.len());
+    for (k, kernel) in kernels.iter().enumerate() {
+        let lowered = Lowered::of(kernel, sm);
+        let prepared = crate::inputs::PreparedRun {
+            shape: kernel.shape,
+            buffers: inputs.take(k),
+        };
+        let mut p =
+            crate::profile::estimate::estimate(&kernel.program, &prepared, lowered.lowering())?;
+        // The next pipeline step reads what this one wrote: run the plain build for it.
+        let mut buffers = prepared.buffers;
+        crate::interp::run(&kernel.program, &kernel.shape, &mut buffers)?;
+        inputs.put(k, buffers);
+        p.kernel = kernel.label.clone().unwrap_or(p.kernel);
+        profiles.push(p);
+    }
+    Ok(profiles)
+}
+
+/// The profiles of `kernels` from their instrumented GPU runs (one per kernel, in order, as
+/// [`instrumented_runs`] and the worker's job return them), with each run's overhead.
+pub fn instrumented_profiles(
+    kernels: &[ProfileKernel],
+    runs: &[InstrumentedRun],
+    sm: Option<u32>,
+) -> Result<Vec<Profile>, Problem> {
+    if runs.len() != kernels.len() {
+        return Err(Problem::new(
+            format!(
+                "the profile run returned {} tables for {} kernels",
+                runs.len(),
+                kernels.len()
+            ),
+            "the file changed while it was profiled: profile it again",
+        ));
+    }
+    let mut profiles = Vec::with_capacity(kernels.len());
+    for (kernel, r) in kernels.iter().zip(runs) {
+        let lowered = Lowered::of(kernel, sm);
+        let inst = instrument(&kernel.program, r.stride)?;
+        let mut p = from_table(
+            &kernel.program,
+            &inst,
+            &r.table,
+            Source::Instrumented,
+            lowered.lowering(),
+        );
+        p.overhead = Some(Overhead {
+            plain_ms: r.plain_ms,
+            instrumented_ms: r.instrumented_ms,
+        });
+        p.kernel = kernel.label.clone().unwrap_or(p.kernel);
+        profiles.push(p);
+    }
+    Ok(profiles)
+}
+
+/// The plain kernel and its SASS, for the PTX lines and instructions behind statements
+/// (either may be missing: no ptxas or nvdisasm leaves the SASS out).
+struct Lowered {
+    kernel: Option<EmittedKernel>,
+    sass: Option<SassListing>,
+}
+
+impl Lowered {
+    /// `kernel` emitted for `sm` as `sass` does (line info on, so the SASS maps back to IR
+    /// lines); nothing without an `sm`.
+    fn of(kernel: &ProfileKernel, sm: Option<u32>) -> Self {
+        let Some(sm) = sm else {
+            return Lowered {
+                kernel: None,
+                sass: None,
+            };
+        };
+        let opts = EmitOptions {
+            sm,
+            workgroup_size: kernel.shape.workgroup_size,
+            lineinfo: true,
+            ..EmitOptions::for_program(&kernel.program)
+        };
+        let emitted = emit(&kernel.program, &opts).ok();
+        let sass = emitted
+            .as_ref()
+            .and_then(|k| crate::sass::disassemble(k, sm).ok());
+        Lowered {
+            kernel: emitted,
+            sass,
+        }
+    }
+
+    fn lowering(&self) -> Lowering<'_> {
+        Lowering {
+            kernel: self.kernel.as_ref(),
+            sass: self.sass.as_ref(),
+        }
+    }
 }

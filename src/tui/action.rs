@@ -81,6 +81,9 @@ pub enum Command {
     Dispatch,
     /// Run the tune sweep over workgroup sizes.
     Tune,
+    /// Profile the open Program per IR statement (GPU worker, else the interpreter's
+    /// instruction-count estimate): the heat gutter and the Profile tab.
+    Profile,
     /// Pin the current lowering to diff against (again on the pinned one: unpin).
     Pin,
     /// Pin the tune sweep's best candidate (switches to its workgroup size).

@@ -172,6 +172,14 @@ pub enum Job {
         /// Options (sm; the workgroup is swept).
         opts: EmitOptions,
     },
+    /// Profile the open file per IR statement (`p`): on the GPU in the GPU worker process
+    /// when `gpu`, else the reference interpreter's instruction-count estimate.
+    Profile {
+        /// What to profile.
+        key: Box<super::profile::ProfileKey>,
+        /// A live GPU was probed.
+        gpu: bool,
+    },
     /// Replay a captured dispatch and compare its outputs with the captured ones: on
     /// `vyrescope-cuda` in the GPU worker process when `gpu`, else on `vyrescope-reference`.
     ReplayCapture {
@@ -204,6 +212,7 @@ impl Job {
             Job::TuneOffline { .. } => "estimating a tune sweep (no GPU)",
             Job::Pipeline { gpu: true, .. } => "running pipeline on the GPU",
             Job::ReplayCapture { gpu: true, .. } => "replaying the dispatch on the GPU",
+            Job::Profile { gpu, .. } => super::profile::job_label(*gpu),
             Job::ReplayCapture { .. } => "replaying the dispatch on the reference interpreter",
             Job::Pipeline { .. } => "running reference pipeline",
         }
@@ -254,6 +263,11 @@ pub enum Reply {
     Tuned(Result<Vec<TuneRow>, Problem>, Box<Stats>),
     /// A captured dispatch replayed (record index, verdict).
     Replayed(u64, Result<super::capture::Verdict, Problem>),
+    /// A profile made (what was profiled; one profile per kernel, or why not).
+    Profiled(
+        Box<super::profile::ProfileKey>,
+        Result<Vec<crate::profile::Profile>, Problem>,
+    ),
 }
 
 /// What a [`Job::Load`] read: the request it answers and the document or the error.
@@ -540,6 +554,11 @@ pub fn execute(job: Job, gpu: &mut dyn Gpu, report: &mut dyn FnMut(Reply)) {
         Job::ReplayCapture { dir, index, gpu: g } => {
             replay_capture(&dir, index, g.then_some(gpu), report)
         }
+        Job::Profile { key, gpu: g } => {
+            report(Reply::Started(super::profile::job_label(g), 0));
+            let r = super::profile::run(&key, g.then_some(gpu));
+            report(Reply::Profiled(key, r));
+        }
     }
 }
 
@@ -643,6 +662,7 @@ impl Job {
                 | Job::Sass { .. }
                 | Job::Vyre { .. }
                 | Job::ReplayCapture { gpu: false, .. }
+                | Job::Profile { gpu: false, .. }
         )
     }
 }

@@ -22,8 +22,11 @@ use crate::runtime::{parity, GpuWorker, SweepRequest};
 
 use super::analysis::{Resources, Unavailable};
 use super::pipeline::{PipelineFile, PipelineRun, GPU_REPEAT};
+use crate::harness::profile_run::{InstrumentedRun, PROFILE_REPEAT};
 use crate::harness::replay_record::RecordReplay;
-use crate::harness::worker_messages::{JobsClient, PipelineJob, ReplayJob, TimelineJob};
+use crate::harness::worker_messages::{
+    JobsClient, PipelineJob, ProfileJob, ReplayJob, TimelineJob,
+};
 use crate::megakernel::plan::SyncMode;
 use crate::util::Problem;
 
@@ -104,6 +107,13 @@ pub trait Gpu: Send {
     fn replay_capture(&mut self, dir: &Path, index: u64) -> Result<RecordReplay, Problem> {
         let _ = (dir, index);
         Err(Problem::new("this GPU seam replays no captures", ""))
+    }
+    /// Profiles a Program or pipeline file with its instrumented build (in the GPU worker
+    /// process, as `vyrescope profile` measures): one run per kernel. The default has no
+    /// GPU (test fakes).
+    fn profile(&mut self, file: &Path) -> Result<Vec<InstrumentedRun>, Problem> {
+        let _ = file;
+        Err(Problem::new("this GPU seam profiles nothing", ""))
     }
     /// Records one instrumented round of a Program for the Timeline tab (after a
     /// dispatch). The default records nothing (test fakes).
@@ -557,6 +567,17 @@ impl Gpu for WorkerGpu {
             index,
         };
         Ok(self.worker.replay_capture(&job)?)
+    }
+
+    /// In the GPU worker process, like a dispatch: the job `vyrescope profile` runs, each
+    /// launch bounded by [`KERNEL_TIMEOUT`].
+    fn profile(&mut self, file: &Path) -> Result<Vec<InstrumentedRun>, Problem> {
+        let job = ProfileJob {
+            file: file.to_path_buf(),
+            repeat: PROFILE_REPEAT,
+            timeout_ms: Some(KERNEL_TIMEOUT.as_millis() as u64),
+        };
+        Ok(self.worker.profile(&job)?)
     }
 
     fn timeline(

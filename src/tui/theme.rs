@@ -211,6 +211,9 @@ fn too_deep(b: &[u8], max: usize) -> Option<usize> {
     None
 }
 
+/// Lower bounds of the heat grades (own share): hot, warm, mild; below the last is cold.
+pub const HEAT_GRADES: [f64; 3] = [0.25, 0.10, 0.02];
+
 impl Theme {
     /// The UI palette of a syntax theme.
     pub fn from_syntax(name: &str, t: &SynTheme) -> Self {
@@ -271,6 +274,21 @@ impl Theme {
             ok: Style::new().fg(green),
             chart: Style::new().fg(blue),
             marker: Style::new().fg(yellow).add_modifier(Modifier::BOLD),
+        }
+    }
+
+    /// The style of a profile's heat gutter cell for an own share `share` (0..=1): four
+    /// grades from the palette, hottest in the error colour (bold, so that it also stands
+    /// out without colours), then warning, info and dim.
+    pub fn heat(&self, share: f64) -> Style {
+        if share >= HEAT_GRADES[0] {
+            self.error.add_modifier(Modifier::BOLD)
+        } else if share >= HEAT_GRADES[1] {
+            self.warning
+        } else if share >= HEAT_GRADES[2] {
+            self.info
+        } else {
+            self.dim
         }
     }
 
@@ -393,6 +411,28 @@ crate::util::problem::into_problem!(ThemeError);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heat_grades_go_from_dim_to_the_error_colour_at_their_bounds() {
+        let t = Theme::from_syntax("dark", &load_syntax_theme("dark").unwrap());
+        let hot = t.error.add_modifier(Modifier::BOLD);
+        for (share, want) in [
+            (1.0, hot),
+            (0.25, hot),
+            (0.2499, t.warning),
+            (0.10, t.warning),
+            (0.0999, t.info),
+            (0.02, t.info),
+            (0.0199, t.dim),
+            (0.0, t.dim),
+        ] {
+            assert_eq!(t.heat(share), want, "share {share}");
+        }
+        // Four distinct grades, so the gutter tells them apart.
+        let mut styles = vec![t.heat(0.5), t.heat(0.15), t.heat(0.05), t.heat(0.01)];
+        styles.dedup();
+        assert_eq!(styles.len(), 4);
+    }
 
     #[test]
     fn builtin_themes_load_with_distinct_palettes() {

@@ -19,6 +19,7 @@ use super::export;
 mod capture;
 pub(crate) mod nav;
 mod pin;
+pub(crate) mod profile;
 pub(crate) mod program;
 mod reply;
 pub(crate) mod timeline;
@@ -203,6 +204,7 @@ fn command(app: &mut App, c: Command, out: &mut Vec<Cmd>) {
         }
         Command::CaptureSort => capture::cycle_sort(app, out),
         Command::Tune => program::gpu_job(app, true, out),
+        Command::Profile => profile::request(app, out),
         Command::Reload => program::reload(app, false, out),
         Command::Export => match export::target(app) {
             Ok(p) => program::export_view(app, p, out),

@@ -24,6 +24,7 @@ pub mod occupancy;
 pub mod pin_diff;
 pub mod pipeline_run;
 pub mod plan;
+pub mod profile;
 pub mod program_list;
 pub mod prompt;
 pub mod ptx_pane;

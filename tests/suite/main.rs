@@ -6,6 +6,7 @@ mod tui_helpers;
 mod tui_marks;
 mod tui_pin;
 mod tui_pipeline;
+mod tui_profile;
 
 mod atomic_order;
 #[cfg(feature = "vyre")]

@@ -226,10 +226,10 @@ fn mixed_directory_lists_both_kinds() {
     a.screen.focus = Focus::List;
     press(&mut a, &[Command::Down, Command::Enter]);
     assert!(a.programs.doc.as_ref().unwrap().pipeline.is_some());
-    assert_eq!(a.detail.tabs().len(), 8);
-    // Back to the Program: the Plan tab goes away again (Timeline stays).
+    assert_eq!(a.detail.tabs().len(), 9);
+    // Back to the Program: the Plan tab goes away again (Timeline and Profile stay).
     press(&mut a, &[Command::Up, Command::Enter]);
-    assert_eq!(a.detail.tabs().len(), 7);
+    assert_eq!(a.detail.tabs().len(), 8);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -43,7 +43,7 @@ fn layout_80x24() {
         "PTX",
         "Occupancy",
         // Inactive tabs are shortened when the bar is too narrow for all titles.
-        "6 Telem…",
+        "6 Tel…",
         "offline: h200",
         "sm_90",
     ] {

@@ -196,9 +196,13 @@ fn navigation_is_clamped_and_paged() {
     // The last tab, Timeline, keeps Left/Right for panning its lanes; `>` goes on.
     assert_eq!(a.detail.tab, tabs::Timeline.id());
     press(&mut a, &[Command::Right, Command::NextTab]);
+    assert_eq!(a.detail.tab, tabs::Profile.id());
+    press(&mut a, &[Command::Right]);
     assert_eq!(a.detail.tab.index(), 0, "wraps after the last tab");
     press(&mut a, &[Command::Left]);
-    assert_eq!(a.detail.tab, tabs::Timeline.id(), "wraps back");
+    assert_eq!(a.detail.tab, tabs::Profile.id(), "wraps back");
+    press(&mut a, &[Command::Left]);
+    assert_eq!(a.detail.tab, tabs::Timeline.id());
     press(&mut a, &[Command::PrevTab]);
     assert_eq!(a.detail.tab.index(), 5);
 }

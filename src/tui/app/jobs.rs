@@ -81,6 +81,8 @@ pub struct Session {
     /// Plan-cache counters of this session (planning happens in the inspector's process,
     /// so they are kept here rather than in the GPU worker's statistics).
     pub plan_counts: PlanCacheCounts,
+    /// The last per-statement profile (`p`), or why it failed.
+    pub profile: Option<crate::tui::profile::ProfileView>,
 }
 
 impl Default for Session {
@@ -94,6 +96,7 @@ impl Default for Session {
             telemetry: Err(Problem::new(NO_RUNTIME, "")),
             plan_cache: None,
             plan_counts: PlanCacheCounts::default(),
+            profile: None,
         }
     }
 }

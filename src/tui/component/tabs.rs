@@ -89,6 +89,7 @@ pub const TABS: &[&dyn TabComponent] = &[
     &Plan,
     &Timeline,
     &Capture,
+    &Profile,
 ];
 
 /// The component of tab `t`.
@@ -419,6 +420,43 @@ impl TabComponent for Capture {
     }
     fn help(&self, app: &App) -> Vec<Line<'static>> {
         views::capture::help(app)
+    }
+}
+
+/// The per-statement profile (`p`): the hot statements, hottest first; the cursor row
+/// selects its statement in the code panes (`update::nav` hands row moves to
+/// [`crate::tui::update::profile`]).
+pub struct Profile;
+
+impl TabComponent for Profile {
+    fn title(&self) -> &'static str {
+        "Profile"
+    }
+    fn hints(&self, app: &App) -> Vec<Hint> {
+        use Command::*;
+        with_global(app, &[Down, Command::Profile, Right, Expand, Export])
+    }
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App) {
+        views::profile::draw(frame.buffer_mut(), area, app);
+    }
+    fn lists(&self, app: &App, content: Rect) -> Vec<RowList> {
+        views::profile::list(app, content).into_iter().collect()
+    }
+    fn data(&self, app: &App) -> Value {
+        views::profile::data(app)
+    }
+    fn help(&self, app: &App) -> Vec<Line<'static>> {
+        let k = |c: Command| app.keymap.key_text(c);
+        vec![
+            Line::raw(""),
+            Line::styled("Profile tab".to_string(), app.theme.title),
+            Line::raw(format!(
+                "  {}/{} hot statements: the code panes select the row's statement; {} profiles again",
+                k(Command::Up),
+                k(Command::Down),
+                k(Command::Profile)
+            )),
+        ]
     }
 }
 

@@ -417,7 +417,7 @@ pub(super) const TABLE: &[Row] = &[
         "pin",
         "pin this lowering (again: unpin)",
         Group::Tuning,
-        &["p"],
+        &["m"],
         "pin",
     ),
     (
@@ -459,6 +459,14 @@ pub(super) const TABLE: &[Row] = &[
         Group::Actions,
         &["t"],
         "tune",
+    ),
+    (
+        Command::Profile,
+        "profile",
+        "profile per IR statement (offline: ESTIMATE)",
+        Group::Actions,
+        &["p"],
+        "profile",
     ),
     (
         Command::Reload,

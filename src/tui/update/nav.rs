@@ -5,7 +5,7 @@ use ratatui::layout::Position;
 
 use crate::tui::action::Cmd;
 use crate::tui::app::{App, Focus};
-use crate::tui::component::tabs as tab_rows;
+use crate::tui::component::tabs::{self as tab_rows, TabComponent};
 use crate::tui::layout::{areas, tab_at, Areas};
 use crate::tui::views::tab_rows::RowList;
 
@@ -51,6 +51,10 @@ pub(super) fn set_cursor(app: &mut App, f: Focus, line: isize) {
         Focus::Ir => sync_from_ir(app),
         Focus::Ptx => sync_from_ptx(app),
         Focus::Sass => sync_from_sass(app),
+        // A row of the Profile tab selects its statement in the code panes.
+        Focus::Detail if app.detail.tab == tab_rows::Profile.id() => {
+            super::profile::select_row(app)
+        }
         _ => {}
     }
 }

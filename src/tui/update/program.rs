@@ -482,6 +482,7 @@ pub(super) fn loaded(app: &mut App, file: LoadedFile, out: &mut Vec<Cmd>) {
         LoadKind::Open => opened(app, file.index, file.doc, out),
         LoadKind::Reload { from_watch } => reloaded(app, file.index, file.doc, from_watch, out),
     }
+    super::profile::after_load(app);
 }
 
 /// Shows a newly opened program (resets the code panes).

@@ -84,6 +84,7 @@ pub(super) fn reply(app: &mut App, r: Reply, out: &mut Vec<Cmd>) {
         Reply::Referenced(r) => dispatched(app, r),
         Reply::PipelineRan(r) => pipeline_ran(app, r),
         Reply::Replayed(index, r) => super::capture::replayed(app, index, r),
+        Reply::Profiled(key, r) => super::profile::profiled(app, *key, r),
         Reply::TunedOffline(r) => tuned_offline(app, r),
         Reply::Tuned(r, stats) => {
             if let Err(e) = &r {

@@ -54,7 +54,13 @@ pub struct CodeView<'a> {
     pub gutter: &'a dyn Fn(usize) -> String,
     /// Mark of line `i`.
     pub mark: &'a dyn Fn(usize) -> Mark,
+    /// With a profile: the own share of line `i`'s statement (the heat gutter, drawn before
+    /// the gutter in the share's colour; `None` for a line of no profiled statement).
+    pub heat: Option<&'a dyn Fn(usize) -> Option<f64>>,
 }
+
+/// Columns the heat gutter takes: the share and a space.
+pub const HEAT_COLUMNS: usize = crate::tui::profile::HEAT_WIDTH + 1;
 
 /// Expands tabs to 4-column stops, tracking the column across spans.
 fn expand_tabs(s: &str, col: &mut usize) -> String {
@@ -143,6 +149,15 @@ pub fn draw(buf: &mut Buffer, inner: Rect, app: &App, hl: &Highlighter, view: &C
                 text_spans.push(Span::styled(expand_tabs(piece, &mut col), s));
                 at = stop;
             }
+        }
+        if let Some(heat) = view.heat {
+            spans.push(match heat(i) {
+                Some(share) => Span::styled(
+                    format!("{} ", crate::tui::profile::heat_text(share)),
+                    t.heat(share),
+                ),
+                None => Span::styled(" ".repeat(HEAT_COLUMNS), t.gutter),
+            });
         }
         // The gutter stays; the text scrolls sideways.
         if view.gutter_width > 0 {

@@ -7,6 +7,7 @@ use ratatui::layout::Rect;
 use super::code_view::{self, CodeView, Mark};
 use crate::tui::app::{App, Focus};
 use crate::tui::highlight::{Highlighter, Lang};
+use crate::tui::profile::{self, Heat};
 
 /// Columns of the cost column: ` 123/45m 12r` (SASS instructions, memory instructions, peak
 /// of live registers).
@@ -22,6 +23,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         (None, _) => String::new(),
     };
     detail.push_str(&code_view::hscroll_note(app, Focus::Ir));
+    let heat = Heat::of(app);
+    detail.push_str(&heat_note(app, &heat));
     let name = app
         .programs
         .doc
@@ -74,6 +77,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         (None, None) => 0,
     };
     let gutter_width = longest.min(inner.width as usize / 3);
+    // A statement's share goes on the line that opens it (the line `profile` names).
+    let mut seen = std::collections::HashSet::new();
+    let shares: Vec<Option<f64>> = doc
+        .ir
+        .iter()
+        .map(|l| {
+            let n = l.node.as_deref()?;
+            seen.insert(n).then(|| heat.share(Some(n))).flatten()
+        })
+        .collect();
+    let heat_of = |i: usize| shares.get(i).copied().flatten();
     let focused = app.screen.focus == Focus::Ir;
     let sel = if focused { None } else { app.selected_node() };
     let line = |i: usize| doc.ir.get(i).map_or("", |l| l.code.as_str());
@@ -121,6 +135,43 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             line: &line,
             gutter: &gutter,
             mark: &mark,
+            heat: (!heat.is_empty()).then_some(&heat_of as &dyn Fn(usize) -> Option<f64>),
         },
     );
+}
+
+/// The title's word on the profile: its source (the estimate loudly) and, on the selected
+/// statement, its share and top stall reason (pc source); `stale` when the Program changed
+/// since it was profiled.
+fn heat_note(app: &App, heat: &Heat) -> String {
+    let Some(source) = heat.source else {
+        let stale = app.jobs.session.profile.as_ref().is_some_and(|v| {
+            v.stale
+                && app
+                    .programs
+                    .doc
+                    .as_ref()
+                    .is_some_and(|d| d.path == v.key.path)
+        });
+        return if stale {
+            " · profile stale (p)".into()
+        } else {
+            String::new()
+        };
+    };
+    // Short (narrow panes cut titles from the right); the estimate in capitals.
+    let word = match source {
+        crate::profile::Source::Estimate => "ESTIMATE",
+        s => s.name(),
+    };
+    let mut s = format!(" · heat {word}");
+    if let Some(n) = app.selected_node() {
+        if let Some(share) = heat.share(Some(n)) {
+            s.push_str(&format!(" · {:.1}%", 100.0 * share));
+        }
+        if let Some(stall) = profile::top_stall(app, n) {
+            s.push_str(&format!(" · stall {stall}"));
+        }
+    }
+    s
 }

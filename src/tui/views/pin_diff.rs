@@ -59,6 +59,7 @@ pub fn draw(
             line: &line,
             gutter: &gutter,
             mark: &mark,
+            heat: None,
         },
     );
     // Changed rows take their side's colour over the syntax colours (the cursor and

@@ -56,6 +56,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
     let focused = app.screen.focus == Focus::Ptx;
     let line = |i: usize| view.line(i);
     let gutter = |i: usize| (i + 1).to_string();
+    // Each line shows the share of the statement that owns it (the selection's map).
+    let heat = crate::tui::profile::Heat::of(app);
+    let heat_of = |i: usize| heat.share(view.corr.node_at(i));
     // With the SASS pane focused, the PTX line of its cursor instruction is marked too
     // (prologue instructions have a line but no statement).
     let sass_line = (app.screen.focus == Focus::Sass)
@@ -82,6 +85,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             line: &line,
             gutter: &gutter,
             mark: &mark,
+            heat: (!heat.is_empty()).then_some(&heat_of as &dyn Fn(usize) -> Option<f64>),
         },
     );
 }
@@ -132,6 +136,7 @@ fn draw_vyre(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             line: &line,
             gutter: &gutter,
             mark: &mark,
+            heat: None,
         },
     );
 }

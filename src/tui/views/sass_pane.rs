@@ -114,6 +114,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
         Mark::of(focused && i == app.panes.sass.cursor, of_node || of_line)
     };
     let ptx_len = app.ptx_len().max(1);
+    // Each instruction shows the share of the statement that owns it.
+    let heat = crate::tui::profile::Heat::of(app);
+    let heat_of = |i: usize| heat.share(view.rows.get(i).and_then(|r| r.node.as_deref()));
     code_view::draw(
         buf,
         inner,
@@ -128,6 +131,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, hl: &Highlighter) {
             line: &line,
             gutter: &gutter,
             mark: &mark,
+            heat: (!heat.is_empty()).then_some(&heat_of as &dyn Fn(usize) -> Option<f64>),
         },
     );
 }
