@@ -19,12 +19,14 @@ use super::nav;
 /// the interpreter's estimate. Refused, with the reason, when there is nothing to profile.
 pub(super) fn request(app: &mut App, out: &mut Vec<Cmd>) {
     let Some(doc) = app.programs.doc.as_ref() else {
-        return app.screen.error("no program open");
+        return app
+            .screen
+            .error("no program open to profile. Fix: open one from the list (Enter) or with o, then press p");
     };
     if doc.has_errors() {
         return app
             .screen
-            .error("the program has validation errors (see Diagnostics); fix them to profile it");
+            .error("the Program has validation errors, so it cannot run. Fix: correct them (the Diagnostics tab lists them), then press p");
     }
     let key = ProfileKey::of(doc);
     let gpu = app.jobs.devices.live.is_some();
