@@ -1,4 +1,4 @@
-//! A pinned lowering: `p` keeps the current kernel (its emit options, its PTX and, once
+//! A pinned lowering: `m` keeps the current kernel (its emit options, its PTX and, once
 //! assembled, its SASS) so that after changing the workgroup size, the target sm or the
 //! unrolling, the PTX and SASS panes can show their line diff against it (`D`) and the IR
 //! gutter the change of each statement's PTX lines and SASS instructions. `P` swaps back to

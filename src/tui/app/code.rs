@@ -45,7 +45,7 @@ pub struct CodeView {
     pub estimate_gen: u64,
     /// Unroll small constant-trip loops (`u` toggles).
     pub unroll: bool,
-    /// The pinned lowering (`p`).
+    /// The pinned lowering (`m`).
     pub pin: Option<Pin>,
     /// The PTX and SASS panes show the diff against the pin (`D`).
     pub pin_diff: bool,

@@ -1,10 +1,10 @@
-//! Pinning a lowering and diffing against it (`p`, `D`, `P`, `b`), and the unrolling toggle
+//! Pinning a lowering and diffing against it (`m`, `D`, `P`, `b`), and the unrolling toggle
 //! (`u`) that, with the workgroup size and the target sm, makes another lowering to compare.
 
 use std::sync::Arc;
 
 use super::{nav, program};
-use crate::tui::action::Cmd;
+use crate::tui::action::{Cmd, Command};
 use crate::tui::app::{App, Focus};
 use crate::tui::background::{Job, ResKey};
 use crate::tui::pin::{label, Pin, PinView};
@@ -26,7 +26,7 @@ fn sass_of(app: &App, key: &ResKey) -> Option<Arc<crate::tui::sass_view::SassVie
     }
 }
 
-/// Pins the current lowering (`p`); on the pinned lowering itself, unpins.
+/// Pins the current lowering (`m`); on the pinned lowering itself, unpins.
 pub(super) fn pin(app: &mut App, out: &mut Vec<Cmd>) {
     let Some((key, ptx)) = current(app) else {
         return app
@@ -86,9 +86,13 @@ pub(super) fn pin_best(app: &mut App, out: &mut Vec<Cmd>) {
 /// Shows or hides the diff against the pin in the PTX and SASS panes (`D`).
 pub(super) fn toggle_diff(app: &mut App, out: &mut Vec<Cmd>) {
     if app.code.pin.is_none() {
-        return app
-            .screen
-            .error("nothing pinned: press p to pin this lowering, change it, then D");
+        let (pin, diff) = (
+            app.keymap.key_text(Command::Pin),
+            app.keymap.key_text(Command::PinDiff),
+        );
+        return app.screen.error(format!(
+            "nothing pinned. Fix: press {pin} to pin this lowering, change it, then {diff}"
+        ));
     }
     app.code.pin_diff = !app.code.pin_diff;
     // Row numbers mean other lines now: start at the selected statement again.
@@ -113,13 +117,17 @@ pub(super) fn toggle_diff(app: &mut App, out: &mut Vec<Cmd>) {
 /// returns.
 pub(super) fn swap(app: &mut App, out: &mut Vec<Cmd>) {
     let Some(old) = app.code.pin.take() else {
-        return app.screen.error("nothing pinned: press p first");
+        let pin = app.keymap.key_text(Command::Pin);
+        return app.screen.error(format!(
+            "nothing pinned. Fix: press {pin} to pin a lowering first"
+        ));
     };
     if app.programs.doc.as_ref().map(|d| d.id) != Some(old.key.0) {
         let name = old.name.clone();
         app.code.pin = Some(old);
+        let pin = app.keymap.key_text(Command::Pin);
         return app.screen.error(format!(
-            "the pin is a lowering of {name}, not of the open Program: open it to swap back, or p to pin this one"
+            "the pin is a lowering of {name}, not of the open Program. Fix: open it to swap back, or press {pin} to pin this one"
         ));
     }
     if let Some((key, ptx)) = current(app) {
