@@ -337,9 +337,9 @@ fn own_phases(
     use crate::harness::dispatch_phases::phase_rows;
     use crate::vyre::backend::registry::{CUDA_ID, REFERENCE_ID};
     use crate::vyre::backend::VyrescopeBackend;
+    use vyre_driver::backend::BackendError;
     let failed = |e: String| Problem::new(e, "report this bug with the command line");
     let refused = |e: BackendError| failed(e.to_string());
-    use vyre_driver::backend::BackendError;
     match a.backend {
         super::run::Backend::Reference => {
             let device = crate::vyre::backend::reference::ReferenceDevice::default();

@@ -36,10 +36,7 @@ const PREFAULT_MIN: usize = 1 << 20;
 /// 2 MiB where the kernel allows it. The bytes do not change.
 pub(super) fn prefault_outputs(buffers: &mut [HostBuffer]) {
     const PAGE: usize = 4096;
-    for b in buffers
-        .iter_mut()
-        .filter(|b| b.access.is_writable() && b.data.len() >= PREFAULT_MIN)
-    {
+    for b in buffers.iter_mut().filter(|b| worth_prefaulting(b)) {
         crate::util::os::advise_huge_pages(&mut b.data);
         b.data.par_chunks_mut(1 << 20).for_each(|c| {
             for i in (0..c.len()).step_by(PAGE) {
@@ -49,6 +46,12 @@ pub(super) fn prefault_outputs(buffers: &mut [HostBuffer]) {
             }
         });
     }
+}
+
+/// Whether [`prefault_outputs`] has anything to do for `b`: a writable buffer large enough
+/// that mapping its pages ahead pays for handing the work to the thread pool.
+pub(super) fn worth_prefaulting(b: &HostBuffer) -> bool {
+    b.access.is_writable() && b.data.len() >= PREFAULT_MIN
 }
 
 pub(super) fn all_zero(data: &[u8]) -> bool {

@@ -685,9 +685,11 @@ impl Runtime {
         let upload_ms = t0.elapsed().as_secs_f64() * 1e3;
         let result = (|| {
             // While the device copies and computes, the host maps the pages the results
-            // will land in (on the thread pool; this thread launches and waits).
+            // will land in (on the thread pool; this thread launches and waits). Small
+            // dispatches hand nothing over: waking a pool thread would cost more.
+            let prefault = opts.readback && buffers.iter().any(super::copies::worth_prefaulting);
             let first = rayon::in_place_scope(|s| {
-                if opts.readback {
+                if prefault {
                     let outs = &mut *buffers;
                     s.spawn(move |_| super::copies::prefault_outputs(outs));
                 }

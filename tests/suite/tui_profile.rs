@@ -36,6 +36,29 @@ fn cli_statements(file: &Path, k: usize) -> Vec<(String, f64, f64, u64)> {
         .collect()
 }
 
+/// The first kernel's profile of the inspector's last `p` (which must have succeeded).
+fn first_profile(a: &App) -> &vyrescope::profile::Profile {
+    &a.jobs
+        .session
+        .profile
+        .as_ref()
+        .expect("a profile")
+        .result
+        .as_ref()
+        .expect("the profile succeeded")[0]
+}
+
+/// The profile's statements carry the command's nodes and self shares, in its order.
+fn assert_same_self_shares(p: &vyrescope::profile::Profile, cli: Vec<(String, f64, f64, u64)>) {
+    let ours: Vec<(String, f64)> = p
+        .statements
+        .iter()
+        .map(|s| (s.node.clone(), s.self_share))
+        .collect();
+    let theirs: Vec<(String, f64)> = cli.into_iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(ours, theirs);
+}
+
 fn message(a: &App) -> String {
     a.screen
         .message
@@ -112,17 +135,7 @@ fn a_profile_row_selects_its_statement_in_the_ir_and_ptx_panes() {
     let (mut a, hl) = app(std::slice::from_ref(&file), 150, 60);
     press(&mut a, &[Command::Profile]);
     a.screen.focus = Focus::Detail;
-    let statements = a
-        .jobs
-        .session
-        .profile
-        .as_ref()
-        .unwrap()
-        .result
-        .clone()
-        .unwrap()[0]
-        .statements
-        .clone();
+    let statements = first_profile(&a).statements.clone();
     for (k, want) in statements.iter().enumerate().take(5).skip(1) {
         press(&mut a, &[Command::Down]);
         assert_eq!(a.detail.pane.cursor, k);
@@ -344,23 +357,9 @@ fn a_tuned_workgroup_is_named_since_the_profile_is_of_the_files_own() {
     let m = message(&a);
     assert!(m.contains("at the file's own workgroup size"), "{m}");
     // Still the command's numbers (the file runs at 256).
-    let p = &a
-        .jobs
-        .session
-        .profile
-        .as_ref()
-        .unwrap()
-        .result
-        .as_ref()
-        .unwrap()[0];
+    let p = first_profile(&a);
     let cli = cli_statements(&file, 0);
-    let ours: Vec<(String, f64)> = p
-        .statements
-        .iter()
-        .map(|s| (s.node.clone(), s.self_share))
-        .collect();
-    let theirs: Vec<(String, f64)> = cli.into_iter().map(|c| (c.0, c.1)).collect();
-    assert_eq!(ours, theirs);
+    assert_same_self_shares(p, cli);
 }
 
 /// A GPU whose worker answers the profile job with tables it made on the interpreter
@@ -438,26 +437,12 @@ fn with_a_live_gpu_p_goes_to_the_gpu_worker_and_shows_the_instrumented_source() 
         vyrescope::tui::action::Action::Command(Command::Profile),
     );
     assert_eq!(gpu.asked, vec![file.clone()], "{}", message(&a));
-    let p = &a
-        .jobs
-        .session
-        .profile
-        .as_ref()
-        .unwrap()
-        .result
-        .as_ref()
-        .unwrap()[0];
+    let p = first_profile(&a);
     assert_eq!(p.source, vyrescope::profile::Source::Instrumented);
     assert_eq!(p.unit, "cycles");
     // The same table as the estimate: the same shares, now labelled as cycles.
     let cli = cli_statements(&file, 0);
-    let ours: Vec<(String, f64)> = p
-        .statements
-        .iter()
-        .map(|s| (s.node.clone(), s.self_share))
-        .collect();
-    let theirs: Vec<(String, f64)> = cli.into_iter().map(|c| (c.0, c.1)).collect();
-    assert_eq!(ours, theirs);
+    assert_same_self_shares(p, cli);
     let s = screen(&mut a, &hl);
     assert!(s.contains("heat instrumented"), "{s}");
     assert!(s.contains("overhead 1.50x"), "{s}");
@@ -474,15 +459,7 @@ fn the_sass_pane_shows_the_share_of_each_instructions_statement() {
     let heat = vyrescope::tui::profile::Heat::of(&a);
     let listing = a.sass_view().expect("a SASS listing").clone();
     // The instructions of the hottest statement that has some carry its share.
-    let p = &a
-        .jobs
-        .session
-        .profile
-        .as_ref()
-        .unwrap()
-        .result
-        .as_ref()
-        .unwrap()[0];
+    let p = first_profile(&a);
     let rows_of = |node: &str| -> Vec<usize> {
         (0..listing.len())
             .filter(|&i| listing.node_at(i) == Some(node))
